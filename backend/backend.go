@@ -1,0 +1,177 @@
+package backend
+
+import "fmt"
+
+// DType is the element type of an array.
+type DType uint8
+
+// The dtypes peel supports, in promotion order: a dtype later in the list
+// can represent every value of an earlier one (int64 → float only
+// approximately, as in numpy).
+const (
+	Invalid DType = iota
+	Bool
+	Int64
+	Float32
+	Float64
+)
+
+var dtypeNames = [...]string{"invalid", "bool", "i64", "f32", "f64"}
+
+// String returns the short name used in shapes and graphs: "f32", "f64",
+// "i64", "bool".
+func (d DType) String() string {
+	if int(d) < len(dtypeNames) {
+		return dtypeNames[d]
+	}
+	return fmt.Sprintf("dtype(%d)", uint8(d))
+}
+
+// Size returns the size of one element in bytes.
+func (d DType) Size() int {
+	switch d {
+	case Bool:
+		return 1
+	case Float32:
+		return 4
+	case Int64, Float64:
+		return 8
+	}
+	return 0
+}
+
+// IsFloat reports whether d is a floating-point dtype.
+func (d DType) IsFloat() bool { return d == Float32 || d == Float64 }
+
+// IsValid reports whether d is one of the supported dtypes.
+func (d DType) IsValid() bool { return d >= Bool && d <= Float64 }
+
+// Buffer is storage owned by a backend. Its elements all have one dtype.
+type Buffer interface {
+	// Len returns the number of elements.
+	Len() int
+	// DType returns the element type.
+	DType() DType
+}
+
+// Array is a strided view of a buffer: element i0,i1,… lives at
+// Offset + Σ ik*Strides[k]. Strides are in elements; nil Strides means
+// contiguous row-major. A stride may be 0 (a broadcast) or negative (a
+// reversal).
+type Array struct {
+	Buf     Buffer
+	Shape   []int
+	Strides []int
+	Offset  int
+}
+
+// Size returns the number of elements of a's shape.
+func (a Array) Size() int { return ShapeSize(a.Shape) }
+
+// IsContiguous reports whether a's elements are laid out row-major without
+// gaps starting at Offset.
+func (a Array) IsContiguous() bool {
+	if a.Strides == nil {
+		return true
+	}
+	want := 1
+	for k := len(a.Shape) - 1; k >= 0; k-- {
+		if a.Shape[k] != 1 && a.Strides[k] != want {
+			return a.Size() == 0
+		}
+		want *= a.Shape[k]
+	}
+	return true
+}
+
+// IsSplat reports whether every element of a is the same memory location
+// (all strides zero, or a single element).
+func (a Array) IsSplat() bool {
+	if a.Strides == nil {
+		return a.Size() == 1
+	}
+	for k, s := range a.Strides {
+		if s != 0 && a.Shape[k] != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// Overlaps reports whether two distinct indices of a can name the same
+// element (a zero stride on a dimension longer than one). Such an array
+// cannot be the destination of a write.
+func (a Array) Overlaps() bool {
+	if a.Strides == nil {
+		return false
+	}
+	for k, s := range a.Strides {
+		if s == 0 && a.Shape[k] > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// ContiguousStrides returns the row-major strides of shape.
+func ContiguousStrides(shape []int) []int {
+	st := make([]int, len(shape))
+	s := 1
+	for k := len(shape) - 1; k >= 0; k-- {
+		st[k] = s
+		s *= shape[k]
+	}
+	return st
+}
+
+// EffectiveStrides returns a's strides, computing row-major ones when a
+// is contiguous with nil Strides.
+func (a Array) EffectiveStrides() []int {
+	if a.Strides != nil {
+		return a.Strides
+	}
+	return ContiguousStrides(a.Shape)
+}
+
+// ShapeSize returns the product of the dimensions (1 for rank 0).
+func ShapeSize(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Op identifies a primitive to a backend. ID is dense (0, 1, 2, …) in the
+// order primitives are registered, so a backend can keep its kernels in a
+// slice indexed by ID.
+type Op struct {
+	ID   int
+	Name string
+}
+
+// Backend runs primitives on one kind of device. The eval interpreter is its
+// only caller. Implementations must be safe for concurrent use.
+type Backend interface {
+	// Name returns a short name such as "cpu".
+	Name() string
+	// Alloc returns a zeroed buffer of n elements.
+	Alloc(dt DType, n int) Buffer
+	// FromHost returns a new buffer holding a copy of data, which is a
+	// []bool, []int64, []float32 or []float64.
+	FromHost(data any) Buffer
+	// ToHost returns a's elements in row-major order as a new []bool,
+	// []int64, []float32 or []float64.
+	ToHost(a Array) any
+	// Copy writes src's elements into dst element by element. Both may be
+	// strided; they have the same shape and dtype. dst must not overlap
+	// itself; src may alias dst.
+	Copy(dst, src Array)
+	// Has reports whether the backend has a kernel for op.
+	Has(op Op) bool
+	// Exec runs op's kernel. in holds the operands, which may be strided;
+	// out holds freshly allocated contiguous arrays of the result shapes
+	// and dtypes, which the kernel fills. params is the primitive's
+	// parameter value.
+	Exec(op Op, params any, in, out []Array)
+}

@@ -1,0 +1,71 @@
+package cpu
+
+import "github.com/peel-ml/peel/backend"
+
+// copyStrided copies src into dst (same shape and dtype, any strides).
+func copyStrided(dst, src backend.Array) {
+	switch d := dst.Buf.(type) {
+	case boolBuf:
+		stridedCopy(d, src.Buf.(boolBuf), dst, src)
+	case i64Buf:
+		stridedCopy(d, src.Buf.(i64Buf), dst, src)
+	case f32Buf:
+		stridedCopy(d, src.Buf.(f32Buf), dst, src)
+	case f64Buf:
+		stridedCopy(d, src.Buf.(f64Buf), dst, src)
+	default:
+		panic("cpu: foreign buffer")
+	}
+}
+
+func stridedCopy[T any](d, s []T, dst, src backend.Array) {
+	n := dst.Size()
+	if n == 0 {
+		return
+	}
+	if dst.IsContiguous() && src.IsContiguous() {
+		copy(d[dst.Offset:dst.Offset+n], s[src.Offset:src.Offset+n])
+		return
+	}
+	shape := dst.Shape
+	r := len(shape)
+	if r == 0 {
+		d[dst.Offset] = s[src.Offset]
+		return
+	}
+	ds, ss := dst.EffectiveStrides(), src.EffectiveStrides()
+	inner := shape[r-1]
+	dsi, ssi := ds[r-1], ss[r-1]
+	idx := make([]int, r)
+	do, so := dst.Offset, src.Offset
+	for {
+		if dsi == 1 && ssi == 1 {
+			copy(d[do:do+inner], s[so:so+inner])
+		} else if ssi == 0 {
+			v := s[so]
+			for i, p := 0, do; i < inner; i, p = i+1, p+dsi {
+				d[p] = v
+			}
+		} else {
+			for i, p, q := 0, do, so; i < inner; i, p, q = i+1, p+dsi, q+ssi {
+				d[p] = s[q]
+			}
+		}
+		// Advance the outer index.
+		k := r - 2
+		for ; k >= 0; k-- {
+			idx[k]++
+			do += ds[k]
+			so += ss[k]
+			if idx[k] < shape[k] {
+				break
+			}
+			do -= ds[k] * shape[k]
+			so -= ss[k] * shape[k]
+			idx[k] = 0
+		}
+		if k < 0 {
+			return
+		}
+	}
+}

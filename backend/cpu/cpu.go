@@ -1,0 +1,224 @@
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/interp"
+)
+
+// Buffers are plain Go slices; each dtype has its own type so kernels
+// select the element type with one type assertion, outside their loops.
+type (
+	boolBuf []bool
+	i64Buf  []int64
+	f32Buf  []float32
+	f64Buf  []float64
+)
+
+func (b boolBuf) Len() int             { return len(b) }
+func (b boolBuf) DType() backend.DType { return backend.Bool }
+func (b i64Buf) Len() int              { return len(b) }
+func (b i64Buf) DType() backend.DType  { return backend.Int64 }
+func (b f32Buf) Len() int              { return len(b) }
+func (b f32Buf) DType() backend.DType  { return backend.Float32 }
+func (b f64Buf) Len() int              { return len(b) }
+func (b f64Buf) DType() backend.DType  { return backend.Float64 }
+
+// kernel computes out from in. Inputs are contiguous (or, for kernels
+// registered with splat, possibly a single broadcast element); outputs are
+// fresh and contiguous.
+type kernel func(params any, in, out []backend.Array)
+
+type entry struct {
+	fn kernel
+	// splat: the kernel accepts inputs whose elements are all one memory
+	// location (a broadcast scalar) without materializing them.
+	splat bool
+}
+
+// registrations made by the kernel files' init functions.
+var regs = map[*interp.Prim]entry{}
+
+// register adds a kernel; it is called from init functions only.
+func register(p *interp.Prim, splat bool, fn kernel) {
+	if _, dup := regs[p]; dup {
+		panic("cpu: kernel registered twice for " + p.Name)
+	}
+	regs[p] = entry{fn: fn, splat: splat}
+}
+
+// Backend is the CPU backend: pure Go kernels over Go slices, with BLAS
+// from gonum (or OpenBLAS with -tags openblas). It is safe for concurrent
+// use.
+type Backend struct {
+	table []entry
+}
+
+var (
+	std     atomic.Pointer[Backend]
+	threads atomic.Int64
+)
+
+// New returns the CPU backend. All calls return the same value.
+func New() *Backend {
+	if b := std.Load(); b != nil {
+		return b
+	}
+	var n int
+	for p := range regs {
+		n = max(n, p.ID+1)
+	}
+	b := &Backend{table: make([]entry, n)}
+	for p, e := range regs {
+		b.table[p.ID] = e
+	}
+	std.CompareAndSwap(nil, b)
+	return std.Load()
+}
+
+func init() {
+	interp.SetDefaultBackend(New())
+}
+
+// SetThreads sets how many goroutines large kernels split their work
+// across; n ≤ 0 means runtime.GOMAXPROCS(0), the default.
+func SetThreads(n int) { threads.Store(int64(n)) }
+
+// Threads returns the number of goroutines large kernels use.
+func Threads() int {
+	if n := threads.Load(); n > 0 {
+		return int(n)
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// Name returns "cpu".
+func (*Backend) Name() string { return "cpu" }
+
+// Alloc returns a zeroed buffer.
+func (*Backend) Alloc(dt backend.DType, n int) backend.Buffer {
+	switch dt {
+	case backend.Bool:
+		return make(boolBuf, n)
+	case backend.Int64:
+		return make(i64Buf, n)
+	case backend.Float32:
+		return make(f32Buf, n)
+	case backend.Float64:
+		return make(f64Buf, n)
+	}
+	panic(fmt.Sprintf("cpu: alloc of dtype %v", dt))
+}
+
+// FromHost copies a []bool, []int64, []float32 or []float64.
+func (*Backend) FromHost(data any) backend.Buffer {
+	switch d := data.(type) {
+	case []bool:
+		return append(boolBuf(nil), d...)
+	case []int64:
+		return append(i64Buf(nil), d...)
+	case []float32:
+		return append(f32Buf(nil), d...)
+	case []float64:
+		return append(f64Buf(nil), d...)
+	}
+	panic(fmt.Sprintf("cpu: FromHost of %T", data))
+}
+
+// ToHost copies a's elements in row-major order.
+func (b *Backend) ToHost(a backend.Array) any {
+	n := a.Size()
+	c := a
+	if !a.IsContiguous() {
+		c = backend.Array{Buf: b.Alloc(a.Buf.DType(), n), Shape: a.Shape}
+		b.Copy(c, a)
+	}
+	lo, hi := c.Offset, c.Offset+n
+	switch buf := c.Buf.(type) {
+	case boolBuf:
+		return append([]bool{}, buf[lo:hi]...)
+	case i64Buf:
+		return append([]int64{}, buf[lo:hi]...)
+	case f32Buf:
+		return append([]float32{}, buf[lo:hi]...)
+	case f64Buf:
+		return append([]float64{}, buf[lo:hi]...)
+	}
+	panic("cpu: foreign buffer")
+}
+
+// Copy copies src into dst element by element (both possibly strided).
+// When src aliases dst it is first copied to a temporary.
+func (b *Backend) Copy(dst, src backend.Array) {
+	if dst.Size() == 0 {
+		return
+	}
+	if sameBuffer(dst.Buf, src.Buf) && !(src.Offset == dst.Offset && equalInts(src.EffectiveStrides(), dst.EffectiveStrides())) {
+		tmp := backend.Array{Buf: b.Alloc(src.Buf.DType(), src.Size()), Shape: src.Shape}
+		copyStrided(tmp, src)
+		src = tmp
+	}
+	copyStrided(dst, src)
+}
+
+// Has reports whether op has a kernel.
+func (b *Backend) Has(op backend.Op) bool {
+	return op.ID < len(b.table) && b.table[op.ID].fn != nil
+}
+
+// Exec runs op's kernel, first materializing inputs the kernel cannot read
+// in place.
+func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
+	e := b.table[op.ID]
+	for i := range in {
+		a := in[i]
+		if a.IsContiguous() || (e.splat && a.IsSplat()) {
+			continue
+		}
+		c := backend.Array{Buf: b.Alloc(a.Buf.DType(), a.Size()), Shape: a.Shape}
+		copyStrided(c, a)
+		in[i] = c
+	}
+	e.fn(params, in, out)
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameBuffer reports whether two buffers share backing memory.
+func sameBuffer(x, y backend.Buffer) bool {
+	switch a := x.(type) {
+	case boolBuf:
+		b, ok := y.(boolBuf)
+		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+	case i64Buf:
+		b, ok := y.(i64Buf)
+		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+	case f32Buf:
+		b, ok := y.(f32Buf)
+		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+	case f64Buf:
+		b, ok := y.(f64Buf)
+		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+	}
+	return false
+}
+
+// Slice accessors for contiguous arrays (honouring Offset).
+
+func f64s(a backend.Array) []float64 { return a.Buf.(f64Buf)[a.Offset : a.Offset+a.Size()] }
+func f32s(a backend.Array) []float32 { return a.Buf.(f32Buf)[a.Offset : a.Offset+a.Size()] }
+func i64s(a backend.Array) []int64   { return a.Buf.(i64Buf)[a.Offset : a.Offset+a.Size()] }
+func bools(a backend.Array) []bool   { return a.Buf.(boolBuf)[a.Offset : a.Offset+a.Size()] }

@@ -1,0 +1,38 @@
+package cpu
+
+import "sync"
+
+// grain is the number of elements below which elementwise kernels run on
+// the calling goroutine: spawning costs about a microsecond, which cheap
+// kernels only recover past some tens of thousands of elements.
+const grain = 1 << 15
+
+// parallelFor runs body over [0, n) split into contiguous chunks, one per
+// worker, when n is large enough to pay for the goroutines. cost scales the
+// grain down for expensive per-element work (1 for a cheap op such as
+// add, larger for transcendental functions).
+func parallelFor(n, cost int, body func(lo, hi int)) {
+	if cost < 1 {
+		cost = 1
+	}
+	workers := Threads()
+	if limit := n * cost / grain; limit < workers {
+		workers = limit
+	}
+	if workers <= 1 {
+		body(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := chunk; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			body(lo, hi)
+		}(lo, hi)
+	}
+	body(0, min(chunk, n))
+	wg.Wait()
+}

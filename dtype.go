@@ -1,0 +1,223 @@
+package peel
+
+import (
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// An operand of a peel function is a *Tensor or a Go scalar (bool, int,
+// int32, int64, float32, float64). Go scalars are weakly typed, as Python
+// scalars are in JAX: they take the dtype of the tensors they meet when
+// that dtype is of their kind or a wider one, so Add(x32, 2.0) stays
+// float32. An int scalar meeting a bool tensor gives i64, a float scalar
+// meeting an integer or bool tensor gives f64 (the default float), and
+// scalars alone give bool, i64 or f64.
+
+// category orders dtype kinds: bool < int < float.
+func category(d DType) int {
+	switch d {
+	case Bool:
+		return 0
+	case Int64:
+		return 1
+	}
+	return 2
+}
+
+// PromoteTypes returns the dtype two tensors of dtypes a and b are
+// promoted to: the wider of the two in the order bool < i64 < f32 < f64.
+func PromoteTypes(a, b DType) DType {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// scalarDType returns the weak dtype of a Go scalar, or false.
+func scalarDType(v any) (DType, bool) {
+	switch v.(type) {
+	case bool:
+		return Bool, true
+	case int, int32, int64, uint8, uint16, uint32:
+		return Int64, true
+	case float32, float64:
+		return Float64, true
+	}
+	return 0, false
+}
+
+// resultDType returns the promoted dtype of a mix of tensors and scalars.
+func resultDType(op string, vals []any) DType {
+	strong, haveStrong := DType(0), false
+	weak, haveWeak := DType(0), false
+	for i, v := range vals {
+		if t, ok := v.(*Tensor); ok {
+			if t == nil {
+				errorf(op, "operand %d is a nil tensor", i)
+			}
+			if !haveStrong || t.DType() > strong {
+				strong, haveStrong = t.DType(), true
+			}
+			continue
+		}
+		d, ok := scalarDType(v)
+		if !ok {
+			errorf(op, "operand %d has type %T; want *peel.Tensor or a Go number or bool", i, v)
+		}
+		if !haveWeak || d > weak {
+			weak, haveWeak = d, true
+		}
+	}
+	switch {
+	case !haveStrong:
+		return weak
+	case !haveWeak || category(weak) <= category(strong):
+		return strong
+	}
+	return weak
+}
+
+// scalarTensor makes a rank-0 tensor of dtype d from a Go scalar.
+func scalarTensor(v any, d DType) *Tensor {
+	var f float64
+	var b bool
+	switch x := v.(type) {
+	case bool:
+		b = x
+		if x {
+			f = 1
+		}
+	case int:
+		f = float64(x)
+	case int32:
+		f = float64(x)
+	case int64:
+		if d == Int64 {
+			return FromInt64s([]int64{x})
+		}
+		f = float64(x)
+	case uint8:
+		f = float64(x)
+	case uint16:
+		f = float64(x)
+	case uint32:
+		f = float64(x)
+	case float32:
+		f = float64(x)
+	case float64:
+		f = x
+	}
+	switch d {
+	case Bool:
+		return FromBools([]bool{b || f != 0})
+	case Int64:
+		return FromInt64s([]int64{int64(f)})
+	case Float32:
+		return FromFloat32s([]float32{float32(f)})
+	}
+	return FromFloat64s([]float64{f})
+}
+
+// AsType converts x to dtype d (float → int truncates toward zero, nonzero
+// → true). It returns x itself when it already has dtype d.
+func AsType(x *Tensor, d DType) *Tensor {
+	defer interp.Annotate("peel.AsType")
+	if x == nil {
+		errorf("peel.AsType", "nil tensor")
+	}
+	if x.DType() == d {
+		return x
+	}
+	return interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: d}, x)
+}
+
+// toTensor converts an operand to a tensor of dtype d.
+func toTensor(v any, d DType) *Tensor {
+	if t, ok := v.(*Tensor); ok {
+		return AsType(t, d)
+	}
+	return scalarTensor(v, d)
+}
+
+// BroadcastShapes returns the numpy broadcast of the shapes, or panics
+// with *Error naming op if they are incompatible.
+func broadcastShapes(op string, shapes ...[]int) []int {
+	r := 0
+	for _, s := range shapes {
+		r = max(r, len(s))
+	}
+	var out []int
+	if len(shapes) > 0 && len(shapes[0]) == r {
+		out = shapes[0]
+	}
+	for _, s := range shapes {
+		if len(s) != r || (out != nil && !interp.ShapeEqual(out, s)) {
+			out = nil
+			break
+		}
+	}
+	if out != nil {
+		return out
+	}
+	out = make([]int, r)
+	for i := range out {
+		out[i] = 1
+	}
+	for _, s := range shapes {
+		off := r - len(s)
+		for i, d := range s {
+			switch o := out[off+i]; {
+			case o == d || d == 1:
+			case o == 1:
+				out[off+i] = d
+			default:
+				errorf(op, "shapes %v are not broadcast-compatible: dimension %d has sizes %d and %d", shapes, i-len(s), o, d)
+			}
+		}
+	}
+	return out
+}
+
+// broadcastTo broadcasts t to shape (which must be a broadcast of t's).
+func broadcastTo(t *Tensor, shape []int) *Tensor {
+	if interp.ShapeEqual(t.Shape(), shape) {
+		return t
+	}
+	dims := make([]int, t.Rank())
+	off := len(shape) - t.Rank()
+	for i := range dims {
+		dims[i] = off + i
+	}
+	return interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: shape, Dims: dims}, t)
+}
+
+// operands promotes vals to one dtype and broadcasts them to one shape.
+// The dtype is returned too; when force is valid it is used instead of the
+// promoted one.
+func operands(op string, vals ...any) ([]*Tensor, DType) {
+	d := resultDType(op, vals)
+	ts := make([]*Tensor, len(vals))
+	shapes := make([][]int, len(vals))
+	for i, v := range vals {
+		ts[i] = toTensor(v, d)
+		shapes[i] = ts[i].Shape()
+	}
+	shape := broadcastShapes(op, shapes...)
+	for i := range ts {
+		ts[i] = broadcastTo(ts[i], shape)
+	}
+	return ts, d
+}
+
+// binary applies an elementwise binary primitive with promotion and
+// broadcasting. The common case — two tensors of one dtype and shape —
+// goes straight to Bind.
+func binary(op string, p *interp.Prim, x, y any) *Tensor {
+	if a, ok := x.(*Tensor); ok && a != nil {
+		if b, ok := y.(*Tensor); ok && b != nil && a.DType() == b.DType() && interp.ShapeEqual(a.Shape(), b.Shape()) {
+			return interp.Bind1(p, nil, a, b)
+		}
+	}
+	ts, _ := operands(op, x, y)
+	return interp.Bind1(p, nil, ts[0], ts[1])
+}

@@ -1,0 +1,117 @@
+package interp
+
+import (
+	"sync/atomic"
+
+	"github.com/peel-ml/peel/backend"
+)
+
+var defaultBackend atomic.Pointer[backend.Backend]
+
+// SetDefaultBackend sets the backend that constructors and operations
+// without concrete operands use. backend/cpu installs itself when imported.
+func SetDefaultBackend(b backend.Backend) { defaultBackend.Store(&b) }
+
+// DefaultBackend returns the default backend. It panics with *Error if
+// none is installed (import backend/cpu, or package peel, which does).
+func DefaultBackend() backend.Backend {
+	p := defaultBackend.Load()
+	if p == nil {
+		panic(Errorf("no backend installed: import github.com/peel-ml/peel/backend/cpu"))
+	}
+	return *p
+}
+
+// Bind applies primitive p to args. It finds the highest live level among
+// the arguments and hands the call to that level's interpreter; with no
+// tracer among the arguments the eval interpreter runs the backend kernel.
+// Dispatch depends only on the arguments, so independent computations may
+// run concurrently in different goroutines.
+//
+// Bind panics with *Error when an argument is nil or an escaped tracer, or
+// when the primitive rejects its operands.
+func Bind(p *Prim, params any, args ...*Tensor) []*Tensor {
+	var top *Level
+	for i, a := range args {
+		if a == nil {
+			panic(&Error{Prim: p.Name, Msg: "operand " + itoa(i) + " is nil"})
+		}
+		if a.tr != nil {
+			l := a.tr.Level()
+			if l.dead.Load() {
+				panic(&Error{Prim: p.Name, Msg: "escaped tracer: operand " + itoa(i) + " belongs to a " + l.name + " that has already returned (a tensor computed inside a transformed function was used after the transform returned)", Operands: []string{a.TypeString()}, Transform: l.name, Level: l.id})
+			}
+			if top == nil || l.id > top.id {
+				top = l
+			}
+		}
+	}
+	if top == nil {
+		return Eval(p, params, args)
+	}
+	defer annotateLevel(top)
+	return top.interp.Process(top, p, params, args)
+}
+
+// Bind1 is Bind for a primitive with one result.
+func Bind1(p *Prim, params any, args ...*Tensor) *Tensor {
+	return Bind(p, params, args...)[0]
+}
+
+// annotateLevel records the level in an *Error that does not name one yet.
+func annotateLevel(l *Level) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if e, ok := r.(*Error); ok && e.Transform == "" {
+		e.Transform, e.Level = l.name, l.id
+	}
+	panic(r)
+}
+
+// Abstract runs p's shape and dtype rule on args, filling in the failing
+// primitive and the operands in the error it may panic with.
+func Abstract(p *Prim, params any, args []*Tensor) []Aval {
+	var buf [4]Aval
+	in := buf[:0]
+	for _, a := range args {
+		in = append(in, Aval{a.shape, a.dtype})
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(*Error); ok {
+				if e.Prim == "" {
+					e.Prim = p.Name
+				}
+				if len(e.Operands) == 0 {
+					e.WithOperands(args...)
+				}
+			}
+			panic(r)
+		}
+	}()
+	return p.Abstract(params, in)
+}
+
+func itoa(i int) string {
+	if i >= 0 && i < 10 {
+		return string(rune('0' + i))
+	}
+	var b [20]byte
+	n := len(b)
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	for i > 0 || n == len(b) {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+	}
+	if neg {
+		n--
+		b[n] = '-'
+	}
+	return string(b[n:])
+}

@@ -1,0 +1,111 @@
+package interp
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Error is the error every misuse of peel panics with: a bad shape, axis,
+// dtype or index, a tracer used after its transform returned, or an
+// operation an interpreter cannot perform. Its message names the
+// user-level op (and the chain of ops being decomposed, outermost first),
+// the primitive that failed, the operands' shapes and dtypes, and the
+// transform and level it happened under.
+type Error struct {
+	// Ops is the chain of user-level ops, innermost first, such as
+	// ["peel.Add"]; empty when a primitive was bound directly.
+	Ops []string
+	// Prim is the primitive that failed, if any.
+	Prim string
+	// Operands describes the operands, such as "f64[2,3]".
+	Operands []string
+	// Transform and Level name the interpreter level the failure happened
+	// under; Transform is empty for eager evaluation.
+	Transform string
+	Level     uint64
+	// Msg says what was wrong.
+	Msg string
+}
+
+// Error formats the message: "peel.MatMul: dot_general: contracting
+// dimensions differ (f64[2,3], f64[4,5]) [trace, level 3]".
+func (e *Error) Error() string {
+	var b strings.Builder
+	for i := len(e.Ops) - 1; i >= 0; i-- {
+		b.WriteString(e.Ops[i])
+		if i > 0 {
+			b.WriteString(" > ")
+		}
+	}
+	if len(e.Ops) > 0 {
+		b.WriteString(": ")
+	}
+	if e.Prim != "" {
+		b.WriteString(e.Prim)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if len(e.Operands) > 0 {
+		b.WriteString(" (")
+		b.WriteString(strings.Join(e.Operands, ", "))
+		b.WriteString(")")
+	}
+	if e.Transform != "" {
+		fmt.Fprintf(&b, " [%s, level %d]", e.Transform, e.Level)
+	}
+	return b.String()
+}
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(format string, args ...any) *Error {
+	return &Error{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Panicf panics with an *Error with a formatted message.
+func Panicf(format string, args ...any) {
+	panic(Errorf(format, args...))
+}
+
+// WithOperands records the operands' shapes and dtypes in e and returns e.
+func (e *Error) WithOperands(ts ...*Tensor) *Error {
+	e.Operands = e.Operands[:0]
+	for _, t := range ts {
+		e.Operands = append(e.Operands, t.TypeString())
+	}
+	return e
+}
+
+// Annotate is deferred by every user-level op: when the op panics with an
+// *Error, it appends name to the error's op chain and re-panics. Any other
+// panic value is left alone.
+//
+//	func Add(x, y any) *Tensor {
+//		defer interp.Annotate("peel.Add")
+//		...
+//	}
+func Annotate(name string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if e, ok := r.(*Error); ok {
+		e.Ops = append(e.Ops, name)
+	}
+	panic(r)
+}
+
+// Catch runs f and returns the *Error it panicked with, or nil. A panic
+// with any other value propagates.
+func Catch(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(*Error); ok {
+				err = e
+				return
+			}
+			panic(r)
+		}
+	}()
+	f()
+	return nil
+}

@@ -1,0 +1,109 @@
+package interp
+
+import "github.com/peel-ml/peel/backend"
+
+// Eval is the eval interpreter: it runs p on concrete operands with their
+// backend's kernel. Bind calls it when no operand is a tracer; interpreters
+// never need to call it directly.
+//
+// View primitives return a tensor sharing the operand's buffer; mutation
+// primitives write into the destination's buffer, so a mutation through a
+// view is visible through the base and every other alias.
+func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
+	be := evalBackend(p, args)
+	outs := Abstract(p, params, args)
+	switch p.Kind {
+	case ViewKind:
+		return []*Tensor{evalView(be, p, params, args[0], outs[0])}
+	case Mutation:
+		return []*Tensor{evalMutation(be, p, params, args)}
+	}
+	if !be.Has(p.Op) {
+		panic(&Error{Prim: p.Name, Msg: "backend " + be.Name() + " has no kernel for this primitive"})
+	}
+	var inBuf [4]backend.Array
+	in := inBuf[:0]
+	for _, a := range args {
+		in = append(in, a.arr)
+	}
+	res := make([]*Tensor, len(outs))
+	var outBuf [2]backend.Array
+	out := outBuf[:0]
+	for _, o := range outs {
+		out = append(out, backend.Array{Buf: be.Alloc(o.DType, backend.ShapeSize(o.Shape)), Shape: o.Shape})
+	}
+	be.Exec(p.Op, params, in, out)
+	for i, o := range outs {
+		res[i] = &Tensor{shape: o.Shape, dtype: o.DType, arr: out[i], be: be}
+	}
+	return res
+}
+
+func evalBackend(p *Prim, args []*Tensor) backend.Backend {
+	var be backend.Backend
+	for _, a := range args {
+		if be == nil {
+			be = a.be
+		} else if a.be != be {
+			panic(&Error{Prim: p.Name, Msg: "operands live on different backends (" + be.Name() + ", " + a.be.Name() + ")"})
+		}
+	}
+	if be == nil {
+		be = DefaultBackend()
+	}
+	return be
+}
+
+// BaseOf returns the base of a view chain (t itself if t is not a view).
+func BaseOf(t *Tensor) *Tensor {
+	if t.view != nil {
+		return t.view.Base
+	}
+	return t
+}
+
+func evalView(be backend.Backend, p *Prim, params any, x *Tensor, out Aval) *Tensor {
+	arr, ok := p.ViewArray(params, x.arr)
+	if !ok {
+		// No strided view exists: the result is a copy, not an alias
+		// (like torch's reshape of a non-contiguous tensor).
+		c := Contiguous(x)
+		arr, _ = p.ViewArray(params, c.arr)
+		return &Tensor{shape: out.Shape, dtype: out.DType, arr: arr, be: be}
+	}
+	base := BaseOf(x)
+	return &Tensor{shape: out.Shape, dtype: out.DType, arr: arr, be: be,
+		view: &View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.gen}}
+}
+
+// Contiguous returns a concrete tensor with x's elements in a fresh
+// contiguous buffer (x itself if it already owns a contiguous layout).
+func Contiguous(x *Tensor) *Tensor {
+	arr, be := x.Array()
+	if arr.IsContiguous() && arr.Offset == 0 && arr.Buf.Len() == arr.Size() {
+		return x
+	}
+	dst := backend.Array{Buf: be.Alloc(x.dtype, x.Size()), Shape: x.shape}
+	be.Copy(dst, arr)
+	return &Tensor{shape: x.shape, dtype: x.dtype, arr: dst, be: be}
+}
+
+func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tensor {
+	dst := args[0]
+	if dst.arr.Overlaps() {
+		panic(&Error{Prim: p.Name, Msg: "the destination is a broadcast view: more than one of its elements refers to the same memory location (clone it before writing)", Operands: []string{dst.TypeString()}})
+	}
+	var src backend.Array
+	if p.DropsDst {
+		if len(args) == 2 && p.Pure == nil {
+			src = args[1].arr
+		} else {
+			src = Eval(p.Pure, params, args[1:])[0].arr
+		}
+	} else {
+		src = Eval(p.Pure, params, args)[0].arr
+	}
+	be.Copy(dst.arr, src)
+	BaseOf(dst).gen++
+	return dst
+}

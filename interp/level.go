@@ -1,0 +1,49 @@
+package interp
+
+import "sync/atomic"
+
+// Interpreter processes primitives applied to tracers of its level.
+//
+// Process is called by Bind when l is the highest live level among args.
+// It unwraps its own tracers, applies its rule for p (which calls Bind
+// again on values of lower levels) and wraps the results as tracers of l.
+// Operands of lower levels are lifted: treated as constants at l.
+// For a mutation primitive, Process must make the mutation visible through
+// the destination box args[0] (by writing below, or by Rebind) and return
+// args[0].
+type Interpreter interface {
+	Process(l *Level, p *Prim, params any, args []*Tensor) []*Tensor
+}
+
+var levelCounter atomic.Uint64
+
+// Level is one live invocation of a transform. Levels created later have
+// higher IDs, so a transform entered inside another's function is higher.
+// A tracer whose level has ended is escaped, and using it panics.
+type Level struct {
+	id     uint64
+	name   string
+	interp Interpreter
+	dead   atomic.Bool
+}
+
+// NewLevel starts a level of the named transform run by in. The caller
+// must call End when the transform's function returns.
+func NewLevel(name string, in Interpreter) *Level {
+	return &Level{id: levelCounter.Add(1), name: name, interp: in}
+}
+
+// ID returns the level's ID; higher is more deeply nested.
+func (l *Level) ID() uint64 { return l.id }
+
+// Name returns the transform's name, such as "trace" or "vmap".
+func (l *Level) Name() string { return l.name }
+
+// Interpreter returns the level's interpreter.
+func (l *Level) Interpreter() Interpreter { return l.interp }
+
+// End marks the level as finished: its tracers are escaped from now on.
+func (l *Level) End() { l.dead.Store(true) }
+
+// Alive reports whether the level has not ended.
+func (l *Level) Alive() bool { return !l.dead.Load() }

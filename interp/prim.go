@@ -1,0 +1,131 @@
+package interp
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/peel-ml/peel/backend"
+)
+
+// Kind classifies a primitive.
+type Kind uint8
+
+const (
+	// Pure primitives compute new values from their operands.
+	Pure Kind = iota
+	// ViewKind primitives return a tensor that aliases their first operand
+	// (slice, transpose, reshape, broadcast_in_dim): at eval level the
+	// result shares the operand's buffer, and the result records its base
+	// so other interpreters can replay it.
+	ViewKind
+	// Mutation primitives write into their first operand, the destination,
+	// and return it. Their other operands have the destination's shape and
+	// dtype.
+	Mutation
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Pure:
+		return "pure"
+	case ViewKind:
+		return "view"
+	case Mutation:
+		return "mutation"
+	}
+	return "kind?"
+}
+
+// JVPRule computes the primal outputs and their tangents. tangents[i] is
+// nil where operand i has a symbolic zero tangent. A rule is written with
+// Bind, so it is itself transformable.
+type JVPRule func(params any, primals, tangents []*Tensor) (outs, outTangents []*Tensor)
+
+// TransposeRule maps output cotangents of a linear primitive to operand
+// cotangents. linear[i] reports whether operand i is a linear input (its
+// value in args is then nil); the others are constants. A nil output
+// cotangent is a symbolic zero, and so is a nil result.
+type TransposeRule func(params any, cts []*Tensor, args []*Tensor, linear []bool) []*Tensor
+
+// Prim is a primitive operation: the unit every interpreter has a rule for.
+// What a primitive means (its shape and dtype rule, its derivatives) lives
+// in package prims; interp only defines the type.
+type Prim struct {
+	backend.Op
+	Kind Kind
+	// Abstract computes the results' shapes and dtypes from the operands'
+	// and the parameters. It panics with *Error on operands the primitive
+	// does not accept. Operands are strict: broadcasting and promotion are
+	// done by the caller.
+	Abstract func(params any, in []Aval) []Aval
+	// ViewArray, for view primitives, computes the strided array of the
+	// result from the operand's, sharing its buffer. ok is false when no
+	// strided view exists (a reshape of a non-contiguous array); eval then
+	// copies the operand first.
+	ViewArray func(params any, a backend.Array) (view backend.Array, ok bool)
+	// Pure, for mutation primitives, is the out-of-place primitive with
+	// the same operands: dst ← Pure(dst, srcs…). When DropsDst is set the
+	// destination is not an operand of Pure: dst ← Pure(srcs…).
+	Pure     *Prim
+	DropsDst bool
+	// JVP is the forward-mode rule; nil for primitives with no derivative
+	// defined.
+	JVP JVPRule
+	// Transpose is the rule for linear primitives.
+	Transpose TransposeRule
+	// Linear reports, for each operand, whether the primitive is linear in
+	// it with the others held constant; nil if it is linear in none.
+	Linear []bool
+	// NonDifferentiable marks primitives whose outputs have zero tangents
+	// (comparisons, argmax, floor, …).
+	NonDifferentiable bool
+}
+
+// String returns the primitive's name.
+func (p *Prim) String() string { return p.Name }
+
+var (
+	regMu    sync.Mutex
+	registry []*Prim
+	byName   = map[string]*Prim{}
+)
+
+// NewPrim registers a primitive and assigns its ID. It is meant to be
+// called from package initialization. It panics if the name is taken.
+func NewPrim(name string, kind Kind, abstract func(params any, in []Aval) []Aval) *Prim {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := byName[name]; dup {
+		panic(fmt.Sprintf("interp: primitive %q registered twice", name))
+	}
+	p := &Prim{Op: backend.Op{ID: len(registry), Name: name}, Kind: kind, Abstract: abstract}
+	registry = append(registry, p)
+	byName[name] = p
+	return p
+}
+
+// Prims returns every registered primitive in ID order.
+func Prims() []*Prim {
+	regMu.Lock()
+	defer regMu.Unlock()
+	return append([]*Prim(nil), registry...)
+}
+
+// PrimByName returns the registered primitive with the given name, or nil.
+func PrimByName(name string) *Prim {
+	regMu.Lock()
+	defer regMu.Unlock()
+	return byName[name]
+}
+
+// FormatParams formats a parameter value for graphs and errors. A params
+// type can implement fmt.Stringer to control it.
+func FormatParams(params any) string {
+	if params == nil {
+		return ""
+	}
+	if s, ok := params.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%+v", params)
+}

@@ -1,0 +1,259 @@
+package interp
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/peel-ml/peel/backend"
+)
+
+// DType is the element type of a tensor.
+type DType = backend.DType
+
+// The supported dtypes.
+const (
+	Bool    = backend.Bool
+	Int64   = backend.Int64
+	Float32 = backend.Float32
+	Float64 = backend.Float64
+)
+
+// Aval is the abstract value of a tensor: what shape and dtype rules see.
+type Aval struct {
+	Shape []int
+	DType DType
+}
+
+// String formats a as "f64[2,3]".
+func (a Aval) String() string {
+	var b strings.Builder
+	b.WriteString(a.DType.String())
+	b.WriteByte('[')
+	for i, d := range a.Shape {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(d))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// Size returns the number of elements.
+func (a Aval) Size() int { return backend.ShapeSize(a.Shape) }
+
+// Equal reports whether a and b have the same shape and dtype.
+func (a Aval) Equal(b Aval) bool { return a.DType == b.DType && ShapeEqual(a.Shape, b.Shape) }
+
+// ShapeEqual reports whether two shapes are equal.
+func ShapeEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Tracer is the payload of a tensor that belongs to an interpreter level.
+// Each interpreter defines its own tracer type; the payload typically wraps
+// tensors of lower levels.
+type Tracer interface {
+	// Level returns the level the tracer belongs to.
+	Level() *Level
+}
+
+// Tensor is the one value type of peel. A *Tensor is a box with identity:
+// its content is either a concrete array on a backend or a tracer payload of
+// exactly one level. Shape and DType always report the logical shape. A
+// tensor made by a view primitive records its base and the view that made
+// it (see View). Shapes returned by Shape are shared: do not modify them.
+type Tensor struct {
+	shape []int
+	dtype DType
+	// Concrete content (tr == nil).
+	arr backend.Array
+	be  backend.Backend
+	// Tracer content.
+	tr Tracer
+	// view is non-nil when the tensor was made by a view primitive.
+	view *View
+	// gen counts mutations of this tensor when it is a base of views.
+	gen uint64
+}
+
+// View records how a view tensor was made from its base, so interpreters
+// that cannot share memory (functionalize, staging) can replay the view
+// from the base, and write an updated view back into it.
+type View struct {
+	// Base is the tensor the view chain starts from (never itself a view).
+	Base *Tensor
+	// Parent is the tensor the view primitive was applied to (Base or
+	// another view of it).
+	Parent *Tensor
+	Prim   *Prim
+	Params any
+	// Gen is the base's generation when the view's content was last
+	// computed.
+	Gen uint64
+}
+
+// NewConcrete returns a tensor holding arr on backend be. The tensor takes
+// ownership of arr; shape is arr.Shape.
+func NewConcrete(be backend.Backend, arr backend.Array) *Tensor {
+	return &Tensor{shape: arr.Shape, dtype: arr.Buf.DType(), arr: arr, be: be}
+}
+
+// NewTracer returns a tensor whose content is tracer tr with the given
+// logical abstract value.
+func NewTracer(a Aval, tr Tracer) *Tensor {
+	return &Tensor{shape: a.Shape, dtype: a.DType, tr: tr}
+}
+
+// Shape returns the logical shape. The slice is shared: do not modify it.
+func (t *Tensor) Shape() []int { return t.shape }
+
+// DType returns the element type.
+func (t *Tensor) DType() DType { return t.dtype }
+
+// Rank returns the number of dimensions.
+func (t *Tensor) Rank() int { return len(t.shape) }
+
+// Size returns the number of elements.
+func (t *Tensor) Size() int { return backend.ShapeSize(t.shape) }
+
+// Aval returns the tensor's shape and dtype.
+func (t *Tensor) Aval() Aval { return Aval{t.shape, t.dtype} }
+
+// TypeString formats the shape and dtype as "f64[2,3]".
+func (t *Tensor) TypeString() string {
+	if t == nil {
+		return "nil"
+	}
+	return t.Aval().String()
+}
+
+// IsConcrete reports whether the content is a concrete array.
+func (t *Tensor) IsConcrete() bool { return t.tr == nil }
+
+// Tracer returns the tracer payload, or nil for a concrete tensor.
+func (t *Tensor) Tracer() Tracer { return t.tr }
+
+// Array returns the concrete array and its backend. It panics with *Error
+// if t is a tracer.
+func (t *Tensor) Array() (backend.Array, backend.Backend) {
+	if t.tr != nil {
+		panic(t.tracedReadError("read"))
+	}
+	return t.arr, t.be
+}
+
+// ViewInfo returns how t was made from its base, or nil if t is not a view.
+func (t *Tensor) ViewInfo() *View { return t.view }
+
+// SetViewInfo records that t is a view. Interpreters call it on the result
+// of a view primitive.
+func (t *Tensor) SetViewInfo(v *View) { t.view = v }
+
+// Generation returns the number of times t (as a base) has been mutated.
+func (t *Tensor) Generation() uint64 { return t.gen }
+
+// BumpGeneration records a mutation of base t.
+func (t *Tensor) BumpGeneration() { t.gen++ }
+
+// Rebind replaces t's content with src's content (concrete array or
+// tracer). It is how a mutation performed out of place by an interpreter
+// becomes visible through the box t. The logical shape and dtype must
+// agree.
+func (t *Tensor) Rebind(src *Tensor) {
+	if !ShapeEqual(t.shape, src.shape) || t.dtype != src.dtype {
+		panic(Errorf("rebind: shape or dtype changes from %s to %s", t.TypeString(), src.TypeString()))
+	}
+	t.arr, t.be, t.tr = src.arr, src.be, src.tr
+}
+
+func (t *Tensor) tracedReadError(what string) *Error {
+	l := t.tr.Level()
+	return &Error{
+		Msg:       "cannot " + what + " the value of a traced tensor: its value is not known while the function is being transformed (data-dependent Go control flow on tensor values is not supported)",
+		Operands:  []string{t.TypeString()},
+		Transform: l.Name(),
+		Level:     l.ID(),
+	}
+}
+
+// host returns the concrete elements as a host slice.
+func (t *Tensor) host(op string) any {
+	if t.tr != nil {
+		e := t.tracedReadError("read")
+		e.Ops = []string{op}
+		panic(e)
+	}
+	return t.be.ToHost(t.arr)
+}
+
+// Float64s returns a copy of the elements as float64s in row-major order.
+// It panics with *Error if t is not a float64 tensor or is a tracer.
+func (t *Tensor) Float64s() []float64 {
+	t.checkRead("Float64s", Float64)
+	return t.host("Float64s").([]float64)
+}
+
+// Float32s returns a copy of the elements of a float32 tensor.
+// It panics with *Error if t is not a float32 tensor or is a tracer.
+func (t *Tensor) Float32s() []float32 {
+	t.checkRead("Float32s", Float32)
+	return t.host("Float32s").([]float32)
+}
+
+// Int64s returns a copy of the elements of an int64 tensor.
+// It panics with *Error if t is not an int64 tensor or is a tracer.
+func (t *Tensor) Int64s() []int64 {
+	t.checkRead("Int64s", Int64)
+	return t.host("Int64s").([]int64)
+}
+
+// Bools returns a copy of the elements of a bool tensor.
+// It panics with *Error if t is not a bool tensor or is a tracer.
+func (t *Tensor) Bools() []bool {
+	t.checkRead("Bools", Bool)
+	return t.host("Bools").([]bool)
+}
+
+func (t *Tensor) checkRead(op string, dt DType) {
+	if t == nil {
+		panic(&Error{Ops: []string{op}, Msg: "nil tensor"})
+	}
+	if t.dtype != dt {
+		panic(&Error{Ops: []string{op}, Msg: "tensor has dtype " + t.dtype.String() + ", not " + dt.String() + " (convert it with AsType first)", Operands: []string{t.TypeString()}})
+	}
+}
+
+// Item returns the single element of a size-1 tensor as a float64 (bools
+// give 0 or 1). It panics with *Error if t has more than one element or
+// is a tracer.
+func (t *Tensor) Item() float64 {
+	if t == nil {
+		panic(&Error{Ops: []string{"Item"}, Msg: "nil tensor"})
+	}
+	if t.Size() != 1 {
+		panic(&Error{Ops: []string{"Item"}, Msg: "tensor has " + strconv.Itoa(t.Size()) + " elements, not 1", Operands: []string{t.TypeString()}})
+	}
+	switch v := t.host("Item").(type) {
+	case []float64:
+		return v[0]
+	case []float32:
+		return float64(v[0])
+	case []int64:
+		return float64(v[0])
+	case []bool:
+		if v[0] {
+			return 1
+		}
+		return 0
+	}
+	panic(&Error{Ops: []string{"Item"}, Msg: "unsupported dtype"})
+}

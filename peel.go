@@ -1,0 +1,37 @@
+package peel
+
+import (
+	"github.com/peel-ml/peel/backend"
+	_ "github.com/peel-ml/peel/backend/cpu" // installs the default backend
+	"github.com/peel-ml/peel/interp"
+)
+
+// Tensor is peel's one value type (see interp.Tensor): a box whose content
+// is a concrete array or a tracer of one transform level.
+type Tensor = interp.Tensor
+
+// DType is the element type of a tensor.
+type DType = backend.DType
+
+// The dtypes.
+const (
+	Bool    = backend.Bool
+	Int64   = backend.Int64
+	Float32 = backend.Float32
+	Float64 = backend.Float64
+)
+
+// Error is the error every misuse panics with. It names the user-level op,
+// the operands' shapes and dtypes, and the transform and level.
+type Error = interp.Error
+
+// Catch runs f and returns the *Error it panicked with, or nil. Panics with
+// any other value propagate.
+func Catch(f func()) error { return interp.Catch(f) }
+
+// errorf panics with an *Error for the named user-level op.
+func errorf(op, format string, args ...any) {
+	e := interp.Errorf(format, args...)
+	e.Ops = []string{op}
+	panic(e)
+}

@@ -1,0 +1,116 @@
+package prims
+
+import (
+	"fmt"
+
+	"github.com/peel-ml/peel/backend"
+)
+
+// ConvertParams are the parameters of convert_element_type.
+type ConvertParams struct{ DType backend.DType }
+
+func (p ConvertParams) String() string { return "dtype=" + p.DType.String() }
+
+// ReduceParams are the parameters of reduce_sum, reduce_max, reduce_min
+// and reduce_prod: the axes reduced (sorted, distinct), which are removed
+// from the result's shape.
+type ReduceParams struct{ Axes []int }
+
+func (p ReduceParams) String() string { return fmt.Sprintf("axes=%v", p.Axes) }
+
+// AxisParams are the parameters of argmax, argmin and gather-like
+// primitives that act along one axis.
+type AxisParams struct{ Axis int }
+
+func (p AxisParams) String() string { return fmt.Sprintf("axis=%d", p.Axis) }
+
+// CumsumParams are the parameters of cumsum: the axis, and whether the sum
+// runs from the end.
+type CumsumParams struct {
+	Axis    int
+	Reverse bool
+}
+
+func (p CumsumParams) String() string {
+	return fmt.Sprintf("axis=%d reverse=%v", p.Axis, p.Reverse)
+}
+
+// BroadcastParams are the parameters of broadcast_in_dim: the result shape,
+// and for each operand dimension the result dimension it maps to
+// (increasing). An operand dimension has size 1 or the size of its result
+// dimension.
+type BroadcastParams struct {
+	Shape []int
+	Dims  []int
+}
+
+func (p BroadcastParams) String() string {
+	return fmt.Sprintf("shape=%v dims=%v", p.Shape, p.Dims)
+}
+
+// ReshapeParams are the parameters of reshape: the new shape (no -1).
+type ReshapeParams struct{ Shape []int }
+
+func (p ReshapeParams) String() string { return fmt.Sprintf("shape=%v", p.Shape) }
+
+// TransposeParams are the parameters of transpose: result dimension i is
+// operand dimension Perm[i].
+type TransposeParams struct{ Perm []int }
+
+func (p TransposeParams) String() string { return fmt.Sprintf("perm=%v", p.Perm) }
+
+// SliceParams are the parameters of slice: per dimension the start, the
+// limit (exclusive) and the stride (≥ 1), with 0 ≤ start ≤ limit ≤ size.
+type SliceParams struct {
+	Start, Limit, Stride []int
+}
+
+func (p SliceParams) String() string {
+	return fmt.Sprintf("start=%v limit=%v stride=%v", p.Start, p.Limit, p.Stride)
+}
+
+// PadParams are the parameters of pad: per dimension the padding before
+// the first element, after the last and between elements. Low and High may
+// be negative (they then remove elements); Interior is ≥ 0.
+type PadParams struct {
+	Low, High, Interior []int
+}
+
+func (p PadParams) String() string {
+	return fmt.Sprintf("low=%v high=%v interior=%v", p.Low, p.High, p.Interior)
+}
+
+// RevParams are the parameters of rev: the axes reversed.
+type RevParams struct{ Axes []int }
+
+func (p RevParams) String() string { return fmt.Sprintf("axes=%v", p.Axes) }
+
+// IotaParams are the parameters of iota: a tensor of the given shape and
+// dtype whose elements are their index along Dim.
+type IotaParams struct {
+	DType backend.DType
+	Shape []int
+	Dim   int
+}
+
+func (p IotaParams) String() string {
+	return fmt.Sprintf("dtype=%v shape=%v dim=%d", p.DType, p.Shape, p.Dim)
+}
+
+// DynamicSliceParams are the parameters of dynamic_slice: the slice sizes.
+type DynamicSliceParams struct{ Sizes []int }
+
+func (p DynamicSliceParams) String() string { return fmt.Sprintf("sizes=%v", p.Sizes) }
+
+// DotParams are the parameters of dot_general: the contracting and batch
+// dimensions of each operand. The result's dimensions are the batch
+// dimensions (in the order given), then the free dimensions of the left
+// operand, then those of the right, each in increasing order.
+type DotParams struct {
+	LhsContract, RhsContract []int
+	LhsBatch, RhsBatch       []int
+}
+
+func (p DotParams) String() string {
+	return fmt.Sprintf("contract=(%v,%v) batch=(%v,%v)", p.LhsContract, p.RhsContract, p.LhsBatch, p.RhsBatch)
+}
