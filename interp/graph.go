@@ -1,0 +1,190 @@
+package interp
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Var is a value in a Graph: an input, a constant, or the result of an
+// equation. Each Var is assigned exactly once.
+type Var struct {
+	// ID is unique within the graph and orders vars by creation.
+	ID   int
+	Aval Aval
+}
+
+// Eqn is one primitive application in a Graph.
+type Eqn struct {
+	Prim   *Prim
+	Params any
+	In     []*Var
+	Out    []*Var
+}
+
+// Graph is a small SSA program: inputs, constants, equations and outputs.
+// It is what the staging interpreter records, and what linearization,
+// compilation and compiled backward passes work on. A Graph is immutable
+// once built; methods that transform it return a new one.
+type Graph struct {
+	In     []*Var
+	Consts []*Var
+	// ConstVals holds the value of each constant (tensors of lower levels
+	// met while tracing, lifted to constants).
+	ConstVals []*Tensor
+	Eqns      []*Eqn
+	Out       []*Var
+}
+
+// Eval runs the graph on args by binding each equation's primitive in
+// order. Because it uses Bind, evaluating a graph under a transform
+// transforms it. It panics with *Error if the arguments' shapes or dtypes
+// differ from the graph's inputs.
+func (g *Graph) Eval(args ...*Tensor) []*Tensor {
+	if len(args) != len(g.In) {
+		panic(&Error{Ops: []string{"Graph.Eval"}, Msg: "graph takes " + strconv.Itoa(len(g.In)) + " inputs, got " + strconv.Itoa(len(args))})
+	}
+	env := make(map[*Var]*Tensor, len(g.In)+len(g.Consts)+len(g.Eqns))
+	for i, v := range g.In {
+		a := args[i]
+		if a == nil || !a.Aval().Equal(v.Aval) {
+			panic(&Error{Ops: []string{"Graph.Eval"}, Msg: "input " + strconv.Itoa(i) + " must be " + v.Aval.String(), Operands: []string{a.TypeString()}})
+		}
+		env[v] = a
+	}
+	for i, v := range g.Consts {
+		env[v] = g.ConstVals[i]
+	}
+	in := make([]*Tensor, 0, 4)
+	for _, e := range g.Eqns {
+		in = in[:0]
+		for _, v := range e.In {
+			in = append(in, env[v])
+		}
+		outs := Bind(e.Prim, e.Params, in...)
+		for i, v := range e.Out {
+			env[v] = outs[i]
+		}
+	}
+	res := make([]*Tensor, len(g.Out))
+	for i, v := range g.Out {
+		res[i] = env[v]
+	}
+	return res
+}
+
+// DCE returns the graph without equations whose results are never used
+// and constants that are never read. Mutation equations are kept: they
+// have effects on their destination.
+func (g *Graph) DCE() *Graph {
+	live := map[*Var]bool{}
+	for _, v := range g.Out {
+		live[v] = true
+	}
+	keep := make([]bool, len(g.Eqns))
+	for i := len(g.Eqns) - 1; i >= 0; i-- {
+		e := g.Eqns[i]
+		used := e.Prim.Kind == Mutation
+		for _, v := range e.Out {
+			used = used || live[v]
+		}
+		if !used {
+			continue
+		}
+		keep[i] = true
+		for _, v := range e.In {
+			live[v] = true
+		}
+	}
+	out := &Graph{In: g.In, Out: g.Out}
+	for i, e := range g.Eqns {
+		if keep[i] {
+			out.Eqns = append(out.Eqns, e)
+		}
+	}
+	for i, v := range g.Consts {
+		if live[v] {
+			out.Consts = append(out.Consts, v)
+			out.ConstVals = append(out.ConstVals, g.ConstVals[i])
+		}
+	}
+	return out
+}
+
+// varName names the n-th var printed: a, b, …, z, ba, bb, ….
+func varName(id int) string {
+	var b []byte
+	for {
+		b = append([]byte{byte('a' + id%26)}, b...)
+		id /= 26
+		if id == 0 {
+			break
+		}
+	}
+	return string(b)
+}
+
+// String prints the graph one equation per line with types, like a jaxpr:
+//
+//	{ lambda a:f64[3] ; b:f64[2,3] .
+//	  let c:f64[2,3] = broadcast_in_dim[shape=[2 3] dims=[1]] a
+//	      d:f64[2,3] = add b c
+//	  in (d) }
+//
+// Constants come before the semicolon, inputs after it; vars are named in
+// the order they are printed.
+func (g *Graph) String() string {
+	var b strings.Builder
+	names := map[*Var]string{}
+	name := func(v *Var) string {
+		if n, ok := names[v]; ok {
+			return n
+		}
+		n := varName(len(names))
+		names[v] = n
+		return n
+	}
+	decl := func(vs []*Var) {
+		for i, v := range vs {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(name(v))
+			b.WriteByte(':')
+			b.WriteString(v.Aval.String())
+		}
+	}
+	b.WriteString("{ lambda ")
+	decl(g.Consts)
+	b.WriteString(" ; ")
+	decl(g.In)
+	b.WriteString(" .\n")
+	for i, e := range g.Eqns {
+		if i == 0 {
+			b.WriteString("  let ")
+		} else {
+			b.WriteString("      ")
+		}
+		decl(e.Out)
+		b.WriteString(" = ")
+		b.WriteString(e.Prim.Name)
+		if ps := FormatParams(e.Params); ps != "" {
+			b.WriteByte('[')
+			b.WriteString(ps)
+			b.WriteByte(']')
+		}
+		for _, v := range e.In {
+			b.WriteByte(' ')
+			b.WriteString(name(v))
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("  in (")
+	for i, v := range g.Out {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name(v))
+	}
+	b.WriteString(") }")
+	return b.String()
+}
