@@ -494,4 +494,3 @@ var DotGeneral = interp.NewPrim("dot_general", interp.Pure, func(params any, in 
 	checkClass(numeric, in[0])
 	return one(aval{Shape: DotShape(params.(DotParams), in[0].Shape, in[1].Shape), DType: in[0].DType})
 })
-
