@@ -155,7 +155,10 @@ func (g *Graph) String() string {
 	}
 	b.WriteString("{ lambda ")
 	decl(g.Consts)
-	b.WriteString(" ; ")
+	if len(g.Consts) > 0 {
+		b.WriteByte(' ')
+	}
+	b.WriteString("; ")
 	decl(g.In)
 	b.WriteString(" .\n")
 	for i, e := range g.Eqns {

@@ -1,0 +1,18 @@
+// Package prims defines peel's primitive set: each primitive's name, kind
+// (pure, view or mutation), parameter type and shape/dtype rule. What a
+// primitive means lives here, once; backends implement kernels for them and
+// transforms give them rules.
+//
+// Primitives are strict: operands already have the shapes and dtypes the
+// rule demands (elementwise operands are equal in shape and dtype), and
+// every parameter is explicit (axes are non-negative, permutations and
+// slice bounds are complete). Broadcasting, dtype promotion and negative
+// axes belong to package peel. A rule rejects bad operands by panicking
+// with *interp.Error.
+//
+// Integer edge cases never panic: integer division by zero gives 0, so
+// does remainder by zero, and integer pow with a negative exponent gives 0
+// unless the base is ±1. Gather clamps indices into range, scatter drops
+// out-of-range indices, and dynamic slices clamp their starts so the slice
+// fits, as in XLA.
+package prims
