@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/peel-ml/peel/backend"
@@ -54,6 +55,7 @@ func register(p *interp.Prim, splat bool, fn kernel) {
 // from gonum (or OpenBLAS with -tags openblas). It is safe for concurrent
 // use.
 type Backend struct {
+	once  sync.Once
 	table []entry
 }
 
@@ -67,16 +69,25 @@ func New() *Backend {
 	if b := std.Load(); b != nil {
 		return b
 	}
-	var n int
-	for p := range regs {
-		n = max(n, p.ID+1)
-	}
-	b := &Backend{table: make([]entry, n)}
-	for p, e := range regs {
-		b.table[p.ID] = e
-	}
-	std.CompareAndSwap(nil, b)
+	std.CompareAndSwap(nil, &Backend{})
 	return std.Load()
+}
+
+// kernels returns the kernel table, built on first use: this file's init
+// runs before the init functions of the kernel files, so New cannot build
+// it.
+func (b *Backend) kernels() []entry {
+	b.once.Do(func() {
+		var n int
+		for p := range regs {
+			n = max(n, p.ID+1)
+		}
+		b.table = make([]entry, n)
+		for p, e := range regs {
+			b.table[p.ID] = e
+		}
+	})
+	return b.table
 }
 
 func init() {
@@ -166,13 +177,14 @@ func (b *Backend) Copy(dst, src backend.Array) {
 
 // Has reports whether op has a kernel.
 func (b *Backend) Has(op backend.Op) bool {
-	return op.ID < len(b.table) && b.table[op.ID].fn != nil
+	t := b.kernels()
+	return op.ID < len(t) && t[op.ID].fn != nil
 }
 
 // Exec runs op's kernel, first materializing inputs the kernel cannot read
 // in place.
 func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
-	e := b.table[op.ID]
+	e := b.kernels()[op.ID]
 	for i := range in {
 		a := in[i]
 		if a.IsContiguous() || (e.splat && a.IsSplat()) {
