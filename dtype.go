@@ -88,12 +88,15 @@ func scalarTensor(v any, d DType) *Tensor {
 			f = 1
 		}
 	case int:
+		if d == Int64 {
+			return FromInt64s([]int64{int64(x)}, []int{}...)
+		}
 		f = float64(x)
 	case int32:
 		f = float64(x)
 	case int64:
 		if d == Int64 {
-			return FromInt64s([]int64{x})
+			return FromInt64s([]int64{x}, []int{}...)
 		}
 		f = float64(x)
 	case uint8:
@@ -109,13 +112,13 @@ func scalarTensor(v any, d DType) *Tensor {
 	}
 	switch d {
 	case Bool:
-		return FromBools([]bool{b || f != 0})
+		return FromBools([]bool{b || f != 0}, []int{}...)
 	case Int64:
-		return FromInt64s([]int64{int64(f)})
+		return FromInt64s([]int64{int64(f)}, []int{}...)
 	case Float32:
-		return FromFloat32s([]float32{float32(f)})
+		return FromFloat32s([]float32{float32(f)}, []int{}...)
 	}
-	return FromFloat64s([]float64{f})
+	return FromFloat64s([]float64{f}, []int{}...)
 }
 
 // AsType converts x to dtype d (float → int truncates toward zero, nonzero
@@ -191,9 +194,8 @@ func broadcastTo(t *Tensor, shape []int) *Tensor {
 	return interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: shape, Dims: dims}, t)
 }
 
-// operands promotes vals to one dtype and broadcasts them to one shape.
-// The dtype is returned too; when force is valid it is used instead of the
-// promoted one.
+// operands promotes vals to one dtype and broadcasts them to one shape,
+// returning the tensors and the dtype.
 func operands(op string, vals ...any) ([]*Tensor, DType) {
 	d := resultDType(op, vals)
 	ts := make([]*Tensor, len(vals))

@@ -102,7 +102,7 @@ func (a Array) IsSplat() bool {
 // element (a zero stride on a dimension longer than one). Such an array
 // cannot be the destination of a write.
 func (a Array) Overlaps() bool {
-	if a.Strides == nil {
+	if a.Strides == nil || a.Size() == 0 {
 		return false
 	}
 	for k, s := range a.Strides {

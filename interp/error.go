@@ -88,7 +88,7 @@ func Annotate(name string) {
 	if r == nil {
 		return
 	}
-	if e, ok := r.(*Error); ok {
+	if e, ok := r.(*Error); ok && (len(e.Ops) == 0 || e.Ops[len(e.Ops)-1] != name) {
 		e.Ops = append(e.Ops, name)
 	}
 	panic(r)

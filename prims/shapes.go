@@ -259,6 +259,9 @@ var Slice = func() *interp.Prim {
 			}
 			strides[k] = st[k] * sp.Stride[k]
 		}
+		if backend.ShapeSize(shape) == 0 {
+			off = 0
+		}
 		return backend.Array{Buf: a.Buf, Shape: shape, Strides: strides, Offset: off}, true
 	}
 	return p

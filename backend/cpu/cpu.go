@@ -148,6 +148,9 @@ func (b *Backend) ToHost(a backend.Array) any {
 		b.Copy(c, a)
 	}
 	lo, hi := c.Offset, c.Offset+n
+	if n == 0 {
+		lo, hi = 0, 0
+	}
 	switch buf := c.Buf.(type) {
 	case boolBuf:
 		return append([]bool{}, buf[lo:hi]...)
@@ -230,7 +233,17 @@ func sameBuffer(x, y backend.Buffer) bool {
 
 // Slice accessors for contiguous arrays (honouring Offset).
 
-func f64s(a backend.Array) []float64 { return a.Buf.(f64Buf)[a.Offset : a.Offset+a.Size()] }
-func f32s(a backend.Array) []float32 { return a.Buf.(f32Buf)[a.Offset : a.Offset+a.Size()] }
-func i64s(a backend.Array) []int64   { return a.Buf.(i64Buf)[a.Offset : a.Offset+a.Size()] }
-func bools(a backend.Array) []bool   { return a.Buf.(boolBuf)[a.Offset : a.Offset+a.Size()] }
+// An empty array may carry any offset, so it maps to an empty slice.
+
+func f64s(a backend.Array) []float64 { return contig(a.Buf.(f64Buf), a) }
+func f32s(a backend.Array) []float32 { return contig(a.Buf.(f32Buf), a) }
+func i64s(a backend.Array) []int64   { return contig(a.Buf.(i64Buf), a) }
+func bools(a backend.Array) []bool   { return contig(a.Buf.(boolBuf), a) }
+
+func contig[T any](buf []T, a backend.Array) []T {
+	n := a.Size()
+	if n == 0 {
+		return buf[:0]
+	}
+	return buf[a.Offset : a.Offset+n]
+}

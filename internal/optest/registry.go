@@ -124,7 +124,7 @@ func elementwise() []Op {
 		unaryOp("peel.Sign", peel.Sign, sign, numerics, same, -5, 5),
 		unaryOp("peel.Floor", peel.Floor, math.Floor, numerics, same, -5, 5),
 		unaryOp("peel.Ceil", peel.Ceil, math.Ceil, numerics, same, -5, 5),
-		unaryOp("peel.Round", peel.Round, math.Round, numerics, same, -5, 5),
+		unaryOp("peel.Round", peel.Round, math.RoundToEven, numerics, same, -5, 5),
 		unaryOp("peel.Exp", peel.Exp, math.Exp, allTypes[1:], floatOf, -5, 5),
 		unaryOp("peel.Log", peel.Log, math.Log, allTypes[1:], floatOf, 0.01, 10),
 		unaryOp("peel.Log1p", peel.Log1p, math.Log1p, floats, floatOf, -0.9, 10),

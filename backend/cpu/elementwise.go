@@ -1,0 +1,977 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Elementwise kernels.
+//
+// Every kernel type-switches once on its operands' buffers and then runs a
+// generic loop specialized to the element type; large outputs are split
+// across goroutines by parallelFor. Unary and binary kernels are
+// registered with splat=true: an operand that is a broadcast of a single
+// element (a non-contiguous input, or any input of size 1) is read once,
+// so x+2 with 2 broadcast to x's shape never materializes the broadcast.
+//
+// Integer semantics (no integer operation panics):
+//   - div and rem by zero give 0; MinInt64/-1 gives MinInt64 and
+//     MinInt64 rem -1 gives 0 (two's-complement wraparound);
+//   - add, sub, mul, neg, abs and pow wrap around on overflow;
+//   - pow with a negative exponent gives 1 for base 1, ±1 for base -1
+//     (by the exponent's parity) and 0 otherwise, including base 0.
+//
+// Float semantics: max and min propagate NaN (max(-0, +0) = +0); sign is
+// -1, 0 or +1 with the sign of a zero and NaN kept; round is half away
+// from zero; rem has the sign of the dividend (C's fmod).
+
+// Element type sets of the generic loops.
+type (
+	elemFloat interface{ ~float32 | ~float64 }
+	elemNum   interface{ ~int64 | ~float32 | ~float64 }
+)
+
+// Costs passed to parallelFor: relative per-element work.
+const (
+	costCheap = 1
+	costMath  = 8
+	costHeavy = 20
+)
+
+// isSplatIn reports whether a kernel input holds a single element that
+// stands for all of them. Exec materializes every other non-contiguous
+// input before calling a splat kernel.
+func isSplatIn(a backend.Array) bool {
+	return a.Size() == 1 || !a.IsContiguous()
+}
+
+// fillSlice sets every element of d to v.
+func fillSlice[T any](d []T, v T) {
+	if len(d) == 0 {
+		return
+	}
+	d[0] = v
+	for n := 1; n < len(d); n *= 2 {
+		copy(d[n:], d[:n])
+	}
+}
+
+// badDType panics for a dtype a kernel was not written for; shape rules
+// make this unreachable through Bind.
+func badDType(p *interp.Prim, dt backend.DType) {
+	interp.Panicf("cpu: %s has no kernel for dtype %v", p.Name, dt)
+}
+
+// ---------------------------------------------------------------------------
+// Unary operations.
+
+// unaryLoops holds one unary operation's loop per operand dtype; nil for
+// dtypes the operation does not accept.
+type unaryLoops struct {
+	b   func(d, a []bool)
+	i   func(d, a []int64)
+	f32 func(d, a []float32)
+	f64 func(d, a []float64)
+}
+
+func registerUnary(p *interp.Prim, cost int, l unaryLoops) {
+	register(p, true, func(_ any, in, out []backend.Array) {
+		x, o := in[0], out[0]
+		switch buf := x.Buf.(type) {
+		case boolBuf:
+			runUnary(p, l.b, cost, bools(o), buf, x)
+		case i64Buf:
+			runUnary(p, l.i, cost, i64s(o), buf, x)
+		case f32Buf:
+			runUnary(p, l.f32, cost, f32s(o), buf, x)
+		case f64Buf:
+			runUnary(p, l.f64, cost, f64s(o), buf, x)
+		default:
+			badDType(p, x.Buf.DType())
+		}
+	})
+}
+
+// runUnary applies f to the operand x (stored in buf) into d.
+func runUnary[T, R any](p *interp.Prim, f func(d []R, a []T), cost int, d []R, buf []T, x backend.Array) {
+	if f == nil {
+		badDType(p, x.Buf.DType())
+	}
+	n := len(d)
+	if n == 0 {
+		return
+	}
+	if isSplatIn(x) {
+		f(d[:1], buf[x.Offset:x.Offset+1])
+		fillSlice(d, d[0])
+		return
+	}
+	a := buf[x.Offset : x.Offset+n]
+	parallelFor(n, cost, func(lo, hi int) { f(d[lo:hi], a[lo:hi]) })
+}
+
+func negLoop[T elemNum](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = -x
+	}
+}
+
+func absLoop[T elemNum](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		if x < 0 {
+			x = -x
+		}
+		d[i] = x
+	}
+}
+
+func absFloatLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Abs(float64(x)))
+	}
+}
+
+func signLoop[T elemNum](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		switch {
+		case x > 0:
+			d[i] = 1
+		case x < 0:
+			d[i] = -1
+		default: // zero (keeping its sign) or NaN
+			d[i] = x
+		}
+	}
+}
+
+func floorLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Floor(float64(x)))
+	}
+}
+
+func ceilLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Ceil(float64(x)))
+	}
+}
+
+func roundLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Round(float64(x)))
+	}
+}
+
+func expLoop64(d, a []float64) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = math.Exp(x)
+	}
+}
+
+func logLoop64(d, a []float64) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = math.Log(x)
+	}
+}
+
+func log1pLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Log1p(float64(x)))
+	}
+}
+
+func expm1Loop64(d, a []float64) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = math.Expm1(x)
+	}
+}
+
+// sqrtLoop is correctly rounded for float32 too: the float64 square root
+// of a float32 rounds to the correctly rounded float32 result.
+func sqrtLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Sqrt(float64(x)))
+	}
+}
+
+func rsqrtLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(1 / math.Sqrt(float64(x)))
+	}
+}
+
+func sinLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Sin(float64(x)))
+	}
+}
+
+func cosLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Cos(float64(x)))
+	}
+}
+
+func tanLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Tan(float64(x)))
+	}
+}
+
+func tanhLoop64(d, a []float64) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = math.Tanh(x)
+	}
+}
+
+// logisticLoop64 computes 1/(1+e^-x) without overflow or cancellation:
+// for x < 0 it uses e^x/(1+e^x), which keeps the relative precision of
+// tiny results.
+func logisticLoop64(d, a []float64) {
+	a = a[:len(d)]
+	for i, x := range a {
+		if x >= 0 {
+			d[i] = 1 / (1 + math.Exp(-x))
+		} else {
+			e := math.Exp(x)
+			d[i] = e / (1 + e)
+		}
+	}
+}
+
+func erfLoop[T elemFloat](d, a []T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Erf(float64(x)))
+	}
+}
+
+func notBoolLoop(d, a []bool) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = !x
+	}
+}
+
+func notIntLoop(d, a []int64) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = ^x
+	}
+}
+
+func copyLoop[T any](d, a []T) { copy(d, a) }
+
+// ---------------------------------------------------------------------------
+// Binary operations.
+
+// binLoops are one binary operation's loops for operand type T and result
+// type R: tensor-tensor, tensor-scalar and scalar-tensor.
+type binLoops[T, R any] struct {
+	vv func(d []R, a, b []T)
+	vs func(d []R, a []T, s T)
+	sv func(d []R, s T, b []T)
+}
+
+// binOp holds a binary operation's loops per operand dtype; R is T for
+// arithmetic, bool for comparisons. Zero loops mark dtypes the operation
+// does not accept.
+type binOp[RB, RI, RF32, RF64 any] struct {
+	b   binLoops[bool, RB]
+	i   binLoops[int64, RI]
+	f32 binLoops[float32, RF32]
+	f64 binLoops[float64, RF64]
+}
+
+// registerArith registers an operation whose result has its operands' dtype.
+func registerArith(p *interp.Prim, cost int, o binOp[bool, int64, float32, float64]) {
+	register(p, true, func(_ any, in, out []backend.Array) {
+		x, y, d := in[0], in[1], out[0]
+		switch xb := x.Buf.(type) {
+		case boolBuf:
+			runBinary(p, o.b, cost, bools(d), x, y, xb, y.Buf.(boolBuf))
+		case i64Buf:
+			runBinary(p, o.i, cost, i64s(d), x, y, xb, y.Buf.(i64Buf))
+		case f32Buf:
+			runBinary(p, o.f32, cost, f32s(d), x, y, xb, y.Buf.(f32Buf))
+		case f64Buf:
+			runBinary(p, o.f64, cost, f64s(d), x, y, xb, y.Buf.(f64Buf))
+		default:
+			badDType(p, x.Buf.DType())
+		}
+	})
+}
+
+// registerCompare registers an operation whose result is bool.
+func registerCompare(p *interp.Prim, o binOp[bool, bool, bool, bool]) {
+	register(p, true, func(_ any, in, out []backend.Array) {
+		x, y, d := in[0], in[1], bools(out[0])
+		switch xb := x.Buf.(type) {
+		case boolBuf:
+			runBinary(p, o.b, costCheap, d, x, y, xb, y.Buf.(boolBuf))
+		case i64Buf:
+			runBinary(p, o.i, costCheap, d, x, y, xb, y.Buf.(i64Buf))
+		case f32Buf:
+			runBinary(p, o.f32, costCheap, d, x, y, xb, y.Buf.(f32Buf))
+		case f64Buf:
+			runBinary(p, o.f64, costCheap, d, x, y, xb, y.Buf.(f64Buf))
+		default:
+			badDType(p, x.Buf.DType())
+		}
+	})
+}
+
+// runBinary computes d = op(x, y) where x and y are stored in xb and yb.
+func runBinary[T, R any](p *interp.Prim, l binLoops[T, R], cost int, d []R, x, y backend.Array, xb, yb []T) {
+	if l.vv == nil {
+		badDType(p, x.Buf.DType())
+	}
+	n := len(d)
+	if n == 0 {
+		return
+	}
+	xs, ys := isSplatIn(x), isSplatIn(y)
+	switch {
+	case xs && ys:
+		l.vv(d[:1], xb[x.Offset:x.Offset+1], yb[y.Offset:y.Offset+1])
+		fillSlice(d, d[0])
+	case ys:
+		a, s := xb[x.Offset:x.Offset+n], yb[y.Offset]
+		parallelFor(n, cost, func(lo, hi int) { l.vs(d[lo:hi], a[lo:hi], s) })
+	case xs:
+		s, b := xb[x.Offset], yb[y.Offset:y.Offset+n]
+		parallelFor(n, cost, func(lo, hi int) { l.sv(d[lo:hi], s, b[lo:hi]) })
+	default:
+		a, b := xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n]
+		parallelFor(n, cost, func(lo, hi int) { l.vv(d[lo:hi], a[lo:hi], b[lo:hi]) })
+	}
+}
+
+// swapVS turns a tensor-scalar loop of a commutative operation into its
+// scalar-tensor loop.
+func swapVS[T, R any](vs func(d []R, a []T, s T)) func(d []R, s T, b []T) {
+	return func(d []R, s T, b []T) { vs(d, b, s) }
+}
+
+// commutative builds the loops of a commutative operation.
+func commutative[T, R any](vv func(d []R, a, b []T), vs func(d []R, a []T, s T)) binLoops[T, R] {
+	return binLoops[T, R]{vv: vv, vs: vs, sv: swapVS(vs)}
+}
+
+// Arithmetic loops. The loops reslice their operands to len(d) first so
+// the compiler drops the bounds checks.
+
+func addVV[T elemNum](d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] + b[i]
+	}
+}
+
+func addVS[T elemNum](d, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x + s
+	}
+}
+
+func subVV[T elemNum](d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] - b[i]
+	}
+}
+
+func subVS[T elemNum](d, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x - s
+	}
+}
+
+func subSV[T elemNum](d []T, s T, b []T) {
+	b = b[:len(d)]
+	for i, x := range b {
+		d[i] = s - x
+	}
+}
+
+func mulVV[T elemNum](d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] * b[i]
+	}
+}
+
+func mulVS[T elemNum](d, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x * s
+	}
+}
+
+func divVV[T elemFloat](d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] / b[i]
+	}
+}
+
+func divVS[T elemFloat](d, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x / s
+	}
+}
+
+func divSV[T elemFloat](d []T, s T, b []T) {
+	b = b[:len(d)]
+	for i, x := range b {
+		d[i] = s / x
+	}
+}
+
+// idiv is integer division truncating toward zero, with x/0 = 0 (Go
+// already gives MinInt64/-1 = MinInt64).
+func idiv(x, y int64) int64 {
+	if y == 0 {
+		return 0
+	}
+	return x / y
+}
+
+// irem is the remainder of idiv (sign of the dividend), with x rem 0 = 0.
+func irem(x, y int64) int64 {
+	if y == 0 {
+		return 0
+	}
+	return x % y
+}
+
+func divIVV(d, a, b []int64) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = idiv(a[i], b[i])
+	}
+}
+
+func divIVS(d, a []int64, s int64) {
+	if s == 0 {
+		clear(d)
+		return
+	}
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x / s
+	}
+}
+
+func divISV(d []int64, s int64, b []int64) {
+	b = b[:len(d)]
+	for i, x := range b {
+		d[i] = idiv(s, x)
+	}
+}
+
+func remIVV(d, a, b []int64) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = irem(a[i], b[i])
+	}
+}
+
+func remIVS(d, a []int64, s int64) {
+	if s == 0 {
+		clear(d)
+		return
+	}
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x % s
+	}
+}
+
+func remISV(d []int64, s int64, b []int64) {
+	b = b[:len(d)]
+	for i, x := range b {
+		d[i] = irem(s, x)
+	}
+}
+
+func remVV[T elemFloat](d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		// fmod is exact, so the float64 result of float32 operands is
+		// already a float32 value.
+		d[i] = T(math.Mod(float64(a[i]), float64(b[i])))
+	}
+}
+
+func remVS[T elemFloat](d, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Mod(float64(x), float64(s)))
+	}
+}
+
+func remSV[T elemFloat](d []T, s T, b []T) {
+	b = b[:len(d)]
+	for i, x := range b {
+		d[i] = T(math.Mod(float64(s), float64(x)))
+	}
+}
+
+// ipow is x^y with wraparound; see the package's integer semantics for
+// negative exponents.
+func ipow(x, y int64) int64 {
+	if y < 0 {
+		switch {
+		case x == 1:
+			return 1
+		case x == -1 && y&1 == 0:
+			return 1
+		case x == -1:
+			return -1
+		}
+		return 0
+	}
+	r := int64(1)
+	for y > 0 {
+		if y&1 != 0 {
+			r *= x
+		}
+		x *= x
+		y >>= 1
+	}
+	return r
+}
+
+func powIVV(d, a, b []int64) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = ipow(a[i], b[i])
+	}
+}
+
+func powIVS(d, a []int64, s int64) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = ipow(x, s)
+	}
+}
+
+func powISV(d []int64, s int64, b []int64) {
+	b = b[:len(d)]
+	for i, x := range b {
+		d[i] = ipow(s, x)
+	}
+}
+
+func powVV[T elemFloat](d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = T(math.Pow(float64(a[i]), float64(b[i])))
+	}
+}
+
+func powVS[T elemFloat](d, a []T, s T) {
+	a = a[:len(d)]
+	if s == 2 {
+		for i, x := range a {
+			d[i] = x * x
+		}
+		return
+	}
+	for i, x := range a {
+		d[i] = T(math.Pow(float64(x), float64(s)))
+	}
+}
+
+func powSV[T elemFloat](d []T, s T, b []T) {
+	b = b[:len(d)]
+	for i, x := range b {
+		d[i] = T(math.Pow(float64(s), float64(x)))
+	}
+}
+
+func atan2VV[T elemFloat](d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = T(math.Atan2(float64(a[i]), float64(b[i])))
+	}
+}
+
+func atan2VS[T elemFloat](d, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = T(math.Atan2(float64(x), float64(s)))
+	}
+}
+
+func atan2SV[T elemFloat](d []T, s T, b []T) {
+	b = b[:len(d)]
+	for i, x := range b {
+		d[i] = T(math.Atan2(float64(s), float64(x)))
+	}
+}
+
+// max and min: Go's built-ins propagate NaN for floats.
+
+func maxVV[T elemNum](d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = max(a[i], b[i])
+	}
+}
+
+func maxVS[T elemNum](d, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = max(x, s)
+	}
+}
+
+func minVV[T elemNum](d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = min(a[i], b[i])
+	}
+}
+
+func minVS[T elemNum](d, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = min(x, s)
+	}
+}
+
+// Logical and bitwise loops.
+
+func andBVV(d, a, b []bool) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] && b[i]
+	}
+}
+
+func andBVS(d, a []bool, s bool) {
+	if !s {
+		clear(d)
+		return
+	}
+	copy(d, a)
+}
+
+func orBVV(d, a, b []bool) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] || b[i]
+	}
+}
+
+func orBVS(d, a []bool, s bool) {
+	if s {
+		fillSlice(d, true)
+		return
+	}
+	copy(d, a)
+}
+
+func andIVV(d, a, b []int64) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] & b[i]
+	}
+}
+
+func andIVS(d, a []int64, s int64) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x & s
+	}
+}
+
+func orIVV(d, a, b []int64) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] | b[i]
+	}
+}
+
+func orIVS(d, a []int64, s int64) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x | s
+	}
+}
+
+// Comparison loops. Floats compare as IEEE values (NaN is unordered:
+// only ne is true); bools order false < true.
+
+func eqVV[T comparable](d []bool, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] == b[i]
+	}
+}
+
+func eqVS[T comparable](d []bool, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x == s
+	}
+}
+
+func neVV[T comparable](d []bool, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] != b[i]
+	}
+}
+
+func neVS[T comparable](d []bool, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x != s
+	}
+}
+
+func ltVV[T elemNum](d []bool, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] < b[i]
+	}
+}
+
+func ltVS[T elemNum](d []bool, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x < s
+	}
+}
+
+func leVV[T elemNum](d []bool, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = a[i] <= b[i]
+	}
+}
+
+func leVS[T elemNum](d []bool, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x <= s
+	}
+}
+
+func gtVS[T elemNum](d []bool, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x > s
+	}
+}
+
+func geVS[T elemNum](d []bool, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x >= s
+	}
+}
+
+// ordered builds the loops of a comparison from its tensor-tensor and
+// tensor-scalar loops and the tensor-scalar loop of its mirror (x op s ⇔
+// s mirror x).
+func ordered[T any](vv func(d []bool, a, b []T), vs, mirrorVS func(d []bool, a []T, s T)) binLoops[T, bool] {
+	return binLoops[T, bool]{vv: vv, vs: vs, sv: swapVS(mirrorVS)}
+}
+
+// Bool comparisons with false < true, expressed through the ordering of
+// 0 and 1.
+func boolLess(d []bool, a, b []bool) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = !a[i] && b[i]
+	}
+}
+
+func boolLessEq(d []bool, a, b []bool) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = !a[i] || b[i]
+	}
+}
+
+func boolLoops(vv func(d []bool, a, b []bool), swapped bool) binLoops[bool, bool] {
+	if swapped { // a > b ⇔ b < a
+		vv = swapCmp(vv)
+	}
+	return binLoops[bool, bool]{
+		vv: vv,
+		vs: func(d []bool, a []bool, s bool) { vvScalar(vv, d, a, s, false) },
+		sv: func(d []bool, s bool, b []bool) { vvScalar(vv, d, b, s, true) },
+	}
+}
+
+// vvScalar runs a bool tensor-tensor loop with one side a scalar, in
+// blocks of a stack buffer holding the scalar.
+func vvScalar(vv func(d []bool, a, b []bool), d []bool, t []bool, s bool, scalarFirst bool) {
+	var buf [256]bool
+	for i := range buf {
+		buf[i] = s
+	}
+	for lo := 0; lo < len(d); lo += len(buf) {
+		hi := min(lo+len(buf), len(d))
+		if scalarFirst {
+			vv(d[lo:hi], buf[:hi-lo], t[lo:hi])
+		} else {
+			vv(d[lo:hi], t[lo:hi], buf[:hi-lo])
+		}
+	}
+}
+
+func numericArith[T elemNum](vv func(d, a, b []T), vs func(d, a []T, s T), sv func(d []T, s T, b []T)) binLoops[T, T] {
+	if sv == nil {
+		sv = swapVS(vs)
+	}
+	return binLoops[T, T]{vv: vv, vs: vs, sv: sv}
+}
+
+func init() {
+	registerUnary(prims.Neg, costCheap, unaryLoops{i: negLoop[int64], f32: negLoop[float32], f64: negLoop[float64]})
+	registerUnary(prims.Abs, costCheap, unaryLoops{i: absLoop[int64], f32: absFloatLoop[float32], f64: absFloatLoop[float64]})
+	registerUnary(prims.Sign, costCheap, unaryLoops{i: signLoop[int64], f32: signLoop[float32], f64: signLoop[float64]})
+	registerUnary(prims.Floor, costCheap, unaryLoops{f32: floorLoop[float32], f64: floorLoop[float64]})
+	registerUnary(prims.Ceil, costCheap, unaryLoops{f32: ceilLoop[float32], f64: ceilLoop[float64]})
+	registerUnary(prims.Round, costCheap, unaryLoops{f32: roundLoop[float32], f64: roundLoop[float64]})
+	registerUnary(prims.Exp, costMath, unaryLoops{f32: exp32Loop, f64: expLoop64})
+	registerUnary(prims.Log, costMath, unaryLoops{f32: log32Loop, f64: logLoop64})
+	registerUnary(prims.Log1p, costHeavy, unaryLoops{f32: log1pLoop[float32], f64: log1pLoop[float64]})
+	registerUnary(prims.Expm1, costMath, unaryLoops{f32: expm1Loop32, f64: expm1Loop64})
+	registerUnary(prims.Sqrt, costMath, unaryLoops{f32: sqrtLoop[float32], f64: sqrtLoop[float64]})
+	registerUnary(prims.Rsqrt, costMath, unaryLoops{f32: rsqrtLoop[float32], f64: rsqrtLoop[float64]})
+	registerUnary(prims.Sin, costHeavy, unaryLoops{f32: sinLoop[float32], f64: sinLoop[float64]})
+	registerUnary(prims.Cos, costHeavy, unaryLoops{f32: cosLoop[float32], f64: cosLoop[float64]})
+	registerUnary(prims.Tan, costHeavy, unaryLoops{f32: tanLoop[float32], f64: tanLoop[float64]})
+	registerUnary(prims.Tanh, costMath, unaryLoops{f32: tanh32Loop, f64: tanhLoop64})
+	registerUnary(prims.Logistic, costMath, unaryLoops{f32: logistic32Loop, f64: logisticLoop64})
+	registerUnary(prims.Erf, costHeavy, unaryLoops{f32: erfLoop[float32], f64: erfLoop[float64]})
+	registerUnary(prims.Not, costCheap, unaryLoops{b: notBoolLoop, i: notIntLoop})
+	registerUnary(prims.Copy, costCheap, unaryLoops{b: copyLoop[bool], i: copyLoop[int64], f32: copyLoop[float32], f64: copyLoop[float64]})
+
+	registerArith(prims.Add, costCheap, binOp[bool, int64, float32, float64]{
+		i:   numericArith(addVV[int64], addVS[int64], nil),
+		f32: numericArith(addVV[float32], addVS[float32], nil),
+		f64: numericArith(addVV[float64], addVS[float64], nil),
+	})
+	registerArith(prims.Sub, costCheap, binOp[bool, int64, float32, float64]{
+		i:   numericArith(subVV[int64], subVS[int64], subSV[int64]),
+		f32: numericArith(subVV[float32], subVS[float32], subSV[float32]),
+		f64: numericArith(subVV[float64], subVS[float64], subSV[float64]),
+	})
+	registerArith(prims.Mul, costCheap, binOp[bool, int64, float32, float64]{
+		i:   numericArith(mulVV[int64], mulVS[int64], nil),
+		f32: numericArith(mulVV[float32], mulVS[float32], nil),
+		f64: numericArith(mulVV[float64], mulVS[float64], nil),
+	})
+	registerArith(prims.Div, costCheap, binOp[bool, int64, float32, float64]{
+		i:   numericArith(divIVV, divIVS, divISV),
+		f32: numericArith(divVV[float32], divVS[float32], divSV[float32]),
+		f64: numericArith(divVV[float64], divVS[float64], divSV[float64]),
+	})
+	registerArith(prims.Rem, costMath, binOp[bool, int64, float32, float64]{
+		i:   numericArith(remIVV, remIVS, remISV),
+		f32: numericArith(remVV[float32], remVS[float32], remSV[float32]),
+		f64: numericArith(remVV[float64], remVS[float64], remSV[float64]),
+	})
+	registerArith(prims.Pow, costHeavy, binOp[bool, int64, float32, float64]{
+		i:   numericArith(powIVV, powIVS, powISV),
+		f32: numericArith(powVV[float32], powVS[float32], powSV[float32]),
+		f64: numericArith(powVV[float64], powVS[float64], powSV[float64]),
+	})
+	registerArith(prims.Atan2, costHeavy, binOp[bool, int64, float32, float64]{
+		f32: numericArith(atan2VV[float32], atan2VS[float32], atan2SV[float32]),
+		f64: numericArith(atan2VV[float64], atan2VS[float64], atan2SV[float64]),
+	})
+	registerArith(prims.Max, costCheap, binOp[bool, int64, float32, float64]{
+		b:   commutative(orBVV, orBVS),
+		i:   numericArith(maxVV[int64], maxVS[int64], nil),
+		f32: numericArith(maxVV[float32], maxVS[float32], nil),
+		f64: numericArith(maxVV[float64], maxVS[float64], nil),
+	})
+	registerArith(prims.Min, costCheap, binOp[bool, int64, float32, float64]{
+		b:   commutative(andBVV, andBVS),
+		i:   numericArith(minVV[int64], minVS[int64], nil),
+		f32: numericArith(minVV[float32], minVS[float32], nil),
+		f64: numericArith(minVV[float64], minVS[float64], nil),
+	})
+	registerArith(prims.And, costCheap, binOp[bool, int64, float32, float64]{
+		b: commutative(andBVV, andBVS),
+		i: commutative(andIVV, andIVS),
+	})
+	registerArith(prims.Or, costCheap, binOp[bool, int64, float32, float64]{
+		b: commutative(orBVV, orBVS),
+		i: commutative(orIVV, orIVS),
+	})
+
+	registerCompare(prims.Eq, binOp[bool, bool, bool, bool]{
+		b:   commutative(eqVV[bool], eqVS[bool]),
+		i:   commutative(eqVV[int64], eqVS[int64]),
+		f32: commutative(eqVV[float32], eqVS[float32]),
+		f64: commutative(eqVV[float64], eqVS[float64]),
+	})
+	registerCompare(prims.Ne, binOp[bool, bool, bool, bool]{
+		b:   commutative(neVV[bool], neVS[bool]),
+		i:   commutative(neVV[int64], neVS[int64]),
+		f32: commutative(neVV[float32], neVS[float32]),
+		f64: commutative(neVV[float64], neVS[float64]),
+	})
+	registerCompare(prims.Lt, binOp[bool, bool, bool, bool]{
+		b:   boolLoops(boolLess, false),
+		i:   ordered(ltVV[int64], ltVS[int64], gtVS[int64]),
+		f32: ordered(ltVV[float32], ltVS[float32], gtVS[float32]),
+		f64: ordered(ltVV[float64], ltVS[float64], gtVS[float64]),
+	})
+	registerCompare(prims.Le, binOp[bool, bool, bool, bool]{
+		b:   boolLoops(boolLessEq, false),
+		i:   ordered(leVV[int64], leVS[int64], geVS[int64]),
+		f32: ordered(leVV[float32], leVS[float32], geVS[float32]),
+		f64: ordered(leVV[float64], leVS[float64], geVS[float64]),
+	})
+	registerCompare(prims.Gt, binOp[bool, bool, bool, bool]{
+		b:   boolLoops(boolLess, true),
+		i:   ordered(swapCmp(ltVV[int64]), gtVS[int64], ltVS[int64]),
+		f32: ordered(swapCmp(ltVV[float32]), gtVS[float32], ltVS[float32]),
+		f64: ordered(swapCmp(ltVV[float64]), gtVS[float64], ltVS[float64]),
+	})
+	registerCompare(prims.Ge, binOp[bool, bool, bool, bool]{
+		b:   boolLoops(boolLessEq, true),
+		i:   ordered(swapCmp(leVV[int64]), geVS[int64], leVS[int64]),
+		f32: ordered(swapCmp(leVV[float32]), geVS[float32], leVS[float32]),
+		f64: ordered(swapCmp(leVV[float64]), geVS[float64], leVS[float64]),
+	})
+}
+
+// swapCmp turns a < b into b > a: gt(a, b) = lt(b, a).
+func swapCmp[T any](vv func(d []bool, a, b []T)) func(d []bool, a, b []T) {
+	return func(d []bool, a, b []T) { vv(d, b, a) }
+}

@@ -1,0 +1,188 @@
+package cpu_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Benchmarks of the elementwise and reduction kernels over 1<<20 float32
+// elements on one thread, called through the real dispatch path
+// (interp.Bind → eval → Backend.Exec, output allocation included). Each
+// reports ns/elem. Run with
+//
+//	go test ./backend/cpu/ -run '^$' -bench 'Elementwise|Reduce' -benchtime=200ms
+
+const ewBenchN = 1 << 20
+
+// ewBenchSetup pins one thread for the benchmark and restores the default
+// afterwards.
+func ewBenchSetup(b *testing.B) {
+	b.Helper()
+	cpu.SetThreads(1)
+	b.Cleanup(func() { cpu.SetThreads(0) })
+}
+
+func ewBenchData(n int, lo, hi float32) []float32 {
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = lo + (hi-lo)*rng.Float32()
+	}
+	return x
+}
+
+func ewPerElem(b *testing.B, n int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/elem")
+}
+
+// BenchmarkElementwiseCopy is the baseline: a plain Go copy of 1<<20
+// float32 (4 MiB), without and with allocating the destination.
+func BenchmarkElementwiseCopy(b *testing.B) {
+	src := ewBenchData(ewBenchN, -1, 1)
+	b.Run("copy", func(b *testing.B) {
+		dst := make([]float32, ewBenchN)
+		b.SetBytes(4 * ewBenchN)
+		for b.Loop() {
+			copy(dst, src)
+		}
+		ewPerElem(b, ewBenchN)
+	})
+	b.Run("alloc+copy", func(b *testing.B) {
+		b.SetBytes(4 * ewBenchN)
+		for b.Loop() {
+			dst := make([]float32, ewBenchN)
+			copy(dst, src)
+		}
+		ewPerElem(b, ewBenchN)
+	})
+}
+
+// BenchmarkElementwiseBinary: tensor-tensor and tensor-scalar arithmetic.
+func BenchmarkElementwiseBinary(b *testing.B) {
+	ewBenchSetup(b)
+	x := ewTensor(ewBenchData(ewBenchN, -1, 1), ewBenchN)
+	y := ewTensor(ewBenchData(ewBenchN, 1, 2), ewBenchN)
+	s := ewSplat([]float32{2}, ewBenchN)
+	for _, c := range []struct {
+		name string
+		p    *interp.Prim
+		a, b *interp.Tensor
+	}{
+		{"add", prims.Add, x, y},
+		{"mul", prims.Mul, x, y},
+		{"sub", prims.Sub, x, y},
+		{"div", prims.Div, x, y},
+		{"max", prims.Max, x, y},
+		{"add_scalar", prims.Add, x, s},
+		{"mul_scalar", prims.Mul, x, s},
+		{"scalar_sub", prims.Sub, s, x},
+		{"lt", prims.Lt, x, y},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(4 * ewBenchN)
+			for b.Loop() {
+				interp.Bind1(c.p, nil, c.a, c.b)
+			}
+			ewPerElem(b, ewBenchN)
+		})
+	}
+}
+
+// BenchmarkElementwiseUnary: the float32 transcendental functions (and a
+// few float64 ones for comparison).
+func BenchmarkElementwiseUnary(b *testing.B) {
+	ewBenchSetup(b)
+	x := ewTensor(ewBenchData(ewBenchN, -4, 4), ewBenchN)
+	pos := ewTensor(ewBenchData(ewBenchN, 0.01, 100), ewBenchN)
+	x64 := interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: backend.Float64}, x)
+	for _, c := range []struct {
+		name string
+		p    *interp.Prim
+		a    *interp.Tensor
+	}{
+		{"tanh_f32", prims.Tanh, x},
+		{"exp_f32", prims.Exp, x},
+		{"expm1_f32", prims.Expm1, x},
+		{"logistic_f32", prims.Logistic, x},
+		{"log_f32", prims.Log, pos},
+		{"sqrt_f32", prims.Sqrt, pos},
+		{"neg_f32", prims.Neg, x},
+		{"sin_f32", prims.Sin, x},
+		{"tanh_f64", prims.Tanh, x64},
+		{"exp_f64", prims.Exp, x64},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				interp.Bind1(c.p, nil, c.a)
+			}
+			ewPerElem(b, ewBenchN)
+		})
+	}
+}
+
+// BenchmarkElementwiseTanhChain is tanh(2x+1)*x: four kernel calls (mul
+// by a broadcast scalar, add a broadcast scalar, tanh, mul).
+func BenchmarkElementwiseTanhChain(b *testing.B) {
+	ewBenchSetup(b)
+	x := ewTensor(ewBenchData(ewBenchN, -2, 2), ewBenchN)
+	two := ewSplat([]float32{2}, ewBenchN)
+	one := ewSplat([]float32{1}, ewBenchN)
+	for b.Loop() {
+		h := interp.Bind1(prims.Mul, nil, x, two)
+		h = interp.Bind1(prims.Add, nil, h, one)
+		h = interp.Bind1(prims.Tanh, nil, h)
+		interp.Bind1(prims.Mul, nil, h, x)
+	}
+	ewPerElem(b, ewBenchN)
+}
+
+// BenchmarkReduce: full and per-axis sums, max, argmax and cumsum.
+func BenchmarkReduce(b *testing.B) {
+	ewBenchSetup(b)
+	flat := ewTensor(ewBenchData(ewBenchN, -1, 1), ewBenchN)
+	mat := ewTensor(ewBenchData(ewBenchN, -1, 1), 1024, 1024)
+	for _, c := range []struct {
+		name   string
+		p      *interp.Prim
+		params any
+		a      *interp.Tensor
+	}{
+		{"sum_all", prims.ReduceSum, prims.ReduceParams{Axes: []int{0}}, flat},
+		{"sum_rows", prims.ReduceSum, prims.ReduceParams{Axes: []int{1}}, mat},
+		{"sum_cols", prims.ReduceSum, prims.ReduceParams{Axes: []int{0}}, mat},
+		{"max_rows", prims.ReduceMax, prims.ReduceParams{Axes: []int{1}}, mat},
+		{"argmax_rows", prims.ArgMax, prims.AxisParams{Axis: 1}, mat},
+		{"cumsum_rows", prims.Cumsum, prims.CumsumParams{Axis: 1}, mat},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				interp.Bind1(c.p, c.params, c.a)
+			}
+			ewPerElem(b, ewBenchN)
+		})
+	}
+}
+
+var ewSink float32
+
+// BenchmarkElementwiseScalarLoop measures the fast float32 tanh loop
+// without the dispatch path, for comparison with a math.Tanh loop.
+func BenchmarkElementwiseScalarLoop(b *testing.B) {
+	x := ewBenchData(ewBenchN, -4, 4)
+	b.Run("math.Tanh", func(b *testing.B) {
+		for b.Loop() {
+			var s float32
+			for _, v := range x {
+				s += float32(math.Tanh(float64(v)))
+			}
+			ewSink = s
+		}
+		ewPerElem(b, ewBenchN)
+	})
+}

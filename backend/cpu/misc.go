@@ -1,0 +1,323 @@
+package cpu
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Kernels of select, convert_element_type, iota and threefry2x32.
+
+func init() {
+	register(prims.Select, true, selectKernel)
+	register(prims.ConvertElementType, true, convertKernel)
+	register(prims.Iota, false, iotaKernel)
+	register(prims.Threefry2x32, true, threefryKernel)
+}
+
+// ---------------------------------------------------------------------------
+// select
+
+func selectKernel(_ any, in, out []backend.Array) {
+	p, x, y, o := in[0], in[1], in[2], out[0]
+	pb := p.Buf.(boolBuf)
+	switch xb := x.Buf.(type) {
+	case boolBuf:
+		runSelect(bools(o), p, x, y, pb, xb, y.Buf.(boolBuf))
+	case i64Buf:
+		runSelect(i64s(o), p, x, y, pb, xb, y.Buf.(i64Buf))
+	case f32Buf:
+		runSelect(f32s(o), p, x, y, pb, xb, y.Buf.(f32Buf))
+	case f64Buf:
+		runSelect(f64s(o), p, x, y, pb, xb, y.Buf.(f64Buf))
+	default:
+		badDType(prims.Select, x.Buf.DType())
+	}
+}
+
+func runSelect[T any](d []T, p, x, y backend.Array, pb []bool, xb, yb []T) {
+	n := len(d)
+	if n == 0 {
+		return
+	}
+	if isSplatIn(p) {
+		src, sb := y, yb
+		if pb[p.Offset] {
+			src, sb = x, xb
+		}
+		if isSplatIn(src) {
+			fillSlice(d, sb[src.Offset])
+		} else {
+			copy(d, sb[src.Offset:src.Offset+n])
+		}
+		return
+	}
+	pr := pb[p.Offset : p.Offset+n]
+	xs, ys := isSplatIn(x), isSplatIn(y)
+	switch {
+	case xs && ys:
+		a, b := xb[x.Offset], yb[y.Offset]
+		parallelFor(n, costCheap, func(lo, hi int) { selectSS(d[lo:hi], pr[lo:hi], a, b) })
+	case xs:
+		a, b := xb[x.Offset], yb[y.Offset:y.Offset+n]
+		parallelFor(n, costCheap, func(lo, hi int) { selectSV(d[lo:hi], pr[lo:hi], a, b[lo:hi]) })
+	case ys:
+		a, b := xb[x.Offset:x.Offset+n], yb[y.Offset]
+		parallelFor(n, costCheap, func(lo, hi int) { selectVS(d[lo:hi], pr[lo:hi], a[lo:hi], b) })
+	default:
+		a, b := xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n]
+		parallelFor(n, costCheap, func(lo, hi int) { selectVV(d[lo:hi], pr[lo:hi], a[lo:hi], b[lo:hi]) })
+	}
+}
+
+func selectVV[T any](d []T, p []bool, a, b []T) {
+	p, a, b = p[:len(d)], a[:len(d)], b[:len(d)]
+	for i := range d {
+		v := b[i]
+		if p[i] {
+			v = a[i]
+		}
+		d[i] = v
+	}
+}
+
+func selectVS[T any](d []T, p []bool, a []T, s T) {
+	p, a = p[:len(d)], a[:len(d)]
+	for i := range d {
+		v := s
+		if p[i] {
+			v = a[i]
+		}
+		d[i] = v
+	}
+}
+
+func selectSV[T any](d []T, p []bool, s T, b []T) {
+	p, b = p[:len(d)], b[:len(d)]
+	for i := range d {
+		v := b[i]
+		if p[i] {
+			v = s
+		}
+		d[i] = v
+	}
+}
+
+func selectSS[T any](d []T, p []bool, s, t T) {
+	p = p[:len(d)]
+	for i := range d {
+		v := t
+		if p[i] {
+			v = s
+		}
+		d[i] = v
+	}
+}
+
+// ---------------------------------------------------------------------------
+// convert_element_type
+//
+// Float to integer conversion truncates toward zero, maps NaN to 0 and
+// saturates out-of-range values (±Inf included) to MinInt64/MaxInt64.
+// bool converts to 0/1; any nonzero value (NaN included) converts to true.
+
+func convertKernel(_ any, in, out []backend.Array) {
+	x, o := in[0], out[0]
+	switch xb := x.Buf.(type) {
+	case boolBuf:
+		switch o.Buf.(type) {
+		case boolBuf:
+			runConvert(bools(o), x, xb, copyLoop[bool])
+		case i64Buf:
+			runConvert(i64s(o), x, xb, fromBoolLoop[int64])
+		case f32Buf:
+			runConvert(f32s(o), x, xb, fromBoolLoop[float32])
+		case f64Buf:
+			runConvert(f64s(o), x, xb, fromBoolLoop[float64])
+		}
+	case i64Buf:
+		switch o.Buf.(type) {
+		case boolBuf:
+			runConvert(bools(o), x, xb, toBoolLoop[int64])
+		case i64Buf:
+			runConvert(i64s(o), x, xb, copyLoop[int64])
+		case f32Buf:
+			runConvert(f32s(o), x, xb, numConvLoop[int64, float32])
+		case f64Buf:
+			runConvert(f64s(o), x, xb, numConvLoop[int64, float64])
+		}
+	case f32Buf:
+		switch o.Buf.(type) {
+		case boolBuf:
+			runConvert(bools(o), x, xb, toBoolLoop[float32])
+		case i64Buf:
+			runConvert(i64s(o), x, xb, floatToIntLoop[float32])
+		case f32Buf:
+			runConvert(f32s(o), x, xb, copyLoop[float32])
+		case f64Buf:
+			runConvert(f64s(o), x, xb, numConvLoop[float32, float64])
+		}
+	case f64Buf:
+		switch o.Buf.(type) {
+		case boolBuf:
+			runConvert(bools(o), x, xb, toBoolLoop[float64])
+		case i64Buf:
+			runConvert(i64s(o), x, xb, floatToIntLoop[float64])
+		case f32Buf:
+			runConvert(f32s(o), x, xb, numConvLoop[float64, float32])
+		case f64Buf:
+			runConvert(f64s(o), x, xb, copyLoop[float64])
+		}
+	default:
+		badDType(prims.ConvertElementType, x.Buf.DType())
+	}
+}
+
+func runConvert[S, D any](d []D, x backend.Array, buf []S, f func(d []D, a []S)) {
+	runUnary(prims.ConvertElementType, f, costCheap, d, buf, x)
+}
+
+func fromBoolLoop[D elemNum](d []D, a []bool) {
+	a = a[:len(d)]
+	for i, x := range a {
+		var v D
+		if x {
+			v = 1
+		}
+		d[i] = v
+	}
+}
+
+func toBoolLoop[S elemNum](d []bool, a []S) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x != 0
+	}
+}
+
+func numConvLoop[S, D elemNum](d []D, a []S) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = D(x)
+	}
+}
+
+func floatToIntLoop[S elemFloat](d []int64, a []S) {
+	a = a[:len(d)]
+	for i, x := range a {
+		switch {
+		case x >= 0x1p63:
+			d[i] = math.MaxInt64
+		case x <= -0x1p63:
+			d[i] = math.MinInt64
+		case x != x: // NaN
+			d[i] = 0
+		default:
+			d[i] = int64(x)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// iota
+
+func iotaKernel(params any, _, out []backend.Array) {
+	p := params.(prims.IotaParams)
+	o := out[0]
+	if len(o.Shape) == 0 || p.Dim < 0 || p.Dim >= len(o.Shape) {
+		interp.Panicf("cpu: iota dimension %d out of range for shape %v", p.Dim, o.Shape)
+	}
+	switch o.Buf.(type) {
+	case i64Buf:
+		iotaFill(i64s(o), o.Shape, p.Dim)
+	case f32Buf:
+		iotaFill(f32s(o), o.Shape, p.Dim)
+	case f64Buf:
+		iotaFill(f64s(o), o.Shape, p.Dim)
+	default:
+		badDType(prims.Iota, o.Buf.DType())
+	}
+}
+
+// iotaFill sets d (of the given shape) to each element's index along dim.
+func iotaFill[T elemNum](d []T, shape []int, dim int) {
+	if len(d) == 0 {
+		return
+	}
+	n := shape[dim]
+	inner := backend.ShapeSize(shape[dim+1:])
+	block := n * inner
+	// The first block holds 0…n-1 repeated inner times; the others copy it.
+	for k := range n {
+		fillSlice(d[k*inner:(k+1)*inner], T(k))
+	}
+	for lo := block; lo < len(d); lo += block {
+		copy(d[lo:lo+block], d[:block])
+	}
+}
+
+// ---------------------------------------------------------------------------
+// threefry2x32
+
+// Threefry-2x32 with 20 rounds (Salmon et al., "Parallel random numbers:
+// as easy as 1, 2, 3", SC 2011): key words k0, k1 and the parity word
+// k0^k1^threefryParity form the key schedule, injected every 4 rounds.
+const threefryParity = 0x1BD11BDA
+
+var threefryRot = [8]int{13, 15, 26, 6, 17, 29, 16, 24}
+
+// threefry2x32 encrypts the counter (x0, x1) under the key (k0, k1).
+func threefry2x32(k0, k1, x0, x1 uint32) (uint32, uint32) {
+	ks := [3]uint32{k0, k1, k0 ^ k1 ^ threefryParity}
+	x0 += ks[0]
+	x1 += ks[1]
+	for i := 1; i <= 5; i++ {
+		for _, r := range threefryRot[(i-1)%2*4:][:4] {
+			x0 += x1
+			x1 = bits.RotateLeft32(x1, r)
+			x1 ^= x0
+		}
+		x0 += ks[i%3]
+		x1 += ks[(i+1)%3] + uint32(i)
+	}
+	return x0, x1
+}
+
+// wordsIn is a threefry operand: a contiguous slice (step 1) or a single
+// broadcast element (step 0).
+type wordsIn struct {
+	w    []int64
+	step int
+}
+
+func threefryKernel(_ any, in, out []backend.Array) {
+	y0, y1 := i64s(out[0]), i64s(out[1])
+	n := len(y0)
+	if n == 0 {
+		return
+	}
+	var ops [4]wordsIn
+	for k := range ops {
+		a := in[k]
+		buf, ok := a.Buf.(i64Buf)
+		if !ok {
+			badDType(prims.Threefry2x32, a.Buf.DType())
+		}
+		if isSplatIn(a) {
+			ops[k] = wordsIn{w: buf[a.Offset : a.Offset+1]}
+		} else {
+			ops[k] = wordsIn{w: buf[a.Offset : a.Offset+n], step: 1}
+		}
+	}
+	parallelFor(n, 2*costHeavy, func(lo, hi int) {
+		k0, k1, c0, c1 := ops[0], ops[1], ops[2], ops[3]
+		for i := lo; i < hi; i++ {
+			a, b := threefry2x32(uint32(k0.w[i*k0.step]), uint32(k1.w[i*k1.step]),
+				uint32(c0.w[i*c0.step]), uint32(c1.w[i*c1.step]))
+			y0[i], y1[i] = int64(a), int64(b)
+		}
+	})
+}

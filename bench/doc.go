@@ -1,0 +1,21 @@
+// Package bench holds peel's benchmark workloads and the harness that
+// measures them.
+//
+// Each workload is defined once (see Workloads) and runs in two ways:
+// under `go test -bench . ./bench/` and through the harness,
+// `go run ./bench/cmd/peelbench`, which warms each workload up, times it
+// in repeated samples and prints a table of medians, spreads and derived
+// metrics (ns per op, ns per element per op, GFLOPS), optionally writing
+// JSON records (one object per line, see Record) that the peer scripts in
+// bench/peers print too, so results of peel and other libraries line up.
+//
+// Correctness comes before speed: a workload's Setup returns, besides the
+// function that is timed, a check that compares the result with a
+// reference computed another way (a Go loop in float64, a naive matrix
+// product), and the harness refuses to time a workload whose check fails.
+//
+// Workloads whose Impl is not "peel" are references that bound what peel
+// can reach: the same matrix product through gonum's BLAS called
+// directly, and a plain Go copy of the bytes a cheap elementwise op
+// touches.
+package bench

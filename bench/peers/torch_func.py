@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""PyTorch peer of peel's benchmark workloads (see bench/workloads.go).
+
+Runs the workloads that have a PyTorch counterpart, each checked against a
+float64 reference first, then warmed up and timed in repeated samples the
+way bench.Measure does, and prints one JSON record per line on stdout:
+
+  {"workload": ..., "impl": "torch", "threads": N, "median_ns": ...,
+   "min_ns": ..., "max_ns": ..., "metric": ..., "unit": ..., "allocs": -1, ...}
+
+"allocs" is -1: PyTorch's allocations are not measured. A summary goes to
+stderr. Usage (Debian's python3-torch is /usr/bin/python3's package):
+
+  /usr/bin/python3 bench/peers/torch_func.py --threads 1 [--run REGEX]
+      [--reps 10] [--mintime 1.0] [--json FILE]
+"""
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+
+import torch
+
+TINY_OPS = 100
+CHAIN_N = 1 << 20
+CHAIN_OPS = 4
+MAT_N = 512
+
+
+def tiny_chain():
+    g = torch.Generator().manual_seed(1)
+    x0 = torch.rand(8, generator=g, dtype=torch.float64) * 2 - 1
+    a = torch.rand(8, generator=g, dtype=torch.float64) + 0.5
+    b = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
+    c = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
+    out = [None]
+
+    def run():
+        x = x0
+        for i in range(TINY_OPS):
+            k = i % 4
+            if k == 0:
+                x = torch.mul(x, a)
+            elif k == 1:
+                x = torch.add(x, b)
+            elif k == 2:
+                x = torch.tanh(x)
+            else:
+                x = torch.sub(x, c)
+        out[0] = x
+
+    def check():
+        want = x0.tolist()
+        av, bv, cv = a.tolist(), b.tolist(), c.tolist()
+        for i in range(TINY_OPS):
+            k = i % 4
+            for j in range(8):
+                if k == 0:
+                    want[j] *= av[j]
+                elif k == 1:
+                    want[j] += bv[j]
+                elif k == 2:
+                    want[j] = math.tanh(want[j])
+                else:
+                    want[j] -= cv[j]
+        compare(out[0].tolist(), want, 1e-12, 1e-12)
+
+    return run, check
+
+
+def chain_1m(dtype):
+    def setup():
+        g = torch.Generator().manual_seed(5)
+        x = (torch.rand(CHAIN_N, generator=g, dtype=torch.float64) * 4 - 2).to(dtype)
+        out = [None]
+
+        def run():
+            out[0] = torch.mul(torch.tanh(torch.add(torch.mul(x, 2.0), 1.0)), x)
+
+        def check():
+            x64 = x.to(torch.float64)
+            want = torch.tanh(2 * x64 + 1) * x64
+            tol = 1e-12 if dtype == torch.float64 else 1e-5
+            err = (out[0].to(torch.float64) - want).abs() - (tol + tol * want.abs())
+            if err.max().item() > 0:
+                raise AssertionError("chain result differs from the float64 reference")
+
+        return run, check
+
+    return setup
+
+
+def copy_1m():
+    g = torch.Generator().manual_seed(6)
+    src = (torch.rand(CHAIN_N, generator=g, dtype=torch.float64) * 2 - 1).to(torch.float32)
+    dst = torch.empty_like(src)
+
+    def run():
+        dst.copy_(src)
+
+    def check():
+        if not torch.equal(dst, src):
+            raise AssertionError("copy differs")
+
+    return run, check
+
+
+def matmul(dtype):
+    def setup():
+        g = torch.Generator().manual_seed(7)
+        a = (torch.rand(MAT_N, MAT_N, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
+        b = (torch.rand(MAT_N, MAT_N, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
+        out = [None]
+
+        def run():
+            out[0] = torch.matmul(a, b)
+
+        def check():
+            a64, b64 = a.to(torch.float64), b.to(torch.float64)
+            want = a64 @ b64
+            mag = a64.abs() @ b64.abs()
+            tol = 1e-13 if dtype == torch.float64 else 1e-5
+            if ((out[0].to(torch.float64) - want).abs() > tol * mag).any():
+                raise AssertionError("matmul differs from the float64 reference")
+
+        return run, check
+
+    return setup
+
+
+def compare(got, want, rtol, atol):
+    for i, (g, w) in enumerate(zip(got, want)):
+        if not abs(g - w) <= atol + rtol * abs(w):
+            raise AssertionError(f"element {i} = {g}, want {w}")
+
+
+# name, unit, metric(ns per run), setup
+WORKLOADS = [
+    ("tiny_chain_100", "ns/op", lambda ns: ns / TINY_OPS, tiny_chain),
+    ("chain_1m_f32", "ns/elem/op", lambda ns: ns / (CHAIN_N * CHAIN_OPS), chain_1m(torch.float32)),
+    ("chain_1m_f64", "ns/elem/op", lambda ns: ns / (CHAIN_N * CHAIN_OPS), chain_1m(torch.float64)),
+    ("copy_1m_f32", "ns/elem", lambda ns: ns / CHAIN_N, copy_1m),
+    ("matmul512_f32", "GFLOPS", lambda ns: 2 * MAT_N**3 / ns, matmul(torch.float32)),
+    ("matmul512_f64", "GFLOPS", lambda ns: 2 * MAT_N**3 / ns, matmul(torch.float64)),
+]
+
+
+def time_runs(run, n):
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        run()
+    return time.perf_counter_ns() - t0
+
+
+def quantile(xs, q):
+    pos = q * (len(xs) - 1)
+    i = int(pos)
+    if i + 1 >= len(xs):
+        return xs[-1]
+    f = pos - i
+    return xs[i] * (1 - f) + xs[i + 1] * f
+
+
+def measure(name, unit, metric, setup, threads, reps, mintime, warmup):
+    run, check = setup()
+    run()
+    check()
+    # Warm up, doubling the batch until enough time has passed.
+    k, warm = 1, 0
+    while True:
+        d = time_runs(run, k)
+        warm += d
+        per = d / k
+        if warm >= warmup * 1e9 and k >= 2:
+            break
+        k *= 2
+    target = mintime * 1e9 / reps
+    n = max(1, int(target / per)) if per > 0 else 1
+    samples = sorted(time_runs(run, n) / n for _ in range(reps))
+    run()
+    check()
+    med = quantile(samples, 0.5)
+    return {
+        "workload": name,
+        "impl": "torch",
+        "threads": threads,
+        "median_ns": med,
+        "min_ns": samples[0],
+        "max_ns": samples[-1],
+        "metric": metric(med),
+        "unit": unit,
+        "allocs": -1,
+        "q1_ns": quantile(samples, 0.25),
+        "q3_ns": quantile(samples, 0.75),
+        "reps": reps,
+        "runs_per_sample": n,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    ap.add_argument("--run", default="", help="only workloads whose name matches this regex")
+    ap.add_argument("--reps", type=int, default=10, help="timed samples per workload")
+    ap.add_argument("--mintime", type=float, default=1.0, help="total timed seconds per workload")
+    ap.add_argument("--warmup", type=float, default=0.1, help="untimed warm-up seconds per workload")
+    ap.add_argument("--json", default="", help="also write the records to this file")
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", file=sys.stderr)
+    pat = re.compile(args.run)
+    recs, failed = [], 0
+    for name, unit, metric, setup in WORKLOADS:
+        if not pat.search(name):
+            continue
+        try:
+            rec = measure(name, unit, metric, setup, args.threads, args.reps, args.mintime, args.warmup)
+        except AssertionError as e:
+            print(f"FAIL {name}: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        recs.append(rec)
+        print(json.dumps(rec), flush=True)
+        print(f"{name:<22} threads={args.threads} median {rec['median_ns']:.0f}ns  "
+              f"{rec['metric']:.4g} {unit}", file=sys.stderr)
+    if args.json:
+        with open(args.json, "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"time"
+)
+
+// Options control how the harness measures a workload.
+type Options struct {
+	// Reps is the number of timed samples (default 10).
+	Reps int
+	// MinTime is the total time the timed samples should take together
+	// (default 1s); each sample repeats the workload enough times to last
+	// MinTime/Reps, and at least once.
+	MinTime time.Duration
+	// Warmup is how long the workload runs untimed first, which also
+	// calibrates the runs per sample (default 100ms; at least 2 runs).
+	Warmup time.Duration
+	// Threads is recorded in the results; the caller sets GOMAXPROCS and
+	// the backend's threads (see SetThreads).
+	Threads int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Reps <= 0 {
+		o.Reps = 10
+	}
+	if o.MinTime <= 0 {
+		o.MinTime = time.Second
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = 100 * time.Millisecond
+	}
+	return o
+}
+
+// Result is the measurement of one workload.
+type Result struct {
+	Workload, Impl string
+	Threads        int
+	// SamplesNs holds each sample's time per run, in nanoseconds, sorted.
+	SamplesNs []float64
+	// RunsPerSample is how many runs each sample averaged.
+	RunsPerSample int
+	MedianNs      float64
+	MinNs, MaxNs  float64
+	Q1Ns, Q3Ns    float64
+	// Metric is the workload's derived metric at the median, in Unit.
+	Metric float64
+	Unit   string
+	// Allocs and Bytes are the heap allocations and bytes allocated per
+	// run (runtime.MemStats deltas averaged over runs).
+	Allocs, Bytes float64
+	// PeakHeap is the heap growth during one run with the collector
+	// paused: an upper bound on the extra memory one run needs.
+	PeakHeap uint64
+}
+
+// Record returns the JSON record of r.
+func (r Result) Record() Record {
+	return Record{
+		Workload: r.Workload, Impl: r.Impl, Threads: r.Threads,
+		MedianNs: r.MedianNs, MinNs: r.MinNs, MaxNs: r.MaxNs,
+		Q1Ns: r.Q1Ns, Q3Ns: r.Q3Ns,
+		Metric: r.Metric, Unit: r.Unit,
+		Allocs: r.Allocs, Bytes: r.Bytes, PeakHeap: r.PeakHeap,
+		Reps: len(r.SamplesNs), RunsPerSample: r.RunsPerSample,
+	}
+}
+
+// Measure checks w against its reference and then times it. It returns an
+// error, and no timing, when the check fails.
+func Measure(w Workload, opt Options) (res Result, err error) {
+	opt = opt.withDefaults()
+	run, check, err := setup(w)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := verify(w.Name, run, check); err != nil {
+		return Result{}, err
+	}
+
+	// Warm up, doubling the batch until one batch lasts long enough to
+	// estimate the time per run.
+	k := 1
+	var per time.Duration
+	for warm := time.Duration(0); ; k *= 2 {
+		d := timeRuns(run, k)
+		warm += d
+		per = d / time.Duration(k)
+		if warm >= opt.Warmup && k >= 2 {
+			break
+		}
+	}
+	n := 1
+	if target := opt.MinTime / time.Duration(opt.Reps); per > 0 && target > per {
+		n = int(target / per)
+	}
+
+	samples := make([]float64, opt.Reps)
+	for i := range samples {
+		samples[i] = float64(timeRuns(run, n).Nanoseconds()) / float64(n)
+	}
+	slices.Sort(samples)
+
+	res = Result{
+		Workload: w.Name, Impl: w.Impl, Threads: opt.Threads,
+		SamplesNs: samples, RunsPerSample: n,
+		MedianNs: quantile(samples, 0.5),
+		MinNs:    samples[0], MaxNs: samples[len(samples)-1],
+		Q1Ns: quantile(samples, 0.25), Q3Ns: quantile(samples, 0.75),
+		Unit: w.Unit,
+	}
+	if w.Metric != nil {
+		res.Metric = w.Metric(res.MedianNs)
+	}
+	res.Allocs, res.Bytes = allocsPerRun(run, max(1, min(n, 100)))
+	res.PeakHeap = peakHeap(run)
+	// The timed runs must still give the right answer.
+	if err := verify(w.Name, run, check); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// setup runs w.Setup, turning a panic into an error.
+func setup(w Workload) (run func(), check func() error, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: setup panicked: %v", w.Name, r)
+		}
+	}()
+	run, check = w.Setup()
+	return run, check, nil
+}
+
+// verify runs the workload once and checks its result.
+func verify(name string, run func(), check func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: panicked: %v", name, r)
+		}
+	}()
+	run()
+	if err := check(); err != nil {
+		return fmt.Errorf("%s: wrong result: %w", name, err)
+	}
+	return nil
+}
+
+func timeRuns(run func(), n int) time.Duration {
+	start := time.Now()
+	for range n {
+		run()
+	}
+	return time.Since(start)
+}
+
+// quantile interpolates the q-quantile of sorted xs.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	pos := q * float64(len(xs)-1)
+	i := int(pos)
+	if i+1 >= len(xs) {
+		return xs[len(xs)-1]
+	}
+	f := pos - float64(i)
+	return xs[i]*(1-f) + xs[i+1]*f
+}
+
+// allocsPerRun returns the mean number of heap allocations and bytes
+// allocated by one run, over n runs.
+func allocsPerRun(run func(), n int) (allocs, bytes float64) {
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for range n {
+		run()
+	}
+	runtime.ReadMemStats(&m1)
+	return float64(m1.Mallocs-m0.Mallocs) / float64(n), float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)
+}
+
+// peakHeap returns the heap growth of one run with the collector paused.
+func peakHeap(run func()) uint64 {
+	runtime.GC()
+	old := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(old)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	run()
+	runtime.ReadMemStats(&m1)
+	if m1.HeapAlloc < m0.HeapAlloc {
+		return 0
+	}
+	return m1.HeapAlloc - m0.HeapAlloc
+}

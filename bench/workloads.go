@@ -1,0 +1,312 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend/cpu"
+)
+
+// Workload is one benchmark, defined once and run both by `go test
+// -bench` and by the peelbench harness.
+type Workload struct {
+	// Name identifies the workload across implementations: the peer
+	// scripts use the same names.
+	Name string
+	// Impl is who computes it: "peel", or for a reference the library
+	// called directly ("gonum" or "openblas" for BLAS, "go" for plain Go).
+	Impl string
+	// Doc says what is computed.
+	Doc string
+	// Unit names the derived metric ("ns/op", "ns/elem/op", "GFLOPS",
+	// "ns/elem") and Metric computes it from the time of one run.
+	Unit   string
+	Metric func(nsPerRun float64) float64
+	// Setup makes the inputs and returns the function that is timed and
+	// a check that compares the result of the latest run with a
+	// reference. Setup is called once per measurement; run is called
+	// many times.
+	Setup func() (run func(), check func() error)
+}
+
+// Workloads returns every workload, peel's first, each followed by the
+// references it is compared with.
+func Workloads() []Workload {
+	return []Workload{
+		tinyChain(),
+		chain1M(peel.Float32),
+		chain1M(peel.Float64),
+		copy1M(),
+		matmul(peel.Float32, false),
+		matmul(peel.Float64, false),
+		matmul(peel.Float32, true),
+		matmul(peel.Float64, true),
+	}
+}
+
+// perOp returns a metric of ns per op for ops ops per run.
+func perOp(ops float64) func(float64) float64 {
+	return func(ns float64) float64 { return ns / ops }
+}
+
+// randFloats returns n deterministic pseudo-random values in [lo, hi).
+func randFloats(seed uint64, n int, lo, hi float64) []float64 {
+	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = lo + (hi-lo)*r.Float64()
+	}
+	return out
+}
+
+func toF32(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
+}
+
+func fromFloats(x []float64, dt peel.DType, shape ...int) *peel.Tensor {
+	if dt == peel.Float32 {
+		return peel.FromFloat32s(toF32(x), shape...)
+	}
+	return peel.FromFloat64s(x, shape...)
+}
+
+func hostFloats(t *peel.Tensor) []float64 {
+	if t.DType() == peel.Float32 {
+		f := t.Float32s()
+		out := make([]float64, len(f))
+		for i, v := range f {
+			out[i] = float64(v)
+		}
+		return out
+	}
+	return t.Float64s()
+}
+
+// compare checks got against want elementwise: |got-want| ≤ atol +
+// rtol·|want|.
+func compare(got, want []float64, rtol, atol float64) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d elements, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if d := math.Abs(got[i] - want[i]); !(d <= atol+rtol*math.Abs(want[i])) {
+			return fmt.Errorf("element %d = %v, want %v (difference %.3g)", i, got[i], want[i], d)
+		}
+	}
+	return nil
+}
+
+// tinyChainOps is the length of the tiny chain: the cost of dispatching
+// one op dominates.
+const tinyChainOps = 100
+
+// tinyChain is 100 elementwise ops on 8-element f64 tensors, cycling
+// through x·a, x+b, tanh(x), x−c with fixed 8-element a, b, c.
+func tinyChain() Workload {
+	return Workload{
+		Name: "tiny_chain_100", Impl: "peel",
+		Doc:  "100 elementwise ops (mul, add, tanh, sub) on f64[8]: per-op dispatch overhead",
+		Unit: "ns/op", Metric: perOp(tinyChainOps),
+		Setup: func() (func(), func() error) {
+			xs := randFloats(1, 8, -1, 1)
+			as := randFloats(2, 8, 0.5, 1.5)
+			bs := randFloats(3, 8, -0.5, 0.5)
+			cs := randFloats(4, 8, -0.5, 0.5)
+			x0 := peel.FromFloat64s(xs)
+			a, b, c := peel.FromFloat64s(as), peel.FromFloat64s(bs), peel.FromFloat64s(cs)
+			var out *peel.Tensor
+			run := func() {
+				x := x0
+				for i := range tinyChainOps {
+					switch i % 4 {
+					case 0:
+						x = peel.Mul(x, a)
+					case 1:
+						x = peel.Add(x, b)
+					case 2:
+						x = peel.Tanh(x)
+					case 3:
+						x = peel.Sub(x, c)
+					}
+				}
+				out = x
+			}
+			check := func() error {
+				want := append([]float64(nil), xs...)
+				for i := range tinyChainOps {
+					for j := range want {
+						switch i % 4 {
+						case 0:
+							want[j] *= as[j]
+						case 1:
+							want[j] += bs[j]
+						case 2:
+							want[j] = math.Tanh(want[j])
+						case 3:
+							want[j] -= cs[j]
+						}
+					}
+				}
+				return compare(out.Float64s(), want, 1e-12, 1e-12)
+			}
+			return run, check
+		},
+	}
+}
+
+// chainN is the length of the 1M-element chains.
+const chainN = 1 << 20
+
+// chainOps is the number of ops in tanh(2x+1)·x.
+const chainOps = 4
+
+// chain1M computes tanh(2x+1)·x on 2^20 elements: four ops, each a pass
+// over memory, so the metric is ns per element per op.
+func chain1M(dt peel.DType) Workload {
+	return Workload{
+		Name: "chain_1m_" + dt.String(), Impl: "peel",
+		Doc:  "tanh(2x+1)*x on 1<<20 " + dt.String() + " (4 ops: mul, add, tanh, mul)",
+		Unit: "ns/elem/op", Metric: perOp(chainN * chainOps),
+		Setup: func() (func(), func() error) {
+			xs := randFloats(5, chainN, -2, 2)
+			x := fromFloats(xs, dt)
+			var out *peel.Tensor
+			run := func() { out = peel.Mul(peel.Tanh(peel.Add(peel.Mul(x, 2.0), 1.0)), x) }
+			check := func() error {
+				want := make([]float64, chainN)
+				in := hostFloats(x) // the f32 inputs as rounded
+				for i, v := range in {
+					want[i] = math.Tanh(2*v+1) * v
+				}
+				tol := 1e-12
+				if dt == peel.Float32 {
+					tol = 1e-5
+				}
+				return compare(hostFloats(out), want, tol, tol)
+			}
+			return run, check
+		},
+	}
+}
+
+// copy1M is a plain Go copy of the bytes one f32 op of chain_1m reads
+// and writes: the floor for a cheap elementwise op.
+func copy1M() Workload {
+	return Workload{
+		Name: "copy_1m_f32", Impl: "go",
+		Doc:  "Go copy() of 1<<20 float32 (4 MiB read, 4 MiB written): the floor of a cheap op",
+		Unit: "ns/elem", Metric: perOp(chainN),
+		Setup: func() (func(), func() error) {
+			src := toF32(randFloats(6, chainN, -1, 1))
+			dst := make([]float32, chainN)
+			run := func() { copy(dst, src) }
+			check := func() error {
+				for i := range src {
+					if dst[i] != src[i] {
+						return fmt.Errorf("element %d = %v, want %v", i, dst[i], src[i])
+					}
+				}
+				return nil
+			}
+			return run, check
+		},
+	}
+}
+
+// matN is the size of the square matrix products.
+const matN = 512
+
+func gflops(ns float64) float64 { return 2 * matN * matN * matN / ns }
+
+// matmul multiplies two 512×512 matrices, with peel.MatMul or, when ref
+// is set, with blas64.Gemm / blas32.Gemm called directly on the same
+// data (whichever BLAS gonum is set to use: gonum's pure Go one, or
+// OpenBLAS under -tags openblas).
+func matmul(dt peel.DType, ref bool) Workload {
+	w := Workload{
+		Name: "matmul512_" + dt.String(), Impl: "peel",
+		Doc:  fmt.Sprintf("%d×%d · %d×%d %v matrix product", matN, matN, matN, matN, dt),
+		Unit: "GFLOPS", Metric: gflops,
+	}
+	if ref {
+		w.Name += "_gonum"
+		w.Impl = cpu.BLAS()
+		w.Doc += " with " + dt.String()[:1] + "gemm called directly"
+	}
+	w.Setup = func() (func(), func() error) {
+		as := randFloats(7, matN*matN, -1, 1)
+		bs := randFloats(8, matN*matN, -1, 1)
+		var run func()
+		var result func() []float64
+		switch {
+		case !ref:
+			a, b := fromFloats(as, dt, matN, matN), fromFloats(bs, dt, matN, matN)
+			var c *peel.Tensor
+			run = func() { c = peel.MatMul(a, b) }
+			result = func() []float64 { return hostFloats(c) }
+		case dt == peel.Float32:
+			a := blas32.General{Rows: matN, Cols: matN, Stride: matN, Data: toF32(as)}
+			b := blas32.General{Rows: matN, Cols: matN, Stride: matN, Data: toF32(bs)}
+			c := blas32.General{Rows: matN, Cols: matN, Stride: matN, Data: make([]float32, matN*matN)}
+			run = func() { blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c) }
+			result = func() []float64 {
+				out := make([]float64, len(c.Data))
+				for i, v := range c.Data {
+					out[i] = float64(v)
+				}
+				return out
+			}
+		default:
+			a := blas64.General{Rows: matN, Cols: matN, Stride: matN, Data: as}
+			b := blas64.General{Rows: matN, Cols: matN, Stride: matN, Data: bs}
+			c := blas64.General{Rows: matN, Cols: matN, Stride: matN, Data: make([]float64, matN*matN)}
+			run = func() { blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c) }
+			result = func() []float64 { return c.Data }
+		}
+		check := func() error { return checkMatmul(dt, as, bs, result()) }
+		return run, check
+	}
+	return w
+}
+
+// checkMatmul compares c with a naive float64 product of the inputs (as
+// rounded to dt) at 1024 pseudo-random entries, relative to Σ|a||b|.
+func checkMatmul(dt peel.DType, as, bs, c []float64) error {
+	if len(c) != matN*matN {
+		return fmt.Errorf("%d elements, want %d", len(c), matN*matN)
+	}
+	round := func(v float64) float64 {
+		if dt == peel.Float32 {
+			return float64(float32(v))
+		}
+		return v
+	}
+	tol := 1e-13
+	if dt == peel.Float32 {
+		tol = 1e-5
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for range 1024 {
+		i, j := r.IntN(matN), r.IntN(matN)
+		var want, mag float64
+		for k := range matN {
+			p := round(as[i*matN+k]) * round(bs[k*matN+j])
+			want += p
+			mag += math.Abs(p)
+		}
+		if got := c[i*matN+j]; math.Abs(got-want) > tol*mag {
+			return fmt.Errorf("c[%d,%d] = %v, want %v", i, j, got, want)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+// Command quickstart is a short tour of peel: creating tensors,
+// broadcasting arithmetic, reductions, matrix products, views with
+// in-place writes, and explicit random numbers.
+//
+//	go run ./examples/quickstart
+package main
+
+import (
+	"fmt"
+
+	"github.com/peel-ml/peel"
+)
+
+func section(title string) {
+	fmt.Printf("\n== %s ==\n", title)
+}
+
+func show(name string, t *peel.Tensor) {
+	fmt.Printf("%s %s =\n%v\n", name, t.TypeString(), t)
+}
+
+func main() {
+	section("Creating tensors")
+	x := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	show("x", x)
+	r := peel.Arange(peel.Float64, 0, 3, 1)
+	show("r = Arange(0, 3)", r)
+	show("Ones(f32, 2, 2)", peel.Ones(peel.Float32, 2, 2))
+
+	section("Broadcasting arithmetic")
+	// r has shape [3]; it broadcasts against every row of x. Go numbers
+	// are weakly typed: 0.5 takes x's dtype.
+	y := peel.Add(peel.Mul(x, 0.5), r)
+	show("y = x*0.5 + r", y)
+	col := peel.FromFloat64s([]float64{10, 20}, 2, 1)
+	show("x + [[10], [20]]", peel.Add(x, col))
+
+	section("Reductions")
+	show("Sum(x) over all axes", peel.Sum(x, nil, false))
+	show("Mean(x, axis 1)", peel.Mean(x, []int{1}, false))
+	show("Softmax(x, axis -1)", peel.Softmax(x, -1))
+
+	section("Matrix product")
+	w := peel.FromFloat64s([]float64{1, 0, 0, 1, 1, 1}, 3, 2)
+	show("w", w)
+	show("MatMul(x, w)", peel.MatMul(x, w))
+
+	section("Views and in-place writes")
+	// Narrow returns a view sharing x's memory: writing through it
+	// changes x.
+	row := peel.Narrow(x, 0, 1, 1)
+	show("row = Narrow(x, 0, 1, 1)", row)
+	peel.AddInPlace(row, 100.0)
+	show("x after AddInPlace(row, 100)", x)
+	peel.CopyInto(peel.Select(x, 1, 0), -1.0)
+	show("x after CopyInto(Select(x, 1, 0), -1)", x)
+
+	section("Random numbers")
+	// Keys are explicit: the same key always gives the same numbers;
+	// split a key into new ones for independent draws.
+	keys := peel.SplitKey(peel.Key(42), 3)
+	show("keys = SplitKey(Key(42), 3)", keys)
+	k0, k1, k2 := peel.Select(keys, 0, 0), peel.Select(keys, 0, 1), peel.Select(keys, 0, 2)
+	show("Normal(keys[0], f64, 2, 3)", peel.Normal(k0, peel.Float64, 2, 3))
+	show("Uniform(keys[1], f32, 4)", peel.Uniform(k1, peel.Float32, 4))
+	show("Bernoulli(keys[2], 0.5, 6)", peel.Bernoulli(k2, 0.5, 6))
+}

@@ -1,0 +1,589 @@
+package peel
+
+import (
+	"math"
+
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Elementwise math. Every function here is a composition of primitives
+// applied with interp.Bind: promotion, broadcasting and dtype conversion
+// are done in this layer so the primitives stay strict, and no function
+// reads tensor data, so all of them work under every transform.
+
+// checkTensor panics with *Error naming op if x is nil.
+func checkTensor(op string, x *Tensor) {
+	if x == nil {
+		errorf(op, "nil tensor")
+	}
+}
+
+// un applies a unary primitive.
+func un(p *interp.Prim, x *Tensor) *Tensor { return interp.Bind1(p, nil, x) }
+
+// bin applies a binary primitive to operands of one shape and dtype.
+func bin(p *interp.Prim, x, y *Tensor) *Tensor { return interp.Bind1(p, nil, x, y) }
+
+// toFloat converts integer and bool tensors to f64 (numpy's rule for
+// functions defined on floats only); float tensors are returned as is.
+func toFloat(x *Tensor) *Tensor {
+	if x.DType().IsFloat() {
+		return x
+	}
+	return interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: Float64}, x)
+}
+
+// fill returns the constant v with like's dtype, broadcast (as a view) to
+// like's shape. It is meant as an operand of pure primitives.
+func fill(v float64, like *Tensor) *Tensor {
+	return broadcastTo(constantOn(backendFor(like), v, like.DType()), like.Shape())
+}
+
+// operandsAs converts vals to dtype d and broadcasts them to one shape.
+func operandsAs(op string, d DType, vals ...any) []*Tensor {
+	ts := make([]*Tensor, len(vals))
+	shapes := make([][]int, len(vals))
+	for i, v := range vals {
+		ts[i] = toTensor(v, d)
+		shapes[i] = ts[i].Shape()
+	}
+	shape := broadcastShapes(op, shapes...)
+	for i := range ts {
+		ts[i] = broadcastTo(ts[i], shape)
+	}
+	return ts
+}
+
+// sameTensors returns x and y as tensors when both are non-nil tensors of
+// one dtype and shape (the fast path that needs no promotion).
+func sameTensors(x, y any) (*Tensor, *Tensor, bool) {
+	a, ok := x.(*Tensor)
+	if !ok || a == nil {
+		return nil, nil, false
+	}
+	b, ok := y.(*Tensor)
+	if !ok || b == nil || a.DType() != b.DType() || !interp.ShapeEqual(a.Shape(), b.Shape()) {
+		return nil, nil, false
+	}
+	return a, b, true
+}
+
+// arith applies a numeric binary primitive with promotion and
+// broadcasting, rejecting bool operands.
+func arith(op string, p *interp.Prim, x, y any) *Tensor {
+	if a, b, ok := sameTensors(x, y); ok && a.DType() != Bool {
+		return bin(p, a, b)
+	}
+	ts, d := operands(op, x, y)
+	if d == Bool {
+		errorf(op, "operands are bool; convert them with AsType(x, peel.Int64) or use the Logical functions")
+	}
+	return bin(p, ts[0], ts[1])
+}
+
+// floatBinary applies a floating-point binary primitive; integer and bool
+// operands are promoted to f64 first.
+func floatBinary(op string, p *interp.Prim, x, y any) *Tensor {
+	if a, b, ok := sameTensors(x, y); ok && a.DType().IsFloat() {
+		return bin(p, a, b)
+	}
+	d := resultDType(op, []any{x, y})
+	if !d.IsFloat() {
+		d = Float64
+	}
+	ts := operandsAs(op, d, x, y)
+	return bin(p, ts[0], ts[1])
+}
+
+// Add returns x + y elementwise, with numpy broadcasting and peel's dtype
+// promotion (Go scalars are weakly typed). It panics with *Error if an
+// operand is nil or not a tensor or Go number, if both operands are bool,
+// or if their shapes do not broadcast.
+func Add(x, y any) *Tensor {
+	defer interp.Annotate("peel.Add")
+	return arith("peel.Add", prims.Add, x, y)
+}
+
+// Sub returns x - y elementwise; it panics as Add does.
+func Sub(x, y any) *Tensor {
+	defer interp.Annotate("peel.Sub")
+	return arith("peel.Sub", prims.Sub, x, y)
+}
+
+// Mul returns x * y elementwise; it panics as Add does.
+func Mul(x, y any) *Tensor {
+	defer interp.Annotate("peel.Mul")
+	return arith("peel.Mul", prims.Mul, x, y)
+}
+
+// Div returns x / y elementwise as true division: integer and bool
+// operands are converted to f64 first, as numpy's / does. It panics as Add
+// does (bool operands are accepted).
+func Div(x, y any) *Tensor {
+	defer interp.Annotate("peel.Div")
+	return floatBinary("peel.Div", prims.Div, x, y)
+}
+
+// FloorDiv returns floor(x / y) elementwise. For integers it is Python's
+// floor division (rounding toward negative infinity); integer division by
+// zero is left to the backend. It panics as Add does.
+func FloorDiv(x, y any) *Tensor {
+	const op = "peel.FloorDiv"
+	defer interp.Annotate(op)
+	var a, b *Tensor
+	if s, t, ok := sameTensors(x, y); ok && s.DType() != Bool {
+		a, b = s, t
+	} else {
+		ts, d := operands(op, x, y)
+		if d == Bool {
+			errorf(op, "operands are bool; convert them with AsType(x, peel.Int64)")
+		}
+		a, b = ts[0], ts[1]
+	}
+	if a.DType().IsFloat() {
+		return un(prims.Floor, bin(prims.Div, a, b))
+	}
+	q := bin(prims.Div, a, b)
+	_, fix := floorFix(a, b)
+	return interp.Bind1(prims.Select, nil, fix, bin(prims.Sub, q, fill(1, q)), q)
+}
+
+// floorFix returns the truncated remainder r of a / b and where truncated
+// division differs from floor division: r is nonzero and its sign differs
+// from b's.
+func floorFix(a, b *Tensor) (r, fix *Tensor) {
+	r = bin(prims.Rem, a, b)
+	zero := fill(0, r)
+	nonzero := bin(prims.Ne, r, zero)
+	signs := bin(prims.Ne, bin(prims.Lt, r, zero), bin(prims.Lt, b, zero))
+	return r, bin(prims.And, nonzero, signs)
+}
+
+// Rem returns the remainder of x / y elementwise with the sign of x (C's
+// fmod, Go's %). Mod is the remainder with the sign of y. Rem panics as
+// Add does.
+func Rem(x, y any) *Tensor {
+	defer interp.Annotate("peel.Rem")
+	return arith("peel.Rem", prims.Rem, x, y)
+}
+
+// Mod returns the remainder of x / y elementwise with the sign of y
+// (Python's and numpy's %), so that x == FloorDiv(x, y)*y + Mod(x, y). It
+// panics as Add does.
+func Mod(x, y any) *Tensor {
+	const op = "peel.Mod"
+	defer interp.Annotate(op)
+	var a, b *Tensor
+	if s, t, ok := sameTensors(x, y); ok && s.DType() != Bool {
+		a, b = s, t
+	} else {
+		ts, d := operands(op, x, y)
+		if d == Bool {
+			errorf(op, "operands are bool; convert them with AsType(x, peel.Int64)")
+		}
+		a, b = ts[0], ts[1]
+	}
+	r, fix := floorFix(a, b)
+	return interp.Bind1(prims.Select, nil, fix, bin(prims.Add, r, b), r)
+}
+
+// Pow returns x raised to the power y elementwise; it panics as Add does.
+func Pow(x, y any) *Tensor {
+	defer interp.Annotate("peel.Pow")
+	return arith("peel.Pow", prims.Pow, x, y)
+}
+
+// Maximum returns the larger of x and y elementwise (NaN propagates). It
+// panics with *Error if an operand is nil or not a tensor or Go scalar, or if the
+// shapes do not broadcast.
+func Maximum(x, y any) *Tensor {
+	defer interp.Annotate("peel.Maximum")
+	return binary("peel.Maximum", prims.Max, x, y)
+}
+
+// Minimum returns the smaller of x and y elementwise (NaN propagates); it
+// panics as Maximum does.
+func Minimum(x, y any) *Tensor {
+	defer interp.Annotate("peel.Minimum")
+	return binary("peel.Minimum", prims.Min, x, y)
+}
+
+// Atan2 returns the arc tangent of x/y elementwise, using the signs of
+// both to choose the quadrant, as math.Atan2(x, y) and numpy's arctan2(x,
+// y) do; integer and bool operands are converted to f64. It panics as
+// Maximum does.
+func Atan2(x, y any) *Tensor {
+	defer interp.Annotate("peel.Atan2")
+	return floatBinary("peel.Atan2", prims.Atan2, x, y)
+}
+
+// logicalOperand panics unless v is a bool tensor or a Go bool.
+func logicalOperand(op string, i int, v any) {
+	switch t := v.(type) {
+	case bool:
+		return
+	case *Tensor:
+		if t == nil {
+			errorf(op, "operand %d is a nil tensor", i)
+		}
+		if t.DType() == Bool {
+			return
+		}
+		errorf(op, "operand %d has dtype %v, not bool (compare it first, e.g. NotEqual(x, 0))", i, t.DType())
+	}
+	errorf(op, "operand %d has type %T; want a bool *peel.Tensor or a Go bool", i, v)
+}
+
+// LogicalAnd returns x && y elementwise. Operands are bool tensors or Go
+// bools; it panics with *Error on any other operand or if the shapes do
+// not broadcast.
+func LogicalAnd(x, y any) *Tensor {
+	const op = "peel.LogicalAnd"
+	defer interp.Annotate(op)
+	logicalOperand(op, 0, x)
+	logicalOperand(op, 1, y)
+	return binary(op, prims.And, x, y)
+}
+
+// LogicalOr returns x || y elementwise; it panics as LogicalAnd does.
+func LogicalOr(x, y any) *Tensor {
+	const op = "peel.LogicalOr"
+	defer interp.Annotate(op)
+	logicalOperand(op, 0, x)
+	logicalOperand(op, 1, y)
+	return binary(op, prims.Or, x, y)
+}
+
+// LogicalNot returns !x elementwise. It panics with *Error if x is nil or
+// not a bool tensor.
+func LogicalNot(x *Tensor) *Tensor {
+	const op = "peel.LogicalNot"
+	defer interp.Annotate(op)
+	logicalOperand(op, 0, x)
+	return un(prims.Not, x)
+}
+
+// Equal returns x == y elementwise as a bool tensor, after promotion and
+// broadcasting. It panics as Maximum does.
+func Equal(x, y any) *Tensor {
+	defer interp.Annotate("peel.Equal")
+	return binary("peel.Equal", prims.Eq, x, y)
+}
+
+// NotEqual returns x != y elementwise; it panics as Equal does.
+func NotEqual(x, y any) *Tensor {
+	defer interp.Annotate("peel.NotEqual")
+	return binary("peel.NotEqual", prims.Ne, x, y)
+}
+
+// Less returns x < y elementwise; it panics as Equal does.
+func Less(x, y any) *Tensor {
+	defer interp.Annotate("peel.Less")
+	return binary("peel.Less", prims.Lt, x, y)
+}
+
+// LessEqual returns x <= y elementwise; it panics as Equal does.
+func LessEqual(x, y any) *Tensor {
+	defer interp.Annotate("peel.LessEqual")
+	return binary("peel.LessEqual", prims.Le, x, y)
+}
+
+// Greater returns x > y elementwise; it panics as Equal does.
+func Greater(x, y any) *Tensor {
+	defer interp.Annotate("peel.Greater")
+	return binary("peel.Greater", prims.Gt, x, y)
+}
+
+// GreaterEqual returns x >= y elementwise; it panics as Equal does.
+func GreaterEqual(x, y any) *Tensor {
+	defer interp.Annotate("peel.GreaterEqual")
+	return binary("peel.GreaterEqual", prims.Ge, x, y)
+}
+
+// numericUnary applies a numeric unary primitive, rejecting bool tensors.
+func numericUnary(op string, p *interp.Prim, x *Tensor) *Tensor {
+	checkTensor(op, x)
+	if x.DType() == Bool {
+		errorf(op, "tensor is bool; convert it with AsType(x, peel.Int64) or use LogicalNot")
+	}
+	return un(p, x)
+}
+
+// floatUnary applies a floating-point unary primitive; integer and bool
+// tensors are converted to f64 first.
+func floatUnary(op string, p *interp.Prim, x *Tensor) *Tensor {
+	checkTensor(op, x)
+	return un(p, toFloat(x))
+}
+
+// rounding applies floor, ceil or round: floats are rounded, integer
+// tensors are copied unchanged and bool tensors are converted to f64.
+func rounding(op string, x *Tensor, f func(*Tensor) *Tensor) *Tensor {
+	checkTensor(op, x)
+	switch x.DType() {
+	case Int64:
+		return un(prims.Copy, x)
+	case Bool:
+		x = toFloat(x)
+	}
+	return f(x)
+}
+
+// Neg returns -x elementwise. It panics with *Error if x is nil or bool.
+func Neg(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Neg")
+	return numericUnary("peel.Neg", prims.Neg, x)
+}
+
+// Abs returns |x| elementwise (a bool tensor is copied unchanged). It
+// panics with *Error if x is nil.
+func Abs(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Abs")
+	checkTensor("peel.Abs", x)
+	if x.DType() == Bool {
+		return un(prims.Copy, x)
+	}
+	return un(prims.Abs, x)
+}
+
+// Sign returns -1, 0 or 1 elementwise by the sign of x (NaN stays NaN).
+// It panics with *Error if x is nil or bool.
+func Sign(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Sign")
+	return numericUnary("peel.Sign", prims.Sign, x)
+}
+
+// Floor returns the largest integer not above x elementwise; an integer
+// tensor is returned unchanged (as a copy), a bool one as f64. It panics
+// with *Error if x is nil.
+func Floor(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Floor")
+	return rounding("peel.Floor", x, func(x *Tensor) *Tensor { return un(prims.Floor, x) })
+}
+
+// Ceil returns the smallest integer not below x elementwise; it treats
+// dtypes and panics as Floor does.
+func Ceil(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Ceil")
+	return rounding("peel.Ceil", x, func(x *Tensor) *Tensor { return un(prims.Ceil, x) })
+}
+
+// Round rounds x to the nearest integer elementwise, halves to even as
+// numpy, JAX's jnp.round and torch do (Round(2.5) = 2, Round(-0.5) = -0,
+// Round(1.5) = 2). It treats dtypes and panics as Floor does.
+func Round(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Round")
+	return rounding("peel.Round", x, func(x *Tensor) *Tensor {
+		// The round primitive rounds halves away from zero; halves go to
+		// the even neighbour instead, 2·round(x/2), as numpy and torch do.
+		away := un(prims.Round, x)
+		half := bin(prims.Eq, un(prims.Abs, bin(prims.Sub, x, un(prims.Floor, x))), fill(0.5, x))
+		even := bin(prims.Mul, un(prims.Round, bin(prims.Mul, x, fill(0.5, x))), fill(2, x))
+		return interp.Bind1(prims.Select, nil, half, even, away)
+	})
+}
+
+// Exp returns e**x elementwise (integer and bool tensors are converted to
+// f64, as for every function defined on floats only). It panics with
+// *Error if x is nil.
+func Exp(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Exp")
+	return floatUnary("peel.Exp", prims.Exp, x)
+}
+
+// Log returns the natural logarithm elementwise; it panics as Exp does.
+func Log(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Log")
+	return floatUnary("peel.Log", prims.Log, x)
+}
+
+// Log1p returns log(1 + x) elementwise, accurate for small x; it panics as
+// Exp does.
+func Log1p(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Log1p")
+	return floatUnary("peel.Log1p", prims.Log1p, x)
+}
+
+// Expm1 returns e**x - 1 elementwise, accurate for small x; it panics as
+// Exp does.
+func Expm1(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Expm1")
+	return floatUnary("peel.Expm1", prims.Expm1, x)
+}
+
+// Sqrt returns the square root elementwise; it panics as Exp does.
+func Sqrt(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Sqrt")
+	return floatUnary("peel.Sqrt", prims.Sqrt, x)
+}
+
+// Rsqrt returns 1/sqrt(x) elementwise; it panics as Exp does.
+func Rsqrt(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Rsqrt")
+	return floatUnary("peel.Rsqrt", prims.Rsqrt, x)
+}
+
+// Sin returns the sine elementwise; it panics as Exp does.
+func Sin(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Sin")
+	return floatUnary("peel.Sin", prims.Sin, x)
+}
+
+// Cos returns the cosine elementwise; it panics as Exp does.
+func Cos(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Cos")
+	return floatUnary("peel.Cos", prims.Cos, x)
+}
+
+// Tan returns the tangent elementwise; it panics as Exp does.
+func Tan(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Tan")
+	return floatUnary("peel.Tan", prims.Tan, x)
+}
+
+// Tanh returns the hyperbolic tangent elementwise; it panics as Exp does.
+func Tanh(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Tanh")
+	return floatUnary("peel.Tanh", prims.Tanh, x)
+}
+
+// Sigmoid returns the logistic function 1/(1+e**-x) elementwise; it panics
+// as Exp does.
+func Sigmoid(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Sigmoid")
+	return floatUnary("peel.Sigmoid", prims.Logistic, x)
+}
+
+// Erf returns the error function elementwise; it panics as Exp does.
+func Erf(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Erf")
+	return floatUnary("peel.Erf", prims.Erf, x)
+}
+
+// Square returns x*x elementwise. It panics with *Error if x is nil or
+// bool.
+func Square(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Square")
+	checkTensor("peel.Square", x)
+	if x.DType() == Bool {
+		errorf("peel.Square", "tensor is bool; convert it with AsType(x, peel.Int64)")
+	}
+	return bin(prims.Mul, x, x)
+}
+
+// Reciprocal returns 1/x elementwise as true division (integer and bool
+// tensors give f64). It panics with *Error if x is nil.
+func Reciprocal(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Reciprocal")
+	checkTensor("peel.Reciprocal", x)
+	x = toFloat(x)
+	return bin(prims.Div, fill(1, x), x)
+}
+
+// Where returns x where cond is true and y elsewhere. cond is a bool
+// tensor; x and y are tensors or Go scalars, promoted together; all three
+// broadcast. It panics with *Error if cond is nil or not bool, if x or y is
+// not a tensor or Go scalar, or if the shapes do not broadcast.
+func Where(cond *Tensor, x, y any) *Tensor {
+	const op = "peel.Where"
+	defer interp.Annotate(op)
+	checkTensor(op, cond)
+	if cond.DType() != Bool {
+		errorf(op, "condition has dtype %v, not bool", cond.DType())
+	}
+	d := resultDType(op, []any{x, y})
+	a, b := toTensor(x, d), toTensor(y, d)
+	shape := broadcastShapes(op, cond.Shape(), a.Shape(), b.Shape())
+	return interp.Bind1(prims.Select, nil, broadcastTo(cond, shape), broadcastTo(a, shape), broadcastTo(b, shape))
+}
+
+// Clip limits x to the interval [lo, hi] elementwise: Minimum(Maximum(x,
+// lo), hi). lo and hi are tensors or Go scalars (promoted with x and
+// broadcast); a nil bound is absent. It panics with *Error if x is nil, if
+// a bound is not a tensor or Go scalar, or if the shapes do not broadcast.
+func Clip(x *Tensor, lo, hi any) *Tensor {
+	const op = "peel.Clip"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	vals := []any{x}
+	if lo != nil {
+		vals = append(vals, lo)
+	}
+	if hi != nil {
+		vals = append(vals, hi)
+	}
+	ts, _ := operands(op, vals...)
+	out, i := ts[0], 1
+	if lo != nil {
+		out = bin(prims.Max, out, ts[i])
+		i++
+	}
+	if hi != nil {
+		out = bin(prims.Min, out, ts[i])
+	}
+	if lo == nil && hi == nil {
+		out = un(prims.Copy, out)
+	}
+	return out
+}
+
+// ReLU returns max(x, 0) elementwise. It panics with *Error if x is nil or
+// bool.
+func ReLU(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.ReLU")
+	checkTensor("peel.ReLU", x)
+	if x.DType() == Bool {
+		errorf("peel.ReLU", "tensor is bool")
+	}
+	return bin(prims.Max, x, fill(0, x))
+}
+
+// GELU returns the Gaussian error linear unit in its exact form,
+// 0.5·x·(1 + erf(x/√2)), elementwise (integer and bool tensors give f64).
+// It panics with *Error if x is nil.
+func GELU(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.GELU")
+	checkTensor("peel.GELU", x)
+	x = toFloat(x)
+	e := un(prims.Erf, bin(prims.Mul, x, fill(1/math.Sqrt2, x)))
+	return bin(prims.Mul, bin(prims.Mul, x, bin(prims.Add, e, fill(1, x))), fill(0.5, x))
+}
+
+// GELUTanh returns the tanh approximation of GELU,
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), elementwise. It panics as
+// GELU does.
+func GELUTanh(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.GELUTanh")
+	checkTensor("peel.GELUTanh", x)
+	x = toFloat(x)
+	x3 := bin(prims.Mul, bin(prims.Mul, x, x), x)
+	inner := bin(prims.Add, x, bin(prims.Mul, x3, fill(0.044715, x)))
+	t := un(prims.Tanh, bin(prims.Mul, inner, fill(math.Sqrt(2/math.Pi), x)))
+	return bin(prims.Mul, bin(prims.Mul, x, bin(prims.Add, t, fill(1, x))), fill(0.5, x))
+}
+
+// log1pExpNegAbs returns log(1 + e**-|x|), the bounded part shared by
+// Softplus and LogSigmoid.
+func log1pExpNegAbs(x *Tensor) *Tensor {
+	return un(prims.Log1p, un(prims.Exp, un(prims.Neg, un(prims.Abs, x))))
+}
+
+// Softplus returns log(1 + e**x) elementwise, computed stably as
+// max(x, 0) + log1p(e**-|x|) (integer and bool tensors give f64). It
+// panics with *Error if x is nil.
+func Softplus(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Softplus")
+	checkTensor("peel.Softplus", x)
+	x = toFloat(x)
+	return bin(prims.Add, bin(prims.Max, x, fill(0, x)), log1pExpNegAbs(x))
+}
+
+// LogSigmoid returns log(Sigmoid(x)) elementwise, computed stably as
+// min(x, 0) - log1p(e**-|x|). It panics as Softplus does.
+func LogSigmoid(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.LogSigmoid")
+	checkTensor("peel.LogSigmoid", x)
+	x = toFloat(x)
+	return bin(prims.Sub, bin(prims.Min, x, fill(0, x)), log1pExpNegAbs(x))
+}

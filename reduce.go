@@ -1,0 +1,318 @@
+package peel
+
+import (
+	"math"
+	"sort"
+
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Reductions, scans and the normalizing functions built on them. Axes may
+// be negative (counted from the end) and given in any order; nil axes
+// means every axis, an empty non-nil slice none.
+
+// normAxis normalizes a possibly negative axis of a tensor of rank rank to
+// 0 ≤ axis < rank, panicking with *Error naming op when it is out of
+// range.
+func normAxis(op string, axis, rank int) int {
+	if axis < -rank || axis >= rank {
+		errorf(op, "axis %d is out of range for a tensor of rank %d", axis, rank)
+	}
+	if axis < 0 {
+		axis += rank
+	}
+	return axis
+}
+
+// normAxes normalizes possibly negative axes of a tensor of rank rank,
+// keeping their order, and panics with *Error naming op when one is out of
+// range or repeated. The result is a new slice (empty, not nil, for no
+// axes).
+func normAxes(op string, axes []int, rank int) []int {
+	out := make([]int, len(axes))
+	seen := make([]bool, rank)
+	for i, a := range axes {
+		n := normAxis(op, a, rank)
+		if seen[n] {
+			errorf(op, "axis %d is repeated in %v", a, axes)
+		}
+		seen[n] = true
+		out[i] = n
+	}
+	return out
+}
+
+// keepReshape reshapes x (a fresh result) to shape, a reshape that only
+// inserts or removes size-1 dimensions; it binds nothing when the shape is
+// unchanged.
+func keepReshape(x *Tensor, shape []int) *Tensor {
+	if interp.ShapeEqual(x.Shape(), shape) {
+		return x
+	}
+	return interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: shape}, x)
+}
+
+// reduceAxes returns the axes a reduction of a rank-rank tensor runs over,
+// non-negative, sorted and distinct, as ReduceParams needs them. nil means
+// all axes. It panics with *Error naming op on an axis out of range or
+// repeated.
+func reduceAxes(op string, axes []int, rank int) []int {
+	if axes == nil {
+		all := make([]int, rank)
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	out := normAxes(op, axes, rank)
+	sort.Ints(out)
+	return out
+}
+
+// keptShape returns shape with the (sorted) reduced axes set to 1.
+func keptShape(shape, axes []int) []int {
+	out := append([]int{}, shape...)
+	for _, a := range axes {
+		out[a] = 1
+	}
+	return out
+}
+
+// reducedSize returns the number of elements each reduction combines.
+func reducedSize(shape, axes []int) int {
+	n := 1
+	for _, a := range axes {
+		n *= shape[a]
+	}
+	return n
+}
+
+// reduceBind applies reduction primitive p over the normalized axes and
+// re-inserts them as size-1 dimensions when keepDims is set.
+func reduceBind(p *interp.Prim, x *Tensor, axes []int, keepDims bool) *Tensor {
+	out := interp.Bind1(p, prims.ReduceParams{Axes: axes}, x)
+	if keepDims {
+		out = keepReshape(out, keptShape(x.Shape(), axes))
+	}
+	return out
+}
+
+// boolToInt converts a bool tensor to i64 (numpy sums and multiplies
+// booleans as integers).
+func boolToInt(x *Tensor) *Tensor {
+	if x.DType() != Bool {
+		return x
+	}
+	return interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: Int64}, x)
+}
+
+// Sum returns the sum of x's elements over axes (nil: all axes; negative
+// axes count from the end), keeping them as size-1 dimensions when
+// keepDims is set. Bool tensors are summed as i64. It panics with *Error if
+// x is nil or an axis is out of range or repeated.
+func Sum(x *Tensor, axes []int, keepDims bool) *Tensor {
+	const op = "peel.Sum"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	ax := reduceAxes(op, axes, x.Rank())
+	return reduceBind(prims.ReduceSum, boolToInt(x), ax, keepDims)
+}
+
+// Prod returns the product of x's elements over axes; it treats axes and
+// dtypes and panics as Sum does.
+func Prod(x *Tensor, axes []int, keepDims bool) *Tensor {
+	const op = "peel.Prod"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	ax := reduceAxes(op, axes, x.Rank())
+	return reduceBind(prims.ReduceProd, boolToInt(x), ax, keepDims)
+}
+
+// extremum is Max or Min: the reduction has no identity, so an empty axis
+// is an error.
+func extremum(op string, p *interp.Prim, x *Tensor, axes []int, keepDims bool) *Tensor {
+	checkTensor(op, x)
+	ax := reduceAxes(op, axes, x.Rank())
+	for _, a := range ax {
+		if x.Shape()[a] == 0 {
+			errorf(op, "axis %d of shape %v is empty and the reduction has no identity", a, x.Shape())
+		}
+	}
+	return reduceBind(p, x, ax, keepDims)
+}
+
+// Max returns the largest element of x over axes (NaN propagates); see Sum
+// for axes and keepDims. It panics with *Error if x is nil, an axis is out
+// of range or repeated, or a reduced axis is empty.
+func Max(x *Tensor, axes []int, keepDims bool) *Tensor {
+	defer interp.Annotate("peel.Max")
+	return extremum("peel.Max", prims.ReduceMax, x, axes, keepDims)
+}
+
+// Min returns the smallest element of x over axes; it panics as Max does.
+func Min(x *Tensor, axes []int, keepDims bool) *Tensor {
+	defer interp.Annotate("peel.Min")
+	return extremum("peel.Min", prims.ReduceMin, x, axes, keepDims)
+}
+
+// mean averages a float tensor over normalized axes (NaN over an empty
+// axis, as numpy).
+func mean(x *Tensor, ax []int, keepDims bool) *Tensor {
+	s := reduceBind(prims.ReduceSum, x, ax, keepDims)
+	return bin(prims.Div, s, fill(float64(reducedSize(x.Shape(), ax)), s))
+}
+
+// variance is the population variance of a float tensor over normalized
+// axes.
+func variance(x *Tensor, ax []int, keepDims bool) *Tensor {
+	m := broadcastTo(mean(x, ax, true), x.Shape())
+	d := bin(prims.Sub, x, m)
+	return mean(bin(prims.Mul, d, d), ax, keepDims)
+}
+
+// Mean returns the arithmetic mean of x over axes; integer and bool
+// tensors give f64, and the mean over an empty axis is NaN. See Sum for
+// axes and keepDims; it panics as Sum does.
+func Mean(x *Tensor, axes []int, keepDims bool) *Tensor {
+	const op = "peel.Mean"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	ax := reduceAxes(op, axes, x.Rank())
+	return mean(toFloat(x), ax, keepDims)
+}
+
+// Var returns the population variance (ddof 0) of x over axes, the mean
+// of the squared deviations from the mean; integer and bool tensors give
+// f64. It panics as Sum does.
+func Var(x *Tensor, axes []int, keepDims bool) *Tensor {
+	const op = "peel.Var"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	ax := reduceAxes(op, axes, x.Rank())
+	return variance(toFloat(x), ax, keepDims)
+}
+
+// Std returns the population standard deviation (ddof 0), Sqrt(Var(x)).
+// It panics as Sum does.
+func Std(x *Tensor, axes []int, keepDims bool) *Tensor {
+	const op = "peel.Std"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	ax := reduceAxes(op, axes, x.Rank())
+	return un(prims.Sqrt, variance(toFloat(x), ax, keepDims))
+}
+
+// finiteOr0 replaces the non-finite elements of m by 0.
+func finiteOr0(m *Tensor) *Tensor {
+	finite := bin(prims.Lt, un(prims.Abs, m), fill(math.Inf(1), m))
+	return interp.Bind1(prims.Select, nil, finite, m, fill(0, m))
+}
+
+// LogSumExp returns log(Sum(Exp(x), axes, keepDims)) computed stably: the
+// maximum m over the axes is subtracted before exponentiating and added
+// back after the log (m is replaced by 0 where it is infinite, so an axis
+// of -Inf gives -Inf, not NaN; an empty axis gives -Inf). Integer and bool
+// tensors give f64. It panics as Sum does.
+func LogSumExp(x *Tensor, axes []int, keepDims bool) *Tensor {
+	const op = "peel.LogSumExp"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	ax := reduceAxes(op, axes, x.Rank())
+	x = toFloat(x)
+	kept := keptShape(x.Shape(), ax)
+	var m *Tensor
+	if reducedSize(x.Shape(), ax) == 0 {
+		m = broadcastTo(constantOn(backendFor(x), 0, x.DType()), kept)
+	} else {
+		// The shift cancels in exact arithmetic, so its derivative is zero
+		// and only its value matters.
+		m = finiteOr0(reduceBind(prims.ReduceMax, x, ax, true))
+	}
+	e := un(prims.Exp, bin(prims.Sub, x, broadcastTo(m, x.Shape())))
+	s := reduceBind(prims.ReduceSum, e, ax, keepDims)
+	return bin(prims.Add, un(prims.Log, s), keepReshape(m, s.Shape()))
+}
+
+// argReduce is ArgMax or ArgMin.
+func argReduce(op string, p *interp.Prim, x *Tensor, axis int, keepDims bool) *Tensor {
+	checkTensor(op, x)
+	a := normAxis(op, axis, x.Rank())
+	if x.Shape()[a] == 0 {
+		errorf(op, "axis %d of shape %v is empty", axis, x.Shape())
+	}
+	out := interp.Bind1(p, prims.AxisParams{Axis: a}, x)
+	if keepDims {
+		out = keepReshape(out, keptShape(x.Shape(), []int{a}))
+	}
+	return out
+}
+
+// ArgMax returns the index (i64) of the first largest element along axis
+// (negative counts from the end; NaN counts as the largest, as numpy),
+// keeping the axis with size 1 when keepDims is set. It panics with *Error
+// if x is nil, the axis is out of range, or the axis is empty.
+func ArgMax(x *Tensor, axis int, keepDims bool) *Tensor {
+	defer interp.Annotate("peel.ArgMax")
+	return argReduce("peel.ArgMax", prims.ArgMax, x, axis, keepDims)
+}
+
+// ArgMin returns the index (i64) of the first smallest element along axis;
+// it panics as ArgMax does.
+func ArgMin(x *Tensor, axis int, keepDims bool) *Tensor {
+	defer interp.Annotate("peel.ArgMin")
+	return argReduce("peel.ArgMin", prims.ArgMin, x, axis, keepDims)
+}
+
+// Cumsum returns the inclusive cumulative sum of x along axis (negative
+// counts from the end); bool tensors are summed as i64. It panics with
+// *Error if x is nil or the axis is out of range.
+func Cumsum(x *Tensor, axis int) *Tensor {
+	const op = "peel.Cumsum"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	a := normAxis(op, axis, x.Rank())
+	return interp.Bind1(prims.Cumsum, prims.CumsumParams{Axis: a}, boolToInt(x))
+}
+
+// shifted returns x minus its maximum along the normalized axis a (x is
+// float and the axis is not empty). The shift does not change Softmax or
+// LogSoftmax in exact arithmetic, so its derivative is zero.
+func shifted(x *Tensor, a int) *Tensor {
+	m := reduceBind(prims.ReduceMax, x, []int{a}, true)
+	return bin(prims.Sub, x, broadcastTo(m, x.Shape()))
+}
+
+// Softmax returns Exp(x) normalized to sum to 1 along axis, computed
+// stably by subtracting the maximum first. Integer and bool tensors give
+// f64. It panics with *Error if x is nil or the axis is out of range.
+func Softmax(x *Tensor, axis int) *Tensor {
+	const op = "peel.Softmax"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	a := normAxis(op, axis, x.Rank())
+	x = toFloat(x)
+	if x.Shape()[a] == 0 {
+		return un(prims.Copy, x)
+	}
+	e := un(prims.Exp, shifted(x, a))
+	s := reduceBind(prims.ReduceSum, e, []int{a}, true)
+	return bin(prims.Div, e, broadcastTo(s, x.Shape()))
+}
+
+// LogSoftmax returns Log(Softmax(x, axis)) computed stably as
+// (x - m) - log(Sum(Exp(x - m))) with m the maximum along axis. It treats
+// dtypes and panics as Softmax does.
+func LogSoftmax(x *Tensor, axis int) *Tensor {
+	const op = "peel.LogSoftmax"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	a := normAxis(op, axis, x.Rank())
+	x = toFloat(x)
+	if x.Shape()[a] == 0 {
+		return un(prims.Copy, x)
+	}
+	d := shifted(x, a)
+	s := reduceBind(prims.ReduceSum, un(prims.Exp, d), []int{a}, true)
+	return bin(prims.Sub, d, broadcastTo(un(prims.Log, s), x.Shape()))
+}

@@ -1,0 +1,339 @@
+package peel_test
+
+import (
+	"math"
+	"sort"
+	"testing"
+
+	"github.com/peel-ml/peel"
+)
+
+// refReduce reduces data of the given row-major shape over axes (already
+// non-negative) with f, which receives the values of one output element in
+// row-major order. It returns the result and its shape.
+func refReduce(data []float64, shape, axes []int, keep bool, f func([]float64) float64) ([]float64, []int) {
+	red := make([]bool, len(shape))
+	for _, a := range axes {
+		red[a] = true
+	}
+	var outShape, keptShape []int
+	for k, d := range shape {
+		if red[k] {
+			keptShape = append(keptShape, 1)
+			if keep {
+				outShape = append(outShape, 1)
+			}
+			continue
+		}
+		keptShape = append(keptShape, d)
+		outShape = append(outShape, d)
+	}
+	if outShape == nil {
+		outShape = []int{}
+	}
+	n := 1
+	for _, d := range keptShape {
+		n *= d
+	}
+	groups := make([][]float64, n)
+	idx := make([]int, len(shape))
+	for _, v := range data {
+		o := 0
+		for k := range shape {
+			i := idx[k]
+			if red[k] {
+				i = 0
+			}
+			o = o*keptShape[k] + i
+		}
+		groups[o] = append(groups[o], v)
+		for k := len(shape) - 1; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < shape[k] {
+				break
+			}
+			idx[k] = 0
+		}
+	}
+	out := make([]float64, n)
+	for i, g := range groups {
+		out[i] = f(g)
+	}
+	return out, outShape
+}
+
+func refSum(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+func refProd(v []float64) float64 {
+	p := 1.0
+	for _, x := range v {
+		p *= x
+	}
+	return p
+}
+
+func refMax(v []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range v {
+		if x > m || math.IsNaN(x) {
+			m = x
+		}
+		if math.IsNaN(m) {
+			break
+		}
+	}
+	return m
+}
+
+func refMin(v []float64) float64 {
+	m := math.Inf(1)
+	for _, x := range v {
+		if x < m || math.IsNaN(x) {
+			m = x
+		}
+		if math.IsNaN(m) {
+			break
+		}
+	}
+	return m
+}
+
+func refMean(v []float64) float64 { return refSum(v) / float64(len(v)) }
+
+func refVar(v []float64) float64 {
+	m := refMean(v)
+	s := 0.0
+	for _, x := range v {
+		s += (x - m) * (x - m)
+	}
+	return s / float64(len(v))
+}
+
+func refLSE(v []float64) float64 {
+	m := refMax(v)
+	if math.IsInf(m, 0) {
+		m = 0
+	}
+	s := 0.0
+	for _, x := range v {
+		s += math.Exp(x - m)
+	}
+	return math.Log(s) + m
+}
+
+// normalized returns axes made non-negative and sorted (nil: all).
+func normalized(axes []int, rank int) []int {
+	if axes == nil {
+		out := make([]int, rank)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	out := make([]int, len(axes))
+	for i, a := range axes {
+		if a < 0 {
+			a += rank
+		}
+		out[i] = a
+	}
+	sort.Ints(out)
+	return out
+}
+
+var reductions = []struct {
+	name string
+	f    func(*peel.Tensor, []int, bool) *peel.Tensor
+	ref  func([]float64) float64
+	// float: integer inputs give f64.
+	float bool
+}{
+	{"Sum", peel.Sum, refSum, false},
+	{"Prod", peel.Prod, refProd, false},
+	{"Max", peel.Max, refMax, false},
+	{"Min", peel.Min, refMin, false},
+	{"Mean", peel.Mean, refMean, true},
+	{"Var", peel.Var, refVar, true},
+	{"Std", peel.Std, func(v []float64) float64 { return math.Sqrt(refVar(v)) }, true},
+	{"LogSumExp", peel.LogSumExp, refLSE, true},
+}
+
+func TestReductions(t *testing.T) {
+	shape := []int{2, 3, 4}
+	data := make([]float64, 24)
+	ints := make([]int64, 24)
+	for i := range data {
+		ints[i] = int64((i*7)%11 - 5)
+		data[i] = float64(ints[i]) / 4
+	}
+	axesCases := [][]int{nil, {}, {0}, {1}, {2}, {-1}, {0, 2}, {2, 0}, {-1, -3}, {0, 1, 2}, {1, -1}}
+	for _, r := range reductions {
+		t.Run(r.name, func(t *testing.T) {
+			x := peel.FromFloat64s(data, shape...)
+			x32 := peel.AsType(x, peel.Float32)
+			xi := peel.FromInt64s(ints, shape...)
+			fi := make([]float64, len(ints))
+			for i, v := range ints {
+				fi[i] = float64(v)
+			}
+			for _, axes := range axesCases {
+				for _, keep := range []bool{false, true} {
+					ax := normalized(axes, 3)
+					want, wshape := refReduce(data, shape, ax, keep, r.ref)
+					name := r.name
+					check(t, name+" f64", r.f(x, axes, keep), peel.Float64, wshape, want, 1e-13)
+					check(t, name+" f32", r.f(x32, axes, keep), peel.Float32, wshape, want, 1e-5)
+					iwant, _ := refReduce(fi, shape, ax, keep, r.ref)
+					dt := peel.Int64
+					if r.float {
+						dt = peel.Float64
+					}
+					check(t, name+" i64", r.f(xi, axes, keep), dt, wshape, iwant, 1e-13)
+				}
+			}
+			// Rank 0: every axis is no axis.
+			check(t, "rank0", r.f(peel.Scalar(2.5), nil, false), peel.Float64, []int{}, []float64{r.ref([]float64{2.5})}, 1e-15)
+			check(t, "rank0 keep", r.f(peel.Scalar(2.5), nil, true), peel.Float64, []int{}, []float64{r.ref([]float64{2.5})}, 1e-15)
+			// Errors.
+			op := "peel." + r.name
+			wantError(t, op, func() { r.f(nil, nil, false) }, "nil")
+			wantError(t, op, func() { r.f(x, []int{3}, false) }, "axis 3", "rank 3")
+			wantError(t, op, func() { r.f(x, []int{-4}, false) }, "axis -4")
+			wantError(t, op, func() { r.f(x, []int{1, -2}, false) }, "repeated")
+			wantError(t, op, func() { r.f(peel.Scalar(1.0), []int{0}, false) }, "rank 0")
+		})
+	}
+}
+
+func TestReductionDTypes(t *testing.T) {
+	b := peel.FromBools([]bool{true, false, true, true}, 2, 2)
+	check(t, "Sum bool", peel.Sum(b, nil, false), peel.Int64, []int{}, []float64{3}, 0)
+	check(t, "Sum bool axis", peel.Sum(b, []int{1}, false), peel.Int64, []int{2}, []float64{1, 2}, 0)
+	check(t, "Prod bool", peel.Prod(b, []int{0}, false), peel.Int64, []int{2}, []float64{1, 0}, 0)
+	check(t, "Max bool", peel.Max(b, []int{1}, false), peel.Bool, []int{2}, []float64{1, 1}, 0)
+	check(t, "Min bool", peel.Min(b, []int{1}, true), peel.Bool, []int{2, 1}, []float64{0, 1}, 0)
+	check(t, "Mean bool", peel.Mean(b, nil, false), peel.Float64, []int{}, []float64{0.75}, 0)
+	check(t, "Cumsum bool", peel.Cumsum(b, -1), peel.Int64, []int{2, 2}, []float64{1, 1, 1, 2}, 0)
+}
+
+func TestEmptyReductions(t *testing.T) {
+	x := peel.Zeros(peel.Float64, 2, 0)
+	check(t, "Sum", peel.Sum(x, []int{1}, false), peel.Float64, []int{2}, []float64{0, 0}, 0)
+	check(t, "Prod", peel.Prod(x, []int{-1}, true), peel.Float64, []int{2, 1}, []float64{1, 1}, 0)
+	check(t, "Sum all", peel.Sum(x, nil, false), peel.Float64, []int{}, []float64{0}, 0)
+	check(t, "Sum kept axis", peel.Sum(x, []int{0}, false), peel.Float64, []int{0}, nil, 0)
+	nan := math.NaN()
+	check(t, "Mean", peel.Mean(x, []int{1}, false), peel.Float64, []int{2}, []float64{nan, nan}, 0)
+	check(t, "Var", peel.Var(x, []int{1}, false), peel.Float64, []int{2}, []float64{nan, nan}, 0)
+	check(t, "LogSumExp", peel.LogSumExp(x, []int{1}, false), peel.Float64, []int{2}, []float64{math.Inf(-1), math.Inf(-1)}, 0)
+	check(t, "LogSumExp keep", peel.LogSumExp(x, nil, true), peel.Float64, []int{1, 1}, []float64{math.Inf(-1)}, 0)
+	check(t, "Max of non-empty axis", peel.Max(x, []int{0}, false), peel.Float64, []int{0}, nil, 0)
+	wantError(t, "peel.Max", func() { peel.Max(x, nil, false) }, "empty")
+	wantError(t, "peel.Min", func() { peel.Min(x, []int{-1}, false) }, "empty")
+	wantError(t, "peel.ArgMax", func() { peel.ArgMax(x, 1, false) }, "empty")
+	wantError(t, "peel.ArgMin", func() { peel.ArgMin(x, -1, false) }, "empty")
+	check(t, "Softmax empty", peel.Softmax(x, 1), peel.Float64, []int{2, 0}, nil, 0)
+	check(t, "LogSoftmax empty", peel.LogSoftmax(x, 1), peel.Float64, []int{2, 0}, nil, 0)
+	check(t, "Cumsum empty", peel.Cumsum(x, 1), peel.Float64, []int{2, 0}, nil, 0)
+}
+
+func TestLogSumExpStability(t *testing.T) {
+	inf := math.Inf(1)
+	cases := []struct {
+		name string
+		in   []float64
+		want float64
+	}{
+		{"large", []float64{1000, 1000}, 1000 + math.Ln2},
+		{"very negative", []float64{-1000, -1000}, -1000 + math.Ln2},
+		{"mixed", []float64{1e308, 0}, 1e308},
+		{"all -Inf", []float64{-inf, -inf}, -inf},
+		{"some -Inf", []float64{-inf, 0}, 0},
+		{"+Inf", []float64{inf, 0}, inf},
+		{"NaN", []float64{math.NaN(), 0}, math.NaN()},
+	}
+	for _, c := range cases {
+		check(t, c.name, peel.LogSumExp(peel.FromFloat64s(c.in), nil, false), peel.Float64, []int{}, []float64{c.want}, 1e-15)
+		check(t, c.name+" f32", peel.LogSumExp(peel.FromFloat32s([]float32{float32(c.in[0]), float32(c.in[1])}), []int{-1}, true), peel.Float32, []int{1}, []float64{float64(float32(c.want))}, 1e-6)
+	}
+}
+
+func refSoftmax(v []float64) []float64 {
+	m := refMax(v)
+	out := make([]float64, len(v))
+	s := 0.0
+	for i, x := range v {
+		out[i] = math.Exp(x - m)
+		s += out[i]
+	}
+	for i := range out {
+		out[i] /= s
+	}
+	return out
+}
+
+func TestSoftmax(t *testing.T) {
+	x := peel.FromFloat64s([]float64{1, 2, 3, 1000, 1001, 1002}, 2, 3)
+	s := refSoftmax([]float64{1, 2, 3})
+	want := append(append([]float64{}, s...), s...)
+	check(t, "Softmax", peel.Softmax(x, -1), peel.Float64, []int{2, 3}, want, 1e-15)
+	check(t, "Softmax axis 1", peel.Softmax(x, 1), peel.Float64, []int{2, 3}, want, 1e-15)
+	check(t, "LogSoftmax", peel.LogSoftmax(x, -1), peel.Float64, []int{2, 3}, mapf(want, math.Log), 1e-14)
+	check(t, "Softmax [1000,1001]", peel.Softmax(peel.FromFloat64s([]float64{1000, 1001}), 0), peel.Float64, []int{2}, refSoftmax([]float64{0, 1}), 1e-15)
+	check(t, "LogSoftmax [-1000, 0]", peel.LogSoftmax(peel.FromFloat64s([]float64{-1000, 0}), 0), peel.Float64, []int{2}, []float64{-1000, 0}, 1e-15)
+	// Axis 0 of a column: every column sums to 1.
+	col := refSoftmax([]float64{1, 1000})
+	check(t, "Softmax axis 0", peel.Softmax(x, 0), peel.Float64, []int{2, 3}, []float64{col[0], col[0], col[0], col[1], col[1], col[1]}, 1e-15)
+	check(t, "Softmax f32", peel.Softmax(peel.FromFloat32s([]float32{1000, 1001}), 0), peel.Float32, []int{2}, refSoftmax([]float64{0, 1}), 1e-6)
+	check(t, "Softmax i64", peel.Softmax(peel.FromInt64s([]int64{1, 2, 3}), 0), peel.Float64, []int{3}, s, 1e-15)
+	check(t, "Softmax -Inf entry", peel.Softmax(peel.FromFloat64s([]float64{math.Inf(-1), 0}), 0), peel.Float64, []int{2}, []float64{0, 1}, 0)
+	for _, op := range []struct {
+		name string
+		f    func(*peel.Tensor, int) *peel.Tensor
+	}{{"Softmax", peel.Softmax}, {"LogSoftmax", peel.LogSoftmax}, {"Cumsum", peel.Cumsum}} {
+		wantError(t, "peel."+op.name, func() { op.f(x, 2) }, "axis 2")
+		wantError(t, "peel."+op.name, func() { op.f(x, -3) }, "axis -3")
+		wantError(t, "peel."+op.name, func() { op.f(nil, 0) }, "nil")
+		wantError(t, "peel."+op.name, func() { op.f(peel.Scalar(1.0), 0) }, "rank 0")
+	}
+}
+
+func TestArgMaxMin(t *testing.T) {
+	nan := math.NaN()
+	x := peel.FromFloat64s([]float64{3, 1, 3, 2, 5, 5, 0, nan, 1, -1, -1, 4}, 3, 4)
+	check(t, "ArgMax -1", peel.ArgMax(x, -1, false), peel.Int64, []int{3}, []float64{0, 3, 3}, 0)
+	check(t, "ArgMin 1", peel.ArgMin(x, 1, false), peel.Int64, []int{3}, []float64{1, 3, 1}, 0)
+	check(t, "ArgMax 0 keep", peel.ArgMax(x, 0, true), peel.Int64, []int{1, 4}, []float64{1, 1, 0, 1}, 0)
+	check(t, "ArgMin -2 keep", peel.ArgMin(x, -2, true), peel.Int64, []int{1, 4}, []float64{2, 2, 2, 1}, 0)
+	check(t, "ArgMax i64", peel.ArgMax(peel.FromInt64s([]int64{1, 7, 7}), 0, false), peel.Int64, []int{}, []float64{1}, 0)
+	check(t, "ArgMax bool", peel.ArgMax(peel.FromBools([]bool{false, true}), 0, false), peel.Int64, []int{}, []float64{1}, 0)
+	for _, op := range []struct {
+		name string
+		f    func(*peel.Tensor, int, bool) *peel.Tensor
+	}{{"ArgMax", peel.ArgMax}, {"ArgMin", peel.ArgMin}} {
+		wantError(t, "peel."+op.name, func() { op.f(x, 2, false) }, "axis 2")
+		wantError(t, "peel."+op.name, func() { op.f(nil, 0, false) }, "nil")
+		wantError(t, "peel."+op.name, func() { op.f(peel.Scalar(1.0), 0, false) }, "rank 0")
+	}
+}
+
+func TestCumsum(t *testing.T) {
+	x := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	check(t, "axis 1", peel.Cumsum(x, 1), peel.Float64, []int{2, 3}, []float64{1, 3, 6, 4, 9, 15}, 0)
+	check(t, "axis -2", peel.Cumsum(x, -2), peel.Float64, []int{2, 3}, []float64{1, 2, 3, 5, 7, 9}, 0)
+	check(t, "i64", peel.Cumsum(peel.FromInt64s([]int64{1, -2, 3}), 0), peel.Int64, []int{3}, []float64{1, -1, 2}, 0)
+	check(t, "f32", peel.Cumsum(peel.FromFloat32s([]float32{0.5, 0.25}), -1), peel.Float32, []int{2}, []float64{0.5, 0.75}, 0)
+}
+
+func TestVarStability(t *testing.T) {
+	// A large offset must not destroy the variance (two-pass algorithm).
+	x := peel.FromFloat64s([]float64{1e9 + 1, 1e9 + 2, 1e9 + 3, 1e9 + 4})
+	check(t, "Var", peel.Var(x, nil, false), peel.Float64, []int{}, []float64{1.25}, 1e-12)
+	check(t, "Std", peel.Std(x, []int{0}, true), peel.Float64, []int{1}, []float64{math.Sqrt(1.25)}, 1e-12)
+}
