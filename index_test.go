@@ -278,7 +278,7 @@ func TestUnderTrace(t *testing.T) {
 		{"Concat+Stack", one(func(a []*Tensor) *Tensor {
 			return Stack([]*Tensor{Concat([]*Tensor{a[0], a[1]}, 0), Concat([]*Tensor{a[1], a[0]}, 0)}, -1)
 		}), []*Tensor{x, svI64([]int64{1, 2, 3, 4}, 1, 4)}},
-		{"SplitSizes", func(a []*Tensor) []*Tensor { return SplitSizes(a[0], []int{1, 3}, 1) }, []*Tensor{x}},
+		{"Split", func(a []*Tensor) []*Tensor { return Split(a[0], []int{1, 3}, 1) }, []*Tensor{x}},
 		{"Flip+Tile+Pad", one(func(a []*Tensor) *Tensor { return Pad(Tile(Flip(a[0], 0), 2, 1), [][2]int{{1, -1}, {0, 2}}, 5) }), []*Tensor{x}},
 		{"Take", one(func(a []*Tensor) *Tensor { return Take(a[0], a[1], 1) }), []*Tensor{x, idx}},
 		{"TakeAlongAxis", one(func(a []*Tensor) *Tensor { return TakeAlongAxis(a[0], a[1], 0) }), []*Tensor{x, svI64([]int64{2, -1, 0, 1}, 1, 4)}},

@@ -7,7 +7,7 @@ import (
 
 // This file holds the shape operations. The view operations (Reshape,
 // Transpose, Permute, MoveAxis, Squeeze, Unsqueeze, Flatten, BroadcastTo,
-// Slice, Narrow, Select, Index, SplitSizes) are built only from the view
+// Slice, Narrow, Select, Index, Split) are built only from the view
 // primitives (reshape, transpose, slice, broadcast_in_dim), so at eval
 // level their results alias the operand: a write into the result (CopyInto,
 // AddInPlace, …) is visible through the operand and every other alias.
@@ -394,24 +394,24 @@ func Stack(ts []*Tensor, axis int) *Tensor {
 	return Concat(us, a)
 }
 
-// SplitSizes splits x along axis into consecutive pieces of the given
+// Split splits x along axis into consecutive pieces of the given
 // sizes, which must sum to the axis's size (numpy's split with sizes; the
 // name Split belongs to the PRNG key split). The pieces are views of x.
-// SplitSizes panics with *Error when x is nil, the axis is out of range, a
+// Split panics with *Error when x is nil, the axis is out of range, a
 // size is negative, or the sizes do not sum to the axis's size.
-func SplitSizes(x *Tensor, sizes []int, axis int) []*Tensor {
-	defer interp.Annotate("peel.SplitSizes")
-	checkTensor("peel.SplitSizes", x)
-	a := normAxis("peel.SplitSizes", axis, x.Rank())
+func Split(x *Tensor, sizes []int, axis int) []*Tensor {
+	defer interp.Annotate("peel.Split")
+	checkTensor("peel.Split", x)
+	a := normAxis("peel.Split", axis, x.Rank())
 	n, sum := x.Shape()[a], 0
 	for _, s := range sizes {
 		if s < 0 {
-			errorf("peel.SplitSizes", "negative size in %v", sizes)
+			errorf("peel.Split", "negative size in %v", sizes)
 		}
 		sum += s
 	}
 	if sum != n {
-		errorf("peel.SplitSizes", "sizes %v sum to %d, but axis %d of %s has size %d", sizes, sum, axis, x.TypeString(), n)
+		errorf("peel.Split", "sizes %v sum to %d, but axis %d of %s has size %d", sizes, sum, axis, x.TypeString(), n)
 	}
 	out := make([]*Tensor, len(sizes))
 	start := 0

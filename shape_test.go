@@ -494,13 +494,13 @@ func TestConcatStackSplit(t *testing.T) {
 	svCheck(t, "Stack scalars", Stack([]*Tensor{svF64([]float64{1}), svF64([]float64{2})}, 0), []int{2}, []float64{1, 2})
 	svCheck(t, "Stack rank0", Stack([]*Tensor{svSeq(), svF64([]float64{4})}, 0), []int{2}, []float64{0, 4})
 
-	parts := SplitSizes(svSeq(2, 5), []int{2, 0, 3}, -1)
+	parts := Split(svSeq(2, 5), []int{2, 0, 3}, -1)
 	if len(parts) != 3 {
-		t.Fatalf("SplitSizes gave %d parts", len(parts))
+		t.Fatalf("Split gave %d parts", len(parts))
 	}
-	svCheck(t, "SplitSizes[0]", parts[0], []int{2, 2}, []float64{0, 1, 5, 6})
-	svCheck(t, "SplitSizes[1]", parts[1], []int{2, 0}, []float64{})
-	svCheck(t, "SplitSizes[2]", parts[2], []int{2, 3}, []float64{2, 3, 4, 7, 8, 9})
+	svCheck(t, "Split[0]", parts[0], []int{2, 2}, []float64{0, 1, 5, 6})
+	svCheck(t, "Split[1]", parts[1], []int{2, 0}, []float64{})
+	svCheck(t, "Split[2]", parts[2], []int{2, 3}, []float64{2, 3, 4, 7, 8, 9})
 
 	svErr(t, "peel.Concat", func() { Concat(nil, 0) }, "no tensors")
 	svErr(t, "peel.Concat", func() { Concat([]*Tensor{a, nil}, 0) }, "nil")
@@ -512,9 +512,9 @@ func TestConcatStackSplit(t *testing.T) {
 	svErr(t, "peel.Stack", func() { Stack([]*Tensor{a}, 3) }, "axis 3")
 	svErr(t, "peel.Stack", func() { Stack(nil, 0) }, "no tensors")
 	svErr(t, "peel.Stack", func() { Stack([]*Tensor{a, nil}, 0) }, "tensor 1 is nil")
-	svErr(t, "peel.SplitSizes", func() { SplitSizes(a, []int{1, 1}, 1) }, "sum to 2")
-	svErr(t, "peel.SplitSizes", func() { SplitSizes(a, []int{4, -1}, 1) }, "negative")
-	svErr(t, "peel.SplitSizes", func() { SplitSizes(a, []int{2}, 2) }, "axis 2")
+	svErr(t, "peel.Split", func() { Split(a, []int{1, 1}, 1) }, "sum to 2")
+	svErr(t, "peel.Split", func() { Split(a, []int{4, -1}, 1) }, "negative")
+	svErr(t, "peel.Split", func() { Split(a, []int{2}, 2) }, "axis 2")
 }
 
 func TestFlipTilePadClone(t *testing.T) {
@@ -608,7 +608,7 @@ func TestViewsAlias(t *testing.T) {
 		{"Narrow", []int{5}, func(y *Tensor) *Tensor { return Narrow(y, 0, 1, 3) }},
 		{"Select", []int{3, 4}, func(y *Tensor) *Tensor { return Select(y, 1, -2) }},
 		{"Index", []int{2, 3, 4}, func(y *Tensor) *Tensor { return Index(y, 1, 2) }},
-		{"SplitSizes", []int{2, 5}, func(y *Tensor) *Tensor { return SplitSizes(y, []int{2, 3}, 1)[1] }},
+		{"Split", []int{2, 5}, func(y *Tensor) *Tensor { return Split(y, []int{2, 3}, 1)[1] }},
 		{"Narrow(Transpose)", []int{3, 4}, func(y *Tensor) *Tensor { return Narrow(Transpose(y), 0, 1, 2) }},
 		{"Select(Narrow(Transpose))", []int{3, 4}, func(y *Tensor) *Tensor { return Select(Narrow(Transpose(y), 1, 1, 2), 0, -1) }},
 		{"Reshape(Slice)", []int{4, 3}, func(y *Tensor) *Tensor { return Reshape(Slice(y, 0, 1, 3, 1), 3, 2) }},
@@ -690,9 +690,9 @@ func TestRapidShapeProperties(t *testing.T) {
 			}
 		}
 		x := svSeq(shape...)
-		y := Concat(SplitSizes(x, sizes, axis), axis)
+		y := Concat(Split(x, sizes, axis), axis)
 		if !slices.Equal(y.Shape(), shape) || !slices.Equal(y.Float64s(), svIota(svSize(shape))) {
-			t.Fatalf("Concat(SplitSizes(%v, %v, %d)) = %v", shape, sizes, axis, y.Float64s())
+			t.Fatalf("Concat(Split(%v, %v, %d)) = %v", shape, sizes, axis, y.Float64s())
 		}
 	}))
 	t.Run("pad-crop", rapid.MakeCheck(func(t *rapid.T) {

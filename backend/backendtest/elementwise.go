@@ -413,7 +413,6 @@ func allPairs(xs, ys array) (array, array) {
 func (o binaryOp) runMutation(s *suite, p *interp.Prim) {
 	name := p.Name
 	dts := accepted(p, nil, sameAvals(2, []int{2}))
-	apply := func(dst, src array) (array, []float64) { return o.apply(dst, src) }
 	for _, dt := range allDTypes {
 		if !slices.Contains(dts, dt) {
 			s.expectError(describe(name, dt, []int{2}, "(a dtype the rule rejects)"), func() {
@@ -426,7 +425,7 @@ func (o binaryOp) runMutation(s *suite, p *interp.Prim) {
 			s.failf("%s: the shape rule accepts %v but the suite has no reference for it", name, dt)
 			continue
 		}
-		s.mutationCases(p, dt, o.vals, o.yValues(), apply, false)
+		s.mutationCases(p, dt, o.vals, o.yValues(), o.apply, false)
 	}
 }
 
