@@ -1,0 +1,50 @@
+package peel_test
+
+import (
+	"fmt"
+
+	"github.com/peel-ml/peel"
+)
+
+// Binary functions broadcast and promote; Go scalars are weakly typed, so
+// a float32 tensor stays float32.
+func ExampleAdd() {
+	x := peel.FromFloat32s([]float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	y := peel.Add(peel.Mul(x, 2.0), peel.FromFloat32s([]float32{10, 20, 30}))
+	fmt.Println(y.DType(), y.Shape())
+	fmt.Println(y)
+	// Output:
+	// f32 [2 3]
+	// [[12 24 36]
+	//  [18 30 42]]
+}
+
+// A write through a view is visible through its base.
+func ExampleNarrow() {
+	y := peel.Zeros(peel.Float64, 5)
+	peel.CopyInto(peel.Narrow(y, 0, 1, 3), peel.FromFloat64s([]float64{1, 2, 3}))
+	peel.MulInPlace(y, 2)
+	fmt.Println(y)
+	// Output:
+	// [0 2 4 6 0]
+}
+
+// MatMul follows numpy: batch dimensions broadcast.
+func ExampleMatMul() {
+	a := peel.Reshape(peel.Arange(peel.Float64, 0, 12, 1), 2, 2, 3)
+	b := peel.Ones(peel.Float64, 3, 1)
+	fmt.Println(peel.MatMul(a, b).Shape(), peel.Sum(peel.MatMul(a, b), nil, false).Item())
+	// Output:
+	// [2 2 1] 66
+}
+
+// Misuse panics with *peel.Error naming the op and shapes; Catch turns it
+// into an error.
+func ExampleCatch() {
+	err := peel.Catch(func() {
+		peel.MatMul(peel.Ones(peel.Float64, 2, 3), peel.Ones(peel.Float64, 4, 5))
+	})
+	fmt.Println(err)
+	// Output:
+	// peel.MatMul: contracting dimensions differ: f64[2,3] has 3 columns, f64[4,5] has 4 rows
+}
