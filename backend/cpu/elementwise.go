@@ -390,7 +390,13 @@ func addVV[T elemNum](d, a, b []T) {
 
 func addVS[T elemNum](d, a []T, s T) {
 	a = a[:len(d)]
-	for i, x := range a {
+	i := 0
+	for ; i+4 <= len(d); i += 4 {
+		o, q := d[i:i+4:i+4], a[i:i+4:i+4]
+		o[0], o[1], o[2], o[3] = q[0]+s, q[1]+s, q[2]+s, q[3]+s
+	}
+	for ; i < len(d); i++ {
+		x := a[i]
 		d[i] = x + s
 	}
 }
@@ -404,14 +410,26 @@ func subVV[T elemNum](d, a, b []T) {
 
 func subVS[T elemNum](d, a []T, s T) {
 	a = a[:len(d)]
-	for i, x := range a {
+	i := 0
+	for ; i+4 <= len(d); i += 4 {
+		o, q := d[i:i+4:i+4], a[i:i+4:i+4]
+		o[0], o[1], o[2], o[3] = q[0]-s, q[1]-s, q[2]-s, q[3]-s
+	}
+	for ; i < len(d); i++ {
+		x := a[i]
 		d[i] = x - s
 	}
 }
 
 func subSV[T elemNum](d []T, s T, b []T) {
 	b = b[:len(d)]
-	for i, x := range b {
+	i := 0
+	for ; i+4 <= len(d); i += 4 {
+		o, q := d[i:i+4:i+4], b[i:i+4:i+4]
+		o[0], o[1], o[2], o[3] = s-q[0], s-q[1], s-q[2], s-q[3]
+	}
+	for ; i < len(d); i++ {
+		x := b[i]
 		d[i] = s - x
 	}
 }
@@ -425,7 +443,13 @@ func mulVV[T elemNum](d, a, b []T) {
 
 func mulVS[T elemNum](d, a []T, s T) {
 	a = a[:len(d)]
-	for i, x := range a {
+	i := 0
+	for ; i+4 <= len(d); i += 4 {
+		o, q := d[i:i+4:i+4], a[i:i+4:i+4]
+		o[0], o[1], o[2], o[3] = q[0]*s, q[1]*s, q[2]*s, q[3]*s
+	}
+	for ; i < len(d); i++ {
+		x := a[i]
 		d[i] = x * s
 	}
 }
@@ -439,14 +463,26 @@ func divVV[T elemFloat](d, a, b []T) {
 
 func divVS[T elemFloat](d, a []T, s T) {
 	a = a[:len(d)]
-	for i, x := range a {
+	i := 0
+	for ; i+4 <= len(d); i += 4 {
+		o, q := d[i:i+4:i+4], a[i:i+4:i+4]
+		o[0], o[1], o[2], o[3] = q[0]/s, q[1]/s, q[2]/s, q[3]/s
+	}
+	for ; i < len(d); i++ {
+		x := a[i]
 		d[i] = x / s
 	}
 }
 
 func divSV[T elemFloat](d []T, s T, b []T) {
 	b = b[:len(d)]
-	for i, x := range b {
+	i := 0
+	for ; i+4 <= len(d); i += 4 {
+		o, q := d[i:i+4:i+4], b[i:i+4:i+4]
+		o[0], o[1], o[2], o[3] = s/q[0], s/q[1], s/q[2], s/q[3]
+	}
+	for ; i < len(d); i++ {
+		x := b[i]
 		d[i] = s / x
 	}
 }
@@ -646,7 +682,13 @@ func maxVV[T elemNum](d, a, b []T) {
 
 func maxVS[T elemNum](d, a []T, s T) {
 	a = a[:len(d)]
-	for i, x := range a {
+	i := 0
+	for ; i+4 <= len(d); i += 4 {
+		o, q := d[i:i+4:i+4], a[i:i+4:i+4]
+		o[0], o[1], o[2], o[3] = max(q[0], s), max(q[1], s), max(q[2], s), max(q[3], s)
+	}
+	for ; i < len(d); i++ {
+		x := a[i]
 		d[i] = max(x, s)
 	}
 }
@@ -660,7 +702,13 @@ func minVV[T elemNum](d, a, b []T) {
 
 func minVS[T elemNum](d, a []T, s T) {
 	a = a[:len(d)]
-	for i, x := range a {
+	i := 0
+	for ; i+4 <= len(d); i += 4 {
+		o, q := d[i:i+4:i+4], a[i:i+4:i+4]
+		o[0], o[1], o[2], o[3] = min(q[0], s), min(q[1], s), min(q[2], s), min(q[3], s)
+	}
+	for ; i < len(d); i++ {
+		x := a[i]
 		d[i] = min(x, s)
 	}
 }

@@ -169,6 +169,36 @@ func BenchmarkReduce(b *testing.B) {
 	}
 }
 
+// BenchmarkElementwiseMisc: select with a random predicate, conversion
+// and threefry (1<<20 counters under one broadcast key).
+func BenchmarkElementwiseMisc(b *testing.B) {
+	ewBenchSetup(b)
+	x := ewTensor(ewBenchData(ewBenchN, -1, 1), ewBenchN)
+	y := ewTensor(ewBenchData(ewBenchN, -1, 1), ewBenchN)
+	zero := ewSplat([]float32{0}, ewBenchN)
+	pred := interp.Bind1(prims.Lt, nil, x, y)
+	ctr := interp.Bind1(prims.Iota, prims.IotaParams{DType: backend.Int64, Shape: []int{ewBenchN}, Dim: 0})
+	key := ewSplat([]int64{42}, ewBenchN)
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"select", func() { interp.Bind1(prims.Select, nil, pred, x, y) }},
+		{"select_scalar", func() { interp.Bind1(prims.Select, nil, pred, x, zero) }},
+		{"convert_f32_i64", func() {
+			interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: backend.Int64}, x)
+		}},
+		{"threefry", func() { interp.Bind(prims.Threefry2x32, nil, key, key, key, ctr) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.f()
+			}
+			ewPerElem(b, ewBenchN)
+		})
+	}
+}
+
 var ewSink float32
 
 // BenchmarkElementwiseScalarLoop measures the fast float32 tanh loop

@@ -4,27 +4,45 @@ import "math"
 
 // Fast float32 transcendental functions.
 //
-// Each loop below converts its float32 operand to float64, evaluates a
-// range reduction and a short polynomial or rational approximation in
-// float64 arithmetic, and rounds once to float32. The float64 evaluation
-// costs the same as float32 arithmetic on scalar SSE code, keeps the
-// evaluation's own rounding error far below a float32 ulp, and handles
-// float32 subnormal results and overflow for free (the float64 value is
-// normal, and the final conversion rounds it to a subnormal, zero or ±Inf
-// exactly as a correctly rounded function would). The approximation
-// errors are about 1e-8 relative (tanh 3e-8), so results are within one
-// or two float32 ulps of the exact value; elementwise_test.go measures
-// them against math.* over dense sweeps.
+// Each loop converts its float32 operand to float64, evaluates a range
+// reduction and a short polynomial or rational approximation in float64
+// arithmetic, and rounds once to float32. Scalar float64 arithmetic costs
+// the same as float32 arithmetic, keeps the evaluation's rounding error
+// far below a float32 ulp, and handles float32 subnormal results and
+// overflow for free: the float64 value is normal, and the final
+// conversion rounds it to a subnormal, zero or ±Inf exactly as a
+// correctly rounded function would. The approximation errors are about
+// 1e-9 relative (tanh 3e-8), so results are within one float32 ulp of the
+// correctly rounded value; elementwise_test.go measures this against
+// math.* over a dense sweep of float32 inputs.
 //
-// The coefficients are near-minimax fits of relative error computed for
-// peel with mpmath at 40 digits (Lawson-reweighted linearized least
-// squares on a dense grid): expm1Q* for q(r) = (e^r-1-r)/r² on
-// |r| ≤ ln2/2, logH* for h(z) = atanh(√z)/√z on √z ≤ (√2-1)/(√2+1),
-// tanhP*/tanhQ* for tanh(x)/x = P(x²)/Q(x²) on 0 ≤ x ≤ 9.3.
+// Performance notes (the Go compiler does not vectorize): coefficients
+// live in package-level arrays so that each multiply-add reads its
+// coefficient as a memory operand (a constant would be rematerialized
+// with an extra load instruction on every use); operands are range
+// checked with one integer comparison on their bits, diverting NaN,
+// ±Inf and out-of-range values to a slow path that is never taken for
+// ordinary data; loops are not unrolled (the register allocator then
+// spills).
 //
-// No loop allocates or branches unpredictably: the only branches clamp
-// the operand (taken for out-of-range inputs only) or divert the rare
-// special operands of log.
+// exp, expm1 and logistic reduce x = (32k + j)·ln2/32 + r with |r| ≤
+// ln2/64, so e^x = 2^k · 2^(j/32) · e^r with 2^(j/32) from a 32-entry
+// table and e^r - 1 from its Taylor polynomial (degree 3 for exp, whose
+// truncation error is r⁴/24 < 6e-10; degree 4 for expm1, whose result
+// near 0 is e^r - 1 itself and needs relative accuracy, r⁴/120 < 1.2e-10).
+//
+// log writes x = 2^e · m with m in [1, 2) and m ≈ 1 + j/128 from its top
+// mantissa bits; with c = 1/(1 + j/128) from a table, ln x = e·ln2 -
+// ln c + log1p(m·c - 1), 0 ≤ m·c - 1 < 1/128, and log1p from its Taylor
+// polynomial of degree 5 (truncation r⁶/6 < 1e-15 absolute, small enough
+// even where e·ln2 and -ln c cancel for x just below 1).
+//
+// tanh(x) = x·P(x²)/Q(x²) on |x| ≤ 9.3 with P and Q of degree 4, a
+// near-minimax fit of relative error (max 2.9e-8) computed for peel with
+// mpmath at 40 digits (Lawson-reweighted linearized least squares on a
+// dense grid, P(0) = Q(0) = 1 imposed so that tanh(x) = x for tiny x);
+// beyond 9.3 tanh rounds to ±1 in float32. The coefficients below are
+// that fit divided by Q's leading coefficient, making Q monic.
 
 const (
 	log2e = 1.4426950408889634 // 1/ln 2
@@ -33,58 +51,91 @@ const (
 	// when added and subtracted; the integer is also in the low bits of
 	// the sum's representation.
 	roundMagic = 0x1.8p52
-	// expLimit bounds exponents: e^±104 is finite in float64 and rounds to
-	// +Inf or 0 in float32.
-	expLimit = 104
 
-	// q(r) ≈ expm1Q0 + expm1Q1 r + … + expm1Q4 r⁴, max relative error 1.3e-7,
-	// which is 1.2e-8 in e^r.
-	expm1Q0 = 0.5
-	expm1Q1 = 0.16666579311508012718
-	expm1Q2 = 0.041666759895808647993
-	expm1Q3 = 0.0083629483293776334954
-	expm1Q4 = 0.0013905919659744429086
+	expTableBits = 5
+	expTableLen  = 1 << expTableBits
+	// expLimitBits is the representation of float32(104): e^±104 is finite
+	// in float64 and rounds to +Inf or 0 in float32.
+	expLimitBits = 0x42d00000
 
-	// h(z) ≈ 1 + logH1 z + logH2 z² + logH3 z³, max relative error 8e-10.
-	logH1 = 0.3333338808444863191
-	logH2 = 0.19988781140505574981
-	logH3 = 0.14935643691363241387
-	// sqrtHalfBits is the representation of √½ (rounded down): mantissas
-	// are reduced to [√½, √2).
-	sqrtHalfBits = 0x3fe6a09e667f3bcd
+	logTableBits = 7
+	logTableLen  = 1 << logTableBits
 
-	// tanh(x) ≈ x·P(x²)/Q(x²) on |x| ≤ tanhLimit, max relative error 2.9e-8;
-	// beyond it tanh rounds to ±1 in float32.
-	tanhLimit = 9.3
-	tanhP1    = 0.13364419479908005976
-	tanhP2    = 0.0034757708104940656055
-	tanhP3    = 0.000020279793473599412616
-	tanhP4    = 1.2893661005238559329e-8
-	tanhQ1    = 0.46697737139745759016
-	tanhQ2    = 0.025801826915821797773
-	tanhQ3    = 0.0003253080728218206674
-	tanhQ4    = 7.5888065398970417594e-7
+	// tanhLimitBits is the representation of float32(9.3).
+	tanhLimitBits = 0x4114cccd
+	tanhLimit     = 9.3
 )
+
+// expTable[j] holds the representation of 2^(j/32).
+var expTable = func() (t [expTableLen]uint64) {
+	for j := range t {
+		t[j] = math.Float64bits(math.Exp2(float64(j) / expTableLen))
+	}
+	return t
+}()
+
+// expC holds 32/ln2, roundMagic, ln2/32 and the Taylor coefficients of
+// e^r - 1: 1, 1/2, 1/6, 1/24.
+var expC = [7]float64{expTableLen / ln2, roundMagic, ln2 / expTableLen, 1, 1.0 / 2, 1.0 / 6, 1.0 / 24}
+
+// logTable[2j] = c_j = 1/(1 + j/128) and logTable[2j+1] = -ln c_j.
+var logTable = func() (t [2 * logTableLen]float64) {
+	for j := range logTableLen {
+		c := 1 / (1 + float64(j)/logTableLen)
+		t[2*j], t[2*j+1] = c, -math.Log(c)
+	}
+	return t
+}()
+
+// logC holds ln2, 1 and the Taylor coefficients of (log1p(r) - r)/r²:
+// -1/2, 1/3, -1/4, 1/5.
+var logC = [6]float64{ln2, 1, -1.0 / 2, 1.0 / 3, -1.0 / 4, 1.0 / 5}
+
+// tanhC holds the numerator coefficients p0…p4 and the monic
+// denominator's q0…q3 of tanh(x)/x ≈ P(x²)/Q(x²), Q(t) = t⁴ + q3 t³ + … .
+// The fit's coefficients (with P(0) = Q(0) = 1) are in tanhFit.
+var tanhC = func() (c [9]float64) {
+	p, q := tanhFit[0], tanhFit[1]
+	for i := range 5 {
+		c[i] = p[i] / q[4]
+	}
+	for i := range 4 {
+		c[5+i] = q[i] / q[4]
+	}
+	return c
+}()
+
+var tanhFit = [2][5]float64{
+	{1, 0.13364419479908005976, 0.0034757708104940656055, 0.000020279793473599412616, 1.2893661005238559329e-8},
+	{1, 0.46697737139745759016, 0.025801826915821797773, 0.0003253080728218206674, 7.5888065398970417594e-7},
+}
+
+// clampAbs limits x to [-lim, lim], keeping NaN.
+func clampAbs(x, lim float32) float32 {
+	if x > lim {
+		return lim
+	}
+	if x < -lim {
+		return -lim
+	}
+	return x
+}
 
 // exp32Loop sets d[i] = e^a[i]. len(a) ≥ len(d).
 func exp32Loop(d, a []float32) {
 	a = a[:len(d)]
 	for i, x := range a {
-		z := float64(x)
-		if z > expLimit {
-			z = expLimit
-		} else if z < -expLimit {
-			z = -expLimit
+		if math.Float32bits(x)&0x7fffffff > expLimitBits { // NaN, ±Inf, |x| > 104
+			x = clampAbs(x, 104)
 		}
-		// z = k ln2 + r with k an integer and |r| ≤ ln2/2.
-		t := z*log2e + roundMagic
-		k := t - roundMagic
-		r := z - k*ln2
-		q := (((expm1Q4*r+expm1Q3)*r+expm1Q2)*r+expm1Q1)*r + expm1Q0
-		// 2^k from k's bits in t (k is in its low bits; the shift drops
-		// the magic constant's).
-		scale := math.Float64frombits((math.Float64bits(t) + 1023) << 52)
-		d[i] = float32((1 + r*(1+r*q)) * scale)
+		z := float64(x)
+		// n = round(32 z/ln2) = 32k + j, held in t's low bits.
+		t := z*expC[0] + expC[1]
+		r := z - (t-expC[1])*expC[2]
+		n := math.Float64bits(t)
+		s := math.Float64frombits(expTable[n&(expTableLen-1)] + (n>>expTableBits)<<52)
+		p := ((expC[5]*r+expC[4])*r + expC[3]) * r
+		d[i] = float32(s + s*p)
 	}
 }
 
@@ -92,42 +143,36 @@ func exp32Loop(d, a []float32) {
 func expm1Loop32(d, a []float32) {
 	a = a[:len(d)]
 	for i, x := range a {
-		z := float64(x)
-		if z > expLimit {
-			z = expLimit
-		} else if z < -expLimit {
-			z = -expLimit
+		if math.Float32bits(x)&0x7fffffff > expLimitBits {
+			x = clampAbs(x, 104)
 		}
-		t := z*log2e + roundMagic
-		k := t - roundMagic
-		r := z - k*ln2
-		q := (((expm1Q4*r+expm1Q3)*r+expm1Q2)*r+expm1Q1)*r + expm1Q0
-		scale := math.Float64frombits((math.Float64bits(t) + 1023) << 52)
-		// e^z - 1 = 2^k (e^r - 1) - (1 - 2^k); for k = 0 this is e^r - 1
-		// itself, which r(1 + rq) gives to full relative precision (and
-		// with the sign of a zero r, which subtracting +0 keeps).
-		d[i] = float32(r*(1+r*q)*scale - (1 - scale))
+		z := float64(x)
+		t := z*expC[0] + expC[1]
+		r := z - (t-expC[1])*expC[2]
+		n := math.Float64bits(t)
+		s := math.Float64frombits(expTable[n&(expTableLen-1)] + (n>>expTableBits)<<52)
+		p := r * (expC[3] + r*((expC[6]*r+expC[5])*r+expC[4]))
+		// e^z - 1 = s(e^r - 1) - (1 - s); for n = 0 this is e^r - 1
+		// itself (with the sign of a zero r, which subtracting +0 keeps).
+		d[i] = float32(s*p - (expC[3] - s))
 	}
 }
 
 // logistic32Loop sets d[i] = 1/(1+e^-a[i]), accurate in relative terms for
-// every input (no cancellation: e^-x is computed directly).
+// every input (e^-x is computed directly, with no cancellation).
 func logistic32Loop(d, a []float32) {
 	a = a[:len(d)]
 	for i, x := range a {
-		z := -float64(x)
-		if z > expLimit {
-			z = expLimit
-		} else if z < -expLimit {
-			z = -expLimit
+		if math.Float32bits(x)&0x7fffffff > expLimitBits {
+			x = clampAbs(x, 104)
 		}
-		t := z*log2e + roundMagic
-		k := t - roundMagic
-		r := z - k*ln2
-		q := (((expm1Q4*r+expm1Q3)*r+expm1Q2)*r+expm1Q1)*r + expm1Q0
-		scale := math.Float64frombits((math.Float64bits(t) + 1023) << 52)
-		e := (1 + r*(1+r*q)) * scale
-		d[i] = float32(1 / (1 + e))
+		z := -float64(x)
+		t := z*expC[0] + expC[1]
+		r := z - (t-expC[1])*expC[2]
+		n := math.Float64bits(t)
+		s := math.Float64frombits(expTable[n&(expTableLen-1)] + (n>>expTableBits)<<52)
+		p := ((expC[5]*r+expC[4])*r + expC[3]) * r
+		d[i] = float32(expC[3] / (expC[3] + (s + s*p)))
 	}
 }
 
@@ -135,15 +180,13 @@ func logistic32Loop(d, a []float32) {
 func tanh32Loop(d, a []float32) {
 	a = a[:len(d)]
 	for i, x := range a {
-		z := float64(x)
-		if z > tanhLimit {
-			z = tanhLimit
-		} else if z < -tanhLimit {
-			z = -tanhLimit
+		if math.Float32bits(x)&0x7fffffff > tanhLimitBits {
+			x = clampAbs(x, tanhLimit)
 		}
+		z := float64(x)
 		t := z * z
-		p := (((tanhP4*t+tanhP3)*t+tanhP2)*t+tanhP1)*t + 1
-		q := (((tanhQ4*t+tanhQ3)*t+tanhQ2)*t+tanhQ1)*t + 1
+		p := (((tanhC[4]*t+tanhC[3])*t+tanhC[2])*t+tanhC[1])*t + tanhC[0]
+		q := (((t+tanhC[8])*t+tanhC[7])*t+tanhC[6])*t + tanhC[5]
 		d[i] = float32(z * p / q)
 	}
 }
@@ -152,19 +195,17 @@ func tanh32Loop(d, a []float32) {
 func log32Loop(d, a []float32) {
 	a = a[:len(d)]
 	for i, x := range a {
-		// Positive finite x (subnormals included) take the fast path.
-		if math.Float32bits(x)-1 >= 0x7f7fffff {
+		if math.Float32bits(x)-1 >= 0x7f7fffff { // not positive and finite
 			d[i] = float32(math.Log(float64(x)))
 			continue
 		}
-		// x = 2^e m with m in [√½, √2); ln m = 2 atanh(s), s = (m-1)/(m+1).
-		ix := math.Float64bits(float64(x))
-		e := (int64(ix) - sqrtHalfBits) >> 52
-		m := math.Float64frombits(ix - uint64(e)<<52)
-		f := m - 1
-		s := f / (2 + f)
-		z := s * s
-		h := ((logH3*z+logH2)*z+logH1)*z + 1
-		d[i] = float32(float64(e)*ln2 + 2*s*h)
+		// float64(x) is normal even for subnormal x.
+		b := math.Float64bits(float64(x))
+		e := float64(int64(b>>52) - 1023)
+		j := 2 * ((b >> (52 - logTableBits)) & (logTableLen - 1))
+		m := math.Float64frombits(b&(1<<52-1) | 0x3ff0000000000000)
+		r := m*logTable[j] - logC[1]
+		p := r + r*r*(((logC[5]*r+logC[4])*r+logC[3])*r+logC[2])
+		d[i] = float32(e*logC[0] + logTable[j+1] + p)
 	}
 }

@@ -38,6 +38,15 @@ func selectKernel(_ any, in, out []backend.Array) {
 	}
 }
 
+// selectLoops are the loops of select for one element type: both
+// branches tensors, onTrue a scalar, onFalse a scalar, both scalars.
+type selectLoops[T any] struct {
+	vv func(d []T, p []bool, a, b []T)
+	sv func(d []T, p []bool, s T, b []T)
+	vs func(d []T, p []bool, a []T, s T)
+	ss func(d []T, p []bool, s, t T)
+}
+
 func runSelect[T any](d []T, p, x, y backend.Array, pb []bool, xb, yb []T) {
 	n := len(d)
 	if n == 0 {
@@ -55,30 +64,44 @@ func runSelect[T any](d []T, p, x, y backend.Array, pb []bool, xb, yb []T) {
 		}
 		return
 	}
+	var l selectLoops[T]
+	switch any(d).(type) {
+	case []float32:
+		l = any(selectLoops[float32]{selectVVF32, selectSVF32, selectVSF32, selectSSF32}).(selectLoops[T])
+	case []float64:
+		l = any(selectLoops[float64]{selectVVF64, selectSVF64, selectVSF64, selectSSF64}).(selectLoops[T])
+	default:
+		l = selectLoops[T]{selectVV[T], selectSV[T], selectVS[T], selectSS[T]}
+	}
 	pr := pb[p.Offset : p.Offset+n]
 	xs, ys := isSplatIn(x), isSplatIn(y)
 	switch {
 	case xs && ys:
 		a, b := xb[x.Offset], yb[y.Offset]
-		parallelFor(n, costCheap, func(lo, hi int) { selectSS(d[lo:hi], pr[lo:hi], a, b) })
+		parallelFor(n, costCheap, func(lo, hi int) { l.ss(d[lo:hi], pr[lo:hi], a, b) })
 	case xs:
 		a, b := xb[x.Offset], yb[y.Offset:y.Offset+n]
-		parallelFor(n, costCheap, func(lo, hi int) { selectSV(d[lo:hi], pr[lo:hi], a, b[lo:hi]) })
+		parallelFor(n, costCheap, func(lo, hi int) { l.sv(d[lo:hi], pr[lo:hi], a, b[lo:hi]) })
 	case ys:
 		a, b := xb[x.Offset:x.Offset+n], yb[y.Offset]
-		parallelFor(n, costCheap, func(lo, hi int) { selectVS(d[lo:hi], pr[lo:hi], a[lo:hi], b) })
+		parallelFor(n, costCheap, func(lo, hi int) { l.vs(d[lo:hi], pr[lo:hi], a[lo:hi], b) })
 	default:
 		a, b := xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n]
-		parallelFor(n, costCheap, func(lo, hi int) { selectVV(d[lo:hi], pr[lo:hi], a[lo:hi], b[lo:hi]) })
+		parallelFor(n, costCheap, func(lo, hi int) { l.vv(d[lo:hi], pr[lo:hi], a[lo:hi], b[lo:hi]) })
 	}
 }
+
+// The select loops load both candidates before choosing, so the compiler
+// emits a conditional move instead of a branch (a random predicate would
+// mispredict half the time). It does so only for integer registers: the
+// float loops choose between the values' bit patterns.
 
 func selectVV[T any](d []T, p []bool, a, b []T) {
 	p, a, b = p[:len(d)], a[:len(d)], b[:len(d)]
 	for i := range d {
-		v := b[i]
+		u, v := a[i], b[i]
 		if p[i] {
-			v = a[i]
+			v = u
 		}
 		d[i] = v
 	}
@@ -87,9 +110,9 @@ func selectVV[T any](d []T, p []bool, a, b []T) {
 func selectVS[T any](d []T, p []bool, a []T, s T) {
 	p, a = p[:len(d)], a[:len(d)]
 	for i := range d {
-		v := s
+		u, v := a[i], s
 		if p[i] {
-			v = a[i]
+			v = u
 		}
 		d[i] = v
 	}
@@ -114,6 +137,100 @@ func selectSS[T any](d []T, p []bool, s, t T) {
 			v = s
 		}
 		d[i] = v
+	}
+}
+
+func selectVVF32(d []float32, p []bool, a, b []float32) {
+	p, a, b = p[:len(d)], a[:len(d)], b[:len(d)]
+	for i := range d {
+		u, v := math.Float32bits(a[i]), math.Float32bits(b[i])
+		if p[i] {
+			v = u
+		}
+		d[i] = math.Float32frombits(v)
+	}
+}
+
+func selectVSF32(d []float32, p []bool, a []float32, s float32) {
+	p, a = p[:len(d)], a[:len(d)]
+	sb := math.Float32bits(s)
+	for i := range d {
+		u, v := math.Float32bits(a[i]), sb
+		if p[i] {
+			v = u
+		}
+		d[i] = math.Float32frombits(v)
+	}
+}
+
+func selectSVF32(d []float32, p []bool, s float32, b []float32) {
+	p, b = p[:len(d)], b[:len(d)]
+	sb := math.Float32bits(s)
+	for i := range d {
+		v := math.Float32bits(b[i])
+		if p[i] {
+			v = sb
+		}
+		d[i] = math.Float32frombits(v)
+	}
+}
+
+func selectSSF32(d []float32, p []bool, s, t float32) {
+	p = p[:len(d)]
+	sb, tb := math.Float32bits(s), math.Float32bits(t)
+	for i := range d {
+		v := tb
+		if p[i] {
+			v = sb
+		}
+		d[i] = math.Float32frombits(v)
+	}
+}
+
+func selectVVF64(d []float64, p []bool, a, b []float64) {
+	p, a, b = p[:len(d)], a[:len(d)], b[:len(d)]
+	for i := range d {
+		u, v := math.Float64bits(a[i]), math.Float64bits(b[i])
+		if p[i] {
+			v = u
+		}
+		d[i] = math.Float64frombits(v)
+	}
+}
+
+func selectVSF64(d []float64, p []bool, a []float64, s float64) {
+	p, a = p[:len(d)], a[:len(d)]
+	sb := math.Float64bits(s)
+	for i := range d {
+		u, v := math.Float64bits(a[i]), sb
+		if p[i] {
+			v = u
+		}
+		d[i] = math.Float64frombits(v)
+	}
+}
+
+func selectSVF64(d []float64, p []bool, s float64, b []float64) {
+	p, b = p[:len(d)], b[:len(d)]
+	sb := math.Float64bits(s)
+	for i := range d {
+		v := math.Float64bits(b[i])
+		if p[i] {
+			v = sb
+		}
+		d[i] = math.Float64frombits(v)
+	}
+}
+
+func selectSSF64(d []float64, p []bool, s, t float64) {
+	p = p[:len(d)]
+	sb, tb := math.Float64bits(s), math.Float64bits(t)
+	for i := range d {
+		v := tb
+		if p[i] {
+			v = sb
+		}
+		d[i] = math.Float64frombits(v)
 	}
 }
 
@@ -208,16 +325,17 @@ func numConvLoop[S, D elemNum](d []D, a []S) {
 func floatToIntLoop[S elemFloat](d []int64, a []S) {
 	a = a[:len(d)]
 	for i, x := range a {
-		switch {
-		case x >= 0x1p63:
-			d[i] = math.MaxInt64
-		case x <= -0x1p63:
-			d[i] = math.MinInt64
-		case x != x: // NaN
-			d[i] = 0
-		default:
+		if x > -0x1p63 && x < 0x1p63 { // in range (false for NaN)
 			d[i] = int64(x)
+			continue
 		}
+		var v int64 // NaN
+		if x > 0 {
+			v = math.MaxInt64
+		} else if x < 0 {
+			v = math.MinInt64
+		}
+		d[i] = v
 	}
 }
 
@@ -267,23 +385,52 @@ func iotaFill[T elemNum](d []T, shape []int, dim int) {
 // k0^k1^threefryParity form the key schedule, injected every 4 rounds.
 const threefryParity = 0x1BD11BDA
 
-var threefryRot = [8]int{13, 15, 26, 6, 17, 29, 16, 24}
-
 // threefry2x32 encrypts the counter (x0, x1) under the key (k0, k1).
 func threefry2x32(k0, k1, x0, x1 uint32) (uint32, uint32) {
-	ks := [3]uint32{k0, k1, k0 ^ k1 ^ threefryParity}
-	x0 += ks[0]
-	x1 += ks[1]
-	for i := 1; i <= 5; i++ {
-		for _, r := range threefryRot[(i-1)%2*4:][:4] {
-			x0 += x1
-			x1 = bits.RotateLeft32(x1, r)
-			x1 ^= x0
-		}
-		x0 += ks[i%3]
-		x1 += ks[(i+1)%3] + uint32(i)
-	}
-	return x0, x1
+	y0, y1, _, _ := threefryPair(k0, k1, x0, x1, k0, k1, x0, x1)
+	return y0, y1
+}
+
+// threefryPair encrypts two blocks, a under key (ka0, ka1) and b under
+// (kb0, kb1), with their rounds interleaved: each round depends on the
+// previous one, so two independent chains run twice as fast as one.
+// Rounds use the rotations 13, 15, 26, 6 and 17, 29, 16, 24 in turn, and
+// the key schedule (k0, k1, k2) is injected every 4 rounds.
+func threefryPair(ka0, ka1, a0, a1, kb0, kb1, b0, b1 uint32) (uint32, uint32, uint32, uint32) {
+	ka2, kb2 := ka0^ka1^threefryParity, kb0^kb1^threefryParity
+	a0, a1, b0, b1 = a0+ka0, a1+ka1, b0+kb0, b1+kb1
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 13)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 15)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 26)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 6)
+	a0, a1, b0, b1 = a0+ka1, a1+ka2+1, b0+kb1, b1+kb2+1
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 17)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 29)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 16)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 24)
+	a0, a1, b0, b1 = a0+ka2, a1+ka0+2, b0+kb2, b1+kb0+2
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 13)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 15)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 26)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 6)
+	a0, a1, b0, b1 = a0+ka0, a1+ka1+3, b0+kb0, b1+kb1+3
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 17)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 29)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 16)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 24)
+	a0, a1, b0, b1 = a0+ka1, a1+ka2+4, b0+kb1, b1+kb2+4
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 13)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 15)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 26)
+	a0, a1, b0, b1 = threefryMix(a0, a1, b0, b1, 6)
+	return a0 + ka2, a1 + ka0 + 5, b0 + kb2, b1 + kb0 + 5
+}
+
+// threefryMix is one round on two blocks.
+func threefryMix(a0, a1, b0, b1 uint32, r int) (uint32, uint32, uint32, uint32) {
+	a0 += a1
+	b0 += b1
+	return a0, bits.RotateLeft32(a1, r) ^ a0, b0, bits.RotateLeft32(b1, r) ^ b0
 }
 
 // wordsIn is a threefry operand: a contiguous slice (step 1) or a single
@@ -314,10 +461,17 @@ func threefryKernel(_ any, in, out []backend.Array) {
 	}
 	parallelFor(n, 2*costHeavy, func(lo, hi int) {
 		k0, k1, c0, c1 := ops[0], ops[1], ops[2], ops[3]
-		for i := lo; i < hi; i++ {
-			a, b := threefry2x32(uint32(k0.w[i*k0.step]), uint32(k1.w[i*k1.step]),
-				uint32(c0.w[i*c0.step]), uint32(c1.w[i*c1.step]))
-			y0[i], y1[i] = int64(a), int64(b)
+		word := func(o wordsIn, i int) uint32 { return uint32(o.w[i*o.step]) }
+		i := lo
+		for ; i+2 <= hi; i += 2 {
+			j := i + 1
+			a0, a1, b0, b1 := threefryPair(word(k0, i), word(k1, i), word(c0, i), word(c1, i),
+				word(k0, j), word(k1, j), word(c0, j), word(c1, j))
+			y0[i], y1[i], y0[j], y1[j] = int64(a0), int64(a1), int64(b0), int64(b1)
+		}
+		if i < hi {
+			a0, a1 := threefry2x32(word(k0, i), word(k1, i), word(c0, i), word(c1, i))
+			y0[i], y1[i] = int64(a0), int64(a1)
 		}
 	})
 }

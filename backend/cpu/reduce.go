@@ -181,10 +181,20 @@ func prodVec[T, A elemNum](acc []A, s []T) {
 }
 
 func maxSeg[T, A elemNum](acc A, s []T) A {
-	for _, v := range s {
-		acc = max(acc, A(v))
+	// Four independent chains; max is associative and keeps NaN.
+	a0, a1, a2, a3 := acc, acc, acc, acc
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		q := s[i : i+4 : i+4]
+		a0 = max(a0, A(q[0]))
+		a1 = max(a1, A(q[1]))
+		a2 = max(a2, A(q[2]))
+		a3 = max(a3, A(q[3]))
 	}
-	return acc
+	for ; i < len(s); i++ {
+		a0 = max(a0, A(s[i]))
+	}
+	return max(max(a0, a1), max(a2, a3))
 }
 
 func maxVec[T, A elemNum](acc []A, s []T) {
@@ -195,10 +205,20 @@ func maxVec[T, A elemNum](acc []A, s []T) {
 }
 
 func minSeg[T, A elemNum](acc A, s []T) A {
-	for _, v := range s {
-		acc = min(acc, A(v))
+	// Four independent chains; min is associative and keeps NaN.
+	a0, a1, a2, a3 := acc, acc, acc, acc
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		q := s[i : i+4 : i+4]
+		a0 = min(a0, A(q[0]))
+		a1 = min(a1, A(q[1]))
+		a2 = min(a2, A(q[2]))
+		a3 = min(a3, A(q[3]))
 	}
-	return acc
+	for ; i < len(s); i++ {
+		a0 = min(a0, A(s[i]))
+	}
+	return min(min(a0, a1), min(a2, a3))
 }
 
 func minVec[T, A elemNum](acc []A, s []T) {

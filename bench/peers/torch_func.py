@@ -18,11 +18,33 @@ stderr. Usage (Debian's python3-torch is /usr/bin/python3's package):
 import argparse
 import json
 import math
+import os
 import re
 import sys
 import time
 
-import torch
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads and the BLAS threads")
+    ap.add_argument("--run", default="", help="only workloads whose name matches this regex")
+    ap.add_argument("--reps", type=int, default=10, help="timed samples per workload")
+    ap.add_argument("--mintime", type=float, default=1.0, help="total timed seconds per workload")
+    ap.add_argument("--warmup", type=float, default=0.1, help="untimed warm-up seconds per workload")
+    ap.add_argument("--json", default="", help="also write the records to this file")
+    return ap.parse_args()
+
+
+ARGS = parse_args() if __name__ == "__main__" else None
+if ARGS is not None:
+    # Debian's torch does its matrix products in the system BLAS
+    # (OpenBLAS, pthread build), which ignores torch.set_num_threads and
+    # reads its thread count from the environment once, when loaded: set
+    # it before importing torch.
+    os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
+    os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+
+import torch  # noqa: E402  (after the thread environment is set)
 
 TINY_OPS = 100
 CHAIN_N = 1 << 20
@@ -201,15 +223,7 @@ def measure(name, unit, metric, setup, threads, reps, mintime, warmup):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
-    ap.add_argument("--run", default="", help="only workloads whose name matches this regex")
-    ap.add_argument("--reps", type=int, default=10, help="timed samples per workload")
-    ap.add_argument("--mintime", type=float, default=1.0, help="total timed seconds per workload")
-    ap.add_argument("--warmup", type=float, default=0.1, help="untimed warm-up seconds per workload")
-    ap.add_argument("--json", default="", help="also write the records to this file")
-    args = ap.parse_args()
-
+    args = ARGS
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", file=sys.stderr)
     pat = re.compile(args.run)
