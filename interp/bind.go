@@ -50,7 +50,9 @@ func Bind(p *Prim, params any, args ...*Tensor) []*Tensor {
 		return Eval(p, params, args)
 	}
 	defer annotateLevel(top)
-	return top.interp.Process(top, p, params, args)
+	// The interpreter may keep args; the caller's (often a variadic
+	// slice on its stack) stays there on the eager path.
+	return top.interp.Process(top, p, params, append([]*Tensor(nil), args...))
 }
 
 // Bind1 is Bind for a primitive with one result.

@@ -11,6 +11,9 @@ import "github.com/peel-ml/peel/backend"
 // view is visible through the base and every other alias.
 func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	be := evalBackend(p, args)
+	if out, ok := elementwiseAval(p, args); ok {
+		return evalOne(be, p, params, args, out)
+	}
 	outs := Abstract(p, params, args)
 	switch p.Kind {
 	case ViewKind:
@@ -18,25 +21,100 @@ func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	case Mutation:
 		return []*Tensor{evalMutation(be, p, params, args)}
 	}
-	if !be.Has(p.Op) {
-		panic(&Error{Prim: p.Name, Msg: "backend " + be.Name() + " has no kernel for this primitive"})
+	if len(outs) == 1 {
+		return evalOne(be, p, params, args, outs[0])
 	}
-	var inBuf [4]backend.Array
-	in := inBuf[:0]
-	for _, a := range args {
-		in = append(in, a.arr)
-	}
+	checkKernel(be, p)
+	f := newFrame(args)
 	res := make([]*Tensor, len(outs))
-	var outBuf [2]backend.Array
-	out := outBuf[:0]
-	for _, o := range outs {
-		out = append(out, backend.Array{Buf: be.Alloc(o.DType, backend.ShapeSize(o.Shape)), Shape: o.Shape})
+	out := make([]backend.Array, len(outs))
+	for i, o := range outs {
+		out[i] = backend.Array{Buf: be.Alloc(o.DType, backend.ShapeSize(o.Shape)), Shape: o.Shape}
 	}
-	be.Exec(p.Op, params, in, out)
+	be.Exec(p.Op, params, f.ins(len(args)), out)
 	for i, o := range outs {
 		res[i] = &Tensor{shape: o.Shape, dtype: o.DType, arr: out[i], be: be}
 	}
 	return res
+}
+
+// elementwiseAval checks the operands of an elementwise primitive against
+// its rule (data, no allocation) and returns the result's type. It
+// returns false when p is not elementwise or the operands are bad, in
+// which case Abstract runs and reports the error.
+func elementwiseAval(p *Prim, args []*Tensor) (Aval, bool) {
+	r := p.Elementwise
+	if r == nil || len(args) != r.Arity {
+		return Aval{}, false
+	}
+	a0 := args[0]
+	for _, a := range args[1:] {
+		if a.dtype != a0.dtype || !ShapeEqual(a.shape, a0.shape) {
+			return Aval{}, false
+		}
+	}
+	if !r.Accepts(a0.dtype) {
+		return Aval{}, false
+	}
+	d := r.Result
+	if d == backend.Invalid {
+		d = a0.dtype
+	}
+	return Aval{a0.shape, d}, true
+}
+
+func checkKernel(be backend.Backend, p *Prim) {
+	if !be.Has(p.Op) {
+		panic(&Error{Prim: p.Name, Msg: "backend " + be.Name() + " has no kernel for this primitive"})
+	}
+}
+
+// frame holds the operand arrays handed to a kernel: one allocation per
+// call instead of one per slice.
+type frame struct {
+	in  [4]backend.Array
+	out [1]backend.Array
+	big []backend.Array
+}
+
+func newFrame(args []*Tensor) *frame {
+	f := &frame{}
+	if len(args) > len(f.in) {
+		f.big = make([]backend.Array, len(args))
+	}
+	for i, a := range args {
+		if f.big != nil {
+			f.big[i] = a.arr
+		} else {
+			f.in[i] = a.arr
+		}
+	}
+	return f
+}
+
+func (f *frame) ins(n int) []backend.Array {
+	if f.big != nil {
+		return f.big
+	}
+	return f.in[:n]
+}
+
+// result is a one-result Bind answer: the tensor and the slice holding it
+// in one allocation.
+type result struct {
+	t   Tensor
+	res [1]*Tensor
+}
+
+// evalOne runs a pure primitive with one result.
+func evalOne(be backend.Backend, p *Prim, params any, args []*Tensor, o Aval) []*Tensor {
+	checkKernel(be, p)
+	f := newFrame(args)
+	f.out[0] = backend.Array{Buf: be.Alloc(o.DType, backend.ShapeSize(o.Shape)), Shape: o.Shape}
+	be.Exec(p.Op, params, f.ins(len(args)), f.out[:])
+	r := &result{t: Tensor{shape: o.Shape, dtype: o.DType, arr: f.out[0], be: be}}
+	r.res[0] = &r.t
+	return r.res[:]
 }
 
 func evalBackend(p *Prim, args []*Tensor) backend.Backend {

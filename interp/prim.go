@@ -53,6 +53,12 @@ type TransposeRule func(params any, cts []*Tensor, args []*Tensor, linear []bool
 type Prim struct {
 	backend.Op
 	Kind Kind
+	// Elementwise, when set, describes an elementwise primitive as data:
+	// Arity operands of equal shape and one dtype that Accepts admits,
+	// one result of that shape with dtype Result (the operands' dtype when
+	// Result is invalid). Eval checks such operands without calling
+	// Abstract; Abstract must agree with it.
+	Elementwise *ElementwiseRule
 	// Abstract computes the results' shapes and dtypes from the operands'
 	// and the parameters. It panics with *Error on operands the primitive
 	// does not accept. Operands are strict: broadcasting and promotion are
@@ -79,6 +85,14 @@ type Prim struct {
 	// NonDifferentiable marks primitives whose outputs have zero tangents
 	// (comparisons, argmax, floor, …).
 	NonDifferentiable bool
+}
+
+// ElementwiseRule is the shape and dtype rule of an elementwise primitive,
+// as data.
+type ElementwiseRule struct {
+	Arity   int
+	Accepts func(DType) bool
+	Result  DType
 }
 
 // String returns the primitive's name.

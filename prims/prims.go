@@ -45,11 +45,13 @@ func checkClass(c dclass, a aval) {
 func one(a aval) []aval { return []aval{a} }
 
 func unary(name string, c dclass) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(_ any, in []aval) []aval {
+	p := interp.NewPrim(name, interp.Pure, func(_ any, in []aval) []aval {
 		checkArity(in, 1)
 		checkClass(c, in[0])
 		return one(in[0])
 	})
+	p.Elementwise = &interp.ElementwiseRule{Arity: 1, Accepts: c.accepts}
+	return p
 }
 
 func checkArity(in []aval, n int) {
@@ -66,19 +68,26 @@ func sameAvals(in []aval) {
 	}
 }
 
-func binary(name string, c dclass, result func(backend.DType) backend.DType) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(_ any, in []aval) []aval {
+// binary registers an elementwise binary primitive whose result has the
+// operands' dtype, or result when it is valid.
+func binary(name string, c dclass, result backend.DType) *interp.Prim {
+	p := interp.NewPrim(name, interp.Pure, func(_ any, in []aval) []aval {
 		checkArity(in, 2)
 		sameAvals(in)
 		checkClass(c, in[0])
-		if result != nil {
-			return one(aval{Shape: in[0].Shape, DType: result(in[0].DType)})
+		if result.IsValid() {
+			return one(aval{Shape: in[0].Shape, DType: result})
 		}
 		return one(in[0])
 	})
+	p.Elementwise = &interp.ElementwiseRule{Arity: 2, Accepts: c.accepts, Result: result}
+	return p
 }
 
-func toBool(backend.DType) backend.DType { return backend.Bool }
+const (
+	sameType = backend.Invalid
+	toBool   = backend.Bool
+)
 
 // inplace registers the mutation primitive dst ← pure(dst, src).
 func inplace(pure *interp.Prim) *interp.Prim {
@@ -120,17 +129,17 @@ var (
 
 // Elementwise binary primitives. Operands have equal shapes and dtypes.
 var (
-	Add   = binary("add", numeric, nil)
-	Sub   = binary("sub", numeric, nil)
-	Mul   = binary("mul", numeric, nil)
-	Div   = binary("div", numeric, nil) // integer division truncates toward zero
-	Pow   = binary("pow", numeric, nil)
-	Max   = binary("max", anyType, nil) // NaN propagates
-	Min   = binary("min", anyType, nil)
-	Rem   = binary("rem", numeric, nil) // sign of the dividend, like C's fmod
-	Atan2 = binary("atan2", floats, nil)
-	And   = binary("and", logical, nil)
-	Or    = binary("or", logical, nil)
+	Add   = binary("add", numeric, sameType)
+	Sub   = binary("sub", numeric, sameType)
+	Mul   = binary("mul", numeric, sameType)
+	Div   = binary("div", numeric, sameType) // integer division truncates toward zero
+	Pow   = binary("pow", numeric, sameType)
+	Max   = binary("max", anyType, sameType) // NaN propagates
+	Min   = binary("min", anyType, sameType)
+	Rem   = binary("rem", numeric, sameType) // sign of the dividend, like C's fmod
+	Atan2 = binary("atan2", floats, sameType)
+	And   = binary("and", logical, sameType)
+	Or    = binary("or", logical, sameType)
 	Eq    = binary("eq", anyType, toBool)
 	Ne    = binary("ne", anyType, toBool)
 	Lt    = binary("lt", anyType, toBool)
