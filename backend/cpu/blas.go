@@ -6,3 +6,6 @@ package cpu
 // pure Go BLAS) in the default build, "openblas" when built with
 // -tags openblas.
 func BLAS() string { return "gonum" }
+
+// setBLASThreads is a no-op: gonum's BLAS splits work across GOMAXPROCS.
+func setBLASThreads(int) {}

@@ -2,13 +2,12 @@
 
 package cpu
 
-// #cgo LDFLAGS: -lopenblas
-import "C"
-
 import (
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/netlib/blas/netlib"
+
+	"github.com/peel-ml/peel/backend/cpu/internal/openblaslink"
 )
 
 // With -tags openblas, dot_general's GEMMs go through cgo to OpenBLAS
@@ -22,3 +21,6 @@ func init() {
 // pure Go BLAS) in the default build, "openblas" when built with
 // -tags openblas.
 func BLAS() string { return "openblas" }
+
+// setBLASThreads makes OpenBLAS use n threads, as the kernels do.
+func setBLASThreads(n int) { openblaslink.SetThreads(n) }

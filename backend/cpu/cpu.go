@@ -95,8 +95,12 @@ func init() {
 }
 
 // SetThreads sets how many goroutines large kernels split their work
-// across; n ≤ 0 means runtime.GOMAXPROCS(0), the default.
-func SetThreads(n int) { threads.Store(int64(n)) }
+// across, and with -tags openblas how many threads OpenBLAS uses; n ≤ 0
+// means runtime.GOMAXPROCS(0), the default.
+func SetThreads(n int) {
+	threads.Store(int64(n))
+	setBLASThreads(Threads())
+}
 
 // Threads returns the number of goroutines large kernels use.
 func Threads() int {

@@ -69,9 +69,6 @@ func run(runRE string, reps int, minTime, warmup time.Duration, threadList, json
 
 	fmt.Printf("peelbench: %s %s/%s, %d CPUs, BLAS %s, %d reps, mintime %v\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpu.BLAS(), reps, minTime)
-	if cpu.BLAS() == "openblas" {
-		fmt.Println("note: OpenBLAS picks its own thread count (OPENBLAS_NUM_THREADS), whatever -threads says")
-	}
 	var recs []bench.Record
 	failed := 0
 	for _, n := range counts {
