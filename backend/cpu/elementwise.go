@@ -897,6 +897,16 @@ func vvScalar(vv func(d []bool, a, b []bool), d []bool, t []bool, s bool, scalar
 	}
 }
 
+// withSIMD returns the SIMD loop vec (simd_amd64.go) where the CPU runs it
+// and the portable loop otherwise. The float add, sub, mul and div SIMD
+// loops are exact IEEE operations, bit-identical to the portable ones.
+func withSIMD[F any](vec, loop F) F {
+	if haveSIMD {
+		return vec
+	}
+	return loop
+}
+
 func numericArith[T elemNum](vv func(d, a, b []T), vs func(d, a []T, s T), sv func(d []T, s T, b []T)) binLoops[T, T] {
 	if sv == nil {
 		sv = swapVS(vs)
@@ -928,23 +938,27 @@ func init() {
 
 	registerArith(prims.Add, costCheap, binOp[bool, int64, float32, float64]{
 		i:   numericArith(addVV[int64], addVS[int64], nil),
-		f32: numericArith(addVV[float32], addVS[float32], nil),
-		f64: numericArith(addVV[float64], addVS[float64], nil),
+		f32: numericArith(withSIMD(addVV32Vec, addVV[float32]), withSIMD(addVS32Vec, addVS[float32]), nil),
+		f64: numericArith(withSIMD(addVV64Vec, addVV[float64]), withSIMD(addVS64Vec, addVS[float64]), nil),
 	})
 	registerArith(prims.Sub, costCheap, binOp[bool, int64, float32, float64]{
-		i:   numericArith(subVV[int64], subVS[int64], subSV[int64]),
-		f32: numericArith(subVV[float32], subVS[float32], subSV[float32]),
-		f64: numericArith(subVV[float64], subVS[float64], subSV[float64]),
+		i: numericArith(subVV[int64], subVS[int64], subSV[int64]),
+		f32: numericArith(withSIMD(subVV32Vec, subVV[float32]), withSIMD(subVS32Vec, subVS[float32]),
+			withSIMD(subSV32Vec, subSV[float32])),
+		f64: numericArith(withSIMD(subVV64Vec, subVV[float64]), withSIMD(subVS64Vec, subVS[float64]),
+			withSIMD(subSV64Vec, subSV[float64])),
 	})
 	registerArith(prims.Mul, costCheap, binOp[bool, int64, float32, float64]{
 		i:   numericArith(mulVV[int64], mulVS[int64], nil),
-		f32: numericArith(mulVV[float32], mulVS[float32], nil),
-		f64: numericArith(mulVV[float64], mulVS[float64], nil),
+		f32: numericArith(withSIMD(mulVV32Vec, mulVV[float32]), withSIMD(mulVS32Vec, mulVS[float32]), nil),
+		f64: numericArith(withSIMD(mulVV64Vec, mulVV[float64]), withSIMD(mulVS64Vec, mulVS[float64]), nil),
 	})
 	registerArith(prims.Div, costCheap, binOp[bool, int64, float32, float64]{
-		i:   numericArith(divIVV, divIVS, divISV),
-		f32: numericArith(divVV[float32], divVS[float32], divSV[float32]),
-		f64: numericArith(divVV[float64], divVS[float64], divSV[float64]),
+		i: numericArith(divIVV, divIVS, divISV),
+		f32: numericArith(withSIMD(divVV32Vec, divVV[float32]), withSIMD(divVS32Vec, divVS[float32]),
+			withSIMD(divSV32Vec, divSV[float32])),
+		f64: numericArith(withSIMD(divVV64Vec, divVV[float64]), withSIMD(divVS64Vec, divVS[float64]),
+			withSIMD(divSV64Vec, divSV[float64])),
 	})
 	registerArith(prims.Rem, costMath, binOp[bool, int64, float32, float64]{
 		i:   numericArith(remIVV, remIVS, remISV),

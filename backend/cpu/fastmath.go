@@ -4,9 +4,14 @@ import "math"
 
 // Fast float32 transcendental functions.
 //
-// Each loop converts its float32 operand to float64, evaluates a range
-// reduction and a short polynomial or rational approximation in float64
-// arithmetic, and rounds once to float32. Scalar float64 arithmetic costs
+// exp, logistic and tanh run as AVX2+FMA assembly on CPUs that have it
+// (simd_amd64.s: float32 evaluation with FMA, 8 lanes, also within 1 ulp
+// over every float32 input); the scalar loops below are the portable
+// path, used on other CPUs and under the purego build tag.
+//
+// Each scalar loop converts its float32 operand to float64, evaluates a
+// range reduction and a short polynomial or rational approximation in
+// float64 arithmetic, and rounds once to float32. Scalar float64 arithmetic costs
 // the same as float32 arithmetic, keeps the evaluation's rounding error
 // far below a float32 ulp, and handles float32 subnormal results and
 // overflow for free: the float64 value is normal, and the final
@@ -121,8 +126,18 @@ func clampAbs(x, lim float32) float32 {
 	return x
 }
 
-// exp32Loop sets d[i] = e^a[i]. len(a) ≥ len(d).
+// exp32Loop sets d[i] = e^a[i], with the SIMD kernel where the CPU has one
+// (simd_amd64.go) and exp32Scalar otherwise. len(a) ≥ len(d).
 func exp32Loop(d, a []float32) {
+	if haveSIMD {
+		exp32Vec(d, a)
+		return
+	}
+	exp32Scalar(d, a)
+}
+
+// exp32Scalar sets d[i] = e^a[i]. len(a) ≥ len(d).
+func exp32Scalar(d, a []float32) {
 	a = a[:len(d)]
 	for i, x := range a {
 		if math.Float32bits(x)&0x7fffffff > expLimitBits { // NaN, ±Inf, |x| > 104
@@ -158,9 +173,20 @@ func expm1Loop32(d, a []float32) {
 	}
 }
 
-// logistic32Loop sets d[i] = 1/(1+e^-a[i]), accurate in relative terms for
-// every input (e^-x is computed directly, with no cancellation).
+// logistic32Loop sets d[i] = 1/(1+e^-a[i]), with the SIMD kernel where
+// the CPU has one (simd_amd64.go) and logistic32Scalar otherwise.
+// len(a) ≥ len(d).
 func logistic32Loop(d, a []float32) {
+	if haveSIMD {
+		logistic32Vec(d, a)
+		return
+	}
+	logistic32Scalar(d, a)
+}
+
+// logistic32Scalar sets d[i] = 1/(1+e^-a[i]), accurate in relative terms for
+// every input (e^-x is computed directly, with no cancellation).
+func logistic32Scalar(d, a []float32) {
 	a = a[:len(d)]
 	for i, x := range a {
 		if math.Float32bits(x)&0x7fffffff > expLimitBits {
@@ -176,8 +202,18 @@ func logistic32Loop(d, a []float32) {
 	}
 }
 
-// tanh32Loop sets d[i] = tanh(a[i]).
+// tanh32Loop sets d[i] = tanh(a[i]), with the SIMD kernel where the CPU
+// has one (simd_amd64.go) and tanh32Scalar otherwise. len(a) ≥ len(d).
 func tanh32Loop(d, a []float32) {
+	if haveSIMD {
+		tanh32Vec(d, a)
+		return
+	}
+	tanh32Scalar(d, a)
+}
+
+// tanh32Scalar sets d[i] = tanh(a[i]). len(a) ≥ len(d).
+func tanh32Scalar(d, a []float32) {
 	a = a[:len(d)]
 	for i, x := range a {
 		if math.Float32bits(x)&0x7fffffff > tanhLimitBits {

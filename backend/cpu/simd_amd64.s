@@ -1,0 +1,569 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX2+FMA kernels over contiguous float32 and float64 slices; see
+// simd_amd64.go for their contracts and simd_test.go for their measured
+// accuracy. Every routine is a leaf working in blocks of one 256-bit
+// vector (8 float32 or 4 float64 lanes). The arithmetic routines are
+// unrolled four times and process whole vectors only (their callers
+// finish the last few elements in Go); the transcendental ones pass their
+// last partial block through a zeroed 32-byte buffer on the stack. No
+// routine reads or writes outside its slices (masked loads and stores,
+// VMASKMOVPS, may fault on masked-out lanes on AMD processors, so they
+// are not used). Y15 and X15 are left alone.
+//
+// Plan 9 operand order is the reverse of Intel's: VSUBPS B, A, D is
+// D = A - B, VFMADD213PS C, B, A is A = B·A + C, VFMADD231PS C, B, A is
+// A = B·C + A and VFNMADD231PS C, B, A is A = A - B·C.
+
+// CONST8 defines a 32-byte read-only constant holding eight copies of the
+// 32-bit pattern bits.
+#define CONST8(name, bits) \
+	DATA name+0(SB)/4, $bits; \
+	DATA name+4(SB)/4, $bits; \
+	DATA name+8(SB)/4, $bits; \
+	DATA name+12(SB)/4, $bits; \
+	DATA name+16(SB)/4, $bits; \
+	DATA name+20(SB)/4, $bits; \
+	DATA name+24(SB)/4, $bits; \
+	DATA name+28(SB)/4, $bits; \
+	GLOBL name(SB), RODATA|NOPTR, $32
+
+// The polynomial coefficients are near-minimax fits computed for peel
+// (Lawson-reweighted least squares in float64 on a dense grid), rounded
+// to float32: expC2…expC6 fit (e^r - 1 - r)/r² on |r| ≤ ln2/2 for
+// relative error 3e-9 in e^r, tanhC0…tanhC4 fit (tanh x - x)/x³ as a
+// polynomial in x² on |x| ≤ 0.55 for relative error 1e-9 in tanh.
+CONST8(absMask<>, 0x7fffffff)
+CONST8(signMask<>, 0x80000000)
+CONST8(one<>, 0x3f800000)        // 1; also 127<<23, the exponent bias of 2^n
+CONST8(two<>, 0x40000000)        // 2
+CONST8(expHi<>, 0x42d00000)      // 104: e^104 overflows float32
+CONST8(expLo<>, 0xc2d00000)      // -104: e^-104 rounds to 0
+CONST8(log2e<>, 0x3fb8aa3b)      // 1/ln2
+CONST8(magic<>, 0x4b400000)      // 1.5·2^23: adding it rounds to an integer
+CONST8(ln2hi<>, 0x3f317218)      // ln2 rounded to float32
+CONST8(ln2lo<>, 0xb102e308)      // ln2 - ln2hi
+CONST8(expC2<>, 0x3efffffe)      // 0.49999994
+CONST8(expC3<>, 0x3e2aaa49)      // 0.16666521
+CONST8(expC4<>, 0x3d2aac79)      // 0.041668389
+CONST8(expC5<>, 0x3c091cec)      // 0.0083687119
+CONST8(expC6<>, 0x3ab5120a)      // 0.0013814580
+CONST8(tanhCut<>, 0x3f0ccccd)    // 0.55: below it tanh uses its odd polynomial
+CONST8(tanhMax<>, 0x41200000)    // 10: tanh rounds to 1 beyond 9.02
+CONST8(tanhC0<>, 0xbeaaaaa5)     // -0.33333316
+CONST8(tanhC1<>, 0x3e088693)     // 0.13332586
+CONST8(tanhC2<>, 0xbd5c943c)     // -0.053852305
+CONST8(tanhC3<>, 0x3cac9e77)     // 0.021071656
+CONST8(tanhC4<>, 0xbbcd97d7)     // -0.0062742042
+
+// LOADTAIL sets Y0 to the CX (1 to 7) float32 at (SI), the other lanes
+// zero, through the 32-byte buffer at (SP). Clobbers AX and BX.
+#define LOADTAIL \
+	VXORPS  Y0, Y0, Y0; \
+	VMOVUPS Y0, (SP); \
+	XORQ    AX, AX; \
+tailIn: \
+	MOVL    (SI)(AX*4), BX; \
+	MOVL    BX, (SP)(AX*4); \
+	INCQ    AX; \
+	CMPQ    AX, CX; \
+	JB      tailIn; \
+	VMOVUPS (SP), Y0
+
+// STORETAIL stores the first CX lanes of Y0 to (DI) through the buffer
+// at (SP). Clobbers AX and BX.
+#define STORETAIL \
+	VMOVUPS Y0, (SP); \
+	XORQ    AX, AX; \
+tailOut: \
+	MOVL    (SP)(AX*4), BX; \
+	MOVL    BX, (DI)(AX*4); \
+	INCQ    AX; \
+	CMPQ    AX, CX; \
+	JB      tailOut
+
+// EXP8 sets Y0 = e^Y0 for Y0 in [-104, 104] or NaN, with Y13 = 1.
+// Clobbers Y1–Y3.
+#define EXP8 \
+	VMOVUPS      magic<>(SB), Y1;         /* Y1 = x/ln2 + magic: n in the low bits */ \
+	VFMADD231PS  log2e<>(SB), Y0, Y1; \
+	VSUBPS       magic<>(SB), Y1, Y2;     /* Y2 = n */ \
+	VFNMADD231PS ln2hi<>(SB), Y2, Y0;     /* x - n·ln2hi (exact) */ \
+	VFNMADD231PS ln2lo<>(SB), Y2, Y0;     /* Y0 = r, |r| ≤ ln2/2 */ \
+	VMOVUPS      expC6<>(SB), Y2; \
+	VFMADD213PS  expC5<>(SB), Y0, Y2; \
+	VFMADD213PS  expC4<>(SB), Y0, Y2; \
+	VFMADD213PS  expC3<>(SB), Y0, Y2; \
+	VFMADD213PS  expC2<>(SB), Y0, Y2;     /* Y2 = Q(r) */ \
+	VMULPS       Y0, Y0, Y3; \
+	VFMADD213PS  Y0, Y3, Y2;              /* Y2 = e^r - 1 */ \
+	VADDPS       Y13, Y2, Y2;             /* e^r */ \
+	VPSUBD       magic<>(SB), Y1, Y1;     /* Y1 = n (int32) */ \
+	VPSRAD       $1, Y1, Y3;              /* Y3 = n1 = n>>1 */ \
+	VPSUBD       Y3, Y1, Y1;              /* Y1 = n2 = n - n1 */ \
+	VPSLLD       $23, Y3, Y3; \
+	VPADDD       Y13, Y3, Y3;             /* 2^n1 */ \
+	VPSLLD       $23, Y1, Y1; \
+	VPADDD       Y13, Y1, Y1;             /* 2^n2 */ \
+	VMULPS       Y3, Y2, Y2;              /* exact */ \
+	VMULPS       Y1, Y2, Y0
+
+// ---------------------------------------------------------------------------
+// Transcendental float32 functions, 8 lanes per block. Each loop body
+// loads a block into Y0 (the last partial block through LOADTAIL, its
+// unused lanes 0), computes in place and stores Y0.
+
+// func tanh32AVX2(d, a []float32)
+//
+// tanh|x| is x + x³·P(x²) below 0.55, P a degree-4 minimax fit, and
+// 1 - 2/(e^2|x| + 1) above, with |x| clamped to 10 and e^2|x| computed as
+// in exp32AVX2 (no overflow or underflow is possible there). Both
+// branches run on every lane and a blend picks one; the sign of x is put
+// back last, so tanh(-0) = -0. NaN lanes take the polynomial branch,
+// which keeps them NaN.
+TEXT ·tanh32AVX2(SB), NOSPLIT, $32-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	VMOVUPS one<>(SB), Y13
+	VMOVUPS two<>(SB), Y14
+
+tanhLoop:
+	CMPQ CX, $8
+	JB   tanhTail
+	VMOVUPS (SI), Y0
+
+tanhBlock:
+	VANDPS absMask<>(SB), Y0, Y1 // Y1 = |x|
+	VXORPS Y1, Y0, Y2            // Y2 = sign bit of x
+
+	// Large branch: E = e^z, z = 2·min(|x|, 10) = n·ln2 + r.
+	VMINPS       tanhMax<>(SB), Y1, Y3
+	VADDPS       Y3, Y3, Y3               // z
+	VMOVUPS      magic<>(SB), Y4
+	VFMADD231PS  log2e<>(SB), Y3, Y4      // Y4 = z/ln2 + magic: n in the low bits
+	VSUBPS       magic<>(SB), Y4, Y5      // Y5 = n
+	VFNMADD231PS ln2hi<>(SB), Y5, Y3      // z - n·ln2hi (exact)
+	VFNMADD231PS ln2lo<>(SB), Y5, Y3      // Y3 = r, |r| ≤ ln2/2
+	VMOVUPS      expC6<>(SB), Y5
+	VFMADD213PS  expC5<>(SB), Y3, Y5
+	VFMADD213PS  expC4<>(SB), Y3, Y5
+	VFMADD213PS  expC3<>(SB), Y3, Y5
+	VFMADD213PS  expC2<>(SB), Y3, Y5      // Y5 = (e^r - 1 - r)/r²
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5               // Y5 = e^r - 1
+	VADDPS       Y13, Y5, Y5              // e^r
+	VPSLLD       $23, Y4, Y4
+	VPADDD       Y13, Y4, Y4              // Y4 = 2^n
+	VMULPS       Y4, Y5, Y5               // E
+	VADDPS       Y13, Y5, Y5              // E + 1
+	VDIVPS       Y5, Y14, Y5              // 2/(E + 1)
+	VSUBPS       Y5, Y13, Y5              // Y5 = 1 - 2/(E + 1)
+
+	// Small branch: |x| + |x|³·P(x²).
+	VMULPS      Y1, Y1, Y6        // t = x²
+	VMOVUPS     tanhC4<>(SB), Y7
+	VFMADD213PS tanhC3<>(SB), Y6, Y7
+	VFMADD213PS tanhC2<>(SB), Y6, Y7
+	VFMADD213PS tanhC1<>(SB), Y6, Y7
+	VFMADD213PS tanhC0<>(SB), Y6, Y7  // Y7 = P(t)
+	VMULPS      Y1, Y6, Y6            // |x|³
+	VFMADD213PS Y1, Y6, Y7            // Y7 = |x|³·P + |x|
+
+	VCMPPS    $9, tanhCut<>(SB), Y1, Y6 // Y6 = !(|x| ≥ 0.55): small or NaN
+	VBLENDVPS Y6, Y7, Y5, Y5
+	VXORPS    Y2, Y5, Y0
+
+	CMPQ CX, $8
+	JB   tanhStoreTail
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     tanhLoop
+
+tanhTail:
+	TESTQ CX, CX
+	JZ    tanhDone
+	LOADTAIL
+	JMP tanhBlock
+
+tanhStoreTail:
+	STORETAIL
+
+tanhDone:
+	VZEROUPPER
+	RET
+
+// func exp32AVX2(d, a []float32)
+//
+// x is clamped to [-104, 104] (keeping NaN), split as n·ln2 + r with
+// n = round(x/ln2) and |r| ≤ ln2/2, e^r = 1 + r + r²·Q(r) with Q a
+// degree-4 minimax fit, and the result scaled by 2^n in two exact
+// factors 2^⌊n/2⌋·2^(n-⌊n/2⌋), so that overflow gives +Inf and results
+// below 2^-126 round once to subnormals or 0.
+TEXT ·exp32AVX2(SB), NOSPLIT, $32-48
+	MOVQ    d_base+0(FP), DI
+	MOVQ    d_len+8(FP), CX
+	MOVQ    a_base+24(FP), SI
+	VMOVUPS expLo<>(SB), Y10
+	VMOVUPS expHi<>(SB), Y11
+	VMOVUPS one<>(SB), Y13
+
+expLoop:
+	CMPQ CX, $8
+	JB   expTail
+	VMOVUPS (SI), Y0
+
+expBlock:
+	VMAXPS Y0, Y10, Y0 // max(-104, x), NaN kept (the second source wins)
+	VMINPS Y0, Y11, Y0 // min(104, x)
+	EXP8
+
+	CMPQ CX, $8
+	JB   expStoreTail
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     expLoop
+
+expTail:
+	TESTQ CX, CX
+	JZ    expDone
+	LOADTAIL
+	JMP expBlock
+
+expStoreTail:
+	STORETAIL
+
+expDone:
+	VZEROUPPER
+	RET
+
+// func logistic32AVX2(d, a []float32)
+//
+// With e = e^-|x| (EXP8, so e is in (0, 1] and never overflows; it may be
+// subnormal), logistic(x) = 1/(1 + e) for x ≥ 0 and e/(1 + e) for x < 0.
+// The division is compensated: 1 + e is split exactly as dh + dl, the
+// quotient q0 = num·(1/dh) is refined by one Newton step against
+// dh + dl, so the only errors left are e's and one final rounding.
+TEXT ·logistic32AVX2(SB), NOSPLIT, $32-48
+	MOVQ    d_base+0(FP), DI
+	MOVQ    d_len+8(FP), CX
+	MOVQ    a_base+24(FP), SI
+	VMOVUPS expHi<>(SB), Y11
+	VMOVUPS one<>(SB), Y13
+
+logisticLoop:
+	CMPQ CX, $8
+	JB   logisticTail
+	VMOVUPS (SI), Y0
+
+logisticBlock:
+	VMOVAPS Y0, Y8                    // x
+	VANDPS  absMask<>(SB), Y0, Y0
+	VMINPS  Y0, Y11, Y0               // min(104, |x|), NaN kept
+	VXORPS  signMask<>(SB), Y0, Y0    // -|x|
+	EXP8                              // Y0 = e
+	VADDPS       Y13, Y0, Y4          // dh = 1 + e
+	VSUBPS       Y13, Y4, Y5          // dh - 1 (exact)
+	VSUBPS       Y5, Y0, Y5           // dl = e - (dh - 1) (exact)
+	VBLENDVPS    Y8, Y0, Y13, Y6      // num = x < 0 ? e : 1 (by the sign bit)
+	VDIVPS       Y4, Y13, Y7          // 1/dh
+	VMULPS       Y7, Y6, Y1           // q0
+	VFNMADD231PS Y4, Y1, Y6           // num - q0·dh
+	VFNMADD231PS Y5, Y1, Y6           // ρ = num - q0·(dh + dl)
+	VFMADD231PS  Y7, Y6, Y1           // q0 + ρ/dh
+	VMOVAPS      Y1, Y0
+
+	CMPQ CX, $8
+	JB   logisticStoreTail
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     logisticLoop
+
+logisticTail:
+	TESTQ CX, CX
+	JZ    logisticDone
+	LOADTAIL
+	JMP logisticBlock
+
+logisticStoreTail:
+	STORETAIL
+
+logisticDone:
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------------------
+// Arithmetic, float32 (LANES 8) and float64 (LANES 4): four vectors (128
+// bytes) per iteration, then single vectors; the len(d) mod LANES last
+// elements are left to the caller. Registers on entry: DI = d, SI = a,
+// DX = b (VV), Y4 = the broadcast scalar (VS, SV), CX = len(d).
+
+// BINVV: d = a OP b.
+#define BINVV(OP, LANES) \
+vvLoop4: \
+	CMPQ    CX, $(4*LANES); \
+	JB      vvLoop1; \
+	VMOVUPS (SI), Y0; \
+	VMOVUPS 32(SI), Y1; \
+	VMOVUPS 64(SI), Y2; \
+	VMOVUPS 96(SI), Y3; \
+	OP      (DX), Y0, Y0; \
+	OP      32(DX), Y1, Y1; \
+	OP      64(DX), Y2, Y2; \
+	OP      96(DX), Y3, Y3; \
+	VMOVUPS Y0, (DI); \
+	VMOVUPS Y1, 32(DI); \
+	VMOVUPS Y2, 64(DI); \
+	VMOVUPS Y3, 96(DI); \
+	ADDQ    $128, SI; \
+	ADDQ    $128, DX; \
+	ADDQ    $128, DI; \
+	SUBQ    $(4*LANES), CX; \
+	JMP     vvLoop4; \
+vvLoop1: \
+	CMPQ    CX, $LANES; \
+	JB      vvDone; \
+	VMOVUPS (SI), Y0; \
+	OP      (DX), Y0, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ    $32, SI; \
+	ADDQ    $32, DX; \
+	ADDQ    $32, DI; \
+	SUBQ    $LANES, CX; \
+	JMP     vvLoop1; \
+vvDone: \
+	VZEROUPPER; \
+	RET
+
+// BINVS: d = a OP s.
+#define BINVS(OP, LANES) \
+vsLoop4: \
+	CMPQ    CX, $(4*LANES); \
+	JB      vsLoop1; \
+	VMOVUPS (SI), Y0; \
+	VMOVUPS 32(SI), Y1; \
+	VMOVUPS 64(SI), Y2; \
+	VMOVUPS 96(SI), Y3; \
+	OP      Y4, Y0, Y0; \
+	OP      Y4, Y1, Y1; \
+	OP      Y4, Y2, Y2; \
+	OP      Y4, Y3, Y3; \
+	VMOVUPS Y0, (DI); \
+	VMOVUPS Y1, 32(DI); \
+	VMOVUPS Y2, 64(DI); \
+	VMOVUPS Y3, 96(DI); \
+	ADDQ    $128, SI; \
+	ADDQ    $128, DI; \
+	SUBQ    $(4*LANES), CX; \
+	JMP     vsLoop4; \
+vsLoop1: \
+	CMPQ    CX, $LANES; \
+	JB      vsDone; \
+	VMOVUPS (SI), Y0; \
+	OP      Y4, Y0, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ    $32, SI; \
+	ADDQ    $32, DI; \
+	SUBQ    $LANES, CX; \
+	JMP     vsLoop1; \
+vsDone: \
+	VZEROUPPER; \
+	RET
+
+// BINSV: d = s OP a.
+#define BINSV(OP, LANES) \
+svLoop4: \
+	CMPQ    CX, $(4*LANES); \
+	JB      svLoop1; \
+	OP      (SI), Y4, Y0; \
+	OP      32(SI), Y4, Y1; \
+	OP      64(SI), Y4, Y2; \
+	OP      96(SI), Y4, Y3; \
+	VMOVUPS Y0, (DI); \
+	VMOVUPS Y1, 32(DI); \
+	VMOVUPS Y2, 64(DI); \
+	VMOVUPS Y3, 96(DI); \
+	ADDQ    $128, SI; \
+	ADDQ    $128, DI; \
+	SUBQ    $(4*LANES), CX; \
+	JMP     svLoop4; \
+svLoop1: \
+	CMPQ    CX, $LANES; \
+	JB      svDone; \
+	OP      (SI), Y4, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ    $32, SI; \
+	ADDQ    $32, DI; \
+	SUBQ    $LANES, CX; \
+	JMP     svLoop1; \
+svDone: \
+	VZEROUPPER; \
+	RET
+
+// func addVV32AVX2(d, a, b []float32)
+TEXT ·addVV32AVX2(SB), NOSPLIT, $0-72
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	BINVV(VADDPS, 8)
+
+// func subVV32AVX2(d, a, b []float32)
+TEXT ·subVV32AVX2(SB), NOSPLIT, $0-72
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	BINVV(VSUBPS, 8)
+
+// func mulVV32AVX2(d, a, b []float32)
+TEXT ·mulVV32AVX2(SB), NOSPLIT, $0-72
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	BINVV(VMULPS, 8)
+
+// func divVV32AVX2(d, a, b []float32)
+TEXT ·divVV32AVX2(SB), NOSPLIT, $0-72
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	BINVV(VDIVPS, 8)
+
+// func addVS32AVX2(d, a []float32, s float32)
+TEXT ·addVS32AVX2(SB), NOSPLIT, $0-52
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSS s+48(FP), Y4
+	BINSV(VADDPS, 8)
+
+// func subVS32AVX2(d, a []float32, s float32)
+TEXT ·subVS32AVX2(SB), NOSPLIT, $0-52
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSS s+48(FP), Y4
+	BINVS(VSUBPS, 8)
+
+// func subSV32AVX2(d, a []float32, s float32)
+TEXT ·subSV32AVX2(SB), NOSPLIT, $0-52
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSS s+48(FP), Y4
+	BINSV(VSUBPS, 8)
+
+// func mulVS32AVX2(d, a []float32, s float32)
+TEXT ·mulVS32AVX2(SB), NOSPLIT, $0-52
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSS s+48(FP), Y4
+	BINSV(VMULPS, 8)
+
+// func divVS32AVX2(d, a []float32, s float32)
+TEXT ·divVS32AVX2(SB), NOSPLIT, $0-52
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSS s+48(FP), Y4
+	BINVS(VDIVPS, 8)
+
+// func divSV32AVX2(d, a []float32, s float32)
+TEXT ·divSV32AVX2(SB), NOSPLIT, $0-52
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSS s+48(FP), Y4
+	BINSV(VDIVPS, 8)
+
+// func addVV64AVX2(d, a, b []float64)
+TEXT ·addVV64AVX2(SB), NOSPLIT, $0-72
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	BINVV(VADDPD, 4)
+
+// func subVV64AVX2(d, a, b []float64)
+TEXT ·subVV64AVX2(SB), NOSPLIT, $0-72
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	BINVV(VSUBPD, 4)
+
+// func mulVV64AVX2(d, a, b []float64)
+TEXT ·mulVV64AVX2(SB), NOSPLIT, $0-72
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	BINVV(VMULPD, 4)
+
+// func divVV64AVX2(d, a, b []float64)
+TEXT ·divVV64AVX2(SB), NOSPLIT, $0-72
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	BINVV(VDIVPD, 4)
+
+// func addVS64AVX2(d, a []float64, s float64)
+TEXT ·addVS64AVX2(SB), NOSPLIT, $0-56
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSD s+48(FP), Y4
+	BINSV(VADDPD, 4)
+
+// func subVS64AVX2(d, a []float64, s float64)
+TEXT ·subVS64AVX2(SB), NOSPLIT, $0-56
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSD s+48(FP), Y4
+	BINVS(VSUBPD, 4)
+
+// func subSV64AVX2(d, a []float64, s float64)
+TEXT ·subSV64AVX2(SB), NOSPLIT, $0-56
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSD s+48(FP), Y4
+	BINSV(VSUBPD, 4)
+
+// func mulVS64AVX2(d, a []float64, s float64)
+TEXT ·mulVS64AVX2(SB), NOSPLIT, $0-56
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSD s+48(FP), Y4
+	BINSV(VMULPD, 4)
+
+// func divVS64AVX2(d, a []float64, s float64)
+TEXT ·divVS64AVX2(SB), NOSPLIT, $0-56
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSD s+48(FP), Y4
+	BINVS(VDIVPD, 4)
+
+// func divSV64AVX2(d, a []float64, s float64)
+TEXT ·divSV64AVX2(SB), NOSPLIT, $0-56
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSD s+48(FP), Y4
+	BINSV(VDIVPD, 4)

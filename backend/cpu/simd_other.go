@@ -1,0 +1,38 @@
+//go:build !amd64 || purego
+
+package cpu
+
+// Portable stand-ins for the SIMD kernels of simd_amd64.go, for other
+// architectures and the purego build tag: haveSIMD is false, so the
+// kernels never call these, and each is the portable loop it would
+// replace.
+
+const haveSIMD = false
+
+func tanh32Vec(d, a []float32)     { tanh32Scalar(d, a) }
+func exp32Vec(d, a []float32)      { exp32Scalar(d, a) }
+func logistic32Vec(d, a []float32) { logistic32Scalar(d, a) }
+
+func addVV32Vec(d, a, b []float32) { addVV(d, a, b) }
+func subVV32Vec(d, a, b []float32) { subVV(d, a, b) }
+func mulVV32Vec(d, a, b []float32) { mulVV(d, a, b) }
+func divVV32Vec(d, a, b []float32) { divVV(d, a, b) }
+
+func addVS32Vec(d, a []float32, s float32)           { addVS(d, a, s) }
+func subVS32Vec(d, a []float32, s float32)           { subVS(d, a, s) }
+func subSV32Vec(d []float32, s float32, b []float32) { subSV(d, s, b) }
+func mulVS32Vec(d, a []float32, s float32)           { mulVS(d, a, s) }
+func divVS32Vec(d, a []float32, s float32)           { divVS(d, a, s) }
+func divSV32Vec(d []float32, s float32, b []float32) { divSV(d, s, b) }
+
+func addVV64Vec(d, a, b []float64) { addVV(d, a, b) }
+func subVV64Vec(d, a, b []float64) { subVV(d, a, b) }
+func mulVV64Vec(d, a, b []float64) { mulVV(d, a, b) }
+func divVV64Vec(d, a, b []float64) { divVV(d, a, b) }
+
+func addVS64Vec(d, a []float64, s float64)           { addVS(d, a, s) }
+func subVS64Vec(d, a []float64, s float64)           { subVS(d, a, s) }
+func subSV64Vec(d []float64, s float64, b []float64) { subSV(d, s, b) }
+func mulVS64Vec(d, a []float64, s float64)           { mulVS(d, a, s) }
+func divVS64Vec(d, a []float64, s float64)           { divVS(d, a, s) }
+func divSV64Vec(d []float64, s float64, b []float64) { divSV(d, s, b) }
