@@ -172,6 +172,7 @@ type Backend interface {
 	// Exec runs op's kernel. in holds the operands, which may be strided;
 	// out holds freshly allocated contiguous arrays of the result shapes
 	// and dtypes, which the kernel fills. params is the primitive's
-	// parameter value.
+	// parameter value. Exec may overwrite the elements of in but must not
+	// retain either slice after it returns.
 	Exec(op Op, params any, in, out []Array)
 }

@@ -1,6 +1,10 @@
 package interp
 
-import "github.com/peel-ml/peel/backend"
+import (
+	"sync"
+
+	"github.com/peel-ml/peel/backend"
+)
 
 // Eval is the eval interpreter: it runs p on concrete operands with their
 // backend's kernel. Bind calls it when no operand is a tracer; interpreters
@@ -32,6 +36,7 @@ func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 		out[i] = backend.Array{Buf: be.Alloc(o.DType, backend.ShapeSize(o.Shape)), Shape: o.Shape}
 	}
 	be.Exec(p.Op, params, f.ins(len(args)), out)
+	f.release()
 	for i, o := range outs {
 		res[i] = &Tensor{shape: o.Shape, dtype: o.DType, arr: out[i], be: be}
 	}
@@ -69,16 +74,19 @@ func checkKernel(be backend.Backend, p *Prim) {
 	}
 }
 
-// frame holds the operand arrays handed to a kernel: one allocation per
-// call instead of one per slice.
+// frame holds the operand arrays handed to a kernel. Frames are recycled
+// through a sync.Pool (per-P caches, no global lock), which the Backend
+// contract allows: Exec does not retain its slices.
 type frame struct {
 	in  [4]backend.Array
 	out [1]backend.Array
 	big []backend.Array
 }
 
+var frames = sync.Pool{New: func() any { return new(frame) }}
+
 func newFrame(args []*Tensor) *frame {
-	f := &frame{}
+	f := frames.Get().(*frame)
 	if len(args) > len(f.in) {
 		f.big = make([]backend.Array, len(args))
 	}
@@ -90,6 +98,12 @@ func newFrame(args []*Tensor) *frame {
 		}
 	}
 	return f
+}
+
+// release clears f's references and returns it to the pool.
+func (f *frame) release() {
+	*f = frame{}
+	frames.Put(f)
 }
 
 func (f *frame) ins(n int) []backend.Array {
@@ -114,6 +128,7 @@ func evalOne(be backend.Backend, p *Prim, params any, args []*Tensor, o Aval) []
 	be.Exec(p.Op, params, f.ins(len(args)), f.out[:])
 	r := &result{t: Tensor{shape: o.Shape, dtype: o.DType, arr: f.out[0], be: be}}
 	r.res[0] = &r.t
+	f.release()
 	return r.res[:]
 }
 

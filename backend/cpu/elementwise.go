@@ -110,6 +110,10 @@ func runUnary[T, R any](p *interp.Prim, f func(d []R, a []T), cost int, d []R, b
 		return
 	}
 	a := buf[x.Offset : x.Offset+n]
+	if serial(n, cost) {
+		f(d, a)
+		return
+	}
 	parallelFor(n, cost, func(lo, hi int) { f(d[lo:hi], a[lo:hi]) })
 }
 
@@ -351,6 +355,10 @@ func runBinary[T, R any](p *interp.Prim, l binLoops[T, R], cost int, d []R, x, y
 		return
 	}
 	xs, ys := isSplatIn(x), isSplatIn(y)
+	if !xs && !ys && serial(n, cost) {
+		l.vv(d, xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n])
+		return
+	}
 	switch {
 	case xs && ys:
 		l.vv(d[:1], xb[x.Offset:x.Offset+1], yb[y.Offset:y.Offset+1])

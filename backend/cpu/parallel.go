@@ -12,13 +12,7 @@ const grain = 1 << 15
 // grain down for expensive per-element work (1 for a cheap op such as
 // add, larger for transcendental functions).
 func parallelFor(n, cost int, body func(lo, hi int)) {
-	if cost < 1 {
-		cost = 1
-	}
-	workers := Threads()
-	if limit := n * cost / grain; limit < workers {
-		workers = limit
-	}
+	workers := workersFor(n, cost)
 	if workers <= 1 {
 		body(0, n)
 		return
@@ -36,3 +30,22 @@ func parallelFor(n, cost int, body func(lo, hi int)) {
 	body(0, min(chunk, n))
 	wg.Wait()
 }
+
+// workersFor returns how many goroutines parallelFor uses for n elements
+// of the given cost.
+func workersFor(n, cost int) int {
+	if cost < 1 {
+		cost = 1
+	}
+	workers := Threads()
+	if limit := n * cost / grain; limit < workers {
+		workers = limit
+	}
+	return workers
+}
+
+// serial reports whether parallelFor would run n elements of the given
+// cost on the calling goroutine. Hot kernels test it first and call their
+// loop directly, because the closure handed to parallelFor is allocated
+// on the heap (it may reach other goroutines).
+func serial(n, cost int) bool { return workersFor(n, cost) <= 1 }
