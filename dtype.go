@@ -198,6 +198,11 @@ func broadcastTo(t *Tensor, shape []int) *Tensor {
 // returning the tensors and the dtype.
 func operands(op string, vals ...any) ([]*Tensor, DType) {
 	d := resultDType(op, vals)
+	return operandsAs(op, d, vals...), d
+}
+
+// operandsAs converts vals to dtype d and broadcasts them to one shape.
+func operandsAs(op string, d DType, vals ...any) []*Tensor {
 	ts := make([]*Tensor, len(vals))
 	shapes := make([][]int, len(vals))
 	for i, v := range vals {
@@ -208,7 +213,7 @@ func operands(op string, vals ...any) ([]*Tensor, DType) {
 	for i := range ts {
 		ts[i] = broadcastTo(ts[i], shape)
 	}
-	return ts, d
+	return ts
 }
 
 // binary applies an elementwise binary primitive with promotion and

@@ -40,21 +40,6 @@ func fill(v float64, like *Tensor) *Tensor {
 	return broadcastTo(constantOn(backendFor(like), v, like.DType()), like.Shape())
 }
 
-// operandsAs converts vals to dtype d and broadcasts them to one shape.
-func operandsAs(op string, d DType, vals ...any) []*Tensor {
-	ts := make([]*Tensor, len(vals))
-	shapes := make([][]int, len(vals))
-	for i, v := range vals {
-		ts[i] = toTensor(v, d)
-		shapes[i] = ts[i].Shape()
-	}
-	shape := broadcastShapes(op, shapes...)
-	for i := range ts {
-		ts[i] = broadcastTo(ts[i], shape)
-	}
-	return ts
-}
-
 // sameTensors returns x and y as tensors when both are non-nil tensors of
 // one dtype and shape (the fast path that needs no promotion).
 func sameTensors(x, y any) (*Tensor, *Tensor, bool) {
@@ -72,14 +57,21 @@ func sameTensors(x, y any) (*Tensor, *Tensor, bool) {
 // arith applies a numeric binary primitive with promotion and
 // broadcasting, rejecting bool operands.
 func arith(op string, p *interp.Prim, x, y any) *Tensor {
+	a, b := numericOperands(op, x, y)
+	return bin(p, a, b)
+}
+
+// numericOperands promotes and broadcasts x and y for an arithmetic
+// function, which bool operands do not take.
+func numericOperands(op string, x, y any) (*Tensor, *Tensor) {
 	if a, b, ok := sameTensors(x, y); ok && a.DType() != Bool {
-		return bin(p, a, b)
+		return a, b
 	}
 	ts, d := operands(op, x, y)
 	if d == Bool {
 		errorf(op, "operands are bool; convert them with AsType(x, peel.Int64) or use the Logical functions")
 	}
-	return bin(p, ts[0], ts[1])
+	return ts[0], ts[1]
 }
 
 // floatBinary applies a floating-point binary primitive; integer and bool
@@ -131,16 +123,7 @@ func Div(x, y any) *Tensor {
 func FloorDiv(x, y any) *Tensor {
 	const op = "peel.FloorDiv"
 	defer interp.Annotate(op)
-	var a, b *Tensor
-	if s, t, ok := sameTensors(x, y); ok && s.DType() != Bool {
-		a, b = s, t
-	} else {
-		ts, d := operands(op, x, y)
-		if d == Bool {
-			errorf(op, "operands are bool; convert them with AsType(x, peel.Int64)")
-		}
-		a, b = ts[0], ts[1]
-	}
+	a, b := numericOperands(op, x, y)
 	if a.DType().IsFloat() {
 		return un(prims.Floor, bin(prims.Div, a, b))
 	}
@@ -174,16 +157,7 @@ func Rem(x, y any) *Tensor {
 func Mod(x, y any) *Tensor {
 	const op = "peel.Mod"
 	defer interp.Annotate(op)
-	var a, b *Tensor
-	if s, t, ok := sameTensors(x, y); ok && s.DType() != Bool {
-		a, b = s, t
-	} else {
-		ts, d := operands(op, x, y)
-		if d == Bool {
-			errorf(op, "operands are bool; convert them with AsType(x, peel.Int64)")
-		}
-		a, b = ts[0], ts[1]
-	}
+	a, b := numericOperands(op, x, y)
 	r, fix := floorFix(a, b)
 	return interp.Bind1(prims.Select, nil, fix, bin(prims.Add, r, b), r)
 }
