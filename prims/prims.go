@@ -167,6 +167,10 @@ var (
 // Copy returns a fresh copy of its operand (materializing views).
 var Copy = unary("copy", anyType)
 
+// StopGradient is the identity on values whose tangent is zero: autodiff
+// treats its result as a constant.
+var StopGradient = unary("stop_gradient", anyType)
+
 // CopyInPlace is the mutation dst ← src (copy_). src has dst's shape and
 // dtype.
 var CopyInPlace = func() *interp.Prim {

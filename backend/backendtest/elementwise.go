@@ -53,6 +53,7 @@ var unaryOps = []unaryOp{
 	{prim: prims.Erf, kind: transcOp, f: math.Erf, cond: func(x, y float64) float64 { return x * 2 / math.SqrtPi * math.Exp(-x*x) }, vals: saturatingValues},
 	{prim: prims.Not, i: func(x int64) int64 { return ^x }, b: func(x bool) bool { return !x }, vals: bitValues},
 	{prim: prims.Copy, f: func(x float64) float64 { return x }, i: func(x int64) int64 { return x }, b: func(x bool) bool { return x }, vals: copyValues, signedZero: true},
+	{prim: prims.StopGradient, f: func(x float64) float64 { return x }, i: func(x int64) int64 { return x }, b: func(x bool) bool { return x }, vals: copyValues, signedZero: true},
 }
 
 // Value sets of the unary primitives.

@@ -943,6 +943,7 @@ func init() {
 	registerUnary(prims.Erf, costHeavy, unaryLoops{f32: erfLoop[float32], f64: erfLoop[float64]})
 	registerUnary(prims.Not, costCheap, unaryLoops{b: notBoolLoop, i: notIntLoop})
 	registerUnary(prims.Copy, costCheap, unaryLoops{b: copyLoop[bool], i: copyLoop[int64], f32: copyLoop[float32], f64: copyLoop[float64]})
+	registerUnary(prims.StopGradient, costCheap, unaryLoops{b: copyLoop[bool], i: copyLoop[int64], f32: copyLoop[float32], f64: copyLoop[float64]})
 
 	registerArith(prims.Add, costCheap, binOp[bool, int64, float32, float64]{
 		i:   numericArith(addVV[int64], addVS[int64], nil),
