@@ -38,7 +38,7 @@ type Workload struct {
 // Workloads returns every workload, peel's first, each followed by the
 // references it is compared with.
 func Workloads() []Workload {
-	return []Workload{
+	return append([]Workload{
 		tinyChain(),
 		chain1M(peel.Float32),
 		chain1M(peel.Float64),
@@ -47,7 +47,7 @@ func Workloads() []Workload {
 		matmul(peel.Float64, false),
 		matmul(peel.Float32, true),
 		matmul(peel.Float64, true),
-	}
+	}, autodiffWorkloads()...)
 }
 
 // perOp returns a metric of ns per op for ops ops per run.

@@ -14,6 +14,12 @@ import (
 // primitives write into the destination's buffer, so a mutation through a
 // view is visible through the base and every other alias.
 func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
+	if p.Impl != nil {
+		return p.Impl(params, args)
+	}
+	if p.NoEval != "" {
+		panic(&Error{Prim: p.Name, Msg: p.NoEval})
+	}
 	be := evalBackend(p, args)
 	if out, ok := elementwiseAval(p, args); ok {
 		return evalOne(be, p, params, args, out)
@@ -183,6 +189,11 @@ func Contiguous(x *Tensor) *Tensor {
 
 func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tensor {
 	dst := args[0]
+	if base := BaseOf(dst); base.watchers != nil {
+		for _, s := range base.watchers {
+			s.beforeWrite(base)
+		}
+	}
 	if dst.arr.Overlaps() {
 		panic(&Error{Prim: p.Name, Msg: "the destination is a broadcast view: more than one of its elements refers to the same memory location (clone it before writing)", Operands: []string{dst.TypeString()}})
 	}

@@ -69,6 +69,15 @@ type Prim struct {
 	// strided view exists (a reshape of a non-contiguous array); eval then
 	// copies the operand first.
 	ViewArray func(params any, a backend.Array) (view backend.Array, ok bool)
+	// Impl, when set, defines the primitive as a composite: a function of
+	// other primitives applied with Bind. Eval runs it instead of a
+	// kernel, and an interpreter with no rule for the primitive calls it
+	// with its own tracers (it decomposes the primitive). Abstract is not
+	// consulted for such primitives.
+	Impl func(params any, args []*Tensor) []*Tensor
+	// NoEval, when set, is why Eval refuses the primitive: it only exists
+	// to be transformed (a linear map that only has a transpose rule).
+	NoEval string
 	// Pure, for mutation primitives, is the out-of-place primitive with
 	// the same operands: dst ← Pure(dst, srcs…). When DropsDst is set the
 	// destination is not an operand of Pure: dst ← Pure(srcs…).

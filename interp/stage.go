@@ -1,5 +1,22 @@
 package interp
 
+import (
+	"reflect"
+
+	"github.com/peel-ml/peel/backend"
+)
+
+// bufferID identifies a buffer's storage: the address of its first
+// element for slice-backed buffers, the pointer for pointer-backed ones.
+func bufferID(b backend.Buffer) uintptr {
+	v := reflect.ValueOf(b)
+	switch v.Kind() {
+	case reflect.Slice, reflect.Pointer:
+		return v.Pointer()
+	}
+	return 0
+}
+
 // stager is the staging interpreter: it records every primitive applied to
 // its tracers into a Graph instead of executing it.
 type stager struct {
@@ -10,6 +27,11 @@ type stager struct {
 	// viewed holds the tensors views were taken of while staging: an
 	// in-place write into one would have to update its views.
 	viewed map[*Tensor]bool
+	// constVersion is the content version each constant was lifted at.
+	constVersion map[*Tensor]uint64
+	// watched are the bases of concrete constants, which tell this
+	// stager before an in-place write changes their buffer.
+	watched []*Tensor
 }
 
 // stageTracer is the payload of a tensor being staged: the graph var that
@@ -30,18 +52,71 @@ func (s *stager) newVar(a Aval) *Var {
 // varOf returns the var holding t at this level, lifting lower-level
 // tensors (concrete values or tracers of enclosing transforms) to
 // constants.
+//
+// A constant is recorded by content, not by box: the graph keeps a new
+// box holding t's current content, so a later Rebind of t (an
+// interpreter's out-of-place mutation) does not change the graph, and a
+// later in-place write into t's buffer at eval level first makes the graph
+// keep a copy (see beforeWrite).
 func (s *stager) varOf(t *Tensor) *Var {
 	if st, ok := t.tr.(*stageTracer); ok && st.s == s {
 		return st.v
 	}
-	if v, ok := s.consts[t]; ok {
+	if v, ok := s.consts[t]; ok && s.constVersion[t] == t.version {
 		return v
 	}
 	v := s.newVar(t.Aval())
 	s.consts[t] = v
+	s.constVersion[t] = t.version
 	s.g.Consts = append(s.g.Consts, v)
-	s.g.ConstVals = append(s.g.ConstVals, t)
+	s.g.ConstVals = append(s.g.ConstVals, t.NewBox())
+	if t.tr == nil {
+		base := BaseOf(t)
+		base.watchers = append(base.watchers, s)
+		s.watched = append(s.watched, base)
+	}
 	return v
+}
+
+// beforeWrite is called before an in-place write into base's buffer: the
+// constants sharing that buffer are replaced by copies of their current
+// values.
+func (s *stager) beforeWrite(base *Tensor) {
+	for i, c := range s.g.ConstVals {
+		if c.tr == nil && sameStorage(c, base) {
+			s.g.ConstVals[i] = copyOf(c)
+		}
+	}
+}
+
+// sameStorage reports whether the concrete tensor c may share base's
+// buffer (same backend buffer value).
+func sameStorage(c, base *Tensor) bool {
+	return c.be == base.be && c.arr.Buf != nil && base.arr.Buf != nil && bufferID(c.arr.Buf) == bufferID(base.arr.Buf)
+}
+
+// copyOf returns a concrete copy of c in a fresh buffer.
+func copyOf(c *Tensor) *Tensor {
+	dst := backend.Array{Buf: c.be.Alloc(c.dtype, c.Size()), Shape: c.shape}
+	c.be.Copy(dst, c.arr)
+	return &Tensor{shape: c.shape, dtype: c.dtype, arr: dst, be: c.be}
+}
+
+// unwatch removes s from the watchers of the bases it watched.
+func (s *stager) unwatch() {
+	for _, b := range s.watched {
+		ws := b.watchers[:0]
+		for _, w := range b.watchers {
+			if w != s {
+				ws = append(ws, w)
+			}
+		}
+		if len(ws) == 0 {
+			ws = nil
+		}
+		b.watchers = ws
+	}
+	s.watched = nil
 }
 
 func (s *stager) tracer(v *Var) *Tensor {
@@ -50,6 +125,9 @@ func (s *stager) tracer(v *Var) *Tensor {
 
 // Process records p applied to args and returns tracers for the results.
 func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tensor {
+	if p.Impl != nil {
+		return p.Impl(params, args)
+	}
 	outs := Abstract(p, params, args)
 	if p.Kind == Mutation {
 		dst := args[0]
@@ -88,15 +166,26 @@ func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tenso
 // mutates a tensor it did not compute or writes through a view (wrap such
 // functions in Functionalize), or reads a traced value's data.
 func Trace(f func(args []*Tensor) []*Tensor, example []*Tensor) *Graph {
-	s := &stager{g: &Graph{}, consts: map[*Tensor]*Var{}, viewed: map[*Tensor]bool{}}
-	s.level = NewLevel("trace", s)
-	defer s.level.End()
-	in := make([]*Tensor, len(example))
+	avals := make([]Aval, len(example))
 	for i, x := range example {
 		if x == nil {
 			panic(&Error{Ops: []string{"interp.Trace"}, Msg: "example argument " + itoa(i) + " is nil"})
 		}
-		v := s.newVar(x.Aval())
+		avals[i] = x.Aval()
+	}
+	return TraceAvals("trace", f, avals)
+}
+
+// TraceAvals is Trace for arguments given by shape and dtype; name is the
+// transform named in errors raised at the staging level.
+func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval) *Graph {
+	s := &stager{g: &Graph{}, consts: map[*Tensor]*Var{}, viewed: map[*Tensor]bool{}, constVersion: map[*Tensor]uint64{}}
+	s.level = NewLevel(name, s)
+	defer s.level.End()
+	defer s.unwatch()
+	in := make([]*Tensor, len(avals))
+	for i, a := range avals {
+		v := s.newVar(a)
 		s.g.In = append(s.g.In, v)
 		in[i] = s.tracer(v)
 	}

@@ -83,6 +83,11 @@ type Tensor struct {
 	view *View
 	// gen counts mutations of this tensor when it is a base of views.
 	gen uint64
+	// version counts Rebinds: a change of content.
+	version uint64
+	// watchers are staging levels holding this base's buffer as a graph
+	// constant; an in-place write at eval level lets them copy it first.
+	watchers []*stager
 }
 
 // View records how a view tensor was made from its base, so interpreters
@@ -164,6 +169,13 @@ func (t *Tensor) Generation() uint64 { return t.gen }
 // BumpGeneration records a mutation of base t.
 func (t *Tensor) BumpGeneration() { t.gen++ }
 
+// NewBox returns a new box holding t's current content (concrete array or
+// tracer), without t's view record. Interpreters that adopt a box use it
+// to keep the content the box had below their level.
+func (t *Tensor) NewBox() *Tensor {
+	return &Tensor{shape: t.shape, dtype: t.dtype, arr: t.arr, be: t.be, tr: t.tr}
+}
+
 // Rebind replaces t's content with src's content (concrete array or
 // tracer). It is how a mutation performed out of place by an interpreter
 // becomes visible through the box t. The logical shape and dtype must
@@ -173,6 +185,7 @@ func (t *Tensor) Rebind(src *Tensor) {
 		panic(Errorf("rebind: shape or dtype changes from %s to %s", t.TypeString(), src.TypeString()))
 	}
 	t.arr, t.be, t.tr = src.arr, src.be, src.tr
+	t.version++
 }
 
 func (t *Tensor) tracedReadError(what string) *Error {

@@ -153,6 +153,103 @@ def matmul(dtype):
     return setup
 
 
+def tiny_chain_grad():
+    from functorch import grad
+    g = torch.Generator().manual_seed(1)
+    x0 = torch.rand(8, generator=g, dtype=torch.float64) * 2 - 1
+    a = torch.rand(8, generator=g, dtype=torch.float64) + 0.5
+    b = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
+    c = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
+    out = [None]
+
+    def chain(x):
+        for i in range(TINY_OPS):
+            k = i % 4
+            if k == 0:
+                x = torch.mul(x, a)
+            elif k == 1:
+                x = torch.add(x, b)
+            elif k == 2:
+                x = torch.tanh(x)
+            else:
+                x = torch.sub(x, c)
+        return x.sum()
+
+    gf = grad(chain)
+
+    def run():
+        out[0] = gf(x0)
+
+    def check():
+        av, bv, cv = a.tolist(), b.tolist(), c.tolist()
+        want = []
+        for j, v in enumerate(x0.tolist()):
+            d = 1.0
+            for i in range(TINY_OPS):
+                k = i % 4
+                if k == 0:
+                    v *= av[j]
+                    d *= av[j]
+                elif k == 1:
+                    v += bv[j]
+                elif k == 2:
+                    v = math.tanh(v)
+                    d *= 1 - v * v
+                else:
+                    v -= cv[j]
+            want.append(d)
+        compare(out[0].tolist(), want, 1e-10, 1e-12)
+
+    return run, check
+
+
+JAC_N = 32
+
+
+def tanh_wv():
+    g = torch.Generator().manual_seed(7)
+    w = (torch.rand(JAC_N, JAC_N, generator=g, dtype=torch.float64) - 0.5) * 0.6
+    v = torch.rand(JAC_N, generator=g, dtype=torch.float64) * 2 - 1
+    return w, v
+
+
+def jacobian(kind):
+    def setup():
+        import functorch
+        w, v = tanh_wv()
+        jf = getattr(functorch, kind)(lambda v: torch.tanh(w @ v))
+        out = [None]
+
+        def run():
+            out[0] = jf(v)
+
+        def check():
+            t = torch.tanh(w @ v)
+            want = ((1 - t * t)[:, None] * w).flatten().tolist()
+            compare(out[0].flatten().tolist(), want, 1e-10, 1e-12)
+
+        return run, check
+    return setup
+
+
+def hessian():
+    import functorch
+    w, v = tanh_wv()
+    hf = functorch.hessian(lambda v: (torch.tanh(w @ v) ** 2).sum())
+    out = [None]
+
+    def run():
+        out[0] = hf(v)
+
+    def check():
+        t = torch.tanh(w @ v)
+        t2 = t * t
+        want = (w.T @ torch.diag(2 * (1 - t2) * (1 - 3 * t2)) @ w).flatten().tolist()
+        compare(out[0].flatten().tolist(), want, 1e-9, 1e-11)
+
+    return run, check
+
+
 def compare(got, want, rtol, atol):
     for i, (g, w) in enumerate(zip(got, want)):
         if not abs(g - w) <= atol + rtol * abs(w):
@@ -167,6 +264,10 @@ WORKLOADS = [
     ("copy_1m_f32", "ns/elem", lambda ns: ns / CHAIN_N, copy_1m),
     ("matmul512_f32", "GFLOPS", lambda ns: 2 * MAT_N**3 / ns, matmul(torch.float32)),
     ("matmul512_f64", "GFLOPS", lambda ns: 2 * MAT_N**3 / ns, matmul(torch.float64)),
+    ("tiny_chain_100_grad", "ns/op", lambda ns: ns / TINY_OPS, tiny_chain_grad),
+    ("jacrev_32", "µs", lambda ns: ns / 1e3, jacobian("jacrev")),
+    ("jacfwd_32", "µs", lambda ns: ns / 1e3, jacobian("jacfwd")),
+    ("hessian_32", "µs", lambda ns: ns / 1e3, hessian),
 ]
 
 

@@ -1,0 +1,297 @@
+package transforms
+
+import (
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// call flattens f: A → B into a function over leaves.
+func flatFn[A, B any](op string, f func(A) B, inDef *treeDef, outDef **treeDef) func([]*T) []*T {
+	return func(leaves []*T) []*T {
+		a := inDef.unflatten(leaves).Interface().(A)
+		out, def := flatten(op, f(a))
+		if outDef != nil {
+			*outDef = def
+		}
+		return out
+	}
+}
+
+func build[A any](def *treeDef, leaves []*T) A {
+	return def.unflatten(leaves).Interface().(A)
+}
+
+// checkFloatLeaves panics with *Error naming op if a leaf to be
+// differentiated is not a float tensor.
+func checkFloatLeaves(op string, leaves []*T) {
+	for i, l := range leaves {
+		if !l.DType().IsFloat() {
+			treeErrorf(op, "cannot differentiate with respect to leaf %d of dtype %v (%s): only float tensors have derivatives; convert it with peel.AsType or pass it as an argument that is not differentiated", i, l.DType(), l.TypeString())
+		}
+	}
+}
+
+func ones(a interp.Aval) *T {
+	return peel.AsType(peel.Full(1, peel.Float64, a.Shape...), a.DType)
+}
+
+// fillZeros replaces nil (symbolic zero) cotangents with zero tensors.
+func fillZeros(cts []*T, like []interp.Aval) []*T {
+	for i, c := range cts {
+		if c == nil {
+			cts[i] = zeros(like[i])
+		}
+	}
+	return cts
+}
+
+// valueAndGrad is the core of Grad and its variants: the scalar output of
+// f at leaves and its gradient with respect to every leaf.
+func valueAndGrad(op string, f func([]*T) []*T, leaves []*T) (*T, []*T) {
+	checkFloatLeaves(op, leaves)
+	scalar := func(in []*T) []*T {
+		outs := f(in)
+		o := outs[0]
+		if o.Rank() != 0 || !o.DType().IsFloat() {
+			treeErrorf(op, "the function must return a scalar float tensor, not %s; for other outputs use VJP or Jacrev", o.TypeString())
+		}
+		return outs
+	}
+	lin := linearizeFlat("grad", scalar, leaves)
+	out := lin.outs[0]
+	cts := lin.transpose([]*T{ones(out.Aval())})
+	return out, fillZeros(cts[:len(leaves)], lin.in)
+}
+
+// Grad returns a function computing the gradient of f, whose result must
+// be a scalar float tensor, with respect to its argument: a tree (a
+// tensor, or slices, arrays, string-keyed maps and structs of them) whose
+// tensors are all float. The gradient has the argument's structure.
+//
+// The function Grad returns panics with *peel.Error when f's result is not
+// a scalar float tensor (use VJP or Jacrev), when a leaf of the argument
+// is not a float tensor, or when f misuses a tensor.
+func Grad[A any](f func(A) *peel.Tensor) func(A) A {
+	return func(x A) A {
+		_, g := ValueAndGrad(f)(x)
+		return g
+	}
+}
+
+// ValueAndGrad is Grad that also returns f's value.
+func ValueAndGrad[A any](f func(A) *peel.Tensor) func(A) (*peel.Tensor, A) {
+	return func(x A) (*peel.Tensor, A) {
+		const op = "transforms.Grad"
+		leaves, def := flatten(op, x)
+		fl := func(in []*T) []*T { return []*T{f(build[A](def, in))} }
+		v, g := valueAndGrad(op, fl, leaves)
+		return v, build[A](def, g)
+	}
+}
+
+// GradAux is Grad for a function that also returns auxiliary data (JAX's
+// has_aux), which is returned as computed and not differentiated.
+func GradAux[A, X any](f func(A) (*peel.Tensor, X)) func(A) (A, X) {
+	return func(x A) (A, X) {
+		const op = "transforms.GradAux"
+		leaves, def := flatten(op, x)
+		var aux X
+		fl := func(in []*T) []*T {
+			v, a := f(build[A](def, in))
+			aux = a
+			return []*T{v}
+		}
+		_, g := valueAndGrad(op, fl, leaves)
+		return build[A](def, g), aux
+	}
+}
+
+// Grad2 differentiates a function of two arguments with respect to the
+// first only (JAX's argnums=0); the second is held constant and may hold
+// integer tensors such as labels.
+func Grad2[A, B any](f func(A, B) *peel.Tensor) func(A, B) A {
+	return func(x A, y B) A {
+		return Grad(func(x A) *peel.Tensor { return f(x, y) })(x)
+	}
+}
+
+// VJP evaluates f at primals and returns its value and the pullback: a
+// function mapping a cotangent shaped like f's value to the cotangent of
+// primals. Only float leaves are differentiated; the pullback gives zeros
+// for the others. The pullback may be called many times.
+func VJP[A, B any](f func(A) B, primals A) (B, func(B) A) {
+	const op = "transforms.VJP"
+	leaves, def := flatten(op, primals)
+	var outDef *treeDef
+	lin := linearizeFlat("vjp", flatFn(op, f, def, &outDef), leaves)
+	out := build[B](outDef, lin.outs)
+	pullback := func(ct B) A {
+		cts, cdef := flatten(op, ct)
+		sameStructure(op, outDef.proto.Interface(), cdef.proto.Interface())
+		for i, c := range cts {
+			if !c.Aval().Equal(lin.outs[i].Aval()) {
+				treeErrorf(op, "cotangent leaf %d is %s, but the output is %s", i, c.TypeString(), lin.outs[i].TypeString())
+			}
+			if !c.DType().IsFloat() {
+				cts[i] = nil
+			}
+		}
+		return build[A](def, fillZeros(lin.transpose(cts), lin.in))
+	}
+	return out, pullback
+}
+
+// JVP evaluates f at primals and returns its value and the directional
+// derivative along tangents (forward mode). tangents has primals'
+// structure, shapes and dtypes; tangents of non-float leaves are ignored.
+// It panics with *peel.Error when the trees differ in structure or a
+// tangent's shape or dtype differs from its primal's.
+func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
+	const op = "transforms.JVP"
+	leaves, def := flatten(op, primals)
+	tl, tdef := flatten(op, tangents)
+	sameStructure(op, def.proto.Interface(), tdef.proto.Interface())
+	for i, t := range tl {
+		if !t.Aval().Equal(leaves[i].Aval()) {
+			treeErrorf(op, "tangent leaf %d is %s, but its primal is %s", i, t.TypeString(), leaves[i].TypeString())
+		}
+		if !t.DType().IsFloat() {
+			tl[i] = nil
+		}
+	}
+	var outDef *treeDef
+	outs, touts := jvpFlat("jvp", flatFn(op, f, def, &outDef), leaves, tl)
+	avals := make([]interp.Aval, len(outs))
+	for i, o := range outs {
+		avals[i] = o.Aval()
+	}
+	return build[B](outDef, outs), build[B](outDef, fillZeros(touts, avals))
+}
+
+// Linearize evaluates f at primals and returns its value and its
+// linearization: a function computing the JVP at primals along any
+// tangent without evaluating f again (the tangent computation is a staged
+// linear graph).
+func Linearize[A, B any](f func(A) B, primals A) (B, func(A) B) {
+	const op = "transforms.Linearize"
+	leaves, def := flatten(op, primals)
+	var outDef *treeDef
+	lin := linearizeFlat("linearize", flatFn(op, f, def, &outDef), leaves)
+	out := build[B](outDef, lin.outs)
+	return out, func(t A) B {
+		tl, tdef := flatten(op, t)
+		sameStructure(op, def.proto.Interface(), tdef.proto.Interface())
+		for i, x := range tl {
+			if !x.Aval().Equal(lin.in[i]) {
+				treeErrorf(op, "tangent leaf %d is %s, but its primal is %s", i, x.TypeString(), lin.in[i])
+			}
+		}
+		return build[B](outDef, lin.apply(tl))
+	}
+}
+
+// basis returns the i-th one-hot tensor shaped and typed like a.
+func basis(a interp.Aval, i int) *T {
+	d := make([]float64, a.Size())
+	d[i] = 1
+	return peel.AsType(peel.FromFloat64s(d, a.Shape...), a.DType)
+}
+
+// jacobianShape is out.shape + in.shape.
+func jacobianShape(out, in []int) []int {
+	return append(append([]int{}, out...), in...)
+}
+
+func checkJacobianTypes(op string, x, y *T) {
+	if !x.DType().IsFloat() {
+		treeErrorf(op, "the input must be a float tensor, not %s", x.TypeString())
+	}
+	if !y.DType().IsFloat() {
+		treeErrorf(op, "the output must be a float tensor, not %s", y.TypeString())
+	}
+}
+
+// Jacrev returns a function computing the Jacobian of f in reverse mode:
+// one pullback per output element, of shape f(x).shape + x.shape.
+func Jacrev(f func(*peel.Tensor) *peel.Tensor) func(*peel.Tensor) *peel.Tensor {
+	return func(x *peel.Tensor) *peel.Tensor {
+		const op = "transforms.Jacrev"
+		if x == nil {
+			treeErrorf(op, "nil tensor")
+		}
+		checkJacobianTypes(op, x, x)
+		lin := linearizeFlat("jacrev", func(in []*T) []*T { return []*T{f(in[0])} }, []*T{x})
+		y := lin.outs[0]
+		checkJacobianTypes(op, x, y)
+		rows := make([]*T, y.Size())
+		for i := range rows {
+			rows[i] = fillZeros(lin.transpose([]*T{basis(y.Aval(), i)}), lin.in)[0]
+		}
+		return stackJacobian(rows, y.Shape(), x.Aval(), 0)
+	}
+}
+
+// Jacfwd returns a function computing the Jacobian of f in forward mode:
+// one tangent per input element, of shape f(x).shape + x.shape.
+func Jacfwd(f func(*peel.Tensor) *peel.Tensor) func(*peel.Tensor) *peel.Tensor {
+	return func(x *peel.Tensor) *peel.Tensor {
+		const op = "transforms.Jacfwd"
+		if x == nil {
+			treeErrorf(op, "nil tensor")
+		}
+		checkJacobianTypes(op, x, x)
+		lin := linearizeFlat("jacfwd", func(in []*T) []*T { return []*T{f(in[0])} }, []*T{x})
+		y := lin.outs[0]
+		checkJacobianTypes(op, x, y)
+		cols := make([]*T, x.Size())
+		for j := range cols {
+			cols[j] = lin.apply([]*T{basis(x.Aval(), j)})[0]
+		}
+		return stackJacobian(cols, y.Shape(), x.Aval(), -1)
+	}
+}
+
+// stackJacobian stacks per-element results into out.shape + in.shape.
+func stackJacobian(parts []*T, outShape []int, in interp.Aval, axis int) *T {
+	shape := jacobianShape(outShape, in.Shape)
+	if len(parts) == 0 {
+		return zeros(interp.Aval{Shape: shape, DType: in.DType})
+	}
+	for i, p := range parts {
+		parts[i] = peel.Flatten(p)
+	}
+	return peel.Reshape(peel.Stack(parts, axis), shape...)
+}
+
+// Hessian returns a function computing the Hessian of a scalar function:
+// Jacfwd of Jacrev, of shape x.shape + x.shape.
+func Hessian(f func(*peel.Tensor) *peel.Tensor) func(*peel.Tensor) *peel.Tensor {
+	return Jacfwd(Jacrev(f))
+}
+
+// HVP returns the Hessian-vector product of a scalar function f at x
+// along v, forward-over-reverse (one JVP of the gradient), without
+// forming the Hessian.
+func HVP(f func(*peel.Tensor) *peel.Tensor, x, v *peel.Tensor) *peel.Tensor {
+	_, t := JVP(Grad(f), x, v)
+	return t
+}
+
+// StopGradient returns x as a constant for differentiation: its value
+// flows, its derivative is zero.
+func StopGradient(x *peel.Tensor) *peel.Tensor {
+	defer interp.Annotate("transforms.StopGradient")
+	return interp.Bind1(prims.StopGradient, nil, x)
+}
+
+// MakeGraph returns the staged graph of f at arguments shaped like args:
+// every primitive f applies to them, transforms included (MakeGraph of
+// Grad(g) shows the forward and backward passes), after dead-code
+// elimination. The graph's inputs are args' leaves in tree order, and its
+// outputs the result's leaves.
+func MakeGraph[A, B any](f func(A) B, args A) *interp.Graph {
+	const op = "transforms.MakeGraph"
+	leaves, def := flatten(op, args)
+	return interp.Trace(flatFn(op, f, def, nil), leaves)
+}

@@ -1,0 +1,27 @@
+// Package transforms holds peel's function transforms and the autodiff
+// interpreters behind them.
+//
+// Forward mode is an interpreter level whose tracers carry a primal and a
+// tangent (nil for a symbolic zero, never materialized; integer and bool
+// values carry none). Each primitive's JVP rule (package prims) computes
+// both with Bind, so rules are themselves transformable.
+//
+// Reverse mode is linearize + transpose. Linearization enters a staging
+// level and a forward-mode level inside it, with the staging level's
+// inputs as tangents: every primal operation involves no staging tracer
+// and runs eagerly on the level below, while every tangent operation is
+// recorded into a linear interp.Graph. Transposing that graph (walking it
+// backward, accumulating cotangents, applying each linear primitive's
+// transpose rule with Bind) gives the VJP. Because everything is bound,
+// Grad(Grad(f)) and Jacfwd(Jacrev(f)) need no special cases, and levels
+// keep nested perturbations apart.
+//
+// Transforms take and return trees: a *peel.Tensor, or slices, arrays,
+// string-keyed maps, pointers and structs (exported fields) of them;
+// other values in a tree are static and kept as they are.
+//
+// In-place operations on differentiated tensors give the gradient of
+// their out-of-place forms. A write through a view, or into a tensor that
+// has views, cannot be tracked by the autodiff interpreters and panics
+// with *peel.Error pointing to Functionalize.
+package transforms

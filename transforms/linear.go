@@ -1,0 +1,153 @@
+package transforms
+
+import (
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// linearized is the result of linearizing a function at a point: the
+// primal outputs, computed eagerly, and the tangent map as a linear graph
+// from input tangents to output tangents.
+type linearized struct {
+	outs []*T
+	g    *interp.Graph
+	in   []interp.Aval // input tangent types
+	// zeroOut marks outputs whose tangent is identically zero.
+	zeroOut []bool
+}
+
+// linearizeFlat linearizes f at primals. A staging level is entered
+// first and a forward-mode level inside it; the input tangents are the
+// staging level's inputs, so every tangent operation is recorded while
+// every primal operation (which involves no staging tracer) runs eagerly.
+// Only float inputs get tangents.
+func linearizeFlat(name string, f func([]*T) []*T, primals []*T) *linearized {
+	lin := &linearized{in: make([]interp.Aval, len(primals))}
+	for i, p := range primals {
+		lin.in[i] = p.Aval()
+	}
+	lin.g = interp.TraceAvals(name, func(tin []*T) []*T {
+		tangents := make([]*T, len(tin))
+		for i, t := range tin {
+			if primals[i].DType().IsFloat() {
+				tangents[i] = t
+			}
+		}
+		outs, touts := jvpFlat(name, f, primals, tangents)
+		lin.outs = outs
+		lin.zeroOut = make([]bool, len(outs))
+		res := make([]*T, len(outs))
+		for i, t := range touts {
+			if t == nil {
+				lin.zeroOut[i] = true
+				t = zeros(outs[i].Aval())
+			}
+			res[i] = t
+		}
+		return res
+	}, lin.in)
+	return lin
+}
+
+// apply evaluates the tangent map (forward).
+func (l *linearized) apply(tangents []*T) []*T {
+	return l.g.Eval(tangents...)
+}
+
+// transpose runs the linear graph backward: given output cotangents (nil
+// for zero) it returns input cotangents (nil for zero). Each equation's
+// transpose rule is applied with Bind, so the backward pass is itself
+// transformable.
+func (l *linearized) transpose(cts []*T) []*T {
+	return transposeGraph(l.g, cts)
+}
+
+// transposeGraph transposes a graph that is linear in its inputs.
+func transposeGraph(g *interp.Graph, cts []*T) []*T {
+	linear := map[*interp.Var]bool{}
+	for _, v := range g.In {
+		linear[v] = true
+	}
+	env := map[*interp.Var]*T{}
+	for i, v := range g.Consts {
+		env[v] = g.ConstVals[i]
+	}
+	// Forward: find the linear vars; evaluate any non-linear equations.
+	eqLinear := make([]bool, len(g.Eqns))
+	for k, e := range g.Eqns {
+		for _, v := range e.In {
+			if linear[v] {
+				eqLinear[k] = true
+			}
+		}
+		if eqLinear[k] {
+			for _, v := range e.Out {
+				linear[v] = true
+			}
+			continue
+		}
+		in := make([]*T, len(e.In))
+		for i, v := range e.In {
+			in[i] = env[v]
+		}
+		outs := interp.Bind(e.Prim, e.Params, in...)
+		for i, v := range e.Out {
+			env[v] = outs[i]
+		}
+	}
+	ct := map[*interp.Var]*T{}
+	accum := func(v *interp.Var, c *T) {
+		if c == nil {
+			return
+		}
+		if old := ct[v]; old != nil {
+			c = interp.Bind1(prims.Add, nil, old, c)
+		}
+		ct[v] = c
+	}
+	for i, v := range g.Out {
+		if linear[v] {
+			accum(v, cts[i])
+		}
+	}
+	for k := len(g.Eqns) - 1; k >= 0; k-- {
+		if !eqLinear[k] {
+			continue
+		}
+		e := g.Eqns[k]
+		outCts := make([]*T, len(e.Out))
+		anyCt := false
+		for i, v := range e.Out {
+			outCts[i] = ct[v]
+			anyCt = anyCt || outCts[i] != nil
+			delete(ct, v)
+		}
+		if !anyCt {
+			continue
+		}
+		if e.Prim.Transpose == nil {
+			panic(&interp.Error{Prim: e.Prim.Name, Msg: "no transpose rule: reverse-mode differentiation through this primitive is not supported"})
+		}
+		args := make([]*T, len(e.In))
+		lin := make([]bool, len(e.In))
+		for i, v := range e.In {
+			if linear[v] {
+				lin[i] = true
+				args[i] = interp.NewTracer(v.Aval, nil) // a placeholder: shape and dtype only
+			} else {
+				args[i] = env[v]
+			}
+		}
+		inCts := e.Prim.Transpose(e.Params, outCts, args, lin)
+		for i, v := range e.In {
+			if lin[i] && i < len(inCts) {
+				accum(v, inCts[i])
+			}
+		}
+	}
+	res := make([]*T, len(g.In))
+	for i, v := range g.In {
+		res[i] = ct[v]
+	}
+	return res
+}
