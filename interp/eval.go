@@ -15,7 +15,9 @@ import (
 // view is visible through the base and every other alias.
 func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	if p.Impl != nil {
-		return p.Impl(params, args)
+		// Copied so that args (often the caller's variadic slice) stays
+		// on the stack on the kernel path.
+		return p.Impl(params, append([]*Tensor(nil), args...))
 	}
 	if p.NoEval != "" {
 		panic(&Error{Prim: p.Name, Msg: p.NoEval})

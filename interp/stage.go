@@ -128,7 +128,12 @@ func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tenso
 	if p.Impl != nil {
 		return p.Impl(params, args)
 	}
-	outs := Abstract(p, params, args)
+	var outs []Aval
+	if o, ok := elementwiseAval(p, args); ok {
+		outs = []Aval{o}
+	} else {
+		outs = Abstract(p, params, args)
+	}
 	if p.Kind == Mutation {
 		dst := args[0]
 		st, ok := dst.tr.(*stageTracer)
@@ -136,20 +141,34 @@ func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tenso
 			panic(&Error{Prim: p.Name, Msg: "in-place write into a tensor that is not a value of the traced function, or through a view, is not supported by the staging interpreter; write the function out of place or wrap it in Functionalize", Operands: []string{dst.TypeString()}})
 		}
 	}
-	e := &Eqn{Prim: p, Params: params, In: make([]*Var, len(args)), Out: make([]*Var, len(outs))}
+	vars := make([]*Var, len(args)+len(outs))
+	e := &Eqn{Prim: p, Params: params, In: vars[:len(args):len(args)], Out: vars[len(args):]}
 	for i, a := range args {
 		e.In[i] = s.varOf(a)
 	}
-	res := make([]*Tensor, len(outs))
-	for i, o := range outs {
-		e.Out[i] = s.newVar(o)
-		res[i] = s.tracer(e.Out[i])
+	var res []*Tensor
+	if len(outs) == 1 {
+		// One allocation for the var, the tracer, the box and the result.
+		o := &stagedOne{v: Var{ID: s.nextID, Aval: outs[0]}}
+		s.nextID++
+		o.st = stageTracer{s: s, v: &o.v}
+		o.t = Tensor{shape: outs[0].Shape, dtype: outs[0].DType, tr: &o.st}
+		o.res[0] = &o.t
+		e.Out[0] = &o.v
+		res = o.res[:]
+	} else {
+		res = make([]*Tensor, len(outs))
+		for i, o := range outs {
+			e.Out[i] = s.newVar(o)
+			res[i] = s.tracer(e.Out[i])
+		}
 	}
 	s.g.Eqns = append(s.g.Eqns, e)
 	switch p.Kind {
 	case Mutation:
 		// The destination box now holds the equation's result.
 		args[0].tr = res[0].tr
+		args[0].version++
 		return args[:1]
 	case ViewKind:
 		base := BaseOf(args[0])
@@ -157,6 +176,15 @@ func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tenso
 		s.viewed[base] = true
 	}
 	return res
+}
+
+// stagedOne is a one-result equation's output: var, tracer, box and the
+// result slice in one allocation.
+type stagedOne struct {
+	v   Var
+	st  stageTracer
+	t   Tensor
+	res [1]*Tensor
 }
 
 // Trace runs f on tracers shaped like example and records the primitives

@@ -118,6 +118,12 @@ func NewTracer(a Aval, tr Tracer) *Tensor {
 	return &Tensor{shape: a.Shape, dtype: a.DType, tr: tr}
 }
 
+// TracerValue returns, by value, the box NewTracer would allocate, for
+// interpreters that allocate the box together with their payload.
+func TracerValue(a Aval, tr Tracer) Tensor {
+	return Tensor{shape: a.Shape, dtype: a.DType, tr: tr}
+}
+
 // Shape returns the logical shape. The slice is shared: do not modify it.
 func (t *Tensor) Shape() []int { return t.shape }
 

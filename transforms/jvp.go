@@ -69,8 +69,8 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 	if p.Kind == interp.Mutation {
 		return j.mutate(p, params, args)
 	}
-	primals := make([]*T, len(args))
-	tangents := make([]*T, len(args))
+	buf := make([]*T, 2*len(args))
+	primals, tangents := buf[:len(args):len(args)], buf[len(args):]
 	any := false
 	for i, a := range args {
 		j.checkStale(p, a)
@@ -87,6 +87,14 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 		panic(&interp.Error{Prim: p.Name, Msg: "no JVP rule: this primitive cannot be differentiated"})
 	}
 	outs, touts := p.JVP(params, primals, tangents)
+	if len(outs) == 1 && len(touts) == 1 && touts[0] != nil && outs[0].DType().IsFloat() {
+		// One allocation for the payload, the box and the result slice.
+		r := &jvpOne{tr: jvpTracer{level: j.level, primal: outs[0], tangent: touts[0]}}
+		r.t = interp.TracerValue(outs[0].Aval(), &r.tr)
+		r.res[0] = &r.t
+		j.markView(p, params, args, r.res[0])
+		return r.res[:]
+	}
 	res := make([]*T, len(outs))
 	for i, o := range outs {
 		var t *T
@@ -95,12 +103,25 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 		}
 		res[i] = j.wrap(o, t)
 	}
-	if p.Kind == interp.ViewKind && res[0].Tracer() != nil {
+	j.markView(p, params, args, res[0])
+	return res
+}
+
+// jvpOne is a one-result answer: payload, box and result slice.
+type jvpOne struct {
+	tr  jvpTracer
+	t   T
+	res [1]*T
+}
+
+// markView records that r, the result of view primitive p, is a view, so
+// that in-place writes through it or into its base are refused.
+func (j *jvpInterp) markView(p *interp.Prim, params any, args []*T, r *T) {
+	if p.Kind == interp.ViewKind && r.Tracer() != nil {
 		base := interp.BaseOf(args[0])
-		res[0].SetViewInfo(&interp.View{Base: base, Parent: args[0], Prim: p, Params: params, Gen: base.Generation()})
+		r.SetViewInfo(&interp.View{Base: base, Parent: args[0], Prim: p, Params: params, Gen: base.Generation()})
 		j.viewed[base] = true
 	}
-	return res
 }
 
 // checkStale refuses a view of a box this level adopted: the view's

@@ -62,65 +62,80 @@ func (l *linearized) transpose(cts []*T) []*T {
 	return transposeGraph(l.g, cts)
 }
 
-// transposeGraph transposes a graph that is linear in its inputs.
+// transposeGraph transposes a graph that is linear in its inputs. Vars
+// are indexed by ID (dense within a graph) rather than hashed.
 func transposeGraph(g *interp.Graph, cts []*T) []*T {
-	linear := map[*interp.Var]bool{}
-	for _, v := range g.In {
-		linear[v] = true
+	n := 0
+	note := func(vs []*interp.Var) {
+		for _, v := range vs {
+			n = max(n, v.ID+1)
+		}
 	}
-	env := map[*interp.Var]*T{}
+	note(g.In)
+	note(g.Consts)
+	for _, e := range g.Eqns {
+		note(e.Out)
+	}
+	linear := make([]bool, n)
+	env := make([]*T, n)
+	ct := make([]*T, n)
+	for _, v := range g.In {
+		linear[v.ID] = true
+	}
 	for i, v := range g.Consts {
-		env[v] = g.ConstVals[i]
+		env[v.ID] = g.ConstVals[i]
 	}
 	// Forward: find the linear vars; evaluate any non-linear equations.
 	eqLinear := make([]bool, len(g.Eqns))
 	for k, e := range g.Eqns {
 		for _, v := range e.In {
-			if linear[v] {
+			if linear[v.ID] {
 				eqLinear[k] = true
 			}
 		}
 		if eqLinear[k] {
 			for _, v := range e.Out {
-				linear[v] = true
+				linear[v.ID] = true
 			}
 			continue
 		}
 		in := make([]*T, len(e.In))
 		for i, v := range e.In {
-			in[i] = env[v]
+			in[i] = env[v.ID]
 		}
 		outs := interp.Bind(e.Prim, e.Params, in...)
 		for i, v := range e.Out {
-			env[v] = outs[i]
+			env[v.ID] = outs[i]
 		}
 	}
-	ct := map[*interp.Var]*T{}
 	accum := func(v *interp.Var, c *T) {
 		if c == nil {
 			return
 		}
-		if old := ct[v]; old != nil {
+		if old := ct[v.ID]; old != nil {
 			c = interp.Bind1(prims.Add, nil, old, c)
 		}
-		ct[v] = c
+		ct[v.ID] = c
 	}
 	for i, v := range g.Out {
-		if linear[v] {
+		if linear[v.ID] {
 			accum(v, cts[i])
 		}
 	}
+	var args []*T
+	var lin []bool
+	var outCts []*T
 	for k := len(g.Eqns) - 1; k >= 0; k-- {
 		if !eqLinear[k] {
 			continue
 		}
 		e := g.Eqns[k]
-		outCts := make([]*T, len(e.Out))
+		outCts = outCts[:0]
 		anyCt := false
-		for i, v := range e.Out {
-			outCts[i] = ct[v]
-			anyCt = anyCt || outCts[i] != nil
-			delete(ct, v)
+		for _, v := range e.Out {
+			outCts = append(outCts, ct[v.ID])
+			anyCt = anyCt || ct[v.ID] != nil
+			ct[v.ID] = nil
 		}
 		if !anyCt {
 			continue
@@ -128,14 +143,14 @@ func transposeGraph(g *interp.Graph, cts []*T) []*T {
 		if e.Prim.Transpose == nil {
 			panic(&interp.Error{Prim: e.Prim.Name, Msg: "no transpose rule: reverse-mode differentiation through this primitive is not supported"})
 		}
-		args := make([]*T, len(e.In))
-		lin := make([]bool, len(e.In))
-		for i, v := range e.In {
-			if linear[v] {
-				lin[i] = true
-				args[i] = interp.NewTracer(v.Aval, nil) // a placeholder: shape and dtype only
+		args, lin = args[:0], lin[:0]
+		for _, v := range e.In {
+			if linear[v.ID] {
+				args = append(args, placeholder(v))
+				lin = append(lin, true)
 			} else {
-				args[i] = env[v]
+				args = append(args, env[v.ID])
+				lin = append(lin, false)
 			}
 		}
 		inCts := e.Prim.Transpose(e.Params, outCts, args, lin)
@@ -147,7 +162,11 @@ func transposeGraph(g *interp.Graph, cts []*T) []*T {
 	}
 	res := make([]*T, len(g.In))
 	for i, v := range g.In {
-		res[i] = ct[v]
+		res[i] = ct[v.ID]
 	}
 	return res
 }
+
+// placeholder stands for a linear operand in a transpose rule: its shape
+// and dtype only (see prims/transpose.go).
+func placeholder(v *interp.Var) *T { return interp.NewTracer(v.Aval, nil) }
