@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
 )
 
 func section(title string) {
@@ -64,4 +65,20 @@ func main() {
 	show("Normal(keys[0], f64, 2, 3)", peel.Normal(k0, peel.Float64, 2, 3))
 	show("Uniform(keys[1], f32, 4)", peel.Uniform(k1, peel.Float32, 4))
 	show("Bernoulli(keys[2], 0.5, 6)", peel.Bernoulli(k2, 0.5, 6))
+
+	section("Gradients")
+	// Grad differentiates a scalar function of any tree of tensors; here
+	// a struct of parameters. Transforms compose: Hessian = Jacfwd(Jacrev).
+	type params struct{ W, B *peel.Tensor }
+	data := peel.FromFloat64s([]float64{1, 2, 3}, 3, 1)
+	loss := func(p params) *peel.Tensor {
+		pred := peel.Add(peel.MatMul(data, p.W), p.B)
+		return peel.Mean(peel.Square(peel.Sub(pred, 2.0)), nil, false)
+	}
+	p := params{W: peel.FromFloat64s([]float64{0.5}, 1, 1), B: peel.Scalar(0.0)}
+	g := transforms.Grad(loss)(p)
+	show("dloss/dW", g.W)
+	show("dloss/dB", g.B)
+	cube := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Mul(peel.Square(x), x), nil, false) }
+	show("Hessian of sum(x³) at [1 2]", transforms.Hessian(cube)(peel.FromFloat64s([]float64{1, 2})))
 }
