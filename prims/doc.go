@@ -15,4 +15,12 @@
 // unless the base is ±1. Gather clamps indices into range, scatter drops
 // out-of-range indices, and dynamic slices clamp their starts so the slice
 // fits, as in XLA.
+//
+// Differentiation rules live beside the primitives (jvp.go, transpose.go):
+// a JVP rule for every differentiable primitive and a transpose rule for
+// every linear one, all written with interp.Bind so they are themselves
+// transformable. Primitives marked NonDifferentiable have zero tangents:
+// floor, ceil, round, not, and, or, the comparisons, argmax, argmin, iota
+// and threefry2x32; sign and stop_gradient have JVP rules whose tangent is
+// zero. Integer and bool values never carry tangents.
 package prims

@@ -49,8 +49,9 @@ func fillZeros(cts []*T, like []interp.Aval) []*T {
 // valueAndGrad is the core of Grad and its variants: the scalar output of
 // f at leaves and its gradient with respect to every leaf.
 func valueAndGrad(op string, f func([]*T) []*T, leaves []*T) (*T, []*T) {
-	checkFloatLeaves(op, leaves)
 	scalar := func(in []*T) []*T {
+		// Checked inside the level, so the error names it.
+		checkFloatLeaves(op, leaves)
 		outs := f(in)
 		o := outs[0]
 		if o.Rank() != 0 || !o.DType().IsFloat() {
@@ -150,18 +151,28 @@ func VJP[A, B any](f func(A) B, primals A) (B, func(B) A) {
 func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
 	const op = "transforms.JVP"
 	leaves, def := flatten(op, primals)
-	tl, tdef := flatten(op, tangents)
-	sameStructure(op, def.proto.Interface(), tdef.proto.Interface())
-	for i, t := range tl {
-		if !t.Aval().Equal(leaves[i].Aval()) {
-			treeErrorf(op, "tangent leaf %d is %s, but its primal is %s", i, t.TypeString(), leaves[i].TypeString())
+	given, tdef := flatten(op, tangents)
+	var outDef *treeDef
+	fl := flatFn(op, f, def, &outDef)
+	checked := func(in []*T) []*T {
+		// Checked inside the level, so the error names it.
+		sameStructure(op, def.proto.Interface(), tdef.proto.Interface())
+		for i, t := range given {
+			if !t.Aval().Equal(leaves[i].Aval()) {
+				treeErrorf(op, "tangent leaf %d is %s, but its primal is %s", i, t.TypeString(), leaves[i].TypeString())
+			}
 		}
-		if !t.DType().IsFloat() {
-			tl[i] = nil
+		return fl(in)
+	}
+	tl := make([]*T, len(leaves))
+	if len(given) == len(leaves) {
+		for i, t := range given {
+			if t.DType().IsFloat() && t.Aval().Equal(leaves[i].Aval()) {
+				tl[i] = t
+			}
 		}
 	}
-	var outDef *treeDef
-	outs, touts := jvpFlat("jvp", flatFn(op, f, def, &outDef), leaves, tl)
+	outs, touts := jvpFlat("jvp", checked, leaves, tl)
 	avals := make([]interp.Aval, len(outs))
 	for i, o := range outs {
 		avals[i] = o.Aval()
