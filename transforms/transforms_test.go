@@ -360,7 +360,9 @@ func TestWritesAfterUseKeepRecordedValues(t *testing.T) {
 func TestErrorsNameTheLevel(t *testing.T) {
 	x := f64(1, 2)
 	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sin(x) })(x) }, "[grad, level")
-	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sum(x, nil, false) })(peel.FromInt64s([]int64{1, 2})) }, "dtype i64", "[grad, level")
+	wantError(t, func() {
+		transforms.Grad(func(x *T) *T { return peel.Sum(x, nil, false) })(peel.FromInt64s([]int64{1, 2}))
+	}, "dtype i64", "[grad, level")
 	wantError(t, func() { transforms.JVP(peel.Sin, x, f64(1, 2, 3)) }, "tangent", "[jvp, level")
 	wantError(t, func() {
 		transforms.JVP(func(xs []*T) *T { return xs[0] }, []*T{x, x}, []*T{x})
