@@ -79,6 +79,7 @@ var customVJPLin = func() *interp.Prim {
 	p := interp.NewPrim("custom_vjp_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 		return []interp.Aval{params.(customVJPLinParams).out}
 	})
+	p.Linear = []bool{true} // in every operand (prims.LinearIn repeats the last entry)
 	p.NoEval = "forward-mode differentiation (JVP, Jacfwd, Linearize) of a CustomVJP function is not supported: give it a CustomJVP rule instead"
 	p.Transpose = func(params any, cts []*T, args []*T, linear []bool) []*T {
 		lp := params.(customVJPLinParams)

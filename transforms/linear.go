@@ -1,6 +1,8 @@
 package transforms
 
 import (
+	"strconv"
+
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -144,8 +146,11 @@ func transposeGraph(g *interp.Graph, cts []*T) []*T {
 			panic(&interp.Error{Prim: e.Prim.Name, Msg: "no transpose rule: reverse-mode differentiation through this primitive is not supported"})
 		}
 		args, lin = args[:0], lin[:0]
-		for _, v := range e.In {
+		for i, v := range e.In {
 			if linear[v.ID] {
+				if !prims.LinearIn(e.Prim, i) {
+					panic(&interp.Error{Prim: e.Prim.Name, Msg: "operand " + strconv.Itoa(i) + " depends on a tangent but the primitive is not linear in it: a JVP rule is not linear in its tangents"})
+				}
 				args = append(args, placeholder(v))
 				lin = append(lin, true)
 			} else {
