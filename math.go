@@ -510,7 +510,10 @@ func ReLU(x *Tensor) *Tensor {
 	if x.DType() == Bool {
 		errorf("peel.ReLU", "tensor is bool")
 	}
-	return bin(prims.Max, x, fill(0, x))
+	// select(x <= 0, 0, x): NaN stays NaN, and the derivative at 0 is 0
+	// as in JAX and torch (max(x, 0) would split it, giving ½).
+	zero := fill(0, x)
+	return interp.Bind1(prims.Select, nil, bin(prims.Le, x, zero), zero, x)
 }
 
 // GELU returns the Gaussian error linear unit in its exact form,
@@ -537,27 +540,34 @@ func GELUTanh(x *Tensor) *Tensor {
 	return bin(prims.Mul, bin(prims.Mul, x, bin(prims.Add, t, fill(1, x))), fill(0.5, x))
 }
 
-// log1pExpNegAbs returns log(1 + e**-|x|), the bounded part shared by
-// Softplus and LogSigmoid.
-func log1pExpNegAbs(x *Tensor) *Tensor {
-	return un(prims.Log1p, un(prims.Exp, un(prims.Neg, un(prims.Abs, x))))
+// softplus computes log(1 + e**x) for a float tensor as
+// x + log1p(e**-x) where x > 0 and log1p(e**x) elsewhere, each branch fed
+// only the inputs it is accurate and finite for. Unlike max(x, 0) +
+// log1p(e**-|x|) it has no kink, so its derivatives of every order are
+// right at 0.
+func softplus(x *Tensor) *Tensor {
+	zero := fill(0, x)
+	pos := bin(prims.Gt, x, zero)
+	xp := interp.Bind1(prims.Select, nil, pos, x, zero)
+	xn := interp.Bind1(prims.Select, nil, pos, zero, x)
+	big := bin(prims.Add, xp, un(prims.Log1p, un(prims.Exp, un(prims.Neg, xp))))
+	small := un(prims.Log1p, un(prims.Exp, xn))
+	return interp.Bind1(prims.Select, nil, pos, big, small)
 }
 
-// Softplus returns log(1 + e**x) elementwise, computed stably as
-// max(x, 0) + log1p(e**-|x|) (integer and bool tensors give f64). It
-// panics with *Error if x is nil.
+// Softplus returns log(1 + e**x) elementwise, computed stably for every x
+// (integer and bool tensors give f64). It panics with *Error if x is nil.
 func Softplus(x *Tensor) *Tensor {
 	defer interp.Annotate("peel.Softplus")
 	checkTensor("peel.Softplus", x)
-	x = toFloat(x)
-	return bin(prims.Add, bin(prims.Max, x, fill(0, x)), log1pExpNegAbs(x))
+	return softplus(toFloat(x))
 }
 
 // LogSigmoid returns log(Sigmoid(x)) elementwise, computed stably as
-// min(x, 0) - log1p(e**-|x|). It panics as Softplus does.
+// -Softplus(-x). It panics as Softplus does.
 func LogSigmoid(x *Tensor) *Tensor {
 	defer interp.Annotate("peel.LogSigmoid")
 	checkTensor("peel.LogSigmoid", x)
 	x = toFloat(x)
-	return bin(prims.Sub, bin(prims.Min, x, fill(0, x)), log1pExpNegAbs(x))
+	return un(prims.Neg, softplus(un(prims.Neg, x)))
 }

@@ -46,7 +46,7 @@ func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	be.Exec(p.Op, params, f.ins(len(args)), out)
 	f.release()
 	for i, o := range outs {
-		res[i] = &Tensor{shape: o.Shape, dtype: o.DType, arr: out[i], be: be}
+		res[i] = &Tensor{shape: shapeOf(o.Shape), dtype: o.DType, arr: out[i], be: be}
 	}
 	return res
 }
@@ -134,7 +134,7 @@ func evalOne(be backend.Backend, p *Prim, params any, args []*Tensor, o Aval) []
 	f := newFrame(args)
 	f.out[0] = backend.Array{Buf: be.Alloc(o.DType, backend.ShapeSize(o.Shape)), Shape: o.Shape}
 	be.Exec(p.Op, params, f.ins(len(args)), f.out[:])
-	r := &result{t: Tensor{shape: o.Shape, dtype: o.DType, arr: f.out[0], be: be}}
+	r := &result{t: Tensor{shape: shapeOf(o.Shape), dtype: o.DType, arr: f.out[0], be: be}}
 	r.res[0] = &r.t
 	f.release()
 	return r.res[:]
@@ -170,10 +170,10 @@ func evalView(be backend.Backend, p *Prim, params any, x *Tensor, out Aval) *Ten
 		// (like torch's reshape of a non-contiguous tensor).
 		c := Contiguous(x)
 		arr, _ = p.ViewArray(params, c.arr)
-		return &Tensor{shape: out.Shape, dtype: out.DType, arr: arr, be: be}
+		return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, arr: arr, be: be}
 	}
 	base := BaseOf(x)
-	return &Tensor{shape: out.Shape, dtype: out.DType, arr: arr, be: be,
+	return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, arr: arr, be: be,
 		view: &View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.gen}}
 }
 

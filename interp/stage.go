@@ -152,7 +152,7 @@ func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tenso
 		o := &stagedOne{v: Var{ID: s.nextID, Aval: outs[0]}}
 		s.nextID++
 		o.st = stageTracer{s: s, v: &o.v}
-		o.t = Tensor{shape: outs[0].Shape, dtype: outs[0].DType, tr: &o.st}
+		o.t = Tensor{shape: shapeOf(outs[0].Shape), dtype: outs[0].DType, tr: &o.st}
 		o.res[0] = &o.t
 		e.Out[0] = &o.v
 		res = o.res[:]

@@ -109,22 +109,35 @@ type View struct {
 // NewConcrete returns a tensor holding arr on backend be. The tensor takes
 // ownership of arr; shape is arr.Shape.
 func NewConcrete(be backend.Backend, arr backend.Array) *Tensor {
-	return &Tensor{shape: arr.Shape, dtype: arr.Buf.DType(), arr: arr, be: be}
+	return &Tensor{shape: shapeOf(arr.Shape), dtype: arr.Buf.DType(), arr: arr, be: be}
 }
 
 // NewTracer returns a tensor whose content is tracer tr with the given
 // logical abstract value.
 func NewTracer(a Aval, tr Tracer) *Tensor {
-	return &Tensor{shape: a.Shape, dtype: a.DType, tr: tr}
+	return &Tensor{shape: shapeOf(a.Shape), dtype: a.DType, tr: tr}
 }
 
 // TracerValue returns, by value, the box NewTracer would allocate, for
 // interpreters that allocate the box together with their payload.
 func TracerValue(a Aval, tr Tracer) Tensor {
-	return Tensor{shape: a.Shape, dtype: a.DType, tr: tr}
+	return Tensor{shape: shapeOf(a.Shape), dtype: a.DType, tr: tr}
 }
 
-// Shape returns the logical shape. The slice is shared: do not modify it.
+// scalarShape is the shape of every rank-0 tensor: empty but not nil, so
+// that FromFloat64s(data, t.Shape()...) keeps rank 0 (a nil variadic shape
+// means 1-D there).
+var scalarShape = []int{}
+
+func shapeOf(s []int) []int {
+	if s == nil {
+		return scalarShape
+	}
+	return s
+}
+
+// Shape returns the logical shape (never nil; empty for rank 0). The
+// slice is shared: do not modify it.
 func (t *Tensor) Shape() []int { return t.shape }
 
 // DType returns the element type.

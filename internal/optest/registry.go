@@ -97,6 +97,12 @@ func binaryOp(name string, f func(x, y any) *T, ref func(a, b float64) float64, 
 	}
 }
 
+// notDifferentiable marks an op whose operands are all bool.
+func notDifferentiable(op Op) Op {
+	op.Differentiable = false
+	return op
+}
+
 func boolOf(b bool) float64 {
 	if b {
 		return 1
@@ -143,7 +149,7 @@ func elementwise() []Op {
 		unaryOp("peel.Softplus", peel.Softplus, func(x float64) float64 {
 			return math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x)))
 		}, floats, floatOf, -30, 30),
-		unaryOp("peel.LogicalNot", peel.LogicalNot, func(x float64) float64 { return boolOf(x == 0) }, []peel.DType{peel.Bool}, same, 0, 1),
+		notDifferentiable(unaryOp("peel.LogicalNot", peel.LogicalNot, func(x float64) float64 { return boolOf(x == 0) }, []peel.DType{peel.Bool}, same, 0, 1)),
 
 		binaryOp("peel.Add", peel.Add, func(a, b float64) float64 { return a + b }, numerics, same, -5, 5),
 		binaryOp("peel.Sub", peel.Sub, func(a, b float64) float64 { return a - b }, numerics, same, -5, 5),
@@ -158,8 +164,8 @@ func elementwise() []Op {
 		binaryOp("peel.LessEqual", peel.LessEqual, func(a, b float64) float64 { return boolOf(a <= b) }, allTypes, toBool, -2, 2),
 		binaryOp("peel.Greater", peel.Greater, func(a, b float64) float64 { return boolOf(a > b) }, allTypes, toBool, -2, 2),
 		binaryOp("peel.GreaterEqual", peel.GreaterEqual, func(a, b float64) float64 { return boolOf(a >= b) }, allTypes, toBool, -2, 2),
-		binaryOp("peel.LogicalAnd", peel.LogicalAnd, func(a, b float64) float64 { return boolOf(a != 0 && b != 0) }, []peel.DType{peel.Bool}, same, 0, 1),
-		binaryOp("peel.LogicalOr", peel.LogicalOr, func(a, b float64) float64 { return boolOf(a != 0 || b != 0) }, []peel.DType{peel.Bool}, same, 0, 1),
+		notDifferentiable(binaryOp("peel.LogicalAnd", peel.LogicalAnd, func(a, b float64) float64 { return boolOf(a != 0 && b != 0) }, []peel.DType{peel.Bool}, same, 0, 1)),
+		notDifferentiable(binaryOp("peel.LogicalOr", peel.LogicalOr, func(a, b float64) float64 { return boolOf(a != 0 || b != 0) }, []peel.DType{peel.Bool}, same, 0, 1)),
 	}
 	div := binaryOp("peel.Div", peel.Div, func(a, b float64) float64 { return a / b }, numerics, floatOf, -5, 5)
 	div.Samples = binarySamples(numerics, -5, 5, true)
@@ -358,7 +364,7 @@ func reductionOps() []Op {
 				shapes = append(shapes, []int{})
 			}
 			ops = append(ops, Op{
-				Name:    fmt.Sprintf("%s/axes=%v,keep=%v", r.name, c.axes, c.keep),
+				Name:    fmt.Sprintf("%s/axes=%s,keep=%v", r.name, axesName(c.axes), c.keep),
 				F:       func(a []*T) *T { return r.f(a[0], c.axes, c.keep) },
 				Samples: reduceSamples(r.dtypes, shapes),
 				Ref: func(a []Host) Host {
@@ -423,6 +429,14 @@ func reductionOps() []Op {
 		}
 	}
 	return ops
+}
+
+// axesName prints nil axes (all) apart from empty ones (none).
+func axesName(axes []int) string {
+	if axes == nil {
+		return "all"
+	}
+	return fmt.Sprint(axes)
 }
 
 func neg(v []float64) []float64 {
