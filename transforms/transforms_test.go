@@ -368,3 +368,25 @@ func TestErrorsNameTheLevel(t *testing.T) {
 		transforms.JVP(func(xs []*T) *T { return xs[0] }, []*T{x, x}, []*T{x})
 	}, "structure", "[jvp, level")
 }
+
+func TestConcurrentTransforms(t *testing.T) {
+	// Independent transforms in many goroutines: run with -race.
+	done := make(chan []float64)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			x := f64(float64(g), 1, 2)
+			f := func(x *T) *T { return peel.Sum(peel.Mul(peel.Sin(x), x), nil, false) }
+			var h *T
+			for i := 0; i < 20; i++ {
+				h = transforms.Hessian(f)(x)
+			}
+			done <- peel.Flatten(h).Float64s()
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		h := <-done
+		if len(h) != 9 {
+			t.Fatalf("Hessian has %d elements", len(h))
+		}
+	}
+}
