@@ -88,7 +88,7 @@ func tanhWv() (w, v, t []float64) {
 }
 
 // jacobian is Jacrev or Jacfwd of tanh(W v): J = diag(1−t²) W.
-func jacobian(name string, jac func(func(*peel.Tensor) *peel.Tensor) func(*peel.Tensor) *peel.Tensor) Workload {
+func jacobian(name string, jac func(func(*peel.Tensor) *peel.Tensor, ...transforms.VmapOption) func(*peel.Tensor) *peel.Tensor) Workload {
 	return Workload{
 		Name: name, Impl: "peel",
 		Doc:  "Jacobian of tanh(W v), W f64[32,32]",

@@ -202,13 +202,6 @@ func Linearize[A, B any](f func(A) B, primals A) (B, func(A) B) {
 	}
 }
 
-// basis returns the i-th one-hot tensor shaped and typed like a.
-func basis(a interp.Aval, i int) *T {
-	d := make([]float64, a.Size())
-	d[i] = 1
-	return peel.AsType(peel.FromFloat64s(d, a.Shape...), a.DType)
-}
-
 // jacobianShape is out.shape + in.shape.
 func jacobianShape(out, in []int) []int {
 	return append(append([]int{}, out...), in...)
@@ -223,9 +216,11 @@ func checkJacobianTypes(op string, x, y *T) {
 	}
 }
 
-// Jacrev returns a function computing the Jacobian of f in reverse mode:
-// one pullback per output element, of shape f(x).shape + x.shape.
-func Jacrev(f func(*peel.Tensor) *peel.Tensor) func(*peel.Tensor) *peel.Tensor {
+// Jacrev returns a function computing the Jacobian of f in reverse mode,
+// of shape f(x).shape + x.shape: f is linearized once and its transpose is
+// vmapped over the rows of an identity. ChunkSize among opts bounds the
+// rows computed at once.
+func Jacrev(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Tensor) *peel.Tensor {
 	return func(x *peel.Tensor) *peel.Tensor {
 		const op = "transforms.Jacrev"
 		if x == nil {
@@ -235,17 +230,22 @@ func Jacrev(f func(*peel.Tensor) *peel.Tensor) func(*peel.Tensor) *peel.Tensor {
 		lin := linearizeFlat("jacrev", func(in []*T) []*T { return []*T{f(in[0])} }, []*T{x})
 		y := lin.outs[0]
 		checkJacobianTypes(op, x, y)
-		rows := make([]*T, y.Size())
-		for i := range rows {
-			rows[i] = fillZeros(lin.transpose([]*T{basis(y.Aval(), i)}), lin.in)[0]
+		shape := jacobianShape(y.Shape(), x.Shape())
+		if y.Size() == 0 || x.Size() == 0 {
+			return zeros(interp.Aval{Shape: shape, DType: x.DType()})
 		}
-		return stackJacobian(rows, y.Shape(), x.Aval(), 0)
+		rows := jacobianVmap(func(ct *T) *T {
+			return zeroIfNil(lin.transpose([]*T{ct})[0], x.Aval())
+		}, y.Size(), y.Aval(), 0, opts)
+		return peel.Reshape(rows, shape...)
 	}
 }
 
-// Jacfwd returns a function computing the Jacobian of f in forward mode:
-// one tangent per input element, of shape f(x).shape + x.shape.
-func Jacfwd(f func(*peel.Tensor) *peel.Tensor) func(*peel.Tensor) *peel.Tensor {
+// Jacfwd returns a function computing the Jacobian of f in forward mode,
+// of shape f(x).shape + x.shape: f is linearized once and the linear map
+// is vmapped over the rows of an identity. ChunkSize among opts bounds
+// the columns computed at once.
+func Jacfwd(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Tensor) *peel.Tensor {
 	return func(x *peel.Tensor) *peel.Tensor {
 		const op = "transforms.Jacfwd"
 		if x == nil {
@@ -255,30 +255,19 @@ func Jacfwd(f func(*peel.Tensor) *peel.Tensor) func(*peel.Tensor) *peel.Tensor {
 		lin := linearizeFlat("jacfwd", func(in []*T) []*T { return []*T{f(in[0])} }, []*T{x})
 		y := lin.outs[0]
 		checkJacobianTypes(op, x, y)
-		cols := make([]*T, x.Size())
-		for j := range cols {
-			cols[j] = lin.apply([]*T{basis(x.Aval(), j)})[0]
+		shape := jacobianShape(y.Shape(), x.Shape())
+		if y.Size() == 0 || x.Size() == 0 {
+			return zeros(interp.Aval{Shape: shape, DType: x.DType()})
 		}
-		return stackJacobian(cols, y.Shape(), x.Aval(), -1)
+		cols := jacobianVmap(func(t *T) *T { return lin.apply([]*T{t})[0] }, x.Size(), x.Aval(), y.Rank(), opts)
+		return peel.Reshape(cols, shape...)
 	}
-}
-
-// stackJacobian stacks per-element results into out.shape + in.shape.
-func stackJacobian(parts []*T, outShape []int, in interp.Aval, axis int) *T {
-	shape := jacobianShape(outShape, in.Shape)
-	if len(parts) == 0 {
-		return zeros(interp.Aval{Shape: shape, DType: in.DType})
-	}
-	for i, p := range parts {
-		parts[i] = peel.Flatten(p)
-	}
-	return peel.Reshape(peel.Stack(parts, axis), shape...)
 }
 
 // Hessian returns a function computing the Hessian of a scalar function:
 // Jacfwd of Jacrev, of shape x.shape + x.shape.
-func Hessian(f func(*peel.Tensor) *peel.Tensor) func(*peel.Tensor) *peel.Tensor {
-	return Jacfwd(Jacrev(f))
+func Hessian(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Tensor) *peel.Tensor {
+	return Jacfwd(Jacrev(f, opts...), opts...)
 }
 
 // HVP returns the Hessian-vector product of a scalar function f at x

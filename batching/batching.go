@@ -1,0 +1,265 @@
+package batching
+
+import (
+	"fmt"
+	"log"
+	"sync"
+	"sync/atomic"
+
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// T is a tensor.
+type T = interp.Tensor
+
+// NotMapped is the batch dimension of a value that is not batched.
+const NotMapped = -1
+
+// Rule is a batching rule: given the batch size, the primitive's
+// parameters, the operands' physical values (tensors of the level below)
+// and their batch dimensions (NotMapped for unbatched operands; at least
+// one is batched), it returns the results' physical values and batch
+// dimensions. Rules apply primitives with interp.Bind, so they are
+// themselves transformable.
+type Rule func(size int, params any, args []*T, dims []int) (outs []*T, outDims []int)
+
+var (
+	rulesMu sync.RWMutex
+	rules   = map[*interp.Prim]Rule{}
+	// table is rules indexed by primitive ID, rebuilt on registration.
+	table atomic.Pointer[[]Rule]
+)
+
+// Register sets p's batching rule. Registration is meant for package
+// initialization; it replaces an earlier rule for p.
+func Register(p *interp.Prim, r Rule) {
+	rulesMu.Lock()
+	defer rulesMu.Unlock()
+	rules[p] = r
+	n := 0
+	for q := range rules {
+		n = max(n, q.ID+1)
+	}
+	t := make([]Rule, n)
+	for q, r := range rules {
+		t[q.ID] = r
+	}
+	table.Store(&t)
+}
+
+// RuleFor returns p's batching rule, or nil.
+func RuleFor(p *interp.Prim) Rule {
+	t := table.Load()
+	if t == nil || p.ID >= len(*t) {
+		return nil
+	}
+	return (*t)[p.ID]
+}
+
+// Fallback modes for primitives with no batching rule.
+const (
+	// FallbackWarn runs the primitive once per lane and stacks the
+	// results, logging a warning the first time per primitive.
+	FallbackWarn int32 = iota
+	// FallbackError panics with *interp.Error instead.
+	FallbackError
+)
+
+var (
+	fallbackMode atomic.Int32
+	warned       sync.Map
+	logger       atomic.Pointer[log.Logger]
+)
+
+// SetFallback sets what happens to a primitive with no batching rule and
+// returns the previous mode. Tests set FallbackError so every built-in
+// primitive is proven to have a real rule.
+func SetFallback(mode int32) int32 { return fallbackMode.Swap(mode) }
+
+// SetLogger sets where fallback warnings go (the standard logger by
+// default).
+func SetLogger(l *log.Logger) { logger.Store(l) }
+
+func warnOnce(p *interp.Prim) {
+	if _, dup := warned.LoadOrStore(p, true); dup {
+		return
+	}
+	msg := fmt.Sprintf("peel: vmap has no batching rule for %s: running it once per lane (slow)", p.Name)
+	if l := logger.Load(); l != nil {
+		l.Print(msg)
+		return
+	}
+	log.Print(msg)
+}
+
+// tracer is the payload of a batched value: its physical value, a
+// tensor of the level below with one more dimension, and where that
+// dimension is.
+type tracer struct {
+	level *interp.Level
+	val   *T
+	bdim  int
+	// detached marks the result of a view primitive whose physical value
+	// is a copy, not an alias (e.g. a reshape that no strides express):
+	// writing through it would not reach its base.
+	detached bool
+}
+
+func (t *tracer) Level() *interp.Level { return t.level }
+
+// Interp is the vmap interpreter of one level.
+type Interp struct {
+	level *interp.Level
+	size  int
+}
+
+// New starts a vmap level of batch size size. The caller must call End.
+func New(size int) *Interp {
+	in := &Interp{size: size}
+	in.level = interp.NewLevel("vmap", in)
+	return in
+}
+
+// Level returns the interpreter's level.
+func (b *Interp) Level() *interp.Level { return b.level }
+
+// Size returns the batch size.
+func (b *Interp) Size() int { return b.size }
+
+// End ends the level.
+func (b *Interp) End() { b.level.End() }
+
+// Batched returns the tensor of this level whose lanes are x's slices
+// along dimension bdim.
+func (b *Interp) Batched(x *T, bdim int) *T {
+	if bdim == NotMapped {
+		return x
+	}
+	shape := make([]int, 0, x.Rank()-1)
+	shape = append(shape, x.Shape()[:bdim]...)
+	shape = append(shape, x.Shape()[bdim+1:]...)
+	return interp.NewTracer(interp.Aval{Shape: shape, DType: x.DType()}, &tracer{level: b.level, val: x, bdim: bdim})
+}
+
+// Unbatched returns x's physical value with the batch dimension moved to
+// outDim, broadcasting values that are not batched at this level.
+func (b *Interp) Unbatched(x *T, outDim int) *T {
+	v, d := b.unpack(x)
+	if d == NotMapped {
+		return BroadcastBatch(v, b.size, outDim)
+	}
+	return MoveDim(v, d, outDim)
+}
+
+func (b *Interp) unpack(x *T) (*T, int) {
+	if tr, ok := x.Tracer().(*tracer); ok && tr.level == b.level {
+		return tr.val, tr.bdim
+	}
+	return x, NotMapped
+}
+
+// Process applies p's batching rule to the operands' physical values.
+func (b *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T) []*T {
+	vals := make([]*T, len(args))
+	dims := make([]int, len(args))
+	any := false
+	for i, a := range args {
+		vals[i], dims[i] = b.unpack(a)
+		any = any || dims[i] != NotMapped
+	}
+	if !any {
+		return interp.Bind(p, params, vals...)
+	}
+	if p.Kind == interp.Mutation {
+		return b.mutate(p, params, args, vals, dims)
+	}
+	r := RuleFor(p)
+	if r == nil {
+		if p.Impl != nil {
+			return p.Impl(params, args)
+		}
+		if fallbackMode.Load() == FallbackError {
+			panic(&interp.Error{Prim: p.Name, Msg: "no batching rule (the loop fallback is disabled)"})
+		}
+		warnOnce(p)
+		r = loopRule(p)
+	}
+	outs, odims := r(b.size, params, vals, dims)
+	res := make([]*T, len(outs))
+	for i, o := range outs {
+		res[i] = b.Batched(o, odims[i])
+	}
+	if p.Kind == interp.ViewKind {
+		b.markDetached(args[0], vals[0], res[0])
+	}
+	return res
+}
+
+// markDetached flags a view result that does not alias its operand at
+// eval level, so that an in-place write through it is refused rather than
+// lost.
+func (b *Interp) markDetached(arg, val, res *T) {
+	tr, ok := res.Tracer().(*tracer)
+	if !ok || tr.level != b.level {
+		return
+	}
+	if at, ok := arg.Tracer().(*tracer); ok && at.level == b.level && at.detached {
+		tr.detached = true
+		return
+	}
+	if val.IsConcrete() && tr.val.IsConcrete() && tr.val.ViewInfo() == nil && tr.val != val {
+		tr.detached = true
+	}
+}
+
+// mutate performs an in-place primitive on batched values: the
+// destination must be batched at this level; the sources are moved to its
+// batch dimension and written with the same primitive below, so writes
+// through views reach every alias.
+func (b *Interp) mutate(p *interp.Prim, params any, args, vals []*T, dims []int) []*T {
+	if tr, ok := args[0].Tracer().(*tracer); ok && tr.level == b.level && tr.detached {
+		panic(&interp.Error{Prim: p.Name, Msg: "in-place write through a view that vmap could not keep as an alias (its batched layout needed a copy): the write would not reach the base; wrap the function in Functionalize", Operands: []string{args[0].TypeString()}})
+	}
+	if dims[0] == NotMapped {
+		panic(&interp.Error{Prim: p.Name, Msg: "in-place write of a batched value into a destination that is not batched at this level (a tensor from outside the vmapped function, or created inside it, has one value for all lanes); write out of place, or wrap the function in Functionalize", Operands: []string{args[0].TypeString()}})
+	}
+	phys := make([]*T, len(vals))
+	phys[0] = vals[0]
+	for i := 1; i < len(vals); i++ {
+		if dims[i] == NotMapped {
+			phys[i] = BroadcastBatch(vals[i], b.size, dims[0])
+		} else {
+			phys[i] = MoveDim(vals[i], dims[i], dims[0])
+		}
+	}
+	interp.Bind(p, params, phys...)
+	return args[:1]
+}
+
+// loopRule runs p once per lane and stacks the results along 0.
+func loopRule(p *interp.Prim) Rule {
+	return func(size int, params any, args []*T, dims []int) ([]*T, []int) {
+		var lanes [][]*T
+		for i := 0; i < size; i++ {
+			in := make([]*T, len(args))
+			for k, a := range args {
+				in[k] = a
+				if dims[k] != NotMapped {
+					in[k] = Lane(a, dims[k], i)
+				}
+			}
+			lanes = append(lanes, interp.Bind(p, params, in...))
+		}
+		outs := make([]*T, len(lanes[0]))
+		odims := make([]int, len(outs))
+		for j := range outs {
+			parts := make([]*T, size)
+			for i := range parts {
+				parts[i] = BroadcastBatch(lanes[i][j], 1, 0)
+			}
+			outs[j] = interp.Bind1(prims.Concatenate, prims.AxisParams{Axis: 0}, parts...)
+		}
+		return outs, odims
+	}
+}

@@ -1,0 +1,289 @@
+package transforms
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/interp"
+)
+
+// unmapped is the resolved axis of a leaf that is not mapped (distinct
+// from every axis, negative ones included).
+const unmapped = math.MinInt
+
+// NoAxis marks, in InAxes or OutAxes, a value that is not mapped (JAX's
+// None).
+var NoAxis = noAxis{}
+
+type noAxis struct{}
+
+// VmapOption configures Vmap (and the vectorized Jacobians).
+type VmapOption func(*vmapConfig)
+
+type vmapConfig struct {
+	inAxes, outAxes any
+	axisSize        int
+	chunk           int
+	chunkSet        bool
+}
+
+// InAxes sets which dimension of each argument leaf is mapped: an int
+// (negative counts from the end) or NoAxis for every leaf, or a tree
+// prefix of the argument — []any for slices and arrays, map[string]any
+// for maps and for structs (by field name) — whose nodes are ints,
+// NoAxis, nil (not mapped) or further prefixes. The default is 0.
+func InAxes(axes any) VmapOption { return func(c *vmapConfig) { c.inAxes = axes } }
+
+// OutAxes sets where the batch dimension goes in each result leaf, with
+// InAxes's forms; the default is 0. Results that do not depend on a
+// mapped input are broadcast to the batch size there.
+func OutAxes(axes any) VmapOption { return func(c *vmapConfig) { c.outAxes = axes } }
+
+// AxisSize sets the batch size; it is required when no argument is
+// mapped and must agree with the mapped arguments otherwise.
+func AxisSize(n int) VmapOption { return func(c *vmapConfig) { c.axisSize = n } }
+
+// ChunkSize runs the batch in chunks of n lanes and concatenates the
+// results: the same result with memory bounded by n lanes. n must be
+// positive.
+func ChunkSize(n int) VmapOption {
+	return func(c *vmapConfig) { c.chunk, c.chunkSet = n, true }
+}
+
+func vmapOptions(opts []VmapOption) *vmapConfig {
+	c := &vmapConfig{}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Vmap returns f vectorized over a batch dimension of its argument (a
+// tree): each mapped leaf is sliced along its in axis, f is applied per
+// lane — as one batched computation, not a loop — and the results are
+// stacked along their out axes. Vmap nests to any depth and composes
+// with every other transform.
+//
+// The returned function panics with *peel.Error (naming vmap and its
+// level) when mapped arguments have different sizes, an axis is out of
+// range or given for a subtree with no tensor, no argument is mapped and
+// AxisSize is not set, ChunkSize is not positive, f reads a batched
+// value's data (data-dependent Go control flow), or f writes a batched
+// value in place into a tensor that is not batched (use Functionalize).
+func Vmap[A, B any](f func(A) B, opts ...VmapOption) func(A) B {
+	cfg := vmapOptions(opts)
+	return func(x A) B {
+		const op = "transforms.Vmap"
+		leaves, def := flatten(op, x)
+		axes := resolveAxes(op, "in", cfg.inAxes, def.proto)
+		var outDef *treeDef
+		fl := flatFn(op, f, def, &outDef)
+		outs := vmapFlat(op, cfg, fl, leaves, axes, func(outs []*T) []int {
+			_, d := flatten(op, build[B](outDef, outs))
+			return resolveAxes(op, "out", cfg.outAxes, d.proto)
+		})
+		return build[B](outDef, outs)
+	}
+}
+
+// vmapFlat runs fl over a batch: inputs with axes (unmapped for
+// unmapped ones); outAxes gives the out axis of each result (called once
+// with the results of the first chunk).
+func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func([]*T) []int) []*T {
+	size := -1
+	var sizes []string
+	for i, x := range inputs {
+		if axes[i] == unmapped {
+			continue
+		}
+		a := axes[i]
+		if a < -x.Rank() || a >= x.Rank() {
+			treeErrorf(op, "in axis %d is out of range for argument leaf %d of shape %v", a, i, x.Shape())
+		}
+		if a < 0 {
+			a += x.Rank()
+		}
+		axes[i] = a
+		n := x.Shape()[a]
+		sizes = append(sizes, fmt.Sprintf("leaf %d: %d", i, n))
+		if size >= 0 && n != size {
+			size = -2
+		} else if size != -2 {
+			size = n
+		}
+	}
+	switch {
+	case size == -2:
+		treeErrorf(op, "mapped arguments have different sizes along their in axes (%v)", sizes)
+	case size == -1 && cfg.axisSize <= 0:
+		treeErrorf(op, "no argument is mapped: set AxisSize")
+	case size == -1:
+		size = cfg.axisSize
+	case cfg.axisSize > 0 && cfg.axisSize != size:
+		treeErrorf(op, "AxisSize is %d but the mapped arguments have size %d", cfg.axisSize, size)
+	}
+	if cfg.chunkSet && cfg.chunk <= 0 {
+		treeErrorf(op, "ChunkSize must be positive, not %d", cfg.chunk)
+	}
+	if !cfg.chunkSet || cfg.chunk >= size {
+		return vmapRun(size, fl, inputs, axes, outAxes)
+	}
+	// Chunks: run each on a slice of the mapped inputs and concatenate.
+	var parts [][]*T
+	var oax []int
+	for lo := 0; lo < size; lo += cfg.chunk {
+		hi := min(lo+cfg.chunk, size)
+		in := make([]*T, len(inputs))
+		for i, x := range inputs {
+			in[i] = x
+			if axes[i] != unmapped {
+				in[i] = peel.Slice(x, axes[i], lo, hi, 1)
+			}
+		}
+		outs := vmapRun(hi-lo, fl, in, axes, func(o []*T) []int {
+			if oax == nil {
+				oax = outAxes(o)
+			}
+			return oax
+		})
+		parts = append(parts, outs)
+	}
+	res := make([]*T, len(parts[0]))
+	for j := range res {
+		cs := make([]*T, len(parts))
+		for k := range parts {
+			cs[k] = parts[k][j]
+		}
+		res[j] = peel.Concat(cs, oax[j])
+	}
+	return res
+}
+
+// vmapRun runs fl once at a vmap level of the given size.
+func vmapRun(size int, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func([]*T) []int) []*T {
+	b := batching.New(size)
+	defer b.End()
+	in := make([]*T, len(inputs))
+	for i, x := range inputs {
+		if axes[i] == unmapped {
+			in[i] = x
+		} else {
+			in[i] = b.Batched(x, axes[i])
+		}
+	}
+	outs := func() []*T {
+		defer annotate(b.Level())
+		return fl(in)
+	}()
+	oax := outAxes(outs)
+	res := make([]*T, len(outs))
+	for i, o := range outs {
+		a := oax[i]
+		if a == unmapped {
+			if tr := o.Tracer(); tr != nil && tr.Level() == b.Level() {
+				treeErrorf("transforms.Vmap", "result leaf %d is batched but its out axis is NoAxis", i)
+			}
+			res[i] = o
+			continue
+		}
+		r := o.Rank() + 1
+		if a < -r || a >= r {
+			treeErrorf("transforms.Vmap", "out axis %d is out of range for result leaf %d of rank %d", a, i, o.Rank())
+		}
+		if a < 0 {
+			a += r
+		}
+		res[i] = b.Unbatched(o, a)
+	}
+	return res
+}
+
+// resolveAxes gives each tensor leaf of v its axis from spec (see
+// InAxes); nil spec means 0 for all.
+func resolveAxes(op, which string, spec any, v reflect.Value) []int {
+	if spec == nil {
+		spec = 0
+	}
+	var out []int
+	var walkSpec func(spec any, v reflect.Value, path string)
+	walkSpec = func(spec any, v reflect.Value, path string) {
+		switch s := spec.(type) {
+		case int:
+			n := 0
+			walk(op, v, path, func(*peel.Tensor) { n++; out = append(out, s) })
+			if n == 0 {
+				treeErrorf(op, "%s axis %d is given for %s, which holds no tensor", which, s, pathOr(path))
+			}
+			return
+		case noAxis, nil:
+			walk(op, v, path, func(*peel.Tensor) { out = append(out, unmapped) })
+			return
+		}
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				treeErrorf(op, "%s axes: %s is nil", which, pathOr(path))
+			}
+			v = v.Elem()
+		}
+		switch s := spec.(type) {
+		case []any:
+			if (v.Kind() != reflect.Slice && v.Kind() != reflect.Array) || v.Len() != len(s) {
+				treeErrorf(op, "%s axes: %s is a %v, which a []any of length %d does not match", which, pathOr(path), v.Type(), len(s))
+			}
+			for i := range s {
+				walkSpec(s[i], v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			}
+		case map[string]any:
+			switch v.Kind() {
+			case reflect.Map:
+				for _, k := range sortedKeys(v) {
+					sub, ok := s[k.String()]
+					if !ok {
+						treeErrorf(op, "%s axes: no entry for key %q of %s", which, k.String(), pathOr(path))
+					}
+					walkSpec(sub, v.MapIndex(k), fmt.Sprintf("%s[%q]", path, k.String()))
+				}
+			case reflect.Struct:
+				t := v.Type()
+				for i := 0; i < t.NumField(); i++ {
+					if !t.Field(i).IsExported() {
+						continue
+					}
+					sub, ok := s[t.Field(i).Name]
+					if !ok {
+						treeErrorf(op, "%s axes: no entry for field %s of %s", which, t.Field(i).Name, pathOr(path))
+					}
+					walkSpec(sub, v.Field(i), path+"."+t.Field(i).Name)
+				}
+			default:
+				treeErrorf(op, "%s axes: %s is a %v, which a map[string]any does not match", which, pathOr(path), v.Type())
+			}
+		default:
+			treeErrorf(op, "%s axes: unsupported spec %T at %s (use an int, NoAxis, nil, []any or map[string]any)", which, spec, pathOr(path))
+		}
+	}
+	walkSpec(spec, v, "")
+	return out
+}
+
+// jacobianVmap maps fn over the rows of basis (an identity of size n
+// reshaped to [n, shape...]) and returns the physical results with the
+// batch dimension at outAxis.
+func jacobianVmap(fn func(*T) *T, n int, a interp.Aval, outAxis int, opts []VmapOption) *T {
+	cfg := vmapOptions(opts)
+	eye := peel.Reshape(peel.AsType(peel.Eye(n, peel.Float64), a.DType), append([]int{n}, a.Shape...)...)
+	outs := vmapFlat("transforms.Jacobian", cfg, func(in []*T) []*T { return []*T{fn(in[0])} }, []*T{eye}, []int{0},
+		func([]*T) []int { return []int{outAxis} })
+	return outs[0]
+}
+
+// zeroIfNil returns c, or zeros of a when c is a symbolic zero.
+func zeroIfNil(c *T, a interp.Aval) *T {
+	if c == nil {
+		return zeros(a)
+	}
+	return c
+}
