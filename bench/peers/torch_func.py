@@ -250,6 +250,86 @@ def hessian():
     return run, check
 
 
+TINY_BATCH = 16
+
+
+def tiny_chain_vmap(grad):
+    def setup():
+        from functorch import vmap
+        from functorch import grad as fgrad
+        g = torch.Generator().manual_seed(1)
+        a = torch.rand(8, generator=g, dtype=torch.float64) + 0.5
+        b = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
+        c = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
+        x = torch.rand(TINY_BATCH, 8, generator=g, dtype=torch.float64) * 2 - 1
+
+        def chain(x):
+            for i in range(TINY_OPS):
+                k = i % 4
+                if k == 0:
+                    x = torch.mul(x, a)
+                elif k == 1:
+                    x = torch.add(x, b)
+                elif k == 2:
+                    x = torch.tanh(x)
+                else:
+                    x = torch.sub(x, c)
+            return x
+
+        f = fgrad(lambda r: chain(r).sum()) if grad else chain
+        vf = vmap(f)
+        out = [None]
+
+        def run():
+            out[0] = vf(x)
+
+        def check():
+            for i in range(TINY_BATCH):
+                compare(out[0][i].tolist(), f(x[i]).tolist(), 1e-12, 1e-12)
+
+        return run, check
+    return setup
+
+
+MLP_IN, MLP_HIDDEN, MLP_OUT, MLP_BATCH = 784, 128, 10, 64
+
+
+def per_sample_grads(dtype, loop):
+    def setup():
+        from functorch import vmap, grad
+        g = torch.Generator().manual_seed(11)
+        w1 = ((torch.rand(MLP_IN, MLP_HIDDEN, generator=g, dtype=torch.float64) - 0.5) * 0.1).to(dtype)
+        b1 = ((torch.rand(MLP_HIDDEN, generator=g, dtype=torch.float64) - 0.5) * 0.2).to(dtype)
+        w2 = ((torch.rand(MLP_HIDDEN, MLP_OUT, generator=g, dtype=torch.float64) - 0.5) * 0.4).to(dtype)
+        b2 = ((torch.rand(MLP_OUT, generator=g, dtype=torch.float64) - 0.5) * 0.2).to(dtype)
+        x = torch.rand(MLP_BATCH, MLP_IN, generator=g, dtype=torch.float64).to(dtype)
+        onehot = torch.nn.functional.one_hot(torch.arange(MLP_BATCH) % MLP_OUT, MLP_OUT).to(dtype)
+        params = (w1, b1, w2, b2)
+
+        def loss(p, xi, yi):
+            h = torch.tanh(xi @ p[0] + p[1])
+            logits = h @ p[2] + p[3]
+            return -(torch.log_softmax(logits, -1) * yi).sum()
+
+        gl = grad(loss)
+        vg = vmap(gl, in_dims=(None, 0, 0))
+        out = [None]
+
+        def run():
+            if loop:
+                out[0] = torch.stack([gl(params, x[i], onehot[i])[0] for i in range(MLP_BATCH)])
+            else:
+                out[0] = vg(params, x, onehot)[0]
+
+        def check():
+            for i in (0, MLP_BATCH - 1):
+                want = gl(params, x[i], onehot[i])[0]
+                compare(out[0][i].flatten().tolist(), want.flatten().tolist(), 1e-4, 1e-6)
+
+        return run, check
+    return setup
+
+
 def compare(got, want, rtol, atol):
     for i, (g, w) in enumerate(zip(got, want)):
         if not abs(g - w) <= atol + rtol * abs(w):
@@ -268,6 +348,12 @@ WORKLOADS = [
     ("jacrev_32", "µs", lambda ns: ns / 1e3, jacobian("jacrev")),
     ("jacfwd_32", "µs", lambda ns: ns / 1e3, jacobian("jacfwd")),
     ("hessian_32", "µs", lambda ns: ns / 1e3, hessian),
+    ("tiny_chain_100_vmap", "ns/op", lambda ns: ns / TINY_OPS, tiny_chain_vmap(False)),
+    ("tiny_chain_100_vmap_grad", "ns/op", lambda ns: ns / TINY_OPS, tiny_chain_vmap(True)),
+    ("per_sample_grad_mlp_f32", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float32, False)),
+    ("per_sample_grad_mlp_f32_loop", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float32, True)),
+    ("per_sample_grad_mlp_f64", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float64, False)),
+    ("per_sample_grad_mlp_f64_loop", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float64, True)),
 ]
 
 
