@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -143,4 +144,95 @@ func CustomVJP(f func(xs []*peel.Tensor) *peel.Tensor, fwd func(xs []*peel.Tenso
 		defer interp.Annotate("transforms.CustomVJP")
 		return interp.Bind1(customVJPCall, params, xs...)
 	}
+}
+
+// Custom rules under vmap: the primitive is bound again below with the
+// user's functions vmapped (so the custom rule still applies to the
+// batched computation), as JAX batches custom_jvp and custom_vjp.
+
+// vmapped returns fn vectorized over a batch of size with the given
+// operand batch dims (batching.NotMapped for unbatched), every result
+// batched at 0.
+func vmapped(size int, dims []int, fn func([]*T) []*T) func([]*T) []*T {
+	axes := make([]int, len(dims))
+	for i, d := range dims {
+		axes[i] = d
+		if d == batching.NotMapped {
+			axes[i] = unmapped
+		}
+	}
+	cfg := &vmapConfig{axisSize: size}
+	return func(in []*T) []*T {
+		return vmapFlat("transforms.Vmap", cfg, fn, in, append([]int(nil), axes...), func(outs []*T) []int {
+			return make([]int, len(outs))
+		})
+	}
+}
+
+// laneAval is the type of one lane of physical value x batched at dim.
+func laneAval(x *T, dim int) interp.Aval {
+	if dim == batching.NotMapped {
+		return x.Aval()
+	}
+	shape := append(append([]int{}, x.Shape()[:dim]...), x.Shape()[dim+1:]...)
+	return interp.Aval{Shape: shape, DType: x.DType()}
+}
+
+func init() {
+	batching.Register(customJVPCall, func(size int, params any, vals []*T, dims []int) ([]*T, []int) {
+		cp := params.(customJVPParams)
+		n := len(vals)
+		f := vmapped(size, dims, func(xs []*T) []*T { return []*T{cp.f(xs)} })
+		jvp := vmapped(size, append(append([]int{}, dims...), dims...), func(xs []*T) []*T {
+			o, t := cp.jvp(xs[:n], xs[n:])
+			return []*T{o, t}
+		})
+		bp := customJVPParams{
+			f: func(xs []*T) *T { return f(xs)[0] },
+			jvp: func(p, t []*T) (*T, *T) {
+				r := jvp(append(append([]*T{}, p...), t...))
+				return r[0], r[1]
+			},
+		}
+		return interp.Bind(customJVPCall, bp, vals...), []int{0}
+	})
+	batching.Register(customVJPCall, func(size int, params any, vals []*T, dims []int) ([]*T, []int) {
+		cp := params.(customVJPParams)
+		f := vmapped(size, dims, func(xs []*T) []*T { return []*T{cp.f(xs)} })
+		fwd := vmapped(size, dims, func(xs []*T) []*T {
+			o, res := cp.fwd(xs)
+			return append([]*T{o}, res...)
+		})
+		bp := customVJPParams{
+			f: func(xs []*T) *T { return f(xs)[0] },
+			fwd: func(xs []*T) (*T, []*T) {
+				r := fwd(xs)
+				return r[0], r[1:]
+			},
+			bwd: func(res []*T, ct *T) []*T {
+				bdims := make([]int, len(res)+1) // residuals and ct batched at 0
+				bwd := vmapped(size, bdims, func(xs []*T) []*T {
+					cts := cp.bwd(xs[:len(xs)-1], xs[len(xs)-1])
+					for i, c := range cts {
+						if c == nil {
+							cts[i] = zeros(laneAval(vals[i], dims[i]))
+						}
+					}
+					return cts
+				})
+				cts := bwd(append(append([]*T{}, res...), ct))
+				// An operand shared by every lane gets the sum of the
+				// lanes' cotangents.
+				for i, d := range dims {
+					if d == batching.NotMapped {
+						cts[i] = peel.Sum(cts[i], []int{0}, false)
+					} else if d != 0 {
+						cts[i] = batching.MoveDim(cts[i], 0, d)
+					}
+				}
+				return cts
+			},
+		}
+		return interp.Bind(customVJPCall, bp, vals...), []int{0}
+	})
 }

@@ -163,3 +163,41 @@ func TestVmapErrors(t *testing.T) {
 		t.Errorf("AxisSize result shape %v", s)
 	}
 }
+
+func TestCustomRulesUnderVmap(t *testing.T) {
+	log1pexp := transforms.CustomVJP(
+		func(xs []*T) *T { return peel.Log(peel.Add(peel.Exp(xs[0]), 1)) },
+		func(xs []*T) (*T, []*T) { return peel.Softplus(xs[0]), []*T{xs[0]} },
+		func(res []*T, ct *T) []*T { return []*T{peel.Mul(ct, peel.Sigmoid(res[0]))} },
+	)
+	x := peel.FromFloat64s([]float64{0, 1000, -1000, 2}, 2, 2)
+	want := []float64{0.5, 1, 0, 1 / (1 + math.Exp(-2))}
+	f := func(r *T) *T { return peel.Sum(log1pexp(r), nil, false) }
+	// Vmap(Grad): the rule is used per lane.
+	near(t, "vmap(grad(custom vjp))", transforms.Vmap(transforms.Grad(f))(x).Float64s(), want, 1e-12)
+	// Grad(Vmap): the rule is batched, not decomposed (the naive
+	// derivative would be NaN at 1000).
+	g := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(func(r *T) *T { return log1pexp(r) })(x), nil, false) })(x)
+	near(t, "grad(vmap(custom vjp))", g.Float64s(), want, 1e-12)
+	// A custom JVP rule that doubles the derivative is used under vmap.
+	sq := transforms.CustomJVP(
+		func(xs []*T) *T { return peel.Square(xs[0]) },
+		func(p, tg []*T) (*T, *T) { return peel.Square(p[0]), peel.Mul(peel.Mul(p[0], 4), tg[0]) },
+	)
+	y := f64(1, 2, 3)
+	gv := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(func(r *T) *T { return sq(r) })(x), nil, false) })(y)
+	near(t, "grad(vmap(custom jvp))", gv.Float64s(), []float64{4, 8, 12}, 0)
+	_, jv := transforms.JVP(func(x *T) *T { return transforms.Vmap(func(r *T) *T { return sq(r) })(x) }, y, f64(1, 1, 1))
+	near(t, "jvp(vmap(custom jvp))", jv.Float64s(), []float64{4, 8, 12}, 0)
+	// An operand shared by the lanes gets the sum of their cotangents.
+	mulc := transforms.CustomVJP(
+		func(xs []*T) *T { return peel.Mul(xs[0], xs[1]) },
+		func(xs []*T) (*T, []*T) { return peel.Mul(xs[0], xs[1]), xs },
+		func(res []*T, ct *T) []*T { return []*T{peel.Mul(ct, res[1]), peel.Mul(ct, res[0])} },
+	)
+	w := f64(2, 3)
+	gw := transforms.Grad(func(w *T) *T {
+		return peel.Sum(transforms.Vmap(func(r *T) *T { return mulc(r, w) })(x), nil, false)
+	})(w)
+	near(t, "shared operand", gw.Float64s(), peel.Sum(x, []int{0}, false).Float64s(), 1e-12)
+}
