@@ -136,10 +136,25 @@ func (b *Interp) Batched(x *T, bdim int) *T {
 	if bdim == NotMapped {
 		return x
 	}
-	shape := make([]int, 0, x.Rank()-1)
-	shape = append(shape, x.Shape()[:bdim]...)
-	shape = append(shape, x.Shape()[bdim+1:]...)
-	return interp.NewTracer(interp.Aval{Shape: shape, DType: x.DType()}, &tracer{level: b.level, val: x, bdim: bdim})
+	// One allocation for the payload, the box and a small shape.
+	o := &batchedBox{tr: tracer{level: b.level, val: x, bdim: bdim}}
+	xs := x.Shape()
+	var shape []int
+	if len(xs)-1 <= len(o.shape) {
+		shape = o.shape[:0]
+	} else {
+		shape = make([]int, 0, len(xs)-1)
+	}
+	shape = append(shape, xs[:bdim]...)
+	shape = append(shape, xs[bdim+1:]...)
+	o.t = interp.TracerValue(interp.Aval{Shape: shape, DType: x.DType()}, &o.tr)
+	return &o.t
+}
+
+type batchedBox struct {
+	tr    tracer
+	t     T
+	shape [4]int
 }
 
 // Unbatched returns x's physical value with the batch dimension moved to
@@ -173,6 +188,13 @@ func (b *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T)
 	}
 	if p.Kind == interp.Mutation {
 		return b.mutate(p, params, args, vals, dims)
+	}
+	if p.Impl == nil {
+		// The rules assume valid operands: check the logical ones with
+		// p's own shape rule, so errors name the shapes the caller sees.
+		if _, ok := interp.ElementwiseAval(p, args); !ok {
+			interp.Abstract(p, params, args)
+		}
 	}
 	r := RuleFor(p)
 	if r == nil {

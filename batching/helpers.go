@@ -152,38 +152,6 @@ func splitBatch(x *T, axis, size, n int) *T {
 }
 
 // register sets p's rule, checked first against p's shape and dtype rule.
-func register(p *interp.Prim, r Rule) { Register(p, checked(p, r)) }
-
-// checked returns r preceded by p's shape and dtype rule applied to the
-// logical operands, so that bad operands or parameters fail with p's own
-// *interp.Error naming the shapes the caller sees, never inside r (whose
-// index bookkeeping assumes valid parameters).
-func checked(p *interp.Prim, r Rule) Rule {
-	return func(size int, params any, args []*T, dims []int) ([]*T, []int) {
-		in := make([]interp.Aval, len(args))
-		for i, a := range args {
-			in[i] = interp.Aval{Shape: logicalShape(a, dims[i]), DType: a.DType()}
-		}
-		checkAvals(p, params, in)
-		return r(size, params, args, dims)
-	}
-}
-
-func checkAvals(p *interp.Prim, params any, in []interp.Aval) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(*interp.Error); ok {
-				if e.Prim == "" {
-					e.Prim = p.Name
-				}
-				if len(e.Operands) == 0 {
-					for _, a := range in {
-						e.Operands = append(e.Operands, a.String())
-					}
-				}
-			}
-			panic(r)
-		}
-	}()
-	p.Abstract(params, in)
-}
+// register sets p's rule. The interpreter checks the logical operands
+// with p's shape rule before calling it (see Interp.Process).
+func register(p *interp.Prim, r Rule) { Register(p, r) }

@@ -23,7 +23,7 @@ func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 		panic(&Error{Prim: p.Name, Msg: p.NoEval})
 	}
 	be := evalBackend(p, args)
-	if out, ok := elementwiseAval(p, args); ok {
+	if out, ok := ElementwiseAval(p, args); ok {
 		return evalOne(be, p, params, args, out)
 	}
 	outs := Abstract(p, params, args)
@@ -51,11 +51,11 @@ func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	return res
 }
 
-// elementwiseAval checks the operands of an elementwise primitive against
+// ElementwiseAval checks the operands of an elementwise primitive against
 // its rule (data, no allocation) and returns the result's type. It
 // returns false when p is not elementwise or the operands are bad, in
 // which case Abstract runs and reports the error.
-func elementwiseAval(p *Prim, args []*Tensor) (Aval, bool) {
+func ElementwiseAval(p *Prim, args []*Tensor) (Aval, bool) {
 	r := p.Elementwise
 	if r == nil || len(args) != r.Arity {
 		return Aval{}, false

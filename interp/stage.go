@@ -129,7 +129,7 @@ func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tenso
 		return p.Impl(params, args)
 	}
 	var outs []Aval
-	if o, ok := elementwiseAval(p, args); ok {
+	if o, ok := ElementwiseAval(p, args); ok {
 		outs = []Aval{o}
 	} else {
 		outs = Abstract(p, params, args)
