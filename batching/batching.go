@@ -77,8 +77,8 @@ var (
 // primitive is proven to have a real rule.
 func SetFallback(mode int32) int32 { return fallbackMode.Swap(mode) }
 
-// SetLogger sets where fallback warnings go (the standard logger by
-// default).
+// SetLogger sets where fallback warnings go; nil restores the standard
+// logger, the default.
 func SetLogger(l *log.Logger) { logger.Store(l) }
 
 func warnOnce(p *interp.Prim) {

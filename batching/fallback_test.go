@@ -1,0 +1,55 @@
+package batching_test
+
+import (
+	"bytes"
+	"log"
+	"strings"
+	"testing"
+
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// TestLoopFallback removes sin's rule for a moment: in warn mode the
+// primitive runs once per lane (same result as the rule, one warning), in
+// error mode it panics with *interp.Error.
+func TestLoopFallback(t *testing.T) {
+	be := cpu.New()
+	phys := interp.NewConcrete(be, backend.Array{Buf: be.FromHost([]float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6}), Shape: []int{2, 3}})
+	run := func() []float64 {
+		in := batching.New(3)
+		defer in.End()
+		y := interp.Bind1(prims.Sin, nil, in.Batched(phys, 1))
+		return in.Unbatched(y, 0).Float64s()
+	}
+	want := run()
+	orig := batching.RuleFor(prims.Sin)
+	batching.Register(prims.Sin, nil)
+	defer batching.Register(prims.Sin, orig)
+
+	var buf bytes.Buffer
+	batching.SetLogger(log.New(&buf, "", 0))
+	defer batching.SetLogger(nil)
+	prev := batching.SetFallback(batching.FallbackWarn)
+	defer batching.SetFallback(prev)
+	for i := 0; i < 2; i++ {
+		got := run()
+		for k := range want {
+			if got[k] != want[k] {
+				t.Fatalf("fallback %v, rule %v", got, want)
+			}
+		}
+	}
+	if n := strings.Count(buf.String(), "no batching rule for sin"); n != 1 {
+		t.Errorf("%d warnings, want 1: %q", n, buf.String())
+	}
+
+	batching.SetFallback(batching.FallbackError)
+	err := interp.Catch(func() { run() })
+	if err == nil || !strings.Contains(err.Error(), "sin: no batching rule") || !strings.Contains(err.Error(), "vmap, level") {
+		t.Errorf("error mode: %v", err)
+	}
+}
