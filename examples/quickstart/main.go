@@ -81,4 +81,17 @@ func main() {
 	show("dloss/dB", g.B)
 	cube := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Mul(peel.Square(x), x), nil, false) }
 	show("Hessian of sum(x³) at [1 2]", transforms.Hessian(cube)(peel.FromFloat64s([]float64{1, 2})))
+
+	section("Vectorizing")
+	// Vmap maps a function over a batch dimension: here per-example
+	// gradients of the same loss, one batched computation, no loop.
+	type example struct{ X, Y *peel.Tensor }
+	perExample := transforms.Vmap(func(e example) params {
+		return transforms.Grad(func(p params) *peel.Tensor {
+			pred := peel.Add(peel.MatMul(e.X, p.W), p.B)
+			return peel.Sum(peel.Square(peel.Sub(pred, e.Y)), nil, false)
+		})(p)
+	})
+	batch := example{X: peel.FromFloat64s([]float64{1, 2, 3}, 3, 1), Y: peel.FromFloat64s([]float64{1, 2, 3}, 3, 1)}
+	show("per-example dloss/dW", perExample(batch).W)
 }
