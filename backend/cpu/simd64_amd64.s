@@ -1,0 +1,452 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX2+FMA float64 exp, tanh and logistic, four lanes per vector; see
+// fastmath64.go for the method and the scalar loops that perform the
+// same operations in the same order, simd64_amd64.go for the contracts
+// and simd64_test.go for the measured accuracy. The routines are leaves.
+// A single-vector loop body loads a vector into Y0 (the last partial
+// vector through a zeroed 32-byte buffer on the stack, its unused lanes
+// 0), computes in place and stores Y0; tanh and logistic first run
+// blocks of 64 elements in two passes (see tanh64AVX2). Y15 and X15 are
+// left alone.
+//
+// The operations are throughput-bound (about 70 per vector for tanh,
+// mostly FMAs, at three per cycle) and their long dependency chains
+// (about 75 cycles for tanh, a division among them) limit how many
+// vectors the processor overlaps; the code keeps the chains short.
+//
+// Plan 9 operand order is the reverse of Intel's: VSUBPD B, A, D is
+// D = A - B, VFMADD213PD C, B, A is A = B·A + C, VFMADD231PD C, B, A is
+// A = B·C + A, VFMSUB231PD C, B, A is A = B·C - A, VFNMADD231PD C, B, A
+// is A = A - B·C and VBLENDVPD M, B, A, D is D = (sign of M) ? B : A.
+
+// CONST4 defines a 32-byte read-only constant holding four copies of the
+// 64-bit pattern bits.
+#define CONST4(name, bits) \
+	DATA name+0(SB)/8, $bits; \
+	DATA name+8(SB)/8, $bits; \
+	DATA name+16(SB)/8, $bits; \
+	DATA name+24(SB)/8, $bits; \
+	GLOBL name(SB), RODATA|NOPTR, $32
+
+CONST4(absMask64<>, 0x7fffffffffffffff)
+CONST4(signMask64<>, 0x8000000000000000)
+CONST4(one64<>, 0x3ff0000000000000)         // 1
+CONST4(two64<>, 0x4000000000000000)         // 2
+CONST4(half64<>, 0x3fe0000000000000)        // 0.5
+CONST4(expMin64<>, 0xc087500000000000)      // -746: e^-746 rounds to 0
+CONST4(expMax64<>, 0x4086300000000000)      // 710: e^710 overflows
+CONST4(logisticMax64<>, 0x4087500000000000) // 746
+CONST4(tanhCut64<>, 0x3fd3333333333333)     // 0.3: below it tanh uses its odd polynomial
+CONST4(tanhMax64<>, 0x4034000000000000)     // 20: tanh rounds to 1 beyond 19.1
+CONST4(log2e64<>, 0x3ff71547652b82fe)       // 1/ln2
+CONST4(twoLog2e64<>, 0x40071547652b82fe)    // 2/ln2
+CONST4(negLog2e64<>, 0xbff71547652b82fe)    // -1/ln2
+CONST4(magic64<>, 0x4338000000000000)       // 1.5·2^52: adding it rounds to an integer
+CONST4(ln2hi64<>, 0x3fe62e42fefa39ef)       // ln2 rounded to float64
+CONST4(negLn2lo64<>, 0xbc7abc9e3b39803f)    // -(ln2 - ln2hi)
+CONST4(expBias64<>, 0xbcc80000000007fe)     // 2046 - magic64 (mod 2^64)
+CONST4(tanhBias64<>, 0xbcc80000000003ff)    // 1023 - magic64 (mod 2^64)
+
+// Q(r) ≈ (e^r - 1 - r)/r² and P(t) ≈ (tanh x - x)/x³, t = x²: the
+// coefficients of exp64C and tanh64C in fastmath64.go.
+CONST4(expC0<>, 0x3fe000000000000a)   // 0.50000000000000111
+CONST4(expC1<>, 0x3fc5555555555503)   // 0.16666666666666438
+CONST4(expC2<>, 0x3fa5555555550605)   // 0.041666666666525777
+CONST4(expC3<>, 0x3f81111111124d26)   // 0.0083333333334737018
+CONST4(expC4<>, 0x3f56c16c184b5d16)   // 0.0013888888944871328
+CONST4(expC5<>, 0x3f2a01a013d63f07)   // 0.00019841269560715738
+CONST4(expC6<>, 0x3efa019988af2852)   // 2.4801491729488645e-05
+CONST4(expC7<>, 0x3ec71def3bbf3e8c)   // 2.755752999995651e-06
+CONST4(expC8<>, 0x3e928aedd7fc48a1)   // 2.7630763809004153e-07
+CONST4(expC9<>, 0x3e5add8d8a19494f)   // 2.5020391652906529e-08
+CONST4(tanhC0<>, 0xbfd5555555555555)  // -0.33333333333333331
+CONST4(tanhC1<>, 0x3fc1111111110c2f)  // 0.13333333333329864
+CONST4(tanhC2<>, 0xbfaba1ba1b8ef8da)  // -0.053968253959725224
+CONST4(tanhC3<>, 0x3f9664f47ad09593)  // 0.021869487758655003
+CONST4(tanhC4<>, 0xbf8226deb2e41bac)  // -0.0088632009833541012
+CONST4(tanhC5<>, 0x3f6d6b7e1d5d4a32)  // 0.0035912955453707646
+CONST4(tanhC6<>, 0xbf57ab6f08d508cb)  // -0.0014446815797133801
+CONST4(tanhC7<>, 0x3f40c0469c9ce6b3)  // 0.00051120231476105835
+
+// LOADTAIL sets Y0 to the CX (1 to 3) float64 at (SI), the other lanes
+// zero, through the 32-byte buffer at (SP). Clobbers AX and BX.
+#define LOADTAIL \
+	VXORPD  Y0, Y0, Y0; \
+	VMOVUPD Y0, (SP); \
+	XORQ    AX, AX; \
+tailIn: \
+	MOVQ    (SI)(AX*8), BX; \
+	MOVQ    BX, (SP)(AX*8); \
+	INCQ    AX; \
+	CMPQ    AX, CX; \
+	JB      tailIn; \
+	VMOVUPD (SP), Y0
+
+// STORETAIL stores the first CX lanes of Y0 to (DI) through the buffer
+// at (SP). Clobbers AX and BX.
+#define STORETAIL \
+	VMOVUPD Y0, (SP); \
+	XORQ    AX, AX; \
+tailOut: \
+	MOVQ    (SP)(AX*8), BX; \
+	MOVQ    BX, (DI)(AX*8); \
+	INCQ    AX; \
+	CMPQ    AX, CX; \
+	JB      tailOut
+
+// EXPCORE computes e^z ≈ 2^n(s + lo) (exp64Core) for Y0 = z in
+// [-746, 710] or NaN, with Y13 = 1: Y1 = z/ln2 + magic64, whose
+// representation is that of magic64 plus n, Y2 = s, Y3 = lo. Clobbers
+// Y0 and Y4–Y7.
+#define EXPCORE \
+	VMOVUPD      magic64<>(SB), Y1; \
+	VFMADD231PD  log2e64<>(SB), Y0, Y1;    /* Y1 = z/ln2 + magic: n in the low bits */ \
+	EXPREST
+
+// EXPREST is EXPCORE with Y1 = z/ln2 + magic64 already computed.
+#define EXPREST \
+	VSUBPD       magic64<>(SB), Y1, Y4;    /* n */ \
+	VMULPD       negLn2lo64<>(SB), Y4, Y5; /* Y5 = rl = -n·ln2lo */ \
+	VFNMADD231PD ln2hi64<>(SB), Y4, Y0;    /* Y0 = r = z - n·ln2hi (exact) */ \
+	VMULPD       Y0, Y0, Y6;               /* Y6 = r² */ \
+	VMOVUPD      expC2<>(SB), Y7; \
+	VFMADD213PD  expC1<>(SB), Y0, Y7;      /* c1 + c2·r */ \
+	VMOVUPD      expC4<>(SB), Y2; \
+	VFMADD213PD  expC3<>(SB), Y0, Y2;      /* c3 + c4·r */ \
+	VFMADD231PD  Y6, Y2, Y7;               /* Y7 = b0 = c1 + … + c4·r³ */ \
+	VMOVUPD      expC6<>(SB), Y4; \
+	VFMADD213PD  expC5<>(SB), Y0, Y4;      /* c5 + c6·r */ \
+	VMOVUPD      expC8<>(SB), Y2; \
+	VFMADD213PD  expC7<>(SB), Y0, Y2;      /* c7 + c8·r */ \
+	VFMADD231PD  Y6, Y2, Y4;               /* b1 = c5 + … + c8·r³ */ \
+	VMULPD       Y6, Y6, Y3;               /* r⁴ */ \
+	VFMADD231PD  expC9<>(SB), Y3, Y4;      /* b1 + c9·r⁴ */ \
+	VFMADD213PD  Y7, Y3, Y4;               /* Q1 = b0 + r⁴(b1 + c9·r⁴) */ \
+	VFMADD213PD  expC0<>(SB), Y0, Y4;      /* Y4 = Q = c0 + r·Q1 */ \
+	VFMADD213PD  expC0<>(SB), Y0, Y7;      /* Y7 = Qa = c0 + r·b0 ≈ Q */ \
+	VMOVAPD      Y6, Y3; \
+	VFMSUB231PD  Y0, Y0, Y3;               /* r·r - r², exact */ \
+	VFMADD231PD  Y6, Y5, Y3;               /* m = r²·rl + (r·r - r²) */ \
+	VFMADD213PD  Y5, Y0, Y5;               /* rl·r + rl */ \
+	VFMADD231PD  Y3, Y7, Y5;               /* c = rl·(1 + r) + m·Qa */ \
+	VADDPD       Y13, Y0, Y2;              /* Y2 = s = 1 + r */ \
+	VSUBPD       Y2, Y13, Y3; \
+	VADDPD       Y0, Y3, Y3;               /* e1 = (1 - s) + r, exact */ \
+	VADDPD       Y3, Y5, Y3;               /* c + e1 */ \
+	VFMADD231PD  Y6, Y4, Y3                /* Y3 = lo = r²·Q + (c + e1) */
+
+// EXPSCALE sets Y4 = 2^⌊n/2⌋ and Y1 = 2^(n-⌊n/2⌋) from Y1 as EXPCORE
+// leaves it, for n in [-1076, 1024].
+#define EXPSCALE \
+	VPADDQ expBias64<>(SB), Y1, Y1; /* k = n + 2046 > 0 */ \
+	VPSRLQ $1, Y1, Y4;              /* ⌊n/2⌋ + 1023 */ \
+	VPSUBQ Y4, Y1, Y1;              /* n - ⌊n/2⌋ + 1023 */ \
+	VPSLLQ $52, Y4, Y4; \
+	VPSLLQ $52, Y1, Y1
+
+// func exp64AVX2(d, a []float64)
+TEXT ·exp64AVX2(SB), NOSPLIT, $32-48
+	MOVQ    d_base+0(FP), DI
+	MOVQ    d_len+8(FP), CX
+	MOVQ    a_base+24(FP), SI
+	VMOVUPD expMin64<>(SB), Y10
+	VMOVUPD expMax64<>(SB), Y11
+	VMOVUPD one64<>(SB), Y13
+
+expLoop:
+	CMPQ    CX, $4
+	JB      expTail
+	VMOVUPD (SI), Y0
+
+expBlock:
+	VMAXPD Y0, Y10, Y0 // max(-746, x), NaN kept (the second source wins)
+	VMINPD Y0, Y11, Y0 // min(710, x)
+	EXPCORE
+	VADDPD Y3, Y2, Y2  // s + lo, rounded
+	EXPSCALE
+	VMULPD Y4, Y2, Y2  // exact
+	VMULPD Y1, Y2, Y0  // rounds to +Inf, a subnormal or 0 at the extremes
+
+	CMPQ    CX, $4
+	JB      expStoreTail
+	VMOVUPD Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $4, CX
+	JMP     expLoop
+
+expTail:
+	TESTQ CX, CX
+	JZ    expDone
+	LOADTAIL
+	JMP   expBlock
+
+expStoreTail:
+	STORETAIL
+
+expDone:
+	VZEROUPPER
+	RET
+
+// TANHEXP computes e^z = 2^n(s + lo), z = 2·min(|x|, 20), for Y0 = x:
+// Y1 = z/ln2 + magic64, Y2 = s, Y3 = lo (EXPCORE). Clobbers Y0 and
+// Y4–Y7.
+#define TANHEXP \
+	VANDPD       absMask64<>(SB), Y0, Y0; \
+	VMINPD       tanhMax64<>(SB), Y0, Y0; \
+	VMOVUPD      magic64<>(SB), Y1; \
+	VFMADD231PD  twoLog2e64<>(SB), Y0, Y1; /* z/ln2 + magic, without waiting for z */ \
+	VADDPD       Y0, Y0, Y0;               /* z */ \
+	EXPREST
+
+// TANHEND sets Y0 = tanh x from Y0 = x and TANHEXP's Y1–Y3, with Y13 = 1
+// and Y14 = 2: 1 - 2/(E + 1) for |x| ≥ 0.3 and the odd polynomial below
+// (or for NaN), both computed and one picked by a blend. Clobbers Y1–Y11.
+#define TANHEND \
+	VANDPD       absMask64<>(SB), Y0, Y8;  /* Y8 = |x| */ \
+	VXORPD       Y8, Y0, Y9;               /* Y9 = sign bit of x */ \
+	/* Small branch: |x| + |x|³·P(x²). */ \
+	VMULPD       Y8, Y8, Y10;              /* t = x² */ \
+	VMOVUPD      tanhC7<>(SB), Y11; \
+	VFMADD213PD  tanhC6<>(SB), Y10, Y11; \
+	VFMADD213PD  tanhC5<>(SB), Y10, Y11; \
+	VFMADD213PD  tanhC4<>(SB), Y10, Y11; \
+	VFMADD213PD  tanhC3<>(SB), Y10, Y11; \
+	VFMADD213PD  tanhC2<>(SB), Y10, Y11; \
+	VFMADD213PD  tanhC1<>(SB), Y10, Y11; \
+	VFMADD213PD  tanhC0<>(SB), Y10, Y11;   /* P(t) */ \
+	VMULPD       Y8, Y10, Y10;             /* |x|³ */ \
+	VFMADD213PD  Y8, Y10, Y11;             /* Y11 = |x|³·P + |x| */ \
+	/* Large branch: 1 - 2/(E + 1), with D = E + 1 = Dh + Dl. */ \
+	VPADDQ       tanhBias64<>(SB), Y1, Y1; \
+	VPSLLQ       $52, Y1, Y1;              /* f = 2^n */ \
+	VMULPD       Y1, Y2, Y4;               /* Eh = f·s */ \
+	VMULPD       Y1, Y3, Y6;               /* T = f·lo */ \
+	VFMADD213PD  Y13, Y1, Y2;              /* A = f·s + 1 */ \
+	VFMADD213PD  Y2, Y1, Y3;               /* Dh = f·lo + A */ \
+	VSUBPD       Y4, Y2, Y4; \
+	VSUBPD       Y4, Y13, Y4;              /* 1 - (A - Eh) */ \
+	VSUBPD       Y2, Y3, Y5; \
+	VSUBPD       Y5, Y6, Y5;               /* T - (Dh - A) */ \
+	VADDPD       Y5, Y4, Y4;               /* Dl */ \
+	VDIVPD       Y3, Y14, Y6;              /* q0 = 2/Dh */ \
+	VMULPD       Y6, Y4, Y4;               /* q0·Dl */ \
+	VFNMADD213PD Y14, Y6, Y3;              /* 2 - q0·Dh, exact */ \
+	VSUBPD       Y4, Y3, Y3;               /* ρ = 2 - q0·Dh - q0·Dl */ \
+	VMULPD       half64<>(SB), Y6, Y5;     /* q0/2 */ \
+	VSUBPD       Y6, Y13, Y1;              /* h = 1 - q0 */ \
+	VSUBPD       Y1, Y13, Y2; \
+	VSUBPD       Y6, Y2, Y2;               /* e = (1 - h) - q0, exact */ \
+	VFNMADD231PD Y5, Y3, Y2;               /* e - ρ·q0/2 */ \
+	VADDPD       Y2, Y1, Y1;               /* h + (e - ρ·q0/2) */ \
+	VCMPPD       $9, tanhCut64<>(SB), Y8, Y4; /* !(|x| ≥ 0.3): small or NaN */ \
+	VBLENDVPD    Y4, Y11, Y1, Y1; \
+	VXORPD       Y9, Y1, Y0
+
+// func tanh64AVX2(d, a []float64)
+//
+// Blocks of 64 elements run in two passes: the first computes TANHEXP
+// for each vector into a buffer on the stack, the second TANHEND. The
+// loops of both passes have shorter dependency chains than one loop
+// doing both, so that the processor overlaps more iterations (a tenth
+// faster on AMD Zen 4). The last few vectors run one at a time. The
+// frame holds the 32-byte tail buffer and 16 × 96 bytes for the block.
+TEXT ·tanh64AVX2(SB), 0, $1568-48
+	MOVQ    d_base+0(FP), DI
+	MOVQ    d_len+8(FP), CX
+	MOVQ    a_base+24(FP), SI
+	VMOVUPD one64<>(SB), Y13
+	VMOVUPD two64<>(SB), Y14
+
+tanhBlock64:
+	CMPQ CX, $64
+	JB   tanhLoop
+	XORQ AX, AX
+	LEAQ 32(SP), BX
+
+tanhPass1:
+	VMOVUPD (SI)(AX*1), Y0
+	TANHEXP
+	VMOVUPD Y1, (BX)
+	VMOVUPD Y2, 32(BX)
+	VMOVUPD Y3, 64(BX)
+	ADDQ    $96, BX
+	ADDQ    $32, AX
+	CMPQ    AX, $512
+	JB      tanhPass1
+	XORQ    AX, AX
+	LEAQ    32(SP), BX
+
+tanhPass2:
+	VMOVUPD (SI)(AX*1), Y0
+	VMOVUPD (BX), Y1
+	VMOVUPD 32(BX), Y2
+	VMOVUPD 64(BX), Y3
+	TANHEND
+	VMOVUPD Y0, (DI)(AX*1)
+	ADDQ    $96, BX
+	ADDQ    $32, AX
+	CMPQ    AX, $512
+	JB      tanhPass2
+	ADDQ    $512, SI
+	ADDQ    $512, DI
+	SUBQ    $64, CX
+	JMP     tanhBlock64
+
+tanhLoop:
+	CMPQ    CX, $4
+	JB      tanhTail
+	VMOVUPD (SI), Y0
+
+tanhBlock:
+	VMOVAPD Y0, Y12
+	TANHEXP
+	VMOVAPD Y12, Y0
+	TANHEND
+
+	CMPQ    CX, $4
+	JB      tanhStoreTail
+	VMOVUPD Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $4, CX
+	JMP     tanhLoop
+
+tanhTail:
+	TESTQ CX, CX
+	JZ    tanhDone
+	LOADTAIL
+	JMP   tanhBlock
+
+tanhStoreTail:
+	STORETAIL
+
+tanhDone:
+	VZEROUPPER
+	RET
+
+// LOGEXP computes u = e^-|x| = 2^n(s + lo) for Y0 = x, with Y11 = 746:
+// Y1 = -|x|/ln2 + magic64, Y2 = s, Y3 = lo (EXPCORE). Clobbers Y0 and
+// Y4–Y7.
+#define LOGEXP \
+	VANDPD      absMask64<>(SB), Y0, Y0; \
+	VMINPD      Y0, Y11, Y0;              /* min(746, |x|), NaN kept */ \
+	VMOVUPD     magic64<>(SB), Y1; \
+	VFMADD231PD negLog2e64<>(SB), Y0, Y1; /* z/ln2 + magic, without waiting for z */ \
+	VXORPD      signMask64<>(SB), Y0, Y0; /* z = -|x| */ \
+	EXPREST
+
+// LOGEND sets Y0 = logistic(x) from Y0 = x and LOGEXP's Y1–Y3, with
+// Y10 = 0 and Y13 = 1. Clobbers Y1–Y9.
+#define LOGEND \
+	VMOVAPD      Y0, Y8;                  /* x */ \
+	EXPSCALE;                             /* Y4, Y1 = 2^n in two factors */ \
+	VMULPD       Y1, Y4, Y0;              /* f = 2^n (0 below 2^-1075) */ \
+	VMULPD       Y0, Y2, Y5;              /* Eh = f·s */ \
+	VMOVAPD      Y13, Y6; \
+	VFMADD231PD  Y0, Y2, Y6;              /* A = f·s + 1 */ \
+	VMULPD       Y0, Y3, Y9;              /* T = f·lo */ \
+	VMOVAPD      Y6, Y7; \
+	VFMADD231PD  Y0, Y3, Y7;              /* Dh = f·lo + A */ \
+	VSUBPD       Y13, Y6, Y0; \
+	VSUBPD       Y0, Y5, Y5;              /* Eh - (A - 1) */ \
+	VSUBPD       Y6, Y7, Y6; \
+	VSUBPD       Y6, Y9, Y9;              /* T - (Dh - A) */ \
+	VADDPD       Y9, Y5, Y9;              /* Dl */ \
+	VADDPD       Y3, Y2, Y5; \
+	VSUBPD       Y5, Y2, Y2; \
+	VADDPD       Y2, Y3, Y3;              /* (s - (s + lo)) + lo */ \
+	VBLENDVPD    Y8, Y5, Y13, Y2;         /* numerator: x < 0 ? s + lo : 1 */ \
+	VBLENDVPD    Y8, Y3, Y10, Y3; \
+	VBLENDVPD    Y8, Y4, Y13, Y4;         /* scale: x < 0 ? 2^n : 1 */ \
+	VBLENDVPD    Y8, Y1, Y13, Y1; \
+	VDIVPD       Y7, Y13, Y6;             /* c = 1/Dh */ \
+	VMULPD       Y6, Y2, Y5;              /* q0 = nh·c */ \
+	VFNMADD231PD Y7, Y5, Y2;              /* nh - q0·Dh, exact */ \
+	VFNMADD231PD Y9, Y5, Y3;              /* nl - q0·Dl */ \
+	VADDPD       Y3, Y2, Y2;              /* ρ */ \
+	VFMADD231PD  Y6, Y2, Y5;              /* q = q0 + ρ·c */ \
+	VMULPD       Y4, Y5, Y5; \
+	VMULPD       Y1, Y5, Y0
+
+// func logistic64AVX2(d, a []float64)
+//
+// Blocks of 64 elements run in two passes, LOGEXP and LOGEND, as in
+// tanh64AVX2.
+TEXT ·logistic64AVX2(SB), 0, $1568-48
+	MOVQ    d_base+0(FP), DI
+	MOVQ    d_len+8(FP), CX
+	MOVQ    a_base+24(FP), SI
+	VXORPD  Y10, Y10, Y10
+	VMOVUPD logisticMax64<>(SB), Y11
+	VMOVUPD one64<>(SB), Y13
+
+logisticBlock64:
+	CMPQ CX, $64
+	JB   logisticLoop
+	XORQ AX, AX
+	LEAQ 32(SP), BX
+
+logisticPass1:
+	VMOVUPD (SI)(AX*1), Y0
+	LOGEXP
+	VMOVUPD Y1, (BX)
+	VMOVUPD Y2, 32(BX)
+	VMOVUPD Y3, 64(BX)
+	ADDQ    $96, BX
+	ADDQ    $32, AX
+	CMPQ    AX, $512
+	JB      logisticPass1
+	XORQ    AX, AX
+	LEAQ    32(SP), BX
+
+logisticPass2:
+	VMOVUPD (SI)(AX*1), Y0
+	VMOVUPD (BX), Y1
+	VMOVUPD 32(BX), Y2
+	VMOVUPD 64(BX), Y3
+	LOGEND
+	VMOVUPD Y0, (DI)(AX*1)
+	ADDQ    $96, BX
+	ADDQ    $32, AX
+	CMPQ    AX, $512
+	JB      logisticPass2
+	ADDQ    $512, SI
+	ADDQ    $512, DI
+	SUBQ    $64, CX
+	JMP     logisticBlock64
+
+logisticLoop:
+	CMPQ    CX, $4
+	JB      logisticTail
+	VMOVUPD (SI), Y0
+
+logisticBlock:
+	VMOVAPD Y0, Y12
+	LOGEXP
+	VMOVAPD Y12, Y0
+	LOGEND
+
+	CMPQ    CX, $4
+	JB      logisticStoreTail
+	VMOVUPD Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $4, CX
+	JMP     logisticLoop
+
+logisticTail:
+	TESTQ CX, CX
+	JZ    logisticDone
+	LOADTAIL
+	JMP   logisticBlock
+
+logisticStoreTail:
+	STORETAIL
+
+logisticDone:
+	VZEROUPPER
+	RET
