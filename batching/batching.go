@@ -136,7 +136,12 @@ func (b *Interp) Batched(x *T, bdim int) *T {
 	if bdim == NotMapped {
 		return x
 	}
-	// One allocation for the payload, the box and a small shape.
+	return &b.batchedBox(x, bdim).t
+}
+
+// batchedBox allocates the payload, box, small shape and a one-result
+// slice of a batched value together.
+func (b *Interp) batchedBox(x *T, bdim int) *batchedBox {
 	o := &batchedBox{tr: tracer{level: b.level, val: x, bdim: bdim}}
 	xs := x.Shape()
 	var shape []int
@@ -148,13 +153,54 @@ func (b *Interp) Batched(x *T, bdim int) *T {
 	shape = append(shape, xs[:bdim]...)
 	shape = append(shape, xs[bdim+1:]...)
 	o.t = interp.TracerValue(interp.Aval{Shape: shape, DType: x.DType()}, &o.tr)
-	return &o.t
+	o.res[0] = &o.t
+	return o
 }
 
 type batchedBox struct {
 	tr    tracer
 	t     T
 	shape [4]int
+	res   [1]*T
+}
+
+// elementwise is the fast path for elementwise primitives with up to four
+// operands of valid types: the same alignment as the elementwise rule
+// (operands share the batched operands' common batch dimension, else 0;
+// unbatched ones are broadcast there), with the operand lists on the
+// stack. It applies to primitives that have a registered rule (so a
+// primitive without one still reaches the fallback) and reports false
+// when it does not apply.
+func (b *Interp) elementwise(p *interp.Prim, params any, args []*T) ([]*T, bool) {
+	if p.Elementwise == nil || len(args) > 4 || p.Impl != nil || RuleFor(p) == nil {
+		return nil, false
+	}
+	if _, ok := interp.ElementwiseAval(p, args); !ok {
+		return nil, false
+	}
+	var vb [4]*T
+	var db [4]int
+	vals, dims := vb[:len(args)], db[:len(args)]
+	for i, a := range args {
+		vals[i], dims[i] = b.unpack(a)
+	}
+	d, ok := FirstBatched(dims)
+	if d == NotMapped {
+		return nil, false
+	}
+	if !ok {
+		d = 0
+	}
+	for i := range vals {
+		switch {
+		case dims[i] == NotMapped:
+			vals[i] = BroadcastBatch(vals[i], b.size, d)
+		case dims[i] != d:
+			vals[i] = MoveDim(vals[i], dims[i], d)
+		}
+	}
+	out := interp.Bind1(p, params, vals...)
+	return b.batchedBox(out, d).res[:], true
 }
 
 // Unbatched returns x's physical value with the batch dimension moved to
@@ -176,6 +222,9 @@ func (b *Interp) unpack(x *T) (*T, int) {
 
 // Process applies p's batching rule to the operands' physical values.
 func (b *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T) []*T {
+	if r, ok := b.elementwise(p, params, args); ok {
+		return r
+	}
 	vals := make([]*T, len(args))
 	dims := make([]int, len(args))
 	any := false

@@ -13,7 +13,7 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// TestLoopFallback removes sin's rule for a moment: in warn mode the
+// TestLoopFallback removes cumsum's rule for a moment: in warn mode the
 // primitive runs once per lane (same result as the rule, one warning), in
 // error mode it panics with *interp.Error.
 func TestLoopFallback(t *testing.T) {
@@ -22,13 +22,13 @@ func TestLoopFallback(t *testing.T) {
 	run := func() []float64 {
 		in := batching.New(3)
 		defer in.End()
-		y := interp.Bind1(prims.Sin, nil, in.Batched(phys, 1))
+		y := interp.Bind1(prims.Cumsum, prims.CumsumParams{Axis: 0}, in.Batched(phys, 1))
 		return in.Unbatched(y, 0).Float64s()
 	}
 	want := run()
-	orig := batching.RuleFor(prims.Sin)
-	batching.Register(prims.Sin, nil)
-	defer batching.Register(prims.Sin, orig)
+	orig := batching.RuleFor(prims.Cumsum)
+	batching.Register(prims.Cumsum, nil)
+	defer batching.Register(prims.Cumsum, orig)
 
 	var buf bytes.Buffer
 	batching.SetLogger(log.New(&buf, "", 0))
@@ -43,13 +43,13 @@ func TestLoopFallback(t *testing.T) {
 			}
 		}
 	}
-	if n := strings.Count(buf.String(), "no batching rule for sin"); n != 1 {
+	if n := strings.Count(buf.String(), "no batching rule for cumsum"); n != 1 {
 		t.Errorf("%d warnings, want 1: %q", n, buf.String())
 	}
 
 	batching.SetFallback(batching.FallbackError)
 	err := interp.Catch(func() { run() })
-	if err == nil || !strings.Contains(err.Error(), "sin: no batching rule") || !strings.Contains(err.Error(), "vmap, level") {
+	if err == nil || !strings.Contains(err.Error(), "cumsum: no batching rule") || !strings.Contains(err.Error(), "vmap, level") {
 		t.Errorf("error mode: %v", err)
 	}
 }

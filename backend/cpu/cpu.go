@@ -38,6 +38,9 @@ type entry struct {
 	// splat: the kernel accepts inputs whose elements are all one memory
 	// location (a broadcast scalar) without materializing them.
 	splat bool
+	// repeat: the kernel also accepts a contiguous block repeated along
+	// leading zero-stride dimensions (see repeatBlock).
+	repeat bool
 }
 
 // registrations made by the kernel files' init functions.
@@ -49,6 +52,15 @@ func register(p *interp.Prim, splat bool, fn kernel) {
 		panic("cpu: kernel registered twice for " + p.Name)
 	}
 	regs[p] = entry{fn: fn, splat: splat}
+}
+
+// registerRepeat adds a binary elementwise kernel that reads splat and
+// repeated-block operands in place.
+func registerRepeat(p *interp.Prim, fn kernel) {
+	register(p, true, fn)
+	e := regs[p]
+	e.repeat = true
+	regs[p] = e
 }
 
 // Backend is the CPU backend: pure Go kernels over Go slices, with BLAS
@@ -194,7 +206,7 @@ func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
 	e := b.kernels()[op.ID]
 	for i := range in {
 		a := in[i]
-		if a.IsContiguous() || (e.splat && a.IsSplat()) {
+		if a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && repeatBlock(a) > 0) {
 			continue
 		}
 		c := backend.Array{Buf: b.Alloc(a.Buf.DType(), a.Size()), Shape: a.Shape}

@@ -309,7 +309,7 @@ type binOp[RB, RI, RF32, RF64 any] struct {
 
 // registerArith registers an operation whose result has its operands' dtype.
 func registerArith(p *interp.Prim, cost int, o binOp[bool, int64, float32, float64]) {
-	register(p, true, func(_ any, in, out []backend.Array) {
+	registerRepeat(p, func(_ any, in, out []backend.Array) {
 		x, y, d := in[0], in[1], out[0]
 		switch xb := x.Buf.(type) {
 		case boolBuf:
@@ -328,7 +328,7 @@ func registerArith(p *interp.Prim, cost int, o binOp[bool, int64, float32, float
 
 // registerCompare registers an operation whose result is bool.
 func registerCompare(p *interp.Prim, o binOp[bool, bool, bool, bool]) {
-	register(p, true, func(_ any, in, out []backend.Array) {
+	registerRepeat(p, func(_ any, in, out []backend.Array) {
 		x, y, d := in[0], in[1], bools(out[0])
 		switch xb := x.Buf.(type) {
 		case boolBuf:
@@ -354,6 +354,10 @@ func runBinary[T, R any](p *interp.Prim, l binLoops[T, R], cost int, d []R, x, y
 	if n == 0 {
 		return
 	}
+	if xk, yk := repeatBlock(x), repeatBlock(y); xk > 0 || yk > 0 {
+		runRepeat(l, cost, d, x, y, xb, yb, xk, yk)
+		return
+	}
 	xs, ys := isSplatIn(x), isSplatIn(y)
 	if !xs && !ys && serial(n, cost) {
 		l.vv(d, xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n])
@@ -373,6 +377,75 @@ func runBinary[T, R any](p *interp.Prim, l binLoops[T, R], cost int, d []R, x, y
 		a, b := xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n]
 		parallelFor(n, cost, func(lo, hi int) { l.vv(d[lo:hi], a[lo:hi], b[lo:hi]) })
 	}
+}
+
+// minRepeatBlock is the smallest block read in place by runRepeat: below
+// it, one loop call per block costs more than materializing the operand
+// (measured with the vmapped tiny chain, blocks of 8).
+const minRepeatBlock = 64
+
+// repeatBlock returns k when a is a block of k ≥ minRepeatBlock
+// contiguous elements repeated along leading zero-stride dimensions (an
+// operand broadcast along its leading dimensions, as vmap's unbatched
+// operands are), and 0 for contiguous, splat and other layouts.
+func repeatBlock(a backend.Array) int {
+	if a.Strides == nil {
+		return 0
+	}
+	j, k := len(a.Shape), 1
+	for ; j > 0; j-- {
+		d := j - 1
+		if a.Shape[d] == 1 {
+			continue
+		}
+		if a.Strides[d] != k {
+			break
+		}
+		k *= a.Shape[d]
+	}
+	for d := 0; d < j; d++ {
+		if a.Shape[d] != 1 && a.Strides[d] != 0 {
+			return 0
+		}
+	}
+	if k < minRepeatBlock || k == a.Size() {
+		return 0
+	}
+	return k
+}
+
+// runRepeat is runBinary with a repeated-block operand, read in place
+// block by block instead of being materialized. When both operands repeat,
+// y is materialized first.
+func runRepeat[T, R any](l binLoops[T, R], cost int, d []R, x, y backend.Array, xb, yb []T, xk, yk int) {
+	n := len(d)
+	if xk > 0 && yk > 0 {
+		c := make([]T, n)
+		stridedCopy(c, yb, backend.Array{Shape: y.Shape}, y)
+		y, yb, yk = backend.Array{Shape: y.Shape}, c, 0
+	}
+	k := max(xk, yk)
+	body := func(lo, hi int) { // whole blocks in [lo, hi)
+		for off := lo; off < hi; off += k {
+			dd := d[off : off+k]
+			switch {
+			case xk > 0 && isSplatIn(y):
+				l.vs(dd, xb[x.Offset:x.Offset+k], yb[y.Offset])
+			case xk > 0:
+				l.vv(dd, xb[x.Offset:x.Offset+k], yb[y.Offset+off:y.Offset+off+k])
+			case isSplatIn(x):
+				l.sv(dd, xb[x.Offset], yb[y.Offset:y.Offset+k])
+			default:
+				l.vv(dd, xb[x.Offset+off:x.Offset+off+k], yb[y.Offset:y.Offset+k])
+			}
+		}
+	}
+	blocks := n / k
+	if serial(n, cost) {
+		body(0, n)
+		return
+	}
+	parallelFor(blocks, max(1, cost*k), func(lo, hi int) { body(lo*k, hi*k) })
 }
 
 // swapVS turns a tensor-scalar loop of a commutative operation into its
