@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/functionalize"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -124,14 +125,78 @@ func (j *jvpInterp) markView(p *interp.Prim, params any, args []*T, r *T) {
 	}
 }
 
-// checkStale refuses a view of a box this level adopted: the view's
-// content lives below and has no tangent.
+// checkStale brings a view up to date before it is used: a view of a
+// base this level wrote since the view was computed (or a lower view of
+// an adopted base) is recomputed from the base.
 func (j *jvpInterp) checkStale(p *interp.Prim, a *T) {
-	if v := a.ViewInfo(); v != nil {
-		if j.adopted[v.Base] && j.own(v.Base) && !j.own(a) {
-			panic(&interp.Error{Prim: p.Name, Msg: "a view of a tensor that was written in place with a differentiated value is used: this interpreter cannot track that aliasing; wrap the function in Functionalize", Operands: []string{a.TypeString()}})
-		}
+	v := a.ViewInfo()
+	if v == nil || !j.own(v.Base) {
+		return
 	}
+	if j.own(a) && v.Gen == v.Base.Generation() {
+		return
+	}
+	j.refresh(a)
+}
+
+// refresh recomputes view box x from its (refreshed) parent at this level
+// and makes it a value of this level.
+func (j *jvpInterp) refresh(x *T) {
+	v := x.ViewInfo()
+	if v == nil {
+		return
+	}
+	if pv := v.Parent.ViewInfo(); pv != nil {
+		j.refresh(v.Parent)
+	}
+	if !j.own(v.Parent) {
+		j.adoptBox(v.Parent)
+	}
+	if j.own(x) && v.Gen == v.Base.Generation() {
+		return
+	}
+	r := interp.Bind1(v.Prim, v.Params, v.Parent)
+	if !j.own(x) {
+		j.adopted[x] = true
+	}
+	x.Rebind(j.asOwn(r))
+	v.Gen = v.Base.Generation()
+}
+
+// adoptBox makes lower box x a value of this level with a zero tangent.
+func (j *jvpInterp) adoptBox(x *T) {
+	if j.own(x) {
+		return
+	}
+	j.adopted[x] = true
+	x.Rebind(interp.NewTracer(x.Aval(), &jvpTracer{level: j.level, primal: x.NewBox()}))
+}
+
+// assign sets box x of this level to v, writing through x's view chain
+// into its base with each view's inverse (bound at this level, so the
+// tangents follow), and moves the base's generation on so other aliases
+// are recomputed when next used.
+func (j *jvpInterp) assign(p *interp.Prim, x, v *T) {
+	vi := x.ViewInfo()
+	if vi == nil {
+		x.Rebind(j.asOwn(v))
+		x.BumpGeneration()
+		return
+	}
+	j.refresh(vi.Parent)
+	newParent := functionalize.ScatterView(p, vi.Prim, vi.Params, vi.Parent, v)
+	j.assign(p, vi.Parent, newParent)
+	x.Rebind(j.asOwn(v))
+	vi.Gen = vi.Base.Generation()
+}
+
+// asOwn returns v as a box of this level (a lower value gets a zero
+// tangent).
+func (j *jvpInterp) asOwn(v *T) *T {
+	if j.own(v) {
+		return v
+	}
+	return interp.NewTracer(v.Aval(), &jvpTracer{level: j.level, primal: v})
 }
 
 func (j *jvpInterp) own(x *T) bool {
@@ -149,7 +214,23 @@ func (j *jvpInterp) own(x *T) bool {
 func (j *jvpInterp) mutate(p *interp.Prim, params any, args []*T) []*T {
 	dst := args[0]
 	if dst.ViewInfo() != nil || j.viewed[dst] {
-		panic(&interp.Error{Prim: p.Name, Msg: "in-place write into a view, or into a tensor that has views, under differentiation: this interpreter cannot track that aliasing; wrap the function in Functionalize", Operands: []string{dst.TypeString()}})
+		// Through a view, or into a base with views: the write goes to
+		// the base through the views' inverses, at this level.
+		for _, a := range args[1:] {
+			j.checkStale(p, a)
+		}
+		if dst.ViewInfo() != nil {
+			j.refresh(dst)
+		}
+		j.adoptBox(dst)
+		var v *T
+		if p.DropsDst {
+			v = args[1]
+		} else {
+			v = interp.Bind1(p.Pure, params, args...)
+		}
+		j.assign(p, dst, v)
+		return args[:1]
 	}
 	primals := make([]*T, len(args))
 	tangents := make([]*T, len(args))

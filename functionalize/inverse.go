@@ -1,0 +1,56 @@
+package functionalize
+
+import (
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// ScatterView returns parent with the view (prim, params) of it replaced
+// by child: the inverse of each view primitive, out of place. It panics
+// with *interp.Error for a write into a broadcast view, which has no
+// inverse (several elements share one location), as in eager mode.
+func ScatterView(op, view *interp.Prim, params any, parent, child *T) *T {
+	switch view {
+	case prims.Slice:
+		return sliceScatter(params.(prims.SliceParams), parent, child)
+	case prims.Transpose:
+		perm := params.(prims.TransposeParams).Perm
+		inv := make([]int, len(perm))
+		for i, p := range perm {
+			inv[p] = i
+		}
+		return interp.Bind1(prims.Transpose, prims.TransposeParams{Perm: inv}, child)
+	case prims.Reshape:
+		return interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: parent.Shape()}, child)
+	case prims.BroadcastInDim:
+		panic(&interp.Error{Prim: op.Name, Msg: "in-place write into a broadcast view: several of its elements are one element of the base, so the write has no single meaning (clone it first)", Operands: []string{child.TypeString()}})
+	}
+	panic(&interp.Error{Prim: op.Name, Msg: "in-place write through view primitive " + view.Name + ", which functionalize cannot invert"})
+}
+
+// sliceScatter writes child into the strided slice of parent: pad child
+// (and a mask of trues) back to parent's shape, then select.
+func sliceScatter(sp prims.SliceParams, parent, child *T) *T {
+	r := parent.Rank()
+	pp := prims.PadParams{Low: make([]int, r), High: make([]int, r), Interior: make([]int, r)}
+	for k := 0; k < r; k++ {
+		n := child.Shape()[k]
+		pp.Low[k] = sp.Start[k]
+		pp.Interior[k] = sp.Stride[k] - 1
+		used := 0
+		if n > 0 {
+			used = sp.Start[k] + (n-1)*sp.Stride[k] + 1
+		} else {
+			used = sp.Start[k]
+		}
+		pp.High[k] = parent.Shape()[k] - used
+	}
+	be := interp.DefaultBackend()
+	zero := interp.NewConcrete(be, backend.Array{Buf: be.Alloc(child.DType(), 1), Shape: []int{}})
+	padded := interp.Bind1(prims.Pad, pp, child, zero)
+	ones := interp.NewConcrete(be, backend.Array{Buf: be.FromHost([]bool{true}), Shape: []int{}})
+	f := interp.NewConcrete(be, backend.Array{Buf: be.FromHost([]bool{false}), Shape: []int{}})
+	mask := interp.Bind1(prims.Pad, pp, interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: child.Shape(), Dims: []int{}}, ones), f)
+	return interp.Bind1(prims.Select, nil, mask, padded, parent)
+}

@@ -1,0 +1,51 @@
+package transforms
+
+import (
+	"github.com/peel-ml/peel/functionalize"
+)
+
+// FunctionalizeOption configures Functionalize.
+type FunctionalizeOption func(*functionalizeConfig)
+
+type functionalizeConfig struct{ removeViews bool }
+
+// RemoveViews makes Functionalize also replace every view by a copy
+// below it (torch.func's remove="mutations_and_views").
+func RemoveViews() FunctionalizeOption {
+	return func(c *functionalizeConfig) { c.removeViews = true }
+}
+
+// Functionalize returns f with its mutations made pure: every in-place
+// operation is answered out of place, views are replayed from their base
+// so every alias sees a write the next time it is used, and nothing below
+// is mutated while f runs. Tensors f creates and then writes (Zeros then
+// CopyInto a slice of it) work under every transform, so
+// Vmap(Functionalize(f)) vectorizes code that Vmap alone refuses. When f
+// writes its argument's tensors, the caller's tensors receive the final
+// values once, when f returns; a graph traced through Functionalize
+// (MakeGraph) contains no mutation primitive.
+func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B {
+	cfg := &functionalizeConfig{}
+	for _, o := range opts {
+		o(cfg)
+	}
+	return func(x A) B {
+		const op = "transforms.Functionalize"
+		leaves, def := flatten(op, x)
+		fi := functionalize.New(cfg.removeViews)
+		in := make([]*T, len(leaves))
+		for i, l := range leaves {
+			in[i] = fi.Wrap(l)
+		}
+		defer fi.End(in, leaves)
+		var outDef *treeDef
+		outs := func() []*T {
+			defer annotate(fi.Level())
+			return flatFn(op, f, def, &outDef)(in)
+		}()
+		for i, o := range outs {
+			outs[i] = fi.Unwrap(o)
+		}
+		return build[B](outDef, outs)
+	}
+}
