@@ -154,5 +154,6 @@ func vmapWorkloads() []Workload {
 		perSampleGrads(peel.Float32, true),
 		perSampleGrads(peel.Float64, false),
 		perSampleGrads(peel.Float64, true),
+		vmapFunctionalize(),
 	}
 }

@@ -330,6 +330,31 @@ def per_sample_grads(dtype, loop):
     return setup
 
 
+def vmap_functionalize():
+    from functorch import vmap, functionalize
+    g = torch.Generator().manual_seed(21)
+    x = torch.rand(256, 128, generator=g, dtype=torch.float64) * 2 - 1
+
+    def f(x):
+        n = x.shape[0]
+        y = torch.zeros(n + 2, dtype=x.dtype)
+        y.narrow(0, 1, n).copy_(x)
+        y.mul_(2.0)
+        return y
+
+    vf = vmap(functionalize(f))
+    out = [None]
+
+    def run():
+        out[0] = vf(x)
+
+    def check():
+        for i in (0, 255):
+            compare(out[0][i].tolist(), f(x[i]).tolist(), 0, 0)
+
+    return run, check
+
+
 def compare(got, want, rtol, atol):
     for i, (g, w) in enumerate(zip(got, want)):
         if not abs(g - w) <= atol + rtol * abs(w):
@@ -354,6 +379,7 @@ WORKLOADS = [
     ("per_sample_grad_mlp_f32_loop", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float32, True)),
     ("per_sample_grad_mlp_f64", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float64, False)),
     ("per_sample_grad_mlp_f64_loop", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float64, True)),
+    ("vmap_functionalize_256x128", "µs", lambda ns: ns / 1e3, vmap_functionalize),
 ]
 
 

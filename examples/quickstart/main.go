@@ -94,4 +94,18 @@ func main() {
 	})
 	batch := example{X: peel.FromFloat64s([]float64{1, 2, 3}, 3, 1), Y: peel.FromFloat64s([]float64{1, 2, 3}, 3, 1)}
 	show("per-example dloss/dW", perExample(batch).W)
+
+	section("Functionalizing")
+	// pad writes into a tensor it creates: semantically pure, written
+	// with mutation. Vmap alone refuses it (the zeros are not batched);
+	// Vmap(Functionalize(pad)) runs it as one batched computation.
+	pad := func(x *peel.Tensor) *peel.Tensor {
+		y := peel.Zeros(x.DType(), x.Shape()[0]+2)
+		peel.CopyInto(peel.Narrow(y, 0, 1, x.Shape()[0]), x)
+		peel.MulInPlace(y, 2.0)
+		return y
+	}
+	rows := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	fmt.Println("Vmap(pad):", peel.Catch(func() { transforms.Vmap(pad)(rows) }))
+	show("Vmap(Functionalize(pad))", transforms.Vmap(transforms.Functionalize(pad))(rows))
 }
