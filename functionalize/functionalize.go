@@ -23,8 +23,8 @@ func (t *tracer) Level() *interp.Level { return t.level }
 // from their base, so nothing below it is ever mutated.
 type Interp struct {
 	level *interp.Level
-	// removeViews makes every view a copy below (no view primitive is
-	// bound below this level).
+	// removeViews copies the result of every view primitive bound below,
+	// so no value below aliases another.
 	removeViews bool
 	// adopted are lower-level boxes that mutations made values of this
 	// level, in adoption order; inputs mark the function's inputs.
@@ -91,13 +91,17 @@ func (f *Interp) End(inputs []*T, originals []*T) {
 	}
 }
 
-// writeBack gives the caller's tensor orig the value v.
+// writeBack gives the caller's tensor orig the value v: rebound when
+// orig is being staged (so the graph records no mutation) or when a
+// concrete orig would receive a traced value; written with copy_
+// otherwise, at orig's own level (eval writes its buffer, vmap its
+// physical value), so orig's aliases see it.
 func writeBack(orig, v *T) {
-	if orig.IsConcrete() && v.IsConcrete() {
-		interp.Bind(prims.CopyInPlace, nil, orig, v)
+	if orig.IsStaged() || (orig.IsConcrete() && !v.IsConcrete()) {
+		orig.Rebind(v)
 		return
 	}
-	orig.Rebind(v)
+	interp.Bind(prims.CopyInPlace, nil, orig, v)
 }
 
 func (f *Interp) own(x *T) bool {
@@ -219,6 +223,9 @@ func (f *Interp) assign(p *interp.Prim, x, v *T) {
 	}
 	parent := f.current(vi.Parent)
 	newParent := ScatterView(p, vi.Prim, vi.Params, parent, v)
+	if f.removeViews {
+		newParent = interp.Bind1(prims.Copy, nil, newParent)
+	}
 	f.assign(p, vi.Parent, newParent)
 	tr.val = v
 	vi.Gen = vi.Base.Generation()

@@ -43,6 +43,13 @@ type stageTracer struct {
 
 func (t *stageTracer) Level() *Level { return t.s.level }
 
+// IsStaged reports whether t is a value being recorded by a staging level
+// (Trace), whose graph would record an in-place write as an equation.
+func (t *Tensor) IsStaged() bool {
+	_, ok := t.tr.(*stageTracer)
+	return ok
+}
+
 func (s *stager) newVar(a Aval) *Var {
 	v := &Var{ID: s.nextID, Aval: a}
 	s.nextID++

@@ -9,8 +9,9 @@ type FunctionalizeOption func(*functionalizeConfig)
 
 type functionalizeConfig struct{ removeViews bool }
 
-// RemoveViews makes Functionalize also replace every view by a copy
-// below it (torch.func's remove="mutations_and_views").
+// RemoveViews makes Functionalize also replace every view by a copy below
+// it (torch.func's remove="mutations_and_views"): each view primitive's
+// result is copied at once, so no value below aliases another.
 func RemoveViews() FunctionalizeOption {
 	return func(c *functionalizeConfig) { c.removeViews = true }
 }
