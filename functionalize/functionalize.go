@@ -27,16 +27,15 @@ type Interp struct {
 	// so no value below aliases another.
 	removeViews bool
 	// adopted are lower-level boxes that mutations made values of this
-	// level, in adoption order; inputs mark the function's inputs.
+	// level, in adoption order, with their content below.
 	adopted []*T
 	below   map[*T]*T
-	inputs  map[*T]bool
 }
 
 // New starts a functionalize level. removeViews makes views copies
 // below (torch's remove="mutations_and_views").
 func New(removeViews bool) *Interp {
-	in := &Interp{removeViews: removeViews, inputs: map[*T]bool{}, below: map[*T]*T{}}
+	in := &Interp{removeViews: removeViews, below: map[*T]*T{}}
 	in.level = interp.NewLevel("functionalize", in)
 	return in
 }
@@ -46,9 +45,7 @@ func (f *Interp) Level() *interp.Level { return f.level }
 
 // Wrap returns x as a value of this level (an input of the function).
 func (f *Interp) Wrap(x *T) *T {
-	t := interp.NewTracer(x.Aval(), &tracer{level: f.level, val: x})
-	f.inputs[t] = true
-	return t
+	return interp.NewTracer(x.Aval(), &tracer{level: f.level, val: x})
 }
 
 // Unwrap returns the value below of a result of the function.
