@@ -46,11 +46,9 @@ func sliceScatter(sp prims.SliceParams, parent, child *T) *T {
 		}
 		pp.High[k] = parent.Shape()[k] - used
 	}
-	be := interp.DefaultBackend()
-	zero := interp.NewConcrete(be, backend.Array{Buf: be.Alloc(child.DType(), 1), Shape: []int{}})
-	padded := interp.Bind1(prims.Pad, pp, child, zero)
-	ones := interp.NewConcrete(be, backend.Array{Buf: be.FromHost([]bool{true}), Shape: []int{}})
-	f := interp.NewConcrete(be, backend.Array{Buf: be.FromHost([]bool{false}), Shape: []int{}})
-	mask := interp.Bind1(prims.Pad, pp, interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: child.Shape(), Dims: []int{}}, ones), f)
+	scalar := func(v float64, d backend.DType) *T { return prims.Full(v, interp.Aval{Shape: []int{}, DType: d}) }
+	padded := interp.Bind1(prims.Pad, pp, child, scalar(0, child.DType()))
+	trues := prims.Full(1, interp.Aval{Shape: child.Shape(), DType: backend.Bool})
+	mask := interp.Bind1(prims.Pad, pp, trues, scalar(0, backend.Bool))
 	return interp.Bind1(prims.Select, nil, mask, padded, parent)
 }
