@@ -199,13 +199,7 @@ func (f *Interp) mutate(p *interp.Prim, params any, args []*T) []*T {
 	for i, a := range args {
 		vals[i] = f.unpack(a)
 	}
-	var newV *T
-	if p.DropsDst {
-		newV = vals[1]
-	} else {
-		newV = interp.Bind1(p.Pure, params, vals...)
-	}
-	f.assign(p, dst, newV)
+	f.assign(p, dst, interp.OutOfPlace(p, params, vals))
 	return args[:1]
 }
 

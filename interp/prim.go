@@ -104,6 +104,17 @@ type ElementwiseRule struct {
 	Result  DType
 }
 
+// OutOfPlace returns the value mutation primitive p writes into its
+// destination args[0], computed out of place with Bind: the source for
+// copy_, Pure(dst, srcs…) otherwise. Interpreters that answer mutations
+// out of place (functionalize, autodiff) use it.
+func OutOfPlace(p *Prim, params any, args []*Tensor) *Tensor {
+	if p.DropsDst {
+		return args[1]
+	}
+	return Bind1(p.Pure, params, args...)
+}
+
 // String returns the primitive's name.
 func (p *Prim) String() string { return p.Name }
 

@@ -207,18 +207,6 @@ func viewNotCopied(g *interp.Graph) string {
 	return ""
 }
 
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // fzCheck runs one named check, skipping it when the case records a reason.
 func fzCheck(t *testing.T, c fzCase, check string, body func(t *testing.T)) {
 	t.Run(check, func(t *testing.T) {
@@ -246,7 +234,7 @@ func TestFunctionalizeSweep(t *testing.T) {
 			fzCheck(t, c, "functionalize", func(t *testing.T) {
 				x := fzInput(0)
 				got := transforms.Functionalize(c.f)(x)
-				if !sameShape(got.Shape(), wantShape) {
+				if !interp.ShapeEqual(got.Shape(), wantShape) {
 					t.Fatalf("shape %v, want %v", got.Shape(), wantShape)
 				}
 				near(t, "output", got.Float64s(), wantV, 0)
@@ -424,7 +412,7 @@ func TestFunctionalizeRapidViewsAndWrites(t *testing.T) {
 				s.src = -1
 				var cands []int
 				for i, v := range ivs {
-					if sameShape(v.Shape(), ivs[s.dst].Shape()) {
+					if interp.ShapeEqual(v.Shape(), ivs[s.dst].Shape()) {
 						cands = append(cands, i)
 					}
 				}

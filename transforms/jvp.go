@@ -223,13 +223,7 @@ func (j *jvpInterp) mutate(p *interp.Prim, params any, args []*T) []*T {
 			j.refresh(dst)
 		}
 		j.adoptBox(dst)
-		var v *T
-		if p.DropsDst {
-			v = args[1]
-		} else {
-			v = interp.Bind1(p.Pure, params, args...)
-		}
-		j.assign(p, dst, v)
+		j.assign(p, dst, interp.OutOfPlace(p, params, args))
 		return args[:1]
 	}
 	primals := make([]*T, len(args))
