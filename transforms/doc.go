@@ -20,8 +20,11 @@
 // string-keyed maps, pointers and structs (exported fields) of them;
 // other values in a tree are static and kept as they are.
 //
-// In-place operations on differentiated tensors give the gradient of
-// their out-of-place forms. A write through a view, or into a tensor that
-// has views, cannot be tracked by the autodiff interpreters and panics
-// with *peel.Error pointing to Functionalize.
+// In-place operations on differentiated tensors, through views too, give
+// the gradient of their out-of-place forms: the autodiff interpreters
+// answer them out of place at their level, writing through views with the
+// views' inverses and recomputing stale aliases from their base (the
+// mechanism of package functionalize). Vmap writes batched destinations
+// in place and refuses a batched write into an unbatched tensor; wrap
+// such code in Functionalize.
 package transforms

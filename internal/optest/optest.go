@@ -101,7 +101,7 @@ type Op struct {
 	// 2e-6 for f32).
 	Tol float64
 	// Differentiable marks ops whose float inputs have derivatives, for
-	// the autodiff sweeps of later issues.
+	// the autodiff sweeps.
 	Differentiable bool
 }
 
