@@ -53,3 +53,30 @@ func TestLoopFallback(t *testing.T) {
 		t.Errorf("error mode: %v", err)
 	}
 }
+
+// TestBroadcastCacheSeesWrites checks that an unbatched constant written
+// in place (or rebound) between two uses at one vmap level is read anew.
+func TestBroadcastCacheSeesWrites(t *testing.T) {
+	be := cpu.New()
+	mk := func(v ...float64) *interp.Tensor {
+		return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(v), Shape: []int{len(v)}})
+	}
+	phys := interp.NewConcrete(be, backend.Array{Buf: be.FromHost([]float64{1, 2, 3, 4}), Shape: []int{2, 2}})
+	c := mk(10, 20)
+	in := batching.New(2)
+	defer in.End()
+	x := in.Batched(phys, 0)
+	first := in.Unbatched(interp.Bind1(prims.Add, nil, x, c), 0).Float64s()
+	interp.Bind(prims.CopyInPlace, nil, c, mk(100, 200)) // a write below
+	second := in.Unbatched(interp.Bind1(prims.Add, nil, x, c), 0).Float64s()
+	c.Rebind(mk(1000, 2000)) // a content change without a write
+	third := in.Unbatched(interp.Bind1(prims.Add, nil, x, c), 0).Float64s()
+	for i, w := range [][]float64{{11, 22, 13, 24}, {101, 202, 103, 204}, {1001, 2002, 1003, 2004}} {
+		got := [][]float64{first, second, third}[i]
+		for k := range w {
+			if got[k] != w[k] {
+				t.Fatalf("use %d: %v, want %v", i, got, w)
+			}
+		}
+	}
+}

@@ -185,6 +185,10 @@ func (t *Tensor) SetViewInfo(v *View) { t.view = v }
 // Generation returns the number of times t (as a base) has been mutated.
 func (t *Tensor) Generation() uint64 { return t.gen }
 
+// Version counts the times t's content was replaced (Rebind): with the
+// base's Generation it tells whether a value derived from t is stale.
+func (t *Tensor) Version() uint64 { return t.version }
+
 // BumpGeneration records a mutation of base t.
 func (t *Tensor) BumpGeneration() { t.gen++ }
 
