@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
@@ -30,12 +31,30 @@ func selectKernel(_ any, in, out []backend.Array) {
 	case i64Buf:
 		runSelect(i64s(o), p, x, y, pb, xb, y.Buf.(i64Buf))
 	case f32Buf:
-		runSelect(f32s(o), p, x, y, pb, xb, y.Buf.(f32Buf))
+		// Floats are selected as their bit patterns: the compiler emits a
+		// conditional move only for integer registers.
+		runSelect(asBits32(f32s(o)), p, x, y, pb, asBits32(xb), asBits32(y.Buf.(f32Buf)))
 	case f64Buf:
-		runSelect(f64s(o), p, x, y, pb, xb, y.Buf.(f64Buf))
+		runSelect(asBits64(f64s(o)), p, x, y, pb, asBits64(xb), asBits64(y.Buf.(f64Buf)))
 	default:
 		badDType(prims.Select, x.Buf.DType())
 	}
+}
+
+// asBits32 and asBits64 view float slices as their bit patterns (same
+// memory).
+func asBits32(f []float32) []uint32 {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&f[0])), len(f))
+}
+
+func asBits64(f []float64) []uint64 {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&f[0])), len(f))
 }
 
 // selectLoops are the loops of select for one element type: both
@@ -64,15 +83,7 @@ func runSelect[T any](d []T, p, x, y backend.Array, pb []bool, xb, yb []T) {
 		}
 		return
 	}
-	var l selectLoops[T]
-	switch any(d).(type) {
-	case []float32:
-		l = any(selectLoops[float32]{selectVVF32, selectSVF32, selectVSF32, selectSSF32}).(selectLoops[T])
-	case []float64:
-		l = any(selectLoops[float64]{selectVVF64, selectSVF64, selectVSF64, selectSSF64}).(selectLoops[T])
-	default:
-		l = selectLoops[T]{selectVV[T], selectSV[T], selectVS[T], selectSS[T]}
-	}
+	l := selectLoops[T]{selectVV[T], selectSV[T], selectVS[T], selectSS[T]}
 	pr := pb[p.Offset : p.Offset+n]
 	xs, ys := isSplatIn(x), isSplatIn(y)
 	switch {
@@ -93,8 +104,8 @@ func runSelect[T any](d []T, p, x, y backend.Array, pb []bool, xb, yb []T) {
 
 // The select loops load both candidates before choosing, so the compiler
 // emits a conditional move instead of a branch (a random predicate would
-// mispredict half the time). It does so only for integer registers: the
-// float loops choose between the values' bit patterns.
+// mispredict half the time). It does so only for integer registers, so
+// float buffers come here as their bit patterns (selectKernel).
 
 func selectVV[T any](d []T, p []bool, a, b []T) {
 	p, a, b = p[:len(d)], a[:len(d)], b[:len(d)]
@@ -137,100 +148,6 @@ func selectSS[T any](d []T, p []bool, s, t T) {
 			v = s
 		}
 		d[i] = v
-	}
-}
-
-func selectVVF32(d []float32, p []bool, a, b []float32) {
-	p, a, b = p[:len(d)], a[:len(d)], b[:len(d)]
-	for i := range d {
-		u, v := math.Float32bits(a[i]), math.Float32bits(b[i])
-		if p[i] {
-			v = u
-		}
-		d[i] = math.Float32frombits(v)
-	}
-}
-
-func selectVSF32(d []float32, p []bool, a []float32, s float32) {
-	p, a = p[:len(d)], a[:len(d)]
-	sb := math.Float32bits(s)
-	for i := range d {
-		u, v := math.Float32bits(a[i]), sb
-		if p[i] {
-			v = u
-		}
-		d[i] = math.Float32frombits(v)
-	}
-}
-
-func selectSVF32(d []float32, p []bool, s float32, b []float32) {
-	p, b = p[:len(d)], b[:len(d)]
-	sb := math.Float32bits(s)
-	for i := range d {
-		v := math.Float32bits(b[i])
-		if p[i] {
-			v = sb
-		}
-		d[i] = math.Float32frombits(v)
-	}
-}
-
-func selectSSF32(d []float32, p []bool, s, t float32) {
-	p = p[:len(d)]
-	sb, tb := math.Float32bits(s), math.Float32bits(t)
-	for i := range d {
-		v := tb
-		if p[i] {
-			v = sb
-		}
-		d[i] = math.Float32frombits(v)
-	}
-}
-
-func selectVVF64(d []float64, p []bool, a, b []float64) {
-	p, a, b = p[:len(d)], a[:len(d)], b[:len(d)]
-	for i := range d {
-		u, v := math.Float64bits(a[i]), math.Float64bits(b[i])
-		if p[i] {
-			v = u
-		}
-		d[i] = math.Float64frombits(v)
-	}
-}
-
-func selectVSF64(d []float64, p []bool, a []float64, s float64) {
-	p, a = p[:len(d)], a[:len(d)]
-	sb := math.Float64bits(s)
-	for i := range d {
-		u, v := math.Float64bits(a[i]), sb
-		if p[i] {
-			v = u
-		}
-		d[i] = math.Float64frombits(v)
-	}
-}
-
-func selectSVF64(d []float64, p []bool, s float64, b []float64) {
-	p, b = p[:len(d)], b[:len(d)]
-	sb := math.Float64bits(s)
-	for i := range d {
-		v := math.Float64bits(b[i])
-		if p[i] {
-			v = sb
-		}
-		d[i] = math.Float64frombits(v)
-	}
-}
-
-func selectSSF64(d []float64, p []bool, s, t float64) {
-	p = p[:len(d)]
-	sb, tb := math.Float64bits(s), math.Float64bits(t)
-	for i := range d {
-		v := tb
-		if p[i] {
-			v = sb
-		}
-		d[i] = math.Float64frombits(v)
 	}
 }
 
