@@ -25,22 +25,8 @@ func tinyChainGrad() Workload {
 			cs := randFloats(4, 8, -0.5, 0.5)
 			a, b, c := peel.FromFloat64s(as), peel.FromFloat64s(bs), peel.FromFloat64s(cs)
 			x0 := peel.FromFloat64s(xs)
-			chain := func(x *peel.Tensor) *peel.Tensor {
-				for i := range tinyChainOps {
-					switch i % 4 {
-					case 0:
-						x = peel.Mul(x, a)
-					case 1:
-						x = peel.Add(x, b)
-					case 2:
-						x = peel.Tanh(x)
-					case 3:
-						x = peel.Sub(x, c)
-					}
-				}
-				return peel.Sum(x, nil, false)
-			}
-			grad := transforms.Grad(chain)
+			chain := tinyChainFn(a, b, c)
+			grad := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(chain(x), nil, false) })
 			var out *peel.Tensor
 			run := func() { out = grad(x0) }
 			check := func() error {

@@ -124,23 +124,9 @@ func tinyChain() Workload {
 			cs := randFloats(4, 8, -0.5, 0.5)
 			x0 := peel.FromFloat64s(xs)
 			a, b, c := peel.FromFloat64s(as), peel.FromFloat64s(bs), peel.FromFloat64s(cs)
+			chain := tinyChainFn(a, b, c)
 			var out *peel.Tensor
-			run := func() {
-				x := x0
-				for i := range tinyChainOps {
-					switch i % 4 {
-					case 0:
-						x = peel.Mul(x, a)
-					case 1:
-						x = peel.Add(x, b)
-					case 2:
-						x = peel.Tanh(x)
-					case 3:
-						x = peel.Sub(x, c)
-					}
-				}
-				out = x
-			}
+			run := func() { out = chain(x0) }
 			check := func() error {
 				want := append([]float64(nil), xs...)
 				for i := range tinyChainOps {

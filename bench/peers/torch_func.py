@@ -52,16 +52,19 @@ CHAIN_OPS = 4
 MAT_N = 512
 
 
-def tiny_chain():
+def chain_params():
+    """The tiny chain's x0, a, b, c (seeded like the Go side's shapes)."""
     g = torch.Generator().manual_seed(1)
     x0 = torch.rand(8, generator=g, dtype=torch.float64) * 2 - 1
     a = torch.rand(8, generator=g, dtype=torch.float64) + 0.5
     b = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
     c = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
-    out = [None]
+    return g, x0, a, b, c
 
-    def run():
-        x = x0
+
+def make_chain(a, b, c):
+    """The 100-op chain cycling x*a, x+b, tanh(x), x-c."""
+    def chain(x):
         for i in range(TINY_OPS):
             k = i % 4
             if k == 0:
@@ -72,7 +75,17 @@ def tiny_chain():
                 x = torch.tanh(x)
             else:
                 x = torch.sub(x, c)
-        out[0] = x
+        return x
+    return chain
+
+
+def tiny_chain():
+    _, x0, a, b, c = chain_params()
+    chain = make_chain(a, b, c)
+    out = [None]
+
+    def run():
+        out[0] = chain(x0)
 
     def check():
         want = x0.tolist()
@@ -155,27 +168,10 @@ def matmul(dtype):
 
 def tiny_chain_grad():
     from functorch import grad
-    g = torch.Generator().manual_seed(1)
-    x0 = torch.rand(8, generator=g, dtype=torch.float64) * 2 - 1
-    a = torch.rand(8, generator=g, dtype=torch.float64) + 0.5
-    b = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
-    c = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
+    _, x0, a, b, c = chain_params()
+    chain = make_chain(a, b, c)
     out = [None]
-
-    def chain(x):
-        for i in range(TINY_OPS):
-            k = i % 4
-            if k == 0:
-                x = torch.mul(x, a)
-            elif k == 1:
-                x = torch.add(x, b)
-            elif k == 2:
-                x = torch.tanh(x)
-            else:
-                x = torch.sub(x, c)
-        return x.sum()
-
-    gf = grad(chain)
+    gf = grad(lambda x: chain(x).sum())
 
     def run():
         out[0] = gf(x0)
@@ -257,24 +253,9 @@ def tiny_chain_vmap(grad):
     def setup():
         from functorch import vmap
         from functorch import grad as fgrad
-        g = torch.Generator().manual_seed(1)
-        a = torch.rand(8, generator=g, dtype=torch.float64) + 0.5
-        b = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
-        c = torch.rand(8, generator=g, dtype=torch.float64) - 0.5
+        g, _, a, b, c = chain_params()
         x = torch.rand(TINY_BATCH, 8, generator=g, dtype=torch.float64) * 2 - 1
-
-        def chain(x):
-            for i in range(TINY_OPS):
-                k = i % 4
-                if k == 0:
-                    x = torch.mul(x, a)
-                elif k == 1:
-                    x = torch.add(x, b)
-                elif k == 2:
-                    x = torch.tanh(x)
-                else:
-                    x = torch.sub(x, c)
-            return x
+        chain = make_chain(a, b, c)
 
         f = fgrad(lambda r: chain(r).sum()) if grad else chain
         vf = vmap(f)
