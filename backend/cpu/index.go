@@ -93,30 +93,14 @@ func gatherT[T any](o, x []T, ix []int64, g axisGeom) {
 
 // scatterAdd copies x to the result, then adds updates[p, j, :] to
 // out[p, idx[j], :] for each in-range index (repeated indices accumulate).
-func scatterAdd(params any, in, out []backend.Array) {
-	x, idx, u, o := in[0], in[1], in[2], out[0]
-	copyStrided(o, x)
-	g := newAxisGeom(x, idx, params.(prims.AxisParams).Axis)
-	if u.Size() == 0 {
-		return
-	}
-	ix := i64s(idx)
-	switch o.Buf.(type) {
-	case i64Buf:
-		scatterAddT(i64s(o), i64s(u), ix, g)
-	case f32Buf:
-		scatterAddT(f32s(o), f32s(u), ix, g)
-	case f64Buf:
-		scatterAddT(f64s(o), f64s(u), ix, g)
-	default:
-		panic("cpu: scatter_add of dtype " + o.Buf.DType().String())
-	}
-}
+func scatterAdd(params any, in, out []backend.Array) { scatterKernel(params, in, out, true) }
 
 // scatter copies x to the result, then writes updates[p, j, :] to
 // out[p, idx[j], :] for each in-range index, in increasing j, so the last
 // of repeated indices wins.
-func scatter(params any, in, out []backend.Array) {
+func scatter(params any, in, out []backend.Array) { scatterKernel(params, in, out, false) }
+
+func scatterKernel(params any, in, out []backend.Array, add bool) {
 	x, idx, u, o := in[0], in[1], in[2], out[0]
 	copyStrided(o, x)
 	g := newAxisGeom(x, idx, params.(prims.AxisParams).Axis)
@@ -126,15 +110,26 @@ func scatter(params any, in, out []backend.Array) {
 	ix := i64s(idx)
 	switch o.Buf.(type) {
 	case boolBuf:
+		if add {
+			panic("cpu: scatter_add of dtype bool")
+		}
 		scatterSetT(bools(o), bools(u), ix, g)
 	case i64Buf:
-		scatterSetT(i64s(o), i64s(u), ix, g)
+		scatterT(i64s(o), i64s(u), ix, g, add)
 	case f32Buf:
-		scatterSetT(f32s(o), f32s(u), ix, g)
+		scatterT(f32s(o), f32s(u), ix, g, add)
 	case f64Buf:
-		scatterSetT(f64s(o), f64s(u), ix, g)
+		scatterT(f64s(o), f64s(u), ix, g, add)
 	default:
 		panic("cpu: foreign buffer")
+	}
+}
+
+func scatterT[T int64 | float32 | float64](o, u []T, ix []int64, g axisGeom, add bool) {
+	if add {
+		scatterAddT(o, u, ix, g)
+	} else {
+		scatterSetT(o, u, ix, g)
 	}
 }
 
