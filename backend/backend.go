@@ -176,3 +176,19 @@ type Backend interface {
 	// retain either slice after it returns.
 	Exec(op Op, params any, in, out []Array)
 }
+
+// Kernel computes a primitive's results on one backend: in holds the
+// operands, out freshly allocated arrays of the result shapes and dtypes,
+// which the kernel fills; params is the primitive's parameter value. Each
+// backend documents the layout its kernels receive (backend/cpu: every
+// operand contiguous row-major).
+type Kernel func(params any, in, out []Array)
+
+// KernelRegistry is implemented by backends that accept kernels for
+// primitives defined after the backend was built, such as the fused
+// kernels of user-defined ops (peel.DefineOp with peel.WithKernel).
+type KernelRegistry interface {
+	// RegisterKernel makes k op's kernel; Has(op) then reports true. It
+	// panics if op already has a kernel.
+	RegisterKernel(op Op, k Kernel)
+}

@@ -47,7 +47,7 @@ func Workloads() []Workload {
 		matmul(peel.Float64, false),
 		matmul(peel.Float32, true),
 		matmul(peel.Float64, true),
-	}, append(autodiffWorkloads(), vmapWorkloads()...)...)
+	}, append(append(autodiffWorkloads(), vmapWorkloads()...), customOpWorkloads()...)...)
 }
 
 // perOp returns a metric of ns per op for ops ops per run.

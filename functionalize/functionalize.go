@@ -166,6 +166,11 @@ func (f *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T)
 	if p.Kind == interp.Mutation {
 		return f.mutate(p, params, args)
 	}
+	if p.Impl != nil && p.ImplMutates {
+		// A composite whose definition writes in place: decomposed here,
+		// so its writes are answered out of place.
+		return p.Impl(params, args)
+	}
 	vals := make([]*T, len(args))
 	for i, a := range args {
 		vals[i] = f.unpack(a)

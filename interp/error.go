@@ -25,10 +25,18 @@ type Error struct {
 	Level     uint64
 	// Msg says what was wrong.
 	Msg string
+	// Decomposing is the chain of composite ops (user-defined ops made
+	// with peel.DefineOp) being decomposed when the failure happened,
+	// innermost first; the failing primitive came from their
+	// definitions, possibly long after the user's call returned (in a
+	// backward pass, under vmap).
+	Decomposing []string
 }
 
 // Error formats the message: "peel.MatMul: dot_general: contracting
-// dimensions differ (f64[2,3], f64[4,5]) [trace, level 3]".
+// dimensions differ (f64[2,3], f64[4,5]) [trace, level 3]", followed by
+// "while decomposing mylib.op" when the failing primitive came from the
+// definition of a composite op.
 func (e *Error) Error() string {
 	var b strings.Builder
 	for i := len(e.Ops) - 1; i >= 0; i-- {
@@ -52,6 +60,15 @@ func (e *Error) Error() string {
 	}
 	if e.Transform != "" {
 		fmt.Fprintf(&b, " [%s, level %d]", e.Transform, e.Level)
+	}
+	if len(e.Decomposing) > 0 {
+		b.WriteString(" while decomposing ")
+		for i := len(e.Decomposing) - 1; i >= 0; i-- {
+			b.WriteString(e.Decomposing[i])
+			if i > 0 {
+				b.WriteString(" > ")
+			}
+		}
 	}
 	return b.String()
 }
@@ -90,6 +107,20 @@ func Annotate(name string) {
 	}
 	if e, ok := r.(*Error); ok && (len(e.Ops) == 0 || e.Ops[len(e.Ops)-1] != name) {
 		e.Ops = append(e.Ops, name)
+	}
+	panic(r)
+}
+
+// Decomposing is deferred by the decomposition of a composite op: when
+// it panics with an *Error, name is added to the error's chain of ops
+// being decomposed (outermost last) and the panic continues.
+func Decomposing(name string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if e, ok := r.(*Error); ok && (len(e.Decomposing) == 0 || e.Decomposing[len(e.Decomposing)-1] != name) {
+		e.Decomposing = append(e.Decomposing, name)
 	}
 	panic(r)
 }

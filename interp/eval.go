@@ -14,9 +14,12 @@ import (
 // primitives write into the destination's buffer, so a mutation through a
 // view is visible through the base and every other alias.
 func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
-	if p.Impl != nil {
+	if p.Impl != nil && !hasKernel(p, args) {
 		// Copied so that args (often the caller's variadic slice) stays
 		// on the stack on the kernel path.
+		if p.EvalImpl != nil {
+			return p.EvalImpl(params, append([]*Tensor(nil), args...))
+		}
 		return p.Impl(params, append([]*Tensor(nil), args...))
 	}
 	if p.NoEval != "" {
@@ -49,6 +52,25 @@ func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 		res[i] = &Tensor{shape: shapeOf(o.Shape), dtype: o.DType, arr: out[i], be: be}
 	}
 	return res
+}
+
+// hasKernel reports whether the backend of a composite's concrete
+// operands has a (fused) kernel for it.
+func hasKernel(p *Prim, args []*Tensor) bool {
+	if !p.Whole {
+		return false
+	}
+	var be backend.Backend
+	for _, a := range args {
+		if a.be != nil {
+			be = a.be
+			break
+		}
+	}
+	if be == nil {
+		be = DefaultBackend()
+	}
+	return be.Has(p.Op)
 }
 
 // ElementwiseAval checks the operands of an elementwise primitive against

@@ -47,6 +47,11 @@ type JVPRule func(params any, primals, tangents []*Tensor) (outs, outTangents []
 // cotangent is a symbolic zero, and so is a nil result.
 type TransposeRule func(params any, cts []*Tensor, args []*Tensor, linear []bool) []*Tensor
 
+// VJPRule maps the cotangents of a primitive's results to cotangents of
+// its operands, given the operands and the results; a nil cotangent is a
+// symbolic zero.
+type VJPRule func(params any, primals, outs, cts []*Tensor) []*Tensor
+
 // Prim is a primitive operation: the unit every interpreter has a rule for.
 // What a primitive means (its shape and dtype rule, its derivatives) lives
 // in package prims; interp only defines the type.
@@ -71,10 +76,33 @@ type Prim struct {
 	ViewArray func(params any, a backend.Array) (view backend.Array, ok bool)
 	// Impl, when set, defines the primitive as a composite: a function of
 	// other primitives applied with Bind. Eval runs it instead of a
-	// kernel, and an interpreter with no rule for the primitive calls it
-	// with its own tracers (it decomposes the primitive). Abstract is not
-	// consulted for such primitives.
+	// kernel (unless the operands' backend has a kernel for it: a fused
+	// kernel, typed by Abstract), and an interpreter with no rule for the
+	// primitive calls it with its own tracers (it decomposes the
+	// primitive). Abstract is consulted only for composites with Whole or
+	// a kernel.
 	Impl func(params any, args []*Tensor) []*Tensor
+	// EvalImpl, when set, is the decomposition Eval runs when the
+	// operands' backend has no kernel for the primitive (for example one
+	// that writes in place, fastest eagerly); Impl otherwise.
+	EvalImpl func(params any, args []*Tensor) []*Tensor
+	// ImplMutates reports that Impl writes in place into tensors it
+	// creates: the functionalize interpreter decomposes such a primitive
+	// (answering its writes out of place) instead of binding it below.
+	ImplMutates bool
+	// Whole, for a composite, makes the staging interpreter record it as
+	// one equation typed by Abstract (so a compiler can keep a fused
+	// kernel) instead of decomposing it, unless the trace was asked to
+	// decompose everything (Decompose).
+	Whole bool
+	// VJP, for a composite, is an explicit reverse-mode rule: the
+	// operands' cotangents (nil for zero) from the operands, the results
+	// and the results' cotangents. Autodiff of a composite that has a VJP
+	// rule, or no JVP rule, computes the primal by binding the primitive
+	// itself and records a linear map whose transpose is VJP (or the VJP
+	// of Impl, recomputed from the saved operands) — see package
+	// transforms.
+	VJP VJPRule
 	// NoEval, when set, is why Eval refuses the primitive: it only exists
 	// to be transformed (a linear map that only has a transpose rule).
 	NoEval string

@@ -32,7 +32,17 @@ type stager struct {
 	// watched are the bases of concrete constants, which tell this
 	// stager before an in-place write changes their buffer.
 	watched []*Tensor
+	// decompose makes composites with Whole decompose too.
+	decompose bool
 }
+
+// TraceOption configures Trace and TraceAvals.
+type TraceOption func(*stager)
+
+// Decompose makes the trace decompose every composite, including those
+// marked Whole (user-defined ops), so the graph holds only primitives
+// with kernels.
+func Decompose() TraceOption { return func(s *stager) { s.decompose = true } }
 
 // stageTracer is the payload of a tensor being staged: the graph var that
 // holds its value.
@@ -132,7 +142,7 @@ func (s *stager) tracer(v *Var) *Tensor {
 
 // Process records p applied to args and returns tracers for the results.
 func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tensor {
-	if p.Impl != nil {
+	if p.Impl != nil && (!p.Whole || s.decompose) {
 		return p.Impl(params, args)
 	}
 	var outs []Aval
@@ -199,8 +209,10 @@ type stagedOne struct {
 // f's operations are recorded, not executed; tensors f captures from
 // outside become the graph's constants. Trace panics with *Error if f
 // mutates a tensor it did not compute or writes through a view (wrap such
-// functions in Functionalize), or reads a traced value's data.
-func Trace(f func(args []*Tensor) []*Tensor, example []*Tensor) *Graph {
+// functions in Functionalize), or reads a traced value's data. A
+// composite marked Whole (a user-defined op) is recorded as one equation
+// unless opts include Decompose.
+func Trace(f func(args []*Tensor) []*Tensor, example []*Tensor, opts ...TraceOption) *Graph {
 	avals := make([]Aval, len(example))
 	for i, x := range example {
 		if x == nil {
@@ -208,13 +220,16 @@ func Trace(f func(args []*Tensor) []*Tensor, example []*Tensor) *Graph {
 		}
 		avals[i] = x.Aval()
 	}
-	return TraceAvals("trace", f, avals)
+	return TraceAvals("trace", f, avals, opts...)
 }
 
 // TraceAvals is Trace for arguments given by shape and dtype; name is the
 // transform named in errors raised at the staging level.
-func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval) *Graph {
+func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opts ...TraceOption) *Graph {
 	s := &stager{g: &Graph{}, consts: map[*Tensor]*Var{}, viewed: map[*Tensor]bool{}, constVersion: map[*Tensor]uint64{}}
+	for _, o := range opts {
+		o(s)
+	}
 	s.level = NewLevel(name, s)
 	defer s.level.End()
 	defer s.unwatch()

@@ -289,9 +289,24 @@ func StopGradient(x *peel.Tensor) *peel.Tensor {
 // every primitive f applies to them, transforms included (MakeGraph of
 // Grad(g) shows the forward and backward passes), after dead-code
 // elimination. The graph's inputs are args' leaves in tree order, and its
-// outputs the result's leaves.
-func MakeGraph[A, B any](f func(A) B, args A) *interp.Graph {
+// outputs the result's leaves. An op defined with peel.DefineOp is one
+// equation (so a compiler can keep its fused kernel) unless opts include
+// Decompose.
+func MakeGraph[A, B any](f func(A) B, args A, opts ...GraphOption) *interp.Graph {
 	const op = "transforms.MakeGraph"
 	leaves, def := flatten(op, args)
-	return interp.Trace(flatFn(op, f, def, nil), leaves)
+	var topts []interp.TraceOption
+	for _, o := range opts {
+		if o.decompose {
+			topts = append(topts, interp.Decompose())
+		}
+	}
+	return interp.Trace(flatFn(op, f, def, nil), leaves, topts...)
 }
+
+// GraphOption configures MakeGraph.
+type GraphOption struct{ decompose bool }
+
+// Decompose makes MakeGraph decompose user-defined ops into the
+// primitives of their composites.
+func Decompose() GraphOption { return GraphOption{decompose: true} }

@@ -81,13 +81,15 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 	if !any || p.NonDifferentiable {
 		return interp.Bind(p, params, primals...)
 	}
-	if p.JVP == nil {
-		if p.Impl != nil {
-			return p.Impl(params, args)
-		}
+	var outs, touts []*T
+	switch {
+	case p.Impl != nil && (p.JVP == nil || p.VJP != nil):
+		outs, touts = compositeJVP(p, params, primals, tangents)
+	case p.JVP == nil:
 		panic(&interp.Error{Prim: p.Name, Msg: "no JVP rule: this primitive cannot be differentiated"})
+	default:
+		outs, touts = p.JVP(params, primals, tangents)
 	}
-	outs, touts := p.JVP(params, primals, tangents)
 	if len(outs) == 1 && len(touts) == 1 && touts[0] != nil && outs[0].DType().IsFloat() {
 		// One allocation for the payload, the box and the result slice.
 		r := &jvpOne{tr: jvpTracer{level: j.level, primal: outs[0], tangent: touts[0]}}

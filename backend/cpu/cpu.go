@@ -67,8 +67,11 @@ func registerRepeat(p *interp.Prim, fn kernel) {
 // from gonum (or OpenBLAS with -tags openblas). It is safe for concurrent
 // use.
 type Backend struct {
-	once  sync.Once
-	table []entry
+	once sync.Once
+	// table is the kernel table indexed by primitive ID; RegisterKernel
+	// replaces it with an extended copy (readers never lock).
+	table atomic.Pointer[[]entry]
+	mu    sync.Mutex
 }
 
 var (
@@ -89,17 +92,40 @@ func New() *Backend {
 // runs before the init functions of the kernel files, so New cannot build
 // it.
 func (b *Backend) kernels() []entry {
+	if t := b.table.Load(); t != nil {
+		return *t
+	}
 	b.once.Do(func() {
 		var n int
 		for p := range regs {
 			n = max(n, p.ID+1)
 		}
-		b.table = make([]entry, n)
+		t := make([]entry, n)
 		for p, e := range regs {
-			b.table[p.ID] = e
+			t[p.ID] = e
 		}
+		b.table.Store(&t)
 	})
-	return b.table
+	return *b.table.Load()
+}
+
+// RegisterKernel makes k the kernel of op, a primitive defined after the
+// backend was built (the fused kernel of a peel.DefineOp op). k receives
+// contiguous row-major operands (Offset may be non-zero; Float64s and
+// friends return their elements) and fresh, zeroed, contiguous results.
+// It must handle every dtype the op accepts. RegisterKernel panics with
+// *interp.Error if op already has a kernel.
+func (b *Backend) RegisterKernel(op backend.Op, k backend.Kernel) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.kernels()
+	if op.ID < len(old) && old[op.ID].fn != nil {
+		panic(&interp.Error{Prim: op.Name, Msg: "the cpu backend already has a kernel for this primitive"})
+	}
+	t := make([]entry, max(len(old), op.ID+1))
+	copy(t, old)
+	t[op.ID] = entry{fn: kernel(k)}
+	b.table.Store(&t)
 }
 
 func init() {
@@ -121,6 +147,10 @@ func Threads() int {
 	}
 	return runtime.GOMAXPROCS(0)
 }
+
+// Threads returns the number of goroutines large kernels use (the
+// package-level Threads; interp's blocked graph evaluation reads it).
+func (*Backend) Threads() int { return Threads() }
 
 // Name returns "cpu".
 func (*Backend) Name() string { return "cpu" }

@@ -363,13 +363,18 @@ func runBinary[T, R any](p *interp.Prim, l binLoops[T, R], cost int, d []R, x, y
 		l.vv(d, xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n])
 		return
 	}
+	ser := serial(n, cost) // the closures below are heap-allocated
 	switch {
 	case xs && ys:
 		l.vv(d[:1], xb[x.Offset:x.Offset+1], yb[y.Offset:y.Offset+1])
 		fillSlice(d, d[0])
+	case ys && ser:
+		l.vs(d, xb[x.Offset:x.Offset+n], yb[y.Offset])
 	case ys:
 		a, s := xb[x.Offset:x.Offset+n], yb[y.Offset]
 		parallelFor(n, cost, func(lo, hi int) { l.vs(d[lo:hi], a[lo:hi], s) })
+	case xs && ser:
+		l.sv(d, xb[x.Offset], yb[y.Offset:y.Offset+n])
 	case xs:
 		s, b := xb[x.Offset], yb[y.Offset:y.Offset+n]
 		parallelFor(n, cost, func(lo, hi int) { l.sv(d[lo:hi], s, b[lo:hi]) })

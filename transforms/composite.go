@@ -1,0 +1,276 @@
+package transforms
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/peel-ml/peel/interp"
+)
+
+// Autodiff of composites (user-defined ops, peel.DefineOp) that have no
+// JVP rule, or that have a VJP rule: the primal is computed by binding
+// the op itself, so a fused kernel still runs and none of the
+// composite's intermediates are computed or saved; the tangent is a
+// linear primitive, composite_lin, holding the op's operands and results.
+// Its forward map is the op's JVP rule or the JVP of the composite, its
+// transpose the op's VJP rule or the VJP of the composite recomputed from
+// the saved operands. Both are written with Bind (through jvpFlat and
+// linearizeFlat), so derivatives of any order follow.
+
+// compositeParams are composite_lin's parameters: the op, its parameters,
+// the operands and results of the primal call, and which operands have
+// tangents (composite_lin's operands are those tangents, in order) and
+// which results are floats (its results are their tangents).
+type compositeParams struct {
+	p       *interp.Prim
+	params  any
+	primals []*T
+	outs    []*T
+	diff    []int
+	fout    []int
+}
+
+func (c compositeParams) String() string { return c.p.Name }
+
+var compositeLin = func() *interp.Prim {
+	p := interp.NewPrim("composite_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+		c := params.(compositeParams)
+		out := make([]interp.Aval, len(c.fout))
+		for k, i := range c.fout {
+			out[k] = c.outs[i].Aval()
+		}
+		return out
+	})
+	p.Linear = []bool{true} // in every operand
+	p.Whole = true          // staged as one equation: linearize must not decompose it
+	p.Impl = func(params any, tangents []*T) []*T {
+		c := params.(compositeParams)
+		defer interp.Decomposing(c.p.Name)
+		if c.p.JVP != nil {
+			full := make([]*T, len(c.primals))
+			for k, i := range c.diff {
+				full[i] = tangents[k]
+			}
+			_, touts := c.p.JVP(c.params, c.primals, full)
+			res := make([]*T, len(c.fout))
+			for k, i := range c.fout {
+				res[k] = zeroIfNil(touts[i], c.outs[i].Aval())
+			}
+			return res
+		}
+		if jg := c.compiledJVP(); jg != nil {
+			return jg.Eval(append(append([]*T(nil), c.primals...), tangents...)...)
+		}
+		return c.jvp(c.primals, tangents)
+	}
+	p.Transpose = func(params any, cts []*T, args []*T, linear []bool) []*T {
+		c := params.(compositeParams)
+		defer interp.Decomposing(c.p.Name)
+		res := make([]*T, len(args))
+		full := make([]*T, len(c.outs))
+		any := false
+		for k, i := range c.fout {
+			full[i] = cts[k]
+			any = any || cts[k] != nil
+		}
+		if !any {
+			return res
+		}
+		if c.p.VJP != nil {
+			for i, ct := range full {
+				if ct == nil && c.outs[i].DType().IsFloat() {
+					full[i] = zerosLike(c.outs[i])
+				}
+			}
+			got := c.p.VJP(c.params, c.primals, c.outs, full)
+			if len(got) != len(c.primals) {
+				panic(&interp.Error{Prim: c.p.Name, Msg: "the VJP rule returned " + strconv.Itoa(len(got)) + " cotangents for " + strconv.Itoa(len(c.primals)) + " operands"})
+			}
+			for k, i := range c.diff {
+				if got[i] != nil && !got[i].Aval().Equal(c.primals[i].Aval()) {
+					panic(&interp.Error{Prim: c.p.Name, Msg: "the VJP rule's cotangent " + strconv.Itoa(i) + " is " + got[i].TypeString() + ", but the operand is " + c.primals[i].TypeString()})
+				}
+				if linear[k] {
+					res[k] = got[i]
+				}
+			}
+			return res
+		}
+		var got []*T
+		if vg := c.compiledVJP(); vg != nil {
+			in := append([]*T(nil), c.primals...)
+			for k, i := range c.fout {
+				in = append(in, zeroIfNil(cts[k], c.outs[i].Aval()))
+			}
+			got = vg.Eval(in...)
+		} else {
+			got = c.vjp(c.primals, cts)
+		}
+		for k := range c.diff {
+			if linear[k] {
+				res[k] = got[k]
+			}
+		}
+		return res
+	}
+	return p
+}()
+
+// vjp is the VJP of the composite at primals (restricted to the operands
+// with tangents) applied to the cotangents of the float results: the
+// composite is linearized (recomputing its primal values) and the
+// linear graph transposed.
+func (c compositeParams) vjp(primals, cts []*T) []*T {
+	c.primals = primals
+	lin := linearizeFlat("vjp", c.restricted(), c.diffPrimals())
+	cfull := make([]*T, len(lin.outs))
+	for k, i := range c.fout {
+		cfull[i] = cts[k]
+	}
+	return lin.transpose(cfull)
+}
+
+// compiledRules caches, per op, rule and operand types, the composite's
+// JVP or VJP staged into a graph and compiled: the tangent or backward
+// pass of a user-defined op then runs without tracing, and an
+// elementwise one runs blocked (see interp.Compiled). A composite that
+// cannot be staged (it reads its operands' values) is recorded as such
+// and differentiated eagerly.
+var compiledRules sync.Map // string → *interp.Compiled (nil: not stageable)
+
+// compiled returns the cached compiled graph of rule (kind "jvp" or
+// "vjp") on arguments of types extra appended to the primals' types, or
+// nil.
+func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(primals, rest []*T) []*T) *interp.Compiled {
+	if c.params != nil {
+		return nil // only parameterless ops (peel.DefineOp) are cached
+	}
+	var b strings.Builder
+	b.WriteString(kind)
+	b.WriteString(strconv.Itoa(c.p.ID))
+	avals := make([]interp.Aval, 0, len(c.primals)+len(extra))
+	for _, x := range c.primals {
+		avals = append(avals, x.Aval())
+	}
+	avals = append(avals, extra...)
+	for _, a := range avals {
+		b.WriteByte(';')
+		b.WriteString(a.String())
+	}
+	for _, i := range c.diff {
+		b.WriteByte(',')
+		b.WriteString(strconv.Itoa(i))
+	}
+	key := b.String()
+	if v, ok := compiledRules.Load(key); ok {
+		return v.(*interp.Compiled)
+	}
+	var g *interp.Graph
+	np := len(c.primals)
+	err := interp.Catch(func() {
+		g = interp.TraceAvals(kind+" of "+c.p.Name, func(in []*T) []*T {
+			return rule(in[:np], in[np:])
+		}, avals)
+	})
+	var comp *interp.Compiled
+	if err == nil {
+		comp = g.Compile()
+	}
+	v, _ := compiledRules.LoadOrStore(key, comp)
+	return v.(*interp.Compiled)
+}
+
+// compiledVJP is the compiled VJP of the composite: operands and result
+// cotangents in, cotangents of the operands with tangents out.
+func (c compositeParams) compiledVJP() *interp.Compiled {
+	extra := make([]interp.Aval, len(c.fout))
+	for k, i := range c.fout {
+		extra[k] = c.outs[i].Aval()
+	}
+	return c.compiled("vjp", extra, func(primals, cts []*T) []*T {
+		got := c.vjp(primals, cts)
+		out := make([]*T, len(c.diff))
+		for k, i := range c.diff {
+			out[k] = got[k]
+			if out[k] == nil {
+				out[k] = zerosLike(primals[i])
+			}
+		}
+		return out
+	})
+}
+
+// jvp is the JVP of the composite at primals: the tangents of the float
+// results from the tangents of the operands in c.diff.
+func (c compositeParams) jvp(primals, tangents []*T) []*T {
+	c.primals = primals
+	_, touts := jvpFlat("jvp", c.restricted(), c.diffPrimals(), tangents)
+	res := make([]*T, len(c.fout))
+	for k, i := range c.fout {
+		res[k] = touts[i]
+		if res[k] == nil {
+			res[k] = zeros(c.outs[i].Aval())
+		}
+	}
+	return res
+}
+
+// compiledJVP is the compiled JVP of the composite: operands and the
+// tangents of c.diff in, tangents of the float results out.
+func (c compositeParams) compiledJVP() *interp.Compiled {
+	extra := make([]interp.Aval, len(c.diff))
+	for k, i := range c.diff {
+		extra[k] = c.primals[i].Aval()
+	}
+	return c.compiled("jvp", extra, c.jvp)
+}
+
+// restricted is the composite as a function of the operands that have
+// tangents, the others held at their primal values.
+func (c compositeParams) restricted() func([]*T) []*T {
+	return func(xs []*T) []*T {
+		args := append([]*T(nil), c.primals...)
+		for k, i := range c.diff {
+			args[i] = xs[k]
+		}
+		return c.p.Impl(c.params, args)
+	}
+}
+
+func (c compositeParams) diffPrimals() []*T {
+	xs := make([]*T, len(c.diff))
+	for k, i := range c.diff {
+		xs[k] = c.primals[i]
+	}
+	return xs
+}
+
+// compositeJVP is the forward-mode rule of a composite with no JVP rule
+// or with a VJP rule (see above). tangents[i] is nil for operands with a
+// zero tangent; at least one is not.
+func compositeJVP(p *interp.Prim, params any, primals, tangents []*T) (outs, touts []*T) {
+	outs = interp.Bind(p, params, primals...)
+	c := compositeParams{p: p, params: params, primals: append([]*T(nil), primals...), outs: outs}
+	var lt []*T
+	for i, t := range tangents {
+		if t != nil {
+			c.diff = append(c.diff, i)
+			lt = append(lt, t)
+		}
+	}
+	for i, o := range outs {
+		if o.DType().IsFloat() {
+			c.fout = append(c.fout, i)
+		}
+	}
+	touts = make([]*T, len(outs))
+	if len(c.fout) == 0 {
+		return outs, touts
+	}
+	ts := interp.Bind(compositeLin, c, lt...)
+	for k, i := range c.fout {
+		touts[i] = ts[k]
+	}
+	return outs, touts
+}
