@@ -8,11 +8,19 @@
 // metrics (ns per op, ns per element per op, GFLOPS), optionally writing
 // JSON records (one object per line, see Record) that the peer scripts in
 // bench/peers print too, so results of peel and other libraries line up.
+// With -peer torch the harness runs bench/peers/torch_func.py as a Peer
+// (one process per thread count, answering one request per workload) and
+// measures each workload with peel and with torch back to back; Pair
+// lines the two up, and WriteComparison, WriteMarkdown and WritePlot
+// report the ratios of their medians. Compare matches a run with an
+// earlier one for regression checks.
 //
 // Correctness comes before speed: a workload's Setup returns, besides the
 // function that is timed, a check that compares the result with a
 // reference computed another way (a Go loop in float64, a naive matrix
-// product), and the harness refuses to time a workload whose check fails.
+// product), and the harness refuses to time a workload whose check fails:
+// its Record carries the error instead, and reports show it as a
+// mismatch. The peer scripts check their results the same way.
 //
 // Workloads whose Impl is not "peel" are references that bound what peel
 // can reach: the same matrix product through gonum's BLAS called

@@ -11,7 +11,9 @@ import (
 
 // Record is one measurement as the harness and the peer scripts write
 // it: a JSON object per line. Fields after Allocs are optional (a peer
-// may not measure them).
+// may not measure them). A record whose Error is set carries no timing:
+// the workload's result did not match its reference (or it failed to
+// run), and the harness reports it as a mismatch instead of a time.
 type Record struct {
 	Workload string  `json:"workload"`
 	Impl     string  `json:"impl"`
@@ -31,6 +33,18 @@ type Record struct {
 	PeakHeap      uint64  `json:"peak_heap_bytes,omitempty"`
 	Reps          int     `json:"reps,omitempty"`
 	RunsPerSample int     `json:"runs_per_sample,omitempty"`
+	// Error says why the workload was not timed: its check failed ("wrong
+	// result: …"), it panicked, or the peer could not run it.
+	Error string `json:"error,omitempty"`
+}
+
+// Failed reports whether r carries an error instead of a timing.
+func (r Record) Failed() bool { return r.Error != "" }
+
+// FailedRecord is the record of a workload whose check or run failed:
+// it names the workload and carries err instead of a timing.
+func FailedRecord(w Workload, threads int, err error) Record {
+	return Record{Workload: w.Name, Impl: w.Impl, Threads: threads, Allocs: -1, Error: err.Error()}
 }
 
 // WriteRecords writes rs as JSON, one object per line.
@@ -71,6 +85,10 @@ func WriteTable(w io.Writer, rs []Record) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\timpl\tthreads\tmedian\tmin–max\tIQR\tmetric\tallocs/run\tpeak heap\t")
 	for _, r := range rs {
+		if r.Failed() {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t-\t-\t-\t-\t-\t\n", r.Workload, r.Impl, r.Threads, Mismatch)
+			continue
+		}
 		iqr := "-"
 		if r.Q3Ns > 0 {
 			iqr = FormatNs(r.Q3Ns - r.Q1Ns)
@@ -88,7 +106,34 @@ func WriteTable(w io.Writer, rs []Record) error {
 			FormatNs(r.MinNs), FormatNs(r.MaxNs), iqr,
 			formatMetric(r.Metric), r.Unit, allocs, heap)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeErrors(w, rs)
+}
+
+// Mismatch is what tables show instead of a time for a workload whose
+// result did not match its reference (or that failed to run).
+const Mismatch = "MISMATCH"
+
+// writeErrors lists the errors of the failed records in rs, one per line.
+func writeErrors(w io.Writer, rs []Record) error {
+	for _, r := range rs {
+		if r.Failed() {
+			if _, err := fmt.Fprintf(w, "%s: %s (%s, %s): %s\n", Mismatch, r.Workload, r.Impl, threadsPhrase(r.Threads), r.Error); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// threadsPhrase is "1 thread" or "n threads".
+func threadsPhrase(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
 }
 
 // FormatNs formats a duration in nanoseconds with three significant
@@ -129,4 +174,150 @@ func formatBytes(b float64) string {
 		return fmt.Sprintf("%.1fMiB", b/(1<<20))
 	}
 	return fmt.Sprintf("%.2fGiB", b/(1<<30))
+}
+
+// Row pairs one workload's measurement by peel (or by the reference
+// library the workload's Impl names) with the peer's, at one thread
+// count.
+type Row struct {
+	Workload string
+	Threads  int
+	// Ours is the record of this harness's side; nil when only the peer
+	// measured the workload.
+	Ours *Record
+	// Peer is the peer's record; nil when the peer lacks the workload.
+	Peer *Record
+}
+
+// Ratio returns Ours' median over Peer's (below 1: ours is faster), and
+// false when either side is missing or failed.
+func (r Row) Ratio() (float64, bool) {
+	if r.Ours == nil || r.Peer == nil || r.Ours.Failed() || r.Peer.Failed() || r.Peer.MedianNs <= 0 {
+		return 0, false
+	}
+	return r.Ours.MedianNs / r.Peer.MedianNs, true
+}
+
+// Pair groups rs into rows by workload and thread count, in the order the
+// pairs first appear: records whose Impl is peer fill Peer, the others
+// Ours (the first of each wins).
+func Pair(rs []Record, peer string) []Row {
+	type key struct {
+		name    string
+		threads int
+	}
+	at := map[key]int{}
+	var rows []Row
+	for i := range rs {
+		r := &rs[i]
+		k := key{r.Workload, r.Threads}
+		j, ok := at[k]
+		if !ok {
+			j = len(rows)
+			at[k] = j
+			rows = append(rows, Row{Workload: r.Workload, Threads: r.Threads})
+		}
+		switch {
+		case peer != "" && r.Impl == peer:
+			if rows[j].Peer == nil {
+				rows[j].Peer = r
+			}
+		case rows[j].Ours == nil:
+			rows[j].Ours = r
+		}
+	}
+	return rows
+}
+
+// HasPeer reports whether any row has a peer record.
+func HasPeer(rows []Row) bool {
+	for _, r := range rows {
+		if r.Peer != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteComparison prints rows as an aligned table: workload, impl,
+// threads, our median and interquartile range, the peer's, the ratio
+// ours/peer (below 1: ours is faster), our metric, allocations per run
+// and peak heap. A side the peer lacks shows "—"; a failed side shows
+// Mismatch, and its error is listed under the table.
+func WriteComparison(w io.Writer, rows []Row, peer string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "workload\timpl\tthreads\tmedian\tIQR\t%s\tIQR\tpeel/%s\tmetric\tallocs/run\tpeak heap\t\n", peer, peer)
+	var failed []Record
+	for _, r := range rows {
+		impl, med, iqr, metric, allocs, heap := "-", Dash, Dash, "-", "-", "-"
+		if o := r.Ours; o != nil {
+			impl = o.Impl
+			med, iqr = medianCell(*o), iqrCell(*o)
+			if o.Failed() {
+				failed = append(failed, *o)
+			} else {
+				metric = formatMetric(o.Metric) + " " + o.Unit
+				if o.Allocs >= 0 {
+					allocs, heap = formatCount(o.Allocs), formatBytes(float64(o.PeakHeap))
+				}
+			}
+		}
+		pmed, piqr := Dash, Dash
+		if p := r.Peer; p != nil {
+			pmed, piqr = medianCell(*p), iqrCell(*p)
+			if p.Failed() {
+				failed = append(failed, *p)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Workload, impl, r.Threads, med, iqr, pmed, piqr, ratioCell(r), metric, allocs, heap)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeErrors(w, failed)
+}
+
+// Dash marks a measurement that does not exist (the peer lacks the
+// workload).
+const Dash = "—"
+
+func medianCell(r Record) string {
+	if r.Failed() {
+		return Mismatch
+	}
+	return FormatNs(r.MedianNs)
+}
+
+func iqrCell(r Record) string {
+	if r.Failed() || r.Q3Ns <= 0 {
+		return "-"
+	}
+	return FormatNs(r.Q3Ns - r.Q1Ns)
+}
+
+// ratioCell formats r's ratio with two decimals (three significant
+// digits past 10), "—" when a side is missing and "-" when one failed.
+func ratioCell(r Row) string {
+	if v, ok := r.Ratio(); ok {
+		return FormatRatio(v)
+	}
+	if r.Ours == nil || r.Peer == nil {
+		return Dash
+	}
+	return "-"
+}
+
+// FormatRatio formats a ratio of medians: "0.47", "7.63", "12.4", and
+// two significant digits below 0.01.
+func FormatRatio(v float64) string {
+	switch {
+	case v < 0.01:
+		return fmt.Sprintf("%.2g", v)
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
 }

@@ -8,11 +8,25 @@ way bench.Measure does, and prints one JSON record per line on stdout:
   {"workload": ..., "impl": "torch", "threads": N, "median_ns": ...,
    "min_ns": ..., "max_ns": ..., "metric": ..., "unit": ..., "allocs": -1, ...}
 
-"allocs" is -1: PyTorch's allocations are not measured. A summary goes to
-stderr. Usage (Debian's python3-torch is /usr/bin/python3's package):
+"allocs" is -1: PyTorch's allocations are not measured. A workload whose
+result does not match the reference gets a record with "error" set (and no
+times), and the exit status is 1. A summary goes to stderr. Usage (Debian's
+python3-torch is /usr/bin/python3's package):
 
   /usr/bin/python3 bench/peers/torch_func.py --threads 1 [--run REGEX]
       [--reps 10] [--mintime 1.0] [--json FILE]
+
+With --serve (how peelbench -peer torch runs it, interleaving peel's and
+torch's measurements) it first prints a hello line,
+
+  {"peer": "torch", "version": V, "threads": N, "workloads": [names]}
+
+then reads one request per line on stdin,
+
+  {"workload": name, "threads": N, "reps": R, "mintime": S, "warmup": S}
+
+and answers each with one record line, until stdin closes. The thread
+count is fixed for the life of the process (--threads).
 """
 
 import argparse
@@ -32,6 +46,8 @@ def parse_args():
     ap.add_argument("--mintime", type=float, default=1.0, help="total timed seconds per workload")
     ap.add_argument("--warmup", type=float, default=0.1, help="untimed warm-up seconds per workload")
     ap.add_argument("--json", default="", help="also write the records to this file")
+    ap.add_argument("--serve", action="store_true",
+                    help="answer measurement requests on stdin, one JSON object per line (see above)")
     return ap.parse_args()
 
 
@@ -336,6 +352,57 @@ def vmap_functionalize():
     return run, check
 
 
+GELU_ROWS, GELU_COLS = 4096, 256
+GELU_K, GELU_C = 0.7978845608028654, 0.044715
+
+
+def gelu_composite(x):
+    """The composite of mylib.gelu (examples/customop/mylib), op by op."""
+    x3 = torch.mul(x, torch.mul(x, x))
+    inner = torch.mul(torch.add(x, torch.mul(x3, GELU_C)), GELU_K)
+    return torch.mul(torch.mul(x, 0.5), torch.add(torch.tanh(inner), 1.0))
+
+
+def gelu_fused(x):
+    """torch's own fused GELU (tanh approximation): kernel forward and
+    hand-written backward."""
+    return torch.nn.functional.gelu(x, approximate="tanh")
+
+
+def gelu(dtype, how, grad):
+    f = gelu_fused if how == "fused" else gelu_composite
+
+    def setup():
+        g = torch.Generator().manual_seed(11)
+        x = (torch.rand(GELU_ROWS, GELU_COLS, generator=g, dtype=torch.float64) * 8 - 4).to(dtype)
+        out = [None]
+        if grad:
+            import functorch
+            gf = functorch.grad(lambda x: f(x).sum())
+
+            def run():
+                out[0] = gf(x)
+        else:
+            def run():
+                out[0] = f(x)
+
+        def check():
+            x64 = x.to(torch.float64)
+            t = torch.tanh(GELU_K * (x64 + GELU_C * x64 ** 3))
+            if grad:
+                want = 0.5 * (1 + t) + 0.5 * x64 * (1 - t * t) * GELU_K * (1 + 3 * GELU_C * x64 * x64)
+            else:
+                want = 0.5 * x64 * (1 + t)
+            tol = 1e-12 if dtype == torch.float64 else 1e-5
+            err = (out[0].to(torch.float64) - want).abs() - (tol + tol * want.abs())
+            if err.max().item() > 0:
+                raise AssertionError("gelu result differs from the float64 reference")
+
+        return run, check
+
+    return setup
+
+
 def compare(got, want, rtol, atol):
     for i, (g, w) in enumerate(zip(got, want)):
         if not abs(g - w) <= atol + rtol * abs(w):
@@ -361,6 +428,12 @@ WORKLOADS = [
     ("per_sample_grad_mlp_f64", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float64, False)),
     ("per_sample_grad_mlp_f64_loop", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float64, True)),
     ("vmap_functionalize_256x128", "µs", lambda ns: ns / 1e3, vmap_functionalize),
+] + [
+    ("gelu_" + ("grad_" if grad else "") + how + "_1m_" + name, "ns/elem",
+     lambda ns: ns / (GELU_ROWS * GELU_COLS), gelu(dtype, how, grad))
+    for name, dtype in (("f32", torch.float32), ("f64", torch.float64))
+    for grad in (False, True)
+    for how in ("fused", "composite")
 ]
 
 
@@ -416,9 +489,47 @@ def measure(name, unit, metric, setup, threads, reps, mintime, warmup):
     }
 
 
+def failed_record(name, threads, err):
+    """The record of a workload that was not timed: err says why."""
+    if isinstance(err, AssertionError):
+        msg = f"wrong result: {err}"
+    else:
+        msg = f"failed: {type(err).__name__}: {err}"
+    return {"workload": name, "impl": "torch", "threads": threads, "median_ns": 0,
+            "min_ns": 0, "max_ns": 0, "metric": 0, "allocs": -1, "error": msg}
+
+
+def serve(threads):
+    """Answers measurement requests on stdin (see the module doc)."""
+    by_name = {w[0]: w for w in WORKLOADS}
+    hello = {"peer": "torch", "version": torch.__version__, "threads": threads,
+             "workloads": list(by_name)}
+    print(json.dumps(hello), flush=True)
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        req = json.loads(line)
+        name = req.get("workload", "")
+        try:
+            if name not in by_name:
+                raise KeyError(f"no workload {name!r}")
+            if req.get("threads", threads) != threads:
+                raise ValueError(f"this peer runs with {threads} threads, asked for {req['threads']}")
+            _, unit, metric, setup = by_name[name]
+            rec = measure(name, unit, metric, setup, threads, int(req.get("reps", 10)),
+                          float(req.get("mintime", 1.0)), float(req.get("warmup", 0.1)))
+        except Exception as e:  # noqa: BLE001  (every failure is reported, not fatal)
+            rec = failed_record(name, threads, e)
+        print(json.dumps(rec), flush=True)
+
+
 def main():
     args = ARGS
     torch.set_num_threads(args.threads)
+    if args.serve:
+        serve(args.threads)
+        return
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", file=sys.stderr)
     pat = re.compile(args.run)
     recs, failed = [], 0
@@ -430,6 +541,9 @@ def main():
         except AssertionError as e:
             print(f"FAIL {name}: {e}", file=sys.stderr)
             failed += 1
+            rec = failed_record(name, args.threads, e)
+            recs.append(rec)
+            print(json.dumps(rec), flush=True)
             continue
         recs.append(rec)
         print(json.dumps(rec), flush=True)

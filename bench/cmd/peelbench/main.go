@@ -1,51 +1,108 @@
 // Command peelbench measures peel's benchmark workloads (package bench):
 // each is checked against a reference, warmed up, then timed in repeated
-// samples. It prints a table and can write JSON records, one per line,
-// in the format the peer scripts in bench/peers print.
+// samples. It prints a table and can write JSON records (one per line, in
+// the format the peer scripts in bench/peers print), a Markdown table and
+// a bar chart, and compare the run with an earlier one.
 //
 //	go run ./bench/cmd/peelbench                       # every workload
 //	go run ./bench/cmd/peelbench -run 'chain|copy'     # a subset
 //	go run ./bench/cmd/peelbench -threads 1,2 -json out.jsonl
+//	go run ./bench/cmd/peelbench -peer torch -threads 1 -md out.md -plot out.png
+//	go run ./bench/cmd/peelbench -json new.jsonl -compare old.jsonl -threshold 1.10
 //
 // -threads sets runtime.GOMAXPROCS and the CPU backend's kernel threads
 // (cpu.SetThreads) for each listed count in turn.
+//
+// -peer torch also measures the same workloads with PyTorch's functorch
+// (bench/peers/torch_func.py, run with the first python3 that imports
+// torch: -python, else /usr/bin/python3, else python3 on PATH). Each
+// workload is measured by peel and then by torch, back to back, with one
+// torch process per thread count (torch's BLAS fixes its threads when it
+// loads), and the table gains torch's median and the ratio peel/torch
+// (below 1: peel is faster). Without a python3 that has torch, peelbench
+// says how to install it and measures peel alone.
+//
+// A workload whose result does not match its reference shows MISMATCH
+// instead of a time. The exit status is 1 when any workload (peel's or
+// the peer's) fails its check, 2 when -compare finds a regression past
+// -threshold, and 0 otherwise; a missing peer does not change it.
+//
+// On a terminal a progress bar on stderr shows the measurement under way
+// (one step per workload, thread count and side); otherwise one line per
+// measurement goes to stderr.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/peel-ml/peel/backend/cpu"
 	"github.com/peel-ml/peel/bench"
 )
 
-func main() {
-	var (
-		runRE   = flag.String("run", "", "run only workloads whose name matches this regular expression")
-		reps    = flag.Int("reps", 10, "timed samples per workload")
-		minTime = flag.Duration("mintime", time.Second, "total timed duration per workload, split over the samples")
-		warmup  = flag.Duration("warmup", 100*time.Millisecond, "untimed warm-up per workload")
-		threads = flag.String("threads", "", "comma-separated thread counts (GOMAXPROCS and cpu.SetThreads); default: GOMAXPROCS")
-		jsonOut = flag.String("json", "", "write JSON records (one per line) to this file")
-		list    = flag.Bool("list", false, "list the workloads and exit")
-	)
-	flag.Parse()
-	if err := run(*runRE, *reps, *minTime, *warmup, *threads, *jsonOut, *list); err != nil {
-		fmt.Fprintln(os.Stderr, "peelbench:", err)
-		os.Exit(1)
-	}
+type config struct {
+	run              string
+	reps             int
+	minTime, warmup  time.Duration
+	threads          string
+	jsonOut, mdOut   string
+	plotOut, compare string
+	from             string
+	threshold        float64
+	peer, python     string
+	list             bool
 }
 
-func run(runRE string, reps int, minTime, warmup time.Duration, threadList, jsonOut string, list bool) error {
-	re, err := regexp.Compile(runRE)
+// Exit statuses besides 0.
+const (
+	exitFailed    = 1 // a workload failed its check, or peelbench could not run
+	exitRegressed = 2 // -compare found a regression
+)
+
+func main() {
+	var c config
+	flag.StringVar(&c.run, "run", "", "run only workloads whose name matches this regular expression")
+	flag.IntVar(&c.reps, "reps", 10, "timed samples per workload")
+	flag.DurationVar(&c.minTime, "mintime", time.Second, "total timed duration per workload, split over the samples")
+	flag.DurationVar(&c.warmup, "warmup", 100*time.Millisecond, "untimed warm-up per workload")
+	flag.StringVar(&c.threads, "threads", "", "comma-separated thread counts (GOMAXPROCS and cpu.SetThreads); default: GOMAXPROCS")
+	flag.StringVar(&c.jsonOut, "json", "", "write JSON records (one per line, the peer's too) to this file")
+	flag.StringVar(&c.mdOut, "md", "", "write a Markdown table (workload, peel median, peer median, ratio, threads) to this file")
+	flag.StringVar(&c.plotOut, "plot", "", "write a bar chart (ratios peel/peer, or peel's medians without a peer; log axis) to this file (.png, .svg, .pdf)")
+	flag.StringVar(&c.compare, "compare", "", "compare with an earlier -json file and exit with status 2 when a workload regresses past -threshold")
+	flag.Float64Var(&c.threshold, "threshold", 1.10, "with -compare: the largest new/old median that is not a regression")
+	flag.StringVar(&c.peer, "peer", "", `also measure the workloads with this peer: "torch" (PyTorch's functorch)`)
+	flag.StringVar(&c.python, "python", "", "with -peer torch: the Python interpreter (default: /usr/bin/python3, then python3 on PATH)")
+	flag.StringVar(&c.from, "from", "", "measure nothing: report the records of this -json file (with -md, -plot, -compare)")
+	flag.BoolVar(&c.list, "list", false, "list the workloads and exit")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "peelbench: unexpected arguments %q\n", flag.Args())
+		os.Exit(exitFailed)
+	}
+	status, err := run(c)
 	if err != nil {
-		return fmt.Errorf("-run: %w", err)
+		fmt.Fprintln(os.Stderr, "peelbench:", err)
+	}
+	os.Exit(status)
+}
+
+func run(c config) (int, error) {
+	re, err := regexp.Compile(c.run)
+	if err != nil {
+		return exitFailed, fmt.Errorf("-run: %w", err)
 	}
 	var ws []bench.Workload
 	for _, w := range bench.Workloads() {
@@ -53,60 +110,350 @@ func run(runRE string, reps int, minTime, warmup time.Duration, threadList, json
 			ws = append(ws, w)
 		}
 	}
-	if list {
+	if c.list {
 		for _, w := range ws {
-			fmt.Printf("%-22s %-8s %s\n", w.Name, w.Impl, w.Doc)
+			fmt.Printf("%-28s %-8s %s\n", w.Name, w.Impl, w.Doc)
 		}
-		return nil
+		return 0, nil
+	}
+	// Read -compare's records first: a typo should not cost a whole run.
+	var old []bench.Record
+	if c.compare != "" {
+		if !(c.threshold > 0) {
+			return exitFailed, fmt.Errorf("-threshold %v is not positive", c.threshold)
+		}
+		all, err := readRecords(c.compare)
+		if err != nil {
+			return exitFailed, fmt.Errorf("-compare: %w", err)
+		}
+		// Only what this run measures can be compared.
+		for _, r := range all {
+			if re.MatchString(r.Workload) {
+				old = append(old, r)
+			}
+		}
+	}
+	if c.from != "" {
+		all, err := readRecords(c.from)
+		if err != nil {
+			return exitFailed, fmt.Errorf("-from: %w", err)
+		}
+		meta := bench.Meta{Machine: "records of " + c.from, Command: commandLine()}
+		var recs []bench.Record
+		for _, r := range all {
+			if re.MatchString(r.Workload) {
+				recs = append(recs, r)
+				if r.Impl == "torch" {
+					meta.Peer = "torch"
+				}
+			}
+		}
+		return report(c, recs, old, meta)
 	}
 	if len(ws) == 0 {
-		return fmt.Errorf("no workload matches %q", runRE)
+		return exitFailed, fmt.Errorf("no workload matches %q", c.run)
 	}
-	counts, err := parseThreads(threadList)
+	counts, err := parseThreads(c.threads)
 	if err != nil {
-		return err
+		return exitFailed, err
+	}
+	old = slices.DeleteFunc(old, func(r bench.Record) bool { return !slices.Contains(counts, r.Threads) })
+	python, peerVersion := "", ""
+	switch c.peer {
+	case "":
+	case "torch":
+		python, peerVersion, err = bench.FindPython(c.python)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "peelbench: -peer torch: %v; continuing with peel alone\n", err)
+			python = ""
+		}
+	default:
+		return exitFailed, fmt.Errorf(`-peer %q: the only peer is "torch"`, c.peer)
 	}
 
-	fmt.Printf("peelbench: %s %s/%s, %d CPUs, BLAS %s, %d reps, mintime %v\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpu.BLAS(), reps, minTime)
+	if python == "" {
+		// Without a peer this run has no torch records to compare.
+		old = slices.DeleteFunc(old, func(r bench.Record) bool { return r.Impl == "torch" })
+	}
+
+	meta := bench.Meta{
+		Machine: bench.Machine(), Go: runtime.Version(), BLAS: cpu.BLAS(),
+		Command: commandLine(),
+	}
+	if python != "" {
+		meta.Peer = "torch " + peerVersion
+	}
+	fmt.Printf("peelbench: %s, %s, BLAS %s, %d reps, mintime %v", meta.Machine, meta.Go, meta.BLAS, c.reps, c.minTime)
+	if python != "" {
+		fmt.Printf(", peer torch %s (%s)", peerVersion, python)
+	}
+	fmt.Println()
+
+	return report(c, measureAll(ws, counts, c, python), old, meta)
+}
+
+// report prints the table of recs, writes the files asked for and
+// compares recs with old (-compare); it returns the exit status.
+func report(c config, recs, old []bench.Record, meta bench.Meta) (int, error) {
+	var err error
+	rows := bench.Pair(recs, "torch")
+	fmt.Println()
+	if bench.HasPeer(rows) {
+		err = bench.WriteComparison(os.Stdout, rows, "torch")
+	} else {
+		err = bench.WriteTable(os.Stdout, recs)
+	}
+	if err != nil {
+		return exitFailed, err
+	}
+	if c.jsonOut != "" {
+		if err := writeFile(c.jsonOut, func(f *os.File) error { return bench.WriteRecords(f, recs) }); err != nil {
+			return exitFailed, err
+		}
+	}
+	if c.mdOut != "" {
+		if err := writeFile(c.mdOut, func(f *os.File) error { return bench.WriteMarkdown(f, rows, meta) }); err != nil {
+			return exitFailed, err
+		}
+	}
+	if c.plotOut != "" {
+		title := "peel, median time per run"
+		if bench.HasPeer(rows) {
+			title = "peel vs " + meta.Peer + ": ratio of medians (below 1: peel is faster)"
+		}
+		title += "\n" + meta.Machine
+		if meta.BLAS != "" {
+			title += ", BLAS " + meta.BLAS
+		}
+		if err := bench.WritePlot(c.plotOut, rows, title); err != nil {
+			return exitFailed, fmt.Errorf("-plot: %w", err)
+		}
+	}
+
+	status := 0
+	var errs []error
+	if n := countFailed(recs); n > 0 {
+		status = exitFailed
+		errs = append(errs, fmt.Errorf("%d measurement(s) failed their check (MISMATCH above)", n))
+	}
+	if c.compare != "" {
+		changes := bench.Compare(old, recs, c.threshold)
+		fmt.Printf("\nagainst %s (threshold %.2f):\n", c.compare, c.threshold)
+		if err := bench.WriteChanges(os.Stdout, changes); err != nil {
+			return exitFailed, err
+		}
+		if off := bench.Offenders(changes, "torch"); len(off) > 0 {
+			if status == 0 {
+				status = exitRegressed
+			}
+			names := make([]string, len(off))
+			for i, o := range off {
+				names[i] = fmt.Sprintf("%s (%s, %s)", o.Workload, o.Impl, threadsWord(o.Threads))
+			}
+			errs = append(errs, fmt.Errorf("%d workload(s) slower than %.2f× their time in %s, or failing their check: %s",
+				len(off), c.threshold, c.compare, strings.Join(names, ", ")))
+		}
+	}
+	return status, errors.Join(errs...)
+}
+
+// measureAll measures each workload at each thread count: peel first,
+// then, when python is set, the torch peer (one process per thread
+// count), back to back. Failed checks come back as records with Error
+// set; a peer that cannot start or stops answering is reported once and
+// the run goes on without it.
+func measureAll(ws []bench.Workload, counts []int, c config, python string) []bench.Record {
+	sides := 1
+	if python != "" {
+		sides = 2
+	}
+	prog := newProgress(len(ws) * len(counts) * sides)
+	defer prog.finish()
+
 	var recs []bench.Record
-	failed := 0
 	for _, n := range counts {
 		runtime.GOMAXPROCS(n)
 		cpu.SetThreads(n)
-		for _, w := range ws {
-			r, err := bench.Measure(w, bench.Options{Reps: reps, MinTime: minTime, Warmup: warmup, Threads: n})
+		opt := bench.Options{Reps: c.reps, MinTime: c.minTime, Warmup: c.warmup, Threads: n}
+		var peer *bench.Peer
+		if python != "" {
+			prog.describe(fmt.Sprintf("starting torch, %s", threadsWord(n)))
+			p, err := bench.StartTorch(python, n)
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "FAIL", err)
-				failed++
+				prog.logf("peelbench: %v; continuing with peel alone", err)
+				python = ""
+			}
+			peer = p
+		}
+		for _, w := range ws {
+			prog.describe(fmt.Sprintf("%s · peel · %s", w.Name, threadsWord(n)))
+			rec := measurePeel(w, opt)
+			recs = append(recs, rec)
+			prog.done(rec, nil)
+			if sides == 1 {
 				continue
 			}
-			rec := r.Record()
-			recs = append(recs, rec)
-			fmt.Fprintf(os.Stderr, "%-22s threads=%d median %s\n", w.Name, n, bench.FormatNs(r.MedianNs))
+			if peer == nil || !peer.Has(w.Name) {
+				prog.skip()
+				continue
+			}
+			prog.describe(fmt.Sprintf("%s · torch · %s", w.Name, threadsWord(n)))
+			prec, err := peer.Measure(w.Name, opt)
+			if err != nil {
+				prog.logf("peelbench: %v; continuing with peel alone", err)
+				peer.Close()
+				peer, python = nil, ""
+				prog.skip()
+				continue
+			}
+			recs = append(recs, prec)
+			prog.done(prec, &rec)
+		}
+		if peer != nil {
+			peer.Close()
 		}
 	}
-	fmt.Println()
-	if err := bench.WriteTable(os.Stdout, recs); err != nil {
+	return recs
+}
+
+func measurePeel(w bench.Workload, opt bench.Options) bench.Record {
+	r, err := bench.Measure(w, opt)
+	if err != nil {
+		return bench.FailedRecord(w, opt.Threads, err)
+	}
+	return r.Record()
+}
+
+func threadsWord(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return strconv.Itoa(n) + " threads"
+}
+
+func countFailed(rs []bench.Record) int {
+	n := 0
+	for _, r := range rs {
+		if r.Failed() {
+			n++
+		}
+	}
+	return n
+}
+
+// progress reports the measurements under way on stderr: a progress
+// bar on a terminal, else one line per measurement.
+type progress struct {
+	bar *progressbar.ProgressBar // nil when stderr is not a terminal
+}
+
+func newProgress(total int) *progress {
+	if !term.IsTerminal(int(os.Stderr.Fd())) {
+		return &progress{}
+	}
+	return &progress{bar: progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetRenderBlankState(true),
+	)}
+}
+
+func (p *progress) describe(s string) {
+	if p.bar != nil {
+		p.bar.Describe(s)
+	}
+}
+
+// done counts one measurement; without a bar it prints it (with the
+// ratio to ours when rec is the peer's).
+func (p *progress) done(rec bench.Record, ours *bench.Record) {
+	if rec.Failed() {
+		p.logf("FAIL %s (%s, %s): %s", rec.Workload, rec.Impl, threadsWord(rec.Threads), rec.Error)
+	} else if p.bar == nil {
+		line := fmt.Sprintf("%-28s threads=%d %-5s median %s", rec.Workload, rec.Threads, rec.Impl, bench.FormatNs(rec.MedianNs))
+		if ours != nil && !ours.Failed() {
+			line += fmt.Sprintf("  (peel/%s %s)", rec.Impl, bench.FormatRatio(ours.MedianNs/rec.MedianNs))
+		}
+		fmt.Fprintln(os.Stderr, line)
+	}
+	if p.bar != nil {
+		p.bar.Add(1)
+	}
+}
+
+// skip counts a step that does not run (the peer lacks the workload).
+func (p *progress) skip() {
+	if p.bar != nil {
+		p.bar.Add(1)
+	}
+}
+
+// logf prints a line on stderr without garbling the bar.
+func (p *progress) logf(format string, args ...any) {
+	if p.bar != nil {
+		p.bar.Clear()
+	}
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}
+
+// commandLine is the command that is running, as one would type it:
+// "go run ./bench/cmd/peelbench" when it is running under go run.
+func commandLine() string {
+	name := filepath.Base(os.Args[0])
+	if strings.Contains(os.Args[0], "go-build") {
+		name = "go run ./bench/cmd/peelbench"
+	}
+	parts := []string{name}
+	for _, a := range os.Args[1:] {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,/:+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func readRecords(path string) ([]bench.Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rs, err := bench.ReadRecords(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("%s: no records", path)
+	}
+	return rs, nil
+}
+
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
 		return err
 	}
-	if jsonOut != "" {
-		f, err := os.Create(jsonOut)
-		if err != nil {
-			return err
-		}
-		if err := bench.WriteRecords(f, recs); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d workload(s) failed their check", failed)
-	}
-	return nil
+	return f.Close()
 }
 
 // parseThreads parses "1,2,4"; empty means the current GOMAXPROCS.

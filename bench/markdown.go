@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// Meta describes where and how a run was made, for the header of a
+// report.
+type Meta struct {
+	// Machine is the CPU and platform ("AMD EPYC 7B13, linux/amd64, 2
+	// CPUs"); see Machine.
+	Machine string
+	// Go is the Go version, BLAS the CPU backend's BLAS ("gonum",
+	// "openblas").
+	Go, BLAS string
+	// Peer names the peer and its version ("torch 1.13.0"); empty when
+	// the run had no peer.
+	Peer string
+	// Command is the command line that produced the run.
+	Command string
+}
+
+// Machine describes this machine: the CPU model where the OS says it
+// (Linux's /proc/cpuinfo), the platform and the number of CPUs.
+func Machine() string {
+	plat := fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	if m := cpuModel(); m != "" {
+		return m + ", " + plat
+	}
+	return plat
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return ""
+}
+
+// WriteMarkdown writes rows as a Markdown table (workload, peel median,
+// peer median, ratio peel/peer, threads) under a line that says where
+// and how the run was made (m's fields that are set). Without any peer record the peer
+// columns are left out. A workload whose Impl is not "peel" (a
+// reference) names it after the workload; a failed side shows Mismatch
+// and its error is listed under the table.
+func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
+	b := &strings.Builder{}
+	peer := peerName(m.Peer, rows)
+	var head []string
+	for _, s := range []string{m.Machine, m.Go, prefixed("BLAS ", m.BLAS), prefixed("peer ", m.Peer)} {
+		if s != "" {
+			head = append(head, s)
+		}
+	}
+	if m.Command != "" {
+		head = append(head, "command: `"+m.Command+"`")
+	}
+	if len(head) > 0 {
+		fmt.Fprintf(b, "%s\n\n", strings.Join(head, ", "))
+	}
+
+	withPeer := HasPeer(rows)
+	if withPeer {
+		fmt.Fprintf(b, "| workload | peel median | %s median | peel / %s | threads |\n", peer, peer)
+		b.WriteString("| --- | ---: | ---: | ---: | ---: |\n")
+	} else {
+		b.WriteString("| workload | peel median | threads |\n")
+		b.WriteString("| --- | ---: | ---: |\n")
+	}
+	var failed []Record
+	for _, r := range rows {
+		name, med := mdEscape(r.Workload), Dash
+		if o := r.Ours; o != nil {
+			if o.Impl != "peel" {
+				name += " (" + mdEscape(o.Impl) + ")"
+			}
+			med = medianCell(*o)
+			if o.Failed() {
+				failed = append(failed, *o)
+			}
+		}
+		if !withPeer {
+			fmt.Fprintf(b, "| %s | %s | %d |\n", name, med, r.Threads)
+			continue
+		}
+		pmed := Dash
+		if p := r.Peer; p != nil {
+			pmed = medianCell(*p)
+			if p.Failed() {
+				failed = append(failed, *p)
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %d |\n", name, med, pmed, ratioCell(r), r.Threads)
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(b, "\n%s: the result did not match the reference, so no time is reported:\n\n", Mismatch)
+		for _, r := range failed {
+			fmt.Fprintf(b, "- %s (%s, %s): %s\n", mdEscape(r.Workload), mdEscape(r.Impl), threadsPhrase(r.Threads), mdEscape(r.Error))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+// peerName is the peer's name for column headers: the first word of the
+// peer's description, else the Impl of the first peer record, else
+// "peer".
+func peerName(desc string, rows []Row) string {
+	if f := strings.Fields(desc); len(f) > 0 {
+		return f[0]
+	}
+	for _, r := range rows {
+		if r.Peer != nil {
+			return r.Peer.Impl
+		}
+	}
+	return "peer"
+}
+
+// mdEscape makes s safe inside a table cell: pipes are escaped and line
+// breaks become spaces.
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.Join(strings.Fields(s), " ")
+}
