@@ -48,7 +48,7 @@ func (e *Error) Error() string {
 	if len(e.Ops) > 0 {
 		b.WriteString(": ")
 	}
-	if e.Prim != "" {
+	if e.Prim != "" && (len(e.Ops) == 0 || e.Ops[0] != e.Prim) { // a user-defined op is its primitive
 		b.WriteString(e.Prim)
 		b.WriteString(": ")
 	}
