@@ -170,16 +170,18 @@ type Backend interface {
 	// Has reports whether the backend has a kernel for op.
 	Has(op Op) bool
 	// Exec runs op's kernel. in holds the operands, which may be strided;
-	// out holds freshly allocated contiguous arrays of the result shapes
-	// and dtypes, which the kernel fills. params is the primitive's
+	// out holds contiguous arrays of the result shapes and dtypes, which
+	// the kernel fills: every element must be written (they may be
+	// scratch blocks reused by interp's blocked graph evaluation, not
+	// fresh zeroed memory). params is the primitive's
 	// parameter value. Exec may overwrite the elements of in but must not
 	// retain either slice after it returns.
 	Exec(op Op, params any, in, out []Array)
 }
 
 // Kernel computes a primitive's results on one backend: in holds the
-// operands, out freshly allocated arrays of the result shapes and dtypes,
-// which the kernel fills; params is the primitive's parameter value. Each
+// operands, out arrays of the result shapes and dtypes, every element of
+// which the kernel writes; params is the primitive's parameter value. Each
 // backend documents the layout its kernels receive (backend/cpu: every
 // operand contiguous row-major).
 type Kernel func(params any, in, out []Array)

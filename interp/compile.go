@@ -78,7 +78,8 @@ func (c *Compiled) Eval(args ...*Tensor) []*Tensor {
 }
 
 // blockable reports whether args are concrete operands of the graph's
-// types on one backend, as are the constants.
+// types on one backend, as are the constants, and the backend has a
+// kernel for every equation.
 func (c *Compiled) blockable(args []*Tensor) (backend.Backend, bool) {
 	if !c.fused || len(args) != len(c.g.In) {
 		return nil, false
@@ -103,7 +104,16 @@ func (c *Compiled) blockable(args []*Tensor) (backend.Backend, bool) {
 			return nil, false
 		}
 	}
-	return be, be != nil
+	if be == nil {
+		return nil, false
+	}
+	// A primitive the backend has no kernel for is reported by Graph.Eval.
+	for _, e := range c.g.Eqns {
+		if !be.Has(e.Prim.Op) {
+			return nil, false
+		}
+	}
+	return be, true
 }
 
 // blockArray returns the whole-array form a block is cut from: a itself

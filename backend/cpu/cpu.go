@@ -112,7 +112,8 @@ func (b *Backend) kernels() []entry {
 // RegisterKernel makes k the kernel of op, a primitive defined after the
 // backend was built (the fused kernel of a peel.DefineOp op). k receives
 // contiguous row-major operands (Offset may be non-zero; Float64s and
-// friends return their elements) and fresh, zeroed, contiguous results.
+// friends return their elements) and contiguous results, every element
+// of which it must write.
 // It must handle every dtype the op accepts. RegisterKernel panics with
 // *interp.Error if op already has a kernel.
 func (b *Backend) RegisterKernel(op backend.Op, k backend.Kernel) {

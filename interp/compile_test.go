@@ -1,0 +1,808 @@
+package interp_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Tests of Graph.Compile and Compiled.Eval. The oracle is Graph.Eval on
+// the same arguments: the blocked evaluation runs the same kernels on the
+// same elements, so the results must agree bit for bit (NaNs compare
+// equal whatever their payload).
+
+// Sizes around the blocked evaluation's parameters (interp/compile.go).
+const (
+	ctBlock = 4096        // elements per block
+	ctMin   = 4 * ctBlock // smallest fused size
+)
+
+// ctTensor returns a contiguous tensor holding data (a []bool, []int64,
+// []float32 or []float64) with the given shape.
+func ctTensor(data any, shape ...int) *interp.Tensor {
+	be := cpu.New()
+	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data), Shape: shape})
+}
+
+// ctSplat broadcasts the one-element slice v, as a rank-0 tensor, to
+// shape: a zero-stride view.
+func ctSplat(v any, shape ...int) *interp.Tensor {
+	s := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: shape, Dims: []int{}}, ctTensor(v))
+	if a, _ := s.Array(); !a.IsSplat() {
+		panic("ctSplat: not a splat")
+	}
+	return s
+}
+
+// ctHost returns t's elements in row-major order.
+func ctHost(t *interp.Tensor) any {
+	a, be := t.Array()
+	return be.ToHost(a)
+}
+
+func ctDiffSlice[T comparable](got, want []T, same func(a, b T) bool) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("got %d elements, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !same(got[i], want[i]) {
+			return fmt.Sprintf("element %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+	return ""
+}
+
+// ctDiff describes the first difference between two host slices, or
+// returns "" when they are equal bit for bit (any NaN equals any NaN).
+func ctDiff(got, want any) string {
+	eq := func(a, b int64) bool { return a == b }
+	switch w := want.(type) {
+	case []float64:
+		if g, ok := got.([]float64); ok {
+			return ctDiffSlice(g, w, func(a, b float64) bool {
+				return math.Float64bits(a) == math.Float64bits(b) || (a != a && b != b)
+			})
+		}
+	case []float32:
+		if g, ok := got.([]float32); ok {
+			return ctDiffSlice(g, w, func(a, b float32) bool {
+				return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+			})
+		}
+	case []int64:
+		if g, ok := got.([]int64); ok {
+			return ctDiffSlice(g, w, eq)
+		}
+	case []bool:
+		if g, ok := got.([]bool); ok {
+			return ctDiffSlice(g, w, func(a, b bool) bool { return a == b })
+		}
+	}
+	return fmt.Sprintf("got %T, want %T", got, want)
+}
+
+type ctFataler interface {
+	Fatalf(format string, args ...any)
+}
+
+// ctSameResults fails unless got and want hold the same tensors' types
+// and elements.
+func ctSameResults(t ctFataler, what string, got, want []*interp.Tensor) {
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d results, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if !got[i].IsConcrete() {
+			t.Fatalf("%s: result %d is not concrete", what, i)
+		}
+		if got[i].TypeString() != want[i].TypeString() {
+			t.Fatalf("%s: result %d is %s, want %s", what, i, got[i].TypeString(), want[i].TypeString())
+		}
+		if d := ctDiff(ctHost(got[i]), ctHost(want[i])); d != "" {
+			t.Fatalf("%s: result %d: %s", what, i, d)
+		}
+	}
+}
+
+// ctData returns n random elements of dtype dt: floats in [-3, 3) with a
+// few zeros of both signs, infinities and NaNs; integers in [-20, 20].
+func ctData(rng *rand.Rand, dt backend.DType, n int) any {
+	switch dt {
+	case backend.Bool:
+		d := make([]bool, n)
+		for i := range d {
+			d[i] = rng.IntN(2) == 0
+		}
+		return d
+	case backend.Int64:
+		d := make([]int64, n)
+		for i := range d {
+			d[i] = rng.Int64N(41) - 20
+		}
+		return d
+	}
+	specials := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 1e30, -40}
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = rng.Float64()*6 - 3
+		if rng.IntN(100) == 0 {
+			d[i] = specials[rng.IntN(len(specials))]
+		}
+	}
+	if dt == backend.Float32 {
+		f := make([]float32, n)
+		for i, x := range d {
+			f[i] = float32(x)
+		}
+		return f
+	}
+	return d
+}
+
+// ctScalar returns one random element of dtype dt as a one-element slice.
+func ctScalar(rng *rand.Rand, dt backend.DType) any { return ctData(rng, dt, 1) }
+
+// Input layouts for ctInput.
+const (
+	ctContiguous = iota // fresh contiguous buffer
+	ctOffset            // contiguous view at a non-zero offset
+	ctStrided           // non-contiguous view (transpose, or a stride-2 slice)
+	ctLayouts
+)
+
+// ctInput returns a random tensor of shape (rank 1 or 2) and dtype dt
+// with the given layout.
+func ctInput(rng *rand.Rand, dt backend.DType, layout int, shape ...int) *interp.Tensor {
+	n := backend.ShapeSize(shape)
+	var x *interp.Tensor
+	switch layout {
+	case ctOffset:
+		flat := ctTensor(ctData(rng, dt, n+3), n+3)
+		x = interp.Bind1(prims.Slice, prims.SliceParams{Start: []int{3}, Limit: []int{n + 3}, Stride: []int{1}}, flat)
+		x = interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: shape}, x)
+		if a, _ := x.Array(); !a.IsContiguous() || a.Offset != 3 {
+			panic("ctInput: offset layout is not contiguous at offset 3")
+		}
+	case ctStrided:
+		if len(shape) == 2 {
+			tr := ctTensor(ctData(rng, dt, n), shape[1], shape[0])
+			x = interp.Bind1(prims.Transpose, prims.TransposeParams{Perm: []int{1, 0}}, tr)
+		} else {
+			flat := ctTensor(ctData(rng, dt, 2*n), 2*n)
+			x = interp.Bind1(prims.Slice, prims.SliceParams{Start: []int{0}, Limit: []int{2 * n}, Stride: []int{2}}, flat)
+		}
+		if a, _ := x.Array(); a.IsContiguous() && n > 1 {
+			panic("ctInput: strided layout is contiguous")
+		}
+	default:
+		x = ctTensor(ctData(rng, dt, n), shape...)
+	}
+	return x
+}
+
+// ctCompare evaluates g with Graph.Eval and Compiled.Eval on args and
+// fails unless the results agree bit for bit and the arguments are
+// unchanged. It returns the compiled results.
+func ctCompare(t ctFataler, what string, g *interp.Graph, args ...*interp.Tensor) []*interp.Tensor {
+	before := make([]any, len(args))
+	for i, a := range args {
+		before[i] = ctHost(a)
+	}
+	want := g.Eval(args...)
+	got := g.Compile().Eval(args...)
+	ctSameResults(t, what, got, want)
+	for i, a := range args {
+		if d := ctDiff(ctHost(a), before[i]); d != "" {
+			t.Fatalf("%s: argument %d changed: %s", what, i, d)
+		}
+	}
+	return got
+}
+
+// The probe is an elementwise primitive (x ↦ 2x, floats) whose cpu
+// kernel records the size of every call: blocked evaluation calls it on
+// blocks of ctBlock elements, Graph.Eval once on the whole array.
+var (
+	ctProbeMu    sync.Mutex
+	ctProbeSizes []int
+	ctProbe      = func() *interp.Prim {
+		p := interp.NewPrim("interptest.compile.probe", interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
+			return []interp.Aval{in[0]}
+		})
+		p.Elementwise = &interp.ElementwiseRule{Arity: 1, Accepts: func(d interp.DType) bool { return d.IsFloat() }}
+		cpu.New().RegisterKernel(p.Op, func(_ any, in, out []backend.Array) {
+			ctProbeMu.Lock()
+			ctProbeSizes = append(ctProbeSizes, out[0].Size())
+			ctProbeMu.Unlock()
+			switch in[0].Buf.DType() {
+			case backend.Float32:
+				d, a := cpu.Float32s(out[0]), cpu.Float32s(in[0])
+				for i := range d {
+					d[i] = 2 * a[i]
+				}
+			default:
+				d, a := cpu.Float64s(out[0]), cpu.Float64s(in[0])
+				for i := range d {
+					d[i] = 2 * a[i]
+				}
+			}
+		})
+		return p
+	}()
+)
+
+// ctProbed runs f and returns the sizes the probe kernel was called
+// with, sorted.
+func ctProbed(f func()) []int {
+	ctProbeMu.Lock()
+	ctProbeSizes = nil
+	ctProbeMu.Unlock()
+	f()
+	ctProbeMu.Lock()
+	defer ctProbeMu.Unlock()
+	s := slices.Clone(ctProbeSizes)
+	sort.Ints(s)
+	return s
+}
+
+// ctBlocks returns the sorted block sizes of an n-element blocked run.
+func ctBlocks(n int) []int {
+	var s []int
+	if r := n % ctBlock; r != 0 {
+		s = append(s, r)
+	}
+	for range n / ctBlock {
+		s = append(s, ctBlock)
+	}
+	return s
+}
+
+func ctBind(p *interp.Prim, args ...*interp.Tensor) *interp.Tensor {
+	return interp.Bind1(p, nil, args...)
+}
+
+// ctTrace traces f on example arguments of the given types.
+func ctTrace(f func(a []*interp.Tensor) []*interp.Tensor, avals ...interp.Aval) *interp.Graph {
+	return interp.TraceAvals("trace", f, avals)
+}
+
+func ctAval(dt backend.DType, shape ...int) interp.Aval { return interp.Aval{Shape: shape, DType: dt} }
+
+// ctOp is one operation of a random program.
+type ctOp struct {
+	name  string
+	arity int
+	bools bool // operands are bool values
+	float bool // floats only
+}
+
+var ctOps = []ctOp{
+	{name: "add", arity: 2}, {name: "sub", arity: 2}, {name: "mul", arity: 2}, {name: "div", arity: 2},
+	{name: "max", arity: 2}, {name: "min", arity: 2}, {name: "neg", arity: 1}, {name: "abs", arity: 1},
+	{name: "tanh", arity: 1, float: true}, {name: "exp", arity: 1, float: true},
+	{name: "logistic", arity: 1, float: true}, {name: "sqrt", arity: 1, float: true},
+	{name: "lt", arity: 2}, {name: "eq", arity: 2}, {name: "ge", arity: 2},
+	{name: "not", arity: 1, bools: true}, {name: "and", arity: 2, bools: true},
+	{name: "select", arity: 3},
+}
+
+func ctPrimOf(name string) *interp.Prim {
+	p := interp.PrimByName(name)
+	if p == nil {
+		panic("no primitive " + name)
+	}
+	return p
+}
+
+var (
+	ctSmallShapes = [][]int{{1}, {7}, {3, 5}, {100}, {ctBlock}, {ctMin - 1}, {2, 70}}
+	ctLargeShapes = [][]int{{ctMin}, {ctMin + 1}, {4, ctBlock + 1}, {5*ctBlock + 3}, {160, 128}}
+)
+
+// TestCompileRandomPrograms draws elementwise programs over one to three
+// inputs (of every layout) and captured constants (full-size and splat),
+// of float32, float64 or int64, at sizes below and above the fused
+// threshold and several thread counts, and checks that Compiled.Eval
+// agrees with Graph.Eval bit for bit.
+func TestCompileRandomPrograms(t *testing.T) {
+	defer cpu.SetThreads(0)
+	rapid.Check(t, func(t *rapid.T) {
+		dt := rapid.SampledFrom([]backend.DType{backend.Float64, backend.Float32, backend.Int64}).Draw(t, "dtype")
+		var shape []int
+		if rapid.IntRange(0, 2).Draw(t, "large") == 0 {
+			shape = rapid.SampledFrom(ctLargeShapes).Draw(t, "shape")
+		} else {
+			shape = rapid.SampledFrom(ctSmallShapes).Draw(t, "shape")
+		}
+		cpu.SetThreads(rapid.SampledFrom([]int{0, 1, 3}).Draw(t, "threads"))
+		rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1))
+		n := backend.ShapeSize(shape)
+
+		var consts []*interp.Tensor
+		for range rapid.IntRange(0, 2).Draw(t, "full consts") {
+			consts = append(consts, ctTensor(ctData(rng, dt, n), shape...))
+		}
+		for range rapid.IntRange(0, 2).Draw(t, "splat consts") {
+			consts = append(consts, ctSplat(ctScalar(rng, dt), shape...))
+		}
+		nIn := rapid.IntRange(1, 3).Draw(t, "inputs")
+		args := make([]*interp.Tensor, nIn)
+		avals := make([]interp.Aval, nIn)
+		for i := range args {
+			args[i] = ctInput(rng, dt, rapid.IntRange(0, ctLayouts-1).Draw(t, "layout"), shape...)
+			avals[i] = args[i].Aval()
+		}
+		ops := make([]ctOp, 0, len(ctOps))
+		for _, o := range ctOps {
+			if !o.float || dt.IsFloat() {
+				ops = append(ops, o)
+			}
+		}
+		steps := rapid.IntRange(1, 8).Draw(t, "steps")
+		g := ctTrace(func(in []*interp.Tensor) []*interp.Tensor {
+			vals := append(slices.Clone(in), consts...)
+			pick := func(bools bool, label string) *interp.Tensor {
+				var idx []int
+				for i, v := range vals {
+					if (v.DType() == backend.Bool) == bools {
+						idx = append(idx, i)
+					}
+				}
+				if len(idx) == 0 {
+					return nil
+				}
+				return vals[rapid.SampledFrom(idx).Draw(t, label)]
+			}
+			for range steps {
+				o := rapid.SampledFrom(ops).Draw(t, "op")
+				var operands []*interp.Tensor
+				switch {
+				case o.name == "select":
+					operands = []*interp.Tensor{pick(true, "pred"), pick(false, "x"), pick(false, "y")}
+				default:
+					for range o.arity {
+						operands = append(operands, pick(o.bools, "x"))
+					}
+				}
+				if slices.Contains(operands, nil) {
+					continue // no bool value yet
+				}
+				vals = append(vals, interp.Bind1(ctPrimOf(o.name), nil, operands...))
+			}
+			outs := []*interp.Tensor{vals[len(vals)-1]}
+			if rapid.IntRange(0, 2).Draw(t, "first out") == 0 {
+				outs[0] = vals[rapid.IntRange(0, len(vals)-1).Draw(t, "out")]
+			}
+			for range rapid.IntRange(0, 2).Draw(t, "more outs") {
+				outs = append(outs, vals[rapid.IntRange(0, len(vals)-1).Draw(t, "out")])
+			}
+			return outs
+		}, avals...)
+		ctCompare(t, fmt.Sprintf("%v%v\n%v", dt, shape, g), g, args...)
+	})
+}
+
+// TestCompileBlocks checks, with the probe kernel, that a fused graph
+// runs in blocks of 4096 elements (the last one shorter) from 16384
+// elements on, at every thread count, and in one call below.
+func TestCompileBlocks(t *testing.T) {
+	defer cpu.SetThreads(0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{ctMin - 1, ctMin, ctMin + 1, 5*ctBlock + 3, 8 * ctBlock} {
+		for _, th := range []int{1, 3, 0} {
+			cpu.SetThreads(th)
+			c := ctTensor(ctData(rng, backend.Float64, n), n)
+			s := ctSplat([]float64{0.5}, n)
+			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+				y := ctBind(prims.Add, ctBind(ctProbe, a[0]), c)
+				return []*interp.Tensor{ctBind(prims.Tanh, ctBind(prims.Mul, y, s))}
+			}, ctAval(backend.Float64, n))
+			x := ctTensor(ctData(rng, backend.Float64, n), n)
+			var got []*interp.Tensor
+			sizes := ctProbed(func() { got = g.Compile().Eval(x) })
+			want := []int{n}
+			if n >= ctMin {
+				want = ctBlocks(n)
+			}
+			if !slices.Equal(sizes, want) {
+				t.Errorf("n=%d threads=%d: probe calls of sizes %v, want %v", n, th, sizes, want)
+			}
+			ctSameResults(t, fmt.Sprintf("n=%d threads=%d", n, th), got, g.Eval(x))
+		}
+	}
+}
+
+// TestCompileThreadCounts checks that the results do not depend on the
+// thread count (1, 3 and the default) for float32 and float64.
+func TestCompileThreadCounts(t *testing.T) {
+	defer cpu.SetThreads(0)
+	rng := rand.New(rand.NewPCG(3, 4))
+	n := 6*ctBlock + 17
+	for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
+		x := ctInput(rng, dt, ctContiguous, n)
+		y := ctInput(rng, dt, ctStrided, n)
+		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+			p := ctBind(prims.Exp, ctBind(prims.Neg, ctBind(prims.Mul, a[0], a[0])))
+			return []*interp.Tensor{ctBind(prims.Max, ctBind(prims.Tanh, a[1]), p), ctBind(prims.Logistic, ctBind(prims.Sub, a[0], a[1]))}
+		}, x.Aval(), y.Aval())
+		var first []*interp.Tensor
+		for _, th := range []int{1, 3, 0} {
+			cpu.SetThreads(th)
+			got := ctCompare(t, fmt.Sprintf("%v threads=%d", dt, th), g, x, y)
+			if first == nil {
+				first = got
+			} else {
+				ctSameResults(t, fmt.Sprintf("%v threads=%d vs 1", dt, th), got, first)
+			}
+		}
+	}
+}
+
+// TestCompileOutputsAliasing covers outputs that are an input, a
+// constant (full or splat) or the same var twice, in a fused graph.
+func TestCompileOutputsAliasing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	n := 5*ctBlock + 1
+	c := ctTensor(ctData(rng, backend.Float64, n), n)
+	s := ctSplat([]float64{-1.25}, n)
+	g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+		y := ctBind(prims.Add, ctBind(prims.Mul, a[0], c), s)
+		z := ctBind(prims.Lt, y, a[1])
+		return []*interp.Tensor{a[0], c, y, y, s, z, a[1], y}
+	}, ctAval(backend.Float64, n), ctAval(backend.Float64, n))
+	if len(g.Consts) != 2 || len(g.Eqns) != 3 {
+		t.Fatalf("unexpected graph:\n%v", g)
+	}
+	x := ctInput(rng, backend.Float64, ctContiguous, n)
+	w := ctInput(rng, backend.Float64, ctStrided, n)
+	got := ctCompare(t, "aliasing outputs", g, x, w)
+	if got[0] != x || got[6] != w {
+		t.Errorf("an output that is an input is not the argument itself")
+	}
+	want := g.Eval(x, w)
+	if got[1] != want[1] || got[4] != want[4] {
+		t.Errorf("an output that is a constant is not the graph's constant value")
+	}
+
+	// Only inputs and constants: no equations.
+	id := ctTrace(func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{a[0], c, a[0]} }, ctAval(backend.Float64, n))
+	got = ctCompare(t, "identity", id, x)
+	if got[0] != x || got[2] != x {
+		t.Errorf("identity graph does not return its argument")
+	}
+}
+
+// TestCompileStridedInputs checks that transposed, sliced and offset
+// inputs, and splat inputs, are read correctly by the blocked evaluation.
+func TestCompileStridedInputs(t *testing.T) {
+	defer cpu.SetThreads(0)
+	rng := rand.New(rand.NewPCG(7, 8))
+	shape := []int{160, 130} // 20800 elements: five blocks and a partial one
+	for _, th := range []int{1, 3} {
+		cpu.SetThreads(th)
+		for _, dt := range []backend.DType{backend.Float32, backend.Float64, backend.Int64} {
+			args := []*interp.Tensor{
+				ctInput(rng, dt, ctStrided, shape...),
+				ctInput(rng, dt, ctOffset, shape...),
+				ctSplat(ctScalar(rng, dt), shape...),
+				ctInput(rng, dt, ctContiguous, shape...),
+			}
+			avals := make([]interp.Aval, len(args))
+			for i, a := range args {
+				avals[i] = a.Aval()
+			}
+			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+				y := ctBind(prims.Sub, ctBind(prims.Mul, a[0], a[1]), a[2])
+				return []*interp.Tensor{ctBind(prims.Max, y, a[3]), ctBind(prims.Add, a[2], a[0])}
+			}, avals...)
+			ctCompare(t, fmt.Sprintf("%v threads=%d", dt, th), g, args...)
+			// A float64 oracle for the first element of the transposed input.
+			if dt == backend.Float64 {
+				got := g.Compile().Eval(args...)[1].Float64s()
+				x0 := ctHost(args[0]).([]float64)
+				s := ctHost(args[2]).([]float64)
+				for i := range got {
+					if w := s[i] + x0[i]; math.Float64bits(w) != math.Float64bits(got[i]) && !(math.IsNaN(w) && math.IsNaN(got[i])) {
+						t.Fatalf("threads=%d: element %d = %v, want %v", th, i, got[i], w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestCompileFallback checks graphs that cannot be fused: they run
+// equation by equation (the probe sees the whole array) and agree with
+// Graph.Eval.
+func TestCompileFallback(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	n := 5 * ctBlock
+	x := ctTensor(ctData(rng, backend.Float64, n), n)
+	m := ctTensor(ctData(rng, backend.Float64, 128*160), 128, 160)
+	cases := []struct {
+		name  string
+		g     *interp.Graph
+		args  []*interp.Tensor
+		sizes []int
+	}{
+		{
+			name: "reduce_sum",
+			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+				y := ctBind(ctProbe, a[0])
+				return []*interp.Tensor{y, interp.Bind1(prims.ReduceSum, prims.ReduceParams{Axes: []int{0}}, y)}
+			}, x.Aval()),
+			args: []*interp.Tensor{x}, sizes: []int{n},
+		},
+		{
+			name: "dot_general",
+			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+				d := interp.Bind1(prims.DotGeneral, prims.DotParams{LhsContract: []int{1}, RhsContract: []int{1}}, a[0], a[0])
+				return []*interp.Tensor{ctBind(ctProbe, d)}
+			}, m.Aval()),
+			args: []*interp.Tensor{m}, sizes: []int{128 * 128},
+		},
+		{
+			name: "mismatched shapes",
+			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{ctBind(ctProbe, a[0]), ctBind(ctProbe, a[1])}
+			}, x.Aval(), m.Aval()),
+			args: []*interp.Tensor{x, m}, sizes: []int{n, 128 * 160},
+		},
+		{
+			name: "output of another shape",
+			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{ctBind(ctProbe, a[0]), a[1]}
+			}, x.Aval(), m.Aval()),
+			args: []*interp.Tensor{x, m}, sizes: []int{n},
+		},
+		{
+			name: "broadcast in graph",
+			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+				b := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{n}, Dims: []int{}}, a[1])
+				return []*interp.Tensor{ctBind(ctProbe, ctBind(prims.Add, a[0], b))}
+			}, x.Aval(), ctAval(backend.Float64)),
+			args: []*interp.Tensor{x, ctTensor([]float64{3})}, sizes: []int{n},
+		},
+		{
+			name: "select",
+			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+				y := ctBind(ctProbe, a[0])
+				return []*interp.Tensor{interp.Bind1(prims.Select, nil, ctBind(prims.Lt, a[0], y), a[0], y)}
+			}, x.Aval()),
+			args: []*interp.Tensor{x}, sizes: []int{n},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sizes := ctProbed(func() { ctCompare(t, c.name, c.g, c.args...) })
+			// ctCompare runs Graph.Eval then Compiled.Eval: each size twice.
+			want := slices.Concat(c.sizes, c.sizes)
+			sort.Ints(want)
+			if !slices.Equal(sizes, want) {
+				t.Errorf("probe calls of sizes %v, want %v", sizes, want)
+			}
+		})
+	}
+}
+
+// TestCompileErrors checks that bad arguments fail as with Graph.Eval.
+func TestCompileErrors(t *testing.T) {
+	n := ctMin
+	x := ctTensor(make([]float64, n), n)
+	g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+		return []*interp.Tensor{ctBind(prims.Add, a[0], a[1])}
+	}, x.Aval(), x.Aval())
+	c := g.Compile()
+	if c.Graph() != g {
+		t.Errorf("Compiled.Graph is not the graph")
+	}
+	for _, args := range [][]*interp.Tensor{
+		{x},
+		{x, x, x},
+		{x, nil},
+		{x, ctTensor(make([]float64, n-1), n-1)},
+		{x, ctTensor(make([]float32, n), n)},
+		{x, ctTensor(make([]float64, n), n/2, 2)},
+	} {
+		want := interp.Catch(func() { g.Eval(args...) })
+		got := interp.Catch(func() { c.Eval(args...) })
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Errorf("%d arguments: Compiled.Eval error %v, Graph.Eval error %v", len(args), got, want)
+		}
+	}
+}
+
+// ctFail is an elementwise primitive whose kernel panics with *Error on
+// an element equal to 13.
+var ctFail = func() *interp.Prim {
+	p := interp.NewPrim("interptest.compile.fail", interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
+		return []interp.Aval{in[0]}
+	})
+	p.Elementwise = &interp.ElementwiseRule{Arity: 1, Accepts: func(d interp.DType) bool { return d == backend.Float64 }}
+	cpu.New().RegisterKernel(p.Op, func(_ any, in, out []backend.Array) {
+		d, a := cpu.Float64s(out[0]), cpu.Float64s(in[0])
+		for i, v := range a {
+			if v == 13 {
+				interp.Panicf("element %d is 13", i)
+			}
+			d[i] = v
+		}
+	})
+	return p
+}()
+
+// TestCompileKernelPanic checks that a kernel's panic in a worker
+// reaches the caller of Compiled.Eval, at every thread count.
+func TestCompileKernelPanic(t *testing.T) {
+	defer cpu.SetThreads(0)
+	n := 7*ctBlock + 5
+	for _, th := range []int{1, 3, 0} {
+		cpu.SetThreads(th)
+		for _, at := range []int{0, 3 * ctBlock, n - 1} {
+			data := make([]float64, n)
+			data[at] = 13
+			x := ctTensor(data, n)
+			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{ctBind(prims.Neg, ctBind(ctFail, ctBind(prims.Abs, a[0])))}
+			}, x.Aval())
+			err := interp.Catch(func() { g.Compile().Eval(x) })
+			var e *interp.Error
+			if !errors.As(err, &e) || !strings.Contains(e.Error(), "is 13") {
+				t.Errorf("threads=%d at=%d: got %v, want the kernel's *interp.Error", th, at, err)
+			}
+		}
+	}
+}
+
+// ctNoKernel is an elementwise primitive that no backend has a kernel
+// for.
+var ctNoKernel = func() *interp.Prim {
+	p := interp.NewPrim("interptest.compile.nokernel", interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
+		return []interp.Aval{in[0]}
+	})
+	p.Elementwise = &interp.ElementwiseRule{Arity: 1, Accepts: func(d interp.DType) bool { return d.IsFloat() }}
+	return p
+}()
+
+// TestCompileNoKernel checks that a primitive without a kernel fails
+// with the same *Error under Compiled.Eval as under Graph.Eval.
+func TestCompileNoKernel(t *testing.T) {
+	for _, n := range []int{10, ctMin, 5*ctBlock + 1} {
+		x := ctTensor(make([]float64, n), n)
+		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+			return []*interp.Tensor{ctBind(ctNoKernel, ctBind(prims.Exp, a[0]))}
+		}, x.Aval())
+		want := interp.Catch(func() { g.Eval(x) })
+		var got error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					got = fmt.Errorf("non-*interp.Error panic: %v", r)
+				}
+			}()
+			got = interp.Catch(func() { g.Compile().Eval(x) })
+		}()
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Errorf("n=%d: Compiled.Eval error %v, Graph.Eval error %v", n, got, want)
+		}
+	}
+}
+
+// TestCompileTracers checks that Compiled.Eval on tracers (arguments or
+// constants of an enclosing trace) falls back to Graph.Eval: the
+// enclosing trace records the same equations.
+func TestCompileTracers(t *testing.T) {
+	n := 5*ctBlock + 7
+	rng := rand.New(rand.NewPCG(11, 12))
+	c := ctTensor(ctData(rng, backend.Float64, n), n)
+	av := ctAval(backend.Float64, n)
+	inner := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+		y := ctBind(prims.Tanh, ctBind(prims.Mul, a[0], c))
+		return []*interp.Tensor{ctBind(prims.Add, y, a[1]), y}
+	}, av, av)
+	comp := inner.Compile()
+	x := ctTensor(ctData(rng, backend.Float64, n), n)
+	outer := func(eval func(args ...*interp.Tensor) []*interp.Tensor, mixed bool) *interp.Graph {
+		return ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+			second := a[0]
+			if mixed {
+				second = x // a concrete argument next to a tracer
+			}
+			r := eval(ctBind(prims.Neg, a[0]), second)
+			return []*interp.Tensor{ctBind(prims.Exp, r[0]), r[1]}
+		}, av)
+	}
+	for _, mixed := range []bool{false, true} {
+		want := outer(inner.Eval, mixed)
+		got := outer(comp.Eval, mixed)
+		if got.String() != want.String() {
+			t.Errorf("mixed=%v: enclosing trace of Compiled.Eval:\n%v\nwant (Graph.Eval):\n%v", mixed, got, want)
+		}
+		if len(got.Eqns) != 5 {
+			t.Errorf("mixed=%v: enclosing graph has %d equations, want 5:\n%v", mixed, len(got.Eqns), got)
+		}
+		ctCompare(t, "outer graph", got, x)
+	}
+
+	// A graph whose constant is a tracer of an enclosing trace, evaluated
+	// there on concrete arguments.
+	var want, got *interp.Graph
+	for _, compiled := range []bool{false, true} {
+		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+			k := ctBind(prims.Exp, a[0])
+			in := ctTrace(func(b []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{ctBind(prims.Mul, b[0], k)}
+			}, av)
+			eval := in.Eval
+			if compiled {
+				eval = in.Compile().Eval
+			}
+			return eval(x)
+		}, av)
+		if compiled {
+			got = g
+		} else {
+			want = g
+		}
+	}
+	if got.String() != want.String() || len(got.Eqns) != 2 {
+		t.Errorf("traced constant: enclosing trace of Compiled.Eval:\n%v\nwant (Graph.Eval, 2 equations):\n%v", got, want)
+	}
+}
+
+// TestCompileConcurrent evaluates one Compiled graph from several
+// goroutines at once (compiled rules are shared); run with -race.
+func TestCompileConcurrent(t *testing.T) {
+	defer cpu.SetThreads(0)
+	cpu.SetThreads(3)
+	rng := rand.New(rand.NewPCG(13, 14))
+	n := 6*ctBlock + 9
+	c := ctSplat([]float32{0.75}, n)
+	g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+		y := ctBind(prims.Tanh, ctBind(prims.Add, ctBind(prims.Mul, a[0], c), a[1]))
+		return []*interp.Tensor{ctBind(prims.Mul, y, y), ctBind(prims.Gt, y, a[1])}
+	}, ctAval(backend.Float32, n), ctAval(backend.Float32, n))
+	comp := g.Compile()
+	const workers = 4
+	var args [workers][2]*interp.Tensor
+	var want [workers][]*interp.Tensor
+	for w := range workers {
+		args[w] = [2]*interp.Tensor{ctInput(rng, backend.Float32, ctContiguous, n), ctInput(rng, backend.Float32, ctOffset, n)}
+		want[w] = g.Eval(args[w][0], args[w][1])
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 3 {
+				got := comp.Eval(args[w][0], args[w][1])
+				for i := range got {
+					if d := ctDiff(ctHost(got[i]), ctHost(want[w][i])); d != "" {
+						errs <- fmt.Errorf("goroutine %d result %d: %s", w, i, d)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
