@@ -37,6 +37,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -45,8 +46,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/peel-ml/peel/backend/cpu"
 	"github.com/peel-ml/peel/bench"
@@ -225,7 +224,7 @@ func report(c config, recs, old []bench.Record, meta bench.Meta) (int, error) {
 		if meta.BLAS != "" {
 			title += ", BLAS " + meta.BLAS
 		}
-		if err := bench.WritePlot(c.plotOut, rows, title); err != nil {
+		if err := plot(c.plotOut, recs, title); err != nil {
 			return exitFailed, fmt.Errorf("-plot: %w", err)
 		}
 	}
@@ -341,71 +340,6 @@ func countFailed(rs []bench.Record) int {
 	return n
 }
 
-// progress reports the measurements under way on stderr: a progress
-// bar on a terminal, else one line per measurement.
-type progress struct {
-	bar *progressbar.ProgressBar // nil when stderr is not a terminal
-}
-
-func newProgress(total int) *progress {
-	if !term.IsTerminal(int(os.Stderr.Fd())) {
-		return &progress{}
-	}
-	return &progress{bar: progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionSetRenderBlankState(true),
-	)}
-}
-
-func (p *progress) describe(s string) {
-	if p.bar != nil {
-		p.bar.Describe(s)
-	}
-}
-
-// done counts one measurement; without a bar it prints it (with the
-// ratio to ours when rec is the peer's).
-func (p *progress) done(rec bench.Record, ours *bench.Record) {
-	if rec.Failed() {
-		p.logf("FAIL %s (%s, %s): %s", rec.Workload, rec.Impl, threadsWord(rec.Threads), rec.Error)
-	} else if p.bar == nil {
-		line := fmt.Sprintf("%-28s threads=%d %-5s median %s", rec.Workload, rec.Threads, rec.Impl, bench.FormatNs(rec.MedianNs))
-		if ours != nil && !ours.Failed() {
-			line += fmt.Sprintf("  (peel/%s %s)", rec.Impl, bench.FormatRatio(ours.MedianNs/rec.MedianNs))
-		}
-		fmt.Fprintln(os.Stderr, line)
-	}
-	if p.bar != nil {
-		p.bar.Add(1)
-	}
-}
-
-// skip counts a step that does not run (the peer lacks the workload).
-func (p *progress) skip() {
-	if p.bar != nil {
-		p.bar.Add(1)
-	}
-}
-
-// logf prints a line on stderr without garbling the bar.
-func (p *progress) logf(format string, args ...any) {
-	if p.bar != nil {
-		p.bar.Clear()
-	}
-	fmt.Fprintf(os.Stderr, format+"\n", args...)
-}
-
-func (p *progress) finish() {
-	if p.bar != nil {
-		p.bar.Finish()
-	}
-}
-
 // commandLine is the command that is running, as one would type it:
 // "go run ./bench/cmd/peelbench" when it is running under go run.
 func commandLine() string {
@@ -470,4 +404,34 @@ func parseThreads(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// plot draws the chart of recs with command peelplot, run with `go run`
+// in a process of its own: the plotting library (gonum/plot, its fonts)
+// would otherwise be linked into this process and make every garbage
+// collection of the measured workloads slower.
+func plot(path string, recs []bench.Record, title string) error {
+	tmp, err := os.CreateTemp("", "peelbench-*.jsonl")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := bench.WriteRecords(tmp, recs); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	args := []string{"run", "github.com/peel-ml/peel/bench/cmd/peelplot", "-from", tmp.Name(), "-o", path, "-title", title}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("drawing the chart needs the go command (go run ./bench/cmd/peelplot): %w; keep the records with -json and run peelplot -from on them", err)
+	}
+	cmd := exec.Command(goTool, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go run ./bench/cmd/peelplot (from within the peel module): %w; keep the records with -json and run peelplot -from on them", err)
+	}
+	return nil
 }
