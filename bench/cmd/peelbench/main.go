@@ -46,7 +46,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/peel-ml/peel/backend/cpu"
 	"github.com/peel-ml/peel/bench"
 )
