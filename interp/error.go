@@ -101,28 +101,33 @@ func (e *Error) WithOperands(ts ...*Tensor) *Error {
 //		...
 //	}
 func Annotate(name string) {
-	r := recover()
-	if r == nil {
-		return
+	if r := recover(); r != nil {
+		if e, ok := r.(*Error); ok {
+			e.Ops = pushName(e.Ops, name)
+		}
+		panic(r)
 	}
-	if e, ok := r.(*Error); ok && (len(e.Ops) == 0 || e.Ops[len(e.Ops)-1] != name) {
-		e.Ops = append(e.Ops, name)
-	}
-	panic(r)
 }
 
 // Decomposing is deferred by the decomposition of a composite op: when
 // it panics with an *Error, name is added to the error's chain of ops
 // being decomposed (outermost last) and the panic continues.
 func Decomposing(name string) {
-	r := recover()
-	if r == nil {
-		return
+	if r := recover(); r != nil {
+		if e, ok := r.(*Error); ok {
+			e.Decomposing = pushName(e.Decomposing, name)
+		}
+		panic(r)
 	}
-	if e, ok := r.(*Error); ok && (len(e.Decomposing) == 0 || e.Decomposing[len(e.Decomposing)-1] != name) {
-		e.Decomposing = append(e.Decomposing, name)
+}
+
+// pushName appends name to an innermost-first chain unless it is already
+// the last entry (an op that calls itself through a helper is named once).
+func pushName(chain []string, name string) []string {
+	if len(chain) > 0 && chain[len(chain)-1] == name {
+		return chain
 	}
-	panic(r)
+	return append(chain, name)
 }
 
 // Catch runs f and returns the *Error it panicked with, or nil. A panic
