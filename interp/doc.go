@@ -27,9 +27,19 @@
 // mutation primitive (copy_, add_, …) written through any alias is seen by
 // all. Interpreters that cannot share memory replay views from their base.
 //
+// # Composites and compiled graphs
+//
+// A primitive with Impl is a composite: interpreters without a rule for
+// it decompose it. One marked Whole (a user-defined op) is instead
+// recorded whole by the staging interpreter and run by a backend's fused
+// kernel when it has one. Graph.Compile prepares a graph for repeated
+// evaluation; a graph of elementwise equations over one shape then runs
+// block by block in cache-sized pieces across the backend's threads.
+//
 // # Errors
 //
 // Misuse panics with *Error, which names the user-level op chain (added by
-// Annotate), the primitive, the operands' types, and the transform and
-// level. Catch converts such a panic into an error.
+// Annotate), the primitive, the operands' types, the transform and level,
+// and the composites being decomposed (added by Decomposing). Catch
+// converts such a panic into an error.
 package interp

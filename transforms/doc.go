@@ -27,4 +27,12 @@
 // mechanism of package functionalize). Vmap writes batched destinations
 // in place and refuses a batched write into an unbatched tensor; wrap
 // such code in Functionalize.
+//
+// Ops defined with peel.DefineOp are primitives to every transform here:
+// autodiff runs the op itself for the primal (its fused kernel) and
+// derives tangents and cotangents from its composite, staged once per
+// operand types and compiled (interp.Compiled), so the backward pass
+// recomputes what it needs from the saved operands; Vmap uses the op's
+// batching rule or decomposes it; MakeGraph records it as one equation
+// unless given Decompose.
 package transforms
