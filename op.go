@@ -189,6 +189,14 @@ func DefineOp(name string, arity int, composite func(xs ...*Tensor) *Tensor, opt
 	for _, o := range opts {
 		o(c)
 	}
+	regs := make([]backend.KernelRegistry, len(c.kernels))
+	for i, k := range c.kernels {
+		reg, ok := k.b.(backend.KernelRegistry)
+		if !ok || k.k == nil {
+			errorf(op, "%s: backend %s does not accept kernels for new ops, or the kernel is nil", name, k.b.Name())
+		}
+		regs[i] = reg
+	}
 	o := &Op{name: name, arity: arity, shape: c.shape}
 	all := append([]decomposition{{composite, c.traits}}, c.decomps...)
 	// The decomposition transforms use: the first functional one.
@@ -202,7 +210,7 @@ func DefineOp(name string, arity int, composite func(xs ...*Tensor) *Tensor, opt
 			}
 		}
 	}
-	p := interp.NewPrim(name, interp.Pure, o.abstract)
+	p := newPrim(op, name, o.abstract)
 	p.Whole = true
 	p.Impl = o.wrap(o.impl)
 	p.ImplMutates = mutates
@@ -267,14 +275,21 @@ func DefineOp(name string, arity int, composite func(xs ...*Tensor) *Tensor, opt
 		})
 	}
 	o.prim = p
-	for _, k := range c.kernels {
-		reg, ok := k.b.(backend.KernelRegistry)
-		if !ok {
-			errorf(op, "backend %s does not accept kernels for new ops", k.b.Name())
-		}
-		reg.RegisterKernel(p.Op, k.k)
+	for i, k := range c.kernels {
+		regs[i].RegisterKernel(p.Op, k.k)
 	}
 	return o
+}
+
+// newPrim registers the op's primitive, turning a lost race for the name
+// (another goroutine defining it first) into *Error.
+func newPrim(op, name string, abstract func(any, []Aval) []Aval) (p *interp.Prim) {
+	defer func() {
+		if r := recover(); r != nil {
+			errorf(op, "a primitive named %q is already defined", name)
+		}
+	}()
+	return interp.NewPrim(name, interp.Pure, abstract)
 }
 
 // wrap turns a decomposition into a Prim.Impl that names the op in

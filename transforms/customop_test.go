@@ -426,6 +426,8 @@ func TestOpErrors(t *testing.T) {
 	wantError(t, func() {
 		peel.DefineOp("test.no_registry", 1, mylib.GeluComposite, peel.WithKernel(plainBackend{cpu.New()}, mylib.GeluKernel))
 	}, "does not accept kernels")
+	// The failed definition registered nothing: the name is still free.
+	peel.DefineOp("test.no_registry", 1, mylib.GeluComposite)
 	// Nested decompositions are named outermost first, with the
 	// transform and level.
 	outer := peel.DefineOp("test.outer", 2, func(xs ...*T) *T {
