@@ -109,7 +109,7 @@ func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
 	if len(failed) > 0 {
 		fmt.Fprintf(b, "\n%s: the result did not match the reference, so no time is reported:\n\n", Mismatch)
 		for _, r := range failed {
-			fmt.Fprintf(b, "- %s (%s, %s): %s\n", mdEscape(r.Workload), mdEscape(r.Impl), threadsPhrase(r.Threads), mdEscape(r.Error))
+			fmt.Fprintf(b, "- %s (%s, %s): %s\n", mdEscape(r.Workload), mdEscape(r.Impl), ThreadsPhrase(r.Threads), mdEscape(r.Error))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -143,4 +143,20 @@ func peerName(desc string, rows []Row) string {
 func mdEscape(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// ChartTitle is the title of the chart of rows: what the bars show, then
+// the machine and BLAS when meta names them.
+func ChartTitle(rows []Row, meta Meta) string {
+	title := "peel, median time per run"
+	if HasPeer(rows) {
+		title = "peel vs " + meta.Peer + ": ratio of medians (below 1: peel is faster)"
+	}
+	if meta.Machine != "" {
+		title += "\n" + meta.Machine
+		if meta.BLAS != "" {
+			title += ", BLAS " + meta.BLAS
+		}
+	}
+	return title
 }

@@ -120,7 +120,7 @@ const Mismatch = "MISMATCH"
 func writeErrors(w io.Writer, rs []Record) error {
 	for _, r := range rs {
 		if r.Failed() {
-			if _, err := fmt.Fprintf(w, "%s: %s (%s, %s): %s\n", Mismatch, r.Workload, r.Impl, threadsPhrase(r.Threads), r.Error); err != nil {
+			if _, err := fmt.Fprintf(w, "%s: %s (%s, %s): %s\n", Mismatch, r.Workload, r.Impl, ThreadsPhrase(r.Threads), r.Error); err != nil {
 				return err
 			}
 		}
@@ -128,8 +128,8 @@ func writeErrors(w io.Writer, rs []Record) error {
 	return nil
 }
 
-// threadsPhrase is "1 thread" or "n threads".
-func threadsPhrase(n int) string {
+// ThreadsPhrase is "1 thread" or "n threads".
+func ThreadsPhrase(n int) string {
 	if n == 1 {
 		return "1 thread"
 	}

@@ -97,7 +97,7 @@ func NewPlot(rows []bench.Row, title string) (*plot.Plot, vg.Length, error) {
 			}
 			vs[x] = v
 		}
-		bars.series = append(bars.series, barSeries{label: threadsPhrase(t), vals: vs, color: palette[s%len(palette)]})
+		bars.series = append(bars.series, barSeries{label: bench.ThreadsPhrase(t), vals: vs, color: palette[s%len(palette)]})
 	}
 
 	p := plot.New()
@@ -276,11 +276,4 @@ func niceDown(v float64) float64 {
 		}
 	}
 	return e
-}
-
-func threadsPhrase(n int) string {
-	if n == 1 {
-		return "1 thread"
-	}
-	return strconv.Itoa(n) + " threads"
 }

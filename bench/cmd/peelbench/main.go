@@ -215,15 +215,7 @@ func report(c config, recs, old []bench.Record, meta bench.Meta) (int, error) {
 		}
 	}
 	if c.plotOut != "" {
-		title := "peel, median time per run"
-		if bench.HasPeer(rows) {
-			title = "peel vs " + meta.Peer + ": ratio of medians (below 1: peel is faster)"
-		}
-		title += "\n" + meta.Machine
-		if meta.BLAS != "" {
-			title += ", BLAS " + meta.BLAS
-		}
-		if err := plot(c.plotOut, recs, title); err != nil {
+		if err := plot(c.plotOut, recs, bench.ChartTitle(rows, meta)); err != nil {
 			return exitFailed, fmt.Errorf("-plot: %w", err)
 		}
 	}
@@ -246,7 +238,7 @@ func report(c config, recs, old []bench.Record, meta bench.Meta) (int, error) {
 			}
 			names := make([]string, len(off))
 			for i, o := range off {
-				names[i] = fmt.Sprintf("%s (%s, %s)", o.Workload, o.Impl, threadsWord(o.Threads))
+				names[i] = fmt.Sprintf("%s (%s, %s)", o.Workload, o.Impl, bench.ThreadsPhrase(o.Threads))
 			}
 			errs = append(errs, fmt.Errorf("%d workload(s) slower than %.2f× their time in %s, or failing their check: %s",
 				len(off), c.threshold, c.compare, strings.Join(names, ", ")))
@@ -275,7 +267,7 @@ func measureAll(ws []bench.Workload, counts []int, c config, python string) []be
 		opt := bench.Options{Reps: c.reps, MinTime: c.minTime, Warmup: c.warmup, Threads: n}
 		var peer *bench.Peer
 		if python != "" {
-			prog.describe(fmt.Sprintf("starting torch, %s", threadsWord(n)))
+			prog.describe(fmt.Sprintf("starting torch, %s", bench.ThreadsPhrase(n)))
 			p, err := bench.StartTorch(python, n)
 			if err != nil {
 				prog.logf("peelbench: %v; continuing with peel alone", err)
@@ -284,7 +276,7 @@ func measureAll(ws []bench.Workload, counts []int, c config, python string) []be
 			peer = p
 		}
 		for _, w := range ws {
-			prog.describe(fmt.Sprintf("%s · peel · %s", w.Name, threadsWord(n)))
+			prog.describe(fmt.Sprintf("%s · peel · %s", w.Name, bench.ThreadsPhrase(n)))
 			rec := measurePeel(w, opt)
 			recs = append(recs, rec)
 			prog.done(rec, nil)
@@ -295,7 +287,7 @@ func measureAll(ws []bench.Workload, counts []int, c config, python string) []be
 				prog.skip()
 				continue
 			}
-			prog.describe(fmt.Sprintf("%s · torch · %s", w.Name, threadsWord(n)))
+			prog.describe(fmt.Sprintf("%s · torch · %s", w.Name, bench.ThreadsPhrase(n)))
 			prec, err := peer.Measure(w.Name, opt)
 			if err != nil {
 				prog.logf("peelbench: %v; continuing with peel alone", err)
@@ -320,13 +312,6 @@ func measurePeel(w bench.Workload, opt bench.Options) bench.Record {
 		return bench.FailedRecord(w, opt.Threads, err)
 	}
 	return r.Record()
-}
-
-func threadsWord(n int) string {
-	if n == 1 {
-		return "1 thread"
-	}
-	return strconv.Itoa(n) + " threads"
 }
 
 func countFailed(rs []bench.Record) int {

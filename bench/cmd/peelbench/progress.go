@@ -45,7 +45,7 @@ func (p *progress) describe(s string) {
 // ratio to ours when rec is the peer's).
 func (p *progress) done(rec bench.Record, ours *bench.Record) {
 	if rec.Failed() {
-		p.logf("FAIL %s (%s, %s): %s", rec.Workload, rec.Impl, threadsWord(rec.Threads), rec.Error)
+		p.logf("FAIL %s (%s, %s): %s", rec.Workload, rec.Impl, bench.ThreadsPhrase(rec.Threads), rec.Error)
 	} else if !p.tty {
 		line := fmt.Sprintf("%-28s threads=%d %-5s median %s", rec.Workload, rec.Threads, rec.Impl, bench.FormatNs(rec.MedianNs))
 		if ours != nil && !ours.Failed() {

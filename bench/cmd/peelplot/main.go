@@ -44,10 +44,7 @@ func run(from, out, title, peer string) error {
 	}
 	rows := bench.Pair(recs, peer)
 	if title == "" {
-		title = "peel, median time per run"
-		if bench.HasPeer(rows) {
-			title = "peel vs " + peer + ": ratio of medians (below 1: peel is faster)"
-		}
+		title = bench.ChartTitle(rows, bench.Meta{Peer: peer})
 	}
 	return chart.WritePlot(out, rows, title)
 }
