@@ -2,7 +2,6 @@ package peel
 
 import (
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -341,10 +340,10 @@ func (o *Op) abstract(_ any, in []Aval) []Aval {
 	if o.shape != nil {
 		return []Aval{o.shape(in)}
 	}
-	if e := o.last.Load(); e != nil && avalsEqual(e.in, in) {
+	if e := o.last.Load(); e != nil && interp.AvalsEqual(e.in, in) {
 		return []Aval{e.out}
 	}
-	key := avalsKey(in)
+	key := interp.AvalsKey(in)
 	if v, ok := o.cache.Load(key); ok {
 		out := v.(Aval)
 		o.last.Store(&shapeEntry{in: append([]Aval(nil), in...), out: out})
@@ -379,25 +378,4 @@ func (o *Op) derive(in []Aval) Aval {
 		return []*Tensor{f.Unwrap(out[0])}
 	}, in)
 	return g.Out[0].Aval
-}
-
-func avalsEqual(a, b []Aval) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !a[i].Equal(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func avalsKey(in []Aval) string {
-	var b strings.Builder
-	for _, a := range in {
-		b.WriteString(a.String())
-		b.WriteByte(';')
-	}
-	return b.String()
 }

@@ -57,20 +57,7 @@ func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 // hasKernel reports whether the backend of a composite's concrete
 // operands has a (fused) kernel for it.
 func hasKernel(p *Prim, args []*Tensor) bool {
-	if !p.Whole {
-		return false
-	}
-	var be backend.Backend
-	for _, a := range args {
-		if a.be != nil {
-			be = a.be
-			break
-		}
-	}
-	if be == nil {
-		be = DefaultBackend()
-	}
-	return be.Has(p.Op)
+	return p.Whole && evalBackend(p, args).Has(p.Op)
 }
 
 // ElementwiseAval checks the operands of an elementwise primitive against

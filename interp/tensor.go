@@ -45,6 +45,30 @@ func (a Aval) Size() int { return backend.ShapeSize(a.Shape) }
 // Equal reports whether a and b have the same shape and dtype.
 func (a Aval) Equal(b Aval) bool { return a.DType == b.DType && ShapeEqual(a.Shape, b.Shape) }
 
+// AvalsEqual reports whether a and b hold equal avals in order.
+func AvalsEqual(a, b []Aval) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// AvalsKey returns a string naming the avals in order ("f64[2,3];i64[];"),
+// for caches keyed by operand types.
+func AvalsKey(avals []Aval) string {
+	var b strings.Builder
+	for _, a := range avals {
+		b.WriteString(a.String())
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
 // ShapeEqual reports whether two shapes are equal.
 func ShapeEqual(a, b []int) bool {
 	if len(a) != len(b) {

@@ -154,10 +154,8 @@ func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(pr
 		avals = append(avals, x.Aval())
 	}
 	avals = append(avals, extra...)
-	for _, a := range avals {
-		b.WriteByte(';')
-		b.WriteString(a.String())
-	}
+	b.WriteByte(':')
+	b.WriteString(interp.AvalsKey(avals))
 	for _, i := range c.diff {
 		b.WriteByte(',')
 		b.WriteString(strconv.Itoa(i))
