@@ -119,11 +119,11 @@ func (c *Compiled) blockable(args []*Tensor) (backend.Backend, bool) {
 // blockArray returns the whole-array form a block is cut from: a itself
 // when it is contiguous or a broadcast scalar, else a contiguous copy.
 func blockArray(be backend.Backend, t *Tensor) backend.Array {
-	a := t.arr
+	a := t.array()
 	if a.IsContiguous() || a.IsSplat() {
 		return a
 	}
-	return Contiguous(t).arr
+	return Contiguous(t).array()
 }
 
 // cut returns elements [lo, lo+m) of whole array a (contiguous or splat)
@@ -165,7 +165,7 @@ func (c *Compiled) run(be backend.Backend, args []*Tensor) []*Tensor {
 		if !has[v.ID] {
 			whole[v.ID], has[v.ID] = backend.Array{Buf: be.Alloc(v.Aval.DType, c.n), Shape: c.shape}, true
 		}
-		res[i] = &Tensor{shape: shapeOf(c.shape), dtype: v.Aval.DType, arr: backend.Array{Buf: whole[v.ID].Buf, Shape: c.shape, Offset: whole[v.ID].Offset, Strides: whole[v.ID].Strides}, be: be}
+		res[i] = concreteTensor(be, backend.Array{Buf: whole[v.ID].Buf, Shape: c.shape, Offset: whole[v.ID].Offset, Strides: whole[v.ID].Strides})
 	}
 	for i, a := range args {
 		for j, v := range g.Out {
@@ -177,7 +177,7 @@ func (c *Compiled) run(be backend.Backend, args []*Tensor) []*Tensor {
 	for i, k := range g.ConstVals {
 		for j, v := range g.Out {
 			if v == g.Consts[i] {
-				res[j] = k
+				res[j] = k.Snapshot()
 			}
 		}
 	}

@@ -48,8 +48,8 @@ func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	}
 	be.Exec(p.Op, params, f.ins(len(args)), out)
 	f.release()
-	for i, o := range outs {
-		res[i] = &Tensor{shape: shapeOf(o.Shape), dtype: o.DType, arr: out[i], be: be}
+	for i := range outs {
+		res[i] = concreteTensor(be, out[i])
 	}
 	return res
 }
@@ -109,9 +109,9 @@ func newFrame(args []*Tensor) *frame {
 	}
 	for i, a := range args {
 		if f.big != nil {
-			f.big[i] = a.arr
+			f.big[i] = a.array()
 		} else {
-			f.in[i] = a.arr
+			f.in[i] = a.array()
 		}
 	}
 	return f
@@ -130,10 +130,11 @@ func (f *frame) ins(n int) []backend.Array {
 	return f.in[:n]
 }
 
-// result is a one-result Bind answer: the tensor and the slice holding it
-// in one allocation.
+// result is a one-result Bind answer: the tensor, its storage and the
+// slice holding it in one allocation.
 type result struct {
 	t   Tensor
+	st  storage
 	res [1]*Tensor
 }
 
@@ -144,6 +145,8 @@ func evalOne(be backend.Backend, p *Prim, params any, args []*Tensor, o Aval) []
 	f.out[0] = backend.Array{Buf: be.Alloc(o.DType, backend.ShapeSize(o.Shape)), Shape: o.Shape}
 	be.Exec(p.Op, params, f.ins(len(args)), f.out[:])
 	r := &result{t: Tensor{shape: shapeOf(o.Shape), dtype: o.DType, arr: f.out[0], be: be}}
+	r.st.init(f.out[0].Buf)
+	r.t.st = &r.st
 	r.res[0] = &r.t
 	f.release()
 	return r.res[:]
@@ -173,16 +176,16 @@ func BaseOf(t *Tensor) *Tensor {
 }
 
 func evalView(be backend.Backend, p *Prim, params any, x *Tensor, out Aval) *Tensor {
-	arr, ok := p.ViewArray(params, x.arr)
+	arr, ok := p.ViewArray(params, x.array())
 	if !ok {
 		// No strided view exists: the result is a copy, not an alias
 		// (like torch's reshape of a non-contiguous tensor).
 		c := Contiguous(x)
-		arr, _ = p.ViewArray(params, c.arr)
-		return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, arr: arr, be: be}
+		arr, _ = p.ViewArray(params, c.array())
+		return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, arr: arr, st: c.st, be: be}
 	}
 	base := BaseOf(x)
-	return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, arr: arr, be: be,
+	return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, arr: arr, st: x.st, be: be,
 		view: &View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.gen}}
 }
 
@@ -195,30 +198,28 @@ func Contiguous(x *Tensor) *Tensor {
 	}
 	dst := backend.Array{Buf: be.Alloc(x.dtype, x.Size()), Shape: x.shape}
 	be.Copy(dst, arr)
-	return &Tensor{shape: x.shape, dtype: x.dtype, arr: dst, be: be}
+	return concreteTensor(be, dst)
 }
 
 func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tensor {
 	dst := args[0]
-	if base := BaseOf(dst); base.watchers != nil {
-		for _, s := range base.watchers {
-			s.beforeWrite(base)
-		}
-	}
 	if dst.arr.Overlaps() {
 		panic(&Error{Prim: p.Name, Msg: "the destination is a broadcast view: more than one of its elements refers to the same memory location (clone it before writing)", Operands: []string{dst.TypeString()}})
 	}
 	var src backend.Array
 	if p.DropsDst {
 		if len(args) == 2 && p.Pure == nil {
-			src = args[1].arr
+			src = args[1].array()
 		} else {
-			src = Eval(p.Pure, params, args[1:])[0].arr
+			src = Eval(p.Pure, params, args[1:])[0].array()
 		}
 	} else {
-		src = Eval(p.Pure, params, args)[0].arr
+		src = Eval(p.Pure, params, args)[0].array()
 	}
-	be.Copy(dst.arr, src)
+	// Snapshots of this memory (graph constants, saved values) keep the
+	// values they were taken at: the write goes to a private copy.
+	dst.st.unshare(be, dst.dtype)
+	be.Copy(dst.array(), src)
 	BaseOf(dst).gen++
 	return dst
 }

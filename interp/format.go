@@ -40,7 +40,7 @@ func (t *Tensor) String() string {
 		return "[]"
 	}
 	f := formatter{shape: t.shape, summarize: t.Size() > summarizeOver}
-	cell := cellFormatter(t.be.ToHost(t.arr), t.dtype)
+	cell := cellFormatter(t.be.ToHost(t.array()), t.dtype)
 	f.strides = make([]int, len(t.shape))
 	s := 1
 	for k := len(t.shape) - 1; k >= 0; k-- {

@@ -24,7 +24,9 @@ type Eqn struct {
 // Graph is a small SSA program: inputs, constants, equations and outputs.
 // It is what the staging interpreter records, and what linearization,
 // compilation and compiled backward passes work on. A Graph is immutable
-// once built; methods that transform it return a new one.
+// once built; methods that transform it return a new one. Its constants
+// are snapshots (Tensor.Snapshot): in-place writes into the tensors they
+// were traced from, made after tracing, do not change the graph.
 type Graph struct {
 	In     []*Var
 	Consts []*Var
@@ -52,7 +54,10 @@ func (g *Graph) Eval(args ...*Tensor) []*Tensor {
 		env[v] = a
 	}
 	for i, v := range g.Consts {
-		env[v] = g.ConstVals[i]
+		// A snapshot, so that a result aliasing a constant (the constant
+		// itself, or a view of it) can be written without changing the
+		// graph.
+		env[v] = g.ConstVals[i].Snapshot()
 	}
 	in := make([]*Tensor, 0, 4)
 	for _, e := range g.Eqns {

@@ -1,39 +1,26 @@
 package interp
 
-import (
-	"reflect"
-
-	"github.com/peel-ml/peel/backend"
-)
-
-// bufferID identifies a buffer's storage: the address of its first
-// element for slice-backed buffers, the pointer for pointer-backed ones.
-func bufferID(b backend.Buffer) uintptr {
-	v := reflect.ValueOf(b)
-	switch v.Kind() {
-	case reflect.Slice, reflect.Pointer:
-		return v.Pointer()
-	}
-	return 0
-}
-
 // stager is the staging interpreter: it records every primitive applied to
 // its tracers into a Graph instead of executing it.
 type stager struct {
 	g      *Graph
 	level  *Level
 	nextID int
-	consts map[*Tensor]*Var
+	consts map[*Tensor]constRec
 	// viewed holds the tensors views were taken of while staging: an
 	// in-place write into one would have to update its views.
 	viewed map[*Tensor]bool
-	// constVersion is the content version each constant was lifted at.
-	constVersion map[*Tensor]uint64
-	// watched are the bases of concrete constants, which tell this
-	// stager before an in-place write changes their buffer.
-	watched []*Tensor
 	// decompose makes composites with Whole decompose too.
 	decompose bool
+}
+
+// constRec is a lifted constant: its var, and the content it was lifted
+// from (content version and storage block), so a tensor whose content
+// changed since is lifted again.
+type constRec struct {
+	v       *Var
+	version uint64
+	blk     *block
 }
 
 // TraceOption configures Trace and TraceAvals.
@@ -70,70 +57,29 @@ func (s *stager) newVar(a Aval) *Var {
 // tensors (concrete values or tracers of enclosing transforms) to
 // constants.
 //
-// A constant is recorded by content, not by box: the graph keeps a new
-// box holding t's current content, so a later Rebind of t (an
-// interpreter's out-of-place mutation) does not change the graph, and a
-// later in-place write into t's buffer at eval level first makes the graph
-// keep a copy (see beforeWrite).
+// A constant is recorded by value: the graph keeps a snapshot of t
+// (Tensor.Snapshot), so neither a later Rebind of t (an interpreter's
+// out-of-place mutation) nor a later in-place write into t's memory at
+// eval level changes the graph. The snapshot shares t's buffer
+// copy-on-write, so lifting copies nothing and touches nothing of t but
+// its block's reference count. A tensor whose content changed since it
+// was lifted is lifted again.
 func (s *stager) varOf(t *Tensor) *Var {
 	if st, ok := t.tr.(*stageTracer); ok && st.s == s {
 		return st.v
 	}
-	if v, ok := s.consts[t]; ok && s.constVersion[t] == t.version {
-		return v
+	var blk *block
+	if t.tr == nil {
+		blk = t.st.cur
+	}
+	if c, ok := s.consts[t]; ok && c.version == t.version && c.blk == blk {
+		return c.v
 	}
 	v := s.newVar(t.Aval())
-	s.consts[t] = v
-	s.constVersion[t] = t.version
+	s.consts[t] = constRec{v: v, version: t.version, blk: blk}
 	s.g.Consts = append(s.g.Consts, v)
-	s.g.ConstVals = append(s.g.ConstVals, t.NewBox())
-	if t.tr == nil {
-		base := BaseOf(t)
-		base.watchers = append(base.watchers, s)
-		s.watched = append(s.watched, base)
-	}
+	s.g.ConstVals = append(s.g.ConstVals, t.Snapshot())
 	return v
-}
-
-// beforeWrite is called before an in-place write into base's buffer: the
-// constants sharing that buffer are replaced by copies of their current
-// values.
-func (s *stager) beforeWrite(base *Tensor) {
-	for i, c := range s.g.ConstVals {
-		if c.tr == nil && sameStorage(c, base) {
-			s.g.ConstVals[i] = copyOf(c)
-		}
-	}
-}
-
-// sameStorage reports whether the concrete tensor c may share base's
-// buffer (same backend buffer value).
-func sameStorage(c, base *Tensor) bool {
-	return c.be == base.be && c.arr.Buf != nil && base.arr.Buf != nil && bufferID(c.arr.Buf) == bufferID(base.arr.Buf)
-}
-
-// copyOf returns a concrete copy of c in a fresh buffer.
-func copyOf(c *Tensor) *Tensor {
-	dst := backend.Array{Buf: c.be.Alloc(c.dtype, c.Size()), Shape: c.shape}
-	c.be.Copy(dst, c.arr)
-	return &Tensor{shape: c.shape, dtype: c.dtype, arr: dst, be: c.be}
-}
-
-// unwatch removes s from the watchers of the bases it watched.
-func (s *stager) unwatch() {
-	for _, b := range s.watched {
-		ws := b.watchers[:0]
-		for _, w := range b.watchers {
-			if w != s {
-				ws = append(ws, w)
-			}
-		}
-		if len(ws) == 0 {
-			ws = nil
-		}
-		b.watchers = ws
-	}
-	s.watched = nil
 }
 
 func (s *stager) tracer(v *Var) *Tensor {
@@ -226,13 +172,12 @@ func Trace(f func(args []*Tensor) []*Tensor, example []*Tensor, opts ...TraceOpt
 // TraceAvals is Trace for arguments given by shape and dtype; name is the
 // transform named in errors raised at the staging level.
 func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opts ...TraceOption) *Graph {
-	s := &stager{g: &Graph{}, consts: map[*Tensor]*Var{}, viewed: map[*Tensor]bool{}, constVersion: map[*Tensor]uint64{}}
+	s := &stager{g: &Graph{}, consts: map[*Tensor]constRec{}, viewed: map[*Tensor]bool{}}
 	for _, o := range opts {
 		o(s)
 	}
 	s.level = NewLevel(name, s)
 	defer s.level.End()
-	defer s.unwatch()
 	in := make([]*Tensor, len(avals))
 	for i, a := range avals {
 		v := s.newVar(a)

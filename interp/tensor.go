@@ -3,6 +3,7 @@ package interp
 import (
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/peel-ml/peel/backend"
 )
@@ -98,8 +99,10 @@ type Tracer interface {
 type Tensor struct {
 	shape []int
 	dtype DType
-	// Concrete content (tr == nil).
+	// Concrete content (tr == nil): the layout (arr.Buf unused: the
+	// buffer is st's current block, see array) and the memory it indexes.
 	arr backend.Array
+	st  *storage
 	be  backend.Backend
 	// Tracer content.
 	tr Tracer
@@ -109,9 +112,88 @@ type Tensor struct {
 	gen uint64
 	// version counts Rebinds: a change of content.
 	version uint64
-	// watchers are staging levels holding this base's buffer as a graph
-	// constant; an in-place write at eval level lets them copy it first.
-	watchers []*stager
+}
+
+// storage is the memory that aliasing concrete tensors share: a base,
+// its views, and boxes given the same content (NewBox, Rebind) point to
+// one storage, so a write through any of them is seen by all. The
+// storage's buffer is its current block; a block may also be used by
+// other storages (snapshots: graph constants and values an interpreter
+// saved), which must not see later writes. A write through a storage
+// whose block is shared first moves the storage to a private copy
+// (copy-on-write), so the snapshots keep the values they were taken at.
+// Nothing here is a list of readers: taking a snapshot is one atomic
+// increment on the block, so goroutines sharing a tensor never write a
+// common field except that counter.
+type storage struct {
+	cur   *block
+	first block // cur points here until the first copy-on-write
+}
+
+// block is one buffer and the number of storages using it.
+type block struct {
+	buf  backend.Buffer
+	refs atomic.Int32
+}
+
+// newStorage returns a storage holding buf (a fresh buffer no other
+// storage uses).
+func newStorage(buf backend.Buffer) *storage {
+	s := &storage{}
+	s.init(buf)
+	return s
+}
+
+func (s *storage) init(buf backend.Buffer) {
+	s.first.buf = buf
+	s.first.refs.Store(1)
+	s.cur = &s.first
+}
+
+// unshare gives s a private copy of its block's buffer when other
+// storages use the block, before s is written.
+func (s *storage) unshare(be backend.Backend, dt DType) {
+	b := s.cur
+	if b.refs.Load() <= 1 {
+		return
+	}
+	n := b.buf.Len()
+	nb := &block{buf: be.Alloc(dt, n)}
+	nb.refs.Store(1)
+	be.Copy(backend.Array{Buf: nb.buf, Shape: []int{n}}, backend.Array{Buf: b.buf, Shape: []int{n}})
+	s.cur = nb
+	b.refs.Add(-1)
+}
+
+// concreteTensor returns a concrete tensor with layout arr in a new
+// storage holding arr.Buf.
+func concreteTensor(be backend.Backend, arr backend.Array) *Tensor {
+	return &Tensor{shape: shapeOf(arr.Shape), dtype: arr.Buf.DType(), arr: arr, st: newStorage(arr.Buf), be: be}
+}
+
+// array returns the concrete array: the layout over the storage's
+// current buffer.
+func (t *Tensor) array() backend.Array {
+	a := t.arr
+	a.Buf = t.st.cur.buf
+	return a
+}
+
+// Snapshot returns a new box holding t's current content such that
+// later in-place writes into t (or any alias of it) are not seen through
+// the snapshot, and writes into the snapshot are not seen through t. For
+// a concrete t no data is copied now: the buffer is shared copy-on-write,
+// and the first write through either side copies it. A tracer's snapshot
+// is a new box holding the same tracer (interpreters answer writes into
+// tracers out of place). Staging uses snapshots for graph constants, so a
+// Graph keeps the values its constants had when they were traced.
+func (t *Tensor) Snapshot() *Tensor {
+	if t.tr != nil {
+		return &Tensor{shape: t.shape, dtype: t.dtype, tr: t.tr}
+	}
+	b := t.st.cur
+	b.refs.Add(1)
+	return &Tensor{shape: t.shape, dtype: t.dtype, arr: t.arr, st: &storage{cur: b}, be: t.be}
 }
 
 // View records how a view tensor was made from its base, so interpreters
@@ -133,7 +215,7 @@ type View struct {
 // NewConcrete returns a tensor holding arr on backend be. The tensor takes
 // ownership of arr; shape is arr.Shape.
 func NewConcrete(be backend.Backend, arr backend.Array) *Tensor {
-	return &Tensor{shape: shapeOf(arr.Shape), dtype: arr.Buf.DType(), arr: arr, be: be}
+	return concreteTensor(be, arr)
 }
 
 // NewTracer returns a tensor whose content is tracer tr with the given
@@ -196,7 +278,7 @@ func (t *Tensor) Array() (backend.Array, backend.Backend) {
 	if t.tr != nil {
 		panic(t.tracedReadError("read"))
 	}
-	return t.arr, t.be
+	return t.array(), t.be
 }
 
 // ViewInfo returns how t was made from its base, or nil if t is not a view.
@@ -220,7 +302,7 @@ func (t *Tensor) BumpGeneration() { t.gen++ }
 // tracer), without t's view record. Interpreters that adopt a box use it
 // to keep the content the box had below their level.
 func (t *Tensor) NewBox() *Tensor {
-	return &Tensor{shape: t.shape, dtype: t.dtype, arr: t.arr, be: t.be, tr: t.tr}
+	return &Tensor{shape: t.shape, dtype: t.dtype, arr: t.arr, st: t.st, be: t.be, tr: t.tr}
 }
 
 // Rebind replaces t's content with src's content (concrete array or
@@ -231,7 +313,7 @@ func (t *Tensor) Rebind(src *Tensor) {
 	if !ShapeEqual(t.shape, src.shape) || t.dtype != src.dtype {
 		panic(Errorf("rebind: shape or dtype changes from %s to %s", t.TypeString(), src.TypeString()))
 	}
-	t.arr, t.be, t.tr = src.arr, src.be, src.tr
+	t.arr, t.st, t.be, t.tr = src.arr, src.st, src.be, src.tr
 	t.version++
 }
 
@@ -252,7 +334,7 @@ func (t *Tensor) host(op string) any {
 		e.Ops = []string{op}
 		panic(e)
 	}
-	return t.be.ToHost(t.arr)
+	return t.be.ToHost(t.array())
 }
 
 // Float64s returns a copy of the elements as float64s in row-major order.
