@@ -22,10 +22,8 @@ func (t *tracer) Level() *interp.Level { return t.level }
 // mutation out of place and keeps aliases coherent by replaying views
 // from their base, so nothing below it is ever mutated.
 type Interp struct {
-	level *interp.Level
-	// removeViews copies the result of every view primitive bound below,
-	// so no value below aliases another.
-	removeViews bool
+	level   *interp.Level
+	aliases Aliases
 	// adopted are lower-level boxes that mutations made values of this
 	// level, in adoption order, with their content below.
 	adopted []*T
@@ -35,9 +33,23 @@ type Interp struct {
 // New starts a functionalize level. removeViews makes views copies
 // below (torch's remove="mutations_and_views").
 func New(removeViews bool) *Interp {
-	in := &Interp{removeViews: removeViews, below: map[*T]*T{}}
+	in := &Interp{below: map[*T]*T{}}
+	in.aliases = Aliases{Store: store{in}, CopyViews: removeViews}
 	in.level = interp.NewLevel("functionalize", in)
 	return in
+}
+
+// store holds each box's value below, in its tracer.
+type store struct{ f *Interp }
+
+func (s store) Own(x *T) bool { return s.f.own(x) }
+func (s store) Value(x *T) *T { return x.Tracer().(*tracer).val }
+func (s store) Set(x, v *T)   { x.Tracer().(*tracer).val = v }
+func (s store) Adopt(x *T) {
+	below := x.NewBox()
+	x.Rebind(interp.NewTracer(x.Aval(), &tracer{level: s.f.level, val: below}))
+	s.f.adopted = append(s.f.adopted, x)
+	s.f.below[x] = below
 }
 
 // Level returns the interpreter's level.
@@ -50,10 +62,9 @@ func (f *Interp) Wrap(x *T) *T {
 
 // Unwrap returns the value below of a result of the function.
 func (f *Interp) Unwrap(x *T) *T {
-	if f.own(x) {
-		return f.current(x)
-	}
-	return x
+	// A lower alias of a base written here (a view taken before the
+	// write) is recomputed from the base too.
+	return f.aliases.Use(x)
 }
 
 // End gives the function's inputs (the boxes Wrap returned, with the
@@ -83,18 +94,26 @@ func (f *Interp) End(inputs []*T, originals []*T) {
 			writeBack(below, final)
 			box.Rebind(below)
 		default:
-			box.Rebind(final)
+			// The final value is a tracer (of an enclosing level) or
+			// the box's content was: written back at that level, so
+			// an enclosing autodiff level adopts the box and gives it
+			// its final primal when it ends.
+			box.Rebind(below)
+			writeBack(box, final)
 		}
 	}
 }
 
-// writeBack gives the caller's tensor orig the value v: rebound when
-// orig is being staged (so the graph records no mutation) or when a
-// concrete orig would receive a traced value; written with copy_
-// otherwise, at orig's own level (eval writes its buffer, vmap its
-// physical value), so orig's aliases see it.
+// writeBack gives the caller's tensor orig the value v: written with
+// copy_ at orig's own level when v is concrete or of orig's level (eval
+// writes orig's buffer, vmap its physical value), so orig's aliases see
+// it, or at v's level when that level adopts written boxes
+// (interp.WriteAdopter: an autodiff level gives orig its final primal
+// when it ends); rebound otherwise (orig is being staged, so the graph
+// records no mutation, or a concrete orig receives a value only a
+// higher level can hold).
 func writeBack(orig, v *T) {
-	if orig.IsStaged() || (orig.IsConcrete() && !v.IsConcrete()) {
+	if orig.IsStaged() || (orig.IsConcrete() && !v.IsConcrete() && !interp.AdoptsWrites(v)) {
 		orig.Rebind(v)
 		return
 	}
@@ -106,60 +125,9 @@ func (f *Interp) own(x *T) bool {
 	return ok && tr.level == f.level
 }
 
-// current returns x's value below, regenerating a stale view from its
-// base.
-func (f *Interp) current(x *T) *T {
-	tr := x.Tracer().(*tracer)
-	v := x.ViewInfo()
-	if v == nil || v.Gen == v.Base.Generation() {
-		return tr.val
-	}
-	parent := f.current(v.Parent)
-	tr.val = f.applyView(v.Prim, v.Params, parent)
-	v.Gen = v.Base.Generation()
-	return tr.val
-}
-
-func (f *Interp) applyView(p *interp.Prim, params any, x *T) *T {
-	y := interp.Bind1(p, params, x)
-	if f.removeViews {
-		y = interp.Bind1(prims.Copy, nil, y)
-	}
-	return y
-}
-
-// adopt makes a lower box (and, for a view, its parent chain) a value of
-// this level holding its current content.
-func (f *Interp) adopt(x *T) {
-	if f.own(x) {
-		return
-	}
-	if v := x.ViewInfo(); v != nil {
-		stale := f.own(v.Base) // the base was written after this view was made
-		f.adopt(v.Parent)
-		v.Gen = v.Base.Generation()
-		if stale {
-			v.Gen = staleGen
-		}
-	}
-	below := x.NewBox()
-	x.Rebind(interp.NewTracer(x.Aval(), &tracer{level: f.level, val: below}))
-	f.adopted = append(f.adopted, x)
-	f.below[x] = below
-}
-
-// staleGen marks a view whose value must be recomputed from its base.
-const staleGen = ^uint64(0)
-
-func (f *Interp) unpack(x *T) *T {
-	if !f.own(x) {
-		if v := x.ViewInfo(); v == nil || !f.own(v.Base) {
-			return x
-		}
-		f.adopt(x) // a lower alias of a base written here
-	}
-	return f.current(x)
-}
+// current returns own box x's value below, regenerating a stale view
+// from its base.
+func (f *Interp) current(x *T) *T { return f.aliases.Current(x) }
 
 // Process applies p to the operands' current values below.
 func (f *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T) []*T {
@@ -173,11 +141,11 @@ func (f *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T)
 	}
 	vals := make([]*T, len(args))
 	for i, a := range args {
-		vals[i] = f.unpack(a)
+		vals[i] = f.aliases.Use(a)
 	}
 	var outs []*T
 	if p.Kind == interp.ViewKind {
-		outs = []*T{f.applyView(p, params, vals[0])}
+		outs = []*T{f.aliases.View(p, params, vals[0])}
 	} else {
 		outs = interp.Bind(p, params, vals...)
 	}
@@ -186,43 +154,17 @@ func (f *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T)
 		res[i] = interp.NewTracer(o.Aval(), &tracer{level: f.level, val: o})
 	}
 	if p.Kind == interp.ViewKind {
-		x := args[0]
-		base := interp.BaseOf(x)
-		res[0].SetViewInfo(&interp.View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.Generation()})
+		f.aliases.MarkView(p, params, args[0], res[0])
 	}
 	return res
 }
 
-// mutate answers dst ← op(dst, srcs…) out of place: the new value of dst
-// is computed below with the out-of-place primitive and written back
-// through dst's view chain into its base, whose generation moves on so
-// every other alias regenerates when next used.
+// mutate answers dst ← op(dst, srcs…) out of place (Aliases.Write):
+// the new value of dst is computed below with the out-of-place
+// primitive and written back through dst's view chain into its base,
+// whose generation moves on so every other alias regenerates when next
+// used.
 func (f *Interp) mutate(p *interp.Prim, params any, args []*T) []*T {
-	dst := args[0]
-	f.adopt(dst)
-	vals := make([]*T, len(args))
-	for i, a := range args {
-		vals[i] = f.unpack(a)
-	}
-	f.assign(p, dst, interp.OutOfPlace(p, params, vals))
+	f.aliases.Write(p, params, args)
 	return args[:1]
-}
-
-// assign sets box x (of this level) to v, writing through its view chain.
-func (f *Interp) assign(p *interp.Prim, x, v *T) {
-	tr := x.Tracer().(*tracer)
-	vi := x.ViewInfo()
-	if vi == nil {
-		tr.val = v
-		x.BumpGeneration()
-		return
-	}
-	parent := f.current(vi.Parent)
-	newParent := ScatterView(p, vi.Prim, vi.Params, parent, v)
-	if f.removeViews {
-		newParent = interp.Bind1(prims.Copy, nil, newParent)
-	}
-	f.assign(p, vi.Parent, newParent)
-	tr.val = v
-	vi.Gen = vi.Base.Generation()
 }

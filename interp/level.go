@@ -47,3 +47,25 @@ func (l *Level) End() { l.dead.Store(true) }
 
 // Alive reports whether the level has not ended.
 func (l *Level) Alive() bool { return !l.dead.Load() }
+
+// WriteAdopter is implemented by interpreters whose levels accept an
+// in-place write of one of their values into a box of a lower level: the
+// box is adopted (it holds a tracer of the level while the level lives)
+// and gets its final value, one of the lower level, when the level ends
+// (the autodiff interpreters give it its final primal). Interpreters
+// that write back a mutation made above them (functionalize) bind the
+// write for such levels and rebind the box otherwise.
+type WriteAdopter interface {
+	AdoptsWrites()
+}
+
+// AdoptsWrites reports whether t is a tracer of a live level whose
+// interpreter is a WriteAdopter.
+func AdoptsWrites(t *Tensor) bool {
+	if t.tr == nil {
+		return false
+	}
+	l := t.tr.Level()
+	_, ok := l.interp.(WriteAdopter)
+	return ok && l.Alive()
+}

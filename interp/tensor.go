@@ -399,3 +399,21 @@ func (t *Tensor) Item() float64 {
 	}
 	panic(&Error{Ops: []string{"Item"}, Msg: "unsupported dtype"})
 }
+
+// OwnValue returns a box holding v's value that shares no writable
+// memory with another tensor: a concrete broadcast view (several
+// elements on one location, as a Fill's scalar source) is materialized,
+// any other concrete value is a Snapshot; a tracer is returned as it is
+// (interpreters answer writes into tracers out of place). Interpreters
+// use it to give a box written out of place its final value.
+func OwnValue(v *Tensor) *Tensor {
+	if v.tr != nil {
+		return v
+	}
+	if v.arr.Overlaps() {
+		dst := backend.Array{Buf: v.be.Alloc(v.dtype, v.Size()), Shape: v.shape}
+		v.be.Copy(dst, v.array())
+		return concreteTensor(v.be, dst)
+	}
+	return v.Snapshot()
+}

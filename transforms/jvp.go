@@ -26,24 +26,49 @@ func (t *jvpTracer) Level() *interp.Level { return t.level }
 // recorded.
 type jvpInterp struct {
 	level *interp.Level
-	// viewed holds the boxes of this level that views were taken of.
-	viewed map[*T]bool
+	// aliases answers writes through views and into bases with views
+	// (functionalize.Aliases over this level's own boxes).
+	aliases functionalize.Aliases
 	// adopted holds the lower-level boxes that a mutation made tracers of
 	// this level.
 	adopted map[*T]bool
 }
 
 func newJVP(name string) *jvpInterp {
-	j := &jvpInterp{viewed: map[*T]bool{}, adopted: map[*T]bool{}}
+	j := &jvpInterp{adopted: map[*T]bool{}}
+	j.aliases.Store = jvpStore{j}
 	j.level = interp.NewLevel(name, j)
 	return j
 }
 
+// AdoptsWrites marks the forward-mode interpreter as adopting lower
+// boxes written with its values (interp.WriteAdopter).
+func (j *jvpInterp) AdoptsWrites() {}
+
+// jvpStore keeps each own box's value in the box itself: view and
+// scatter primitives are bound on the boxes at this level, so the
+// tangents follow the writes.
+type jvpStore struct{ j *jvpInterp }
+
+func (s jvpStore) Own(x *T) bool { return s.j.own(x) }
+func (s jvpStore) Value(x *T) *T { return x }
+func (s jvpStore) Set(x, v *T)   { x.Rebind(s.j.asOwn(v)) }
+
+// Adopt makes lower box x a value of this level with a zero tangent.
+func (s jvpStore) Adopt(x *T) {
+	s.j.adopted[x] = true
+	x.Rebind(interp.NewTracer(x.Aval(), &jvpTracer{level: s.j.level, primal: x.NewBox()}))
+}
+
 // end gives adopted boxes their final primal values and ends the level.
+// A box's final value is a value of its own: a primal that is a
+// broadcast (a Fill's scalar) is materialized, and one that shares
+// memory with another tensor is a copy-on-write snapshot, so later
+// writes into the box reach no other tensor.
 func (j *jvpInterp) end() {
 	for box := range j.adopted {
 		if tr, ok := box.Tracer().(*jvpTracer); ok && tr.level == j.level {
-			box.Rebind(tr.primal)
+			box.Rebind(interp.OwnValue(tr.primal))
 		}
 	}
 	j.level.End()
@@ -74,9 +99,20 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 	primals, tangents := buf[:len(args):len(args)], buf[len(args):]
 	any := false
 	for i, a := range args {
-		j.checkStale(p, a)
-		primals[i], tangents[i] = j.unpack(a)
+		primals[i], tangents[i] = j.unpack(j.aliases.Use(a))
 		any = any || tangents[i] != nil
+	}
+	if p.Kind == interp.ViewKind && j.own(args[0]) {
+		// A view of a box of this level is a box of this level, with or
+		// without a tangent, so writes through it and into its base
+		// are answered here.
+		outs, touts := interp.Bind(p, params, primals[0]), []*T{nil}
+		if tangents[0] != nil {
+			outs, touts = p.JVP(params, primals, tangents)
+		}
+		r := interp.NewTracer(outs[0].Aval(), &jvpTracer{level: j.level, primal: outs[0], tangent: touts[0]})
+		j.aliases.MarkView(p, params, args[0], r)
+		return []*T{r}
 	}
 	if !any || p.NonDifferentiable {
 		return interp.Bind(p, params, primals...)
@@ -95,7 +131,6 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 		r := &jvpOne{tr: jvpTracer{level: j.level, primal: outs[0], tangent: touts[0]}}
 		r.t = interp.TracerValue(outs[0].Aval(), &r.tr)
 		r.res[0] = &r.t
-		j.markView(p, params, args, r.res[0])
 		return r.res[:]
 	}
 	res := make([]*T, len(outs))
@@ -106,7 +141,6 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 		}
 		res[i] = j.wrap(o, t)
 	}
-	j.markView(p, params, args, res[0])
 	return res
 }
 
@@ -115,81 +149,6 @@ type jvpOne struct {
 	tr  jvpTracer
 	t   T
 	res [1]*T
-}
-
-// markView records that r, the result of view primitive p, is a view, so
-// that in-place writes through it or into its base are refused.
-func (j *jvpInterp) markView(p *interp.Prim, params any, args []*T, r *T) {
-	if p.Kind == interp.ViewKind && r.Tracer() != nil {
-		base := interp.BaseOf(args[0])
-		r.SetViewInfo(&interp.View{Base: base, Parent: args[0], Prim: p, Params: params, Gen: base.Generation()})
-		j.viewed[base] = true
-	}
-}
-
-// checkStale brings a view up to date before it is used: a view of a
-// base this level wrote since the view was computed (or a lower view of
-// an adopted base) is recomputed from the base.
-func (j *jvpInterp) checkStale(p *interp.Prim, a *T) {
-	v := a.ViewInfo()
-	if v == nil || !j.own(v.Base) {
-		return
-	}
-	if j.own(a) && v.Gen == v.Base.Generation() {
-		return
-	}
-	j.refresh(a)
-}
-
-// refresh recomputes view box x from its (refreshed) parent at this level
-// and makes it a value of this level.
-func (j *jvpInterp) refresh(x *T) {
-	v := x.ViewInfo()
-	if v == nil {
-		return
-	}
-	if pv := v.Parent.ViewInfo(); pv != nil {
-		j.refresh(v.Parent)
-	}
-	if !j.own(v.Parent) {
-		j.adoptBox(v.Parent)
-	}
-	if j.own(x) && v.Gen == v.Base.Generation() {
-		return
-	}
-	r := interp.Bind1(v.Prim, v.Params, v.Parent)
-	if !j.own(x) {
-		j.adopted[x] = true
-	}
-	x.Rebind(j.asOwn(r))
-	v.Gen = v.Base.Generation()
-}
-
-// adoptBox makes lower box x a value of this level with a zero tangent.
-func (j *jvpInterp) adoptBox(x *T) {
-	if j.own(x) {
-		return
-	}
-	j.adopted[x] = true
-	x.Rebind(interp.NewTracer(x.Aval(), &jvpTracer{level: j.level, primal: x.NewBox()}))
-}
-
-// assign sets box x of this level to v, writing through x's view chain
-// into its base with each view's inverse (bound at this level, so the
-// tangents follow), and moves the base's generation on so other aliases
-// are recomputed when next used.
-func (j *jvpInterp) assign(p *interp.Prim, x, v *T) {
-	vi := x.ViewInfo()
-	if vi == nil {
-		x.Rebind(j.asOwn(v))
-		x.BumpGeneration()
-		return
-	}
-	j.refresh(vi.Parent)
-	newParent := functionalize.ScatterView(p, vi.Prim, vi.Params, vi.Parent, v)
-	j.assign(p, vi.Parent, newParent)
-	x.Rebind(j.asOwn(v))
-	vi.Gen = vi.Base.Generation()
 }
 
 // asOwn returns v as a box of this level (a lower value gets a zero
@@ -206,59 +165,18 @@ func (j *jvpInterp) own(x *T) bool {
 	return ok && tr.level == j.level
 }
 
-// mutate performs an in-place primitive out of place: the destination's
-// new primal and tangent are those of the out-of-place form (Prim.Pure)
+// mutate performs an in-place primitive out of place
+// (functionalize.Aliases.Write): the destination's new primal and tangent
+// are those of the out-of-place form (Prim.Pure, through its JVP rule)
 // on the values before the write, and the destination box is rebound to
-// them. Nothing below is written, so values recorded earlier (graph
-// constants, captured primals) keep the values they had. A lower box
-// written with a value that has a tangent is adopted: it holds a tracer
-// of this level until the level ends, when it gets its final primal.
+// them; a write through a view reaches its base through the views'
+// inverses, bound at this level so the tangents follow. Nothing below is
+// written, so values recorded earlier (graph constants, captured
+// primals) keep the values they had. A lower box written here is
+// adopted: it holds a tracer of this level until the level ends, when it
+// gets its final primal.
 func (j *jvpInterp) mutate(p *interp.Prim, params any, args []*T) []*T {
-	dst := args[0]
-	if dst.ViewInfo() != nil || j.viewed[dst] {
-		// Through a view, or into a base with views: the write goes to
-		// the base through the views' inverses, at this level.
-		for _, a := range args[1:] {
-			j.checkStale(p, a)
-		}
-		if dst.ViewInfo() != nil {
-			j.refresh(dst)
-		}
-		j.adoptBox(dst)
-		j.assign(p, dst, interp.OutOfPlace(p, params, args))
-		return args[:1]
-	}
-	primals := make([]*T, len(args))
-	tangents := make([]*T, len(args))
-	any := false
-	for i, a := range args {
-		j.checkStale(p, a)
-		primals[i], tangents[i] = j.unpack(a)
-		any = any || tangents[i] != nil
-	}
-	own := j.own(dst)
-	if !any && !own {
-		// No tangent flows into a lower box: an ordinary write below.
-		interp.Bind(p, params, primals...)
-		return args[:1]
-	}
-	var newP, newT *T
-	switch {
-	case p.DropsDst:
-		newP, newT = primals[1].NewBox(), tangents[1]
-	case !any || p.Pure.JVP == nil || p.Pure.NonDifferentiable:
-		newP = interp.Bind1(p.Pure, params, primals...)
-	default:
-		outs, touts := p.Pure.JVP(params, primals, tangents)
-		newP, newT = outs[0], touts[0]
-	}
-	if !dst.DType().IsFloat() {
-		newT = nil
-	}
-	if !own {
-		j.adopted[dst] = true
-	}
-	dst.Rebind(interp.NewTracer(dst.Aval(), &jvpTracer{level: j.level, primal: newP, tangent: newT}))
+	j.aliases.Write(p, params, args)
 	return args[:1]
 }
 
@@ -304,7 +222,7 @@ func jvpFlat(name string, f func([]*T) []*T, primals, tangents []*T) (outs, tout
 		if r == nil {
 			panic(&interp.Error{Msg: "the function returned a nil tensor", Transform: name, Level: j.level.ID()})
 		}
-		outs[i], touts[i] = j.unpack(r)
+		outs[i], touts[i] = j.unpack(j.aliases.Use(r))
 	}
 	return outs, touts
 }
