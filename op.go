@@ -1,6 +1,7 @@
 package peel
 
 import (
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,15 @@ type opConfig struct {
 	decomps  []decomposition
 	traits   DecompositionTraits
 	elemwise bool
+	// bad is the first invalid option argument, reported by DefineOp.
+	bad string
+}
+
+// refuse records that an option was given an invalid argument.
+func (c *opConfig) refuse(msg string) {
+	if c.bad == "" {
+		c.bad = msg
+	}
 }
 
 type opKernel struct {
@@ -88,9 +98,31 @@ type decomposition struct {
 // op on b's tensors runs k instead of a decomposition. The kernel must
 // compute what the composite computes, for every dtype the composite
 // accepts; its params argument is nil. See cpu.RegisterKernel for the
-// layout a CPU kernel receives.
+// layout a CPU kernel receives. DefineOp panics with *Error when b or k
+// is nil or b accepts no kernels.
 func WithKernel(b backend.Backend, k backend.Kernel) OpOption {
-	return func(c *opConfig) { c.kernels = append(c.kernels, opKernel{b, k}) }
+	return func(c *opConfig) {
+		switch {
+		case isNil(b):
+			c.refuse("WithKernel: nil backend")
+		case k == nil:
+			c.refuse("WithKernel: nil kernel for backend " + b.Name())
+		}
+		c.kernels = append(c.kernels, opKernel{b, k})
+	}
+}
+
+// isNil reports whether b is nil or holds a nil pointer.
+func isNil(b backend.Backend) bool {
+	if b == nil {
+		return true
+	}
+	v := reflect.ValueOf(b)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // WithShapeRule gives the op's result type as a function of its operands'
@@ -98,7 +130,12 @@ func WithKernel(b backend.Backend, k backend.Kernel) OpOption {
 // Without it the type is derived by staging the composite, once per
 // distinct operand types.
 func WithShapeRule(rule func(in []Aval) Aval) OpOption {
-	return func(c *opConfig) { c.shape = rule }
+	return func(c *opConfig) {
+		if rule == nil {
+			c.refuse("WithShapeRule: nil rule")
+		}
+		c.shape = rule
+	}
 }
 
 // WithJVP gives the op a forward-mode rule: the tangent of the result
@@ -109,7 +146,12 @@ func WithShapeRule(rule func(in []Aval) Aval) OpOption {
 // operations, so it can itself be differentiated. Without a JVP or a VJP
 // rule the derivative is derived from the composite.
 func WithJVP(rule func(primals []*Tensor, out *Tensor, tangents []*Tensor) *Tensor) OpOption {
-	return func(c *opConfig) { c.jvp = rule }
+	return func(c *opConfig) {
+		if rule == nil {
+			c.refuse("WithJVP: nil rule")
+		}
+		c.jvp = rule
+	}
 }
 
 // WithVJP gives the op a reverse-mode rule: one cotangent per operand
@@ -119,7 +161,12 @@ func WithJVP(rule func(primals []*Tensor, out *Tensor, tangents []*Tensor) *Tens
 // composite's derivative. The rule is written with peel operations, so
 // reverse mode can be nested.
 func WithVJP(rule func(primals []*Tensor, out, ct *Tensor) []*Tensor) OpOption {
-	return func(c *opConfig) { c.vjp = rule }
+	return func(c *opConfig) {
+		if rule == nil {
+			c.refuse("WithVJP: nil rule")
+		}
+		c.vjp = rule
+	}
 }
 
 // WithBatchRule gives the op a vmap rule: given the batch size, the
@@ -127,7 +174,12 @@ func WithVJP(rule func(primals []*Tensor, out, ct *Tensor) []*Tensor) OpOption {
 // NotMapped) it returns the batched result and its batch dimension.
 // Without it vmap decomposes the op.
 func WithBatchRule(rule func(size int, xs []*Tensor, dims []int) (out *Tensor, dim int)) OpOption {
-	return func(c *opConfig) { c.batch = rule }
+	return func(c *opConfig) {
+		if rule == nil {
+			c.refuse("WithBatchRule: nil rule")
+		}
+		c.batch = rule
+	}
 }
 
 // Elementwise declares that the op maps operands of one shape
@@ -144,7 +196,12 @@ func Elementwise() OpOption {
 // what the composite computes. traits say what it needs (Mutates) and
 // who should prefer it (Eager); see DecompositionTraits.
 func WithDecomposition(f func(xs ...*Tensor) *Tensor, traits DecompositionTraits) OpOption {
-	return func(c *opConfig) { c.decomps = append(c.decomps, decomposition{f, traits}) }
+	return func(c *opConfig) {
+		if f == nil {
+			c.refuse("WithDecomposition: nil decomposition")
+		}
+		c.decomps = append(c.decomps, decomposition{f, traits})
+	}
 }
 
 // CompositeTraits sets the traits of the composite itself: Mutates when
@@ -174,8 +231,10 @@ func CompositeTraits(t DecompositionTraits) OpOption {
 //
 // An error raised by a primitive while the op is decomposed (under any
 // transform, also in a backward pass) names the op ("while decomposing
-// mylib.gelu"). DefineOp panics with *Error if the name is taken or a
-// kernel cannot be registered.
+// mylib.gelu"). DefineOp panics with *Error if the name is empty or
+// taken, arity is negative, composite or an option is nil, an option was
+// given a nil function, backend or kernel, or a kernel cannot be
+// registered; the name stays free then.
 func DefineOp(name string, arity int, composite func(xs ...*Tensor) *Tensor, opts ...OpOption) *Op {
 	const op = "peel.DefineOp"
 	if name == "" || composite == nil || arity < 0 {
@@ -185,14 +244,20 @@ func DefineOp(name string, arity int, composite func(xs ...*Tensor) *Tensor, opt
 		errorf(op, "a primitive named %q is already defined", name)
 	}
 	c := &opConfig{}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			errorf(op, "%s: option %d is nil", name, i)
+		}
 		o(c)
+	}
+	if c.bad != "" {
+		errorf(op, "%s: %s", name, c.bad)
 	}
 	regs := make([]backend.KernelRegistry, len(c.kernels))
 	for i, k := range c.kernels {
 		reg, ok := k.b.(backend.KernelRegistry)
-		if !ok || k.k == nil {
-			errorf(op, "%s: backend %s does not accept kernels for new ops, or the kernel is nil", name, k.b.Name())
+		if !ok {
+			errorf(op, "%s: WithKernel: backend %s does not accept kernels for new ops", name, k.b.Name())
 		}
 		regs[i] = reg
 	}
