@@ -1,6 +1,8 @@
 package transforms
 
 import (
+	"reflect"
+
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -10,7 +12,7 @@ import (
 func flatFn[A, B any](op string, f func(A) B, inDef *treeDef, outDef **treeDef) func([]*T) []*T {
 	return func(leaves []*T) []*T {
 		a := inDef.unflatten(leaves).Interface().(A)
-		out, def := flatten(op, f(a))
+		out, def := flattenResult(op, f(a))
 		if outDef != nil {
 			*outDef = def
 		}
@@ -47,13 +49,19 @@ func fillZeros(cts []*T, like []interp.Aval) []*T {
 }
 
 // valueAndGrad is the core of Grad and its variants: the scalar output of
-// f at leaves and its gradient with respect to every leaf.
-func valueAndGrad(op string, f func([]*T) []*T, leaves []*T) (*T, []*T) {
+// f at leaves (the first result of f) and its gradient with respect to
+// every leaf. f's further results (GradAux's aux leaves) are not
+// differentiated: they come back as primal values, unwrapped from the
+// levels entered here.
+func valueAndGrad(op string, f func([]*T) []*T, leaves []*T) (value *T, grads, rest []*T) {
 	scalar := func(in []*T) []*T {
 		// Checked inside the level, so the error names it.
 		checkFloatLeaves(op, leaves)
 		outs := f(in)
 		o := outs[0]
+		if o == nil {
+			treeErrorf(op, "the function returned a nil tensor at result path (the root)")
+		}
 		if o.Rank() != 0 || !o.DType().IsFloat() {
 			treeErrorf(op, "the function must return a scalar float tensor, not %s; for other outputs use VJP or Jacrev", o.TypeString())
 		}
@@ -61,50 +69,90 @@ func valueAndGrad(op string, f func([]*T) []*T, leaves []*T) (*T, []*T) {
 	}
 	lin := linearizeFlat("grad", scalar, leaves)
 	out := lin.outs[0]
-	cts := lin.transpose([]*T{ones(out.Aval())})
-	return out, fillZeros(cts[:len(leaves)], lin.in)
+	cts := make([]*T, len(lin.outs)) // no cotangent for the aux leaves
+	cts[0] = ones(out.Aval())
+	cts = lin.transpose(cts)
+	return out, fillZeros(cts[:len(leaves)], lin.in), lin.outs[1:]
+}
+
+// valueAndGradAs is ValueAndGrad with errors naming op.
+func valueAndGradAs[A any](op string, f func(A) *peel.Tensor) func(A) (*peel.Tensor, A) {
+	return func(x A) (*peel.Tensor, A) {
+		leaves, def := flatten(op, x)
+		fl := func(in []*T) []*T { return []*T{f(build[A](def, in))} }
+		v, g, _ := valueAndGrad(op, fl, leaves)
+		return v, build[A](def, g)
+	}
 }
 
 // Grad returns a function computing the gradient of f, whose result must
 // be a scalar float tensor, with respect to its argument: a tree (a
-// tensor, or slices, arrays, string-keyed maps and structs of them) whose
-// tensors are all float. The gradient has the argument's structure.
+// tensor, or slices, arrays, string-keyed maps, pointers, interfaces and
+// structs of exported fields of them) whose tensors are all float. The
+// gradient has the argument's structure; the tree's static parts
+// (values that hold no tensor, unexported fields among them) are kept.
 //
-// The function Grad returns panics with *peel.Error when f's result is not
-// a scalar float tensor (use VJP or Jacrev), when a leaf of the argument
-// is not a float tensor, or when f misuses a tensor.
+// The function Grad returns panics with *peel.Error when f returns a nil
+// tensor or a result that is not a scalar float tensor (use VJP or
+// Jacrev), when the argument is not a valid tree (a nil leaf, a tensor in
+// an unexported field, a cycle; the error names the path), when a leaf
+// of the argument is not a float tensor, or when f misuses a tensor. The
+// other transforms taking trees panic the same way for invalid trees.
 func Grad[A any](f func(A) *peel.Tensor) func(A) A {
+	vg := valueAndGradAs("transforms.Grad", f)
 	return func(x A) A {
-		_, g := ValueAndGrad(f)(x)
+		_, g := vg(x)
 		return g
 	}
 }
 
 // ValueAndGrad is Grad that also returns f's value.
 func ValueAndGrad[A any](f func(A) *peel.Tensor) func(A) (*peel.Tensor, A) {
-	return func(x A) (*peel.Tensor, A) {
-		const op = "transforms.Grad"
-		leaves, def := flatten(op, x)
-		fl := func(in []*T) []*T { return []*T{f(build[A](def, in))} }
-		v, g := valueAndGrad(op, fl, leaves)
-		return v, build[A](def, g)
-	}
+	return valueAndGradAs("transforms.ValueAndGrad", f)
 }
 
 // GradAux is Grad for a function that also returns auxiliary data (JAX's
-// has_aux), which is returned as computed and not differentiated.
+// has_aux), which is not differentiated. aux is a tree, returned with
+// its static parts kept and each tensor leaf as its value (concrete when
+// GradAux is not itself inside a transform, never a tracer of GradAux's
+// own levels); nil tensor leaves and a nil aux are kept. It panics as
+// Grad does, and also when aux is not a valid tree.
 func GradAux[A, X any](f func(A) (*peel.Tensor, X)) func(A) (A, X) {
 	return func(x A) (A, X) {
 		const op = "transforms.GradAux"
 		leaves, def := flatten(op, x)
-		var aux X
+		var (
+			aux    X
+			auxDef *treeDef
+			auxIn  []*T // aux's leaves, nil ones included
+		)
 		fl := func(in []*T) []*T {
 			v, a := f(build[A](def, in))
 			aux = a
-			return []*T{v}
+			outs := []*T{v}
+			if reflect.ValueOf(a).IsValid() {
+				auxIn, auxDef = flattenAs(op, a, auxTree)
+				for _, l := range auxIn {
+					if l != nil {
+						outs = append(outs, l)
+					}
+				}
+			}
+			return outs
 		}
-		_, g := valueAndGrad(op, fl, leaves)
-		return build[A](def, g), aux
+		_, g, rest := valueAndGrad(op, fl, leaves)
+		if auxDef == nil {
+			return build[A](def, g), aux
+		}
+		auxOut := make([]*T, len(auxIn))
+		k := 0
+		for i, l := range auxIn {
+			if l != nil {
+				auxOut[i] = rest[k]
+				k++
+			}
+		}
+		return build[A](def, g), build[X](auxDef, auxOut)
 	}
 }
 
@@ -113,7 +161,8 @@ func GradAux[A, X any](f func(A) (*peel.Tensor, X)) func(A) (A, X) {
 // integer tensors such as labels.
 func Grad2[A, B any](f func(A, B) *peel.Tensor) func(A, B) A {
 	return func(x A, y B) A {
-		return Grad(func(x A) *peel.Tensor { return f(x, y) })(x)
+		_, g := valueAndGradAs("transforms.Grad2", func(x A) *peel.Tensor { return f(x, y) })(x)
+		return g
 	}
 }
 
@@ -207,6 +256,15 @@ func jacobianShape(out, in []int) []int {
 	return append(append([]int{}, out...), in...)
 }
 
+// nonNilResult returns y, the result of the user's function, panicking
+// with *Error naming op if it is nil.
+func nonNilResult(op string, y *T) *T {
+	if y == nil {
+		treeErrorf(op, "the function returned a nil tensor at result path (the root)")
+	}
+	return y
+}
+
 func checkJacobianTypes(op string, x, y *T) {
 	if !x.DType().IsFloat() {
 		treeErrorf(op, "the input must be a float tensor, not %s", x.TypeString())
@@ -224,10 +282,10 @@ func Jacrev(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Te
 	return func(x *peel.Tensor) *peel.Tensor {
 		const op = "transforms.Jacrev"
 		if x == nil {
-			treeErrorf(op, "nil tensor")
+			treeErrorf(op, "the argument is a nil tensor")
 		}
 		checkJacobianTypes(op, x, x)
-		lin := linearizeFlat("jacrev", func(in []*T) []*T { return []*T{f(in[0])} }, []*T{x})
+		lin := linearizeFlat("jacrev", func(in []*T) []*T { return []*T{nonNilResult(op, f(in[0]))} }, []*T{x})
 		y := lin.outs[0]
 		checkJacobianTypes(op, x, y)
 		shape := jacobianShape(y.Shape(), x.Shape())
@@ -249,10 +307,10 @@ func Jacfwd(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Te
 	return func(x *peel.Tensor) *peel.Tensor {
 		const op = "transforms.Jacfwd"
 		if x == nil {
-			treeErrorf(op, "nil tensor")
+			treeErrorf(op, "the argument is a nil tensor")
 		}
 		checkJacobianTypes(op, x, x)
-		lin := linearizeFlat("jacfwd", func(in []*T) []*T { return []*T{f(in[0])} }, []*T{x})
+		lin := linearizeFlat("jacfwd", func(in []*T) []*T { return []*T{nonNilResult(op, f(in[0]))} }, []*T{x})
 		y := lin.outs[0]
 		checkJacobianTypes(op, x, y)
 		shape := jacobianShape(y.Shape(), x.Shape())
@@ -267,13 +325,18 @@ func Jacfwd(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Te
 // Hessian returns a function computing the Hessian of a scalar function:
 // Jacfwd of Jacrev, of shape x.shape + x.shape.
 func Hessian(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Tensor) *peel.Tensor {
-	return Jacfwd(Jacrev(f, opts...), opts...)
+	h := Jacfwd(Jacrev(f, opts...), opts...)
+	return func(x *peel.Tensor) *peel.Tensor {
+		defer interp.Annotate("transforms.Hessian")
+		return h(x)
+	}
 }
 
 // HVP returns the Hessian-vector product of a scalar function f at x
 // along v, forward-over-reverse (one JVP of the gradient), without
 // forming the Hessian.
 func HVP(f func(*peel.Tensor) *peel.Tensor, x, v *peel.Tensor) *peel.Tensor {
+	defer interp.Annotate("transforms.HVP")
 	_, t := JVP(Grad(f), x, v)
 	return t
 }

@@ -34,9 +34,6 @@ var customJVPCall = func() *interp.Prim {
 			ts[i] = t
 		}
 		out, tout := cp.jvp(primals, ts)
-		if out == nil || tout == nil || !tout.Aval().Equal(out.Aval()) {
-			treeErrorf("transforms.CustomJVP", "the JVP rule must return the output and a tangent of the output's shape and dtype (got %s and %s)", out.TypeString(), tout.TypeString())
-		}
 		return []*T{out}, []*T{tout}
 	}
 	return p
@@ -47,8 +44,26 @@ var customJVPCall = func() *interp.Prim {
 // differentiating f's operations. jvp must be linear in tangents (reverse
 // mode transposes it) and written with peel operations, so it can itself
 // be differentiated for higher orders. Outside autodiff the result is f.
+//
+// CustomJVP panics with *peel.Error when f or jvp is nil; the function it
+// returns panics with *peel.Error when f returns a nil tensor or jvp a
+// nil output or tangent, or a tangent of another shape or dtype than the
+// output.
 func CustomJVP(f func(xs []*peel.Tensor) *peel.Tensor, jvp func(primals, tangents []*peel.Tensor) (out, tangentOut *peel.Tensor)) func(xs ...*peel.Tensor) *peel.Tensor {
-	params := customJVPParams{f: f, jvp: jvp}
+	const op = "transforms.CustomJVP"
+	if f == nil || jvp == nil {
+		treeErrorf(op, "f and jvp must not be nil (f nil: %v, jvp nil: %v)", f == nil, jvp == nil)
+	}
+	params := customJVPParams{
+		f: checkedF(op, f),
+		jvp: func(primals, tangents []*T) (*T, *T) {
+			out, tout := jvp(primals, tangents)
+			if out == nil || tout == nil || !tout.Aval().Equal(out.Aval()) {
+				treeErrorf(op, "the JVP rule must return the output and a tangent of the output's shape and dtype (got %s and %s)", out.TypeString(), tout.TypeString())
+			}
+			return out, tout
+		},
+	}
 	return func(xs ...*peel.Tensor) *peel.Tensor {
 		defer interp.Annotate("transforms.CustomJVP")
 		return interp.Bind1(customJVPCall, params, xs...)
@@ -138,11 +153,47 @@ var customVJPCall = func() *interp.Prim {
 // differentiating through it (second order) uses the rule's own
 // operations. Forward mode of a CustomVJP function panics with
 // *peel.Error; outside autodiff the result is f.
+//
+// CustomVJP panics with *peel.Error when f, fwd or bwd is nil; the
+// function it returns panics with *peel.Error when f returns a nil
+// tensor, fwd a nil output or a nil residual, or bwd the wrong number of
+// cotangents or one of the wrong shape or dtype.
 func CustomVJP(f func(xs []*peel.Tensor) *peel.Tensor, fwd func(xs []*peel.Tensor) (out *peel.Tensor, residuals []*peel.Tensor), bwd func(residuals []*peel.Tensor, ct *peel.Tensor) []*peel.Tensor) func(xs ...*peel.Tensor) *peel.Tensor {
-	params := customVJPParams{f: f, fwd: fwd, bwd: bwd}
+	const op = "transforms.CustomVJP"
+	if f == nil || fwd == nil || bwd == nil {
+		treeErrorf(op, "f, fwd and bwd must not be nil (f nil: %v, fwd nil: %v, bwd nil: %v)", f == nil, fwd == nil, bwd == nil)
+	}
+	params := customVJPParams{
+		f: checkedF(op, f),
+		fwd: func(xs []*T) (*T, []*T) {
+			out, res := fwd(xs)
+			if out == nil {
+				treeErrorf(op, "fwd returned a nil output")
+			}
+			for i, r := range res {
+				if r == nil {
+					treeErrorf(op, "fwd returned residual %d as a nil tensor (of %d residuals)", i, len(res))
+				}
+			}
+			return out, res
+		},
+		bwd: bwd,
+	}
 	return func(xs ...*peel.Tensor) *peel.Tensor {
 		defer interp.Annotate("transforms.CustomVJP")
 		return interp.Bind1(customVJPCall, params, xs...)
+	}
+}
+
+// checkedF wraps the user's f of a custom rule so that a nil result is
+// *Error naming op.
+func checkedF(op string, f func([]*T) *T) func([]*T) *T {
+	return func(xs []*T) *T {
+		out := f(xs)
+		if out == nil {
+			treeErrorf(op, "f returned a nil tensor")
+		}
+		return out
 	}
 }
 
@@ -213,6 +264,10 @@ func init() {
 				bdims := make([]int, len(res)+1) // residuals and ct batched at 0
 				bwd := vmapped(size, bdims, func(xs []*T) []*T {
 					cts := cp.bwd(xs[:len(xs)-1], xs[len(xs)-1])
+					if len(cts) != len(vals) {
+						treeErrorf("transforms.CustomVJP", "bwd returned %d cotangents for %d inputs", len(cts), len(vals))
+					}
+					cts = append([]*T(nil), cts...) // the user's slice is theirs
 					for i, c := range cts {
 						if c == nil {
 							cts[i] = zeros(laneAval(vals[i], dims[i]))

@@ -17,8 +17,14 @@
 // keep nested perturbations apart.
 //
 // Transforms take and return trees: a *peel.Tensor, or slices, arrays,
-// string-keyed maps, pointers and structs (exported fields) of them;
-// other values in a tree are static and kept as they are.
+// string-keyed maps, pointers, interfaces and structs (exported fields)
+// of them; other values in a tree (numbers, strings, values whose type
+// cannot hold a tensor, unexported fields that hold no tensor) are
+// static and kept as they are. A tensor anywhere under an unexported
+// field is an error (a *peel.Error naming the field's path), as is a nil
+// tensor leaf in an argument or result and a cycle (a pointer, slice or
+// map inside itself); a node reached twice is two subtrees, as in JAX.
+// GradAux's aux is a tree too, returned with the values of its leaves.
 //
 // In-place operations on differentiated tensors, through views too, give
 // the gradient of their out-of-place forms: the autodiff interpreters

@@ -4,16 +4,32 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"sync"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/interp"
 )
 
 // Trees. Transforms take and return trees: any Go value built of
-// *peel.Tensor leaves, slices, arrays, string-keyed maps, pointers to
-// structs and structs of exported fields. Other values (numbers, strings,
-// unexported fields) are static: they are kept as they are and never
-// differentiated or mapped.
+// *peel.Tensor leaves, slices, arrays, string-keyed maps, pointers,
+// interfaces and structs of exported fields. Leaves are ordered by slice
+// and array index, sorted map key and field order.
+//
+// Other values are static: they are kept as they are, shared with the
+// argument, and never differentiated or mapped. They are the values whose
+// type cannot hold a tensor (numbers, strings, []float64, configs), the
+// unexported fields that hold no tensor, and functions and channels.
+//
+// A tensor in an unexported field, directly or anywhere below it, is an
+// error: transforms cannot read or rebuild unexported fields (JAX
+// refuses unregistered leaves the same way), so the tensor would silently
+// be a constant and come back as its own derivative.
+//
+// A tree must be finite: a pointer, slice or map reached again inside
+// itself (a cycle) is an error unless its type cannot hold a tensor. A
+// node reached twice by different paths (a DAG) is two subtrees, as in
+// JAX, which has no sharing: each occurrence has its own leaves and is
+// rebuilt as its own copy.
 
 var tensorType = reflect.TypeOf((*peel.Tensor)(nil))
 
@@ -25,16 +41,44 @@ type treeDef struct {
 	desc   string
 }
 
-// flatten returns the tensor leaves of v in a fixed order (slice and
-// array order, sorted map keys, struct field order) and its structure.
-// It panics with *Error naming op for a nil leaf or an unsupported type.
+// treeRole says what a tree is to the transform, for its error messages.
+type treeRole uint8
+
+const (
+	// argTree is an argument (or tangent, cotangent) given to a transform.
+	argTree treeRole = iota
+	// resultTree is what the user's function returned.
+	resultTree
+	// auxTree is GradAux's auxiliary data: nil tensor leaves are kept.
+	auxTree
+)
+
+// flatten returns the tensor leaves of v, an argument of op's transform,
+// in a fixed order (slice and array order, sorted map keys, struct field
+// order) and its structure. It panics with *Error naming op for a nil
+// tree or leaf, a tensor in an unexported field, a cycle, or an
+// unsupported map.
 func flatten(op string, v any) ([]*peel.Tensor, *treeDef) {
+	return flattenAs(op, v, argTree)
+}
+
+// flattenResult is flatten for the result of the user's function: a nil
+// tree or leaf is reported as the function returning nil.
+func flattenResult(op string, v any) ([]*peel.Tensor, *treeDef) {
+	return flattenAs(op, v, resultTree)
+}
+
+func flattenAs(op string, v any, role treeRole) ([]*peel.Tensor, *treeDef) {
 	rv := reflect.ValueOf(v)
 	if !rv.IsValid() {
+		if role == resultTree {
+			treeErrorf(op, "the function returned nil, not a tree of tensors")
+		}
 		treeErrorf(op, "the tree is nil")
 	}
 	var leaves []*peel.Tensor
-	walk(op, rv, "", func(t *peel.Tensor) { leaves = append(leaves, t) })
+	w := walker{op: op, role: role, leaf: func(_ string, t *peel.Tensor) { leaves = append(leaves, t) }}
+	w.walk(rv, "")
 	return leaves, &treeDef{typ: rv.Type(), proto: rv, leaves: len(leaves), desc: describe(rv.Type())}
 }
 
@@ -44,38 +88,252 @@ func treeErrorf(op, format string, args ...any) {
 	panic(e)
 }
 
-func walk(op string, v reflect.Value, path string, leaf func(*peel.Tensor)) {
-	if v.Type() == tensorType {
+// walk calls leaf with every tensor leaf of v (the subtree at path) in
+// tree order, with the rules and errors of flatten.
+func walk(op string, v reflect.Value, path string, leaf func(path string, t *peel.Tensor)) {
+	w := walker{op: op, leaf: leaf}
+	w.walk(v, path)
+}
+
+// walker walks a tree's exported part. stack holds the pointers, slices
+// and maps on the path from the root to the current node, so a node met
+// again below itself is reported as a cycle (a node met again elsewhere,
+// in a DAG, is walked again).
+type walker struct {
+	op    string
+	role  treeRole
+	leaf  func(path string, t *peel.Tensor)
+	stack []pathNode
+}
+
+type pathNode struct {
+	ref  nodeRef
+	path string
+}
+
+// nodeRef identifies a pointer, map or slice node: a slice is the same
+// node only with the same start and length.
+type nodeRef struct {
+	typ reflect.Type
+	ptr uintptr
+	n   int
+}
+
+func (w *walker) walk(v reflect.Value, path string) {
+	t := v.Type()
+	if t == tensorType {
 		if v.IsNil() {
-			treeErrorf(op, "tree leaf %s is a nil tensor", pathOr(path))
+			switch w.role {
+			case resultTree:
+				treeErrorf(w.op, "the function returned a nil tensor at result path %s", pathOr(path))
+			case argTree:
+				treeErrorf(w.op, "tree leaf %s is a nil tensor", pathOr(path))
+			}
+			w.leaf(path, nil)
+			return
 		}
-		leaf(v.Interface().(*peel.Tensor))
+		w.leaf(path, v.Interface().(*peel.Tensor))
 		return
+	}
+	if t == tensorType.Elem() {
+		treeErrorf(w.op, "tree node %s is a peel.Tensor value: trees hold *peel.Tensor", pathOr(path))
+	}
+	if !mayHoldTensor(t) {
+		return // static
 	}
 	switch v.Kind() {
 	case reflect.Slice, reflect.Array:
+		tracked := v.Kind() == reflect.Slice && v.Len() > 0
+		if tracked {
+			w.push(nodeRef{t, v.Pointer(), v.Len()}, path)
+		}
 		for i := 0; i < v.Len(); i++ {
-			walk(op, v.Index(i), fmt.Sprintf("%s[%d]", path, i), leaf)
+			w.walk(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		if tracked {
+			w.pop()
 		}
 	case reflect.Map:
-		if v.Type().Key().Kind() != reflect.String {
-			treeErrorf(op, "tree node %s is a map with %v keys; only string keys are supported", pathOr(path), v.Type().Key())
+		if t.Key().Kind() != reflect.String {
+			treeErrorf(w.op, "tree node %s is a map with %v keys; only string keys are supported", pathOr(path), t.Key())
 		}
+		if v.IsNil() {
+			return
+		}
+		w.push(nodeRef{t, v.Pointer(), 0}, path)
 		for _, k := range sortedKeys(v) {
-			walk(op, v.MapIndex(k), fmt.Sprintf("%s[%q]", path, k.String()), leaf)
+			w.walk(v.MapIndex(k), fmt.Sprintf("%s[%q]", path, k.String()))
 		}
+		w.pop()
 	case reflect.Struct:
-		t := v.Type()
 		for i := 0; i < t.NumField(); i++ {
-			if t.Field(i).IsExported() {
-				walk(op, v.Field(i), path+"."+t.Field(i).Name, leaf)
+			f := t.Field(i)
+			fp := path + "." + f.Name
+			if f.IsExported() {
+				w.walk(v.Field(i), fp)
+				continue
+			}
+			if at, ok := hiddenTensor(v.Field(i), fp); ok {
+				where := "holds a tensor"
+				if at != fp {
+					where = "holds a tensor at " + at
+				}
+				treeErrorf(w.op, "unexported field %s of %v %s, which transforms cannot read or rebuild (it would be a constant, returned as its own derivative): export the field, or pass the tensor outside the struct", fp, t, where)
 			}
 		}
-	case reflect.Pointer, reflect.Interface:
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		w.push(nodeRef{t, v.Pointer(), 0}, path)
+		w.walk(v.Elem(), path)
+		w.pop()
+	case reflect.Interface:
 		if !v.IsNil() {
-			walk(op, v.Elem(), path, leaf)
+			w.walk(v.Elem(), path)
 		}
 	}
+}
+
+// push puts node (at path) on the walker's stack, panicking with *Error
+// if it is already there (a cycle). A panic abandons the walker, so pop
+// need not be deferred.
+func (w *walker) push(node nodeRef, path string) {
+	for _, n := range w.stack {
+		if n.ref == node {
+			treeErrorf(w.op, "tree node %s is %s again, a %v inside itself (a cycle): trees must be finite", pathOr(path), pathOr(n.path), node.typ)
+		}
+	}
+	w.stack = append(w.stack, pathNode{node, path})
+}
+
+func (w *walker) pop() { w.stack = w.stack[:len(w.stack)-1] }
+
+// hiddenTensor reports whether a non-nil tensor is reachable from v, the
+// value of an unexported field at path (including through further
+// unexported fields, map keys and interfaces), and the path of the first
+// one. Values are visited once, so cycles and sharing are harmless.
+func hiddenTensor(v reflect.Value, path string) (string, bool) {
+	var seen map[nodeRef]bool
+	var find func(v reflect.Value, path string) (string, bool)
+	visit := func(n nodeRef) bool {
+		if seen[n] {
+			return false
+		}
+		if seen == nil {
+			seen = map[nodeRef]bool{}
+		}
+		seen[n] = true
+		return true
+	}
+	find = func(v reflect.Value, path string) (string, bool) {
+		t := v.Type()
+		if t == tensorType {
+			return path, !v.IsNil()
+		}
+		if t == tensorType.Elem() || !mayHoldTensor(t) {
+			return path, t == tensorType.Elem()
+		}
+		switch v.Kind() {
+		case reflect.Slice, reflect.Array:
+			if v.Kind() == reflect.Slice && (v.Len() == 0 || !visit(nodeRef{t, v.Pointer(), v.Len()})) {
+				return "", false
+			}
+			for i := 0; i < v.Len(); i++ {
+				if p, ok := find(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); ok {
+					return p, true
+				}
+			}
+		case reflect.Map:
+			if v.IsNil() || !visit(nodeRef{t, v.Pointer(), 0}) {
+				return "", false
+			}
+			it := v.MapRange()
+			for it.Next() {
+				kp := fmt.Sprintf("%s[%v]", path, it.Key())
+				if it.Key().Kind() == reflect.String {
+					kp = fmt.Sprintf("%s[%q]", path, it.Key().String())
+				}
+				if p, ok := find(it.Key(), kp+" (a key)"); ok {
+					return p, true
+				}
+				if p, ok := find(it.Value(), kp); ok {
+					return p, true
+				}
+			}
+		case reflect.Struct:
+			for i := 0; i < t.NumField(); i++ {
+				if p, ok := find(v.Field(i), path+"."+t.Field(i).Name); ok {
+					return p, true
+				}
+			}
+		case reflect.Pointer:
+			if v.IsNil() || !visit(nodeRef{t, v.Pointer(), 0}) {
+				return "", false
+			}
+			return find(v.Elem(), path)
+		case reflect.Interface:
+			if !v.IsNil() {
+				return find(v.Elem(), path)
+			}
+		}
+		return "", false
+	}
+	return find(v, path)
+}
+
+// holders caches mayHoldTensor by type.
+var holders sync.Map // reflect.Type → bool
+
+// mayHoldTensor reports whether a value of type t can reach a
+// *peel.Tensor: t is the tensor type, an interface, or is built of such
+// types (through pointers, slices, arrays, maps and struct fields,
+// exported or not). Values of other types are static.
+func mayHoldTensor(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String,
+		reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return false
+	case reflect.Interface:
+		return true
+	}
+	if t == tensorType {
+		return true
+	}
+	if v, ok := holders.Load(t); ok {
+		return v.(bool)
+	}
+	// Reachability in the type graph; a type met again adds nothing (a
+	// true anywhere returns at once).
+	seen := map[reflect.Type]bool{}
+	var reach func(t reflect.Type) bool
+	reach = func(t reflect.Type) bool {
+		if t == tensorType || t.Kind() == reflect.Interface {
+			return true
+		}
+		if seen[t] {
+			return false
+		}
+		seen[t] = true
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			return reach(t.Elem())
+		case reflect.Map:
+			return reach(t.Key()) || reach(t.Elem())
+		case reflect.Struct:
+			for i := 0; i < t.NumField(); i++ {
+				if reach(t.Field(i).Type) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	r := reach(t)
+	holders.Store(t, r)
+	return r
 }
 
 func pathOr(p string) string {
@@ -105,6 +363,9 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 		*i++
 		return reflect.ValueOf(l)
 	}
+	if !mayHoldTensor(t) {
+		return v // static, shared
+	}
 	switch v.Kind() {
 	case reflect.Slice:
 		if v.IsNil() {
@@ -132,7 +393,7 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 		return out
 	case reflect.Struct:
 		out := reflect.New(t).Elem()
-		out.Set(v) // static fields, including unexported ones
+		out.Set(v) // static fields, including unexported ones (which hold no tensor)
 		for k := 0; k < t.NumField(); k++ {
 			if t.Field(k).IsExported() {
 				out.Field(k).Set(rebuild(v.Field(k), leaves, i))
@@ -159,8 +420,9 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 
 func describe(t reflect.Type) string { return t.String() }
 
-// sameStructure panics with *Error naming op when two trees differ in
-// structure (type, lengths, map keys).
+// sameStructure panics with *Error naming op when two trees, both
+// flattened already, differ in structure (type, lengths, map keys) in
+// their parts that can hold tensors.
 func sameStructure(op string, a, b any) {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	if msg := structDiff(va, vb, ""); msg != "" {
@@ -178,7 +440,7 @@ func structDiff(a, b reflect.Value, path string) string {
 	if a.Type() != b.Type() {
 		return fmt.Sprintf("%s has type %v in one tree and %v in the other", pathOr(path), a.Type(), b.Type())
 	}
-	if a.Type() == tensorType {
+	if a.Type() == tensorType || !mayHoldTensor(a.Type()) {
 		return ""
 	}
 	switch a.Kind() {

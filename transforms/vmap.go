@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sort"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/interp"
 )
 
-// unmapped is the resolved axis of a leaf that is not mapped (distinct
-// from every axis, negative ones included).
+// unmapped is the resolved axis of a leaf that is not mapped. It is
+// distinct from every axis the user can give: resolveAxes rejects ints
+// out of a leaf's range, math.MinInt included.
 const unmapped = math.MinInt
 
 // NoAxis marks, in InAxes or OutAxes, a value that is not mapped (JAX's
@@ -31,15 +33,19 @@ type vmapConfig struct {
 }
 
 // InAxes sets which dimension of each argument leaf is mapped: an int
-// (negative counts from the end) or NoAxis for every leaf, or a tree
-// prefix of the argument — []any for slices and arrays, map[string]any
-// for maps and for structs (by field name) — whose nodes are ints,
-// NoAxis, nil (not mapped) or further prefixes. The default is 0.
+// (in [-r, r) for a leaf of rank r; negative counts from the end) or
+// NoAxis for every leaf, or a tree prefix of the argument — []any for
+// slices and arrays, map[string]any for maps and for structs (by
+// exported field name) — whose nodes are ints, NoAxis, nil (not mapped)
+// or further prefixes. A prefix must match the tree exactly: one entry
+// per element, key or exported field. The default is 0.
 func InAxes(axes any) VmapOption { return func(c *vmapConfig) { c.inAxes = axes } }
 
 // OutAxes sets where the batch dimension goes in each result leaf, with
-// InAxes's forms; the default is 0. Results that do not depend on a
-// mapped input are broadcast to the batch size there.
+// InAxes's forms; an int is in [-r-1, r] for a result leaf of rank r per
+// lane (negative counts from the end of the batched result). The default
+// is 0. Results that do not depend on a mapped input are broadcast to
+// the batch size there.
 func OutAxes(axes any) VmapOption { return func(c *vmapConfig) { c.outAxes = axes } }
 
 // AxisSize sets the batch size; it is required when no argument is
@@ -68,11 +74,16 @@ func vmapOptions(opts []VmapOption) *vmapConfig {
 // with every other transform.
 //
 // The returned function panics with *peel.Error (naming vmap and its
-// level) when mapped arguments have different sizes, an axis is out of
-// range or given for a subtree with no tensor, no argument is mapped and
-// AxisSize is not set, ChunkSize is not positive, f reads a batched
-// value's data (data-dependent Go control flow), or f writes a batched
-// value in place into a tensor that is not batched (use Functionalize).
+// level) when the argument or f's result is not a valid tree (see
+// Grad) or holds a nil tensor, an InAxes or OutAxes spec does not match
+// the tree (a prefix for a tensor, a slice spec of another length, a map
+// spec with a missing or extra key or field; the error names the path),
+// an axis is out of range for its leaf or given for a subtree with no
+// tensor, mapped arguments have different sizes, no argument is mapped
+// and AxisSize is not set, AxisSize is negative, ChunkSize is not
+// positive, f reads a batched value's data (data-dependent Go control
+// flow), or f writes a batched value in place into a tensor that is not
+// batched (use Functionalize).
 func Vmap[A, B any](f func(A) B, opts ...VmapOption) func(A) B {
 	cfg := vmapOptions(opts)
 	return func(x A) B {
@@ -114,6 +125,9 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes 
 		} else if size != -2 {
 			size = n
 		}
+	}
+	if cfg.axisSize < 0 {
+		treeErrorf(op, "AxisSize must be positive, not %d", cfg.axisSize)
 	}
 	switch {
 	case size == -2:
@@ -181,6 +195,9 @@ func vmapRun(size int, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func
 	oax := outAxes(outs)
 	res := make([]*T, len(outs))
 	for i, o := range outs {
+		if o == nil {
+			treeErrorf("transforms.Vmap", "the function returned a nil tensor at result leaf %d", i)
+		}
 		a := oax[i]
 		if a == unmapped {
 			if tr := o.Tracer(); tr != nil && tr.Level() == b.Level() {
@@ -202,7 +219,11 @@ func vmapRun(size int, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func
 }
 
 // resolveAxes gives each tensor leaf of v its axis from spec (see
-// InAxes); nil spec means 0 for all.
+// InAxes); nil spec means 0 for all. which is "in" (v is the argument:
+// an axis of a leaf of rank r is in [-r, r)) or "out" (v is f's result
+// per lane: the batch dimension goes at an axis in [-r-1, r]). It panics
+// with *Error naming op and the path when the spec does not match the
+// tree or an axis is out of range.
 func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 	if spec == nil {
 		spec = 0
@@ -213,33 +234,60 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 		switch s := spec.(type) {
 		case int:
 			n := 0
-			walk(op, v, path, func(*peel.Tensor) { n++; out = append(out, s) })
+			walk(op, v, path, func(lp string, t *peel.Tensor) {
+				n++
+				checkAxis(op, which, s, lp, t)
+				out = append(out, s)
+			})
 			if n == 0 {
 				treeErrorf(op, "%s axis %d is given for %s, which holds no tensor", which, s, pathOr(path))
 			}
 			return
 		case noAxis, nil:
-			walk(op, v, path, func(*peel.Tensor) { out = append(out, unmapped) })
+			walk(op, v, path, func(string, *peel.Tensor) { out = append(out, unmapped) })
 			return
+		}
+		switch spec.(type) {
+		case []any, map[string]any:
+		default:
+			treeErrorf(op, "%s axes: unsupported spec %T at %s (use an int, NoAxis, nil, []any or map[string]any)", which, spec, pathOr(path))
+		}
+		kind := "[]any"
+		if _, ok := spec.(map[string]any); ok {
+			kind = "map[string]any"
+		}
+		if v.Type() == tensorType {
+			treeErrorf(op, "%s axes: %s is a tensor, which a %s spec does not match: give a tensor an int or NoAxis", which, pathOr(path), kind)
 		}
 		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 			if v.IsNil() {
-				treeErrorf(op, "%s axes: %s is nil", which, pathOr(path))
+				treeErrorf(op, "%s axes: %s is nil, which a %s spec does not match", which, pathOr(path), kind)
 			}
 			v = v.Elem()
+			if v.Type() == tensorType {
+				treeErrorf(op, "%s axes: %s is a tensor, which a %s spec does not match: give a tensor an int or NoAxis", which, pathOr(path), kind)
+			}
 		}
 		switch s := spec.(type) {
 		case []any:
-			if (v.Kind() != reflect.Slice && v.Kind() != reflect.Array) || v.Len() != len(s) {
-				treeErrorf(op, "%s axes: %s is a %v, which a []any of length %d does not match", which, pathOr(path), v.Type(), len(s))
+			if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
+				treeErrorf(op, "%s axes: %s is a %v, which a []any spec does not match", which, pathOr(path), v.Type())
+			}
+			if v.Len() != len(s) {
+				treeErrorf(op, "%s axes: %s is a %v of length %d, which a []any of length %d does not match", which, pathOr(path), v.Type(), v.Len(), len(s))
 			}
 			for i := range s {
 				walkSpec(s[i], v.Index(i), fmt.Sprintf("%s[%d]", path, i))
 			}
 		case map[string]any:
+			have := map[string]bool{}
 			switch v.Kind() {
 			case reflect.Map:
+				if v.Type().Key().Kind() != reflect.String {
+					treeErrorf(op, "%s axes: %s is a map with %v keys, which a map[string]any spec does not match", which, pathOr(path), v.Type().Key())
+				}
 				for _, k := range sortedKeys(v) {
+					have[k.String()] = true
 					sub, ok := s[k.String()]
 					if !ok {
 						treeErrorf(op, "%s axes: no entry for key %q of %s", which, k.String(), pathOr(path))
@@ -252,6 +300,7 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 					if !t.Field(i).IsExported() {
 						continue
 					}
+					have[t.Field(i).Name] = true
 					sub, ok := s[t.Field(i).Name]
 					if !ok {
 						treeErrorf(op, "%s axes: no entry for field %s of %s", which, t.Field(i).Name, pathOr(path))
@@ -259,14 +308,41 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 					walkSpec(sub, v.Field(i), path+"."+t.Field(i).Name)
 				}
 			default:
-				treeErrorf(op, "%s axes: %s is a %v, which a map[string]any does not match", which, pathOr(path), v.Type())
+				treeErrorf(op, "%s axes: %s is a %v, which a map[string]any spec does not match", which, pathOr(path), v.Type())
 			}
-		default:
-			treeErrorf(op, "%s axes: unsupported spec %T at %s (use an int, NoAxis, nil, []any or map[string]any)", which, spec, pathOr(path))
+			if len(have) != len(s) {
+				var extra []string
+				for k := range s {
+					if !have[k] {
+						extra = append(extra, k)
+					}
+				}
+				sort.Strings(extra)
+				what := "key"
+				if v.Kind() == reflect.Struct {
+					what = "exported field"
+				}
+				treeErrorf(op, "%s axes: the spec has an entry %q, but %s (a %v) has no such %s", which, extra[0], pathOr(path), v.Type(), what)
+			}
 		}
 	}
 	walkSpec(spec, v, "")
 	return out
+}
+
+// checkAxis panics with *Error naming op when axis is out of range for
+// the leaf t at path (see resolveAxes).
+func checkAxis(op, which string, axis int, path string, t *peel.Tensor) {
+	r := t.Rank()
+	if which == "out" {
+		if axis < -r-1 || axis > r {
+			treeErrorf(op, "out axis %d is out of range for result leaf %s of rank %d: with the batch dimension the result has rank %d, so the axis must be in [%d, %d]", axis, pathOr(path), r, r+1, -r-1, r)
+		}
+		return
+	}
+	if axis < -r || axis >= r {
+		treeErrorf(op, "in axis %d is out of range for argument leaf %s of rank %d (shape %v): the axis must be in [%d, %d)", axis, pathOr(path), r, t.Shape(), -r, r)
+	}
 }
 
 // jacobianVmap maps fn over the rows of basis (an identity of size n
