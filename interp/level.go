@@ -69,3 +69,34 @@ func AdoptsWrites(t *Tensor) bool {
 	_, ok := l.interp.(WriteAdopter)
 	return ok && l.Alive()
 }
+
+// placeholderLevel is the level of every placeholder: it never ends, and
+// its interpreter refuses every primitive, so a placeholder can never
+// reach a kernel.
+var placeholderLevel = NewLevel("placeholder", placeholderInterp{})
+
+type placeholderInterp struct{}
+
+func (placeholderInterp) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tensor {
+	var ops []string
+	for _, a := range args {
+		ops = append(ops, a.TypeString())
+	}
+	panic(&Error{Prim: p.Name, Msg: "an operand is a placeholder, which has a shape and dtype but no value (a transpose rule used the value of its linear operand)", Operands: ops})
+}
+
+type placeholderTracer struct{}
+
+func (placeholderTracer) Level() *Level { return placeholderLevel }
+
+// Placeholder returns a tensor known only by its shape and dtype, which
+// stands for an operand whose value does not exist (a linear operand
+// handed to a transpose rule). It is not concrete; binding a primitive
+// on it panics with *Error, and so does reading its value.
+func Placeholder(a Aval) *Tensor { return NewTracer(a, placeholderTracer{}) }
+
+// IsPlaceholder reports whether t was made by Placeholder.
+func (t *Tensor) IsPlaceholder() bool {
+	_, ok := t.tr.(placeholderTracer)
+	return ok
+}

@@ -133,7 +133,7 @@ type storage struct {
 // block is one buffer and the number of storages using it.
 type block struct {
 	buf  backend.Buffer
-	refs atomic.Int32
+	refs atomic.Int64
 }
 
 // newStorage returns a storage holding buf (a fresh buffer no other
@@ -219,8 +219,12 @@ func NewConcrete(be backend.Backend, arr backend.Array) *Tensor {
 }
 
 // NewTracer returns a tensor whose content is tracer tr with the given
-// logical abstract value.
+// logical abstract value. It panics with *Error if tr is nil (a tensor
+// known only by its type is a Placeholder).
 func NewTracer(a Aval, tr Tracer) *Tensor {
+	if tr == nil {
+		panic(&Error{Ops: []string{"interp.NewTracer"}, Msg: "nil tracer payload (use interp.Placeholder for a tensor known only by its shape and dtype)", Operands: []string{a.String()}})
+	}
 	return &Tensor{shape: shapeOf(a.Shape), dtype: a.DType, tr: tr}
 }
 

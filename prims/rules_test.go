@@ -667,7 +667,7 @@ func (r *linRecorder) transpose(l *interp.Level, out int, ct *T) []*T {
 		for i, a := range eq.args {
 			args[i] = a
 			if eq.linear[i] {
-				args[i] = interp.NewTracer(a.Aval(), nil)
+				args[i] = interp.Placeholder(a.Aval())
 			}
 		}
 		for i, g := range eq.p.Transpose(eq.params, outCts, args, eq.linear) {
@@ -966,7 +966,7 @@ func TestTransposeRulesFloat32(t *testing.T) {
 			for i, a := range c.args {
 				args[i] = toF32(a)
 				if c.linear[i] {
-					args[i] = interp.NewTracer(args[i].Aval(), nil)
+					args[i] = interp.Placeholder(args[i].Aval())
 				}
 			}
 			params := c.params
@@ -987,7 +987,7 @@ func TestTransposeRulesFloat32(t *testing.T) {
 		})
 	}
 	// convert f32 → f64 transposes to an f32 cotangent.
-	ph := interp.NewTracer(interp.Aval{Shape: []int{2}, DType: interp.Float32}, nil)
+	ph := interp.Placeholder(interp.Aval{Shape: []int{2}, DType: interp.Float32})
 	g := prims.ConvertElementType.Transpose(prims.ConvertParams{DType: interp.Float64}, []*T{f64([]float64{1, 2}, 2)}, []*T{ph}, []bool{true})
 	if g[0] == nil || g[0].DType() != interp.Float32 {
 		t.Errorf("convert f32→f64 transpose: %v, want f32[2]", g[0].TypeString())
@@ -995,7 +995,7 @@ func TestTransposeRulesFloat32(t *testing.T) {
 }
 
 func TestTransposeRejectsNonlinear(t *testing.T) {
-	ph := interp.NewTracer(interp.Aval{Shape: []int{2}, DType: interp.Float64}, nil)
+	ph := interp.Placeholder(interp.Aval{Shape: []int{2}, DType: interp.Float64})
 	ct := f64([]float64{1, 2}, 2)
 	for _, c := range []struct {
 		p      *interp.Prim

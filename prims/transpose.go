@@ -17,8 +17,8 @@ import (
 //     constant (LinearIn(p, i) for each; mul and dot_general are linear in
 //     one operand at a time). A rule panics with *interp.Error otherwise.
 //   - For a linear operand, args[i] is a placeholder that carries the
-//     operand's abstract value: a tensor made with
-//     interp.NewTracer(aval, nil). Rules read only its Shape and DType (some
+//     operand's abstract value (interp.Placeholder: binding it panics
+//     with *interp.Error). Rules read only its Shape and DType (some
 //     transposes need the operand's shape: reduce_sum, broadcast_in_dim,
 //     slice, pad, gather, dynamic_slice) and never Bind it. For a constant
 //     operand args[i] is the real value, a concrete tensor or a tracer of a

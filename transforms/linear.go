@@ -174,4 +174,4 @@ func transposeGraph(g *interp.Graph, cts []*T) []*T {
 
 // placeholder stands for a linear operand in a transpose rule: its shape
 // and dtype only (see prims/transpose.go).
-func placeholder(v *interp.Var) *T { return interp.NewTracer(v.Aval, nil) }
+func placeholder(v *interp.Var) *T { return interp.Placeholder(v.Aval) }
