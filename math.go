@@ -117,30 +117,84 @@ func Div(x, y any) *Tensor {
 	return floatBinary("peel.Div", prims.Div, x, y)
 }
 
-// FloorDiv returns floor(x / y) elementwise. For integers it is Python's
-// floor division (rounding toward negative infinity); integer division by
-// zero is left to the backend. It panics as Add does.
+// FloorDiv returns floor(x / y) elementwise, the integer quotient that
+// goes with Mod: x == FloorDiv(x, y)*y + Mod(x, y) (up to rounding for
+// floats). For floats it is numpy's floor_divide, derived from the exact
+// remainder fmod(x, y) rather than from the rounded quotient:
+// FloorDiv(1, 0.1) is 9, because 0.1 is slightly more than a tenth
+// (floor(1/0.1) would give 10, as 1/0.1 rounds to 10). A zero quotient
+// has the sign of x/y; division by zero gives x/y (±Inf, or NaN for
+// 0/0), and an infinite or NaN x gives NaN. For integers it is Python's
+// floor division (rounding toward negative infinity); integer division
+// by zero is left to the backend. It panics as Add does.
 func FloorDiv(x, y any) *Tensor {
 	const op = "peel.FloorDiv"
 	defer interp.Annotate(op)
 	a, b := numericOperands(op, x, y)
 	if a.DType().IsFloat() {
-		return un(prims.Floor, bin(prims.Div, a, b))
+		return floorDivFloat(a, b)
 	}
 	q := bin(prims.Div, a, b)
 	_, fix := floorFix(a, b)
-	return interp.Bind1(prims.Select, nil, fix, bin(prims.Sub, q, fill(1, q)), q)
+	return sel(fix, bin(prims.Sub, q, fill(1, q)), q)
 }
 
-// floorFix returns the truncated remainder r of a / b and where truncated
-// division differs from floor division: r is nonzero and its sign differs
-// from b's.
+// sel applies select: a where cond is true, b elsewhere.
+func sel(cond, a, b *Tensor) *Tensor { return interp.Bind1(prims.Select, nil, cond, a, b) }
+
+// floorFix returns the truncated remainder r of integers a / b and where
+// truncated division differs from floor division: r is nonzero and its
+// sign differs from b's.
 func floorFix(a, b *Tensor) (r, fix *Tensor) {
 	r = bin(prims.Rem, a, b)
 	zero := fill(0, r)
 	nonzero := bin(prims.Ne, r, zero)
 	signs := bin(prims.Ne, bin(prims.Lt, r, zero), bin(prims.Lt, b, zero))
 	return r, bin(prims.And, nonzero, signs)
+}
+
+// floatRem returns, for floats, the remainder r = fmod(a, b) (exact,
+// with a's sign), sign(b), and where floor division differs from
+// truncated division: r·sign(b) < 0, that is r is nonzero and of the
+// other sign than b (the product with ±1 is exact, so a tiny r cannot
+// underflow to a zero of either sign; a NaN r or b gives false).
+func floatRem(a, b *Tensor) (r, sb, fix *Tensor) {
+	r = bin(prims.Rem, a, b)
+	sb = un(prims.Sign, b)
+	fix = bin(prims.Lt, bin(prims.Mul, r, sb), fill(0, r))
+	return r, sb, fix
+}
+
+// floorDivFloat is FloorDiv for floats, after numpy's divmod: a − r is an
+// integer multiple of b, so div = (a − r)/b is an integer up to rounding;
+// it moves down by one where r's sign is not b's (floored, not
+// truncated, division) and is then snapped to the nearest integer
+// (floor, plus one above a half). Where div is zero, and where b is
+// zero, the result is floor(a/b): there a/b is ±0 or positive below 1
+// (so its floor is the zero with a/b's sign), or ±Inf or NaN. Every
+// branch goes through floor, so the derivative is zero.
+func floorDivFloat(a, b *Tensor) *Tensor {
+	r, _, fix := floatRem(a, b)
+	div := bin(prims.Div, bin(prims.Sub, a, r), b)
+	div = sel(fix, bin(prims.Sub, div, fill(1, div)), div)
+	fl := un(prims.Floor, div)
+	up := bin(prims.Gt, bin(prims.Sub, div, fl), fill(0.5, div))
+	fl = sel(up, bin(prims.Add, fl, fill(1, fl)), fl)
+	edge := bin(prims.Or, bin(prims.Eq, div, fill(0, div)), bin(prims.Eq, b, fill(0, b)))
+	return sel(edge, un(prims.Floor, bin(prims.Div, a, b)), fl)
+}
+
+// modFloat is Mod for floats, numpy's remainder: r = fmod(a, b), plus b
+// where r's sign is not b's; a zero remainder has b's sign, and division
+// by zero gives fmod's NaN. The zero is |r|·sign(b), from which the +0
+// stop_gradient(r) − r is subtracted: that leaves the value and restores
+// r's tangent, so the derivative with respect to a is 1 at a multiple of
+// b too, as everywhere else.
+func modFloat(a, b *Tensor) *Tensor {
+	r, sb, fix := floatRem(a, b)
+	zero := bin(prims.Sub, bin(prims.Mul, un(prims.Abs, r), sb), bin(prims.Sub, un(prims.StopGradient, r), r))
+	same := sel(bin(prims.Eq, r, fill(0, r)), zero, r)
+	return sel(fix, bin(prims.Add, r, b), same)
 }
 
 // Rem returns the remainder of x / y elementwise with the sign of x (C's
@@ -152,14 +206,18 @@ func Rem(x, y any) *Tensor {
 }
 
 // Mod returns the remainder of x / y elementwise with the sign of y
-// (Python's and numpy's %), so that x == FloorDiv(x, y)*y + Mod(x, y). It
-// panics as Add does.
+// (Python's and numpy's %), so that x == FloorDiv(x, y)*y + Mod(x, y).
+// For floats a zero remainder has y's sign too, and division by zero
+// gives NaN. It panics as Add does.
 func Mod(x, y any) *Tensor {
 	const op = "peel.Mod"
 	defer interp.Annotate(op)
 	a, b := numericOperands(op, x, y)
+	if a.DType().IsFloat() {
+		return modFloat(a, b)
+	}
 	r, fix := floorFix(a, b)
-	return interp.Bind1(prims.Select, nil, fix, bin(prims.Add, r, b), r)
+	return sel(fix, bin(prims.Add, r, b), r)
 }
 
 // Pow returns x raised to the power y elementwise; it panics as Add does.
@@ -516,28 +574,58 @@ func ReLU(x *Tensor) *Tensor {
 	return interp.Bind1(prims.Select, nil, bin(prims.Le, x, zero), zero, x)
 }
 
+// geluLimit is where GELU and GELUTanh have reached their asymptotes in
+// float32 and float64 alike: Φ(10) = 1 − 7.6e-24 and
+// tanh(√(2/π)·(10 + 0.044715·10³)) = tanh(43.6) both round to 1, so
+// beyond ±10 the functions are x and −0 (the true values below −10,
+// about −1e-22 and less, are lost to cancellation in ½ + ½·erf as well).
+const geluLimit = 10
+
+// geluClamp limits x to [−geluLimit, geluLimit] with select, so that
+// beyond the limits the argument of the gate is a constant with a zero
+// tangent. The gate's derivative is then not multiplied by a huge x (a
+// reverse-mode cotangent x·ct that overflows times a derivative of 0
+// was NaN), and x³ never overflows. (Maximum and Minimum would not do:
+// their derivative weights multiply an infinite cotangent by zero.)
+func geluClamp(x *Tensor) *Tensor {
+	hi, lo := fill(geluLimit, x), fill(-geluLimit, x)
+	c := sel(bin(prims.Gt, x, hi), hi, x)
+	return sel(bin(prims.Lt, c, lo), lo, c)
+}
+
+// gated returns x·(½ + ½·g): the gate ½ + ½·g is in [0, 1] for g in
+// [−1, 1], so the product never overflows (½·x·(1 + g) did, for x above
+// MaxFloat/2).
+func gated(x, g *Tensor) *Tensor {
+	half := fill(0.5, x)
+	return bin(prims.Mul, x, bin(prims.Add, bin(prims.Mul, g, half), half))
+}
+
 // GELU returns the Gaussian error linear unit in its exact form,
-// 0.5·x·(1 + erf(x/√2)), elementwise (integer and bool tensors give f64).
-// It panics with *Error if x is nil.
+// x·Φ(x) = x·(½ + ½·erf(x/√2)), elementwise (integer and bool tensors
+// give f64). It is finite for every finite x, with GELU(x) = x above 10
+// and −0 below −10, and so are its derivatives. It panics with *Error if
+// x is nil.
 func GELU(x *Tensor) *Tensor {
 	defer interp.Annotate("peel.GELU")
 	checkTensor("peel.GELU", x)
 	x = toFloat(x)
-	e := un(prims.Erf, bin(prims.Mul, x, fill(1/math.Sqrt2, x)))
-	return bin(prims.Mul, bin(prims.Mul, x, bin(prims.Add, e, fill(1, x))), fill(0.5, x))
+	xc := geluClamp(x)
+	return gated(x, un(prims.Erf, bin(prims.Mul, xc, fill(1/math.Sqrt2, x))))
 }
 
 // GELUTanh returns the tanh approximation of GELU,
-// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), elementwise. It panics as
-// GELU does.
+// x·(½ + ½·tanh(√(2/π)·(x + 0.044715·x³))), elementwise. It is finite
+// for every finite x, as GELU is, and panics as GELU does.
 func GELUTanh(x *Tensor) *Tensor {
 	defer interp.Annotate("peel.GELUTanh")
 	checkTensor("peel.GELUTanh", x)
 	x = toFloat(x)
-	x3 := bin(prims.Mul, bin(prims.Mul, x, x), x)
-	inner := bin(prims.Add, x, bin(prims.Mul, x3, fill(0.044715, x)))
-	t := un(prims.Tanh, bin(prims.Mul, inner, fill(math.Sqrt(2/math.Pi), x)))
-	return bin(prims.Mul, bin(prims.Mul, x, bin(prims.Add, t, fill(1, x))), fill(0.5, x))
+	xc := geluClamp(x)
+	// √(2/π)·xc·(1 + 0.044715·xc²)
+	p := bin(prims.Add, bin(prims.Mul, bin(prims.Mul, xc, xc), fill(0.044715, x)), fill(1, x))
+	inner := bin(prims.Mul, bin(prims.Mul, xc, p), fill(math.Sqrt(2/math.Pi), x))
+	return gated(x, un(prims.Tanh, inner))
 }
 
 // softplus computes log(1 + e**x) for a float tensor as

@@ -13,15 +13,28 @@ import (
 )
 
 // Run checks backend b against the reference implementations: one subtest
-// per registered primitive (named after it), plus the subtests "Backend"
-// (Alloc, FromHost, ToHost and Copy called directly) and "Concurrent". It
-// reports an error for every registered primitive that has no conformance
-// case, and for every pure primitive b has no kernel for.
+// per registered primitive that needs a kernel (named after it), plus the
+// subtests "Backend" (Alloc, FromHost, ToHost and Copy called directly)
+// and "Concurrent". It reports an error for every such primitive that has
+// no conformance case, and for every pure one b has no kernel for.
+//
+// Which primitives need a kernel is a property of the primitive (see
+// needsKernel), so composites and linear-only primitives, such as those
+// package transforms and peel.DefineOp register, need no case. A
+// composite for which b has a fused kernel (a peel.DefineOp op defined
+// WithKernel) gets a subtest that checks the kernel against the
+// composite's own decomposition.
 func Run(t *testing.T, b backend.Backend) {
 	t.Helper()
 	cases := registry()
 	t.Run("Backend", func(t *testing.T) { runSuite(t, b, "Backend", backendCases) })
 	for _, p := range interp.Prims() {
+		if !needsKernel(p) {
+			if fusedKernel(p, b) {
+				t.Run(p.Name, func(t *testing.T) { runSuite(t, b, p.Name, runFused(p)) })
+			}
+			continue
+		}
 		fn, ok := cases[p]
 		if !ok {
 			t.Errorf("no conformance case for primitive %s (a %v primitive): add one to package backendtest", p.Name, p.Kind)
@@ -36,6 +49,24 @@ func Run(t *testing.T, b backend.Backend) {
 		})
 	}
 	t.Run("Concurrent", func(t *testing.T) { runSuite(t, b, "Concurrent", concurrentCase) })
+}
+
+// needsKernel reports whether evaluating p needs a backend to run it
+// (with a kernel of its own, a view, or the kernel of its out-of-place
+// form), so that every backend must have it and the suite a case for it.
+// A composite (Impl set) is evaluated as its decomposition, whose
+// primitives are checked on their own, so it needs no kernel: a backend
+// may still have a fused kernel for one marked Whole (see fusedKernel).
+// A primitive with NoEval is never evaluated, only transformed (a linear
+// map that only has a transpose rule).
+func needsKernel(p *interp.Prim) bool {
+	return p.Impl == nil && p.NoEval == ""
+}
+
+// fusedKernel reports whether b has a fused kernel for composite p: eval
+// then runs the kernel instead of the decomposition.
+func fusedKernel(p *interp.Prim, b backend.Backend) bool {
+	return p.Impl != nil && p.Whole && b.Has(p.Op)
 }
 
 // kernelOf returns the primitive whose kernel p needs: p itself when it

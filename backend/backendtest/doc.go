@@ -6,9 +6,17 @@
 // checks a backend against plain-Go reference implementations of every
 // registered primitive, in the spirit of gonum's testblas.
 //
-// Run has one subtest per primitive, named after it, and fails when a
-// registered primitive (pure, view or mutation) has no case here, so a new
-// primitive cannot land without one. For each primitive it sweeps
+// Run has one subtest per primitive that needs a kernel, named after it,
+// and fails when such a registered primitive (pure, view or mutation) has
+// no case here, so a new primitive cannot land without one. Whether a
+// primitive needs a kernel is a property of the primitive, not a list of
+// names: a composite (Prim.Impl set, such as transforms' composite_lin
+// and custom-derivative calls, and peel.DefineOp ops) is evaluated as its
+// decomposition, and a primitive with Prim.NoEval (custom_vjp_lin) is
+// never evaluated, so neither needs one. A composite marked Whole for
+// which the backend has a fused kernel is checked against its own
+// decomposition instead, on every operand type its shape rule accepts
+// among a few arities, dtypes and shapes. For each primitive it sweeps
 //
 //   - every dtype the primitive's shape rule accepts (found by asking the
 //     rule, so a widened dtype class is covered at once);
@@ -18,8 +26,8 @@
 //   - operand layouts: contiguous, a transpose view, a stride-2 slice view
 //     with an offset, a broadcast scalar, a broadcast along one dimension,
 //     and a raw array with negative strides;
-//   - edge values: ±0, ±Inf, NaN, huge and tiny floats, ties for rounding,
-//     extreme integers, out-of-range indices;
+//   - edge values: ±0, ±Inf, NaN, huge, tiny and subnormal floats, ties
+//     for rounding, extreme integers, out-of-range indices;
 //   - error behaviour: operands a rule rejects must panic with
 //     *interp.Error, never with a runtime error.
 //
@@ -33,7 +41,10 @@
 // float32 arithmetic by 2 ulps; transcendental functions by 4e-6 relative
 // for float32 (1e-12 for float64) plus two ulps of the argument times the
 // function's condition number |x·f′(x)|, which gives the absolute floor
-// near zeros of the function. Sums and products allow the usual
+// near zeros of the function. The references of log and pow bring
+// subnormal arguments into the normal range first (math.Frexp, scaling
+// by 2^54), since math.Log on amd64 reads their exponent as if they were
+// normal (golang/go#56600) and math.Pow uses it. Sums and products allow the usual
 // (n+1)·u·Σ|terms| of a reordered accumulation. NaN equals NaN, and an
 // infinite result must match exactly.
 //

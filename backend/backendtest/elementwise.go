@@ -40,7 +40,7 @@ var unaryOps = []unaryOp{
 	{prim: prims.Ceil, f: math.Ceil, vals: roundValues},
 	{prim: prims.Round, f: math.Round, vals: roundValues},
 	{prim: prims.Exp, kind: transcOp, f: math.Exp, cond: func(x, y float64) float64 { return x * y }, vals: expValues},
-	{prim: prims.Log, kind: transcOp, f: math.Log, cond: func(x, y float64) float64 { return 1 }, vals: logValues},
+	{prim: prims.Log, kind: transcOp, f: refLog, cond: func(x, y float64) float64 { return 1 }, vals: logValues},
 	{prim: prims.Log1p, kind: transcOp, f: math.Log1p, cond: func(x, y float64) float64 { return x / (1 + x) }, vals: log1pValues},
 	{prim: prims.Expm1, kind: transcOp, f: math.Expm1, cond: func(x, y float64) float64 { return x * (y + 1) }, vals: expm1Values},
 	{prim: prims.Sqrt, kind: transcOp, f: math.Sqrt, cond: func(x, y float64) float64 { return y / 2 }, vals: sqrtValues},
@@ -64,10 +64,12 @@ var (
 		return []float64{0, negZero, inf, -inf, nan, tiny(dt), -tiny(dt), 1, -1, 88, -87, 89, -100, -104, 700, 709, 710, -745, 1e30, -1e30}
 	}}
 	logValues = values{lo: 0, hi: 50, special: func(dt backend.DType) []float64 {
-		return []float64{0, negZero, -1, -inf, inf, nan, tiny(dt), large(dt), 1, 1 + 0x1p-23, 1 - 0x1p-24, 2, 0.5}
+		return []float64{0, negZero, -1, -inf, inf, nan, tiny(dt), large(dt), 1, 1 + 0x1p-23, 1 - 0x1p-24, 2, 0.5,
+			denormal(dt), smallestDenormal(dt), -denormal(dt)}
 	}}
 	log1pValues = values{lo: -0.99, hi: 10, special: func(dt backend.DType) []float64 {
-		return []float64{-1, -2, 0, negZero, tiny(dt), -tiny(dt), inf, -inf, nan, large(dt), 1e-8, -1e-8, -0.5}
+		return []float64{-1, -2, 0, negZero, tiny(dt), -tiny(dt), inf, -inf, nan, large(dt), 1e-8, -1e-8, -0.5,
+			denormal(dt), -denormal(dt)}
 	}}
 	expm1Values = values{lo: -5, hi: 5, special: func(dt backend.DType) []float64 {
 		return []float64{0, negZero, tiny(dt), -tiny(dt), 1e-8, -1e-8, inf, -inf, nan, 88, 100, -100, large(dt), -large(dt)}
@@ -205,7 +207,7 @@ var binaryOps = []binaryOp{
 	{prim: prims.Mul, kind: arithOp, f: func(x, y float64) float64 { return x * y }, i: func(x, y int64) int64 { return x * y }, vals: defaultValues},
 	{prim: prims.Div, kind: arithOp, f: func(x, y float64) float64 { return x / y }, i: divI, vals: divValues},
 	{prim: prims.Rem, kind: arithOp, f: math.Mod, i: remI, vals: divValues},
-	{prim: prims.Pow, kind: transcOp, f: math.Pow, cond: powCond, i: powI, vals: powBaseValues, yvals: &powExpValues},
+	{prim: prims.Pow, kind: transcOp, f: refPow, cond: powCond, i: powI, vals: powBaseValues, yvals: &powExpValues},
 	{prim: prims.Max, f: maxF, i: func(x, y int64) int64 { return max(x, y) }, b: func(x, y bool) bool { return x || y }, vals: defaultValues},
 	{prim: prims.Min, f: minF, i: func(x, y int64) int64 { return min(x, y) }, b: func(x, y bool) bool { return x && y }, vals: defaultValues},
 	{prim: prims.Atan2, kind: transcOp, f: math.Atan2, cond: atan2Cond, vals: atan2Values},
@@ -224,7 +226,8 @@ var (
 	divValues = values{lo: -10, hi: 10, special: floatEdges, ilo: -20, ihi: 20,
 		ispecial: []int64{0, 0, 1, -1, 7, -7, math.MaxInt64, math.MinInt64}}
 	powBaseValues = values{lo: 0, hi: 4, special: func(dt backend.DType) []float64 {
-		return []float64{0, negZero, 1, -1, -2, -0.5, 2, inf, -inf, nan, tiny(dt), large(dt)}
+		return []float64{0, negZero, 1, -1, -2, -0.5, 2, inf, -inf, nan, tiny(dt), large(dt),
+			denormal(dt), smallestDenormal(dt), -denormal(dt)}
 	}, ilo: -6, ihi: 6, ispecial: []int64{0, 1, -1, 2, -2, 3}}
 	powExpValues = values{lo: -3, hi: 3, special: func(dt backend.DType) []float64 {
 		return []float64{0, negZero, 1, 2, 3, -1, -2, -3, 0.5, -0.5, inf, -inf, nan}
@@ -238,7 +241,7 @@ var (
 )
 
 func powCond(x, y, z float64) float64 {
-	return math.Abs(y*z) + math.Abs(y*math.Log(math.Abs(x))*z)
+	return math.Abs(y*z) + math.Abs(y*refLog(math.Abs(x))*z)
 }
 
 func atan2Cond(y, x, _ float64) float64 {

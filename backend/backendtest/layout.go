@@ -236,6 +236,14 @@ func denormal(dt backend.DType) float64 {
 	return 5e-324
 }
 
+// smallestDenormal returns the smallest positive value of dt.
+func smallestDenormal(dt backend.DType) float64 {
+	if dt == backend.Float32 {
+		return math.SmallestNonzeroFloat32
+	}
+	return math.SmallestNonzeroFloat64
+}
+
 // floatEdges are the edge values of float dtype dt.
 func floatEdges(dt backend.DType) []float64 {
 	return []float64{0, negZero, 1, -1, 0.5, -2.5, inf, -inf, nan,

@@ -598,6 +598,31 @@ func absI(x int64) int64 {
 
 func logistic(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
+// refLog is ln x. math.Log on amd64 (an assembly routine) reads a
+// subnormal's exponent field as if the number were normal and returns
+// the logarithm of another number (golang/go#56600: log(5e-324) gives
+// -709.09, not -744.44), so subnormal x is taken apart as f·2^e with
+// math.Frexp, which normalizes it, and ln x = ln f + e·ln 2.
+func refLog(x float64) float64 {
+	if x < 0x1p-1022 && x > 0 {
+		f, e := math.Frexp(x)
+		return math.Log(f) + float64(e)*math.Ln2
+	}
+	return math.Log(x)
+}
+
+// refPow is x^y. math.Pow takes the logarithm of x for y's fractional
+// part and inherits refLog's problem, so for a subnormal x ≠ 0 it is
+// computed as (x·2^54)^y·2^(-54y), a normal base's power times a power
+// of two (each factor is less extreme than the result, so neither
+// overflows or underflows unless the result does).
+func refPow(x, y float64) float64 {
+	if ax := math.Abs(x); ax < 0x1p-1022 && ax > 0 && y != math.Trunc(y) && !math.IsNaN(y) {
+		return math.Pow(x*0x1p54, y) * math.Exp2(-54*y)
+	}
+	return math.Pow(x, y)
+}
+
 // divI truncates toward zero; division by zero gives 0.
 func divI(x, y int64) int64 {
 	if y == 0 {

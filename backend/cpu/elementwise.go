@@ -183,11 +183,44 @@ func expLoop64(d, a []float64) {
 	}
 }
 
+// logLoop64 sets d[i] = ln a[i]: math.Log, except for subnormal inputs.
+// On amd64 math.Log is an assembly routine that splits its argument into
+// exponent and mantissa as if it were normal (golang/go#56600), which
+// for a subnormal gives the logarithm of another number (log(5e-324) =
+// -709.09, not -744.44); the pure Go version on other architectures is
+// right. One comparison, false for every normal, zero, negative and NaN
+// input, sends subnormals to logSubnormal64, so the common path is
+// unchanged.
 func logLoop64(d, a []float64) {
 	a = a[:len(d)]
 	for i, x := range a {
+		if x < minNormal64 && x > 0 {
+			d[i] = logSubnormal64(x)
+			continue
+		}
 		d[i] = math.Log(x)
 	}
+}
+
+const (
+	// minNormal64 is the smallest positive normal float64, 2^-1022.
+	minNormal64 = 0x1p-1022
+	// ln2Hi + ln2Lo is ln 2 to about 2^-85 relative; ln2Hi has 32
+	// significant bits, so k·ln2Hi is exact for every float64 exponent k.
+	ln2Hi = 0x1.62e42feep-1
+	ln2Lo = math.Ln2 - ln2Hi
+)
+
+// logSubnormal64 returns ln x for a positive subnormal x, to about half
+// an ulp: x = f·2^k with f in [½, 1) (math.Frexp normalizes
+// subnormals), so ln x = k·ln2Hi + (ln f + k·ln2Lo), where k·ln2Hi is
+// exact, ln f is a normal argument's logarithm with an error far below
+// the result's ulp (|ln f| < 0.7, the result's magnitude is above 708),
+// and the sum rounds once.
+func logSubnormal64(x float64) float64 {
+	f, k := math.Frexp(x)
+	kf := float64(k)
+	return kf*ln2Hi + (math.Log(f) + kf*ln2Lo)
 }
 
 func log1pLoop[T elemFloat](d, a []T) {
@@ -640,26 +673,53 @@ func remISV(d []int64, s int64, b []int64) {
 	}
 }
 
+// fmod returns math.Mod(x, y), the exact remainder of x/y truncated
+// toward zero, with x's sign. math.Mod takes one step per bit of the
+// quotient (each a Frexp and an Ldexp); when the quotient is below 2^52
+// in magnitude, y is finite and math.FMA is a hardware instruction,
+// fmod instead computes x − q·y with one FMA, q = trunc(x/y). The exact
+// remainder is representable, so the FMA returns it exactly. x/y is
+// correctly rounded and the integers near it are representable, so it
+// can only have rounded up to the next integer in magnitude, never down
+// past one: then q is one too large, x − q·y has the other sign than x
+// (and is not zero: x and q·y are multiples of the smallest subnormal),
+// and the FMA is redone with q moved back by one. A zero remainder gets
+// x's sign, as fmod's.
+func fmod(x, y float64) float64 {
+	t := x / y
+	if !(fmaFast && math.Abs(t) < 0x1p52 && math.Abs(y) <= math.MaxFloat64) {
+		return math.Mod(x, y) // NaN, ±Inf, y = 0, huge quotients, no FMA
+	}
+	q := math.Trunc(t)
+	r := math.FMA(-q, y, x)
+	if r != 0 && math.Signbit(r) != math.Signbit(x) {
+		q -= math.Copysign(1, q)
+		r = math.FMA(-q, y, x)
+	}
+	return math.Copysign(r, x)
+}
+
+// The float remainder loops: fmod is exact, so the float64 result of
+// float32 operands is already a float32 value.
+
 func remVV[T elemFloat](d, a, b []T) {
 	a, b = a[:len(d)], b[:len(d)]
 	for i := range d {
-		// fmod is exact, so the float64 result of float32 operands is
-		// already a float32 value.
-		d[i] = T(math.Mod(float64(a[i]), float64(b[i])))
+		d[i] = T(fmod(float64(a[i]), float64(b[i])))
 	}
 }
 
 func remVS[T elemFloat](d, a []T, s T) {
 	a = a[:len(d)]
 	for i, x := range a {
-		d[i] = T(math.Mod(float64(x), float64(s)))
+		d[i] = T(fmod(float64(x), float64(s)))
 	}
 }
 
 func remSV[T elemFloat](d []T, s T, b []T) {
 	b = b[:len(d)]
 	for i, x := range b {
-		d[i] = T(math.Mod(float64(s), float64(x)))
+		d[i] = T(fmod(float64(s), float64(x)))
 	}
 }
 
@@ -709,10 +769,50 @@ func powISV(d []int64, s int64, b []int64) {
 	}
 }
 
+// pow64 is math.Pow(x, y), with subnormal x sent to powSubnormal by one
+// comparison (never true for float32 operands, which are normal in
+// float64): for y's fractional part math.Pow takes the logarithm of x,
+// which on amd64 is wrong for subnormals (see logLoop64), so that
+// pow(5e-324, 0.25) gave 1.03e-77 instead of 1.49e-81.
+func pow64(x, y float64) float64 {
+	if ax := math.Abs(x); ax < minNormal64 && ax != 0 {
+		return powSubnormal(x, y)
+	}
+	return math.Pow(x, y)
+}
+
+// powSubnormal returns x^y for a subnormal x. Integer, infinite and NaN
+// exponents, and negative bases (whose fractional powers are NaN), are
+// math.Pow's cases without a logarithm. Otherwise x = f·2^k with f in
+// [½, 1) and x^y = 2^(y·k + y·log2 f): y·k = p + e exactly (e, the
+// product's rounding error, from an FMA), p = n + g with n = round(p),
+// so x^y = 2^(g + e + y·log2 f)·2^n, where |y·log2 f| ≤ |y| and log2 f
+// = ln f/ln 2 has an absolute error near 2^-53, far below the ulp of
+// the exponent p that a plain exp(y·ln x) would lose. The power of two
+// is applied last, so a subnormal result rounds once more. Beyond
+// |p| = 2200 (|y| > 2) the result is 0 or +Inf.
+func powSubnormal(x, y float64) float64 {
+	if x < 0 || y == math.Trunc(y) || math.IsNaN(y) {
+		return math.Pow(x, y)
+	}
+	f, k := math.Frexp(x)
+	kf := float64(k)
+	p := kf * y
+	switch {
+	case p > 2200:
+		return math.Inf(1)
+	case p < -2200:
+		return 0
+	}
+	e := math.FMA(kf, y, -p)
+	n := math.Round(p)
+	return math.Ldexp(math.Exp2((p-n)+(e+y*(math.Log(f)*(1/math.Ln2)))), int(n))
+}
+
 func powVV[T elemFloat](d, a, b []T) {
 	a, b = a[:len(d)], b[:len(d)]
 	for i := range d {
-		d[i] = T(math.Pow(float64(a[i]), float64(b[i])))
+		d[i] = T(pow64(float64(a[i]), float64(b[i])))
 	}
 }
 
@@ -725,14 +825,14 @@ func powVS[T elemFloat](d, a []T, s T) {
 		return
 	}
 	for i, x := range a {
-		d[i] = T(math.Pow(float64(x), float64(s)))
+		d[i] = T(pow64(float64(x), float64(s)))
 	}
 }
 
 func powSV[T elemFloat](d []T, s T, b []T) {
 	b = b[:len(d)]
 	for i, x := range b {
-		d[i] = T(math.Pow(float64(s), float64(x)))
+		d[i] = T(pow64(float64(s), float64(x)))
 	}
 }
 
