@@ -35,6 +35,20 @@ type Graph struct {
 	ConstVals []*Tensor
 	Eqns      []*Eqn
 	Out       []*Var
+	// released is set by ReleaseConstants.
+	released bool
+}
+
+// ReleaseConstants gives up the graph's hold on its constants' memory
+// (see Tensor.Snapshot), so that a later in-place write into a tensor it
+// captured copies nothing. Transforms call it on graphs they built and
+// no longer need (the linear graph of a gradient, once transposed).
+// Afterwards the graph must not be used: Eval panics with *Error.
+func (g *Graph) ReleaseConstants() {
+	g.released = true
+	for _, c := range g.ConstVals {
+		c.release()
+	}
 }
 
 // Eval runs the graph on args by binding each equation's primitive in
@@ -42,6 +56,9 @@ type Graph struct {
 // transforms it. It panics with *Error if the arguments' shapes or dtypes
 // differ from the graph's inputs.
 func (g *Graph) Eval(args ...*Tensor) []*Tensor {
+	if g.released {
+		panic(&Error{Ops: []string{"Graph.Eval"}, Msg: "the graph's constants were released (ReleaseConstants)"})
+	}
 	if len(args) != len(g.In) {
 		panic(&Error{Ops: []string{"Graph.Eval"}, Msg: "graph takes " + strconv.Itoa(len(g.In)) + " inputs, got " + strconv.Itoa(len(args))})
 	}

@@ -165,6 +165,15 @@ func (s *storage) unshare(be backend.Backend, dt DType) {
 	b.refs.Add(-1)
 }
 
+// release gives up a snapshot's use of its block, so the block's other
+// users write without copying. The box must not be used afterwards.
+func (t *Tensor) release() {
+	if t.tr == nil && t.st != nil && t.st.cur != nil {
+		t.st.cur.refs.Add(-1)
+		t.st.cur = nil
+	}
+}
+
 // concreteTensor returns a concrete tensor with layout arr in a new
 // storage holding arr.Buf.
 func concreteTensor(be backend.Backend, arr backend.Array) *Tensor {

@@ -68,6 +68,7 @@ func valueAndGrad(op string, f func([]*T) []*T, leaves []*T) (value *T, grads, r
 		return outs
 	}
 	lin := linearizeFlat("grad", scalar, leaves)
+	defer lin.release()
 	out := lin.outs[0]
 	cts := make([]*T, len(lin.outs)) // no cotangent for the aux leaves
 	cts[0] = ones(out.Aval())
@@ -286,6 +287,7 @@ func Jacrev(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Te
 		}
 		checkJacobianTypes(op, x, x)
 		lin := linearizeFlat("jacrev", func(in []*T) []*T { return []*T{nonNilResult(op, f(in[0]))} }, []*T{x})
+		defer lin.release()
 		y := lin.outs[0]
 		checkJacobianTypes(op, x, y)
 		shape := jacobianShape(y.Shape(), x.Shape())
@@ -311,6 +313,7 @@ func Jacfwd(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Te
 		}
 		checkJacobianTypes(op, x, x)
 		lin := linearizeFlat("jacfwd", func(in []*T) []*T { return []*T{nonNilResult(op, f(in[0]))} }, []*T{x})
+		defer lin.release()
 		y := lin.outs[0]
 		checkJacobianTypes(op, x, y)
 		shape := jacobianShape(y.Shape(), x.Shape())

@@ -124,6 +124,7 @@ var compositeLin = func() *interp.Prim {
 func (c compositeParams) vjp(primals, cts []*T) []*T {
 	c.primals = primals
 	lin := linearizeFlat("vjp", c.restricted(), c.diffPrimals())
+	defer lin.release()
 	cfull := make([]*T, len(lin.outs))
 	for k, i := range c.fout {
 		cfull[i] = cts[k]

@@ -51,6 +51,12 @@ func linearizeFlat(name string, f func([]*T) []*T, primals []*T) *linearized {
 	return lin
 }
 
+// release gives up the linear graph's hold on the memory of the values
+// it saved (interp.Graph.ReleaseConstants): called when the graph is no
+// longer needed, so a later in-place write into a captured tensor (an
+// optimizer step) copies nothing.
+func (l *linearized) release() { l.g.ReleaseConstants() }
+
 // apply evaluates the tangent map (forward).
 func (l *linearized) apply(tangents []*T) []*T {
 	return l.g.Eval(tangents...)
