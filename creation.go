@@ -64,16 +64,64 @@ func constantOn(be backend.Backend, v float64, d DType) *Tensor {
 	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(hostFill(v, d, 1)), Shape: []int{}})
 }
 
-// checkShape panics with *Error naming op if shape has a negative
-// dimension, and returns a copy of it (rank 0 for an empty shape).
-func checkShape(op string, shape []int) []int {
-	for _, d := range shape {
-		if d < 0 {
-			errorf(op, "negative dimension in shape %v", shape)
+// shapeSize returns the number of elements of shape, panicking with
+// *Error naming op when a dimension is negative or the shape is too large
+// (see backend.CheckedSize).
+func shapeSize(op string, shape []int) int {
+	n, err := backend.CheckedSize(shape)
+	if err != nil {
+		errorf(op, "%v", err)
+	}
+	return n
+}
+
+// allocShape checks a new buffer of dtype dt and the given shape before
+// anything is allocated: it panics with *Error naming op when a dimension
+// is negative, the shape is too large, or the buffer exceeds the
+// allocation limit (see SetMaxAllocBytes). It returns a copy of shape
+// (rank 0 for an empty shape) and its number of elements.
+func allocShape(op string, dt DType, shape []int) ([]int, int) {
+	n, err := backend.AllocSize(dt, shape)
+	if err != nil {
+		errorf(op, "%v", err)
+	}
+	return append([]int{}, shape...), n
+}
+
+// checkResult checks the shape of an op's result of dtype dt as
+// allocShape does when every input is concrete (the result will be
+// allocated now), and only its size otherwise (a traced result is not
+// allocated by the trace).
+func checkResult(op string, dt DType, shape []int, inputs ...*Tensor) {
+	for _, t := range inputs {
+		if !t.IsConcrete() {
+			shapeSize(op, shape)
+			return
 		}
 	}
-	return append([]int{}, shape...)
+	allocShape(op, dt, shape)
 }
+
+// MaxAllocBytes returns the allocation limit: the largest buffer, in
+// bytes, that a constructor or an operation may allocate. It is
+// DefaultMaxAllocBytes unless SetMaxAllocBytes changed it.
+func MaxAllocBytes() int64 { return backend.MaxAllocBytes() }
+
+// SetMaxAllocBytes sets the allocation limit to n bytes and returns the
+// previous limit. Every buffer is checked before it is allocated (by the
+// constructors, and by the backends for the results of operations): one
+// larger than the limit panics with an *Error saying "too large" that
+// names the shape, dtype, size in bytes and limit, instead of exhausting
+// memory. A negative n leaves the limit unchanged (SetMaxAllocBytes(-1)
+// reports it); n = 0 restores the default. The limit is global and safe
+// to change concurrently.
+func SetMaxAllocBytes(n int64) int64 { return backend.SetMaxAllocBytes(n) }
+
+// DefaultMaxAllocBytes returns the default allocation limit: the
+// physical memory of the machine (the total RAM, or the cgroup memory
+// limit when it is lower, on Linux; hw.memsize on macOS), or 64 GiB where
+// it is not known. No single allocation above it could succeed.
+func DefaultMaxAllocBytes() int64 { return backend.DefaultMaxAllocBytes() }
 
 // checkDType panics with *Error naming op unless d is a valid dtype.
 func checkDType(op string, d DType) {
@@ -124,13 +172,15 @@ func Scalar(v any) *Tensor {
 
 // Zeros returns a new tensor of dtype dt and the given shape (rank 0 when
 // no shape is given) filled with zeros (false for bool). It panics with
-// *Error if a dimension is negative or dt is invalid.
+// *Error if a dimension is negative, dt is invalid, the number of
+// elements overflows int or the buffer exceeds the allocation limit
+// (SetMaxAllocBytes); the last two say "too large".
 func Zeros(dt DType, shape ...int) *Tensor {
 	defer interp.Annotate("peel.Zeros")
 	checkDType("peel.Zeros", dt)
-	s := checkShape("peel.Zeros", shape)
+	s, n := allocShape("peel.Zeros", dt, shape)
 	be := interp.DefaultBackend()
-	return interp.NewConcrete(be, backend.Array{Buf: be.Alloc(dt, backend.ShapeSize(s)), Shape: s})
+	return interp.NewConcrete(be, backend.Array{Buf: be.Alloc(dt, n), Shape: s})
 }
 
 // Ones returns a new tensor filled with ones (true for bool); it panics as
@@ -138,8 +188,8 @@ func Zeros(dt DType, shape ...int) *Tensor {
 func Ones(dt DType, shape ...int) *Tensor {
 	defer interp.Annotate("peel.Ones")
 	checkDType("peel.Ones", dt)
-	s := checkShape("peel.Ones", shape)
-	return newConcrete(hostFill(1, dt, backend.ShapeSize(s)), s)
+	s, n := allocShape("peel.Ones", dt, shape)
+	return newConcrete(hostFill(1, dt, n), s)
 }
 
 // Full returns a new tensor filled with v converted to dt (truncated
@@ -147,8 +197,8 @@ func Ones(dt DType, shape ...int) *Tensor {
 func Full(v float64, dt DType, shape ...int) *Tensor {
 	defer interp.Annotate("peel.Full")
 	checkDType("peel.Full", dt)
-	s := checkShape("peel.Full", shape)
-	return newConcrete(hostFill(v, dt, backend.ShapeSize(s)), s)
+	s, n := allocShape("peel.Full", dt, shape)
+	return newConcrete(hostFill(v, dt, n), s)
 }
 
 // fullLike broadcasts the constant v to x's shape and copies it into a
@@ -183,28 +233,45 @@ func FullLike(x *Tensor, v float64) *Tensor {
 	return fullLike("peel.FullLike", x, v)
 }
 
-// maxCreate bounds the number of elements Arange and Linspace make, so a
-// mistaken argument fails with an *Error instead of exhausting memory.
-const maxCreate = 1 << 40
+// hostNumber is the element type of a numeric host slice.
+type hostNumber interface{ int64 | float32 | float64 }
 
-// hostAs converts float64 values to a host slice of dtype d (float → int
-// truncates toward zero).
-func hostAs(vals []float64, d DType) any {
+// arangeInto sets s[i] = start + i·step, computed in float64 and
+// converted (float → int truncates toward zero).
+func arangeInto[T hostNumber](s []T, start, step float64) {
+	for i := range s {
+		s[i] = T(start + float64(i)*step)
+	}
+}
+
+// linspaceInto fills s with len(s) values evenly spaced from start to
+// stop, both included (just start for one value), computed in float64
+// and converted; floor rounds them down first (for integers).
+func linspaceInto[T hostNumber](s []T, start, stop float64, floor bool) {
+	n := len(s)
+	step := (stop - start) / float64(max(n-1, 1))
+	for i := range s {
+		v := start + float64(i)*step
+		if i == n-1 && n > 1 {
+			v = stop
+		}
+		if floor {
+			v = math.Floor(v)
+		}
+		s[i] = T(v)
+	}
+}
+
+// hostNumbers returns a new host slice of n elements of the numeric dtype
+// d: a []int64, []float32 or []float64.
+func hostNumbers(d DType, n int) any {
 	switch d {
 	case Int64:
-		s := make([]int64, len(vals))
-		for i, v := range vals {
-			s[i] = int64(v)
-		}
-		return s
+		return make([]int64, n)
 	case Float32:
-		s := make([]float32, len(vals))
-		for i, v := range vals {
-			s[i] = float32(v)
-		}
-		return s
+		return make([]float32, n)
 	}
-	return vals
+	return make([]float64, n)
 }
 
 func checkNumericDType(op string, dt DType) {
@@ -226,8 +293,9 @@ func checkFinite(op string, vals ...float64) {
 // stop, as numpy's arange: it has max(0, ceil((stop-start)/step))
 // elements, element i is start + i·step computed in float64 and converted
 // to dt (truncated toward zero for i64). It panics with *Error if step is
-// 0, an argument is not finite, dt is bool or invalid, or the result would
-// be absurdly large.
+// 0, an argument is not finite, dt is bool or invalid, or the result has
+// more elements than an int holds or exceeds the allocation limit
+// (SetMaxAllocBytes); the last two say "too large".
 func Arange(dt DType, start, stop, step float64) *Tensor {
 	const op = "peel.Arange"
 	defer interp.Annotate(op)
@@ -237,49 +305,59 @@ func Arange(dt DType, start, stop, step float64) *Tensor {
 		errorf(op, "step is 0")
 	}
 	fn := math.Ceil((stop - start) / step)
-	if fn > maxCreate {
-		errorf(op, "[%v, %v) with step %v has %v elements, too many", start, stop, step, fn)
+	// 2^63 is the first float64 above MaxInt; NaN (∞/∞) cannot occur
+	// with finite arguments.
+	if fn >= 1<<63 {
+		errorf(op, "[%v, %v) with step %v has %v elements: too large (too many for an int)", start, stop, step, fn)
 	}
-	n := max(0, int(fn))
-	vals := make([]float64, n)
-	for i := range vals {
-		vals[i] = start + float64(i)*step
+	n := 0
+	if fn > 0 {
+		n = int(fn)
 	}
-	return newConcrete(hostAs(vals, dt), []int{n})
+	s, _ := allocShape(op, dt, []int{n})
+	data := hostNumbers(dt, n)
+	switch v := data.(type) {
+	case []int64:
+		arangeInto(v, start, step)
+	case []float32:
+		arangeInto(v, start, step)
+	case []float64:
+		arangeInto(v, start, step)
+	}
+	return newConcrete(data, s)
 }
 
 // Linspace returns n evenly spaced values from start to stop, both
 // included (for n = 1 just start), as numpy's linspace; for i64 the values
 // are rounded down, as numpy 2 does. It panics with *Error if n is
-// negative, an argument is not finite, or dt is bool or invalid.
+// negative, an argument is not finite, dt is bool or invalid, or the
+// result exceeds the allocation limit (SetMaxAllocBytes; the message says
+// "too large").
 func Linspace(start, stop float64, n int, dt DType) *Tensor {
 	const op = "peel.Linspace"
 	defer interp.Annotate(op)
 	checkNumericDType(op, dt)
 	checkFinite(op, start, stop)
-	if n < 0 || n > maxCreate {
-		errorf(op, "number of elements %d is negative or too large", n)
+	if n < 0 {
+		errorf(op, "negative number of elements %d", n)
 	}
-	vals := make([]float64, n)
-	if n > 0 {
-		step := (stop - start) / float64(max(n-1, 1))
-		for i := range vals {
-			vals[i] = start + float64(i)*step
-		}
-		if n > 1 {
-			vals[n-1] = stop
-		}
-		if dt == Int64 {
-			for i, v := range vals {
-				vals[i] = math.Floor(v)
-			}
-		}
+	s, _ := allocShape(op, dt, []int{n})
+	data := hostNumbers(dt, n)
+	switch v := data.(type) {
+	case []int64:
+		linspaceInto(v, start, stop, true)
+	case []float32:
+		linspaceInto(v, start, stop, false)
+	case []float64:
+		linspaceInto(v, start, stop, false)
 	}
-	return newConcrete(hostAs(vals, dt), []int{n})
+	return newConcrete(data, s)
 }
 
 // Eye returns the n×n identity matrix of dtype dt (true on the diagonal
-// for bool). It panics with *Error if n is negative or dt is invalid.
+// for bool). It panics with *Error if n is negative, dt is invalid, or
+// the matrix has more elements than an int holds or exceeds the
+// allocation limit (SetMaxAllocBytes); the last two say "too large".
 func Eye(n int, dt DType) *Tensor {
 	const op = "peel.Eye"
 	defer interp.Annotate(op)
@@ -287,10 +365,8 @@ func Eye(n int, dt DType) *Tensor {
 	if n < 0 {
 		errorf(op, "negative size %d", n)
 	}
-	if n > 1<<20 {
-		errorf(op, "size %d is too large", n)
-	}
-	data := hostFill(0, dt, n*n)
+	_, nn := allocShape(op, dt, []int{n, n})
+	data := hostFill(0, dt, nn)
 	switch s := data.(type) {
 	case []bool:
 		for i := 0; i < n; i++ {

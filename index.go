@@ -130,6 +130,12 @@ func alongAxis(op string, x, idx *Tensor, axis int, bcastX bool) (int, []int) {
 			errorf(op, "indices %s do not broadcast against operand %s in dimension %d", idx.TypeString(), x.TypeString(), k)
 		}
 	}
+	// The broadcast shape, and the operand broadcast to its other
+	// dimensions, must have representable sizes.
+	shapeSize(op, shape)
+	xs := append([]int(nil), shape...)
+	xs[a] = x.Shape()[a]
+	shapeSize(op, xs)
 	return a, shape
 }
 
@@ -262,8 +268,10 @@ func IndexCopy(x *Tensor, axis int, idx, src *Tensor) *Tensor {
 // classes as a tensor of dtype dt with shape idx.shape + [n]: element
 // [j…, c] is 1 (true) where idx[j…] == c. Negative indices count from the
 // end. OneHot panics with *Error when idx is nil or not i64, n is
-// negative, dt is invalid, or a concrete index lies outside [-n, n); a
-// traced index outside that range gives a row of zeros.
+// negative, dt is invalid, the result is too large (its number of
+// elements overflows int, or it exceeds the allocation limit), or a
+// concrete index lies outside [-n, n); a traced index outside that range
+// gives a row of zeros.
 func OneHot(idx *Tensor, n int, dt DType) *Tensor {
 	defer interp.Annotate("peel.OneHot")
 	const op = "peel.OneHot"
@@ -274,9 +282,10 @@ func OneHot(idx *Tensor, n int, dt DType) *Tensor {
 	if !dt.IsValid() {
 		errorf(op, "invalid dtype %v", dt)
 	}
-	checkIndexRange(op, idx, n, idx.Rank())
 	r := idx.Rank()
 	shape := append(append([]int{}, idx.Shape()...), n)
+	checkResult(op, dt, shape, idx)
+	checkIndexRange(op, idx, n, idx.Rank())
 	dims := make([]int, r)
 	for i := range dims {
 		dims[i] = i

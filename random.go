@@ -3,6 +3,7 @@ package peel
 import (
 	"math"
 
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -34,13 +35,15 @@ func Key(seed int64) *Tensor {
 
 // SplitKey returns n new keys derived from key, as an i64 tensor of shape
 // [n, 2]: key i is Threefry2x32(key, (i/2^32, i mod 2^32)). It panics with
-// *Error if key is not an i64 tensor of shape [2] or n is negative.
+// *Error if key is not an i64 tensor of shape [2], n is negative, or the
+// keys are too large (they exceed the allocation limit).
 func SplitKey(key *Tensor, n int) *Tensor {
 	const op = "peel.SplitKey"
 	rngCheckKey(op, key)
 	if n < 0 {
 		errorf(op, "negative number of keys %d", n)
 	}
+	checkResult(op, Int64, []int{n, 2}, key)
 	defer interp.Annotate(op)
 	k0, k1 := rngKeyWords(key)
 	y0, y1 := rngBlocks(k0, k1, n)
@@ -72,7 +75,8 @@ func FoldIn(key *Tensor, data int64) *Tensor {
 // whose elements are uniformly distributed in [0, 1): multiples of 2^-23
 // for Float32 (23 random bits), of 2^-53 for Float64 (53 random bits from
 // the two words). It panics with *Error if key is not a key, dt is not a
-// float dtype or a dimension is negative.
+// float dtype, a dimension is negative, or the sample is too large (its
+// number of elements overflows int, or it exceeds the allocation limit).
 func Uniform(key *Tensor, dt DType, shape ...int) *Tensor {
 	const op = "peel.Uniform"
 	rngCheckSample(op, key, dt, shape)
@@ -85,8 +89,8 @@ func Uniform(key *Tensor, dt DType, shape ...int) *Tensor {
 
 // Normal returns a tensor of the given shape and floating-point dtype of
 // standard normal samples (mean 0, variance 1), by the Box–Muller
-// transform of two uniform samples. It panics with *Error if key is not a
-// key, dt is not a float dtype or a dimension is negative.
+// transform of two uniform samples. It panics with *Error in the cases
+// Uniform does.
 func Normal(key *Tensor, dt DType, shape ...int) *Tensor {
 	const op = "peel.Normal"
 	rngCheckSample(op, key, dt, shape)
@@ -123,12 +127,13 @@ func Normal(key *Tensor, dt DType, shape ...int) *Tensor {
 // true with probability p, independently. p is resolved to multiples of
 // 2^-32: an element is true when a random 32-bit word is below
 // round(p·2^32), so p = 0 never and p = 1 always gives true. It panics
-// with *Error if key is not a key, p is outside [0, 1] or a dimension is
-// negative.
+// with *Error if key is not a key, p is outside [0, 1], a dimension is
+// negative, or the sample is too large (its number of elements overflows
+// int, or it exceeds the allocation limit).
 func Bernoulli(key *Tensor, p float64, shape ...int) *Tensor {
 	const op = "peel.Bernoulli"
 	rngCheckKey(op, key)
-	rngCheckDims(op, shape)
+	checkResult(op, Bool, shape, key)
 	if !(p >= 0 && p <= 1) {
 		errorf(op, "probability %v is outside [0, 1]", p)
 	}
@@ -159,26 +164,12 @@ func rngCheckSample(op string, key *Tensor, dt DType, shape []int) {
 	if !dt.IsFloat() {
 		errorf(op, "dtype %v is not a floating-point dtype", dt)
 	}
-	rngCheckDims(op, shape)
+	checkResult(op, dt, shape, key)
 }
 
-// rngCheckDims panics with *Error naming op if a dimension is negative.
-func rngCheckDims(op string, shape []int) {
-	for _, d := range shape {
-		if d < 0 {
-			errorf(op, "negative dimension in shape %v", shape)
-		}
-	}
-}
-
-// rngSize returns the number of elements of shape.
-func rngSize(shape []int) int {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	return n
-}
+// rngSize returns the number of elements of shape, which the sampler
+// has checked (rngCheckSample, checkResult).
+func rngSize(shape []int) int { return backend.ShapeSize(shape) }
 
 // rngKeyWords returns the two words of a [2] key as rank-0 i64 tensors.
 func rngKeyWords(key *Tensor) (k0, k1 *Tensor) {

@@ -1,6 +1,7 @@
 package peel
 
 import (
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -57,25 +58,26 @@ func sliceAll(shape []int) prims.SliceParams {
 // x when x's layout allows one (always when x is contiguous); otherwise it
 // is a copy, as in torch. Reshape panics with *Error when x is nil, when a
 // dimension is negative other than a single -1, when -1 cannot be inferred,
-// or when the sizes differ.
+// when the shape is too large (its number of elements overflows int), or
+// when the sizes differ.
 func Reshape(x *Tensor, shape ...int) *Tensor {
 	defer interp.Annotate("peel.Reshape")
 	checkTensor("peel.Reshape", x)
 	out := make([]int, len(shape))
-	infer, known := -1, 1
+	infer := -1
 	for i, d := range shape {
 		switch {
 		case d == -1 && infer < 0:
 			infer = i
+			d = 1 // for the size of the known dimensions
 		case d == -1:
 			errorf("peel.Reshape", "shape %v has more than one -1", shape)
 		case d < 0:
 			errorf("peel.Reshape", "shape %v has a negative dimension", shape)
-		default:
-			known *= d
 		}
 		out[i] = d
 	}
+	known := shapeSize("peel.Reshape", out)
 	n := x.Size()
 	if infer >= 0 {
 		if known == 0 {
@@ -203,10 +205,12 @@ func Flatten(x *Tensor) *Tensor {
 // the trailing axes of shape and each has size 1 or the target size. The
 // result is a view of x whose elements share memory, so it cannot be
 // written to. BroadcastTo panics with *Error when x is nil, shape has a
-// negative dimension, or x cannot be broadcast to it.
+// negative dimension or is too large (its number of elements overflows
+// int), or x cannot be broadcast to it.
 func BroadcastTo(x *Tensor, shape ...int) *Tensor {
 	defer interp.Annotate("peel.BroadcastTo")
 	checkTensor("peel.BroadcastTo", x)
+	shapeSize("peel.BroadcastTo", shape)
 	xs := x.Shape()
 	if len(xs) > len(shape) {
 		errorf("peel.BroadcastTo", "cannot broadcast %s to shape %v of lower rank", x.TypeString(), shape)
@@ -269,7 +273,7 @@ func Narrow(x *Tensor, axis, start, length int) *Tensor {
 	if s < 0 {
 		s += n
 	}
-	if s < 0 || s > n || length < 0 || s+length > n {
+	if s < 0 || s > n || length < 0 || length > n-s {
 		errorf("peel.Narrow", "range start %d length %d is out of range for axis %d of size %d", start, length, axis, n)
 	}
 	if s == 0 && length == n {
@@ -408,7 +412,10 @@ func Split(x *Tensor, sizes []int, axis int) []*Tensor {
 		if s < 0 {
 			errorf("peel.Split", "negative size in %v", sizes)
 		}
-		sum += s
+		var ok bool
+		if sum, ok = backend.AddSize(sum, s); !ok {
+			errorf("peel.Split", "sizes %v sum to more than an int holds, but axis %d of %s has size %d", sizes, axis, x.TypeString(), n)
+		}
 	}
 	if sum != n {
 		errorf("peel.Split", "sizes %v sum to %d, but axis %d of %s has size %d", sizes, sum, axis, x.TypeString(), n)
@@ -444,7 +451,9 @@ func Flip(x *Tensor, axes ...int) *Tensor {
 // Tile repeats x reps[i] times along axis i, as numpy's tile: when reps is
 // shorter than x's rank it is padded with leading 1s, and when it is longer
 // x gets leading size-1 axes. The result is a new tensor. Tile panics with
-// *Error when x is nil or a repetition count is negative.
+// *Error when x is nil, a repetition count is negative, or the result is
+// too large (its number of elements overflows int, or it exceeds the
+// allocation limit).
 func Tile(x *Tensor, reps ...int) *Tensor {
 	defer interp.Annotate("peel.Tile")
 	checkTensor("peel.Tile", x)
@@ -470,8 +479,12 @@ func Tile(x *Tensor, reps ...int) *Tensor {
 	for i := range r {
 		wide[2*i], wide[2*i+1] = rp[i], shape[i]
 		dims[i] = 2*i + 1
-		out[i] = rp[i] * shape[i]
+		var ok bool
+		if out[i], ok = backend.MulSize(rp[i], shape[i]); !ok {
+			errorf("peel.Tile", "too large: %d repetitions of axis %d of size %d overflow int (input %s)", rp[i], i, shape[i], x.TypeString())
+		}
 	}
+	checkResult("peel.Tile", x.DType(), out, x)
 	y = interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: wide, Dims: dims}, y)
 	y = interp.Bind1(prims.Copy, nil, y)
 	return reshapeView(y, out)
@@ -481,7 +494,9 @@ func Tile(x *Tensor, reps ...int) *Tensor {
 // A negative count removes elements instead (crops). value is converted to
 // x's dtype (truncated toward zero for integers; nonzero is true). The
 // result is a new tensor. Pad panics with *Error when x is nil, pads does
-// not have one entry per axis, or a crop removes more than the axis holds.
+// not have one entry per axis, a crop removes more than the axis holds,
+// or the result is too large (its number of elements overflows int, or it
+// exceeds the allocation limit).
 func Pad(x *Tensor, pads [][2]int, value float64) *Tensor {
 	defer interp.Annotate("peel.Pad")
 	checkTensor("peel.Pad", x)
@@ -490,12 +505,20 @@ func Pad(x *Tensor, pads [][2]int, value float64) *Tensor {
 		errorf("peel.Pad", "%d pad pairs for a tensor of rank %d (%s)", len(pads), r, x.TypeString())
 	}
 	p := prims.PadParams{Low: make([]int, r), High: make([]int, r), Interior: make([]int, r)}
+	out := make([]int, r)
 	for i, pd := range pads {
-		if x.Shape()[i]+pd[0]+pd[1] < 0 || x.Shape()[i]+min(pd[0], 0) < 0 || x.Shape()[i]+min(pd[1], 0) < 0 {
-			errorf("peel.Pad", "padding %v removes more than axis %d of size %d holds", pd, i, x.Shape()[i])
+		d := x.Shape()[i]
+		// d ≥ 0, so d+min(…, 0) cannot overflow.
+		if d+min(pd[0], 0) < 0 || d+min(pd[1], 0) < 0 {
+			errorf("peel.Pad", "padding %v removes more than axis %d of size %d holds", pd, i, d)
 		}
-		p.Low[i], p.High[i] = pd[0], pd[1]
+		n, err := prims.PadLen(d, pd[0], pd[1], 0)
+		if err != nil {
+			errorf("peel.Pad", "padding %v of axis %d of size %d: %v", pd, i, d, err)
+		}
+		p.Low[i], p.High[i], out[i] = pd[0], pd[1], n
 	}
+	checkResult("peel.Pad", x.DType(), out, x)
 	return interp.Bind1(prims.Pad, p, x, scalarTensor(value, x.DType()))
 }
 

@@ -113,7 +113,8 @@ func (a Array) Overlaps() bool {
 	return false
 }
 
-// ContiguousStrides returns the row-major strides of shape.
+// ContiguousStrides returns the row-major strides of shape, which must
+// have passed CheckedSize (so no stride overflows).
 func ContiguousStrides(shape []int) []int {
 	st := make([]int, len(shape))
 	s := 1
@@ -133,7 +134,9 @@ func (a Array) EffectiveStrides() []int {
 	return ContiguousStrides(a.Shape)
 }
 
-// ShapeSize returns the product of the dimensions (1 for rank 0).
+// ShapeSize returns the product of the dimensions (1 for rank 0). It does
+// not check for overflow: every shape peel makes has passed CheckedSize,
+// which callers with a shape from elsewhere should use instead.
 func ShapeSize(shape []int) int {
 	n := 1
 	for _, d := range shape {
@@ -155,10 +158,14 @@ type Op struct {
 type Backend interface {
 	// Name returns a short name such as "cpu".
 	Name() string
-	// Alloc returns a zeroed buffer of n elements.
+	// Alloc returns a zeroed buffer of n elements. It must refuse a
+	// buffer that CheckAlloc refuses (a size above MaxAllocBytes) before
+	// allocating anything, by panicking with an error that says "too
+	// large".
 	Alloc(dt DType, n int) Buffer
 	// FromHost returns a new buffer holding a copy of data, which is a
-	// []bool, []int64, []float32 or []float64.
+	// []bool, []int64, []float32 or []float64; it refuses a copy above
+	// the allocation limit as Alloc does.
 	FromHost(data any) Buffer
 	// ToHost returns a's elements in row-major order as a new []bool,
 	// []int64, []float32 or []float64.

@@ -3,4 +3,13 @@
 // (a strided view of a buffer) and Backend. Implementations live in
 // subpackages (backend/cpu); backend/backendtest is the conformance suite
 // every implementation passes.
+//
+// Sizes are checked in one place: CheckedSize (with MulSize and AddSize
+// for the arithmetic of shape rules) refuses negative dimensions and
+// shapes whose number of elements overflows int, and every shape peel
+// makes passes it. Buffers are bounded by the allocation limit
+// (MaxAllocBytes, SetMaxAllocBytes; by default the machine's physical
+// memory): a backend checks each Alloc and FromHost with CheckAlloc, and
+// AllocSize checks a shape and its buffer together, before any memory is
+// touched.
 package backend

@@ -1,6 +1,7 @@
 package prims
 
 import (
+	"errors"
 	"sort"
 
 	"github.com/peel-ml/peel/backend"
@@ -30,12 +31,16 @@ func checkLen(what string, got, rank int) {
 	}
 }
 
-func checkNonNeg(shape []int) {
-	for _, d := range shape {
-		if d < 0 {
-			interp.Panicf("negative dimension in shape %v", shape)
-		}
+// checkShape returns the number of elements of shape, panicking with
+// *interp.Error when a dimension is negative or the shape is too large
+// (see backend.CheckedSize). Every shape a rule takes from its parameters
+// or computes from several operands passes it.
+func checkShape(shape []int) int {
+	n, err := backend.CheckedSize(shape)
+	if err != nil {
+		panic(&interp.Error{Msg: err.Error()})
 	}
+	return n
 }
 
 func reduction(name string, c dclass) *interp.Prim {
@@ -107,7 +112,7 @@ var BroadcastInDim = func() *interp.Prim {
 	p := interp.NewPrim("broadcast_in_dim", interp.ViewKind, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		bp := params.(BroadcastParams)
-		checkNonNeg(bp.Shape)
+		checkShape(bp.Shape)
 		checkLen("dims", len(bp.Dims), len(in[0].Shape))
 		prev := -1
 		for i, d := range bp.Dims {
@@ -142,8 +147,7 @@ var Reshape = func() *interp.Prim {
 	p := interp.NewPrim("reshape", interp.ViewKind, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		shape := params.(ReshapeParams).Shape
-		checkNonNeg(shape)
-		if backend.ShapeSize(shape) != in[0].Size() {
+		if checkShape(shape) != in[0].Size() {
 			interp.Panicf("cannot reshape %d elements into shape %v", in[0].Size(), shape)
 		}
 		return one(aval{Shape: shape, DType: in[0].DType})
@@ -235,9 +239,19 @@ func SliceShape(p SliceParams, shape []int) []int {
 		if s < 0 || l > shape[k] || s > l {
 			interp.Panicf("slice [%d:%d] out of range for dimension %d of size %d", s, l, k, shape[k])
 		}
-		out[k] = (l - s + st - 1) / st
+		out[k] = sliceLen(s, l, st)
 	}
 	return out
+}
+
+// sliceLen returns the number of elements start, start+stride, … below
+// limit, for 0 ≤ start ≤ limit and stride ≥ 1, without overflow for any
+// stride.
+func sliceLen(start, limit, stride int) int {
+	if limit <= start {
+		return 0
+	}
+	return (limit-start-1)/stride + 1
 }
 
 // Slice takes elements Start ≤ i < Limit with step Stride in each
@@ -253,11 +267,17 @@ var Slice = func() *interp.Prim {
 		shape, strides := make([]int, len(st)), make([]int, len(st))
 		off := a.Offset
 		for k := range st {
-			shape[k] = (sp.Limit[k] - sp.Start[k] + sp.Stride[k] - 1) / sp.Stride[k]
+			shape[k] = sliceLen(sp.Start[k], sp.Limit[k], sp.Stride[k])
 			if shape[k] > 0 {
 				off += sp.Start[k] * st[k]
 			}
-			strides[k] = st[k] * sp.Stride[k]
+			// A stride larger than the dimension keeps one element,
+			// whose stride does not matter (and whose product with the
+			// step could overflow).
+			strides[k] = st[k]
+			if shape[k] > 1 {
+				strides[k] *= sp.Stride[k]
+			}
 		}
 		if backend.ShapeSize(shape) == 0 {
 			off = 0
@@ -283,18 +303,56 @@ var Pad = interp.NewPrim("pad", interp.Pure, func(params any, in []aval) []aval 
 		if pp.Interior[k] < 0 {
 			interp.Panicf("interior padding %d must be non-negative", pp.Interior[k])
 		}
-		n := d
-		if d > 0 {
-			n += (d - 1) * pp.Interior[k]
-		}
-		n += pp.Low[k] + pp.High[k]
-		if n < 0 {
-			interp.Panicf("padding %d,%d removes more than dimension %d holds", pp.Low[k], pp.High[k], k)
+		n, err := PadLen(d, pp.Low[k], pp.High[k], pp.Interior[k])
+		if err != nil {
+			interp.Panicf("padding %d,%d (interior %d) of dimension %d of size %d: %v", pp.Low[k], pp.High[k], pp.Interior[k], k, d, err)
 		}
 		shape[k] = n
 	}
+	checkShape(shape)
 	return one(aval{Shape: shape, DType: in[0].DType})
 })
+
+// errPadTooLarge and errPadRemoves are PadLen's errors.
+var (
+	errPadTooLarge = errors.New("the result is too large: its size overflows int")
+	errPadRemoves  = errors.New("the padding removes more than the dimension holds")
+)
+
+// PadLen returns the size of a dimension of size d ≥ 0 after padding it
+// with low elements before, high after and interior ≥ 0 between
+// elements: d + (d-1)·interior + low + high, where a negative low or high
+// removes elements. It returns an error saying "too large" when the size
+// overflows int and one saying "removes more" when it is negative; no
+// intermediate result overflows.
+func PadLen(d, low, high, interior int) (int, error) {
+	n := d
+	if d > 0 && interior > 0 {
+		in, ok := backend.MulSize(d-1, interior)
+		if !ok {
+			return 0, errPadTooLarge
+		}
+		if n, ok = backend.AddSize(n, in); !ok {
+			return 0, errPadTooLarge
+		}
+	}
+	// low+high overflows only when both have one sign: both positive
+	// is too large, both negative removes more than any size holds.
+	lh, ok := backend.AddSize(low, high)
+	if !ok {
+		if low > 0 {
+			return 0, errPadTooLarge
+		}
+		return 0, errPadRemoves
+	}
+	if n, ok = backend.AddSize(n, lh); !ok {
+		return 0, errPadTooLarge
+	}
+	if n < 0 {
+		return 0, errPadRemoves
+	}
+	return n, nil
+}
 
 // Concatenate joins its operands along AxisParams.Axis.
 var Concatenate = interp.NewPrim("concatenate", interp.Pure, func(params any, in []aval) []aval {
@@ -313,8 +371,12 @@ var Concatenate = interp.NewPrim("concatenate", interp.Pure, func(params any, in
 				interp.Panicf("operands differ in dimension %d, which is not the concatenation axis %d", k, axis)
 			}
 		}
-		shape[axis] += a.Shape[axis]
+		var ok bool
+		if shape[axis], ok = backend.AddSize(shape[axis], a.Shape[axis]); !ok {
+			interp.Panicf("the result is too large: its dimension %d overflows int", axis)
+		}
 	}
+	checkShape(shape)
 	return one(aval{Shape: shape, DType: in[0].DType})
 })
 
@@ -330,7 +392,7 @@ var Rev = interp.NewPrim("rev", interp.Pure, func(params any, in []aval) []aval 
 var Iota = interp.NewPrim("iota", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 0)
 	ip := params.(IotaParams)
-	checkNonNeg(ip.Shape)
+	checkShape(ip.Shape)
 	checkAxis(ip.Dim, len(ip.Shape))
 	if ip.DType == backend.Bool || !ip.DType.IsValid() {
 		interp.Panicf("iota needs a numeric dtype, not %v", ip.DType)
@@ -339,11 +401,15 @@ var Iota = interp.NewPrim("iota", interp.Pure, func(params any, in []aval) []ava
 })
 
 // GatherShape is the result shape of gather along axis: x.shape[:axis] +
-// idx.shape + x.shape[axis+1:].
+// idx.shape + x.shape[axis+1:]. It panics with *interp.Error when that
+// shape is too large (see backend.CheckedSize).
 func GatherShape(x, idx []int, axis int) []int {
-	out := append([]int{}, x[:axis]...)
+	out := make([]int, 0, len(x)-1+len(idx))
+	out = append(out, x[:axis]...)
 	out = append(out, idx...)
-	return append(out, x[axis+1:]...)
+	out = append(out, x[axis+1:]...)
+	checkShape(out)
+	return out
 }
 
 func checkIndices(a aval) {
@@ -438,6 +504,8 @@ var DynamicUpdateSlice = interp.NewPrim("dynamic_update_slice", interp.Pure, fun
 })
 
 // DotShape checks dot_general's dimensions and returns the result shape.
+// It panics with *interp.Error when they do not fit or the result is too
+// large (see backend.CheckedSize).
 func DotShape(p DotParams, a, b []int) []int {
 	if len(p.LhsContract) != len(p.RhsContract) || len(p.LhsBatch) != len(p.RhsBatch) {
 		interp.Panicf("contracting and batch dimension lists must pair up")
@@ -484,6 +552,7 @@ func DotShape(p DotParams, a, b []int) []int {
 	if out == nil {
 		out = []int{}
 	}
+	checkShape(out)
 	return out
 }
 

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -156,8 +157,11 @@ func (*Backend) Threads() int { return Threads() }
 // Name returns "cpu".
 func (*Backend) Name() string { return "cpu" }
 
-// Alloc returns a zeroed buffer.
+// Alloc returns a zeroed buffer of n elements. It panics with
+// *interp.Error ("too large") when the buffer exceeds the allocation
+// limit (backend.MaxAllocBytes), before any memory is touched.
 func (*Backend) Alloc(dt backend.DType, n int) backend.Buffer {
+	checkAlloc(dt, n)
 	switch dt {
 	case backend.Bool:
 		return make(boolBuf, n)
@@ -171,19 +175,37 @@ func (*Backend) Alloc(dt backend.DType, n int) backend.Buffer {
 	panic(fmt.Sprintf("cpu: alloc of dtype %v", dt))
 }
 
-// FromHost copies a []bool, []int64, []float32 or []float64.
+// FromHost copies a []bool, []int64, []float32 or []float64. It panics
+// with *interp.Error ("too large") when the copy exceeds the allocation
+// limit, as Alloc does.
 func (*Backend) FromHost(data any) backend.Buffer {
 	switch d := data.(type) {
 	case []bool:
+		checkAlloc(backend.Bool, len(d))
 		return append(boolBuf(nil), d...)
 	case []int64:
+		checkAlloc(backend.Int64, len(d))
 		return append(i64Buf(nil), d...)
 	case []float32:
+		checkAlloc(backend.Float32, len(d))
 		return append(f32Buf(nil), d...)
 	case []float64:
+		checkAlloc(backend.Float64, len(d))
 		return append(f64Buf(nil), d...)
 	}
 	panic(fmt.Sprintf("cpu: FromHost of %T", data))
+}
+
+// checkAlloc panics with *interp.Error when a buffer of n elements of dt
+// exceeds the allocation limit (or n is negative, which no checked shape
+// gives).
+func checkAlloc(dt backend.DType, n int) {
+	if n < 0 {
+		panic(&interp.Error{Msg: "cpu: buffer of negative size " + strconv.Itoa(n)})
+	}
+	if err := backend.CheckAlloc(dt, n); err != nil {
+		panic(&interp.Error{Msg: err.Error()})
+	}
 }
 
 // ToHost copies a's elements in row-major order.

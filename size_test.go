@@ -1,0 +1,238 @@
+package peel_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/peel-ml/peel"
+)
+
+// catchAny runs f and returns what it panicked with (nil if it returned).
+// Unlike peel.Catch it also recovers panics that are not *peel.Error, so a
+// test can report them instead of crashing.
+func catchAny(f func()) (r any) {
+	defer func() { r = recover() }()
+	f()
+	return nil
+}
+
+// wantSizeError checks that f panics with a *peel.Error whose message
+// contains every fragment.
+func wantSizeError(t *testing.T, f func(), fragments ...string) {
+	t.Helper()
+	r := catchAny(f)
+	if r == nil {
+		t.Fatalf("no panic; want a *peel.Error mentioning %q", fragments)
+	}
+	e, ok := r.(*peel.Error)
+	if !ok {
+		t.Fatalf("panicked with %T %v, not *peel.Error", r, r)
+	}
+	for _, s := range fragments {
+		if !strings.Contains(e.Error(), s) {
+			t.Errorf("message %q does not mention %q", e.Error(), s)
+		}
+	}
+}
+
+// TestSizeOverflowRefused is the regression table for sizes that overflow
+// int or exceed the allocation limit: every case must panic with a
+// *peel.Error naming the op and saying "too large" (or naming the bad
+// argument), never with a runtime panic, a wrong shape or an exhausted
+// memory.
+func TestSizeOverflowRefused(t *testing.T) {
+	key := peel.Key(1)
+	idx2 := peel.FromInt64s([]int64{0, 1})
+	idx1 := peel.FromInt64s([]int64{0})
+	x23 := peel.Ones(peel.Float64, 2, 3)
+	huge := func(n int) *peel.Tensor { return peel.BroadcastTo(peel.Scalar(1.0), n) }
+	cases := []struct {
+		name string
+		f    func()
+		want []string
+	}{
+		// The reported repros.
+		{"Zeros 2^32 x 2^32", func() { peel.Zeros(peel.Float64, 1<<32, 1<<32) }, []string{"peel.Zeros", "too large"}},
+		{"Reshape empty to 2^62 x 4", func() { peel.Reshape(peel.Zeros(peel.Float64, 0), 1<<62, 4) }, []string{"peel.Reshape", "too large"}},
+		{"OneHot MaxInt classes", func() { peel.OneHot(idx2, math.MaxInt, peel.Float64) }, []string{"peel.OneHot", "too large"}},
+		{"OneHot MaxInt classes one index", func() { peel.OneHot(idx1, math.MaxInt, peel.Float64) }, []string{"peel.OneHot", "too large"}},
+		{"SplitKey MaxInt", func() { peel.SplitKey(key, math.MaxInt) }, []string{"peel.SplitKey", "too large"}},
+		{"Zeros MaxInt x 3", func() { peel.Zeros(peel.Float64, math.MaxInt, 3) }, []string{"peel.Zeros", "too large"}},
+		{"Pad by 2^62", func() { peel.Pad(peel.Ones(peel.Float64, 2), [][2]int{{1 << 62, 0}}, 0) }, []string{"peel.Pad", "too large"}},
+		{"Pad by 2^62 both sides", func() { peel.Pad(peel.Ones(peel.Float64, 2), [][2]int{{1 << 62, 1 << 62}}, 0) }, []string{"peel.Pad", "too large"}},
+		{"Pad by MaxInt", func() { peel.Pad(peel.Ones(peel.Float64, 2), [][2]int{{math.MaxInt, 1}}, 0) }, []string{"peel.Pad", "too large"}},
+		{"Pad by MinInt", func() { peel.Pad(peel.Ones(peel.Float64, 2), [][2]int{{math.MinInt, 0}}, 0) }, []string{"peel.Pad", "removes more"}},
+		{"Pad by MinInt and MaxInt", func() { peel.Pad(peel.Ones(peel.Float64, 2), [][2]int{{math.MinInt, math.MaxInt}}, 0) }, []string{"peel.Pad", "removes more"}},
+		{"Linspace 2^40", func() { peel.Linspace(0, 1, 1<<40, peel.Float64) }, []string{"peel.Linspace", "too large"}},
+
+		// Products that overflow by exactly one bit (2^63 = MaxInt+1).
+		{"Zeros 2^31 x 2^32", func() { peel.Zeros(peel.Float32, 1<<31, 1<<32) }, []string{"peel.Zeros", "too large"}},
+		{"Ones 2^62 x 2", func() { peel.Ones(peel.Float64, 1<<62, 2) }, []string{"peel.Ones", "too large"}},
+		{"Full 2 x 2^62", func() { peel.Full(1, peel.Int64, 2, 1<<62) }, []string{"peel.Full", "too large"}},
+		{"Zeros MinInt", func() { peel.Zeros(peel.Float64, math.MinInt) }, []string{"peel.Zeros", "negative"}},
+		{"Zeros MaxInt MaxInt 0", func() { peel.Zeros(peel.Float64, math.MaxInt, math.MaxInt, 0) }, []string{"peel.Zeros", "too large"}},
+		{"Reshape wraps to 6", func() { peel.Reshape(peel.Ones(peel.Float64, 6), 2305843009213693955, 4611686018427387906) }, []string{"peel.Reshape", "too large"}},
+		{"Reshape infer wraps", func() { peel.Reshape(peel.Zeros(peel.Float64, 0), -1, 1<<62, 4) }, []string{"peel.Reshape", "too large"}},
+		{"Reshape MinInt", func() { peel.Reshape(x23, math.MinInt) }, []string{"peel.Reshape", "negative"}},
+		{"BroadcastTo overflow", func() { peel.BroadcastTo(peel.Scalar(1.0), 1<<32, 1<<31) }, []string{"peel.BroadcastTo", "too large"}},
+		{"BroadcastTo MinInt", func() { peel.BroadcastTo(peel.Scalar(1.0), math.MinInt) }, []string{"peel.BroadcastTo", "negative"}},
+		{"Tile overflow", func() { peel.Tile(x23, 1<<62, 1<<62) }, []string{"peel.Tile", "too large"}},
+		{"Tile MaxInt", func() { peel.Tile(x23, math.MaxInt) }, []string{"peel.Tile", "too large"}},
+		{"Tile MinInt", func() { peel.Tile(x23, math.MinInt) }, []string{"peel.Tile", "negative"}},
+		{"Concat sum overflow", func() { peel.Concat([]*peel.Tensor{huge(math.MaxInt), huge(1)}, 0) }, []string{"peel.Concat", "too large"}},
+		{"Stack overflow", func() { peel.Stack([]*peel.Tensor{huge(1 << 62), huge(1 << 62)}, 0) }, []string{"peel.Stack", "too large"}},
+		{"Outer overflow", func() { peel.Outer(huge(1<<32), huge(1<<32)) }, []string{"peel.Outer", "too large"}},
+		{"MatMul huge result", func() {
+			peel.MatMul(peel.BroadcastTo(peel.Scalar(1.0), 1<<40, 1), peel.BroadcastTo(peel.Scalar(1.0), 1, 1<<40))
+		}, []string{"peel.MatMul", "too large"}},
+		{"Add broadcast overflow", func() {
+			peel.Add(peel.BroadcastTo(peel.Scalar(1.0), 1<<40, 1), huge(1<<40))
+		}, []string{"peel.Add", "too large"}},
+		{"Take huge indices", func() {
+			peel.Take(peel.BroadcastTo(peel.Scalar(1.0), 1<<40, 2), peel.BroadcastTo(peel.Scalar(int64(0)), 1<<40), 1)
+		}, []string{"peel.Take", "too large"}},
+		{"Uniform overflow", func() { peel.Uniform(key, peel.Float64, math.MaxInt, 2) }, []string{"peel.Uniform", "too large"}},
+		{"Normal too large", func() { peel.Normal(key, peel.Float32, 1<<62) }, []string{"peel.Normal", "too large"}},
+		{"Bernoulli MinInt", func() { peel.Bernoulli(key, 0.5, math.MinInt) }, []string{"peel.Bernoulli", "negative"}},
+		{"Arange too large", func() { peel.Arange(peel.Float64, 0, 1<<50, 1) }, []string{"peel.Arange", "too large"}},
+		{"Arange 2^62", func() { peel.Arange(peel.Float64, 0, 1<<62, 1) }, []string{"peel.Arange", "too large"}},
+		{"Eye MaxInt", func() { peel.Eye(math.MaxInt, peel.Float64) }, []string{"peel.Eye", "too large"}},
+		{"Eye 2^32", func() { peel.Eye(1<<32, peel.Bool) }, []string{"peel.Eye", "too large"}},
+		{"Eye MinInt", func() { peel.Eye(math.MinInt, peel.Bool) }, []string{"peel.Eye", "negative"}},
+		{"Linspace MaxInt", func() { peel.Linspace(0, 1, math.MaxInt, peel.Float32) }, []string{"peel.Linspace", "too large"}},
+		{"Linspace MinInt", func() { peel.Linspace(0, 1, math.MinInt, peel.Float32) }, []string{"peel.Linspace", "negative"}},
+		{"FromFloat64s overflow", func() { peel.FromFloat64s([]float64{1}, 1<<32, 1<<32, 1) }, []string{"peel.FromFloat64s", "too large"}},
+		{"FromInt64s wraps to 6", func() { peel.FromInt64s(make([]int64, 6), 2305843009213693955, 4611686018427387906) }, []string{"peel.FromInt64s", "too large"}},
+		{"Clone of huge view", func() { peel.Clone(huge(1 << 62)) }, []string{"peel.Clone", "too large"}},
+		{"Sum of huge view", func() { peel.Sum(huge(1<<62), nil, false) }, []string{"peel.Sum", "too large"}},
+
+		// Slice, Narrow and friends with extreme arguments.
+		{"Slice start MinInt", func() { peel.Slice(x23, 1, math.MinInt, 3, 1) }, []string{"peel.Slice", "start"}},
+		{"Slice stop MaxInt", func() { peel.Slice(x23, 1, 0, math.MaxInt, 1) }, []string{"peel.Slice", "stop"}},
+		{"Slice step 0", func() { peel.Slice(x23, 1, 0, 3, 0) }, []string{"peel.Slice", "step"}},
+		{"Slice step MinInt", func() { peel.Slice(x23, 1, 0, 3, math.MinInt) }, []string{"peel.Slice", "step"}},
+		{"Slice axis MinInt", func() { peel.Slice(x23, math.MinInt, 0, 1, 1) }, []string{"peel.Slice", "axis"}},
+		{"Narrow length MaxInt", func() { peel.Narrow(x23, 1, 1, math.MaxInt) }, []string{"peel.Narrow", "length"}},
+		{"Narrow start MinInt", func() { peel.Narrow(x23, 1, math.MinInt, 1) }, []string{"peel.Narrow", "start"}},
+		{"Narrow start MaxInt", func() { peel.Narrow(x23, 1, math.MaxInt, 1) }, []string{"peel.Narrow", "start"}},
+		{"Select MinInt", func() { peel.Select(x23, 0, math.MinInt) }, []string{"peel.Select", "index"}},
+		{"Index MaxInt", func() { peel.Index(x23, math.MaxInt) }, []string{"peel.Index", "index"}},
+		{"Unsqueeze MinInt", func() { peel.Unsqueeze(x23, math.MinInt) }, []string{"peel.Unsqueeze", "axis"}},
+		{"MoveAxis MaxInt", func() { peel.MoveAxis(x23, 0, math.MaxInt) }, []string{"peel.MoveAxis", "axis"}},
+		{"Transpose MinInt", func() { peel.Transpose(x23, math.MinInt, 0) }, []string{"peel.Transpose", "axis"}},
+		{"Squeeze MinInt", func() { peel.Squeeze(x23, math.MinInt) }, []string{"peel.Squeeze", "axis"}},
+		{"Split sizes overflow", func() { peel.Split(x23, []int{math.MaxInt, math.MaxInt, 4}, 1) }, []string{"peel.Split", "sizes"}},
+		{"Split negative", func() { peel.Split(x23, []int{math.MinInt, 3}, 1) }, []string{"peel.Split", "negative"}},
+		{"DynamicSlice MinInt", func() {
+			peel.DynamicSlice(x23, []*peel.Tensor{peel.Scalar(0), peel.Scalar(0)}, []int{math.MinInt, 1})
+		}, []string{"peel.DynamicSlice", "size"}},
+		{"OneHot MinInt", func() { peel.OneHot(idx2, math.MinInt, peel.Float64) }, []string{"peel.OneHot", "negative"}},
+		{"SplitKey MinInt", func() { peel.SplitKey(key, math.MinInt) }, []string{"peel.SplitKey", "negative"}},
+		{"Take axis MinInt", func() { peel.Take(x23, idx1, math.MinInt) }, []string{"peel.Take", "axis"}},
+		{"Concat axis MaxInt", func() { peel.Concat([]*peel.Tensor{x23, x23}, math.MaxInt) }, []string{"peel.Concat", "axis"}},
+		{"Stack axis MinInt", func() { peel.Stack([]*peel.Tensor{x23, x23}, math.MinInt) }, []string{"peel.Stack", "axis"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { wantSizeError(t, c.f, c.want...) })
+	}
+}
+
+// TestSliceHugeStep is the regression test for Slice with a step near
+// MaxInt, which used to give a negative dimension: a step larger than the
+// axis keeps the first element only, as Python's x[0:3:sys.maxsize].
+func TestSliceHugeStep(t *testing.T) {
+	x := peel.Reshape(peel.Arange(peel.Float64, 0, 6, 1), 2, 3)
+	for _, step := range []int{3, 4, 1 << 62, math.MaxInt - 1, math.MaxInt} {
+		y := peel.Slice(x, 1, 0, 3, step)
+		if got := fmt.Sprint(y.Shape()); got != "[2 1]" {
+			t.Fatalf("step %d: shape %s, want [2 1]", step, got)
+		}
+		if got := fmt.Sprint(peel.Clone(y).Float64s()); got != "[0 3]" {
+			t.Errorf("step %d: elements %s, want [0 3]", step, got)
+		}
+		z := peel.Slice(x, 1, 1, 3, step)
+		if got := fmt.Sprint(peel.Clone(z).Float64s()); got != "[1 4]" {
+			t.Errorf("step %d from 1: elements %s, want [1 4]", step, got)
+		}
+	}
+}
+
+// TestNearLimitShapesAccepted checks that shapes whose sizes are large but
+// representable are still accepted where no memory is needed (views and
+// empty tensors), so the checks refuse only what cannot work.
+func TestNearLimitShapesAccepted(t *testing.T) {
+	v := peel.BroadcastTo(peel.Scalar(2.0), 1<<31, 1<<31)
+	if v.Size() != 1<<62 {
+		t.Fatalf("size %d, want 2^62", v.Size())
+	}
+	if v = peel.BroadcastTo(peel.Scalar(2.0), math.MaxInt); v.Size() != math.MaxInt {
+		t.Fatalf("size %d, want MaxInt", v.Size())
+	}
+	if s := peel.Slice(v, 0, 0, math.MaxInt, math.MaxInt); s.Size() != 1 {
+		t.Fatalf("slice of MaxInt view by MaxInt: size %d, want 1", s.Size())
+	}
+	if s := peel.Narrow(v, 0, math.MaxInt-1, 1); s.Size() != 1 {
+		t.Fatalf("narrow at MaxInt-1: size %d, want 1", s.Size())
+	}
+	e := peel.Zeros(peel.Float64, 0, 1<<62)
+	if e.Size() != 0 {
+		t.Fatalf("size %d, want 0", e.Size())
+	}
+	if r := peel.Reshape(e, 1<<62, 0); fmt.Sprint(r.Shape()) != fmt.Sprint([]int{1 << 62, 0}) {
+		t.Fatalf("reshape of an empty tensor: shape %v", r.Shape())
+	}
+}
+
+// TestAllocationLimit checks SetMaxAllocBytes: an allocation above the
+// limit panics with a *peel.Error naming the shape, dtype, bytes and
+// limit before any memory is used, and a negative argument only reports
+// the limit.
+func TestAllocationLimit(t *testing.T) {
+	old := peel.SetMaxAllocBytes(1 << 20)
+	defer peel.SetMaxAllocBytes(old)
+	if got := peel.SetMaxAllocBytes(-1); got != 1<<20 {
+		t.Fatalf("SetMaxAllocBytes(-1) = %d, want %d", got, 1<<20)
+	}
+	if got := peel.MaxAllocBytes(); got != 1<<20 {
+		t.Fatalf("MaxAllocBytes() = %d, want %d", got, 1<<20)
+	}
+	peel.Zeros(peel.Float64, 128, 1024) // exactly 1 MiB
+	wantSizeError(t, func() { peel.Zeros(peel.Float64, 128, 1025) }, "peel.Zeros", "too large", "f64[128,1025]", "1049600 bytes", "1048576")
+	wantSizeError(t, func() { peel.Ones(peel.Float32, 1<<18+1) }, "peel.Ones", "too large", "f32[262145]")
+	wantSizeError(t, func() { peel.Full(1, peel.Bool, 1<<20+1) }, "peel.Full", "too large", "bool[1048577]")
+	wantSizeError(t, func() { peel.Eye(363, peel.Float64) }, "peel.Eye", "too large", "f64[363,363]")
+	wantSizeError(t, func() { peel.Arange(peel.Int64, 0, 1<<17+1, 1) }, "peel.Arange", "too large")
+	wantSizeError(t, func() { peel.Linspace(0, 1, 1<<17+1, peel.Float64) }, "peel.Linspace", "too large")
+	wantSizeError(t, func() { peel.FromFloat64s(make([]float64, 1<<17+1)) }, "peel.FromFloat64s", "too large")
+	v := peel.BroadcastTo(peel.Scalar(1.0), 1<<17+1) // a view: no memory
+	wantSizeError(t, func() { peel.Clone(v) }, "peel.Clone", "too large", "f64", "1048584 bytes", "1048576")
+	wantSizeError(t, func() { peel.Exp(v) }, "peel.Exp", "too large")
+	wantSizeError(t, func() { peel.Uniform(peel.Key(0), peel.Float32, 1<<18+1) }, "peel.Uniform", "too large")
+	if r := catchAny(func() { peel.Exp(peel.BroadcastTo(peel.Scalar(1.0), 1<<17)) }); r != nil {
+		t.Fatalf("an allocation at the limit failed: %v", r)
+	}
+}
+
+// TestAllocationLimitDefault checks that the default limit is positive
+// and refuses an allocation no machine can hold.
+func TestAllocationLimitDefault(t *testing.T) {
+	if n := peel.MaxAllocBytes(); n <= 0 {
+		t.Fatalf("default limit %d", n)
+	}
+	err := peel.Catch(func() { peel.Zeros(peel.Float64, 1<<61) })
+	var e *peel.Error
+	if !errors.As(err, &e) || !strings.Contains(e.Error(), "too large") {
+		t.Fatalf("Zeros of 2^64 bytes: %v", err)
+	}
+}
+
+func ExampleSetMaxAllocBytes() {
+	old := peel.SetMaxAllocBytes(1 << 20) // 1 MiB
+	defer peel.SetMaxAllocBytes(old)
+	err := peel.Catch(func() { peel.Zeros(peel.Float64, 1024, 1024) })
+	fmt.Println(err)
+	// Output: peel.Zeros: too large: f64[1024,1024] needs 8388608 bytes, over the allocation limit of 1048576 bytes (see peel.SetMaxAllocBytes)
+}
