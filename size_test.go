@@ -236,3 +236,17 @@ func ExampleSetMaxAllocBytes() {
 	fmt.Println(err)
 	// Output: peel.Zeros: too large: f64[1024,1024] needs 8388608 bytes, over the allocation limit of 1048576 bytes (see peel.SetMaxAllocBytes)
 }
+
+// TestOpResultTooLargeNamesShape: an operation whose result exceeds the
+// allocation limit is refused before allocating, naming the result's
+// shape (a broadcast view of a huge shape costs nothing; its copy is
+// refused).
+func TestOpResultTooLargeNamesShape(t *testing.T) {
+	old := peel.SetMaxAllocBytes(1 << 20)
+	defer peel.SetMaxAllocBytes(old)
+	v := peel.BroadcastTo(peel.Ones(1), 1<<20, 1<<10)
+	err := peel.Catch(func() { peel.Clone(v) })
+	if err == nil || !strings.Contains(err.Error(), "too large") || !strings.Contains(err.Error(), "[1048576,1024]") {
+		t.Fatalf("Clone of f64[1048576,1024] under a 1 MiB limit: %v", err)
+	}
+}

@@ -44,7 +44,7 @@ func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	res := make([]*Tensor, len(outs))
 	out := make([]backend.Array, len(outs))
 	for i, o := range outs {
-		out[i] = backend.Array{Buf: be.Alloc(o.DType, backend.ShapeSize(o.Shape)), Shape: o.Shape}
+		out[i] = backend.Array{Buf: alloc(be, o.DType, o.Shape), Shape: o.Shape}
 	}
 	be.Exec(p.Op, params, f.ins(len(args)), out)
 	f.release()
@@ -142,7 +142,7 @@ type result struct {
 func evalOne(be backend.Backend, p *Prim, params any, args []*Tensor, o Aval) []*Tensor {
 	checkKernel(be, p)
 	f := newFrame(args)
-	f.out[0] = backend.Array{Buf: be.Alloc(o.DType, backend.ShapeSize(o.Shape)), Shape: o.Shape}
+	f.out[0] = backend.Array{Buf: alloc(be, o.DType, o.Shape), Shape: o.Shape}
 	be.Exec(p.Op, params, f.ins(len(args)), f.out[:])
 	r := &result{t: Tensor{shape: shapeOf(o.Shape), dtype: o.DType, arr: f.out[0], be: be}}
 	r.st.init(f.out[0].Buf)
@@ -196,7 +196,7 @@ func Contiguous(x *Tensor) *Tensor {
 	if arr.IsContiguous() && arr.Offset == 0 && arr.Buf.Len() == arr.Size() {
 		return x
 	}
-	dst := backend.Array{Buf: be.Alloc(x.dtype, x.Size()), Shape: x.shape}
+	dst := backend.Array{Buf: alloc(be, x.dtype, x.shape), Shape: x.shape}
 	be.Copy(dst, arr)
 	return concreteTensor(be, dst)
 }
@@ -222,4 +222,16 @@ func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tens
 	be.Copy(dst.array(), src)
 	BaseOf(dst).gen++
 	return dst
+}
+
+// alloc allocates a result buffer of the given type, refusing with
+// *Error a shape whose size overflows or whose bytes exceed the
+// allocation limit (backend.SetMaxAllocBytes) before any memory is
+// touched, so the message names the shape.
+func alloc(be backend.Backend, dt DType, shape []int) backend.Buffer {
+	n, err := backend.AllocSize(dt, shape)
+	if err != nil {
+		panic(&Error{Msg: err.Error()})
+	}
+	return be.Alloc(dt, n)
 }

@@ -909,13 +909,17 @@ func TestTransposeRules(t *testing.T) {
 
 			for _, ph := range []struct {
 				name string
-				tr   interp.Tracer
-			}{{"nil placeholder", nil}, {"dead placeholder", deadTracer{dead}}} {
+				tr   interp.Tracer // nil: interp.Placeholder
+			}{{"placeholder", nil}, {"dead placeholder", deadTracer{dead}}} {
 				args := make([]*T, len(c.args))
 				for i, a := range c.args {
 					args[i] = a
 					if c.linear[i] {
-						args[i] = interp.NewTracer(a.Aval(), ph.tr)
+						if ph.tr == nil {
+							args[i] = interp.Placeholder(a.Aval())
+						} else {
+							args[i] = interp.NewTracer(a.Aval(), ph.tr)
+						}
 					}
 				}
 				cts := p.Transpose(c.params, []*T{ct}, args, c.linear)
