@@ -769,17 +769,22 @@ func powISV(d []int64, s int64, b []int64) {
 	}
 }
 
-// pow64 is math.Pow(x, y), with subnormal x sent to powSubnormal by one
-// comparison (never true for float32 operands, which are normal in
-// float64): for y's fractional part math.Pow takes the logarithm of x,
-// which on amd64 is wrong for subnormals (see logLoop64), so that
-// pow(5e-324, 0.25) gave 1.03e-77 instead of 1.49e-81.
-func pow64(x, y float64) float64 {
-	if ax := math.Abs(x); ax < minNormal64 && ax != 0 {
-		return powSubnormal(x, y)
-	}
-	return math.Pow(x, y)
+// The float pow loops call math.Pow, except for subnormal bases, which
+// go to powSubnormal: for y's fractional part math.Pow takes the
+// logarithm of x, which on amd64 is wrong for subnormals (see
+// logLoop64), so that pow(5e-324, 0.25) gave 1.03e-77 instead of
+// 1.49e-81. The test is one integer comparison, inlined, for every
+// normal base; float32 operands are never subnormal in float64.
+
+// subnormal64 reports whether x is subnormal: its exponent field is 0
+// and it is not ±0 (one integer test for every normal x).
+func subnormal64(x float64) bool {
+	b := math.Float64bits(x)
+	return b&expMask64 == 0 && b<<1 != 0
 }
+
+// expMask64 selects the exponent field of a float64's representation.
+const expMask64 = 0x7ff << 52
 
 // powSubnormal returns x^y for a subnormal x. Integer, infinite and NaN
 // exponents, and negative bases (whose fractional powers are NaN), are
@@ -812,7 +817,12 @@ func powSubnormal(x, y float64) float64 {
 func powVV[T elemFloat](d, a, b []T) {
 	a, b = a[:len(d)], b[:len(d)]
 	for i := range d {
-		d[i] = T(pow64(float64(a[i]), float64(b[i])))
+		x, y := float64(a[i]), float64(b[i])
+		if subnormal64(x) {
+			d[i] = T(powSubnormal(x, y))
+			continue
+		}
+		d[i] = T(math.Pow(x, y))
 	}
 }
 
@@ -824,15 +834,28 @@ func powVS[T elemFloat](d, a []T, s T) {
 		}
 		return
 	}
-	for i, x := range a {
-		d[i] = T(pow64(float64(x), float64(s)))
+	y := float64(s)
+	for i, v := range a {
+		x := float64(v)
+		if subnormal64(x) {
+			d[i] = T(powSubnormal(x, y))
+			continue
+		}
+		d[i] = T(math.Pow(x, y))
 	}
 }
 
 func powSV[T elemFloat](d []T, s T, b []T) {
 	b = b[:len(d)]
-	for i, x := range b {
-		d[i] = T(pow64(float64(s), float64(x)))
+	x := float64(s)
+	if subnormal64(x) {
+		for i, y := range b {
+			d[i] = T(powSubnormal(x, float64(y)))
+		}
+		return
+	}
+	for i, y := range b {
+		d[i] = T(math.Pow(x, float64(y)))
 	}
 }
 
