@@ -18,12 +18,13 @@ import (
 // and "Concurrent". It reports an error for every such primitive that has
 // no conformance case, and for every pure one b has no kernel for.
 //
-// Which primitives need a kernel is a property of the primitive (see
-// needsKernel), so composites and linear-only primitives, such as those
-// package transforms and peel.DefineOp register, need no case. A
-// composite for which b has a fused kernel (a peel.DefineOp op defined
-// WithKernel) gets a subtest that checks the kernel against the
-// composite's own decomposition.
+// Which primitives need a kernel is a property of the primitive, not a
+// list of names: a composite (Prim.Impl set) is evaluated as its
+// decomposition, and a primitive with Prim.NoEval is never evaluated, so
+// neither needs a kernel or a case (package transforms and peel.DefineOp
+// register such primitives). A composite marked Whole for which b has a
+// fused kernel (a peel.DefineOp op defined WithKernel) gets a subtest
+// that checks the kernel against the composite's own decomposition.
 func Run(t *testing.T, b backend.Backend) {
 	t.Helper()
 	cases := registry()
