@@ -117,6 +117,12 @@ func (a *Aliases) Write(p *interp.Prim, params any, args []*T) {
 	vals := make([]*T, len(args))
 	for i, x := range args {
 		vals[i] = a.Use(x)
+		if vals[i] == x && !a.Store.Own(x) {
+			// A lower box written into dst (copy_'s source) is taken
+			// by value: a later write into that box, or its adoption
+			// by this level, must not change dst.
+			vals[i] = x.Snapshot()
+		}
 	}
 	a.Assign(p, dst, interp.OutOfPlace(p, params, vals))
 }
