@@ -225,12 +225,17 @@ func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tens
 }
 
 // alloc allocates a result buffer of the given type, refusing with
-// *Error a shape whose size overflows or whose bytes exceed the
-// allocation limit (backend.SetMaxAllocBytes) before any memory is
-// touched, so the message names the shape.
+// *Error a buffer whose bytes exceed the allocation limit
+// (backend.SetMaxAllocBytes) before any memory is touched, so the
+// message names the shape.
 func alloc(be backend.Backend, dt DType, shape []int) backend.Buffer {
-	n, err := backend.AllocSize(dt, shape)
-	if err != nil {
+	// Result shapes come from shape rules, which check their sizes
+	// (backend.CheckedSize); only the byte limit is left to check.
+	n := backend.ShapeSize(shape)
+	if err := backend.CheckAlloc(dt, n); err != nil {
+		if ae, ok := err.(*backend.AllocError); ok {
+			ae.Shape = shape
+		}
 		panic(&Error{Msg: err.Error()})
 	}
 	return be.Alloc(dt, n)

@@ -130,7 +130,8 @@ type storage struct {
 	first block // cur points here until the first copy-on-write
 }
 
-// block is one buffer and the number of storages using it.
+// block is one buffer and the number of storages using it besides the
+// first (zero: one user, so a fresh block needs no atomic store).
 type block struct {
 	buf  backend.Buffer
 	refs atomic.Int64
@@ -146,7 +147,6 @@ func newStorage(buf backend.Buffer) *storage {
 
 func (s *storage) init(buf backend.Buffer) {
 	s.first.buf = buf
-	s.first.refs.Store(1)
 	s.cur = &s.first
 }
 
@@ -154,12 +154,11 @@ func (s *storage) init(buf backend.Buffer) {
 // storages use the block, before s is written.
 func (s *storage) unshare(be backend.Backend, dt DType) {
 	b := s.cur
-	if b.refs.Load() <= 1 {
+	if b.refs.Load() <= 0 {
 		return
 	}
 	n := b.buf.Len()
 	nb := &block{buf: be.Alloc(dt, n)}
-	nb.refs.Store(1)
 	be.Copy(backend.Array{Buf: nb.buf, Shape: []int{n}}, backend.Array{Buf: b.buf, Shape: []int{n}})
 	s.cur = nb
 	b.refs.Add(-1)

@@ -37,11 +37,14 @@ func workersFor(n, cost int) int {
 	if cost < 1 {
 		cost = 1
 	}
-	workers := Threads()
-	if limit := n * cost / grain; limit < workers {
-		workers = limit
+	limit := n * cost / grain
+	if limit <= 1 {
+		// Small work never asks for the thread count: with SetThreads
+		// unset that is runtime.GOMAXPROCS(0), which takes the
+		// scheduler's lock, a global lock on every small op.
+		return limit
 	}
-	return workers
+	return min(limit, Threads())
 }
 
 // serial reports whether parallelFor would run n elements of the given
