@@ -132,7 +132,7 @@ func FloorDiv(x, y any) *Tensor {
 	defer interp.Annotate(op)
 	a, b := numericOperands(op, x, y)
 	if a.DType().IsFloat() {
-		return floorDivFloat(a, b)
+		return bin(prims.FloorDivide, a, b)
 	}
 	q := bin(prims.Div, a, b)
 	_, fix := floorFix(a, b)
@@ -163,25 +163,6 @@ func floatRem(a, b *Tensor) (r, sb, fix *Tensor) {
 	sb = un(prims.Sign, b)
 	fix = bin(prims.Lt, bin(prims.Mul, r, sb), fill(0, r))
 	return r, sb, fix
-}
-
-// floorDivFloat is FloorDiv for floats, after numpy's divmod: a − r is an
-// integer multiple of b, so div = (a − r)/b is an integer up to rounding;
-// it moves down by one where r's sign is not b's (floored, not
-// truncated, division) and is then snapped to the nearest integer
-// (floor, plus one above a half). Where div is zero, and where b is
-// zero, the result is floor(a/b): there a/b is ±0 or positive below 1
-// (so its floor is the zero with a/b's sign), or ±Inf or NaN. Every
-// branch goes through floor, so the derivative is zero.
-func floorDivFloat(a, b *Tensor) *Tensor {
-	r, _, fix := floatRem(a, b)
-	div := bin(prims.Div, bin(prims.Sub, a, r), b)
-	div = sel(fix, bin(prims.Sub, div, fill(1, div)), div)
-	fl := un(prims.Floor, div)
-	up := bin(prims.Gt, bin(prims.Sub, div, fl), fill(0.5, div))
-	fl = sel(up, bin(prims.Add, fl, fill(1, fl)), fl)
-	edge := bin(prims.Or, bin(prims.Eq, div, fill(0, div)), bin(prims.Eq, b, fill(0, b)))
-	return sel(edge, un(prims.Floor, bin(prims.Div, a, b)), fl)
 }
 
 // modFloat is Mod for floats, numpy's remainder: r = fmod(a, b), plus b

@@ -67,7 +67,7 @@ func zeroJVP(p *interp.Prim) interp.JVPRule {
 
 func init() {
 	for _, p := range []*interp.Prim{
-		Floor, Ceil, Round, Not, And, Or, Eq, Ne, Lt, Le, Gt, Ge,
+		Floor, Ceil, Round, FloorDivide, Not, And, Or, Eq, Ne, Lt, Le, Gt, Ge,
 		ArgMax, ArgMin, Iota, Threefry2x32,
 	} {
 		p.NonDifferentiable = true

@@ -148,6 +148,11 @@ var (
 	Ge    = binary("ge", anyType, toBool)
 )
 
+// FloorDivide is numpy's floor_divide of floats: the floor of the exact
+// quotient (not of the rounded one), from the exact remainder fmod(x, y),
+// in the operands' arithmetic; ±Inf or NaN for y = 0.
+var FloorDivide = binary("floor_divide", floats, sameType)
+
 // In-place (mutation) forms of the binary arithmetic primitives:
 // dst ← op(dst, src).
 var (

@@ -188,6 +188,9 @@ type binaryOp struct {
 	prim *interp.Prim
 	kind opKind
 	f    func(x, y float64) float64
+	// f32, when set, is the float32 reference (an op defined in its
+	// operands' arithmetic, not as the rounded float64 result).
+	f32 func(x, y float32) float32
 	// cond is |x·∂f/∂x| + |y·∂f/∂y| given z = f(x, y); nil for exact ops.
 	cond func(x, y, z float64) float64
 	i    func(x, y int64) int64
@@ -207,6 +210,7 @@ var binaryOps = []binaryOp{
 	{prim: prims.Mul, kind: arithOp, f: func(x, y float64) float64 { return x * y }, i: func(x, y int64) int64 { return x * y }, vals: defaultValues},
 	{prim: prims.Div, kind: arithOp, f: func(x, y float64) float64 { return x / y }, i: divI, vals: divValues},
 	{prim: prims.Rem, kind: arithOp, f: math.Mod, i: remI, vals: divValues},
+	{prim: prims.FloorDivide, kind: exactOp, f: refFloorDiv[float64], f32: refFloorDiv[float32], vals: divValues},
 	{prim: prims.Pow, kind: transcOp, f: refPow, cond: powCond, i: powI, vals: powBaseValues, yvals: &powExpValues},
 	{prim: prims.Max, f: maxF, i: func(x, y int64) int64 { return max(x, y) }, b: func(x, y bool) bool { return x || y }, vals: defaultValues},
 	{prim: prims.Min, f: minF, i: func(x, y int64) int64 { return min(x, y) }, b: func(x, y bool) bool { return x && y }, vals: defaultValues},
@@ -308,6 +312,8 @@ func (o binaryOp) apply(x, y array) (array, []float64) {
 			out.b[k] = o.b(x.b[k], y.b[k])
 		case x.dt == backend.Int64:
 			out.i[k] = o.i(x.i[k], y.i[k])
+		case x.dt == backend.Float32 && o.f32 != nil:
+			out.f[k] = float64(o.f32(float32(x.f[k]), float32(y.f[k])))
 		default:
 			z := fround(x.dt, o.f(x.f[k], y.f[k]))
 			out.f[k] = z
@@ -704,4 +710,25 @@ func runThreefry(s *suite) {
 		x := f(backend.Int64, 2)
 		interp.Bind(p, nil, x, x, x)
 	})
+}
+
+// refFloorDiv is numpy's floor_divide of floats in F's arithmetic, from
+// math.Mod's exact remainder.
+func refFloorDiv[F float32 | float64](a, b F) F {
+	if b == 0 {
+		return F(math.Floor(float64(a / b)))
+	}
+	r := F(math.Mod(float64(a), float64(b)))
+	q := (a - r) / b
+	if r != 0 && (r < 0) != (b < 0) {
+		q--
+	}
+	if q == 0 {
+		return F(math.Floor(float64(a / b)))
+	}
+	fl := F(math.Floor(float64(q)))
+	if q-fl > 0.5 {
+		fl++
+	}
+	return fl
 }

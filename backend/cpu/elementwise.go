@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
@@ -723,6 +724,81 @@ func remSV[T elemFloat](d []T, s T, b []T) {
 	}
 }
 
+// floorDiv is numpy's floor division of floats in T's arithmetic: the
+// exact remainder r = fmod(a, b) makes a − r an integer multiple of b,
+// so (a − r)/b is an integer up to rounding; it moves down by one where
+// r has the other sign than b (floored, not truncated, division) and is
+// snapped to the nearest integer. Where that quotient is zero, and for
+// b = 0, the result is floor(a/b): the zero of a/b's sign, ±Inf or NaN.
+//
+// When the quotient is well inside T's integers the rounding of
+// (a − r)/b cannot move it past the nearest integer, so the result is the
+// exact floored quotient, which the fast path computes from trunc(a/b)
+// with one FMA (as fmod does), with no second division or snapping.
+func floorDiv[T elemFloat](a, b T) T {
+	x, y := float64(a), float64(b)
+	lim := 0x1p50
+	if unsafe.Sizeof(a) == 4 {
+		lim = 0x1p20
+	}
+	if t := x / y; fmaFast && math.Abs(t) < lim && math.Abs(y) <= math.MaxFloat64 {
+		q := float64(int64(t)) // trunc(t): |t| < 2^50
+		r := math.FMA(-q, y, x)
+		if r != 0 && math.Signbit(r) != math.Signbit(x) {
+			q -= math.Copysign(1, q)
+			r = math.FMA(-q, y, x)
+		}
+		// Floored: one less where r is nonzero and of the other sign
+		// than y, computed without a branch (random signs would
+		// mispredict one in two).
+		rb := math.Float64bits(r)
+		other := (rb ^ math.Float64bits(y)) >> 63
+		var nonzero uint64
+		if rb<<1 != 0 {
+			nonzero = 1
+		}
+		q -= float64(other & nonzero)
+		if q != 0 {
+			return T(q)
+		}
+		return T(math.Floor(float64(a / b)))
+	}
+	r := T(fmod(x, y))
+	q := (a - r) / b
+	if (r < 0 && b > 0) || (r > 0 && b < 0) {
+		q--
+	}
+	if q == 0 || b == 0 {
+		return T(math.Floor(float64(a / b)))
+	}
+	fl := T(math.Floor(float64(q)))
+	if q-fl > 0.5 {
+		fl++
+	}
+	return fl
+}
+
+func floorDivVV[T elemFloat](d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	for i := range d {
+		d[i] = floorDiv(a[i], b[i])
+	}
+}
+
+func floorDivVS[T elemFloat](d, a []T, s T) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = floorDiv(x, s)
+	}
+}
+
+func floorDivSV[T elemFloat](d []T, s T, b []T) {
+	b = b[:len(d)]
+	for i, x := range b {
+		d[i] = floorDiv(s, x)
+	}
+}
+
 // ipow is x^y with wraparound; see the package's integer semantics for
 // negative exponents.
 func ipow(x, y int64) int64 {
@@ -1174,6 +1250,10 @@ func init() {
 		i:   numericArith(remIVV, remIVS, remISV),
 		f32: numericArith(remVV[float32], remVS[float32], remSV[float32]),
 		f64: numericArith(remVV[float64], remVS[float64], remSV[float64]),
+	})
+	registerArith(prims.FloorDivide, costMath, binOp[bool, int64, float32, float64]{
+		f32: numericArith(floorDivVV[float32], floorDivVS[float32], floorDivSV[float32]),
+		f64: numericArith(floorDivVV[float64], floorDivVS[float64], floorDivSV[float64]),
 	})
 	registerArith(prims.Pow, costHeavy, binOp[bool, int64, float32, float64]{
 		i:   numericArith(powIVV, powIVS, powISV),
