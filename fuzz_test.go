@@ -365,14 +365,7 @@ func checkSliceValues(t *testing.T, x, y *peel.Tensor, axis, start, stop, step i
 			break
 		}
 	}
-	outer, inner := 1, 1
-	for k, d := range shape {
-		if k < axis {
-			outer *= d
-		} else if k > axis {
-			inner *= d
-		}
-	}
+	outer, inner := outerInner(shape, axis)
 	var want []float64
 	for o := 0; o < outer; o++ {
 		for _, i := range picked {
@@ -494,14 +487,7 @@ func checkTakeValues(t *testing.T, x *peel.Tensor, idx []int64, axis int, y *pee
 	t.Helper()
 	shape := x.Shape()
 	n := shape[axis]
-	outer, inner := 1, 1
-	for k, d := range shape {
-		if k < axis {
-			outer *= d
-		} else if k > axis {
-			inner *= d
-		}
-	}
+	outer, inner := outerInner(shape, axis)
 	var want []float64
 	for o := 0; o < outer; o++ {
 		for _, i := range idx {
@@ -522,4 +508,18 @@ func checkTakeValues(t *testing.T, x *peel.Tensor, idx []int64, axis int, y *pee
 			t.Fatalf("Take(%v, %v, %d) = %v, want %v", shape, idx, axis, got, want)
 		}
 	}
+}
+
+// outerInner returns the number of elements before and after axis in a
+// row-major shape.
+func outerInner(shape []int, axis int) (outer, inner int) {
+	outer, inner = 1, 1
+	for k, d := range shape {
+		if k < axis {
+			outer *= d
+		} else if k > axis {
+			inner *= d
+		}
+	}
+	return outer, inner
 }

@@ -85,12 +85,15 @@ func CheckedSize(shape []int) (int, error) {
 }
 
 // FormatShape formats shape as "[2 3]", as fmt's %v does.
-func FormatShape(shape []int) string {
+func FormatShape(shape []int) string { return formatDims(shape, ' ') }
+
+// formatDims formats shape's dimensions in brackets, separated by sep.
+func formatDims(shape []int, sep byte) string {
 	var b strings.Builder
 	b.WriteByte('[')
 	for i, d := range shape {
 		if i > 0 {
-			b.WriteByte(' ')
+			b.WriteByte(sep)
 		}
 		b.WriteString(strconv.Itoa(d))
 	}
@@ -101,15 +104,5 @@ func FormatShape(shape []int) string {
 // formatType formats a dtype and shape as "f64[2,3]", as peel prints
 // tensor types.
 func formatType(dt DType, shape []int) string {
-	var b strings.Builder
-	b.WriteString(dt.String())
-	b.WriteByte('[')
-	for i, d := range shape {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(d))
-	}
-	b.WriteByte(']')
-	return b.String()
+	return dt.String() + formatDims(shape, ',')
 }

@@ -83,13 +83,6 @@ func TestMemoryStable(t *testing.T) {
 			return []*T{y, pb(v)}
 		}},
 	}
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	values := func(ts []*T) []float64 {
 		var out []float64
 		for _, r := range ts {
@@ -107,7 +100,7 @@ func TestMemoryStable(t *testing.T) {
 			var warm uint64
 			for i := 1; i < memCalls; i++ {
 				if i == memWarm {
-					warm = heap()
+					warm = heapAfterGC()
 				}
 				got := values(tc.run())
 				if i%1000 == 0 {
@@ -116,7 +109,7 @@ func TestMemoryStable(t *testing.T) {
 					}
 				}
 			}
-			end := heap()
+			end := heapAfterGC()
 			grow := int64(end) - int64(warm)
 			t.Logf("%d calls in %v (%v per call); HeapAlloc after %d calls %d, after %d calls %d (%+d bytes)",
 				memCalls, time.Since(start).Round(time.Millisecond), (time.Since(start) / memCalls).Round(time.Microsecond/10), memWarm, warm, memCalls, end, grow)
@@ -125,4 +118,13 @@ func TestMemoryStable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heapAfterGC returns the live heap after two collections.
+func heapAfterGC() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

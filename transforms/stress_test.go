@@ -2,7 +2,6 @@ package transforms_test
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -96,14 +95,7 @@ func TestStressConcurrentTransforms(t *testing.T) {
 		}
 	}
 
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := heapAfterGC()
 
 	var (
 		mu       sync.Mutex
@@ -164,7 +156,7 @@ func TestStressConcurrentTransforms(t *testing.T) {
 	if msg := ipSame(b.Float64s(), bData, 0); msg != "" {
 		t.Errorf("captured b changed: %s", msg)
 	}
-	after := heap()
+	after := heapAfterGC()
 	grow := int64(after) - int64(before)
 	t.Logf("%d goroutines × %d calls in %v; HeapAlloc %d → %d bytes (%+d)", stressGoroutines, stressCalls, elapsed, before, after, grow)
 	if grow > stressHeapBound {

@@ -76,21 +76,6 @@ func rbNear(t *testing.T, what string, got, want []float64, tol float64) {
 	}
 }
 
-// rbFD is the central finite-difference gradient of a scalar function
-// of one float64 tensor of the given shape.
-func rbFD(f func(*T) *T, x []float64, shape ...int) []float64 {
-	const eps = 1e-6
-	g := make([]float64, len(x))
-	for i := range x {
-		xp := append([]float64{}, x...)
-		xm := append([]float64{}, x...)
-		xp[i] += eps
-		xm[i] -= eps
-		g[i] = (f(peel.FromFloat64s(xp, shape...)).Item() - f(peel.FromFloat64s(xm, shape...)).Item()) / (2 * eps)
-	}
-	return g
-}
-
 func rbSum(x *T) *T { return peel.Sum(x, nil, false) }
 
 // rbUnary is f of one operand.
@@ -208,7 +193,7 @@ func TestTreeUnexportedStaticFieldsKept(t *testing.T) {
 		if g.Cfg == nil || g.Cfg.Name != "c" {
 			t.Errorf("%s: static exported field not kept: %+v", what, g.Cfg)
 		}
-		want := rbFD(func(w *T) *T { q := p; q.W = w; return loss(q) }, x, 3)
+		want := fdGrad(func(w *T) *T { q := p; q.W = w; return loss(q) }, x, 3)
 		rbNear(t, what, g.W.Float64s(), want, 1e-6)
 	}
 	check("Grad", transforms.Grad(loss)(p))
@@ -494,7 +479,7 @@ func TestGradAuxConcrete(t *testing.T) {
 	xs := []float64{0.3, -0.9, 1.7}
 	x := peel.FromFloat64s(xs)
 	loss := func(x *T) *T { return rbSum(peel.Mul(peel.Sin(x), x)) }
-	wantG := rbFD(loss, xs, 3)
+	wantG := fdGrad(loss, xs, 3)
 	sinOf := func(v []float64) []float64 {
 		out := make([]float64, len(v))
 		for i := range v {
@@ -593,7 +578,7 @@ func TestVmapGradAux(t *testing.T) {
 		ys = append(ys, aux["y"].Float64s()...)
 		ns = append(ns, aux["n"].Float64s()...)
 		// The loop's gradient against finite differences.
-		rbNear(t, fmt.Sprintf("row %d grad", i), g.Float64s(), rbFD(func(x *T) *T { v, _ := f(x); return v }, row.Float64s(), 2), 1e-6)
+		rbNear(t, fmt.Sprintf("row %d grad", i), g.Float64s(), fdGrad(func(x *T) *T { v, _ := f(x); return v }, row.Float64s(), 2), 1e-6)
 	}
 	rbNear(t, "grad", got.G.Float64s(), gs, 1e-12)
 	rbNear(t, "aux y", got.Aux["y"].Float64s(), ys, 1e-12)
