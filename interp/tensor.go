@@ -99,11 +99,13 @@ type Tracer interface {
 type Tensor struct {
 	shape []int
 	dtype DType
-	// Concrete content (tr == nil): the layout (arr.Buf unused: the
-	// buffer is st's current block, see array) and the memory it indexes.
-	arr backend.Array
-	st  *storage
-	be  backend.Backend
+	// Concrete content (tr == nil): the layout over shape (strides, nil
+	// when contiguous, and offset) and the memory it indexes (st's
+	// current block; see array).
+	strides []int
+	offset  int
+	st      *storage
+	be      backend.Backend
 	// Tracer content.
 	tr Tracer
 	// view is non-nil when the tensor was made by a view primitive.
@@ -176,15 +178,13 @@ func (t *Tensor) release() {
 // concreteTensor returns a concrete tensor with layout arr in a new
 // storage holding arr.Buf.
 func concreteTensor(be backend.Backend, arr backend.Array) *Tensor {
-	return &Tensor{shape: shapeOf(arr.Shape), dtype: arr.Buf.DType(), arr: arr, st: newStorage(arr.Buf), be: be}
+	return &Tensor{shape: shapeOf(arr.Shape), dtype: arr.Buf.DType(), strides: arr.Strides, offset: arr.Offset, st: newStorage(arr.Buf), be: be}
 }
 
 // array returns the concrete array: the layout over the storage's
 // current buffer.
 func (t *Tensor) array() backend.Array {
-	a := t.arr
-	a.Buf = t.st.cur.buf
-	return a
+	return backend.Array{Buf: t.st.cur.buf, Shape: t.shape, Strides: t.strides, Offset: t.offset}
 }
 
 // Snapshot returns a new box holding t's current content such that
@@ -201,7 +201,7 @@ func (t *Tensor) Snapshot() *Tensor {
 	}
 	b := t.st.cur
 	b.refs.Add(1)
-	return &Tensor{shape: t.shape, dtype: t.dtype, arr: t.arr, st: &storage{cur: b}, be: t.be}
+	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: &storage{cur: b}, be: t.be}
 }
 
 // View records how a view tensor was made from its base, so interpreters
@@ -314,7 +314,7 @@ func (t *Tensor) BumpGeneration() { t.gen++ }
 // tracer), without t's view record. Interpreters that adopt a box use it
 // to keep the content the box had below their level.
 func (t *Tensor) NewBox() *Tensor {
-	return &Tensor{shape: t.shape, dtype: t.dtype, arr: t.arr, st: t.st, be: t.be, tr: t.tr}
+	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: t.st, be: t.be, tr: t.tr}
 }
 
 // Rebind replaces t's content with src's content (concrete array or
@@ -325,7 +325,7 @@ func (t *Tensor) Rebind(src *Tensor) {
 	if !ShapeEqual(t.shape, src.shape) || t.dtype != src.dtype {
 		panic(Errorf("rebind: shape or dtype changes from %s to %s", t.TypeString(), src.TypeString()))
 	}
-	t.arr, t.st, t.be, t.tr = src.arr, src.st, src.be, src.tr
+	t.strides, t.offset, t.st, t.be, t.tr = src.strides, src.offset, src.st, src.be, src.tr
 	t.version++
 }
 
@@ -422,7 +422,7 @@ func OwnValue(v *Tensor) *Tensor {
 	if v.tr != nil {
 		return v
 	}
-	if v.arr.Overlaps() {
+	if v.array().Overlaps() {
 		dst := backend.Array{Buf: v.be.Alloc(v.dtype, v.Size()), Shape: v.shape}
 		v.be.Copy(dst, v.array())
 		return concreteTensor(v.be, dst)
