@@ -224,14 +224,24 @@ func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tens
 	return dst
 }
 
+// allocCheckMin is the element count from which eval checks the
+// allocation limit itself, naming the shape.
+const allocCheckMin = 1 << 14
+
 // alloc allocates a result buffer of the given type, refusing with
 // *Error a buffer whose bytes exceed the allocation limit
 // (backend.SetMaxAllocBytes) before any memory is touched, so the
 // message names the shape.
 func alloc(be backend.Backend, dt DType, shape []int) backend.Buffer {
 	// Result shapes come from shape rules, which check their sizes
-	// (backend.CheckedSize); only the byte limit is left to check.
+	// (backend.CheckedSize); only the byte limit is left to check. Small
+	// buffers are left to the backend's own check (which cannot name the
+	// shape), so the per-op path of small tensors stays as short as it
+	// was.
 	n := backend.ShapeSize(shape)
+	if n < allocCheckMin {
+		return be.Alloc(dt, n)
+	}
 	if err := backend.CheckAlloc(dt, n); err != nil {
 		if ae, ok := err.(*backend.AllocError); ok {
 			ae.Shape = shape
