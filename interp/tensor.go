@@ -119,23 +119,24 @@ type Tensor struct {
 // storage is the memory that aliasing concrete tensors share: a base,
 // its views, and boxes given the same content (NewBox, Rebind) point to
 // one storage, so a write through any of them is seen by all. The
-// storage's buffer is its current block; a block may also be used by
-// other storages (snapshots: graph constants and values an interpreter
-// saved), which must not see later writes. A write through a storage
-// whose block is shared first moves the storage to a private copy
-// (copy-on-write), so the snapshots keep the values they were taken at.
-// Nothing here is a list of readers: taking a snapshot is one atomic
-// increment on the block, so goroutines sharing a tensor never write a
-// common field except that counter.
+// storage's buffer belongs to its current block; a block may also be
+// used by other storages (snapshots: graph constants and values an
+// interpreter saved), which must not see later writes. A write through a
+// storage whose block is shared first moves the storage to a private
+// copy in a new block (copy-on-write), so the snapshots keep the values
+// they were taken at. Nothing here is a list of readers: taking a
+// snapshot is one atomic increment on the block, so goroutines sharing a
+// tensor never write a common field except that counter. The buffer is
+// kept in the storage itself, so reading it is one load from the tensor.
 type storage struct {
+	buf   backend.Buffer
 	cur   *block
 	first block // cur points here until the first copy-on-write
 }
 
-// block is one buffer and the number of storages using it besides the
-// first (zero: one user, so a fresh block needs no atomic store).
+// block stands for one buffer: the number of storages using it besides
+// the first (zero: one user, so a fresh block needs no atomic store).
 type block struct {
-	buf  backend.Buffer
 	refs atomic.Int64
 }
 
@@ -148,7 +149,7 @@ func newStorage(buf backend.Buffer) *storage {
 }
 
 func (s *storage) init(buf backend.Buffer) {
-	s.first.buf = buf
+	s.buf = buf
 	s.cur = &s.first
 }
 
@@ -159,10 +160,10 @@ func (s *storage) unshare(be backend.Backend, dt DType) {
 	if b.refs.Load() <= 0 {
 		return
 	}
-	n := b.buf.Len()
-	nb := &block{buf: be.Alloc(dt, n)}
-	be.Copy(backend.Array{Buf: nb.buf, Shape: []int{n}}, backend.Array{Buf: b.buf, Shape: []int{n}})
-	s.cur = nb
+	n := s.buf.Len()
+	nb := be.Alloc(dt, n)
+	be.Copy(backend.Array{Buf: nb, Shape: []int{n}}, backend.Array{Buf: s.buf, Shape: []int{n}})
+	s.buf, s.cur = nb, new(block)
 	b.refs.Add(-1)
 }
 
@@ -171,7 +172,7 @@ func (s *storage) unshare(be backend.Backend, dt DType) {
 func (t *Tensor) release() {
 	if t.tr == nil && t.st != nil && t.st.cur != nil {
 		t.st.cur.refs.Add(-1)
-		t.st.cur = nil
+		t.st.buf, t.st.cur = nil, nil
 	}
 }
 
@@ -184,7 +185,7 @@ func concreteTensor(be backend.Backend, arr backend.Array) *Tensor {
 // array returns the concrete array: the layout over the storage's
 // current buffer.
 func (t *Tensor) array() backend.Array {
-	return backend.Array{Buf: t.st.cur.buf, Shape: t.shape, Strides: t.strides, Offset: t.offset}
+	return backend.Array{Buf: t.st.buf, Shape: t.shape, Strides: t.strides, Offset: t.offset}
 }
 
 // Snapshot returns a new box holding t's current content such that
@@ -201,7 +202,7 @@ func (t *Tensor) Snapshot() *Tensor {
 	}
 	b := t.st.cur
 	b.refs.Add(1)
-	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: &storage{cur: b}, be: t.be}
+	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: &storage{buf: t.st.buf, cur: b}, be: t.be}
 }
 
 // View records how a view tensor was made from its base, so interpreters
