@@ -107,12 +107,12 @@ func newFrame(args []*Tensor) *frame {
 	if len(args) > len(f.in) {
 		f.big = make([]backend.Array, len(args))
 	}
+	in := f.in[:]
+	if f.big != nil {
+		in = f.big
+	}
 	for i, a := range args {
-		if f.big != nil {
-			f.big[i] = a.array()
-		} else {
-			f.in[i] = a.array()
-		}
+		a.arrayInto(&in[i])
 	}
 	return f
 }

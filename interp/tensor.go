@@ -188,6 +188,16 @@ func (t *Tensor) array() backend.Array {
 	return backend.Array{Buf: t.st.buf, Shape: t.shape, Strides: t.strides, Offset: t.offset}
 }
 
+// arrayInto stores array() into *dst field by field: building the array
+// in a temporary and copying it would read back, in wide loads, the
+// narrow stores just made (a store-forwarding stall on every operand).
+func (t *Tensor) arrayInto(dst *backend.Array) {
+	dst.Buf = t.st.buf
+	dst.Shape = t.shape
+	dst.Strides = t.strides
+	dst.Offset = t.offset
+}
+
 // Snapshot returns a new box holding t's current content such that
 // later in-place writes into t (or any alias of it) are not seen through
 // the snapshot, and writes into the snapshot are not seen through t. For
