@@ -427,7 +427,7 @@ func (o *Op) derive(in []Aval) Aval {
 		if r := recover(); r != nil {
 			if e, ok := r.(*Error); ok && e.Transform == level {
 				// The staging level is ours, not the caller's.
-				e.Transform, e.Level = "", 0
+				e.ForgetLevels()
 			}
 			panic(r)
 		}

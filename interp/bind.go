@@ -75,8 +75,8 @@ func annotateLevel(l *Level) {
 	if r == nil {
 		return
 	}
-	if e, ok := r.(*Error); ok && e.Transform == "" {
-		e.Transform, e.Level = l.name, l.id
+	if e, ok := r.(*Error); ok {
+		e.NoteLevel(l)
 	}
 	panic(r)
 }

@@ -31,12 +31,56 @@ type Error struct {
 	// definitions, possibly long after the user's call returned (in a
 	// backward pass, under vmap).
 	Decomposing []string
+	// Within is the chain of transforms the failure happened under,
+	// innermost first ("grad", "vmap" for an error in the function of
+	// Vmap(Grad(f))), whichever level raised it; a transform made of
+	// several levels is named once.
+	Within []string
+	// within holds the levels of Within, innermost (highest ID) first.
+	within []*Level
+}
+
+// NoteLevel records that the failure happened under level l: the first
+// level noted is the one it failed at (Transform and Level, when not
+// set yet), and every level noted joins the chain of enclosing
+// transforms (Within), kept innermost first. Interpreters call it as
+// the panic leaves a level (Bind does for the level it dispatched to).
+func (e *Error) NoteLevel(l *Level) {
+	if e.Transform == "" {
+		e.Transform, e.Level = l.name, l.id
+	}
+	i := 0
+	for ; i < len(e.within); i++ {
+		if e.within[i] == l {
+			return
+		}
+		if e.within[i].id < l.id {
+			break
+		}
+	}
+	e.within = append(e.within, nil)
+	copy(e.within[i+1:], e.within[i:])
+	e.within[i] = l
+	e.Within = e.Within[:0]
+	for _, w := range e.within {
+		// A transform of two levels (grad: staging and forward mode) is
+		// named once.
+		e.Within = pushName(e.Within, w.name)
+	}
+}
+
+// ForgetLevels clears the transform and the chain of enclosing
+// transforms (for an error raised under a level internal to an op,
+// reported as the op's own).
+func (e *Error) ForgetLevels() {
+	e.Transform, e.Level, e.Within, e.within = "", 0, nil, nil
 }
 
 // Error formats the message: "peel.MatMul: dot_general: contracting
-// dimensions differ (f64[2,3], f64[4,5]) [trace, level 3]", followed by
-// "while decomposing mylib.op" when the failing primitive came from the
-// definition of a composite op.
+// dimensions differ (f64[2,3], f64[4,5]) [trace, level 3]", with the
+// chain of transforms when there are several ("[vmap, level 2, under
+// grad inside vmap]"), followed by "while decomposing mylib.op" when the
+// failing primitive came from the definition of a composite op.
 func (e *Error) Error() string {
 	var b strings.Builder
 	for i := len(e.Ops) - 1; i >= 0; i-- {
@@ -59,7 +103,12 @@ func (e *Error) Error() string {
 		b.WriteString(")")
 	}
 	if e.Transform != "" {
-		fmt.Fprintf(&b, " [%s, level %d]", e.Transform, e.Level)
+		fmt.Fprintf(&b, " [%s, level %d", e.Transform, e.Level)
+		if len(e.Within) > 1 || (len(e.Within) == 1 && e.Within[0] != e.Transform) {
+			b.WriteString(", under ")
+			b.WriteString(strings.Join(e.Within, " inside "))
+		}
+		b.WriteByte(']')
 	}
 	if len(e.Decomposing) > 0 {
 		b.WriteString(" while decomposing ")

@@ -228,14 +228,14 @@ func jvpFlat(name string, f func([]*T) []*T, primals, tangents []*T) (outs, tout
 }
 
 // annotate records the level in an *Error raised while running the
-// user's function that does not name a level yet.
+// user's function (interp.Error.NoteLevel).
 func annotate(l *interp.Level) {
 	r := recover()
 	if r == nil {
 		return
 	}
-	if e, ok := r.(*interp.Error); ok && e.Transform == "" {
-		e.Transform, e.Level = l.Name(), l.ID()
+	if e, ok := r.(*interp.Error); ok {
+		e.NoteLevel(l)
 	}
 	panic(r)
 }
