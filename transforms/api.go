@@ -26,10 +26,10 @@ func build[A any](def *treeDef, leaves []*T) A {
 
 // checkFloatLeaves panics with *Error naming op if a leaf to be
 // differentiated is not a float tensor.
-func checkFloatLeaves(op string, leaves []*T) {
+func checkFloatLeaves(op string, leaves []*T, def *treeDef) {
 	for i, l := range leaves {
 		if !l.DType().IsFloat() {
-			treeErrorf(op, "cannot differentiate with respect to leaf %d of dtype %v (%s): only float tensors have derivatives; convert it with peel.AsType or pass it as an argument that is not differentiated", i, l.DType(), l.TypeString())
+			treeErrorf(op, "cannot differentiate with respect to %s of dtype %v (%s): only float tensors have derivatives; convert it with peel.AsType or pass it as an argument that is not differentiated", def.leafName("the argument", i), l.DType(), l.TypeString())
 		}
 	}
 }
@@ -53,10 +53,10 @@ func fillZeros(cts []*T, like []interp.Aval) []*T {
 // every leaf. f's further results (GradAux's aux leaves) are not
 // differentiated: they come back as primal values, unwrapped from the
 // levels entered here.
-func valueAndGrad(op string, f func([]*T) []*T, leaves []*T) (value *T, grads, rest []*T) {
+func valueAndGrad(op string, f func([]*T) []*T, leaves []*T, def *treeDef) (value *T, grads, rest []*T) {
 	scalar := func(in []*T) []*T {
 		// Checked inside the level, so the error names it.
-		checkFloatLeaves(op, leaves)
+		checkFloatLeaves(op, leaves, def)
 		outs := f(in)
 		o := outs[0]
 		if o == nil {
@@ -81,7 +81,7 @@ func valueAndGradAs[A any](op string, f func(A) *peel.Tensor) func(A) (*peel.Ten
 	return func(x A) (*peel.Tensor, A) {
 		leaves, def := flatten(op, x)
 		fl := func(in []*T) []*T { return []*T{f(build[A](def, in))} }
-		v, g, _ := valueAndGrad(op, fl, leaves)
+		v, g, _ := valueAndGrad(op, fl, leaves, def)
 		return v, build[A](def, g)
 	}
 }
@@ -141,7 +141,7 @@ func GradAux[A, X any](f func(A) (*peel.Tensor, X)) func(A) (A, X) {
 			}
 			return outs
 		}
-		_, g, rest := valueAndGrad(op, fl, leaves)
+		_, g, rest := valueAndGrad(op, fl, leaves, def)
 		if auxDef == nil {
 			return build[A](def, g), aux
 		}
@@ -182,7 +182,7 @@ func VJP[A, B any](f func(A) B, primals A) (B, func(B) A) {
 		sameStructure(op, outDef.proto.Interface(), cdef.proto.Interface())
 		for i, c := range cts {
 			if !c.Aval().Equal(lin.outs[i].Aval()) {
-				treeErrorf(op, "cotangent leaf %d is %s, but the output is %s", i, c.TypeString(), lin.outs[i].TypeString())
+				treeErrorf(op, "cotangent %s is %s, but the output is %s", cdef.leafName("(the whole cotangent)", i), c.TypeString(), lin.outs[i].TypeString())
 			}
 			if !c.DType().IsFloat() {
 				cts[i] = nil
@@ -209,7 +209,7 @@ func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
 		sameStructure(op, def.proto.Interface(), tdef.proto.Interface())
 		for i, t := range given {
 			if !t.Aval().Equal(leaves[i].Aval()) {
-				treeErrorf(op, "tangent leaf %d is %s, but its primal is %s", i, t.TypeString(), leaves[i].TypeString())
+				treeErrorf(op, "tangent %s is %s, but its primal is %s", tdef.leafName("(the whole tangent)", i), t.TypeString(), leaves[i].TypeString())
 			}
 		}
 		return fl(in)
@@ -245,7 +245,7 @@ func Linearize[A, B any](f func(A) B, primals A) (B, func(A) B) {
 		sameStructure(op, def.proto.Interface(), tdef.proto.Interface())
 		for i, x := range tl {
 			if !x.Aval().Equal(lin.in[i]) {
-				treeErrorf(op, "tangent leaf %d is %s, but its primal is %s", i, x.TypeString(), lin.in[i])
+				treeErrorf(op, "tangent %s is %s, but its primal is %s", tdef.leafName("(the whole tangent)", i), x.TypeString(), lin.in[i])
 			}
 		}
 		return build[B](outDef, lin.apply(tl))

@@ -216,7 +216,7 @@ func vmapped(size int, dims []int, fn func([]*T) []*T) func([]*T) []*T {
 	return func(in []*T) []*T {
 		return vmapFlat("transforms.Vmap", cfg, fn, in, append([]int(nil), axes...), func(outs []*T) []int {
 			return make([]int, len(outs))
-		})
+		}, nil)
 	}
 }
 

@@ -41,3 +41,43 @@ func TestErrorNamesEnclosingTransforms(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeErrorsNameLeafPaths: errors about one leaf of a tree name its
+// path (".W", "[1]", `["k"]`), not its number.
+func TestTreeErrorsNameLeafPaths(t *testing.T) {
+	type params struct{ W, B *T }
+	p := params{W: peel.Ones(peel.Float64, 2, 3), B: peel.Ones(peel.Float64, 3)}
+	loss := func(p params) *T { return peel.Sum(peel.Add(peel.Sum(p.W, nil, false), p.B), nil, false) }
+	cases := []struct {
+		name string
+		run  func()
+		want []string
+	}{
+		{"vmap sizes", func() {
+			transforms.Vmap(func(m map[string]*T) *T { return peel.Add(m["a"], peel.Sum(m["b"], nil, false)) })(
+				map[string]*T{"a": peel.Ones(peel.Float64, 2), "b": peel.Ones(peel.Float64, 3)})
+		}, []string{`leaf ["a"]: 2`, `leaf ["b"]: 3`}},
+		{"jvp tangent", func() {
+			transforms.JVP(loss, p, params{W: peel.Ones(peel.Float64, 2, 3), B: peel.Ones(peel.Float64, 4)})
+		}, []string{"tangent leaf .B", "f64[4]"}},
+		{"vjp cotangent", func() {
+			_, pb := transforms.VJP(func(p params) []*T { return []*T{p.W, p.B} }, p)
+			pb([]*T{p.W, peel.Ones(peel.Float64, 2)})
+		}, []string{"cotangent leaf [1]"}},
+		{"grad of an integer leaf", func() {
+			transforms.Grad(func(p params) *T { return peel.Sum(p.W, nil, false) })(params{W: p.W, B: peel.FromInt64s([]int64{1})})
+		}, []string{"leaf .B", "i64"}},
+	}
+	for _, c := range cases {
+		err := interp.Catch(c.run)
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not mention %q", c.name, err, w)
+			}
+		}
+	}
+}

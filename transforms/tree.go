@@ -39,6 +39,22 @@ type treeDef struct {
 	proto  reflect.Value // the original value, for static parts
 	leaves int
 	desc   string
+	// paths are the leaves' paths (".W", "[1]", `["k"]`; "" for a tree
+	// that is one tensor), for error messages.
+	paths []string
+}
+
+// leafName names leaf i of a tree in errors: "leaf .W", "leaf [1].b", or
+// what for the whole tree when it is one tensor ("the argument"). A nil
+// def names the leaf by number.
+func (d *treeDef) leafName(what string, i int) string {
+	if d == nil || i >= len(d.paths) {
+		return fmt.Sprintf("leaf %d", i)
+	}
+	if d.paths[i] == "" {
+		return what
+	}
+	return "leaf " + d.paths[i]
 }
 
 // treeRole says what a tree is to the transform, for its error messages.
@@ -77,9 +93,13 @@ func flattenAs(op string, v any, role treeRole) ([]*peel.Tensor, *treeDef) {
 		treeErrorf(op, "the tree is nil")
 	}
 	var leaves []*peel.Tensor
-	w := walker{op: op, role: role, leaf: func(_ string, t *peel.Tensor) { leaves = append(leaves, t) }}
+	var paths []string
+	w := walker{op: op, role: role, leaf: func(p string, t *peel.Tensor) {
+		leaves = append(leaves, t)
+		paths = append(paths, p)
+	}}
 	w.walk(rv, "")
-	return leaves, &treeDef{typ: rv.Type(), proto: rv, leaves: len(leaves), desc: describe(rv.Type())}
+	return leaves, &treeDef{typ: rv.Type(), proto: rv, leaves: len(leaves), desc: describe(rv.Type()), paths: paths}
 }
 
 func treeErrorf(op, format string, args ...any) {

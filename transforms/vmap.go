@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/batching"
@@ -92,10 +93,12 @@ func Vmap[A, B any](f func(A) B, opts ...VmapOption) func(A) B {
 		axes := resolveAxes(op, "in", cfg.inAxes, def.proto)
 		var outDef *treeDef
 		fl := flatFn(op, f, def, &outDef)
+		names := &vmapNames{in: def}
 		outs := vmapFlat(op, cfg, fl, leaves, axes, func(outs []*T) []int {
 			_, d := flatten(op, build[B](outDef, outs))
+			names.out = d
 			return resolveAxes(op, "out", cfg.outAxes, d.proto)
-		})
+		}, names)
 		return build[B](outDef, outs)
 	}
 }
@@ -103,7 +106,7 @@ func Vmap[A, B any](f func(A) B, opts ...VmapOption) func(A) B {
 // vmapFlat runs fl over a batch: inputs with axes (unmapped for
 // unmapped ones); outAxes gives the out axis of each result (called once
 // with the results of the first chunk).
-func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func([]*T) []int) []*T {
+func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func([]*T) []int, names *vmapNames) []*T {
 	size := -1
 	var sizes []string
 	for i, x := range inputs {
@@ -112,14 +115,14 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes 
 		}
 		a := axes[i]
 		if a < -x.Rank() || a >= x.Rank() {
-			treeErrorf(op, "in axis %d is out of range for argument leaf %d of shape %v", a, i, x.Shape())
+			treeErrorf(op, "in axis %d is out of range for argument %s of shape %v", a, names.inName(i), x.Shape())
 		}
 		if a < 0 {
 			a += x.Rank()
 		}
 		axes[i] = a
 		n := x.Shape()[a]
-		sizes = append(sizes, fmt.Sprintf("leaf %d: %d", i, n))
+		sizes = append(sizes, fmt.Sprintf("%s: %d", names.inName(i), n))
 		if size >= 0 && n != size {
 			size = -2
 		} else if size != -2 {
@@ -131,7 +134,7 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes 
 	}
 	switch {
 	case size == -2:
-		treeErrorf(op, "mapped arguments have different sizes along their in axes (%v)", sizes)
+		treeErrorf(op, "mapped arguments have different sizes along their in axes (%s)", strings.Join(sizes, ", "))
 	case size == -1 && cfg.axisSize <= 0:
 		treeErrorf(op, "no argument is mapped: set AxisSize")
 	case size == -1:
@@ -143,7 +146,7 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes 
 		treeErrorf(op, "ChunkSize must be positive, not %d", cfg.chunk)
 	}
 	if !cfg.chunkSet || cfg.chunk >= size {
-		return vmapRun(size, fl, inputs, axes, outAxes)
+		return vmapRun(size, fl, inputs, axes, outAxes, names)
 	}
 	// Chunks: run each on a slice of the mapped inputs and concatenate.
 	var parts [][]*T
@@ -162,7 +165,7 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes 
 				oax = outAxes(o)
 			}
 			return oax
-		})
+		}, names)
 		parts = append(parts, outs)
 	}
 	res := make([]*T, len(parts[0]))
@@ -176,8 +179,26 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes 
 	return res
 }
 
+// vmapNames names the leaves of a vmapped function's argument and result
+// trees in errors (nil: by number).
+type vmapNames struct{ in, out *treeDef }
+
+func (n *vmapNames) inName(i int) string {
+	if n == nil {
+		return fmt.Sprintf("leaf %d", i)
+	}
+	return n.in.leafName("(the whole argument)", i)
+}
+
+func (n *vmapNames) outName(i int) string {
+	if n == nil {
+		return fmt.Sprintf("leaf %d", i)
+	}
+	return n.out.leafName("(the whole result)", i)
+}
+
 // vmapRun runs fl once at a vmap level of the given size.
-func vmapRun(size int, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func([]*T) []int) []*T {
+func vmapRun(size int, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func([]*T) []int, names *vmapNames) []*T {
 	b := batching.New(size)
 	defer b.End()
 	in := make([]*T, len(inputs))
@@ -196,19 +217,19 @@ func vmapRun(size int, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func
 	res := make([]*T, len(outs))
 	for i, o := range outs {
 		if o == nil {
-			treeErrorf("transforms.Vmap", "the function returned a nil tensor at result leaf %d", i)
+			treeErrorf("transforms.Vmap", "the function returned a nil tensor at result %s", names.outName(i))
 		}
 		a := oax[i]
 		if a == unmapped {
 			if tr := o.Tracer(); tr != nil && tr.Level() == b.Level() {
-				treeErrorf("transforms.Vmap", "result leaf %d is batched but its out axis is NoAxis", i)
+				treeErrorf("transforms.Vmap", "result %s is batched but its out axis is NoAxis", names.outName(i))
 			}
 			res[i] = o
 			continue
 		}
 		r := o.Rank() + 1
 		if a < -r || a >= r {
-			treeErrorf("transforms.Vmap", "out axis %d is out of range for result leaf %d of rank %d", a, i, o.Rank())
+			treeErrorf("transforms.Vmap", "out axis %d is out of range for result %s of rank %d", a, names.outName(i), o.Rank())
 		}
 		if a < 0 {
 			a += r
@@ -352,7 +373,7 @@ func jacobianVmap(fn func(*T) *T, n int, a interp.Aval, outAxis int, opts []Vmap
 	cfg := vmapOptions(opts)
 	eye := peel.Reshape(peel.AsType(peel.Eye(n, peel.Float64), a.DType), append([]int{n}, a.Shape...)...)
 	outs := vmapFlat("transforms.Jacobian", cfg, func(in []*T) []*T { return []*T{fn(in[0])} }, []*T{eye}, []int{0},
-		func([]*T) []int { return []int{outAxis} })
+		func([]*T) []int { return []int{outAxis} }, nil)
 	return outs[0]
 }
 

@@ -129,7 +129,7 @@ func TestVmapErrors(t *testing.T) {
 	x := seq(6, 2, 3)
 	wantError(t, func() {
 		transforms.Vmap(func(xs []*T) *T { return peel.Add(xs[0], xs[1]) })([]*T{x, seq(6, 3, 2)})
-	}, "different sizes", "leaf 0: 2", "leaf 1: 3")
+	}, "different sizes", "leaf [0]: 2, leaf [1]: 3")
 	wantError(t, func() { transforms.Vmap(peel.Sin, transforms.InAxes(2))(x) }, "in axis 2", "out of range")
 	wantError(t, func() {
 		type s struct {
