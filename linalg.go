@@ -1,6 +1,8 @@
 package peel
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/peel-ml/peel/interp"
@@ -110,77 +112,238 @@ type einsumTerm struct {
 	letters []byte
 }
 
-// Einsum evaluates an Einstein summation in explicit form, such as
-// "bij,bjk->bik", "i,i->", "ij,j->i" or "bhqd,bhkd->bhqk": each operand's
-// axes are named by letters (a–z, A–Z), the output lists the letters it
-// keeps, and every other letter is summed over. Dtypes are promoted. The
-// operands are contracted pairwise from left to right with dot_general
+// einsumEllipsis is the internal letter of the k-th ellipsis dimension
+// (counted over the broadcast ellipsis shape): a byte that no spec letter
+// can be.
+func einsumEllipsis(k int) byte { return byte(0x80 + k) }
+
+// einsumIsLetter reports whether c may name an axis in an Einsum spec.
+func einsumIsLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// einsumSubscripts splits the subscripts s of one operand (or of the
+// output; what names it) into the letters before and after its ellipsis;
+// ell reports whether it has one.
+func einsumSubscripts(op, spec, what, s string) (pre, post []byte, ell bool) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c == '.' {
+			if !strings.HasPrefix(s[i:], "...") {
+				errorf(op, "spec %q: %s has a '.' that is not part of an ellipsis (...)", spec, what)
+			}
+			if ell {
+				errorf(op, "spec %q: the ellipsis (...) appears twice in %s", spec, what)
+			}
+			ell = true
+			i += 3
+			continue
+		}
+		if !einsumIsLetter(c) {
+			errorf(op, "spec %q: %q is not a letter", spec, c)
+		}
+		if ell {
+			post = append(post, c)
+		} else {
+			pre = append(pre, c)
+		}
+		i++
+	}
+	return pre, post, ell
+}
+
+// Einsum evaluates an Einstein summation with numpy.einsum's semantics,
+// such as "bij,bjk->bik", "i,i->", "ij,j->i" or "bhqd,bhkd->bhqk": each
+// operand's axes are named by letters (a–z, A–Z), the output lists the
+// letters it keeps, and every other letter is summed over. Spaces are
+// ignored and dtypes are promoted.
+//
+// A letter repeated within one operand takes that operand's diagonal over
+// those axes (their sizes must agree): "ii->" is the trace, "ii->i" the
+// diagonal, "bii->bi" a batch of diagonals, "NMKK->NM" a trace over the
+// last two axes. An ellipsis ("...", at most once per operand) stands for
+// the axes not named by letters; the ellipses of the operands broadcast
+// against each other by numpy's rules (aligned on the right, size-1
+// dimensions stretch), as in "...ij,...jk->...ik" or "...i,...i->...".
+// Without "->" the spec is in implicit form, as in numpy: the output is
+// the broadcast ellipsis dimensions followed by the letters that appear
+// exactly once in the spec, in ASCII order (upper case first), so "ij,jk"
+// is "ij,jk->ik", "ii" is the trace and "ji" is "ji->ij", a transpose. In
+// explicit form the output must have an ellipsis when the operands'
+// ellipses cover any dimension, as numpy requires.
+//
+// Diagonals are strided slices of reshaped views and size-1 ellipsis
+// dimensions that broadcast are dropped from their operand; the operands
+// are then contracted pairwise from left to right with dot_general
 // (letters shared by both operands that are still needed later are batch
 // dimensions), after summing each letter that appears in only one operand
-// and not in the output; the result is then transposed to the output's
-// order. Repeated letters within one operand (traces and diagonals, "ii->i")
-// and ellipses ("...") are not supported. Einsum panics with *Error when
-// the spec is malformed or unsupported, the number of operands or an
-// operand's rank does not match it, an output letter appears in no operand
-// or twice, a letter has different sizes in different operands, an
-// operand is nil, or a summation involves bool operands.
+// and not in the output, and the result is transposed to the output's
+// order. Everything is built from existing primitives, so Einsum works
+// under every transform.
+//
+// Einsum panics with *Error when the spec is malformed (a character other
+// than a letter, a '.' outside an ellipsis, an ellipsis twice in one
+// operand or in the output), the number of operands or an operand's rank
+// does not match it, a repeated letter has different sizes within one
+// operand, a letter has different sizes in different operands, the
+// ellipsis dimensions do not broadcast, an explicit output lacks an
+// ellipsis the operands need or has a letter that appears in no operand
+// or twice, an operand is nil, or a summation involves bool operands.
 func Einsum(spec string, operands ...*Tensor) *Tensor {
 	defer interp.Annotate("peel.Einsum")
 	const op = "peel.Einsum"
 	s := strings.ReplaceAll(spec, " ", "")
-	lhs, out, ok := strings.Cut(s, "->")
-	if !ok {
-		errorf(op, "spec %q has no \"->\": only the explicit form is supported", spec)
-	}
-	if strings.Contains(s, ".") {
-		errorf(op, "spec %q: ellipsis (...) is not supported", spec)
-	}
+	lhs, outSpec, explicit := strings.Cut(s, "->")
 	ins := strings.Split(lhs, ",")
 	if len(ins) != len(operands) {
 		errorf(op, "spec %q names %d operands, got %d", spec, len(ins), len(operands))
 	}
-	isLetter := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-	size := map[byte]int{}
-	count := map[byte]int{} // number of operands naming each letter
-	terms := make([]einsumTerm, len(operands))
+	type subscripts struct {
+		pre, post []byte
+		nell      int // the number of dimensions the ellipsis covers
+	}
+	subs := make([]subscripts, len(ins))
 	vals := make([]any, len(operands))
+	total := map[byte]int{} // occurrences of each letter in the inputs
+	maxEll := 0
 	for i, in := range ins {
 		t := operands[i]
 		if t == nil {
 			errorf(op, "operand %d is nil", i)
 		}
 		vals[i] = t
-		if len(in) != t.Rank() {
-			errorf(op, "spec %q: operand %d is %s, but its subscripts %q name %d axes", spec, i, t.TypeString(), in, len(in))
+		pre, post, ell := einsumSubscripts(op, spec, fmt.Sprintf("operand %d", i), in)
+		n := len(pre) + len(post)
+		switch {
+		case !ell && n != t.Rank():
+			errorf(op, "spec %q: operand %d is %s, but its subscripts %q name %d axes", spec, i, t.TypeString(), in, n)
+		case ell && n > t.Rank():
+			errorf(op, "spec %q: operand %d is %s, but its subscripts %q name %d axes besides the ellipsis", spec, i, t.TypeString(), in, n)
 		}
-		for j := 0; j < len(in); j++ {
-			c := in[j]
-			if !isLetter(c) {
-				errorf(op, "spec %q: %q is not a letter", spec, c)
+		subs[i] = subscripts{pre: pre, post: post, nell: t.Rank() - n}
+		maxEll = max(maxEll, t.Rank()-n)
+		for _, c := range pre {
+			total[c]++
+		}
+		for _, c := range post {
+			total[c]++
+		}
+	}
+	if maxEll > 0x7f {
+		errorf(op, "spec %q: the ellipsis covers %d dimensions, more than %d", spec, maxEll, 0x7f)
+	}
+	// Broadcast the ellipsis dimensions, aligned on the right.
+	eshape := make([]int, maxEll)
+	for k := range eshape {
+		eshape[k] = 1
+	}
+	for i, sb := range subs {
+		sh := operands[i].Shape()
+		for k := 0; k < sb.nell; k++ {
+			d, e := sh[len(sb.pre)+k], maxEll-sb.nell+k
+			if d == 1 {
+				continue
 			}
-			if strings.IndexByte(in[:j], c) >= 0 {
-				errorf(op, "spec %q: letter %q repeats in operand %d; traces and diagonals are not supported", spec, c, i)
+			if eshape[e] != 1 && eshape[e] != d {
+				errorf(op, "spec %q: the ellipsis dimensions of operand %d (%s) do not broadcast: dimension %d of the broadcast ellipsis has size %d in another operand, %d here", spec, i, operands[i].TypeString(), e, eshape[e], d)
 			}
+			eshape[e] = d
+		}
+	}
+	// The output letters.
+	var out []byte
+	if explicit {
+		pre, post, ell := einsumSubscripts(op, spec, "the output", outSpec)
+		if !ell && maxEll > 0 {
+			errorf(op, "spec %q: the operands' ellipses cover %d dimensions, but the output has no ellipsis (...) to keep them", spec, maxEll)
+		}
+		named := append(append([]byte(nil), pre...), post...)
+		for j, c := range named {
+			if total[c] == 0 {
+				errorf(op, "spec %q: output letter %q appears in no operand", spec, c)
+			}
+			if slices.Contains(named[:j], c) {
+				errorf(op, "spec %q: output letter %q repeats", spec, c)
+			}
+		}
+		out = append(out, pre...)
+		if ell {
+			for k := range maxEll {
+				out = append(out, einsumEllipsis(k))
+			}
+		}
+		out = append(out, post...)
+	} else {
+		for k := range maxEll {
+			out = append(out, einsumEllipsis(k))
+		}
+		for c := 0; c < 0x80; c++ {
+			if total[byte(c)] == 1 {
+				out = append(out, byte(c))
+			}
+		}
+	}
+	outStr := string(out)
+	inOut := func(c byte) bool { return strings.IndexByte(outStr, c) >= 0 }
+	// Each operand's letters: drop the size-1 ellipsis dimensions that
+	// broadcast and take the diagonals of repeated letters.
+	size := map[byte]int{}
+	count := map[byte]int{} // number of operands naming each letter
+	terms := make([]einsumTerm, len(operands))
+	for i, sb := range subs {
+		t := operands[i]
+		letters := append([]byte(nil), sb.pre...)
+		for k := 0; k < sb.nell; k++ {
+			letters = append(letters, einsumEllipsis(maxEll-sb.nell+k))
+		}
+		letters = append(letters, sb.post...)
+		sh := t.Shape()
+		var keepShape []int
+		var keepLetters []byte
+		for j, c := range letters {
+			if c >= 0x80 && sh[j] == 1 && eshape[c-0x80] != 1 {
+				continue
+			}
+			keepShape, keepLetters = append(keepShape, sh[j]), append(keepLetters, c)
+		}
+		if len(keepLetters) < len(letters) {
+			t, letters = Reshape(t, keepShape...), keepLetters
+		}
+		for {
+			j, k := -1, -1
+			for a := range letters {
+				if b := slices.Index(letters[a+1:], letters[a]); b >= 0 {
+					j, k = a, a+1+b
+					break
+				}
+			}
+			if j < 0 {
+				break
+			}
+			c, sh := letters[j], t.Shape()
+			n := sh[j]
+			if sh[k] != n {
+				errorf(op, "spec %q: letter %q repeats in operand %d (%s) with sizes %d and %d; a diagonal needs equal sizes", spec, c, i, operands[i].TypeString(), n, sh[k])
+			}
+			var perm, shape []int
+			var rest []byte
+			for a := range letters {
+				if a != j && a != k {
+					perm, shape, rest = append(perm, a), append(shape, sh[a]), append(rest, letters[a])
+				}
+			}
+			t = Transpose(t, append(perm, j, k)...)
+			t = Reshape(t, append(shape, n*n)...)
+			t = Slice(t, len(shape), 0, n*n, n+1)
+			letters = append(rest, c)
+		}
+		for j, c := range letters {
 			d := t.Shape()[j]
 			if n, seen := size[c]; seen && n != d {
-				errorf(op, "spec %q: letter %q has size %d in one operand and %d in operand %d (%s)", spec, c, n, d, i, t.TypeString())
+				errorf(op, "spec %q: letter %q has size %d in one operand and %d in operand %d (%s)", spec, c, n, d, i, operands[i].TypeString())
 			}
 			size[c] = d
 			count[c]++
 		}
-		terms[i] = einsumTerm{t: t, letters: []byte(in)}
-	}
-	for j := 0; j < len(out); j++ {
-		c := out[j]
-		if !isLetter(c) {
-			errorf(op, "spec %q: %q is not a letter", spec, c)
-		}
-		if _, seen := size[c]; !seen {
-			errorf(op, "spec %q: output letter %q appears in no operand", spec, c)
-		}
-		if strings.IndexByte(out[:j], c) >= 0 {
-			errorf(op, "spec %q: output letter %q repeats", spec, c)
-		}
+		terms[i] = einsumTerm{t: t, letters: letters}
 	}
 	d := resultDType(op, vals)
 	needsNumeric := func() {
@@ -188,7 +351,6 @@ func Einsum(spec string, operands ...*Tensor) *Tensor {
 			errorf(op, "spec %q sums over bool operands; convert them to a numeric dtype with AsType", spec)
 		}
 	}
-	inOut := func(c byte) bool { return strings.IndexByte(out, c) >= 0 }
 	// Sum the letters that appear in one operand only and not in the output.
 	for i := range terms {
 		tm := &terms[i]
