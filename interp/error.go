@@ -78,8 +78,9 @@ func (e *Error) ForgetLevels() {
 
 // Error formats the message: "peel.MatMul: dot_general: contracting
 // dimensions differ (f64[2,3], f64[4,5]) [trace, level 3]", with the
-// chain of transforms when there are several ("[vmap, level 2, under
-// grad inside vmap]"), followed by "while decomposing mylib.op" when the
+// transforms enclosing that level ("[grad, level 4, inside vmap]"), or
+// the whole chain when the failing level is not the innermost ("[vmap,
+// level 2, under grad inside vmap]"), followed by "while decomposing mylib.op" when the
 // failing primitive came from the definition of a composite op.
 func (e *Error) Error() string {
 	var b strings.Builder
@@ -104,9 +105,15 @@ func (e *Error) Error() string {
 	}
 	if e.Transform != "" {
 		fmt.Fprintf(&b, " [%s, level %d", e.Transform, e.Level)
-		if len(e.Within) > 1 || (len(e.Within) == 1 && e.Within[0] != e.Transform) {
+		switch chain := e.Within; {
+		case len(chain) > 0 && chain[0] == e.Transform:
+			for _, w := range chain[1:] {
+				b.WriteString(", inside ")
+				b.WriteString(w)
+			}
+		case len(chain) > 0:
 			b.WriteString(", under ")
-			b.WriteString(strings.Join(e.Within, " inside "))
+			b.WriteString(strings.Join(chain, " inside "))
 		}
 		b.WriteByte(']')
 	}

@@ -36,8 +36,8 @@ func TestErrorNamesEnclosingTransforms(t *testing.T) {
 		if strings.Join(e.Within, ",") != strings.Join(c.within, ",") {
 			t.Errorf("%s: Within %v, want %v (%v)", c.name, e.Within, c.within, err)
 		}
-		if len(c.within) > 1 && !strings.Contains(err.Error(), "under "+strings.Join(c.within, " inside ")) {
-			t.Errorf("%s: message %q does not name the chain", c.name, err)
+		if len(c.within) > 1 && !strings.Contains(err.Error(), "inside "+c.within[len(c.within)-1]) {
+			t.Errorf("%s: message %q does not name the enclosing transform", c.name, err)
 		}
 	}
 }
