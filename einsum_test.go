@@ -382,7 +382,7 @@ func TestEinsumTransforms(t *testing.T) {
 	a := einsumRand(r, n, n)
 	// Grad of Sum(diag(A)) is the identity, checked against central
 	// finite differences.
-	f := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Einsum("ii->i", x), nil, false) }
+	f := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Einsum("ii->i", x)) }
 	g := transforms.Grad(f)(a)
 	av := a.Float64s()
 	gv := g.Float64s()
@@ -447,7 +447,7 @@ func TestEinsumTransforms(t *testing.T) {
 	x1 := einsumRand(r, 1, 3)
 	y1 := einsumRand(r, 2, 3)
 	gx := transforms.Grad(func(x *peel.Tensor) *peel.Tensor {
-		return peel.Sum(peel.Einsum("...i,...i->...", x, y1), nil, false)
+		return peel.Sum(peel.Einsum("...i,...i->...", x, y1))
 	})(x1)
 	yv := y1.Float64s()
 	if d := einsumCompare(gx, []int{1, 3}, []float64{yv[0] + yv[3], yv[1] + yv[4], yv[2] + yv[5]}, 1e-12); d != "" {

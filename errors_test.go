@@ -21,9 +21,9 @@ func TestErrorTable(t *testing.T) {
 	}{
 		{"shape mismatch", func() { peel.Add(x, peel.Ones(peel.Float64, 4)) }, []string{"peel.Add", "broadcast"}},
 		{"matmul mismatch", func() { peel.MatMul(x, x) }, []string{"peel.MatMul", "f64[2,3]"}},
-		{"bad axis", func() { peel.Sum(x, []int{2}, false) }, []string{"peel.Sum", "axis 2"}},
+		{"bad axis", func() { peel.Sum(x, 2) }, []string{"peel.Sum", "axis 2"}},
 		{"bad negative axis", func() { peel.Softmax(x, -3) }, []string{"peel.Softmax", "axis"}},
-		{"repeated axis", func() { peel.Sum(x, []int{0, -2}, false) }, []string{"peel.Sum", "repeated"}},
+		{"repeated axis", func() { peel.Sum(x, 0, -2) }, []string{"peel.Sum", "repeated"}},
 		{"wrong dtype", func() { peel.LogicalNot(x) }, []string{"peel.LogicalNot"}},
 		{"bool arithmetic", func() { peel.Add(b, b) }, []string{"peel.Add"}},
 		{"slice out of range", func() { peel.Slice(x, 1, 0, 5, 1) }, []string{"peel.Slice"}},

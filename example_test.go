@@ -35,7 +35,7 @@ func ExampleNarrow() {
 func ExampleMatMul() {
 	a := peel.Reshape(peel.Arange(peel.Float64, 0, 12, 1), 2, 2, 3)
 	b := peel.Ones(peel.Float64, 3, 1)
-	fmt.Println(peel.MatMul(a, b).Shape(), peel.Sum(peel.MatMul(a, b), nil, false).Item())
+	fmt.Println(peel.MatMul(a, b).Shape(), peel.Sum(peel.MatMul(a, b)).Item())
 	// Output:
 	// [2 2 1] 66
 }

@@ -280,11 +280,11 @@ func TestActivationsHuge(t *testing.T) {
 				}
 				x := peel.AsType(peel.FromFloat64s(xs), dt)
 				xv := numFloats(x)
-				sum := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(c.f(x), nil, false) }
-				scaled := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Mul(c.f(x), 3.0), nil, false) }
+				sum := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(c.f(x)) }
+				scaled := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Mul(c.f(x), 3.0)) }
 				grad := transforms.Grad(sum)
 				_, jvp := transforms.JVP(c.f, x, peel.OnesLike(x))
-				second := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(grad(x), nil, false) })
+				second := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(grad(x)) })
 				results := []struct {
 					what  string
 					got   []float64
@@ -371,7 +371,7 @@ func TestGELUStillAccurate(t *testing.T) {
 			if dt == peel.Float32 {
 				continue
 			}
-			g := numFloats(transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(f.f(x), nil, false) })(x))
+			g := numFloats(transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(f.f(x)) })(x))
 			for i, v := range xv {
 				if w := f.dr(v); math.Abs(g[i]-w) > 1e-14*math.Abs(w)+1e-15 {
 					t.Errorf("%s' f64(%v) = %v, want %v", f.name, v, g[i], w)

@@ -550,7 +550,7 @@ func Categorical(key *Tensor, logits *Tensor, axis int, shape ...int) *Tensor {
 	}
 	u := bind(prims.Max, rngUniform(dt, y0, y1), rngFill(tiny, dt, s))
 	g := bind(prims.Neg, bind(prims.Log, bind(prims.Neg, bind(prims.Log, u))))
-	return ArgMax(Add(logits, rngReshape(g, ns)), pre+a, false)
+	return ArgMax(Add(logits, rngReshape(g, ns)), pre+a)
 }
 
 // Choice returns an i64 tensor of the given shape of indices in [0, n):

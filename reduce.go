@@ -1,6 +1,7 @@
 package peel
 
 import (
+	"github.com/peel-ml/peel/backend"
 	"math"
 	"sort"
 
@@ -54,11 +55,11 @@ func keepReshape(x *Tensor, shape []int) *Tensor {
 }
 
 // reduceAxes returns the axes a reduction of a rank-rank tensor runs over,
-// non-negative, sorted and distinct, as ReduceParams needs them. nil means
-// all axes. It panics with *Error naming op on an axis out of range or
-// repeated.
+// non-negative, sorted and distinct, as ReduceParams needs them. No axes
+// means all axes. It panics with *Error naming op on an axis out of range
+// or repeated.
 func reduceAxes(op string, axes []int, rank int) []int {
-	if axes == nil {
+	if len(axes) == 0 {
 		all := make([]int, rank)
 		for i := range all {
 			all[i] = i
@@ -107,26 +108,46 @@ func boolToInt(x *Tensor) *Tensor {
 	return interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: Int64}, x)
 }
 
-// Sum returns the sum of x's elements over axes (nil: all axes; negative
-// axes count from the end), keeping them as size-1 dimensions when
-// keepDims is set. Bool tensors are summed as i64. It panics with *Error if
-// x is nil or an axis is out of range or repeated.
-func Sum(x *Tensor, axes []int, keepDims bool) *Tensor {
+// Sum returns the sum of x's elements over the given axes, or over all
+// of them when none is given: Sum(x) is a scalar, Sum(x, 1) sums axis 1,
+// Sum(x, 0, 2) axes 0 and 2; negative axes count from the end. Keep(Sum,
+// x, axes...) keeps the reduced axes as size-1 dimensions; every
+// reduction has this shape. Bool tensors are summed as i64. It panics
+// with *Error if x is nil or an axis is out of range or repeated.
+func Sum(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Sum"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
 	ax := reduceAxes(op, axes, x.Rank())
-	return reduceBind(prims.ReduceSum, boolToInt(x), ax, keepDims)
+	return reduceBind(prims.ReduceSum, boolToInt(x), ax, false)
+}
+
+// Keep applies reduce (Sum, Mean, Max, ArgMax, …) to x over axes and
+// keeps the reduced axes as size-1 dimensions (numpy's keepdims), so the
+// result broadcasts against x: Keep(Max, x, -1), Keep(Sum, x). With no
+// axes every axis is reduced and kept. It panics as reduce does, and
+// with *Error if reduce's result does not have the size of the kept
+// shape (reduce is not a reduction over those axes).
+func Keep(reduce func(x *Tensor, axes ...int) *Tensor, x *Tensor, axes ...int) *Tensor {
+	const op = "peel.Keep"
+	checkTensor(op, x)
+	r := reduce(x, axes...)
+	defer interp.Annotate(op)
+	kept := keptShape(x.Shape(), reduceAxes(op, axes, x.Rank()))
+	if r.Size() != backend.ShapeSize(kept) {
+		errorf(op, "the reduction's result %s does not fit the kept shape %v of %s over axes %v", r.TypeString(), kept, x.TypeString(), axes)
+	}
+	return keepReshape(r, kept)
 }
 
 // Prod returns the product of x's elements over axes; it treats axes and
 // dtypes and panics as Sum does.
-func Prod(x *Tensor, axes []int, keepDims bool) *Tensor {
+func Prod(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Prod"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
 	ax := reduceAxes(op, axes, x.Rank())
-	return reduceBind(prims.ReduceProd, boolToInt(x), ax, keepDims)
+	return reduceBind(prims.ReduceProd, boolToInt(x), ax, false)
 }
 
 // extremum is Max or Min: the reduction has no identity, so an empty axis
@@ -143,17 +164,17 @@ func extremum(op string, p *interp.Prim, x *Tensor, axes []int, keepDims bool) *
 }
 
 // Max returns the largest element of x over axes (NaN propagates); see Sum
-// for axes and keepDims. It panics with *Error if x is nil, an axis is out
-// of range or repeated, or a reduced axis is empty.
-func Max(x *Tensor, axes []int, keepDims bool) *Tensor {
+// for axes and Keep. It panics with *Error if x is nil, an axis is out of
+// range or repeated, or a reduced axis is empty.
+func Max(x *Tensor, axes ...int) *Tensor {
 	defer interp.Annotate("peel.Max")
-	return extremum("peel.Max", prims.ReduceMax, x, axes, keepDims)
+	return extremum("peel.Max", prims.ReduceMax, x, axes, false)
 }
 
 // Min returns the smallest element of x over axes; it panics as Max does.
-func Min(x *Tensor, axes []int, keepDims bool) *Tensor {
+func Min(x *Tensor, axes ...int) *Tensor {
 	defer interp.Annotate("peel.Min")
-	return extremum("peel.Min", prims.ReduceMin, x, axes, keepDims)
+	return extremum("peel.Min", prims.ReduceMin, x, axes, false)
 }
 
 // mean averages a float tensor over normalized axes (NaN over an empty
@@ -173,34 +194,34 @@ func variance(x *Tensor, ax []int, keepDims bool) *Tensor {
 
 // Mean returns the arithmetic mean of x over axes; integer and bool
 // tensors give f64, and the mean over an empty axis is NaN. See Sum for
-// axes and keepDims; it panics as Sum does.
-func Mean(x *Tensor, axes []int, keepDims bool) *Tensor {
+// axes and Keep; it panics as Sum does.
+func Mean(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Mean"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
 	ax := reduceAxes(op, axes, x.Rank())
-	return mean(toFloat(x), ax, keepDims)
+	return mean(toFloat(x), ax, false)
 }
 
 // Var returns the population variance (ddof 0) of x over axes, the mean
 // of the squared deviations from the mean; integer and bool tensors give
 // f64. It panics as Sum does.
-func Var(x *Tensor, axes []int, keepDims bool) *Tensor {
+func Var(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Var"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
 	ax := reduceAxes(op, axes, x.Rank())
-	return variance(toFloat(x), ax, keepDims)
+	return variance(toFloat(x), ax, false)
 }
 
 // Std returns the population standard deviation (ddof 0), Sqrt(Var(x)).
 // It panics as Sum does.
-func Std(x *Tensor, axes []int, keepDims bool) *Tensor {
+func Std(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Std"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
 	ax := reduceAxes(op, axes, x.Rank())
-	return un(prims.Sqrt, variance(toFloat(x), ax, keepDims))
+	return un(prims.Sqrt, variance(toFloat(x), ax, false))
 }
 
 // finiteOr0 replaces the non-finite elements of m by 0.
@@ -209,12 +230,13 @@ func finiteOr0(m *Tensor) *Tensor {
 	return interp.Bind1(prims.Select, nil, finite, m, fill(0, m))
 }
 
-// LogSumExp returns log(Sum(Exp(x), axes, keepDims)) computed stably: the
+// LogSumExp returns log(Sum(Exp(x), axes...)) computed stably: the
 // maximum m over the axes is subtracted before exponentiating and added
 // back after the log (m is replaced by 0 where it is infinite, so an axis
 // of -Inf gives -Inf, not NaN; an empty axis gives -Inf). Integer and bool
 // tensors give f64. It panics as Sum does.
-func LogSumExp(x *Tensor, axes []int, keepDims bool) *Tensor {
+func LogSumExp(x *Tensor, axes ...int) *Tensor {
+	const keepDims = false
 	const op = "peel.LogSumExp"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
@@ -234,34 +256,41 @@ func LogSumExp(x *Tensor, axes []int, keepDims bool) *Tensor {
 	return bin(prims.Add, un(prims.Log, s), keepReshape(m, s.Shape()))
 }
 
-// argReduce is ArgMax or ArgMin.
-func argReduce(op string, p *interp.Prim, x *Tensor, axis int, keepDims bool) *Tensor {
+// argReduce is ArgMax or ArgMin: along one axis, or over the flattened
+// tensor when none is given.
+func argReduce(op string, p *interp.Prim, x *Tensor, axes []int) *Tensor {
 	checkTensor(op, x)
-	a := normAxis(op, axis, x.Rank())
+	if len(axes) > 1 {
+		errorf(op, "takes at most one axis, got %v", axes)
+	}
+	if len(axes) == 0 {
+		x = keepReshape(x, []int{x.Size()})
+		axes = []int{0}
+	}
+	a := normAxis(op, axes[0], x.Rank())
 	if x.Shape()[a] == 0 {
-		errorf(op, "axis %d of shape %v is empty", axis, x.Shape())
+		errorf(op, "axis %d of shape %v is empty", axes[0], x.Shape())
 	}
-	out := interp.Bind1(p, prims.AxisParams{Axis: a}, x)
-	if keepDims {
-		out = keepReshape(out, keptShape(x.Shape(), []int{a}))
-	}
-	return out
+	return interp.Bind1(p, prims.AxisParams{Axis: a}, x)
 }
 
-// ArgMax returns the index (i64) of the first largest element along axis
-// (negative counts from the end; NaN counts as the largest, as numpy),
-// keeping the axis with size 1 when keepDims is set. It panics with *Error
-// if x is nil, the axis is out of range, or the axis is empty.
-func ArgMax(x *Tensor, axis int, keepDims bool) *Tensor {
+// ArgMax returns the index (i64) of the first largest element along the
+// given axis (negative counts from the end; NaN counts as the largest, as
+// numpy), or the flat index of the first largest element when no axis is
+// given; Keep(ArgMax, x, axis) keeps the axis with size 1. It panics with
+// *Error if x is nil, more than one axis is given, the axis is out of
+// range, or it is empty.
+func ArgMax(x *Tensor, axis ...int) *Tensor {
 	defer interp.Annotate("peel.ArgMax")
-	return argReduce("peel.ArgMax", prims.ArgMax, x, axis, keepDims)
+	return argReduce("peel.ArgMax", prims.ArgMax, x, axis)
 }
 
-// ArgMin returns the index (i64) of the first smallest element along axis;
-// it panics as ArgMax does.
-func ArgMin(x *Tensor, axis int, keepDims bool) *Tensor {
+// ArgMin returns the index (i64) of the first smallest element along the
+// axis, or the flat index over the whole tensor; it panics as ArgMax
+// does.
+func ArgMin(x *Tensor, axis ...int) *Tensor {
 	defer interp.Annotate("peel.ArgMin")
-	return argReduce("peel.ArgMin", prims.ArgMin, x, axis, keepDims)
+	return argReduce("peel.ArgMin", prims.ArgMin, x, axis)
 }
 
 // Cumsum returns the inclusive cumulative sum of x along axis (negative

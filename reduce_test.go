@@ -127,9 +127,9 @@ func refLSE(v []float64) float64 {
 	return math.Log(s) + m
 }
 
-// normalized returns axes made non-negative and sorted (nil: all).
+// normalized returns axes made non-negative and sorted (none: all).
 func normalized(axes []int, rank int) []int {
-	if axes == nil {
+	if len(axes) == 0 {
 		out := make([]int, rank)
 		for i := range out {
 			out[i] = i
@@ -149,7 +149,7 @@ func normalized(axes []int, rank int) []int {
 
 var reductions = []struct {
 	name string
-	f    func(*peel.Tensor, []int, bool) *peel.Tensor
+	f    func(*peel.Tensor, ...int) *peel.Tensor
 	ref  func([]float64) float64
 	// float: integer inputs give f64.
 	float bool
@@ -187,57 +187,57 @@ func TestReductions(t *testing.T) {
 					ax := normalized(axes, 3)
 					want, wshape := refReduce(data, shape, ax, keep, r.ref)
 					name := r.name
-					check(t, name+" f64", r.f(x, axes, keep), peel.Float64, wshape, want, 1e-13)
-					check(t, name+" f32", r.f(x32, axes, keep), peel.Float32, wshape, want, 1e-5)
+					check(t, name+" f64", reduceWith(r.f, x, axes, keep), peel.Float64, wshape, want, 1e-13)
+					check(t, name+" f32", reduceWith(r.f, x32, axes, keep), peel.Float32, wshape, want, 1e-5)
 					iwant, _ := refReduce(fi, shape, ax, keep, r.ref)
 					dt := peel.Int64
 					if r.float {
 						dt = peel.Float64
 					}
-					check(t, name+" i64", r.f(xi, axes, keep), dt, wshape, iwant, 1e-13)
+					check(t, name+" i64", reduceWith(r.f, xi, axes, keep), dt, wshape, iwant, 1e-13)
 				}
 			}
 			// Rank 0: every axis is no axis.
-			check(t, "rank0", r.f(peel.Scalar(2.5), nil, false), peel.Float64, []int{}, []float64{r.ref([]float64{2.5})}, 1e-15)
-			check(t, "rank0 keep", r.f(peel.Scalar(2.5), nil, true), peel.Float64, []int{}, []float64{r.ref([]float64{2.5})}, 1e-15)
+			check(t, "rank0", reduceWith(r.f, peel.Scalar(2.5), nil, false), peel.Float64, []int{}, []float64{r.ref([]float64{2.5})}, 1e-15)
+			check(t, "rank0 keep", reduceWith(r.f, peel.Scalar(2.5), nil, true), peel.Float64, []int{}, []float64{r.ref([]float64{2.5})}, 1e-15)
 			// Errors.
 			op := "peel." + r.name
-			wantError(t, op, func() { r.f(nil, nil, false) }, "nil")
-			wantError(t, op, func() { r.f(x, []int{3}, false) }, "axis 3", "rank 3")
-			wantError(t, op, func() { r.f(x, []int{-4}, false) }, "axis -4")
-			wantError(t, op, func() { r.f(x, []int{1, -2}, false) }, "repeated")
-			wantError(t, op, func() { r.f(peel.Scalar(1.0), []int{0}, false) }, "rank 0")
+			wantError(t, op, func() { reduceWith(r.f, nil, nil, false) }, "nil")
+			wantError(t, op, func() { reduceWith(r.f, x, []int{3}, false) }, "axis 3", "rank 3")
+			wantError(t, op, func() { reduceWith(r.f, x, []int{-4}, false) }, "axis -4")
+			wantError(t, op, func() { reduceWith(r.f, x, []int{1, -2}, false) }, "repeated")
+			wantError(t, op, func() { reduceWith(r.f, peel.Scalar(1.0), []int{0}, false) }, "rank 0")
 		})
 	}
 }
 
 func TestReductionDTypes(t *testing.T) {
 	b := peel.FromBools([]bool{true, false, true, true}, 2, 2)
-	check(t, "Sum bool", peel.Sum(b, nil, false), peel.Int64, []int{}, []float64{3}, 0)
-	check(t, "Sum bool axis", peel.Sum(b, []int{1}, false), peel.Int64, []int{2}, []float64{1, 2}, 0)
-	check(t, "Prod bool", peel.Prod(b, []int{0}, false), peel.Int64, []int{2}, []float64{1, 0}, 0)
-	check(t, "Max bool", peel.Max(b, []int{1}, false), peel.Bool, []int{2}, []float64{1, 1}, 0)
-	check(t, "Min bool", peel.Min(b, []int{1}, true), peel.Bool, []int{2, 1}, []float64{0, 1}, 0)
-	check(t, "Mean bool", peel.Mean(b, nil, false), peel.Float64, []int{}, []float64{0.75}, 0)
+	check(t, "Sum bool", peel.Sum(b), peel.Int64, []int{}, []float64{3}, 0)
+	check(t, "Sum bool axis", peel.Sum(b, 1), peel.Int64, []int{2}, []float64{1, 2}, 0)
+	check(t, "Prod bool", peel.Prod(b, 0), peel.Int64, []int{2}, []float64{1, 0}, 0)
+	check(t, "Max bool", peel.Max(b, 1), peel.Bool, []int{2}, []float64{1, 1}, 0)
+	check(t, "Min bool", peel.Keep(peel.Min, b, 1), peel.Bool, []int{2, 1}, []float64{0, 1}, 0)
+	check(t, "Mean bool", peel.Mean(b), peel.Float64, []int{}, []float64{0.75}, 0)
 	check(t, "Cumsum bool", peel.Cumsum(b, -1), peel.Int64, []int{2, 2}, []float64{1, 1, 1, 2}, 0)
 }
 
 func TestEmptyReductions(t *testing.T) {
 	x := peel.Zeros(peel.Float64, 2, 0)
-	check(t, "Sum", peel.Sum(x, []int{1}, false), peel.Float64, []int{2}, []float64{0, 0}, 0)
-	check(t, "Prod", peel.Prod(x, []int{-1}, true), peel.Float64, []int{2, 1}, []float64{1, 1}, 0)
-	check(t, "Sum all", peel.Sum(x, nil, false), peel.Float64, []int{}, []float64{0}, 0)
-	check(t, "Sum kept axis", peel.Sum(x, []int{0}, false), peel.Float64, []int{0}, nil, 0)
+	check(t, "Sum", peel.Sum(x, 1), peel.Float64, []int{2}, []float64{0, 0}, 0)
+	check(t, "Prod", peel.Keep(peel.Prod, x, -1), peel.Float64, []int{2, 1}, []float64{1, 1}, 0)
+	check(t, "Sum all", peel.Sum(x), peel.Float64, []int{}, []float64{0}, 0)
+	check(t, "Sum kept axis", peel.Sum(x, 0), peel.Float64, []int{0}, nil, 0)
 	nan := math.NaN()
-	check(t, "Mean", peel.Mean(x, []int{1}, false), peel.Float64, []int{2}, []float64{nan, nan}, 0)
-	check(t, "Var", peel.Var(x, []int{1}, false), peel.Float64, []int{2}, []float64{nan, nan}, 0)
-	check(t, "LogSumExp", peel.LogSumExp(x, []int{1}, false), peel.Float64, []int{2}, []float64{math.Inf(-1), math.Inf(-1)}, 0)
-	check(t, "LogSumExp keep", peel.LogSumExp(x, nil, true), peel.Float64, []int{1, 1}, []float64{math.Inf(-1)}, 0)
-	check(t, "Max of non-empty axis", peel.Max(x, []int{0}, false), peel.Float64, []int{0}, nil, 0)
-	wantError(t, "peel.Max", func() { peel.Max(x, nil, false) }, "empty")
-	wantError(t, "peel.Min", func() { peel.Min(x, []int{-1}, false) }, "empty")
-	wantError(t, "peel.ArgMax", func() { peel.ArgMax(x, 1, false) }, "empty")
-	wantError(t, "peel.ArgMin", func() { peel.ArgMin(x, -1, false) }, "empty")
+	check(t, "Mean", peel.Mean(x, 1), peel.Float64, []int{2}, []float64{nan, nan}, 0)
+	check(t, "Var", peel.Var(x, 1), peel.Float64, []int{2}, []float64{nan, nan}, 0)
+	check(t, "LogSumExp", peel.LogSumExp(x, 1), peel.Float64, []int{2}, []float64{math.Inf(-1), math.Inf(-1)}, 0)
+	check(t, "LogSumExp keep", peel.Keep(peel.LogSumExp, x), peel.Float64, []int{1, 1}, []float64{math.Inf(-1)}, 0)
+	check(t, "Max of non-empty axis", peel.Max(x, 0), peel.Float64, []int{0}, nil, 0)
+	wantError(t, "peel.Max", func() { peel.Max(x) }, "empty")
+	wantError(t, "peel.Min", func() { peel.Min(x, -1) }, "empty")
+	wantError(t, "peel.ArgMax", func() { peel.ArgMax(x, 1) }, "empty")
+	wantError(t, "peel.ArgMin", func() { peel.ArgMin(x, -1) }, "empty")
 	check(t, "Softmax empty", peel.Softmax(x, 1), peel.Float64, []int{2, 0}, nil, 0)
 	check(t, "LogSoftmax empty", peel.LogSoftmax(x, 1), peel.Float64, []int{2, 0}, nil, 0)
 	check(t, "Cumsum empty", peel.Cumsum(x, 1), peel.Float64, []int{2, 0}, nil, 0)
@@ -259,8 +259,8 @@ func TestLogSumExpStability(t *testing.T) {
 		{"NaN", []float64{math.NaN(), 0}, math.NaN()},
 	}
 	for _, c := range cases {
-		check(t, c.name, peel.LogSumExp(peel.FromFloat64s(c.in), nil, false), peel.Float64, []int{}, []float64{c.want}, 1e-15)
-		check(t, c.name+" f32", peel.LogSumExp(peel.FromFloat32s([]float32{float32(c.in[0]), float32(c.in[1])}), []int{-1}, true), peel.Float32, []int{1}, []float64{float64(float32(c.want))}, 1e-6)
+		check(t, c.name, peel.LogSumExp(peel.FromFloat64s(c.in)), peel.Float64, []int{}, []float64{c.want}, 1e-15)
+		check(t, c.name+" f32", peel.Keep(peel.LogSumExp, peel.FromFloat32s([]float32{float32(c.in[0]), float32(c.in[1])}), -1), peel.Float32, []int{1}, []float64{float64(float32(c.want))}, 1e-6)
 	}
 }
 
@@ -307,20 +307,41 @@ func TestSoftmax(t *testing.T) {
 func TestArgMaxMin(t *testing.T) {
 	nan := math.NaN()
 	x := peel.FromFloat64s([]float64{3, 1, 3, 2, 5, 5, 0, nan, 1, -1, -1, 4}, 3, 4)
-	check(t, "ArgMax -1", peel.ArgMax(x, -1, false), peel.Int64, []int{3}, []float64{0, 3, 3}, 0)
-	check(t, "ArgMin 1", peel.ArgMin(x, 1, false), peel.Int64, []int{3}, []float64{1, 3, 1}, 0)
-	check(t, "ArgMax 0 keep", peel.ArgMax(x, 0, true), peel.Int64, []int{1, 4}, []float64{1, 1, 0, 1}, 0)
-	check(t, "ArgMin -2 keep", peel.ArgMin(x, -2, true), peel.Int64, []int{1, 4}, []float64{2, 2, 2, 1}, 0)
-	check(t, "ArgMax i64", peel.ArgMax(peel.FromInt64s([]int64{1, 7, 7}), 0, false), peel.Int64, []int{}, []float64{1}, 0)
-	check(t, "ArgMax bool", peel.ArgMax(peel.FromBools([]bool{false, true}), 0, false), peel.Int64, []int{}, []float64{1}, 0)
+	check(t, "ArgMax -1", peel.ArgMax(x, -1), peel.Int64, []int{3}, []float64{0, 3, 3}, 0)
+	check(t, "ArgMin 1", peel.ArgMin(x, 1), peel.Int64, []int{3}, []float64{1, 3, 1}, 0)
+	check(t, "ArgMax 0 keep", peel.Keep(peel.ArgMax, x, 0), peel.Int64, []int{1, 4}, []float64{1, 1, 0, 1}, 0)
+	check(t, "ArgMin -2 keep", peel.Keep(peel.ArgMin, x, -2), peel.Int64, []int{1, 4}, []float64{2, 2, 2, 1}, 0)
+	check(t, "ArgMax i64", peel.ArgMax(peel.FromInt64s([]int64{1, 7, 7}), 0), peel.Int64, []int{}, []float64{1}, 0)
+	check(t, "ArgMax bool", peel.ArgMax(peel.FromBools([]bool{false, true}), 0), peel.Int64, []int{}, []float64{1}, 0)
+	// No axis: the flat index over the whole tensor (numpy's default).
+	check(t, "ArgMax flat", peel.ArgMax(x), peel.Int64, []int{}, []float64{7}, 0)
+	check(t, "ArgMin flat (NaN counts as the smallest)", peel.ArgMin(x), peel.Int64, []int{}, []float64{7}, 0)
+	check(t, "ArgMax flat keep", peel.Keep(peel.ArgMax, x), peel.Int64, []int{1, 1}, []float64{7}, 0)
 	for _, op := range []struct {
 		name string
-		f    func(*peel.Tensor, int, bool) *peel.Tensor
+		f    func(*peel.Tensor, ...int) *peel.Tensor
 	}{{"ArgMax", peel.ArgMax}, {"ArgMin", peel.ArgMin}} {
-		wantError(t, "peel."+op.name, func() { op.f(x, 2, false) }, "axis 2")
-		wantError(t, "peel."+op.name, func() { op.f(nil, 0, false) }, "nil")
-		wantError(t, "peel."+op.name, func() { op.f(peel.Scalar(1.0), 0, false) }, "rank 0")
+		wantError(t, "peel."+op.name, func() { op.f(x, 2) }, "axis 2")
+		wantError(t, "peel."+op.name, func() { op.f(x, 0, 1) }, "at most one axis")
+		wantError(t, "peel."+op.name, func() { op.f(nil, 0) }, "nil")
+		wantError(t, "peel."+op.name, func() { op.f(peel.Scalar(1.0), 0) }, "rank 0")
 	}
+}
+
+// TestReductionCallForms: Sum(x) reduces everything, Sum(x, a, b) the
+// given axes, an empty axis list is every axis, and Keep keeps the
+// reduced axes for every reduction.
+func TestReductionCallForms(t *testing.T) {
+	x := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	check(t, "Sum(x)", peel.Sum(x), peel.Float64, []int{}, []float64{21}, 0)
+	check(t, "Sum(x, 1)", peel.Sum(x, 1), peel.Float64, []int{2}, []float64{6, 15}, 0)
+	check(t, "Sum(x, 0, 1)", peel.Sum(x, 0, 1), peel.Float64, []int{}, []float64{21}, 0)
+	check(t, "Sum(x, none...)", peel.Sum(x, []int{}...), peel.Float64, []int{}, []float64{21}, 0)
+	check(t, "Keep(Sum, x, -1)", peel.Keep(peel.Sum, x, -1), peel.Float64, []int{2, 1}, []float64{6, 15}, 0)
+	check(t, "Keep(Max, x)", peel.Keep(peel.Max, x), peel.Float64, []int{1, 1}, []float64{6}, 0)
+	check(t, "Keep(Mean, x, 0)", peel.Keep(peel.Mean, x, 0), peel.Float64, []int{1, 3}, []float64{2.5, 3.5, 4.5}, 0)
+	wantError(t, "peel.Keep", func() { peel.Keep(func(x *peel.Tensor, _ ...int) *peel.Tensor { return x }, x, 0) }, "does not fit")
+	wantError(t, "peel.Sum", func() { peel.Keep(peel.Sum, x, 2) }, "axis 2")
 }
 
 func TestCumsum(t *testing.T) {
@@ -334,6 +355,15 @@ func TestCumsum(t *testing.T) {
 func TestVarStability(t *testing.T) {
 	// A large offset must not destroy the variance (two-pass algorithm).
 	x := peel.FromFloat64s([]float64{1e9 + 1, 1e9 + 2, 1e9 + 3, 1e9 + 4})
-	check(t, "Var", peel.Var(x, nil, false), peel.Float64, []int{}, []float64{1.25}, 1e-12)
-	check(t, "Std", peel.Std(x, []int{0}, true), peel.Float64, []int{1}, []float64{math.Sqrt(1.25)}, 1e-12)
+	check(t, "Var", peel.Var(x), peel.Float64, []int{}, []float64{1.25}, 1e-12)
+	check(t, "Std", peel.Keep(peel.Std, x, 0), peel.Float64, []int{1}, []float64{math.Sqrt(1.25)}, 1e-12)
+}
+
+// reduceWith applies reduction f over axes, through peel.Keep when keep
+// is set.
+func reduceWith(f func(*peel.Tensor, ...int) *peel.Tensor, x *peel.Tensor, axes []int, keep bool) *peel.Tensor {
+	if keep {
+		return peel.Keep(f, x, axes...)
+	}
+	return f(x, axes...)
 }

@@ -107,7 +107,7 @@ func TestSizeOverflowRefused(t *testing.T) {
 		{"FromFloat64s overflow", func() { peel.FromFloat64s([]float64{1}, 1<<32, 1<<32, 1) }, []string{"peel.FromFloat64s", "too large"}},
 		{"FromInt64s wraps to 6", func() { peel.FromInt64s(make([]int64, 6), 2305843009213693955, 4611686018427387906) }, []string{"peel.FromInt64s", "too large"}},
 		{"Clone of huge view", func() { peel.Clone(huge(1 << 62)) }, []string{"peel.Clone", "too large"}},
-		{"Sum of huge view", func() { peel.Sum(huge(1<<62), nil, false) }, []string{"peel.Sum", "too large"}},
+		{"Sum of huge view", func() { peel.Sum(huge(1 << 62)) }, []string{"peel.Sum", "too large"}},
 
 		// Slice, Narrow and friends with extreme arguments.
 		{"Slice start MinInt", func() { peel.Slice(x23, 1, math.MinInt, 3, 1) }, []string{"peel.Slice", "start"}},

@@ -26,7 +26,7 @@ func tinyChainGrad() Workload {
 			a, b, c := peel.FromFloat64s(as), peel.FromFloat64s(bs), peel.FromFloat64s(cs)
 			x0 := peel.FromFloat64s(xs)
 			chain := tinyChainFn(a, b, c)
-			grad := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(chain(x), nil, false) })
+			grad := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(chain(x)) })
 			var out *peel.Tensor
 			run := func() { out = grad(x0) }
 			check := func() error {
@@ -109,7 +109,7 @@ func hessian() Workload {
 			wh, vh, th := tanhWv()
 			w, v := peel.FromFloat64s(wh, jacN, jacN), peel.FromFloat64s(vh)
 			h := transforms.Hessian(func(v *peel.Tensor) *peel.Tensor {
-				return peel.Sum(peel.Square(peel.Tanh(peel.MatMul(w, v))), nil, false)
+				return peel.Sum(peel.Square(peel.Tanh(peel.MatMul(w, v))))
 			})
 			var out *peel.Tensor
 			run := func() { out = h(v) }

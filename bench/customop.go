@@ -61,7 +61,7 @@ func geluWorkload(dt peel.DType, how string, grad bool) Workload {
 			var out *peel.Tensor
 			run := func() { out = f(x) }
 			if grad {
-				g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(f(x), nil, false) })
+				g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(f(x)) })
 				run = func() { out = g(x) }
 			}
 			check := func() error {

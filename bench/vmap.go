@@ -56,7 +56,7 @@ func tinyChainVmap(grad bool) Workload {
 			chain := tinyChainFn(a, b, c)
 			f := chain
 			if grad {
-				f = transforms.Grad(func(r *peel.Tensor) *peel.Tensor { return peel.Sum(chain(r), nil, false) })
+				f = transforms.Grad(func(r *peel.Tensor) *peel.Tensor { return peel.Sum(chain(r)) })
 			}
 			vf := transforms.Vmap(f)
 			var out *peel.Tensor
@@ -80,7 +80,7 @@ type mlpParams struct{ W1, B1, W2, B2 *peel.Tensor }
 func mlpLoss(p mlpParams, x, onehot *peel.Tensor) *peel.Tensor {
 	h := peel.Tanh(peel.Add(peel.MatMul(x, p.W1), p.B1))
 	logits := peel.Add(peel.MatMul(h, p.W2), p.B2)
-	return peel.Neg(peel.Sum(peel.Mul(peel.LogSoftmax(logits, -1), onehot), nil, false))
+	return peel.Neg(peel.Sum(peel.Mul(peel.LogSoftmax(logits, -1), onehot)))
 }
 
 func mlpSetup(dt peel.DType) (mlpParams, *peel.Tensor, *peel.Tensor) {

@@ -16,7 +16,7 @@ func Example() {
 	f := functionalize.New(false)
 	in := f.Wrap(x)
 	peel.AddInPlace(peel.Narrow(in, 0, 1, 2), 10.0)
-	out := f.Unwrap(peel.Sum(in, nil, false))
+	out := f.Unwrap(peel.Sum(in))
 	fmt.Println(x, in.IsConcrete())
 	f.End([]*interp.Tensor{in}, []*interp.Tensor{x})
 	fmt.Println(out, x)

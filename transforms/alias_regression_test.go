@@ -17,7 +17,7 @@ func TestReshapeOfTransposeIsACopy(t *testing.T) {
 		y := peel.Clone(x)
 		flat := peel.Reshape(peel.Transpose(y), -1) // a copy at eval
 		peel.CopyInto(y, 0.625)                     // does not reach flat
-		return peel.Sum(peel.Mul(peel.Mul(flat, flat), peel.Reshape(peel.Transpose(x), -1)), nil, false)
+		return peel.Sum(peel.Mul(peel.Mul(flat, flat), peel.Reshape(peel.Transpose(x), -1)))
 	}
 	x := peel.FromFloat64s(xs, 2, 3)
 	want := f(x).Item()

@@ -280,7 +280,7 @@ func init() {
 				// lanes' cotangents.
 				for i, d := range dims {
 					if d == batching.NotMapped {
-						cts[i] = peel.Sum(cts[i], []int{0}, false)
+						cts[i] = peel.Sum(cts[i], 0)
 					} else if d != 0 {
 						cts[i] = batching.MoveDim(cts[i], 0, d)
 					}

@@ -67,7 +67,7 @@ func geluDeriv2(x float64) float64 {
 func unary(op *peel.Op) func(*T) *T { return func(x *T) *T { return op.Call(x) } }
 
 func sumOf(f func(...*T) *T) func(*T) *T {
-	return func(x *T) *T { return peel.Sum(f(x), nil, false) }
+	return func(x *T) *T { return peel.Sum(f(x)) }
 }
 
 var plainCounters, plainOp = func() (*counters, *peel.Op) {
@@ -127,7 +127,7 @@ func TestOpGradDerivedFromComposite(t *testing.T) {
 	near(t, "Grad(op) vs composite", g, transforms.Grad(sumOf(mylib.GeluComposite))(x).Float64s(), 1e-14)
 	near(t, "Grad(op) vs FD", g, fdGrad(sumOf(op.Call), xs), 1e-7)
 	// Second order, both ways round.
-	gg := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Grad(sumOf(op.Call))(x), nil, false) })(x).Float64s()
+	gg := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Grad(sumOf(op.Call))(x)) })(x).Float64s()
 	want2 := make([]float64, len(xs))
 	for i, v := range xs {
 		want2[i] = geluDeriv2(v)
@@ -308,7 +308,7 @@ func TestOpMutatingDecomposition(t *testing.T) {
 		"while decomposing mylib.interleave", "[vmap, level", "copy_", "Functionalize")
 	// Reverse mode differentiates the mutating decomposition.
 	w := peel.Reshape(peel.Arange(peel.Float64, 0, 24, 1), 6, 2, 2)
-	loss := func(x []*T) *T { return peel.Sum(peel.Mul(pair(x), w), nil, false) }
+	loss := func(x []*T) *T { return peel.Sum(peel.Mul(pair(x), w)) }
 	g := transforms.Grad(loss)([]*T{a, b})
 	near(t, "Grad a", g[0].Float64s(), peel.Slice(w, 0, 0, 6, 2).Float64s(), 0)
 	near(t, "Grad b", g[1].Float64s(), peel.Slice(w, 0, 1, 6, 2).Float64s(), 0)
@@ -352,7 +352,7 @@ func TestOpChoosesDecomposition(t *testing.T) {
 			return peel.Select(transforms.Vmap(pair, transforms.InAxes([]any{0, transforms.NoAxis}))([]*T{peel.Stack([]*T{a, a}, 0), b}), 0, 1)
 		}, 0, 1},
 		{"grad: forward eager, backward functional", func() *T {
-			return transforms.Grad(func(x []*T) *T { return peel.Sum(pair(x), nil, false) })([]*T{a, b})[0]
+			return transforms.Grad(func(x []*T) *T { return peel.Sum(pair(x)) })([]*T{a, b})[0]
 		}, 1, 1},
 	}
 	for _, tc := range cases {
@@ -440,7 +440,7 @@ func TestOpErrors(t *testing.T) {
 	// A failure in a backward pass, long after the call returned, names
 	// the op too.
 	reader := peel.DefineOp("test.reads_data", 1, func(xs ...*T) *T {
-		if peel.Sum(xs[0], nil, false).Item() > 0 {
+		if peel.Sum(xs[0]).Item() > 0 {
 			return peel.Mul(xs[0], 2.0)
 		}
 		return xs[0]
@@ -448,7 +448,7 @@ func TestOpErrors(t *testing.T) {
 	wantError(t, func() { transforms.Grad(sumOf(reader.Call))(x) }, "while decomposing test.reads_data")
 	// A batching rule returning the wrong batch size.
 	bad := peel.DefineOp("test.bad_batch", 1, mylib.GeluComposite, peel.WithBatchRule(func(size int, xs []*T, dims []int) (*T, int) {
-		return peel.Sum(xs[0], nil, false), 0
+		return peel.Sum(xs[0]), 0
 	}))
 	wantError(t, func() { transforms.Vmap(unary(bad))(a) }, "test.bad_batch", "batch dimension of size 2")
 }
@@ -456,7 +456,7 @@ func TestOpErrors(t *testing.T) {
 func TestOpConcurrentGrad(t *testing.T) {
 	var c counters
 	op := countedGelu("test.gelu_concurrent", &c, peel.Elementwise())
-	f := func(x *T) *T { return peel.Sum(peel.Mul(op.Call(x), x), nil, false) }
+	f := func(x *T) *T { return peel.Sum(peel.Mul(op.Call(x), x)) }
 	inputs := make([]*T, 8)
 	want := make([][]float64, len(inputs))
 	for i := range inputs {

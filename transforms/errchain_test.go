@@ -14,7 +14,7 @@ import (
 // the chain of transforms it happened under, innermost first, not just
 // the level that raised it.
 func TestErrorNamesEnclosingTransforms(t *testing.T) {
-	bad := func(x *T) *T { return peel.Sum(peel.MatMul(x, peel.Ones(peel.Float64, 5, 2)), nil, false) }
+	bad := func(x *T) *T { return peel.Sum(peel.MatMul(x, peel.Ones(peel.Float64, 5, 2))) }
 	xs := peel.Ones(peel.Float64, 4, 3)
 	cases := []struct {
 		name   string
@@ -24,7 +24,7 @@ func TestErrorNamesEnclosingTransforms(t *testing.T) {
 		{"grad", func() { transforms.Grad(bad)(peel.Ones(peel.Float64, 3)) }, []string{"grad"}},
 		{"vmap(grad)", func() { transforms.Vmap(transforms.Grad(bad))(xs) }, []string{"grad", "vmap"}},
 		{"grad(vmap)", func() {
-			transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(bad)(x), nil, false) })(xs)
+			transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(bad)(x)) })(xs)
 		}, []string{"vmap", "grad"}},
 	}
 	for _, c := range cases {
@@ -47,14 +47,14 @@ func TestErrorNamesEnclosingTransforms(t *testing.T) {
 func TestTreeErrorsNameLeafPaths(t *testing.T) {
 	type params struct{ W, B *T }
 	p := params{W: peel.Ones(peel.Float64, 2, 3), B: peel.Ones(peel.Float64, 3)}
-	loss := func(p params) *T { return peel.Sum(peel.Add(peel.Sum(p.W, nil, false), p.B), nil, false) }
+	loss := func(p params) *T { return peel.Sum(peel.Add(peel.Sum(p.W), p.B)) }
 	cases := []struct {
 		name string
 		run  func()
 		want []string
 	}{
 		{"vmap sizes", func() {
-			transforms.Vmap(func(m map[string]*T) *T { return peel.Add(m["a"], peel.Sum(m["b"], nil, false)) })(
+			transforms.Vmap(func(m map[string]*T) *T { return peel.Add(m["a"], peel.Sum(m["b"])) })(
 				map[string]*T{"a": peel.Ones(peel.Float64, 2), "b": peel.Ones(peel.Float64, 3)})
 		}, []string{`leaf ["a"]: 2`, `leaf ["b"]: 3`}},
 		{"jvp tangent", func() {
@@ -65,7 +65,7 @@ func TestTreeErrorsNameLeafPaths(t *testing.T) {
 			pb([]*T{p.W, peel.Ones(peel.Float64, 2)})
 		}, []string{"cotangent leaf [1]"}},
 		{"grad of an integer leaf", func() {
-			transforms.Grad(func(p params) *T { return peel.Sum(p.W, nil, false) })(params{W: p.W, B: peel.FromInt64s([]int64{1})})
+			transforms.Grad(func(p params) *T { return peel.Sum(p.W) })(params{W: p.W, B: peel.FromInt64s([]int64{1})})
 		}, []string{"leaf .B", "i64"}},
 	}
 	for _, c := range cases {

@@ -10,7 +10,7 @@ import (
 // Gradients of any order, Jacobians and Hessians compose.
 func Example() {
 	f := func(x *peel.Tensor) *peel.Tensor {
-		return peel.Sum(peel.Mul(peel.Square(x), x), nil, false) // Σ x³
+		return peel.Sum(peel.Mul(peel.Square(x), x)) // Σ x³
 	}
 	x := peel.FromFloat64s([]float64{1, 2})
 	fmt.Println(transforms.Grad(f)(x))
@@ -26,7 +26,7 @@ func ExampleGrad() {
 	type params struct{ W, B *peel.Tensor }
 	loss := func(p params) *peel.Tensor {
 		y := peel.Add(peel.Mul(p.W, 3.0), p.B)
-		return peel.Sum(peel.Square(y), nil, false)
+		return peel.Sum(peel.Square(y))
 	}
 	g := transforms.Grad(loss)(params{W: peel.Scalar(1.0), B: peel.Scalar(0.5)})
 	fmt.Println(g.W, g.B)

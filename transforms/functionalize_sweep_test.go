@@ -35,7 +35,7 @@ var fzPrograms = []fzCase{
 		y := peel.Zeros(peel.Float64, 5, 4)
 		peel.CopyInto(peel.Narrow(y, 0, 1, 3), x)
 		peel.MulInPlace(y, 2.0)
-		peel.AddInPlace(peel.Narrow(y, 0, 0, 1), peel.Sum(peel.Square(x), []int{0}, true))
+		peel.AddInPlace(peel.Narrow(y, 0, 0, 1), peel.Keep(peel.Sum, peel.Square(x), 0))
 		return y
 	}},
 	{name: "strided_slices", f: func(x *T) *T {
@@ -79,12 +79,12 @@ var fzPrograms = []fzCase{
 		peel.AddInPlace(a, 1.0)
 		peel.MulInPlace(b, a)
 		peel.AddInPlace(a, peel.Sin(b))
-		return peel.Mul(c, peel.Sum(y, []int{1}, false))
+		return peel.Mul(c, peel.Sum(y, 1))
 	}},
 	{name: "input_inplace", mutatesInput: true, f: func(x *T) *T {
 		peel.MulInPlace(x, 2.0)
 		peel.AddInPlace(x, peel.Sin(x))
-		return peel.Sum(x, []int{0}, false)
+		return peel.Sum(x, 0)
 	}},
 	{name: "input_through_view", mutatesInput: true, f: func(x *T) *T {
 		v := peel.Narrow(x, 0, 1, 2)
@@ -158,7 +158,7 @@ func fzWeighted(f func(*T) *T) func(*T) *T {
 		for i := range w {
 			w[i] = 0.5 + 0.25*float64((i*7)%5)
 		}
-		return peel.Sum(peel.Mul(y, peel.FromFloat64s(w, y.Shape()...)), nil, false)
+		return peel.Sum(peel.Mul(y, peel.FromFloat64s(w, y.Shape()...)))
 	}
 }
 
@@ -308,7 +308,7 @@ var fzLosses = []struct {
 		peel.CopyInto(peel.Narrow(y, 0, 1, 3), x)
 		peel.MulInPlace(peel.Narrow(y, 0, 0, 4), peel.Sin(peel.Narrow(y, 0, 1, 4)))
 		peel.AddInPlace(peel.Select(peel.Transpose(y), 0, 2), peel.Concat([]*T{peel.Exp(peel.Select(x, 1, 1)), peel.Sin(peel.Narrow(peel.Select(x, 0, 0), 0, 0, 2))}, 0))
-		return peel.Sum(peel.Square(y), nil, false)
+		return peel.Sum(peel.Square(y))
 	}},
 	{"input_writes", func(x *T) *T {
 		peel.MulInPlace(x, x)
@@ -387,7 +387,7 @@ func fzRun(steps []fzStep, sum int, y *T) *T {
 			peel.MulInPlace(dst, src)
 		}
 	}
-	return peel.Add(y, peel.Sum(views[sum], nil, false))
+	return peel.Add(y, peel.Sum(views[sum]))
 }
 
 func TestFunctionalizeRapidViewsAndWrites(t *testing.T) {

@@ -45,12 +45,12 @@ func TestFunctionalizeCanonical(t *testing.T) {
 		near(t, "vmap(functionalize)", peel.Select(got, 0, i).Float64s(), canonical(peel.Select(xs, 0, i)).Float64s(), 0)
 	}
 	// Grad and Vmap(Grad) through it.
-	loss := func(x *T) *T { return peel.Sum(peel.Square(canonical(x)), nil, false) }
+	loss := func(x *T) *T { return peel.Sum(peel.Square(canonical(x))) }
 	gf := transforms.Grad(transforms.Functionalize(loss))(x)
 	near(t, "grad(functionalize)", gf.Float64s(), peel.Mul(x, 8.0).Float64s(), 1e-12)
 	vg := transforms.Vmap(transforms.Functionalize(transforms.Grad(loss)))(xs)
 	near(t, "vmap(functionalize(grad))", vg.Float64s(), peel.Mul(xs, 8.0).Float64s(), 1e-12)
-	fv := transforms.Functionalize(transforms.Vmap(func(r *T) *T { return peel.Sum(r, nil, false) }))(xs)
+	fv := transforms.Functionalize(transforms.Vmap(func(r *T) *T { return peel.Sum(r) }))(xs)
 	near(t, "functionalize(vmap)", fv.Float64s(), []float64{6, 15}, 0)
 	jr := transforms.Jacrev(transforms.Functionalize(canonical))(x)
 	if s := jr.Shape(); s[0] != 5 || s[1] != 3 {
@@ -67,7 +67,7 @@ func TestFunctionalizeAliasesAndInputs(t *testing.T) {
 		peel.AddInPlace(row, 100.0)    // writes x[:,1]
 		col := peel.Narrow(x, 1, 0, 2) // sees the write
 		peel.MulInPlace(x, 2.0)
-		return peel.Add(peel.Sum(col, nil, false), peel.Sum(row, nil, false))
+		return peel.Add(peel.Sum(col), peel.Sum(row))
 	}
 	x1 := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
 	x2 := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 2, 3)

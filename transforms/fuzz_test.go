@@ -321,12 +321,16 @@ func pgMakeStep(op, a, b, c int) pgStep {
 			x := vals[i].t
 			switch {
 			case b%3 == 0 || x.Rank() == 0:
-				return fresh(vals, peel.Sum(x, nil, false)), fmt.Sprintf("Sum(v%d)", i)
+				return fresh(vals, peel.Sum(x)), fmt.Sprintf("Sum(v%d)", i)
 			case b%3 == 1:
 				ax, keep := c%x.Rank(), c%2 == 0
-				return fresh(vals, peel.Sum(x, []int{ax}, keep)), fmt.Sprintf("Sum(v%d, [%d], %v)", i, ax, keep)
+				s := peel.Sum(x, ax)
+				if keep {
+					s = peel.Keep(peel.Sum, x, ax)
+				}
+				return fresh(vals, s), fmt.Sprintf("Sum(v%d, [%d], %v)", i, ax, keep)
 			default:
-				return fresh(vals, peel.Mean(x, []int{x.Rank() - 1}, false)), fmt.Sprintf("Mean(v%d, [-1])", i)
+				return fresh(vals, peel.Mean(x, x.Rank()-1)), fmt.Sprintf("Mean(v%d, [-1])", i)
 			}
 		}
 	case 5: // matmul
@@ -374,8 +378,8 @@ func (p *pgProgram) fn() func(*T) *T {
 		p.desc = desc
 		out := peel.Scalar(0.0)
 		for i, v := range vals[1:] {
-			out = peel.Add(out, peel.Mul(peel.Sum(v.t, nil, false), 0.5+0.25*float64(i%5)))
-			out = peel.Add(out, peel.Mul(peel.Sum(peel.Square(v.t), nil, false), 0.05))
+			out = peel.Add(out, peel.Mul(peel.Sum(v.t), 0.5+0.25*float64(i%5)))
+			out = peel.Add(out, peel.Mul(peel.Sum(peel.Square(v.t)), 0.05))
 		}
 		return out
 	}

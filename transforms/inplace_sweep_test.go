@@ -296,7 +296,7 @@ func ipScalar(f func(*T) *T) func(*T) *T {
 		for i := range w {
 			w[i] = 0.5 + 0.25*float64((i*7)%5)
 		}
-		return peel.Sum(peel.Mul(v, peel.Add(v, peel.FromFloat64s(w, v.Shape()...))), nil, false)
+		return peel.Sum(peel.Mul(v, peel.Add(v, peel.FromFloat64s(w, v.Shape()...))))
 	}
 }
 
@@ -704,7 +704,7 @@ func TestRegressionD1(t *testing.T) {
 		y := peel.Clone(x)
 		peel.Fill(y, 2.0)
 		peel.CopyInto(peel.Transpose(y), peel.Transpose(x))
-		return peel.Sum(peel.Mul(y, x), nil, false)
+		return peel.Sum(peel.Mul(y, x))
 	}
 	// The variant multiplies a Narrow view after the Fill: eager, Vmap and
 	// Functionalize run it, so Grad must too.
@@ -713,7 +713,7 @@ func TestRegressionD1(t *testing.T) {
 		peel.Fill(y, 2.0)
 		peel.MulInPlace(peel.Narrow(y, 1, 0, 2), 3.0)
 		peel.CopyInto(peel.Transpose(y), peel.Transpose(x))
-		return peel.Sum(peel.Mul(y, x), nil, false)
+		return peel.Sum(peel.Mul(y, x))
 	}
 	for _, c := range []struct {
 		name string
@@ -769,7 +769,7 @@ func TestRegressionD5(t *testing.T) {
 	ipWant(t, "jacfwd", jac, func() []*T { return ipOne(transforms.Jacfwd(f)(x())) })
 	ipWant(t, "jacrev", jac, func() []*T { return ipOne(transforms.Jacrev(f)(x())) })
 	ipWant(t, "grad_of_sum", []float64{0, 4, 6}, func() []*T {
-		return ipOne(transforms.Grad(func(x *T) *T { return peel.Sum(f(x), nil, false) })(x()))
+		return ipOne(transforms.Grad(func(x *T) *T { return peel.Sum(f(x)) })(x()))
 	})
 	ipWant(t, "functionalize", []float64{4, 9}, func() []*T { return ipOne(transforms.Functionalize(f)(x())) })
 	ipWant(t, "jacfwd_functionalize", jac, func() []*T { return ipOne(transforms.Jacfwd(transforms.Functionalize(f))(x())) })
@@ -801,7 +801,7 @@ func TestRegressionD11(t *testing.T) {
 		return peel.Add(e, peel.Mul(w, x))
 	}
 	sum := func(f func(*T) *T) func(*T) *T {
-		return func(x *T) *T { return peel.Sum(f(x), nil, false) }
+		return func(x *T) *T { return peel.Sum(f(x)) }
 	}
 	five := []float64{5, 5, 5}
 	fiveI := []float64{5, 0, 0, 0, 5, 0, 0, 0, 5}
@@ -874,14 +874,14 @@ func TestRegressionD12(t *testing.T) {
 		return func(x *T) *T {
 			c := peel.Full(-3, peel.Float64, 2)
 			y := combine(x, c)
-			peel.CopyInto(c, peel.Sum(x, nil, false))
+			peel.CopyInto(c, peel.Sum(x))
 			peel.CopyInto(c, 5.0)
 			return y
 		}
 	}
 	mul := vec(func(x, c *T) *T { return peel.Mul(x, c) })
 	add := vec(func(x, c *T) *T { return peel.Add(x, c) })
-	s := func(x *T) *T { return peel.Sum(mul(x), nil, false) }
+	s := func(x *T) *T { return peel.Sum(mul(x)) }
 	minus3 := []float64{-3, -3}
 	minus3I := []float64{-3, 0, 0, -3}
 	ipWant(t, "eager", []float64{-30, -60}, func() []*T { return ipOne(mul(x())) })
@@ -917,7 +917,7 @@ func TestRegressionCopySourceRewritten(t *testing.T) {
 		c := peel.Full(0.625, peel.Float64, 2, 3)
 		peel.CopyInto(y, c)
 		peel.CopyInto(c, x)
-		return peel.Sum(peel.Mul(y, x), nil, false)
+		return peel.Sum(peel.Mul(y, x))
 	}
 	g := []float64{0.625, 0.625, 0.625, 0.625, 0.625, 0.625}
 	ipWant(t, "eager", []float64{13.125}, func() []*T { return ipOne(f(x())) })
@@ -974,7 +974,7 @@ func TestRegressionCopyCycle(t *testing.T) {
 			if c.overwrite {
 				peel.CopyInto(y, x)
 			}
-			return peel.Add(peel.Sum(peel.Mul(y, x), nil, false), peel.Sum(peel.Mul(k, x), nil, false))
+			return peel.Add(peel.Sum(peel.Mul(y, x)), peel.Sum(peel.Mul(k, x)))
 		}
 		t.Run(c.name, func(t *testing.T) {
 			ipWant(t, "eager", []float64{c.value}, func() []*T { return ipOne(f(x())) })

@@ -35,7 +35,7 @@ func TestMemoryStable(t *testing.T) {
 	)
 	c := peel.FromFloat64s([]float64{0.5, -1, 1.5, 2}, 4)
 	vec := func(x *T) *T { return peel.Mul(peel.Sin(x), c) }
-	loss := func(x *T) *T { return peel.Sum(peel.Mul(peel.Sin(x), c), nil, false) }
+	loss := func(x *T) *T { return peel.Sum(peel.Mul(peel.Sin(x), c)) }
 	mutating := func(x *T) *T {
 		y := peel.Clone(x)
 		peel.MulInPlace(y, c)

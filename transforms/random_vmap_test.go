@@ -67,7 +67,7 @@ func TestVmapMoreSamplers(t *testing.T) {
 func TestGradThroughShuffle(t *testing.T) {
 	key := peel.Key(3)
 	w := peel.FromFloat64s([]float64{1, 2, 3, 4, 5})
-	f := func(x *T) *T { return peel.Sum(peel.Mul(peel.Shuffle(key, x, 0), w), nil, false) }
+	f := func(x *T) *T { return peel.Sum(peel.Mul(peel.Shuffle(key, x, 0), w)) }
 	g := transforms.Grad(f)(peel.FromFloat64s([]float64{0, 0, 0, 0, 0}))
 	perm := peel.Permutation(key, 5).Int64s()
 	gv := g.Float64s()

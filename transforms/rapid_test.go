@@ -114,7 +114,7 @@ func drawTensor(t *rapid.T, name string, shape []int) *T {
 	return peel.FromFloat64s(v, shape...)
 }
 
-func sumAll(x *T) *T { return peel.Sum(x, nil, false) }
+func sumAll(x *T) *T { return peel.Sum(x) }
 
 // TestRapidGradOfCompositions checks Grad of Σ p(x, y), for random smooth
 // programs p on random broadcast shapes, against coordinate-wise central

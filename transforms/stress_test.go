@@ -43,8 +43,8 @@ func TestStressConcurrentTransforms(t *testing.T) {
 	b := peel.FromFloat64s(append([]float64{}, bData...), 8)
 
 	vec := func(p *T) *T { return peel.Tanh(peel.Add(peel.MatMul(W, p), b)) }
-	loss := func(p *T) *T { return peel.Sum(vec(p), nil, false) }
-	linear := func(p *T) *T { return peel.Sum(peel.MatMul(W, p), nil, false) }
+	loss := func(p *T) *T { return peel.Sum(vec(p)) }
+	linear := func(p *T) *T { return peel.Sum(peel.MatMul(W, p)) }
 	mutating := func(p *T) *T {
 		y := peel.Clone(p)
 		peel.AddInPlace(y, peel.MatMul(W, p))

@@ -82,9 +82,7 @@ const (
 
 // unswept lists, by registry name, the ops marked Differentiable of which
 // the sweep checks no sample, and why.
-var unswept = map[string]string{
-	"peel.Std/axes=[],keep=false": "the entry with the empty axis set: every group has one element, so Std ≡ √0 and √ has no derivative at 0 (JAX gives NaN there too); every sample is a kink",
-}
+var unswept = map[string]string{}
 
 // exclusion removes an op (or one sample of it, or one check) from the
 // sweep. op is a registry name, the base name before '/' to match every
@@ -448,9 +446,9 @@ func checkVJP(c sweepCase, u *T, v []*T) string {
 		return fmt.Sprintf("⟨u, Jv⟩ = %.15g but ⟨Jᵀu, v⟩ = %.15g (tolerance %.3g)", lhs, rhs, dotRtol*(ls+rs))
 	}
 	// Jᵀu against the coordinate-wise differences of ⟨u, f(x)⟩.
-	g := func(x []*T) []*T { return []*T{peel.Sum(peel.Mul(u, c.f(x)), nil, false)} }
+	g := func(x []*T) []*T { return []*T{peel.Sum(peel.Mul(u, c.f(x)))} }
 	uf := peel.Mul(u, c.y)
-	s := math.Max(1, peel.Sum(peel.Abs(uf), nil, false).Item())
+	s := math.Max(1, peel.Sum(peel.Abs(uf)).Item())
 	var fd []float64
 	for _, e := range optest.Basis(c.x) {
 		fd = append(fd, optest.CentralDiff(g, c.x, e, fdEps)[0].Data[0])
@@ -611,7 +609,7 @@ func TestSweepRegressions(t *testing.T) {
 			near(t, name, []float64{j.Item()}, []float64{math.Cos(1.5)}, 1e-12)
 		}
 		var h *T
-		if err := catchAll(func() { h = transforms.Hessian(func(x *T) *T { return peel.Sum(peel.Sin(x), nil, false) })(x) }); err != nil {
+		if err := catchAll(func() { h = transforms.Hessian(func(x *T) *T { return peel.Sum(peel.Sin(x)) })(x) }); err != nil {
 			t.Errorf("Hessian at a rank-0 x: %v", err)
 		} else {
 			near(t, "Hessian", []float64{h.Item()}, []float64{-math.Sin(1.5)}, 1e-12)
@@ -622,8 +620,8 @@ func TestSweepRegressions(t *testing.T) {
 			f    func(*T) *T
 			want float64
 		}{"Softplus": {peel.Softplus, 0.25}, "LogSigmoid": {peel.LogSigmoid, -0.25}} {
-			g := transforms.Grad(func(x *T) *T { return peel.Sum(c.f(x), nil, false) })
-			gg := transforms.Grad(func(x *T) *T { return peel.Sum(g(x), nil, false) })(f64(0, math.Copysign(0, -1)))
+			g := transforms.Grad(func(x *T) *T { return peel.Sum(c.f(x)) })
+			gg := transforms.Grad(func(x *T) *T { return peel.Sum(g(x)) })(f64(0, math.Copysign(0, -1)))
 			near(t, name+"''(±0)", gg.Float64s(), []float64{c.want, c.want}, 1e-12)
 		}
 	})

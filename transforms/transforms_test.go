@@ -56,13 +56,13 @@ func wantError(t *testing.T, f func(), substr ...string) {
 
 func TestGradPolynomialAndSin(t *testing.T) {
 	x := f64(0.5, -1.5, 2)
-	cube := func(x *T) *T { return peel.Sum(peel.Mul(peel.Mul(x, x), x), nil, false) }
+	cube := func(x *T) *T { return peel.Sum(peel.Mul(peel.Mul(x, x), x)) }
 	near(t, "grad x³", transforms.Grad(cube)(x).Float64s(), []float64{0.75, 6.75, 12}, 1e-12)
 
-	sin := func(x *T) *T { return peel.Sum(peel.Sin(x), nil, false) }
+	sin := func(x *T) *T { return peel.Sum(peel.Sin(x)) }
 	g := transforms.Grad(sin)
-	gg := transforms.Grad(func(x *T) *T { return peel.Sum(g(x), nil, false) })
-	ggg := transforms.Grad(func(x *T) *T { return peel.Sum(gg(x), nil, false) })
+	gg := transforms.Grad(func(x *T) *T { return peel.Sum(g(x)) })
+	ggg := transforms.Grad(func(x *T) *T { return peel.Sum(gg(x)) })
 	xs := x.Float64s()
 	var wantG, wantGG, wantGGG []float64
 	for _, v := range xs {
@@ -82,7 +82,7 @@ type mlp struct {
 
 func loss(p mlp, x *T) *T {
 	h := peel.Tanh(peel.Add(peel.MatMul(x, p.W1), p.B1))
-	return peel.Mean(peel.Square(peel.MatMul(h, p.W2)), nil, false)
+	return peel.Mean(peel.Square(peel.MatMul(h, p.W2)))
 }
 
 func TestGradOfStruct(t *testing.T) {
@@ -117,14 +117,14 @@ func TestGradOfStruct(t *testing.T) {
 	// Maps and slices are trees too.
 	m := map[string]*T{"a": f64(1, 2), "b": f64(3)}
 	gm := transforms.Grad(func(m map[string]*T) *T {
-		return peel.Add(peel.Sum(peel.Mul(m["a"], m["a"]), nil, false), peel.Sum(m["b"], nil, false))
+		return peel.Add(peel.Sum(peel.Mul(m["a"], m["a"])), peel.Sum(m["b"]))
 	})(m)
 	near(t, "map a", gm["a"].Float64s(), []float64{2, 4}, 0)
 	near(t, "map b", gm["b"].Float64s(), []float64{1}, 0)
 }
 
 func TestValueAndGradAndAux(t *testing.T) {
-	f := func(x *T) *T { return peel.Sum(peel.Exp(x), nil, false) }
+	f := func(x *T) *T { return peel.Sum(peel.Exp(x)) }
 	v, g := transforms.ValueAndGrad(f)(f64(0, 1))
 	near(t, "value", []float64{v.Item()}, []float64{1 + math.E}, 1e-12)
 	near(t, "grad", g.Float64s(), []float64{1, math.E}, 1e-12)
@@ -136,7 +136,7 @@ func TestValueAndGradAndAux(t *testing.T) {
 }
 
 func TestVJPAndJVP(t *testing.T) {
-	f := func(x *T) *T { return peel.Mul(peel.Sin(x), peel.Sum(x, nil, false)) }
+	f := func(x *T) *T { return peel.Mul(peel.Sin(x), peel.Sum(x)) }
 	x := f64(0.3, -0.7, 1.1)
 	y, pull := transforms.VJP(f, x)
 	near(t, "value", y.Float64s(), f(x).Float64s(), 0)
@@ -144,8 +144,8 @@ func TestVJPAndJVP(t *testing.T) {
 	v := f64(0.2, 0.4, -1)
 	_, jv := transforms.JVP(f, x, v)
 	// ⟨u, J v⟩ = ⟨Jᵀ u, v⟩
-	lhs := peel.Sum(peel.Mul(u, jv), nil, false).Item()
-	rhs := peel.Sum(peel.Mul(pull(u), v), nil, false).Item()
+	lhs := peel.Sum(peel.Mul(u, jv)).Item()
+	rhs := peel.Sum(peel.Mul(pull(u), v)).Item()
 	near(t, "inner product", []float64{lhs}, []float64{rhs}, 1e-12)
 	// J v against finite differences.
 	const eps = 1e-6
@@ -175,7 +175,7 @@ func TestJacobiansAndHessian(t *testing.T) {
 		row := fdGrad(func(v *T) *T { return peel.Index(f(v), i) }, x.Float64s(), 3)
 		near(t, "jacobian row", peel.Index(jr, i).Float64s(), row, 1e-6)
 	}
-	s := func(v *T) *T { return peel.Sum(peel.Square(f(v)), nil, false) }
+	s := func(v *T) *T { return peel.Sum(peel.Square(f(v))) }
 	h := transforms.Hessian(s)(x)
 	h2 := transforms.Jacrev(transforms.Jacfwd(s))(x)
 	near(t, "jacfwd(jacrev) = jacrev(jacfwd)", h.Float64s(), h2.Float64s(), 1e-10)
@@ -215,7 +215,7 @@ func TestIgnoredInputHasZeroGradient(t *testing.T) {
 }
 
 func TestStopGradient(t *testing.T) {
-	f := func(x *T) *T { return peel.Sum(peel.Mul(x, transforms.StopGradient(x)), nil, false) }
+	f := func(x *T) *T { return peel.Sum(peel.Mul(x, transforms.StopGradient(x))) }
 	near(t, "stop gradient", transforms.Grad(f)(f64(2, 3)).Float64s(), []float64{2, 3}, 0)
 }
 
@@ -229,11 +229,11 @@ func TestCustomVJP(t *testing.T) {
 		},
 		func(res []*T, ct *T) []*T { return []*T{peel.Mul(ct, peel.Sigmoid(res[0]))} },
 	)
-	f := func(x *T) *T { return peel.Sum(log1pexp(x), nil, false) }
+	f := func(x *T) *T { return peel.Sum(log1pexp(x)) }
 	g := transforms.Grad(f)(f64(0, 1000, -1000))
 	near(t, "custom vjp", g.Float64s(), []float64{0.5, 1, 0}, 1e-12)
 	// Second order goes through the rule's own operations: σ'(0) = 1/4.
-	gg := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Grad(f)(x), nil, false) })(f64(0))
+	gg := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Grad(f)(x)) })(f64(0))
 	near(t, "second order", gg.Float64s(), []float64{0.25}, 1e-12)
 	// A rule that clips is used, not the function's derivative.
 	clipped := transforms.CustomVJP(
@@ -241,7 +241,7 @@ func TestCustomVJP(t *testing.T) {
 		func(xs []*T) (*T, []*T) { return peel.Mul(xs[0], 3), nil },
 		func(_ []*T, ct *T) []*T { return []*T{peel.Clip(ct, -1, 1)} },
 	)
-	gc := transforms.Grad(func(x *T) *T { return peel.Sum(peel.Mul(clipped(x), 5), nil, false) })(f64(1, 2))
+	gc := transforms.Grad(func(x *T) *T { return peel.Sum(peel.Mul(clipped(x), 5)) })(f64(1, 2))
 	near(t, "clipping rule", gc.Float64s(), []float64{1, 1}, 0)
 	wantError(t, func() { transforms.JVP(func(x *T) *T { return clipped(x) }, f64(1), f64(1)) }, "CustomVJP", "CustomJVP")
 }
@@ -255,10 +255,10 @@ func TestCustomJVP(t *testing.T) {
 	)
 	_, jv := transforms.JVP(func(x *T) *T { return sq(x) }, f64(3), f64(1))
 	near(t, "custom jvp forward", jv.Float64s(), []float64{12}, 0)
-	g := transforms.Grad(func(x *T) *T { return peel.Sum(sq(x), nil, false) })(f64(3))
+	g := transforms.Grad(func(x *T) *T { return peel.Sum(sq(x)) })(f64(3))
 	near(t, "custom jvp reverse", g.Float64s(), []float64{12}, 0)
 	gg := transforms.Grad(func(x *T) *T {
-		return peel.Sum(transforms.Grad(func(x *T) *T { return peel.Sum(sq(x), nil, false) })(x), nil, false)
+		return peel.Sum(transforms.Grad(func(x *T) *T { return peel.Sum(sq(x)) })(x))
 	})(f64(3))
 	near(t, "custom jvp second order", gg.Float64s(), []float64{4}, 0)
 }
@@ -272,11 +272,11 @@ func TestInPlaceMatchesOutOfPlace(t *testing.T) {
 		z := peel.Clone(x)
 		peel.SubInPlace(z, 1.0)
 		peel.MulInPlace(z, y)
-		return peel.Sum(z, nil, false)
+		return peel.Sum(z)
 	}
 	outplace := func(x *T) *T {
 		y := peel.Add(peel.Mul(x, x), peel.Sin(x))
-		return peel.Sum(peel.Mul(peel.Sub(x, 1.0), y), nil, false)
+		return peel.Sum(peel.Mul(peel.Sub(x, 1.0), y))
 	}
 	x := f64(0.5, -1, 2)
 	near(t, "in-place value", []float64{inplace(x).Item()}, []float64{outplace(x).Item()}, 1e-12)
@@ -295,12 +295,12 @@ func TestInPlaceMatchesOutOfPlace(t *testing.T) {
 		peel.CopyInto(peel.Narrow(y, 0, 1, 3), x)
 		peel.MulInPlace(peel.Slice(y, 0, 0, 5, 2), x)                     // y[0], y[2], y[4] *= x
 		peel.AddInPlace(peel.Reshape(peel.Narrow(y, 0, 3, 2), 2, 1), 1.0) // y[3:5] += 1
-		return peel.Add(peel.Sum(peel.Square(y), nil, false), peel.Sum(head, nil, false))
+		return peel.Add(peel.Sum(peel.Square(y)), peel.Sum(head))
 	}
 	viewsOutOfPlace := func(x *T) *T {
 		x0, x1, x2 := peel.Index(x, 0), peel.Index(x, 1), peel.Index(x, 2)
 		y := peel.Stack([]*T{peel.Mul(peel.Scalar(0.0), x0), x0, peel.Mul(x1, x1), peel.Add(x2, 1.0), peel.Add(peel.Mul(peel.Scalar(0.0), x2), 1.0)}, 0)
-		return peel.Add(peel.Sum(peel.Square(y), nil, false), peel.Add(peel.Index(y, 0), peel.Index(y, 1)))
+		return peel.Add(peel.Sum(peel.Square(y)), peel.Add(peel.Index(y, 0), peel.Index(y, 1)))
 	}
 	near(t, "views value", []float64{viewsInPlace(x).Item()}, []float64{viewsOutOfPlace(x).Item()}, 1e-12)
 	near(t, "views grad", transforms.Grad(viewsInPlace)(x).Float64s(), transforms.Grad(viewsOutOfPlace)(x).Float64s(), 1e-12)
@@ -313,23 +313,23 @@ func TestErrors(t *testing.T) {
 	x := f64(1, 2)
 	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sin(x) })(x) }, "scalar", "VJP", "Jacrev")
 	wantError(t, func() {
-		transforms.Grad(func(x *T) *T { return peel.Sum(x, nil, false) })(peel.FromInt64s([]int64{1, 2}))
+		transforms.Grad(func(x *T) *T { return peel.Sum(x) })(peel.FromInt64s([]int64{1, 2}))
 	}, "dtype i64")
 	wantError(t, func() { transforms.JVP(peel.Sin, x, f64(1, 2, 3)) }, "tangent", "f64[3]", "f64[2]")
 	wantError(t, func() { transforms.JVP(peel.Sin, x, peel.FromFloat32s([]float32{1, 2})) }, "tangent", "f32[2]")
 	var leaked *T
-	transforms.Grad(func(x *T) *T { leaked = peel.Exp(x); return peel.Sum(leaked, nil, false) })(x)
+	transforms.Grad(func(x *T) *T { leaked = peel.Exp(x); return peel.Sum(leaked) })(x)
 	wantError(t, func() { peel.Add(leaked, 1.0) }, "escaped tracer", "grad")
 	wantError(t, func() {
 		transforms.JVP(func(xs []*T) *T { return xs[0] }, []*T{x, x}, []*T{x})
 	}, "structure", "length")
 	wantError(t, func() {
-		transforms.Grad(func(x *T) *T { return peel.Sum(peel.Add(x, f64(1, 2, 3)), nil, false) })(x)
+		transforms.Grad(func(x *T) *T { return peel.Sum(peel.Add(x, f64(1, 2, 3))) })(x)
 	}, "peel.Add", "grad, level")
 }
 
 func TestMakeGraph(t *testing.T) {
-	f := func(x *T) *T { return peel.Sum(peel.Square(x), nil, false) }
+	f := func(x *T) *T { return peel.Sum(peel.Square(x)) }
 	g := transforms.MakeGraph(transforms.Grad(f), f64(1, 2))
 	s := g.String()
 	if !strings.Contains(s, "mul") || len(g.In) != 1 || len(g.Out) != 1 {
@@ -349,7 +349,7 @@ func TestWritesAfterUseKeepRecordedValues(t *testing.T) {
 		w := peel.Clone(x)
 		u := peel.Mul(w, w)
 		peel.AddInPlace(w, 1.0) // w was used by u; its tangent and primal are replaced
-		return peel.Add(peel.Sum(z, nil, false), peel.Sum(peel.Add(u, w), nil, false))
+		return peel.Add(peel.Sum(z), peel.Sum(peel.Add(u, w)))
 	}
 	x := f64(1, 2, 3)
 	want := []float64{1 + 2*1 + 1, 1 + 2*2 + 1, 1 + 2*3 + 1}
@@ -372,7 +372,7 @@ func TestErrorsNameTheLevel(t *testing.T) {
 	x := f64(1, 2)
 	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sin(x) })(x) }, "[grad, level")
 	wantError(t, func() {
-		transforms.Grad(func(x *T) *T { return peel.Sum(x, nil, false) })(peel.FromInt64s([]int64{1, 2}))
+		transforms.Grad(func(x *T) *T { return peel.Sum(x) })(peel.FromInt64s([]int64{1, 2}))
 	}, "dtype i64", "[grad, level")
 	wantError(t, func() { transforms.JVP(peel.Sin, x, f64(1, 2, 3)) }, "tangent", "[jvp, level")
 	wantError(t, func() {
@@ -383,7 +383,7 @@ func TestErrorsNameTheLevel(t *testing.T) {
 func TestConcurrentTransforms(t *testing.T) {
 	// Independent transforms in many goroutines: run with -race. Each
 	// goroutine's Hessian must equal the one computed alone.
-	f := func(x *T) *T { return peel.Sum(peel.Mul(peel.Sin(x), x), nil, false) }
+	f := func(x *T) *T { return peel.Sum(peel.Mul(peel.Sin(x), x)) }
 	input := func(g int) *T { return f64(float64(g), 1, 2) }
 	want := make([][]float64, 8)
 	for g := range want {

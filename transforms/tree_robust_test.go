@@ -76,7 +76,7 @@ func rbNear(t *testing.T, what string, got, want []float64, tol float64) {
 	}
 }
 
-func rbSum(x *T) *T { return peel.Sum(x, nil, false) }
+func rbSum(x *T) *T { return peel.Sum(x) }
 
 // rbUnary is f of one operand.
 func rbUnary(f func(...*T) *T) func(*T) *T { return func(x *T) *T { return f(x) } }
@@ -500,7 +500,7 @@ func TestGradAuxConcrete(t *testing.T) {
 
 	// A struct: float, integer, nil and static leaves.
 	_, st := transforms.GradAux(func(x *T) (*T, rbStats) {
-		return loss(x), rbStats{Pred: peel.Mul(x, 2.0), Count: 3, Idx: peel.ArgMax(x, 0, false)}
+		return loss(x), rbStats{Pred: peel.Mul(x, 2.0), Count: 3, Idx: peel.ArgMax(x, 0)}
 	})(x)
 	rbConcrete(t, "struct Pred", st.Pred)
 	rbConcrete(t, "struct Idx", st.Idx)

@@ -345,7 +345,7 @@ var vmapRapidBinary = []vmapRapidOp{
 
 var vmapRapidReductions = []struct {
 	name string
-	f    func(x *T, axes []int, keep bool) *T
+	f    func(x *T, axes ...int) *T
 }{
 	{"sum", peel.Sum}, {"prod", peel.Prod}, {"max", peel.Max}, {"min", peel.Min},
 	{"mean", peel.Mean}, {"var", peel.Var}, {"logsumexp", peel.LogSumExp},
@@ -448,7 +448,12 @@ func TestVmapRapidElementwiseAndReductions(t *testing.T) {
 						raxes = []int{}
 					}
 				}
-				f = func(xs []*T) *T { return red.f(elem(xs), raxes, keep) }
+				f = func(xs []*T) *T {
+					if keep {
+						return peel.Keep(red.f, elem(xs), raxes...)
+					}
+					return red.f(elem(xs), raxes...)
+				}
 				desc = fmt.Sprintf("%s(%s, axes=%v, keep=%v)", red.name, desc, raxes, keep)
 			default: // an axis op
 				a := rapid.IntRange(-r, r-1).Draw(rt, "axis")
@@ -462,7 +467,10 @@ func TestVmapRapidElementwiseAndReductions(t *testing.T) {
 					}
 					switch which {
 					case 0:
-						return peel.ArgMax(y, a, keep)
+						if keep {
+							return peel.Keep(peel.ArgMax, y, a)
+						}
+						return peel.ArgMax(y, a)
 					case 1:
 						return peel.Cumsum(y, a)
 					}
@@ -710,7 +718,7 @@ func checkVmapGrad(t *testing.T, op optest.Op, s optest.Sample, limit int) {
 	const size = 3
 	pos := floatPositions(s.Args)
 	ranks := ranksOf(s.Args)
-	sumOf := func(a []*T) *T { return peel.Sum(op.F(a), nil, false) }
+	sumOf := func(a []*T) *T { return peel.Sum(op.F(a)) }
 	for ci, axes := range optest.AxisCombos(ranks, limit, "grad|"+op.Name+"|"+s.Name) {
 		spec := vmapSpec(axes, ranks, ci)
 		batched, lanes := batchArgs(s.Args, axes, size, ci%2 == 0)
@@ -743,7 +751,7 @@ func checkVmapGrad(t *testing.T, op optest.Op, s optest.Sample, limit int) {
 		err = vmapCatch(func() {
 			gotG = transforms.Grad(func(fs []*T) *T {
 				v := transforms.Vmap(func(xs []*T) *T { return op.F(xs) }, transforms.InAxes(spec))(merge(batched, pos, fs))
-				return peel.Sum(v, nil, false)
+				return peel.Sum(v)
 			})(pick(batched, pos))
 		})
 		if err != nil {
@@ -844,7 +852,7 @@ func TestVmapCustomRules(t *testing.T) {
 		return optest.Compare(optest.ToHost(got), optest.Host{Shape: []int{2, 3}, DType: peel.Float64, Data: want}, 1e-12)
 	}
 	lossOf := func(f func(*T) *T) func(*T) *T {
-		return func(v *T) *T { return peel.Sum(peel.Mul(f(v), 5), nil, false) }
+		return func(v *T) *T { return peel.Sum(peel.Mul(f(v), 5)) }
 	}
 	vjpOne := func(r *T) *T { return clipped(r) }
 	jvpOne := func(r *T) *T { return doubled(r) }
@@ -967,7 +975,7 @@ func TestVmapInPlaceThroughViews(t *testing.T) {
 			body := func(l *T) *T {
 				y := peel.Clone(l)
 				// A lane-dependent source: the lane's mean, broadcast.
-				peel.AddInPlace(v.f(y), peel.Add(peel.Mean(l, nil, false), 100))
+				peel.AddInPlace(v.f(y), peel.Add(peel.Mean(l), 100))
 				return y
 			}
 			a := in

@@ -40,7 +40,7 @@ func TestVmapAxes(t *testing.T) {
 func TestVmapNestedAndUnbatched(t *testing.T) {
 	x := seq(24, 2, 3, 4)
 	y := seq(2, 2)
-	f := func(a *T) *T { return peel.Add(peel.Sum(peel.Mul(a, y), nil, false), a) } // y captured, unbatched
+	f := func(a *T) *T { return peel.Add(peel.Sum(peel.Mul(a, y)), a) } // y captured, unbatched
 	inner := transforms.Vmap(f, transforms.InAxes(1))
 	outer := transforms.Vmap(inner, transforms.InAxes(2), transforms.OutAxes(-1))
 	got := outer(x) // outer maps axis 2 of x; inner axis 1 of the [2,3] lanes
@@ -70,7 +70,7 @@ func TestVmapComposesWithAutodiff(t *testing.T) {
 	loss := func(p params, x, label *T) *T {
 		h := peel.Tanh(peel.Add(peel.MatMul(x, p.W1), p.B1))
 		logits := peel.MatMul(h, p.W2)
-		return peel.Neg(peel.Sum(peel.Mul(peel.LogSoftmax(logits, -1), peel.OneHot(label, 2, peel.Float64)), nil, false))
+		return peel.Neg(peel.Sum(peel.Mul(peel.LogSoftmax(logits, -1), peel.OneHot(label, 2, peel.Float64))))
 	}
 	type sample struct{ X, L *T }
 	perSample := transforms.Vmap(func(s sample) params {
@@ -83,7 +83,7 @@ func TestVmapComposesWithAutodiff(t *testing.T) {
 	}
 	// Grad of Vmap.
 	h := func(x *T) *T {
-		return peel.Sum(transforms.Vmap(func(r *T) *T { return peel.Sum(peel.Sin(r), nil, false) })(x), nil, false)
+		return peel.Sum(transforms.Vmap(func(r *T) *T { return peel.Sum(peel.Sin(r)) })(x))
 	}
 	gx := transforms.Grad(h)(xs)
 	want := peel.Cos(xs)
@@ -100,16 +100,16 @@ func TestVmapComposesWithAutodiff(t *testing.T) {
 	})(xs)
 	near(t, "vmap of vjp", vv.Float64s(), want.Float64s(), 1e-12)
 	// Vmap(Vmap(Grad)) and Vmap(Grad(Grad)).
-	cube := func(v *T) *T { return peel.Sum(peel.Mul(peel.Square(v), v), nil, false) }
+	cube := func(v *T) *T { return peel.Sum(peel.Mul(peel.Square(v), v)) }
 	x3 := seq(24, 2, 3, 4)
 	vvg := transforms.Vmap(transforms.Vmap(transforms.Grad(cube)))(x3)
 	near(t, "vmap vmap grad", vvg.Float64s(), peel.Mul(peel.Square(x3), 3).Float64s(), 1e-12)
-	gg := transforms.Vmap(transforms.Grad(func(v *T) *T { return peel.Sum(transforms.Grad(cube)(v), nil, false) }))(xs)
+	gg := transforms.Vmap(transforms.Grad(func(v *T) *T { return peel.Sum(transforms.Grad(cube)(v)) }))(xs)
 	near(t, "vmap grad grad", gg.Float64s(), peel.Mul(xs, 6).Float64s(), 1e-12)
 	// Hessian via vmap equals the loop of Hessians.
-	hs := transforms.Vmap(transforms.Hessian(func(v *T) *T { return peel.Sum(peel.Exp(peel.Mul(v, 0.3)), nil, false) }))(xs)
+	hs := transforms.Vmap(transforms.Hessian(func(v *T) *T { return peel.Sum(peel.Exp(peel.Mul(v, 0.3))) }))(xs)
 	for i := 0; i < 5; i++ {
-		hi := transforms.Hessian(func(v *T) *T { return peel.Sum(peel.Exp(peel.Mul(v, 0.3)), nil, false) })(peel.Select(xs, 0, i))
+		hi := transforms.Hessian(func(v *T) *T { return peel.Sum(peel.Exp(peel.Mul(v, 0.3))) })(peel.Select(xs, 0, i))
 		near(t, "vmap hessian", peel.Select(hs, 0, i).Float64s(), hi.Float64s(), 1e-12)
 	}
 }
@@ -172,12 +172,12 @@ func TestCustomRulesUnderVmap(t *testing.T) {
 	)
 	x := peel.FromFloat64s([]float64{0, 1000, -1000, 2}, 2, 2)
 	want := []float64{0.5, 1, 0, 1 / (1 + math.Exp(-2))}
-	f := func(r *T) *T { return peel.Sum(log1pexp(r), nil, false) }
+	f := func(r *T) *T { return peel.Sum(log1pexp(r)) }
 	// Vmap(Grad): the rule is used per lane.
 	near(t, "vmap(grad(custom vjp))", transforms.Vmap(transforms.Grad(f))(x).Float64s(), want, 1e-12)
 	// Grad(Vmap): the rule is batched, not decomposed (the naive
 	// derivative would be NaN at 1000).
-	g := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(func(r *T) *T { return log1pexp(r) })(x), nil, false) })(x)
+	g := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(func(r *T) *T { return log1pexp(r) })(x)) })(x)
 	near(t, "grad(vmap(custom vjp))", g.Float64s(), want, 1e-12)
 	// A custom JVP rule that doubles the derivative is used under vmap.
 	sq := transforms.CustomJVP(
@@ -185,7 +185,7 @@ func TestCustomRulesUnderVmap(t *testing.T) {
 		func(p, tg []*T) (*T, *T) { return peel.Square(p[0]), peel.Mul(peel.Mul(p[0], 4), tg[0]) },
 	)
 	y := f64(1, 2, 3)
-	gv := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(func(r *T) *T { return sq(r) })(x), nil, false) })(y)
+	gv := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(func(r *T) *T { return sq(r) })(x)) })(y)
 	near(t, "grad(vmap(custom jvp))", gv.Float64s(), []float64{4, 8, 12}, 0)
 	_, jv := transforms.JVP(func(x *T) *T { return transforms.Vmap(func(r *T) *T { return sq(r) })(x) }, y, f64(1, 1, 1))
 	near(t, "jvp(vmap(custom jvp))", jv.Float64s(), []float64{4, 8, 12}, 0)
@@ -197,7 +197,7 @@ func TestCustomRulesUnderVmap(t *testing.T) {
 	)
 	w := f64(2, 3)
 	gw := transforms.Grad(func(w *T) *T {
-		return peel.Sum(transforms.Vmap(func(r *T) *T { return mulc(r, w) })(x), nil, false)
+		return peel.Sum(transforms.Vmap(func(r *T) *T { return mulc(r, w) })(x))
 	})(w)
-	near(t, "shared operand", gw.Float64s(), peel.Sum(x, []int{0}, false).Float64s(), 1e-12)
+	near(t, "shared operand", gw.Float64s(), peel.Sum(x, 0).Float64s(), 1e-12)
 }

@@ -27,7 +27,7 @@ func main() {
 	x := peel.FromFloat64s([]float64{0.5, -1, 2}, 3)
 	loss := func(w *peel.Tensor) *peel.Tensor {
 		h := gelu(peel.MatMul(w, x))
-		return peel.Sum(peel.Mul(h, h), nil, false)
+		return peel.Sum(peel.Mul(h, h))
 	}
 	w := peel.Reshape(peel.Linspace(-1, 1, 6, peel.Float64), 2, 3)
 
@@ -40,19 +40,19 @@ func main() {
 	show("Grad(loss)(W)", transforms.Grad(loss)(w))
 	composite := func(w *peel.Tensor) *peel.Tensor {
 		h := mylib.GeluComposite(peel.MatMul(w, x))
-		return peel.Sum(peel.Mul(h, h), nil, false)
+		return peel.Sum(peel.Mul(h, h))
 	}
 	show("same through the composite", transforms.Grad(composite)(w))
 
 	section("Hessian of Σ gelu(v) (derivatives of any order)")
 	show("Hessian", transforms.Hessian(func(v *peel.Tensor) *peel.Tensor {
-		return peel.Sum(gelu(v), nil, false)
+		return peel.Sum(gelu(v))
 	})(x))
 
 	section("Vmap(Grad): per-sample gradients, one fused kernel call per batch")
 	batch := peel.Reshape(peel.Linspace(-2, 2, 12, peel.Float64), 4, 3)
 	perSample := transforms.Vmap(transforms.Grad(func(v *peel.Tensor) *peel.Tensor {
-		return peel.Sum(gelu(v), nil, false)
+		return peel.Sum(gelu(v))
 	}))
 	show("per-sample gradients", perSample(batch))
 
@@ -75,8 +75,8 @@ func main() {
 	}
 	timeIt("fused forward", func() { gelu(big) })
 	timeIt("composite forward", func() { mylib.GeluComposite(big) })
-	sumGelu := func(v *peel.Tensor) *peel.Tensor { return peel.Sum(gelu(v), nil, false) }
-	sumComposite := func(v *peel.Tensor) *peel.Tensor { return peel.Sum(mylib.GeluComposite(v), nil, false) }
+	sumGelu := func(v *peel.Tensor) *peel.Tensor { return peel.Sum(gelu(v)) }
+	sumComposite := func(v *peel.Tensor) *peel.Tensor { return peel.Sum(mylib.GeluComposite(v)) }
 	timeIt("Grad, fused + derived backward", func() { transforms.Grad(sumGelu)(big) })
 	timeIt("Grad through the composite", func() { transforms.Grad(sumComposite)(big) })
 }

@@ -37,8 +37,8 @@ func main() {
 	show("x + [[10], [20]]", peel.Add(x, col))
 
 	section("Reductions")
-	show("Sum(x) over all axes", peel.Sum(x, nil, false))
-	show("Mean(x, axis 1)", peel.Mean(x, []int{1}, false))
+	show("Sum(x) over all axes", peel.Sum(x))
+	show("Mean(x, axis 1)", peel.Mean(x, 1))
 	show("Softmax(x, axis -1)", peel.Softmax(x, -1))
 
 	section("Matrix product")
@@ -73,13 +73,13 @@ func main() {
 	data := peel.FromFloat64s([]float64{1, 2, 3}, 3, 1)
 	loss := func(p params) *peel.Tensor {
 		pred := peel.Add(peel.MatMul(data, p.W), p.B)
-		return peel.Mean(peel.Square(peel.Sub(pred, 2.0)), nil, false)
+		return peel.Mean(peel.Square(peel.Sub(pred, 2.0)))
 	}
 	p := params{W: peel.FromFloat64s([]float64{0.5}, 1, 1), B: peel.Scalar(0.0)}
 	g := transforms.Grad(loss)(p)
 	show("dloss/dW", g.W)
 	show("dloss/dB", g.B)
-	cube := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Mul(peel.Square(x), x), nil, false) }
+	cube := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Mul(peel.Square(x), x)) }
 	show("Hessian of sum(x³) at [1 2]", transforms.Hessian(cube)(peel.FromFloat64s([]float64{1, 2})))
 
 	section("Vectorizing")
@@ -89,7 +89,7 @@ func main() {
 	perExample := transforms.Vmap(func(e example) params {
 		return transforms.Grad(func(p params) *peel.Tensor {
 			pred := peel.Add(peel.MatMul(e.X, p.W), p.B)
-			return peel.Sum(peel.Square(peel.Sub(pred, e.Y)), nil, false)
+			return peel.Sum(peel.Square(peel.Sub(pred, e.Y)))
 		})(p)
 	})
 	batch := example{X: peel.FromFloat64s([]float64{1, 2, 3}, 3, 1), Y: peel.FromFloat64s([]float64{1, 2, 3}, 3, 1)}

@@ -287,7 +287,7 @@ func reduceRef(h Host, axes []int, keep bool, d peel.DType, f func(v []float64) 
 var reduceAxesCases = []struct {
 	axes []int
 	keep bool
-}{{nil, false}, {[]int{0}, false}, {[]int{-1}, true}, {[]int{0, 2}, false}, {[]int{2, 0}, true}, {[]int{}, false}}
+}{{nil, false}, {nil, true}, {[]int{0}, false}, {[]int{-1}, true}, {[]int{0, 2}, false}, {[]int{2, 0}, true}}
 
 func reduceSamples(dtypes []peel.DType, shapes [][]int) func() []Sample {
 	return func() []Sample {
@@ -313,7 +313,7 @@ func sum(v []float64) float64 {
 func reductionOps() []Op {
 	type red struct {
 		name   string
-		f      func(*T, []int, bool) *T
+		f      func(*T, ...int) *T
 		ref    func([]float64) float64
 		dtypes []peel.DType
 		out    func(peel.DType) peel.DType
@@ -364,8 +364,13 @@ func reductionOps() []Op {
 				shapes = append(shapes, []int{})
 			}
 			ops = append(ops, Op{
-				Name:    fmt.Sprintf("%s/axes=%s,keep=%v", r.name, axesName(c.axes), c.keep),
-				F:       func(a []*T) *T { return r.f(a[0], c.axes, c.keep) },
+				Name: fmt.Sprintf("%s/axes=%s,keep=%v", r.name, axesName(c.axes), c.keep),
+				F: func(a []*T) *T {
+					if c.keep {
+						return peel.Keep(r.f, a[0], c.axes...)
+					}
+					return r.f(a[0], c.axes...)
+				},
 				Samples: reduceSamples(r.dtypes, shapes),
 				Ref: func(a []Host) Host {
 					return reduceRef(a[0], c.axes, c.keep, r.out(a[0].DType), r.ref)
@@ -379,13 +384,13 @@ func reductionOps() []Op {
 		axis := axis
 		for _, am := range []struct {
 			name string
-			f    func(*T, int, bool) *T
+			f    func(*T, ...int) *T
 			sgn  float64
 		}{{"peel.ArgMax", peel.ArgMax, 1}, {"peel.ArgMin", peel.ArgMin, -1}} {
 			am := am
 			ops = append(ops, Op{
 				Name:    fmt.Sprintf("%s/axis=%d", am.name, axis),
-				F:       func(a []*T) *T { return am.f(a[0], axis, false) },
+				F:       func(a []*T) *T { return am.f(a[0], axis) },
 				Samples: reduceSamples(numerics, [][]int{{2, 3, 4}, {5}, {3, 1}}),
 				Ref: func(a []Host) Host {
 					return reduceRef(a[0], []int{axis}, false, peel.Int64, func(v []float64) float64 {

@@ -46,7 +46,7 @@ var softsign = peel.DefineOp("optest.softsign", 1,
 // with a fused kernel, its result type derived from the composite, and
 // no batching rule (vmap decomposes it).
 var logSumExpRows = peel.DefineOp("optest.logsumexp_rows", 1,
-	func(xs ...*T) *T { return peel.LogSumExp(xs[0], []int{-1}, false) },
+	func(xs ...*T) *T { return peel.LogSumExp(xs[0], -1) },
 	peel.WithKernel(cpu.New(), func(_ any, in, out []backend.Array) {
 		n := in[0].Shape[len(in[0].Shape)-1]
 		switch in[0].Buf.DType() {

@@ -13,7 +13,7 @@ import (
 func Example() {
 	x := peel.FromFloat64s([]float64{-1, 0, 1, 2})
 	fmt.Printf("gelu(x)  = %.4f\n", mylib.Gelu.Call(x).Float64s())
-	loss := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(mylib.Gelu.Call(x), nil, false) }
+	loss := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(mylib.Gelu.Call(x)) }
 	fmt.Printf("d/dx     = %.4f\n", transforms.Grad(loss)(x).Float64s())
 	fmt.Print(transforms.MakeGraph(func(x *peel.Tensor) *peel.Tensor { return mylib.Gelu.Call(x) }, x))
 	// Output:

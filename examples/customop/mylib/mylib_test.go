@@ -48,7 +48,7 @@ func floats(x *T) []float64 { return peel.AsType(x, peel.Float64).Float64s() }
 func gelu(x *T) *T { return mylib.Gelu.Call(x) }
 
 func sum(f func(*T) *T) func(*T) *T {
-	return func(x *T) *T { return peel.Sum(f(x), nil, false) }
+	return func(x *T) *T { return peel.Sum(f(x)) }
 }
 
 func composite(x *T) *T { return mylib.GeluComposite(x) }
@@ -121,10 +121,10 @@ func TestRapidGrad(t *testing.T) {
 		x, shape := drawInput(t, peel.Float64)
 		// A loss that uses the op twice and mixes it with other ops.
 		loss := func(x *T) *T {
-			return peel.Sum(peel.Mul(gelu(peel.Mul(x, 0.7)), peel.Add(gelu(x), 1.0)), nil, false)
+			return peel.Sum(peel.Mul(gelu(peel.Mul(x, 0.7)), peel.Add(gelu(x), 1.0)))
 		}
 		lossC := func(x *T) *T {
-			return peel.Sum(peel.Mul(composite(peel.Mul(x, 0.7)), peel.Add(composite(x), 1.0)), nil, false)
+			return peel.Sum(peel.Mul(composite(peel.Mul(x, 0.7)), peel.Add(composite(x), 1.0)))
 		}
 		g := transforms.Grad(loss)(x).Float64s()
 		near(t, "Grad(op) vs Grad(composite)", g, transforms.Grad(lossC)(x).Float64s(), 1e-13)
@@ -137,13 +137,13 @@ func TestGradGradAndHessian(t *testing.T) {
 	x := peel.FromFloat64s(xs)
 	// Grad(Grad): the second derivative of Σ gelu, elementwise.
 	d2 := transforms.Grad(sum(transforms.Grad(sum(gelu))))(x).Float64s()
-	d1 := func(x *T) *T { return peel.Sum(transforms.Grad(sum(gelu))(x), nil, false) }
+	d1 := func(x *T) *T { return peel.Sum(transforms.Grad(sum(gelu))(x)) }
 	near(t, "Grad(Grad) vs FD of Grad", d2, fdGrad(d1, xs, []int{len(xs)}), tolFD)
 	near(t, "Grad(Grad) op vs composite", d2, transforms.Grad(sum(transforms.Grad(sum(composite))))(x).Float64s(), 1e-12)
 	// A Hessian with off-diagonal terms: Σ gelu(W x).
 	w := peel.Reshape(peel.Linspace(-1, 1, 21, peel.Float64), 3, 7)
-	f := func(x *T) *T { return peel.Sum(gelu(peel.MatMul(w, x)), nil, false) }
-	fc := func(x *T) *T { return peel.Sum(composite(peel.MatMul(w, x)), nil, false) }
+	f := func(x *T) *T { return peel.Sum(gelu(peel.MatMul(w, x))) }
+	fc := func(x *T) *T { return peel.Sum(composite(peel.MatMul(w, x))) }
 	h := transforms.Hessian(f)(x)
 	near(t, "Hessian op vs composite", h.Float64s(), transforms.Hessian(fc)(x).Float64s(), 1e-12)
 	near(t, "Hessian symmetric", h.Float64s(), peel.Transpose(h, 1, 0).Float64s(), 1e-14)
@@ -208,7 +208,7 @@ func TestInterleave(t *testing.T) {
 	// Grad through the mutating decomposition = finite differences.
 	w := peel.Reshape(peel.Linspace(-1, 2, 24, peel.Float64), 6, 4)
 	loss := func(x *T) *T {
-		return peel.Sum(peel.Mul(peel.Tanh(mylib.Interleave.Call(x, peel.Mul(x, x))), w), nil, false)
+		return peel.Sum(peel.Mul(peel.Tanh(mylib.Interleave.Call(x, peel.Mul(x, x))), w))
 	}
 	x0 := peel.Select(a, 0, 1)
 	xs := peel.Mul(x0, 0.05).Float64s()
