@@ -6,8 +6,18 @@ import (
 	"github.com/peel-ml/peel/interp"
 )
 
-// Tensor is peel's one value type (see interp.Tensor): a box whose content
-// is a concrete array or a tracer of one transform level.
+// Tensor is peel's one value type: a box whose content is a concrete
+// array or a tracer of one transform level. Its methods are documented
+// on interp.Tensor; the ones used most:
+//
+//	x.Shape() []int      x.Rank() int      x.Size() int      x.DType() DType
+//	x.Float64s() / Float32s() / Int64s() / Bools()   copies of the elements
+//	x.Item() float64     the one element of a size-1 tensor
+//	x.String()           numpy-like printing (fmt.Println(x))
+//
+// Reading elements panics with *Error under a transform (a traced value
+// has no elements yet). Tensors are made by the constructors (Zeros,
+// FromFloat64s, Arange, …) and by every operation.
 type Tensor = interp.Tensor
 
 // DType is the element type of a tensor.

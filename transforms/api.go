@@ -325,8 +325,11 @@ func Jacfwd(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Te
 	}
 }
 
-// Hessian returns a function computing the Hessian of a scalar function:
-// Jacfwd of Jacrev, of shape x.shape + x.shape.
+// Hessian returns a function computing the Hessian of f, Jacfwd of
+// Jacrev: of shape x.shape + x.shape for a scalar f, and f(x).shape +
+// x.shape + x.shape (one Hessian per output element) for any other.
+// ChunkSize among opts bounds the rows or columns computed at once. It
+// panics as Jacrev and Jacfwd do.
 func Hessian(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Tensor) *peel.Tensor {
 	h := Jacfwd(Jacrev(f, opts...), opts...)
 	return func(x *peel.Tensor) *peel.Tensor {

@@ -2,6 +2,7 @@ package transforms_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -80,4 +81,26 @@ func TestTreeErrorsNameLeafPaths(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHessianOfVectorFunction: for f: R^n → R^m the Hessian has shape
+// [m, n, n], one symmetric Hessian per output (as documented).
+func TestHessianOfVectorFunction(t *testing.T) {
+	x := peel.FromFloat64s([]float64{0.5, -1, 2})
+	f := func(x *T) *T { return peel.Stack([]*T{peel.Sum(peel.Mul(x, x)), peel.Sum(peel.Exp(x))}, 0) }
+	h := transforms.Hessian(f)(x)
+	if got := h.Shape(); len(got) != 3 || got[0] != 2 || got[1] != 3 || got[2] != 3 {
+		t.Fatalf("Hessian shape %v, want [2 3 3]", got)
+	}
+	want := []float64{2, 0, 0, 0, 2, 0, 0, 0, 2}
+	for i := 0; i < 3; i++ {
+		for j := 0; j < 3; j++ {
+			e := 0.0
+			if i == j {
+				e = math.Exp(x.Float64s()[i])
+			}
+			want = append(want, e)
+		}
+	}
+	near(t, "Hessian of [Σx², Σexp x]", h.Float64s(), want, 1e-12)
 }
