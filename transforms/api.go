@@ -278,10 +278,12 @@ func checkJacobianTypes(op string, x, y *T) {
 // Jacrev returns a function computing the Jacobian of f in reverse mode,
 // of shape f(x).shape + x.shape: f is linearized once and its transpose is
 // vmapped over the rows of an identity. ChunkSize among opts bounds the
-// rows computed at once.
+// rows computed at once; it is the only option a Jacobian takes (the
+// function panics with *peel.Error for InAxes, OutAxes or AxisSize).
 func Jacrev(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Tensor) *peel.Tensor {
 	return func(x *peel.Tensor) *peel.Tensor {
 		const op = "transforms.Jacrev"
+		cfg := jacobianOptions(op, opts)
 		if x == nil {
 			treeErrorf(op, "the argument is a nil tensor")
 		}
@@ -296,7 +298,7 @@ func Jacrev(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Te
 		}
 		rows := jacobianVmap(func(ct *T) *T {
 			return zeroIfNil(lin.transpose([]*T{ct})[0], x.Aval())
-		}, y.Size(), y.Aval(), 0, opts)
+		}, y.Size(), y.Aval(), 0, op, cfg)
 		return peel.Reshape(rows, shape...)
 	}
 }
@@ -304,10 +306,12 @@ func Jacrev(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Te
 // Jacfwd returns a function computing the Jacobian of f in forward mode,
 // of shape f(x).shape + x.shape: f is linearized once and the linear map
 // is vmapped over the rows of an identity. ChunkSize among opts bounds
-// the columns computed at once.
+// the columns computed at once; it is the only option a Jacobian takes,
+// as for Jacrev.
 func Jacfwd(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Tensor) *peel.Tensor {
 	return func(x *peel.Tensor) *peel.Tensor {
 		const op = "transforms.Jacfwd"
+		cfg := jacobianOptions(op, opts)
 		if x == nil {
 			treeErrorf(op, "the argument is a nil tensor")
 		}
@@ -320,7 +324,7 @@ func Jacfwd(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Te
 		if y.Size() == 0 || x.Size() == 0 {
 			return zeros(interp.Aval{Shape: shape, DType: x.DType()})
 		}
-		cols := jacobianVmap(func(t *T) *T { return lin.apply([]*T{t})[0] }, x.Size(), x.Aval(), y.Rank(), opts)
+		cols := jacobianVmap(func(t *T) *T { return lin.apply([]*T{t})[0] }, x.Size(), x.Aval(), y.Rank(), op, cfg)
 		return peel.Reshape(cols, shape...)
 	}
 }

@@ -369,12 +369,22 @@ func checkAxis(op, which string, axis int, path string, t *peel.Tensor) {
 // jacobianVmap maps fn over the rows of basis (an identity of size n
 // reshaped to [n, shape...]) and returns the physical results with the
 // batch dimension at outAxis.
-func jacobianVmap(fn func(*T) *T, n int, a interp.Aval, outAxis int, opts []VmapOption) *T {
-	cfg := vmapOptions(opts)
+func jacobianVmap(fn func(*T) *T, n int, a interp.Aval, outAxis int, op string, cfg *vmapConfig) *T {
 	eye := peel.Reshape(peel.AsType(peel.Eye(n, peel.Float64), a.DType), append([]int{n}, a.Shape...)...)
-	outs := vmapFlat("transforms.Jacobian", cfg, func(in []*T) []*T { return []*T{fn(in[0])} }, []*T{eye}, []int{0},
+	outs := vmapFlat(op, cfg, func(in []*T) []*T { return []*T{fn(in[0])} }, []*T{eye}, []int{0},
 		func([]*T) []int { return []int{outAxis} }, nil)
 	return outs[0]
+}
+
+// jacobianOptions returns the options of Jacobian op, panicking with
+// *Error for a vmap option that has no meaning for a Jacobian (before,
+// InAxes and OutAxes were silently ignored).
+func jacobianOptions(op string, opts []VmapOption) *vmapConfig {
+	cfg := vmapOptions(opts)
+	if cfg.inAxes != nil || cfg.outAxes != nil || cfg.axisSize != 0 {
+		treeErrorf(op, "takes only ChunkSize among the vmap options: InAxes, OutAxes and AxisSize have no meaning for a Jacobian")
+	}
+	return cfg
 }
 
 // zeroIfNil returns c, or zeros of a when c is a symbolic zero.
