@@ -39,18 +39,24 @@ func Key(seed int64) *Tensor {
 // keys are too large (they exceed the allocation limit).
 func SplitKey(key *Tensor, n int) *Tensor {
 	const op = "peel.SplitKey"
+	defer interp.Annotate(op)
+	y0, y1 := splitWords(op, key, n)
+	col := func(y *Tensor) *Tensor {
+		return interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{n, 1}}, y)
+	}
+	return interp.Bind1(prims.Concatenate, prims.AxisParams{Axis: 1}, col(y0), col(y1))
+}
+
+// splitWords checks SplitKey's arguments and returns the two words of
+// the n derived keys, each an i64 [n] tensor.
+func splitWords(op string, key *Tensor, n int) (y0, y1 *Tensor) {
 	rngCheckKey(op, key)
 	if n < 0 {
 		errorf(op, "negative number of keys %d", n)
 	}
 	checkResult(op, Int64, []int{n, 2}, key)
-	defer interp.Annotate(op)
 	k0, k1 := rngKeyWords(key)
-	y0, y1 := rngBlocks(k0, k1, n)
-	col := func(y *Tensor) *Tensor {
-		return interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{n, 1}}, y)
-	}
-	return interp.Bind1(prims.Concatenate, prims.AxisParams{Axis: 1}, col(y0), col(y1))
+	return rngBlocks(k0, k1, n)
 }
 
 // FoldIn returns a new key derived from key and data: Threefry2x32(key,
@@ -257,14 +263,8 @@ func rngReshape(x *Tensor, shape []int) *Tensor {
 // large (they exceed the allocation limit).
 func SplitKeys(key *Tensor, n int) []*Tensor {
 	const op = "peel.SplitKeys"
-	rngCheckKey(op, key)
-	if n < 0 {
-		errorf(op, "negative number of keys %d", n)
-	}
-	checkResult(op, Int64, []int{n, 2}, key)
 	defer interp.Annotate(op)
-	k0, k1 := rngKeyWords(key)
-	y0, y1 := rngBlocks(k0, k1, n)
+	y0, y1 := splitWords(op, key, n)
 	out := make([]*Tensor, n)
 	for i := range out {
 		one := func(y *Tensor) *Tensor {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,18 +35,6 @@ func TestSplitKeysMatchesSplitKey(t *testing.T) {
 	}
 }
 
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestMoreSamplersDeterministic(t *testing.T) {
 	logits := FromFloat64s([]float64{0, 1, 2, -1})
 	floats := map[string]func(k *Tensor) *Tensor{
@@ -69,10 +58,10 @@ func TestMoreSamplersDeterministic(t *testing.T) {
 		"Choice":      func(k *Tensor) *Tensor { return Choice(k, 4, Softmax(logits, 0), 64) },
 	}
 	for name, f := range ints {
-		if !equalInts(f(Key(5)).Int64s(), f(Key(5)).Int64s()) {
+		if !slices.Equal(f(Key(5)).Int64s(), f(Key(5)).Int64s()) {
 			t.Errorf("%s differs for one key", name)
 		}
-		if equalInts(f(Key(5)).Int64s(), f(Key(6)).Int64s()) {
+		if slices.Equal(f(Key(5)).Int64s(), f(Key(6)).Int64s()) {
 			t.Errorf("%s is the same for two keys", name)
 		}
 	}
@@ -84,7 +73,7 @@ func TestUniformRangeStatistics(t *testing.T) {
 	w := hi - lo
 	for _, dt := range []DType{Float32, Float64} {
 		s := UniformRange(Key(11), lo, hi, dt, 100, 1000)
-		if !sameShape(s.Shape(), []int{100, 1000}) || s.DType() != dt {
+		if !slices.Equal(s.Shape(), []int{100, 1000}) || s.DType() != dt {
 			t.Fatalf("UniformRange gave %s", s.TypeString())
 		}
 		x := asFloat64s(s)
@@ -109,18 +98,6 @@ func TestUniformRangeStatistics(t *testing.T) {
 			t.Fatalf("UniformRange f64 of [1, next(1)) gave %v", v)
 		}
 	}
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestNormalScaledStatistics(t *testing.T) {
@@ -171,7 +148,7 @@ func TestRandIntMatchesReference(t *testing.T) {
 			}
 		}
 	}
-	if s := RandInt(key, 0, 5, 2, 3); s.DType() != Int64 || !sameShape(s.Shape(), []int{2, 3}) {
+	if s := RandInt(key, 0, 5, 2, 3); s.DType() != Int64 || !slices.Equal(s.Shape(), []int{2, 3}) {
 		t.Errorf("RandInt gave %s", s.TypeString())
 	}
 }
@@ -231,7 +208,7 @@ func TestPermutationIsPermutation(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 5, 8, 13, 100, 1000, 4097} {
 		for s := int64(0); s < 3; s++ {
 			p := Permutation(Key(s), n)
-			if p.DType() != Int64 || !sameShape(p.Shape(), []int{n}) {
+			if p.DType() != Int64 || !slices.Equal(p.Shape(), []int{n}) {
 				t.Fatalf("Permutation(_, %d) is %s", n, p.TypeString())
 			}
 			if !isPermutation(p.Int64s(), n) {
@@ -344,7 +321,7 @@ func TestCategoricalFrequencies(t *testing.T) {
 	for _, dt := range []DType{Float32, Float64} {
 		logits := AsType(FromFloat64s(l), dt)
 		s := Categorical(Key(21), logits, 0, n)
-		if s.DType() != Int64 || !sameShape(s.Shape(), []int{n}) {
+		if s.DType() != Int64 || !slices.Equal(s.Shape(), []int{n}) {
 			t.Fatalf("Categorical gave %s", s.TypeString())
 		}
 		checkFrequencies(t, "Categorical "+dt.String(), s.Int64s(), p)
@@ -353,7 +330,7 @@ func TestCategoricalFrequencies(t *testing.T) {
 	// has a -Inf logit, which is never drawn.
 	l2 := []float64{0.5, 0, -1, math.Inf(-1), 2, 1, 0, 1, 1, 0}
 	logits := FromFloat64s(l2, 5, 2)
-	if s := Categorical(Key(1), logits, 0); !sameShape(s.Shape(), []int{2}) {
+	if s := Categorical(Key(1), logits, 0); !slices.Equal(s.Shape(), []int{2}) {
 		t.Fatalf("Categorical with no shape gave %s; want [2]", s.TypeString())
 	}
 	s := Categorical(Key(22), logits, 0, n/2, 2).Int64s()
@@ -385,7 +362,7 @@ func TestChoice(t *testing.T) {
 	// Unnormalized weights give the same distribution.
 	w := FromFloat32s([]float32{1, 0, 6, 3})
 	checkFrequencies(t, "Choice weights", Choice(Key(32), 4, w, n).Int64s(), p)
-	if !equalInts(Choice(Key(33), 7, nil, 50).Int64s(), RandInt(Key(33), 0, 7, 50).Int64s()) {
+	if !slices.Equal(Choice(Key(33), 7, nil, 50).Int64s(), RandInt(Key(33), 0, 7, 50).Int64s()) {
 		t.Errorf("Choice without p differs from RandInt")
 	}
 	if c := Choice(Key(34), 4, FromFloat64s(p)); c.Rank() != 0 {
