@@ -11,7 +11,7 @@ import (
 // call flattens f: A → B into a function over leaves.
 func flatFn[A, B any](op string, f func(A) B, inDef *treeDef, outDef **treeDef) func([]*T) []*T {
 	return func(leaves []*T) []*T {
-		a := inDef.unflatten(leaves).Interface().(A)
+		a := inDef.Unflatten(leaves).Interface().(A)
 		out, def := flattenResult(op, f(a))
 		if outDef != nil {
 			*outDef = def
@@ -21,7 +21,7 @@ func flatFn[A, B any](op string, f func(A) B, inDef *treeDef, outDef **treeDef) 
 }
 
 func build[A any](def *treeDef, leaves []*T) A {
-	return def.unflatten(leaves).Interface().(A)
+	return def.Unflatten(leaves).Interface().(A)
 }
 
 // checkFloatLeaves panics with *Error naming op if a leaf to be
@@ -29,7 +29,7 @@ func build[A any](def *treeDef, leaves []*T) A {
 func checkFloatLeaves(op string, leaves []*T, def *treeDef) {
 	for i, l := range leaves {
 		if !l.DType().IsFloat() {
-			treeErrorf(op, "cannot differentiate with respect to %s of dtype %v (%s): only float tensors have derivatives; convert it with peel.AsType or pass it as an argument that is not differentiated", def.leafName("the argument", i), l.DType(), l.TypeString())
+			treeErrorf(op, "cannot differentiate with respect to %s of dtype %v (%s): only float tensors have derivatives; convert it with peel.AsType or pass it as an argument that is not differentiated", def.LeafName("the argument", i), l.DType(), l.TypeString())
 		}
 	}
 }
@@ -179,10 +179,10 @@ func VJP[A, B any](f func(A) B, primals A) (B, func(B) A) {
 	out := build[B](outDef, lin.outs)
 	pullback := func(ct B) A {
 		cts, cdef := flatten(op, ct)
-		sameStructure(op, outDef.proto.Interface(), cdef.proto.Interface())
+		sameStructure(op, outDef.Proto().Interface(), cdef.Proto().Interface())
 		for i, c := range cts {
 			if !c.Aval().Equal(lin.outs[i].Aval()) {
-				treeErrorf(op, "cotangent %s is %s, but the output is %s", cdef.leafName("(the whole cotangent)", i), c.TypeString(), lin.outs[i].TypeString())
+				treeErrorf(op, "cotangent %s is %s, but the output is %s", cdef.LeafName("(the whole cotangent)", i), c.TypeString(), lin.outs[i].TypeString())
 			}
 			if !c.DType().IsFloat() {
 				cts[i] = nil
@@ -206,10 +206,10 @@ func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
 	fl := flatFn(op, f, def, &outDef)
 	checked := func(in []*T) []*T {
 		// Checked inside the level, so the error names it.
-		sameStructure(op, def.proto.Interface(), tdef.proto.Interface())
+		sameStructure(op, def.Proto().Interface(), tdef.Proto().Interface())
 		for i, t := range given {
 			if !t.Aval().Equal(leaves[i].Aval()) {
-				treeErrorf(op, "tangent %s is %s, but its primal is %s", tdef.leafName("(the whole tangent)", i), t.TypeString(), leaves[i].TypeString())
+				treeErrorf(op, "tangent %s is %s, but its primal is %s", tdef.LeafName("(the whole tangent)", i), t.TypeString(), leaves[i].TypeString())
 			}
 		}
 		return fl(in)
@@ -242,10 +242,10 @@ func Linearize[A, B any](f func(A) B, primals A) (B, func(A) B) {
 	out := build[B](outDef, lin.outs)
 	return out, func(t A) B {
 		tl, tdef := flatten(op, t)
-		sameStructure(op, def.proto.Interface(), tdef.proto.Interface())
+		sameStructure(op, def.Proto().Interface(), tdef.Proto().Interface())
 		for i, x := range tl {
 			if !x.Aval().Equal(lin.in[i]) {
-				treeErrorf(op, "tangent %s is %s, but its primal is %s", tdef.leafName("(the whole tangent)", i), x.TypeString(), lin.in[i])
+				treeErrorf(op, "tangent %s is %s, but its primal is %s", tdef.LeafName("(the whole tangent)", i), x.TypeString(), lin.in[i])
 			}
 		}
 		return build[B](outDef, lin.apply(tl))

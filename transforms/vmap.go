@@ -90,14 +90,14 @@ func Vmap[A, B any](f func(A) B, opts ...VmapOption) func(A) B {
 	return func(x A) B {
 		const op = "transforms.Vmap"
 		leaves, def := flatten(op, x)
-		axes := resolveAxes(op, "in", cfg.inAxes, def.proto)
+		axes := resolveAxes(op, "in", cfg.inAxes, def.Proto())
 		var outDef *treeDef
 		fl := flatFn(op, f, def, &outDef)
 		names := &vmapNames{in: def}
 		outs := vmapFlat(op, cfg, fl, leaves, axes, func(outs []*T) []int {
 			_, d := flatten(op, build[B](outDef, outs))
 			names.out = d
-			return resolveAxes(op, "out", cfg.outAxes, d.proto)
+			return resolveAxes(op, "out", cfg.outAxes, d.Proto())
 		}, names)
 		return build[B](outDef, outs)
 	}
@@ -187,14 +187,14 @@ func (n *vmapNames) inName(i int) string {
 	if n == nil {
 		return fmt.Sprintf("leaf %d", i)
 	}
-	return n.in.leafName("(the whole argument)", i)
+	return n.in.LeafName("(the whole argument)", i)
 }
 
 func (n *vmapNames) outName(i int) string {
 	if n == nil {
 		return fmt.Sprintf("leaf %d", i)
 	}
-	return n.out.leafName("(the whole result)", i)
+	return n.out.LeafName("(the whole result)", i)
 }
 
 // vmapRun runs fl once at a vmap level of the given size.

@@ -1,4 +1,8 @@
-package transforms
+// Package treeimpl is the tree engine shared by the transforms and the
+// public tree package: flattening Go values into tensor leaves (with
+// paths), rebuilding them, and comparing structures, with one set of
+// rules and errors.
+package treeimpl
 
 import (
 	"fmt"
@@ -31,10 +35,11 @@ import (
 // JAX, which has no sharing: each occurrence has its own leaves and is
 // rebuilt as its own copy.
 
-var tensorType = reflect.TypeOf((*peel.Tensor)(nil))
+// TensorType is the type of a tree leaf.
+var TensorType = reflect.TypeOf((*peel.Tensor)(nil))
 
-// treeDef records a tree's structure so its leaves can be replaced.
-type treeDef struct {
+// Def records a tree's structure so its leaves can be replaced.
+type Def struct {
 	typ    reflect.Type
 	proto  reflect.Value // the original value, for static parts
 	leaves int
@@ -47,7 +52,7 @@ type treeDef struct {
 // leafName names leaf i of a tree in errors: "leaf .W", "leaf [1].b", or
 // what for the whole tree when it is one tensor ("the argument"). A nil
 // def names the leaf by number.
-func (d *treeDef) leafName(what string, i int) string {
+func (d *Def) LeafName(what string, i int) string {
 	if d == nil || i >= len(d.paths) {
 		return fmt.Sprintf("leaf %d", i)
 	}
@@ -57,40 +62,40 @@ func (d *treeDef) leafName(what string, i int) string {
 	return "leaf " + d.paths[i]
 }
 
-// treeRole says what a tree is to the transform, for its error messages.
-type treeRole uint8
+// Role says what a tree is to the transform, for its error messages.
+type Role uint8
 
 const (
-	// argTree is an argument (or tangent, cotangent) given to a transform.
-	argTree treeRole = iota
-	// resultTree is what the user's function returned.
-	resultTree
-	// auxTree is GradAux's auxiliary data: nil tensor leaves are kept.
-	auxTree
+	// ArgTree is an argument (or tangent, cotangent) given to a transform.
+	ArgTree Role = iota
+	// ResultTree is what the user's function returned.
+	ResultTree
+	// AuxTree is GradAux's auxiliary data: nil tensor leaves are kept.
+	AuxTree
 )
 
-// flatten returns the tensor leaves of v, an argument of op's transform,
+// Flatten returns the tensor leaves of v, an argument of op's transform,
 // in a fixed order (slice and array order, sorted map keys, struct field
 // order) and its structure. It panics with *Error naming op for a nil
 // tree or leaf, a tensor in an unexported field, a cycle, or an
 // unsupported map.
-func flatten(op string, v any) ([]*peel.Tensor, *treeDef) {
-	return flattenAs(op, v, argTree)
+func Flatten(op string, v any) ([]*peel.Tensor, *Def) {
+	return FlattenAs(op, v, ArgTree)
 }
 
-// flattenResult is flatten for the result of the user's function: a nil
+// FlattenResult is Flatten for the result of the user's function: a nil
 // tree or leaf is reported as the function returning nil.
-func flattenResult(op string, v any) ([]*peel.Tensor, *treeDef) {
-	return flattenAs(op, v, resultTree)
+func FlattenResult(op string, v any) ([]*peel.Tensor, *Def) {
+	return FlattenAs(op, v, ResultTree)
 }
 
-func flattenAs(op string, v any, role treeRole) ([]*peel.Tensor, *treeDef) {
+func FlattenAs(op string, v any, role Role) ([]*peel.Tensor, *Def) {
 	rv := reflect.ValueOf(v)
 	if !rv.IsValid() {
-		if role == resultTree {
-			treeErrorf(op, "the function returned nil, not a tree of tensors")
+		if role == ResultTree {
+			Errorf(op, "the function returned nil, not a tree of tensors")
 		}
-		treeErrorf(op, "the tree is nil")
+		Errorf(op, "the tree is nil")
 	}
 	var leaves []*peel.Tensor
 	var paths []string
@@ -99,18 +104,18 @@ func flattenAs(op string, v any, role treeRole) ([]*peel.Tensor, *treeDef) {
 		paths = append(paths, p)
 	}}
 	w.walk(rv, "")
-	return leaves, &treeDef{typ: rv.Type(), proto: rv, leaves: len(leaves), desc: describe(rv.Type()), paths: paths}
+	return leaves, &Def{typ: rv.Type(), proto: rv, leaves: len(leaves), desc: Describe(rv.Type()), paths: paths}
 }
 
-func treeErrorf(op, format string, args ...any) {
+func Errorf(op, format string, args ...any) {
 	e := interp.Errorf(format, args...)
 	e.Ops = []string{op}
 	panic(e)
 }
 
 // walk calls leaf with every tensor leaf of v (the subtree at path) in
-// tree order, with the rules and errors of flatten.
-func walk(op string, v reflect.Value, path string, leaf func(path string, t *peel.Tensor)) {
+// tree order, with the rules and errors of Flatten.
+func Walk(op string, v reflect.Value, path string, leaf func(path string, t *peel.Tensor)) {
 	w := walker{op: op, leaf: leaf}
 	w.walk(v, path)
 }
@@ -121,7 +126,7 @@ func walk(op string, v reflect.Value, path string, leaf func(path string, t *pee
 // in a DAG, is walked again).
 type walker struct {
 	op    string
-	role  treeRole
+	role  Role
 	leaf  func(path string, t *peel.Tensor)
 	stack []pathNode
 }
@@ -141,13 +146,13 @@ type nodeRef struct {
 
 func (w *walker) walk(v reflect.Value, path string) {
 	t := v.Type()
-	if t == tensorType {
+	if t == TensorType {
 		if v.IsNil() {
 			switch w.role {
-			case resultTree:
-				treeErrorf(w.op, "the function returned a nil tensor at result path %s", pathOr(path))
-			case argTree:
-				treeErrorf(w.op, "tree leaf %s is a nil tensor", pathOr(path))
+			case ResultTree:
+				Errorf(w.op, "the function returned a nil tensor at result path %s", PathOr(path))
+			case ArgTree:
+				Errorf(w.op, "tree leaf %s is a nil tensor", PathOr(path))
 			}
 			w.leaf(path, nil)
 			return
@@ -155,8 +160,8 @@ func (w *walker) walk(v reflect.Value, path string) {
 		w.leaf(path, v.Interface().(*peel.Tensor))
 		return
 	}
-	if t == tensorType.Elem() {
-		treeErrorf(w.op, "tree node %s is a peel.Tensor value: trees hold *peel.Tensor", pathOr(path))
+	if t == TensorType.Elem() {
+		Errorf(w.op, "tree node %s is a peel.Tensor value: trees hold *peel.Tensor", PathOr(path))
 	}
 	if !mayHoldTensor(t) {
 		return // static
@@ -175,13 +180,13 @@ func (w *walker) walk(v reflect.Value, path string) {
 		}
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String {
-			treeErrorf(w.op, "tree node %s is a map with %v keys; only string keys are supported", pathOr(path), t.Key())
+			Errorf(w.op, "tree node %s is a map with %v keys; only string keys are supported", PathOr(path), t.Key())
 		}
 		if v.IsNil() {
 			return
 		}
 		w.push(nodeRef{t, v.Pointer(), 0}, path)
-		for _, k := range sortedKeys(v) {
+		for _, k := range SortedKeys(v) {
 			w.walk(v.MapIndex(k), fmt.Sprintf("%s[%q]", path, k.String()))
 		}
 		w.pop()
@@ -198,7 +203,7 @@ func (w *walker) walk(v reflect.Value, path string) {
 				if at != fp {
 					where = "holds a tensor at " + at
 				}
-				treeErrorf(w.op, "unexported field %s of %v %s, which transforms cannot read or rebuild (it would be a constant, returned as its own derivative): export the field, or pass the tensor outside the struct", fp, t, where)
+				Errorf(w.op, "unexported field %s of %v %s, which transforms cannot read or rebuild (it would be a constant, returned as its own derivative): export the field, or pass the tensor outside the struct", fp, t, where)
 			}
 		}
 	case reflect.Pointer:
@@ -221,7 +226,7 @@ func (w *walker) walk(v reflect.Value, path string) {
 func (w *walker) push(node nodeRef, path string) {
 	for _, n := range w.stack {
 		if n.ref == node {
-			treeErrorf(w.op, "tree node %s is %s again, a %v inside itself (a cycle): trees must be finite", pathOr(path), pathOr(n.path), node.typ)
+			Errorf(w.op, "tree node %s is %s again, a %v inside itself (a cycle): trees must be finite", PathOr(path), PathOr(n.path), node.typ)
 		}
 	}
 	w.stack = append(w.stack, pathNode{node, path})
@@ -248,11 +253,11 @@ func hiddenTensor(v reflect.Value, path string) (string, bool) {
 	}
 	find = func(v reflect.Value, path string) (string, bool) {
 		t := v.Type()
-		if t == tensorType {
+		if t == TensorType {
 			return path, !v.IsNil()
 		}
-		if t == tensorType.Elem() || !mayHoldTensor(t) {
-			return path, t == tensorType.Elem()
+		if t == TensorType.Elem() || !mayHoldTensor(t) {
+			return path, t == TensorType.Elem()
 		}
 		switch v.Kind() {
 		case reflect.Slice, reflect.Array:
@@ -319,7 +324,7 @@ func mayHoldTensor(t reflect.Type) bool {
 	case reflect.Interface:
 		return true
 	}
-	if t == tensorType {
+	if t == TensorType {
 		return true
 	}
 	if v, ok := holders.Load(t); ok {
@@ -330,7 +335,7 @@ func mayHoldTensor(t reflect.Type) bool {
 	seen := map[reflect.Type]bool{}
 	var reach func(t reflect.Type) bool
 	reach = func(t reflect.Type) bool {
-		if t == tensorType || t.Kind() == reflect.Interface {
+		if t == TensorType || t.Kind() == reflect.Interface {
 			return true
 		}
 		if seen[t] {
@@ -356,21 +361,21 @@ func mayHoldTensor(t reflect.Type) bool {
 	return r
 }
 
-func pathOr(p string) string {
+func PathOr(p string) string {
 	if p == "" {
 		return "(the root)"
 	}
 	return p
 }
 
-func sortedKeys(v reflect.Value) []reflect.Value {
+func SortedKeys(v reflect.Value) []reflect.Value {
 	keys := v.MapKeys()
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	return keys
 }
 
 // unflatten builds a value shaped like the tree def with leaves in order.
-func (d *treeDef) unflatten(leaves []*peel.Tensor) reflect.Value {
+func (d *Def) Unflatten(leaves []*peel.Tensor) reflect.Value {
 	i := 0
 	out := rebuild(d.proto, leaves, &i)
 	return out
@@ -378,7 +383,7 @@ func (d *treeDef) unflatten(leaves []*peel.Tensor) reflect.Value {
 
 func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 	t := v.Type()
-	if t == tensorType {
+	if t == TensorType {
 		l := leaves[*i]
 		*i++
 		return reflect.ValueOf(l)
@@ -407,7 +412,7 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 			return v
 		}
 		out := reflect.MakeMapWithSize(t, v.Len())
-		for _, k := range sortedKeys(v) {
+		for _, k := range SortedKeys(v) {
 			out.SetMapIndex(k, rebuild(v.MapIndex(k), leaves, i))
 		}
 		return out
@@ -438,35 +443,35 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 	return v
 }
 
-func describe(t reflect.Type) string { return t.String() }
+func Describe(t reflect.Type) string { return t.String() }
 
-// sameStructure panics with *Error naming op when two trees, both
+// SameStructure panics with *Error naming op when two trees, both
 // flattened already, differ in structure (type, lengths, map keys) in
 // their parts that can hold tensors.
-func sameStructure(op string, a, b any) {
+func SameStructure(op string, a, b any) {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	if msg := structDiff(va, vb, ""); msg != "" {
-		treeErrorf(op, "trees differ in structure: %s", msg)
+		Errorf(op, "trees differ in structure: %s", msg)
 	}
 }
 
 func structDiff(a, b reflect.Value, path string) string {
 	if !a.IsValid() || !b.IsValid() {
 		if a.IsValid() != b.IsValid() {
-			return pathOr(path) + " is nil in one tree"
+			return PathOr(path) + " is nil in one tree"
 		}
 		return ""
 	}
 	if a.Type() != b.Type() {
-		return fmt.Sprintf("%s has type %v in one tree and %v in the other", pathOr(path), a.Type(), b.Type())
+		return fmt.Sprintf("%s has type %v in one tree and %v in the other", PathOr(path), a.Type(), b.Type())
 	}
-	if a.Type() == tensorType || !mayHoldTensor(a.Type()) {
+	if a.Type() == TensorType || !mayHoldTensor(a.Type()) {
 		return ""
 	}
 	switch a.Kind() {
 	case reflect.Slice, reflect.Array:
 		if a.Len() != b.Len() {
-			return fmt.Sprintf("%s has length %d in one tree and %d in the other", pathOr(path), a.Len(), b.Len())
+			return fmt.Sprintf("%s has length %d in one tree and %d in the other", PathOr(path), a.Len(), b.Len())
 		}
 		for i := 0; i < a.Len(); i++ {
 			if m := structDiff(a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", path, i)); m != "" {
@@ -474,13 +479,13 @@ func structDiff(a, b reflect.Value, path string) string {
 			}
 		}
 	case reflect.Map:
-		ka, kb := sortedKeys(a), sortedKeys(b)
+		ka, kb := SortedKeys(a), SortedKeys(b)
 		if len(ka) != len(kb) {
-			return fmt.Sprintf("%s has %d keys in one tree and %d in the other", pathOr(path), len(ka), len(kb))
+			return fmt.Sprintf("%s has %d keys in one tree and %d in the other", PathOr(path), len(ka), len(kb))
 		}
 		for i := range ka {
 			if ka[i].String() != kb[i].String() {
-				return fmt.Sprintf("%s has key %q in one tree and %q in the other", pathOr(path), ka[i].String(), kb[i].String())
+				return fmt.Sprintf("%s has key %q in one tree and %q in the other", PathOr(path), ka[i].String(), kb[i].String())
 			}
 			if m := structDiff(a.MapIndex(ka[i]), b.MapIndex(kb[i]), fmt.Sprintf("%s[%q]", path, ka[i].String())); m != "" {
 				return m
@@ -496,7 +501,7 @@ func structDiff(a, b reflect.Value, path string) string {
 		}
 	case reflect.Pointer, reflect.Interface:
 		if a.IsNil() != b.IsNil() {
-			return pathOr(path) + " is nil in one tree"
+			return PathOr(path) + " is nil in one tree"
 		}
 		if !a.IsNil() {
 			return structDiff(a.Elem(), b.Elem(), path)
@@ -504,3 +509,13 @@ func structDiff(a, b reflect.Value, path string) string {
 	}
 	return ""
 }
+
+// Proto returns the original value the tree was flattened from (for its
+// static parts and structure).
+func (d *Def) Proto() reflect.Value { return d.proto }
+
+// Paths returns the leaves' paths in tree order.
+func (d *Def) Paths() []string { return d.paths }
+
+// NumLeaves returns the number of tensor leaves.
+func (d *Def) NumLeaves() int { return d.leaves }
