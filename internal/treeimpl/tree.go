@@ -448,6 +448,13 @@ func Describe(t reflect.Type) string { return t.String() }
 // SameStructure panics with *Error naming op when two trees, both
 // flattened already, differ in structure (type, lengths, map keys) in
 // their parts that can hold tensors.
+// StructureDiff describes the first difference in structure between
+// trees a and b ("" when they have the same structure; leaf shapes are
+// not compared).
+func StructureDiff(a, b any) string {
+	return structDiff(reflect.ValueOf(a), reflect.ValueOf(b), "")
+}
+
 func SameStructure(op string, a, b any) {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	if msg := structDiff(va, vb, ""); msg != "" {

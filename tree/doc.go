@@ -1,0 +1,17 @@
+// Package tree works on trees of tensors: the Go values transforms take
+// and return (structs of exported fields, slices, arrays, string-keyed
+// maps, pointers and interfaces, with *peel.Tensor leaves), with the same
+// rules and errors the transforms use (see package transforms).
+//
+//   - Leaves, Paths and Unflatten take a tree apart and put it back.
+//   - Map and MapN apply a function leaf by leaf, to one tree or to
+//     several of one structure (an optimizer step over params and grads).
+//   - Stack and Unstack turn a slice of trees into one tree of stacked
+//     leaves and back (model ensembles under Vmap).
+//   - Ravel flattens a tree into one vector and returns the way back.
+//   - ZerosLike, OnesLike and SameStructure.
+//
+// A tensor in an unexported struct field is an error, never silently a
+// constant; so is a cycle. Every function panics with *peel.Error on an
+// invalid tree, naming the function and the leaf's path.
+package tree
