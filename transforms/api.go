@@ -358,6 +358,11 @@ func StopGradient(x *peel.Tensor) *peel.Tensor {
 	return interp.Bind1(prims.StopGradient, nil, x)
 }
 
+// Graph is a staged program (interp.Graph): Eval runs it (under any
+// transform), String prints it like a jaxpr, Compile runs elementwise
+// graphs blocked. Its constants are kept by value.
+type Graph = interp.Graph
+
 // MakeGraph returns the staged graph of f at arguments shaped like args:
 // every primitive f applies to them, transforms included (MakeGraph of
 // Grad(g) shows the forward and backward passes), after dead-code
@@ -365,7 +370,7 @@ func StopGradient(x *peel.Tensor) *peel.Tensor {
 // outputs the result's leaves. An op defined with peel.DefineOp is one
 // equation (so a compiler can keep its fused kernel) unless opts include
 // Decompose.
-func MakeGraph[A, B any](f func(A) B, args A, opts ...GraphOption) *interp.Graph {
+func MakeGraph[A, B any](f func(A) B, args A, opts ...GraphOption) *Graph {
 	const op = "transforms.MakeGraph"
 	leaves, def := flatten(op, args)
 	var topts []interp.TraceOption
