@@ -1,11 +1,9 @@
 package peel
 
 import (
-	"errors"
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -471,10 +469,7 @@ func TestTruncatedNormal(t *testing.T) {
 func TestMoreRandomErrors(t *testing.T) {
 	good := Key(0)
 	l := FromFloat64s([]float64{0, 1, 2})
-	cases := []struct {
-		name, op string
-		f        func()
-	}{
+	cases := []rngErrCase{
 		{"SplitKeys nil key", "peel.SplitKeys", func() { SplitKeys(nil, 2) }},
 		{"SplitKeys bad key", "peel.SplitKeys", func() { SplitKeys(FromInt64s([]int64{1, 2, 3}), 2) }},
 		{"SplitKeys negative", "peel.SplitKeys", func() { SplitKeys(good, -1) }},
@@ -520,15 +515,5 @@ func TestMoreRandomErrors(t *testing.T) {
 		{"TruncatedNormal negative dim", "peel.TruncatedNormal", func() { TruncatedNormal(good, 0, 1, Float64, -2) }},
 		{"TruncatedNormal no f32 value", "peel.TruncatedNormal", func() { TruncatedNormal(good, 1+1e-9, 1+2e-9, Float32, 2) }},
 	}
-	for _, c := range cases {
-		err := Catch(c.f)
-		var pe *Error
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: got %v; want a *peel.Error", c.name, err)
-			continue
-		}
-		if !strings.HasPrefix(err.Error(), c.op+": ") {
-			t.Errorf("%s: error %q does not name %s", c.name, err, c.op)
-		}
-	}
+	checkRngErrors(t, cases)
 }

@@ -429,10 +429,7 @@ func TestSampleShapes(t *testing.T) {
 
 func TestRandomErrors(t *testing.T) {
 	good := Key(0)
-	cases := []struct {
-		name, op string
-		f        func()
-	}{
+	cases := []rngErrCase{
 		{"nil key", "peel.Uniform", func() { Uniform(nil, Float64, 2) }},
 		{"f64 key", "peel.Uniform", func() { Uniform(FromFloat64s([]float64{0, 1}), Float64, 2) }},
 		{"key of 3 words", "peel.SplitKey", func() { SplitKey(FromInt64s([]int64{0, 1, 2}), 2) }},
@@ -448,17 +445,7 @@ func TestRandomErrors(t *testing.T) {
 		{"p > 1", "peel.Bernoulli", func() { Bernoulli(good, 1.5, 2) }},
 		{"p NaN", "peel.Bernoulli", func() { Bernoulli(good, math.NaN(), 2) }},
 	}
-	for _, c := range cases {
-		err := Catch(c.f)
-		var pe *Error
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: got %v; want a *peel.Error", c.name, err)
-			continue
-		}
-		if !strings.HasPrefix(err.Error(), c.op+": ") {
-			t.Errorf("%s: error %q does not name %s", c.name, err, c.op)
-		}
-	}
+	checkRngErrors(t, cases)
 }
 
 func TestUniformRangeProperty(t *testing.T) {
@@ -483,4 +470,27 @@ func TestUniformRangeProperty(t *testing.T) {
 			}
 		}
 	})
+}
+
+// rngErrCase is a call that must panic with a *peel.Error naming op.
+type rngErrCase struct {
+	name, op string
+	f        func()
+}
+
+// checkRngErrors checks that every case panics with a *peel.Error whose
+// message starts with its op.
+func checkRngErrors(t *testing.T, cases []rngErrCase) {
+	t.Helper()
+	for _, c := range cases {
+		err := Catch(c.f)
+		var pe *Error
+		if !errors.As(err, &pe) {
+			t.Errorf("%s: got %v; want a *peel.Error", c.name, err)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), c.op+": ") {
+			t.Errorf("%s: error %q does not name %s", c.name, err, c.op)
+		}
+	}
 }

@@ -58,8 +58,13 @@ func (a *Aliases) View(p *interp.Prim, params any, v *T) *T {
 // strides can express on x's layout (reshaping a transpose) copies at
 // eval, so r is then a value of its own here too.
 func (a *Aliases) MarkView(p *interp.Prim, params any, x, r *T) {
-	if _, ok := p.ViewArray(params, eagerLayout(x)); !ok {
-		return
+	// Every view primitive has strides on a contiguous layout, the one
+	// eager gives any value that is not itself a view, so only a view
+	// of a view (or of a concrete tensor) needs its layout worked out.
+	if x.ViewInfo() != nil || x.IsConcrete() {
+		if _, ok := p.ViewArray(params, eagerLayout(x)); !ok {
+			return
+		}
 	}
 	base := interp.BaseOf(x)
 	r.SetViewInfo(&interp.View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.Generation()})
