@@ -18,11 +18,7 @@
 // with *Error, which names the function, the operands' shapes and dtypes,
 // and the transform and level; Catch turns such a panic into an error.
 //
-// DefineOp adds an op of the user's own: a composite of peel functions
-// that is its meaning, optionally with a fused kernel per backend and
-// rules of its own. Eager evaluation runs the fused kernel; autodiff
-// derives the op's derivatives from the composite while the forward
-// still runs the kernel; vmap and functionalize decompose it when they
-// have no rule; graphs keep it as one equation. Errors raised while it
-// is decomposed name it.
+// Ops of the user's own (a composite of peel functions with fused
+// kernels and rules, one primitive to every transform) are defined with
+// package customop; the transforms are in package transforms.
 package peel

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/peel-ml/peel"
-	"github.com/peel-ml/peel/backend"
-	"github.com/peel-ml/peel/backend/cpu"
 )
 
 // Binary functions broadcast and promote; Go scalars are weakly typed, so
@@ -49,39 +47,4 @@ func ExampleCatch() {
 	fmt.Println(err)
 	// Output:
 	// peel.MatMul: contracting dimensions differ: f64[2,3] has 3 columns, f64[4,5] has 4 rows
-}
-
-// An op defined by its composite, with a fused CPU kernel: eager calls run
-// the kernel, the composite stays available as the reference (and is what
-// transforms derive the op's rules from).
-func ExampleDefineOp() {
-	softsign := peel.DefineOp("example.softsign", 1,
-		func(xs ...*peel.Tensor) *peel.Tensor { // x / (1 + |x|)
-			return peel.Div(xs[0], peel.Add(peel.Abs(xs[0]), 1.0))
-		},
-		peel.WithKernel(cpu.New(), func(_ any, in, out []backend.Array) {
-			x, y := cpu.Float64s(in[0]), cpu.Float64s(out[0])
-			for i, v := range x {
-				if v < 0 {
-					y[i] = v / (1 - v)
-				} else {
-					y[i] = v / (1 + v)
-				}
-			}
-		}),
-		peel.WithShapeRule(func(in []peel.Aval) peel.Aval {
-			if in[0].DType != peel.Float64 {
-				panic(&peel.Error{Msg: "float64 operands only", Operands: []string{in[0].String()}})
-			}
-			return in[0]
-		}),
-	)
-	x := peel.FromFloat64s([]float64{-3, 0, 1})
-	fmt.Println(softsign.Call(x))
-	fmt.Println(softsign.Composite(x))
-	fmt.Println(peel.Catch(func() { softsign.Call(peel.FromFloat32s([]float32{1})) }))
-	// Output:
-	// [-0.75     0   0.5]
-	// [-0.75     0   0.5]
-	// example.softsign: float64 operands only (f32[1])
 }

@@ -195,7 +195,7 @@ type Kernel func(params any, in, out []Array)
 
 // KernelRegistry is implemented by backends that accept kernels for
 // primitives defined after the backend was built, such as the fused
-// kernels of user-defined ops (peel.DefineOp with peel.WithKernel).
+// kernels of user-defined ops (customop.Define with customop.WithKernel).
 type KernelRegistry interface {
 	// RegisterKernel makes k op's kernel; Has(op) then reports true. It
 	// panics if op already has a kernel.

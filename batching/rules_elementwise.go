@@ -13,17 +13,24 @@ import (
 func init() {
 	for _, p := range interp.Prims() {
 		if p.Elementwise != nil && p.Kind == interp.Pure {
-			register(p, elementwise(p))
+			register(p, ElementwiseRule(p))
 		}
 	}
 	for _, p := range []*interp.Prim{prims.Select, prims.ConvertElementType, prims.Threefry2x32} {
-		register(p, elementwise(p))
+		register(p, ElementwiseRule(p))
 	}
 }
 
-// elementwise returns the batching rule of an elementwise primitive p
-// with any number of operands and results.
-func elementwise(p *interp.Prim) Rule {
+// ElementwiseRule returns the batching rule vmap uses for every
+// elementwise primitive, for p with any number of operands and results:
+// the operands are aligned on one batch dimension (the one the batched
+// operands share, else 0; unbatched operands are broadcast there, not
+// copied), p is bound on them unchanged, and every result carries that
+// batch dimension. It is correct for any p that commutes with a batch
+// dimension added to all its operands at one position, such as a
+// user-defined op declared elementwise (customop.Elementwise). The
+// operands must have one logical rank.
+func ElementwiseRule(p *interp.Prim) Rule {
 	return func(size int, params any, args []*T, dims []int) ([]*T, []int) {
 		in, d := align(args, dims, size)
 		outs := interp.Bind(p, params, in...)

@@ -8,7 +8,7 @@ import (
 	"github.com/peel-ml/peel/transforms"
 )
 
-// Custom-op workloads: mylib.gelu (a peel.DefineOp op with a fused CPU
+// Custom-op workloads: mylib.gelu (a customop.Define op with a fused CPU
 // kernel and a derivative derived from its composite) against the same
 // composite written as plain peel ops, on a 4096×256 input, eager and
 // under Grad.

@@ -26,7 +26,7 @@ type Error struct {
 	// Msg says what was wrong.
 	Msg string
 	// Decomposing is the chain of composite ops (user-defined ops made
-	// with peel.DefineOp) being decomposed when the failure happened,
+	// with customop.Define) being decomposed when the failure happened,
 	// innermost first; the failing primitive came from their
 	// definitions, possibly long after the user's call returned (in a
 	// backward pass, under vmap).

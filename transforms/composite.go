@@ -8,7 +8,7 @@ import (
 	"github.com/peel-ml/peel/interp"
 )
 
-// Autodiff of composites (user-defined ops, peel.DefineOp) that have no
+// Autodiff of composites (user-defined ops, customop.Define) that have no
 // JVP rule, or that have a VJP rule: the primal is computed by binding
 // the op itself, so a fused kernel still runs and none of the
 // composite's intermediates are computed or saved; the tangent is a
@@ -145,7 +145,7 @@ var compiledRules sync.Map // string → *interp.Compiled (nil: not stageable)
 // nil.
 func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(primals, rest []*T) []*T) *interp.Compiled {
 	if c.params != nil {
-		return nil // only parameterless ops (peel.DefineOp) are cached
+		return nil // only parameterless ops (customop.Define) are cached
 	}
 	var b strings.Builder
 	b.WriteString(kind)

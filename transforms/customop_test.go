@@ -10,14 +10,15 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/customop"
 	"github.com/peel-ml/peel/examples/customop/mylib"
 	"github.com/peel-ml/peel/transforms"
 )
 
-// Tests of user-defined ops (peel.DefineOp) under every transform. The
+// Tests of user-defined ops (customop.Define) under every transform. The
 // ops here count the calls of their kernels, composites and rules, so the
 // tests can check who computed what: the counters are the claims of
-// DefineOp's documentation made observable.
+// customop.Define's documentation made observable.
 
 type counters struct{ kernel, composite, jvp, vjp, batch, eager atomic.Int64 }
 
@@ -36,15 +37,15 @@ func (c *counters) get() [6]int64 {
 
 // countedGelu defines a gelu op (mylib's composite and kernel) whose
 // calls are counted, with the given extra options.
-func countedGelu(name string, c *counters, opts ...peel.OpOption) *peel.Op {
-	opts = append([]peel.OpOption{
-		peel.WithKernel(cpu.New(), func(params any, in, out []backend.Array) {
+func countedGelu(name string, c *counters, opts ...customop.Option) *customop.Op {
+	opts = append([]customop.Option{
+		customop.WithKernel(cpu.New(), func(params any, in, out []backend.Array) {
 			c.kernel.Add(1)
 			mylib.GeluKernel(params, in, out)
 		}),
-		peel.WithShapeRule(func(in []peel.Aval) peel.Aval { return in[0] }),
+		customop.WithShapeRule(func(in []customop.Aval) customop.Aval { return in[0] }),
 	}, opts...)
-	return peel.DefineOp(name, 1, func(xs ...*T) *T {
+	return customop.Define(name, 1, func(xs ...*T) *T {
 		c.composite.Add(1)
 		return mylib.GeluComposite(xs...)
 	}, opts...)
@@ -64,13 +65,13 @@ func geluDeriv2(x float64) float64 {
 }
 
 // unary is op as a function of one tensor, the type the transforms take.
-func unary(op *peel.Op) func(*T) *T { return func(x *T) *T { return op.Call(x) } }
+func unary(op *customop.Op) func(*T) *T { return func(x *T) *T { return op.Call(x) } }
 
 func sumOf(f func(...*T) *T) func(*T) *T {
 	return func(x *T) *T { return peel.Sum(f(x)) }
 }
 
-var plainCounters, plainOp = func() (*counters, *peel.Op) {
+var plainCounters, plainOp = func() (*counters, *customop.Op) {
 	c := &counters{}
 	return c, countedGelu("test.gelu", c)
 }()
@@ -175,15 +176,15 @@ func TestOpExplicitRulesWin(t *testing.T) {
 	x := peel.FromFloat64s([]float64{-1, 0.5, 2})
 	v := peel.FromFloat64s([]float64{1, 2, -1})
 	want := []float64{geluDeriv(-1), geluDeriv(0.5), geluDeriv(2)}
-	tangentRule := func(c *counters) peel.OpOption {
-		return peel.WithJVP(func(primals []*T, out *T, tangents []*T) *T {
+	tangentRule := func(c *counters) customop.Option {
+		return customop.WithJVP(func(primals []*T, out *T, tangents []*T) *T {
 			c.jvp.Add(1)
 			d := peel.FromFloat64s(want) // exact derivative at x (the test's point)
 			return peel.Mul(tangents[0], d)
 		})
 	}
-	cotangentRule := func(c *counters) peel.OpOption {
-		return peel.WithVJP(func(primals []*T, out, ct *T) []*T {
+	cotangentRule := func(c *counters) customop.Option {
+		return customop.WithVJP(func(primals []*T, out, ct *T) []*T {
 			c.vjp.Add(1)
 			return []*T{peel.Mul(ct, peel.FromFloat64s(want))}
 		})
@@ -253,8 +254,8 @@ func TestOpVmap(t *testing.T) {
 	})
 	t.Run("rule wins", func(t *testing.T) {
 		c := &counters{}
-		var op *peel.Op
-		op = countedGelu("test.gelu_batched", c, peel.WithBatchRule(func(size int, xs []*T, dims []int) (*T, int) {
+		var op *customop.Op
+		op = countedGelu("test.gelu_batched", c, customop.WithBatchRule(func(size int, xs []*T, dims []int) (*T, int) {
 			c.batch.Add(1)
 			return op.Call(xs[0]), dims[0]
 		}))
@@ -266,7 +267,7 @@ func TestOpVmap(t *testing.T) {
 	})
 	t.Run("elementwise", func(t *testing.T) {
 		c := &counters{}
-		op := countedGelu("test.gelu_elementwise", c, peel.Elementwise())
+		op := countedGelu("test.gelu_elementwise", c, customop.Elementwise())
 		got := transforms.Vmap(transforms.Vmap(unary(op)), transforms.InAxes(1))(peel.Transpose(xs, 1, 0))
 		near(t, "Vmap(Vmap(op))", got.Float64s(), want, 1e-14)
 		if n := c.get(); n[0] != 1 || n[1] != 0 {
@@ -330,13 +331,13 @@ func TestOpMutatingDecomposition(t *testing.T) {
 
 func TestOpChoosesDecomposition(t *testing.T) {
 	var c counters
-	op := peel.DefineOp("test.interleave_two_ways", 2, func(xs ...*T) *T {
+	op := customop.Define("test.interleave_two_ways", 2, func(xs ...*T) *T {
 		c.composite.Add(1)
 		return interleaveFunctional(xs...)
-	}, peel.WithDecomposition(func(xs ...*T) *T {
+	}, customop.WithDecomposition(func(xs ...*T) *T {
 		c.eager.Add(1)
 		return mylib.InterleaveComposite(xs...)
-	}, peel.Mutates|peel.Eager))
+	}, customop.Mutates|customop.Eager))
 	a := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 3, 2)
 	b := peel.Neg(a)
 	want := interleaveFunctional(a, b).Float64s()
@@ -371,10 +372,10 @@ func TestOpChoosesDecomposition(t *testing.T) {
 
 func TestOpShapeDerivedOnce(t *testing.T) {
 	var c counters
-	op := peel.DefineOp("test.gelu_derived_shape", 1, func(xs ...*T) *T {
+	op := customop.Define("test.gelu_derived_shape", 1, func(xs ...*T) *T {
 		c.composite.Add(1)
 		return mylib.GeluComposite(xs...)
-	}, peel.WithKernel(cpu.New(), func(params any, in, out []backend.Array) {
+	}, customop.WithKernel(cpu.New(), func(params any, in, out []backend.Array) {
 		c.kernel.Add(1)
 		mylib.GeluKernel(params, in, out)
 	}))
@@ -420,17 +421,17 @@ func TestOpGraph(t *testing.T) {
 func TestOpErrors(t *testing.T) {
 	x := peel.FromFloat64s([]float64{1, 2})
 	wantError(t, func() { plainOp.Call(x, x) }, "test.gelu", "takes 1 operands, got 2")
-	wantError(t, func() { peel.DefineOp("test.gelu", 1, mylib.GeluComposite) }, "peel.DefineOp", "already defined")
-	wantError(t, func() { peel.DefineOp("add", 2, mylib.GeluComposite) }, "already defined")
+	wantError(t, func() { customop.Define("test.gelu", 1, mylib.GeluComposite) }, "customop.Define", "already defined")
+	wantError(t, func() { customop.Define("add", 2, mylib.GeluComposite) }, "already defined")
 	type plainBackend struct{ backend.Backend }
 	wantError(t, func() {
-		peel.DefineOp("test.no_registry", 1, mylib.GeluComposite, peel.WithKernel(plainBackend{cpu.New()}, mylib.GeluKernel))
+		customop.Define("test.no_registry", 1, mylib.GeluComposite, customop.WithKernel(plainBackend{cpu.New()}, mylib.GeluKernel))
 	}, "does not accept kernels")
 	// The failed definition registered nothing: the name is still free.
-	peel.DefineOp("test.no_registry", 1, mylib.GeluComposite)
+	customop.Define("test.no_registry", 1, mylib.GeluComposite)
 	// Nested decompositions are named outermost first, with the
 	// transform and level.
-	outer := peel.DefineOp("test.outer", 2, func(xs ...*T) *T {
+	outer := customop.Define("test.outer", 2, func(xs ...*T) *T {
 		return peel.Mul(mylib.Interleave.Call(xs[0], xs[1]), 2.0)
 	})
 	a := peel.FromFloat64s([]float64{1, 2, 3, 4}, 2, 2)
@@ -439,7 +440,7 @@ func TestOpErrors(t *testing.T) {
 	}, "while decomposing test.outer > mylib.interleave", "[vmap, level")
 	// A failure in a backward pass, long after the call returned, names
 	// the op too.
-	reader := peel.DefineOp("test.reads_data", 1, func(xs ...*T) *T {
+	reader := customop.Define("test.reads_data", 1, func(xs ...*T) *T {
 		if peel.Sum(xs[0]).Item() > 0 {
 			return peel.Mul(xs[0], 2.0)
 		}
@@ -447,7 +448,7 @@ func TestOpErrors(t *testing.T) {
 	})
 	wantError(t, func() { transforms.Grad(sumOf(reader.Call))(x) }, "while decomposing test.reads_data")
 	// A batching rule returning the wrong batch size.
-	bad := peel.DefineOp("test.bad_batch", 1, mylib.GeluComposite, peel.WithBatchRule(func(size int, xs []*T, dims []int) (*T, int) {
+	bad := customop.Define("test.bad_batch", 1, mylib.GeluComposite, customop.WithBatchRule(func(size int, xs []*T, dims []int) (*T, int) {
 		return peel.Sum(xs[0]), 0
 	}))
 	wantError(t, func() { transforms.Vmap(unary(bad))(a) }, "test.bad_batch", "batch dimension of size 2")
@@ -455,7 +456,7 @@ func TestOpErrors(t *testing.T) {
 
 func TestOpConcurrentGrad(t *testing.T) {
 	var c counters
-	op := countedGelu("test.gelu_concurrent", &c, peel.Elementwise())
+	op := countedGelu("test.gelu_concurrent", &c, customop.Elementwise())
 	f := func(x *T) *T { return peel.Sum(peel.Mul(op.Call(x), x)) }
 	inputs := make([]*T, 8)
 	want := make([][]float64, len(inputs))

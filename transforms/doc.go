@@ -34,7 +34,7 @@
 // in place and refuses a batched write into an unbatched tensor; wrap
 // such code in Functionalize.
 //
-// Ops defined with peel.DefineOp are primitives to every transform here:
+// Ops defined with customop.Define are primitives to every transform here:
 // autodiff runs the op itself for the primal (its fused kernel) and
 // derives tangents and cotangents from its composite, staged once per
 // operand types and compiled (interp.Compiled), so the backward pass

@@ -21,9 +21,9 @@ import (
 // Which primitives need a kernel is a property of the primitive, not a
 // list of names: a composite (Prim.Impl set) is evaluated as its
 // decomposition, and a primitive with Prim.NoEval is never evaluated, so
-// neither needs a kernel or a case (package transforms and peel.DefineOp
+// neither needs a kernel or a case (package transforms and customop.Define
 // register such primitives). A composite marked Whole for which b has a
-// fused kernel (a peel.DefineOp op defined WithKernel) gets a subtest
+// fused kernel (a customop.Define op defined WithKernel) gets a subtest
 // that checks the kernel against the composite's own decomposition.
 func Run(t *testing.T, b backend.Backend) {
 	t.Helper()

@@ -11,7 +11,7 @@
 // no case here, so a new primitive cannot land without one. Whether a
 // primitive needs a kernel is a property of the primitive, not a list of
 // names: a composite (Prim.Impl set, such as transforms' composite_lin
-// and custom-derivative calls, and peel.DefineOp ops) is evaluated as its
+// and custom-derivative calls, and customop.Define ops) is evaluated as its
 // decomposition, and a primitive with Prim.NoEval (custom_vjp_lin) is
 // never evaluated, so neither needs one. A composite marked Whole for
 // which the backend has a fused kernel is checked against its own

@@ -8,7 +8,7 @@ import (
 	"github.com/peel-ml/peel/interp"
 )
 
-// Fused kernels of composites. A composite marked Whole (a peel.DefineOp
+// Fused kernels of composites. A composite marked Whole (a customop.Define
 // op) may have a kernel on a backend, which eval runs instead of the
 // decomposition; the kernel must compute what the decomposition computes
 // for every operand type the composite accepts. The suite has no
@@ -34,7 +34,7 @@ const fusedRoundoffs = 64
 // decomposition, on every operand type p's shape rule accepts among n ≤
 // fusedMaxArity operands of one dtype and one shape of fusedShapes, in a
 // contiguous and a transposed layout. Parameters are nil, as
-// peel.DefineOp ops have. Operand types for which the shape rule panics
+// customop.Define ops have. Operand types for which the shape rule panics
 // in any way are skipped; if there is none, the subtest says so.
 func runFused(p *interp.Prim) func(*suite) {
 	return func(s *suite) {

@@ -111,7 +111,7 @@ func (b *Backend) kernels() []entry {
 }
 
 // RegisterKernel makes k the kernel of op, a primitive defined after the
-// backend was built (the fused kernel of a peel.DefineOp op). k receives
+// backend was built (the fused kernel of a customop.Define op). k receives
 // contiguous row-major operands (Offset may be non-zero; Float64s and
 // friends return their elements) and contiguous results, every element
 // of which it must write.

@@ -6,7 +6,7 @@ import (
 )
 
 // Access for kernels written outside this package (fused kernels of
-// peel.DefineOp ops, registered with RegisterKernel).
+// customop.Define ops, registered with RegisterKernel).
 
 // Float64s returns the elements of a, a contiguous float64 array of this
 // backend, as a slice sharing its buffer. It panics with *interp.Error if

@@ -1,4 +1,4 @@
-// Command customop shows user-defined ops (peel.DefineOp) from package
+// Command customop shows user-defined ops (customop.Define) from package
 // mylib under every transform: an op with a fused CPU kernel whose
 // derivatives of any order come from its composite, per-sample gradients
 // that keep the fused forward, and an op whose only decomposition writes

@@ -7,19 +7,20 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/customop"
 )
 
-// User-defined ops (peel.DefineOp) in the registry, so that every sweep
+// User-defined ops (customop.Define) in the registry, so that every sweep
 // (eval, autodiff against finite differences, vmap against loops,
 // functionalize) also covers the machinery behind them: fused kernels,
 // derived derivatives (compiled, blocked or not), decomposition under
 // vmap, the choice between decompositions.
 
 // softsign is x/(1+|x|): an elementwise composite with a fused kernel and
-// no rules; vmap runs the kernel on the batch (peel.Elementwise).
-var softsign = peel.DefineOp("optest.softsign", 1,
+// no rules; vmap runs the kernel on the batch (customop.Elementwise).
+var softsign = customop.Define("optest.softsign", 1,
 	func(xs ...*T) *T { return peel.Div(xs[0], peel.Add(peel.Abs(xs[0]), 1.0)) },
-	peel.WithKernel(cpu.New(), func(_ any, in, out []backend.Array) {
+	customop.WithKernel(cpu.New(), func(_ any, in, out []backend.Array) {
 		switch in[0].Buf.DType() {
 		case peel.Float32:
 			x, y := cpu.Float32s(in[0]), cpu.Float32s(out[0])
@@ -33,21 +34,21 @@ var softsign = peel.DefineOp("optest.softsign", 1,
 			}
 		}
 	}),
-	peel.WithShapeRule(func(in []peel.Aval) peel.Aval {
+	customop.WithShapeRule(func(in []customop.Aval) customop.Aval {
 		if !in[0].DType.IsFloat() {
 			panic(&peel.Error{Msg: "operand must be float", Operands: []string{in[0].String()}})
 		}
 		return in[0]
 	}),
-	peel.Elementwise(),
+	customop.Elementwise(),
 )
 
 // logSumExpRows is log Σ exp over the last axis: a reduction composite
 // with a fused kernel, its result type derived from the composite, and
 // no batching rule (vmap decomposes it).
-var logSumExpRows = peel.DefineOp("optest.logsumexp_rows", 1,
+var logSumExpRows = customop.Define("optest.logsumexp_rows", 1,
 	func(xs ...*T) *T { return peel.LogSumExp(xs[0], -1) },
-	peel.WithKernel(cpu.New(), func(_ any, in, out []backend.Array) {
+	customop.WithKernel(cpu.New(), func(_ any, in, out []backend.Array) {
 		n := in[0].Shape[len(in[0].Shape)-1]
 		switch in[0].Buf.DType() {
 		case peel.Float32:
@@ -76,18 +77,18 @@ func lseRows[F float32 | float64](y, x []F, n int) {
 // interleaveRows puts a's rows at the even positions and b's at the odd
 // ones: a functional composite (what transforms use) and an in-place
 // decomposition eager evaluation prefers.
-var interleaveRows = peel.DefineOp("optest.interleave", 2,
+var interleaveRows = customop.Define("optest.interleave", 2,
 	func(xs ...*T) *T {
 		shape := append([]int{2 * xs[0].Shape()[0]}, xs[0].Shape()[1:]...)
 		return peel.Reshape(peel.Stack(xs, 1), shape...)
 	},
-	peel.WithDecomposition(func(xs ...*T) *T {
+	customop.WithDecomposition(func(xs ...*T) *T {
 		shape := append([]int{2 * xs[0].Shape()[0]}, xs[0].Shape()[1:]...)
 		out := peel.Zeros(xs[0].DType(), shape...)
 		peel.CopyInto(peel.Slice(out, 0, 0, shape[0], 2), xs[0])
 		peel.CopyInto(peel.Slice(out, 0, 1, shape[0], 2), xs[1])
 		return out
-	}, peel.Mutates|peel.Eager),
+	}, customop.Mutates|customop.Eager),
 )
 
 func userOps() []Op {

@@ -6,6 +6,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/customop"
 )
 
 // The constants of the tanh approximation of GELU.
@@ -58,7 +59,7 @@ func gelu[F float32 | float64](y, x []F, tanh func(d, a []F)) {
 
 // geluShape admits floating-point operands (the composite would promote
 // an integer operand to float, which the kernel does not do).
-func geluShape(in []peel.Aval) peel.Aval {
+func geluShape(in []customop.Aval) customop.Aval {
 	if !in[0].DType.IsFloat() {
 		panic(&peel.Error{Msg: "operand must be float32 or float64", Operands: []string{in[0].String()}})
 	}
@@ -67,10 +68,10 @@ func geluShape(in []peel.Aval) peel.Aval {
 
 // Gelu is the tanh approximation of the Gaussian error linear unit, an op
 // with a fused CPU kernel and no hand-written derivative.
-var Gelu = peel.DefineOp("mylib.gelu", 1, GeluComposite,
-	peel.WithKernel(cpu.New(), GeluKernel),
-	peel.WithShapeRule(geluShape),
-	peel.Elementwise(),
+var Gelu = customop.Define("mylib.gelu", 1, GeluComposite,
+	customop.WithKernel(cpu.New(), GeluKernel),
+	customop.WithShapeRule(geluShape),
+	customop.Elementwise(),
 )
 
 // InterleaveComposite is Interleave's meaning, written the way eager code
@@ -88,8 +89,8 @@ func InterleaveComposite(xs ...*peel.Tensor) *peel.Tensor {
 // Interleave interleaves the rows of a and b (of one shape [n, …]) into
 // [2n, …]: a's rows at the even positions, b's at the odd ones. Its only
 // decomposition mutates.
-var Interleave = peel.DefineOp("mylib.interleave", 2, InterleaveComposite,
-	peel.CompositeTraits(peel.Mutates),
+var Interleave = customop.Define("mylib.interleave", 2, InterleaveComposite,
+	customop.CompositeTraits(customop.Mutates),
 )
 
 // GeluFloat64 is the scalar reference of Gelu.

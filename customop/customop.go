@@ -1,4 +1,4 @@
-package peel
+package customop
 
 import (
 	"reflect"
@@ -6,22 +6,30 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/functionalize"
 	"github.com/peel-ml/peel/interp"
 )
 
-// Aval is a tensor's abstract value: its shape and dtype.
+// Tensor is peel's tensor (peel.Tensor).
+type Tensor = peel.Tensor
+
+// Error is peel's error (peel.Error).
+type Error = peel.Error
+
+// Aval is a tensor's abstract value: its shape and dtype, what a shape
+// rule (WithShapeRule) receives and returns.
 type Aval = interp.Aval
 
 // NotMapped is the batch dimension of an operand a batching rule (see
 // WithBatchRule) receives unbatched.
 const NotMapped = batching.NotMapped
 
-// Op is an operation defined by the user with DefineOp: one primitive
+// Op is an operation defined by the user with Define: one primitive
 // whose meaning is a composite of peel operations, optionally with fused
-// kernels and its own rules. Every transform handles it (see DefineOp).
+// kernels and its own rules. Every transform handles it (see Define).
 // An Op is safe for concurrent use.
 type Op struct {
 	name  string
@@ -59,10 +67,21 @@ const (
 	Eager
 )
 
-// OpOption configures DefineOp.
-type OpOption func(*opConfig)
+// Option configures Define. Options are made by WithKernel,
+// WithShapeRule, WithJVP, WithVJP, WithBatchRule, Elementwise,
+// WithDecomposition and CompositeTraits; they are applied in order (a
+// later option of the same kind replaces an earlier one, except
+// WithKernel and WithDecomposition, which add).
+type Option interface {
+	apply(*config)
+}
 
-type opConfig struct {
+// option is an Option given by a function.
+type option func(*config)
+
+func (f option) apply(c *config) { f(c) }
+
+type config struct {
 	kernels  []opKernel
 	shape    func(in []Aval) Aval
 	jvp      func(primals []*Tensor, out *Tensor, tangents []*Tensor) *Tensor
@@ -71,12 +90,12 @@ type opConfig struct {
 	decomps  []decomposition
 	traits   DecompositionTraits
 	elemwise bool
-	// bad is the first invalid option argument, reported by DefineOp.
+	// bad is the first invalid option argument, reported by Define.
 	bad string
 }
 
 // refuse records that an option was given an invalid argument.
-func (c *opConfig) refuse(msg string) {
+func (c *config) refuse(msg string) {
 	if c.bad == "" {
 		c.bad = msg
 	}
@@ -98,10 +117,10 @@ type decomposition struct {
 // op on b's tensors runs k instead of a decomposition. The kernel must
 // compute what the composite computes, for every dtype the composite
 // accepts; its params argument is nil. See cpu.RegisterKernel for the
-// layout a CPU kernel receives. DefineOp panics with *Error when b or k
+// layout a CPU kernel receives. Define panics with *Error when b or k
 // is nil or b accepts no kernels.
-func WithKernel(b backend.Backend, k backend.Kernel) OpOption {
-	return func(c *opConfig) {
+func WithKernel(b backend.Backend, k backend.Kernel) Option {
+	return option(func(c *config) {
 		switch {
 		case isNil(b):
 			c.refuse("WithKernel: nil backend")
@@ -109,7 +128,7 @@ func WithKernel(b backend.Backend, k backend.Kernel) OpOption {
 			c.refuse("WithKernel: nil kernel for backend " + b.Name())
 		}
 		c.kernels = append(c.kernels, opKernel{b, k})
-	}
+	})
 }
 
 // isNil reports whether b is nil or holds a nil pointer.
@@ -129,13 +148,13 @@ func isNil(b backend.Backend) bool {
 // types; it must panic with *Error on operands the op does not accept.
 // Without it the type is derived by staging the composite, once per
 // distinct operand types.
-func WithShapeRule(rule func(in []Aval) Aval) OpOption {
-	return func(c *opConfig) {
+func WithShapeRule(rule func(in []Aval) Aval) Option {
+	return option(func(c *config) {
 		if rule == nil {
 			c.refuse("WithShapeRule: nil rule")
 		}
 		c.shape = rule
-	}
+	})
 }
 
 // WithJVP gives the op a forward-mode rule: the tangent of the result
@@ -145,13 +164,13 @@ func WithShapeRule(rule func(in []Aval) Aval) OpOption {
 // tangents (reverse mode transposes it) and written with peel
 // operations, so it can itself be differentiated. Without a JVP or a VJP
 // rule the derivative is derived from the composite.
-func WithJVP(rule func(primals []*Tensor, out *Tensor, tangents []*Tensor) *Tensor) OpOption {
-	return func(c *opConfig) {
+func WithJVP(rule func(primals []*Tensor, out *Tensor, tangents []*Tensor) *Tensor) Option {
+	return option(func(c *config) {
 		if rule == nil {
 			c.refuse("WithJVP: nil rule")
 		}
 		c.jvp = rule
-	}
+	})
 }
 
 // WithVJP gives the op a reverse-mode rule: one cotangent per operand
@@ -160,26 +179,26 @@ func WithJVP(rule func(primals []*Tensor, out *Tensor, tangents []*Tensor) *Tens
 // JVP rule is also given; forward mode uses the JVP rule, or the
 // composite's derivative. The rule is written with peel operations, so
 // reverse mode can be nested.
-func WithVJP(rule func(primals []*Tensor, out, ct *Tensor) []*Tensor) OpOption {
-	return func(c *opConfig) {
+func WithVJP(rule func(primals []*Tensor, out, ct *Tensor) []*Tensor) Option {
+	return option(func(c *config) {
 		if rule == nil {
 			c.refuse("WithVJP: nil rule")
 		}
 		c.vjp = rule
-	}
+	})
 }
 
 // WithBatchRule gives the op a vmap rule: given the batch size, the
 // operands' physical values (with a batch dimension at dims[i], or
 // NotMapped) it returns the batched result and its batch dimension.
 // Without it vmap decomposes the op.
-func WithBatchRule(rule func(size int, xs []*Tensor, dims []int) (out *Tensor, dim int)) OpOption {
-	return func(c *opConfig) {
+func WithBatchRule(rule func(size int, xs []*Tensor, dims []int) (out *Tensor, dim int)) Option {
+	return option(func(c *config) {
 		if rule == nil {
 			c.refuse("WithBatchRule: nil rule")
 		}
 		c.batch = rule
-	}
+	})
 }
 
 // Elementwise declares that the op maps operands of one shape
@@ -188,30 +207,30 @@ func WithBatchRule(rule func(size int, xs []*Tensor, dims []int) (out *Tensor, d
 // binds the op itself on the batched operands, aligned at one batch
 // dimension, so its fused kernel runs on the whole batch. It is a
 // batching rule (WithBatchRule replaces it).
-func Elementwise() OpOption {
-	return func(c *opConfig) { c.elemwise = true }
+func Elementwise() Option {
+	return option(func(c *config) { c.elemwise = true })
 }
 
 // WithDecomposition adds an alternative decomposition, which must compute
 // what the composite computes. traits say what it needs (Mutates) and
 // who should prefer it (Eager); see DecompositionTraits.
-func WithDecomposition(f func(xs ...*Tensor) *Tensor, traits DecompositionTraits) OpOption {
-	return func(c *opConfig) {
+func WithDecomposition(f func(xs ...*Tensor) *Tensor, traits DecompositionTraits) Option {
+	return option(func(c *config) {
 		if f == nil {
 			c.refuse("WithDecomposition: nil decomposition")
 		}
 		c.decomps = append(c.decomps, decomposition{f, traits})
-	}
+	})
 }
 
 // CompositeTraits sets the traits of the composite itself: Mutates when
 // it writes in place, Eager when eager evaluation should run it rather
 // than a decomposition added with WithDecomposition.
-func CompositeTraits(t DecompositionTraits) OpOption {
-	return func(c *opConfig) { c.traits = t }
+func CompositeTraits(t DecompositionTraits) Option {
+	return option(func(c *config) { c.traits = t })
 }
 
-// DefineOp defines an operation named name (such as "mylib.gelu") of
+// Define defines an operation named name (such as "mylib.gelu") of
 // arity operands. composite is its meaning: an ordinary function of peel
 // operations. The op is one primitive to every interpreter:
 //
@@ -231,24 +250,24 @@ func CompositeTraits(t DecompositionTraits) OpOption {
 //
 // An error raised by a primitive while the op is decomposed (under any
 // transform, also in a backward pass) names the op ("while decomposing
-// mylib.gelu"). DefineOp panics with *Error if the name is empty or
+// mylib.gelu"). Define panics with *Error if the name is empty or
 // taken, arity is negative, composite or an option is nil, an option was
 // given a nil function, backend or kernel, or a kernel cannot be
 // registered; the name stays free then.
-func DefineOp(name string, arity int, composite func(xs ...*Tensor) *Tensor, opts ...OpOption) *Op {
-	const op = "peel.DefineOp"
+func Define(name string, arity int, composite func(xs ...*Tensor) *Tensor, opts ...Option) *Op {
+	const op = "customop.Define"
 	if name == "" || composite == nil || arity < 0 {
 		errorf(op, "an op needs a name, an arity ≥ 0 and a composite (got %q, %d, composite set: %v)", name, arity, composite != nil)
 	}
 	if interp.PrimByName(name) != nil {
 		errorf(op, "a primitive named %q is already defined", name)
 	}
-	c := &opConfig{}
+	c := &config{}
 	for i, o := range opts {
 		if o == nil {
 			errorf(op, "%s: option %d is nil", name, i)
 		}
-		o(c)
+		o.apply(c)
 	}
 	if c.bad != "" {
 		errorf(op, "%s: %s", name, c.bad)
@@ -291,7 +310,7 @@ func DefineOp(name string, arity int, composite func(xs ...*Tensor) *Tensor, opt
 			ts := make([]*Tensor, len(tangents))
 			for i, t := range tangents {
 				if t == nil && primals[i].DType().IsFloat() {
-					t = ZerosLike(primals[i])
+					t = peel.ZerosLike(primals[i])
 				}
 				ts[i] = t
 			}
@@ -309,24 +328,7 @@ func DefineOp(name string, arity int, composite func(xs ...*Tensor) *Tensor, opt
 		}
 	}
 	if c.elemwise && c.batch == nil {
-		batching.Register(p, func(size int, params any, xs []*Tensor, dims []int) ([]*Tensor, []int) {
-			d, ok := batching.FirstBatched(dims)
-			if !ok {
-				d = 0
-			}
-			vals := make([]*Tensor, len(xs))
-			for i, x := range xs {
-				switch {
-				case dims[i] == NotMapped:
-					vals[i] = batching.BroadcastBatch(x, size, d)
-				case dims[i] != d:
-					vals[i] = batching.MoveDim(x, dims[i], d)
-				default:
-					vals[i] = x
-				}
-			}
-			return interp.Bind(p, params, vals...), []int{d}
-		})
+		batching.Register(p, batching.ElementwiseRule(p))
 	}
 	if c.batch != nil {
 		rule := c.batch
@@ -443,4 +445,11 @@ func (o *Op) derive(in []Aval) Aval {
 		return []*Tensor{f.Unwrap(out[0])}
 	}, in)
 	return g.Out[0].Aval
+}
+
+// errorf panics with an *Error for the named user-level op.
+func errorf(op, format string, args ...any) {
+	e := interp.Errorf(format, args...)
+	e.Ops = []string{op}
+	panic(e)
 }
