@@ -1,6 +1,7 @@
 package peel
 
 import (
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -77,8 +78,13 @@ func resultDType(op string, vals []any) DType {
 	return weak
 }
 
-// scalarTensor makes a rank-0 tensor of dtype d from a Go scalar.
-func scalarTensor(v any, d DType) *Tensor {
+// scalarTensor makes a rank-0 tensor of dtype d from a Go scalar, on the
+// default backend.
+func scalarTensor(v any, d DType) *Tensor { return scalarOn(nil, v, d) }
+
+// scalarOn makes a rank-0 tensor of dtype d from a Go scalar on backend
+// be (the default one when be is nil).
+func scalarOn(be backend.Backend, v any, d DType) *Tensor {
 	var f float64
 	var b bool
 	switch x := v.(type) {
@@ -89,14 +95,14 @@ func scalarTensor(v any, d DType) *Tensor {
 		}
 	case int:
 		if d == Int64 {
-			return FromInt64s([]int64{int64(x)}, []int{}...)
+			return hostScalar(be, []int64{int64(x)})
 		}
 		f = float64(x)
 	case int32:
 		f = float64(x)
 	case int64:
 		if d == Int64 {
-			return FromInt64s([]int64{x}, []int{}...)
+			return hostScalar(be, []int64{x})
 		}
 		f = float64(x)
 	case uint8:
@@ -112,13 +118,36 @@ func scalarTensor(v any, d DType) *Tensor {
 	}
 	switch d {
 	case Bool:
-		return FromBools([]bool{b || f != 0}, []int{}...)
+		return hostScalar(be, []bool{b || f != 0})
 	case Int64:
-		return FromInt64s([]int64{int64(f)}, []int{}...)
+		return hostScalar(be, []int64{int64(f)})
 	case Float32:
-		return FromFloat32s([]float32{float32(f)}, []int{}...)
+		return hostScalar(be, []float32{float32(f)})
 	}
-	return FromFloat64s([]float64{f}, []int{}...)
+	return hostScalar(be, []float64{f})
+}
+
+// hostScalar returns a rank-0 tensor holding the one element of data on
+// backend be (the default one when be is nil).
+func hostScalar(be backend.Backend, data any) *Tensor {
+	if be == nil {
+		be = interp.DefaultBackend()
+	}
+	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data), Shape: []int{}})
+}
+
+// operandBackend returns the backend of the first concrete tensor among
+// vals, or nil: the backend Go scalars combined with them are put on, so
+// that an operation on tensors of a backend other than the default
+// (made before UseBackend switched it) stays on theirs.
+func operandBackend(vals ...any) backend.Backend {
+	for _, v := range vals {
+		if t, ok := v.(*Tensor); ok && t != nil && t.IsConcrete() {
+			_, be := t.Array()
+			return be
+		}
+	}
+	return nil
 }
 
 // AsType converts x to dtype d (float → int truncates toward zero, nonzero
@@ -134,12 +163,13 @@ func AsType(x *Tensor, d DType) *Tensor {
 	return interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: d}, x)
 }
 
-// toTensor converts an operand to a tensor of dtype d.
-func toTensor(v any, d DType) *Tensor {
+// toTensor converts an operand to a tensor of dtype d; a Go scalar
+// becomes a tensor on backend be (the default one when be is nil).
+func toTensor(be backend.Backend, v any, d DType) *Tensor {
 	if t, ok := v.(*Tensor); ok {
 		return AsType(t, d)
 	}
-	return scalarTensor(v, d)
+	return scalarOn(be, v, d)
 }
 
 // BroadcastShapes returns the numpy broadcast of the shapes, or panics
@@ -205,8 +235,9 @@ func operands(op string, vals ...any) ([]*Tensor, DType) {
 func operandsAs(op string, d DType, vals ...any) []*Tensor {
 	ts := make([]*Tensor, len(vals))
 	shapes := make([][]int, len(vals))
+	be := operandBackend(vals...)
 	for i, v := range vals {
-		ts[i] = toTensor(v, d)
+		ts[i] = toTensor(be, v, d)
 		shapes[i] = ts[i].Shape()
 	}
 	shape := broadcastShapes(op, shapes...)

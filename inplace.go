@@ -27,7 +27,7 @@ func inplaceSource(op string, dst *Tensor, src any, d DType) *Tensor {
 		if _, ok := scalarDType(src); !ok {
 			errorf(op, "the source has type %T; want *peel.Tensor or a Go number or bool", src)
 		}
-		t = scalarTensor(src, d)
+		t = scalarOn(backendFor(dst), src, d)
 	}
 	return broadcastExact(op, "source", t, dst.Shape())
 }

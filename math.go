@@ -506,7 +506,8 @@ func Where(cond *Tensor, x, y any) *Tensor {
 		errorf(op, "condition has dtype %v, not bool", cond.DType())
 	}
 	d := resultDType(op, []any{x, y})
-	a, b := toTensor(x, d), toTensor(y, d)
+	be := operandBackend(cond, x, y)
+	a, b := toTensor(be, x, d), toTensor(be, y, d)
 	shape := broadcastShapes(op, cond.Shape(), a.Shape(), b.Shape())
 	return interp.Bind1(prims.Select, nil, broadcastTo(cond, shape), broadcastTo(a, shape), broadcastTo(b, shape))
 }

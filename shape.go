@@ -519,7 +519,7 @@ func Pad(x *Tensor, pads [][2]int, value float64) *Tensor {
 		p.Low[i], p.High[i], out[i] = pd[0], pd[1], n
 	}
 	checkResult("peel.Pad", x.DType(), out, x)
-	return interp.Bind1(prims.Pad, p, x, scalarTensor(value, x.DType()))
+	return interp.Bind1(prims.Pad, p, x, scalarOn(backendFor(x), value, x.DType()))
 }
 
 // Clone returns a copy of x in a fresh buffer: writes to the copy do not
