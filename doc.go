@@ -18,6 +18,11 @@
 // with *Error, which names the function, the operands' shapes and dtypes,
 // and the transform and level; Catch turns such a panic into an error.
 //
+// Tensors live on a backend. The default one, which constructors use, is
+// the CPU backend (backend/cpu, imported by this package, so there is
+// nothing to set up); UseBackend replaces it for the tensors made
+// afterwards, and DefaultBackend reports it.
+//
 // Ops of the user's own (a composite of peel functions with fused
 // kernels and rules, one primitive to every transform) are defined with
 // package customop; the transforms are in package transforms.

@@ -22,7 +22,8 @@
 // transformable, which makes vmap of grad and grad of vmap work), using
 // the shared helpers MoveDim, BroadcastBatch, ToFront, AllToFront,
 // ShiftAxes, Lane and FirstBatched. For example, elementwise primitives
-// align their operands on one batch dimension; reductions and shape
+// align their operands on one batch dimension (ElementwiseRule, which
+// user-defined ops declared elementwise share); reductions and shape
 // primitives rewrite their axis parameters around it; dot_general turns
 // the batch into a dot batch dimension or a free dimension; gather and
 // scatter with batched indices merge the batch into the indexed axis and

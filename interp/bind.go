@@ -9,7 +9,9 @@ import (
 var defaultBackend atomic.Pointer[backend.Backend]
 
 // SetDefaultBackend sets the backend that constructors and operations
-// without concrete operands use. backend/cpu installs itself when imported.
+// without concrete operands use. backend/cpu installs itself when
+// imported; users switch with peel.UseBackend, which documents what the
+// switch means for existing tensors.
 func SetDefaultBackend(b backend.Backend) { defaultBackend.Store(&b) }
 
 // DefaultBackend returns the default backend. It panics with *Error if
