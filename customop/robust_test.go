@@ -20,11 +20,11 @@ func opRobustPanic(f func()) (r any) {
 	return nil
 }
 
-// TestDefineNilArguments checks that Define and its options refuse
+// TestOpDefinitionNilArguments checks that Define and its options refuse
 // nil arguments with a *peel.Error naming customop.Define, the op and the
 // option, never a runtime panic, and that a refused definition leaves
 // the name free.
-func TestDefineNilArguments(t *testing.T) {
+func TestOpDefinitionNilArguments(t *testing.T) {
 	square := func(xs ...*peel.Tensor) *peel.Tensor { return peel.Mul(xs[0], xs[0]) }
 	kernel := backend.Kernel(func(any, []backend.Array, []backend.Array) {})
 	var nilBackend *cpu.Backend // a typed nil in the interface
@@ -83,9 +83,9 @@ func TestDefineNilArguments(t *testing.T) {
 	}
 }
 
-// TestDefineRulesReturningNil checks that rules returning nil are
+// TestOpRulesReturningNil checks that rules returning nil are
 // *peel.Error naming the op when they run.
-func TestDefineRulesReturningNil(t *testing.T) {
+func TestOpRulesReturningNil(t *testing.T) {
 	square := func(xs ...*peel.Tensor) *peel.Tensor { return peel.Mul(xs[0], xs[0]) }
 	x := peel.FromFloat64s([]float64{1.5, -2})
 	cases := []struct {
