@@ -13,12 +13,6 @@ import (
 	"github.com/peel-ml/peel/interp"
 )
 
-// Tensor is peel's tensor (peel.Tensor).
-type Tensor = peel.Tensor
-
-// Error is peel's error (peel.Error).
-type Error = peel.Error
-
 // Aval is a tensor's abstract value: its shape and dtype, what a shape
 // rule (WithShapeRule) receives and returns.
 type Aval = interp.Aval
@@ -37,7 +31,7 @@ type Op struct {
 	prim  *interp.Prim
 	// impl is the decomposition transforms use (Prim.Impl without the
 	// wrapper).
-	impl  func(xs ...*Tensor) *Tensor
+	impl  func(xs ...*peel.Tensor) *peel.Tensor
 	shape func(in []Aval) Aval
 	// Derived result types, by operand types: the last one looked up,
 	// and all of them.
@@ -84,9 +78,9 @@ func (f option) apply(c *config) { f(c) }
 type config struct {
 	kernels  []opKernel
 	shape    func(in []Aval) Aval
-	jvp      func(primals []*Tensor, out *Tensor, tangents []*Tensor) *Tensor
-	vjp      func(primals []*Tensor, out, ct *Tensor) []*Tensor
-	batch    func(size int, xs []*Tensor, dims []int) (*Tensor, int)
+	jvp      func(primals []*peel.Tensor, out *peel.Tensor, tangents []*peel.Tensor) *peel.Tensor
+	vjp      func(primals []*peel.Tensor, out, ct *peel.Tensor) []*peel.Tensor
+	batch    func(size int, xs []*peel.Tensor, dims []int) (*peel.Tensor, int)
 	decomps  []decomposition
 	traits   DecompositionTraits
 	elemwise bool
@@ -107,7 +101,7 @@ type opKernel struct {
 }
 
 type decomposition struct {
-	f      func(xs ...*Tensor) *Tensor
+	f      func(xs ...*peel.Tensor) *peel.Tensor
 	traits DecompositionTraits
 }
 
@@ -117,7 +111,7 @@ type decomposition struct {
 // op on b's tensors runs k instead of a decomposition. The kernel must
 // compute what the composite computes, for every dtype the composite
 // accepts; its params argument is nil. See cpu.RegisterKernel for the
-// layout a CPU kernel receives. Define panics with *Error when b or k
+// layout a CPU kernel receives. Define panics with *peel.Error when b or k
 // is nil or b accepts no kernels.
 func WithKernel(b backend.Backend, k backend.Kernel) Option {
 	return option(func(c *config) {
@@ -145,7 +139,7 @@ func isNil(b backend.Backend) bool {
 }
 
 // WithShapeRule gives the op's result type as a function of its operands'
-// types; it must panic with *Error on operands the op does not accept.
+// types; it must panic with *peel.Error on operands the op does not accept.
 // Without it the type is derived by staging the composite, once per
 // distinct operand types.
 func WithShapeRule(rule func(in []Aval) Aval) Option {
@@ -164,7 +158,7 @@ func WithShapeRule(rule func(in []Aval) Aval) Option {
 // tangents (reverse mode transposes it) and written with peel
 // operations, so it can itself be differentiated. Without a JVP or a VJP
 // rule the derivative is derived from the composite.
-func WithJVP(rule func(primals []*Tensor, out *Tensor, tangents []*Tensor) *Tensor) Option {
+func WithJVP(rule func(primals []*peel.Tensor, out *peel.Tensor, tangents []*peel.Tensor) *peel.Tensor) Option {
 	return option(func(c *config) {
 		if rule == nil {
 			c.refuse("WithJVP: nil rule")
@@ -179,7 +173,7 @@ func WithJVP(rule func(primals []*Tensor, out *Tensor, tangents []*Tensor) *Tens
 // JVP rule is also given; forward mode uses the JVP rule, or the
 // composite's derivative. The rule is written with peel operations, so
 // reverse mode can be nested.
-func WithVJP(rule func(primals []*Tensor, out, ct *Tensor) []*Tensor) Option {
+func WithVJP(rule func(primals []*peel.Tensor, out, ct *peel.Tensor) []*peel.Tensor) Option {
 	return option(func(c *config) {
 		if rule == nil {
 			c.refuse("WithVJP: nil rule")
@@ -192,7 +186,7 @@ func WithVJP(rule func(primals []*Tensor, out, ct *Tensor) []*Tensor) Option {
 // operands' physical values (with a batch dimension at dims[i], or
 // NotMapped) it returns the batched result and its batch dimension.
 // Without it vmap decomposes the op.
-func WithBatchRule(rule func(size int, xs []*Tensor, dims []int) (out *Tensor, dim int)) Option {
+func WithBatchRule(rule func(size int, xs []*peel.Tensor, dims []int) (out *peel.Tensor, dim int)) Option {
 	return option(func(c *config) {
 		if rule == nil {
 			c.refuse("WithBatchRule: nil rule")
@@ -214,7 +208,7 @@ func Elementwise() Option {
 // WithDecomposition adds an alternative decomposition, which must compute
 // what the composite computes. traits say what it needs (Mutates) and
 // who should prefer it (Eager); see DecompositionTraits.
-func WithDecomposition(f func(xs ...*Tensor) *Tensor, traits DecompositionTraits) Option {
+func WithDecomposition(f func(xs ...*peel.Tensor) *peel.Tensor, traits DecompositionTraits) Option {
 	return option(func(c *config) {
 		if f == nil {
 			c.refuse("WithDecomposition: nil decomposition")
@@ -250,11 +244,11 @@ func CompositeTraits(t DecompositionTraits) Option {
 //
 // An error raised by a primitive while the op is decomposed (under any
 // transform, also in a backward pass) names the op ("while decomposing
-// mylib.gelu"). Define panics with *Error if the name is empty or
+// mylib.gelu"). Define panics with *peel.Error if the name is empty or
 // taken, arity is negative, composite or an option is nil, an option was
 // given a nil function, backend or kernel, or a kernel cannot be
 // registered; the name stays free then.
-func Define(name string, arity int, composite func(xs ...*Tensor) *Tensor, opts ...Option) *Op {
+func Define(name string, arity int, composite func(xs ...*peel.Tensor) *peel.Tensor, opts ...Option) *Op {
 	const op = "customop.Define"
 	if name == "" || composite == nil || arity < 0 {
 		errorf(op, "an op needs a name, an arity ≥ 0 and a composite (got %q, %d, composite set: %v)", name, arity, composite != nil)
@@ -305,9 +299,9 @@ func Define(name string, arity int, composite func(xs ...*Tensor) *Tensor, opts 
 	}
 	if c.jvp != nil {
 		jvp := c.jvp
-		p.JVP = func(params any, primals, tangents []*Tensor) ([]*Tensor, []*Tensor) {
+		p.JVP = func(params any, primals, tangents []*peel.Tensor) ([]*peel.Tensor, []*peel.Tensor) {
 			out := interp.Bind1(p, params, primals...)
-			ts := make([]*Tensor, len(tangents))
+			ts := make([]*peel.Tensor, len(tangents))
 			for i, t := range tangents {
 				if t == nil && primals[i].DType().IsFloat() {
 					t = peel.ZerosLike(primals[i])
@@ -316,14 +310,14 @@ func Define(name string, arity int, composite func(xs ...*Tensor) *Tensor, opts 
 			}
 			t := jvp(primals, out, ts)
 			if t == nil || !t.Aval().Equal(out.Aval()) {
-				panic(&Error{Ops: []string{name}, Msg: "the JVP rule must return a tangent of the result's type " + out.TypeString() + " (got " + t.TypeString() + ")"})
+				panic(&peel.Error{Ops: []string{name}, Msg: "the JVP rule must return a tangent of the result's type " + out.TypeString() + " (got " + t.TypeString() + ")"})
 			}
-			return []*Tensor{out}, []*Tensor{t}
+			return []*peel.Tensor{out}, []*peel.Tensor{t}
 		}
 	}
 	if c.vjp != nil {
 		vjp := c.vjp
-		p.VJP = func(params any, primals, outs, cts []*Tensor) []*Tensor {
+		p.VJP = func(params any, primals, outs, cts []*peel.Tensor) []*peel.Tensor {
 			return vjp(primals, outs[0], cts[0])
 		}
 	}
@@ -332,12 +326,12 @@ func Define(name string, arity int, composite func(xs ...*Tensor) *Tensor, opts 
 	}
 	if c.batch != nil {
 		rule := c.batch
-		batching.Register(p, func(size int, params any, xs []*Tensor, dims []int) ([]*Tensor, []int) {
+		batching.Register(p, func(size int, params any, xs []*peel.Tensor, dims []int) ([]*peel.Tensor, []int) {
 			out, d := rule(size, xs, dims)
 			if out == nil || d < 0 || d >= out.Rank() || out.Shape()[d] != size {
-				panic(&Error{Ops: []string{name}, Msg: "the batching rule must return a result with a batch dimension of size " + strconv.Itoa(size) + " (got " + out.TypeString() + " batched at " + strconv.Itoa(d) + ")"})
+				panic(&peel.Error{Ops: []string{name}, Msg: "the batching rule must return a result with a batch dimension of size " + strconv.Itoa(size) + " (got " + out.TypeString() + " batched at " + strconv.Itoa(d) + ")"})
 			}
-			return []*Tensor{out}, []int{d}
+			return []*peel.Tensor{out}, []int{d}
 		})
 	}
 	o.prim = p
@@ -348,7 +342,7 @@ func Define(name string, arity int, composite func(xs ...*Tensor) *Tensor, opts 
 }
 
 // newPrim registers the op's primitive, turning a lost race for the name
-// (another goroutine defining it first) into *Error.
+// (another goroutine defining it first) into *peel.Error.
 func newPrim(op, name string, abstract func(any, []Aval) []Aval) (p *interp.Prim) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -360,14 +354,14 @@ func newPrim(op, name string, abstract func(any, []Aval) []Aval) (p *interp.Prim
 
 // wrap turns a decomposition into a Prim.Impl that names the op in
 // errors.
-func (o *Op) wrap(f func(xs ...*Tensor) *Tensor) func(any, []*Tensor) []*Tensor {
-	return func(_ any, args []*Tensor) []*Tensor {
+func (o *Op) wrap(f func(xs ...*peel.Tensor) *peel.Tensor) func(any, []*peel.Tensor) []*peel.Tensor {
+	return func(_ any, args []*peel.Tensor) []*peel.Tensor {
 		defer interp.Decomposing(o.name)
 		out := f(args...)
 		if out == nil {
-			panic(&Error{Msg: "the decomposition returned a nil tensor"})
+			panic(&peel.Error{Msg: "the decomposition returned a nil tensor"})
 		}
-		return []*Tensor{out}
+		return []*peel.Tensor{out}
 	}
 }
 
@@ -377,22 +371,22 @@ func (o *Op) Name() string { return o.name }
 // Prim returns the op's primitive, as it appears in graphs.
 func (o *Op) Prim() *interp.Prim { return o.prim }
 
-// Call applies the op. It panics with *Error when the number of operands
+// Call applies the op. It panics with *peel.Error when the number of operands
 // is not the op's arity, or when the op rejects them.
-func (o *Op) Call(xs ...*Tensor) *Tensor {
+func (o *Op) Call(xs ...*peel.Tensor) *peel.Tensor {
 	defer interp.Annotate(o.name)
 	if len(xs) != o.arity {
-		panic(&Error{Msg: "takes " + strconv.Itoa(o.arity) + " operands, got " + strconv.Itoa(len(xs))})
+		panic(&peel.Error{Msg: "takes " + strconv.Itoa(o.arity) + " operands, got " + strconv.Itoa(len(xs))})
 	}
 	return interp.Bind1(o.prim, nil, xs...)
 }
 
 // Composite runs the op's composite directly (no fused kernel, no rule):
 // the reference the op's kernels and rules are tested against.
-func (o *Op) Composite(xs ...*Tensor) *Tensor {
+func (o *Op) Composite(xs ...*peel.Tensor) *peel.Tensor {
 	defer interp.Annotate(o.name)
 	if len(xs) != o.arity {
-		panic(&Error{Msg: "takes " + strconv.Itoa(o.arity) + " operands, got " + strconv.Itoa(len(xs))})
+		panic(&peel.Error{Msg: "takes " + strconv.Itoa(o.arity) + " operands, got " + strconv.Itoa(len(xs))})
 	}
 	return o.prim.Impl(nil, xs)[0]
 }
@@ -402,7 +396,7 @@ func (o *Op) Composite(xs ...*Tensor) *Tensor {
 // stages too), cached by operand types.
 func (o *Op) abstract(_ any, in []Aval) []Aval {
 	if len(in) != o.arity {
-		panic(&Error{Msg: "takes " + strconv.Itoa(o.arity) + " operands, got " + strconv.Itoa(len(in))})
+		panic(&peel.Error{Msg: "takes " + strconv.Itoa(o.arity) + " operands, got " + strconv.Itoa(len(in))})
 	}
 	if o.shape != nil {
 		return []Aval{o.shape(in)}
@@ -427,27 +421,27 @@ func (o *Op) derive(in []Aval) Aval {
 	level := "shape rule of " + o.name
 	defer func() {
 		if r := recover(); r != nil {
-			if e, ok := r.(*Error); ok && e.Transform == level {
+			if e, ok := r.(*peel.Error); ok && e.Transform == level {
 				// The staging level is ours, not the caller's.
 				e.ForgetLevels()
 			}
 			panic(r)
 		}
 	}()
-	g := interp.TraceAvals(level, func(xs []*Tensor) []*Tensor {
+	g := interp.TraceAvals(level, func(xs []*peel.Tensor) []*peel.Tensor {
 		f := functionalize.New(false)
-		w := make([]*Tensor, len(xs))
+		w := make([]*peel.Tensor, len(xs))
 		for i, x := range xs {
 			w[i] = f.Wrap(x)
 		}
 		defer f.End(w, xs)
 		out := o.prim.Impl(nil, w)
-		return []*Tensor{f.Unwrap(out[0])}
+		return []*peel.Tensor{f.Unwrap(out[0])}
 	}, in)
 	return g.Out[0].Aval
 }
 
-// errorf panics with an *Error for the named user-level op.
+// errorf panics with a *peel.Error for the named user-level op.
 func errorf(op, format string, args ...any) {
 	e := interp.Errorf(format, args...)
 	e.Ops = []string{op}

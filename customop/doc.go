@@ -22,7 +22,7 @@
 // function, backend or kernel, with *peel.Error.
 //
 // The returned *Op is called with Call; Composite runs the composite
-// directly, the reference kernels and rules are tested against. Graphs
+// directly (the reference that kernels and rules are tested against). Graphs
 // (transforms.MakeGraph) keep the op as one equation. Errors raised by a
 // primitive while the op is decomposed name it ("while decomposing
 // mylib.gelu"), under every transform and also in a backward pass.
