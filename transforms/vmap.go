@@ -313,8 +313,11 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 					if !t.Field(i).IsExported() {
 						continue
 					}
-					have[t.Field(i).Name] = true
 					sub, ok := s[t.Field(i).Name]
+					if !ok && !treeimpl.MayHoldTensor(t.Field(i).Type) {
+						continue // a static field needs no entry
+					}
+					have[t.Field(i).Name] = true
 					if !ok {
 						treeErrorf(op, "%s axes: no entry for field %s of %s", which, t.Field(i).Name, pathOr(path))
 					}

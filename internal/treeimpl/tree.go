@@ -445,6 +445,10 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 
 func Describe(t reflect.Type) string { return t.String() }
 
+// MayHoldTensor reports whether a value of type t can hold a tensor
+// leaf; the others are static parts of a tree.
+func MayHoldTensor(t reflect.Type) bool { return mayHoldTensor(t) }
+
 // FieldPath is the path of struct field f below path: path + "." + the
 // field's name, or path + the field's `peeltree` tag when it has one (the
 // transforms' positional-argument tuples name their fields "args[0]", …).
