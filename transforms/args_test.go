@@ -79,14 +79,19 @@ func TestJacobianOfTree(t *testing.T) {
 	f := func(p lin2) *T { return predict(p, xs) }
 	want := ravelJacobian(f, p)
 	for name, jac := range map[string]func(lin2) lin2{
-		"Jacrev":          transforms.Jacrev(f),
-		"Jacfwd":          transforms.Jacfwd(f),
-		"Jacrev chunk 4":  transforms.Jacrev(f, transforms.ChunkSize(4)),
-		"Jacfwd chunk 2":  transforms.Jacfwd(f, transforms.ChunkSize(2)),
-		"Jacrev2 first":   func(p lin2) lin2 { return transforms.Jacrev2(predict)(p, xs) },
-		"Jacfwd2 first":   func(p lin2) lin2 { return transforms.Jacfwd2(predict)(p, xs) },
-		"Jacrev3 first":   func(p lin2) lin2 { return transforms.Jacrev3(func(p lin2, x, s *T) *T { return peel.Mul(predict(p, x), s) })(p, xs, peel.Scalar(1.0)) },
-		"JacfwdAux value": func(p lin2) lin2 { j, _ := transforms.JacfwdAux(func(p lin2) (*T, int) { return f(p), 3 })(p); return j },
+		"Jacrev":         transforms.Jacrev(f),
+		"Jacfwd":         transforms.Jacfwd(f),
+		"Jacrev chunk 4": transforms.Jacrev(f, transforms.ChunkSize(4)),
+		"Jacfwd chunk 2": transforms.Jacfwd(f, transforms.ChunkSize(2)),
+		"Jacrev2 first":  func(p lin2) lin2 { return transforms.Jacrev2(predict)(p, xs) },
+		"Jacfwd2 first":  func(p lin2) lin2 { return transforms.Jacfwd2(predict)(p, xs) },
+		"Jacrev3 first": func(p lin2) lin2 {
+			return transforms.Jacrev3(func(p lin2, x, s *T) *T { return peel.Mul(predict(p, x), s) })(p, xs, peel.Scalar(1.0))
+		},
+		"JacfwdAux value": func(p lin2) lin2 {
+			j, _ := transforms.JacfwdAux(func(p lin2) (*T, int) { return f(p), 3 })(p)
+			return j
+		},
 	} {
 		j := jac(p)
 		if j.Name != "lin" {
