@@ -374,3 +374,19 @@ func TestTreeJacobianProperty(t *testing.T) {
 		sameLeaves(t, "Jacfwd", transforms.Jacfwd(f)(ps), want, 1e-12)
 	})
 }
+
+// TestJacobianErrorsNamePaths: a Jacobian's errors name the leaf of the
+// argument or result at fault.
+func TestJacobianErrorsNamePaths(t *testing.T) {
+	type mixed struct {
+		W *T
+		N *T // int64: not differentiable
+	}
+	m := mixed{W: peel.FromFloat64s([]float64{1, 2}), N: peel.FromInt64s([]int64{1})}
+	wantError(t, func() { transforms.Jacrev(func(m mixed) *T { return m.W })(m) }, "transforms.Jacrev", "leaf .N", "i64")
+	type out struct{ Y, K *T }
+	x := peel.FromFloat64s([]float64{1, 2})
+	wantError(t, func() {
+		transforms.JacfwdTree(func(x *T) out { return out{Y: x, K: peel.ArgMax(x)} })(x)
+	}, "transforms.JacfwdTree", "result leaf .K", "float")
+}

@@ -1,8 +1,6 @@
 package transforms
 
 import (
-	"strconv"
-
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/interp"
 )
@@ -20,6 +18,12 @@ import (
 // float tensor (name names them in errors), as must every differentiated
 // output.
 func jacobianFlat(op, name string, forward bool, fl func([]*T) []*T, leaves []*T, leafName func(int) string, nDiff int, cfg *jacobianConfig) (jac [][]*T, rest []*T) {
+	return jacobianNamed(op, name, forward, fl, leaves, leafName, nil, nDiff, cfg)
+}
+
+// jacobianNamed is jacobianFlat with outName naming the result leaves in
+// errors (nil: the result is one tensor).
+func jacobianNamed(op, name string, forward bool, fl func([]*T) []*T, leaves []*T, leafName, outName func(int) string, nDiff int, cfg *jacobianConfig) (jac [][]*T, rest []*T) {
 	checked := func(in []*T) []*T {
 		// Checked inside the level, so the error names it.
 		checkFloatLeaves(op, leaves, leafName)
@@ -33,8 +37,8 @@ func jacobianFlat(op, name string, forward bool, fl func([]*T) []*T, leaves []*T
 			}
 			if !y.DType().IsFloat() {
 				what := "the output"
-				if nDiff > 1 {
-					what = "output leaf " + strconv.Itoa(k)
+				if outName != nil {
+					what = "result " + outName(k)
 				}
 				treeErrorf(op, "%s must be a float tensor, not %s", what, y.TypeString())
 			}
@@ -181,7 +185,9 @@ func jacobianTree[A, R any](op, name string, forward bool, f func(A) R, cfg *jac
 	return func(x A) []A {
 		cfg.noArgnums(op)
 		leaves, def := flatten(op, x)
-		jac, _ := jacobianFlat(op, name, forward, flatFn(op, f, def, nil), leaves, argName(def), -1, cfg)
+		var outDef *treeDef
+		jac, _ := jacobianNamed(op, name, forward, flatFn(op, f, def, &outDef), leaves, argName(def),
+			func(k int) string { return outDef.LeafName("(the whole result)", k) }, -1, cfg)
 		res := make([]A, len(jac))
 		for k := range jac {
 			res[k] = build[A](def, jac[k])
