@@ -390,3 +390,17 @@ func TestJacobianErrorsNamePaths(t *testing.T) {
 		transforms.JacfwdTree(func(x *T) out { return out{Y: x, K: peel.ArgMax(x)} })(x)
 	}, "transforms.JacfwdTree", "result leaf .K", "float")
 }
+
+// TestExplicitNilAxisIsNotMapped: nil means "not mapped" wherever it is
+// given, at the top of a spec as inside a prefix (before, a top-level
+// InAxes(nil) meant axis 0).
+func TestExplicitNilAxisIsNotMapped(t *testing.T) {
+	x := peel.FromFloat64s([]float64{1, 2})
+	got := transforms.Vmap(func(x *T) *T { return peel.Sum(x) }, transforms.InAxes(nil), transforms.AxisSize(3))(x)
+	near(t, "Vmap InAxes(nil)", got.Float64s(), []float64{3, 3, 3}, 0)
+	got = transforms.Vmap2(func(a, b *T) *T { return peel.Add(a, b) }, transforms.InAxes(0, nil))(x, x)
+	near(t, "Vmap2 InAxes(0, nil)", got.Float64s(), []float64{2, 3, 3, 4}, 0)
+	wantError(t, func() {
+		transforms.Vmap(func(x *T) *T { return peel.Sum(x) }, transforms.OutAxes(nil))(x)
+	}, "batched but its out axis is NoAxis")
+}

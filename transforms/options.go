@@ -28,6 +28,7 @@ type vmapConfig struct {
 	inAxes   []any // one spec per positional argument (or one for all)
 	inSet    bool
 	outAxes  any
+	outSet   bool
 	axisSize int
 	chunk    int
 	chunkSet bool
@@ -77,7 +78,9 @@ func InAxes(specs ...any) VmapOption {
 // result leaf of rank r per lane (negative counts from the end of the
 // batched result). The default is 0. Results that do not depend on a
 // mapped input are broadcast to the batch size there.
-func OutAxes(spec any) VmapOption { return vmapOpt(func(c *vmapConfig) { c.outAxes = spec }) }
+func OutAxes(spec any) VmapOption {
+	return vmapOpt(func(c *vmapConfig) { c.outAxes, c.outSet = spec, true })
+}
 
 // AxisSize sets the batch size; it is required when no argument is
 // mapped and must agree with the mapped arguments otherwise.

@@ -59,7 +59,11 @@ func vmapTree[A, B any](op string, nargs int, f func(A) B, cfg *vmapConfig) func
 		outs := vmapFlat(op, cfg, fl, leaves, axes, func(outs []*T) []int {
 			_, d := flatten(op, build[B](outDef, outs))
 			names.out = d
-			return resolveAxes(op, "out", cfg.outAxes, d.Proto())
+			spec := cfg.outAxes
+			if cfg.outSet && spec == nil {
+				spec = NoAxis // an explicit nil is not mapped
+			}
+			return resolveAxes(op, "out", spec, d.Proto())
 		}, names)
 		return build[B](outDef, outs)
 	}
@@ -75,13 +79,15 @@ func inSpec(op string, cfg *vmapConfig, nargs int) any {
 	}
 	s := cfg.inAxes
 	switch {
+	case len(s) == 1 && s[0] == nil:
+		return NoAxis // an explicit nil is not mapped, as inside a prefix
 	case nargs == 1 && len(s) == 1:
 		return s[0]
 	case len(s) == nargs:
 		return s
 	case len(s) == 1:
 		switch s[0].(type) {
-		case int, noAxis, nil:
+		case int, noAxis:
 			return s[0] // one axis for every argument
 		}
 	}
