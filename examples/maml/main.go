@@ -82,7 +82,9 @@ func run(iters int) (losses []float64, params []*peel.Tensor, testX, testY, test
 	for it := 1; it <= iters; it++ {
 		loss2, grads := transforms.ValueAndGrad2(metaLoss)(params, sampleTasks(it, numTasks, K))
 		m = tree.MapN(func(t []*peel.Tensor) *peel.Tensor { return peel.Add(peel.Mul(t[0], b1), peel.Mul(t[1], 1-b1)) }, m, grads)
-		v = tree.MapN(func(t []*peel.Tensor) *peel.Tensor { return peel.Add(peel.Mul(t[0], b2), peel.Mul(peel.Square(t[1]), 1-b2)) }, v, grads)
+		v = tree.MapN(func(t []*peel.Tensor) *peel.Tensor {
+			return peel.Add(peel.Mul(t[0], b2), peel.Mul(peel.Square(t[1]), 1-b2))
+		}, v, grads)
 		c1, c2 := 1-math.Pow(b1, float64(it)), 1-math.Pow(b2, float64(it))
 		params = tree.MapN(func(t []*peel.Tensor) *peel.Tensor {
 			return peel.Sub(t[0], peel.Div(peel.Mul(t[1], lr/c1), peel.Add(peel.Sqrt(peel.Div(t[2], c2)), eps)))
@@ -96,7 +98,9 @@ func run(iters int) (losses []float64, params []*peel.Tensor, testX, testY, test
 	tY := peel.Mul(peel.Sin(peel.Add(tX, tB)), tA)
 	tParams := params
 	for range 5 {
-		l1 := func(p []*peel.Tensor, x, y *peel.Tensor) *peel.Tensor { return peel.Mean(peel.Abs(peel.Sub(net(p, x), y))) }
+		l1 := func(p []*peel.Tensor, x, y *peel.Tensor) *peel.Tensor {
+			return peel.Mean(peel.Abs(peel.Sub(net(p, x), y)))
+		}
 		tParams = tree.MapN(sgdStep, tParams, transforms.Grad3(l1)(tParams, tX, tY))
 	}
 	testX = peel.Unsqueeze(peel.Arange(peel.Float64, -2*math.Pi, 2*math.Pi, 0.5), 1)
