@@ -70,7 +70,7 @@ func computeLoss(weights Model, image, target *peel.Tensor) *peel.Tensor {
 // returns the trained params, each step's loss, and the first step's
 // per-sample gradients.
 func train(epochs int, maxNorm, sigma float64, key *peel.Tensor) (params Model, losses []float64, firstSampleGrads Model) {
-	images, targets := synth.Data(1, 32, 3, 4, 4), synth.Labels(0, 32, 10)
+	data, targets := synth.Data(1, 32, 3, 4, 4), synth.Labels(0, 32, 10)
 	params = Model{
 		W1: peel.Mul(synth.Data(2, 48, 32), 0.15), B1: peel.Zeros(peel.Float64, 32),
 		W2: peel.Mul(synth.Data(3, 32, 10), 0.18), B2: peel.Zeros(peel.Float64, 10),
@@ -79,7 +79,7 @@ func train(epochs int, maxNorm, sigma float64, key *peel.Tensor) (params Model, 
 	buf := tree.ZerosLike(params)
 	for epoch := range epochs {
 		for i := 0; i < 32; i += batch {
-			images, target := peel.Narrow(images, 0, i, batch), peel.Narrow(targets, 0, i, batch)
+			images, target := peel.Narrow(data, 0, i, batch), peel.Narrow(targets, 0, i, batch)
 			// Step 1: per-sample gradients, and the batch's loss.
 			sampleGrads := transforms.Vmap3(transforms.Grad3(computeLoss), transforms.InAxes(transforms.NoAxis, 0, 0))(params, images, target)
 			losses = append(losses, criterion(model(params, images), target).Item())

@@ -31,7 +31,8 @@ func run() map[string]*peel.Tensor {
 	r := map[string]*peel.Tensor{}
 	const D = 16
 	weight, bias, x := peel.Mul(synth.Data(1, D, D), 0.3), synth.Data(2, D), synth.Data(3, D)
-	// px is predict as a function of x alone (functools.partial).
+	// px is predict as a function of x alone (functools.partial), for the
+	// weight and bias of the moment.
 	px := func(x *peel.Tensor) *peel.Tensor { return predict(weight, bias, x) }
 	// The Jacobian row by row: the VJP against each unit vector, vectorized.
 	_, vjpFn := transforms.VJP(px, x)
