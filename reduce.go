@@ -345,3 +345,55 @@ func LogSoftmax(x *Tensor, axis int) *Tensor {
 	s := reduceBind(prims.ReduceSum, un(prims.Exp, d), []int{a}, true)
 	return bin(prims.Sub, d, broadcastTo(un(prims.Log, s), x.Shape()))
 }
+
+// truth returns x != 0 as a bool tensor (x itself when it is bool).
+func truth(x *Tensor) *Tensor {
+	if x.DType() == Bool {
+		return x
+	}
+	return bin(prims.Ne, x, fill(0, x))
+}
+
+// Any reports, as a bool tensor, whether any element of x over axes is
+// true (nonzero, for numbers); over an empty axis it is false. See Sum
+// for axes and Keep; it panics as Sum does.
+func Any(x *Tensor, axes ...int) *Tensor {
+	const op = "peel.Any"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	ax := reduceAxes(op, axes, x.Rank())
+	n := reduceBind(prims.ReduceSum, boolToInt(truth(x)), ax, false)
+	return bin(prims.Gt, n, fill(0, n))
+}
+
+// All reports, as a bool tensor, whether every element of x over axes is
+// true (nonzero, for numbers); over an empty axis it is true. See Sum for
+// axes and Keep; it panics as Sum does.
+func All(x *Tensor, axes ...int) *Tensor {
+	const op = "peel.All"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	ax := reduceAxes(op, axes, x.Rank())
+	f := bin(prims.Eq, boolToInt(truth(x)), fill(0, boolToInt(truth(x))))
+	n := reduceBind(prims.ReduceSum, boolToInt(f), ax, false)
+	return bin(prims.Eq, n, fill(0, n))
+}
+
+// Norm returns the Euclidean norm of x over axes: the vector 2-norm over
+// one axis, the Frobenius norm over several, Sqrt(Sum(Square(x), axes...))
+// (integer and bool tensors give f64). Its derivative at a zero norm is 0
+// (the subgradient torch uses), not NaN. See Sum for axes and Keep; it
+// panics as Sum does.
+func Norm(x *Tensor, axes ...int) *Tensor {
+	const op = "peel.Norm"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	ax := reduceAxes(op, axes, x.Rank())
+	xf := toFloat(x)
+	s := reduceBind(prims.ReduceSum, bin(prims.Mul, xf, xf), ax, false)
+	// The double select keeps the derivative finite at s = 0: the
+	// square root only ever sees positive values.
+	pos := bin(prims.Gt, s, fill(0, s))
+	safe := interp.Bind1(prims.Select, nil, pos, s, fill(1, s))
+	return interp.Bind1(prims.Select, nil, pos, un(prims.Sqrt, safe), fill(0, s))
+}

@@ -2,10 +2,12 @@ package peel_test
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"testing"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
 )
 
 // refReduce reduces data of the given row-major shape over axes (already
@@ -366,4 +368,31 @@ func reduceWith(f func(*peel.Tensor, ...int) *peel.Tensor, x *peel.Tensor, axes 
 		return peel.Keep(f, x, axes...)
 	}
 	return f(x, axes...)
+}
+
+// TestAnyAllNorm: Any, All and Norm have the reductions' one shape;
+// Any/All over an empty axis are false/true; Norm's derivative at zero is
+// 0, not NaN.
+func TestAnyAllNorm(t *testing.T) {
+	b := peel.FromFloat64s([]float64{0, 2, 0, 0, 1, 3}, 2, 3)
+	if got := peel.Any(b, 1).Bools(); !slices.Equal(got, []bool{true, true}) {
+		t.Errorf("Any(b, 1) = %v", got)
+	}
+	if got := peel.All(b, 0).Bools(); !slices.Equal(got, []bool{false, true, false}) {
+		t.Errorf("All(b, 0) = %v", got)
+	}
+	if got := peel.Keep(peel.All, b).Bools(); !slices.Equal(got, []bool{false}) || !slices.Equal(peel.Keep(peel.All, b).Shape(), []int{1, 1}) {
+		t.Errorf("Keep(All, b) = %v", peel.Keep(peel.All, b))
+	}
+	empty := peel.Zeros(peel.Bool, 2, 0)
+	if a, l := peel.Any(empty, 1).Bools(), peel.All(empty, 1).Bools(); !slices.Equal(a, []bool{false, false}) || !slices.Equal(l, []bool{true, true}) {
+		t.Errorf("over an empty axis: Any %v, All %v", a, l)
+	}
+	check(t, "Norm(b, 1)", peel.Norm(b, 1), peel.Float64, []int{2}, []float64{2, math.Sqrt(10)}, 1e-15)
+	check(t, "Norm(i64)", peel.Norm(peel.FromInt64s([]int64{3, 4})), peel.Float64, []int{}, []float64{5}, 0)
+	g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Norm(x, 1)) })(b)
+	check(t, "Grad of Norm (a zero row gives 0)", g, peel.Float64, []int{2, 3},
+		[]float64{0, 1, 0, 0, 1 / math.Sqrt(10), 3 / math.Sqrt(10)}, 1e-15)
+	z := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Norm(x) })(peel.Zeros(peel.Float64, 3))
+	check(t, "Grad of Norm at 0", z, peel.Float64, []int{3}, []float64{0, 0, 0}, 0)
 }

@@ -74,7 +74,7 @@ func tanhWv() (w, v, t []float64) {
 }
 
 // jacobian is Jacrev or Jacfwd of tanh(W v): J = diag(1−t²) W.
-func jacobian(name string, jac func(func(*peel.Tensor) *peel.Tensor, ...transforms.VmapOption) func(*peel.Tensor) *peel.Tensor) Workload {
+func jacobian(name string, jac func(func(*peel.Tensor) *peel.Tensor, ...transforms.JacobianOption) func(*peel.Tensor) *peel.Tensor) Workload {
 	return Workload{
 		Name: name, Impl: "peel",
 		Doc:  "Jacobian of tanh(W v), W f64[32,32]",
@@ -135,8 +135,8 @@ func hessian() Workload {
 func autodiffWorkloads() []Workload {
 	return []Workload{
 		tinyChainGrad(),
-		jacobian("jacrev_32", transforms.Jacrev),
-		jacobian("jacfwd_32", transforms.Jacfwd),
+		jacobian("jacrev_32", transforms.Jacrev[*peel.Tensor]),
+		jacobian("jacfwd_32", transforms.Jacfwd[*peel.Tensor]),
 		hessian(),
 	}
 }

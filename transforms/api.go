@@ -26,10 +26,10 @@ func build[A any](def *treeDef, leaves []*T) A {
 
 // checkFloatLeaves panics with *Error naming op if a leaf to be
 // differentiated is not a float tensor.
-func checkFloatLeaves(op string, leaves []*T, def *treeDef) {
+func checkFloatLeaves(op string, leaves []*T, name func(i int) string) {
 	for i, l := range leaves {
 		if !l.DType().IsFloat() {
-			treeErrorf(op, "cannot differentiate with respect to %s of dtype %v (%s): only float tensors have derivatives; convert it with peel.AsType or pass it as an argument that is not differentiated", def.LeafName("the argument", i), l.DType(), l.TypeString())
+			treeErrorf(op, "cannot differentiate with respect to %s of dtype %v (%s): only float tensors have derivatives; convert it with peel.AsType or pass it as an argument that is not differentiated", name(i), l.DType(), l.TypeString())
 		}
 	}
 }
@@ -53,10 +53,10 @@ func fillZeros(cts []*T, like []interp.Aval) []*T {
 // every leaf. f's further results (GradAux's aux leaves) are not
 // differentiated: they come back as primal values, unwrapped from the
 // levels entered here.
-func valueAndGrad(op string, f func([]*T) []*T, leaves []*T, def *treeDef) (value *T, grads, rest []*T) {
+func valueAndGrad(op string, f func([]*T) []*T, leaves []*T, name func(i int) string) (value *T, grads, rest []*T) {
 	scalar := func(in []*T) []*T {
 		// Checked inside the level, so the error names it.
-		checkFloatLeaves(op, leaves, def)
+		checkFloatLeaves(op, leaves, name)
 		outs := f(in)
 		o := outs[0]
 		if o == nil {
@@ -81,7 +81,7 @@ func valueAndGradAs[A any](op string, f func(A) *peel.Tensor) func(A) (*peel.Ten
 	return func(x A) (*peel.Tensor, A) {
 		leaves, def := flatten(op, x)
 		fl := func(in []*T) []*T { return []*T{f(build[A](def, in))} }
-		v, g, _ := valueAndGrad(op, fl, leaves, def)
+		v, g, _ := valueAndGrad(op, fl, leaves, argName(def))
 		return v, build[A](def, g)
 	}
 }
@@ -122,49 +122,59 @@ func GradAux[A, X any](f func(A) (*peel.Tensor, X)) func(A) (A, X) {
 	return func(x A) (A, X) {
 		const op = "transforms.GradAux"
 		leaves, def := flatten(op, x)
-		var (
-			aux    X
-			auxDef *treeDef
-			auxIn  []*T // aux's leaves, nil ones included
-		)
+		var aux auxResult[X]
 		fl := func(in []*T) []*T {
 			v, a := f(build[A](def, in))
-			aux = a
-			outs := []*T{v}
-			if reflect.ValueOf(a).IsValid() {
-				auxIn, auxDef = flattenAs(op, a, auxTree)
-				for _, l := range auxIn {
-					if l != nil {
-						outs = append(outs, l)
-					}
-				}
-			}
-			return outs
+			return append([]*T{v}, aux.collect(op, a)...)
 		}
-		_, g, rest := valueAndGrad(op, fl, leaves, def)
-		if auxDef == nil {
-			return build[A](def, g), aux
-		}
-		auxOut := make([]*T, len(auxIn))
-		k := 0
-		for i, l := range auxIn {
-			if l != nil {
-				auxOut[i] = rest[k]
-				k++
-			}
-		}
-		return build[A](def, g), build[X](auxDef, auxOut)
+		_, g, rest := valueAndGrad(op, fl, leaves, argName(def))
+		return build[A](def, g), aux.result(rest)
 	}
 }
 
-// Grad2 differentiates a function of two arguments with respect to the
-// first only (JAX's argnums=0); the second is held constant and may hold
-// integer tensors such as labels.
-func Grad2[A, B any](f func(A, B) *peel.Tensor) func(A, B) A {
-	return func(x A, y B) A {
-		_, g := valueAndGradAs("transforms.Grad2", func(x A) *peel.Tensor { return f(x, y) })(x)
-		return g
+// auxResult carries a function's auxiliary data (has_aux) through a
+// transform: collect records it and returns its non-nil leaves (passed
+// on as extra, undifferentiated outputs), result rebuilds it from their
+// primal values.
+type auxResult[X any] struct {
+	aux X
+	def *treeDef
+	in  []*T // aux's leaves, nil ones included
+}
+
+func (r *auxResult[X]) collect(op string, a X) []*T {
+	r.aux, r.def, r.in = a, nil, nil
+	if !reflect.ValueOf(a).IsValid() {
+		return nil
 	}
+	r.in, r.def = flattenAs(op, a, auxTree)
+	var outs []*T
+	for _, l := range r.in {
+		if l != nil {
+			outs = append(outs, l)
+		}
+	}
+	return outs
+}
+
+func (r *auxResult[X]) result(rest []*T) X {
+	if r.def == nil {
+		return r.aux
+	}
+	out := make([]*T, len(r.in))
+	k := 0
+	for i, l := range r.in {
+		if l != nil {
+			out[i] = rest[k]
+			k++
+		}
+	}
+	return build[X](r.def, out)
+}
+
+// argName names leaf i of a tree in errors.
+func argName(def *treeDef) func(int) string {
+	return func(i int) string { return def.LeafName("the argument", i) }
 }
 
 // VJP evaluates f at primals and returns its value and the pullback: a
@@ -172,7 +182,11 @@ func Grad2[A, B any](f func(A, B) *peel.Tensor) func(A, B) A {
 // primals. Only float leaves are differentiated; the pullback gives zeros
 // for the others. The pullback may be called many times.
 func VJP[A, B any](f func(A) B, primals A) (B, func(B) A) {
-	const op = "transforms.VJP"
+	return vjpAs("transforms.VJP", f, primals)
+}
+
+// vjpAs is VJP with errors naming op.
+func vjpAs[A, B any](op string, f func(A) B, primals A) (B, func(B) A) {
 	leaves, def := flatten(op, primals)
 	var outDef *treeDef
 	lin := linearizeFlat("vjp", flatFn(op, f, def, &outDef), leaves)
@@ -197,37 +211,99 @@ func VJP[A, B any](f func(A) B, primals A) (B, func(B) A) {
 // derivative along tangents (forward mode). tangents has primals'
 // structure, shapes and dtypes; tangents of non-float leaves are ignored.
 // It panics with *peel.Error when the trees differ in structure or a
-// tangent's shape or dtype differs from its primal's.
+// tangent's shape or dtype differs from its primal's (the error names
+// the leaf's path).
 func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
 	const op = "transforms.JVP"
 	leaves, def := flatten(op, primals)
 	given, tdef := flatten(op, tangents)
+	return jvpRun(op, f, leaves, def, func() []*T {
+		sameStructure(op, def.Proto().Interface(), tdef.Proto().Interface())
+		checkTangents(op, given, leaves, func(i int) string { return tdef.LeafName("(the whole tangent)", i) })
+		return given
+	})
+}
+
+// jvpTuple is JVP of tf at tuple (whose positional arguments are args)
+// along one tangent per argument; a zero-valued tangent is zero.
+func jvpTuple[P, R any](op string, tf func(P) R, tuple P, args, tangents []any) (R, R) {
+	leaves, def := flatten(op, tuple)
+	return jvpRun(op, tf, leaves, def, func() []*T {
+		tl := make([]*T, len(leaves))
+		for k, t := range tangents {
+			idx := argLeaves(def, oneHot(k, len(args)))
+			if v := reflect.ValueOf(t); !v.IsValid() || v.IsZero() {
+				continue // zero tangent
+			}
+			given, tdef := flatten(op, t)
+			sameStructure(op, reflect.ValueOf(args[k]).Interface(), tdef.Proto().Interface())
+			prim := make([]*T, len(idx))
+			for j, i := range idx {
+				prim[j] = leaves[i]
+			}
+			checkTangents(op, given, prim, func(j int) string { return "leaf " + def.Paths()[idx[j]] })
+			for j, i := range idx {
+				tl[i] = given[j]
+			}
+		}
+		return tl
+	})
+}
+
+func oneHot(k, n int) []bool {
+	sel := make([]bool, n)
+	sel[k] = true
+	return sel
+}
+
+// checkTangents panics with *Error naming op when a tangent's type
+// differs from its primal's.
+func checkTangents(op string, given, primals []*T, name func(int) string) {
+	for i, t := range given {
+		if !t.Aval().Equal(primals[i].Aval()) {
+			treeErrorf(op, "tangent %s is %s, but its primal is %s", name(i), t.TypeString(), primals[i].TypeString())
+		}
+	}
+}
+
+// jvpRun is the core of JVP: tangents returns one tangent per leaf
+// (nil: zero), panicking with *Error when they do not match; it is
+// called again inside the forward-mode level, so that its errors name
+// the level.
+func jvpRun[A, B any](op string, f func(A) B, leaves []*T, def *treeDef, tangents func() []*T) (B, B) {
 	var outDef *treeDef
 	fl := flatFn(op, f, def, &outDef)
 	checked := func(in []*T) []*T {
-		// Checked inside the level, so the error names it.
-		sameStructure(op, def.Proto().Interface(), tdef.Proto().Interface())
-		for i, t := range given {
-			if !t.Aval().Equal(leaves[i].Aval()) {
-				treeErrorf(op, "tangent %s is %s, but its primal is %s", tdef.LeafName("(the whole tangent)", i), t.TypeString(), leaves[i].TypeString())
-			}
-		}
+		tangents()
 		return fl(in)
 	}
-	tl := make([]*T, len(leaves))
-	if len(given) == len(leaves) {
-		for i, t := range given {
-			if t.DType().IsFloat() && t.Aval().Equal(leaves[i].Aval()) {
-				tl[i] = t
-			}
-		}
-	}
-	outs, touts := jvpFlat("jvp", checked, leaves, tl)
+	outs, touts := jvpFlat("jvp", checked, leaves, tryTangents(tangents, len(leaves)))
 	avals := make([]interp.Aval, len(outs))
 	for i, o := range outs {
 		avals[i] = o.Aval()
 	}
 	return build[B](outDef, outs), build[B](outDef, fillZeros(touts, avals))
+}
+
+// tryTangents returns tangents(), with the tangents of non-float leaves
+// dropped, or n zero tangents when it panics with *Error (the check
+// inside the level reports it).
+func tryTangents(tangents func() []*T, n int) (tl []*T) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(*interp.Error); !ok {
+				panic(r)
+			}
+			tl = make([]*T, n)
+		}
+	}()
+	tl = tangents()
+	for i, t := range tl {
+		if t != nil && !t.DType().IsFloat() {
+			tl[i] = nil
+		}
+	}
+	return tl
 }
 
 // Linearize evaluates f at primals and returns its value and its
@@ -252,105 +328,6 @@ func Linearize[A, B any](f func(A) B, primals A) (B, func(A) B) {
 	}
 }
 
-// jacobianShape is out.shape + in.shape.
-func jacobianShape(out, in []int) []int {
-	return append(append([]int{}, out...), in...)
-}
-
-// nonNilResult returns y, the result of the user's function, panicking
-// with *Error naming op if it is nil.
-func nonNilResult(op string, y *T) *T {
-	if y == nil {
-		treeErrorf(op, "the function returned a nil tensor at result path (the root)")
-	}
-	return y
-}
-
-func checkJacobianTypes(op string, x, y *T) {
-	if !x.DType().IsFloat() {
-		treeErrorf(op, "the input must be a float tensor, not %s", x.TypeString())
-	}
-	if !y.DType().IsFloat() {
-		treeErrorf(op, "the output must be a float tensor, not %s", y.TypeString())
-	}
-}
-
-// Jacrev returns a function computing the Jacobian of f in reverse mode,
-// of shape f(x).shape + x.shape: f is linearized once and its transpose is
-// vmapped over the rows of an identity. ChunkSize among opts bounds the
-// rows computed at once; it is the only option a Jacobian takes (the
-// function panics with *peel.Error for InAxes, OutAxes or AxisSize).
-func Jacrev(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Tensor) *peel.Tensor {
-	return func(x *peel.Tensor) *peel.Tensor {
-		const op = "transforms.Jacrev"
-		cfg := jacobianOptions(op, opts)
-		if x == nil {
-			treeErrorf(op, "the argument is a nil tensor")
-		}
-		checkJacobianTypes(op, x, x)
-		lin := linearizeFlat("jacrev", func(in []*T) []*T { return []*T{nonNilResult(op, f(in[0]))} }, []*T{x})
-		defer lin.release()
-		y := lin.outs[0]
-		checkJacobianTypes(op, x, y)
-		shape := jacobianShape(y.Shape(), x.Shape())
-		if y.Size() == 0 || x.Size() == 0 {
-			return zeros(interp.Aval{Shape: shape, DType: x.DType()})
-		}
-		rows := jacobianVmap(func(ct *T) *T {
-			return zeroIfNil(lin.transpose([]*T{ct})[0], x.Aval())
-		}, y.Size(), y.Aval(), 0, op, cfg)
-		return peel.Reshape(rows, shape...)
-	}
-}
-
-// Jacfwd returns a function computing the Jacobian of f in forward mode,
-// of shape f(x).shape + x.shape: f is linearized once and the linear map
-// is vmapped over the rows of an identity. ChunkSize among opts bounds
-// the columns computed at once; it is the only option a Jacobian takes,
-// as for Jacrev.
-func Jacfwd(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Tensor) *peel.Tensor {
-	return func(x *peel.Tensor) *peel.Tensor {
-		const op = "transforms.Jacfwd"
-		cfg := jacobianOptions(op, opts)
-		if x == nil {
-			treeErrorf(op, "the argument is a nil tensor")
-		}
-		checkJacobianTypes(op, x, x)
-		lin := linearizeFlat("jacfwd", func(in []*T) []*T { return []*T{nonNilResult(op, f(in[0]))} }, []*T{x})
-		defer lin.release()
-		y := lin.outs[0]
-		checkJacobianTypes(op, x, y)
-		shape := jacobianShape(y.Shape(), x.Shape())
-		if y.Size() == 0 || x.Size() == 0 {
-			return zeros(interp.Aval{Shape: shape, DType: x.DType()})
-		}
-		cols := jacobianVmap(func(t *T) *T { return lin.apply([]*T{t})[0] }, x.Size(), x.Aval(), y.Rank(), op, cfg)
-		return peel.Reshape(cols, shape...)
-	}
-}
-
-// Hessian returns a function computing the Hessian of f, Jacfwd of
-// Jacrev: of shape x.shape + x.shape for a scalar f, and f(x).shape +
-// x.shape + x.shape (one Hessian per output element) for any other.
-// ChunkSize among opts bounds the rows or columns computed at once. It
-// panics as Jacrev and Jacfwd do.
-func Hessian(f func(*peel.Tensor) *peel.Tensor, opts ...VmapOption) func(*peel.Tensor) *peel.Tensor {
-	h := Jacfwd(Jacrev(f, opts...), opts...)
-	return func(x *peel.Tensor) *peel.Tensor {
-		defer interp.Annotate("transforms.Hessian")
-		return h(x)
-	}
-}
-
-// HVP returns the Hessian-vector product of a scalar function f at x
-// along v, forward-over-reverse (one JVP of the gradient), without
-// forming the Hessian.
-func HVP(f func(*peel.Tensor) *peel.Tensor, x, v *peel.Tensor) *peel.Tensor {
-	defer interp.Annotate("transforms.HVP")
-	_, t := JVP(Grad(f), x, v)
-	return t
-}
-
 // StopGradient returns x as a constant for differentiation: its value
 // flows, its derivative is zero.
 func StopGradient(x *peel.Tensor) *peel.Tensor {
@@ -373,18 +350,13 @@ type Graph = interp.Graph
 func MakeGraph[A, B any](f func(A) B, args A, opts ...GraphOption) *Graph {
 	const op = "transforms.MakeGraph"
 	leaves, def := flatten(op, args)
-	var topts []interp.TraceOption
+	cfg := &graphConfig{}
 	for _, o := range opts {
-		if o.decompose {
-			topts = append(topts, interp.Decompose())
-		}
+		o.applyGraph(cfg)
+	}
+	var topts []interp.TraceOption
+	if cfg.decompose {
+		topts = append(topts, interp.Decompose())
 	}
 	return interp.Trace(flatFn(op, f, def, nil), leaves, topts...)
 }
-
-// GraphOption configures MakeGraph.
-type GraphOption struct{ decompose bool }
-
-// Decompose makes MakeGraph decompose user-defined ops into the
-// primitives of their composites.
-func Decompose() GraphOption { return GraphOption{decompose: true} }

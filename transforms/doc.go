@@ -26,6 +26,30 @@
 // map inside itself); a node reached twice is two subtrees, as in JAX.
 // GradAux's aux is a tree too, returned with the values of its leaves.
 //
+// Functions of two and three positional arguments transform directly:
+// Vmap2, Vmap3, Grad2, Grad3, ValueAndGrad2/3, GradAux2/3, VJP2/3,
+// JVP2/3, Jacrev2/3 and Jacfwd2/3 (the suffix counts arguments, as in
+// iter.Seq2; a second derivative is Grad(Grad(f))). The gradient and
+// Jacobian forms differentiate the first argument (JAX's default
+// argnums=0) and hold the others constant, so they compose with Vmap2/3
+// directly; GradArgs2/3, JacrevArgs2/3 and JacfwdArgs2/3 differentiate
+// the arguments Argnums selects and return one result per argument.
+// Leaf paths in errors read args[0].W, args[1]. Per-sample gradients:
+//
+//	grads := Vmap3(Grad3(loss), InAxes(NoAxis, 0, 0))(params, x, y)
+//
+// Jacobians take trees: Jacrev(f)(params) has params' structure, each
+// leaf of shape f(params).shape + leaf.shape; JacrevTree and JacfwdTree
+// take tree results (one such Jacobian per result leaf), JacrevAux and
+// JacfwdAux auxiliary data, HessianTree the blocks of a Hessian over a
+// tree, and HVP a tree direction.
+//
+// Options follow one style: each family has its option interface
+// (VmapOption, JacobianOption, GradOption, FunctionalizeOption,
+// GraphOption), and an option meaning the same to several (ChunkSize,
+// Argnums) satisfies each, so an option a transform has no use for does
+// not compile.
+//
 // In-place operations on differentiated tensors, through views too, give
 // the gradient of their out-of-place forms: the autodiff interpreters
 // answer them out of place at their level, writing through views with the

@@ -105,22 +105,19 @@ func TestHessianOfVectorFunction(t *testing.T) {
 	near(t, "Hessian of [Σx², Σexp x]", h.Float64s(), want, 1e-12)
 }
 
-// TestJacobianOptions: a Jacobian takes ChunkSize only; the vmap options
-// that have no meaning for it are refused, naming the Jacobian, instead of
-// being ignored.
+// TestJacobianOptions: a Jacobian takes its own options (InAxes, OutAxes
+// and AxisSize no longer compile there); Argnums is refused by the forms
+// that differentiate one fixed argument, naming the Jacobian and the
+// form to use instead.
 func TestJacobianOptions(t *testing.T) {
 	x := peel.FromFloat64s([]float64{1, 2})
-	for name, opt := range map[string]transforms.VmapOption{
-		"InAxes": transforms.InAxes(1), "OutAxes": transforms.OutAxes(1), "AxisSize": transforms.AxisSize(7),
-	} {
-		for _, jac := range []struct {
-			op string
-			f  func(func(*T) *T, ...transforms.VmapOption) func(*T) *T
-		}{{"transforms.Jacrev", transforms.Jacrev}, {"transforms.Jacfwd", transforms.Jacfwd}, {"transforms.Hessian", transforms.Hessian}} {
-			err := interp.Catch(func() { jac.f(peel.Sin, opt)(x) })
-			if err == nil || !strings.Contains(err.Error(), "ChunkSize") || !strings.Contains(err.Error(), jac.op) {
-				t.Errorf("%s with %s: %v", jac.op, name, err)
-			}
+	for _, jac := range []struct {
+		op string
+		f  func(func(*T) *T, ...transforms.JacobianOption) func(*T) *T
+	}{{"transforms.Jacrev", transforms.Jacrev[*T]}, {"transforms.Jacfwd", transforms.Jacfwd[*T]}, {"transforms.Hessian", transforms.Hessian}} {
+		err := interp.Catch(func() { jac.f(peel.Sin, transforms.Argnums(0))(x) })
+		if err == nil || !strings.Contains(err.Error(), "Argnums") || !strings.Contains(err.Error(), jac.op) {
+			t.Errorf("%s with Argnums: %v", jac.op, err)
 		}
 	}
 	near(t, "Jacrev with ChunkSize", transforms.Jacrev(peel.Sin, transforms.ChunkSize(1))(x).Float64s(), []float64{math.Cos(1), 0, 0, math.Cos(2)}, 1e-15)

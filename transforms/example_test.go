@@ -33,3 +33,52 @@ func ExampleGrad() {
 	// Output:
 	// 21 7
 }
+
+// Per-sample gradients: Vmap3 of Grad3, the parameters shared (NoAxis),
+// inputs and labels mapped along their first axis.
+func ExampleVmap3() {
+	type params struct{ W, B *peel.Tensor }
+	loss := func(p params, x, y *peel.Tensor) *peel.Tensor {
+		pred := peel.Add(peel.Sum(peel.Mul(p.W, x)), p.B)
+		return peel.Square(peel.Sub(pred, y))
+	}
+	p := params{W: peel.FromFloat64s([]float64{1, -1}), B: peel.Scalar(0.5)}
+	x := peel.FromFloat64s([]float64{1, 2, 3, 1}, 2, 2) // two samples
+	y := peel.FromFloat64s([]float64{0, 1})
+	g := transforms.Vmap3(transforms.Grad3(loss), transforms.InAxes(transforms.NoAxis, 0, 0))(p, x, y)
+	fmt.Println(g.W)
+	fmt.Println(g.B)
+	// Output:
+	// [[-1 -2]
+	//  [ 9  3]]
+	// [-1  3]
+}
+
+// A Jacobian with respect to a struct has the struct's structure: each
+// leaf has shape f(p).shape + leaf.shape.
+func ExampleJacrev() {
+	type params struct{ W, B *peel.Tensor }
+	x := peel.FromFloat64s([]float64{1, 2})
+	f := func(p params) *peel.Tensor { return peel.Add(peel.MatMul(x, p.W), p.B) } // [3]
+	j := transforms.Jacrev(f)(params{W: peel.Ones(peel.Float64, 2, 3), B: peel.Zeros(peel.Float64, 3)})
+	fmt.Println(j.W.Shape(), j.B.Shape())
+	fmt.Println(j.B)
+	// Output:
+	// [3 2 3] [3 3]
+	// [[1 0 0]
+	//  [0 1 0]
+	//  [0 0 1]]
+}
+
+// GradArgs2 differentiates the arguments Argnums selects (all by
+// default), one gradient per argument.
+func ExampleGradArgs2() {
+	f := func(a, b *peel.Tensor) *peel.Tensor { return peel.Mul(peel.Square(a), b) } // a²b
+	da, db := transforms.GradArgs2(f)(peel.Scalar(3.0), peel.Scalar(2.0))
+	fmt.Println(da, db)
+	_, db = transforms.GradArgs2(f, transforms.Argnums(1))(peel.Scalar(3.0), peel.Scalar(2.0))
+	fmt.Println(db)
+	// Output:
+	// 12 9
+	// 9
+}

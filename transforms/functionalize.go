@@ -4,18 +4,6 @@ import (
 	"github.com/peel-ml/peel/functionalize"
 )
 
-// FunctionalizeOption configures Functionalize.
-type FunctionalizeOption func(*functionalizeConfig)
-
-type functionalizeConfig struct{ removeViews bool }
-
-// RemoveViews makes Functionalize also replace every view by a copy below
-// it (torch.func's remove="mutations_and_views"): each view primitive's
-// result is copied at once, so no value below aliases another.
-func RemoveViews() FunctionalizeOption {
-	return func(c *functionalizeConfig) { c.removeViews = true }
-}
-
 // Functionalize returns f with its mutations made pure: every in-place
 // operation is answered out of place, views are replayed from their base
 // so every alias sees a write the next time it is used, and nothing below
@@ -28,7 +16,7 @@ func RemoveViews() FunctionalizeOption {
 func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B {
 	cfg := &functionalizeConfig{}
 	for _, o := range opts {
-		o(cfg)
+		o.applyFunctionalize(cfg)
 	}
 	return func(x A) B {
 		const op = "transforms.Functionalize"

@@ -600,7 +600,7 @@ func TestAutodiffSweep(t *testing.T) {
 func TestSweepRegressions(t *testing.T) {
 	t.Run("jacobian-rank0", func(t *testing.T) {
 		x := peel.FromFloat64s([]float64{1.5}, []int{}...)
-		for name, jac := range map[string]func(func(*T) *T, ...transforms.VmapOption) func(*T) *T{"Jacfwd": transforms.Jacfwd, "Jacrev": transforms.Jacrev} {
+		for name, jac := range map[string]func(func(*T) *T, ...transforms.JacobianOption) func(*T) *T{"Jacfwd": transforms.Jacfwd[*T], "Jacrev": transforms.Jacrev[*T]} {
 			var j *T
 			if err := catchAll(func() { j = jac(peel.Sin)(x) }); err != nil {
 				t.Errorf("%s(Sin) at a rank-0 x: %v", name, err)

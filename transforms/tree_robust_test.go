@@ -97,9 +97,10 @@ func rbTreeCases[A any](name string, x A, loss func(A) *T, want ...string) []rbC
 		{"GradAux", func() {
 			transforms.GradAux(func(a A) (*T, int) { return loss(a), 0 })(x)
 		}, []string{"transforms.GradAux"}},
-		{"Grad2", func() {
-			transforms.Grad2(func(a A, _ int) *T { return loss(a) })(x, 0)
-		}, []string{"transforms.Grad2"}},
+		{"Jacrev", func() { transforms.Jacrev(loss)(x) }, []string{"transforms.Jacrev"}},
+		{"Jacfwd", func() { transforms.Jacfwd(loss)(x) }, []string{"transforms.Jacfwd"}},
+		{"JacrevTree", func() { transforms.JacrevTree(loss)(x) }, []string{"transforms.JacrevTree"}},
+		{"HessianTree", func() { transforms.HessianTree(loss)(x) }, []string{"transforms.HessianTree"}},
 		{"VJP", func() { transforms.VJP(loss, x) }, []string{"transforms.VJP"}},
 		{"JVP", func() { transforms.JVP(loss, x, x) }, []string{"transforms.JVP"}},
 		{"Linearize", func() { transforms.Linearize(loss, x) }, []string{"transforms.Linearize"}},
@@ -114,10 +115,57 @@ func rbTreeCases[A any](name string, x A, loss func(A) *T, want ...string) []rbC
 		{"Functionalize identity", func() { transforms.Functionalize(id)(x) }, []string{"transforms.Functionalize"}},
 	}
 	for i := range cases {
-		cases[i].name = name + "/" + cases[i].name
 		cases[i].want = append(cases[i].want, want...)
 	}
+	// The positional forms: the tree is the first (or second) argument,
+	// so its paths start with args[0] (args[1]).
+	in := func(k int, ws ...string) []string {
+		for _, w := range want {
+			ws = append(ws, argsPath(k, w))
+		}
+		return ws
+	}
+	var y *T = t0
+	cases = append(cases, []rbCase{
+		{"Grad2", func() {
+			transforms.Grad2(func(a A, _ int) *T { return loss(a) })(x, 0)
+		}, in(0, "transforms.Grad2")},
+		{"Grad3", func() {
+			transforms.Grad3(func(a A, _, _ *T) *T { return loss(a) })(x, y, y)
+		}, in(0, "transforms.Grad3")},
+		{"GradArgs2 second", func() {
+			transforms.GradArgs2(func(_ *T, a A) *T { return loss(a) })(y, x)
+		}, in(1, "transforms.GradArgs2")},
+		{"Vmap2", func() {
+			transforms.Vmap2(func(_ *T, a A) *T { return loss(a) }, transforms.InAxes(0, transforms.NoAxis))(y, x)
+		}, in(1, "transforms.Vmap2")},
+		{"VJP2", func() { transforms.VJP2(func(a A, _ *T) *T { return loss(a) }, x, y) }, in(0, "transforms.VJP2")},
+		{"JVP2", func() { transforms.JVP2(func(_ *T, a A) *T { return loss(a) }, y, x, y, x) }, in(1, "transforms.JVP2")},
+		{"Jacrev2", func() { transforms.Jacrev2(func(a A, _ *T) *T { return loss(a) })(x, y) }, in(0, "transforms.Jacrev2")},
+		{"JacfwdArgs3", func() {
+			transforms.JacfwdArgs3(func(_, _ *T, a A) *T { return loss(a) })(y, y, x)
+		}, in(2, "transforms.JacfwdArgs3")},
+	}...)
+	for i := range cases {
+		cases[i].name = name + "/" + cases[i].name
+	}
 	return cases
+}
+
+// argsPath rewrites a wanted path fragment of a one-argument transform's
+// error for the tree as positional argument k: ".W" becomes "args[k].W"
+// and "unexported field .p" "unexported field args[k].p".
+func argsPath(k int, w string) string {
+	pre := fmt.Sprintf("args[%d]", k)
+	if strings.HasPrefix(w, ".") || strings.HasPrefix(w, "[") {
+		return pre + w
+	}
+	for _, f := range []string{"field ", "node "} {
+		if i := strings.Index(w, f); i >= 0 {
+			return w[:i+len(f)] + pre + w[i+len(f):]
+		}
+	}
+	return w
 }
 
 type rbHidden struct{ w, b *T }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -23,56 +24,12 @@ var NoAxis = noAxis{}
 
 type noAxis struct{}
 
-// VmapOption configures Vmap (and the vectorized Jacobians).
-type VmapOption func(*vmapConfig)
-
-type vmapConfig struct {
-	inAxes, outAxes any
-	axisSize        int
-	chunk           int
-	chunkSet        bool
-}
-
-// InAxes sets which dimension of each argument leaf is mapped: an int
-// (in [-r, r) for a leaf of rank r; negative counts from the end) or
-// NoAxis for every leaf, or a tree prefix of the argument — []any for
-// slices and arrays, map[string]any for maps and for structs (by
-// exported field name) — whose nodes are ints, NoAxis, nil (not mapped)
-// or further prefixes. A prefix must match the tree exactly: one entry
-// per element, key or exported field. The default is 0.
-func InAxes(axes any) VmapOption { return func(c *vmapConfig) { c.inAxes = axes } }
-
-// OutAxes sets where the batch dimension goes in each result leaf, with
-// InAxes's forms; an int is in [-r-1, r] for a result leaf of rank r per
-// lane (negative counts from the end of the batched result). The default
-// is 0. Results that do not depend on a mapped input are broadcast to
-// the batch size there.
-func OutAxes(axes any) VmapOption { return func(c *vmapConfig) { c.outAxes = axes } }
-
-// AxisSize sets the batch size; it is required when no argument is
-// mapped and must agree with the mapped arguments otherwise.
-func AxisSize(n int) VmapOption { return func(c *vmapConfig) { c.axisSize = n } }
-
-// ChunkSize runs the batch in chunks of n lanes and concatenates the
-// results: the same result with memory bounded by n lanes. n must be
-// positive.
-func ChunkSize(n int) VmapOption {
-	return func(c *vmapConfig) { c.chunk, c.chunkSet = n, true }
-}
-
-func vmapOptions(opts []VmapOption) *vmapConfig {
-	c := &vmapConfig{}
-	for _, o := range opts {
-		o(c)
-	}
-	return c
-}
-
 // Vmap returns f vectorized over a batch dimension of its argument (a
 // tree): each mapped leaf is sliced along its in axis, f is applied per
 // lane — as one batched computation, not a loop — and the results are
 // stacked along their out axes. Vmap nests to any depth and composes
-// with every other transform.
+// with every other transform; Vmap2 and Vmap3 vectorize functions of two
+// and three arguments.
 //
 // The returned function panics with *peel.Error (naming vmap and its
 // level) when the argument or f's result is not a valid tree (see
@@ -86,21 +43,56 @@ func vmapOptions(opts []VmapOption) *vmapConfig {
 // flow), or f writes a batched value in place into a tensor that is not
 // batched (use Functionalize).
 func Vmap[A, B any](f func(A) B, opts ...VmapOption) func(A) B {
-	cfg := vmapOptions(opts)
+	return vmapTree("transforms.Vmap", 1, f, vmapOptions(opts))
+}
+
+// vmapTree is Vmap of f, whose argument is the tuple of nargs positional
+// arguments (nargs > 1) or the one argument.
+func vmapTree[A, B any](op string, nargs int, f func(A) B, cfg *vmapConfig) func(A) B {
+	spec := inSpec(op, cfg, nargs)
 	return func(x A) B {
-		const op = "transforms.Vmap"
 		leaves, def := flatten(op, x)
-		axes := resolveAxes(op, "in", cfg.inAxes, def.Proto())
+		axes := resolveAxes(op, "in", spec, def.Proto())
 		var outDef *treeDef
 		fl := flatFn(op, f, def, &outDef)
 		names := &vmapNames{in: def}
 		outs := vmapFlat(op, cfg, fl, leaves, axes, func(outs []*T) []int {
 			_, d := flatten(op, build[B](outDef, outs))
 			names.out = d
-			return resolveAxes(op, "out", cfg.outAxes, d.Proto())
+			spec := cfg.outAxes
+			if cfg.outSet && spec == nil {
+				spec = NoAxis // an explicit nil is not mapped
+			}
+			return resolveAxes(op, "out", spec, d.Proto())
 		}, names)
 		return build[B](outDef, outs)
 	}
+}
+
+// inSpec returns the in-axes spec of a function of nargs arguments: the
+// one spec (nargs == 1), a []any over the argument tuple, or one int or
+// NoAxis for every argument. It panics with *Error naming op when the
+// number of specs does not match.
+func inSpec(op string, cfg *vmapConfig, nargs int) any {
+	if !cfg.inSet {
+		return nil
+	}
+	s := cfg.inAxes
+	switch {
+	case len(s) == 1 && s[0] == nil:
+		return NoAxis // an explicit nil is not mapped, as inside a prefix
+	case nargs == 1 && len(s) == 1:
+		return s[0]
+	case len(s) == nargs:
+		return s
+	case len(s) == 1:
+		switch s[0].(type) {
+		case int, noAxis:
+			return s[0] // one axis for every argument
+		}
+	}
+	treeErrorf(op, "InAxes has %d specs, but the function takes %d arguments: give one spec per argument (or one int or NoAxis for all)", len(s), nargs)
+	return nil
 }
 
 // vmapFlat runs fl over a batch: inputs with axes (unmapped for
@@ -291,6 +283,12 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 		}
 		switch s := spec.(type) {
 		case []any:
+			if v.Kind() == reflect.Struct && v.Type().Implements(argsTupleType) {
+				for i := range s {
+					walkSpec(s[i], v.Field(i), treeimpl.FieldPath(path, v.Type().Field(i)))
+				}
+				return
+			}
 			if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
 				treeErrorf(op, "%s axes: %s is a %v, which a []any spec does not match", which, pathOr(path), v.Type())
 			}
@@ -321,12 +319,15 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 					if !t.Field(i).IsExported() {
 						continue
 					}
-					have[t.Field(i).Name] = true
 					sub, ok := s[t.Field(i).Name]
+					if !ok && !treeimpl.MayHoldTensor(t.Field(i).Type) {
+						continue // a static field needs no entry
+					}
+					have[t.Field(i).Name] = true
 					if !ok {
 						treeErrorf(op, "%s axes: no entry for field %s of %s", which, t.Field(i).Name, pathOr(path))
 					}
-					walkSpec(sub, v.Field(i), path+"."+t.Field(i).Name)
+					walkSpec(sub, v.Field(i), treeimpl.FieldPath(path, t.Field(i)))
 				}
 			default:
 				treeErrorf(op, "%s axes: %s is a %v, which a map[string]any spec does not match", which, pathOr(path), v.Type())
@@ -364,27 +365,6 @@ func checkAxis(op, which string, axis int, path string, t *peel.Tensor) {
 	if axis < -r || axis >= r {
 		treeErrorf(op, "in axis %d is out of range for argument leaf %s of rank %d (shape %v): the axis must be in [%d, %d)", axis, pathOr(path), r, t.Shape(), -r, r)
 	}
-}
-
-// jacobianVmap maps fn over the rows of basis (an identity of size n
-// reshaped to [n, shape...]) and returns the physical results with the
-// batch dimension at outAxis.
-func jacobianVmap(fn func(*T) *T, n int, a interp.Aval, outAxis int, op string, cfg *vmapConfig) *T {
-	eye := peel.Reshape(peel.AsType(peel.Eye(n, peel.Float64), a.DType), append([]int{n}, a.Shape...)...)
-	outs := vmapFlat(op, cfg, func(in []*T) []*T { return []*T{fn(in[0])} }, []*T{eye}, []int{0},
-		func([]*T) []int { return []int{outAxis} }, nil)
-	return outs[0]
-}
-
-// jacobianOptions returns the options of Jacobian op, panicking with
-// *Error for a vmap option that has no meaning for a Jacobian (before,
-// InAxes and OutAxes were silently ignored).
-func jacobianOptions(op string, opts []VmapOption) *vmapConfig {
-	cfg := vmapOptions(opts)
-	if cfg.inAxes != nil || cfg.outAxes != nil || cfg.axisSize != 0 {
-		treeErrorf(op, "takes only ChunkSize among the vmap options: InAxes, OutAxes and AxisSize have no meaning for a Jacobian")
-	}
-	return cfg
 }
 
 // zeroIfNil returns c, or zeros of a when c is a symbolic zero.

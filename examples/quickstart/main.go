@@ -59,12 +59,10 @@ func main() {
 	section("Random numbers")
 	// Keys are explicit: the same key always gives the same numbers;
 	// split a key into new ones for independent draws.
-	keys := peel.SplitKey(peel.Key(42), 3)
-	show("keys = SplitKey(Key(42), 3)", keys)
-	k0, k1, k2 := peel.Select(keys, 0, 0), peel.Select(keys, 0, 1), peel.Select(keys, 0, 2)
-	show("Normal(keys[0], f64, 2, 3)", peel.Normal(k0, peel.Float64, 2, 3))
-	show("Uniform(keys[1], f32, 4)", peel.Uniform(k1, peel.Float32, 4))
-	show("Bernoulli(keys[2], 0.5, 6)", peel.Bernoulli(k2, 0.5, 6))
+	k := peel.SplitKeys(peel.Key(42), 3)
+	show("Normal(k[0], f64, 2, 3)", peel.Normal(k[0], peel.Float64, 2, 3))
+	show("Uniform(k[1], f32, 4)", peel.Uniform(k[1], peel.Float32, 4))
+	show("Bernoulli(k[2], 0.5, 6)", peel.Bernoulli(k[2], 0.5, 6))
 
 	section("Gradients")
 	// Grad differentiates a scalar function of any tree of tensors; here
@@ -85,15 +83,15 @@ func main() {
 	section("Vectorizing")
 	// Vmap maps a function over a batch dimension: here per-example
 	// gradients of the same loss, one batched computation, no loop.
-	type example struct{ X, Y *peel.Tensor }
-	perExample := transforms.Vmap(func(e example) params {
-		return transforms.Grad(func(p params) *peel.Tensor {
-			pred := peel.Add(peel.MatMul(e.X, p.W), p.B)
-			return peel.Sum(peel.Square(peel.Sub(pred, e.Y)))
-		})(p)
-	})
-	batch := example{X: peel.FromFloat64s([]float64{1, 2, 3}, 3, 1), Y: peel.FromFloat64s([]float64{1, 2, 3}, 3, 1)}
-	show("per-example dloss/dW", perExample(batch).W)
+	// Vmap3 and Grad3 take the loss's three arguments as they are: the
+	// parameters shared (NoAxis), inputs and targets mapped on axis 0.
+	exLoss := func(p params, x, y *peel.Tensor) *peel.Tensor {
+		pred := peel.Add(peel.MatMul(x, p.W), p.B)
+		return peel.Sum(peel.Square(peel.Sub(pred, y)))
+	}
+	perExample := transforms.Vmap3(transforms.Grad3(exLoss), transforms.InAxes(transforms.NoAxis, 0, 0))
+	xs := peel.FromFloat64s([]float64{1, 2, 3}, 3, 1, 1)
+	show("per-example dloss/dW", perExample(p, xs, xs).W)
 
 	section("Functionalizing")
 	// pad writes into a tensor it creates: semantically pure, written

@@ -351,6 +351,29 @@ func reductionOps() []Op {
 			}
 			return m + math.Log(s)
 		}, floats, floatOf, 1e-5, false},
+		{"peel.Norm", peel.Norm, func(v []float64) float64 {
+			s := 0.0
+			for _, x := range v {
+				s += x * x
+			}
+			return math.Sqrt(s)
+		}, numerics, floatOf, 1e-5, true},
+		{"peel.Any", peel.Any, func(v []float64) float64 {
+			for _, x := range v {
+				if x != 0 {
+					return 1
+				}
+			}
+			return 0
+		}, allTypes, toBool, 0, true},
+		{"peel.All", peel.All, func(v []float64) float64 {
+			for _, x := range v {
+				if x == 0 {
+					return 0
+				}
+			}
+			return 1
+		}, allTypes, toBool, 0, true},
 	}
 	var ops []Op
 	for _, r := range reds {
@@ -376,7 +399,7 @@ func reductionOps() []Op {
 					return reduceRef(a[0], c.axes, c.keep, r.out(a[0].DType), r.ref)
 				},
 				Tol:            r.tol,
-				Differentiable: true,
+				Differentiable: r.out(peel.Float64) != peel.Bool,
 			})
 		}
 	}

@@ -193,7 +193,7 @@ func (w *walker) walk(v reflect.Value, path string) {
 	case reflect.Struct:
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
-			fp := path + "." + f.Name
+			fp := FieldPath(path, f)
 			if f.IsExported() {
 				w.walk(v.Field(i), fp)
 				continue
@@ -288,7 +288,7 @@ func hiddenTensor(v reflect.Value, path string) (string, bool) {
 			}
 		case reflect.Struct:
 			for i := 0; i < t.NumField(); i++ {
-				if p, ok := find(v.Field(i), path+"."+t.Field(i).Name); ok {
+				if p, ok := find(v.Field(i), FieldPath(path, t.Field(i))); ok {
 					return p, true
 				}
 			}
@@ -445,6 +445,20 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 
 func Describe(t reflect.Type) string { return t.String() }
 
+// MayHoldTensor reports whether a value of type t can hold a tensor
+// leaf; the others are static parts of a tree.
+func MayHoldTensor(t reflect.Type) bool { return mayHoldTensor(t) }
+
+// FieldPath is the path of struct field f below path: path + "." + the
+// field's name, or path + the field's `peeltree` tag when it has one (the
+// transforms' positional-argument tuples name their fields "args[0]", …).
+func FieldPath(path string, f reflect.StructField) string {
+	if tag, ok := f.Tag.Lookup("peeltree"); ok {
+		return path + tag
+	}
+	return path + "." + f.Name
+}
+
 // SameStructure panics with *Error naming op when two trees, both
 // flattened already, differ in structure (type, lengths, map keys) in
 // their parts that can hold tensors.
@@ -501,7 +515,7 @@ func structDiff(a, b reflect.Value, path string) string {
 	case reflect.Struct:
 		for i := 0; i < a.NumField(); i++ {
 			if a.Type().Field(i).IsExported() {
-				if m := structDiff(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name); m != "" {
+				if m := structDiff(a.Field(i), b.Field(i), FieldPath(path, a.Type().Field(i))); m != "" {
 					return m
 				}
 			}

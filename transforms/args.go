@@ -1,0 +1,377 @@
+package transforms
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/peel-ml/peel"
+)
+
+// Functions of two and three positional arguments are transformed as
+// functions of one tuple: args2 and args3 are trees whose leaf paths
+// read args[0].W, args[1], …, and whose []any in-axes spec is
+// positional. A transform that differentiates some arguments (the first,
+// or those Argnums selects) restricts the tuple's leaves to theirs; the
+// others are constants of the differentiated function.
+
+type args2[A, B any] struct {
+	Arg0 A `peeltree:"args[0]"`
+	Arg1 B `peeltree:"args[1]"`
+}
+
+type args3[A, B, C any] struct {
+	Arg0 A `peeltree:"args[0]"`
+	Arg1 B `peeltree:"args[1]"`
+	Arg2 C `peeltree:"args[2]"`
+}
+
+func (args2[A, B]) isArgs()    {}
+func (args3[A, B, C]) isArgs() {}
+
+// argsTuple marks the positional tuples (see resolveAxes).
+type argsTuple interface{ isArgs() }
+
+var argsTupleType = reflect.TypeOf((*argsTuple)(nil)).Elem()
+
+// zeroed returns t with the arguments not in sel set to their zero value.
+func (t args2[A, B]) zeroed(sel []bool) args2[A, B] {
+	if !sel[0] {
+		t.Arg0 = *new(A)
+	}
+	if !sel[1] {
+		t.Arg1 = *new(B)
+	}
+	return t
+}
+
+func (t args3[A, B, C]) zeroed(sel []bool) args3[A, B, C] {
+	if !sel[0] {
+		t.Arg0 = *new(A)
+	}
+	if !sel[1] {
+		t.Arg1 = *new(B)
+	}
+	if !sel[2] {
+		t.Arg2 = *new(C)
+	}
+	return t
+}
+
+var (
+	first2 = []bool{true, false}
+	first3 = []bool{true, false, false}
+)
+
+// argLeaves returns the indices of the tuple leaves that belong to the
+// selected arguments.
+func argLeaves(def *treeDef, sel []bool) []int {
+	var idx []int
+	for i, p := range def.Paths() {
+		for k, ok := range sel {
+			pre := fmt.Sprintf("args[%d]", k)
+			if ok && strings.HasPrefix(p, pre) && (len(p) == len(pre) || p[len(pre)] == '.' || p[len(pre)] == '[') {
+				idx = append(idx, i)
+			}
+		}
+	}
+	return idx
+}
+
+// restricted is a tuple function restricted to some of its leaves: fn
+// takes those leaves (at idx in the full list) and fixes the others at
+// all's values.
+type restricted struct {
+	def    *treeDef
+	all    []*T
+	idx    []int
+	leaves []*T
+}
+
+func restrict(op string, tuple any, sel []bool) *restricted {
+	all, def := flatten(op, tuple)
+	r := &restricted{def: def, all: all, idx: argLeaves(def, sel)}
+	r.leaves = make([]*T, len(r.idx))
+	for j, i := range r.idx {
+		r.leaves[j] = all[i]
+	}
+	return r
+}
+
+// fn returns fl (over all leaves) as a function of the restricted ones.
+func (r *restricted) fn(fl func([]*T) []*T) func([]*T) []*T {
+	return func(in []*T) []*T {
+		full := append([]*T(nil), r.all...)
+		for j, i := range r.idx {
+			full[i] = in[j]
+		}
+		return fl(full)
+	}
+}
+
+// expand places the restricted leaves' results into a full leaf list,
+// the other positions keeping their arguments' values (zeroed later).
+func (r *restricted) expand(sub []*T) []*T {
+	full := append([]*T(nil), r.all...)
+	for j, i := range r.idx {
+		full[i] = sub[j]
+	}
+	return full
+}
+
+func (r *restricted) name(j int) string { return r.def.LeafName("the argument", r.idx[j]) }
+
+// tupleFn returns f of a tuple as a function of its leaves.
+func tupleFn[P any](def *treeDef, f func(P) *peel.Tensor) func([]*T) []*T {
+	return func(in []*T) []*T { return []*T{f(build[P](def, in))} }
+}
+
+// gradTuple is ValueAndGrad of f over the selected arguments of tuple.
+func gradTuple[P interface{ zeroed([]bool) P }](op string, f func(P) *peel.Tensor, tuple P, sel []bool) (*peel.Tensor, P) {
+	r := restrict(op, tuple, sel)
+	v, g, _ := valueAndGrad(op, r.fn(tupleFn(r.def, f)), r.leaves, r.name)
+	return v, build[P](r.def, r.expand(g)).zeroed(sel)
+}
+
+// Grad2 is Grad for a function of two arguments (the 2 counts arguments,
+// as in iter.Seq2; a second derivative is Grad(Grad(f))): it
+// differentiates with respect to the first argument, JAX's default
+// argnums=0, and holds the second constant; the second may hold integer
+// tensors such as labels. For other choices use GradArgs2. It panics as
+// Grad does; leaf paths in its errors read args[0].W, args[1].
+//
+//	perSample := Vmap3(Grad3(loss), InAxes(NoAxis, 0, 0))(params, x, y)
+func Grad2[A, B any](f func(A, B) *peel.Tensor) func(A, B) A {
+	vg := valueAndGrad2("transforms.Grad2", f)
+	return func(a A, b B) A {
+		_, g := vg(a, b)
+		return g
+	}
+}
+
+// Grad3 is Grad2 for a function of three arguments.
+func Grad3[A, B, C any](f func(A, B, C) *peel.Tensor) func(A, B, C) A {
+	vg := valueAndGrad3("transforms.Grad3", f)
+	return func(a A, b B, c C) A {
+		_, g := vg(a, b, c)
+		return g
+	}
+}
+
+// ValueAndGrad2 is Grad2 that also returns f's value.
+func ValueAndGrad2[A, B any](f func(A, B) *peel.Tensor) func(A, B) (*peel.Tensor, A) {
+	return valueAndGrad2("transforms.ValueAndGrad2", f)
+}
+
+func valueAndGrad2[A, B any](op string, f func(A, B) *peel.Tensor) func(A, B) (*peel.Tensor, A) {
+	tf := func(t args2[A, B]) *peel.Tensor { return f(t.Arg0, t.Arg1) }
+	return func(a A, b B) (*peel.Tensor, A) {
+		v, g := gradTuple(op, tf, args2[A, B]{a, b}, first2)
+		return v, g.Arg0
+	}
+}
+
+// ValueAndGrad3 is Grad3 that also returns f's value.
+func ValueAndGrad3[A, B, C any](f func(A, B, C) *peel.Tensor) func(A, B, C) (*peel.Tensor, A) {
+	return valueAndGrad3("transforms.ValueAndGrad3", f)
+}
+
+func valueAndGrad3[A, B, C any](op string, f func(A, B, C) *peel.Tensor) func(A, B, C) (*peel.Tensor, A) {
+	tf := func(t args3[A, B, C]) *peel.Tensor { return f(t.Arg0, t.Arg1, t.Arg2) }
+	return func(a A, b B, c C) (*peel.Tensor, A) {
+		v, g := gradTuple(op, tf, args3[A, B, C]{a, b, c}, first3)
+		return v, g.Arg0
+	}
+}
+
+// GradAux2 is GradAux for a function of two arguments, differentiated
+// with respect to the first (see Grad2).
+func GradAux2[A, B, X any](f func(A, B) (*peel.Tensor, X)) func(A, B) (A, X) {
+	return func(a A, b B) (A, X) {
+		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b) })(a)
+	}
+}
+
+// GradAux3 is GradAux2 for a function of three arguments.
+func GradAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X)) func(A, B, C) (A, X) {
+	return func(a A, b B, c C) (A, X) {
+		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b, c) })(a)
+	}
+}
+
+func gradOptions(op string, n int, opts []GradOption) []bool {
+	c := &gradConfig{}
+	for _, o := range opts {
+		o.applyGrad(c)
+	}
+	return selected(op, c.argnumsSet, c.argnums, n)
+}
+
+// GradArgs2 differentiates a function of two arguments with respect to
+// the arguments Argnums selects (JAX's argnums=(0, 1); the default is
+// both) and returns one gradient per argument; an argument not selected
+// is held constant and its gradient is its type's zero value. It panics
+// as Grad does, and for an invalid Argnums.
+//
+//	gw, gb := GradArgs2(loss)(w, b)
+func GradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func(A, B) (A, B) {
+	const op = "transforms.GradArgs2"
+	sel := gradOptions(op, 2, opts)
+	tf := func(t args2[A, B]) *peel.Tensor { return f(t.Arg0, t.Arg1) }
+	return func(a A, b B) (A, B) {
+		_, g := gradTuple(op, tf, args2[A, B]{a, b}, sel)
+		return g.Arg0, g.Arg1
+	}
+}
+
+// GradArgs3 is GradArgs2 for a function of three arguments.
+func GradArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradOption) func(A, B, C) (A, B, C) {
+	const op = "transforms.GradArgs3"
+	sel := gradOptions(op, 3, opts)
+	tf := func(t args3[A, B, C]) *peel.Tensor { return f(t.Arg0, t.Arg1, t.Arg2) }
+	return func(a A, b B, c C) (A, B, C) {
+		_, g := gradTuple(op, tf, args3[A, B, C]{a, b, c}, sel)
+		return g.Arg0, g.Arg1, g.Arg2
+	}
+}
+
+// Vmap2 is Vmap for a function of two arguments; InAxes takes one spec
+// per argument (or one int or NoAxis for both).
+//
+//	predict := Vmap2(model, InAxes(NoAxis, 0)) // shared params, batched x
+func Vmap2[A, B, R any](f func(A, B) R, opts ...VmapOption) func(A, B) R {
+	g := vmapTree("transforms.Vmap2", 2, func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, vmapOptions(opts))
+	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
+}
+
+// Vmap3 is Vmap for a function of three arguments.
+func Vmap3[A, B, C, R any](f func(A, B, C) R, opts ...VmapOption) func(A, B, C) R {
+	g := vmapTree("transforms.Vmap3", 3, func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, vmapOptions(opts))
+	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
+}
+
+// VJP2 is VJP for a function of two arguments: the pullback returns the
+// cotangent of each (zeros for their non-float leaves).
+func VJP2[A, B, R any](f func(A, B) R, a A, b B) (R, func(R) (A, B)) {
+	out, pb := vjpAs("transforms.VJP2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b})
+	return out, func(ct R) (A, B) {
+		g := pb(ct)
+		return g.Arg0, g.Arg1
+	}
+}
+
+// VJP3 is VJP2 for a function of three arguments.
+func VJP3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C) (R, func(R) (A, B, C)) {
+	out, pb := vjpAs("transforms.VJP3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, args3[A, B, C]{a, b, c})
+	return out, func(ct R) (A, B, C) {
+		g := pb(ct)
+		return g.Arg0, g.Arg1, g.Arg2
+	}
+}
+
+// JVP2 is JVP for a function of two arguments, with a tangent for each;
+// a tangent that is its type's zero value (a nil tensor, a zero struct)
+// means a zero tangent for that argument, so JVP2(f, x, y, tx, nil)
+// differentiates along x only.
+func JVP2[A, B, R any](f func(A, B) R, a A, b B, ta A, tb B) (R, R) {
+	return jvpTuple("transforms.JVP2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) },
+		args2[A, B]{a, b}, []any{a, b}, []any{ta, tb})
+}
+
+// JVP3 is JVP2 for a function of three arguments.
+func JVP3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C, ta A, tb B, tc C) (R, R) {
+	return jvpTuple("transforms.JVP3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) },
+		args3[A, B, C]{a, b, c}, []any{a, b, c}, []any{ta, tb, tc})
+}
+
+// jacobianTuple is a Jacobian of f over the selected arguments of tuple.
+func jacobianTuple[P interface{ zeroed([]bool) P }](op, name string, forward bool, f func(P) *peel.Tensor, tuple P, sel []bool, cfg *jacobianConfig) P {
+	r := restrict(op, tuple, sel)
+	jac, _ := jacobianFlat(op, name, forward, r.fn(tupleFn(r.def, f)), r.leaves, r.name, 1, cfg)
+	return build[P](r.def, r.expand(jac[0])).zeroed(sel)
+}
+
+// Jacrev2 is Jacrev for a function of two arguments, with respect to
+// the first (see Grad2); the result has the first argument's structure.
+func Jacrev2[A, B any](f func(A, B) *peel.Tensor, opts ...JacobianOption) func(A, B) A {
+	return jacobian2("transforms.Jacrev2", "jacrev", false, f, opts)
+}
+
+// Jacfwd2 is Jacrev2 in forward mode.
+func Jacfwd2[A, B any](f func(A, B) *peel.Tensor, opts ...JacobianOption) func(A, B) A {
+	return jacobian2("transforms.Jacfwd2", "jacfwd", true, f, opts)
+}
+
+// Jacrev3 is Jacrev2 for a function of three arguments.
+func Jacrev3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...JacobianOption) func(A, B, C) A {
+	return jacobian3("transforms.Jacrev3", "jacrev", false, f, opts)
+}
+
+// Jacfwd3 is Jacrev3 in forward mode.
+func Jacfwd3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...JacobianOption) func(A, B, C) A {
+	return jacobian3("transforms.Jacfwd3", "jacfwd", true, f, opts)
+}
+
+func jacobian2[A, B any](op, name string, forward bool, f func(A, B) *peel.Tensor, opts []JacobianOption) func(A, B) A {
+	cfg := jacobianOptions(opts)
+	tf := func(t args2[A, B]) *peel.Tensor { return f(t.Arg0, t.Arg1) }
+	return func(a A, b B) A {
+		cfg.noArgnums(op)
+		return jacobianTuple(op, name, forward, tf, args2[A, B]{a, b}, first2, cfg).Arg0
+	}
+}
+
+func jacobian3[A, B, C any](op, name string, forward bool, f func(A, B, C) *peel.Tensor, opts []JacobianOption) func(A, B, C) A {
+	cfg := jacobianOptions(opts)
+	tf := func(t args3[A, B, C]) *peel.Tensor { return f(t.Arg0, t.Arg1, t.Arg2) }
+	return func(a A, b B, c C) A {
+		cfg.noArgnums(op)
+		return jacobianTuple(op, name, forward, tf, args3[A, B, C]{a, b, c}, first3, cfg).Arg0
+	}
+}
+
+// JacrevArgs2 is Jacrev for a function of two arguments with respect to
+// the arguments Argnums selects (JAX's jacrev(f, argnums=(0, 1)); the
+// default is both): one Jacobian per argument, each with its argument's
+// structure and leaves of shape f.shape + leaf.shape; an argument not
+// selected gets its type's zero value.
+//
+//	jw, jb := JacrevArgs2(predict)(w, b)
+func JacrevArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...JacobianOption) func(A, B) (A, B) {
+	return jacobianArgs2("transforms.JacrevArgs2", "jacrev", false, f, opts)
+}
+
+// JacfwdArgs2 is JacrevArgs2 in forward mode.
+func JacfwdArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...JacobianOption) func(A, B) (A, B) {
+	return jacobianArgs2("transforms.JacfwdArgs2", "jacfwd", true, f, opts)
+}
+
+// JacrevArgs3 is JacrevArgs2 for a function of three arguments.
+func JacrevArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...JacobianOption) func(A, B, C) (A, B, C) {
+	return jacobianArgs3("transforms.JacrevArgs3", "jacrev", false, f, opts)
+}
+
+// JacfwdArgs3 is JacrevArgs3 in forward mode.
+func JacfwdArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...JacobianOption) func(A, B, C) (A, B, C) {
+	return jacobianArgs3("transforms.JacfwdArgs3", "jacfwd", true, f, opts)
+}
+
+func jacobianArgs2[A, B any](op, name string, forward bool, f func(A, B) *peel.Tensor, opts []JacobianOption) func(A, B) (A, B) {
+	cfg := jacobianOptions(opts)
+	sel := selected(op, cfg.argnumsSet, cfg.argnums, 2)
+	tf := func(t args2[A, B]) *peel.Tensor { return f(t.Arg0, t.Arg1) }
+	return func(a A, b B) (A, B) {
+		j := jacobianTuple(op, name, forward, tf, args2[A, B]{a, b}, sel, cfg)
+		return j.Arg0, j.Arg1
+	}
+}
+
+func jacobianArgs3[A, B, C any](op, name string, forward bool, f func(A, B, C) *peel.Tensor, opts []JacobianOption) func(A, B, C) (A, B, C) {
+	cfg := jacobianOptions(opts)
+	sel := selected(op, cfg.argnumsSet, cfg.argnums, 3)
+	tf := func(t args3[A, B, C]) *peel.Tensor { return f(t.Arg0, t.Arg1, t.Arg2) }
+	return func(a A, b B, c C) (A, B, C) {
+		j := jacobianTuple(op, name, forward, tf, args3[A, B, C]{a, b, c}, sel, cfg)
+		return j.Arg0, j.Arg1, j.Arg2
+	}
+}

@@ -1,0 +1,190 @@
+package transforms
+
+// Options follow one style across peel: each transform family has an
+// option interface with an unexported method, and constructors return
+// values satisfying it. An option meaning the same thing to several
+// families (ChunkSize, Argnums) is one value satisfying each interface,
+// so passing an option to a transform that has no use for it does not
+// compile.
+
+// VmapOption configures Vmap, Vmap2 and Vmap3: InAxes, OutAxes,
+// AxisSize and ChunkSize.
+type VmapOption interface{ applyVmap(*vmapConfig) }
+
+// JacobianOption configures the Jacobians and Hessians: ChunkSize, and
+// Argnums for the *Args forms.
+type JacobianOption interface{ applyJacobian(*jacobianConfig) }
+
+// GradOption configures GradArgs2 and GradArgs3: Argnums.
+type GradOption interface{ applyGrad(*gradConfig) }
+
+// FunctionalizeOption configures Functionalize: RemoveViews.
+type FunctionalizeOption interface{ applyFunctionalize(*functionalizeConfig) }
+
+// GraphOption configures MakeGraph: Decompose.
+type GraphOption interface{ applyGraph(*graphConfig) }
+
+type vmapConfig struct {
+	inAxes   []any // one spec per positional argument (or one for all)
+	inSet    bool
+	outAxes  any
+	outSet   bool
+	axisSize int
+	chunk    int
+	chunkSet bool
+}
+
+type jacobianConfig struct {
+	chunk      int
+	chunkSet   bool
+	argnums    []int
+	argnumsSet bool
+}
+
+type gradConfig struct {
+	argnums    []int
+	argnumsSet bool
+}
+
+type functionalizeConfig struct{ removeViews bool }
+
+type graphConfig struct{ decompose bool }
+
+type vmapOpt func(*vmapConfig)
+
+func (o vmapOpt) applyVmap(c *vmapConfig) { o(c) }
+
+// InAxes sets which dimension of each argument is mapped: one spec per
+// positional argument of the vmapped function (one for Vmap, two for
+// Vmap2, three for Vmap3), or a single int or NoAxis for all of them.
+// A spec is an int (in [-r, r) for a leaf of rank r; negative counts
+// from the end) or NoAxis for every leaf of that argument, or a tree
+// prefix of the argument — []any for slices and arrays, map[string]any
+// for maps and for structs (by exported field name) — whose nodes are
+// ints, NoAxis, nil (not mapped) or further prefixes. A prefix must
+// match the tree exactly: one entry per element, key or exported field;
+// a missing or unknown key or field is a *peel.Error naming its path.
+// The default is 0 for every argument.
+//
+//	Vmap3(loss, InAxes(NoAxis, 0, 0))              // params shared, x and y mapped
+//	Vmap(f, InAxes(map[string]any{"W": NoAxis, "X": 1}))
+func InAxes(specs ...any) VmapOption {
+	s := append([]any(nil), specs...)
+	return vmapOpt(func(c *vmapConfig) { c.inAxes, c.inSet = s, true })
+}
+
+// OutAxes sets where the batch dimension goes in each result leaf, with
+// InAxes's forms for the one result; an int is in [-r-1, r] for a
+// result leaf of rank r per lane (negative counts from the end of the
+// batched result). The default is 0. Results that do not depend on a
+// mapped input are broadcast to the batch size there.
+func OutAxes(spec any) VmapOption {
+	return vmapOpt(func(c *vmapConfig) { c.outAxes, c.outSet = spec, true })
+}
+
+// AxisSize sets the batch size; it is required when no argument is
+// mapped and must agree with the mapped arguments otherwise.
+func AxisSize(n int) VmapOption { return vmapOpt(func(c *vmapConfig) { c.axisSize = n }) }
+
+// ChunkOption is ChunkSize's option, for Vmap and for the Jacobians.
+type ChunkOption struct{ n int }
+
+// ChunkSize runs a batch (Vmap's lanes, a Jacobian's rows or columns)
+// in chunks of n and concatenates the results: the same result with
+// memory bounded by n lanes. n must be positive; the transform panics
+// with *peel.Error otherwise.
+func ChunkSize(n int) ChunkOption { return ChunkOption{n} }
+
+func (o ChunkOption) applyVmap(c *vmapConfig) { c.chunk, c.chunkSet = o.n, true }
+
+func (o ChunkOption) applyJacobian(c *jacobianConfig) { c.chunk, c.chunkSet = o.n, true }
+
+// ArgnumsOption is Argnums's option, for GradArgs2/3 and the Jacobians'
+// *Args forms.
+type ArgnumsOption struct{ nums []int }
+
+// Argnums selects the positional arguments (0-based) a GradArgs2/3 or
+// JacrevArgs/JacfwdArgs form differentiates, as JAX's argnums; the
+// default is all of them. The derivatives of the others come back as
+// their type's zero value. The transform panics with *peel.Error for an
+// index out of range, a repeated index or an empty list, and the
+// one-argument and first-argument forms (Jacrev, Jacrev2, …) refuse it.
+func Argnums(nums ...int) ArgnumsOption { return ArgnumsOption{append([]int(nil), nums...)} }
+
+func (o ArgnumsOption) applyGrad(c *gradConfig) { c.argnums, c.argnumsSet = o.nums, true }
+
+func (o ArgnumsOption) applyJacobian(c *jacobianConfig) {
+	c.argnums, c.argnumsSet = o.nums, true
+}
+
+type removeViewsOpt struct{}
+
+func (removeViewsOpt) applyFunctionalize(c *functionalizeConfig) { c.removeViews = true }
+
+// RemoveViews makes Functionalize also replace every view by a copy below
+// it (torch.func's remove="mutations_and_views"): each view primitive's
+// result is copied at once, so no value below aliases another.
+func RemoveViews() FunctionalizeOption { return removeViewsOpt{} }
+
+type decomposeOpt struct{}
+
+func (decomposeOpt) applyGraph(c *graphConfig) { c.decompose = true }
+
+// Decompose makes MakeGraph decompose user-defined ops into the
+// primitives of their composites.
+func Decompose() GraphOption { return decomposeOpt{} }
+
+func vmapOptions(opts []VmapOption) *vmapConfig {
+	c := &vmapConfig{}
+	for _, o := range opts {
+		o.applyVmap(c)
+	}
+	return c
+}
+
+func jacobianOptions(opts []JacobianOption) *jacobianConfig {
+	c := &jacobianConfig{}
+	for _, o := range opts {
+		o.applyJacobian(c)
+	}
+	return c
+}
+
+// noArgnums panics with *Error naming op when Argnums was given to a
+// Jacobian that differentiates one fixed argument.
+func (c *jacobianConfig) noArgnums(op string) {
+	if c.argnumsSet {
+		treeErrorf(op, "takes no Argnums: it differentiates its first argument; use the *Args form (JacrevArgs2, JacfwdArgs3, …) to choose arguments")
+	}
+}
+
+// vmap returns the Vmap configuration a Jacobian's vectorized rows use.
+func (c *jacobianConfig) vmap() *vmapConfig {
+	return &vmapConfig{chunk: c.chunk, chunkSet: c.chunkSet}
+}
+
+// selected resolves Argnums for a function of n arguments: the sorted
+// indices to differentiate (all when not set). It panics with *Error
+// naming op for an empty list, a repeat or an index out of range.
+func selected(op string, set bool, nums []int, n int) []bool {
+	sel := make([]bool, n)
+	if !set {
+		for i := range sel {
+			sel[i] = true
+		}
+		return sel
+	}
+	if len(nums) == 0 {
+		treeErrorf(op, "Argnums is empty: give at least one argument index")
+	}
+	for _, k := range nums {
+		if k < 0 || k >= n {
+			treeErrorf(op, "Argnums index %d is out of range for a function of %d arguments", k, n)
+		}
+		if sel[k] {
+			treeErrorf(op, "Argnums repeats index %d", k)
+		}
+		sel[k] = true
+	}
+	return sel
+}
