@@ -344,7 +344,7 @@ type Graph = interp.Graph
 // every primitive f applies to them, transforms included (MakeGraph of
 // Grad(g) shows the forward and backward passes), after dead-code
 // elimination. The graph's inputs are args' leaves in tree order, and its
-// outputs the result's leaves. An op defined with peel.DefineOp is one
+// outputs the result's leaves. An op defined with customop.Define is one
 // equation (so a compiler can keep its fused kernel) unless opts include
 // Decompose.
 func MakeGraph[A, B any](f func(A) B, args A, opts ...GraphOption) *Graph {
