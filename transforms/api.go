@@ -297,7 +297,7 @@ func tryTangents(tangents func() []*T, n int) (tl []*T) {
 			tl = make([]*T, n)
 		}
 	}()
-	tl = tangents()
+	tl = append([]*T(nil), tangents()...) // a copy: tangents' own slice is checked again
 	for i, t := range tl {
 		if t != nil && !t.DType().IsFloat() {
 			tl[i] = nil

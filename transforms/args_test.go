@@ -404,3 +404,20 @@ func TestExplicitNilAxisIsNotMapped(t *testing.T) {
 		transforms.Vmap(func(x *T) *T { return peel.Sum(x) }, transforms.OutAxes(nil))(x)
 	}, "batched but its out axis is NoAxis")
 }
+
+// TestJVPTreeWithIntLeaf: JVP along a tree whose int leaf has a tangent
+// (ignored) works; the tangent check once saw that leaf dropped from its
+// own slice and dereferenced nil.
+func TestJVPTreeWithIntLeaf(t *testing.T) {
+	type m struct{ W, N *T }
+	x := m{W: peel.FromFloat64s([]float64{1, 2}), N: peel.FromInt64s([]int64{3})}
+	f := func(p m) m { return m{W: peel.Mul(p.W, p.W), N: p.N} }
+	y, ty := transforms.JVP(f, x, x)
+	near(t, "JVP value", y.W.Float64s(), []float64{1, 4}, 0)
+	near(t, "JVP tangent", ty.W.Float64s(), []float64{2, 8}, 0)
+	if got := ty.N.Int64s(); len(got) != 1 || got[0] != 0 {
+		t.Errorf("int leaf tangent %v, want zeros", ty.N)
+	}
+	_, t2 := transforms.JVP2(func(a m, s *T) *T { return peel.Mul(a.W, s) }, x, peel.Scalar(2.0), x, nil)
+	near(t, "JVP2 tangent", t2.Float64s(), []float64{2, 4}, 0)
+}
