@@ -1,19 +1,32 @@
 package transforms
 
 import (
+	"reflect"
+
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 )
 
 // Custom derivative rules are primitives whose Impl calls the user's
 // function (so every interpreter without a rule simply runs it) and whose
-// JVP rule calls the user's rule.
+// JVP rule calls the user's rule. The primitives work on flat leaves:
+// CustomJVP and CustomVJP flatten the argument tree, bind the primitive
+// on its tensor leaves, and give it rules that rebuild the trees (the
+// argument's static parts come back from the call's tree definition)
+// before they call the user's functions, and flatten what those return.
 
-type customJVPParams struct {
-	f   func([]*T) *T
-	jvp func(primals, tangents []*T) (*T, *T)
+// jvpRule is a CustomJVP call's rule over leaves: f maps the argument's
+// leaves to the result's; jvp maps primal and tangent leaves (every one
+// non-nil) to the result's leaves and their tangents (nil exactly for
+// the leaves that are not float).
+type jvpRule struct {
+	f   func(in []*T) []*T
+	jvp func(primals, tangents []*T) (outs, touts []*T)
 }
+
+type customJVPParams struct{ jvpRule }
 
 func (customJVPParams) String() string { return "custom_jvp" }
 
@@ -22,7 +35,7 @@ var customJVPCall = func() *interp.Prim {
 		panic(interp.Errorf("custom_jvp_call has no shape rule: it is decomposed"))
 	})
 	p.Impl = func(params any, args []*T) []*T {
-		return []*T{params.(customJVPParams).f(args)}
+		return params.(customJVPParams).f(args)
 	}
 	p.JVP = func(params any, primals, tangents []*T) ([]*T, []*T) {
 		cp := params.(customJVPParams)
@@ -33,90 +46,80 @@ var customJVPCall = func() *interp.Prim {
 			}
 			ts[i] = t
 		}
-		out, tout := cp.jvp(primals, ts)
-		return []*T{out}, []*T{tout}
+		return cp.jvp(primals, ts)
 	}
 	return p
 }()
 
-// CustomJVP returns f with its own forward-mode derivative rule: under
-// every autodiff transform, jvp(primals, tangents) is used instead of
-// differentiating f's operations. jvp must be linear in tangents (reverse
-// mode transposes it) and written with peel operations, so it can itself
-// be differentiated for higher orders. Outside autodiff the result is f.
-//
-// CustomJVP panics with *peel.Error when f or jvp is nil; the function it
-// returns panics with *peel.Error when f returns a nil tensor or jvp a
-// nil output or tangent, or a tangent of another shape or dtype than the
-// output.
-func CustomJVP(f func(xs []*peel.Tensor) *peel.Tensor, jvp func(primals, tangents []*peel.Tensor) (out, tangentOut *peel.Tensor)) func(xs ...*peel.Tensor) *peel.Tensor {
-	const op = "transforms.CustomJVP"
-	if f == nil || jvp == nil {
-		treeErrorf(op, "f and jvp must not be nil (f nil: %v, jvp nil: %v)", f == nil, jvp == nil)
-	}
-	params := customJVPParams{
-		f: checkedF(op, f),
-		jvp: func(primals, tangents []*T) (*T, *T) {
-			out, tout := jvp(primals, tangents)
-			if out == nil || tout == nil || !tout.Aval().Equal(out.Aval()) {
-				treeErrorf(op, "the JVP rule must return the output and a tangent of the output's shape and dtype (got %s and %s)", out.TypeString(), tout.TypeString())
-			}
-			return out, tout
-		},
-	}
-	return func(xs ...*peel.Tensor) *peel.Tensor {
-		defer interp.Annotate("transforms.CustomJVP")
-		return interp.Bind1(customJVPCall, params, xs...)
-	}
+// vjpRule is a CustomVJP call's rule over leaves: f maps the argument's
+// leaves to the result's; fwd maps them to the result's leaves and the
+// residuals' leaves; bwd maps the residuals' leaves and one cotangent per
+// result leaf (every one non-nil) to one cotangent per argument leaf (nil
+// for zero), unchecked; name names argument leaf i in errors.
+type vjpRule struct {
+	f    func(in []*T) []*T
+	fwd  func(in []*T) (outs, res []*T)
+	bwd  func(res, cts []*T) []*T
+	name func(i int) string
 }
 
-type customVJPParams struct {
-	f   func([]*T) *T
-	fwd func([]*T) (*T, []*T)
-	bwd func(res []*T, ct *T) []*T
-}
+type customVJPParams struct{ vjpRule }
 
 func (customVJPParams) String() string { return "custom_vjp" }
 
-// customVJPLin is the linear map a CustomVJP function contributes to a
-// linearized program: it has no forward rule, and its transpose calls
-// the user's bwd with the residuals saved by fwd.
+// customVJPLinParams are the parameters of custom_vjp_lin, the linear map
+// a CustomVJP call contributes to a linearized program: its operands are
+// the tangents of the argument leaves listed in diff, its results the
+// tangents of the result leaves listed in fout (the float ones). It has
+// no forward rule; its transpose calls bwd with the residuals saved by
+// fwd.
 type customVJPLinParams struct {
-	bwd  func(res []*T, ct *T) []*T
+	bwd  func(res, cts []*T) []*T
+	name func(i int) string
 	res  []*T
-	out  interp.Aval
-	in   []interp.Aval
-	name string
+	in   []interp.Aval // every argument leaf
+	out  []interp.Aval // every result leaf
+	diff []int
+	fout []int
 }
 
 func (customVJPLinParams) String() string { return "custom_vjp_bwd" }
 
 var customVJPLin = func() *interp.Prim {
 	p := interp.NewPrim("custom_vjp_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
-		return []interp.Aval{params.(customVJPLinParams).out}
+		lp := params.(customVJPLinParams)
+		out := make([]interp.Aval, len(lp.fout))
+		for k, i := range lp.fout {
+			out[k] = lp.out[i]
+		}
+		return out
 	})
 	p.Linear = []bool{true} // in every operand (prims.LinearIn repeats the last entry)
 	p.NoEval = "forward-mode differentiation (JVP, Jacfwd, Linearize) of a CustomVJP function is not supported: give it a CustomJVP rule instead"
 	p.Transpose = func(params any, cts []*T, args []*T, linear []bool) []*T {
 		lp := params.(customVJPLinParams)
-		if cts[0] == nil {
-			return make([]*T, len(args))
+		res := make([]*T, len(args))
+		full := make([]*T, len(lp.out))
+		any := false
+		for k, i := range lp.fout {
+			full[i] = cts[k]
+			any = any || cts[k] != nil
 		}
-		got := lp.bwd(lp.res, cts[0])
-		if len(got) != len(args) {
-			treeErrorf("transforms.CustomVJP", "bwd returned %d cotangents for %d inputs", len(got), len(args))
+		if !any {
+			return res
 		}
-		out := make([]*T, len(args))
-		for i := range args {
-			if !linear[i] || got[i] == nil {
-				continue
+		for i, c := range full {
+			if c == nil {
+				full[i] = zeros(lp.out[i])
 			}
-			if !got[i].Aval().Equal(lp.in[i]) {
-				treeErrorf("transforms.CustomVJP", "bwd's cotangent %d is %s, but the input is %s", i, got[i].TypeString(), lp.in[i])
-			}
-			out[i] = got[i]
 		}
-		return out
+		got := checkCotangents(lp.bwd(lp.res, full), lp.in, lp.name)
+		for k, i := range lp.diff {
+			if linear[k] {
+				res[k] = got[i]
+			}
+		}
+		return res
 	}
 	return p
 }()
@@ -126,74 +129,242 @@ var customVJPCall = func() *interp.Prim {
 		panic(interp.Errorf("custom_vjp_call has no shape rule: it is decomposed"))
 	})
 	p.Impl = func(params any, args []*T) []*T {
-		return []*T{params.(customVJPParams).f(args)}
+		return params.(customVJPParams).f(args)
 	}
 	p.JVP = func(params any, primals, tangents []*T) ([]*T, []*T) {
+		// fwd's output is the primal result: f is not run.
 		cp := params.(customVJPParams)
-		out, res := cp.fwd(primals)
-		in := make([]interp.Aval, len(primals))
-		ts := make([]*T, len(tangents))
+		outs, res := cp.fwd(primals)
+		lp := customVJPLinParams{bwd: cp.bwd, name: cp.name, res: res, in: avalsOf(primals), out: avalsOf(outs)}
+		var ts []*T
 		for i, t := range tangents {
-			in[i] = primals[i].Aval()
-			if t == nil {
-				t = zerosLike(primals[i])
+			if t != nil {
+				lp.diff = append(lp.diff, i)
+				ts = append(ts, t)
 			}
-			ts[i] = t
 		}
-		lp := customVJPLinParams{bwd: cp.bwd, res: res, out: out.Aval(), in: in}
-		return []*T{out}, []*T{interp.Bind1(customVJPLin, lp, ts...)}
+		for i, o := range outs {
+			if o.DType().IsFloat() {
+				lp.fout = append(lp.fout, i)
+			}
+		}
+		touts := make([]*T, len(outs))
+		if len(ts) == 0 || len(lp.fout) == 0 {
+			return outs, touts
+		}
+		lin := interp.Bind(customVJPLin, lp, ts...)
+		for k, i := range lp.fout {
+			touts[i] = lin[k]
+		}
+		return outs, touts
 	}
 	return p
 }()
 
-// CustomVJP returns f with its own reverse-mode rule: under reverse-mode
-// transforms, fwd(xs) computes the output and saves residuals, and
-// bwd(residuals, ct) maps the output's cotangent to one cotangent per
-// input (nil for zero). bwd is written with peel operations, so
-// differentiating through it (second order) uses the rule's own
-// operations. Forward mode of a CustomVJP function panics with
-// *peel.Error; outside autodiff the result is f.
+func avalsOf(xs []*T) []interp.Aval {
+	a := make([]interp.Aval, len(xs))
+	for i, x := range xs {
+		a[i] = x.Aval()
+	}
+	return a
+}
+
+// checkCotangents checks bwd's cotangents got (one per argument leaf, of
+// types in) and returns them with those of leaves that are not float
+// dropped (nil). It panics with *Error naming CustomVJP and the leaf
+// when a float leaf's cotangent has another shape or dtype.
+func checkCotangents(got []*T, in []interp.Aval, name func(int) string) []*T {
+	if len(got) != len(in) {
+		treeErrorf("transforms.CustomVJP", "bwd returned %d cotangents for %d argument leaves", len(got), len(in))
+	}
+	out := make([]*T, len(in))
+	for i, g := range got {
+		if g == nil || !in[i].DType.IsFloat() {
+			continue
+		}
+		if !g.Aval().Equal(in[i]) {
+			treeErrorf("transforms.CustomVJP", "bwd's cotangent for %s is %s, but the argument leaf is %s", name(i), g.TypeString(), in[i])
+		}
+		out[i] = g
+	}
+	return out
+}
+
+// customCall is the state of one call of a function made by CustomJVP or
+// CustomVJP: the argument's tree definition, and those of the result and
+// the residuals, recorded when the user's functions run (they run inside
+// the primitive's rules, possibly at other levels, before the call
+// rebuilds its result).
+type customCall struct {
+	op     string
+	in     *treeDef
+	out    *treeDef
+	res    *treeDef
+	resNil bool // fwd returned a nil residual tree
+}
+
+// outLeaves flattens r, the result of the user's function who, recording
+// its definition; a nil tree or a nil leaf is *Error naming the path.
+func (c *customCall) outLeaves(who string, r any) []*T {
+	if !reflect.ValueOf(r).IsValid() {
+		treeErrorf(c.op, "%s returned nil, not a tree of tensors", who)
+	}
+	leaves, def := flattenAs(c.op, r, auxTree)
+	for i, l := range leaves {
+		if l == nil {
+			treeErrorf(c.op, "%s returned a nil tensor at result path %s", who, pathOr(def.Paths()[i]))
+		}
+	}
+	c.out = def
+	return leaves
+}
+
+// result rebuilds the call's result from its leaves.
+func result[R any](c *customCall, leaves []*T) R {
+	if c.out == nil {
+		treeErrorf(c.op, "internal error: the result was computed without running the user's function")
+	}
+	return build[R](c.out, leaves)
+}
+
+// argName names argument leaf i in errors.
+func (c *customCall) argName(i int) string { return c.in.LeafName("the argument", i) }
+
+// CustomJVP returns f with its own forward-mode derivative rule: under
+// every autodiff transform, jvp(primals, tangents) is used instead of
+// differentiating f's operations, and gives the result and its tangent.
+// Outside autodiff the result is f; under autodiff f is not run.
 //
-// CustomVJP panics with *peel.Error when f, fwd or bwd is nil; the
-// function it returns panics with *peel.Error when f returns a nil
-// tensor, fwd a nil output or a nil residual, or bwd the wrong number of
-// cotangents or one of the wrong shape or dtype.
-func CustomVJP(f func(xs []*peel.Tensor) *peel.Tensor, fwd func(xs []*peel.Tensor) (out *peel.Tensor, residuals []*peel.Tensor), bwd func(residuals []*peel.Tensor, ct *peel.Tensor) []*peel.Tensor) func(xs ...*peel.Tensor) *peel.Tensor {
+// The argument is a tree (a tensor, or slices, arrays, string-keyed
+// maps, pointers and structs of them; see Grad), and so is the result.
+// tangents has the argument's structure and static parts; its leaves
+// are the tangents of the argument's leaves, zeros (of the leaf's dtype)
+// for the leaves that are not float or not differentiated. The static
+// parts of the argument (values that hold no tensor) are arguments that
+// are not differentiated, passed as they are. jvp returns the result and
+// a tangent of the result's structure; tangents of result leaves that
+// are not float are ignored (and may be nil).
+//
+// jvp must be linear in tangents (reverse mode transposes it) and
+// written with peel operations, so that it can itself be differentiated
+// for higher orders and vmapped (under Vmap the rule is applied to the
+// batch, not f's operations).
+//
+// CustomJVP panics with *peel.Error when f or jvp is nil. The function it
+// returns panics with *peel.Error when the argument is not a valid tree,
+// when f or jvp returns nil or a tree with a nil tensor, or when jvp's
+// tangent differs from the result in structure or has, at a float leaf, a
+// nil tensor or one of another shape or dtype than the result leaf (the
+// error names the leaf's path).
+func CustomJVP[A, R any](f func(A) R, jvp func(primals, tangents A) (R, R)) func(A) R {
+	const op = "transforms.CustomJVP"
+	if f == nil || jvp == nil {
+		treeErrorf(op, "f and jvp must not be nil (f nil: %v, jvp nil: %v)", f == nil, jvp == nil)
+	}
+	return func(a A) R {
+		defer interp.Annotate(op)
+		leaves, def := flatten(op, a)
+		c := &customCall{op: op, in: def}
+		rule := jvpRule{
+			f: func(in []*T) []*T { return c.outLeaves("f", f(build[A](def, in))) },
+			jvp: func(primals, tangents []*T) ([]*T, []*T) {
+				r, tr := jvp(build[A](def, primals), build[A](def, tangents))
+				outs := c.outLeaves("the JVP rule", r)
+				if d := treeimpl.StructureDiff(r, tr); d != "" {
+					treeErrorf(op, "the JVP rule's tangent must have the result's structure: %s", d)
+				}
+				touts, _ := flattenAs(op, tr, auxTree)
+				paths := c.out.Paths()
+				for i, o := range outs {
+					switch {
+					case !o.DType().IsFloat():
+						touts[i] = nil
+					case touts[i] == nil:
+						treeErrorf(op, "the JVP rule returned a nil tangent at result path %s (only leaves that are not float may have nil tangents)", pathOr(paths[i]))
+					case !touts[i].Aval().Equal(o.Aval()):
+						treeErrorf(op, "the JVP rule's tangent at result path %s is %s, but the result leaf is %s", pathOr(paths[i]), touts[i].TypeString(), o.TypeString())
+					}
+				}
+				return outs, touts
+			},
+		}
+		return result[R](c, interp.Bind(customJVPCall, customJVPParams{rule}, leaves...))
+	}
+}
+
+// CustomVJP returns f with its own reverse-mode rule: under reverse-mode
+// transforms, fwd(x) computes the result and saves residuals, and
+// bwd(residuals, ct) maps the result's cotangent to the argument's.
+// fwd's result is the result: under autodiff f is not run (so fwd may
+// save what f computes on the way instead of computing it twice).
+// Outside autodiff the result is f.
+//
+// The argument, the result and the residuals are trees (a tensor, or
+// slices, arrays, string-keyed maps, pointers and structs of them; see
+// Grad). The static parts of the argument (values that hold no tensor)
+// are arguments that are not differentiated, passed as they are; the
+// residuals may hold static values and tensors of any dtype. ct has the
+// result's structure, with zeros for the leaves that have no cotangent
+// (and for those that are not float). bwd returns a tree of the
+// argument's structure: a nil leaf is a zero cotangent, cotangents of
+// leaves that are not float are ignored (and may be nil), and static
+// parts are ignored.
+//
+// bwd is written with peel operations, so differentiating through it
+// (second order, Hessians) uses the rule's own operations, and so is fwd:
+// under Vmap the rule is applied to the batch, not f's operations.
+// Forward mode of a CustomVJP function (JVP, Jacfwd, Linearize) panics
+// with *peel.Error; give the function a CustomJVP rule instead.
+//
+// CustomVJP panics with *peel.Error when f, fwd or bwd is nil. The
+// function it returns panics with *peel.Error when the argument is not a
+// valid tree, when f or fwd returns nil or a tree with a nil tensor (in
+// the result or the residuals), when bwd's result differs from the
+// argument in structure, or when its cotangent of a float leaf has
+// another shape or dtype than the leaf (the error names the leaf's
+// path).
+func CustomVJP[A, R, Res any](f func(A) R, fwd func(A) (R, Res), bwd func(res Res, ct R) A) func(A) R {
 	const op = "transforms.CustomVJP"
 	if f == nil || fwd == nil || bwd == nil {
 		treeErrorf(op, "f, fwd and bwd must not be nil (f nil: %v, fwd nil: %v, bwd nil: %v)", f == nil, fwd == nil, bwd == nil)
 	}
-	params := customVJPParams{
-		f: checkedF(op, f),
-		fwd: func(xs []*T) (*T, []*T) {
-			out, res := fwd(xs)
-			if out == nil {
-				treeErrorf(op, "fwd returned a nil output")
-			}
-			for i, r := range res {
-				if r == nil {
-					treeErrorf(op, "fwd returned residual %d as a nil tensor (of %d residuals)", i, len(res))
+	return func(a A) R {
+		defer interp.Annotate(op)
+		leaves, def := flatten(op, a)
+		c := &customCall{op: op, in: def}
+		rule := vjpRule{
+			f: func(in []*T) []*T { return c.outLeaves("f", f(build[A](def, in))) },
+			fwd: func(in []*T) ([]*T, []*T) {
+				r, res := fwd(build[A](def, in))
+				outs := c.outLeaves("fwd", r)
+				if !reflect.ValueOf(res).IsValid() {
+					c.resNil = true
+					return outs, nil
 				}
-			}
-			return out, res
-		},
-		bwd: bwd,
-	}
-	return func(xs ...*peel.Tensor) *peel.Tensor {
-		defer interp.Annotate("transforms.CustomVJP")
-		return interp.Bind1(customVJPCall, params, xs...)
-	}
-}
-
-// checkedF wraps the user's f of a custom rule so that a nil result is
-// *Error naming op.
-func checkedF(op string, f func([]*T) *T) func([]*T) *T {
-	return func(xs []*T) *T {
-		out := f(xs)
-		if out == nil {
-			treeErrorf(op, "f returned a nil tensor")
+				rl, rdef := flattenAs(op, res, auxTree)
+				for i, l := range rl {
+					if l == nil {
+						treeErrorf(op, "fwd returned a nil tensor at residual path %s", pathOr(rdef.Paths()[i]))
+					}
+				}
+				c.res = rdef
+				return outs, rl
+			},
+			bwd: func(res, cts []*T) []*T {
+				var rv Res
+				if !c.resNil {
+					rv = build[Res](c.res, res)
+				}
+				g := bwd(rv, result[R](c, cts))
+				if d := treeimpl.StructureDiff(def.Proto().Interface(), g); d != "" {
+					treeErrorf(op, "bwd must return a cotangent of the argument's structure: %s", d)
+				}
+				got, _ := flattenAs(op, g, auxTree)
+				return got
+			},
+			name: c.argName,
 		}
-		return out
+		return result[R](c, interp.Bind(customVJPCall, customVJPParams{rule}, leaves...))
 	}
 }
 
@@ -233,61 +404,90 @@ func init() {
 	batching.Register(customJVPCall, func(size int, params any, vals []*T, dims []int) ([]*T, []int) {
 		cp := params.(customJVPParams)
 		n := len(vals)
-		f := vmapped(size, dims, func(xs []*T) []*T { return []*T{cp.f(xs)} })
+		// The vmapped rule returns the result leaves and then the
+		// tangents of the float ones, listed in fout.
+		var fout []int
 		jvp := vmapped(size, append(append([]int{}, dims...), dims...), func(xs []*T) []*T {
-			o, t := cp.jvp(xs[:n], xs[n:])
-			return []*T{o, t}
+			outs, touts := cp.jvp(xs[:n], xs[n:])
+			r := append([]*T(nil), outs...)
+			fout = fout[:0]
+			for i, t := range touts {
+				if t != nil {
+					r = append(r, t)
+					fout = append(fout, i)
+				}
+			}
+			return r
 		})
-		bp := customJVPParams{
-			f: func(xs []*T) *T { return f(xs)[0] },
-			jvp: func(p, t []*T) (*T, *T) {
+		bp := customJVPParams{jvpRule{
+			f: vmapped(size, dims, cp.f),
+			jvp: func(p, t []*T) ([]*T, []*T) {
 				r := jvp(append(append([]*T{}, p...), t...))
-				return r[0], r[1]
+				m := len(r) - len(fout)
+				touts := make([]*T, m)
+				for k, i := range fout {
+					touts[i] = r[m+k]
+				}
+				return r[:m], touts
 			},
-		}
-		return interp.Bind(customJVPCall, bp, vals...), []int{0}
+		}}
+		outs := interp.Bind(customJVPCall, bp, vals...)
+		return outs, make([]int, len(outs))
 	})
 	batching.Register(customVJPCall, func(size int, params any, vals []*T, dims []int) ([]*T, []int) {
 		cp := params.(customVJPParams)
-		f := vmapped(size, dims, func(xs []*T) []*T { return []*T{cp.f(xs)} })
+		lane := make([]interp.Aval, len(vals))
+		var fin []int // the float argument leaves
+		for i, v := range vals {
+			lane[i] = laneAval(v, dims[i])
+			if v.DType().IsFloat() {
+				fin = append(fin, i)
+			}
+		}
+		nOut := 0
 		fwd := vmapped(size, dims, func(xs []*T) []*T {
-			o, res := cp.fwd(xs)
-			return append([]*T{o}, res...)
+			outs, res := cp.fwd(xs)
+			nOut = len(outs)
+			return append(append([]*T(nil), outs...), res...)
 		})
-		bp := customVJPParams{
-			f: func(xs []*T) *T { return f(xs)[0] },
-			fwd: func(xs []*T) (*T, []*T) {
+		bp := customVJPParams{vjpRule{
+			f: vmapped(size, dims, cp.f),
+			fwd: func(xs []*T) ([]*T, []*T) {
 				r := fwd(xs)
-				return r[0], r[1:]
+				return r[:nOut], r[nOut:]
 			},
-			bwd: func(res []*T, ct *T) []*T {
-				bdims := make([]int, len(res)+1) // residuals and ct batched at 0
-				bwd := vmapped(size, bdims, func(xs []*T) []*T {
-					cts := cp.bwd(xs[:len(xs)-1], xs[len(xs)-1])
-					if len(cts) != len(vals) {
-						treeErrorf("transforms.CustomVJP", "bwd returned %d cotangents for %d inputs", len(cts), len(vals))
+			bwd: func(res, cts []*T) []*T {
+				// Residuals and cotangents are batched at 0; the
+				// vmapped rule returns the cotangents of the float
+				// argument leaves.
+				nres := len(res)
+				bwd := vmapped(size, make([]int, nres+len(cts)), func(xs []*T) []*T {
+					got := checkCotangents(cp.bwd(xs[:nres], xs[nres:]), lane, cp.name)
+					r := make([]*T, len(fin))
+					for k, i := range fin {
+						r[k] = zeroIfNil(got[i], lane[i])
 					}
-					cts = append([]*T(nil), cts...) // the user's slice is theirs
-					for i, c := range cts {
-						if c == nil {
-							cts[i] = zeros(laneAval(vals[i], dims[i]))
-						}
-					}
-					return cts
+					return r
 				})
-				cts := bwd(append(append([]*T{}, res...), ct))
-				// An operand shared by every lane gets the sum of the
-				// lanes' cotangents.
-				for i, d := range dims {
-					if d == batching.NotMapped {
-						cts[i] = peel.Sum(cts[i], 0)
-					} else if d != 0 {
-						cts[i] = batching.MoveDim(cts[i], 0, d)
+				r := bwd(append(append([]*T{}, res...), cts...))
+				full := make([]*T, len(vals))
+				for k, i := range fin {
+					switch d := dims[i]; {
+					case d == batching.NotMapped:
+						// An operand shared by every lane gets the sum
+						// of the lanes' cotangents.
+						full[i] = peel.Sum(r[k], 0)
+					case d != 0:
+						full[i] = batching.MoveDim(r[k], 0, d)
+					default:
+						full[i] = r[k]
 					}
 				}
-				return cts
+				return full
 			},
-		}
-		return interp.Bind(customVJPCall, bp, vals...), []int{0}
+			name: cp.name,
+		}}
+		outs := interp.Bind(customVJPCall, bp, vals...)
+		return outs, make([]int, len(outs))
 	})
 }

@@ -223,11 +223,9 @@ func TestCustomVJP(t *testing.T) {
 	// log(1 + eˣ), whose naive gradient eˣ/(1+eˣ) overflows to NaN at
 	// x = 1000; the rule uses the stable sigmoid.
 	log1pexp := transforms.CustomVJP(
-		func(xs []*T) *T { return peel.Log(peel.Add(peel.Exp(xs[0]), 1)) },
-		func(xs []*T) (*T, []*T) {
-			return peel.Softplus(xs[0]), []*T{xs[0]}
-		},
-		func(res []*T, ct *T) []*T { return []*T{peel.Mul(ct, peel.Sigmoid(res[0]))} },
+		func(x *T) *T { return peel.Log(peel.Add(peel.Exp(x), 1)) },
+		func(x *T) (*T, *T) { return peel.Softplus(x), x },
+		func(x *T, ct *T) *T { return peel.Mul(ct, peel.Sigmoid(x)) },
 	)
 	f := func(x *T) *T { return peel.Sum(log1pexp(x)) }
 	g := transforms.Grad(f)(f64(0, 1000, -1000))
@@ -237,9 +235,9 @@ func TestCustomVJP(t *testing.T) {
 	near(t, "second order", gg.Float64s(), []float64{0.25}, 1e-12)
 	// A rule that clips is used, not the function's derivative.
 	clipped := transforms.CustomVJP(
-		func(xs []*T) *T { return peel.Mul(xs[0], 3) },
-		func(xs []*T) (*T, []*T) { return peel.Mul(xs[0], 3), nil },
-		func(_ []*T, ct *T) []*T { return []*T{peel.Clip(ct, -1, 1)} },
+		func(x *T) *T { return peel.Mul(x, 3) },
+		func(x *T) (*T, any) { return peel.Mul(x, 3), nil },
+		func(_ any, ct *T) *T { return peel.Clip(ct, -1, 1) },
 	)
 	gc := transforms.Grad(func(x *T) *T { return peel.Sum(peel.Mul(clipped(x), 5)) })(f64(1, 2))
 	near(t, "clipping rule", gc.Float64s(), []float64{1, 1}, 0)
@@ -250,8 +248,8 @@ func TestCustomJVP(t *testing.T) {
 	// A JVP rule that doubles the true derivative, to see that it is used
 	// in forward and reverse mode.
 	sq := transforms.CustomJVP(
-		func(xs []*T) *T { return peel.Square(xs[0]) },
-		func(p, tg []*T) (*T, *T) { return peel.Square(p[0]), peel.Mul(peel.Mul(p[0], 4), tg[0]) },
+		func(x *T) *T { return peel.Square(x) },
+		func(p, tg *T) (*T, *T) { return peel.Square(p), peel.Mul(peel.Mul(p, 4), tg) },
 	)
 	_, jv := transforms.JVP(func(x *T) *T { return sq(x) }, f64(3), f64(1))
 	near(t, "custom jvp forward", jv.Float64s(), []float64{12}, 0)

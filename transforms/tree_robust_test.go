@@ -78,9 +78,6 @@ func rbNear(t *testing.T, what string, got, want []float64, tol float64) {
 
 func rbSum(x *T) *T { return peel.Sum(x) }
 
-// rbUnary is f of one operand.
-func rbUnary(f func(...*T) *T) func(*T) *T { return func(x *T) *T { return f(x) } }
-
 // rbSum1 is f followed by a sum.
 func rbSum1(f func(*T) *T) func(*T) *T { return func(x *T) *T { return rbSum(f(x)) } }
 
@@ -375,35 +372,35 @@ func TestTransformsNilResult(t *testing.T) {
 
 func TestCustomRulesNilResults(t *testing.T) {
 	x := peel.FromFloat64s([]float64{0.5, 1.5})
-	sq := func(xs []*T) *T { return peel.Mul(xs[0], xs[0]) }
-	bwd := func(res []*T, ct *T) []*T { return []*T{peel.Mul(ct, peel.Mul(res[0], 2.0))} }
-	nilOut := transforms.CustomVJP(sq, func(xs []*T) (*T, []*T) { return nil, []*T{xs[0]} }, bwd)
-	nilRes := transforms.CustomVJP(sq, func(xs []*T) (*T, []*T) { return sq(xs), []*T{nil} }, bwd)
-	nilF := transforms.CustomVJP(func([]*T) *T { return nil }, func(xs []*T) (*T, []*T) { return sq(xs), xs }, bwd)
-	jvpNilOut := transforms.CustomJVP(sq, func(p, tg []*T) (*T, *T) { return nil, tg[0] })
-	jvpNilTan := transforms.CustomJVP(sq, func(p, tg []*T) (*T, *T) { return sq(p), nil })
-	jvpNilF := transforms.CustomJVP(func([]*T) *T { return nil }, func(p, tg []*T) (*T, *T) { return sq(p), tg[0] })
-	sum := func(f func(...*T) *T) func(*T) *T { return func(x *T) *T { return rbSum(f(x)) } }
+	sq := func(x *T) *T { return peel.Mul(x, x) }
+	bwd := func(res []*T, ct *T) *T { return peel.Mul(ct, peel.Mul(res[0], 2.0)) }
+	nilOut := transforms.CustomVJP(sq, func(x *T) (*T, []*T) { return nil, []*T{x} }, bwd)
+	nilRes := transforms.CustomVJP(sq, func(x *T) (*T, []*T) { return sq(x), []*T{nil} }, bwd)
+	nilF := transforms.CustomVJP(func(*T) *T { return nil }, func(x *T) (*T, []*T) { return sq(x), []*T{x} }, bwd)
+	jvpNilOut := transforms.CustomJVP(sq, func(p, tg *T) (*T, *T) { return nil, tg })
+	jvpNilTan := transforms.CustomJVP(sq, func(p, tg *T) (*T, *T) { return sq(p), nil })
+	jvpNilF := transforms.CustomJVP(func(*T) *T { return nil }, func(p, tg *T) (*T, *T) { return sq(p), tg })
+	sum := func(f func(*T) *T) func(*T) *T { return func(x *T) *T { return rbSum(f(x)) } }
 	cases := []rbCase{
-		{"CustomVJP nil output", func() { transforms.Grad(sum(nilOut))(x) }, []string{"transforms.CustomVJP", "fwd", "nil output"}},
-		{"CustomVJP nil output under Vmap", func() { transforms.Vmap(transforms.Grad(sum(nilOut)))(x) }, []string{"transforms.CustomVJP", "fwd", "nil output"}},
-		{"CustomVJP nil residual", func() { transforms.Grad(sum(nilRes))(x) }, []string{"transforms.CustomVJP", "fwd", "residual 0", "nil"}},
-		{"CustomVJP nil residual under Vmap", func() { transforms.Vmap(transforms.Grad(sum(nilRes)))(x) }, []string{"transforms.CustomVJP", "residual 0"}},
+		{"CustomVJP nil output", func() { transforms.Grad(sum(nilOut))(x) }, []string{"transforms.CustomVJP", "fwd", "nil tensor", "result path (the root)"}},
+		{"CustomVJP nil output under Vmap", func() { transforms.Vmap(transforms.Grad(sum(nilOut)))(x) }, []string{"transforms.CustomVJP", "fwd", "nil tensor", "result path (the root)"}},
+		{"CustomVJP nil residual", func() { transforms.Grad(sum(nilRes))(x) }, []string{"transforms.CustomVJP", "fwd", "residual path [0]", "nil"}},
+		{"CustomVJP nil residual under Vmap", func() { transforms.Vmap(transforms.Grad(sum(nilRes)))(x) }, []string{"transforms.CustomVJP", "residual path [0]"}},
 		{"CustomVJP nil f", func() { nilF(x) }, []string{"transforms.CustomVJP", "nil tensor"}},
 		{"CustomVJP nil f under Vmap", func() { transforms.Vmap(func(x *T) *T { return nilF(x) })(x) }, []string{"transforms.CustomVJP", "nil tensor"}},
 		{"CustomJVP nil output", func() { transforms.Grad(sum(jvpNilOut))(x) }, []string{"transforms.CustomJVP", "nil"}},
 		{"CustomJVP nil output JVP", func() { transforms.JVP(sum(jvpNilOut), x, x) }, []string{"transforms.CustomJVP", "nil"}},
 		{"CustomJVP nil output under Vmap", func() { transforms.Vmap(transforms.Grad(sum(jvpNilOut)))(x) }, []string{"transforms.CustomJVP", "nil"}},
-		{"CustomJVP nil tangent", func() { transforms.Jacfwd(func(x *T) *T { return jvpNilTan(x) })(x) }, []string{"transforms.CustomJVP", "nil"}},
+		{"CustomJVP nil tangent", func() { transforms.Jacfwd(func(x *T) *T { return jvpNilTan(x) })(x) }, []string{"transforms.CustomJVP", "nil tangent", "(the root)"}},
 		{"CustomJVP nil tangent under Vmap", func() { transforms.Vmap(transforms.Grad(sum(jvpNilTan)))(x) }, []string{"transforms.CustomJVP", "nil"}},
 		// Vmap under Grad: the custom primitive is batched (its rules
 		// vmapped) before it is differentiated.
-		{"CustomVJP nil output, Grad of Vmap", func() { transforms.Grad(rbSum1(transforms.Vmap(rbUnary(nilOut))))(x) }, []string{"transforms.CustomVJP", "fwd", "nil output"}},
-		{"CustomVJP nil residual, Grad of Vmap", func() { transforms.Grad(rbSum1(transforms.Vmap(rbUnary(nilRes))))(x) }, []string{"transforms.CustomVJP", "residual 0"}},
-		{"CustomJVP nil output, Grad of Vmap", func() { transforms.Grad(rbSum1(transforms.Vmap(rbUnary(jvpNilOut))))(x) }, []string{"transforms.CustomJVP", "nil"}},
-		{"CustomJVP nil tangent, JVP of Vmap", func() { transforms.JVP(transforms.Vmap(rbUnary(jvpNilTan)), x, x) }, []string{"transforms.CustomJVP", "nil"}},
+		{"CustomVJP nil output, Grad of Vmap", func() { transforms.Grad(rbSum1(transforms.Vmap(nilOut)))(x) }, []string{"transforms.CustomVJP", "fwd", "nil tensor"}},
+		{"CustomVJP nil residual, Grad of Vmap", func() { transforms.Grad(rbSum1(transforms.Vmap(nilRes)))(x) }, []string{"transforms.CustomVJP", "residual path [0]"}},
+		{"CustomJVP nil output, Grad of Vmap", func() { transforms.Grad(rbSum1(transforms.Vmap(jvpNilOut)))(x) }, []string{"transforms.CustomJVP", "nil"}},
+		{"CustomJVP nil tangent, JVP of Vmap", func() { transforms.JVP(transforms.Vmap(jvpNilTan), x, x) }, []string{"transforms.CustomJVP", "nil"}},
 		{"CustomJVP nil f", func() { jvpNilF(x) }, []string{"transforms.CustomJVP", "nil tensor"}},
-		{"CustomJVP nil functions", func() { transforms.CustomJVP(nil, nil) }, []string{"transforms.CustomJVP", "nil"}},
+		{"CustomJVP nil functions", func() { transforms.CustomJVP[*T, *T](nil, nil) }, []string{"transforms.CustomJVP", "nil"}},
 		{"CustomVJP nil functions", func() { transforms.CustomVJP(sq, nil, bwd) }, []string{"transforms.CustomVJP", "nil"}},
 	}
 	rbRun(t, cases)

@@ -831,14 +831,14 @@ func vmapCheck(t *testing.T, name string, check func() string) {
 func TestVmapCustomRules(t *testing.T) {
 	// A rule that clips the cotangent, which f's derivative (3) does not.
 	clipped := transforms.CustomVJP(
-		func(xs []*T) *T { return peel.Mul(xs[0], 3) },
-		func(xs []*T) (*T, []*T) { return peel.Mul(xs[0], 3), nil },
-		func(_ []*T, ct *T) []*T { return []*T{peel.Clip(ct, -1, 1)} },
+		func(x *T) *T { return peel.Mul(x, 3) },
+		func(x *T) (*T, any) { return peel.Mul(x, 3), nil },
+		func(_ any, ct *T) *T { return peel.Clip(ct, -1, 1) },
 	)
 	// A JVP rule that returns 2·t instead of cos(x)·t.
 	doubled := transforms.CustomJVP(
-		func(xs []*T) *T { return peel.Sin(xs[0]) },
-		func(p, tg []*T) (*T, *T) { return peel.Sin(p[0]), peel.Mul(tg[0], 2) },
+		func(x *T) *T { return peel.Sin(x) },
+		func(p, tg *T) (*T, *T) { return peel.Sin(p), peel.Mul(tg, 2) },
 	)
 	x := seq(6, 2, 3)
 	ones := func(v float64) []float64 {

@@ -166,9 +166,9 @@ func TestVmapErrors(t *testing.T) {
 
 func TestCustomRulesUnderVmap(t *testing.T) {
 	log1pexp := transforms.CustomVJP(
-		func(xs []*T) *T { return peel.Log(peel.Add(peel.Exp(xs[0]), 1)) },
-		func(xs []*T) (*T, []*T) { return peel.Softplus(xs[0]), []*T{xs[0]} },
-		func(res []*T, ct *T) []*T { return []*T{peel.Mul(ct, peel.Sigmoid(res[0]))} },
+		func(x *T) *T { return peel.Log(peel.Add(peel.Exp(x), 1)) },
+		func(x *T) (*T, []*T) { return peel.Softplus(x), []*T{x} },
+		func(res []*T, ct *T) *T { return peel.Mul(ct, peel.Sigmoid(res[0])) },
 	)
 	x := peel.FromFloat64s([]float64{0, 1000, -1000, 2}, 2, 2)
 	want := []float64{0.5, 1, 0, 1 / (1 + math.Exp(-2))}
@@ -181,8 +181,8 @@ func TestCustomRulesUnderVmap(t *testing.T) {
 	near(t, "grad(vmap(custom vjp))", g.Float64s(), want, 1e-12)
 	// A custom JVP rule that doubles the derivative is used under vmap.
 	sq := transforms.CustomJVP(
-		func(xs []*T) *T { return peel.Square(xs[0]) },
-		func(p, tg []*T) (*T, *T) { return peel.Square(p[0]), peel.Mul(peel.Mul(p[0], 4), tg[0]) },
+		func(x *T) *T { return peel.Square(x) },
+		func(p, tg *T) (*T, *T) { return peel.Square(p), peel.Mul(peel.Mul(p, 4), tg) },
 	)
 	y := f64(1, 2, 3)
 	gv := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(func(r *T) *T { return sq(r) })(x)) })(y)
@@ -197,7 +197,7 @@ func TestCustomRulesUnderVmap(t *testing.T) {
 	)
 	w := f64(2, 3)
 	gw := transforms.Grad(func(w *T) *T {
-		return peel.Sum(transforms.Vmap(func(r *T) *T { return mulc(r, w) })(x))
+		return peel.Sum(transforms.Vmap(func(r *T) *T { return mulc([]*T{r, w}) })(x))
 	})(w)
 	near(t, "shared operand", gw.Float64s(), peel.Sum(x, 0).Float64s(), 1e-12)
 }
