@@ -1,0 +1,400 @@
+package transforms_test
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"testing"
+
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
+)
+
+// The custom-rule tests use one layer, written three ways: plainly
+// (the oracle: its derivatives are peel's own), with a CustomVJP rule and
+// with a CustomJVP rule, both derived by hand. The argument holds a
+// float matrix and vector, an int index vector and static fields; the
+// result holds float leaves of three ranks, an int leaf and a static
+// field; the VJP rule's residuals hold tensors of both kinds and static
+// values.
+
+type layerIn struct {
+	W     *T // [m, n]
+	X     *T // [n]
+	Idx   *T // int64 [k], indices into [0, m)
+	Scale float64
+	Tag   string
+}
+
+type layerOut struct {
+	Y   *T // Scale·tanh(W·X), [m]
+	Sel *T // Y at Idx, [k]
+	Z   *T // Σ X², scalar
+	Idx *T // the argument's Idx
+	Tag string
+}
+
+type layerRes struct {
+	H     *T // tanh(W·X)
+	W, X  *T
+	Idx   *T
+	Scale float64
+	Note  string
+}
+
+// layerPlain is the oracle.
+func layerPlain(a layerIn) layerOut {
+	h := peel.Tanh(peel.Sum(peel.Mul(a.W, a.X), 1))
+	y := peel.Mul(h, a.Scale)
+	return layerOut{Y: y, Sel: peel.Take(y, a.Idx, 0), Z: peel.Sum(peel.Square(a.X)), Idx: a.Idx, Tag: a.Tag}
+}
+
+// layerCounts counts the runs of each user function of a custom layer.
+type layerCounts struct{ f, fwd, bwd, jvp atomic.Int64 }
+
+func (c *layerCounts) reset() {
+	c.f.Store(0)
+	c.fwd.Store(0)
+	c.bwd.Store(0)
+	c.jvp.Store(0)
+}
+
+func (c *layerCounts) String() string {
+	return fmt.Sprintf("f %d, fwd %d, bwd %d, jvp %d", c.f.Load(), c.fwd.Load(), c.bwd.Load(), c.jvp.Load())
+}
+
+// layerFwd is the VJP rule's forward pass.
+func layerFwd(a layerIn) (layerOut, layerRes) {
+	h := peel.Tanh(peel.Sum(peel.Mul(a.W, a.X), 1))
+	y := peel.Mul(h, a.Scale)
+	out := layerOut{Y: y, Sel: peel.Take(y, a.Idx, 0), Z: peel.Sum(peel.Square(a.X)), Idx: a.Idx, Tag: a.Tag}
+	return out, layerRes{H: h, W: a.W, X: a.X, Idx: a.Idx, Scale: a.Scale, Note: "saved"}
+}
+
+// layerBwd is the VJP rule's backward pass: the Idx cotangent is left
+// nil and the static fields zero.
+func layerBwd(r layerRes, ct layerOut) layerIn {
+	if r.Note != "saved" || ct.Idx == nil || ct.Idx.DType() != peel.Int64 {
+		panic(fmt.Sprintf("bwd: residual note %q, Idx cotangent %s", r.Note, ct.Idx.TypeString()))
+	}
+	m := r.W.Shape()[0]
+	cy := peel.IndexAdd(ct.Y, 0, r.Idx, ct.Sel)
+	g := peel.Mul(peel.Mul(cy, r.Scale), peel.Sub(1.0, peel.Square(r.H)))
+	dW := peel.Outer(g, r.X)
+	dX := peel.Add(peel.Sum(peel.Mul(r.W, peel.Reshape(g, m, 1)), 0), peel.Mul(peel.Mul(r.X, 2.0), ct.Z))
+	return layerIn{W: dW, X: dX}
+}
+
+// layerJVP is the JVP rule; the Idx tangent must be an int zero and the
+// static fields those of the primal.
+func layerJVP(p, t layerIn) (layerOut, layerOut) {
+	if t.Idx == nil || t.Idx.DType() != peel.Int64 || t.Scale != p.Scale || t.Tag != p.Tag {
+		panic(fmt.Sprintf("jvp: Idx tangent %s, static fields %v %q", t.Idx.TypeString(), t.Scale, t.Tag))
+	}
+	h := peel.Tanh(peel.Sum(peel.Mul(p.W, p.X), 1))
+	dpre := peel.Add(peel.Sum(peel.Mul(t.W, p.X), 1), peel.Sum(peel.Mul(p.W, t.X), 1))
+	y := peel.Mul(h, p.Scale)
+	dy := peel.Mul(peel.Mul(dpre, peel.Sub(1.0, peel.Square(h))), p.Scale)
+	out := layerOut{Y: y, Sel: peel.Take(y, p.Idx, 0), Z: peel.Sum(peel.Square(p.X)), Idx: p.Idx, Tag: p.Tag}
+	tan := layerOut{Y: dy, Sel: peel.Take(dy, p.Idx, 0), Z: peel.Sum(peel.Mul(peel.Mul(p.X, 2.0), t.X)), Tag: p.Tag}
+	return out, tan
+}
+
+// customLayers returns the layer with a VJP rule and with a JVP rule,
+// counting the runs of their functions in c.
+func customLayers(c *layerCounts) (vjp, jvp func(layerIn) layerOut) {
+	vjp = transforms.CustomVJP(
+		func(a layerIn) layerOut { c.f.Add(1); return layerPlain(a) },
+		func(a layerIn) (layerOut, layerRes) { c.fwd.Add(1); return layerFwd(a) },
+		func(r layerRes, ct layerOut) layerIn { c.bwd.Add(1); return layerBwd(r, ct) },
+	)
+	jvp = transforms.CustomJVP(
+		func(a layerIn) layerOut { c.f.Add(1); return layerPlain(a) },
+		func(p, t layerIn) (layerOut, layerOut) { c.jvp.Add(1); return layerJVP(p, t) },
+	)
+	return vjp, jvp
+}
+
+// layerArg is a layer argument with m outputs, n inputs and k indices,
+// its values drawn from seed.
+func layerArg(m, n, k int, seed float64) layerIn {
+	w := make([]float64, m*n)
+	for i := range w {
+		w[i] = math.Sin(seed + 0.7*float64(i))
+	}
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = math.Cos(seed + 1.3*float64(i))
+	}
+	idx := make([]int64, k)
+	for i := range idx {
+		idx[i] = int64((i*2 + 1) % m)
+	}
+	return layerIn{W: peel.FromFloat64s(w, m, n), X: peel.FromFloat64s(x, n), Idx: peel.FromInt64s(idx, k), Scale: 1.5 + seed/10, Tag: "layer"}
+}
+
+// layerLoss weighs every float leaf of the result, so every cotangent
+// path of the rules is used.
+func layerLoss(o layerOut) *T {
+	m, k := o.Y.Shape()[len(o.Y.Shape())-1], o.Sel.Shape()[len(o.Sel.Shape())-1]
+	cy := peel.Add(peel.Arange(peel.Float64, 0, float64(m), 1), 0.5)
+	cs := peel.Sub(1.0, peel.Arange(peel.Float64, 0, float64(k), 1))
+	return peel.Add(peel.Add(peel.Sum(peel.Mul(o.Y, cy)), peel.Sum(peel.Mul(o.Sel, cs))), peel.Mul(peel.Sum(o.Z), 3.0))
+}
+
+// layerParams are the float leaves of a layer argument, which Grad
+// differentiates (Idx and the static fields are held).
+type layerParams struct{ W, X *T }
+
+func withParams(a layerIn, p layerParams) layerIn {
+	a.W, a.X = p.W, p.X
+	return a
+}
+
+// treeNear compares two trees leaf by leaf (structure, shapes, dtypes,
+// values within tol) and reports the first difference.
+func treeNear(got, want any, tol float64) string {
+	if ok, msg := tree.SameStructure(got, want); !ok {
+		return "structure: " + msg
+	}
+	gl, wl := tree.Leaves(got), tree.Leaves(want)
+	paths := tree.Paths(want)
+	for i := range gl {
+		if !sameAval(gl[i], wl[i]) {
+			return fmt.Sprintf("leaf %s is %s, want %s", paths[i], gl[i].TypeString(), wl[i].TypeString())
+		}
+		g, w := peel.AsType(gl[i], peel.Float64).Float64s(), peel.AsType(wl[i], peel.Float64).Float64s()
+		for j := range g {
+			if math.Abs(g[j]-w[j]) > tol*math.Max(1, math.Abs(w[j])) || math.IsNaN(g[j]) != math.IsNaN(w[j]) {
+				return fmt.Sprintf("leaf %s element %d is %v, want %v (all: %v vs %v)", paths[i], j, g[j], w[j], g, w)
+			}
+		}
+	}
+	return ""
+}
+
+func sameAval(a, b *T) bool {
+	if a.DType() != b.DType() || a.Rank() != b.Rank() {
+		return false
+	}
+	for i, d := range a.Shape() {
+		if b.Shape()[i] != d {
+			return false
+		}
+	}
+	return true
+}
+
+// checkNear fails t when got and want (run with panics caught) differ.
+func checkNear(t *testing.T, got, want func() any, tol float64) {
+	t.Helper()
+	var g, w any
+	if err := peel.Catch(func() { w = want() }); err != nil {
+		t.Fatalf("oracle: %v", err)
+	}
+	if err := peel.Catch(func() { g = got() }); err != nil {
+		t.Fatalf("%v", err)
+	}
+	if msg := treeNear(g, w, tol); msg != "" {
+		t.Error(msg)
+	}
+}
+
+// intZeros is an int64 zero of x's shape (the cotangent or tangent of an
+// int leaf).
+func intZeros(x *T) *T { return peel.Zeros(peel.Int64, x.Shape()...) }
+
+// layerCotangent is a cotangent for the layer's result at a.
+func layerCotangent(a layerIn, seed float64) layerOut {
+	o := layerPlain(a)
+	return layerOut{
+		Y:   peel.Cos(peel.Add(o.Y, seed)),
+		Sel: peel.Sin(peel.Add(o.Sel, seed)),
+		Z:   peel.Full(seed-0.5, peel.Float64),
+		Idx: intZeros(a.Idx),
+		Tag: o.Tag,
+	}
+}
+
+// layerTangent is a tangent for a layer argument.
+func layerTangent(a layerIn, seed float64) layerIn {
+	return layerIn{W: peel.Sin(peel.Add(a.W, seed)), X: peel.Cos(peel.Add(a.X, 2*seed)), Idx: intZeros(a.Idx), Scale: a.Scale, Tag: a.Tag}
+}
+
+// TestCustomTreeRules checks both rules on the tree layer against the
+// plain layer's derivatives under every transform.
+func TestCustomTreeRules(t *testing.T) {
+	var c layerCounts
+	vjpLayer, jvpLayer := customLayers(&c)
+	a := layerArg(3, 2, 4, 0.3)
+	p := layerParams{a.W, a.X}
+	lossOf := func(layer func(layerIn) layerOut) func(layerParams) *T {
+		return func(p layerParams) *T { return layerLoss(layer(withParams(a, p))) }
+	}
+	// A scalar function of X alone, for the Jacobians and Hessians.
+	ofX := func(layer func(layerIn) layerOut) func(*T) *T {
+		return func(x *T) *T { a := a; a.X = x; return layerLoss(layer(a)) }
+	}
+	yOfX := func(layer func(layerIn) layerOut) func(*T) *T {
+		return func(x *T) *T { a := a; a.X = x; return layer(a).Y }
+	}
+	// Vmap over a batch of X (W, Idx and the static fields shared), and
+	// over a batch of whole arguments (W and Idx mapped too).
+	const batch = 3
+	xs := peel.Stack([]*T{layerArg(3, 2, 4, 1).X, layerArg(3, 2, 4, 2).X, layerArg(3, 2, 4, 3).X}, 0)
+	args := []layerIn{layerArg(3, 2, 4, 1.1), layerArg(3, 2, 4, 2.2), layerArg(3, 2, 4, 3.3)}
+	args[1].Idx = peel.FromInt64s([]int64{2, 2, 0, 1}, 4)
+	stacked := tree.Stack(args)
+	type vmapIn struct{ W, X, Idx *T }
+	fromVmapIn := func(v vmapIn, a layerIn) layerIn { a.W, a.X, a.Idx = v.W, v.X, v.Idx; return a }
+	for _, layer := range []struct {
+		name string
+		f    func(layerIn) layerOut
+	}{{"CustomVJP", vjpLayer}, {"CustomJVP", jvpLayer}} {
+		cases := []struct {
+			name      string
+			got, want func() any
+		}{
+			{"call", func() any { return layer.f(a) }, func() any { return layerPlain(a) }},
+			{"Grad", func() any { return transforms.Grad(lossOf(layer.f))(p) }, func() any { return transforms.Grad(lossOf(layerPlain))(p) }},
+			{"ValueAndGrad", func() any {
+				v, g := transforms.ValueAndGrad(lossOf(layer.f))(p)
+				return []any{v, g}
+			}, func() any {
+				v, g := transforms.ValueAndGrad(lossOf(layerPlain))(p)
+				return []any{v, g}
+			}},
+			{"VJP", func() any {
+				o, pb := transforms.VJP(layer.f, a)
+				return []any{o, pb(layerCotangent(a, 0.2))}
+			}, func() any {
+				o, pb := transforms.VJP(layerPlain, a)
+				return []any{o, pb(layerCotangent(a, 0.2))}
+			}},
+			{"Grad of Grad", func() any {
+				return transforms.Grad(func(x *T) *T { return peel.Sum(peel.Square(transforms.Grad(ofX(layer.f))(x))) })(a.X)
+			}, func() any {
+				return transforms.Grad(func(x *T) *T { return peel.Sum(peel.Square(transforms.Grad(ofX(layerPlain))(x))) })(a.X)
+			}},
+			{"Jacrev", func() any { return transforms.Jacrev(yOfX(layer.f))(a.X) }, func() any { return transforms.Jacrev(yOfX(layerPlain))(a.X) }},
+			{"Hessian", func() any { return transforms.Hessian(ofX(layer.f))(a.X) }, func() any { return transforms.Hessian(ofX(layerPlain))(a.X) }},
+			{"Vmap", func() any {
+				return transforms.Vmap(func(x *T) layerOut { a := a; a.X = x; return layer.f(a) })(xs)
+			}, func() any {
+				o := layerPlain(a)
+				ys, sels, zs := []*T{}, []*T{}, []*T{}
+				for i := 0; i < batch; i++ {
+					a := a
+					a.X = peel.Take(xs, peel.FromInt64s([]int64{int64(i)}), 0)
+					a.X = peel.Reshape(a.X, 2)
+					l := layerPlain(a)
+					ys, sels, zs = append(ys, l.Y), append(sels, l.Sel), append(zs, l.Z)
+				}
+				return layerOut{Y: peel.Stack(ys, 0), Sel: peel.Stack(sels, 0), Z: peel.Stack(zs, 0), Idx: peel.Stack([]*T{a.Idx, a.Idx, a.Idx}, 0), Tag: o.Tag}
+			}},
+			{"Vmap of whole arguments", func() any {
+				return tree.Unstack(transforms.Vmap(func(v vmapIn) layerOut { return layer.f(fromVmapIn(v, args[0])) })(vmapIn{stacked.W, stacked.X, stacked.Idx}))
+			}, func() any {
+				outs := make([]layerOut, batch)
+				for i, a := range args {
+					a.Scale, a.Tag = args[0].Scale, args[0].Tag
+					outs[i] = layerPlain(a)
+				}
+				return outs
+			}},
+			{"Vmap of Grad", func() any {
+				return transforms.Vmap(transforms.Grad(ofX(layer.f)))(xs)
+			}, func() any {
+				rows := make([]*T, batch)
+				for i := range rows {
+					rows[i] = transforms.Grad(ofX(layerPlain))(peel.Reshape(peel.Take(xs, peel.FromInt64s([]int64{int64(i)}), 0), 2))
+				}
+				return peel.Stack(rows, 0)
+			}},
+			{"Vmap of Grad, batched", func() any {
+				return tree.Unstack(transforms.Vmap(func(v vmapIn) layerParams {
+					a := fromVmapIn(v, args[0])
+					return transforms.Grad(lossOfArg(layer.f, a))(layerParams{a.W, a.X})
+				})(vmapIn{stacked.W, stacked.X, stacked.Idx}))
+			}, func() any {
+				outs := make([]layerParams, batch)
+				for i, a := range args {
+					a.Scale, a.Tag = args[0].Scale, args[0].Tag
+					outs[i] = transforms.Grad(lossOfArg(layerPlain, a))(layerParams{a.W, a.X})
+				}
+				return outs
+			}},
+			{"Grad of Vmap, shared W", func() any {
+				return transforms.Grad(func(p layerParams) *T {
+					o := transforms.Vmap(func(x *T) layerOut { a := withParams(a, layerParams{p.W, x}); return layer.f(a) })(p.X)
+					return layerLoss(o)
+				})(layerParams{a.W, xs})
+			}, func() any {
+				return transforms.Grad(func(p layerParams) *T {
+					o := transforms.Vmap(func(x *T) layerOut { a := withParams(a, layerParams{p.W, x}); return layerPlain(a) })(p.X)
+					return layerLoss(o)
+				})(layerParams{a.W, xs})
+			}},
+			{"MakeGraph", func() any {
+				return transforms.MakeGraph(layer.f, a).Eval(tree.Leaves(a)...)
+			}, func() any { return tree.Leaves(layerPlain(a)) }},
+			{"MakeGraph of Grad", func() any {
+				return transforms.MakeGraph(transforms.Grad(lossOf(layer.f)), p).Eval(tree.Leaves(p)...)
+			}, func() any { return tree.Leaves(transforms.Grad(lossOf(layerPlain))(p)) }},
+			{"Functionalize", func() any { return transforms.Functionalize(layer.f)(a) }, func() any { return layerPlain(a) }},
+			{"Grad of Functionalize", func() any {
+				return transforms.Grad(transforms.Functionalize(lossOf(layer.f)))(p)
+			}, func() any { return transforms.Grad(lossOf(layerPlain))(p) }},
+			{"Functionalize of Grad", func() any {
+				return transforms.Functionalize(transforms.Grad(lossOf(layer.f)))(p)
+			}, func() any { return transforms.Grad(lossOf(layerPlain))(p) }},
+		}
+		for _, tc := range cases {
+			t.Run(layer.name+"/"+tc.name, func(t *testing.T) {
+				checkNear(t, tc.got, tc.want, 1e-12)
+			})
+		}
+	}
+	// Forward mode uses the JVP rule (the VJP rule has none).
+	ta := layerTangent(a, 0.4)
+	t.Run("CustomJVP/JVP", func(t *testing.T) {
+		go1, gt := transforms.JVP(jvpLayer, a, ta)
+		wo, wt := transforms.JVP(layerPlain, a, ta)
+		if msg := treeNear([]any{go1, gt}, []any{wo, wt}, 1e-12); msg != "" {
+			t.Error(msg)
+		}
+	})
+	t.Run("CustomJVP/Jacfwd", func(t *testing.T) {
+		if msg := treeNear(transforms.Jacfwd(yOfX(jvpLayer))(a.X), transforms.Jacfwd(yOfX(layerPlain))(a.X), 1e-12); msg != "" {
+			t.Error(msg)
+		}
+	})
+	t.Run("CustomJVP/Vmap of JVP", func(t *testing.T) {
+		jv := func(layer func(layerIn) layerOut) func(x *T) *T {
+			return func(x *T) *T {
+				b := a
+				b.X = x
+				tb := ta
+				tb.X = peel.Cos(x)
+				_, tan := transforms.JVP(layer, b, tb)
+				return tan.Y
+			}
+		}
+		if msg := treeNear(transforms.Vmap(jv(jvpLayer))(xs), transforms.Vmap(jv(layerPlain))(xs), 1e-12); msg != "" {
+			t.Error(msg)
+		}
+	})
+	t.Run("CustomVJP/JVP refused", func(t *testing.T) {
+		wantError(t, func() { transforms.JVP(vjpLayer, a, ta) }, "CustomVJP", "CustomJVP")
+	})
+	t.Run("CustomVJP/finite differences", func(t *testing.T) {
+		g := transforms.Grad(ofX(vjpLayer))(a.X)
+		near(t, "grad", g.Float64s(), fdGrad(ofX(layerPlain), a.X.Float64s(), 2), 1e-6)
+	})
+}
+
+func lossOfArg(layer func(layerIn) layerOut, a layerIn) func(layerParams) *T {
+	return func(p layerParams) *T { return layerLoss(layer(withParams(a, p))) }
+}
