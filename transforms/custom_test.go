@@ -398,3 +398,75 @@ func TestCustomTreeRules(t *testing.T) {
 func lossOfArg(layer func(layerIn) layerOut, a layerIn) func(layerParams) *T {
 	return func(p layerParams) *T { return layerLoss(layer(withParams(a, p))) }
 }
+
+// TestCustomRulesRunOnlyTheirFunctions counts the runs of each user
+// function: outside autodiff only f runs; under reverse mode fwd's result
+// is the result and f is not run; under forward mode only the JVP rule.
+func TestCustomRulesRunOnlyTheirFunctions(t *testing.T) {
+	var c layerCounts
+	vjpLayer, jvpLayer := customLayers(&c)
+	a := layerArg(3, 2, 2, 0.1)
+	p := layerParams{a.W, a.X}
+	xs := peel.Stack([]*T{a.X, peel.Neg(a.X)}, 0)
+	loss := func(layer func(layerIn) layerOut) func(layerParams) *T {
+		return func(p layerParams) *T { return layerLoss(layer(withParams(a, p))) }
+	}
+	ofX := func(layer func(layerIn) layerOut) func(*T) *T {
+		return func(x *T) *T { a := a; a.X = x; return layerLoss(layer(a)) }
+	}
+	yOfX := func(layer func(layerIn) layerOut) func(*T) *T {
+		return func(x *T) *T { a := a; a.X = x; return layer(a).Y }
+	}
+	// f, fwd, bwd, jvp
+	type counts [4]int64
+	cases := []struct {
+		name string
+		run  func()
+		want counts
+	}{
+		{"CustomVJP call", func() { vjpLayer(a) }, counts{1, 0, 0, 0}},
+		{"CustomVJP Grad", func() { transforms.Grad(loss(vjpLayer))(p) }, counts{0, 1, 1, 0}},
+		{"CustomVJP VJP, two pullbacks", func() {
+			_, pb := transforms.VJP(vjpLayer, a)
+			pb(layerCotangent(a, 1))
+			pb(layerCotangent(a, 2))
+		}, counts{0, 1, 2, 0}},
+		{"CustomVJP Grad, argument not differentiated", func() {
+			transforms.Grad(func(s *T) *T { return peel.Mul(s, layerLoss(vjpLayer(a))) })(peel.Full(2, peel.Float64))
+		}, counts{1, 0, 0, 0}},
+		{"CustomVJP Vmap", func() { transforms.Vmap(func(x *T) layerOut { a := a; a.X = x; return vjpLayer(a) })(xs) }, counts{1, 0, 0, 0}},
+		{"CustomVJP Vmap of Grad", func() { transforms.Vmap(transforms.Grad(ofX(vjpLayer)))(xs) }, counts{0, 1, 1, 0}},
+		{"CustomVJP Grad of Vmap", func() {
+			transforms.Grad(func(xs *T) *T {
+				return layerLoss(transforms.Vmap(func(x *T) layerOut { a := a; a.X = x; return vjpLayer(a) })(xs))
+			})(xs)
+		}, counts{0, 1, 1, 0}},
+		{"CustomVJP Jacrev", func() { transforms.Jacrev(yOfX(vjpLayer))(a.X) }, counts{0, 1, 1, 0}},
+		{"CustomVJP Hessian", func() { transforms.Hessian(ofX(vjpLayer))(a.X) }, counts{0, 1, 1, 0}},
+		{"CustomVJP Grad of Grad", func() {
+			transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Grad(ofX(vjpLayer))(x)) })(a.X)
+		}, counts{0, 1, 1, 0}},
+		{"CustomVJP MakeGraph", func() { transforms.MakeGraph(vjpLayer, a) }, counts{1, 0, 0, 0}},
+		{"CustomVJP MakeGraph of Grad", func() { transforms.MakeGraph(transforms.Grad(loss(vjpLayer)), p) }, counts{0, 1, 1, 0}},
+		{"CustomVJP Functionalize", func() { transforms.Functionalize(vjpLayer)(a) }, counts{1, 0, 0, 0}},
+		{"CustomJVP call", func() { jvpLayer(a) }, counts{1, 0, 0, 0}},
+		{"CustomJVP JVP", func() { transforms.JVP(jvpLayer, a, layerTangent(a, 1)) }, counts{0, 0, 0, 1}},
+		{"CustomJVP Grad", func() { transforms.Grad(loss(jvpLayer))(p) }, counts{0, 0, 0, 1}},
+		{"CustomJVP Vmap", func() { transforms.Vmap(func(x *T) layerOut { a := a; a.X = x; return jvpLayer(a) })(xs) }, counts{1, 0, 0, 0}},
+		{"CustomJVP Vmap of Grad", func() { transforms.Vmap(transforms.Grad(ofX(jvpLayer)))(xs) }, counts{0, 0, 0, 1}},
+		{"CustomJVP Jacfwd", func() { transforms.Jacfwd(yOfX(jvpLayer))(a.X) }, counts{0, 0, 0, 1}},
+		{"CustomJVP Hessian", func() { transforms.Hessian(ofX(jvpLayer))(a.X) }, counts{0, 0, 0, 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c.reset()
+			if err := peel.Catch(tc.run); err != nil {
+				t.Fatal(err)
+			}
+			got := counts{c.f.Load(), c.fwd.Load(), c.bwd.Load(), c.jvp.Load()}
+			if got != tc.want {
+				t.Errorf("ran %s, want f %d, fwd %d, bwd %d, jvp %d", &c, tc.want[0], tc.want[1], tc.want[2], tc.want[3])
+			}
+		})
+	}
+}
