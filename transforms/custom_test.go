@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
@@ -466,6 +465,176 @@ func TestCustomRulesRunOnlyTheirFunctions(t *testing.T) {
 			got := counts{c.f.Load(), c.fwd.Load(), c.bwd.Load(), c.jvp.Load()}
 			if got != tc.want {
 				t.Errorf("ran %s, want f %d, fwd %d, bwd %d, jvp %d", &c, tc.want[0], tc.want[1], tc.want[2], tc.want[3])
+			}
+		})
+	}
+}
+
+type hidden struct {
+	X *T
+	y *T
+}
+
+type stack struct{ Layers []layerParams }
+
+// TestCustomRulesErrors checks the misuse of custom rules: each is a
+// *peel.Error naming the transform and the leaf path, also under Vmap.
+func TestCustomRulesErrors(t *testing.T) {
+	a := layerArg(3, 2, 2, 0.5)
+	x := peel.FromFloat64s([]float64{0.5, -1})
+	ident := func(x *T) *T { return peel.Mul(x, 1.0) }
+	sum := func(x *T) *T { return peel.Sum(x) }
+	// bwd returning cot for the layer argument (the rest of the rule is
+	// the real one).
+	layerWith := func(cot func(layerIn) layerIn) func(layerIn) layerOut {
+		return transforms.CustomVJP(layerPlain, layerFwd, func(r layerRes, ct layerOut) layerIn { return cot(layerBwd(r, ct)) })
+	}
+	gradOf := func(layer func(layerIn) layerOut) func() {
+		return func() {
+			transforms.Grad(func(p layerParams) *T { return layerLoss(layer(withParams(a, p))) })(layerParams{a.W, a.X})
+		}
+	}
+	vmapGradOf := func(layer func(layerIn) layerOut) func() {
+		return func() {
+			transforms.Vmap(transforms.Grad(func(x *T) *T { a := a; a.X = x; return layerLoss(layer(a)) }))(peel.Stack([]*T{a.X, a.X}, 0))
+		}
+	}
+	gradVmapOf := func(layer func(layerIn) layerOut) func() {
+		return func() {
+			transforms.Grad(func(xs *T) *T {
+				return layerLoss(transforms.Vmap(func(x *T) layerOut { a := a; a.X = x; return layer(a) })(xs))
+			})(peel.Stack([]*T{a.X, a.X}, 0))
+		}
+	}
+	wrongW := layerWith(func(g layerIn) layerIn { g.W = peel.Zeros(peel.Float64, 2, 3); return g })
+	wrongXDType := layerWith(func(g layerIn) layerIn { g.X = peel.AsType(g.X, peel.Float32); return g })
+	// A is a slice and a map.
+	pair := func(xs []*T) *T { return peel.Mul(xs[0], xs[1]) }
+	pairFwd := func(xs []*T) (*T, []*T) { return pair(xs), xs }
+	pairShort := transforms.CustomVJP(pair, pairFwd, func(r []*T, ct *T) []*T { return []*T{peel.Mul(ct, r[1])} })
+	pairDType := transforms.CustomVJP(pair, pairFwd, func(r []*T, ct *T) []*T {
+		return []*T{peel.Mul(ct, r[1]), peel.AsType(peel.Mul(ct, r[0]), peel.Float32)}
+	})
+	byKey := transforms.CustomVJP(
+		func(m map[string]*T) *T { return peel.Mul(m["a"], m["b"]) },
+		func(m map[string]*T) (*T, map[string]*T) { return peel.Mul(m["a"], m["b"]), m },
+		func(r map[string]*T, ct *T) map[string]*T { return map[string]*T{"a": peel.Mul(ct, r["b"]), "c": ct} },
+	)
+	nested := transforms.CustomVJP(
+		func(s stack) *T { return peel.Mul(s.Layers[0].X, s.Layers[1].X) },
+		func(s stack) (*T, stack) { return peel.Mul(s.Layers[0].X, s.Layers[1].X), s },
+		func(r stack, ct *T) stack {
+			return stack{[]layerParams{{X: peel.Mul(ct, r.Layers[1].X)}, {X: peel.Reshape(ct, 2, 1)}}}
+		},
+	)
+	twoLayers := func(s stack) *T { return peel.Sum(nested(s)) }
+	layers := stack{[]layerParams{{W: a.W, X: x}, {W: a.W, X: peel.Neg(x)}}}
+	// JVP rules with a wrong tangent.
+	jvpWith := func(tan func(layerOut) layerOut) func(layerIn) layerOut {
+		return transforms.CustomJVP(layerPlain, func(p, t layerIn) (layerOut, layerOut) {
+			o, to := layerJVP(p, t)
+			return o, tan(to)
+		})
+	}
+	jvpWrongY := jvpWith(func(t layerOut) layerOut { t.Y = peel.Zeros(peel.Float64, 4); return t })
+	jvpNilZ := jvpWith(func(t layerOut) layerOut { t.Z = nil; return t })
+	jvpShort := transforms.CustomJVP(
+		func(x *T) []*T { return []*T{x, peel.Neg(x)} },
+		func(p, t *T) ([]*T, []*T) { return []*T{p, peel.Neg(p)}, []*T{t} },
+	)
+	// f and fwd returning nil leaves and trees.
+	nilSel := func(o layerOut) layerOut { o.Sel = nil; return o }
+	fNilSel := transforms.CustomVJP(func(a layerIn) layerOut { return nilSel(layerPlain(a)) }, layerFwd, layerBwd)
+	fwdNilH := transforms.CustomVJP(layerPlain, func(a layerIn) (layerOut, layerRes) {
+		o, r := layerFwd(a)
+		r.H = nil
+		return o, r
+	}, layerBwd)
+	fwdHidden := transforms.CustomVJP(ident, func(x *T) (*T, hidden) { return ident(x), hidden{X: x, y: x} }, func(r hidden, ct *T) *T { return ct })
+	nilTree := transforms.CustomVJP(func(x *T) any { return nil }, func(x *T) (any, any) { return nil, nil }, func(_ any, ct any) *T { return nil })
+	jvpNilSel := transforms.CustomJVP(func(a layerIn) layerOut { return layerPlain(a) }, func(p, t layerIn) (layerOut, layerOut) {
+		o, to := layerJVP(p, t)
+		return nilSel(o), to
+	})
+	cases := []rbCase{
+		{"bwd wrong shape at .W", gradOf(wrongW), []string{"transforms.CustomVJP", "leaf .W", "f64[2,3]"}},
+		{"bwd wrong shape at .W, Vmap of Grad", vmapGradOf(wrongW), []string{"transforms.CustomVJP", "leaf .W"}},
+		{"bwd wrong shape at .W, Grad of Vmap", gradVmapOf(wrongW), []string{"transforms.CustomVJP", "leaf .W"}},
+		{"bwd wrong dtype at .X", gradOf(wrongXDType), []string{"transforms.CustomVJP", "leaf .X", "f32"}},
+		{"bwd wrong dtype at .X, Grad of Vmap", gradVmapOf(wrongXDType), []string{"transforms.CustomVJP", "leaf .X", "f32"}},
+		{"bwd wrong dtype at [1]", func() { transforms.Grad(func(xs []*T) *T { return sum(pairDType(xs)) })([]*T{x, x}) }, []string{"transforms.CustomVJP", "leaf [1]", "f32"}},
+		{"bwd too short", func() { transforms.Grad(func(xs []*T) *T { return sum(pairShort(xs)) })([]*T{x, x}) }, []string{"transforms.CustomVJP", "structure", "length 2", "1"}},
+		{"bwd too short, Vmap of Grad", func() {
+			transforms.Vmap(transforms.Grad(func(xs []*T) *T { return sum(pairShort(xs)) }))([]*T{x, x})
+		}, []string{"transforms.CustomVJP", "structure", "length"}},
+		{"bwd wrong key", func() {
+			transforms.Grad(func(m map[string]*T) *T { return sum(byKey(m)) })(map[string]*T{"a": x, "b": x})
+		}, []string{"transforms.CustomVJP", "structure", `"b"`, `"c"`}},
+		{"bwd wrong shape, nested", func() { transforms.Grad(twoLayers)(layers) }, []string{"transforms.CustomVJP", "leaf .Layers[1].X"}},
+		{"JVP rule wrong shape at .Y", func() { transforms.JVP(jvpWrongY, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "result path .Y", "f64[4]"}},
+		{"JVP rule wrong shape at .Y, Grad", gradOf(jvpWrongY), []string{"transforms.CustomJVP", "result path .Y"}},
+		{"JVP rule wrong shape at .Y, Grad of Vmap", gradVmapOf(jvpWrongY), []string{"transforms.CustomJVP", "result path .Y"}},
+		{"JVP rule nil tangent at .Z", func() { transforms.JVP(jvpNilZ, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "nil tangent", "result path .Z"}},
+		{"JVP rule nil tangent at .Z, Vmap of Grad", vmapGradOf(jvpNilZ), []string{"transforms.CustomJVP", "nil tangent", "result path .Z"}},
+		{"JVP rule tangent too short", func() { transforms.JVP(jvpShort, x, x) }, []string{"transforms.CustomJVP", "structure", "length"}},
+		{"JVP rule nil output at .Sel", func() { transforms.JVP(jvpNilSel, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "JVP rule", "nil tensor", "result path .Sel"}},
+		{"f nil at .Sel", func() { fNilSel(a) }, []string{"transforms.CustomVJP", "f returned a nil tensor", "result path .Sel"}},
+		{"f nil at .Sel, Vmap", func() {
+			transforms.Vmap(func(x *T) layerOut { a := a; a.X = x; return fNilSel(a) })(peel.Stack([]*T{a.X, a.X}, 0))
+		}, []string{"transforms.CustomVJP", "result path .Sel"}},
+		{"fwd nil at .Sel", gradOf(transforms.CustomVJP(layerPlain, func(a layerIn) (layerOut, layerRes) {
+			o, r := layerFwd(a)
+			return nilSel(o), r
+		}, layerBwd)), []string{"transforms.CustomVJP", "fwd returned a nil tensor", "result path .Sel"}},
+		{"fwd nil residual at .H", gradOf(fwdNilH), []string{"transforms.CustomVJP", "fwd", "residual path .H"}},
+		{"fwd nil residual at .H, Grad of Vmap", gradVmapOf(fwdNilH), []string{"transforms.CustomVJP", "residual path .H"}},
+		{"residual with a tensor in an unexported field", func() { transforms.Grad(func(x *T) *T { return sum(fwdHidden(x)) })(x) }, []string{"transforms.CustomVJP", "unexported field .y"}},
+		{"f returns nil", func() { nilTree(x) }, []string{"transforms.CustomVJP", "f returned nil"}},
+		{"fwd returns nil", func() { transforms.VJP(nilTree, x) }, []string{"transforms.CustomVJP", "fwd returned nil"}},
+		{"nil argument leaf at .X", func() { a := a; a.X = nil; layerWith(func(g layerIn) layerIn { return g })(a) }, []string{"transforms.CustomVJP", ".X", "nil tensor"}},
+		{"argument with a tensor in an unexported field", func() {
+			transforms.CustomJVP(func(h hidden) *T { return h.X }, func(p, t hidden) (*T, *T) { return p.X, t.X })(hidden{X: x, y: x})
+		}, []string{"transforms.CustomJVP", "unexported field .y"}},
+		{"nil rule", func() { transforms.CustomVJP[*T, *T, any](ident, nil, nil) }, []string{"transforms.CustomVJP", "must not be nil"}},
+		{"JVP of CustomVJP", func() { transforms.JVP(wrongW, a, layerTangent(a, 1)) }, []string{"CustomVJP", "CustomJVP"}},
+	}
+	rbRun(t, cases)
+}
+
+// TestCustomVJPCotangentLeniency checks what bwd may leave out: a nil
+// float cotangent is a zero, and cotangents of int leaves and static
+// fields are ignored, whatever they are.
+func TestCustomVJPCotangentLeniency(t *testing.T) {
+	a := layerArg(3, 2, 2, 0.7)
+	p := layerParams{a.W, a.X}
+	cases := []struct {
+		name  string
+		cot   func(layerIn) layerIn
+		wantW bool // the W cotangent is the real one (not zero)
+	}{
+		{"as computed", func(g layerIn) layerIn { return g }, true},
+		{"nil W", func(g layerIn) layerIn { g.W = nil; return g }, false},
+		{"Idx of another shape and dtype", func(g layerIn) layerIn { g.Idx = peel.Ones(peel.Float32, 7); return g }, true},
+		{"int Idx", func(g layerIn) layerIn { g.Idx = peel.FromInt64s([]int64{9}); return g }, true},
+		{"static fields changed", func(g layerIn) layerIn { g.Scale, g.Tag = -1, "other"; return g }, true},
+	}
+	want := transforms.Grad(lossOfArg(layerPlain, a))(p)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			layer := transforms.CustomVJP(layerPlain, layerFwd, func(r layerRes, ct layerOut) layerIn { return tc.cot(layerBwd(r, ct)) })
+			w := want
+			if !tc.wantW {
+				w.W = peel.ZerosLike(w.W)
+			}
+			for _, g := range []func(layerParams) layerParams{
+				transforms.Grad(lossOfArg(layer, a)),
+				func(p layerParams) layerParams {
+					// Vmap of Grad, over a batch of one.
+					st := tree.Stack([]layerParams{p})
+					return tree.Unstack(transforms.Vmap(transforms.Grad(lossOfArg(layer, a)))(st))[0]
+				},
+			} {
+				checkNear(t, func() any { return g(p) }, func() any { return w }, 1e-12)
 			}
 		})
 	}
