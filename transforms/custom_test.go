@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
@@ -638,4 +640,187 @@ func TestCustomVJPCotangentLeniency(t *testing.T) {
 			}
 		})
 	}
+}
+
+// drawLayerArg draws a layer argument: W [m, n], X [n], Idx [k] in
+// [0, m), and Scale.
+func drawLayerArg(t *rapid.T, m, n, k int, name string) layerIn {
+	idx := rapid.SliceOfN(rapid.Int64Range(0, int64(m-1)), k, k).Draw(t, name+".Idx")
+	return layerIn{
+		W:     drawTensor(t, name+".W", []int{m, n}),
+		X:     drawTensor(t, name+".X", []int{n}),
+		Idx:   peel.FromInt64s(idx, k),
+		Scale: rapid.Float64Range(-2, 2).Draw(t, name+".Scale"),
+		Tag:   name,
+	}
+}
+
+// TestRapidCustomLayer checks both custom layers against the plain one
+// for random sizes and values: VJP with a random cotangent, JVP with a
+// random tangent, and Vmap of the layer and of its gradient over a
+// random batch of arguments against a loop over the batch.
+func TestRapidCustomLayer(t *testing.T) {
+	var c layerCounts
+	vjpLayer, jvpLayer := customLayers(&c)
+	rapid.Check(t, func(t *rapid.T) {
+		m, n, k := rapid.IntRange(1, 3).Draw(t, "m"), rapid.IntRange(1, 3).Draw(t, "n"), rapid.IntRange(1, 3).Draw(t, "k")
+		a := drawLayerArg(t, m, n, k, "a")
+		ct := layerOut{Y: drawTensor(t, "ct.Y", []int{m}), Sel: drawTensor(t, "ct.Sel", []int{k}), Z: peel.Sum(drawTensor(t, "ct.Z", []int{1})), Idx: intZeros(a.Idx), Tag: a.Tag}
+		ta := layerIn{W: drawTensor(t, "ta.W", []int{m, n}), X: drawTensor(t, "ta.X", []int{n}), Idx: intZeros(a.Idx), Scale: a.Scale, Tag: a.Tag}
+		vjpOf := func(layer func(layerIn) layerOut) func() any {
+			return func() any {
+				o, pb := transforms.VJP(layer, a)
+				return []any{o, pb(ct)}
+			}
+		}
+		jvpOf := func(layer func(layerIn) layerOut) func() any {
+			return func() any {
+				o, to := transforms.JVP(layer, a, ta)
+				return []any{o, to}
+			}
+		}
+		batch := rapid.IntRange(1, 3).Draw(t, "batch")
+		args := make([]layerIn, batch)
+		for i := range args {
+			args[i] = drawLayerArg(t, m, n, k, fmt.Sprintf("args[%d]", i))
+			args[i].Scale, args[i].Tag = a.Scale, a.Tag
+		}
+		type mapped struct{ W, X, Idx *T }
+		st := tree.Stack(args)
+		in := mapped{st.W, st.X, st.Idx}
+		lane := func(v mapped) layerIn { return layerIn{W: v.W, X: v.X, Idx: v.Idx, Scale: a.Scale, Tag: a.Tag} }
+		// The loss of the layer vmapped over the batch.
+		loss := func(layer func(layerIn) layerOut) func(mapped) *T {
+			return func(v mapped) *T {
+				return layerLoss(transforms.Vmap(func(v mapped) layerOut { return layer(lane(v)) })(v))
+			}
+		}
+		for _, layer := range []struct {
+			name string
+			f    func(layerIn) layerOut
+		}{{"CustomVJP", vjpLayer}, {"CustomJVP", jvpLayer}} {
+			checks := []struct {
+				name      string
+				got, want func() any
+			}{
+				{"VJP", vjpOf(layer.f), vjpOf(layerPlain)},
+				{"Vmap", func() any {
+					return tree.Unstack(transforms.Vmap(func(v mapped) layerOut { return layer.f(lane(v)) })(in))
+				}, func() any {
+					outs := make([]layerOut, batch)
+					for i, a := range args {
+						outs[i] = layerPlain(a)
+					}
+					return outs
+				}},
+				{"Vmap of Grad", func() any {
+					// Grad differentiates the float leaves; Idx is held
+					// by the mapped function.
+					return tree.Unstack(transforms.Vmap(func(v mapped) layerParams {
+						return transforms.Grad(lossOfArg(layer.f, lane(v)))(layerParams{v.W, v.X})
+					})(in))
+				}, func() any {
+					outs := make([]layerParams, batch)
+					for i, a := range args {
+						outs[i] = transforms.Grad(lossOfArg(layerPlain, a))(layerParams{a.W, a.X})
+					}
+					return outs
+				}},
+				{"Grad of Vmap", func() any {
+					return transforms.Grad(func(p layerParams) *T { return loss(layer.f)(mapped{p.W, p.X, in.Idx}) })(layerParams{in.W, in.X})
+				}, func() any {
+					return transforms.Grad(func(p layerParams) *T { return loss(layerPlain)(mapped{p.W, p.X, in.Idx}) })(layerParams{in.W, in.X})
+				}},
+			}
+			if layer.name == "CustomJVP" {
+				checks = append(checks, struct {
+					name      string
+					got, want func() any
+				}{"JVP", jvpOf(layer.f), jvpOf(layerPlain)})
+			}
+			for _, ch := range checks {
+				var g, w any
+				if err := peel.Catch(func() { w = ch.want() }); err != nil {
+					t.Fatalf("%s %s oracle: %v", layer.name, ch.name, err)
+				}
+				if err := peel.Catch(func() { g = ch.got() }); err != nil {
+					t.Fatalf("%s %s: %v", layer.name, ch.name, err)
+				}
+				if msg := treeNear(g, w, 1e-12); msg != "" {
+					t.Fatalf("%s %s: %s", layer.name, ch.name, msg)
+				}
+			}
+		}
+	})
+}
+
+// progIn is the argument of a random program: x, y (broadcast to x) and
+// a static field the rules must pass through.
+type progIn struct {
+	X, Y *T
+	Note string
+}
+
+// TestRapidCustomRulesFromTransforms wraps random smooth programs in
+// custom rules made of the program's own VJP and JVP (transforms inside
+// the rules), and checks Grad, Hessian (higher order through the rules)
+// and Vmap of Grad against the program itself.
+func TestRapidCustomRulesFromTransforms(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		xs, ys := drawShapes(t, 0)
+		p := drawProgram(t)
+		x, y := drawTensor(t, "x", xs), drawTensor(t, "y", ys)
+		t.Logf("p = %s with x %v, y %v", p, xs, ys)
+		plain := func(a progIn) *T {
+			if a.Note != "static" {
+				panic("the static field was not passed through: " + a.Note)
+			}
+			return p.run(a.X, a.Y)
+		}
+		vjpP := transforms.CustomVJP(plain,
+			func(a progIn) (*T, progIn) { return plain(a), a },
+			func(r progIn, ct *T) progIn {
+				_, pb := transforms.VJP(plain, r)
+				return pb(ct)
+			})
+		jvpP := transforms.CustomJVP(plain, func(a, ta progIn) (*T, *T) { return transforms.JVP(plain, a, ta) })
+		a := progIn{X: x, Y: y, Note: "static"}
+		ofX := func(f func(progIn) *T) func(*T) *T {
+			return func(x *T) *T { return sumAll(f(progIn{X: x, Y: y, Note: "static"})) }
+		}
+		bx := drawTensor(t, "batch", append([]int{2}, xs...))
+		for _, rule := range []struct {
+			name string
+			f    func(progIn) *T
+		}{{"CustomVJP", vjpP}, {"CustomJVP", jvpP}} {
+			checks := []struct {
+				name      string
+				tol       float64
+				got, want func() any
+			}{
+				{"Grad", 1e-12, func() any { return transforms.Grad(func(a progIn) *T { return sumAll(rule.f(a)) })(a) },
+					func() any { return transforms.Grad(func(a progIn) *T { return sumAll(plain(a)) })(a) }},
+				{"Hessian", 1e-10, func() any { return transforms.Hessian(ofX(rule.f))(x) }, func() any { return transforms.Hessian(ofX(plain))(x) }},
+				{"Vmap of Grad", 1e-12, func() any { return transforms.Vmap(transforms.Grad(ofX(rule.f)))(bx) }, func() any {
+					rows := tree.Unstack(bx)
+					for i := range rows {
+						rows[i] = transforms.Grad(ofX(plain))(rows[i])
+					}
+					return tree.Stack(rows)
+				}},
+			}
+			for _, ch := range checks {
+				var g, w any
+				if err := peel.Catch(func() { w = ch.want() }); err != nil {
+					t.Fatalf("%s %s oracle: %v", rule.name, ch.name, err)
+				}
+				if err := peel.Catch(func() { g = ch.got() }); err != nil {
+					t.Fatalf("%s %s: %v", rule.name, ch.name, err)
+				}
+				if msg := treeNear(g, w, ch.tol); msg != "" {
+					t.Fatalf("%s %s: %s", rule.name, ch.name, msg)
+				}
+			}
+		}
+	})
 }
