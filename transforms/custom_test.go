@@ -3,6 +3,7 @@ package transforms_test
 import (
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -823,4 +824,80 @@ func TestRapidCustomRulesFromTransforms(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCustomRulesConcurrent runs the custom layers under several
+// transforms on many goroutines at once, all sharing one custom function
+// and the tensors its rules capture (W, the indices and a weight), and
+// compares every result with the one computed alone. Run it with -race.
+func TestCustomRulesConcurrent(t *testing.T) {
+	shared := layerArg(3, 2, 4, 0.9)
+	weight := peel.FromFloat64s([]float64{0.5, -1, 2})
+	// Rules that capture shared tensors rather than receive them.
+	capturedVJP := transforms.CustomVJP(
+		func(x *T) *T { return layerPlain(layerIn{W: shared.W, X: x, Idx: shared.Idx, Scale: 1}).Y },
+		func(x *T) (*T, layerRes) {
+			o, r := layerFwd(layerIn{W: shared.W, X: x, Idx: shared.Idx, Scale: 1})
+			return o.Y, r
+		},
+		func(r layerRes, ct *T) *T {
+			return layerBwd(r, layerOut{Y: peel.Mul(ct, 1.0), Sel: peel.Zeros(peel.Float64, 4), Z: peel.Zeros(peel.Float64), Idx: r.Idx}).X
+		},
+	)
+	capturedJVP := transforms.CustomJVP(
+		func(x *T) *T { return peel.Mul(peel.Tanh(x), weight) },
+		func(x, tx *T) (*T, *T) {
+			return peel.Mul(peel.Tanh(x), weight), peel.Mul(peel.Mul(tx, peel.Sub(1.0, peel.Square(peel.Tanh(x)))), weight)
+		},
+	)
+	var c layerCounts
+	vjpLayer, jvpLayer := customLayers(&c)
+	xs := peel.Stack([]*T{shared.X, peel.Neg(shared.X), peel.Add(shared.X, 1.0)}, 0)
+	lossOfX := func(f func(*T) *T) func(*T) *T { return func(x *T) *T { return peel.Sum(peel.Mul(f(x), weight)) } }
+	ops := []struct {
+		name string
+		run  func() any
+	}{
+		{"Grad CustomVJP", func() any { return transforms.Grad(lossOfX(capturedVJP))(shared.X) }},
+		{"Vmap of Grad CustomVJP", func() any { return transforms.Vmap(transforms.Grad(lossOfX(capturedVJP)))(xs) }},
+		{"Grad CustomJVP", func() any { return transforms.Grad(lossOfX(capturedJVP))(weight) }},
+		{"JVP CustomJVP", func() any { _, tan := transforms.JVP(capturedJVP, weight, peel.Cos(weight)); return tan }},
+		{"Hessian CustomVJP", func() any { return transforms.Hessian(lossOfX(capturedVJP))(shared.X) }},
+		{"Grad tree layer", func() any { return transforms.Grad(lossOfArg(vjpLayer, shared))(layerParams{shared.W, shared.X}) }},
+		{"Grad tree layer CustomJVP", func() any { return transforms.Grad(lossOfArg(jvpLayer, shared))(layerParams{shared.W, shared.X}) }},
+		{"Vmap tree layer", func() any {
+			return transforms.Vmap(func(x *T) layerOut { a := shared; a.X = x; return vjpLayer(a) })(xs)
+		}},
+	}
+	want := make([]any, len(ops))
+	for i, op := range ops {
+		if err := peel.Catch(func() { want[i] = op.run() }); err != nil {
+			t.Fatalf("%s alone: %v", op.name, err)
+		}
+	}
+	const goroutines, calls = 8, 6
+	var wg sync.WaitGroup
+	errs := make(chan string, goroutines*calls*len(ops))
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < calls; k++ {
+				i := (g + k) % len(ops)
+				var got any
+				if err := peel.Catch(func() { got = ops[i].run() }); err != nil {
+					errs <- fmt.Sprintf("goroutine %d: %s: %v", g, ops[i].name, err)
+					continue
+				}
+				if msg := treeNear(got, want[i], 0); msg != "" {
+					errs <- fmt.Sprintf("goroutine %d: %s differs from the value computed alone: %s", g, ops[i].name, msg)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
