@@ -24,6 +24,10 @@ import (
 type jvpRule struct {
 	f   func(in []*T) []*T
 	jvp func(primals, tangents []*T) (outs, touts []*T)
+	// top is the highest level among the operands (nil: none), outName
+	// names result leaf i in errors.
+	top     *interp.Level
+	outName func(i int) string
 }
 
 type customJVPParams struct{ jvpRule }
@@ -46,7 +50,10 @@ var customJVPCall = func() *interp.Prim {
 			}
 			ts[i] = t
 		}
-		return cp.jvp(primals, ts)
+		outs, touts := cp.jvp(primals, ts)
+		checkCaptured("transforms.CustomJVP", "the JVP rule's result", cp.top, outs, cp.outName)
+		checkCaptured("transforms.CustomJVP", "the JVP rule's tangent", cp.top, touts, cp.outName)
+		return outs, touts
 	}
 	return p
 }()
@@ -61,6 +68,10 @@ type vjpRule struct {
 	fwd  func(in []*T) (outs, res []*T)
 	bwd  func(res, cts []*T) []*T
 	name func(i int) string
+	// top is the highest level among the operands (nil: none); outName
+	// and resName name result and residual leaves in errors.
+	top              *interp.Level
+	outName, resName func(i int) string
 }
 
 type customVJPParams struct{ vjpRule }
@@ -135,6 +146,8 @@ var customVJPCall = func() *interp.Prim {
 		// fwd's output is the primal result: f is not run.
 		cp := params.(customVJPParams)
 		outs, res := cp.fwd(primals)
+		checkCaptured("transforms.CustomVJP", "fwd's result", cp.top, outs, cp.outName)
+		checkCaptured("transforms.CustomVJP", "fwd's residual", cp.top, res, cp.resName)
 		lp := customVJPLinParams{bwd: cp.bwd, name: cp.name, res: res, in: avalsOf(primals), out: avalsOf(outs)}
 		var ts []*T
 		for i, t := range tangents {
@@ -160,6 +173,40 @@ var customVJPCall = func() *interp.Prim {
 	}
 	return p
 }()
+
+// topLevel returns the highest live level among the tracers of xs (nil
+// for none): the level a primitive bound on xs is processed at.
+func topLevel(xs []*T) *interp.Level {
+	var top *interp.Level
+	for _, x := range xs {
+		if tr := x.Tracer(); tr != nil {
+			if l := tr.Level(); l.Alive() && (top == nil || l.ID() > top.ID()) {
+				top = l
+			}
+		}
+	}
+	return top
+}
+
+// checkCaptured panics with *Error naming op when a value a rule
+// computed at level top (the values what names, leaf i named by name)
+// belongs to top or a level above it: the rule's primal work runs below
+// top, so such a value comes from a tensor of that level that the rule
+// captures instead of receiving it in its argument, and its derivative
+// would be lost.
+func checkCaptured(op, what string, top *interp.Level, xs []*T, name func(int) string) {
+	if top == nil {
+		return
+	}
+	for i, x := range xs {
+		if x == nil {
+			continue
+		}
+		if tr := x.Tracer(); tr != nil && tr.Level().Alive() && tr.Level().ID() >= top.ID() {
+			treeErrorf(op, "%s at %s belongs to the %s applying the rule: the rule captures a tensor of that %s instead of receiving it in its argument, and its derivative would be lost; pass the tensor in the argument", what, name(i), tr.Level().Name(), tr.Level().Name())
+		}
+	}
+}
 
 func avalsOf(xs []*T) []interp.Aval {
 	a := make([]interp.Aval, len(xs))
@@ -230,6 +277,11 @@ func result[R any](c *customCall, leaves []*T) R {
 // argName names argument leaf i in errors.
 func (c *customCall) argName(i int) string { return c.in.LeafName("the argument", i) }
 
+// outName and resName name result and residual leaf i in errors.
+func (c *customCall) outName(i int) string { return "result path " + pathOr(c.out.Paths()[i]) }
+
+func (c *customCall) resName(i int) string { return "residual path " + pathOr(c.res.Paths()[i]) }
+
 // CustomJVP returns f with its own forward-mode derivative rule: under
 // every autodiff transform, jvp(primals, tangents) is used instead of
 // differentiating f's operations, and gives the result and its tangent.
@@ -245,6 +297,11 @@ func (c *customCall) argName(i int) string { return c.in.LeafName("the argument"
 // a tangent of the result's structure; tangents of result leaves that
 // are not float are ignored (and may be nil).
 //
+// Tensors the rule is to differentiate must come in the argument: a
+// rule may capture values of transforms outside the one applying it
+// (they are differentiated through the rule's own operations), but not
+// of that one.
+//
 // jvp must be linear in tangents (reverse mode transposes it) and
 // written with peel operations, so that it can itself be differentiated
 // for higher orders and vmapped (under Vmap the rule is applied to the
@@ -254,8 +311,9 @@ func (c *customCall) argName(i int) string { return c.in.LeafName("the argument"
 // returns panics with *peel.Error when the argument is not a valid tree,
 // when f or jvp returns nil or a tree with a nil tensor, or when jvp's
 // tangent differs from the result in structure or has, at a float leaf, a
-// nil tensor or one of another shape or dtype than the result leaf (the
-// error names the leaf's path).
+// nil tensor or one of another shape or dtype than the result leaf, or
+// when jvp's result or tangent belongs to the transform applying the
+// rule (jvp captured a tensor of it; the error names the leaf's path).
 func CustomJVP[A, R any](f func(A) R, jvp func(primals, tangents A) (R, R)) func(A) R {
 	const op = "transforms.CustomJVP"
 	if f == nil || jvp == nil {
@@ -266,7 +324,9 @@ func CustomJVP[A, R any](f func(A) R, jvp func(primals, tangents A) (R, R)) func
 		leaves, def := flatten(op, a)
 		c := &customCall{op: op, in: def}
 		rule := jvpRule{
-			f: func(in []*T) []*T { return c.outLeaves("f", f(build[A](def, in))) },
+			top:     topLevel(leaves),
+			outName: c.outName,
+			f:       func(in []*T) []*T { return c.outLeaves("f", f(build[A](def, in))) },
 			jvp: func(primals, tangents []*T) ([]*T, []*T) {
 				r, tr := jvp(build[A](def, primals), build[A](def, tangents))
 				outs := c.outLeaves("the JVP rule", r)
@@ -310,6 +370,11 @@ func CustomJVP[A, R any](f func(A) R, jvp func(primals, tangents A) (R, R)) func
 // leaves that are not float are ignored (and may be nil), and static
 // parts are ignored.
 //
+// Tensors the rule is to differentiate must come in the argument: fwd
+// and bwd may capture values of transforms outside the one applying the
+// rule (they are differentiated through the rule's own operations), but
+// not of that one.
+//
 // bwd is written with peel operations, so differentiating through it
 // (second order, Hessians) uses the rule's own operations, and so is fwd:
 // under Vmap the rule is applied to the batch, not f's operations.
@@ -320,9 +385,10 @@ func CustomJVP[A, R any](f func(A) R, jvp func(primals, tangents A) (R, R)) func
 // function it returns panics with *peel.Error when the argument is not a
 // valid tree, when f or fwd returns nil or a tree with a nil tensor (in
 // the result or the residuals), when bwd's result differs from the
-// argument in structure, or when its cotangent of a float leaf has
-// another shape or dtype than the leaf (the error names the leaf's
-// path).
+// argument in structure, when its cotangent of a float leaf has another
+// shape or dtype than the leaf, or when fwd's result or residuals belong
+// to the transform applying the rule (fwd captured a tensor of it; the
+// error names the leaf's path).
 func CustomVJP[A, R, Res any](f func(A) R, fwd func(A) (R, Res), bwd func(res Res, ct R) A) func(A) R {
 	const op = "transforms.CustomVJP"
 	if f == nil || fwd == nil || bwd == nil {
@@ -333,7 +399,10 @@ func CustomVJP[A, R, Res any](f func(A) R, fwd func(A) (R, Res), bwd func(res Re
 		leaves, def := flatten(op, a)
 		c := &customCall{op: op, in: def}
 		rule := vjpRule{
-			f: func(in []*T) []*T { return c.outLeaves("f", f(build[A](def, in))) },
+			top:     topLevel(leaves),
+			outName: c.outName,
+			resName: c.resName,
+			f:       func(in []*T) []*T { return c.outLeaves("f", f(build[A](def, in))) },
 			fwd: func(in []*T) ([]*T, []*T) {
 				r, res := fwd(build[A](def, in))
 				outs := c.outLeaves("fwd", r)
@@ -420,7 +489,9 @@ func init() {
 			return r
 		})
 		bp := customJVPParams{jvpRule{
-			f: vmapped(size, dims, cp.f),
+			top:     topLevel(vals),
+			outName: cp.outName,
+			f:       vmapped(size, dims, cp.f),
 			jvp: func(p, t []*T) ([]*T, []*T) {
 				r := jvp(append(append([]*T{}, p...), t...))
 				m := len(r) - len(fout)
@@ -451,7 +522,10 @@ func init() {
 			return append(append([]*T(nil), outs...), res...)
 		})
 		bp := customVJPParams{vjpRule{
-			f: vmapped(size, dims, cp.f),
+			top:     topLevel(vals),
+			outName: cp.outName,
+			resName: cp.resName,
+			f:       vmapped(size, dims, cp.f),
 			fwd: func(xs []*T) ([]*T, []*T) {
 				r := fwd(xs)
 				return r[:nOut], r[nOut:]

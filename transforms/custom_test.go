@@ -559,6 +559,20 @@ func TestCustomRulesErrors(t *testing.T) {
 		o, to := layerJVP(p, t)
 		return nilSel(o), to
 	})
+	capturing := func(w *T) func(*T) *T {
+		return transforms.CustomVJP(func(x *T) *T { return peel.Mul(x, w) },
+			func(x *T) (*T, *T) { return peel.Mul(x, w), x },
+			func(r *T, ct *T) *T { return peel.Mul(ct, r) })
+	}
+	capturingRes := func(w *T) func(*T) *T {
+		return transforms.CustomVJP(func(x *T) *T { return peel.Mul(x, 2.0) },
+			func(x *T) (*T, layerParams) { return peel.Mul(x, 2.0), layerParams{W: peel.Mul(w, 1.0), X: x} },
+			func(r layerParams, ct *T) *T { return peel.Mul(ct, 2.0) })
+	}
+	jvpCapturing := func(w *T) func(*T) *T {
+		return transforms.CustomJVP(func(x *T) *T { return peel.Mul(x, w) },
+			func(x, t *T) (*T, *T) { return peel.Mul(x, w), peel.Mul(t, w) })
+	}
 	cases := []rbCase{
 		{"bwd wrong shape at .W", gradOf(wrongW), []string{"transforms.CustomVJP", "leaf .W", "f64[2,3]"}},
 		{"bwd wrong shape at .W, Vmap of Grad", vmapGradOf(wrongW), []string{"transforms.CustomVJP", "leaf .W"}},
@@ -600,6 +614,20 @@ func TestCustomRulesErrors(t *testing.T) {
 		}, []string{"transforms.CustomJVP", "unexported field .y"}},
 		{"nil rule", func() { transforms.CustomVJP[*T, *T, any](ident, nil, nil) }, []string{"transforms.CustomVJP", "must not be nil"}},
 		{"JVP of CustomVJP", func() { transforms.JVP(wrongW, a, layerTangent(a, 1)) }, []string{"CustomVJP", "CustomJVP"}},
+		// Rules that capture the tensor being differentiated instead of
+		// receiving it (its derivative would be lost).
+		{"fwd captures a differentiated tensor", func() {
+			transforms.Grad(func(p []*T) *T { return sum(capturing(p[1])(p[0])) })([]*T{x, x})
+		}, []string{"transforms.CustomVJP", "fwd's result at result path (the root)", "captures", "grad"}},
+		{"fwd residual captures a differentiated tensor", func() {
+			transforms.Grad(func(p []*T) *T { return sum(capturingRes(p[1])(p[0])) })([]*T{x, x})
+		}, []string{"transforms.CustomVJP", "fwd's residual at residual path .W", "captures"}},
+		{"fwd captures a differentiated tensor, Grad of Vmap", func() {
+			transforms.Grad(func(p []*T) *T { return sum(transforms.Vmap(capturing(p[1]))(peel.Stack([]*T{p[0], p[0]}, 0))) })([]*T{x, x})
+		}, []string{"transforms.CustomVJP", "fwd's result", "captures"}},
+		{"JVP rule captures a differentiated tensor", func() {
+			transforms.JVP(func(p []*T) *T { return jvpCapturing(p[1])(p[0]) }, []*T{x, x}, []*T{x, x})
+		}, []string{"transforms.CustomJVP", "the JVP rule's result at result path (the root)", "captures"}},
 	}
 	rbRun(t, cases)
 }
@@ -900,4 +928,40 @@ func TestCustomRulesConcurrent(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
+}
+
+// TestCustomRulesCaptureOuterValues checks that rules may capture values
+// of transforms outside the one applying the rule: an outer Grad's
+// tracer (differentiated through the rule's own operations) and a
+// Vmap's batched value.
+func TestCustomRulesCaptureOuterValues(t *testing.T) {
+	x0 := peel.FromFloat64s([]float64{0.5, -2})
+	w0 := peel.FromFloat64s([]float64{1.5, 3})
+	scaled := func(w *T) func(*T) *T {
+		return transforms.CustomVJP(func(x *T) *T { return peel.Mul(peel.Sin(x), w) },
+			func(x *T) (*T, *T) { return peel.Mul(peel.Sin(x), w), x },
+			func(x *T, ct *T) *T { return peel.Mul(peel.Mul(ct, peel.Cos(x)), w) })
+	}
+	plain := func(w *T) func(*T) *T { return func(x *T) *T { return peel.Mul(peel.Sin(x), w) } }
+	// d/dw Σ (d/dx Σ sin(x)·w)² at x0 = 2·w·cos²(x0).
+	outer := func(layer func(*T) func(*T) *T) func() any {
+		return func() any {
+			return transforms.Grad(func(w *T) *T {
+				g := transforms.Grad(func(x *T) *T { return peel.Sum(layer(w)(x)) })(x0)
+				return peel.Sum(peel.Square(g))
+			})(w0)
+		}
+	}
+	checkNear(t, outer(scaled), outer(plain), 1e-12)
+	want := make([]float64, 2)
+	for i, x := range x0.Float64s() {
+		want[i] = 2 * w0.Float64s()[i] * math.Cos(x) * math.Cos(x)
+	}
+	near(t, "outer Grad through the rule", outer(scaled)().(*T).Float64s(), want, 1e-12)
+	// Vmap of a rule that captures the batched value.
+	ws := peel.Stack([]*T{w0, peel.Neg(w0)}, 0)
+	vm := func(layer func(*T) func(*T) *T) func() any {
+		return func() any { return transforms.Vmap(func(w *T) *T { return layer(w)(x0) })(ws) }
+	}
+	checkNear(t, vm(scaled), vm(plain), 1e-12)
 }
