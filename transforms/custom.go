@@ -24,8 +24,10 @@ import (
 type jvpRule struct {
 	f   func(in []*T) []*T
 	jvp func(primals, tangents []*T) (outs, touts []*T)
-	// top is the highest level among the operands (nil: none), outName
-	// names result leaf i in errors.
+	// op names the rule's maker in errors (transforms.CustomJVP, …), top
+	// is the highest level among the operands (nil: none), outName names
+	// result leaf i.
+	op      string
 	top     *interp.Level
 	outName func(i int) string
 }
@@ -51,8 +53,8 @@ var customJVPCall = func() *interp.Prim {
 			ts[i] = t
 		}
 		outs, touts := cp.jvp(primals, ts)
-		checkCaptured("transforms.CustomJVP", "the JVP rule's result", cp.top, outs, cp.outName)
-		checkCaptured("transforms.CustomJVP", "the JVP rule's tangent", cp.top, touts, cp.outName)
+		checkCaptured(cp.op, "the JVP rule's result", cp.top, outs, cp.outName)
+		checkCaptured(cp.op, "the JVP rule's tangent", cp.top, touts, cp.outName)
 		return outs, touts
 	}
 	return p
@@ -68,8 +70,10 @@ type vjpRule struct {
 	fwd  func(in []*T) (outs, res []*T)
 	bwd  func(res, cts []*T) []*T
 	name func(i int) string
-	// top is the highest level among the operands (nil: none); outName
-	// and resName name result and residual leaves in errors.
+	// op names the rule's maker in errors (transforms.CustomVJP, …), top
+	// is the highest level among the operands (nil: none); outName and
+	// resName name result and residual leaves.
+	op               string
 	top              *interp.Level
 	outName, resName func(i int) string
 }
@@ -85,6 +89,7 @@ func (customVJPParams) String() string { return "custom_vjp" }
 // no forward rule; its transpose calls bwd with the residuals saved by
 // fwd.
 type customVJPLinParams struct {
+	op   string
 	bwd  func(res, cts []*T) []*T
 	name func(i int) string
 	res  []*T
@@ -124,7 +129,7 @@ var customVJPLin = func() *interp.Prim {
 				full[i] = zeros(lp.out[i])
 			}
 		}
-		got := checkCotangents(lp.bwd(lp.res, full), lp.in, lp.name)
+		got := checkCotangents(lp.op, lp.bwd(lp.res, full), lp.in, lp.name)
 		for k, i := range lp.diff {
 			if linear[k] {
 				res[k] = got[i]
@@ -146,9 +151,9 @@ var customVJPCall = func() *interp.Prim {
 		// fwd's output is the primal result: f is not run.
 		cp := params.(customVJPParams)
 		outs, res := cp.fwd(primals)
-		checkCaptured("transforms.CustomVJP", "fwd's result", cp.top, outs, cp.outName)
-		checkCaptured("transforms.CustomVJP", "fwd's residual", cp.top, res, cp.resName)
-		lp := customVJPLinParams{bwd: cp.bwd, name: cp.name, res: res, in: avalsOf(primals), out: avalsOf(outs)}
+		checkCaptured(cp.op, "fwd's result", cp.top, outs, cp.outName)
+		checkCaptured(cp.op, "fwd's residual", cp.top, res, cp.resName)
+		lp := customVJPLinParams{op: cp.op, bwd: cp.bwd, name: cp.name, res: res, in: avalsOf(primals), out: avalsOf(outs)}
 		var ts []*T
 		for i, t := range tangents {
 			if t != nil {
@@ -218,11 +223,11 @@ func avalsOf(xs []*T) []interp.Aval {
 
 // checkCotangents checks bwd's cotangents got (one per argument leaf, of
 // types in) and returns them with those of leaves that are not float
-// dropped (nil). It panics with *Error naming CustomVJP and the leaf
+// dropped (nil). It panics with *Error naming op and the leaf
 // when a float leaf's cotangent has another shape or dtype.
-func checkCotangents(got []*T, in []interp.Aval, name func(int) string) []*T {
+func checkCotangents(op string, got []*T, in []interp.Aval, name func(int) string) []*T {
 	if len(got) != len(in) {
-		treeErrorf("transforms.CustomVJP", "bwd returned %d cotangents for %d argument leaves", len(got), len(in))
+		treeErrorf(op, "bwd returned %d cotangents for %d argument leaves", len(got), len(in))
 	}
 	out := make([]*T, len(in))
 	for i, g := range got {
@@ -230,7 +235,7 @@ func checkCotangents(got []*T, in []interp.Aval, name func(int) string) []*T {
 			continue
 		}
 		if !g.Aval().Equal(in[i]) {
-			treeErrorf("transforms.CustomVJP", "bwd's cotangent for %s is %s, but the argument leaf is %s", name(i), g.TypeString(), in[i])
+			treeErrorf(op, "bwd's cotangent for %s is %s, but the argument leaf is %s", name(i), g.TypeString(), in[i])
 		}
 		out[i] = g
 	}
@@ -264,6 +269,44 @@ func (c *customCall) outLeaves(who string, r any) []*T {
 	}
 	c.out = def
 	return leaves
+}
+
+// cotangentLeaves flattens g, bwd's cotangent of the argument, into one
+// cotangent per argument leaf (nil: zero). g must have the argument's
+// structure, or be its type's zero value (no cotangent); with tuple, the
+// argument is a positional tuple and each of its fields may be its zero
+// value instead. It panics with *Error naming the first difference in
+// structure.
+func (c *customCall) cotangentLeaves(g any, tuple bool) []*T {
+	gv := reflect.ValueOf(g)
+	if !gv.IsValid() || gv.IsZero() {
+		return make([]*T, c.in.NumLeaves())
+	}
+	var zero []bool
+	if tuple {
+		// A copy of the tuple whose zero fields are the argument's own
+		// (for the structure), their leaves dropped after flattening.
+		cp := reflect.New(gv.Type()).Elem()
+		cp.Set(gv)
+		for k := 0; k < cp.NumField(); k++ {
+			z := cp.Field(k).IsZero()
+			zero = append(zero, z)
+			if z {
+				cp.Field(k).Set(c.in.Proto().Field(k))
+			}
+		}
+		g = cp.Interface()
+	}
+	if d := treeimpl.StructureDiff(c.in.Proto().Interface(), g); d != "" {
+		treeErrorf(c.op, "bwd must return a cotangent of the argument's structure: %s", d)
+	}
+	got, _ := flattenAs(c.op, g, auxTree)
+	if tuple {
+		for _, i := range argLeaves(c.in, zero) {
+			got[i] = nil
+		}
+	}
+	return got
 }
 
 // result rebuilds the call's result from its leaves.
@@ -319,11 +362,44 @@ func CustomJVP[A, R any](f func(A) R, jvp func(primals, tangents A) (R, R)) func
 	if f == nil || jvp == nil {
 		treeErrorf(op, "f and jvp must not be nil (f nil: %v, jvp nil: %v)", f == nil, jvp == nil)
 	}
+	return customJVP(op, f, jvp)
+}
+
+// CustomJVP2 is CustomJVP for a function of two arguments: jvp takes the
+// primals and then one tangent per argument, and returns the result and
+// its tangent. It panics as CustomJVP does; leaf paths read args[0],
+// args[1].
+func CustomJVP2[A, B, R any](f func(A, B) R, jvp func(a A, b B, ta A, tb B) (R, R)) func(A, B) R {
+	const op = "transforms.CustomJVP2"
+	if f == nil || jvp == nil {
+		treeErrorf(op, "f and jvp must not be nil (f nil: %v, jvp nil: %v)", f == nil, jvp == nil)
+	}
+	g := customJVP(op, func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, func(p, t args2[A, B]) (R, R) {
+		return jvp(p.Arg0, p.Arg1, t.Arg0, t.Arg1)
+	})
+	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
+}
+
+// CustomJVP3 is CustomJVP2 for a function of three arguments.
+func CustomJVP3[A, B, C, R any](f func(A, B, C) R, jvp func(a A, b B, c C, ta A, tb B, tc C) (R, R)) func(A, B, C) R {
+	const op = "transforms.CustomJVP3"
+	if f == nil || jvp == nil {
+		treeErrorf(op, "f and jvp must not be nil (f nil: %v, jvp nil: %v)", f == nil, jvp == nil)
+	}
+	g := customJVP(op, func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, func(p, t args3[A, B, C]) (R, R) {
+		return jvp(p.Arg0, p.Arg1, p.Arg2, t.Arg0, t.Arg1, t.Arg2)
+	})
+	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
+}
+
+// customJVP is CustomJVP with errors naming op; f and jvp are not nil.
+func customJVP[A, R any](op string, f func(A) R, jvp func(primals, tangents A) (R, R)) func(A) R {
 	return func(a A) R {
 		defer interp.Annotate(op)
 		leaves, def := flatten(op, a)
 		c := &customCall{op: op, in: def}
 		rule := jvpRule{
+			op:      op,
 			top:     topLevel(leaves),
 			outName: c.outName,
 			f:       func(in []*T) []*T { return c.outLeaves("f", f(build[A](def, in))) },
@@ -366,9 +442,9 @@ func CustomJVP[A, R any](f func(A) R, jvp func(primals, tangents A) (R, R)) func
 // residuals may hold static values and tensors of any dtype. ct has the
 // result's structure, with zeros for the leaves that have no cotangent
 // (and for those that are not float). bwd returns a tree of the
-// argument's structure: a nil leaf is a zero cotangent, cotangents of
-// leaves that are not float are ignored (and may be nil), and static
-// parts are ignored.
+// argument's structure, or A's zero value for no cotangent at all: a nil
+// leaf is a zero cotangent, cotangents of leaves that are not float are
+// ignored (and may be nil), and static parts are ignored.
 //
 // Tensors the rule is to differentiate must come in the argument: fwd
 // and bwd may capture values of transforms outside the one applying the
@@ -391,14 +467,60 @@ func CustomJVP[A, R any](f func(A) R, jvp func(primals, tangents A) (R, R)) func
 // error names the leaf's path).
 func CustomVJP[A, R, Res any](f func(A) R, fwd func(A) (R, Res), bwd func(res Res, ct R) A) func(A) R {
 	const op = "transforms.CustomVJP"
-	if f == nil || fwd == nil || bwd == nil {
-		treeErrorf(op, "f, fwd and bwd must not be nil (f nil: %v, fwd nil: %v, bwd nil: %v)", f == nil, fwd == nil, bwd == nil)
+	checkVJPRule(op, f == nil, fwd == nil, bwd == nil)
+	return customVJP(op, f, fwd, bwd, false)
+}
+
+// CustomVJP2 is CustomVJP for a function of two arguments: bwd returns
+// one cotangent per argument, and an argument's cotangent that is its
+// type's zero value (a nil tensor, a zero struct) is a zero cotangent
+// for every leaf of that argument, so an argument that is not
+// differentiated (labels, a config) may be answered with its zero value.
+// It panics as CustomVJP does; leaf paths read args[0], args[1].
+func CustomVJP2[A, B, R, Res any](f func(A, B) R, fwd func(A, B) (R, Res), bwd func(res Res, ct R) (A, B)) func(A, B) R {
+	const op = "transforms.CustomVJP2"
+	checkVJPRule(op, f == nil, fwd == nil, bwd == nil)
+	g := customVJP(op,
+		func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) },
+		func(t args2[A, B]) (R, Res) { return fwd(t.Arg0, t.Arg1) },
+		func(res Res, ct R) args2[A, B] {
+			a, b := bwd(res, ct)
+			return args2[A, B]{a, b}
+		}, true)
+	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
+}
+
+// CustomVJP3 is CustomVJP2 for a function of three arguments.
+func CustomVJP3[A, B, C, R, Res any](f func(A, B, C) R, fwd func(A, B, C) (R, Res), bwd func(res Res, ct R) (A, B, C)) func(A, B, C) R {
+	const op = "transforms.CustomVJP3"
+	checkVJPRule(op, f == nil, fwd == nil, bwd == nil)
+	g := customVJP(op,
+		func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) },
+		func(t args3[A, B, C]) (R, Res) { return fwd(t.Arg0, t.Arg1, t.Arg2) },
+		func(res Res, ct R) args3[A, B, C] {
+			a, b, c := bwd(res, ct)
+			return args3[A, B, C]{a, b, c}
+		}, true)
+	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
+}
+
+func checkVJPRule(op string, fNil, fwdNil, bwdNil bool) {
+	if fNil || fwdNil || bwdNil {
+		treeErrorf(op, "f, fwd and bwd must not be nil (f nil: %v, fwd nil: %v, bwd nil: %v)", fNil, fwdNil, bwdNil)
 	}
+}
+
+// customVJP is CustomVJP with errors naming op; f, fwd and bwd are not
+// nil. With tuple, A is a positional-argument tuple (args2, args3) and a
+// field of bwd's result that is its zero value is a zero cotangent for
+// that argument.
+func customVJP[A, R, Res any](op string, f func(A) R, fwd func(A) (R, Res), bwd func(res Res, ct R) A, tuple bool) func(A) R {
 	return func(a A) R {
 		defer interp.Annotate(op)
 		leaves, def := flatten(op, a)
 		c := &customCall{op: op, in: def}
 		rule := vjpRule{
+			op:      op,
 			top:     topLevel(leaves),
 			outName: c.outName,
 			resName: c.resName,
@@ -424,12 +546,7 @@ func CustomVJP[A, R, Res any](f func(A) R, fwd func(A) (R, Res), bwd func(res Re
 				if !c.resNil {
 					rv = build[Res](c.res, res)
 				}
-				g := bwd(rv, result[R](c, cts))
-				if d := treeimpl.StructureDiff(def.Proto().Interface(), g); d != "" {
-					treeErrorf(op, "bwd must return a cotangent of the argument's structure: %s", d)
-				}
-				got, _ := flattenAs(op, g, auxTree)
-				return got
+				return c.cotangentLeaves(bwd(rv, result[R](c, cts)), tuple)
 			},
 			name: c.argName,
 		}
@@ -489,6 +606,7 @@ func init() {
 			return r
 		})
 		bp := customJVPParams{jvpRule{
+			op:      cp.op,
 			top:     topLevel(vals),
 			outName: cp.outName,
 			f:       vmapped(size, dims, cp.f),
@@ -522,6 +640,7 @@ func init() {
 			return append(append([]*T(nil), outs...), res...)
 		})
 		bp := customVJPParams{vjpRule{
+			op:      cp.op,
 			top:     topLevel(vals),
 			outName: cp.outName,
 			resName: cp.resName,
@@ -536,7 +655,7 @@ func init() {
 				// argument leaves.
 				nres := len(res)
 				bwd := vmapped(size, make([]int, nres+len(cts)), func(xs []*T) []*T {
-					got := checkCotangents(cp.bwd(xs[:nres], xs[nres:]), lane, cp.name)
+					got := checkCotangents(cp.op, cp.bwd(xs[:nres], xs[nres:]), lane, cp.name)
 					r := make([]*T, len(fin))
 					for k, i := range fin {
 						r[k] = zeroIfNil(got[i], lane[i])

@@ -977,3 +977,181 @@ func TestCustomRulesCaptureOuterValues(t *testing.T) {
 	}
 	checkNear(t, vm(scaled), vm(plain), 1e-12)
 }
+
+// layerData is the second argument of the two-argument layer: int
+// indices (not differentiated) and a static field.
+type layerData struct {
+	Idx   *T
+	Scale float64
+}
+
+func join(p layerParams, d layerData) layerIn {
+	return layerIn{W: p.W, X: p.X, Idx: d.Idx, Scale: d.Scale, Tag: "args"}
+}
+
+// TestCustomRulesPositional checks CustomVJP2/3 and CustomJVP2/3 against
+// the plain functions under the positional transforms, a zero-valued
+// cotangent for an argument that is not differentiated, and leaf paths
+// that read args[k].
+func TestCustomRulesPositional(t *testing.T) {
+	var c layerCounts
+	plain2 := func(p layerParams, d layerData) layerOut { return layerPlain(join(p, d)) }
+	vjp2 := transforms.CustomVJP2(
+		func(p layerParams, d layerData) layerOut { c.f.Add(1); return plain2(p, d) },
+		func(p layerParams, d layerData) (layerOut, layerRes) { c.fwd.Add(1); return layerFwd(join(p, d)) },
+		func(r layerRes, ct layerOut) (layerParams, layerData) {
+			c.bwd.Add(1)
+			g := layerBwd(r, ct)
+			return layerParams{g.W, g.X}, layerData{} // no cotangent for the data
+		},
+	)
+	jvp2 := transforms.CustomJVP2(
+		func(p layerParams, d layerData) layerOut { c.f.Add(1); return plain2(p, d) },
+		func(p layerParams, d layerData, tp layerParams, td layerData) (layerOut, layerOut) {
+			c.jvp.Add(1)
+			ta := join(tp, d)
+			ta.Idx = td.Idx
+			return layerJVP(join(p, d), ta)
+		},
+	)
+	// Three scalar-ish arguments: x·y + sin(z), with z not differentiated
+	// by the VJP rule (its zero value).
+	plain3 := func(x, y, z *T) *T { return peel.Add(peel.Mul(x, y), peel.Sin(z)) }
+	vjp3 := transforms.CustomVJP3(plain3,
+		func(x, y, z *T) (*T, []*T) { return plain3(x, y, z), []*T{x, y} },
+		func(r []*T, ct *T) (*T, *T, *T) { return peel.Mul(ct, r[1]), peel.Mul(ct, r[0]), nil })
+	jvp3 := transforms.CustomJVP3(plain3, func(x, y, z, tx, ty, tz *T) (*T, *T) {
+		return plain3(x, y, z), peel.Add(peel.Add(peel.Mul(tx, y), peel.Mul(x, ty)), peel.Mul(peel.Cos(z), tz))
+	})
+	a := layerArg(3, 2, 4, 0.8)
+	p, d := layerParams{a.W, a.X}, layerData{a.Idx, a.Scale}
+	loss2 := func(f func(layerParams, layerData) layerOut) func(layerParams, layerData) *T {
+		return func(p layerParams, d layerData) *T { return layerLoss(f(p, d)) }
+	}
+	x, y, z := peel.FromFloat64s([]float64{0.5, -1}), peel.FromFloat64s([]float64{2, 3}), peel.FromFloat64s([]float64{0.25, 1})
+	loss3 := func(f func(x, y, z *T) *T) func(x, y, z *T) *T {
+		return func(x, y, z *T) *T { return peel.Sum(peel.Square(f(x, y, z))) }
+	}
+	ps := tree.Stack([]layerParams{p, {peel.Neg(p.W), peel.Add(p.X, 1.0)}})
+	ct := layerCotangent(a, 0.3)
+	tp := layerParams{peel.Cos(p.W), peel.Sin(p.X)}
+	cases := []struct {
+		name      string
+		got, want func() any
+	}{
+		{"CustomVJP2 call", func() any { return vjp2(p, d) }, func() any { return plain2(p, d) }},
+		{"CustomVJP2 Grad2", func() any { return transforms.Grad2(loss2(vjp2))(p, d) }, func() any { return transforms.Grad2(loss2(plain2))(p, d) }},
+		{"CustomVJP2 VJP2", func() any {
+			o, pb := transforms.VJP2(vjp2, p, d)
+			gp, gd := pb(ct)
+			return []any{o, gp, gd}
+		}, func() any {
+			o, pb := transforms.VJP2(plain2, p, d)
+			gp, gd := pb(ct)
+			return []any{o, gp, gd}
+		}},
+		{"CustomVJP2 Vmap2 of Grad2", func() any {
+			return transforms.Vmap2(transforms.Grad2(loss2(vjp2)), transforms.InAxes(0, transforms.NoAxis))(ps, d)
+		}, func() any {
+			return transforms.Vmap2(transforms.Grad2(loss2(plain2)), transforms.InAxes(0, transforms.NoAxis))(ps, d)
+		}},
+		{"CustomVJP2 Grad of Vmap2", func() any {
+			return transforms.Grad(func(ps layerParams) *T {
+				return layerLoss(transforms.Vmap2(vjp2, transforms.InAxes(0, transforms.NoAxis))(ps, d))
+			})(ps)
+		}, func() any {
+			return transforms.Grad(func(ps layerParams) *T {
+				return layerLoss(transforms.Vmap2(plain2, transforms.InAxes(0, transforms.NoAxis))(ps, d))
+			})(ps)
+		}},
+		{"CustomJVP2 JVP2", func() any {
+			o, to := transforms.JVP2(jvp2, p, d, tp, layerData{})
+			return []any{o, to}
+		}, func() any {
+			o, to := transforms.JVP2(plain2, p, d, tp, layerData{})
+			return []any{o, to}
+		}},
+		{"CustomJVP2 Grad2", func() any { return transforms.Grad2(loss2(jvp2))(p, d) }, func() any { return transforms.Grad2(loss2(plain2))(p, d) }},
+		{"CustomJVP2 Vmap2 of Grad2", func() any {
+			return transforms.Vmap2(transforms.Grad2(loss2(jvp2)), transforms.InAxes(0, transforms.NoAxis))(ps, d)
+		}, func() any {
+			return transforms.Vmap2(transforms.Grad2(loss2(plain2)), transforms.InAxes(0, transforms.NoAxis))(ps, d)
+		}},
+		{"CustomVJP3 GradArgs3 of x, y", func() any {
+			gx, gy, _ := transforms.GradArgs3(loss3(vjp3), transforms.Argnums(0, 1))(x, y, z)
+			return []any{gx, gy}
+		}, func() any {
+			gx, gy, _ := transforms.GradArgs3(loss3(plain3), transforms.Argnums(0, 1))(x, y, z)
+			return []any{gx, gy}
+		}},
+		{"CustomVJP3 z gets no cotangent", func() any {
+			_, _, gz := transforms.GradArgs3(loss3(vjp3))(x, y, z)
+			return gz
+		}, func() any { return peel.ZerosLike(z) }},
+		{"CustomJVP3 GradArgs3", func() any {
+			gx, gy, gz := transforms.GradArgs3(loss3(jvp3))(x, y, z)
+			return []any{gx, gy, gz}
+		}, func() any {
+			gx, gy, gz := transforms.GradArgs3(loss3(plain3))(x, y, z)
+			return []any{gx, gy, gz}
+		}},
+		{"CustomJVP3 JVP3", func() any {
+			o, to := transforms.JVP3(jvp3, x, y, z, peel.Cos(x), nil, peel.Sin(z))
+			return []any{o, to}
+		}, func() any {
+			o, to := transforms.JVP3(plain3, x, y, z, peel.Cos(x), nil, peel.Sin(z))
+			return []any{o, to}
+		}},
+		{"CustomJVP3 Hessian in x", func() any {
+			return transforms.Hessian(func(x *T) *T { return loss3(jvp3)(x, y, z) })(x)
+		}, func() any { return transforms.Hessian(func(x *T) *T { return loss3(plain3)(x, y, z) })(x) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { checkNear(t, tc.got, tc.want, 1e-12) })
+	}
+	t.Run("counts", func(t *testing.T) {
+		c.reset()
+		transforms.Grad2(loss2(vjp2))(p, d)
+		transforms.Vmap2(transforms.Grad2(loss2(jvp2)), transforms.InAxes(0, transforms.NoAxis))(ps, d)
+		if c.f.Load() != 0 || c.fwd.Load() != 1 || c.bwd.Load() != 1 || c.jvp.Load() != 1 {
+			t.Errorf("ran %s, want f 0, fwd 1, bwd 1, jvp 1", &c)
+		}
+	})
+	wrong2 := transforms.CustomVJP2(plain2,
+		func(p layerParams, d layerData) (layerOut, layerRes) { return layerFwd(join(p, d)) },
+		func(r layerRes, ct layerOut) (layerParams, layerData) {
+			g := layerBwd(r, ct)
+			return layerParams{g.W, peel.Reshape(g.X, 1, 2)}, layerData{}
+		})
+	short3 := transforms.CustomVJP3(plain3,
+		func(x, y, z *T) (*T, []*T) { return plain3(x, y, z), []*T{x, y} },
+		func(r []*T, ct *T) (*T, *T, *T) { return peel.Mul(ct, r[1]), peel.Sum(ct), nil })
+	rbRun(t, []rbCase{
+		{"CustomVJP2 wrong shape at args[0].X", func() { transforms.Grad2(loss2(wrong2))(p, d) }, []string{"transforms.CustomVJP2", "leaf args[0].X", "f64[1,2]"}},
+		{"CustomVJP3 wrong shape at args[1]", func() { transforms.GradArgs3(loss3(short3))(x, y, z) }, []string{"transforms.CustomVJP3", "leaf args[1]"}},
+		{"CustomVJP3 wrong shape at args[1], Vmap", func() {
+			g := transforms.GradArgs3(loss3(short3))
+			transforms.Vmap3(func(x, y, z *T) []*T { gx, gy, gz := g(x, y, z); return []*T{gx, gy, gz} })(peel.Stack([]*T{x, x}, 0), peel.Stack([]*T{y, y}, 0), peel.Stack([]*T{z, z}, 0))
+		}, []string{"transforms.CustomVJP3", "leaf args[1]"}},
+		{"CustomJVP2 nil rule", func() { transforms.CustomJVP2[*T, *T, *T](nil, nil) }, []string{"transforms.CustomJVP2", "must not be nil"}},
+		{"CustomVJP3 nil rule", func() { transforms.CustomVJP3[*T, *T, *T, *T, any](plain3, nil, nil) }, []string{"transforms.CustomVJP3", "must not be nil"}},
+	})
+}
+
+// TestCustomVJPZeroCotangent checks that bwd may return its argument
+// type's zero value (here a nil slice, which differs from the argument in
+// structure) for no cotangent at all.
+func TestCustomVJPZeroCotangent(t *testing.T) {
+	stop := transforms.CustomVJP(
+		func(xs []*T) *T { return peel.Mul(xs[0], xs[1]) },
+		func(xs []*T) (*T, any) { return peel.Mul(xs[0], xs[1]), nil },
+		func(any, *T) []*T { return nil },
+	)
+	x := []*T{peel.FromFloat64s([]float64{1, 2}), peel.FromFloat64s([]float64{3, 4})}
+	loss := func(xs []*T) *T { return peel.Sum(stop(xs)) }
+	want := []*T{peel.ZerosLike(x[0]), peel.ZerosLike(x[1])}
+	checkNear(t, func() any { return transforms.Grad(loss)(x) }, func() any { return want }, 0)
+	xb := []*T{peel.Stack([]*T{x[0], x[0]}, 0), peel.Stack([]*T{x[1], x[1]}, 0)}
+	checkNear(t, func() any { return transforms.Vmap(transforms.Grad(loss))(xb) },
+		func() any { return []*T{peel.ZerosLike(xb[0]), peel.ZerosLike(xb[1])} }, 0)
+}
