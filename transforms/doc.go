@@ -44,6 +44,14 @@
 // JacfwdAux auxiliary data, HessianTree the blocks of a Hessian over a
 // tree, and HVP a tree direction.
 //
+// Custom derivative rules take trees too: CustomJVP gives a function of
+// a tree its own forward-mode rule, CustomVJP a forward pass saving
+// residuals (any tree) and a backward pass returning a cotangent of the
+// argument's structure, and CustomJVP2/3 and CustomVJP2/3 do so for
+// positional arguments. Static fields are arguments that are not
+// differentiated, int and bool leaves get no derivatives, and the rules
+// apply under every transform (under Vmap, to the batch).
+//
 // Options follow one style: each family has its option interface
 // (VmapOption, JacobianOption, GradOption, FunctionalizeOption,
 // GraphOption), and an option meaning the same to several (ChunkSize,
