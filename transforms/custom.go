@@ -64,18 +64,17 @@ var customJVPCall = func() *interp.Prim {
 // leaves to the result's; fwd maps them to the result's leaves and the
 // residuals' leaves; bwd maps the residuals' leaves and one cotangent per
 // result leaf (every one non-nil) to one cotangent per argument leaf (nil
-// for zero), unchecked; name names argument leaf i in errors.
+// for zero), unchecked.
 type vjpRule struct {
-	f    func(in []*T) []*T
-	fwd  func(in []*T) (outs, res []*T)
-	bwd  func(res, cts []*T) []*T
-	name func(i int) string
+	f   func(in []*T) []*T
+	fwd func(in []*T) (outs, res []*T)
+	bwd func(res, cts []*T) []*T
 	// op names the rule's maker in errors (transforms.CustomVJP, …), top
-	// is the highest level among the operands (nil: none); outName and
-	// resName name result and residual leaves.
-	op               string
-	top              *interp.Level
-	outName, resName func(i int) string
+	// is the highest level among the operands (nil: none); argName,
+	// outName and resName name argument, result and residual leaf i.
+	op                        string
+	top                       *interp.Level
+	argName, outName, resName func(i int) string
 }
 
 type customVJPParams struct{ vjpRule }
@@ -89,14 +88,14 @@ func (customVJPParams) String() string { return "custom_vjp" }
 // no forward rule; its transpose calls bwd with the residuals saved by
 // fwd.
 type customVJPLinParams struct {
-	op   string
-	bwd  func(res, cts []*T) []*T
-	name func(i int) string
-	res  []*T
-	in   []interp.Aval // every argument leaf
-	out  []interp.Aval // every result leaf
-	diff []int
-	fout []int
+	op      string
+	bwd     func(res, cts []*T) []*T
+	argName func(i int) string
+	res     []*T
+	in      []interp.Aval // every argument leaf
+	out     []interp.Aval // every result leaf
+	diff    []int
+	fout    []int
 }
 
 func (customVJPLinParams) String() string { return "custom_vjp_bwd" }
@@ -129,7 +128,7 @@ var customVJPLin = func() *interp.Prim {
 				full[i] = zeros(lp.out[i])
 			}
 		}
-		got := checkCotangents(lp.op, lp.bwd(lp.res, full), lp.in, lp.name)
+		got := checkCotangents(lp.op, lp.bwd(lp.res, full), lp.in, lp.argName)
 		for k, i := range lp.diff {
 			if linear[k] {
 				res[k] = got[i]
@@ -153,7 +152,7 @@ var customVJPCall = func() *interp.Prim {
 		outs, res := cp.fwd(primals)
 		checkCaptured(cp.op, "fwd's result", cp.top, outs, cp.outName)
 		checkCaptured(cp.op, "fwd's residual", cp.top, res, cp.resName)
-		lp := customVJPLinParams{op: cp.op, bwd: cp.bwd, name: cp.name, res: res, in: avalsOf(primals), out: avalsOf(outs)}
+		lp := customVJPLinParams{op: cp.op, bwd: cp.bwd, argName: cp.argName, res: res, in: avalsOf(primals), out: avalsOf(outs)}
 		var ts []*T
 		for i, t := range tangents {
 			if t != nil {
@@ -548,7 +547,7 @@ func customVJP[A, R, Res any](op string, f func(A) R, fwd func(A) (R, Res), bwd 
 				}
 				return c.cotangentLeaves(bwd(rv, result[R](c, cts)), tuple)
 			},
-			name: c.argName,
+			argName: c.argName,
 		}
 		return result[R](c, interp.Bind(customVJPCall, customVJPParams{rule}, leaves...))
 	}
@@ -655,7 +654,7 @@ func init() {
 				// argument leaves.
 				nres := len(res)
 				bwd := vmapped(size, make([]int, nres+len(cts)), func(xs []*T) []*T {
-					got := checkCotangents(cp.op, cp.bwd(xs[:nres], xs[nres:]), lane, cp.name)
+					got := checkCotangents(cp.op, cp.bwd(xs[:nres], xs[nres:]), lane, cp.argName)
 					r := make([]*T, len(fin))
 					for k, i := range fin {
 						r[k] = zeroIfNil(got[i], lane[i])
@@ -678,7 +677,7 @@ func init() {
 				}
 				return full
 			},
-			name: cp.name,
+			argName: cp.argName,
 		}}
 		outs := interp.Bind(customVJPCall, bp, vals...)
 		return outs, make([]int, len(outs))

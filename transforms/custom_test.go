@@ -976,6 +976,16 @@ func TestCustomRulesCaptureOuterValues(t *testing.T) {
 		return func() any { return transforms.Vmap(func(w *T) *T { return layer(w)(x0) })(ws) }
 	}
 	checkNear(t, vm(scaled), vm(plain), 1e-12)
+	// Vmap of Grad of a rule that captures the batched value: the rule
+	// runs at the Grad level, with the batched value from below.
+	vg := func(layer func(*T) func(*T) *T) func() any {
+		return func() any {
+			return transforms.Vmap(func(w *T) *T {
+				return transforms.Grad(func(x *T) *T { return peel.Sum(layer(w)(x)) })(x0)
+			})(ws)
+		}
+	}
+	checkNear(t, vg(scaled), vg(plain), 1e-12)
 }
 
 // layerData is the second argument of the two-argument layer: int
