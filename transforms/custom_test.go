@@ -220,18 +220,6 @@ func layerCotangent(a layerIn, seed float64) layerOut {
 	}
 }
 
-// layerJVPAt is the JVP of layer at a along ta's float leaves (the
-// layer's rules still see the int leaf Idx, with a zero tangent).
-//
-// It goes through a function of the float leaves only because
-// transforms.JVP (api.go, tryTangents) currently drops the int leaves'
-// tangents from the slice it checks again inside the level, and then
-// dereferences the nil: JVP along a tree with an int leaf panics with a
-// nil pointer dereference. Reported to the API's owner.
-func layerJVPAt(layer func(layerIn) layerOut, a, ta layerIn) (layerOut, layerOut) {
-	return transforms.JVP(func(p layerParams) layerOut { return layer(withParams(a, p)) }, layerParams{a.W, a.X}, layerParams{ta.W, ta.X})
-}
-
 // layerTangent is a tangent for a layer argument.
 func layerTangent(a layerIn, seed float64) layerIn {
 	return layerIn{W: peel.Sin(peel.Add(a.W, seed)), X: peel.Cos(peel.Add(a.X, 2*seed)), Idx: intZeros(a.Idx), Scale: a.Scale, Tag: a.Tag}
@@ -374,8 +362,8 @@ func TestCustomTreeRules(t *testing.T) {
 	// Forward mode uses the JVP rule (the VJP rule has none).
 	ta := layerTangent(a, 0.4)
 	t.Run("CustomJVP/JVP", func(t *testing.T) {
-		go1, gt := layerJVPAt(jvpLayer, a, ta)
-		wo, wt := layerJVPAt(layerPlain, a, ta)
+		go1, gt := transforms.JVP(jvpLayer, a, ta)
+		wo, wt := transforms.JVP(layerPlain, a, ta)
 		if msg := treeNear([]any{go1, gt}, []any{wo, wt}, 1e-12); msg != "" {
 			t.Error(msg)
 		}
@@ -392,7 +380,7 @@ func TestCustomTreeRules(t *testing.T) {
 				b.X = x
 				tb := ta
 				tb.X = peel.Cos(x)
-				_, tan := layerJVPAt(layer, b, tb)
+				_, tan := transforms.JVP(layer, b, tb)
 				return tan.Y
 			}
 		}
@@ -401,7 +389,7 @@ func TestCustomTreeRules(t *testing.T) {
 		}
 	})
 	t.Run("CustomVJP/JVP refused", func(t *testing.T) {
-		wantError(t, func() { layerJVPAt(vjpLayer, a, ta) }, "CustomVJP", "CustomJVP")
+		wantError(t, func() { transforms.JVP(vjpLayer, a, ta) }, "CustomVJP", "CustomJVP")
 	})
 	t.Run("CustomVJP/finite differences", func(t *testing.T) {
 		g := transforms.Grad(ofX(vjpLayer))(a.X)
@@ -464,7 +452,7 @@ func TestCustomRulesRunOnlyTheirFunctions(t *testing.T) {
 		{"CustomVJP MakeGraph of Grad", func() { transforms.MakeGraph(transforms.Grad(loss(vjpLayer)), p) }, counts{0, 1, 1, 0}},
 		{"CustomVJP Functionalize", func() { transforms.Functionalize(vjpLayer)(a) }, counts{1, 0, 0, 0}},
 		{"CustomJVP call", func() { jvpLayer(a) }, counts{1, 0, 0, 0}},
-		{"CustomJVP JVP", func() { layerJVPAt(jvpLayer, a, layerTangent(a, 1)) }, counts{0, 0, 0, 1}},
+		{"CustomJVP JVP", func() { transforms.JVP(jvpLayer, a, layerTangent(a, 1)) }, counts{0, 0, 0, 1}},
 		{"CustomJVP Grad", func() { transforms.Grad(loss(jvpLayer))(p) }, counts{0, 0, 0, 1}},
 		{"CustomJVP Vmap", func() { transforms.Vmap(func(x *T) layerOut { a := a; a.X = x; return jvpLayer(a) })(xs) }, counts{1, 0, 0, 0}},
 		{"CustomJVP Vmap of Grad", func() { transforms.Vmap(transforms.Grad(ofX(jvpLayer)))(xs) }, counts{0, 0, 0, 1}},
@@ -600,13 +588,13 @@ func TestCustomRulesErrors(t *testing.T) {
 			transforms.Grad(func(m map[string]*T) *T { return sum(byKey(m)) })(map[string]*T{"a": x, "b": x})
 		}, []string{"transforms.CustomVJP", "structure", `"b"`, `"c"`}},
 		{"bwd wrong shape, nested", func() { transforms.Grad(twoLayers)(layers) }, []string{"transforms.CustomVJP", "leaf .Layers[1].X"}},
-		{"JVP rule wrong shape at .Y", func() { layerJVPAt(jvpWrongY, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "result path .Y", "f64[4]"}},
+		{"JVP rule wrong shape at .Y", func() { transforms.JVP(jvpWrongY, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "result path .Y", "f64[4]"}},
 		{"JVP rule wrong shape at .Y, Grad", gradOf(jvpWrongY), []string{"transforms.CustomJVP", "result path .Y"}},
 		{"JVP rule wrong shape at .Y, Grad of Vmap", gradVmapOf(jvpWrongY), []string{"transforms.CustomJVP", "result path .Y"}},
-		{"JVP rule nil tangent at .Z", func() { layerJVPAt(jvpNilZ, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "nil tangent", "result path .Z"}},
+		{"JVP rule nil tangent at .Z", func() { transforms.JVP(jvpNilZ, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "nil tangent", "result path .Z"}},
 		{"JVP rule nil tangent at .Z, Vmap of Grad", vmapGradOf(jvpNilZ), []string{"transforms.CustomJVP", "nil tangent", "result path .Z"}},
 		{"JVP rule tangent too short", func() { transforms.JVP(jvpShort, x, x) }, []string{"transforms.CustomJVP", "structure", "length"}},
-		{"JVP rule nil output at .Sel", func() { layerJVPAt(jvpNilSel, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "JVP rule", "nil tensor", "result path .Sel"}},
+		{"JVP rule nil output at .Sel", func() { transforms.JVP(jvpNilSel, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "JVP rule", "nil tensor", "result path .Sel"}},
 		{"f nil at .Sel", func() { fNilSel(a) }, []string{"transforms.CustomVJP", "f returned a nil tensor", "result path .Sel"}},
 		{"f nil at .Sel, Vmap", func() {
 			transforms.Vmap(func(x *T) layerOut { a := a; a.X = x; return fNilSel(a) })(peel.Stack([]*T{a.X, a.X}, 0))
@@ -625,7 +613,7 @@ func TestCustomRulesErrors(t *testing.T) {
 			transforms.CustomJVP(func(h hidden) *T { return h.X }, func(p, t hidden) (*T, *T) { return p.X, t.X })(hidden{X: x, y: x})
 		}, []string{"transforms.CustomJVP", "unexported field .y"}},
 		{"nil rule", func() { transforms.CustomVJP[*T, *T, any](ident, nil, nil) }, []string{"transforms.CustomVJP", "must not be nil"}},
-		{"JVP of CustomVJP", func() { layerJVPAt(wrongW, a, layerTangent(a, 1)) }, []string{"CustomVJP", "CustomJVP"}},
+		{"JVP of CustomVJP", func() { transforms.JVP(wrongW, a, layerTangent(a, 1)) }, []string{"CustomVJP", "CustomJVP"}},
 		// Rules that capture the tensor being differentiated instead of
 		// receiving it (its derivative would be lost).
 		{"fwd captures a differentiated tensor", func() {
@@ -716,7 +704,7 @@ func TestRapidCustomLayer(t *testing.T) {
 		}
 		jvpOf := func(layer func(layerIn) layerOut) func() any {
 			return func() any {
-				o, to := layerJVPAt(layer, a, ta)
+				o, to := transforms.JVP(layer, a, ta)
 				return []any{o, to}
 			}
 		}
