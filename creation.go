@@ -194,7 +194,7 @@ func Ones(dt DType, shape ...int) *Tensor {
 
 // Full returns a new tensor filled with v converted to dt (truncated
 // toward zero for i64, v != 0 for bool); it panics as Zeros does.
-func Full(v float64, dt DType, shape ...int) *Tensor {
+func Full(dt DType, v float64, shape ...int) *Tensor {
 	defer interp.Annotate("peel.Full")
 	checkDType("peel.Full", dt)
 	s, n := allocShape("peel.Full", dt, shape)
@@ -333,7 +333,7 @@ func Arange(dt DType, start, stop, step float64) *Tensor {
 // negative, an argument is not finite, dt is bool or invalid, or the
 // result exceeds the allocation limit (SetMaxAllocBytes; the message says
 // "too large").
-func Linspace(start, stop float64, n int, dt DType) *Tensor {
+func Linspace(dt DType, start, stop float64, n int) *Tensor {
 	const op = "peel.Linspace"
 	defer interp.Annotate(op)
 	checkNumericDType(op, dt)
@@ -358,7 +358,7 @@ func Linspace(start, stop float64, n int, dt DType) *Tensor {
 // for bool). It panics with *Error if n is negative, dt is invalid, or
 // the matrix has more elements than an int holds or exceeds the
 // allocation limit (SetMaxAllocBytes); the last two say "too large".
-func Eye(n int, dt DType) *Tensor {
+func Eye(dt DType, n int) *Tensor {
 	const op = "peel.Eye"
 	defer interp.Annotate(op)
 	checkDType(op, dt)

@@ -199,7 +199,7 @@ func TakeAlongAxis(x, idx *Tensor, axis int) *Tensor {
 // idx is not i64 or has another rank, the shapes do not fit, src's dtype
 // promotes past x's, or a concrete index lies outside [-n, n); traced
 // indices outside that range are dropped.
-func ScatterAdd(x *Tensor, axis int, idx, src *Tensor) *Tensor {
+func ScatterAdd(x, idx, src *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.ScatterAdd")
 	const op = "peel.ScatterAdd"
 	a, shape := alongAxis(op, x, idx, axis, false)
@@ -240,7 +240,7 @@ func indexUpdate(op string, p *interp.Prim, x *Tensor, axis int, idx, src *Tenso
 // bool, idx is not i64, the axis is out of range, src does not fit, src's
 // dtype promotes past x's, or a concrete index lies outside [-n, n);
 // traced indices outside that range are dropped.
-func IndexAdd(x *Tensor, axis int, idx, src *Tensor) *Tensor {
+func IndexAdd(x, idx, src *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.IndexAdd")
 	const op = "peel.IndexAdd"
 	if x != nil && x.DType() == Bool {
@@ -258,7 +258,7 @@ func IndexAdd(x *Tensor, axis int, idx, src *Tensor) *Tensor {
 // nil, idx is not i64, the axis is out of range, src does not fit, src's
 // dtype promotes past x's, or a concrete index lies outside [-n, n);
 // traced indices outside that range are dropped.
-func IndexCopy(x *Tensor, axis int, idx, src *Tensor) *Tensor {
+func IndexCopy(x, idx, src *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.IndexCopy")
 	const op = "peel.IndexCopy"
 	return indexUpdate(op, prims.Scatter, x, axis, idx, src)

@@ -281,7 +281,7 @@ func SplitKeys(key *Tensor, n int) []*Tensor {
 // to the dt values in [lo, hi) (so rounding never gives hi). It panics
 // with *Error in the cases Uniform does, and if lo or hi is not finite,
 // lo ≥ hi, hi-lo overflows dt, or no value of dt lies in [lo, hi).
-func UniformRange(key *Tensor, lo, hi float64, dt DType, shape ...int) *Tensor {
+func UniformRange(key *Tensor, dt DType, lo, hi float64, shape ...int) *Tensor {
 	const op = "peel.UniformRange"
 	rngCheckSample(op, key, dt, shape)
 	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi) {
@@ -312,7 +312,7 @@ func UniformRange(key *Tensor, lo, hi float64, dt DType, shape ...int) *Tensor {
 // mean + std·Normal(key, dt, shape...), computed in dt. It panics with
 // *Error in the cases Normal does, and if mean or std is not finite or
 // std is negative.
-func NormalScaled(key *Tensor, mean, std float64, dt DType, shape ...int) *Tensor {
+func NormalScaled(key *Tensor, dt DType, mean, std float64, shape ...int) *Tensor {
 	const op = "peel.NormalScaled"
 	rngCheckSample(op, key, dt, shape)
 	if math.IsInf(mean, 0) || math.IsNaN(mean) || math.IsInf(std, 0) || !(std >= 0) {
@@ -594,7 +594,7 @@ func Choice(key *Tensor, n int, p *Tensor, shape ...int) *Tensor {
 // pile up at the bound nearer 0. It panics with *Error in the cases
 // Uniform does, and if lo or hi is NaN, lo ≥ hi, or no value of dt lies
 // in [lo, hi].
-func TruncatedNormal(key *Tensor, lo, hi float64, dt DType, shape ...int) *Tensor {
+func TruncatedNormal(key *Tensor, dt DType, lo, hi float64, shape ...int) *Tensor {
 	const op = "peel.TruncatedNormal"
 	rngCheckSample(op, key, dt, shape)
 	if !(lo < hi) {

@@ -93,7 +93,7 @@ type Prim struct {
 	// Whole, for a composite, makes the staging interpreter record it as
 	// one equation typed by Abstract (so a compiler can keep a fused
 	// kernel) instead of decomposing it, unless the trace was asked to
-	// decompose everything (Decompose).
+	// decompose everything (DecomposeOps).
 	Whole bool
 	// VJP, for a composite, is an explicit reverse-mode rule: the
 	// operands' cotangents (nil for zero) from the operands, the results

@@ -26,10 +26,10 @@ type constRec struct {
 // TraceOption configures Trace and TraceAvals.
 type TraceOption func(*stager)
 
-// Decompose makes the trace decompose every composite, including those
+// DecomposeOps makes the trace decompose every composite, including those
 // marked Whole (user-defined ops), so the graph holds only primitives
-// with kernels.
-func Decompose() TraceOption { return func(s *stager) { s.decompose = true } }
+// with kernels. (transforms.Decompose is the user-facing form.)
+func DecomposeOps() TraceOption { return func(s *stager) { s.decompose = true } }
 
 // stageTracer is the payload of a tensor being staged: the graph var that
 // holds its value.
@@ -157,7 +157,7 @@ type stagedOne struct {
 // mutates a tensor it did not compute or writes through a view (wrap such
 // functions in Functionalize), or reads a traced value's data. A
 // composite marked Whole (a user-defined op) is recorded as one equation
-// unless opts include Decompose.
+// unless opts include DecomposeOps.
 func Trace(f func(args []*Tensor) []*Tensor, example []*Tensor, opts ...TraceOption) *Graph {
 	avals := make([]Aval, len(example))
 	for i, x := range example {

@@ -188,9 +188,10 @@ var CopyInPlace = func() *interp.Prim {
 	return p
 }()
 
-// Select is select(pred, onTrue, onFalse): pred is bool; the branches
-// have pred's shape and one dtype.
-var Select = interp.NewPrim("select", interp.Pure, func(_ any, in []aval) []aval {
+// Where is the primitive printed "select" (lax.select, StableHLO's
+// select; peel.Where lowers to it): select(pred, onTrue, onFalse), where
+// pred is bool and the branches have pred's shape and one dtype.
+var Where = interp.NewPrim("select", interp.Pure, func(_ any, in []aval) []aval {
 	checkArity(in, 3)
 	if in[0].DType != backend.Bool {
 		interp.Panicf("predicate has dtype %v, not bool", in[0].DType)
