@@ -58,18 +58,18 @@ func TestZerosOnesFull(t *testing.T) {
 		check(t, "Zeros empty", peel.Zeros(dt, 3, 0), dt, []int{3, 0}, nil, 0)
 		check(t, "Ones", peel.Ones(dt, 3), dt, []int{3}, []float64{1, 1, 1}, 0)
 		check(t, "Ones rank0", peel.Ones(dt), dt, []int{}, []float64{1}, 0)
-		for _, x := range []*peel.Tensor{peel.Zeros(dt, 2, 3), peel.Ones(dt, 4), peel.Full(2, dt, 1, 2), peel.Ones(dt)} {
+		for _, x := range []*peel.Tensor{peel.Zeros(dt, 2, 3), peel.Ones(dt, 4), peel.Full(dt, 2, 1, 2), peel.Ones(dt)} {
 			ownsBuffer(t, "creation "+dt.String(), x)
 		}
 	}
-	check(t, "Full f64", peel.Full(-2.5, peel.Float64, 2), peel.Float64, []int{2}, []float64{-2.5, -2.5}, 0)
-	check(t, "Full f32", peel.Full(0.1, peel.Float32, 1), peel.Float32, []int{1}, []float64{float64(float32(0.1))}, 0)
-	check(t, "Full i64", peel.Full(2.7, peel.Int64, 2), peel.Int64, []int{2}, []float64{2, 2}, 0)
-	check(t, "Full i64 negative", peel.Full(-2.7, peel.Int64), peel.Int64, []int{}, []float64{-2}, 0)
-	check(t, "Full bool", peel.Full(-0.5, peel.Bool, 2), peel.Bool, []int{2}, []float64{1, 1}, 0)
-	check(t, "Full bool 0", peel.Full(0, peel.Bool, 2), peel.Bool, []int{2}, []float64{0, 0}, 0)
-	check(t, "Full NaN", peel.Full(math.NaN(), peel.Float64, 1), peel.Float64, []int{1}, []float64{math.NaN()}, 0)
-	if v := peel.Full(math.Copysign(0, -1), peel.Float64).Float64s()[0]; !math.Signbit(v) {
+	check(t, "Full f64", peel.Full(peel.Float64, -2.5, 2), peel.Float64, []int{2}, []float64{-2.5, -2.5}, 0)
+	check(t, "Full f32", peel.Full(peel.Float32, 0.1, 1), peel.Float32, []int{1}, []float64{float64(float32(0.1))}, 0)
+	check(t, "Full i64", peel.Full(peel.Int64, 2.7, 2), peel.Int64, []int{2}, []float64{2, 2}, 0)
+	check(t, "Full i64 negative", peel.Full(peel.Int64, -2.7), peel.Int64, []int{}, []float64{-2}, 0)
+	check(t, "Full bool", peel.Full(peel.Bool, -0.5, 2), peel.Bool, []int{2}, []float64{1, 1}, 0)
+	check(t, "Full bool 0", peel.Full(peel.Bool, 0, 2), peel.Bool, []int{2}, []float64{0, 0}, 0)
+	check(t, "Full NaN", peel.Full(peel.Float64, math.NaN(), 1), peel.Float64, []int{1}, []float64{math.NaN()}, 0)
+	if v := peel.Full(peel.Float64, math.Copysign(0, -1)).Float64s()[0]; !math.Signbit(v) {
 		t.Errorf("Full(-0) = %v, want -0", v)
 	}
 
@@ -87,13 +87,13 @@ func TestZerosOnesFull(t *testing.T) {
 	}{
 		{"peel.Zeros", func() { peel.Zeros(peel.Float64, 2, -1) }},
 		{"peel.Ones", func() { peel.Ones(peel.Int64, -3) }},
-		{"peel.Full", func() { peel.Full(1, peel.Float32, 1, -1) }},
+		{"peel.Full", func() { peel.Full(peel.Float32, 1, 1, -1) }},
 	} {
 		wantError(t, c.op, c.f, "negative")
 	}
 	wantError(t, "peel.Zeros", func() { peel.Zeros(peel.DType(0), 2) }, "dtype")
 	wantError(t, "peel.Ones", func() { peel.Ones(peel.DType(99), 2) }, "dtype")
-	wantError(t, "peel.Full", func() { peel.Full(1, peel.DType(0)) }, "dtype")
+	wantError(t, "peel.Full", func() { peel.Full(peel.DType(0), 1) }, "dtype")
 }
 
 // fakeTracer is a tracer of a level with no interpreter: the *Like
@@ -183,25 +183,25 @@ func TestLinspace(t *testing.T) {
 		{"int negative floors", -1, 0, 3, peel.Int64, []float64{-1, -1, 0}},
 	}
 	for _, c := range cases {
-		x := peel.Linspace(c.start, c.stop, c.n, c.dt)
+		x := peel.Linspace(c.dt, c.start, c.stop, c.n)
 		check(t, "Linspace "+c.name, x, c.dt, []int{len(c.want)}, c.want, 1e-15)
 		ownsBuffer(t, "Linspace", x)
 	}
-	if v := peel.Linspace(0, 0.3, 4, peel.Float64).Float64s(); v[3] != 0.3 {
+	if v := peel.Linspace(peel.Float64, 0, 0.3, 4).Float64s(); v[3] != 0.3 {
 		t.Errorf("Linspace does not end exactly at stop: %v", v)
 	}
-	wantError(t, "peel.Linspace", func() { peel.Linspace(0, 1, -1, peel.Float64) }, "negative")
-	wantError(t, "peel.Linspace", func() { peel.Linspace(0, math.Inf(-1), 3, peel.Float64) }, "finite")
-	wantError(t, "peel.Linspace", func() { peel.Linspace(0, 1, 3, peel.Bool) }, "bool")
+	wantError(t, "peel.Linspace", func() { peel.Linspace(peel.Float64, 0, 1, -1) }, "negative")
+	wantError(t, "peel.Linspace", func() { peel.Linspace(peel.Float64, 0, math.Inf(-1), 3) }, "finite")
+	wantError(t, "peel.Linspace", func() { peel.Linspace(peel.Bool, 0, 1, 3) }, "bool")
 }
 
 func TestEye(t *testing.T) {
-	check(t, "Eye 3", peel.Eye(3, peel.Float64), peel.Float64, []int{3, 3}, []float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, 0)
-	check(t, "Eye i64", peel.Eye(2, peel.Int64), peel.Int64, []int{2, 2}, []float64{1, 0, 0, 1}, 0)
-	check(t, "Eye f32", peel.Eye(1, peel.Float32), peel.Float32, []int{1, 1}, []float64{1}, 0)
-	check(t, "Eye bool", peel.Eye(2, peel.Bool), peel.Bool, []int{2, 2}, []float64{1, 0, 0, 1}, 0)
-	check(t, "Eye 0", peel.Eye(0, peel.Float64), peel.Float64, []int{0, 0}, nil, 0)
-	ownsBuffer(t, "Eye", peel.Eye(4, peel.Float64))
-	wantError(t, "peel.Eye", func() { peel.Eye(-1, peel.Float64) }, "negative")
-	wantError(t, "peel.Eye", func() { peel.Eye(2, peel.DType(0)) }, "dtype")
+	check(t, "Eye 3", peel.Eye(peel.Float64, 3), peel.Float64, []int{3, 3}, []float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, 0)
+	check(t, "Eye i64", peel.Eye(peel.Int64, 2), peel.Int64, []int{2, 2}, []float64{1, 0, 0, 1}, 0)
+	check(t, "Eye f32", peel.Eye(peel.Float32, 1), peel.Float32, []int{1, 1}, []float64{1}, 0)
+	check(t, "Eye bool", peel.Eye(peel.Bool, 2), peel.Bool, []int{2, 2}, []float64{1, 0, 0, 1}, 0)
+	check(t, "Eye 0", peel.Eye(peel.Float64, 0), peel.Float64, []int{0, 0}, nil, 0)
+	ownsBuffer(t, "Eye", peel.Eye(peel.Float64, 4))
+	wantError(t, "peel.Eye", func() { peel.Eye(peel.Float64, -1) }, "negative")
+	wantError(t, "peel.Eye", func() { peel.Eye(peel.DType(0), 2) }, "dtype")
 }

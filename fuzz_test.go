@@ -155,7 +155,7 @@ func FuzzCreation(f *testing.F) {
 	f.Add(uint8(4), uint8(0), 1<<40, 0, 0, 1.0, uint8(0))                                  // Linspace(0, 1, 2^40)
 	f.Add(uint8(4), uint8(0), math.MinInt, 0, 0, 1.0, uint8(1))                            // Linspace negative
 	f.Add(uint8(5), uint8(0), math.MaxInt, 0, 0, 0.0, uint8(0))                            // Eye(MaxInt)
-	f.Add(uint8(5), uint8(0), 3, 0, 0, 0.0, uint8(3))                                      // Eye(3, bool)
+	f.Add(uint8(5), uint8(0), 3, 0, 0, 0.0, uint8(3))                                      // Eye(bool, 3)
 	f.Add(uint8(6), uint8(1), math.MaxInt, 0, 1, 0.0, uint8(0))                            // OneHot(…, MaxInt)
 	f.Add(uint8(6), uint8(2), 3, -1, 2, 0.0, uint8(2))                                     // OneHot with a negative index
 	f.Add(uint8(7), uint8(0), math.MaxInt, 0, 0, 0.0, uint8(0))                            // SplitKey(MaxInt)
@@ -175,13 +175,13 @@ func FuzzCreation(f *testing.F) {
 		case 1:
 			name, run = "peel.Ones", func() *peel.Tensor { return peel.Ones(dt, shape...) }
 		case 2:
-			name, run = "peel.Full", func() *peel.Tensor { return peel.Full(v, dt, shape...) }
+			name, run = "peel.Full", func() *peel.Tensor { return peel.Full(dt, v, shape...) }
 		case 3:
 			name, run = "peel.Arange", func() *peel.Tensor { return peel.Arange(dt, float64(d0), float64(d1), float64(d2)+v) }
 		case 4:
-			name, run = "peel.Linspace", func() *peel.Tensor { return peel.Linspace(0, v, d0, dt) }
+			name, run = "peel.Linspace", func() *peel.Tensor { return peel.Linspace(dt, 0, v, d0) }
 		case 5:
-			name, run = "peel.Eye", func() *peel.Tensor { return peel.Eye(d0, dt) }
+			name, run = "peel.Eye", func() *peel.Tensor { return peel.Eye(dt, d0) }
 		case 6:
 			idx := []int64{int64(d1), int64(d2), 0}[:rank%4]
 			name, run = "peel.OneHot", func() *peel.Tensor { return peel.OneHot(peel.FromInt64s(idx), d0, dt) }
@@ -439,11 +439,11 @@ func FuzzIndex(f *testing.F) {
 		case 1:
 			name, run = "peel.TakeAlongAxis", func() *peel.Tensor { return peel.TakeAlongAxis(x, along, axis) }
 		case 2:
-			name, run = "peel.ScatterAdd", func() *peel.Tensor { return peel.ScatterAdd(x, axis, along, peel.Scalar(1.0)) }
+			name, run = "peel.ScatterAdd", func() *peel.Tensor { return peel.ScatterAdd(x, along, peel.Scalar(1.0), axis) }
 		case 3:
-			name, run = "peel.IndexAdd", func() *peel.Tensor { return peel.IndexAdd(x, axis, idx, peel.Scalar(1.0)) }
+			name, run = "peel.IndexAdd", func() *peel.Tensor { return peel.IndexAdd(x, idx, peel.Scalar(1.0), axis) }
 		case 4:
-			name, run = "peel.IndexCopy", func() *peel.Tensor { return peel.IndexCopy(x, axis, idx, peel.Scalar(2.0)) }
+			name, run = "peel.IndexCopy", func() *peel.Tensor { return peel.IndexCopy(x, idx, peel.Scalar(2.0), axis) }
 		case 5:
 			name, run = "peel.OneHot", func() *peel.Tensor { return peel.OneHot(idx, n, peel.Float32) }
 		case 6, 7:

@@ -59,7 +59,7 @@ func wrapIndices(idx *Tensor, n int) *Tensor {
 	shape := idx.Shape()
 	neg := interp.Bind1(prims.Lt, nil, idx, filledView(int64(0), Int64, shape))
 	shifted := interp.Bind1(prims.Add, nil, idx, filledView(int64(n), Int64, shape))
-	return interp.Bind1(prims.Select, nil, neg, shifted, idx)
+	return interp.Bind1(prims.Where, nil, neg, shifted, idx)
 }
 
 // castTo converts t to dtype d, panicking with *Error naming op when the

@@ -122,23 +122,23 @@ func TestScatterAddIndexAddIndexCopy(t *testing.T) {
 	// IndexAdd: out[:, idx[j]] += src[:, j].
 	x := svSeq(2, 4)
 	src := svF64([]float64{1, 2, 3, 10, 20, 30}, 2, 3)
-	y := IndexAdd(x, 1, svI64([]int64{3, -4, 3}, 3), src)
+	y := IndexAdd(x, svI64([]int64{3, -4, 3}, 3), src, 1)
 	svCheck(t, "IndexAdd", y, []int{2, 4}, []float64{0 + 2, 1, 2, 3 + 1 + 3, 4 + 20, 5, 6, 7 + 10 + 30})
 	svCheck(t, "IndexAdd leaves x", x, []int{2, 4}, svIota(8))
 	// Scalar source broadcast, 2-D indices, i64 operand with f-less source.
 	xi := svI64([]int64{0, 0, 0}, 3)
-	yi := IndexAdd(xi, 0, svI64([]int64{0, 2, 2, 2}, 2, 2), svI64([]int64{5}))
+	yi := IndexAdd(xi, svI64([]int64{0, 2, 2, 2}, 2, 2), svI64([]int64{5}), 0)
 	svCheck(t, "IndexAdd i64", yi, []int{3}, []float64{5, 0, 15})
-	svCheck(t, "IndexAdd empty", IndexAdd(x, 0, svI64([]int64{}, 0), svSeq(0, 4)), []int{2, 4}, svIota(8))
+	svCheck(t, "IndexAdd empty", IndexAdd(x, svI64([]int64{}, 0), svSeq(0, 4), 0), []int{2, 4}, svIota(8))
 
-	yc := IndexCopy(x, 0, svI64([]int64{-1}, 1), svF64([]float64{9, 8, 7, 6}, 1, 4))
+	yc := IndexCopy(x, svI64([]int64{-1}, 1), svF64([]float64{9, 8, 7, 6}, 1, 4), 0)
 	svCheck(t, "IndexCopy", yc, []int{2, 4}, []float64{0, 1, 2, 3, 9, 8, 7, 6})
 
 	// ScatterAdd along axis 1: out[i, idx[i, j]] += src[i, j].
-	s := ScatterAdd(Zeros(Float64, 2, 3), 1, svI64([]int64{0, 2, 2, 1, 1, 0}, 2, 3), svF64([]float64{1, 2, 3, 4, 5, 6}, 2, 3))
+	s := ScatterAdd(Zeros(Float64, 2, 3), svI64([]int64{0, 2, 2, 1, 1, 0}, 2, 3), svF64([]float64{1, 2, 3, 4, 5, 6}, 2, 3), 1)
 	svCheck(t, "ScatterAdd", s, []int{2, 3}, []float64{1, 0, 5, 6, 9, 0})
 	// Along axis 0 with a broadcast index row and a scalar source.
-	s = ScatterAdd(Zeros(Float64, 3, 2), 0, svI64([]int64{2, -3}, 2, 1), svF64([]float64{1}))
+	s = ScatterAdd(Zeros(Float64, 3, 2), svI64([]int64{2, -3}, 2, 1), svF64([]float64{1}), 0)
 	svCheck(t, "ScatterAdd broadcast", s, []int{3, 2}, []float64{1, 1, 0, 0, 1, 1})
 	// ScatterAdd is the transpose of TakeAlongAxis: <TakeAlongAxis(x), g> == <x, ScatterAdd(0, g)>.
 	idx := svI64([]int64{1, 0, 2, 2, 0, 1, 1, 1}, 2, 4)
@@ -148,26 +148,26 @@ func TestScatterAddIndexAddIndexCopy(t *testing.T) {
 	for i, v := range TakeAlongAxis(xx, idx, 1).Float64s() {
 		lhs += v * g.Float64s()[i]
 	}
-	for i, v := range ScatterAdd(Zeros(Float64, 2, 3), 1, idx, g).Float64s() {
+	for i, v := range ScatterAdd(Zeros(Float64, 2, 3), idx, g, 1).Float64s() {
 		rhs += v * xx.Float64s()[i]
 	}
 	if lhs != rhs {
 		t.Fatalf("ScatterAdd is not the transpose of TakeAlongAxis: %v vs %v", lhs, rhs)
 	}
 
-	svErr(t, "peel.IndexAdd", func() { IndexAdd(x, 1, svI64([]int64{4}, 1), svSeq(2, 1)) }, "index 4")
-	svErr(t, "peel.IndexAdd", func() { IndexAdd(x, 1, svI64([]int64{0}, 1), svSeq(2, 2)) }, "cannot be broadcast")
-	svErr(t, "peel.IndexAdd", func() { IndexAdd(xi, 0, svI64([]int64{0}, 1), svF64([]float64{1}, 1)) }, "can't be cast")
-	svErr(t, "peel.IndexAdd", func() { IndexAdd(FromBools([]bool{true}, 1), 0, svI64([]int64{0}, 1), FromBools([]bool{true}, 1)) }, "bool")
-	svErr(t, "peel.IndexAdd", func() { IndexAdd(x, 2, svI64([]int64{0}, 1), svSeq(2, 1)) }, "axis 2")
-	svErr(t, "peel.IndexCopy", func() { IndexCopy(x, 0, svI64([]int64{2}, 1), svSeq(1, 4)) }, "index 2")
-	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(x, 0, svI64([]int64{0, 0}, 1, 2), svSeq(1, 2)) }, "broadcast")
-	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(FromBools([]bool{true}, 1), 0, svI64([]int64{0}, 1), FromBools([]bool{true}, 1)) }, "bool")
-	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(x, 0, svI64([]int64{0}, 1, 1), nil) }, "nil")
-	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(xi, 0, svI64([]int64{0}, 1), svF64([]float64{1}, 1)) }, "can't be cast")
-	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(x, 0, svI64([]int64{0}, 1), svSeq(1)) }, "same rank")
-	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(x, 0, svI64([]int64{-3}, 1, 1), svSeq(1, 1)) }, "index -3")
-	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(x, 0, svI64([]int64{0}, 1, 1), svSeq(2, 2)) }, "cannot be broadcast")
+	svErr(t, "peel.IndexAdd", func() { IndexAdd(x, svI64([]int64{4}, 1), svSeq(2, 1), 1) }, "index 4")
+	svErr(t, "peel.IndexAdd", func() { IndexAdd(x, svI64([]int64{0}, 1), svSeq(2, 2), 1) }, "cannot be broadcast")
+	svErr(t, "peel.IndexAdd", func() { IndexAdd(xi, svI64([]int64{0}, 1), svF64([]float64{1}, 1), 0) }, "can't be cast")
+	svErr(t, "peel.IndexAdd", func() { IndexAdd(FromBools([]bool{true}, 1), svI64([]int64{0}, 1), FromBools([]bool{true}, 1), 0) }, "bool")
+	svErr(t, "peel.IndexAdd", func() { IndexAdd(x, svI64([]int64{0}, 1), svSeq(2, 1), 2) }, "axis 2")
+	svErr(t, "peel.IndexCopy", func() { IndexCopy(x, svI64([]int64{2}, 1), svSeq(1, 4), 0) }, "index 2")
+	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(x, svI64([]int64{0, 0}, 1, 2), svSeq(1, 2), 0) }, "broadcast")
+	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(FromBools([]bool{true}, 1), svI64([]int64{0}, 1), FromBools([]bool{true}, 1), 0) }, "bool")
+	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(x, svI64([]int64{0}, 1, 1), nil, 0) }, "nil")
+	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(xi, svI64([]int64{0}, 1), svF64([]float64{1}, 1), 0) }, "can't be cast")
+	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(x, svI64([]int64{0}, 1), svSeq(1), 0) }, "same rank")
+	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(x, svI64([]int64{-3}, 1, 1), svSeq(1, 1), 0) }, "index -3")
+	svErr(t, "peel.ScatterAdd", func() { ScatterAdd(x, svI64([]int64{0}, 1, 1), svSeq(2, 2), 0) }, "cannot be broadcast")
 }
 
 func TestOneHot(t *testing.T) {
@@ -282,9 +282,9 @@ func TestUnderTrace(t *testing.T) {
 		{"Flip+Tile+Pad", one(func(a []*Tensor) *Tensor { return Pad(Tile(Flip(a[0], 0), 2, 1), [][2]int{{1, -1}, {0, 2}}, 5) }), []*Tensor{x}},
 		{"Take", one(func(a []*Tensor) *Tensor { return Take(a[0], a[1], 1) }), []*Tensor{x, idx}},
 		{"TakeAlongAxis", one(func(a []*Tensor) *Tensor { return TakeAlongAxis(a[0], a[1], 0) }), []*Tensor{x, svI64([]int64{2, -1, 0, 1}, 1, 4)}},
-		{"IndexAdd", one(func(a []*Tensor) *Tensor { return IndexAdd(a[0], 1, a[1], Ones(Float64, 3, 3)) }), []*Tensor{x, idx}},
-		{"IndexCopy", one(func(a []*Tensor) *Tensor { return IndexCopy(a[0], 0, a[1], Zeros(Float64, 3, 4)) }), []*Tensor{x, svI64([]int64{-3, 1, 2}, 3)}},
-		{"ScatterAdd", one(func(a []*Tensor) *Tensor { return ScatterAdd(a[0], 1, a[1], Ones(Float64, 3, 2)) }), []*Tensor{x, svI64([]int64{0, -1, 2, 2, 1, 0}, 3, 2)}},
+		{"IndexAdd", one(func(a []*Tensor) *Tensor { return IndexAdd(a[0], a[1], Ones(Float64, 3, 3), 1) }), []*Tensor{x, idx}},
+		{"IndexCopy", one(func(a []*Tensor) *Tensor { return IndexCopy(a[0], a[1], Zeros(Float64, 3, 4), 0) }), []*Tensor{x, svI64([]int64{-3, 1, 2}, 3)}},
+		{"ScatterAdd", one(func(a []*Tensor) *Tensor { return ScatterAdd(a[0], a[1], Ones(Float64, 3, 2), 1) }), []*Tensor{x, svI64([]int64{0, -1, 2, 2, 1, 0}, 3, 2)}},
 		{"OneHot", one(func(a []*Tensor) *Tensor { return OneHot(a[0], 3, Float32) }), []*Tensor{idx}},
 		{"DynamicSlice", one(func(a []*Tensor) *Tensor { return DynamicSlice(a[0], []*Tensor{a[1], a[2]}, []int{2, 2}) }), []*Tensor{x, svStarts(-1)[0], svStarts(5)[0]}},
 		{"DynamicUpdateSlice", one(func(a []*Tensor) *Tensor { return DynamicUpdateSlice(a[0], Ones(Float64, 1, 2), []*Tensor{a[1], a[2]}) }), []*Tensor{x, svStarts(-1)[0], svStarts(1)[0]}},

@@ -140,7 +140,7 @@ func FloorDiv(x, y any) *Tensor {
 }
 
 // sel applies select: a where cond is true, b elsewhere.
-func sel(cond, a, b *Tensor) *Tensor { return interp.Bind1(prims.Select, nil, cond, a, b) }
+func sel(cond, a, b *Tensor) *Tensor { return interp.Bind1(prims.Where, nil, cond, a, b) }
 
 // floorFix returns the truncated remainder r of integers a / b and where
 // truncated division differs from floor division: r is nonzero and its
@@ -393,7 +393,7 @@ func Round(x *Tensor) *Tensor {
 		away := un(prims.Round, x)
 		half := bin(prims.Eq, un(prims.Abs, bin(prims.Sub, x, un(prims.Floor, x))), fill(0.5, x))
 		even := bin(prims.Mul, un(prims.Round, bin(prims.Mul, x, fill(0.5, x))), fill(2, x))
-		return interp.Bind1(prims.Select, nil, half, even, away)
+		return interp.Bind1(prims.Where, nil, half, even, away)
 	})
 }
 
@@ -509,7 +509,7 @@ func Where(cond *Tensor, x, y any) *Tensor {
 	be := operandBackend(cond, x, y)
 	a, b := toTensor(be, x, d), toTensor(be, y, d)
 	shape := broadcastShapes(op, cond.Shape(), a.Shape(), b.Shape())
-	return interp.Bind1(prims.Select, nil, broadcastTo(cond, shape), broadcastTo(a, shape), broadcastTo(b, shape))
+	return interp.Bind1(prims.Where, nil, broadcastTo(cond, shape), broadcastTo(a, shape), broadcastTo(b, shape))
 }
 
 // Clip limits x to the interval [lo, hi] elementwise: Minimum(Maximum(x,
@@ -553,7 +553,7 @@ func ReLU(x *Tensor) *Tensor {
 	// select(x <= 0, 0, x): NaN stays NaN, and the derivative at 0 is 0
 	// as in JAX and torch (max(x, 0) would split it, giving ½).
 	zero := fill(0, x)
-	return interp.Bind1(prims.Select, nil, bin(prims.Le, x, zero), zero, x)
+	return interp.Bind1(prims.Where, nil, bin(prims.Le, x, zero), zero, x)
 }
 
 // geluLimit is where GELU and GELUTanh have reached their asymptotes in
@@ -618,11 +618,11 @@ func GELUTanh(x *Tensor) *Tensor {
 func softplus(x *Tensor) *Tensor {
 	zero := fill(0, x)
 	pos := bin(prims.Gt, x, zero)
-	xp := interp.Bind1(prims.Select, nil, pos, x, zero)
-	xn := interp.Bind1(prims.Select, nil, pos, zero, x)
+	xp := interp.Bind1(prims.Where, nil, pos, x, zero)
+	xn := interp.Bind1(prims.Where, nil, pos, zero, x)
 	big := bin(prims.Add, xp, un(prims.Log1p, un(prims.Exp, un(prims.Neg, xp))))
 	small := un(prims.Log1p, un(prims.Exp, xn))
-	return interp.Bind1(prims.Select, nil, pos, big, small)
+	return interp.Bind1(prims.Where, nil, pos, big, small)
 }
 
 // Softplus returns log(1 + e**x) elementwise, computed stably for every x

@@ -482,8 +482,8 @@ func rngArgsort(k *Tensor, n int) *Tensor {
 			ip := interp.Bind1(prims.Gather, prims.AxisParams{Axis: 0}, idx, pt)
 			lt := bind(prims.Or, bind(prims.Lt, k, kp), bind(prims.And, bind(prims.Eq, k, kp), bind(prims.Lt, idx, ip)))
 			self := bind(prims.Eq, lt, tm)
-			k = bind(prims.Select, self, k, kp)
-			idx = bind(prims.Select, self, idx, ip)
+			k = bind(prims.Where, self, k, kp)
+			idx = bind(prims.Where, self, idx, ip)
 		}
 	}
 	if m > n {
@@ -664,9 +664,9 @@ func rngNormalQuantile(p *Tensor) *Tensor {
 			-2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00),
 		poly(t, 7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
 			3.754408661907416e+00, 1))
-	tail = bind(prims.Select, bind(prims.Gt, q, f(0)), bind(prims.Neg, tail), tail)
+	tail = bind(prims.Where, bind(prims.Gt, q, f(0)), bind(prims.Neg, tail), tail)
 	inCentral := bind(prims.Le, bind(prims.Abs, q), f(0.5-plow))
-	return bind(prims.Select, inCentral, central, tail)
+	return bind(prims.Where, inCentral, central, tail)
 }
 
 // rngCeil returns the smallest value of dt (Float32 or Float64) ≥ v.

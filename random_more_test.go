@@ -36,9 +36,9 @@ func TestSplitKeysMatchesSplitKey(t *testing.T) {
 func TestMoreSamplersDeterministic(t *testing.T) {
 	logits := FromFloat64s([]float64{0, 1, 2, -1})
 	floats := map[string]func(k *Tensor) *Tensor{
-		"UniformRange":    func(k *Tensor) *Tensor { return UniformRange(k, -1, 4, Float64, 64) },
-		"NormalScaled":    func(k *Tensor) *Tensor { return NormalScaled(k, 2, 3, Float32, 64) },
-		"TruncatedNormal": func(k *Tensor) *Tensor { return TruncatedNormal(k, -1, 2, Float64, 64) },
+		"UniformRange":    func(k *Tensor) *Tensor { return UniformRange(k, Float64, -1, 4, 64) },
+		"NormalScaled":    func(k *Tensor) *Tensor { return NormalScaled(k, Float32, 2, 3, 64) },
+		"TruncatedNormal": func(k *Tensor) *Tensor { return TruncatedNormal(k, Float64, -1, 2, 64) },
 		"Shuffle":         func(k *Tensor) *Tensor { return Shuffle(k, Arange(Float64, 0, 64, 1), 0) },
 	}
 	for name, f := range floats {
@@ -70,7 +70,7 @@ func TestUniformRangeStatistics(t *testing.T) {
 	const lo, hi = -2.0, 3.0
 	w := hi - lo
 	for _, dt := range []DType{Float32, Float64} {
-		s := UniformRange(Key(11), lo, hi, dt, 100, 1000)
+		s := UniformRange(Key(11), dt, lo, hi, 100, 1000)
 		if !slices.Equal(s.Shape(), []int{100, 1000}) || s.DType() != dt {
 			t.Fatalf("UniformRange gave %s", s.TypeString())
 		}
@@ -86,12 +86,12 @@ func TestUniformRangeStatistics(t *testing.T) {
 		within(t, "UniformRange variance", variance, w*w/12, math.Sqrt((math.Pow(w, 4)/80-math.Pow(w, 4)/144)/n), sigmas)
 	}
 	// A range holding one value of the dtype gives only that value.
-	for _, v := range UniformRange(Key(1), 1, 1+1e-9, Float32, 100).Float32s() {
+	for _, v := range UniformRange(Key(1), Float32, 1, 1+1e-9, 100).Float32s() {
 		if v != 1 {
 			t.Fatalf("UniformRange f32 of [1, 1+1e-9) gave %v", v)
 		}
 	}
-	for _, v := range UniformRange(Key(1), 1, math.Nextafter(1, 2), Float64, 100).Float64s() {
+	for _, v := range UniformRange(Key(1), Float64, 1, math.Nextafter(1, 2), 100).Float64s() {
 		if v != 1 {
 			t.Fatalf("UniformRange f64 of [1, next(1)) gave %v", v)
 		}
@@ -102,18 +102,18 @@ func TestNormalScaledStatistics(t *testing.T) {
 	const n = 100000
 	const mu, sd = 3.0, 2.0
 	for _, dt := range []DType{Float32, Float64} {
-		x := asFloat64s(NormalScaled(Key(12), mu, sd, dt, n))
+		x := asFloat64s(NormalScaled(Key(12), dt, mu, sd, n))
 		mean, variance, _, _ := moments(x)
 		within(t, "NormalScaled mean", mean, mu, sd/math.Sqrt(n), sigmas)
 		within(t, "NormalScaled variance", variance, sd*sd, sd*sd*math.Sqrt(2.0/n), sigmas)
 	}
 	// std = 0 gives the mean; and NormalScaled(0, 1) is Normal.
-	for _, v := range NormalScaled(Key(1), 4, 0, Float64, 10).Float64s() {
+	for _, v := range NormalScaled(Key(1), Float64, 4, 0, 10).Float64s() {
 		if v != 4 {
 			t.Fatalf("NormalScaled with std 0 gave %v", v)
 		}
 	}
-	if !equalBits(NormalScaled(Key(3), 0, 1, Float64, 50), Normal(Key(3), Float64, 50)) {
+	if !equalBits(NormalScaled(Key(3), Float64, 0, 1, 50), Normal(Key(3), Float64, 50)) {
 		t.Errorf("NormalScaled(0, 1) differs from Normal")
 	}
 }
@@ -443,7 +443,7 @@ func TestTruncatedNormal(t *testing.T) {
 		lo, hi := iv[0], iv[1]
 		mu, v := truncMoments(lo, hi)
 		for _, dt := range []DType{Float32, Float64} {
-			x := asFloat64s(TruncatedNormal(Key(41), lo, hi, dt, n))
+			x := asFloat64s(TruncatedNormal(Key(41), dt, lo, hi, n))
 			for _, s := range x {
 				if !(s >= lo && s <= hi) {
 					t.Fatalf("TruncatedNormal(%v, %v) %v gave %v", lo, hi, dt, s)
@@ -459,7 +459,7 @@ func TestTruncatedNormal(t *testing.T) {
 	}
 	// Bounds that float32 cannot represent: every value still lies inside.
 	lo, hi := 0.1, 0.3
-	for _, s := range TruncatedNormal(Key(42), lo, hi, Float32, 1000).Float32s() {
+	for _, s := range TruncatedNormal(Key(42), Float32, lo, hi, 1000).Float32s() {
 		if !(float64(s) >= lo && float64(s) <= hi) {
 			t.Fatalf("TruncatedNormal f32 gave %v outside [0.1, 0.3]", s)
 		}
@@ -473,21 +473,21 @@ func TestMoreRandomErrors(t *testing.T) {
 		{"SplitKeys nil key", "peel.SplitKeys", func() { SplitKeys(nil, 2) }},
 		{"SplitKeys bad key", "peel.SplitKeys", func() { SplitKeys(FromInt64s([]int64{1, 2, 3}), 2) }},
 		{"SplitKeys negative", "peel.SplitKeys", func() { SplitKeys(good, -1) }},
-		{"UniformRange bad key", "peel.UniformRange", func() { UniformRange(FromFloat64s([]float64{0, 1}), 0, 1, Float64, 2) }},
-		{"UniformRange int dtype", "peel.UniformRange", func() { UniformRange(good, 0, 1, Int64, 2) }},
-		{"UniformRange negative dim", "peel.UniformRange", func() { UniformRange(good, 0, 1, Float64, -2) }},
-		{"UniformRange lo = hi", "peel.UniformRange", func() { UniformRange(good, 1, 1, Float64, 2) }},
-		{"UniformRange lo > hi", "peel.UniformRange", func() { UniformRange(good, 2, 1, Float64, 2) }},
-		{"UniformRange NaN", "peel.UniformRange", func() { UniformRange(good, math.NaN(), 1, Float64, 2) }},
-		{"UniformRange inf", "peel.UniformRange", func() { UniformRange(good, 0, math.Inf(1), Float64, 2) }},
-		{"UniformRange too wide", "peel.UniformRange", func() { UniformRange(good, -math.MaxFloat64, math.MaxFloat64, Float64, 2) }},
-		{"UniformRange too wide f32", "peel.UniformRange", func() { UniformRange(good, -1e38, 1e39, Float32, 2) }},
-		{"UniformRange no f32 value", "peel.UniformRange", func() { UniformRange(good, 1+1e-9, 1+2e-9, Float32, 2) }},
-		{"UniformRange too large", "peel.UniformRange", func() { UniformRange(good, 0, 1, Float64, math.MaxInt, 2) }},
-		{"NormalScaled bool dtype", "peel.NormalScaled", func() { NormalScaled(good, 0, 1, Bool, 2) }},
-		{"NormalScaled negative std", "peel.NormalScaled", func() { NormalScaled(good, 0, -1, Float64, 2) }},
-		{"NormalScaled NaN mean", "peel.NormalScaled", func() { NormalScaled(good, math.NaN(), 1, Float64, 2) }},
-		{"NormalScaled negative dim", "peel.NormalScaled", func() { NormalScaled(good, 0, 1, Float64, -1) }},
+		{"UniformRange bad key", "peel.UniformRange", func() { UniformRange(FromFloat64s([]float64{0, 1}), Float64, 0, 1, 2) }},
+		{"UniformRange int dtype", "peel.UniformRange", func() { UniformRange(good, Int64, 0, 1, 2) }},
+		{"UniformRange negative dim", "peel.UniformRange", func() { UniformRange(good, Float64, 0, 1, -2) }},
+		{"UniformRange lo = hi", "peel.UniformRange", func() { UniformRange(good, Float64, 1, 1, 2) }},
+		{"UniformRange lo > hi", "peel.UniformRange", func() { UniformRange(good, Float64, 2, 1, 2) }},
+		{"UniformRange NaN", "peel.UniformRange", func() { UniformRange(good, Float64, math.NaN(), 1, 2) }},
+		{"UniformRange inf", "peel.UniformRange", func() { UniformRange(good, Float64, 0, math.Inf(1), 2) }},
+		{"UniformRange too wide", "peel.UniformRange", func() { UniformRange(good, Float64, -math.MaxFloat64, math.MaxFloat64, 2) }},
+		{"UniformRange too wide f32", "peel.UniformRange", func() { UniformRange(good, Float32, -1e38, 1e39, 2) }},
+		{"UniformRange no f32 value", "peel.UniformRange", func() { UniformRange(good, Float32, 1+1e-9, 1+2e-9, 2) }},
+		{"UniformRange too large", "peel.UniformRange", func() { UniformRange(good, Float64, 0, 1, math.MaxInt, 2) }},
+		{"NormalScaled bool dtype", "peel.NormalScaled", func() { NormalScaled(good, Bool, 0, 1, 2) }},
+		{"NormalScaled negative std", "peel.NormalScaled", func() { NormalScaled(good, Float64, 0, -1, 2) }},
+		{"NormalScaled NaN mean", "peel.NormalScaled", func() { NormalScaled(good, Float64, math.NaN(), 1, 2) }},
+		{"NormalScaled negative dim", "peel.NormalScaled", func() { NormalScaled(good, Float64, 0, 1, -1) }},
 		{"RandInt hi = lo", "peel.RandInt", func() { RandInt(good, 3, 3, 2) }},
 		{"RandInt hi < lo", "peel.RandInt", func() { RandInt(good, 3, -3, 2) }},
 		{"RandInt nil key", "peel.RandInt", func() { RandInt(nil, 0, 3, 2) }},
@@ -509,11 +509,11 @@ func TestMoreRandomErrors(t *testing.T) {
 		{"Choice wrong p length", "peel.Choice", func() { Choice(good, 4, l, 2) }},
 		{"Choice int p", "peel.Choice", func() { Choice(good, 2, FromInt64s([]int64{1, 2}), 2) }},
 		{"Choice negative dim", "peel.Choice", func() { Choice(good, 3, l, -2) }},
-		{"TruncatedNormal lo = hi", "peel.TruncatedNormal", func() { TruncatedNormal(good, 1, 1, Float64, 2) }},
-		{"TruncatedNormal NaN", "peel.TruncatedNormal", func() { TruncatedNormal(good, math.NaN(), 1, Float64, 2) }},
-		{"TruncatedNormal int dtype", "peel.TruncatedNormal", func() { TruncatedNormal(good, 0, 1, Int64, 2) }},
-		{"TruncatedNormal negative dim", "peel.TruncatedNormal", func() { TruncatedNormal(good, 0, 1, Float64, -2) }},
-		{"TruncatedNormal no f32 value", "peel.TruncatedNormal", func() { TruncatedNormal(good, 1+1e-9, 1+2e-9, Float32, 2) }},
+		{"TruncatedNormal lo = hi", "peel.TruncatedNormal", func() { TruncatedNormal(good, Float64, 1, 1, 2) }},
+		{"TruncatedNormal NaN", "peel.TruncatedNormal", func() { TruncatedNormal(good, Float64, math.NaN(), 1, 2) }},
+		{"TruncatedNormal int dtype", "peel.TruncatedNormal", func() { TruncatedNormal(good, Int64, 0, 1, 2) }},
+		{"TruncatedNormal negative dim", "peel.TruncatedNormal", func() { TruncatedNormal(good, Float64, 0, 1, -2) }},
+		{"TruncatedNormal no f32 value", "peel.TruncatedNormal", func() { TruncatedNormal(good, Float32, 1+1e-9, 1+2e-9, 2) }},
 	}
 	checkRngErrors(t, cases)
 }

@@ -227,7 +227,7 @@ func Std(x *Tensor, axes ...int) *Tensor {
 // finiteOr0 replaces the non-finite elements of m by 0.
 func finiteOr0(m *Tensor) *Tensor {
 	finite := bin(prims.Lt, un(prims.Abs, m), fill(math.Inf(1), m))
-	return interp.Bind1(prims.Select, nil, finite, m, fill(0, m))
+	return interp.Bind1(prims.Where, nil, finite, m, fill(0, m))
 }
 
 // LogSumExp returns log(Sum(Exp(x), axes...)) computed stably: the
@@ -394,6 +394,6 @@ func Norm(x *Tensor, axes ...int) *Tensor {
 	// The double select keeps the derivative finite at s = 0: the
 	// square root only ever sees positive values.
 	pos := bin(prims.Gt, s, fill(0, s))
-	safe := interp.Bind1(prims.Select, nil, pos, s, fill(1, s))
-	return interp.Bind1(prims.Select, nil, pos, un(prims.Sqrt, safe), fill(0, s))
+	safe := interp.Bind1(prims.Where, nil, pos, s, fill(1, s))
+	return interp.Bind1(prims.Where, nil, pos, un(prims.Sqrt, safe), fill(0, s))
 }

@@ -66,12 +66,12 @@ func TestSizeOverflowRefused(t *testing.T) {
 		{"Pad by MaxInt", func() { peel.Pad(peel.Ones(peel.Float64, 2), [][2]int{{math.MaxInt, 1}}, 0) }, []string{"peel.Pad", "too large"}},
 		{"Pad by MinInt", func() { peel.Pad(peel.Ones(peel.Float64, 2), [][2]int{{math.MinInt, 0}}, 0) }, []string{"peel.Pad", "removes more"}},
 		{"Pad by MinInt and MaxInt", func() { peel.Pad(peel.Ones(peel.Float64, 2), [][2]int{{math.MinInt, math.MaxInt}}, 0) }, []string{"peel.Pad", "removes more"}},
-		{"Linspace 2^40", func() { peel.Linspace(0, 1, 1<<40, peel.Float64) }, []string{"peel.Linspace", "too large"}},
+		{"Linspace 2^40", func() { peel.Linspace(peel.Float64, 0, 1, 1<<40) }, []string{"peel.Linspace", "too large"}},
 
 		// Products that overflow by exactly one bit (2^63 = MaxInt+1).
 		{"Zeros 2^31 x 2^32", func() { peel.Zeros(peel.Float32, 1<<31, 1<<32) }, []string{"peel.Zeros", "too large"}},
 		{"Ones 2^62 x 2", func() { peel.Ones(peel.Float64, 1<<62, 2) }, []string{"peel.Ones", "too large"}},
-		{"Full 2 x 2^62", func() { peel.Full(1, peel.Int64, 2, 1<<62) }, []string{"peel.Full", "too large"}},
+		{"Full 2 x 2^62", func() { peel.Full(peel.Int64, 1, 2, 1<<62) }, []string{"peel.Full", "too large"}},
 		{"Zeros MinInt", func() { peel.Zeros(peel.Float64, math.MinInt) }, []string{"peel.Zeros", "negative"}},
 		{"Zeros MaxInt MaxInt 0", func() { peel.Zeros(peel.Float64, math.MaxInt, math.MaxInt, 0) }, []string{"peel.Zeros", "too large"}},
 		{"Reshape wraps to 6", func() { peel.Reshape(peel.Ones(peel.Float64, 6), 2305843009213693955, 4611686018427387906) }, []string{"peel.Reshape", "too large"}},
@@ -99,11 +99,11 @@ func TestSizeOverflowRefused(t *testing.T) {
 		{"Bernoulli MinInt", func() { peel.Bernoulli(key, 0.5, math.MinInt) }, []string{"peel.Bernoulli", "negative"}},
 		{"Arange too large", func() { peel.Arange(peel.Float64, 0, 1<<50, 1) }, []string{"peel.Arange", "too large"}},
 		{"Arange 2^62", func() { peel.Arange(peel.Float64, 0, 1<<62, 1) }, []string{"peel.Arange", "too large"}},
-		{"Eye MaxInt", func() { peel.Eye(math.MaxInt, peel.Float64) }, []string{"peel.Eye", "too large"}},
-		{"Eye 2^32", func() { peel.Eye(1<<32, peel.Bool) }, []string{"peel.Eye", "too large"}},
-		{"Eye MinInt", func() { peel.Eye(math.MinInt, peel.Bool) }, []string{"peel.Eye", "negative"}},
-		{"Linspace MaxInt", func() { peel.Linspace(0, 1, math.MaxInt, peel.Float32) }, []string{"peel.Linspace", "too large"}},
-		{"Linspace MinInt", func() { peel.Linspace(0, 1, math.MinInt, peel.Float32) }, []string{"peel.Linspace", "negative"}},
+		{"Eye MaxInt", func() { peel.Eye(peel.Float64, math.MaxInt) }, []string{"peel.Eye", "too large"}},
+		{"Eye 2^32", func() { peel.Eye(peel.Bool, 1<<32) }, []string{"peel.Eye", "too large"}},
+		{"Eye MinInt", func() { peel.Eye(peel.Bool, math.MinInt) }, []string{"peel.Eye", "negative"}},
+		{"Linspace MaxInt", func() { peel.Linspace(peel.Float32, 0, 1, math.MaxInt) }, []string{"peel.Linspace", "too large"}},
+		{"Linspace MinInt", func() { peel.Linspace(peel.Float32, 0, 1, math.MinInt) }, []string{"peel.Linspace", "negative"}},
 		{"FromFloat64s overflow", func() { peel.FromFloat64s([]float64{1}, 1<<32, 1<<32, 1) }, []string{"peel.FromFloat64s", "too large"}},
 		{"FromInt64s wraps to 6", func() { peel.FromInt64s(make([]int64, 6), 2305843009213693955, 4611686018427387906) }, []string{"peel.FromInt64s", "too large"}},
 		{"Clone of huge view", func() { peel.Clone(huge(1 << 62)) }, []string{"peel.Clone", "too large"}},
@@ -202,10 +202,10 @@ func TestAllocationLimit(t *testing.T) {
 	peel.Zeros(peel.Float64, 128, 1024) // exactly 1 MiB
 	wantSizeError(t, func() { peel.Zeros(peel.Float64, 128, 1025) }, "peel.Zeros", "too large", "f64[128,1025]", "1049600 bytes", "1048576")
 	wantSizeError(t, func() { peel.Ones(peel.Float32, 1<<18+1) }, "peel.Ones", "too large", "f32[262145]")
-	wantSizeError(t, func() { peel.Full(1, peel.Bool, 1<<20+1) }, "peel.Full", "too large", "bool[1048577]")
-	wantSizeError(t, func() { peel.Eye(363, peel.Float64) }, "peel.Eye", "too large", "f64[363,363]")
+	wantSizeError(t, func() { peel.Full(peel.Bool, 1, 1<<20+1) }, "peel.Full", "too large", "bool[1048577]")
+	wantSizeError(t, func() { peel.Eye(peel.Float64, 363) }, "peel.Eye", "too large", "f64[363,363]")
 	wantSizeError(t, func() { peel.Arange(peel.Int64, 0, 1<<17+1, 1) }, "peel.Arange", "too large")
-	wantSizeError(t, func() { peel.Linspace(0, 1, 1<<17+1, peel.Float64) }, "peel.Linspace", "too large")
+	wantSizeError(t, func() { peel.Linspace(peel.Float64, 0, 1, 1<<17+1) }, "peel.Linspace", "too large")
 	wantSizeError(t, func() { peel.FromFloat64s(make([]float64, 1<<17+1)) }, "peel.FromFloat64s", "too large")
 	v := peel.BroadcastTo(peel.Scalar(1.0), 1<<17+1) // a view: no memory
 	wantSizeError(t, func() { peel.Clone(v) }, "peel.Clone", "too large", "f64", "1048584 bytes", "1048576")

@@ -74,7 +74,7 @@ func scatterRule(p *interp.Prim) Rule {
 		n := logicalShape(x, xd)[axis]
 		merged := mergeBatch(x, xd, axis, size)
 		off := bin(prims.Add, idx, laneOffsets(size, n, idx.Shape(), id))
-		ix := interp.Bind1(prims.Select, nil, inRange(idx, 0, n), off, fullI64(-1, idx.Shape()))
+		ix := interp.Bind1(prims.Where, nil, inRange(idx, 0, n), off, fullI64(-1, idx.Shape()))
 		upd = toDim(upd, ud, axis+id, size)
 		out := interp.Bind1(p, prims.AxisParams{Axis: axis}, merged, ix, upd)
 		return one(splitBatch(out, axis, size, n), axis)
@@ -210,5 +210,5 @@ func dynamicUpdateSliceRule(size int, _ any, args []*T, dims []int) ([]*T, []int
 		// fresh value, as the primitive's result is).
 		return one(interp.Bind1(prims.Copy, nil, upd), 0)
 	}
-	return one(interp.Bind1(prims.Select, nil, mask, upd, ToFront(x, xd, size)), 0)
+	return one(interp.Bind1(prims.Where, nil, mask, upd, ToFront(x, xd, size)), 0)
 }

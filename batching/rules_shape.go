@@ -164,7 +164,7 @@ func padRule(size int, params any, args []*T, dims []int) ([]*T, []int) {
 	mask := interp.Bind1(prims.Pad, pp, ones, scalar(0, backend.Bool))
 	mask = BroadcastBatch(mask, size, od)
 	vals := broadcastTo(v, padded.Shape(), []int{od})
-	return one(interp.Bind1(prims.Select, nil, mask, padded, vals), od)
+	return one(interp.Bind1(prims.Where, nil, mask, padded, vals), od)
 }
 
 // padBatched pads x, batched at xd, with the unbatched scalar v along its

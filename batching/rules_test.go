@@ -137,7 +137,7 @@ func elementwiseCases() []ruleCase {
 	}
 	for _, s := range shapes {
 		for _, dt := range allDTypes {
-			add(prims.Select, nil, op(bln, s...), op(dt, s...), op(dt, s...))
+			add(prims.Where, nil, op(bln, s...), op(dt, s...), op(dt, s...))
 			for _, to := range allDTypes {
 				add(prims.ConvertElementType, prims.ConvertParams{DType: to}, op(dt, s...))
 			}

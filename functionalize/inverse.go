@@ -50,5 +50,5 @@ func sliceScatter(sp prims.SliceParams, parent, child *T) *T {
 	padded := interp.Bind1(prims.Pad, pp, child, scalar(0, child.DType()))
 	trues := prims.Full(1, interp.Aval{Shape: child.Shape(), DType: backend.Bool})
 	mask := interp.Bind1(prims.Pad, pp, trues, scalar(0, backend.Bool))
-	return interp.Bind1(prims.Select, nil, mask, padded, parent)
+	return interp.Bind1(prims.Where, nil, mask, padded, parent)
 }

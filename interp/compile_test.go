@@ -599,7 +599,7 @@ func TestCompileFallback(t *testing.T) {
 			name: "select",
 			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 				y := ctBind(ctProbe, a[0])
-				return []*interp.Tensor{interp.Bind1(prims.Select, nil, ctBind(prims.Lt, a[0], y), a[0], y)}
+				return []*interp.Tensor{interp.Bind1(prims.Where, nil, ctBind(prims.Lt, a[0], y), a[0], y)}
 			}, x.Aval()),
 			args: []*interp.Tensor{x}, sizes: []int{n},
 		},

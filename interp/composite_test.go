@@ -15,7 +15,7 @@ import (
 )
 
 // Tests of the decomposition chain of errors (Error.Decomposing,
-// Decomposing) and of composites recorded whole (Prim.Whole, Decompose).
+// Decomposing) and of composites recorded whole (Prim.Whole, DecomposeOps).
 
 // cmpAdd binds add on operands of different shapes: it panics with an
 // *interp.Error.
@@ -194,7 +194,7 @@ func TestWholeRecordedAsOneEquation(t *testing.T) {
 		name      string
 		p         *interp.Prim
 		whole     []string // equations of a plain trace
-		decompose []string // equations with Decompose
+		decompose []string // equations with DecomposeOps
 	}{
 		{"whole", cmpTanhMul, []string{"interptest.whole.tanhmul"}, []string{"tanh", "mul"}},
 		{"nested whole", cmpOuter, []string{"interptest.whole.outer"}, []string{"tanh", "mul", "add"}},
@@ -209,7 +209,7 @@ func TestWholeRecordedAsOneEquation(t *testing.T) {
 			t.Errorf("%s: Abstract not consulted for a whole composite", c.name)
 		}
 		calls = cmpAbstractCalls
-		gd := interp.Trace(f, []*interp.Tensor{x, y}, interp.Decompose())
+		gd := interp.Trace(f, []*interp.Tensor{x, y}, interp.DecomposeOps())
 		if cmpAbstractCalls != calls {
 			t.Errorf("%s: Abstract consulted by a decomposing trace", c.name)
 		}
@@ -237,7 +237,7 @@ func TestWholeRecordedAsOneEquation(t *testing.T) {
 	z := ctAval(backend.Float64, 4)
 	f := func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{ctBind(cmpTanhMul, a[0], a[1])} }
 	wantErr(t, func() { ctTrace(f, av, z) }, "interptest.whole.tanhmul", "operands f64[3] and f64[4] differ", "trace, level")
-	e := wantErr(t, func() { interp.TraceAvals("trace", f, []interp.Aval{av, z}, interp.Decompose()) }, "mul", "trace, level")
+	e := wantErr(t, func() { interp.TraceAvals("trace", f, []interp.Aval{av, z}, interp.DecomposeOps()) }, "mul", "trace, level")
 	if e.Prim != "mul" {
 		t.Errorf("decomposing trace failed in %q, want mul", e.Prim)
 	}
@@ -245,7 +245,7 @@ func TestWholeRecordedAsOneEquation(t *testing.T) {
 
 // TestWholeKernel checks that a whole composite with a backend kernel
 // runs the kernel eagerly and from a one-equation graph, and its
-// decomposition under Decompose.
+// decomposition under DecomposeOps.
 func TestWholeKernel(t *testing.T) {
 	n := ctMin + 3
 	x := ctTensor(make([]float64, n), n)
@@ -268,7 +268,7 @@ func TestWholeKernel(t *testing.T) {
 	check("graph", g.Eval(x)[0], -42)
 	// Not fused (a composite), but the same result.
 	check("compiled graph", g.Compile().Eval(x)[0], -42)
-	gd := interp.Trace(f, []*interp.Tensor{x}, interp.Decompose())
+	gd := interp.Trace(f, []*interp.Tensor{x}, interp.DecomposeOps())
 	if got := strings.Join(cmpPrimNames(gd), " "); got != "copy neg" {
 		t.Fatalf("decomposing trace records %v", got)
 	}

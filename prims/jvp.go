@@ -125,7 +125,7 @@ func init() {
 	defJVP(Rem, remJVP)
 	defJVP(Atan2, atan2JVP)
 
-	defJVP(Select, func(_ any, x, t []*tensor, _ *tensor) *tensor {
+	defJVP(Where, func(_ any, x, t []*tensor, _ *tensor) *tensor {
 		return sel(x[0], orZeros(t[1], x[1].Aval()), orZeros(t[2], x[2].Aval()))
 	})
 	defJVP(ConvertElementType, func(params any, x, t []*tensor, _ *tensor) *tensor {

@@ -78,7 +78,7 @@ func div(a, b *tensor) *tensor { return interp.Bind1(Div, nil, a, b) }
 func neg(a *tensor) *tensor    { return interp.Bind1(Neg, nil, a) }
 func eq(a, b *tensor) *tensor  { return interp.Bind1(Eq, nil, a, b) }
 func sel(p, a, b *tensor) *tensor {
-	return interp.Bind1(Select, nil, p, a, b)
+	return interp.Bind1(Where, nil, p, a, b)
 }
 
 // addNil adds two tangents where nil is a symbolic zero.

@@ -207,7 +207,7 @@ func jvpCases() []jvpCase {
 			jvpCase{prim: prims.Min, args: []*T{uniform(r, -2, 2, s...), uniform(r, -2, 2, s...)}},
 			jvpCase{prim: prims.Rem, args: []*T{uniform(r, -5, 5, s...), awayFromZero(r, 0.7, 2, s...)}},
 			jvpCase{prim: prims.Atan2, args: []*T{uniform(r, -2, 2, s...), uniform(r, -2, 2, s...)}},
-			jvpCase{prim: prims.Select, args: []*T{randBools(r, s...), uniform(r, -2, 2, s...), uniform(r, -2, 2, s...)}},
+			jvpCase{prim: prims.Where, args: []*T{randBools(r, s...), uniform(r, -2, 2, s...), uniform(r, -2, 2, s...)}},
 			jvpCase{prim: prims.ConvertElementType, params: prims.ConvertParams{DType: interp.Float64}, args: []*T{uniform(r, -2, 2, s...)}},
 		)
 	}
@@ -785,9 +785,9 @@ func linCases() []linCase {
 			linCase{prim: prims.Mul, args: []*T{u(s...), u(s...)}, linear: tf},
 			linCase{prim: prims.Mul, args: []*T{u(s...), u(s...)}, linear: ft},
 			linCase{prim: prims.Div, args: []*T{u(s...), awayFromZero(r, 0.5, 2, s...)}, linear: tf},
-			linCase{prim: prims.Select, args: []*T{randBools(r, s...), u(s...), u(s...)}, linear: []bool{false, true, true}},
-			linCase{prim: prims.Select, args: []*T{randBools(r, s...), u(s...), zeros(s...)}, linear: []bool{false, true, false}},
-			linCase{prim: prims.Select, args: []*T{randBools(r, s...), zeros(s...), u(s...)}, linear: []bool{false, false, true}},
+			linCase{prim: prims.Where, args: []*T{randBools(r, s...), u(s...), u(s...)}, linear: []bool{false, true, true}},
+			linCase{prim: prims.Where, args: []*T{randBools(r, s...), u(s...), zeros(s...)}, linear: []bool{false, true, false}},
+			linCase{prim: prims.Where, args: []*T{randBools(r, s...), zeros(s...), u(s...)}, linear: []bool{false, false, true}},
 			linCase{prim: prims.ConvertElementType, params: prims.ConvertParams{DType: interp.Float64}, args: []*T{u(s...)}, linear: t},
 			linCase{prim: prims.Copy, args: []*T{u(s...)}, linear: t},
 		)
@@ -1062,7 +1062,7 @@ func TestLinearIn(t *testing.T) {
 		{prims.Concatenate, 0, true}, {prims.Concatenate, 5, true},
 		{prims.DynamicSlice, 0, true}, {prims.DynamicSlice, 3, false},
 		{prims.DynamicUpdateSlice, 1, true}, {prims.DynamicUpdateSlice, 2, false},
-		{prims.Select, 0, false}, {prims.Select, 2, true},
+		{prims.Where, 0, false}, {prims.Where, 2, true},
 		{prims.Exp, 0, false}, {prims.Div, 1, false}, {prims.Add, -1, false},
 	} {
 		if got := prims.LinearIn(c.p, c.i); got != c.want {

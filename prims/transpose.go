@@ -126,7 +126,7 @@ func init() {
 	defTranspose(Div, tf, func(_ any, ct *tensor, args []*tensor, _ []bool) []*tensor {
 		return []*tensor{div(ct, args[1]), nil}
 	})
-	defTranspose(Select, []bool{false, true, true}, func(_ any, ct *tensor, args []*tensor, linear []bool) []*tensor {
+	defTranspose(Where, []bool{false, true, true}, func(_ any, ct *tensor, args []*tensor, linear []bool) []*tensor {
 		z := zerosLike(ct.Aval())
 		res := make([]*tensor, 3)
 		if linear[1] {

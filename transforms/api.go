@@ -35,7 +35,7 @@ func checkFloatLeaves(op string, leaves []*T, name func(i int) string) {
 }
 
 func ones(a interp.Aval) *T {
-	return peel.AsType(peel.Full(1, peel.Float64, a.Shape...), a.DType)
+	return peel.AsType(peel.Full(peel.Float64, 1, a.Shape...), a.DType)
 }
 
 // fillZeros replaces nil (symbolic zero) cotangents with zero tensors.
@@ -356,7 +356,7 @@ func MakeGraph[A, B any](f func(A) B, args A, opts ...GraphOption) *Graph {
 	}
 	var topts []interp.TraceOption
 	if cfg.decompose {
-		topts = append(topts, interp.Decompose())
+		topts = append(topts, interp.DecomposeOps())
 	}
 	return interp.Trace(flatFn(op, f, def, nil), leaves, topts...)
 }

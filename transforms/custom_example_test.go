@@ -29,7 +29,7 @@ func ExampleCustomVJP() {
 		},
 		func(s saved, ct *peel.Tensor) batch {
 			per := peel.Mul(peel.Ones(peel.Float64, s.Labels.Shape()...), peel.Clip(ct, -s.Clip, s.Clip))
-			return batch{W: peel.IndexAdd(peel.Zeros(peel.Float64, s.N), 0, s.Labels, per)} // Labels: nil, ignored
+			return batch{W: peel.IndexAdd(peel.Zeros(peel.Float64, s.N), s.Labels, per, 0)} // Labels: nil, ignored
 		},
 	)
 	loss := func(w *peel.Tensor) *peel.Tensor {

@@ -82,7 +82,7 @@ func layerBwd(r layerRes, ct layerOut) layerIn {
 		panic(fmt.Sprintf("bwd: residual note %q, Idx cotangent %s", r.Note, ct.Idx.TypeString()))
 	}
 	m := r.W.Shape()[0]
-	cy := peel.IndexAdd(ct.Y, 0, r.Idx, ct.Sel)
+	cy := peel.IndexAdd(ct.Y, r.Idx, ct.Sel, 0)
 	g := peel.Mul(peel.Mul(cy, r.Scale), peel.Sub(1.0, peel.Square(r.H)))
 	dW := peel.Outer(g, r.X)
 	dX := peel.Add(peel.Sum(peel.Mul(r.W, peel.Reshape(g, m, 1)), 0), peel.Mul(peel.Mul(r.X, 2.0), ct.Z))
@@ -214,7 +214,7 @@ func layerCotangent(a layerIn, seed float64) layerOut {
 	return layerOut{
 		Y:   peel.Cos(peel.Add(o.Y, seed)),
 		Sel: peel.Sin(peel.Add(o.Sel, seed)),
-		Z:   peel.Full(seed-0.5, peel.Float64),
+		Z:   peel.Full(peel.Float64, seed-0.5),
 		Idx: intZeros(a.Idx),
 		Tag: o.Tag,
 	}
@@ -434,7 +434,7 @@ func TestCustomRulesRunOnlyTheirFunctions(t *testing.T) {
 			pb(layerCotangent(a, 2))
 		}, counts{0, 1, 2, 0}},
 		{"CustomVJP Grad, argument not differentiated", func() {
-			transforms.Grad(func(s *T) *T { return peel.Mul(s, layerLoss(vjpLayer(a))) })(peel.Full(2, peel.Float64))
+			transforms.Grad(func(s *T) *T { return peel.Mul(s, layerLoss(vjpLayer(a))) })(peel.Full(peel.Float64, 2))
 		}, counts{1, 0, 0, 0}},
 		{"CustomVJP Vmap", func() { transforms.Vmap(func(x *T) layerOut { a := a; a.X = x; return vjpLayer(a) })(xs) }, counts{1, 0, 0, 0}},
 		{"CustomVJP Vmap of Grad", func() { transforms.Vmap(transforms.Grad(ofX(vjpLayer)))(xs) }, counts{0, 1, 1, 0}},

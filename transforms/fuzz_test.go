@@ -355,7 +355,7 @@ func pgMakeStep(op, a, b, c int) pgStep {
 	case 8: // a constant created inside, shaped like a value
 		return func(vals []pgVal) ([]pgVal, string) {
 			i := a % len(vals)
-			return fresh(vals, peel.Full(pgScalar(c), peel.Float64, vals[i].t.Shape()...)), fmt.Sprintf("Full(%g, shape of v%d)", pgScalar(c), i)
+			return fresh(vals, peel.Full(peel.Float64, pgScalar(c), vals[i].t.Shape()...)), fmt.Sprintf("Full(%g, shape of v%d)", pgScalar(c), i)
 		}
 	default: // clone
 		return func(vals []pgVal) ([]pgVal, string) {

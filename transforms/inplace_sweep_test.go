@@ -112,7 +112,7 @@ var ipMakers = []ipMaker{
 	{name: "clone", make: func(x, _ *T) *T { return peel.Clone(x) }},
 	{name: "zeros", make: func(_, _ *T) *T { return peel.Zeros(peel.Float64, ipShape...) }},
 	{name: "exp", make: func(x, _ *T) *T { return peel.Exp(x) }},
-	{name: "full", make: func(_, _ *T) *T { return peel.Full(-3, peel.Float64, ipShape...) }},
+	{name: "full", make: func(_, _ *T) *T { return peel.Full(peel.Float64, -3, ipShape...) }},
 	{name: "captured", captured: true, make: func(_, c *T) *T { return c }},
 }
 
@@ -137,7 +137,7 @@ var ipFirstWrites = []ipWrite{
 	// A copy from a constant that is written afterwards (with x): y
 	// keeps the constant's old values.
 	{"copy_src_rewritten", func(y, x *T) {
-		c := peel.Full(0.625, peel.Float64, ipShape...)
+		c := peel.Full(peel.Float64, 0.625, ipShape...)
 		peel.CopyInto(y, c)
 		peel.CopyInto(c, x)
 	}},
@@ -872,7 +872,7 @@ func TestRegressionD12(t *testing.T) {
 	x := func() *T { return f64(10, 20) }
 	vec := func(combine func(x, c *T) *T) func(*T) *T {
 		return func(x *T) *T {
-			c := peel.Full(-3, peel.Float64, 2)
+			c := peel.Full(peel.Float64, -3, 2)
 			y := combine(x, c)
 			peel.CopyInto(c, peel.Sum(x))
 			peel.CopyInto(c, 5.0)
@@ -914,7 +914,7 @@ func TestRegressionCopySourceRewritten(t *testing.T) {
 	x := func() *T { return peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 2, 3) }
 	f := func(x *T) *T {
 		y := peel.Clone(x)
-		c := peel.Full(0.625, peel.Float64, 2, 3)
+		c := peel.Full(peel.Float64, 0.625, 2, 3)
 		peel.CopyInto(y, c)
 		peel.CopyInto(c, x)
 		return peel.Sum(peel.Mul(y, x))
@@ -968,7 +968,7 @@ func TestRegressionCopyCycle(t *testing.T) {
 	} {
 		f := func(x *T) *T {
 			y := peel.Clone(x)
-			k := peel.Full(0.625, peel.Float64, 2, 3)
+			k := peel.Full(peel.Float64, 0.625, 2, 3)
 			peel.CopyInto(y, k)
 			peel.CopyInto(k, y)
 			if c.overwrite {

@@ -114,7 +114,7 @@ func jacobianNamed(op, name string, forward bool, fl func([]*T) []*T, leaves []*
 // identityBlocks splits the columns of an n×n identity among like's
 // tensors: block i has shape [n] + like[i].shape and like[i]'s dtype.
 func identityBlocks(n int, like []*T) []*T {
-	eye := peel.Eye(n, peel.Float64)
+	eye := peel.Eye(peel.Float64, n)
 	out := make([]*T, len(like))
 	off := 0
 	for i, l := range like {

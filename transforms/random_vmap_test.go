@@ -20,15 +20,15 @@ func TestVmapMoreSamplers(t *testing.T) {
 	x := peel.Reshape(peel.Arange(peel.Float64, 0, 12, 1), 4, 3)
 	p := peel.FromFloat64s([]float64{0.2, 0.5, 0.3})
 	samplers := map[string]func(k *T) *T{
-		"UniformRange":    func(k *T) *T { return peel.UniformRange(k, -2, 5, peel.Float32, 3, 5) },
-		"NormalScaled":    func(k *T) *T { return peel.NormalScaled(k, 1, 3, peel.Float64, 7) },
+		"UniformRange":    func(k *T) *T { return peel.UniformRange(k, peel.Float32, -2, 5, 3, 5) },
+		"NormalScaled":    func(k *T) *T { return peel.NormalScaled(k, peel.Float64, 1, 3, 7) },
 		"RandInt":         func(k *T) *T { return peel.RandInt(k, -(1 << 40), 1<<50, 9) },
 		"RandIntSmall":    func(k *T) *T { return peel.RandInt(k, 0, 6, 2, 4) },
 		"Permutation":     func(k *T) *T { return peel.Permutation(k, 11) },
 		"Shuffle":         func(k *T) *T { return peel.Shuffle(k, x, 0) },
 		"Categorical":     func(k *T) *T { return peel.Categorical(k, logits, 1, 5, 2) },
 		"Choice":          func(k *T) *T { return peel.Choice(k, 3, p, 8) },
-		"TruncatedNormal": func(k *T) *T { return peel.TruncatedNormal(k, -0.5, 1.5, peel.Float64, 6) },
+		"TruncatedNormal": func(k *T) *T { return peel.TruncatedNormal(k, peel.Float64, -0.5, 1.5, 6) },
 		"SplitKeys":       func(k *T) *T { return peel.Stack(peel.SplitKeys(k, 3), 0) },
 	}
 	for name, f := range samplers {

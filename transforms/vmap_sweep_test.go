@@ -902,10 +902,10 @@ func vmapExtraOps() []optest.Op {
 		binary("peel.Mod", peel.Mod),
 		{Name: "peel.Dot", F: func(a []*T) *T { return peel.Dot(a[0], a[1]) },
 			Samples: samples(s("f64[4]·[4]", f64s(-3, 3, 4), f64s(-3, 3, 4)), s("f64[2 3]·[3 2]", f64s(-3, 3, 2, 3), f64s(-3, 3, 3, 2)))},
-		{Name: "peel.ScatterAdd/axis=0", F: func(a []*T) *T { return peel.ScatterAdd(a[0], 0, a[1], a[2]) },
+		{Name: "peel.ScatterAdd/axis=0", F: func(a []*T) *T { return peel.ScatterAdd(a[0], a[1], a[2], 0) },
 			Samples: samples(s("f64", f64s(-3, 3, 4, 2), i64s([]int64{1, -1, 3, 1, 0, 0}, 3, 2), f64s(-3, 3, 3, 2)),
 				s("i64/broadcast-src", g.Tensor(peel.Int64, -3, 3, 4, 2), i64s([]int64{2, 2, 0, 1}, 2, 2), g.Tensor(peel.Int64, -3, 3, 2)))},
-		{Name: "peel.IndexCopy/axis=1", F: func(a []*T) *T { return peel.IndexCopy(a[0], 1, a[1], a[2]) },
+		{Name: "peel.IndexCopy/axis=1", F: func(a []*T) *T { return peel.IndexCopy(a[0], a[1], a[2], 1) },
 			Samples: samples(s("f64", f64s(-3, 3, 2, 4), i64s([]int64{3, 0}, 2), f64s(-3, 3, 2, 2)))},
 		{Name: "peel.DynamicSlice/[2,2]", F: func(a []*T) *T {
 			return peel.DynamicSlice(a[0], []*T{peel.Index(a[1], 0), peel.Index(a[1], 1)}, []int{2, 2})

@@ -551,7 +551,7 @@ func runCopyInPlace(s *suite) {
 
 // runSelect checks select(pred, onTrue, onFalse).
 func runSelect(s *suite) {
-	p := prims.Select
+	p := prims.Where
 	dts := accepted(p, nil, func(dt backend.DType) []interp.Aval {
 		return []interp.Aval{{Shape: []int{2}, DType: backend.Bool}, {Shape: []int{2}, DType: dt}, {Shape: []int{2}, DType: dt}}
 	})

@@ -24,7 +24,7 @@ func registry() map[*interp.Prim]func(*suite) {
 		}
 	}
 	m[prims.CopyInPlace] = runCopyInPlace
-	m[prims.Select] = runSelect
+	m[prims.Where] = runSelect
 	m[prims.ConvertElementType] = runConvert
 	m[prims.Threefry2x32] = runThreefry
 

@@ -183,8 +183,8 @@ func BenchmarkElementwiseMisc(b *testing.B) {
 		name string
 		f    func()
 	}{
-		{"select", func() { interp.Bind1(prims.Select, nil, pred, x, y) }},
-		{"select_scalar", func() { interp.Bind1(prims.Select, nil, pred, x, zero) }},
+		{"select", func() { interp.Bind1(prims.Where, nil, pred, x, y) }},
+		{"select_scalar", func() { interp.Bind1(prims.Where, nil, pred, x, zero) }},
 		{"convert_f32_i64", func() {
 			interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: backend.Int64}, x)
 		}},

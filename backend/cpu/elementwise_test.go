@@ -760,7 +760,7 @@ func TestSelect(t *testing.T) {
 				if mask&4 != 0 {
 					bv, bt = rep(sb), ewSplat(ewFrom([]float64{sb}, dt), shape...)
 				}
-				got := ewF64(interp.Bind1(prims.Select, nil, pt, at, bt))
+				got := ewF64(interp.Bind1(prims.Where, nil, pt, at, bt))
 				for i := range got {
 					want := bv[i]
 					if pv[i] != 0 {
@@ -775,7 +775,7 @@ func TestSelect(t *testing.T) {
 	}
 	// A transposed predicate.
 	p := []bool{true, false, false, true, true, false}
-	got := ewHost(interp.Bind1(prims.Select, nil, ewTransposed(p, 2, 3),
+	got := ewHost(interp.Bind1(prims.Where, nil, ewTransposed(p, 2, 3),
 		ewTensor([]float64{1, 2, 3, 4, 5, 6}, 2, 3), ewSplat([]float64{0}, 2, 3))).([]float64)
 	if want := []float64{1, 0, 0, 4, 5, 0}; !slices.Equal(got, want) {
 		t.Errorf("select with transposed predicate = %v, want %v", got, want)
@@ -1380,7 +1380,7 @@ func TestLargeParallel(t *testing.T) {
 			ewHost(interp.Bind1(prims.Tanh, nil, xt)).([]float32),
 			ewHost(interp.Bind1(prims.Exp, nil, xt)).([]float32),
 			ewHost(interp.Bind1(prims.Sin, nil, xt)).([]float32),
-			ewHost(interp.Bind1(prims.Select, nil, interp.Bind1(prims.Lt, nil, xt, yt), xt, s)).([]float32),
+			ewHost(interp.Bind1(prims.Where, nil, interp.Bind1(prims.Lt, nil, xt, yt), xt, s)).([]float32),
 		}
 	}
 	cpu.SetThreads(1)

@@ -13,7 +13,7 @@ import (
 // Kernels of select, convert_element_type, iota and threefry2x32.
 
 func init() {
-	register(prims.Select, true, selectKernel)
+	register(prims.Where, true, selectKernel)
 	register(prims.ConvertElementType, true, convertKernel)
 	register(prims.Iota, false, iotaKernel)
 	register(prims.Threefry2x32, true, threefryKernel)
@@ -37,7 +37,7 @@ func selectKernel(_ any, in, out []backend.Array) {
 	case f64Buf:
 		runSelect(asBits64(f64s(o)), p, x, y, pb, asBits64(xb), asBits64(y.Buf.(f64Buf)))
 	default:
-		badDType(prims.Select, x.Buf.DType())
+		badDType(prims.Where, x.Buf.DType())
 	}
 }
 

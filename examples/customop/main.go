@@ -29,7 +29,7 @@ func main() {
 		h := gelu(peel.MatMul(w, x))
 		return peel.Sum(peel.Mul(h, h))
 	}
-	w := peel.Reshape(peel.Linspace(-1, 1, 6, peel.Float64), 2, 3)
+	w := peel.Reshape(peel.Linspace(peel.Float64, -1, 1, 6), 2, 3)
 
 	section("The op: fused kernel eagerly, one equation in a graph")
 	show("gelu(x)", gelu(x))
@@ -50,7 +50,7 @@ func main() {
 	})(x))
 
 	section("Vmap(Grad): per-sample gradients, one fused kernel call per batch")
-	batch := peel.Reshape(peel.Linspace(-2, 2, 12, peel.Float64), 4, 3)
+	batch := peel.Reshape(peel.Linspace(peel.Float64, -2, 2, 12), 4, 3)
 	perSample := transforms.Vmap(transforms.Grad(func(v *peel.Tensor) *peel.Tensor {
 		return peel.Sum(gelu(v))
 	}))
@@ -64,7 +64,7 @@ func main() {
 	fmt.Println("plain Vmap:", peel.Catch(func() { transforms.Vmap(pair)([]*peel.Tensor{a, b}) }))
 
 	section("Speed on 4096×256 float32 (one run each; see bench/ for measurements)")
-	big := peel.AsType(peel.Reshape(peel.Linspace(-4, 4, 4096*256, peel.Float64), 4096, 256), peel.Float32)
+	big := peel.AsType(peel.Reshape(peel.Linspace(peel.Float64, -4, 4, 4096*256), 4096, 256), peel.Float32)
 	timeIt := func(name string, f func()) {
 		f() // warm up
 		start := time.Now()

@@ -56,7 +56,7 @@ func clipAndAccumulateAndAddNoise(sampleGrads Model, maxNorm, noiseMultiplier fl
 	stddev, i := maxNorm*noiseMultiplier, int64(0)
 	return tree.Map(func(g *peel.Tensor) *peel.Tensor {
 		i++
-		noise := peel.NormalScaled(peel.FoldIn(key, i), 0, stddev, g.DType(), g.Shape()...)
+		noise := peel.NormalScaled(peel.FoldIn(key, i), g.DType(), 0, stddev, g.Shape()...)
 		return peel.Div(peel.Add(g, noise), sampleNorms.Size())
 	}, grads)
 }

@@ -36,7 +36,7 @@ func run() map[string]*peel.Tensor {
 	px := func(x *peel.Tensor) *peel.Tensor { return predict(weight, bias, x) }
 	// The Jacobian row by row: the VJP against each unit vector, vectorized.
 	_, vjpFn := transforms.VJP(px, x)
-	r["jac_vjp"] = transforms.Vmap(vjpFn)(peel.Eye(D, peel.Float64))
+	r["jac_vjp"] = transforms.Vmap(vjpFn)(peel.Eye(peel.Float64, D))
 	// Jacrev does that; Argnums picks the arguments (x is argument 2).
 	_, _, r["jac_x"] = transforms.JacrevArgs3(predict, transforms.Argnums(2))(weight, bias, x)
 	r["jac_weight"], r["jac_bias"], _ = transforms.JacrevArgs3(predict, transforms.Argnums(0, 1))(weight, bias, x)

@@ -61,7 +61,7 @@ func empiricalNTKVPs(p Net, x1, x2 *peel.Tensor, compute string) *peel.Tensor {
 			_, jvps := transforms.JVP(funcX2, p, vjpFn(vec))
 			return jvps
 		}
-		return transforms.Vmap(getNTKSlice)(peel.Eye(output.Size(), output.DType()))
+		return transforms.Vmap(getNTKSlice)(peel.Eye(output.DType(), output.Size()))
 	}
 	// Every pair of points of x1 and x2: Vmap over x2 inside Vmap over x1.
 	result := transforms.Vmap2(transforms.Vmap2(getNTK, transforms.InAxes(transforms.NoAxis, 0)), transforms.InAxes(0, transforms.NoAxis))(x1, x2)

@@ -251,7 +251,7 @@ func shapeOps() []Op {
 		},
 		{
 			Name: "peel.IndexAdd/axis=0",
-			F:    func(a []*T) *T { return peel.IndexAdd(a[0], 0, a[1], a[2]) },
+			F:    func(a []*T) *T { return peel.IndexAdd(a[0], a[1], a[2], 0) },
 			Samples: func() []Sample {
 				g := NewGen(10)
 				var out []Sample

@@ -141,7 +141,7 @@ func TestGradGradAndHessian(t *testing.T) {
 	near(t, "Grad(Grad) vs FD of Grad", d2, fdGrad(d1, xs, []int{len(xs)}), tolFD)
 	near(t, "Grad(Grad) op vs composite", d2, transforms.Grad(sum(transforms.Grad(sum(composite))))(x).Float64s(), 1e-12)
 	// A Hessian with off-diagonal terms: Σ gelu(W x).
-	w := peel.Reshape(peel.Linspace(-1, 1, 21, peel.Float64), 3, 7)
+	w := peel.Reshape(peel.Linspace(peel.Float64, -1, 1, 21), 3, 7)
 	f := func(x *T) *T { return peel.Sum(gelu(peel.MatMul(w, x))) }
 	fc := func(x *T) *T { return peel.Sum(composite(peel.MatMul(w, x))) }
 	h := transforms.Hessian(f)(x)
@@ -206,7 +206,7 @@ func TestInterleave(t *testing.T) {
 		t.Fatalf("plain Vmap: %v", err)
 	}
 	// Grad through the mutating decomposition = finite differences.
-	w := peel.Reshape(peel.Linspace(-1, 2, 24, peel.Float64), 6, 4)
+	w := peel.Reshape(peel.Linspace(peel.Float64, -1, 2, 24), 6, 4)
 	loss := func(x *T) *T {
 		return peel.Sum(peel.Mul(peel.Tanh(mylib.Interleave.Call(x, peel.Mul(x, x))), w))
 	}
