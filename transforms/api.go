@@ -9,8 +9,8 @@ import (
 )
 
 // call flattens f: A → B into a function over leaves.
-func flatFn[A, B any](op string, f func(A) B, inDef *treeDef, outDef **treeDef) func([]*T) []*T {
-	return func(leaves []*T) []*T {
+func flatFn[A, B any](op string, f func(A) B, inDef *treeDef, outDef **treeDef) func([]*tensor) []*tensor {
+	return func(leaves []*tensor) []*tensor {
 		a := inDef.Unflatten(leaves).Interface().(A)
 		out, def := flattenResult(op, f(a))
 		if outDef != nil {
@@ -20,13 +20,13 @@ func flatFn[A, B any](op string, f func(A) B, inDef *treeDef, outDef **treeDef) 
 	}
 }
 
-func build[A any](def *treeDef, leaves []*T) A {
+func build[A any](def *treeDef, leaves []*tensor) A {
 	return def.Unflatten(leaves).Interface().(A)
 }
 
 // checkFloatLeaves panics with *Error naming op if a leaf to be
 // differentiated is not a float tensor.
-func checkFloatLeaves(op string, leaves []*T, name func(i int) string) {
+func checkFloatLeaves(op string, leaves []*tensor, name func(i int) string) {
 	for i, l := range leaves {
 		if !l.DType().IsFloat() {
 			treeErrorf(op, "cannot differentiate with respect to %s of dtype %v (%s): only float tensors have derivatives; convert it with peel.AsType or pass it as an argument that is not differentiated", name(i), l.DType(), l.TypeString())
@@ -34,12 +34,12 @@ func checkFloatLeaves(op string, leaves []*T, name func(i int) string) {
 	}
 }
 
-func ones(a interp.Aval) *T {
+func ones(a interp.Aval) *tensor {
 	return peel.AsType(peel.Full(peel.Float64, 1, a.Shape...), a.DType)
 }
 
 // fillZeros replaces nil (symbolic zero) cotangents with zero tensors.
-func fillZeros(cts []*T, like []interp.Aval) []*T {
+func fillZeros(cts []*tensor, like []interp.Aval) []*tensor {
 	for i, c := range cts {
 		if c == nil {
 			cts[i] = zeros(like[i])
@@ -53,8 +53,8 @@ func fillZeros(cts []*T, like []interp.Aval) []*T {
 // every leaf. f's further results (GradAux's aux leaves) are not
 // differentiated: they come back as primal values, unwrapped from the
 // levels entered here.
-func valueAndGrad(op string, f func([]*T) []*T, leaves []*T, name func(i int) string) (value *T, grads, rest []*T) {
-	scalar := func(in []*T) []*T {
+func valueAndGrad(op string, f func([]*tensor) []*tensor, leaves []*tensor, name func(i int) string) (value *tensor, grads, rest []*tensor) {
+	scalar := func(in []*tensor) []*tensor {
 		// Checked inside the level, so the error names it.
 		checkFloatLeaves(op, leaves, name)
 		outs := f(in)
@@ -70,7 +70,7 @@ func valueAndGrad(op string, f func([]*T) []*T, leaves []*T, name func(i int) st
 	lin := linearizeFlat("grad", scalar, leaves)
 	defer lin.release()
 	out := lin.outs[0]
-	cts := make([]*T, len(lin.outs)) // no cotangent for the aux leaves
+	cts := make([]*tensor, len(lin.outs)) // no cotangent for the aux leaves
 	cts[0] = ones(out.Aval())
 	cts = lin.transpose(cts)
 	return out, fillZeros(cts[:len(leaves)], lin.in), lin.outs[1:]
@@ -80,7 +80,7 @@ func valueAndGrad(op string, f func([]*T) []*T, leaves []*T, name func(i int) st
 func valueAndGradAs[A any](op string, f func(A) *peel.Tensor) func(A) (*peel.Tensor, A) {
 	return func(x A) (*peel.Tensor, A) {
 		leaves, def := flatten(op, x)
-		fl := func(in []*T) []*T { return []*T{f(build[A](def, in))} }
+		fl := func(in []*tensor) []*tensor { return []*tensor{f(build[A](def, in))} }
 		v, g, _ := valueAndGrad(op, fl, leaves, argName(def))
 		return v, build[A](def, g)
 	}
@@ -123,9 +123,9 @@ func GradAux[A, X any](f func(A) (*peel.Tensor, X)) func(A) (A, X) {
 		const op = "transforms.GradAux"
 		leaves, def := flatten(op, x)
 		var aux auxResult[X]
-		fl := func(in []*T) []*T {
+		fl := func(in []*tensor) []*tensor {
 			v, a := f(build[A](def, in))
-			return append([]*T{v}, aux.collect(op, a)...)
+			return append([]*tensor{v}, aux.collect(op, a)...)
 		}
 		_, g, rest := valueAndGrad(op, fl, leaves, argName(def))
 		return build[A](def, g), aux.result(rest)
@@ -139,16 +139,16 @@ func GradAux[A, X any](f func(A) (*peel.Tensor, X)) func(A) (A, X) {
 type auxResult[X any] struct {
 	aux X
 	def *treeDef
-	in  []*T // aux's leaves, nil ones included
+	in  []*tensor // aux's leaves, nil ones included
 }
 
-func (r *auxResult[X]) collect(op string, a X) []*T {
+func (r *auxResult[X]) collect(op string, a X) []*tensor {
 	r.aux, r.def, r.in = a, nil, nil
 	if !reflect.ValueOf(a).IsValid() {
 		return nil
 	}
 	r.in, r.def = flattenAs(op, a, auxTree)
-	var outs []*T
+	var outs []*tensor
 	for _, l := range r.in {
 		if l != nil {
 			outs = append(outs, l)
@@ -157,11 +157,11 @@ func (r *auxResult[X]) collect(op string, a X) []*T {
 	return outs
 }
 
-func (r *auxResult[X]) result(rest []*T) X {
+func (r *auxResult[X]) result(rest []*tensor) X {
 	if r.def == nil {
 		return r.aux
 	}
-	out := make([]*T, len(r.in))
+	out := make([]*tensor, len(r.in))
 	k := 0
 	for i, l := range r.in {
 		if l != nil {
@@ -217,7 +217,7 @@ func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
 	const op = "transforms.JVP"
 	leaves, def := flatten(op, primals)
 	given, tdef := flatten(op, tangents)
-	return jvpRun(op, f, leaves, def, func() []*T {
+	return jvpRun(op, f, leaves, def, func() []*tensor {
 		sameStructure(op, def.Proto().Interface(), tdef.Proto().Interface())
 		checkTangents(op, given, leaves, func(i int) string { return tdef.LeafName("(the whole tangent)", i) })
 		return given
@@ -228,8 +228,8 @@ func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
 // along one tangent per argument; a zero-valued tangent is zero.
 func jvpTuple[P, R any](op string, tf func(P) R, tuple P, args, tangents []any) (R, R) {
 	leaves, def := flatten(op, tuple)
-	return jvpRun(op, tf, leaves, def, func() []*T {
-		tl := make([]*T, len(leaves))
+	return jvpRun(op, tf, leaves, def, func() []*tensor {
+		tl := make([]*tensor, len(leaves))
 		for k, t := range tangents {
 			idx := argLeaves(def, oneHot(k, len(args)))
 			if v := reflect.ValueOf(t); !v.IsValid() || v.IsZero() {
@@ -237,7 +237,7 @@ func jvpTuple[P, R any](op string, tf func(P) R, tuple P, args, tangents []any) 
 			}
 			given, tdef := flatten(op, t)
 			sameStructure(op, reflect.ValueOf(args[k]).Interface(), tdef.Proto().Interface())
-			prim := make([]*T, len(idx))
+			prim := make([]*tensor, len(idx))
 			for j, i := range idx {
 				prim[j] = leaves[i]
 			}
@@ -258,7 +258,7 @@ func oneHot(k, n int) []bool {
 
 // checkTangents panics with *Error naming op when a tangent's type
 // differs from its primal's.
-func checkTangents(op string, given, primals []*T, name func(int) string) {
+func checkTangents(op string, given, primals []*tensor, name func(int) string) {
 	for i, t := range given {
 		if !t.Aval().Equal(primals[i].Aval()) {
 			treeErrorf(op, "tangent %s is %s, but its primal is %s", name(i), t.TypeString(), primals[i].TypeString())
@@ -270,10 +270,10 @@ func checkTangents(op string, given, primals []*T, name func(int) string) {
 // (nil: zero), panicking with *Error when they do not match; it is
 // called again inside the forward-mode level, so that its errors name
 // the level.
-func jvpRun[A, B any](op string, f func(A) B, leaves []*T, def *treeDef, tangents func() []*T) (B, B) {
+func jvpRun[A, B any](op string, f func(A) B, leaves []*tensor, def *treeDef, tangents func() []*tensor) (B, B) {
 	var outDef *treeDef
 	fl := flatFn(op, f, def, &outDef)
-	checked := func(in []*T) []*T {
+	checked := func(in []*tensor) []*tensor {
 		tangents()
 		return fl(in)
 	}
@@ -288,16 +288,16 @@ func jvpRun[A, B any](op string, f func(A) B, leaves []*T, def *treeDef, tangent
 // tryTangents returns tangents(), with the tangents of non-float leaves
 // dropped, or n zero tangents when it panics with *Error (the check
 // inside the level reports it).
-func tryTangents(tangents func() []*T, n int) (tl []*T) {
+func tryTangents(tangents func() []*tensor, n int) (tl []*tensor) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(*interp.Error); !ok {
 				panic(r)
 			}
-			tl = make([]*T, n)
+			tl = make([]*tensor, n)
 		}
 	}()
-	tl = append([]*T(nil), tangents()...) // a copy: tangents' own slice is checked again
+	tl = append([]*tensor(nil), tangents()...) // a copy: tangents' own slice is checked again
 	for i, t := range tl {
 		if t != nil && !t.DType().IsFloat() {
 			tl[i] = nil

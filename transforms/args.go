@@ -83,15 +83,15 @@ func argLeaves(def *treeDef, sel []bool) []int {
 // all's values.
 type restricted struct {
 	def    *treeDef
-	all    []*T
+	all    []*tensor
 	idx    []int
-	leaves []*T
+	leaves []*tensor
 }
 
 func restrict(op string, tuple any, sel []bool) *restricted {
 	all, def := flatten(op, tuple)
 	r := &restricted{def: def, all: all, idx: argLeaves(def, sel)}
-	r.leaves = make([]*T, len(r.idx))
+	r.leaves = make([]*tensor, len(r.idx))
 	for j, i := range r.idx {
 		r.leaves[j] = all[i]
 	}
@@ -99,9 +99,9 @@ func restrict(op string, tuple any, sel []bool) *restricted {
 }
 
 // fn returns fl (over all leaves) as a function of the restricted ones.
-func (r *restricted) fn(fl func([]*T) []*T) func([]*T) []*T {
-	return func(in []*T) []*T {
-		full := append([]*T(nil), r.all...)
+func (r *restricted) fn(fl func([]*tensor) []*tensor) func([]*tensor) []*tensor {
+	return func(in []*tensor) []*tensor {
+		full := append([]*tensor(nil), r.all...)
 		for j, i := range r.idx {
 			full[i] = in[j]
 		}
@@ -111,8 +111,8 @@ func (r *restricted) fn(fl func([]*T) []*T) func([]*T) []*T {
 
 // expand places the restricted leaves' results into a full leaf list,
 // the other positions keeping their arguments' values (zeroed later).
-func (r *restricted) expand(sub []*T) []*T {
-	full := append([]*T(nil), r.all...)
+func (r *restricted) expand(sub []*tensor) []*tensor {
+	full := append([]*tensor(nil), r.all...)
 	for j, i := range r.idx {
 		full[i] = sub[j]
 	}
@@ -122,8 +122,8 @@ func (r *restricted) expand(sub []*T) []*T {
 func (r *restricted) name(j int) string { return r.def.LeafName("the argument", r.idx[j]) }
 
 // tupleFn returns f of a tuple as a function of its leaves.
-func tupleFn[P any](def *treeDef, f func(P) *peel.Tensor) func([]*T) []*T {
-	return func(in []*T) []*T { return []*T{f(build[P](def, in))} }
+func tupleFn[P any](def *treeDef, f func(P) *peel.Tensor) func([]*tensor) []*tensor {
+	return func(in []*tensor) []*tensor { return []*tensor{f(build[P](def, in))} }
 }
 
 // gradTuple is ValueAndGrad of f over the selected arguments of tuple.

@@ -25,8 +25,8 @@ import (
 type compositeParams struct {
 	p       *interp.Prim
 	params  any
-	primals []*T
-	outs    []*T
+	primals []*tensor
+	outs    []*tensor
 	diff    []int
 	fout    []int
 }
@@ -44,31 +44,31 @@ var compositeLin = func() *interp.Prim {
 	})
 	p.Linear = []bool{true} // in every operand
 	p.Whole = true          // staged as one equation: linearize must not decompose it
-	p.Impl = func(params any, tangents []*T) []*T {
+	p.Impl = func(params any, tangents []*tensor) []*tensor {
 		c := params.(compositeParams)
 		defer interp.Decomposing(c.p.Name)
 		if c.p.JVP != nil {
-			full := make([]*T, len(c.primals))
+			full := make([]*tensor, len(c.primals))
 			for k, i := range c.diff {
 				full[i] = tangents[k]
 			}
 			_, touts := c.p.JVP(c.params, c.primals, full)
-			res := make([]*T, len(c.fout))
+			res := make([]*tensor, len(c.fout))
 			for k, i := range c.fout {
 				res[k] = zeroIfNil(touts[i], c.outs[i].Aval())
 			}
 			return res
 		}
 		if jg := c.compiledJVP(); jg != nil {
-			return jg.Eval(append(append([]*T(nil), c.primals...), tangents...)...)
+			return jg.Eval(append(append([]*tensor(nil), c.primals...), tangents...)...)
 		}
 		return c.jvp(c.primals, tangents)
 	}
-	p.Transpose = func(params any, cts []*T, args []*T, linear []bool) []*T {
+	p.Transpose = func(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
 		c := params.(compositeParams)
 		defer interp.Decomposing(c.p.Name)
-		res := make([]*T, len(args))
-		full := make([]*T, len(c.outs))
+		res := make([]*tensor, len(args))
+		full := make([]*tensor, len(c.outs))
 		any := false
 		for k, i := range c.fout {
 			full[i] = cts[k]
@@ -97,9 +97,9 @@ var compositeLin = func() *interp.Prim {
 			}
 			return res
 		}
-		var got []*T
+		var got []*tensor
 		if vg := c.compiledVJP(); vg != nil {
-			in := append([]*T(nil), c.primals...)
+			in := append([]*tensor(nil), c.primals...)
 			for k, i := range c.fout {
 				in = append(in, zeroIfNil(cts[k], c.outs[i].Aval()))
 			}
@@ -121,11 +121,11 @@ var compositeLin = func() *interp.Prim {
 // with tangents) applied to the cotangents of the float results: the
 // composite is linearized (recomputing its primal values) and the
 // linear graph transposed.
-func (c compositeParams) vjp(primals, cts []*T) []*T {
+func (c compositeParams) vjp(primals, cts []*tensor) []*tensor {
 	c.primals = primals
 	lin := linearizeFlat("vjp", c.restricted(), c.diffPrimals())
 	defer lin.release()
-	cfull := make([]*T, len(lin.outs))
+	cfull := make([]*tensor, len(lin.outs))
 	for k, i := range c.fout {
 		cfull[i] = cts[k]
 	}
@@ -143,7 +143,7 @@ var compiledRules sync.Map // string → *interp.Compiled (nil: not stageable)
 // compiled returns the cached compiled graph of rule (kind "jvp" or
 // "vjp") on arguments of types extra appended to the primals' types, or
 // nil.
-func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(primals, rest []*T) []*T) *interp.Compiled {
+func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(primals, rest []*tensor) []*tensor) *interp.Compiled {
 	if c.params != nil {
 		return nil // only parameterless ops (customop.Define) are cached
 	}
@@ -168,7 +168,7 @@ func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(pr
 	var g *interp.Graph
 	np := len(c.primals)
 	err := interp.Catch(func() {
-		g = interp.TraceAvals(kind+" of "+c.p.Name, func(in []*T) []*T {
+		g = interp.TraceAvals(kind+" of "+c.p.Name, func(in []*tensor) []*tensor {
 			return rule(in[:np], in[np:])
 		}, avals)
 	})
@@ -187,9 +187,9 @@ func (c compositeParams) compiledVJP() *interp.Compiled {
 	for k, i := range c.fout {
 		extra[k] = c.outs[i].Aval()
 	}
-	return c.compiled("vjp", extra, func(primals, cts []*T) []*T {
+	return c.compiled("vjp", extra, func(primals, cts []*tensor) []*tensor {
 		got := c.vjp(primals, cts)
-		out := make([]*T, len(c.diff))
+		out := make([]*tensor, len(c.diff))
 		for k, i := range c.diff {
 			out[k] = got[k]
 			if out[k] == nil {
@@ -202,10 +202,10 @@ func (c compositeParams) compiledVJP() *interp.Compiled {
 
 // jvp is the JVP of the composite at primals: the tangents of the float
 // results from the tangents of the operands in c.diff.
-func (c compositeParams) jvp(primals, tangents []*T) []*T {
+func (c compositeParams) jvp(primals, tangents []*tensor) []*tensor {
 	c.primals = primals
 	_, touts := jvpFlat("jvp", c.restricted(), c.diffPrimals(), tangents)
-	res := make([]*T, len(c.fout))
+	res := make([]*tensor, len(c.fout))
 	for k, i := range c.fout {
 		res[k] = touts[i]
 		if res[k] == nil {
@@ -227,9 +227,9 @@ func (c compositeParams) compiledJVP() *interp.Compiled {
 
 // restricted is the composite as a function of the operands that have
 // tangents, the others held at their primal values.
-func (c compositeParams) restricted() func([]*T) []*T {
-	return func(xs []*T) []*T {
-		args := append([]*T(nil), c.primals...)
+func (c compositeParams) restricted() func([]*tensor) []*tensor {
+	return func(xs []*tensor) []*tensor {
+		args := append([]*tensor(nil), c.primals...)
 		for k, i := range c.diff {
 			args[i] = xs[k]
 		}
@@ -237,8 +237,8 @@ func (c compositeParams) restricted() func([]*T) []*T {
 	}
 }
 
-func (c compositeParams) diffPrimals() []*T {
-	xs := make([]*T, len(c.diff))
+func (c compositeParams) diffPrimals() []*tensor {
+	xs := make([]*tensor, len(c.diff))
 	for k, i := range c.diff {
 		xs[k] = c.primals[i]
 	}
@@ -248,10 +248,10 @@ func (c compositeParams) diffPrimals() []*T {
 // compositeJVP is the forward-mode rule of a composite with no JVP rule
 // or with a VJP rule (see above). tangents[i] is nil for operands with a
 // zero tangent; at least one is not.
-func compositeJVP(p *interp.Prim, params any, primals, tangents []*T) (outs, touts []*T) {
+func compositeJVP(p *interp.Prim, params any, primals, tangents []*tensor) (outs, touts []*tensor) {
 	outs = interp.Bind(p, params, primals...)
-	c := compositeParams{p: p, params: params, primals: append([]*T(nil), primals...), outs: outs}
-	var lt []*T
+	c := compositeParams{p: p, params: params, primals: append([]*tensor(nil), primals...), outs: outs}
+	var lt []*tensor
 	for i, t := range tangents {
 		if t != nil {
 			c.diff = append(c.diff, i)
@@ -263,7 +263,7 @@ func compositeJVP(p *interp.Prim, params any, primals, tangents []*T) (outs, tou
 			c.fout = append(c.fout, i)
 		}
 	}
-	touts = make([]*T, len(outs))
+	touts = make([]*tensor, len(outs))
 	if len(c.fout) == 0 {
 		return outs, touts
 	}

@@ -22,8 +22,8 @@ import (
 // non-nil) to the result's leaves and their tangents (nil exactly for
 // the leaves that are not float).
 type jvpRule struct {
-	f   func(in []*T) []*T
-	jvp func(primals, tangents []*T) (outs, touts []*T)
+	f   func(in []*tensor) []*tensor
+	jvp func(primals, tangents []*tensor) (outs, touts []*tensor)
 	// op names the rule's maker in errors (transforms.CustomJVP, …), top
 	// is the highest level among the operands (nil: none), outName names
 	// result leaf i.
@@ -40,12 +40,12 @@ var customJVPCall = func() *interp.Prim {
 	p := interp.NewPrim("custom_jvp_call", interp.Pure, func(any, []interp.Aval) []interp.Aval {
 		panic(interp.Errorf("custom_jvp_call has no shape rule: it is decomposed"))
 	})
-	p.Impl = func(params any, args []*T) []*T {
+	p.Impl = func(params any, args []*tensor) []*tensor {
 		return params.(customJVPParams).f(args)
 	}
-	p.JVP = func(params any, primals, tangents []*T) ([]*T, []*T) {
+	p.JVP = func(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		cp := params.(customJVPParams)
-		ts := make([]*T, len(tangents))
+		ts := make([]*tensor, len(tangents))
 		for i, t := range tangents {
 			if t == nil {
 				t = zerosLike(primals[i])
@@ -66,9 +66,9 @@ var customJVPCall = func() *interp.Prim {
 // result leaf (every one non-nil) to one cotangent per argument leaf (nil
 // for zero), unchecked.
 type vjpRule struct {
-	f   func(in []*T) []*T
-	fwd func(in []*T) (outs, res []*T)
-	bwd func(res, cts []*T) []*T
+	f   func(in []*tensor) []*tensor
+	fwd func(in []*tensor) (outs, res []*tensor)
+	bwd func(res, cts []*tensor) []*tensor
 	// op names the rule's maker in errors (transforms.CustomVJP, …), top
 	// is the highest level among the operands (nil: none); argName,
 	// outName and resName name argument, result and residual leaf i.
@@ -89,9 +89,9 @@ func (customVJPParams) String() string { return "custom_vjp" }
 // fwd.
 type customVJPLinParams struct {
 	op      string
-	bwd     func(res, cts []*T) []*T
+	bwd     func(res, cts []*tensor) []*tensor
 	argName func(i int) string
-	res     []*T
+	res     []*tensor
 	in      []interp.Aval // every argument leaf
 	out     []interp.Aval // every result leaf
 	diff    []int
@@ -111,10 +111,10 @@ var customVJPLin = func() *interp.Prim {
 	})
 	p.Linear = []bool{true} // in every operand (prims.LinearIn repeats the last entry)
 	p.NoEval = "forward-mode differentiation (JVP, Jacfwd, Linearize) of a CustomVJP function is not supported: give it a CustomJVP rule instead"
-	p.Transpose = func(params any, cts []*T, args []*T, linear []bool) []*T {
+	p.Transpose = func(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
 		lp := params.(customVJPLinParams)
-		res := make([]*T, len(args))
-		full := make([]*T, len(lp.out))
+		res := make([]*tensor, len(args))
+		full := make([]*tensor, len(lp.out))
 		any := false
 		for k, i := range lp.fout {
 			full[i] = cts[k]
@@ -143,17 +143,17 @@ var customVJPCall = func() *interp.Prim {
 	p := interp.NewPrim("custom_vjp_call", interp.Pure, func(any, []interp.Aval) []interp.Aval {
 		panic(interp.Errorf("custom_vjp_call has no shape rule: it is decomposed"))
 	})
-	p.Impl = func(params any, args []*T) []*T {
+	p.Impl = func(params any, args []*tensor) []*tensor {
 		return params.(customVJPParams).f(args)
 	}
-	p.JVP = func(params any, primals, tangents []*T) ([]*T, []*T) {
+	p.JVP = func(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		// fwd's output is the primal result: f is not run.
 		cp := params.(customVJPParams)
 		outs, res := cp.fwd(primals)
 		checkCaptured(cp.op, "fwd's result", cp.top, outs, cp.outName)
 		checkCaptured(cp.op, "fwd's residual", cp.top, res, cp.resName)
 		lp := customVJPLinParams{op: cp.op, bwd: cp.bwd, argName: cp.argName, res: res, in: avalsOf(primals), out: avalsOf(outs)}
-		var ts []*T
+		var ts []*tensor
 		for i, t := range tangents {
 			if t != nil {
 				lp.diff = append(lp.diff, i)
@@ -165,7 +165,7 @@ var customVJPCall = func() *interp.Prim {
 				lp.fout = append(lp.fout, i)
 			}
 		}
-		touts := make([]*T, len(outs))
+		touts := make([]*tensor, len(outs))
 		if len(ts) == 0 || len(lp.fout) == 0 {
 			return outs, touts
 		}
@@ -180,7 +180,7 @@ var customVJPCall = func() *interp.Prim {
 
 // topLevel returns the highest live level among the tracers of xs (nil
 // for none): the level a primitive bound on xs is processed at.
-func topLevel(xs []*T) *interp.Level {
+func topLevel(xs []*tensor) *interp.Level {
 	var top *interp.Level
 	for _, x := range xs {
 		if tr := x.Tracer(); tr != nil {
@@ -198,7 +198,7 @@ func topLevel(xs []*T) *interp.Level {
 // top, so such a value comes from a tensor of that level that the rule
 // captures instead of receiving it in its argument, and its derivative
 // would be lost.
-func checkCaptured(op, what string, top *interp.Level, xs []*T, name func(int) string) {
+func checkCaptured(op, what string, top *interp.Level, xs []*tensor, name func(int) string) {
 	if top == nil {
 		return
 	}
@@ -212,7 +212,7 @@ func checkCaptured(op, what string, top *interp.Level, xs []*T, name func(int) s
 	}
 }
 
-func avalsOf(xs []*T) []interp.Aval {
+func avalsOf(xs []*tensor) []interp.Aval {
 	a := make([]interp.Aval, len(xs))
 	for i, x := range xs {
 		a[i] = x.Aval()
@@ -224,11 +224,11 @@ func avalsOf(xs []*T) []interp.Aval {
 // types in) and returns them with those of leaves that are not float
 // dropped (nil). It panics with *Error naming op and the leaf
 // when a float leaf's cotangent has another shape or dtype.
-func checkCotangents(op string, got []*T, in []interp.Aval, name func(int) string) []*T {
+func checkCotangents(op string, got []*tensor, in []interp.Aval, name func(int) string) []*tensor {
 	if len(got) != len(in) {
 		treeErrorf(op, "bwd returned %d cotangents for %d argument leaves", len(got), len(in))
 	}
-	out := make([]*T, len(in))
+	out := make([]*tensor, len(in))
 	for i, g := range got {
 		if g == nil || !in[i].DType.IsFloat() {
 			continue
@@ -256,7 +256,7 @@ type customCall struct {
 
 // outLeaves flattens r, the result of the user's function who, recording
 // its definition; a nil tree or a nil leaf is *Error naming the path.
-func (c *customCall) outLeaves(who string, r any) []*T {
+func (c *customCall) outLeaves(who string, r any) []*tensor {
 	if !reflect.ValueOf(r).IsValid() {
 		treeErrorf(c.op, "%s returned nil, not a tree of tensors", who)
 	}
@@ -276,10 +276,10 @@ func (c *customCall) outLeaves(who string, r any) []*T {
 // argument is a positional tuple and each of its fields may be its zero
 // value instead. It panics with *Error naming the first difference in
 // structure.
-func (c *customCall) cotangentLeaves(g any, tuple bool) []*T {
+func (c *customCall) cotangentLeaves(g any, tuple bool) []*tensor {
 	gv := reflect.ValueOf(g)
 	if !gv.IsValid() || gv.IsZero() {
-		return make([]*T, c.in.NumLeaves())
+		return make([]*tensor, c.in.NumLeaves())
 	}
 	var zero []bool
 	if tuple {
@@ -309,7 +309,7 @@ func (c *customCall) cotangentLeaves(g any, tuple bool) []*T {
 }
 
 // result rebuilds the call's result from its leaves.
-func result[R any](c *customCall, leaves []*T) R {
+func result[R any](c *customCall, leaves []*tensor) R {
 	if c.out == nil {
 		treeErrorf(c.op, "internal error: the result was computed without running the user's function")
 	}
@@ -401,8 +401,8 @@ func customJVP[A, R any](op string, f func(A) R, jvp func(primals, tangents A) (
 			op:      op,
 			top:     topLevel(leaves),
 			outName: c.outName,
-			f:       func(in []*T) []*T { return c.outLeaves("f", f(build[A](def, in))) },
-			jvp: func(primals, tangents []*T) ([]*T, []*T) {
+			f:       func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) },
+			jvp: func(primals, tangents []*tensor) ([]*tensor, []*tensor) {
 				r, tr := jvp(build[A](def, primals), build[A](def, tangents))
 				outs := c.outLeaves("the JVP rule", r)
 				if d := treeimpl.StructureDiff(r, tr); d != "" {
@@ -523,8 +523,8 @@ func customVJP[A, R, Res any](op string, f func(A) R, fwd func(A) (R, Res), bwd 
 			top:     topLevel(leaves),
 			outName: c.outName,
 			resName: c.resName,
-			f:       func(in []*T) []*T { return c.outLeaves("f", f(build[A](def, in))) },
-			fwd: func(in []*T) ([]*T, []*T) {
+			f:       func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) },
+			fwd: func(in []*tensor) ([]*tensor, []*tensor) {
 				r, res := fwd(build[A](def, in))
 				outs := c.outLeaves("fwd", r)
 				if !reflect.ValueOf(res).IsValid() {
@@ -540,7 +540,7 @@ func customVJP[A, R, Res any](op string, f func(A) R, fwd func(A) (R, Res), bwd 
 				c.res = rdef
 				return outs, rl
 			},
-			bwd: func(res, cts []*T) []*T {
+			bwd: func(res, cts []*tensor) []*tensor {
 				var rv Res
 				if !c.resNil {
 					rv = build[Res](c.res, res)
@@ -560,7 +560,7 @@ func customVJP[A, R, Res any](op string, f func(A) R, fwd func(A) (R, Res), bwd 
 // vmapped returns fn vectorized over a batch of size with the given
 // operand batch dims (batching.NotMapped for unbatched), every result
 // batched at 0.
-func vmapped(size int, dims []int, fn func([]*T) []*T) func([]*T) []*T {
+func vmapped(size int, dims []int, fn func([]*tensor) []*tensor) func([]*tensor) []*tensor {
 	axes := make([]int, len(dims))
 	for i, d := range dims {
 		axes[i] = d
@@ -569,15 +569,15 @@ func vmapped(size int, dims []int, fn func([]*T) []*T) func([]*T) []*T {
 		}
 	}
 	cfg := &vmapConfig{axisSize: size}
-	return func(in []*T) []*T {
-		return vmapFlat("transforms.Vmap", cfg, fn, in, append([]int(nil), axes...), func(outs []*T) []int {
+	return func(in []*tensor) []*tensor {
+		return vmapFlat("transforms.Vmap", cfg, fn, in, append([]int(nil), axes...), func(outs []*tensor) []int {
 			return make([]int, len(outs))
 		}, nil)
 	}
 }
 
 // laneAval is the type of one lane of physical value x batched at dim.
-func laneAval(x *T, dim int) interp.Aval {
+func laneAval(x *tensor, dim int) interp.Aval {
 	if dim == batching.NotMapped {
 		return x.Aval()
 	}
@@ -586,15 +586,15 @@ func laneAval(x *T, dim int) interp.Aval {
 }
 
 func init() {
-	batching.Register(customJVPCall, func(size int, params any, vals []*T, dims []int) ([]*T, []int) {
+	batching.Register(customJVPCall, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		cp := params.(customJVPParams)
 		n := len(vals)
 		// The vmapped rule returns the result leaves and then the
 		// tangents of the float ones, listed in fout.
 		var fout []int
-		jvp := vmapped(size, append(append([]int{}, dims...), dims...), func(xs []*T) []*T {
+		jvp := vmapped(size, append(append([]int{}, dims...), dims...), func(xs []*tensor) []*tensor {
 			outs, touts := cp.jvp(xs[:n], xs[n:])
-			r := append([]*T(nil), outs...)
+			r := append([]*tensor(nil), outs...)
 			fout = fout[:0]
 			for i, t := range touts {
 				if t != nil {
@@ -609,10 +609,10 @@ func init() {
 			top:     topLevel(vals),
 			outName: cp.outName,
 			f:       vmapped(size, dims, cp.f),
-			jvp: func(p, t []*T) ([]*T, []*T) {
-				r := jvp(append(append([]*T{}, p...), t...))
+			jvp: func(p, t []*tensor) ([]*tensor, []*tensor) {
+				r := jvp(append(append([]*tensor{}, p...), t...))
 				m := len(r) - len(fout)
-				touts := make([]*T, m)
+				touts := make([]*tensor, m)
 				for k, i := range fout {
 					touts[i] = r[m+k]
 				}
@@ -622,7 +622,7 @@ func init() {
 		outs := interp.Bind(customJVPCall, bp, vals...)
 		return outs, make([]int, len(outs))
 	})
-	batching.Register(customVJPCall, func(size int, params any, vals []*T, dims []int) ([]*T, []int) {
+	batching.Register(customVJPCall, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		cp := params.(customVJPParams)
 		lane := make([]interp.Aval, len(vals))
 		var fin []int // the float argument leaves
@@ -633,10 +633,10 @@ func init() {
 			}
 		}
 		nOut := 0
-		fwd := vmapped(size, dims, func(xs []*T) []*T {
+		fwd := vmapped(size, dims, func(xs []*tensor) []*tensor {
 			outs, res := cp.fwd(xs)
 			nOut = len(outs)
-			return append(append([]*T(nil), outs...), res...)
+			return append(append([]*tensor(nil), outs...), res...)
 		})
 		bp := customVJPParams{vjpRule{
 			op:      cp.op,
@@ -644,25 +644,25 @@ func init() {
 			outName: cp.outName,
 			resName: cp.resName,
 			f:       vmapped(size, dims, cp.f),
-			fwd: func(xs []*T) ([]*T, []*T) {
+			fwd: func(xs []*tensor) ([]*tensor, []*tensor) {
 				r := fwd(xs)
 				return r[:nOut], r[nOut:]
 			},
-			bwd: func(res, cts []*T) []*T {
+			bwd: func(res, cts []*tensor) []*tensor {
 				// Residuals and cotangents are batched at 0; the
 				// vmapped rule returns the cotangents of the float
 				// argument leaves.
 				nres := len(res)
-				bwd := vmapped(size, make([]int, nres+len(cts)), func(xs []*T) []*T {
+				bwd := vmapped(size, make([]int, nres+len(cts)), func(xs []*tensor) []*tensor {
 					got := checkCotangents(cp.op, cp.bwd(xs[:nres], xs[nres:]), lane, cp.argName)
-					r := make([]*T, len(fin))
+					r := make([]*tensor, len(fin))
 					for k, i := range fin {
 						r[k] = zeroIfNil(got[i], lane[i])
 					}
 					return r
 				})
-				r := bwd(append(append([]*T{}, res...), cts...))
-				full := make([]*T, len(vals))
+				r := bwd(append(append([]*tensor{}, res...), cts...))
+				full := make([]*tensor, len(vals))
 				for k, i := range fin {
 					switch d := dims[i]; {
 					case d == batching.NotMapped:

@@ -22,13 +22,13 @@ func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B
 		const op = "transforms.Functionalize"
 		leaves, def := flatten(op, x)
 		fi := functionalize.New(cfg.removeViews)
-		in := make([]*T, len(leaves))
+		in := make([]*tensor, len(leaves))
 		for i, l := range leaves {
 			in[i] = fi.Wrap(l)
 		}
 		defer fi.End(in, leaves)
 		var outDef *treeDef
-		outs := func() []*T {
+		outs := func() []*tensor {
 			defer annotate(fi.Level())
 			return flatFn(op, f, def, &outDef)(in)
 		}()

@@ -17,14 +17,14 @@ import (
 // (aux data) come back as primal values in rest. Every leaf must be a
 // float tensor (name names them in errors), as must every differentiated
 // output.
-func jacobianFlat(op, name string, forward bool, fl func([]*T) []*T, leaves []*T, leafName func(int) string, nDiff int, cfg *jacobianConfig) (jac [][]*T, rest []*T) {
+func jacobianFlat(op, name string, forward bool, fl func([]*tensor) []*tensor, leaves []*tensor, leafName func(int) string, nDiff int, cfg *jacobianConfig) (jac [][]*tensor, rest []*tensor) {
 	return jacobianNamed(op, name, forward, fl, leaves, leafName, nil, nDiff, cfg)
 }
 
 // jacobianNamed is jacobianFlat with outName naming the result leaves in
 // errors (nil: the result is one tensor).
-func jacobianNamed(op, name string, forward bool, fl func([]*T) []*T, leaves []*T, leafName, outName func(int) string, nDiff int, cfg *jacobianConfig) (jac [][]*T, rest []*T) {
-	checked := func(in []*T) []*T {
+func jacobianNamed(op, name string, forward bool, fl func([]*tensor) []*tensor, leaves []*tensor, leafName, outName func(int) string, nDiff int, cfg *jacobianConfig) (jac [][]*tensor, rest []*tensor) {
+	checked := func(in []*tensor) []*tensor {
 		// Checked inside the level, so the error names it.
 		checkFloatLeaves(op, leaves, leafName)
 		outs := fl(in)
@@ -48,9 +48,9 @@ func jacobianNamed(op, name string, forward bool, fl func([]*T) []*T, leaves []*
 	lin := linearizeFlat(name, checked, leaves)
 	defer lin.release()
 	ys := lin.outs[:nDiff]
-	jac = make([][]*T, len(ys))
+	jac = make([][]*tensor, len(ys))
 	for k := range jac {
-		jac[k] = make([]*T, len(leaves))
+		jac[k] = make([]*tensor, len(leaves))
 	}
 	var outSize, inSize int
 	for _, y := range ys {
@@ -77,8 +77,8 @@ func jacobianNamed(op, name string, forward bool, fl func([]*T) []*T, leaves []*
 		for k, y := range ys {
 			outAxes[k] = y.Rank()
 		}
-		cols := vmapFlat(op, vcfg, func(ts []*T) []*T { return lin.apply(ts)[:nDiff] }, basis, axes,
-			func([]*T) []int { return outAxes }, nil)
+		cols := vmapFlat(op, vcfg, func(ts []*tensor) []*tensor { return lin.apply(ts)[:nDiff] }, basis, axes,
+			func([]*tensor) []int { return outAxes }, nil)
 		for k, y := range ys {
 			off := 0
 			for i, x := range leaves {
@@ -92,15 +92,15 @@ func jacobianNamed(op, name string, forward bool, fl func([]*T) []*T, leaves []*
 	basis := identityBlocks(outSize, ys)
 	axes := make([]int, len(basis))
 	outAxes := make([]int, len(leaves))
-	rows := vmapFlat(op, vcfg, func(cts []*T) []*T {
-		all := make([]*T, len(lin.outs)) // no cotangent for aux outputs
+	rows := vmapFlat(op, vcfg, func(cts []*tensor) []*tensor {
+		all := make([]*tensor, len(lin.outs)) // no cotangent for aux outputs
 		copy(all, cts)
 		in := lin.transpose(all)
 		for i := range in {
 			in[i] = zeroIfNil(in[i], leaves[i].Aval())
 		}
 		return in
-	}, basis, axes, func([]*T) []int { return outAxes }, nil)
+	}, basis, axes, func([]*tensor) []int { return outAxes }, nil)
 	for i, x := range leaves {
 		off := 0
 		for k, y := range ys {
@@ -113,9 +113,9 @@ func jacobianNamed(op, name string, forward bool, fl func([]*T) []*T, leaves []*
 
 // identityBlocks splits the columns of an n×n identity among like's
 // tensors: block i has shape [n] + like[i].shape and like[i]'s dtype.
-func identityBlocks(n int, like []*T) []*T {
+func identityBlocks(n int, like []*tensor) []*tensor {
 	eye := peel.Eye(peel.Float64, n)
-	out := make([]*T, len(like))
+	out := make([]*tensor, len(like))
 	off := 0
 	for i, l := range like {
 		b := eye
@@ -130,7 +130,7 @@ func identityBlocks(n int, like []*T) []*T {
 
 // block returns the size elements of x along axis from off, reshaped to
 // shape (whole: x is the only block).
-func block(x *T, axis, off, size int, whole bool, shape []int) *T {
+func block(x *tensor, axis, off, size int, whole bool, shape []int) *tensor {
 	if !whole {
 		x = peel.Slice(x, axis, off, off+size, 1)
 	}
@@ -147,8 +147,8 @@ func jacobian[A any](op, name string, forward bool, f func(A) *peel.Tensor, cfg 
 	return func(x A) A {
 		cfg.noArgnums(op)
 		leaves, def := flatten(op, x)
-		jac, _ := jacobianFlat(op, name, forward, func(in []*T) []*T {
-			return []*T{f(build[A](def, in))}
+		jac, _ := jacobianFlat(op, name, forward, func(in []*tensor) []*tensor {
+			return []*tensor{f(build[A](def, in))}
 		}, leaves, argName(def), 1, cfg)
 		return build[A](def, jac[0])
 	}
@@ -217,9 +217,9 @@ func jacobianAux[A, X any](op, name string, forward bool, f func(A) (*peel.Tenso
 		cfg.noArgnums(op)
 		leaves, def := flatten(op, x)
 		var aux auxResult[X]
-		jac, rest := jacobianFlat(op, name, forward, func(in []*T) []*T {
+		jac, rest := jacobianFlat(op, name, forward, func(in []*tensor) []*tensor {
 			y, a := f(build[A](def, in))
-			return append([]*T{y}, aux.collect(op, a)...)
+			return append([]*tensor{y}, aux.collect(op, a)...)
 		}, leaves, argName(def), 1, cfg)
 		return build[A](def, jac[0]), aux.result(rest)
 	}

@@ -7,15 +7,15 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-type T = interp.Tensor
+type tensor = interp.Tensor
 
 // jvpTracer is the payload of a tensor at a forward-mode level: its primal
 // value (a tensor of a lower level) and its tangent (nil: a symbolic zero,
 // never materialized). Integer and bool values have no tangent.
 type jvpTracer struct {
 	level   *interp.Level
-	primal  *T
-	tangent *T
+	primal  *tensor
+	tangent *tensor
 }
 
 func (t *jvpTracer) Level() *interp.Level { return t.level }
@@ -31,11 +31,11 @@ type jvpInterp struct {
 	aliases functionalize.Aliases
 	// adopted holds the lower-level boxes that a mutation made tracers of
 	// this level.
-	adopted map[*T]bool
+	adopted map[*tensor]bool
 }
 
 func newJVP(name string) *jvpInterp {
-	j := &jvpInterp{adopted: map[*T]bool{}}
+	j := &jvpInterp{adopted: map[*tensor]bool{}}
 	j.aliases.Store = jvpStore{j}
 	j.level = interp.NewLevel(name, j)
 	return j
@@ -50,12 +50,12 @@ func (j *jvpInterp) AdoptsWrites() {}
 // tangents follow the writes.
 type jvpStore struct{ j *jvpInterp }
 
-func (s jvpStore) Own(x *T) bool { return s.j.own(x) }
-func (s jvpStore) Value(x *T) *T { return x }
-func (s jvpStore) Set(x, v *T)   { x.Rebind(s.j.asOwn(v)) }
+func (s jvpStore) Own(x *tensor) bool      { return s.j.own(x) }
+func (s jvpStore) Value(x *tensor) *tensor { return x }
+func (s jvpStore) Set(x, v *tensor)        { x.Rebind(s.j.asOwn(v)) }
 
 // Adopt makes lower box x a value of this level with a zero tangent.
-func (s jvpStore) Adopt(x *T) {
+func (s jvpStore) Adopt(x *tensor) {
 	s.j.adopted[x] = true
 	x.Rebind(interp.NewTracer(x.Aval(), &jvpTracer{level: s.j.level, primal: x.NewBox()}))
 }
@@ -74,7 +74,7 @@ func (j *jvpInterp) end() {
 	j.level.End()
 }
 
-func (j *jvpInterp) wrap(primal, tangent *T) *T {
+func (j *jvpInterp) wrap(primal, tangent *tensor) *tensor {
 	if tangent == nil || !primal.DType().IsFloat() {
 		return primal
 	}
@@ -83,7 +83,7 @@ func (j *jvpInterp) wrap(primal, tangent *T) *T {
 
 // unpack returns the primal and tangent of x at this level; values of
 // lower levels are constants (nil tangent).
-func (j *jvpInterp) unpack(x *T) (primal, tangent *T) {
+func (j *jvpInterp) unpack(x *tensor) (primal, tangent *tensor) {
 	if tr, ok := x.Tracer().(*jvpTracer); ok && tr.level == j.level {
 		return tr.primal, tr.tangent
 	}
@@ -91,11 +91,11 @@ func (j *jvpInterp) unpack(x *T) (primal, tangent *T) {
 }
 
 // Process applies p's JVP rule to the operands' primals and tangents.
-func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []*T) []*T {
+func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []*tensor) []*tensor {
 	if p.Kind == interp.Mutation {
 		return j.mutate(p, params, args)
 	}
-	buf := make([]*T, 2*len(args))
+	buf := make([]*tensor, 2*len(args))
 	primals, tangents := buf[:len(args):len(args)], buf[len(args):]
 	any := false
 	for i, a := range args {
@@ -106,18 +106,18 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 		// A view of a box of this level is a box of this level, with or
 		// without a tangent, so writes through it and into its base
 		// are answered here.
-		outs, touts := interp.Bind(p, params, primals[0]), []*T{nil}
+		outs, touts := interp.Bind(p, params, primals[0]), []*tensor{nil}
 		if tangents[0] != nil {
 			outs, touts = p.JVP(params, primals, tangents)
 		}
 		r := interp.NewTracer(outs[0].Aval(), &jvpTracer{level: j.level, primal: outs[0], tangent: touts[0]})
 		j.aliases.MarkView(p, params, args[0], r)
-		return []*T{r}
+		return []*tensor{r}
 	}
 	if !any || p.NonDifferentiable {
 		return interp.Bind(p, params, primals...)
 	}
-	var outs, touts []*T
+	var outs, touts []*tensor
 	switch {
 	case p.Impl != nil && (p.JVP == nil || p.VJP != nil):
 		outs, touts = compositeJVP(p, params, primals, tangents)
@@ -133,9 +133,9 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 		r.res[0] = &r.t
 		return r.res[:]
 	}
-	res := make([]*T, len(outs))
+	res := make([]*tensor, len(outs))
 	for i, o := range outs {
-		var t *T
+		var t *tensor
 		if i < len(touts) {
 			t = touts[i]
 		}
@@ -147,20 +147,20 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 // jvpOne is a one-result answer: payload, box and result slice.
 type jvpOne struct {
 	tr  jvpTracer
-	t   T
-	res [1]*T
+	t   tensor
+	res [1]*tensor
 }
 
 // asOwn returns v as a box of this level (a lower value gets a zero
 // tangent).
-func (j *jvpInterp) asOwn(v *T) *T {
+func (j *jvpInterp) asOwn(v *tensor) *tensor {
 	if j.own(v) {
 		return v
 	}
 	return interp.NewTracer(v.Aval(), &jvpTracer{level: j.level, primal: v})
 }
 
-func (j *jvpInterp) own(x *T) bool {
+func (j *jvpInterp) own(x *tensor) bool {
 	tr, ok := x.Tracer().(*jvpTracer)
 	return ok && tr.level == j.level
 }
@@ -175,14 +175,14 @@ func (j *jvpInterp) own(x *T) bool {
 // primals) keep the values they had. A lower box written here is
 // adopted: it holds a tracer of this level until the level ends, when it
 // gets its final primal.
-func (j *jvpInterp) mutate(p *interp.Prim, params any, args []*T) []*T {
+func (j *jvpInterp) mutate(p *interp.Prim, params any, args []*tensor) []*tensor {
 	j.aliases.Write(p, params, args)
 	return args[:1]
 }
 
 // zeros returns a concrete zero tensor of the aval with a buffer of its
 // own.
-func zeros(a interp.Aval) *T {
+func zeros(a interp.Aval) *tensor {
 	be := interp.DefaultBackend()
 	buf := be.Alloc(a.DType, backend.ShapeSize(a.Shape))
 	return interp.NewConcrete(be, backend.Array{Buf: buf, Shape: a.Shape})
@@ -190,7 +190,7 @@ func zeros(a interp.Aval) *T {
 
 // zerosLike returns zeros shaped like x, built with primitives so that it
 // lives at x's level when x is a tracer.
-func zerosLike(x *T) *T {
+func zerosLike(x *tensor) *tensor {
 	if x.IsConcrete() {
 		return zeros(x.Aval())
 	}
@@ -200,10 +200,10 @@ func zerosLike(x *T) *T {
 
 // jvpFlat runs f under a forward-mode level named name and returns the
 // primal outputs and their tangents (nil: zero).
-func jvpFlat(name string, f func([]*T) []*T, primals, tangents []*T) (outs, touts []*T) {
+func jvpFlat(name string, f func([]*tensor) []*tensor, primals, tangents []*tensor) (outs, touts []*tensor) {
 	j := newJVP(name)
 	defer j.end()
-	in := make([]*T, len(primals))
+	in := make([]*tensor, len(primals))
 	for i, p := range primals {
 		in[i] = p
 		if p.DType().IsFloat() {
@@ -212,12 +212,12 @@ func jvpFlat(name string, f func([]*T) []*T, primals, tangents []*T) (outs, tout
 			in[i] = interp.NewTracer(p.Aval(), &jvpTracer{level: j.level, primal: p, tangent: tangents[i]})
 		}
 	}
-	res := func() []*T {
+	res := func() []*tensor {
 		defer annotate(j.level)
 		return f(in)
 	}()
-	outs = make([]*T, len(res))
-	touts = make([]*T, len(res))
+	outs = make([]*tensor, len(res))
+	touts = make([]*tensor, len(res))
 	for i, r := range res {
 		if r == nil {
 			panic(&interp.Error{Msg: "the function returned a nil tensor", Transform: name, Level: j.level.ID()})

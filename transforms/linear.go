@@ -11,7 +11,7 @@ import (
 // primal outputs, computed eagerly, and the tangent map as a linear graph
 // from input tangents to output tangents.
 type linearized struct {
-	outs []*T
+	outs []*tensor
 	g    *interp.Graph
 	in   []interp.Aval // input tangent types
 	// zeroOut marks outputs whose tangent is identically zero.
@@ -23,13 +23,13 @@ type linearized struct {
 // staging level's inputs, so every tangent operation is recorded while
 // every primal operation (which involves no staging tracer) runs eagerly.
 // Only float inputs get tangents.
-func linearizeFlat(name string, f func([]*T) []*T, primals []*T) *linearized {
+func linearizeFlat(name string, f func([]*tensor) []*tensor, primals []*tensor) *linearized {
 	lin := &linearized{in: make([]interp.Aval, len(primals))}
 	for i, p := range primals {
 		lin.in[i] = p.Aval()
 	}
-	lin.g = interp.TraceAvals(name, func(tin []*T) []*T {
-		tangents := make([]*T, len(tin))
+	lin.g = interp.TraceAvals(name, func(tin []*tensor) []*tensor {
+		tangents := make([]*tensor, len(tin))
 		for i, t := range tin {
 			if primals[i].DType().IsFloat() {
 				tangents[i] = t
@@ -38,7 +38,7 @@ func linearizeFlat(name string, f func([]*T) []*T, primals []*T) *linearized {
 		outs, touts := jvpFlat(name, f, primals, tangents)
 		lin.outs = outs
 		lin.zeroOut = make([]bool, len(outs))
-		res := make([]*T, len(outs))
+		res := make([]*tensor, len(outs))
 		for i, t := range touts {
 			if t == nil {
 				lin.zeroOut[i] = true
@@ -58,7 +58,7 @@ func linearizeFlat(name string, f func([]*T) []*T, primals []*T) *linearized {
 func (l *linearized) release() { l.g.ReleaseConstants() }
 
 // apply evaluates the tangent map (forward).
-func (l *linearized) apply(tangents []*T) []*T {
+func (l *linearized) apply(tangents []*tensor) []*tensor {
 	return l.g.Eval(tangents...)
 }
 
@@ -66,13 +66,13 @@ func (l *linearized) apply(tangents []*T) []*T {
 // for zero) it returns input cotangents (nil for zero). Each equation's
 // transpose rule is applied with Bind, so the backward pass is itself
 // transformable.
-func (l *linearized) transpose(cts []*T) []*T {
+func (l *linearized) transpose(cts []*tensor) []*tensor {
 	return transposeGraph(l.g, cts)
 }
 
 // transposeGraph transposes a graph that is linear in its inputs. Vars
 // are indexed by ID (dense within a graph) rather than hashed.
-func transposeGraph(g *interp.Graph, cts []*T) []*T {
+func transposeGraph(g *interp.Graph, cts []*tensor) []*tensor {
 	n := 0
 	note := func(vs []*interp.Var) {
 		for _, v := range vs {
@@ -85,8 +85,8 @@ func transposeGraph(g *interp.Graph, cts []*T) []*T {
 		note(e.Out)
 	}
 	linear := make([]bool, n)
-	env := make([]*T, n)
-	ct := make([]*T, n)
+	env := make([]*tensor, n)
+	ct := make([]*tensor, n)
 	for _, v := range g.In {
 		linear[v.ID] = true
 	}
@@ -107,7 +107,7 @@ func transposeGraph(g *interp.Graph, cts []*T) []*T {
 			}
 			continue
 		}
-		in := make([]*T, len(e.In))
+		in := make([]*tensor, len(e.In))
 		for i, v := range e.In {
 			in[i] = env[v.ID]
 		}
@@ -116,7 +116,7 @@ func transposeGraph(g *interp.Graph, cts []*T) []*T {
 			env[v.ID] = outs[i]
 		}
 	}
-	accum := func(v *interp.Var, c *T) {
+	accum := func(v *interp.Var, c *tensor) {
 		if c == nil {
 			return
 		}
@@ -130,9 +130,9 @@ func transposeGraph(g *interp.Graph, cts []*T) []*T {
 			accum(v, cts[i])
 		}
 	}
-	var args []*T
+	var args []*tensor
 	var lin []bool
-	var outCts []*T
+	var outCts []*tensor
 	for k := len(g.Eqns) - 1; k >= 0; k-- {
 		if !eqLinear[k] {
 			continue
@@ -171,7 +171,7 @@ func transposeGraph(g *interp.Graph, cts []*T) []*T {
 			}
 		}
 	}
-	res := make([]*T, len(g.In))
+	res := make([]*tensor, len(g.In))
 	for i, v := range g.In {
 		res[i] = ct[v.ID]
 	}
@@ -180,4 +180,4 @@ func transposeGraph(g *interp.Graph, cts []*T) []*T {
 
 // placeholder stands for a linear operand in a transpose rule: its shape
 // and dtype only (see prims/transpose.go).
-func placeholder(v *interp.Var) *T { return interp.Placeholder(v.Aval) }
+func placeholder(v *interp.Var) *tensor { return interp.Placeholder(v.Aval) }

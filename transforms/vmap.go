@@ -56,7 +56,7 @@ func vmapTree[A, B any](op string, nargs int, f func(A) B, cfg *vmapConfig) func
 		var outDef *treeDef
 		fl := flatFn(op, f, def, &outDef)
 		names := &vmapNames{in: def}
-		outs := vmapFlat(op, cfg, fl, leaves, axes, func(outs []*T) []int {
+		outs := vmapFlat(op, cfg, fl, leaves, axes, func(outs []*tensor) []int {
 			_, d := flatten(op, build[B](outDef, outs))
 			names.out = d
 			spec := cfg.outAxes
@@ -98,7 +98,7 @@ func inSpec(op string, cfg *vmapConfig, nargs int) any {
 // vmapFlat runs fl over a batch: inputs with axes (unmapped for
 // unmapped ones); outAxes gives the out axis of each result (called once
 // with the results of the first chunk).
-func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func([]*T) []int, names *vmapNames) []*T {
+func vmapFlat(op string, cfg *vmapConfig, fl func([]*tensor) []*tensor, inputs []*tensor, axes []int, outAxes func([]*tensor) []int, names *vmapNames) []*tensor {
 	size := -1
 	var sizes []string
 	for i, x := range inputs {
@@ -141,18 +141,18 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes 
 		return vmapRun(size, fl, inputs, axes, outAxes, names)
 	}
 	// Chunks: run each on a slice of the mapped inputs and concatenate.
-	var parts [][]*T
+	var parts [][]*tensor
 	var oax []int
 	for lo := 0; lo < size; lo += cfg.chunk {
 		hi := min(lo+cfg.chunk, size)
-		in := make([]*T, len(inputs))
+		in := make([]*tensor, len(inputs))
 		for i, x := range inputs {
 			in[i] = x
 			if axes[i] != unmapped {
 				in[i] = peel.Slice(x, axes[i], lo, hi, 1)
 			}
 		}
-		outs := vmapRun(hi-lo, fl, in, axes, func(o []*T) []int {
+		outs := vmapRun(hi-lo, fl, in, axes, func(o []*tensor) []int {
 			if oax == nil {
 				oax = outAxes(o)
 			}
@@ -160,9 +160,9 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*T) []*T, inputs []*T, axes 
 		}, names)
 		parts = append(parts, outs)
 	}
-	res := make([]*T, len(parts[0]))
+	res := make([]*tensor, len(parts[0]))
 	for j := range res {
-		cs := make([]*T, len(parts))
+		cs := make([]*tensor, len(parts))
 		for k := range parts {
 			cs[k] = parts[k][j]
 		}
@@ -190,10 +190,10 @@ func (n *vmapNames) outName(i int) string {
 }
 
 // vmapRun runs fl once at a vmap level of the given size.
-func vmapRun(size int, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func([]*T) []int, names *vmapNames) []*T {
+func vmapRun(size int, fl func([]*tensor) []*tensor, inputs []*tensor, axes []int, outAxes func([]*tensor) []int, names *vmapNames) []*tensor {
 	b := batching.New(size)
 	defer b.End()
-	in := make([]*T, len(inputs))
+	in := make([]*tensor, len(inputs))
 	for i, x := range inputs {
 		if axes[i] == unmapped {
 			in[i] = x
@@ -201,12 +201,12 @@ func vmapRun(size int, fl func([]*T) []*T, inputs []*T, axes []int, outAxes func
 			in[i] = b.Batched(x, axes[i])
 		}
 	}
-	outs := func() []*T {
+	outs := func() []*tensor {
 		defer annotate(b.Level())
 		return fl(in)
 	}()
 	oax := outAxes(outs)
-	res := make([]*T, len(outs))
+	res := make([]*tensor, len(outs))
 	for i, o := range outs {
 		if o == nil {
 			treeErrorf("transforms.Vmap", "the function returned a nil tensor at result %s", names.outName(i))
@@ -368,7 +368,7 @@ func checkAxis(op, which string, axis int, path string, t *peel.Tensor) {
 }
 
 // zeroIfNil returns c, or zeros of a when c is a symbolic zero.
-func zeroIfNil(c *T, a interp.Aval) *T {
+func zeroIfNil(c *tensor, a interp.Aval) *tensor {
 	if c == nil {
 		return zeros(a)
 	}
