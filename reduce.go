@@ -357,25 +357,28 @@ func truth(x *Tensor) *Tensor {
 // Any reports, as a bool tensor, whether any element of x over axes is
 // true (nonzero, for numbers); over an empty axis it is false. See Sum
 // for axes and Keep; it panics as Sum does.
-func Any(x *Tensor, axes ...int) *Tensor {
-	const op = "peel.Any"
-	defer interp.Annotate(op)
-	checkTensor(op, x)
-	ax := reduceAxes(op, axes, x.Rank())
-	n := reduceBind(prims.ReduceSum, boolToInt(truth(x)), ax, false)
-	return bin(prims.Gt, n, fill(0, n))
-}
+func Any(x *Tensor, axes ...int) *Tensor { return countReduce("peel.Any", x, axes, true) }
 
 // All reports, as a bool tensor, whether every element of x over axes is
 // true (nonzero, for numbers); over an empty axis it is true. See Sum for
 // axes and Keep; it panics as Sum does.
-func All(x *Tensor, axes ...int) *Tensor {
-	const op = "peel.All"
+func All(x *Tensor, axes ...int) *Tensor { return countReduce("peel.All", x, axes, false) }
+
+// countReduce is Any (any) or All: it counts the true (for All, the
+// false) elements over axes and compares the count with 0, so an empty
+// axis gives the reduction's identity.
+func countReduce(op string, x *Tensor, axes []int, any bool) *Tensor {
 	defer interp.Annotate(op)
 	checkTensor(op, x)
 	ax := reduceAxes(op, axes, x.Rank())
-	f := bin(prims.Eq, boolToInt(truth(x)), fill(0, boolToInt(truth(x))))
-	n := reduceBind(prims.ReduceSum, boolToInt(f), ax, false)
+	t := boolToInt(truth(x))
+	if !any {
+		t = boolToInt(bin(prims.Eq, t, fill(0, t)))
+	}
+	n := reduceBind(prims.ReduceSum, t, ax, false)
+	if any {
+		return bin(prims.Gt, n, fill(0, n))
+	}
 	return bin(prims.Eq, n, fill(0, n))
 }
 

@@ -1,6 +1,7 @@
 package transforms_test
 
 import (
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -51,23 +52,11 @@ func sameLeaves(t *testing.T, what string, got, want []*T, tol float64) {
 		t.Fatalf("%s: %d leaves, want %d", what, len(got), len(want))
 	}
 	for i := range got {
-		if !equalInts(got[i].Shape(), want[i].Shape()) {
+		if !slices.Equal(got[i].Shape(), want[i].Shape()) {
 			t.Fatalf("%s: leaf %d has shape %v, want %v", what, i, got[i].Shape(), want[i].Shape())
 		}
 		near(t, what, peel.AsType(got[i], peel.Float64).Float64s(), peel.AsType(want[i], peel.Float64).Float64s(), tol)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestJacobianOfTree: Jacrev and Jacfwd of a function of a struct give
