@@ -12,6 +12,9 @@ type stager struct {
 	viewed map[*Tensor]bool
 	// decompose makes composites with Whole decompose too.
 	decompose bool
+	// sources, when set, receives the tensors the graph's constants were
+	// lifted from (RecordConstSources).
+	sources *[]ConstSource
 }
 
 // constRec is a lifted constant: its var, and the content it was lifted
@@ -30,6 +33,38 @@ type TraceOption func(*stager)
 // marked Whole (user-defined ops), so the graph holds only primitives
 // with kernels. (transforms.Decompose is the user-facing form.)
 func DecomposeOps() TraceOption { return func(s *stager) { s.decompose = true } }
+
+// RecordConstSources makes the trace report, in *dst, where each constant
+// of the returned graph came from (aligned with Graph.Consts), so that a
+// cache of traced graphs can tell when a captured tensor has changed
+// since (ConstSource.Changed).
+func RecordConstSources(dst *[]ConstSource) TraceOption {
+	return func(s *stager) { s.sources = dst }
+}
+
+// ConstSource is the tensor a graph constant was lifted from, and its
+// content when it was.
+type ConstSource struct {
+	t       *Tensor
+	version uint64
+	blk     *block
+}
+
+// Tensor returns the tensor the constant was lifted from.
+func (c ConstSource) Tensor() *Tensor { return c.t }
+
+// Changed reports whether the tensor's content may differ from the
+// constant's: it was written in place or rebound since, or it is a
+// tracer (a value of a transform level, meaningful only while that level
+// lives), or its source is unknown (the tensor changed while it was
+// traced and was lifted twice).
+func (c ConstSource) Changed() bool {
+	if c.t == nil || c.t.tr != nil {
+		// Unknown (the tensor was lifted again while tracing) or a tracer.
+		return true
+	}
+	return c.t.version != c.version || c.t.st.cur != c.blk
+}
 
 // stageTracer is the payload of a tensor being staged: the graph var that
 // holds its value.
@@ -194,5 +229,17 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 		}
 		s.g.Out = append(s.g.Out, s.varOf(o))
 	}
-	return s.g.DCE()
+	g := s.g.DCE()
+	if s.sources != nil {
+		byVar := make(map[*Var]ConstSource, len(s.consts))
+		for t, c := range s.consts {
+			byVar[c.v] = ConstSource{t: t, version: c.version, blk: c.blk}
+		}
+		src := make([]ConstSource, len(g.Consts))
+		for i, v := range g.Consts {
+			src[i] = byVar[v]
+		}
+		*s.sources = src
+	}
+	return g
 }

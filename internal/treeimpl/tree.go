@@ -107,6 +107,34 @@ func FlattenAs(op string, v any, role Role) ([]*peel.Tensor, *Def) {
 	return leaves, &Def{typ: rv.Type(), proto: rv, leaves: len(leaves), desc: Describe(rv.Type()), paths: paths}
 }
 
+// Static is a static part of a tree: its path and its value printed
+// (%#v), which identifies it in a cache key.
+type Static struct{ Path, Value string }
+
+// FlattenStatics is Flatten that also returns the tree's static parts in
+// walk order, for keying caches of traced functions by value.
+func FlattenStatics(op string, v any) ([]*peel.Tensor, *Def, []Static) {
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() {
+		Errorf(op, "the tree is nil")
+	}
+	var (
+		leaves  []*peel.Tensor
+		paths   []string
+		statics []Static
+	)
+	w := walker{op: op, role: ArgTree,
+		leaf: func(p string, t *peel.Tensor) {
+			leaves = append(leaves, t)
+			paths = append(paths, p)
+		},
+		static: func(p string, v reflect.Value) {
+			statics = append(statics, Static{Path: p, Value: fmt.Sprintf("%#v", v)})
+		}}
+	w.walk(rv, "")
+	return leaves, &Def{typ: rv.Type(), proto: rv, leaves: len(leaves), desc: Describe(rv.Type()), paths: paths}, statics
+}
+
 func Errorf(op, format string, args ...any) {
 	e := interp.Errorf(format, args...)
 	e.Ops = []string{op}
@@ -129,6 +157,9 @@ type walker struct {
 	role  Role
 	leaf  func(path string, t *peel.Tensor)
 	stack []pathNode
+	// static, when set, is called for every static part (a value whose
+	// type cannot hold a tensor, an unexported field holding none).
+	static func(path string, v reflect.Value)
 }
 
 type pathNode struct {
@@ -164,6 +195,9 @@ func (w *walker) walk(v reflect.Value, path string) {
 		Errorf(w.op, "tree node %s is a peel.Tensor value: trees hold *peel.Tensor", PathOr(path))
 	}
 	if !mayHoldTensor(t) {
+		if w.static != nil {
+			w.static(path, v)
+		}
 		return // static
 	}
 	switch v.Kind() {
@@ -198,7 +232,11 @@ func (w *walker) walk(v reflect.Value, path string) {
 				w.walk(v.Field(i), fp)
 				continue
 			}
-			if at, ok := hiddenTensor(v.Field(i), fp); ok {
+			at, ok := hiddenTensor(v.Field(i), fp)
+			if !ok && w.static != nil {
+				w.static(fp, v.Field(i))
+			}
+			if ok {
 				where := "holds a tensor"
 				if at != fp {
 					where = "holds a tensor at " + at

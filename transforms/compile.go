@@ -1,0 +1,548 @@
+package transforms
+
+import (
+	"fmt"
+	"hash/fnv"
+	"log"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/internal/treeimpl"
+	"github.com/peel-ml/peel/interp"
+)
+
+// Compile traces a function once per input signature, optimizes the
+// traced graph and runs the optimized program on later calls with the
+// same signature, with no tracing and no Bind: JAX's jit,
+// torch.compile.
+//
+// The signature of a call is the argument tree's structure, each leaf's
+// shape and dtype, and the tree's static parts by value (numbers,
+// strings and other values that hold no tensor). Tensors the function
+// captures become constants of the program, by value; when one of them
+// is written in place or rebound after tracing, the next call traces
+// again (a cache miss naming it), so a compiled function never runs with
+// stale captured values. Mutation inside f works: f is functionalized on
+// the way in, and arguments f writes receive their final values when
+// the call returns, as eager code would see them.
+//
+// A cache miss records why (which leaf changed shape or dtype, which
+// static value changed); beyond RecompileLimit signatures every further
+// trace is reported through OnWarning (by default the standard logger),
+// never silently run uncompiled. Stats counts calls, hits, misses and
+// trace time.
+//
+// Called with tracers (under Grad, Vmap, … of the compiled function), the
+// traced graph is evaluated with Bind, so a compiled function composes
+// with every transform in both orders; Compile(Grad(f)) compiles the
+// backward pass too. A Compiled is safe for concurrent use: calls that
+// hit the cache take no lock.
+//
+// The function Call returns panics as f does, and with *peel.Error for
+// an invalid argument tree.
+func Compile[A, R any](f func(A) R, opts ...CompileOption) *Compiled[A, R] {
+	return newCompiled("transforms.Compile", 1, f, opts)
+}
+
+// Compiled is a function compiled by Compile: call it with Call.
+type Compiled[A, R any] struct {
+	op    string
+	nargs int
+	f     func(A) R
+	cfg   *compileConfig
+
+	cache atomic.Pointer[map[string]*compileEntry]
+	mu    sync.Mutex // held only while tracing a new signature
+	stats compileCounters
+}
+
+// CompileStats are a compiled function's cache statistics.
+type CompileStats struct {
+	Calls, Hits, Misses int64
+	// Uncompiled counts calls evaluated with Bind (tracer arguments).
+	Uncompiled int64
+	// Signatures is the number of signatures traced and kept.
+	Signatures int
+	// TraceTime is the total time spent tracing and optimizing.
+	TraceTime time.Duration
+	// LastMiss says why the last cache miss missed ("first call" for the
+	// first).
+	LastMiss string
+}
+
+type compileCounters struct {
+	calls, hits, misses, uncompiled, traceNs atomic.Int64
+	lastMiss                                 atomic.Pointer[string]
+}
+
+// Stats returns the cache statistics so far.
+func (c *Compiled[A, R]) Stats() CompileStats {
+	s := CompileStats{
+		Calls: c.stats.calls.Load(), Hits: c.stats.hits.Load(), Misses: c.stats.misses.Load(),
+		Uncompiled: c.stats.uncompiled.Load(), TraceTime: time.Duration(c.stats.traceNs.Load()),
+	}
+	if m := c.cache.Load(); m != nil {
+		s.Signatures = len(*m)
+	}
+	if p := c.stats.lastMiss.Load(); p != nil {
+		s.LastMiss = *p
+	}
+	return s
+}
+
+// CompileOption configures Compile.
+type CompileOption interface{ applyCompile(*compileConfig) }
+
+type compileConfig struct {
+	limit  int
+	warn   func(string)
+	donate []int
+	static []int
+}
+
+type compileOpt func(*compileConfig)
+
+func (o compileOpt) applyCompile(c *compileConfig) { o(c) }
+
+// RecompileLimit sets how many signatures a compiled function traces
+// before each further trace is reported through OnWarning (default 8).
+func RecompileLimit(n int) CompileOption { return compileOpt(func(c *compileConfig) { c.limit = n }) }
+
+// OnWarning sets the function that receives a compiled function's
+// warnings (a trace beyond RecompileLimit, with the reason of the miss);
+// the default prints them with the standard logger.
+func OnWarning(f func(msg string)) CompileOption {
+	return compileOpt(func(c *compileConfig) { c.warn = f })
+}
+
+// Donate lets the compiled program reuse the buffers of the given
+// positional arguments (0-based) for its results and intermediates: the
+// caller gives them up, and must not read them after the call.
+func Donate(argnums ...int) CompileOption {
+	a := append([]int(nil), argnums...)
+	return compileOpt(func(c *compileConfig) { c.donate = a })
+}
+
+// StaticArgnums makes the given positional arguments static: their
+// tensors are part of the signature by value (a call with other values
+// traces again) and constants of the program.
+func StaticArgnums(argnums ...int) CompileOption {
+	a := append([]int(nil), argnums...)
+	return compileOpt(func(c *compileConfig) { c.static = a })
+}
+
+func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOption) *Compiled[A, R] {
+	cfg := &compileConfig{limit: 8, warn: func(m string) { log.Print(m) }}
+	for _, o := range opts {
+		o.applyCompile(cfg)
+	}
+	if f == nil {
+		treeErrorf(op, "the function is nil")
+	}
+	for _, k := range append(append([]int(nil), cfg.donate...), cfg.static...) {
+		if k < 0 || k >= nargs {
+			treeErrorf(op, "argument index %d (Donate or StaticArgnums) is out of range for a function of %d arguments", k, nargs)
+		}
+	}
+	return &Compiled[A, R]{op: op, nargs: nargs, f: f, cfg: cfg}
+}
+
+// compileEntry is one traced signature.
+type compileEntry struct {
+	seq    int // order of tracing
+	key    string
+	sig    signature
+	graph  *interp.Graph // optimized
+	prog   program
+	outDef *treeDef
+	nOut   int
+	// written are the input positions (in the graph's inputs) f writes:
+	// the graph's outputs after the first nOut are their final values.
+	written []int
+	sources []interp.ConstSource
+	// inputs maps the graph's inputs to leaf indices (static leaves are
+	// not inputs).
+	inputs []int
+	donate []bool
+	// lowered: a constant is a tracer of an enclosing transform, so the
+	// graph is evaluated with Bind (and the entry is used once).
+	lowered bool
+}
+
+// signature is what a call's arguments are keyed by.
+type signature struct {
+	desc    string
+	paths   []string
+	avals   []interp.Aval
+	statics []treeimpl.Static
+	values  map[int]string // static leaves by value (StaticArgnums)
+}
+
+// Call runs the compiled function on x.
+func (c *Compiled[A, R]) Call(x A) R {
+	c.stats.calls.Add(1)
+	leaves, def, statics := treeimpl.FlattenStatics(c.op, x)
+	static := c.staticLeaves(def)
+	sig := signature{desc: def.Proto().Type().String(), paths: def.Paths(), statics: statics}
+	concrete := true
+	for i, l := range leaves {
+		sig.avals = append(sig.avals, l.Aval())
+		if !l.IsConcrete() {
+			concrete = false
+		}
+		if static[i] {
+			if !l.IsConcrete() {
+				treeErrorf(c.op, "static argument leaf %s is a tracer of a transform: static arguments must be concrete", def.LeafName("(the argument)", i))
+			}
+			if sig.values == nil {
+				sig.values = map[int]string{}
+			}
+			sig.values[i] = contentKey(l)
+		}
+	}
+	key := sig.key()
+	e := c.lookup(key)
+	if e == nil {
+		e = c.trace(x, def, leaves, static, sig, key)
+	} else {
+		c.stats.hits.Add(1)
+	}
+	in := make([]*tensor, len(e.inputs))
+	for j, i := range e.inputs {
+		in[j] = leaves[i]
+	}
+	var outs []*tensor
+	if concrete && !e.lowered {
+		outs = e.prog.Run(in, e.donate)
+	} else {
+		c.stats.uncompiled.Add(1)
+		outs = e.graph.Eval(in...)
+	}
+	for k, j := range e.written {
+		peel.CopyInto(in[j], outs[e.nOut+k])
+	}
+	return build[R](e.outDef, outs[:e.nOut])
+}
+
+// lookup returns the entry for key when its captured tensors are
+// unchanged.
+func (c *Compiled[A, R]) lookup(key string) *compileEntry {
+	m := c.cache.Load()
+	if m == nil {
+		return nil
+	}
+	e := (*m)[key]
+	if e == nil {
+		return nil
+	}
+	for _, s := range e.sources {
+		if s.Changed() {
+			return nil
+		}
+	}
+	return e
+}
+
+// staticLeaves marks the leaves of static positional arguments.
+func (c *Compiled[A, R]) staticLeaves(def *treeDef) []bool {
+	mark := make([]bool, def.NumLeaves())
+	if len(c.cfg.static) == 0 {
+		return mark
+	}
+	sel := make([]bool, c.nargs)
+	for _, k := range c.cfg.static {
+		sel[k] = true
+	}
+	for _, i := range c.argLeafIndices(def, sel) {
+		mark[i] = true
+	}
+	return mark
+}
+
+// argLeafIndices returns the leaves of the selected positional
+// arguments (all leaves of the one argument of a one-argument function).
+func (c *Compiled[A, R]) argLeafIndices(def *treeDef, sel []bool) []int {
+	if c.nargs == 1 {
+		if !sel[0] {
+			return nil
+		}
+		idx := make([]int, def.NumLeaves())
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx
+	}
+	return argLeaves(def, sel)
+}
+
+// trace traces f at x's signature (under the lock: one trace per new
+// signature even when many goroutines miss at once) and caches it.
+func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []bool, sig signature, key string) *compileEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.lookup(key); e != nil {
+		c.stats.hits.Add(1)
+		return e
+	}
+	c.stats.misses.Add(1)
+	reason := c.missReason(sig, key)
+	c.stats.lastMiss.Store(&reason)
+	old := c.cache.Load()
+	n := 0
+	if old != nil {
+		n = len(*old)
+		if _, ok := (*old)[key]; ok {
+			n-- // a retrace of a known signature replaces it
+		}
+	}
+	if n >= c.cfg.limit {
+		c.cfg.warn(fmt.Sprintf("%s: tracing signature %d, past RecompileLimit(%d): %s", c.op, n+1, c.cfg.limit, reason))
+	}
+	start := time.Now()
+	e := &compileEntry{key: key, sig: sig, seq: n}
+	if old != nil {
+		for _, o := range *old {
+			e.seq = max(e.seq, o.seq+1)
+		}
+	}
+	var inAvals []interp.Aval
+	for i, l := range leaves {
+		if !static[i] {
+			e.inputs = append(e.inputs, i)
+			inAvals = append(inAvals, l.Aval())
+		}
+	}
+	var nOut int
+	traced := interp.TraceAvals("compile", func(in []*tensor) []*tensor {
+		all := make([]*tensor, len(leaves))
+		for j, i := range e.inputs {
+			all[i] = in[j]
+		}
+		for i, l := range leaves {
+			if static[i] {
+				all[i] = l
+			}
+		}
+		fl := flatFn(c.op, c.f, def, &e.outDef)
+		outs := Functionalize(fl)(all)
+		nOut = len(outs)
+		// The inputs' final values (Functionalize wrote them back): an
+		// input whose box now holds another value was written.
+		return append(outs, in...)
+	}, inAvals, interp.RecordConstSources(&e.sources))
+	e.nOut = nOut
+	for _, v := range traced.ConstVals {
+		if !v.IsConcrete() {
+			e.lowered = true
+		}
+	}
+	g := *traced
+	g.Out = append([]*interp.Var(nil), traced.Out[:nOut]...)
+	for j, v := range traced.Out[nOut:] {
+		if v != traced.In[j] {
+			e.written = append(e.written, j)
+			g.Out = append(g.Out, v)
+		}
+	}
+	e.graph = optimize(g.DCE())
+	e.prog = buildProgram(e.graph)
+	e.donate = make([]bool, len(e.inputs))
+	if len(c.cfg.donate) > 0 {
+		sel := make([]bool, c.nargs)
+		for _, k := range c.cfg.donate {
+			sel[k] = true
+		}
+		donated := map[int]bool{}
+		for _, i := range c.argLeafIndices(def, sel) {
+			donated[i] = true
+		}
+		for j, i := range e.inputs {
+			e.donate[j] = donated[i]
+		}
+	}
+	c.stats.traceNs.Add(int64(time.Since(start)))
+	// Publish a new map (copy on write): readers never lock.
+	m := map[string]*compileEntry{}
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[key] = e
+	c.cache.Store(&m)
+	return e
+}
+
+// missReason says why key missed the cache: how the signature differs
+// from the most similar one traced before.
+func (c *Compiled[A, R]) missReason(sig signature, key string) string {
+	m := c.cache.Load()
+	if m == nil {
+		return "first call"
+	}
+	if e, ok := (*m)[key]; ok {
+		for k, s := range e.sources {
+			if s.Changed() {
+				return fmt.Sprintf("captured tensor %d (%s) changed since it was traced", k, s.Tensor().TypeString())
+			}
+		}
+	}
+	var best []string
+	bestSeq := -1
+	for _, e := range *m {
+		d := sig.diff(e.sig)
+		// The fewest differences; among equals, the latest trace.
+		if best == nil || len(d) < len(best) || (len(d) == len(best) && e.seq > bestSeq) {
+			best, bestSeq = d, e.seq
+		}
+	}
+	if len(best) > 3 {
+		best = append(best[:3], fmt.Sprintf("and %d more", len(best)-3))
+	}
+	return strings.Join(best, "; ")
+}
+
+// key encodes the signature as a string.
+func (s signature) key() string {
+	var b strings.Builder
+	b.WriteString(s.desc)
+	for i, p := range s.paths {
+		b.WriteByte('|')
+		b.WriteString(p)
+		b.WriteByte(':')
+		b.WriteString(s.avals[i].String())
+		if v, ok := s.values[i]; ok {
+			b.WriteByte('=')
+			b.WriteString(v)
+		}
+	}
+	for _, st := range s.statics {
+		b.WriteByte('|')
+		b.WriteString(st.Path)
+		b.WriteByte('=')
+		b.WriteString(st.Value)
+	}
+	return b.String()
+}
+
+// diff says how s differs from old, one phrase per difference.
+func (s signature) diff(old signature) []string {
+	if s.desc != old.desc || len(s.paths) != len(old.paths) {
+		return []string{fmt.Sprintf("the argument's structure changed (%s with %d leaves, was %s with %d)", s.desc, len(s.paths), old.desc, len(old.paths))}
+	}
+	var d []string
+	for i, p := range s.paths {
+		if p != old.paths[i] {
+			return []string{fmt.Sprintf("the argument's structure changed (leaf %s, was %s)", pathOr(p), pathOr(old.paths[i]))}
+		}
+		if !s.avals[i].Equal(old.avals[i]) {
+			d = append(d, fmt.Sprintf("%s changed from %s to %s", leafPhrase(p), old.avals[i], s.avals[i]))
+		}
+		if s.values[i] != old.values[i] {
+			d = append(d, fmt.Sprintf("the value of static %s changed", leafPhrase(p)))
+		}
+	}
+	if len(s.statics) != len(old.statics) {
+		return append(d, "the argument's static parts changed")
+	}
+	for i, st := range s.statics {
+		if st != old.statics[i] {
+			d = append(d, fmt.Sprintf("static value %s changed from %s to %s", pathOr(st.Path), old.statics[i].Value, st.Value))
+		}
+	}
+	if len(d) == 0 {
+		d = append(d, "the signature changed")
+	}
+	return d
+}
+
+// leafPhrase names the leaf at path p of an argument.
+func leafPhrase(p string) string {
+	if p == "" {
+		return "the argument"
+	}
+	return "leaf " + p
+}
+
+// contentKey identifies a concrete tensor's elements (a hash).
+func contentKey(t *tensor) string {
+	h := fnv.New64a()
+	var buf [8]byte
+	put := func(u uint64) {
+		for k := range buf {
+			buf[k] = byte(u >> (8 * k))
+		}
+		h.Write(buf[:])
+	}
+	switch t.DType() {
+	case peel.Float64:
+		for _, v := range t.Float64s() {
+			put(math.Float64bits(v))
+		}
+	case peel.Float32:
+		for _, v := range t.Float32s() {
+			put(uint64(math.Float32bits(v)))
+		}
+	case peel.Int64:
+		for _, v := range t.Int64s() {
+			put(uint64(v))
+		}
+	case peel.Bool:
+		for _, v := range t.Bools() {
+			if v {
+				put(1)
+			} else {
+				put(0)
+			}
+		}
+	}
+	return fmt.Sprintf("%x", h.Sum64())
+}
+
+// program is an executable form of a graph.
+type program interface {
+	Run(args []*tensor, donate []bool) []*tensor
+}
+
+// optimize runs the compiler's passes on g.
+func optimize(g *interp.Graph) *interp.Graph { return g }
+
+// buildProgram prepares g for repeated evaluation on concrete values.
+func buildProgram(g *interp.Graph) program { return compiledProgram{g.Compile()} }
+
+type compiledProgram struct{ c *interp.Compiled }
+
+func (p compiledProgram) Run(args []*tensor, _ []bool) []*tensor { return p.c.Eval(args...) }
+
+// Compile2 is Compile for a function of two arguments; Donate and
+// StaticArgnums name them by position.
+func Compile2[A, B, R any](f func(A, B) R, opts ...CompileOption) *Compiled2[A, B, R] {
+	return &Compiled2[A, B, R]{newCompiled("transforms.Compile2", 2, func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, opts)}
+}
+
+// Compiled2 is a function of two arguments compiled by Compile2.
+type Compiled2[A, B, R any] struct{ c *Compiled[args2[A, B], R] }
+
+// Call runs the compiled function.
+func (c *Compiled2[A, B, R]) Call(a A, b B) R { return c.c.Call(args2[A, B]{a, b}) }
+
+// Stats returns the cache statistics so far.
+func (c *Compiled2[A, B, R]) Stats() CompileStats { return c.c.Stats() }
+
+// Compile3 is Compile for a function of three arguments.
+func Compile3[A, B, C, R any](f func(A, B, C) R, opts ...CompileOption) *Compiled3[A, B, C, R] {
+	return &Compiled3[A, B, C, R]{newCompiled("transforms.Compile3", 3, func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, opts)}
+}
+
+// Compiled3 is a function of three arguments compiled by Compile3.
+type Compiled3[A, B, C, R any] struct{ c *Compiled[args3[A, B, C], R] }
+
+// Call runs the compiled function.
+func (c *Compiled3[A, B, C, R]) Call(a A, b B, x C) R { return c.c.Call(args3[A, B, C]{a, b, x}) }
+
+// Stats returns the cache statistics so far.
+func (c *Compiled3[A, B, C, R]) Stats() CompileStats { return c.c.Stats() }

@@ -1,0 +1,213 @@
+package transforms_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
+)
+
+type cparams struct {
+	W, B *T
+	Act  string // static: part of the signature
+}
+
+func cpredict(p cparams, x *T) *T {
+	y := peel.Add(peel.MatMul(x, p.W), p.B)
+	if p.Act == "tanh" {
+		return peel.Tanh(y)
+	}
+	return peel.Sin(y)
+}
+
+// TestCompileMatchesEager: compiled results equal the function's, over
+// trees, several arguments and static fields; a second call with the same
+// signature does not trace.
+func TestCompileMatchesEager(t *testing.T) {
+	p := cparams{W: lin2At(1).W, B: lin2At(1).B, Act: "tanh"}
+	traces := 0
+	f := func(p cparams, x *T) *T { traces++; return peel.Sum(cpredict(p, x), 1) }
+	c := transforms.Compile2(f)
+	want := f(p, xs)
+	traces = 0
+	for i := 0; i < 3; i++ {
+		near(t, "Compile2", c.Call(p, xs).Float64s(), want.Float64s(), 0)
+	}
+	if traces != 1 {
+		t.Errorf("f ran %d times for three calls with one signature, want 1 (the trace)", traces)
+	}
+	s := c.Stats()
+	if s.Calls != 3 || s.Hits != 2 || s.Misses != 1 || s.Signatures != 1 || s.LastMiss != "first call" {
+		t.Errorf("stats %+v", s)
+	}
+	// A tree result.
+	type out struct{ Y, Z *T }
+	g := transforms.Compile(func(p cparams) out { return out{Y: cpredict(p, xs), Z: peel.Sum(p.W)} })
+	got := g.Call(p)
+	near(t, "tree result Y", got.Y.Float64s(), cpredict(p, xs).Float64s(), 0)
+	near(t, "tree result Z", got.Z.Float64s(), peel.Sum(p.W).Float64s(), 0)
+}
+
+// TestCompileCacheMisses: a miss says which leaf or static value changed,
+// and a captured tensor written in place is retraced, never stale.
+func TestCompileCacheMisses(t *testing.T) {
+	p := cparams{W: lin2At(1).W, B: lin2At(1).B, Act: "tanh"}
+	c := transforms.Compile2(func(p cparams, x *T) *T { return cpredict(p, x) })
+	c.Call(p, xs)
+	c.Call(p, peel.Ones(peel.Float64, 3, 2))
+	if m := c.Stats().LastMiss; !strings.Contains(m, "leaf args[1] changed from f64[2,2] to f64[3,2]") {
+		t.Errorf("shape miss: %q", m)
+	}
+	q := p
+	q.Act = "sin"
+	near(t, "static change", c.Call(q, xs).Float64s(), cpredict(q, xs).Float64s(), 0)
+	if m := c.Stats().LastMiss; !strings.Contains(m, `static value args[0].Act changed from "tanh" to "sin"`) {
+		t.Errorf("static miss: %q", m)
+	}
+
+	w := peel.FromFloat64s([]float64{1, 2})
+	scale := transforms.Compile(func(x *T) *T { return peel.Mul(x, w) })
+	x := peel.FromFloat64s([]float64{3, 4})
+	near(t, "captured", scale.Call(x).Float64s(), []float64{3, 8}, 0)
+	peel.MulInPlace(w, 10.0) // an optimizer step on a captured parameter
+	near(t, "captured after an in-place write", scale.Call(x).Float64s(), []float64{30, 80}, 0)
+	if m := scale.Stats().LastMiss; !strings.Contains(m, "captured tensor 0 (f64[2]) changed") {
+		t.Errorf("captured miss: %q", m)
+	}
+}
+
+// TestCompileRecompileLimit: traces beyond the limit warn with the reason.
+func TestCompileRecompileLimit(t *testing.T) {
+	var warnings []string
+	c := transforms.Compile(func(x *T) *T { return peel.Sum(x) }, transforms.RecompileLimit(2),
+		transforms.OnWarning(func(m string) { warnings = append(warnings, m) }))
+	for n := 1; n <= 4; n++ {
+		c.Call(peel.Ones(peel.Float64, n))
+	}
+	if len(warnings) != 2 || !strings.Contains(warnings[0], "past RecompileLimit(2)") || !strings.Contains(warnings[0], "the argument changed from f64[2] to f64[3]") {
+		t.Errorf("warnings %q", warnings)
+	}
+	if s := c.Stats(); s.Signatures != 4 || s.Misses != 4 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestCompileMutation: a compiled function that writes its argument
+// leaves it as eager code would, and returns the same results.
+func TestCompileMutation(t *testing.T) {
+	f := func(p cparams) *T {
+		peel.AddInPlace(p.W, 1.0)
+		row := peel.Narrow(p.B, 0, 1, 2)
+		peel.MulInPlace(row, 2.0) // through a view
+		return peel.Sum(peel.Mul(p.W, p.W))
+	}
+	eager := cparams{W: lin2At(1).W, B: lin2At(1).B}
+	comp := cparams{W: lin2At(1).W, B: lin2At(1).B}
+	c := transforms.Compile(f)
+	for i := 0; i < 2; i++ {
+		want := f(eager)
+		got := c.Call(comp)
+		near(t, "result", got.Float64s(), want.Float64s(), 1e-15)
+		near(t, "W written back", comp.W.Float64s(), eager.W.Float64s(), 1e-15)
+		near(t, "B written back", comp.B.Float64s(), eager.B.Float64s(), 1e-15)
+	}
+}
+
+// TestCompileComposes: Compile in every order with the other transforms
+// equals the uncompiled composition.
+func TestCompileComposes(t *testing.T) {
+	p := lin2At(1)
+	loss := func(p lin2, x *T) *T { return peel.Sum(peel.Square(predict(p, x))) }
+	batch := peel.FromFloat64s([]float64{0.1, 0.2, -0.3, 0.4, 0.5, -0.6, 0.7, 0.8, 0.9, -1.0, 1.1, 1.2}, 3, 2, 2)
+	wantG := transforms.Grad2(loss)(p, xs)
+	c := transforms.Compile2(loss)
+	sameLeaves(t, "Grad2(Compile2)", tree.Leaves(transforms.Grad2(c.Call)(p, xs)), tree.Leaves(wantG), 1e-14)
+	cg := transforms.Compile2(transforms.Grad2(loss))
+	for i := 0; i < 2; i++ {
+		sameLeaves(t, "Compile2(Grad2)", tree.Leaves(cg.Call(p, xs)), tree.Leaves(wantG), 1e-14)
+	}
+	vg := transforms.Vmap2(transforms.Grad2(loss), transforms.InAxes(transforms.NoAxis, 0))
+	cvg := transforms.Compile2(vg)
+	sameLeaves(t, "Compile2(Vmap2(Grad2))", tree.Leaves(cvg.Call(p, batch)), tree.Leaves(vg(p, batch)), 1e-14)
+	sameLeaves(t, "Vmap2(Compile2)", []*T{transforms.Vmap2(c.Call, transforms.InAxes(transforms.NoAxis, 0))(p, batch)},
+		[]*T{transforms.Vmap2(loss, transforms.InAxes(transforms.NoAxis, 0))(p, batch)}, 1e-14)
+	fx := func(x *T) *T { return predict(p, x) }
+	cf := transforms.Compile(fx)
+	sameLeaves(t, "Jacrev(Compile)", []*T{transforms.Jacrev(cf.Call)(xs)}, []*T{transforms.Jacrev(fx)(xs)}, 1e-14)
+	nested := transforms.Compile(func(x *T) *T { return peel.Exp(cf.Call(x)) })
+	sameLeaves(t, "nested Compile", []*T{nested.Call(xs)}, []*T{peel.Exp(fx(xs))}, 1e-14)
+	pad := func(x *T) *T {
+		y := peel.Zeros(x.DType(), x.Shape()[0]+2)
+		peel.CopyInto(peel.Narrow(y, 0, 1, x.Shape()[0]), x)
+		return y
+	}
+	cfun := transforms.Compile(transforms.Vmap(transforms.Functionalize(pad)))
+	rows := peel.Reshape(batch, 3, 4)
+	sameLeaves(t, "Compile(Vmap(Functionalize))", []*T{cfun.Call(rows)}, []*T{transforms.Vmap(transforms.Functionalize(pad))(rows)}, 0)
+	// Under Grad, a compiled function closing over the differentiated
+	// value (a tracer constant) is evaluated, not cached.
+	gw := transforms.Grad(func(w *T) *T {
+		return transforms.Compile(func(x *T) *T { return peel.Sum(peel.Mul(x, w)) }).Call(xs)
+	})(peel.OnesLike(xs))
+	near(t, "Grad through a closure", gw.Float64s(), xs.Float64s(), 0)
+}
+
+// TestCompileStaticArgnums: a static argument is keyed by value.
+func TestCompileStaticArgnums(t *testing.T) {
+	traces := 0
+	c := transforms.Compile2(func(x, s *T) *T { traces++; return peel.Mul(x, s) }, transforms.StaticArgnums(1))
+	x := peel.FromFloat64s([]float64{1, 2})
+	near(t, "s=2", c.Call(x, peel.Scalar(2.0)).Float64s(), []float64{2, 4}, 0)
+	near(t, "s=2 again", c.Call(x, peel.Scalar(2.0)).Float64s(), []float64{2, 4}, 0)
+	near(t, "s=3", c.Call(x, peel.Scalar(3.0)).Float64s(), []float64{3, 6}, 0)
+	if traces != 2 {
+		t.Errorf("%d traces, want 2 (one per static value)", traces)
+	}
+	if m := c.Stats().LastMiss; !strings.Contains(m, "static leaf args[1]") {
+		t.Errorf("miss %q", m)
+	}
+	wantError(t, func() { transforms.Compile(func(x *T) *T { return x }, transforms.Donate(1)) }, "transforms.Compile", "out of range")
+	d := transforms.Compile2(func(x, y *T) *T { return peel.Add(x, y) }, transforms.Donate(0))
+	near(t, "donated", d.Call(peel.FromFloat64s([]float64{1, 2}), x).Float64s(), []float64{2, 4}, 0)
+}
+
+// TestCompileConcurrent: many goroutines call one compiled function,
+// sharing captured and argument tensors (run under -race).
+func TestCompileConcurrent(t *testing.T) {
+	p := lin2At(1)
+	c := transforms.Compile2(func(p lin2, x *T) *T { return peel.Sum(predict(p, x)) })
+	want := peel.Sum(predict(p, xs)).Item()
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				x := xs
+				if i%5 == g%5 {
+					x = peel.Concat([]*T{xs, xs}, 0) // another signature now and then
+				}
+				got := c.Call(p, x).Item()
+				w := want
+				if x != xs {
+					w = 2 * want
+				}
+				if got != w {
+					errs <- "wrong result"
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	if s := c.Stats(); s.Signatures != 2 || s.Calls != 160 {
+		t.Errorf("stats %+v", s)
+	}
+}
