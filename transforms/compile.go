@@ -158,6 +158,7 @@ type compileEntry struct {
 	sig    signature
 	graph  *interp.Graph // optimized
 	prog   program
+	call   *callParams // compiled_call's parameters, for tracer arguments
 	outDef *treeDef
 	nOut   int
 	// written are the input positions (in the graph's inputs) f writes:
@@ -218,9 +219,11 @@ func (c *Compiled[A, R]) Call(x A) R {
 	var outs []*tensor
 	if concrete && !e.lowered {
 		outs = e.prog.Run(in, e.donate)
-	} else {
+	} else if e.lowered {
 		c.stats.uncompiled.Add(1)
 		outs = e.graph.Eval(in...)
+	} else {
+		outs = interp.Bind(compiledCall, e.call, in...)
 	}
 	for k, j := range e.written {
 		peel.CopyInto(in[j], outs[e.nOut+k])
@@ -349,7 +352,8 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		}
 	}
 	e.graph = optimize(g.DCE())
-	e.prog = buildProgram(e.graph)
+	e.call = newCallParams(c.op, e.graph)
+	e.prog = e.call.prog
 	e.donate = make([]bool, len(e.inputs))
 	if len(c.cfg.donate) > 0 {
 		sel := make([]bool, c.nargs)

@@ -144,12 +144,18 @@ var compiledRules sync.Map // string → *interp.Compiled (nil: not stageable)
 // "vjp") on arguments of types extra appended to the primals' types, or
 // nil.
 func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(primals, rest []*tensor) []*tensor) *interp.Compiled {
-	if c.params != nil {
-		return nil // only parameterless ops (customop.Define) are cached
-	}
 	var b strings.Builder
 	b.WriteString(kind)
 	b.WriteString(strconv.Itoa(c.p.ID))
+	if c.params != nil {
+		// Only parameterless ops (customop.Define) and parameters that
+		// name their own rules (a compiled program) are cached.
+		k, ok := c.params.(interface{ ruleKey() string })
+		if !ok {
+			return nil
+		}
+		b.WriteString(k.ruleKey())
+	}
 	avals := make([]interp.Aval, 0, len(c.primals)+len(extra))
 	for _, x := range c.primals {
 		avals = append(avals, x.Aval())

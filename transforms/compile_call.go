@@ -1,0 +1,88 @@
+package transforms
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/interp"
+)
+
+// A compiled function is a primitive to the interpreters above it:
+// compiled_call, a composite (Whole) whose parameters are one traced and
+// optimized graph and its program. Eval runs the program; vmap binds the
+// call of a batched program, traced and compiled once per batch layout;
+// autodiff treats it as it treats a user-defined op (transforms/
+// composite.go): the primal is the call itself, so the compiled forward
+// runs, and the tangent is composite_lin, whose JVP and VJP are those of
+// the graph, staged and compiled once per program. Staging records it as
+// one equation, so a compiled function inside another stays one call.
+
+// callParams are compiled_call's parameters.
+type callParams struct {
+	id    int64
+	name  string
+	graph *interp.Graph
+	prog  program
+	// batched caches the batched programs by layout.
+	batched sync.Map // string → *callParams
+}
+
+var callIDs atomic.Int64
+
+func newCallParams(name string, g *interp.Graph) *callParams {
+	return &callParams{id: callIDs.Add(1), name: name, graph: g, prog: buildProgram(g)}
+}
+
+func (c *callParams) String() string { return c.name + "#" + strconv.FormatInt(c.id, 10) }
+
+// ruleKey identifies the program for the cache of compiled derivative
+// rules (compositeParams.compiled).
+func (c *callParams) ruleKey() string { return "compiled#" + strconv.FormatInt(c.id, 10) }
+
+var compiledCall = func() *interp.Prim {
+	p := interp.NewPrim("compiled_call", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+		g := params.(*callParams).graph
+		out := make([]interp.Aval, len(g.Out))
+		for i, v := range g.Out {
+			out[i] = v.Aval
+		}
+		return out
+	})
+	p.Whole = true
+	p.Impl = func(params any, args []*tensor) []*tensor {
+		c := params.(*callParams)
+		defer interp.Decomposing(c.name)
+		return c.graph.Eval(args...)
+	}
+	p.EvalImpl = func(params any, args []*tensor) []*tensor {
+		return params.(*callParams).prog.Run(args, nil)
+	}
+	return p
+}()
+
+func init() {
+	batching.Register(compiledCall, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		c := params.(*callParams)
+		var b strings.Builder
+		b.WriteString(strconv.Itoa(size))
+		avals := make([]interp.Aval, len(vals))
+		for i, v := range vals {
+			b.WriteByte(',')
+			b.WriteString(strconv.Itoa(dims[i]))
+			avals[i] = v.Aval()
+		}
+		b.WriteByte(':')
+		b.WriteString(interp.AvalsKey(avals))
+		key := b.String()
+		bp, ok := c.batched.Load(key)
+		if !ok {
+			g := interp.TraceAvals("compile", vmapped(size, dims, func(xs []*tensor) []*tensor { return c.graph.Eval(xs...) }), avals)
+			bp, _ = c.batched.LoadOrStore(key, newCallParams(c.name, optimize(g)))
+		}
+		outs := interp.Bind(compiledCall, bp.(*callParams), vals...)
+		return outs, make([]int, len(outs))
+	})
+}
