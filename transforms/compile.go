@@ -513,7 +513,22 @@ type program interface {
 }
 
 // optimize runs the compiler's passes on g.
-func optimize(g *interp.Graph) *interp.Graph { return g }
+func optimize(g *interp.Graph) *interp.Graph {
+	out, _ := optimizeStages(g, false)
+	return out
+}
+
+// stage is one step of the compilation, for Explain.
+type stage struct {
+	name  string
+	graph *interp.Graph
+}
+
+// optimizeStages runs the compiler's passes on g, recording each pass's
+// result when record is set.
+func optimizeStages(g *interp.Graph, record bool) (*interp.Graph, []stage) {
+	return g, nil
+}
 
 // buildProgram prepares g for repeated evaluation on concrete values.
 func buildProgram(g *interp.Graph) program { return compiledProgram{g.Compile()} }
@@ -521,6 +536,57 @@ func buildProgram(g *interp.Graph) program { return compiledProgram{g.Compile()}
 type compiledProgram struct{ c *interp.Compiled }
 
 func (p compiledProgram) Run(args []*tensor, _ []bool) []*tensor { return p.c.Eval(args...) }
+
+// Explain returns, for x's signature, the traced graph, the graph after
+// each optimization pass that changed it, and the program that runs it
+// (MakeGraph's notation): what was simplified, fused and how memory is
+// reused. It traces anew and does not touch the cache.
+func (c *Compiled[A, R]) Explain(x A) string {
+	leaves, def, _ := treeimpl.FlattenStatics(c.op, x)
+	static := c.staticLeaves(def)
+	var in []interp.Aval
+	var inputs []int
+	for i, l := range leaves {
+		if !static[i] {
+			in = append(in, l.Aval())
+			inputs = append(inputs, i)
+		}
+	}
+	g := interp.TraceAvals("compile", func(vals []*tensor) []*tensor {
+		all := append([]*tensor(nil), leaves...)
+		for j, i := range inputs {
+			all[i] = vals[j]
+		}
+		return Functionalize(flatFn(c.op, c.f, def, nil))(all)
+	}, in)
+	var b strings.Builder
+	b.WriteString("traced:\n")
+	b.WriteString(g.String())
+	opt, stages := optimizeStages(g, true)
+	prev := g.String()
+	for _, s := range stages {
+		cur := s.graph.String()
+		if cur == prev {
+			continue
+		}
+		b.WriteString("\nafter " + s.name + ":\n")
+		b.WriteString(cur)
+		prev = cur
+	}
+	if p, ok := buildProgram(opt).(interface{ String() string }); ok {
+		b.WriteString("\nprogram:\n")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Explain is Compiled.Explain for the two arguments.
+func (c *Compiled2[A, B, R]) Explain(a A, b B) string { return c.c.Explain(args2[A, B]{a, b}) }
+
+// Explain is Compiled.Explain for the three arguments.
+func (c *Compiled3[A, B, C, R]) Explain(a A, b B, x C) string {
+	return c.c.Explain(args3[A, B, C]{a, b, x})
+}
 
 // Compile2 is Compile for a function of two arguments; Donate and
 // StaticArgnums name them by position.

@@ -241,3 +241,16 @@ func TestCompiledIsOnePrimitive(t *testing.T) {
 	h := transforms.Hessian(func(x *T) *T { return c.Call(x) })(peel.FromFloat64s([]float64{0.3, -0.2}))
 	near(t, "Hessian(Compile)", h.Float64s(), transforms.Hessian(f)(peel.FromFloat64s([]float64{0.3, -0.2})).Float64s(), 1e-14)
 }
+
+// TestCompileExplain: Explain prints the traced graph (and, once the
+// passes change it, each stage).
+func TestCompileExplain(t *testing.T) {
+	c := transforms.Compile(func(x *T) *T { return peel.Sum(peel.Tanh(x)) })
+	s := c.Explain(xs)
+	if !strings.Contains(s, "traced:") || !strings.Contains(s, "tanh") || !strings.Contains(s, "reduce_sum") {
+		t.Errorf("Explain:\n%s", s)
+	}
+	if c.Stats().Calls != 0 || c.Stats().Signatures != 0 {
+		t.Errorf("Explain touched the cache: %+v", c.Stats())
+	}
+}
