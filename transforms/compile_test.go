@@ -1,9 +1,13 @@
 package transforms_test
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/transforms"
@@ -253,4 +257,40 @@ func TestCompileExplain(t *testing.T) {
 	if c.Stats().Calls != 0 || c.Stats().Signatures != 0 {
 		t.Errorf("Explain touched the cache: %+v", c.Stats())
 	}
+}
+
+// TestRapidCompileEqualsEager: on random smooth programs over random
+// broadcast shapes, Compile2(p) equals p bit for bit, and so do Grad of
+// the compiled program and the compiled Grad, against Grad of p.
+func TestRapidCompileEqualsEager(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		xs, ys := drawShapes(rt, 0)
+		p := drawProgram(rt)
+		x, y := drawTensor(rt, "x", xs), drawTensor(rt, "y", ys)
+		c := transforms.Compile2(p.run)
+		want := p.run(x, y)
+		for i := 0; i < 2; i++ {
+			got := c.Call(x, y)
+			if !slices.Equal(got.Shape(), want.Shape()) {
+				rt.Fatalf("%s: shape %v, want %v", p, got.Shape(), want.Shape())
+			}
+			if !slices.Equal(got.Float64s(), want.Float64s()) {
+				rt.Fatalf("%s: compiled %v, eager %v", p, got.Float64s(), want.Float64s())
+			}
+		}
+		loss := func(x, y *T) *T { return peel.Sum(p.run(x, y)) }
+		wantG := transforms.Grad2(loss)(x, y)
+		cl := transforms.Compile2(loss)
+		for name, g := range map[string]*T{
+			"Grad2(Compile2)": transforms.Grad2(cl.Call)(x, y),
+			"Compile2(Grad2)": transforms.Compile2(transforms.Grad2(loss)).Call(x, y),
+		} {
+			got, want := g.Float64s(), wantG.Float64s()
+			for k := range got {
+				if math.Abs(got[k]-want[k]) > 1e-12*math.Max(1, math.Abs(want[k])) {
+					rt.Fatalf("%s of %s: %v, want %v", name, p, got, want)
+				}
+			}
+		}
+	})
 }
