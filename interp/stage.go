@@ -231,9 +231,16 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 	}
 	g := s.g.DCE()
 	if s.sources != nil {
+		// The sources' content as the trace ends: a tensor written while
+		// it was traced (a buffer an interpreter accumulates into after
+		// lifting it) is, from now on, unchanged unless written again.
 		byVar := make(map[*Var]ConstSource, len(s.consts))
 		for t, c := range s.consts {
-			byVar[c.v] = ConstSource{t: t, version: c.version, blk: c.blk}
+			var blk *block
+			if t.tr == nil {
+				blk = t.st.cur
+			}
+			byVar[c.v] = ConstSource{t: t, version: t.version, blk: blk}
 		}
 		src := make([]ConstSource, len(g.Consts))
 		for i, v := range g.Consts {
