@@ -13,8 +13,10 @@ type stager struct {
 	// decompose makes composites with Whole decompose too.
 	decompose bool
 	// sources, when set, receives the tensors the graph's constants were
-	// lifted from (RecordConstSources).
-	sources *[]ConstSource
+	// lifted from (RecordConstSources); liftedFrom records them by var
+	// (a tensor lifted again after a change has several).
+	sources    *[]ConstSource
+	liftedFrom map[*Var]*Tensor
 }
 
 // constRec is a lifted constant: its var, and the content it was lifted
@@ -56,11 +58,9 @@ func (c ConstSource) Tensor() *Tensor { return c.t }
 // Changed reports whether the tensor's content may differ from the
 // constant's: it was written in place or rebound since, or it is a
 // tracer (a value of a transform level, meaningful only while that level
-// lives), or its source is unknown (the tensor changed while it was
-// traced and was lifted twice).
+// lives).
 func (c ConstSource) Changed() bool {
 	if c.t == nil || c.t.tr != nil {
-		// Unknown (the tensor was lifted again while tracing) or a tracer.
 		return true
 	}
 	return c.t.version != c.version || c.t.st.cur != c.blk
@@ -112,6 +112,9 @@ func (s *stager) varOf(t *Tensor) *Var {
 	}
 	v := s.newVar(t.Aval())
 	s.consts[t] = constRec{v: v, version: t.version, blk: blk}
+	if s.sources != nil {
+		s.liftedFrom[v] = t
+	}
 	s.g.Consts = append(s.g.Consts, v)
 	s.g.ConstVals = append(s.g.ConstVals, t.Snapshot())
 	return v
@@ -211,6 +214,9 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 	for _, o := range opts {
 		o(s)
 	}
+	if s.sources != nil {
+		s.liftedFrom = map[*Var]*Tensor{}
+	}
 	s.level = NewLevel(name, s)
 	defer s.level.End()
 	in := make([]*Tensor, len(avals))
@@ -234,17 +240,14 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 		// The sources' content as the trace ends: a tensor written while
 		// it was traced (a buffer an interpreter accumulates into after
 		// lifting it) is, from now on, unchanged unless written again.
-		byVar := make(map[*Var]ConstSource, len(s.consts))
-		for t, c := range s.consts {
+		src := make([]ConstSource, len(g.Consts))
+		for i, v := range g.Consts {
+			t := s.liftedFrom[v]
 			var blk *block
 			if t.tr == nil {
 				blk = t.st.cur
 			}
-			byVar[c.v] = ConstSource{t: t, version: t.version, blk: blk}
-		}
-		src := make([]ConstSource, len(g.Consts))
-		for i, v := range g.Consts {
-			src[i] = byVar[v]
+			src[i] = ConstSource{t: t, version: t.version, blk: blk}
 		}
 		*s.sources = src
 	}

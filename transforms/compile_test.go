@@ -294,3 +294,17 @@ func TestRapidCompileEqualsEager(t *testing.T) {
 		}
 	})
 }
+
+// TestCompileGradHitsCache: a constant lifted twice while tracing (the
+// broadcast 0.5 of the forward and of the backward pass) does not make
+// every later call a miss.
+func TestCompileGradHitsCache(t *testing.T) {
+	c := transforms.Compile(transforms.Grad(func(x *T) *T { return peel.Sum(peel.Mul(peel.Mul(x, 0.5), x)) }))
+	x := peel.FromFloat64s([]float64{1, 2, 3, 4})
+	for i := 0; i < 3; i++ {
+		near(t, "Compile(Grad)", c.Call(x).Float64s(), x.Float64s(), 1e-15)
+	}
+	if s := c.Stats(); s.Misses != 1 || s.Hits != 2 {
+		t.Errorf("stats %+v (last miss %q)", s, s.LastMiss)
+	}
+}
