@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
-	"time"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/examples/customop/mylib"
@@ -19,17 +18,18 @@ import (
 // A compiled workload's Setup compiles once; the first call (trace,
 // optimize, run) happens in the check that Measure runs before the
 // warm-up, so the timed samples, the allocations per run and the peak
-// heap are those of calls that hit the cache. Its twin
+// heap are those of calls that hit the cache, and its check fails (the
+// workload shows MISMATCH) when a later call traced again. Its twin
 // <name>_compile_time times that first call instead: each run compiles
 // afresh and calls once; its metric is the part of it spent tracing and
 // optimizing (CompileStats.TraceTime).
 
 // compiledSetup prepares a compiled workload: it makes the inputs and the
 // reference and returns compile, which compiles the function afresh (a
-// new transforms.Compile) and returns the call that is timed and how long
-// that Compile has spent tracing and optimizing so far, and check, which
-// compares the latest call's result with the reference.
-type compiledSetup func() (compile func() (call func(), traceTime func() time.Duration), check func() error)
+// new transforms.Compile) and returns the call that is timed and that
+// Compile's statistics, and check, which compares the latest call's
+// result with the reference.
+type compiledSetup func() (compile func() (call func(), stats func() transforms.CompileStats), check func() error)
 
 // compiledWorkloads returns the workload that times the calls of one
 // Compile of setup's function, and its <name>_compile_time twin that
@@ -40,8 +40,13 @@ func compiledWorkloads(name, doc, unit string, metric func(float64) float64, set
 		Unit: unit, Metric: metric,
 		Setup: func() (func(), func() error) {
 			compile, check := setup()
-			call, _ := compile()
-			return call, check
+			call, stats := compile()
+			return call, func() error {
+				if err := check(); err != nil {
+					return err
+				}
+				return checkHits(stats())
+			}
 		},
 	}
 	// The mean trace time per first call of the latest Setup's runs.
@@ -61,15 +66,26 @@ func compiledWorkloads(name, doc, unit string, metric func(float64) float64, set
 			traceNs.Store(0)
 			firsts.Store(0)
 			run := func() {
-				call, trace := compile()
+				call, stats := compile()
 				call()
-				traceNs.Add(int64(trace()))
+				traceNs.Add(int64(stats().TraceTime))
 				firsts.Add(1)
 			}
 			return run, check
 		},
 	}
 	return []Workload{steady, first}
+}
+
+// checkHits fails when a compiled function traced more than once: its
+// calls after the first must hit the cache, or the workload times
+// tracing instead of compiled code.
+func checkHits(s transforms.CompileStats) error {
+	if s.Misses > 1 || s.Uncompiled > 0 {
+		return fmt.Errorf("not compiled code: %d of %d calls traced, %d ran uncompiled (last miss: %s)",
+			s.Misses, s.Calls, s.Uncompiled, s.LastMiss)
+	}
+	return nil
 }
 
 func compiledWorkloadList() []Workload {
@@ -106,27 +122,27 @@ func compiledWorkloadList() []Workload {
 func perMs(ns float64) float64 { return ns / 1e6 }
 
 // tinyChainCompiled compiles the tiny chain (a, b, c captured constants).
-func tinyChainCompiled() (func() (func(), func() time.Duration), func() error) {
+func tinyChainCompiled() (func() (func(), func() transforms.CompileStats), func() error) {
 	xs, as, bs, cs := tinyChainInputs()
 	x0 := peel.FromFloat64s(xs)
 	chain := tinyChainFn(peel.FromFloat64s(as), peel.FromFloat64s(bs), peel.FromFloat64s(cs))
 	want := tinyChainWant(xs, as, bs, cs)
 	var out *peel.Tensor
-	compile := func() (func(), func() time.Duration) {
+	compile := func() (func(), func() transforms.CompileStats) {
 		c := transforms.Compile(chain)
-		return func() { out = c.Call(x0) }, func() time.Duration { return c.Stats().TraceTime }
+		return func() { out = c.Call(x0) }, c.Stats
 	}
 	return compile, func() error { return compare(out.Float64s(), want, 1e-12, 1e-12) }
 }
 
 // chainCompiled compiles tanh(2x+1)·x on 2^20 elements.
 func chainCompiled(dt peel.DType) compiledSetup {
-	return func() (func() (func(), func() time.Duration), func() error) {
+	return func() (func() (func(), func() transforms.CompileStats), func() error) {
 		x := fromFloats(randFloats(5, chainN, -2, 2), dt)
 		var out *peel.Tensor
-		compile := func() (func(), func() time.Duration) {
+		compile := func() (func(), func() transforms.CompileStats) {
 			c := transforms.Compile(chainFn)
-			return func() { out = c.Call(x) }, func() time.Duration { return c.Stats().TraceTime }
+			return func() { out = c.Call(x) }, c.Stats
 		}
 		return compile, chainCheck(x, &out)
 	}
@@ -135,7 +151,7 @@ func chainCompiled(dt peel.DType) compiledSetup {
 // geluCompiled compiles mylib.gelu's composite (or Grad of its sum) on
 // the gelu workloads' f32 input.
 func geluCompiled(grad bool) compiledSetup {
-	return func() (func() (func(), func() time.Duration), func() error) {
+	return func() (func() (func(), func() transforms.CompileStats), func() error) {
 		xs := randFloats(11, geluRows*geluCols, -4, 4)
 		x := fromFloats(xs, peel.Float32, geluRows, geluCols)
 		f := func(x *peel.Tensor) *peel.Tensor { return mylib.GeluComposite(x) }
@@ -143,9 +159,9 @@ func geluCompiled(grad bool) compiledSetup {
 			f = transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(mylib.GeluComposite(x)) })
 		}
 		var out *peel.Tensor
-		compile := func() (func(), func() time.Duration) {
+		compile := func() (func(), func() transforms.CompileStats) {
 			c := transforms.Compile(f)
-			return func() { out = c.Call(x) }, func() time.Duration { return c.Stats().TraceTime }
+			return func() { out = c.Call(x) }, c.Stats
 		}
 		return compile, geluCheck(xs, peel.Float32, grad, &out)
 	}
@@ -154,7 +170,7 @@ func geluCompiled(grad bool) compiledSetup {
 // perSampleGradCompiled compiles per_sample_grad_mlp_f32's Vmap(Grad)
 // (the parameters captured constants), checked like it against an eager
 // Grad of single examples.
-func perSampleGradCompiled() (func() (func(), func() time.Duration), func() error) {
+func perSampleGradCompiled() (func() (func(), func() transforms.CompileStats), func() error) {
 	p, x, onehot := mlpSetup(peel.Float32)
 	type ex struct{ X, Y *peel.Tensor }
 	grad := func(e ex) mlpParams {
@@ -162,9 +178,9 @@ func perSampleGradCompiled() (func() (func(), func() time.Duration), func() erro
 	}
 	vgrad := transforms.Vmap(grad)
 	var w1 *peel.Tensor
-	compile := func() (func(), func() time.Duration) {
+	compile := func() (func(), func() transforms.CompileStats) {
 		c := transforms.Compile(vgrad)
-		return func() { w1 = c.Call(ex{X: x, Y: onehot}).W1 }, func() time.Duration { return c.Stats().TraceTime }
+		return func() { w1 = c.Call(ex{X: x, Y: onehot}).W1 }, c.Stats
 	}
 	check := func() error {
 		for _, i := range []int{0, mlpBatch - 1} {
@@ -340,14 +356,14 @@ func mlpStepEager() Workload {
 
 // mlpStepCompiled is the training step under Compile3, checked against
 // the float64 recomputation and against the eager step.
-func mlpStepCompiled() (func() (func(), func() time.Duration), func() error) {
+func mlpStepCompiled() (func() (func(), func() transforms.CompileStats), func() error) {
 	p, x, onehot := mlpStepData()
 	ref, loss := mlpStepRef(p, x, onehot)
 	eager := mlpStep(p, x, onehot)
 	var out stepResult
-	compile := func() (func(), func() time.Duration) {
+	compile := func() (func(), func() transforms.CompileStats) {
 		c := transforms.Compile3(mlpStep)
-		return func() { out = c.Call(p, x, onehot) }, func() time.Duration { return c.Stats().TraceTime }
+		return func() { out = c.Call(p, x, onehot) }, c.Stats
 	}
 	check := func() error {
 		if err := checkStep(out, ref, loss); err != nil {
@@ -504,13 +520,13 @@ func mamlEager() Workload {
 
 // mamlCompiled is the MAML step under Compile2, checked against the eager
 // step (itself checked against central differences).
-func mamlCompiled() (func() (func(), func() time.Duration), func() error) {
+func mamlCompiled() (func() (func(), func() transforms.CompileStats), func() error) {
 	params, tasks := mamlData()
 	check, err := mamlRef(params, tasks)
 	var out mamlResult
-	compile := func() (func(), func() time.Duration) {
+	compile := func() (func(), func() transforms.CompileStats) {
 		c := transforms.Compile2(mamlStep)
-		return func() { out = c.Call(params, tasks) }, func() time.Duration { return c.Stats().TraceTime }
+		return func() { out = c.Call(params, tasks) }, c.Stats
 	}
 	return compile, func() error {
 		if err != nil {

@@ -57,13 +57,13 @@ func TestCompiledWorkloadsListed(t *testing.T) {
 // first call whose trace time is its metric. Never the timing itself.
 func TestCompiledMeasuredWarm(t *testing.T) {
 	var stats []func() transforms.CompileStats
-	setup := func() (func() (func(), func() time.Duration), func() error) {
+	setup := func() (func() (func(), func() transforms.CompileStats), func() error) {
 		x := peel.FromFloat64s(randFloats(1, 64, -2, 2))
 		var out *peel.Tensor
-		compile := func() (func(), func() time.Duration) {
+		compile := func() (func(), func() transforms.CompileStats) {
 			c := transforms.Compile(chainFn)
 			stats = append(stats, c.Stats)
-			return func() { out = c.Call(x) }, func() time.Duration { return c.Stats().TraceTime }
+			return func() { out = c.Call(x) }, c.Stats
 		}
 		return compile, chainCheck(x, &out)
 	}
@@ -122,5 +122,20 @@ func TestMLPStepCheckCatchesErrors(t *testing.T) {
 		if checkStep(bad, ref, loss) == nil {
 			t.Errorf("wrong step %d passed the check", i)
 		}
+	}
+}
+
+// TestCheckHits checks that a compiled function that traced again fails
+// the compiled workloads' check.
+func TestCheckHits(t *testing.T) {
+	c := transforms.Compile(chainFn)
+	c.Call(peel.FromFloat64s(randFloats(1, 4, -1, 1)))
+	c.Call(peel.FromFloat64s(randFloats(1, 4, -1, 1)))
+	if err := checkHits(c.Stats()); err != nil {
+		t.Errorf("a function that hit the cache: %v", err)
+	}
+	c.Call(peel.FromFloat64s(randFloats(1, 5, -1, 1)))
+	if err := checkHits(c.Stats()); err == nil || !strings.Contains(err.Error(), "2 of 3 calls traced") {
+		t.Errorf("a function that traced twice: %v", err)
 	}
 }

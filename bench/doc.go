@@ -25,7 +25,8 @@
 // Workloads named with a _compiled suffix run their eager twin's
 // computation through transforms.Compile (compile.go). Their first call,
 // which traces and optimizes, happens in the check before the warm-up, so
-// times, allocations and peak heap are those of later calls; a twin named
+// times, allocations and peak heap are those of later calls (the check
+// fails when one of them traced again); a twin named
 // <name>_compile_time times a fresh Compile's first call instead, with
 // the part spent tracing and optimizing as its metric. The torch peer
 // answers a _compiled workload with torch eager.
