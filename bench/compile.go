@@ -54,7 +54,7 @@ func compiledWorkloads(name, doc, unit string, metric func(float64) float64, set
 	first := Workload{
 		Name: name + "_compile_time", Impl: "peel",
 		Doc:  "first call of a fresh Compile for " + name + ": trace, optimize and one run; metric: trace and optimize alone",
-		Unit: "ms trace",
+		Unit: "trace-ms",
 		Metric: func(float64) float64 {
 			if n := firsts.Load(); n > 0 {
 				return float64(traceNs.Load()) / float64(n) / 1e6

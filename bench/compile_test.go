@@ -95,7 +95,7 @@ func TestCompiledMeasuredWarm(t *testing.T) {
 			t.Fatalf("compile %d: %+v; want one call, a miss", i, s)
 		}
 	}
-	if first.Workload != "test_compiled_compile_time" || first.Metric <= 0 || first.Unit != "ms trace" {
+	if first.Workload != "test_compiled_compile_time" || first.Metric <= 0 || first.Unit != "trace-ms" {
 		t.Errorf("compile-time record: %+v", first.Record())
 	}
 	// A hit allocates less than a trace (allocation counts, not times).
