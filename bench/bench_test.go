@@ -21,6 +21,9 @@ func TestWorkloadsCorrect(t *testing.T) {
 			if w.Impl == "" || w.Unit == "" || w.Metric == nil || w.Setup == nil {
 				t.Fatalf("workload %q is incomplete", w.Name)
 			}
+			if strings.ContainsAny(w.Unit, " \t") {
+				t.Fatalf("workload %q: unit %q has a space (go test -bench refuses it)", w.Name, w.Unit)
+			}
 			run, check := w.Setup()
 			if err := verify(w.Name, run, check); err != nil {
 				t.Fatal(err)

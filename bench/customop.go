@@ -64,24 +64,28 @@ func geluWorkload(dt peel.DType, how string, grad bool) Workload {
 				g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(f(x)) })
 				run = func() { out = g(x) }
 			}
-			check := func() error {
-				want := make([]float64, n)
-				for i, v := range xs {
-					if grad {
-						want[i] = geluDeriv(v)
-					} else {
-						want[i] = mylib.GeluFloat64(v)
-					}
-				}
-				tol := 1e-12
-				if dt == peel.Float32 {
-					tol = 1e-5
-				}
-				return compare(hostFloats(out), want, tol, tol)
-			}
+			check := geluCheck(xs, dt, grad, &out)
 			return run, check
 		},
 	}
+}
+
+// geluCheck returns the check of gelu (or, with grad, its derivative) at
+// xs: it compares *out with float64 values.
+func geluCheck(xs []float64, dt peel.DType, grad bool, out **peel.Tensor) func() error {
+	want := make([]float64, len(xs))
+	for i, v := range xs {
+		if grad {
+			want[i] = geluDeriv(v)
+		} else {
+			want[i] = mylib.GeluFloat64(v)
+		}
+	}
+	tol := 1e-12
+	if dt == peel.Float32 {
+		tol = 1e-5
+	}
+	return func() error { return compare(hostFloats(*out), want, tol, tol) }
 }
 
 // geluDeriv is the derivative of the tanh approximation of GELU.

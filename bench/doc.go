@@ -22,6 +22,15 @@
 // its Record carries the error instead, and reports show it as a
 // mismatch. The peer scripts check their results the same way.
 //
+// Workloads named with a _compiled suffix run their eager twin's
+// computation through transforms.Compile (compile.go). Their first call,
+// which traces and optimizes, happens in the check before the warm-up, so
+// times, allocations and peak heap are those of later calls (the check
+// fails when one of them traced again); a twin named
+// <name>_compile_time times a fresh Compile's first call instead, with
+// the part spent tracing and optimizing as its metric. The torch peer
+// answers a _compiled workload with torch eager.
+//
 // Workloads whose Impl is not "peel" are references that bound what peel
 // can reach: the same matrix product through gonum's BLAS called
 // directly, and a plain Go copy of the bytes a cheap elementwise op

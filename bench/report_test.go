@@ -305,6 +305,22 @@ func TestPeerProtocolTorch(t *testing.T) {
 		!(r.MinNs <= r.MedianNs && r.MedianNs <= r.MaxNs) || r.Reps != 2 || r.Unit != "ns/op" {
 		t.Errorf("record: %+v", r)
 	}
+	// The compiled workloads are compared with torch eager, and the two
+	// training steps run in the peer too.
+	for _, w := range Workloads() {
+		if (strings.HasSuffix(w.Name, "_compiled") || w.Name == "mlp_step_f32" || w.Name == "maml_step") && !p.Has(w.Name) {
+			t.Errorf("the torch peer lacks %s", w.Name)
+		}
+	}
+	for _, w := range Workloads() {
+		if w.Name != "mlp_step_f32_compiled" && w.Name != "maml_step" {
+			continue
+		}
+		r, err := p.Measure(w.Name, Options{Reps: 2, MinTime: 20 * time.Millisecond, Warmup: 5 * time.Millisecond, Threads: 1})
+		if err != nil || r.Failed() || r.Unit != w.Unit {
+			t.Errorf("%s: %+v, %v", w.Name, r, err)
+		}
+	}
 	r, err = p.Measure("no_such_workload", Options{Reps: 1, Threads: 1})
 	if err != nil || !r.Failed() {
 		t.Errorf("unknown workload: %+v, %v", r, err)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -37,8 +39,9 @@ type Workload struct {
 
 // Workloads returns every workload, peel's first, each followed by the
 // references it is compared with.
+// A compiled workload comes right after its eager twin (see compile.go).
 func Workloads() []Workload {
-	return append([]Workload{
+	return placeCompiled(append([]Workload{
 		tinyChain(),
 		chain1M(peel.Float32),
 		chain1M(peel.Float64),
@@ -47,7 +50,26 @@ func Workloads() []Workload {
 		matmul(peel.Float64, false),
 		matmul(peel.Float32, true),
 		matmul(peel.Float64, true),
-	}, append(append(autodiffWorkloads(), vmapWorkloads()...), customOpWorkloads()...)...)
+	}, append(append(autodiffWorkloads(), vmapWorkloads()...), customOpWorkloads()...)...), compiledWorkloadList())
+}
+
+// placeCompiled inserts each of the compiled workloads cs after its eager
+// twin in ws (the workload named without the _compiled suffix) and the
+// twin's compiled workloads placed before it; one without a twin goes at
+// the end.
+func placeCompiled(ws, cs []Workload) []Workload {
+	for _, c := range cs {
+		twin, _, _ := strings.Cut(c.Name, "_compiled")
+		at := slices.IndexFunc(ws, func(w Workload) bool { return w.Name == twin })
+		if at < 0 {
+			ws = append(ws, c)
+			continue
+		}
+		for at++; at < len(ws) && strings.HasPrefix(ws[at].Name, twin+"_compiled"); at++ {
+		}
+		ws = slices.Insert(ws, at, c)
+	}
+	return ws
 }
 
 // perOp returns a metric of ns per op for ops ops per run.
@@ -118,36 +140,43 @@ func tinyChain() Workload {
 		Doc:  "100 elementwise ops (mul, add, tanh, sub) on f64[8]: per-op dispatch overhead",
 		Unit: "ns/op", Metric: perOp(tinyChainOps),
 		Setup: func() (func(), func() error) {
-			xs := randFloats(1, 8, -1, 1)
-			as := randFloats(2, 8, 0.5, 1.5)
-			bs := randFloats(3, 8, -0.5, 0.5)
-			cs := randFloats(4, 8, -0.5, 0.5)
+			xs, as, bs, cs := tinyChainInputs()
 			x0 := peel.FromFloat64s(xs)
 			a, b, c := peel.FromFloat64s(as), peel.FromFloat64s(bs), peel.FromFloat64s(cs)
 			chain := tinyChainFn(a, b, c)
 			var out *peel.Tensor
 			run := func() { out = chain(x0) }
-			check := func() error {
-				want := append([]float64(nil), xs...)
-				for i := range tinyChainOps {
-					for j := range want {
-						switch i % 4 {
-						case 0:
-							want[j] *= as[j]
-						case 1:
-							want[j] += bs[j]
-						case 2:
-							want[j] = math.Tanh(want[j])
-						case 3:
-							want[j] -= cs[j]
-						}
-					}
-				}
-				return compare(out.Float64s(), want, 1e-12, 1e-12)
-			}
+			want := tinyChainWant(xs, as, bs, cs)
+			check := func() error { return compare(out.Float64s(), want, 1e-12, 1e-12) }
 			return run, check
 		},
 	}
+}
+
+// tinyChainInputs returns the tiny chain's input and constants: x0, a, b,
+// c, each 8 values.
+func tinyChainInputs() (xs, as, bs, cs []float64) {
+	return randFloats(1, 8, -1, 1), randFloats(2, 8, 0.5, 1.5), randFloats(3, 8, -0.5, 0.5), randFloats(4, 8, -0.5, 0.5)
+}
+
+// tinyChainWant is the tiny chain computed with float64 loops.
+func tinyChainWant(xs, as, bs, cs []float64) []float64 {
+	want := append([]float64(nil), xs...)
+	for i := range tinyChainOps {
+		for j := range want {
+			switch i % 4 {
+			case 0:
+				want[j] *= as[j]
+			case 1:
+				want[j] += bs[j]
+			case 2:
+				want[j] = math.Tanh(want[j])
+			case 3:
+				want[j] -= cs[j]
+			}
+		}
+	}
+	return want
 }
 
 // chainN is the length of the 1M-element chains.
@@ -167,22 +196,30 @@ func chain1M(dt peel.DType) Workload {
 			xs := randFloats(5, chainN, -2, 2)
 			x := fromFloats(xs, dt)
 			var out *peel.Tensor
-			run := func() { out = peel.Mul(peel.Tanh(peel.Add(peel.Mul(x, 2.0), 1.0)), x) }
-			check := func() error {
-				want := make([]float64, chainN)
-				in := hostFloats(x) // the f32 inputs as rounded
-				for i, v := range in {
-					want[i] = math.Tanh(2*v+1) * v
-				}
-				tol := 1e-12
-				if dt == peel.Float32 {
-					tol = 1e-5
-				}
-				return compare(hostFloats(out), want, tol, tol)
-			}
+			run := func() { out = chainFn(x) }
+			check := chainCheck(x, &out)
 			return run, check
 		},
 	}
+}
+
+// chainFn is tanh(2x+1)·x.
+func chainFn(x *peel.Tensor) *peel.Tensor {
+	return peel.Mul(peel.Tanh(peel.Add(peel.Mul(x, 2.0), 1.0)), x)
+}
+
+// chainCheck returns the check of chainFn(x): it compares *out with a
+// float64 loop over x's values.
+func chainCheck(x *peel.Tensor, out **peel.Tensor) func() error {
+	want := hostFloats(x) // the f32 inputs as rounded
+	for i, v := range want {
+		want[i] = math.Tanh(2*v+1) * v
+	}
+	tol := 1e-12
+	if x.DType() == peel.Float32 {
+		tol = 1e-5
+	}
+	return func() error { return compare(hostFloats(*out), want, tol, tol) }
 }
 
 // copy1M is a plain Go copy of the bytes one f32 op of chain_1m reads

@@ -403,6 +403,111 @@ def gelu(dtype, how, grad):
     return setup
 
 
+STEP_IN, STEP_HIDDEN, STEP_OUT, STEP_BATCH, STEP_LR = 784, 256, 10, 128, 0.1
+
+
+def mlp_step():
+    """One training step of an MLP 784-256-10 (tanh), batch 128, f32:
+    forward, mean softmax cross-entropy, loss.backward(), and an SGD step
+    under no_grad. Like peel's step it leaves the parameters as they are
+    and returns the updated ones, so that every run computes the same
+    step."""
+    import torch.nn.functional as F
+    g = torch.Generator().manual_seed(31)
+    s1, s2 = STEP_IN ** -0.5, STEP_HIDDEN ** -0.5
+    w1 = ((torch.rand(STEP_IN, STEP_HIDDEN, generator=g, dtype=torch.float64) * 2 - 1) * s1).float()
+    b1 = ((torch.rand(STEP_HIDDEN, generator=g, dtype=torch.float64) * 2 - 1) * 0.1).float()
+    w2 = ((torch.rand(STEP_HIDDEN, STEP_OUT, generator=g, dtype=torch.float64) * 2 - 1) * s2).float()
+    b2 = ((torch.rand(STEP_OUT, generator=g, dtype=torch.float64) * 2 - 1) * 0.1).float()
+    x = torch.rand(STEP_BATCH, STEP_IN, generator=g, dtype=torch.float64).float()
+    labels = torch.arange(STEP_BATCH) % STEP_OUT
+    params = [p.requires_grad_() for p in (w1, b1, w2, b2)]
+
+    def step(ps, x):
+        for p in ps:
+            p.grad = None
+        h = torch.tanh(x @ ps[0] + ps[1])
+        loss = F.cross_entropy(h @ ps[2] + ps[3], labels)
+        loss.backward()
+        with torch.no_grad():
+            return [p - STEP_LR * p.grad for p in ps], loss.detach()
+
+    out = [None]
+
+    def run():
+        out[0] = step(params, x)
+
+    def check():
+        ref = [p.detach().double().requires_grad_() for p in params]
+        want, want_loss = step(ref, x.double())
+        got, loss = out[0]
+        for gp, wp in zip(got, want):
+            compare(gp.flatten().tolist(), wp.flatten().tolist(), 1e-5, 1e-7)
+        compare([loss.item()], [want_loss.item()], 1e-5, 0)
+
+    return run, check
+
+
+MAML_TASKS, MAML_K, MAML_HIDDEN, MAML_ALPHA = 4, 20, 40, 0.1
+
+
+def maml_step():
+    """The MAML step of peel's maml_step: value and functorch.grad of the
+    mean over 4 tasks (vmap) of the query loss after one inner SGD step
+    (grad inside) of an MLP 1-40-40-1 (ReLU, f64), checked against central
+    differences of the meta-loss."""
+    from functorch import grad, vmap, grad_and_value
+    g = torch.Generator().manual_seed(41)
+    s = MAML_HIDDEN ** -0.5
+
+    def u(*shape, lo, hi):
+        return torch.rand(*shape, generator=g, dtype=torch.float64) * (hi - lo) + lo
+
+    params = (u(1, MAML_HIDDEN, lo=-1, hi=1), u(MAML_HIDDEN, lo=-0.1, hi=0.1),
+              u(MAML_HIDDEN, MAML_HIDDEN, lo=-s, hi=s), u(MAML_HIDDEN, lo=-0.1, hi=0.1),
+              u(MAML_HIDDEN, 1, lo=-s, hi=s), u(1, lo=-0.1, hi=0.1))
+    amp, phase = u(MAML_TASKS, 1, 1, lo=0.1, hi=0.5), u(MAML_TASKS, 1, 1, lo=0, hi=math.pi)
+    x1, x2 = u(MAML_TASKS, MAML_K, 1, lo=-5, hi=5), u(MAML_TASKS, MAML_K, 1, lo=-5, hi=5)
+    tasks = (x1, amp * torch.sin(x1 + phase), x2, amp * torch.sin(x2 + phase))
+
+    def net(p, x):
+        x = torch.relu(x @ p[0] + p[1])
+        x = torch.relu(x @ p[2] + p[3])
+        return x @ p[4] + p[5]
+
+    def mse(a, b):
+        return ((a - b) ** 2).mean()
+
+    def task_loss(p, t):
+        gs = grad(lambda p, x, y: mse(net(p, x), y))(p, t[0], t[1])
+        adapted = tuple(pi - MAML_ALPHA * gi for pi, gi in zip(p, gs))
+        return mse(net(adapted, t[2]), t[3])
+
+    def meta_loss(p, ts):
+        return vmap(task_loss, in_dims=(None, 0))(p, ts).mean()
+
+    gv = grad_and_value(meta_loss)
+    out = [None]
+
+    def run():
+        out[0] = gv(params, tasks)
+
+    def check():
+        grads, _ = out[0]
+        eps = 1e-7  # the meta-loss jumps where an inner ReLU switches
+        for seed in (60, 61):
+            gd = torch.Generator().manual_seed(seed)
+            dirs = [torch.rand(p.shape, generator=gd, dtype=torch.float64) * 2 - 1 for p in params]
+            dot = sum((d * gi).sum().item() for d, gi in zip(dirs, grads))
+            plus = tuple(p + eps * d for p, d in zip(params, dirs))
+            minus = tuple(p - eps * d for p, d in zip(params, dirs))
+            fd = (meta_loss(plus, tasks).item() - meta_loss(minus, tasks).item()) / (2 * eps)
+            if not abs(fd - dot) <= 1e-6 * (abs(fd) + 1e-3):
+                raise AssertionError(f"meta-gradient {dot}, central differences {fd}")
+
+    return run, check
+
+
 def compare(got, want, rtol, atol):
     for i, (g, w) in enumerate(zip(got, want)):
         if not abs(g - w) <= atol + rtol * abs(w):
@@ -434,7 +539,17 @@ WORKLOADS = [
     for name, dtype in (("f32", torch.float32), ("f64", torch.float64))
     for grad in (False, True)
     for how in ("fused", "composite")
+] + [
+    ("mlp_step_f32", "ms", lambda ns: ns / 1e6, mlp_step),
+    ("maml_step", "ms", lambda ns: ns / 1e6, maml_step),
 ]
+
+# peel's compiled workloads are compared with torch eager (Debian's torch
+# 1.13 has no torch.compile): each <name>_compiled is answered by the
+# eager workload <name>.
+COMPILED = ["tiny_chain_100", "chain_1m_f32", "chain_1m_f64", "gelu_composite_1m_f32",
+            "gelu_grad_composite_1m_f32", "mlp_step_f32", "per_sample_grad_mlp_f32", "maml_step"]
+WORKLOADS += [(name + "_compiled",) + w[1:] for name in COMPILED for w in WORKLOADS if w[0] == name]
 
 
 def time_runs(run, n):
