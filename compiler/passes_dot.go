@@ -1,0 +1,83 @@
+package compiler
+
+import (
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// FoldTransposeIntoDot removes a transpose feeding dot_general by
+// renumbering the dot's dimensions: the dot reads the transpose's
+// operand directly, its batch and contracting dimensions mapped through
+// the permutation. dot_general takes any dimension numbers, and the CPU
+// kernel reads an operand in place (choosing the GEMM transpose flags
+// from its strides) exactly as it read the transposed view, so the
+// product is computed the same way, bit for bit, without the view (and
+// without the copy a program that materializes views would make). The
+// rewrite applies only when the result's layout is kept: the dot orders
+// an operand's free dimensions by number, so the permutation must keep
+// the free dimensions in order (it may reorder batch and contracting
+// dimensions freely). MatMul(x, Transpose(w)) and MatMul(Transpose(x),
+// w) of matrices, and their batched forms with the last two dimensions
+// swapped, all qualify. Equations that read or define a value written in
+// place are left as they are.
+func FoldTransposeIntoDot(g *interp.Graph) *interp.Graph {
+	b := newBuilder(g)
+	mut := mutated(g)
+	for _, e := range g.Eqns {
+		e = b.subst(e)
+		if e.Prim != prims.DotGeneral || touches(e, mut) {
+			b.append(e)
+			continue
+		}
+		p := e.Params.(prims.DotParams)
+		in := e.In
+		lhs, lc, lb, okL := foldDotOperand(b, in[0], p.LhsContract, p.LhsBatch, mut)
+		rhs, rc, rb, okR := foldDotOperand(b, in[1], p.RhsContract, p.RhsBatch, mut)
+		if !okL && !okR {
+			b.append(e)
+			continue
+		}
+		b.changed = true
+		np := prims.DotParams{LhsContract: lc, RhsContract: rc, LhsBatch: lb, RhsBatch: rb}
+		b.append(&interp.Eqn{Prim: prims.DotGeneral, Params: np, In: []*interp.Var{lhs, rhs}, Out: e.Out})
+	}
+	if !b.changed {
+		return g
+	}
+	return b.graph().DCE()
+}
+
+// foldDotOperand returns, for a dot operand v made by a transpose that
+// can be folded, the transpose's operand and the contracting and batch
+// dimensions renumbered to it; otherwise v and the dimensions as they
+// are, and false.
+func foldDotOperand(b *Builder, v *interp.Var, contract, batch []int, mut map[*interp.Var]bool) (*interp.Var, []int, []int, bool) {
+	t := b.producerOf(v, prims.Transpose)
+	if t == nil || touches(t, mut) {
+		return v, contract, batch, false
+	}
+	perm := t.Params.(prims.TransposeParams).Perm
+	used := make([]bool, len(perm))
+	mapDims := func(dims []int) []int {
+		out := make([]int, len(dims))
+		for i, d := range dims {
+			out[i] = perm[d]
+			used[d] = true
+		}
+		return out
+	}
+	nc, nb := mapDims(contract), mapDims(batch)
+	// The free dimensions, in increasing order, must stay in increasing
+	// order through the permutation.
+	last := -1
+	for d, u := range used {
+		if u {
+			continue
+		}
+		if perm[d] < last {
+			return v, contract, batch, false
+		}
+		last = perm[d]
+	}
+	return t.In[0], nc, nb, true
+}
