@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"sort"
 	"strconv"
 	"sync"
 
@@ -173,12 +174,15 @@ func (c *patterns) run(g *interp.Graph) *interp.Graph {
 	for _, e := range g.Eqns {
 		add(e.Out)
 	}
-	t := newTarget(g)
-	// replaced maps a matched root to the op's equation replacing it.
-	replaced := map[*interp.Eqn]*interp.Eqn{}
+	if len(avals) == 0 {
+		return g
+	}
+	// Every pattern the graph could hold, the largest first: a match
+	// claims its equations, so the one absorbing the most work wins.
+	var pats []*pattern
 	for i, op := range c.ops {
 		n := op.Arity()
-		if n == 0 || len(avals) == 0 {
+		if n == 0 {
 			continue
 		}
 		idx := make([]int, n)
@@ -188,24 +192,29 @@ func (c *patterns) run(g *interp.Graph) *interp.Graph {
 				tuple[j] = avals[k]
 			}
 			if p := c.get(i, tuple); p != nil {
-				for _, e := range g.Eqns {
-					if r := t.match(p, e); r != nil {
-						replaced[e] = r
-					}
-				}
+				pats = append(pats, p)
 			}
-			// Next tuple, odometer order.
+			// The next tuple, in odometer order.
 			j := n - 1
-			for j >= 0 {
-				idx[j]++
-				if idx[j] < len(avals) {
+			for ; j >= 0; j-- {
+				if idx[j]++; idx[j] < len(avals) {
 					break
 				}
 				idx[j] = 0
-				j--
 			}
 			if j < 0 {
 				break
+			}
+		}
+	}
+	sort.SliceStable(pats, func(a, b int) bool { return len(pats[a].g.Eqns) > len(pats[b].g.Eqns) })
+	t := newTarget(g)
+	// replaced maps a matched root to the op's equation replacing it.
+	replaced := map[*interp.Eqn]*interp.Eqn{}
+	for _, p := range pats {
+		for _, e := range g.Eqns {
+			if r := t.match(p, e); r != nil {
+				replaced[e] = r
 			}
 		}
 	}
