@@ -52,11 +52,26 @@ func FoldTransposeIntoDot(g *interp.Graph) *interp.Graph {
 // dimensions renumbered to it; otherwise v and the dimensions as they
 // are, and false.
 func foldDotOperand(b *Builder, v *interp.Var, contract, batch []int, mut map[*interp.Var]bool) (*interp.Var, []int, []int, bool) {
-	t := b.producerOf(v, prims.Transpose)
-	if t == nil || touches(t, mut) {
-		return v, contract, batch, false
+	folded := false
+	for {
+		t := b.producerOf(v, prims.Transpose)
+		if t == nil || touches(t, mut) {
+			return v, contract, batch, folded
+		}
+		nc, nb, ok := renumberDot(t.Params.(prims.TransposeParams).Perm, contract, batch)
+		if !ok {
+			return v, contract, batch, folded
+		}
+		v, contract, batch, folded = t.In[0], nc, nb, true
 	}
-	perm := t.Params.(prims.TransposeParams).Perm
+}
+
+// renumberDot maps a dot operand's contracting and batch dimensions
+// through the transpose that made it (operand dimension i is the
+// transpose's operand dimension perm[i]), or reports false when the
+// free dimensions, in increasing order, would not stay in increasing
+// order.
+func renumberDot(perm, contract, batch []int) (nc, nb []int, ok bool) {
 	used := make([]bool, len(perm))
 	mapDims := func(dims []int) []int {
 		out := make([]int, len(dims))
@@ -66,18 +81,16 @@ func foldDotOperand(b *Builder, v *interp.Var, contract, batch []int, mut map[*i
 		}
 		return out
 	}
-	nc, nb := mapDims(contract), mapDims(batch)
-	// The free dimensions, in increasing order, must stay in increasing
-	// order through the permutation.
+	nc, nb = mapDims(contract), mapDims(batch)
 	last := -1
 	for d, u := range used {
 		if u {
 			continue
 		}
 		if perm[d] < last {
-			return v, contract, batch, false
+			return nil, nil, false
 		}
 		last = perm[d]
 	}
-	return t.In[0], nc, nb, true
+	return nc, nb, true
 }
