@@ -2,6 +2,7 @@ package compiler_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -441,5 +442,55 @@ func TestOptimizeErrors(t *testing.T) {
 				t.Errorf("error %v, want a *peel.Error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestFoldTransposeIntoDotNumerics checks products large enough for the
+// GEMM path, where the kernel reads the folded operand with a transpose
+// flag instead of a contiguous copy and the BLAS may accumulate in
+// another order: both the traced and the folded graph must be within the
+// GEMM's rounding bound of a float64 reference, 2·K·ε·Σ_k |x_ik|·|w_jk|
+// (plus the rounding of the reference into the dtype); integer products
+// must agree exactly.
+func TestFoldTransposeIntoDotNumerics(t *testing.T) {
+	for _, dt := range []peel.DType{peel.Float32, peel.Float64, peel.Int64} {
+		for _, n := range []int{9, 40, 100} {
+			m, k := n+3, n+1
+			x := peel.Sub(peel.Mul(peel.Sin(peel.Mul(seq(m, k), 7.0)), 3.0), 0.25)
+			w := peel.Mul(peel.Cos(peel.Mul(seq(n, k), 5.0)), 2.0)
+			if dt == peel.Int64 {
+				x, w = peel.Round(x), peel.Round(w)
+			}
+			xd, wd := x.Float64s(), w.Float64s()
+			x, w = peel.AsType(x, dt), peel.AsType(w, dt)
+			g := trace(func(xs []*T) []*T { return []*T{peel.MatMul(xs[0], peel.Transpose(xs[1]))} }, x, w)
+			folded := compiler.FoldTransposeIntoDot(g)
+			if count(folded, "transpose") != 0 {
+				t.Fatalf("not folded:\n%v", folded)
+			}
+			eps := 0.0
+			switch dt {
+			case peel.Float32:
+				eps = 0x1p-24
+			case peel.Float64:
+				eps = 0x1p-53
+			}
+			for name, gr := range map[string]*interp.Graph{"traced": g, "folded": folded} {
+				got := peel.AsType(gr.Eval(x, w)[0], peel.Float64).Float64s()
+				for i := range m {
+					for j := range n {
+						ref, mag := 0.0, 0.0
+						for l := range k {
+							ref += xd[i*k+l] * wd[j*k+l]
+							mag += math.Abs(xd[i*k+l] * wd[j*k+l])
+						}
+						bound := 2*float64(k)*eps*mag + eps*math.Abs(ref)
+						if d := math.Abs(got[i*n+j] - ref); d > bound {
+							t.Fatalf("%v n=%d %s: element [%d,%d] = %v, want %v within %g", dt, n, name, i, j, got[i*n+j], ref, bound)
+						}
+					}
+				}
+			}
+		}
 	}
 }
