@@ -7,6 +7,7 @@ import (
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
 )
 
 // maxConstKey is the largest constant (in elements) CSE compares by
@@ -15,7 +16,8 @@ const maxConstKey = 1 << 12
 
 // CSE merges equal computations: an equation that applies the same
 // primitive with equal parameters (paramsEqual) to the same inputs as an
-// earlier one is dropped and its results replaced by the earlier one's,
+// earlier one (in either order for add, mul, and, or, eq and ne) is
+// dropped and its results replaced by the earlier one's,
 // and constants of equal type and value (up to maxConstKey elements,
 // compared bit for bit) become one. Every pure and view primitive is
 // deterministic in peel (random numbers are functions of explicit keys,
@@ -61,13 +63,18 @@ func CSE(g *interp.Graph) *interp.Graph {
 			out.Eqns = append(out.Eqns, e)
 			continue
 		}
+		comm := commutative[e.Prim] && len(e.In) == 2
 		k := key{id: e.Prim.ID, n: len(e.In)}
 		if len(e.In) > 0 {
 			k.in0 = e.In[0]
+			if comm && e.In[1].ID < e.In[0].ID {
+				k.in0 = e.In[1]
+			}
 		}
 		var twin *interp.Eqn
 		for _, f := range buckets[k] {
-			if sameInputs(e.In, f.In) && len(f.Out) == len(e.Out) && paramsEqual(e.Params, f.Params) {
+			same := sameInputs(e.In, f.In) || comm && e.In[0] == f.In[1] && e.In[1] == f.In[0]
+			if same && len(f.Out) == len(e.Out) && paramsEqual(e.Params, f.Params) {
 				twin = f
 				break
 			}
@@ -95,6 +102,14 @@ func sameBackend(a, b backend.Backend) bool {
 		return false
 	}
 	return a == b
+}
+
+// commutative are the binary primitives whose result is the same, bit
+// for bit, with their operands swapped (IEEE addition and multiplication
+// are commutative, signed zeros included; max and min are not listed:
+// which zero or NaN they return may depend on the order).
+var commutative = map[*interp.Prim]bool{
+	prims.Add: true, prims.Mul: true, prims.And: true, prims.Or: true, prims.Eq: true, prims.Ne: true,
 }
 
 func sameInputs(a, b []*interp.Var) bool {

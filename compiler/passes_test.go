@@ -72,6 +72,12 @@ func TestCSE(t *testing.T) {
 		{name: "same op same input", graph: traced(func(xs []*T) []*T {
 			return []*T{peel.Add(peel.Exp(xs[0]), peel.Exp(xs[0]))}
 		}, x), before: map[string]int{"exp": 2}, after: map[string]int{"exp": 1, "add": 1}, consts: -1},
+		{name: "commutative operands swapped", graph: traced(func(xs []*T) []*T {
+			return []*T{peel.Sub(peel.Mul(xs[0], xs[1]), peel.Mul(xs[1], xs[0])), peel.Add(xs[1], xs[0]), peel.Add(xs[0], xs[1])}
+		}, x, y), before: map[string]int{"mul": 2, "add": 2}, after: map[string]int{"mul": 1, "add": 1}, consts: -1},
+		{name: "non-commutative operands swapped", graph: traced(func(xs []*T) []*T {
+			return []*T{peel.Sub(xs[0], xs[1]), peel.Sub(xs[1], xs[0]), peel.Maximum(xs[0], xs[1]), peel.Maximum(xs[1], xs[0])}
+		}, x, y), after: map[string]int{"sub": 2, "max": 2}, consts: -1},
 		{name: "same op different inputs", graph: traced(func(xs []*T) []*T {
 			return []*T{peel.Add(peel.Exp(xs[0]), peel.Exp(xs[1]))}
 		}, x, y), before: map[string]int{"exp": 2}, after: map[string]int{"exp": 2}, consts: -1},
