@@ -28,17 +28,16 @@ import (
 // operand in another order), within the GEMM's usual error bound.
 func FoldTransposeIntoDot(g *interp.Graph) *interp.Graph {
 	b := newBuilder(g)
-	mut := mutated(g)
 	for _, e := range g.Eqns {
 		e = b.subst(e)
-		if e.Prim != prims.DotGeneral || touches(e, mut) {
+		if e.Prim != prims.DotGeneral || touches(e, b.mut) {
 			b.append(e)
 			continue
 		}
 		p := e.Params.(prims.DotParams)
 		in := e.In
-		lhs, lc, lb, okL := foldDotOperand(b, in[0], p.LhsContract, p.LhsBatch, mut)
-		rhs, rc, rb, okR := foldDotOperand(b, in[1], p.RhsContract, p.RhsBatch, mut)
+		lhs, lc, lb, okL := foldDotOperand(b, in[0], p.LhsContract, p.LhsBatch)
+		rhs, rc, rb, okR := foldDotOperand(b, in[1], p.RhsContract, p.RhsBatch)
 		if !okL && !okR {
 			b.append(e)
 			continue
@@ -57,11 +56,11 @@ func FoldTransposeIntoDot(g *interp.Graph) *interp.Graph {
 // can be folded, the transpose's operand and the contracting and batch
 // dimensions renumbered to it; otherwise v and the dimensions as they
 // are, and false.
-func foldDotOperand(b *Builder, v *interp.Var, contract, batch []int, mut map[*interp.Var]bool) (*interp.Var, []int, []int, bool) {
+func foldDotOperand(b *Builder, v *interp.Var, contract, batch []int) (*interp.Var, []int, []int, bool) {
 	folded := false
 	for {
 		t := b.producerOf(v, prims.Transpose)
-		if t == nil || touches(t, mut) {
+		if t == nil {
 			return v, contract, batch, folded
 		}
 		nc, nb, ok := renumberDot(t.Params.(prims.TransposeParams).Perm, contract, batch)

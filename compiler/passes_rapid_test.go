@@ -12,6 +12,7 @@ import (
 	"github.com/peel-ml/peel/examples/customop/mylib"
 	"github.com/peel-ml/peel/internal/optest"
 	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/transforms"
 )
 
 // entry is one op applied to operands typed like args: a registry op
@@ -254,6 +255,61 @@ func TestPassesRapid(t *testing.T) {
 				t.Fatalf("%s: evaluating: %v\nprogram %v\nbefore:\n%v\nafter:\n%v", ps.name, err, p.desc, g, ng)
 			}
 			if msg != "" {
+				t.Fatalf("%s: %s\nprogram %v\nbefore:\n%v\nafter:\n%v", ps.name, msg, p.desc, g, ng)
+			}
+			if ps.idempotent {
+				if again := ps.run(ng); again.String() != ng.String() {
+					t.Fatalf("%s is not idempotent:\n%v\nthen\n%v", ps.name, ng, again)
+				}
+			}
+		}
+	})
+}
+
+// TestPassesRapidGrad is TestPassesRapid on the gradients of random
+// programs (the sum of squares of their float results, by every input),
+// whose graphs hold the transposes, broadcasts and reshapes reverse mode
+// makes.
+func TestPassesRapidGrad(t *testing.T) {
+	rewrote := map[string]int{}
+	programs := 0
+	defer func() { t.Logf("%d gradients traced; rewritten by each pass: %v", programs, rewrote) }()
+	rapid.Check(t, func(t *rapid.T) {
+		p := drawProgram(t)
+		if p == nil || len(p.inputs) == 0 {
+			return
+		}
+		loss := func(xs []*T) *T {
+			s := peel.Scalar(0.0)
+			for _, o := range p.run(xs) {
+				if o.DType().IsFloat() {
+					o = peel.AsType(o, peel.Float64)
+					s = peel.Add(s, peel.Sum(peel.Mul(o, o)))
+				}
+			}
+			return s
+		}
+		var g *interp.Graph
+		if peel.Catch(func() {
+			g = interp.Trace(func(xs []*T) []*T {
+				var out []*T
+				for _, d := range transforms.Grad(loss)(xs) {
+					if d != nil {
+						out = append(out, d)
+					}
+				}
+				return append(out, loss(xs))
+			}, p.inputs)
+		}) != nil {
+			return
+		}
+		programs++
+		for _, ps := range rapidPasses {
+			ng := ps.run(g)
+			if ng.String() != g.String() {
+				rewrote[ps.name]++
+			}
+			if msg := sameResults(ng, g, p.inputs); msg != "" {
 				t.Fatalf("%s: %s\nprogram %v\nbefore:\n%v\nafter:\n%v", ps.name, msg, p.desc, g, ng)
 			}
 			if ps.idempotent {

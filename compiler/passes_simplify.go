@@ -51,10 +51,9 @@ func SimplifyWith(g *interp.Graph, rules []Rule) *interp.Graph {
 	}
 	b := newBuilder(g)
 	b.rules = byPrim
-	mut := mutated(g)
 	for _, e := range g.Eqns {
 		e = b.subst(e)
-		if len(e.Out) != 1 || touches(e, mut) {
+		if len(e.Out) != 1 || touches(e, b.mut) {
 			b.append(e)
 			continue
 		}
@@ -78,17 +77,24 @@ type Builder struct {
 	prod    map[*interp.Var]*interp.Eqn
 	next    int
 	rules   map[*interp.Prim][]Rule
+	mut     map[*interp.Var]bool
 	changed bool
 	depth   int
 }
 
 func newBuilder(g *interp.Graph) *Builder {
-	return &Builder{g: g, sub: map[*interp.Var]*interp.Var{}, prod: map[*interp.Var]*interp.Eqn{}, next: nextID(g)}
+	return &Builder{g: g, sub: map[*interp.Var]*interp.Var{}, prod: map[*interp.Var]*interp.Eqn{}, next: nextID(g), mut: mutated(g)}
 }
 
 // Producer returns the equation of the new graph that defines v, or nil
-// for inputs and constants.
-func (b *Builder) Producer(v *interp.Var) *interp.Eqn { return b.prod[v] }
+// for inputs, constants, and equations that read or define a value
+// written in place (rules must not look through those).
+func (b *Builder) Producer(v *interp.Var) *interp.Eqn {
+	if e := b.prod[v]; e != nil && !touches(e, b.mut) {
+		return e
+	}
+	return nil
+}
 
 // NewVar returns a new var of type a.
 func (b *Builder) NewVar(a interp.Aval) *interp.Var {
@@ -145,7 +151,7 @@ func (b *Builder) graph() *interp.Graph {
 
 // producerOf returns the equation producing v if it applies p.
 func (b *Builder) producerOf(v *interp.Var, p *interp.Prim) *interp.Eqn {
-	if e := b.prod[v]; e != nil && e.Prim == p && len(e.Out) == 1 {
+	if e := b.Producer(v); e != nil && e.Prim == p && len(e.Out) == 1 {
 		return e
 	}
 	return nil
