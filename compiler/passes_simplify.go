@@ -25,11 +25,13 @@ var simplifyRules = []Rule{
 	{"reshape-identity", prims.Reshape, reshapeIdentity},
 	{"reshape-reshape", prims.Reshape, reshapeReshape},
 	{"reshape-splat", prims.Reshape, viewOfSplat},
+	{"reshape-broadcast-units", prims.Reshape, reshapeBroadcastUnits},
 	{"transpose-identity", prims.Transpose, transposeIdentity},
 	{"transpose-transpose", prims.Transpose, transposeTranspose},
 	{"transpose-splat", prims.Transpose, viewOfSplat},
 	{"broadcast-identity", prims.BroadcastInDim, broadcastIdentity},
 	{"broadcast-broadcast", prims.BroadcastInDim, broadcastBroadcast},
+	{"broadcast-reshape-units", prims.BroadcastInDim, broadcastReshapeUnits},
 	{"slice-identity", prims.Slice, sliceIdentity},
 	{"slice-splat", prims.Slice, viewOfSplat},
 	{"convert-identity", prims.ConvertElementType, convertIdentity},
@@ -258,4 +260,80 @@ func convertIdentity(_ *Builder, e *interp.Eqn) *interp.Var {
 		return e.In[0]
 	}
 	return nil
+}
+
+// unitMap matches the dimensions of size ≠ 1 of from and to, which must
+// have the same sizes in the same order (the shapes differ only by
+// dimensions of size 1): it returns, for each dimension of from, the
+// matching dimension of to, or -1 for a dimension of size 1.
+func unitMap(from, to []int) ([]int, bool) {
+	m := make([]int, len(from))
+	j := 0
+	for i, d := range from {
+		m[i] = -1
+		if d == 1 {
+			continue
+		}
+		for j < len(to) && to[j] == 1 {
+			j++
+		}
+		if j == len(to) || to[j] != d {
+			return nil, false
+		}
+		m[i] = j
+		j++
+	}
+	for ; j < len(to); j++ {
+		if to[j] != 1 {
+			return nil, false
+		}
+	}
+	return m, true
+}
+
+// reshapeBroadcastUnits rewrites a reshape that only inserts or removes
+// dimensions of size 1 of a broadcast into one broadcast, when every
+// operand dimension of the broadcast goes to a dimension of size ≠ 1.
+func reshapeBroadcastUnits(b *Builder, e *interp.Eqn) *interp.Var {
+	bc := b.producerOf(e.In[0], prims.BroadcastInDim)
+	if bc == nil {
+		return nil
+	}
+	p := bc.Params.(prims.BroadcastParams)
+	m, ok := unitMap(p.Shape, e.Out[0].Aval.Shape)
+	if !ok {
+		return nil
+	}
+	dims := make([]int, len(p.Dims))
+	for i, d := range p.Dims {
+		if dims[i] = m[d]; dims[i] < 0 {
+			return nil
+		}
+	}
+	shape := append([]int{}, e.Out[0].Aval.Shape...)
+	return b.Emit(&interp.Eqn{Prim: prims.BroadcastInDim, Params: prims.BroadcastParams{Shape: shape, Dims: dims}, In: []*interp.Var{bc.In[0]}, Out: e.Out})
+}
+
+// broadcastReshapeUnits rewrites a broadcast of a reshape that only
+// inserts or removes dimensions of size 1 into one broadcast of the
+// reshape's operand, when that operand has no dimension of size 1.
+func broadcastReshapeUnits(b *Builder, e *interp.Eqn) *interp.Var {
+	r := b.producerOf(e.In[0], prims.Reshape)
+	if r == nil {
+		return nil
+	}
+	x := r.In[0]
+	m, ok := unitMap(x.Aval.Shape, r.Out[0].Aval.Shape)
+	if !ok {
+		return nil
+	}
+	p := e.Params.(prims.BroadcastParams)
+	dims := make([]int, len(m))
+	for i, j := range m {
+		if j < 0 {
+			return nil
+		}
+		dims[i] = p.Dims[j]
+	}
+	return b.Emit(&interp.Eqn{Prim: prims.BroadcastInDim, Params: prims.BroadcastParams{Shape: p.Shape, Dims: dims}, In: []*interp.Var{x}, Out: e.Out})
 }

@@ -305,6 +305,48 @@ func TestSimplify(t *testing.T) {
 			b1 := b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{2, 3}, Dims: []int{1}}, in)
 			return b.output(b.eqn1(prims.Reshape, rs(6), b1)), []*T{seq(3)}
 		}, after: map[string]int{"broadcast_in_dim": 1, "reshape": 1}, consts: 0},
+		{name: "reshape of a broadcast inserting unit dimensions", graph: func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(peel.Float64, 3)
+			b1 := b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{2, 3}, Dims: []int{1}}, in)
+			return b.output(b.eqn1(prims.Reshape, rs(2, 1, 3, 1), b1)), []*T{seq(3)}
+		}, after: map[string]int{"broadcast_in_dim": 1, "reshape": 0}, consts: 0, check: func(t *testing.T, g *interp.Graph) {
+			if p := g.Eqns[0].Params.(prims.BroadcastParams); len(p.Dims) != 1 || p.Dims[0] != 2 {
+				t.Errorf("broadcast %v, want dims [2]", p)
+			}
+		}},
+		{name: "reshape of a broadcast removing a unit dimension", graph: func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(peel.Float64, 3)
+			b1 := b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{1, 2, 3}, Dims: []int{2}}, in)
+			return b.output(b.eqn1(prims.Reshape, rs(2, 3), b1)), []*T{seq(3)}
+		}, after: map[string]int{"broadcast_in_dim": 1, "reshape": 0}, consts: 0},
+		{name: "reshape of a broadcast of a unit dimension stays", graph: func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(peel.Float64, 1, 3)
+			b1 := b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{1, 3}, Dims: []int{0, 1}}, in)
+			b2 := b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{1, 2, 3}, Dims: []int{0, 2}}, b1)
+			return b.output(b.eqn1(prims.Reshape, rs(2, 3), b2)), []*T{seq(1, 3)}
+		}, after: map[string]int{"broadcast_in_dim": 1, "reshape": 1}, consts: 0},
+		{name: "broadcast of a reshape inserting unit dimensions", graph: func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(peel.Float64, 5)
+			r := b.eqn1(prims.Reshape, rs(5, 1), in)
+			return b.output(b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{5, 4}, Dims: []int{0, 1}}, r)), []*T{seq(5)}
+		}, after: map[string]int{"broadcast_in_dim": 1, "reshape": 0}, consts: 0, check: func(t *testing.T, g *interp.Graph) {
+			if p := g.Eqns[0].Params.(prims.BroadcastParams); len(p.Dims) != 1 || p.Dims[0] != 0 || g.Eqns[0].In[0] != g.In[0] {
+				t.Errorf("broadcast %v of %v, want dims [0] of the input", p, g.Eqns[0].In[0])
+			}
+		}},
+		{name: "broadcast of a reshape that splits stays", graph: func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(peel.Float64, 6)
+			r := b.eqn1(prims.Reshape, rs(2, 3), in)
+			return b.output(b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{4, 2, 3}, Dims: []int{1, 2}}, r)), []*T{seq(6)}
+		}, after: map[string]int{"broadcast_in_dim": 1, "reshape": 1}, consts: 0},
+		{name: "traced centering", graph: traced(func(xs []*T) []*T {
+			return []*T{peel.Sub(xs[0], peel.Reshape(peel.Sum(xs[0], 1), 2, 1))}
+		}, x), before: map[string]int{"reshape": 1, "broadcast_in_dim": 1}, after: map[string]int{"reshape": 0, "broadcast_in_dim": 1}, consts: 0},
 		{name: "identity slice", graph: in23(func(b *graphBuilder, in *interp.Var) []*interp.Var {
 			return []*interp.Var{b.eqn1(prims.Slice, prims.SliceParams{Start: []int{0, 0}, Limit: []int{2, 3}, Stride: []int{1, 1}}, in)}
 		}), after: map[string]int{"slice": 0}, consts: 0},
