@@ -6,8 +6,10 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/compiler"
+	"github.com/peel-ml/peel/examples/customop/mylib"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
+	"github.com/peel-ml/peel/transforms"
 )
 
 // BenchmarkFoldTransposeIntoDot evaluates MatMul(x, Transpose(w)) as
@@ -66,4 +68,18 @@ func materialized(g *interp.Graph) *interp.Graph {
 		}
 	}
 	return out
+}
+
+// BenchmarkOptimize measures the default pipeline (with
+// ReplaceComposites) on the gradient graph of a two-layer perceptron:
+// the compile-time cost of the passes.
+func BenchmarkOptimize(b *testing.B) {
+	w1, w2, x := peel.Sin(seq(4, 3)), peel.Cos(seq(2, 4)), seq(5, 3)
+	grad := transforms.Grad(func(p []*T) *T { return mlpLoss(p) })
+	g := trace(func(xs []*T) []*T { return grad(xs) }, w1, w2, x)
+	passes := append([]compiler.Pass{compiler.ReplaceComposites(mylib.Gelu)}, compiler.DefaultPasses()...)
+	b.ReportAllocs()
+	for b.Loop() {
+		compiler.Optimize(g, passes, false)
+	}
 }

@@ -62,6 +62,12 @@ func TestReplaceComposites(t *testing.T) {
 			inner := peel.Mul(peel.Add(x, peel.Mul(x3, geluC)), 0.7978845608028654)
 			return []*T{peel.Mul(peel.Mul(x, 0.5), peel.Add(peel.Tanh(inner), 1.0))}
 		}, x64, 0, 9},
+		{"operand written in place afterwards", func(xs []*T) []*T {
+			x := peel.Exp(xs[0])
+			y := geluByHand(x, geluC)
+			peel.AddInPlace(x, 1.0)
+			return []*T{y, x}
+		}, x64, 0, 11},
 		{"integer operand", func(xs []*T) []*T { return []*T{geluByHand(xs[0], geluC)} }, peel.FromInt64s([]int64{1, 2}, 2), 0, -1},
 	}
 	for _, c := range cases {

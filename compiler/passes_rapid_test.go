@@ -214,9 +214,11 @@ var rapidPasses = []struct {
 // TestPassesRapid checks every pass, and the pipelines, on random
 // programs over the registry (traced with interp.Trace, some inputs
 // turned into constants so that folding has work): the optimized graph's
-// results equal the original's bit for bit (no pass reorders float
-// arithmetic), the pass leaves its argument as it was, and a second run
-// changes nothing.
+// results equal the original's bit for bit, the pass leaves its argument
+// as it was, and a second run changes nothing. (No pass reorders float
+// arithmetic on these programs: their matrix products are small enough
+// for the kernel's plain loop, where FoldTransposeIntoDot is exact too;
+// TestFoldTransposeIntoDotNumerics covers GEMM-sized ones.)
 func TestPassesRapid(t *testing.T) {
 	rewrote := map[string]int{}
 	programs := 0
