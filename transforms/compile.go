@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/compiler"
+	"github.com/peel-ml/peel/customop"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 )
@@ -102,6 +104,8 @@ type compileConfig struct {
 	warn   func(string)
 	donate []int
 	static []int
+	fuse   []*customop.Op
+	passes []compiler.Pass // the pipeline, built once
 }
 
 type compileOpt func(*compileConfig)
@@ -127,6 +131,16 @@ func Donate(argnums ...int) CompileOption {
 	return compileOpt(func(c *compileConfig) { c.donate = a })
 }
 
+// FuseOps makes the compiler look for the written-out composites of the
+// given user-defined ops in the traced graph and replace each match by
+// the op (compiler.ReplaceComposites): code written with the plain
+// composite then runs the op's fused kernel, and its derivative is the
+// op's (recomputed from the operands, saving nothing else).
+func FuseOps(ops ...*customop.Op) CompileOption {
+	o := append([]*customop.Op(nil), ops...)
+	return compileOpt(func(c *compileConfig) { c.fuse = append(c.fuse, o...) })
+}
+
 // StaticArgnums makes the given positional arguments static: their
 // tensors are part of the signature by value (a call with other values
 // traces again) and constants of the program.
@@ -143,6 +157,10 @@ func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOpti
 	if f == nil {
 		treeErrorf(op, "the function is nil")
 	}
+	if len(cfg.fuse) > 0 {
+		cfg.passes = append(cfg.passes, compiler.ReplaceComposites(cfg.fuse...))
+	}
+	cfg.passes = append(cfg.passes, compiler.DefaultPasses()...)
 	for _, k := range append(append([]int(nil), cfg.donate...), cfg.static...) {
 		if k < 0 || k >= nargs {
 			treeErrorf(op, "argument index %d (Donate or StaticArgnums) is out of range for a function of %d arguments", k, nargs)
@@ -351,7 +369,7 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 			g.Out = append(g.Out, v)
 		}
 	}
-	e.graph = optimize(g.DCE())
+	e.graph, _ = compiler.Optimize(g.DCE(), c.cfg.passes, false)
 	e.call = newCallParams(c.op, e.graph)
 	e.prog = e.call.prog
 	e.donate = make([]bool, len(e.inputs))
@@ -512,9 +530,9 @@ type program interface {
 	Run(args []*tensor, donate []bool) []*tensor
 }
 
-// optimize runs the compiler's passes on g.
+// optimize runs the compiler's default passes on g.
 func optimize(g *interp.Graph) *interp.Graph {
-	out, _ := optimizeStages(g, false)
+	out, _ := compiler.Optimize(g, compiler.DefaultPasses(), false)
 	return out
 }
 
@@ -526,8 +544,13 @@ type stage struct {
 
 // optimizeStages runs the compiler's passes on g, recording each pass's
 // result when record is set.
-func optimizeStages(g *interp.Graph, record bool) (*interp.Graph, []stage) {
-	return g, nil
+func optimizeStages(g *interp.Graph, passes []compiler.Pass, record bool) (*interp.Graph, []stage) {
+	out, st := compiler.Optimize(g, passes, record)
+	stages := make([]stage, len(st))
+	for i, s := range st {
+		stages[i] = stage{name: s.Pass, graph: s.Graph}
+	}
+	return out, stages
 }
 
 // buildProgram prepares g for repeated evaluation on concrete values.
@@ -562,7 +585,7 @@ func (c *Compiled[A, R]) Explain(x A) string {
 	var b strings.Builder
 	b.WriteString("traced:\n")
 	b.WriteString(g.String())
-	opt, stages := optimizeStages(g, true)
+	opt, stages := optimizeStages(g, c.cfg.passes, true)
 	prev := g.String()
 	for _, s := range stages {
 		cur := s.graph.String()

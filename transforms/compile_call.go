@@ -32,8 +32,17 @@ type callParams struct {
 
 var callIDs atomic.Int64
 
+// newCallParams prepares g's program, unless a constant is a tracer (of
+// an enclosing transform): that graph is only ever evaluated with Bind.
 func newCallParams(name string, g *interp.Graph) *callParams {
-	return &callParams{id: callIDs.Add(1), name: name, graph: g, prog: buildProgram(g)}
+	c := &callParams{id: callIDs.Add(1), name: name, graph: g}
+	for _, v := range g.ConstVals {
+		if !v.IsConcrete() {
+			return c
+		}
+	}
+	c.prog = buildProgram(g)
+	return c
 }
 
 func (c *callParams) String() string { return c.name + "#" + strconv.FormatInt(c.id, 10) }
@@ -58,7 +67,11 @@ var compiledCall = func() *interp.Prim {
 		return c.graph.Eval(args...)
 	}
 	p.EvalImpl = func(params any, args []*tensor) []*tensor {
-		return params.(*callParams).prog.Run(args, nil)
+		c := params.(*callParams)
+		if c.prog == nil {
+			return c.graph.Eval(args...)
+		}
+		return c.prog.Run(args, nil)
 	}
 	return p
 }()

@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/examples/customop/mylib"
 	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
 )
@@ -307,4 +308,24 @@ func TestCompileGradHitsCache(t *testing.T) {
 	if s := c.Stats(); s.Misses != 1 || s.Hits != 2 {
 		t.Errorf("stats %+v (last miss %q)", s, s.LastMiss)
 	}
+}
+
+// TestCompileFuseOps: with FuseOps, gelu written out by hand runs as
+// mylib.Gelu (one equation, the fused kernel), with the same results and
+// gradient.
+func TestCompileFuseOps(t *testing.T) {
+	x := peel.FromFloat64s([]float64{-2, -0.5, 0, 0.3, 1.7, 3}, 2, 3)
+	byHand := func(x *T) *T { return mylib.GeluComposite(x) } // seven plain peel ops
+	c := transforms.Compile(byHand, transforms.FuseOps(mylib.Gelu))
+	s := c.Explain(x)
+	if !strings.Contains(s, "mylib.gelu") || !strings.Contains(s, "tanh") {
+		t.Errorf("the traced graph (with tanh) should become mylib.gelu:\n%s", s)
+	}
+	plain := transforms.Compile(byHand)
+	if strings.Contains(plain.Explain(x), "mylib.gelu") {
+		t.Errorf("without FuseOps the composite must stay as written")
+	}
+	near(t, "fused", c.Call(x).Float64s(), byHand(x).Float64s(), 1e-15)
+	loss := func(x *T) *T { return peel.Sum(c.Call(x)) }
+	near(t, "Grad of fused", transforms.Grad(loss)(x).Float64s(), transforms.Grad(func(x *T) *T { return peel.Sum(byHand(x)) })(x).Float64s(), 1e-14)
 }
