@@ -226,6 +226,13 @@ func (p *Program) runGroup(rs *runState, g *group) {
 		p.blocks(rs, rs.workers[0], g, 0, blocks, 1)
 		return
 	}
+	p.parallelBlocks(rs, g, blocks, workers)
+}
+
+// parallelBlocks spreads the blocks of g over workers goroutines (the
+// caller's among them) and re-panics the first failure once all are done.
+// It is apart from runGroup so the one-worker path allocates nothing.
+func (p *Program) parallelBlocks(rs *runState, g *group, blocks, workers int) {
 	var wg sync.WaitGroup
 	var failed any
 	var once sync.Once

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
@@ -441,6 +442,10 @@ func (p *Program) newRunState(pl *plan) *runState {
 	return rs
 }
 
+// poison, set by tests, fills every buffer a run writes with garbage
+// before the run, so a kernel that leaves an element unwritten is seen.
+var poison atomic.Pointer[func(backend.Backend, backend.Buffer)]
+
 // bindBuffers points every planned buffer at its memory for this run:
 // arena buffers, donated inputs, and fresh output buffers.
 func (p *Program) bindBuffers(pl *plan, rs *runState) {
@@ -453,6 +458,18 @@ func (p *Program) bindBuffers(pl *plan, rs *runState) {
 			rs.phys[i] = p.be.Alloc(b.dtype, b.n)
 		case w <= placeDonated && w != placeNone:
 			rs.phys[i] = rs.inArr[placeDonated-w].Buf
+		}
+	}
+	if f := poison.Load(); f != nil {
+		for i, b := range rs.phys {
+			if b != nil && pl.where[i] > placeDonated {
+				(*f)(p.be, b)
+			}
+		}
+		for _, w := range rs.workers {
+			for _, b := range w.scratch {
+				(*f)(p.be, b)
+			}
 		}
 	}
 }

@@ -316,3 +316,19 @@ func contig[T any](buf []T, a backend.Array) []T {
 	}
 	return buf[a.Offset : a.Offset+n]
 }
+
+// zero sets every element of contiguous array a to zero (false): kernels
+// with nothing to compute still write their results, which may be reused
+// buffers rather than fresh zeroed memory (the Exec contract).
+func zero(a backend.Array) {
+	switch buf := a.Buf.(type) {
+	case boolBuf:
+		clear(contig(buf, a))
+	case i64Buf:
+		clear(contig(buf, a))
+	case f32Buf:
+		clear(contig(buf, a))
+	case f64Buf:
+		clear(contig(buf, a))
+	}
+}
