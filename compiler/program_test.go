@@ -66,9 +66,15 @@ func sameBits(got, want *peel.Tensor) string {
 	return ""
 }
 
+// tb is what checkProgram needs of *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // checkProgram builds g and compares Run with Graph.Eval on args, bit for
 // bit; both must fail, with *Error, or neither.
-func checkProgram(t testing.TB, g *interp.Graph, args []*peel.Tensor) *compiler.Program {
+func checkProgram(t tb, g *interp.Graph, args []*peel.Tensor) *compiler.Program {
 	t.Helper()
 	want, werr := evalOrErr(func() []*peel.Tensor { return g.Eval(args...) })
 	p := compiler.Build(g)
