@@ -405,6 +405,9 @@ func (fakeTracer) Level() *interp.Level { return nil }
 // that allocate themselves (the CPU backend's dot_general makes two
 // small objects per call) add what they allocate when called directly.
 func TestAllocsPerRun(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
 	compiler.SetPoison(false)
 	defer compiler.SetPoison(true)
 	x := peel.FromFloat64s(seq(8, 1), 8)
