@@ -47,6 +47,9 @@ type member struct {
 	// planning).
 	ins     []int
 	outSlot int
+	// base is where the operands start in the run state's templates,
+	// for a group of one block.
+	base int
 }
 
 // ref is a group operand or result: a block buffer (scratch ≥ 0) or a
@@ -215,18 +218,35 @@ func (p *Program) runGroup(rs *runState, g *group) {
 	if g.n >= interp.FuseMin {
 		workers = min(interp.BackendThreads(p.be), blocks)
 	}
-	for len(rs.workers) < workers {
+	if g.n <= g.block {
+		// One block: the operands are in the templates.
+		w := rs.workers[0]
+		for i := range g.members {
+			m := &g.members[i]
+			k := len(m.in)
+			ins := w.in[:k]
+			copy(ins, rs.tmpl[m.base:m.base+k])
+			p.be.Exec(m.prim.Op, m.params, ins, rs.tmpl[m.base+k:m.base+k+1])
+		}
+		return
+	}
+	p.addWorkers(rs, workers)
+	if workers == 1 {
+		p.blocks(rs, rs.workers[0], g, 0, blocks, 1)
+		return
+	}
+	p.parallelBlocks(rs, g, blocks, workers)
+}
+
+// addWorkers gives rs at least n workers' block buffers.
+func (p *Program) addWorkers(rs *runState, n int) {
+	for len(rs.workers) < n {
 		w := &worker{in: make([]backend.Array, 3), out: make([]backend.Array, 1)}
 		for _, sc := range p.scratch {
 			w.scratch = append(w.scratch, p.be.Alloc(sc.dtype, sc.n))
 		}
 		rs.workers = append(rs.workers, w)
 	}
-	if workers == 1 {
-		p.blocks(rs, rs.workers[0], g, 0, blocks, 1)
-		return
-	}
-	p.parallelBlocks(rs, g, blocks, workers)
 }
 
 // parallelBlocks spreads the blocks of g over workers goroutines (the

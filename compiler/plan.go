@@ -295,8 +295,26 @@ func (p *Program) finish() {
 		}
 	}
 	for i := range p.instrs {
-		if in := &p.instrs[i]; in.kind == opFused {
+		in := &p.instrs[i]
+		switch in.kind {
+		case opFused:
 			p.planGroup(in)
+			g := in.group
+			if g.n <= g.block {
+				for j := range g.members {
+					m := &g.members[j]
+					m.base = p.addTemplate(append(append([]ref(nil), m.in...), m.out), g.full)
+				}
+			}
+		case opKernel:
+			refs := make([]ref, 0, len(in.in)+len(in.out))
+			for _, s := range in.in {
+				refs = append(refs, ref{slot: s, scratch: -1})
+			}
+			for _, s := range in.out {
+				refs = append(refs, ref{slot: s, scratch: -1})
+			}
+			in.base = p.addTemplate(refs, nil)
 		}
 	}
 }
@@ -304,6 +322,9 @@ func (p *Program) finish() {
 // plan is the placement of buffers for one donation mask.
 type plan struct {
 	mask uint64
+	// patch lists the template entries over memory that changes from
+	// run to run (inputs, outputs, donated buffers).
+	patch []int
 	// where[b] is buffer b's place: an arena index (≥ 0), -1 for a
 	// fresh output buffer, -2-i for donated input i, -1<<62 for none
 	// (scratch).
@@ -407,6 +428,15 @@ func (p *Program) newPlan(mask uint64) *plan {
 			frees = append(frees, free{placeDonated - in, v.Aval.DType, v.Aval.Size()})
 		}
 	}
+	for k, e := range p.tmpl {
+		if e.scratch >= 0 {
+			continue
+		}
+		sl := p.vals[e.slot]
+		if sl.kind == rootInput || (sl.kind == rootBuf && pl.where[sl.root] < 0) {
+			pl.patch = append(pl.patch, k)
+		}
+	}
 	pl.pool.New = func() any { return p.newRunState(pl) }
 	return pl
 }
@@ -414,6 +444,12 @@ func (p *Program) newPlan(mask uint64) *plan {
 // runState is what one run writes: the arena, the buffers of this run,
 // the inputs' arrays, operand lists and per-worker block buffers.
 type runState struct {
+	// tmpl holds the operand arrays of kernel calls (Program.tmpl);
+	// ready says whether the entries that do not change between runs
+	// are filled.
+	tmpl  []backend.Array
+	ready bool
+
 	arena   []backend.Buffer
 	phys    []backend.Buffer
 	inArr   []backend.Array
@@ -439,7 +475,53 @@ func (p *Program) newRunState(pl *plan) *runState {
 	for i, a := range pl.arena {
 		rs.arena[i] = p.be.Alloc(a.dtype, a.n)
 	}
+	rs.tmpl = make([]backend.Array, len(p.tmpl))
+	p.addWorkers(rs, 1)
 	return rs
+}
+
+// tmplEntry is one operand or result of a kernel call: a slot's array
+// (block, when non-nil, is the one block of a fused group it is cut to)
+// or, with scratch ≥ 0, a block buffer of the first worker.
+type tmplEntry struct {
+	slot, scratch int
+	block         []int
+}
+
+// addTemplate appends the entries of one call and returns where they
+// start.
+func (p *Program) addTemplate(refs []ref, block []int) int {
+	base := len(p.tmpl)
+	for _, r := range refs {
+		p.tmpl = append(p.tmpl, tmplEntry{slot: r.slot, scratch: r.scratch, block: block})
+	}
+	return base
+}
+
+// fillTemplates fills the run's templates: every entry on the run
+// state's first run, the entries over per-run memory on later ones.
+func (p *Program) fillTemplates(pl *plan, rs *runState) {
+	if !rs.ready {
+		for k := range p.tmpl {
+			rs.tmpl[k] = p.tmplArray(rs, k)
+		}
+		rs.ready = true
+		return
+	}
+	for _, k := range pl.patch {
+		rs.tmpl[k] = p.tmplArray(rs, k)
+	}
+}
+
+func (p *Program) tmplArray(rs *runState, k int) backend.Array {
+	e := &p.tmpl[k]
+	switch {
+	case e.scratch >= 0:
+		return backend.Array{Buf: rs.workers[0].scratch[e.scratch], Shape: e.block}
+	case e.block != nil:
+		return interp.CutBlock(p.array(rs, e.slot), 0, e.block)
+	}
+	return p.array(rs, e.slot)
 }
 
 // poison, set by tests, fills every buffer a run writes with garbage
@@ -460,6 +542,7 @@ func (p *Program) bindBuffers(pl *plan, rs *runState) {
 			rs.phys[i] = rs.inArr[placeDonated-w].Buf
 		}
 	}
+	p.fillTemplates(pl, rs)
 	if f := poison.Load(); f != nil {
 		for i, b := range rs.phys {
 			if b != nil && pl.where[i] > placeDonated {
@@ -476,7 +559,10 @@ func (p *Program) bindBuffers(pl *plan, rs *runState) {
 
 // clear drops the run's references to memory it does not own (inputs,
 // outputs), so a pooled run state keeps only its arena alive.
-func (rs *runState) clear(p *Program) {
+func (rs *runState) clear(p *Program, pl *plan) {
+	for _, k := range pl.patch {
+		rs.tmpl[k] = backend.Array{}
+	}
 	for i := range rs.phys {
 		rs.phys[i] = nil
 	}

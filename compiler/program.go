@@ -56,6 +56,11 @@ type Program struct {
 	// dtype and capacity per scratch slot.
 	scratch []scratchSpec
 
+	// tmpl describes the operand arrays of kernel calls (kernel
+	// instructions, and equations of fused groups of one block) that a
+	// run state keeps between runs: see template.
+	tmpl []tmplEntry
+
 	base  *plan
 	plans sync.Map // donation mask (uint64) → *plan
 	// names of slots for String.
@@ -114,6 +119,9 @@ type instr struct {
 	in     []int
 	out    []int
 	group  *group
+	// base is where a kernel's operands start in the run state's
+	// templates (operands, then results).
+	base int
 }
 
 type outKind uint8
@@ -259,7 +267,7 @@ func (p *Program) Run(args []*interp.Tensor, donate []bool) []*interp.Tensor {
 			res[i] = interp.NewConcrete(p.be, p.array(rs, o.idx))
 		}
 	}
-	rs.clear(p)
+	rs.clear(p, pl)
 	pl.pool.Put(rs)
 	return res
 }
@@ -315,17 +323,14 @@ func (p *Program) array(rs *runState, v int) backend.Array {
 func (p *Program) exec(rs *runState, in *instr) {
 	switch in.kind {
 	case opKernel:
-		ins, outs := rs.in[:len(in.in)], rs.out[:len(in.out)]
-		for i, v := range in.in {
-			ins[i] = p.array(rs, v)
-		}
-		for i, v := range in.out {
-			outs[i] = p.array(rs, v)
-		}
 		// Exec may replace the entries of ins (the CPU backend puts
-		// contiguous copies there); they are rebuilt for every
-		// instruction.
-		p.be.Exec(in.prim.Op, in.params, ins, outs)
+		// contiguous copies of operands it cannot read in place there),
+		// so they are copied from the template for every call; results
+		// are read from it directly.
+		k := len(in.in)
+		ins := rs.in[:k]
+		copy(ins, rs.tmpl[in.base:in.base+k])
+		p.be.Exec(in.prim.Op, in.params, ins, rs.tmpl[in.base+k:in.base+k+len(in.out)])
 	case opCopy:
 		p.be.Copy(p.array(rs, in.out[0]), p.array(rs, in.in[0]))
 	case opFused:
