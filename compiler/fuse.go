@@ -5,6 +5,7 @@ import (
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
 )
 
 // A fused group is a run of elementwise equations over one shape (the
@@ -31,10 +32,30 @@ type group struct {
 	// external holds the operand slots from outside the group.
 	external []int
 
+	// reduce, when set, is a trailing sum over the last axis of a
+	// result of the group, computed block by block (blocks are whole
+	// rows).
+	reduce *reduction
+
 	// Set by planGroup: the block size and the shapes of a full and of
 	// the last block.
 	block      int
 	full, tail []int
+}
+
+// reduction is a group's trailing reduce_sum over the last axis: in is
+// the summed slot (a result of the group), out its result's slot; k the
+// length of a row.
+type reduction struct {
+	prim   *interp.Prim
+	params any
+	in     ref
+	inSlot int
+	out    int
+	k      int
+	// The shapes of a full and of the last block, as rows × k, and of
+	// their sums.
+	full2, tail2, fullOut, tailOut []int
 }
 
 // member is one equation of a group.
@@ -112,7 +133,7 @@ func (b *builder) close() {
 		return
 	}
 	b.open = nil
-	if len(g.members) == 1 {
+	if len(g.members) == 1 && g.reduce == nil {
 		m := g.members[0]
 		b.emit(instr{kind: opKernel, prim: m.prim, params: m.params, in: m.ins, out: []int{m.outSlot}})
 		return
@@ -121,7 +142,35 @@ func (b *builder) close() {
 	for i, m := range g.members {
 		out[i] = m.outSlot
 	}
+	if g.reduce != nil {
+		out = append(out, g.reduce.out)
+	}
 	b.emit(instr{kind: opFused, in: g.external, out: out, group: g})
+}
+
+// trailingSum adds e, a reduce_sum over the last axis of a result of the
+// open group, to the group and closes it; it reports false (doing
+// nothing) when e is not such a sum or the rows are longer than a block.
+func (b *builder) trailingSum(e *interp.Eqn) bool {
+	g := b.open
+	if g == nil || e.Prim != prims.ReduceSum || len(e.In) != 1 || len(e.Out) != 1 {
+		return false
+	}
+	rp, ok := e.Params.(prims.ReduceParams)
+	r := len(g.shape)
+	if !ok || r == 0 || len(rp.Axes) != 1 || rp.Axes[0] != r-1 {
+		return false
+	}
+	s := b.vals[e.In[0]]
+	k := g.shape[r-1]
+	if !b.inOpen(s) || b.p.bufs[b.p.vals[s].root].val != s || k == 0 || k > interp.FuseBlock || !b.p.be.Has(e.Prim.Op) {
+		return false
+	}
+	out := b.newBuf(e.Out[0].Aval)
+	b.vals[e.Out[0]] = out
+	g.reduce = &reduction{prim: e.Prim, params: prims.ReduceParams{Axes: []int{1}}, inSlot: s, out: out, k: k}
+	b.close()
+	return true
 }
 
 // planGroup decides which results of a fused group are materialized
@@ -130,10 +179,18 @@ func (b *builder) close() {
 func (p *Program) planGroup(in *instr) {
 	g := in.group
 	g.block = min(interp.FuseBlock, g.n)
+	if rd := g.reduce; rd != nil {
+		// Whole rows per block.
+		g.block = min(interp.FuseBlock/rd.k*rd.k, g.n)
+	}
 	g.full = []int{g.block}
 	g.tail = []int{g.block}
 	if g.block > 0 && g.n%g.block != 0 {
 		g.tail = []int{g.n % g.block}
+	}
+	if rd := g.reduce; rd != nil && g.block > 0 {
+		rd.full2, rd.fullOut = []int{g.block / rd.k, rd.k}, []int{g.block / rd.k}
+		rd.tail2, rd.tailOut = []int{g.tail[0] / rd.k, rd.k}, []int{g.tail[0] / rd.k}
 	}
 	// last[i]: the last member reading member i's result.
 	idx := map[int]int{}
@@ -148,6 +205,10 @@ func (p *Program) planGroup(in *instr) {
 				last[j] = max(last[j], i)
 			}
 		}
+	}
+	if g.reduce != nil {
+		// Read after every member.
+		last[idx[g.reduce.inSlot]] = len(g.members)
 	}
 	// Local block buffers per dtype: free lists of global scratch
 	// indices.
@@ -203,6 +264,9 @@ func (p *Program) planGroup(in *instr) {
 			freeBy[bf.dtype] = append(freeBy[bf.dtype], m.out.scratch)
 		}
 	}
+	if rd := g.reduce; rd != nil {
+		rd.in = g.members[idx[rd.inSlot]].out
+	}
 }
 
 // dupBefore reports whether s[k] occurs in s[:k].
@@ -218,7 +282,7 @@ func (p *Program) runGroup(rs *runState, g *group) {
 	if g.n >= interp.FuseMin {
 		workers = min(interp.BackendThreads(p.be), blocks)
 	}
-	if g.n <= g.block {
+	if g.n <= g.block && g.reduce == nil {
 		// One block: the operands are in the templates.
 		w := rs.workers[0]
 		for i := range g.members {
@@ -298,6 +362,16 @@ func (p *Program) blocks(rs *runState, w *worker, g *group, first, blocks, step 
 			}
 			w.out[0] = p.blockArray(rs, w, m.out, lo, shape)
 			p.be.Exec(m.prim.Op, m.params, ins, w.out)
+		}
+		if rd := g.reduce; rd != nil {
+			in2, out := rd.full2, rd.fullOut
+			if lo+g.block > g.n {
+				in2, out = rd.tail2, rd.tailOut
+			}
+			a := p.blockArray(rs, w, rd.in, lo, shape)
+			w.in[0] = backend.Array{Buf: a.Buf, Shape: in2, Offset: a.Offset}
+			w.out[0] = interp.CutBlock(p.array(rs, rd.out), lo/rd.k, out)
+			p.be.Exec(rd.prim.Op, rd.params, w.in[:1], w.out)
 		}
 	}
 }

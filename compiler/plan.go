@@ -226,6 +226,9 @@ func (b *builder) eqn(e *interp.Eqn) {
 		b.fuse(e)
 		return
 	}
+	if b.trailingSum(e) {
+		return
+	}
 	dir := b.direct(e)
 	in := make([]int, len(e.In))
 	for i, v := range e.In {
@@ -300,7 +303,7 @@ func (p *Program) finish() {
 		case opFused:
 			p.planGroup(in)
 			g := in.group
-			if g.n <= g.block {
+			if g.n <= g.block && g.reduce == nil {
 				for j := range g.members {
 					m := &g.members[j]
 					m.base = p.addTemplate(append(append([]ref(nil), m.in...), m.out), g.full)

@@ -149,8 +149,10 @@ type ProgramStats struct {
 	// Copies, Fused and Fallbacks count its kinds.
 	Instructions, Kernels, Copies, Fused, Fallbacks int
 	// FusedSizes is the number of equations of each fused group, in
-	// order.
+	// order (a trailing reduction included); Reductions counts the
+	// groups ending in a reduction.
 	FusedSizes []int
+	Reductions int
 	// Buffers is the number of materialized intermediates; ArenaBuffers
 	// the arena buffers they are placed in.
 	Buffers, ArenaBuffers int
@@ -179,7 +181,12 @@ func (p *Program) Stats() ProgramStats {
 			s.Copies++
 		case opFused:
 			s.Fused++
-			s.FusedSizes = append(s.FusedSizes, len(in.group.members))
+			k := len(in.group.members)
+			if in.group.reduce != nil {
+				k++
+				s.Reductions++
+			}
+			s.FusedSizes = append(s.FusedSizes, k)
 		case opFallback:
 			s.Fallbacks++
 		}

@@ -51,6 +51,9 @@ func (p *Program) String() string {
 					b.WriteString(" " + p.slotName(m.outSlot))
 				}
 			}
+			if rd := in.group.reduce; rd != nil {
+				b.WriteString(" " + p.slotName(rd.out))
+			}
 		} else {
 			for _, s := range in.out {
 				b.WriteString(" " + p.slotName(s))
@@ -72,6 +75,9 @@ func (p *Program) String() string {
 					b.WriteString("  [block " + strconv.Itoa(m.out.scratch) + "]")
 				}
 				b.WriteByte('\n')
+			}
+			if rd := in.group.reduce; rd != nil {
+				b.WriteString("      v" + strconv.Itoa(rd.out) + " = " + rd.prim.Name + "[rows of " + strconv.Itoa(rd.k) + "] " + p.shortName(rd.inSlot) + "\n")
 			}
 		}
 	}

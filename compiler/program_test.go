@@ -476,3 +476,29 @@ func kernelAllocs(f func([]*peel.Tensor) *peel.Tensor, args ...*peel.Tensor) flo
 		be.Exec(e.Prim.Op, e.Params, ins, out)
 	})
 }
+
+// TestTrailingSum: a sum over the last axis of a group's result is
+// computed block by block in the group (whole rows per block), bit for
+// bit as the reduce_sum kernel on the whole array; rows longer than a
+// block are not fused.
+func TestTrailingSum(t *testing.T) {
+	for _, dt := range []peel.DType{peel.Float32, peel.Float64} {
+		for _, shape := range [][]int{{3, 5}, {1, 7}, {7, 1}, {0, 4}, {4096}, {3, 4097}, {200, 130}, {50, 4096}, {2, 3, 1000}} {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			x := peel.AsType(peel.FromFloat64s(seq(n, 1), shape...), dt)
+			g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+				e := peel.Exp(peel.Sub(a[0], 1.0))
+				return []*peel.Tensor{peel.Sum(peel.Mul(e, e), len(shape)-1), e}
+			}, x)
+			p := checkProgram(t, g, []*peel.Tensor{x})
+			st := p.Stats()
+			fused := shape[len(shape)-1] <= 4096
+			if fused != (st.Reductions == 1) {
+				t.Errorf("%v%v: reductions %d, want fused %v\n%v", dt, shape, st.Reductions, fused, p)
+			}
+		}
+	}
+}
