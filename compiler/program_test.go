@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -314,6 +315,11 @@ func TestDonation(t *testing.T) {
 	if d := sameBits(got[0], want[0]); d != "" {
 		t.Fatalf("donated chain: %s", d)
 	}
+	// The output took the donated input's buffer (the input, given
+	// up, now shows the result).
+	if d := sameBits(in, got[0]); d != "" {
+		t.Fatalf("donated buffer not reused for the output: %s\n%v", d, p3)
+	}
 }
 
 // TestConcurrent: one program, shared inputs, 8 goroutines (run with
@@ -366,7 +372,10 @@ func TestFallback(t *testing.T) {
 	}, x)
 	p := checkProgram(t, g, []*peel.Tensor{x})
 	if p.Stats().Fallbacks == 0 {
-		t.Logf("no fallback instruction:\n%v", p)
+		t.Errorf("no fallback instruction:\n%v", p)
+	}
+	if d := sameBits(x, peel.FromFloat64s(seq(6, 1), 2, 3)); d != "" {
+		t.Errorf("input written: %s", d)
 	}
 }
 
@@ -499,6 +508,22 @@ func TestTrailingSum(t *testing.T) {
 			if fused != (st.Reductions == 1) {
 				t.Errorf("%v%v: reductions %d, want fused %v\n%v", dt, shape, st.Reductions, fused, p)
 			}
+		}
+	}
+}
+
+// TestString: the printed program names the fused group, its block
+// buffers and where results live.
+func TestString(t *testing.T) {
+	x := peel.FromFloat64s(seq(6, 1), 2, 3)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		e := peel.Exp(peel.Mul(a[0], 2.0))
+		return []*peel.Tensor{peel.Sum(peel.Tanh(e), 1), peel.MatMul(e, peel.Transpose(a[0]))}
+	}, x)
+	s := compiler.Build(g).String()
+	for _, want := range []string{"program(in0:f64[2,3]", "fused[3] over [2,3]", "reduce_sum[rows of 3]", "[block 0]", "@out", "dot_general", "return"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("String lacks %q:\n%s", want, s)
 		}
 	}
 }
