@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
 	"github.com/peel-ml/peel/compiler"
 	"github.com/peel-ml/peel/interp"
@@ -107,4 +108,43 @@ func BenchmarkChain1M(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkExecFloor: the 100 kernel calls of the tiny chain made
+// directly with backend.Exec on prepared arrays (no executor): the floor
+// of any executor built on backend.Exec, to read BenchmarkTinyChain
+// against.
+func BenchmarkExecFloor(b *testing.B) {
+	a, bb, c := peel.FromFloat64s(randVec(8, 2)), peel.FromFloat64s(randVec(8, 3)), peel.FromFloat64s(randVec(8, 4))
+	x := peel.FromFloat64s(randVec(8, 1))
+	g := interp.Trace(func(in []*peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{peel.Sub(peel.Tanh(peel.Add(peel.Mul(in[0], a), bb)), c)}
+	}, []*peel.Tensor{x})
+	xa, be := x.Array()
+	aa, _ := a.Array()
+	ba, _ := bb.Array()
+	ca, _ := c.Array()
+	s0 := []backend.Array{{Buf: be.Alloc(peel.Float64, 8), Shape: []int{8}}}
+	s1 := []backend.Array{{Buf: be.Alloc(peel.Float64, 8), Shape: []int{8}}}
+	ops := g.Eqns
+	ins := make([]backend.Array, 2)
+	compiler.SetPoison(false)
+	defer compiler.SetPoison(true)
+	b.ReportAllocs()
+	for b.Loop() {
+		cur := xa
+		for i := range 25 {
+			_ = i
+			ins[0], ins[1] = cur, aa
+			be.Exec(ops[0].Prim.Op, nil, ins, s0)
+			ins[0], ins[1] = s0[0], ba
+			be.Exec(ops[1].Prim.Op, nil, ins, s1)
+			ins[0] = s1[0]
+			be.Exec(ops[2].Prim.Op, nil, ins[:1], s0)
+			ins[0], ins[1] = s0[0], ca
+			be.Exec(ops[3].Prim.Op, nil, ins, s1)
+			cur = s1[0]
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/eqn")
 }
