@@ -256,14 +256,14 @@ func (b *Backend) Has(op backend.Op) bool {
 // Exec runs op's kernel, first materializing inputs the kernel cannot read
 // in place.
 func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
-	e := b.kernels()[op.ID]
+	e := &b.kernels()[op.ID]
 	for i := range in {
-		a := in[i]
-		if a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && repeatBlock(a) > 0) {
+		a := &in[i]
+		if a.Strides == nil || a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && repeatBlock(*a) > 0) {
 			continue
 		}
 		c := backend.Array{Buf: b.Alloc(a.Buf.DType(), a.Size()), Shape: a.Shape}
-		copyStrided(c, a)
+		copyStrided(c, *a)
 		in[i] = c
 	}
 	e.fn(params, in, out)
