@@ -238,9 +238,14 @@ func (b *builder) eqn(e *interp.Eqn) {
 		}
 	}
 	if dir {
+		// Elementwise kernels read broadcast scalars (and, binary ones,
+		// repeated blocks) in place; any other strided operand is
+		// copied by an instruction into a planned buffer, so the kernel
+		// never allocates a contiguous copy itself at run time.
+		elementwise := pr.Elementwise != nil || pr == prims.Where || pr == prims.ConvertElementType
 		binary := pr.Elementwise != nil && pr.Elementwise.Arity == 2
 		for i := range in {
-			in[i] = b.materialize(in[i], true, binary)
+			in[i] = b.materialize(in[i], elementwise, binary)
 		}
 	}
 	out := make([]int, len(e.Out))
