@@ -207,6 +207,23 @@ func (b *builder) fusable(e *interp.Eqn) bool {
 	return true
 }
 
+// repeatOperand reports whether a binary elementwise e reads an operand
+// repeated along leading dimensions (a row broadcast such as a bias):
+// its kernel reads that in place, which a block cannot, so e runs alone
+// rather than after a copy of the broadcast.
+func (b *builder) repeatOperand(e *interp.Eqn) bool {
+	if e.Prim.Elementwise == nil || e.Prim.Elementwise.Arity != 2 {
+		return false
+	}
+	for _, v := range e.In {
+		a := b.p.layout(b.vals[v])
+		if !a.IsContiguous() && !a.IsSplat() && isRepeat(a) {
+			return true
+		}
+	}
+	return false
+}
+
 // eqn translates one equation.
 func (b *builder) eqn(e *interp.Eqn) {
 	p := b.p
@@ -222,7 +239,7 @@ func (b *builder) eqn(e *interp.Eqn) {
 		b.vals[e.Out[0]] = p.newSlot(slot{kind: sl.kind, root: sl.root, shape: e.Out[0].Aval.Shape, strides: arr.Strides, offset: arr.Offset, dtype: sl.dtype})
 		return
 	}
-	if b.fusable(e) {
+	if b.fusable(e) && !b.repeatOperand(e) {
 		b.fuse(e)
 		return
 	}
