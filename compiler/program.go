@@ -31,6 +31,17 @@ type Error = interp.Error
 // interp.Eval (composites without a kernel, mutation primitives answered
 // out of place, primitives that refuse evaluation).
 //
+// Kernels write into planned buffers that are not zeroed (the
+// backend.Exec contract: every result element is written). backend.Exec
+// "may overwrite the elements of in": the CPU backend replaces entries of
+// the operand slice with contiguous copies of operands its kernel cannot
+// read strided, and no CPU kernel writes operand memory; so operand
+// slices are rebuilt for every call (from per-run templates), and
+// operand memory is never assumed clobbered. Strided operands are copied
+// by a copy instruction into a planned buffer instead (except broadcast
+// scalars and row broadcasts that elementwise kernels read in place), so
+// kernels do not allocate copies at run time.
+//
 // A Program is safe for concurrent use: each Run takes a run state (the
 // arena, per-worker block buffers) from a sync.Pool, so runs share
 // nothing they write and take no lock.
