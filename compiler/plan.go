@@ -21,9 +21,11 @@ type builder struct {
 // Build prepares g for repeated evaluation by Run: it resolves every
 // equation to an instruction, fuses elementwise chains into blocked
 // groups, and plans the memory of intermediates. The program runs on the
-// backend of g's constants (the default backend when it has none). Build
-// panics with *Error if g's constants were released
-// (Graph.ReleaseConstants) or live on different backends.
+// backend of g's constants (the default backend when it has none); it
+// holds snapshots of them, so later writes into the tensors they were
+// traced from do not change it. Build panics with *Error if g's
+// constants were released (Graph.ReleaseConstants), are tracers, or live
+// on different backends.
 func Build(g *interp.Graph) *Program {
 	p := &Program{g: g}
 	b := &builder{p: p, vals: map[*interp.Var]int{}}
