@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -27,6 +28,9 @@ type builder struct {
 // constants were released (Graph.ReleaseConstants), are tracers, or live
 // on different backends.
 func Build(g *interp.Graph) *Program {
+	if g.Released() {
+		panic(&Error{Ops: []string{"compiler.Build"}, Msg: "the graph's constants were released (ReleaseConstants)"})
+	}
 	p := &Program{g: g}
 	b := &builder{p: p, vals: map[*interp.Var]int{}}
 	for i, v := range g.In {
@@ -35,18 +39,9 @@ func Build(g *interp.Graph) *Program {
 	for i, v := range g.Consts {
 		c := g.ConstVals[i]
 		if c == nil || !c.IsConcrete() {
-			panic(&Error{Ops: []string{"compiler.Build"}, Msg: "constant " + itoa(i) + " is not a concrete tensor"})
+			panic(&Error{Ops: []string{"compiler.Build"}, Msg: "constant " + strconv.Itoa(i) + " is not a concrete tensor"})
 		}
-		snap := func() (t *interp.Tensor) {
-			defer func() {
-				if recover() != nil {
-					panic(&Error{Ops: []string{"compiler.Build"}, Msg: "the graph's constants were released (ReleaseConstants)"})
-				}
-			}()
-			t = c.Snapshot()
-			t.Array()
-			return t
-		}()
+		snap := c.Snapshot()
 		arr, be := snap.Array()
 		if p.be == nil {
 			p.be = be
@@ -88,26 +83,6 @@ func Build(g *interp.Graph) *Program {
 	p.finish()
 	p.base = p.newPlan(0)
 	return p
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 && i >= 0 {
-		return digits[i : i+1]
-	}
-	var b []byte
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	for i > 0 {
-		b = append([]byte{digits[i%10]}, b...)
-		i /= 10
-	}
-	if neg {
-		return "-" + string(b)
-	}
-	return string(b)
 }
 
 func (p *Program) newSlot(s slot) int {

@@ -2,6 +2,7 @@ package compiler_test
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -16,7 +17,7 @@ func benchThreads(b *testing.B, f func(b *testing.B)) {
 	compiler.SetPoison(false)
 	defer compiler.SetPoison(true)
 	for _, n := range []int{1, 2} {
-		b.Run("threads="+itoa(n), func(b *testing.B) {
+		b.Run("threads="+strconv.Itoa(n), func(b *testing.B) {
 			old := cpu.Threads()
 			cpu.SetThreads(n)
 			defer cpu.SetThreads(old)
@@ -25,7 +26,6 @@ func benchThreads(b *testing.B, f func(b *testing.B)) {
 	}
 }
 
-func itoa(n int) string { return string(rune('0' + n)) }
 
 func randVec(n int, seed uint64) []float64 {
 	r := rand.New(rand.NewPCG(seed, 1))

@@ -527,3 +527,16 @@ func TestString(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildReleased: a graph whose constants were released cannot be
+// built.
+func TestBuildReleased(t *testing.T) {
+	c := peel.FromFloat64s([]float64{1, 2}, 2)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Add(a[0], c)} }, c)
+	g.ReleaseConstants()
+	_, err := evalOrErr(func() []*peel.Tensor { compiler.Build(g); return nil })
+	var pe *peel.Error
+	if !errors.As(err, &pe) {
+		t.Fatalf("got %v, want *peel.Error", err)
+	}
+}

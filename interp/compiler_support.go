@@ -50,3 +50,7 @@ func Donatable(t *Tensor) bool {
 // SameStorage reports whether two concrete tensors share memory through
 // one storage (a base and its views, boxes of one content).
 func SameStorage(a, b *Tensor) bool { return a != nil && b != nil && a.st != nil && a.st == b.st }
+
+// Released reports whether g's constants were released
+// (ReleaseConstants), after which it must not be evaluated or compiled.
+func (g *Graph) Released() bool { return g.released }
