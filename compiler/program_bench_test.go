@@ -26,7 +26,6 @@ func benchThreads(b *testing.B, f func(b *testing.B)) {
 	}
 }
 
-
 func randVec(n int, seed uint64) []float64 {
 	r := rand.New(rand.NewPCG(seed, 1))
 	d := make([]float64, n)
