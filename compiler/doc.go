@@ -1,7 +1,17 @@
-// Package compiler turns an *interp.Graph into a faster equivalent one:
-// optimization passes over graphs (dead-code elimination, common
-// subexpression elimination, constant folding, simplification of view
-// chains, transposes folded into matrix products, fused user-defined ops
-// recovered from their composites), and the pipeline that runs them
-// (Optimize).
+// Package compiler turns an *interp.Graph into a fast program, in two
+// steps that transforms.Compile runs on every traced signature:
+//
+//   - Optimize runs passes over the graph, each a small function from a
+//     graph to an equivalent one: dead-code elimination, common
+//     subexpression elimination, constant folding, simplification of
+//     reshape/transpose/broadcast/convert chains (rules as data),
+//     transposes folded into matrix products' dimension numbers, and
+//     user-defined ops recovered from their written-out composites
+//     (ReplaceComposites), so code written with the plain composite gets
+//     the fused kernel.
+//   - Build turns the optimized graph into a Program: a flat instruction
+//     list that Run executes with the backend's kernels directly (no
+//     Bind, no levels), elementwise chains fused into blocked loops, and
+//     intermediates in a planned arena whose buffers are reused once
+//     dead. A Program is safe for concurrent use.
 package compiler

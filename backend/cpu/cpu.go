@@ -256,14 +256,14 @@ func (b *Backend) Has(op backend.Op) bool {
 // Exec runs op's kernel, first materializing inputs the kernel cannot read
 // in place.
 func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
-	e := b.kernels()[op.ID]
+	e := &b.kernels()[op.ID]
 	for i := range in {
-		a := in[i]
-		if a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && repeatBlock(a) > 0) {
+		a := &in[i]
+		if a.Strides == nil || a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && repeatBlock(*a) > 0) {
 			continue
 		}
 		c := backend.Array{Buf: b.Alloc(a.Buf.DType(), a.Size()), Shape: a.Shape}
-		copyStrided(c, a)
+		copyStrided(c, *a)
 		in[i] = c
 	}
 	e.fn(params, in, out)
@@ -315,4 +315,20 @@ func contig[T any](buf []T, a backend.Array) []T {
 		return buf[:0]
 	}
 	return buf[a.Offset : a.Offset+n]
+}
+
+// zero sets every element of contiguous array a to zero (false): kernels
+// with nothing to compute still write their results, which may be reused
+// buffers rather than fresh zeroed memory (the Exec contract).
+func zero(a backend.Array) {
+	switch buf := a.Buf.(type) {
+	case boolBuf:
+		clear(contig(buf, a))
+	case i64Buf:
+		clear(contig(buf, a))
+	case f32Buf:
+		clear(contig(buf, a))
+	case f64Buf:
+		clear(contig(buf, a))
+	}
 }

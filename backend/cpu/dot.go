@@ -217,7 +217,10 @@ func dotGeneral(params any, in, out []backend.Array) {
 		K: dimsSize(a.Shape, dp.LhsContract),
 	}
 	if p.B*p.M*p.N == 0 || p.K == 0 {
-		return // nothing to compute, or a sum over nothing: zeros
+		// Nothing to compute, or a sum over nothing: zeros (written,
+		// since out may be a reused buffer).
+		zero(out[0])
+		return
 	}
 	lb, lc := dp.LhsBatch, dp.LhsContract
 	rb, rc := dp.RhsBatch, dp.RhsContract
@@ -269,7 +272,8 @@ func dotGeneral(params any, in, out []backend.Array) {
 }
 
 // dotLoop computes the products with plain loops, one result row (batch
-// element, lhs free index) at a time; c is zeroed.
+// element, lhs free index) at a time. Every element of c is written (c
+// may be a reused buffer, not zeroed memory: the Exec contract).
 func dotLoop[T int64 | float32 | float64](p *dotPlan, c, a, b []T) {
 	M, N, K := p.M, p.N, p.K
 	lhs, rhs := &p.lhs, &p.rhs
@@ -279,6 +283,7 @@ func dotLoop[T int64 | float32 | float64](p *dotPlan, c, a, b []T) {
 			ao := lhs.off(bi) + i*lhs.fs
 			bo := rhs.off(bi)
 			row := c[r*N : r*N+N]
+			clear(row)
 			for k := range K {
 				av := a[ao+k*lhs.cs]
 				bk := bo + k*rhs.cs

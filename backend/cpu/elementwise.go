@@ -49,6 +49,13 @@ func isSplatIn(a backend.Array) bool {
 	return a.Size() == 1 || !a.IsContiguous()
 }
 
+// isSplatN is isSplatIn for an operand a of n elements (an elementwise
+// operand has its result's size), without counting them again: part of
+// the per-call cost of small kernels.
+func isSplatN(a *backend.Array, n int) bool {
+	return n == 1 || (a.Strides != nil && !a.IsContiguous())
+}
+
 // fillSlice sets every element of d to v.
 func fillSlice[T any](d []T, v T) {
 	if len(d) == 0 {
@@ -105,7 +112,7 @@ func runUnary[T, R any](p *interp.Prim, f func(d []R, a []T), cost int, d []R, b
 	if n == 0 {
 		return
 	}
-	if isSplatIn(x) {
+	if isSplatN(&x, n) {
 		f(d[:1], buf[x.Offset:x.Offset+1])
 		fillSlice(d, d[0])
 		return
@@ -392,7 +399,7 @@ func runBinary[T, R any](p *interp.Prim, l binLoops[T, R], cost int, d []R, x, y
 		runRepeat(l, cost, d, x, y, xb, yb, xk, yk)
 		return
 	}
-	xs, ys := isSplatIn(x), isSplatIn(y)
+	xs, ys := isSplatN(&x, n), isSplatN(&y, n)
 	if !xs && !ys && serial(n, cost) {
 		l.vv(d, xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n])
 		return

@@ -37,12 +37,13 @@ func newAxisGeom(x, idx backend.Array, axis int) axisGeom {
 }
 
 // gather copies slice x[p, clamp(idx[j]), :] to out[p, j, :]. When the
-// axis is empty no index can be clamped into it, and the result stays
+// axis is empty no index can be clamped into it, and the result is
 // zero.
 func gather(params any, in, out []backend.Array) {
 	x, idx, o := in[0], in[1], out[0]
 	g := newAxisGeom(x, idx, params.(prims.AxisParams).Axis)
 	if o.Size() == 0 || g.n == 0 {
+		zero(o)
 		return
 	}
 	ix := i64s(idx)

@@ -1,0 +1,49 @@
+package compiler
+
+import (
+	"math"
+
+	"github.com/peel-ml/peel/backend"
+)
+
+// SetPoison makes every run fill the buffers it writes (arena, outputs,
+// block buffers) with garbage first: NaN for floats, a large pattern for
+// integers, true for bools.
+func SetPoison(on bool) {
+	if !on {
+		poison.Store(nil)
+		return
+	}
+	f := func(be backend.Backend, b backend.Buffer) {
+		n := b.Len()
+		var src any
+		switch b.DType() {
+		case backend.Float64:
+			d := make([]float64, n)
+			for i := range d {
+				d[i] = math.NaN()
+			}
+			src = d
+		case backend.Float32:
+			d := make([]float32, n)
+			for i := range d {
+				d[i] = float32(math.NaN())
+			}
+			src = d
+		case backend.Int64:
+			d := make([]int64, n)
+			for i := range d {
+				d[i] = -0x5a5a5a5a5a5a5a5a
+			}
+			src = d
+		case backend.Bool:
+			d := make([]bool, n)
+			for i := range d {
+				d[i] = true
+			}
+			src = d
+		}
+		be.Copy(backend.Array{Buf: b, Shape: []int{n}}, backend.Array{Buf: be.FromHost(src), Shape: []int{n}})
+	}
+	poison.Store(&f)
+}

@@ -1,0 +1,386 @@
+package compiler
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/interp"
+)
+
+// Error is the error type of package compiler (peel's *Error): misuse of a
+// Program panics with it.
+type Error = interp.Error
+
+// Program is an executable form of a graph: a flat list of instructions,
+// each resolved when the program is built (the backend kernel, its
+// parameters, the slots of its operands and results), and a memory plan
+// that places every intermediate in a per-run arena.
+//
+// Values live in slots. A slot is a static layout (shape, strides, an
+// offset) over a root: a graph input, a constant, or a planned buffer.
+// View primitives (reshape, transpose, slice, broadcast_in_dim) are no
+// instructions: their results are slots over their operand's root, laid
+// out as eval would lay them out (interp.ViewArray). A view with no
+// strided layout is a copy instruction followed by the view.
+//
+// Instructions are of four kinds: a kernel (backend.Exec on the slots'
+// arrays), a copy (backend.Copy, materializing a strided operand into a
+// contiguous buffer), a fused group of elementwise equations run block
+// by block (see fuse.go), and a fallback that evaluates one equation with
+// interp.Eval (composites without a kernel, mutation primitives answered
+// out of place, primitives that refuse evaluation).
+//
+// Kernels write into planned buffers that are not zeroed (the
+// backend.Exec contract: every result element is written). backend.Exec
+// "may overwrite the elements of in": the CPU backend replaces entries of
+// the operand slice with contiguous copies of operands its kernel cannot
+// read strided, and no CPU kernel writes operand memory; so operand
+// slices are rebuilt for every call (from per-run templates), and
+// operand memory is never assumed clobbered. Strided operands are copied
+// by a copy instruction into a planned buffer instead (except broadcast
+// scalars and row broadcasts that elementwise kernels read in place), so
+// kernels do not allocate copies at run time.
+//
+// A Program is safe for concurrent use: each Run takes a run state (the
+// arena, per-worker block buffers) from a sync.Pool, so runs share
+// nothing they write and take no lock.
+type Program struct {
+	g  *interp.Graph
+	be backend.Backend
+
+	// consts are the graph's constants, snapshots the program holds.
+	consts    []*interp.Tensor
+	constArrs []backend.Array
+
+	vals   []slot
+	bufs   []bufInfo
+	instrs []instr
+	// outs says how each graph output is returned.
+	outs []outSpec
+	// inLast is the last instruction reading each input (-1: none;
+	// len(instrs): an output).
+	inLast []int
+	// maxIn and maxOut bound the operands of one instruction.
+	maxIn, maxOut int
+	// scratch is the per-worker block buffers of fused groups: one
+	// dtype and capacity per scratch slot.
+	scratch []scratchSpec
+
+	// tmpl describes the operand arrays of kernel calls (kernel
+	// instructions, and equations of fused groups of one block) that a
+	// run state keeps between runs: see template.
+	tmpl []tmplEntry
+
+	base  *plan
+	plans sync.Map // donation mask (uint64) → *plan
+	// names of slots for String.
+	names []string
+}
+
+type rootKind uint8
+
+const (
+	rootInput rootKind = iota
+	rootConst
+	rootBuf
+)
+
+// slot is a value's layout over its root. offset is relative to the
+// root's own offset (an input's array offset at run time; 0 for
+// buffers).
+type slot struct {
+	kind    rootKind
+	root    int
+	shape   []int
+	strides []int
+	offset  int
+	dtype   backend.DType
+}
+
+// bufInfo is one planned buffer (a materialized value).
+type bufInfo struct {
+	dtype backend.DType
+	n     int
+	// def is the defining instruction, last the last one reading the
+	// buffer (len(instrs) for outputs).
+	def, last int
+	output    bool
+	// scratch: a fused group's intermediate that lives only in block
+	// buffers (no buffer is planned).
+	scratch bool
+	// val is the slot of the buffer's own (contiguous) value.
+	val int
+}
+
+type opKind uint8
+
+const (
+	opKernel opKind = iota
+	opCopy
+	opFused
+	opFallback
+)
+
+// instr is one instruction: operands and results are slot numbers.
+type instr struct {
+	kind   opKind
+	prim   *interp.Prim
+	params any
+	in     []int
+	out    []int
+	group  *group
+	// base is where a kernel's operands start in the run state's
+	// templates (operands, then results).
+	base int
+}
+
+type outKind uint8
+
+const (
+	outBuffer outKind = iota // a slot over a buffer planned as an output
+	outInput                 // a graph input: returned as a snapshot
+	outConst                 // a constant: returned as a snapshot
+)
+
+type outSpec struct {
+	kind outKind
+	idx  int // input or constant index, or the slot
+}
+
+type scratchSpec struct {
+	dtype backend.DType
+	n     int
+}
+
+// ProgramStats describes a Program: its instructions and its memory plan
+// (without donation).
+type ProgramStats struct {
+	// Instructions is the length of the instruction list; Kernels,
+	// Copies, Fused and Fallbacks count its kinds.
+	Instructions, Kernels, Copies, Fused, Fallbacks int
+	// FusedSizes is the number of equations of each fused group, in
+	// order (a trailing reduction included); Reductions counts the
+	// groups ending in a reduction.
+	FusedSizes []int
+	Reductions int
+	// Buffers is the number of materialized intermediates; ArenaBuffers
+	// the arena buffers they are placed in.
+	Buffers, ArenaBuffers int
+	// ArenaBytes is the size of one run's arena; ReusedBytes the bytes
+	// of intermediates placed in a buffer an earlier, dead intermediate
+	// used (so the arena is that much smaller than one buffer each).
+	ArenaBytes, ReusedBytes int
+	// ScratchBytes is the block memory of fused groups per worker.
+	ScratchBytes int
+	// OutputBytes is what each run allocates for its results.
+	OutputBytes int
+}
+
+// Graph returns the graph the program was built from.
+func (p *Program) Graph() *interp.Graph { return p.g }
+
+// Stats returns the program's statistics.
+func (p *Program) Stats() ProgramStats {
+	var s ProgramStats
+	s.Instructions = len(p.instrs)
+	for _, in := range p.instrs {
+		switch in.kind {
+		case opKernel:
+			s.Kernels++
+		case opCopy:
+			s.Copies++
+		case opFused:
+			s.Fused++
+			k := len(in.group.members)
+			if in.group.reduce != nil {
+				k++
+				s.Reductions++
+			}
+			s.FusedSizes = append(s.FusedSizes, k)
+		case opFallback:
+			s.Fallbacks++
+		}
+	}
+	logical := 0
+	for _, b := range p.bufs {
+		switch {
+		case b.scratch:
+		case b.output:
+			s.OutputBytes += b.n * b.dtype.Size()
+		default:
+			s.Buffers++
+			logical += b.n * b.dtype.Size()
+		}
+	}
+	s.ArenaBuffers = len(p.base.arena)
+	for _, a := range p.base.arena {
+		s.ArenaBytes += a.n * a.dtype.Size()
+	}
+	s.ReusedBytes = logical - s.ArenaBytes
+	for _, sc := range p.scratch {
+		s.ScratchBytes += sc.n * sc.dtype.Size()
+	}
+	return s
+}
+
+// Run evaluates the program on args, concrete tensors of the graph's
+// input types, and returns the graph's outputs: tensors the caller owns.
+// An output that is an input or a constant comes back as a snapshot of it
+// (a write into the result does not change the input or the constant);
+// every other output is in memory no other run uses. Run never writes its
+// inputs, except the memory of an input it was given: donate[i] true says
+// the caller gives up args[i], whose buffer may then hold an intermediate
+// or an output once the input is no longer read (donate may be nil or
+// shorter than args; a donated input that shares its memory with another
+// argument or a snapshot, or that is not contiguous, is not reused).
+//
+// Run panics with *Error if an argument is nil, a tracer, on another
+// backend than the program's constants, or of a type other than the
+// graph's input; and with the *Error of an instruction that fails (as
+// Graph.Eval would).
+func (p *Program) Run(args []*interp.Tensor, donate []bool) []*interp.Tensor {
+	g := p.g
+	if len(args) != len(g.In) {
+		panic(&Error{Ops: []string{"Program.Run"}, Msg: "program takes " + strconv.Itoa(len(g.In)) + " inputs, got " + strconv.Itoa(len(args))})
+	}
+	for i, a := range args {
+		v := g.In[i]
+		if a == nil || !a.Aval().Equal(v.Aval) {
+			panic(&Error{Ops: []string{"Program.Run"}, Msg: "input " + strconv.Itoa(i) + " must be " + v.Aval.String(), Operands: []string{a.TypeString()}})
+		}
+		if !a.IsConcrete() {
+			panic(&Error{Ops: []string{"Program.Run"}, Msg: "input " + strconv.Itoa(i) + " is a tracer: a Program runs on concrete tensors (evaluate the graph with Graph.Eval under a transform)", Operands: []string{a.TypeString()}})
+		}
+	}
+	pl := p.base
+	if mask := p.donationMask(args, donate); mask != 0 {
+		pl = p.planFor(mask)
+	}
+	rs := pl.pool.Get().(*runState)
+	for i, a := range args {
+		arr, be := a.Array()
+		if be != p.be {
+			panic(&Error{Ops: []string{"Program.Run"}, Msg: "input " + strconv.Itoa(i) + " lives on backend " + be.Name() + ", the program on " + p.be.Name(), Operands: []string{a.TypeString()}})
+		}
+		if !arr.IsContiguous() {
+			c := backend.Array{Buf: p.be.Alloc(arr.Buf.DType(), arr.Size()), Shape: arr.Shape}
+			p.be.Copy(c, arr)
+			arr = c
+		}
+		rs.inArr[i] = arr
+	}
+	p.bindBuffers(pl, rs)
+	for i := range p.instrs {
+		p.exec(rs, &p.instrs[i])
+	}
+	res := make([]*interp.Tensor, len(p.outs))
+	for i, o := range p.outs {
+		switch o.kind {
+		case outInput:
+			res[i] = args[o.idx].Snapshot()
+		case outConst:
+			res[i] = p.consts[o.idx].Snapshot()
+		default:
+			res[i] = interp.NewConcrete(p.be, p.array(rs, o.idx))
+		}
+	}
+	rs.clear(p, pl)
+	pl.pool.Put(rs)
+	return res
+}
+
+// donationMask returns the donated inputs that can be reused: concrete,
+// contiguous over their whole buffer, sharing memory with no snapshot and
+// no other argument. Inputs past the 64th are never reused.
+func (p *Program) donationMask(args []*interp.Tensor, donate []bool) uint64 {
+	var mask uint64
+	for i, d := range donate {
+		if !d || i >= len(args) || i >= 64 || !interp.Donatable(args[i]) {
+			continue
+		}
+		shared := false
+		for j, b := range args {
+			if j != i && (b == args[i] || interp.SameStorage(b, args[i])) {
+				shared = true
+				break
+			}
+		}
+		if !shared {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
+// planFor returns the memory plan for a donation mask, built once.
+func (p *Program) planFor(mask uint64) *plan {
+	if pl, ok := p.plans.Load(mask); ok {
+		return pl.(*plan)
+	}
+	pl, _ := p.plans.LoadOrStore(mask, p.newPlan(mask))
+	return pl.(*plan)
+}
+
+// array returns slot v's array in run state rs.
+func (p *Program) array(rs *runState, v int) backend.Array {
+	s := &p.vals[v]
+	var a backend.Array
+	switch s.kind {
+	case rootInput:
+		a = rs.inArr[s.root]
+	case rootConst:
+		a = p.constArrs[s.root]
+	default:
+		a = backend.Array{Buf: rs.phys[s.root]}
+	}
+	return backend.Array{Buf: a.Buf, Shape: s.shape, Strides: s.strides, Offset: a.Offset + s.offset}
+}
+
+// exec runs one instruction.
+func (p *Program) exec(rs *runState, in *instr) {
+	switch in.kind {
+	case opKernel:
+		// Exec may replace the entries of ins (the CPU backend puts
+		// contiguous copies of operands it cannot read in place there),
+		// so they are copied from the template for every call; results
+		// are read from it directly.
+		k := len(in.in)
+		ins := rs.in[:k]
+		copy(ins, rs.tmpl[in.base:in.base+k])
+		p.be.Exec(in.prim.Op, in.params, ins, rs.tmpl[in.base+k:in.base+k+len(in.out)])
+	case opCopy:
+		p.be.Copy(p.array(rs, in.out[0]), p.array(rs, in.in[0]))
+	case opFused:
+		p.runGroup(rs, in.group)
+	case opFallback:
+		p.fallback(rs, in)
+	}
+}
+
+// fallback evaluates one equation with interp.Eval on tensors over the
+// operands' arrays and copies the results into their planned buffers.
+// A mutation primitive is answered out of place: the destination is not
+// written.
+func (p *Program) fallback(rs *runState, in *instr) {
+	args := make([]*interp.Tensor, len(in.in))
+	for i, v := range in.in {
+		args[i] = interp.NewConcrete(p.be, p.array(rs, v))
+	}
+	var outs []*interp.Tensor
+	pr := in.prim
+	switch {
+	case pr.Kind == interp.Mutation && pr.DropsDst && len(args) == 2 && pr.Pure == nil:
+		outs = args[1:]
+	case pr.Kind == interp.Mutation && pr.DropsDst:
+		outs = interp.Eval(pr.Pure, in.params, args[1:])
+	case pr.Kind == interp.Mutation:
+		outs = interp.Eval(pr.Pure, in.params, args)
+	default:
+		outs = interp.Eval(pr, in.params, args)
+	}
+	for i, v := range in.out {
+		src, _ := outs[i].Array()
+		p.be.Copy(p.array(rs, v), src)
+	}
+}

@@ -1,0 +1,191 @@
+package compiler_test
+
+import (
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/compiler"
+	"github.com/peel-ml/peel/interp"
+)
+
+// rgStep is one step of a random program: an opcode and operand picks.
+type rgStep struct{ op, a, b, c int }
+
+// rgProgram is a random program over two inputs of shape [r, c].
+type rgProgram struct {
+	r, c  int
+	dt    peel.DType
+	steps []rgStep
+	outs  []int
+}
+
+func drawProgram(t *rapid.T) rgProgram {
+	dims := []int{0, 1, 2, 3, 5, 8, 130, 160}
+	p := rgProgram{
+		r:  rapid.SampledFrom(dims).Draw(t, "r"),
+		c:  rapid.SampledFrom(dims).Draw(t, "c"),
+		dt: rapid.SampledFrom([]peel.DType{peel.Float64, peel.Float32}).Draw(t, "dtype"),
+	}
+	n := rapid.IntRange(1, 16).Draw(t, "steps")
+	for range n {
+		p.steps = append(p.steps, rgStep{
+			op: rapid.IntRange(0, 17).Draw(t, "op"),
+			a:  rapid.IntRange(0, 1<<20).Draw(t, "a"),
+			b:  rapid.IntRange(0, 1<<20).Draw(t, "b"),
+			c:  rapid.IntRange(0, 1<<20).Draw(t, "c"),
+		})
+	}
+	p.outs = rapid.SliceOfN(rapid.IntRange(0, 1<<20), 1, 4).Draw(t, "outs")
+	return p
+}
+
+// build runs the program on a and b (tracers or concrete tensors): every
+// step appends one value to the pool; the results are the last value
+// and the values outs picks (inputs and views among them).
+func (p rgProgram) build(c0 *peel.Tensor) func(in []*peel.Tensor) []*peel.Tensor {
+	return func(in []*peel.Tensor) []*peel.Tensor {
+		pool := []*peel.Tensor{in[0], in[1]}
+		pick := func(k int) *peel.Tensor { return pool[k%len(pool)] }
+		// partner returns a value of x's shape (x itself when none).
+		partner := func(x *peel.Tensor, k int) *peel.Tensor {
+			var same []*peel.Tensor
+			for _, v := range pool {
+				if interp.ShapeEqual(v.Shape(), x.Shape()) {
+					same = append(same, v)
+				}
+			}
+			return same[k%len(same)]
+		}
+		for _, s := range p.steps {
+			x := pick(s.a)
+			var y *peel.Tensor
+			switch s.op {
+			case 0:
+				y = peel.Sin(x)
+			case 1:
+				y = peel.Tanh(x)
+			case 2:
+				y = peel.Exp(peel.Neg(peel.Abs(x)))
+			case 3:
+				y = peel.Add(x, partner(x, s.b))
+			case 4:
+				y = peel.Mul(x, partner(x, s.b))
+			case 5:
+				y = peel.Sub(x, 0.75)
+			case 6:
+				y = peel.Mul(peel.Add(peel.Mul(x, 2.0), 1.0), x)
+			case 7:
+				if x.Rank() == 2 {
+					y = peel.Transpose(x)
+				} else {
+					y = peel.Square(x)
+				}
+			case 8:
+				if x.Rank() >= 1 && x.Shape()[x.Rank()-1] > 1 {
+					y = peel.Slice(x, x.Rank()-1, 1, x.Shape()[x.Rank()-1], 2)
+				} else {
+					y = peel.Log1p(peel.Abs(x))
+				}
+			case 9:
+				if x.Rank() == 2 {
+					y = peel.Sum(x, s.b%2)
+				} else {
+					y = peel.Sum(x)
+				}
+			case 10:
+				if x.Rank() == 1 {
+					// A row broadcast against a [k, n] value.
+					y = peel.Mul(peel.BroadcastTo(x, 3, x.Shape()[0]), 1.5)
+				} else {
+					y = peel.Reshape(x, x.Size())
+				}
+			case 11:
+				if x.Rank() == 2 {
+					y = peel.MatMul(x, peel.Transpose(partner(x, s.b)))
+				} else {
+					y = peel.Maximum(x, partner(x, s.b))
+				}
+			case 12:
+				z := partner(x, s.b)
+				y = peel.Where(peel.Greater(x, z), x, peel.Neg(z))
+			case 13:
+				y = peel.AsType(peel.Sigmoid(peel.AsType(x, peel.Float64)), x.DType())
+			case 14:
+				y = peel.Add(x, peel.Sum(x))
+			case 15:
+				y = peel.Mul(x, peel.BroadcastTo(c0, x.Shape()...))
+			case 16:
+				if x.Rank() == 2 {
+					y = peel.Flip(x, 0)
+				} else {
+					y = peel.Div(x, 3.0)
+				}
+			case 17:
+				y = peel.Clone(x)
+			}
+			pool = append(pool, y)
+		}
+		res := []*peel.Tensor{pool[len(pool)-1]}
+		for _, k := range p.outs {
+			res = append(res, pick(k))
+		}
+		return res
+	}
+}
+
+func rgInputs(p rgProgram, seed float64) []*peel.Tensor {
+	n := p.r * p.c
+	return []*peel.Tensor{
+		peel.AsType(peel.FromFloat64s(seq(n, seed), p.r, p.c), p.dt),
+		peel.AsType(peel.FromFloat64s(seq(n, -seed/2), p.r, p.c), p.dt),
+	}
+}
+
+// TestRandomPrograms: random compositions of elementwise, view,
+// reduction and matrix ops run by a Program equal Graph.Eval bit for bit
+// (fusion does not reorder arithmetic), with and without donation, and a
+// run does not write its inputs.
+func TestRandomPrograms(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := drawProgram(t)
+		c0 := peel.AsType(peel.Scalar(0.25), p.dt)
+		args := rgInputs(p, 1)
+		g := interp.Trace(p.build(c0), args)
+		prog := checkProgram(t, g, args)
+		want := g.Eval(args...)
+		for i, a := range rgInputs(p, 1) {
+			if d := sameBits(args[i], a); d != "" {
+				t.Fatalf("input %d written: %s", i, d)
+			}
+		}
+		// Strided (transposed) arguments.
+		if p.r == p.c {
+			tr := []*peel.Tensor{peel.Transpose(args[0]), peel.Transpose(args[1])}
+			w := g.Eval(tr...)
+			got := prog.Run(tr, nil)
+			for i := range w {
+				if d := sameBits(got[i], w[i]); d != "" {
+					t.Fatalf("strided args, output %d: %s\n%v", i, d, prog)
+				}
+			}
+		}
+		// Donated copies of the arguments.
+		got := prog.Run(rgInputs(p, 1), []bool{true, true})
+		for i := range want {
+			if d := sameBits(got[i], want[i]); d != "" {
+				t.Fatalf("donated, output %d: %s\n%v", i, d, prog)
+			}
+		}
+		// A second run reuses the pooled arena.
+		got = prog.Run(args, nil)
+		for i := range want {
+			if d := sameBits(got[i], want[i]); d != "" {
+				t.Fatalf("second run, output %d: %s\n%v", i, d, prog)
+			}
+		}
+	})
+}
+
+var _ = compiler.Build

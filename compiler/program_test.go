@@ -1,0 +1,542 @@
+package compiler_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/compiler"
+	"github.com/peel-ml/peel/internal/optest"
+	"github.com/peel-ml/peel/interp"
+)
+
+// TestMain runs the tests with poisoned buffers (compiler.SetPoison),
+// so a result element a kernel does not write shows.
+func TestMain(m *testing.M) {
+	compiler.SetPoison(true)
+	os.Exit(m.Run())
+}
+
+// bitsOf returns a tensor's elements as exact bit patterns (floats by
+// their IEEE bits, so NaNs and signed zeros compare exactly).
+func bitsOf(t *peel.Tensor) []uint64 {
+	var out []uint64
+	switch t.DType() {
+	case peel.Float64:
+		for _, v := range t.Float64s() {
+			out = append(out, math.Float64bits(v))
+		}
+	case peel.Float32:
+		for _, v := range t.Float32s() {
+			out = append(out, uint64(math.Float32bits(v)))
+		}
+	case peel.Int64:
+		for _, v := range t.Int64s() {
+			out = append(out, uint64(v))
+		}
+	case peel.Bool:
+		for _, v := range t.Bools() {
+			if v {
+				out = append(out, 1)
+			} else {
+				out = append(out, 0)
+			}
+		}
+	}
+	return out
+}
+
+// sameBits reports how got differs from want ("" when equal bit for bit,
+// with equal types).
+func sameBits(got, want *peel.Tensor) string {
+	if !got.Aval().Equal(want.Aval()) {
+		return fmt.Sprintf("type %s, want %s", got.TypeString(), want.TypeString())
+	}
+	g, w := bitsOf(got), bitsOf(want)
+	for i := range w {
+		if g[i] != w[i] {
+			return fmt.Sprintf("element %d: bits %#x, want %#x", i, g[i], w[i])
+		}
+	}
+	return ""
+}
+
+// tb is what checkProgram needs of *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// checkProgram builds g and compares Run with Graph.Eval on args, bit for
+// bit; both must fail, with *Error, or neither.
+func checkProgram(t tb, g *interp.Graph, args []*peel.Tensor) *compiler.Program {
+	t.Helper()
+	want, werr := evalOrErr(func() []*peel.Tensor { return g.Eval(args...) })
+	p := compiler.Build(g)
+	got, gerr := evalOrErr(func() []*peel.Tensor { return p.Run(args, nil) })
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("Graph.Eval error %v, Program.Run error %v\n%v\n%v", werr, gerr, g, p)
+	}
+	if werr != nil {
+		return p
+	}
+	for i := range want {
+		if d := sameBits(got[i], want[i]); d != "" {
+			t.Fatalf("output %d: %s\n%v\n%v", i, d, g, p)
+		}
+	}
+	return p
+}
+
+// evalOrErr runs f, turning a *peel.Error panic into an error (any other
+// panic propagates).
+func evalOrErr(f func() []*peel.Tensor) (res []*peel.Tensor, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(*peel.Error)
+			if !ok {
+				panic(r)
+			}
+			err = e
+		}
+	}()
+	return f(), nil
+}
+
+// TestRegistry runs every registry op's samples as a one-op program,
+// against Graph.Eval bit for bit.
+func TestRegistry(t *testing.T) {
+	for _, op := range optest.All() {
+		for _, s := range op.Samples() {
+			t.Run(op.Name+"/"+s.Name, func(t *testing.T) {
+				g, err := traceOrErr(op.F, s.Args)
+				if err != nil {
+					return // eager refuses too (checked by optest)
+				}
+				checkProgram(t, g, s.Args)
+			})
+		}
+	}
+}
+
+func traceOrErr(f func([]*peel.Tensor) *peel.Tensor, args []*peel.Tensor) (g *interp.Graph, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(*peel.Error)
+			if !ok {
+				panic(r)
+			}
+			err = e
+		}
+	}()
+	return interp.Trace(func(a []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{f(a)} }, args), nil
+}
+
+func seq(n int, scale float64) []float64 {
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = scale * (float64(i%97) - 40) / 17
+	}
+	return d
+}
+
+func trace(f func(a []*peel.Tensor) []*peel.Tensor, args ...*peel.Tensor) *interp.Graph {
+	return interp.Trace(f, args)
+}
+
+// TestChainFused: an elementwise chain with scalar operands becomes one
+// fused group whose intermediates live in blocks, at sizes below and
+// above the blocked threshold, in f32 and f64.
+func TestChainFused(t *testing.T) {
+	for _, dt := range []peel.DType{peel.Float32, peel.Float64} {
+		for _, n := range []int{0, 1, 7, 4096, 4097, 1 << 16, 1<<16 + 3} {
+			x := peel.AsType(peel.FromFloat64s(seq(n, 1), n), dt)
+			g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+				x := a[0]
+				return []*peel.Tensor{peel.Mul(peel.Tanh(peel.Add(peel.Mul(x, 2.0), 1.0)), x)}
+			}, x)
+			p := checkProgram(t, g, []*peel.Tensor{x})
+			st := p.Stats()
+			if st.Fused != 1 || st.FusedSizes[0] != 4 || st.ArenaBytes != 0 {
+				t.Errorf("%v[%d]: stats %+v\n%v", dt, n, st, p)
+			}
+		}
+	}
+}
+
+// TestViews: transposes, slices, broadcasts and reshapes feeding kernels
+// and fused groups.
+func TestViews(t *testing.T) {
+	x := peel.FromFloat64s(seq(12, 1), 3, 4)
+	y := peel.FromFloat64s(seq(4, 2), 4)
+	cases := []struct {
+		name string
+		f    func(x, y *peel.Tensor) []*peel.Tensor
+	}{
+		{"transpose_add", func(x, y *peel.Tensor) []*peel.Tensor {
+			tx := peel.Transpose(x)
+			return []*peel.Tensor{peel.Add(peel.Exp(tx), tx)}
+		}},
+		{"row_broadcast", func(x, y *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Tanh(peel.Mul(x, y))} }},
+		{"slice_step", func(x, y *peel.Tensor) []*peel.Tensor {
+			s := peel.Slice(x, 1, 0, 4, 2)
+			return []*peel.Tensor{peel.Sin(peel.Add(s, 1.0)), s}
+		}},
+		{"reshape_of_transpose", func(x, y *peel.Tensor) []*peel.Tensor {
+			r := peel.Reshape(peel.Transpose(x), 12)
+			return []*peel.Tensor{peel.Mul(r, r)}
+		}},
+		{"matmul_transpose", func(x, y *peel.Tensor) []*peel.Tensor {
+			return []*peel.Tensor{peel.MatMul(peel.Transpose(x), x), peel.Sum(peel.Exp(x), 1)}
+		}},
+		{"view_output", func(x, y *peel.Tensor) []*peel.Tensor {
+			e := peel.Exp(x)
+			return []*peel.Tensor{peel.Transpose(e), e, peel.Transpose(x), peel.Narrow(y, 0, 1, 2)}
+		}},
+		{"group_value_through_view", func(x, y *peel.Tensor) []*peel.Tensor {
+			e := peel.Exp(peel.Transpose(peel.Reshape(x, 4, 3)))
+			f := peel.Add(e, 1.0)
+			return []*peel.Tensor{peel.Mul(peel.Reshape(peel.Transpose(f), 3, 4), x)}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := trace(func(a []*peel.Tensor) []*peel.Tensor { return c.f(a[0], a[1]) }, x, y)
+			checkProgram(t, g, []*peel.Tensor{x, y})
+			// Strided arguments.
+			xt := peel.Transpose(peel.FromFloat64s(seq(12, 3), 4, 3))
+			checkProgram(t, g, []*peel.Tensor{xt, y})
+		})
+	}
+}
+
+// TestOutputsAliasNothing: an output that is an input, a constant or a
+// view of one comes back so that writing into it changes neither.
+func TestOutputsAliasNothing(t *testing.T) {
+	x := peel.FromFloat64s([]float64{1, 2, 3, 4}, 2, 2)
+	c := peel.FromFloat64s([]float64{5, 6, 7, 8}, 2, 2)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{a[0], c, peel.Transpose(a[0]), peel.Transpose(c), peel.Add(a[0], c)}
+	}, x)
+	p := compiler.Build(g)
+	for range 2 {
+		res := p.Run([]*peel.Tensor{x}, nil)
+		for _, r := range res {
+			peel.AddInPlace(r, 100.0)
+		}
+		if d := sameBits(x, peel.FromFloat64s([]float64{1, 2, 3, 4}, 2, 2)); d != "" {
+			t.Fatalf("input changed: %s", d)
+		}
+		if d := sameBits(c, peel.FromFloat64s([]float64{5, 6, 7, 8}, 2, 2)); d != "" {
+			t.Fatalf("constant changed: %s", d)
+		}
+		want := g.Eval(x)
+		res = p.Run([]*peel.Tensor{x}, nil)
+		for i := range want {
+			if d := sameBits(res[i], want[i]); d != "" {
+				t.Fatalf("output %d after writes: %s", i, d)
+			}
+		}
+	}
+}
+
+// TestResultsFresh: results of one run are not changed by the next.
+func TestResultsFresh(t *testing.T) {
+	x := peel.FromFloat64s(seq(10, 1), 10)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		e := peel.Exp(a[0])
+		s := peel.Sum(e)
+		return []*peel.Tensor{peel.Mul(e, s), s}
+	}, x)
+	p := compiler.Build(g)
+	first := p.Run([]*peel.Tensor{x}, nil)
+	want := []*peel.Tensor{peel.Clone(first[0]), peel.Clone(first[1])}
+	p.Run([]*peel.Tensor{peel.FromFloat64s(seq(10, 5), 10)}, nil)
+	for i := range want {
+		if d := sameBits(first[i], want[i]); d != "" {
+			t.Fatalf("output %d changed by a later run: %s", i, d)
+		}
+	}
+}
+
+// TestDonation: donated inputs give their buffers to intermediates and
+// outputs; a donated input shared with another argument is not reused.
+func TestDonation(t *testing.T) {
+	mk := func() *peel.Tensor { return peel.FromFloat64s(seq(64, 1), 8, 8) }
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		x, y := a[0], a[1]
+		m := peel.MatMul(x, y)
+		return []*peel.Tensor{peel.Add(peel.Exp(m), 1.0), peel.Sum(m, 0)}
+	}, mk(), mk())
+	p := compiler.Build(g)
+	x, y := mk(), mk()
+	want := g.Eval(x, y)
+	got := p.Run([]*peel.Tensor{mk(), mk()}, []bool{true, true})
+	for i := range want {
+		if d := sameBits(got[i], want[i]); d != "" {
+			t.Fatalf("donated run, output %d: %s\n%v", i, d, p)
+		}
+	}
+	// The same tensor as both arguments, one donated: it must stay
+	// readable for the other.
+	z := mk()
+	want = g.Eval(z, z)
+	got = p.Run([]*peel.Tensor{z, z}, []bool{true, false})
+	for i := range want {
+		if d := sameBits(got[i], want[i]); d != "" {
+			t.Fatalf("shared donated run, output %d: %s", i, d)
+		}
+	}
+	if d := sameBits(z, mk()); d != "" {
+		t.Fatalf("shared donated input written: %s", d)
+	}
+	// An input that is also an output is returned intact.
+	g2 := trace(func(a []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Exp(a[0]), a[0]} }, mk())
+	p2 := compiler.Build(g2)
+	got = p2.Run([]*peel.Tensor{mk()}, []bool{true})
+	if d := sameBits(got[1], mk()); d != "" {
+		t.Fatalf("donated input returned as output: %s", d)
+	}
+	// Donation reaches the plan: exp(x)+1 of a donated x needs no
+	// output allocation for x's type.
+	g3 := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{peel.Add(peel.MatMul(a[0], a[0]), 1.0)}
+	}, mk())
+	p3 := compiler.Build(g3)
+	in := mk()
+	want = g3.Eval(in)
+	got = p3.Run([]*peel.Tensor{in}, []bool{true})
+	if d := sameBits(got[0], want[0]); d != "" {
+		t.Fatalf("donated chain: %s", d)
+	}
+	// The output took the donated input's buffer (the input, given
+	// up, now shows the result).
+	if d := sameBits(in, got[0]); d != "" {
+		t.Fatalf("donated buffer not reused for the output: %s\n%v", d, p3)
+	}
+}
+
+// TestConcurrent: one program, shared inputs, 8 goroutines (run with
+// -race); the inputs are never written.
+func TestConcurrent(t *testing.T) {
+	x := peel.FromFloat64s(seq(1<<15, 1), 1<<15)
+	small := peel.FromFloat64s(seq(6, 1), 2, 3)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		x, s := a[0], a[1]
+		y := peel.Mul(peel.Tanh(peel.Add(peel.Mul(x, 2.0), 1.0)), x)
+		return []*peel.Tensor{y, peel.Sum(y), peel.MatMul(s, peel.Transpose(s)), s}
+	}, x, small)
+	want := g.Eval(x, small)
+	p := compiler.Build(g)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				got := p.Run([]*peel.Tensor{x, small}, nil)
+				for i := range want {
+					if d := sameBits(got[i], want[i]); d != "" {
+						errs <- fmt.Sprintf("output %d: %s", i, d)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	if d := sameBits(x, peel.FromFloat64s(seq(1<<15, 1), 1<<15)); d != "" {
+		t.Fatalf("input written: %s", d)
+	}
+}
+
+// TestFallback: a composite without a kernel and a mutation primitive run
+// through interp.Eval (the mutation out of place).
+func TestFallback(t *testing.T) {
+	x := peel.FromFloat64s(seq(6, 1), 2, 3)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		c := peel.Exp(a[0])
+		peel.AddInPlace(c, a[0])
+		return []*peel.Tensor{peel.Softmax(c, 1), c}
+	}, x)
+	p := checkProgram(t, g, []*peel.Tensor{x})
+	if p.Stats().Fallbacks == 0 {
+		t.Errorf("no fallback instruction:\n%v", p)
+	}
+	if d := sameBits(x, peel.FromFloat64s(seq(6, 1), 2, 3)); d != "" {
+		t.Errorf("input written: %s", d)
+	}
+}
+
+// TestRunErrors: misuse panics with *peel.Error.
+func TestRunErrors(t *testing.T) {
+	x := peel.FromFloat64s(seq(6, 1), 2, 3)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Exp(a[0])} }, x)
+	p := compiler.Build(g)
+	cases := []struct {
+		name string
+		args []*peel.Tensor
+	}{
+		{"count", nil},
+		{"nil", []*peel.Tensor{nil}},
+		{"shape", []*peel.Tensor{peel.FromFloat64s(seq(6, 1), 6)}},
+		{"dtype", []*peel.Tensor{peel.AsType(x, peel.Float32)}},
+		{"tracer", []*peel.Tensor{interp.NewTracer(x.Aval(), fakeTracer{})}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := evalOrErr(func() []*peel.Tensor { return p.Run(c.args, nil) })
+			var pe *peel.Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("got %v, want *peel.Error", err)
+			}
+		})
+	}
+}
+
+type fakeTracer struct{}
+
+func (fakeTracer) Level() *interp.Level { return nil }
+
+// TestAllocsPerRun: in steady state a run allocates its result slice,
+// tensors and buffers, independent of the number of equations; kernels
+// that allocate themselves (the CPU backend's dot_general makes two
+// small objects per call) add what they allocate when called directly.
+func TestAllocsPerRun(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	compiler.SetPoison(false)
+	defer compiler.SetPoison(true)
+	x := peel.FromFloat64s(seq(8, 1), 8)
+	a, b := peel.FromFloat64s(seq(8, 0.1), 8), peel.FromFloat64s(seq(8, 0.2), 8)
+	w := peel.FromFloat64s(seq(64, 0.1), 8, 8)
+	chain := func(dots bool) func(in []*peel.Tensor) []*peel.Tensor {
+		return func(in []*peel.Tensor) []*peel.Tensor {
+			x := in[0]
+			for i := range 100 {
+				switch i % 5 {
+				case 0:
+					x = peel.Mul(x, a)
+				case 1:
+					x = peel.Add(peel.Transpose(peel.Reshape(x, 2, 4)), peel.Reshape(b, 4, 2))
+				case 2:
+					x = peel.Tanh(peel.Reshape(x, 8))
+				case 3:
+					x = peel.Sub(x, 0.5)
+				case 4:
+					if dots {
+						x = peel.Reshape(peel.MatMul(peel.Reshape(x, 1, 8), w), 8)
+					} else {
+						x = peel.Sum(peel.Reshape(x, 8, 1), 1)
+					}
+				}
+			}
+			return []*peel.Tensor{x, peel.Exp(x)}
+		}
+	}
+	dotAllocs := kernelAllocs(func(in []*peel.Tensor) *peel.Tensor { return peel.MatMul(in[0], in[1]) }, peel.Reshape(x, 1, 8), w)
+	sumAllocs := kernelAllocs(func(in []*peel.Tensor) *peel.Tensor { return peel.Sum(in[0], 1) }, peel.Reshape(x, 8, 1))
+	for _, dots := range []bool{false, true} {
+		g := trace(chain(dots), x)
+		p := compiler.Build(g)
+		args := []*peel.Tensor{x}
+		checkProgram(t, g, args)
+		p.Run(args, nil)
+		n := testing.AllocsPerRun(100, func() { p.Run(args, nil) })
+		// The result slice; per result its tensor, storage, buffer
+		// and the buffer's interface value.
+		bound := 1 + 2*4 + 20*sumAllocs
+		if dots {
+			bound = 1 + 2*4 + 20*dotAllocs
+		}
+		if n > bound {
+			t.Errorf("dots %v: %v allocations per run, want ≤ %v\n%v", dots, n, bound, p)
+		}
+	}
+}
+
+// kernelAllocs returns the allocations of one direct backend.Exec of
+// the last equation f records at args (operands made contiguous).
+func kernelAllocs(f func([]*peel.Tensor) *peel.Tensor, args ...*peel.Tensor) float64 {
+	g := trace(func(in []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{f(in)} }, args...)
+	e := g.Eqns[len(g.Eqns)-1]
+	in := make([]backend.Array, len(args))
+	var be backend.Backend
+	for i, a := range args {
+		in[i], be = interp.Contiguous(a).Array()
+	}
+	o := e.Out[0].Aval
+	out := []backend.Array{{Buf: be.Alloc(o.DType, o.Size()), Shape: o.Shape}}
+	ins := make([]backend.Array, len(in))
+	return testing.AllocsPerRun(100, func() {
+		copy(ins, in)
+		be.Exec(e.Prim.Op, e.Params, ins, out)
+	})
+}
+
+// TestTrailingSum: a sum over the last axis of a group's result is
+// computed block by block in the group (whole rows per block), bit for
+// bit as the reduce_sum kernel on the whole array; rows longer than a
+// block are not fused.
+func TestTrailingSum(t *testing.T) {
+	for _, dt := range []peel.DType{peel.Float32, peel.Float64} {
+		for _, shape := range [][]int{{3, 5}, {1, 7}, {7, 1}, {0, 4}, {4096}, {3, 4097}, {200, 130}, {50, 4096}, {2, 3, 1000}} {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			x := peel.AsType(peel.FromFloat64s(seq(n, 1), shape...), dt)
+			g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+				e := peel.Exp(peel.Sub(a[0], 1.0))
+				return []*peel.Tensor{peel.Sum(peel.Mul(e, e), len(shape)-1), e}
+			}, x)
+			p := checkProgram(t, g, []*peel.Tensor{x})
+			st := p.Stats()
+			fused := shape[len(shape)-1] <= 4096
+			if fused != (st.Reductions == 1) {
+				t.Errorf("%v%v: reductions %d, want fused %v\n%v", dt, shape, st.Reductions, fused, p)
+			}
+		}
+	}
+}
+
+// TestString: the printed program names the fused group, its block
+// buffers and where results live.
+func TestString(t *testing.T) {
+	x := peel.FromFloat64s(seq(6, 1), 2, 3)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		e := peel.Exp(peel.Mul(a[0], 2.0))
+		return []*peel.Tensor{peel.Sum(peel.Tanh(e), 1), peel.MatMul(e, peel.Transpose(a[0]))}
+	}, x)
+	s := compiler.Build(g).String()
+	for _, want := range []string{"program(in0:f64[2,3]", "fused[3] over [2,3]", "reduce_sum[rows of 3]", "[block 0]", "@out", "dot_general", "return"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("String lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// TestBuildReleased: a graph whose constants were released cannot be
+// built.
+func TestBuildReleased(t *testing.T) {
+	c := peel.FromFloat64s([]float64{1, 2}, 2)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Add(a[0], c)} }, c)
+	g.ReleaseConstants()
+	_, err := evalOrErr(func() []*peel.Tensor { compiler.Build(g); return nil })
+	var pe *peel.Error
+	if !errors.As(err, &pe) {
+		t.Fatalf("got %v, want *peel.Error", err)
+	}
+}
