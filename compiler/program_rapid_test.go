@@ -21,7 +21,7 @@ type rgProgram struct {
 	outs  []int
 }
 
-func drawProgram(t *rapid.T) rgProgram {
+func drawExecProgram(t *rapid.T) rgProgram {
 	dims := []int{0, 1, 2, 3, 5, 8, 130, 160}
 	p := rgProgram{
 		r:  rapid.SampledFrom(dims).Draw(t, "r"),
@@ -138,8 +138,8 @@ func (p rgProgram) build(c0 *peel.Tensor) func(in []*peel.Tensor) []*peel.Tensor
 func rgInputs(p rgProgram, seed float64) []*peel.Tensor {
 	n := p.r * p.c
 	return []*peel.Tensor{
-		peel.AsType(peel.FromFloat64s(seq(n, seed), p.r, p.c), p.dt),
-		peel.AsType(peel.FromFloat64s(seq(n, -seed/2), p.r, p.c), p.dt),
+		peel.AsType(peel.FromFloat64s(seqValues(n, seed), p.r, p.c), p.dt),
+		peel.AsType(peel.FromFloat64s(seqValues(n, -seed/2), p.r, p.c), p.dt),
 	}
 }
 
@@ -149,7 +149,7 @@ func rgInputs(p rgProgram, seed float64) []*peel.Tensor {
 // run does not write its inputs.
 func TestRandomPrograms(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		p := drawProgram(t)
+		p := drawExecProgram(t)
 		c0 := peel.AsType(peel.Scalar(0.25), p.dt)
 		args := rgInputs(p, 1)
 		g := interp.Trace(p.build(c0), args)

@@ -138,16 +138,12 @@ func traceOrErr(f func([]*peel.Tensor) *peel.Tensor, args []*peel.Tensor) (g *in
 	return interp.Trace(func(a []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{f(a)} }, args), nil
 }
 
-func seq(n int, scale float64) []float64 {
+func seqValues(n int, scale float64) []float64 {
 	d := make([]float64, n)
 	for i := range d {
 		d[i] = scale * (float64(i%97) - 40) / 17
 	}
 	return d
-}
-
-func trace(f func(a []*peel.Tensor) []*peel.Tensor, args ...*peel.Tensor) *interp.Graph {
-	return interp.Trace(f, args)
 }
 
 // TestChainFused: an elementwise chain with scalar operands becomes one
@@ -156,7 +152,7 @@ func trace(f func(a []*peel.Tensor) []*peel.Tensor, args ...*peel.Tensor) *inter
 func TestChainFused(t *testing.T) {
 	for _, dt := range []peel.DType{peel.Float32, peel.Float64} {
 		for _, n := range []int{0, 1, 7, 4096, 4097, 1 << 16, 1<<16 + 3} {
-			x := peel.AsType(peel.FromFloat64s(seq(n, 1), n), dt)
+			x := peel.AsType(peel.FromFloat64s(seqValues(n, 1), n), dt)
 			g := trace(func(a []*peel.Tensor) []*peel.Tensor {
 				x := a[0]
 				return []*peel.Tensor{peel.Mul(peel.Tanh(peel.Add(peel.Mul(x, 2.0), 1.0)), x)}
@@ -173,8 +169,8 @@ func TestChainFused(t *testing.T) {
 // TestViews: transposes, slices, broadcasts and reshapes feeding kernels
 // and fused groups.
 func TestViews(t *testing.T) {
-	x := peel.FromFloat64s(seq(12, 1), 3, 4)
-	y := peel.FromFloat64s(seq(4, 2), 4)
+	x := peel.FromFloat64s(seqValues(12, 1), 3, 4)
+	y := peel.FromFloat64s(seqValues(4, 2), 4)
 	cases := []struct {
 		name string
 		f    func(x, y *peel.Tensor) []*peel.Tensor
@@ -210,7 +206,7 @@ func TestViews(t *testing.T) {
 			g := trace(func(a []*peel.Tensor) []*peel.Tensor { return c.f(a[0], a[1]) }, x, y)
 			checkProgram(t, g, []*peel.Tensor{x, y})
 			// Strided arguments.
-			xt := peel.Transpose(peel.FromFloat64s(seq(12, 3), 4, 3))
+			xt := peel.Transpose(peel.FromFloat64s(seqValues(12, 3), 4, 3))
 			checkProgram(t, g, []*peel.Tensor{xt, y})
 		})
 	}
@@ -248,7 +244,7 @@ func TestOutputsAliasNothing(t *testing.T) {
 
 // TestResultsFresh: results of one run are not changed by the next.
 func TestResultsFresh(t *testing.T) {
-	x := peel.FromFloat64s(seq(10, 1), 10)
+	x := peel.FromFloat64s(seqValues(10, 1), 10)
 	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
 		e := peel.Exp(a[0])
 		s := peel.Sum(e)
@@ -257,7 +253,7 @@ func TestResultsFresh(t *testing.T) {
 	p := compiler.Build(g)
 	first := p.Run([]*peel.Tensor{x}, nil)
 	want := []*peel.Tensor{peel.Clone(first[0]), peel.Clone(first[1])}
-	p.Run([]*peel.Tensor{peel.FromFloat64s(seq(10, 5), 10)}, nil)
+	p.Run([]*peel.Tensor{peel.FromFloat64s(seqValues(10, 5), 10)}, nil)
 	for i := range want {
 		if d := sameBits(first[i], want[i]); d != "" {
 			t.Fatalf("output %d changed by a later run: %s", i, d)
@@ -268,7 +264,7 @@ func TestResultsFresh(t *testing.T) {
 // TestDonation: donated inputs give their buffers to intermediates and
 // outputs; a donated input shared with another argument is not reused.
 func TestDonation(t *testing.T) {
-	mk := func() *peel.Tensor { return peel.FromFloat64s(seq(64, 1), 8, 8) }
+	mk := func() *peel.Tensor { return peel.FromFloat64s(seqValues(64, 1), 8, 8) }
 	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
 		x, y := a[0], a[1]
 		m := peel.MatMul(x, y)
@@ -325,8 +321,8 @@ func TestDonation(t *testing.T) {
 // TestConcurrent: one program, shared inputs, 8 goroutines (run with
 // -race); the inputs are never written.
 func TestConcurrent(t *testing.T) {
-	x := peel.FromFloat64s(seq(1<<15, 1), 1<<15)
-	small := peel.FromFloat64s(seq(6, 1), 2, 3)
+	x := peel.FromFloat64s(seqValues(1<<15, 1), 1<<15)
+	small := peel.FromFloat64s(seqValues(6, 1), 2, 3)
 	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
 		x, s := a[0], a[1]
 		y := peel.Mul(peel.Tanh(peel.Add(peel.Mul(x, 2.0), 1.0)), x)
@@ -356,7 +352,7 @@ func TestConcurrent(t *testing.T) {
 	for e := range errs {
 		t.Fatal(e)
 	}
-	if d := sameBits(x, peel.FromFloat64s(seq(1<<15, 1), 1<<15)); d != "" {
+	if d := sameBits(x, peel.FromFloat64s(seqValues(1<<15, 1), 1<<15)); d != "" {
 		t.Fatalf("input written: %s", d)
 	}
 }
@@ -364,7 +360,7 @@ func TestConcurrent(t *testing.T) {
 // TestFallback: a composite without a kernel and a mutation primitive run
 // through interp.Eval (the mutation out of place).
 func TestFallback(t *testing.T) {
-	x := peel.FromFloat64s(seq(6, 1), 2, 3)
+	x := peel.FromFloat64s(seqValues(6, 1), 2, 3)
 	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
 		c := peel.Exp(a[0])
 		peel.AddInPlace(c, a[0])
@@ -374,14 +370,14 @@ func TestFallback(t *testing.T) {
 	if p.Stats().Fallbacks == 0 {
 		t.Errorf("no fallback instruction:\n%v", p)
 	}
-	if d := sameBits(x, peel.FromFloat64s(seq(6, 1), 2, 3)); d != "" {
+	if d := sameBits(x, peel.FromFloat64s(seqValues(6, 1), 2, 3)); d != "" {
 		t.Errorf("input written: %s", d)
 	}
 }
 
 // TestRunErrors: misuse panics with *peel.Error.
 func TestRunErrors(t *testing.T) {
-	x := peel.FromFloat64s(seq(6, 1), 2, 3)
+	x := peel.FromFloat64s(seqValues(6, 1), 2, 3)
 	g := trace(func(a []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Exp(a[0])} }, x)
 	p := compiler.Build(g)
 	cases := []struct {
@@ -390,7 +386,7 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{"count", nil},
 		{"nil", []*peel.Tensor{nil}},
-		{"shape", []*peel.Tensor{peel.FromFloat64s(seq(6, 1), 6)}},
+		{"shape", []*peel.Tensor{peel.FromFloat64s(seqValues(6, 1), 6)}},
 		{"dtype", []*peel.Tensor{peel.AsType(x, peel.Float32)}},
 		{"tracer", []*peel.Tensor{interp.NewTracer(x.Aval(), fakeTracer{})}},
 	}
@@ -419,9 +415,9 @@ func TestAllocsPerRun(t *testing.T) {
 	}
 	compiler.SetPoison(false)
 	defer compiler.SetPoison(true)
-	x := peel.FromFloat64s(seq(8, 1), 8)
-	a, b := peel.FromFloat64s(seq(8, 0.1), 8), peel.FromFloat64s(seq(8, 0.2), 8)
-	w := peel.FromFloat64s(seq(64, 0.1), 8, 8)
+	x := peel.FromFloat64s(seqValues(8, 1), 8)
+	a, b := peel.FromFloat64s(seqValues(8, 0.1), 8), peel.FromFloat64s(seqValues(8, 0.2), 8)
+	w := peel.FromFloat64s(seqValues(64, 0.1), 8, 8)
 	chain := func(dots bool) func(in []*peel.Tensor) []*peel.Tensor {
 		return func(in []*peel.Tensor) []*peel.Tensor {
 			x := in[0]
@@ -497,7 +493,7 @@ func TestTrailingSum(t *testing.T) {
 			for _, d := range shape {
 				n *= d
 			}
-			x := peel.AsType(peel.FromFloat64s(seq(n, 1), shape...), dt)
+			x := peel.AsType(peel.FromFloat64s(seqValues(n, 1), shape...), dt)
 			g := trace(func(a []*peel.Tensor) []*peel.Tensor {
 				e := peel.Exp(peel.Sub(a[0], 1.0))
 				return []*peel.Tensor{peel.Sum(peel.Mul(e, e), len(shape)-1), e}
@@ -515,7 +511,7 @@ func TestTrailingSum(t *testing.T) {
 // TestString: the printed program names the fused group, its block
 // buffers and where results live.
 func TestString(t *testing.T) {
-	x := peel.FromFloat64s(seq(6, 1), 2, 3)
+	x := peel.FromFloat64s(seqValues(6, 1), 2, 3)
 	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
 		e := peel.Exp(peel.Mul(a[0], 2.0))
 		return []*peel.Tensor{peel.Sum(peel.Tanh(e), 1), peel.MatMul(e, peel.Transpose(a[0]))}

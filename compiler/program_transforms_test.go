@@ -13,10 +13,10 @@ import (
 // Graph.Eval bit for bit.
 func TestTransformedGraphs(t *testing.T) {
 	type params = []*peel.Tensor
-	w1 := peel.FromFloat64s(seq(12*16, 0.05), 12, 16)
-	b1 := peel.FromFloat64s(seq(16, 0.1), 16)
-	w2 := peel.FromFloat64s(seq(16*4, 0.07), 16, 4)
-	x := peel.FromFloat64s(seq(32*12, 0.3), 32, 12)
+	w1 := peel.FromFloat64s(seqValues(12*16, 0.05), 12, 16)
+	b1 := peel.FromFloat64s(seqValues(16, 0.1), 16)
+	w2 := peel.FromFloat64s(seqValues(16*4, 0.07), 16, 4)
+	x := peel.FromFloat64s(seqValues(32*12, 0.3), 32, 12)
 	mlp := func(p params, x *peel.Tensor) *peel.Tensor {
 		h := peel.Tanh(peel.Add(peel.MatMul(x, p[0]), p[1]))
 		return peel.Mean(peel.Square(peel.MatMul(h, p[2])))

@@ -554,11 +554,7 @@ func optimizeStages(g *interp.Graph, passes []compiler.Pass, record bool) (*inte
 }
 
 // buildProgram prepares g for repeated evaluation on concrete values.
-func buildProgram(g *interp.Graph) program { return compiledProgram{g.Compile()} }
-
-type compiledProgram struct{ c *interp.Compiled }
-
-func (p compiledProgram) Run(args []*tensor, _ []bool) []*tensor { return p.c.Eval(args...) }
+func buildProgram(g *interp.Graph) program { return compiler.Build(g) }
 
 // Explain returns, for x's signature, the traced graph, the graph after
 // each optimization pass that changed it, and the program that runs it
