@@ -5,7 +5,13 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// FoldTransposeIntoDot removes a transpose feeding dot_general by
+// FoldTransposeIntoDot removes transposes around dot_general. A
+// transpose of a dot's result (used only there) that swaps the lhs free
+// dimensions with the rhs free ones, batch dimensions first and in
+// place, is the dot with its operands swapped: per-sample weight
+// gradients (outer products under vmap, laid out as the weights) no
+// longer pay a copy of the whole result. And a transpose feeding
+// dot_general is removed by
 // renumbering the dot's dimensions: the dot reads the transpose's
 // operand directly, its batch and contracting dimensions mapped through
 // the permutation. dot_general takes any dimension numbers, and the CPU
@@ -28,8 +34,20 @@ import (
 // operand in another order), within the GEMM's usual error bound.
 func FoldTransposeIntoDot(g *interp.Graph) *interp.Graph {
 	b := newBuilder(g)
+	uses := useCounts(g)
 	for _, e := range g.Eqns {
 		e = b.subst(e)
+		if e.Prim == prims.Transpose && !touches(e, b.mut) {
+			if d := b.producerOf(e.In[0], prims.DotGeneral); d != nil && uses[e.In[0]] == 1 && !touches(d, b.mut) {
+				if np, ok := swappedDot(d.Params.(prims.DotParams), e.Params.(prims.TransposeParams).Perm, len(d.In[0].Aval.Shape), len(d.In[1].Aval.Shape)); ok {
+					// A transpose that swaps the dot's two groups of free
+					// dimensions is the dot with its operands swapped.
+					b.changed = true
+					b.append(&interp.Eqn{Prim: prims.DotGeneral, Params: np, In: []*interp.Var{d.In[1], d.In[0]}, Out: e.Out})
+					continue
+				}
+			}
+		}
 		if e.Prim != prims.DotGeneral || touches(e, b.mut) {
 			b.append(e)
 			continue
@@ -98,4 +116,47 @@ func renumberDot(perm, contract, batch []int) (nc, nb []int, ok bool) {
 		last = perm[d]
 	}
 	return nc, nb, true
+}
+
+// useCounts counts the equations and outputs reading each var.
+func useCounts(g *interp.Graph) map[*interp.Var]int {
+	n := map[*interp.Var]int{}
+	for _, e := range g.Eqns {
+		for _, v := range e.In {
+			n[v]++
+		}
+	}
+	for _, v := range g.Out {
+		n[v]++
+	}
+	return n
+}
+
+// swappedDot returns the parameters of dot_general(rhs, lhs) when perm,
+// applied to the result of dot_general(lhs, rhs) with p (of operand
+// ranks lr and rr), keeps the batch dimensions first and in place and
+// swaps the groups of lhs and rhs free dimensions, keeping their order.
+func swappedDot(p prims.DotParams, perm []int, lr, rr int) (prims.DotParams, bool) {
+	nb := len(p.LhsBatch)
+	nl := lr - nb - len(p.LhsContract)
+	nr := rr - nb - len(p.RhsContract)
+	if nl == 0 || nr == 0 || len(perm) != nb+nl+nr {
+		return prims.DotParams{}, false
+	}
+	for i := 0; i < nb; i++ {
+		if perm[i] != i {
+			return prims.DotParams{}, false
+		}
+	}
+	for i := 0; i < nr; i++ {
+		if perm[nb+i] != nb+nl+i {
+			return prims.DotParams{}, false
+		}
+	}
+	for i := 0; i < nl; i++ {
+		if perm[nb+nr+i] != nb+i {
+			return prims.DotParams{}, false
+		}
+	}
+	return prims.DotParams{LhsContract: p.RhsContract, RhsContract: p.LhsContract, LhsBatch: p.RhsBatch, RhsBatch: p.LhsBatch}, true
 }
