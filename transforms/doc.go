@@ -52,9 +52,15 @@
 // differentiated, int and bool leaves get no derivatives, and the rules
 // apply under every transform (under Vmap, to the batch).
 //
+// Compile (Compile2, Compile3) traces a function once per input
+// signature, optimizes the graph with package compiler and runs the
+// program on later calls; a compiled function is one primitive
+// (compiled_call) to the transforms above it, so it composes with all of
+// them in both orders.
+//
 // Options follow one style: each family has its option interface
 // (VmapOption, JacobianOption, GradOption, FunctionalizeOption,
-// GraphOption), and an option meaning the same to several (ChunkSize,
+// GraphOption, CompileOption), and an option meaning the same to several (ChunkSize,
 // Argnums) satisfies each, so an option a transform has no use for does
 // not compile.
 //

@@ -82,3 +82,21 @@ func ExampleGradArgs2() {
 	// 12 9
 	// 9
 }
+
+// Compile traces once per signature and runs the optimized program on
+// later calls; a call with another shape traces again and says why.
+func ExampleCompile() {
+	f := transforms.Compile(func(x *peel.Tensor) *peel.Tensor {
+		return peel.Sum(peel.Mul(peel.Tanh(x), x))
+	})
+	fmt.Println(f.Call(peel.FromFloat64s([]float64{0, 1, 2})).Item() > 0)
+	f.Call(peel.FromFloat64s([]float64{3, 4, 5}))
+	f.Call(peel.FromFloat64s([]float64{1, 2}))
+	s := f.Stats()
+	fmt.Println(s.Calls, s.Hits, s.Misses)
+	fmt.Println(s.LastMiss)
+	// Output:
+	// true
+	// 3 1 2
+	// the argument changed from f64[3] to f64[2]
+}
