@@ -385,6 +385,11 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		for j, i := range e.inputs {
 			e.donate[j] = donated[i]
 		}
+		// An input f writes receives its final value after the run, so
+		// its buffer must not hold a result.
+		for _, j := range e.written {
+			e.donate[j] = false
+		}
 	}
 	c.stats.traceNs.Add(int64(time.Since(start)))
 	// Publish a new map (copy on write): readers never lock.

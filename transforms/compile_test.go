@@ -329,3 +329,21 @@ func TestCompileFuseOps(t *testing.T) {
 	loss := func(x *T) *T { return peel.Sum(c.Call(x)) }
 	near(t, "Grad of fused", transforms.Grad(loss)(x).Float64s(), transforms.Grad(func(x *T) *T { return peel.Sum(byHand(x)) })(x).Float64s(), 1e-14)
 }
+
+// TestCompileDonatedAndWritten: an argument that is donated and written
+// by f gets its final value, and the results are not clobbered by the
+// write-back.
+func TestCompileDonatedAndWritten(t *testing.T) {
+	f := func(x *T) *T {
+		y := peel.Mul(x, 2.0)
+		peel.AddInPlace(x, 1.0)
+		return y
+	}
+	c := transforms.Compile(f, transforms.Donate(0))
+	for i := 0; i < 2; i++ {
+		x := peel.FromFloat64s([]float64{1, 2, 3})
+		y := c.Call(x)
+		near(t, "result", y.Float64s(), []float64{2, 4, 6}, 0)
+		near(t, "written back", x.Float64s(), []float64{2, 3, 4}, 0)
+	}
+}
