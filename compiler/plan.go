@@ -216,11 +216,10 @@ func (b *builder) eqn(e *interp.Eqn) {
 		b.vals[e.Out[0]] = p.newSlot(slot{kind: sl.kind, root: sl.root, shape: e.Out[0].Aval.Shape, strides: arr.Strides, offset: arr.Offset, dtype: sl.dtype})
 		return
 	}
-	if b.fusable(e) && !b.repeatOperand(e) {
-		b.fuse(e)
+	if b.fusable(e) && b.fuse(e) {
 		return
 	}
-	if b.trailingSum(e) {
+	if b.rowReduce(e) {
 		return
 	}
 	dir := b.direct(e)
@@ -302,7 +301,7 @@ func (p *Program) finish() {
 		case opFused:
 			p.planGroup(in)
 			g := in.group
-			if g.n <= g.block && g.reduce == nil {
+			if g.n <= g.block && !g.rowMode {
 				for j := range g.members {
 					m := &g.members[j]
 					m.base = p.addTemplate(append(append([]ref(nil), m.in...), m.out), g.full)

@@ -160,8 +160,8 @@ type ProgramStats struct {
 	// Copies, Fused and Fallbacks count its kinds.
 	Instructions, Kernels, Copies, Fused, Fallbacks int
 	// FusedSizes is the number of equations of each fused group, in
-	// order (a trailing reduction included); Reductions counts the
-	// groups ending in a reduction.
+	// order (reductions included); Reductions counts the groups with
+	// a reduction over rows.
 	FusedSizes []int
 	Reductions int
 	// Buffers is the number of materialized intermediates; ArenaBuffers
@@ -192,12 +192,10 @@ func (p *Program) Stats() ProgramStats {
 			s.Copies++
 		case opFused:
 			s.Fused++
-			k := len(in.group.members)
-			if in.group.reduce != nil {
-				k++
+			if in.group.reductions > 0 {
 				s.Reductions++
 			}
-			s.FusedSizes = append(s.FusedSizes, k)
+			s.FusedSizes = append(s.FusedSizes, len(in.group.members))
 		case opFallback:
 			s.Fallbacks++
 		}

@@ -42,7 +42,10 @@ func (p *Program) String() string {
 			b.WriteString("eval " + in.prim.Name)
 			p.params(&b, in.params)
 		case opFused:
-			b.WriteString("fused[" + strconv.Itoa(len(in.group.members)) + "] over " + shapeString(in.group.shape))
+			b.WriteString("fused[" + strconv.Itoa(len(in.group.members)-in.group.reductions) + "] over " + shapeString(in.group.shape))
+			if in.group.rowMode {
+				b.WriteString(" by rows")
+			}
 		}
 		b.WriteString(" ->")
 		if in.kind == opFused {
@@ -50,9 +53,6 @@ func (p *Program) String() string {
 				if m.out.scratch < 0 {
 					b.WriteString(" " + p.slotName(m.outSlot))
 				}
-			}
-			if rd := in.group.reduce; rd != nil {
-				b.WriteString(" " + p.slotName(rd.out))
 			}
 		} else {
 			for _, s := range in.out {
@@ -67,17 +67,24 @@ func (p *Program) String() string {
 		if in.kind == opFused {
 			for _, m := range in.group.members {
 				b.WriteString("      v" + strconv.Itoa(m.outSlot) + " = " + m.prim.Name)
-				p.params(&b, m.params)
-				for _, s := range m.ins {
+				if m.kind == memReduce {
+					b.WriteString("[rows of " + strconv.Itoa(in.group.k) + "]")
+				} else {
+					p.params(&b, m.params)
+				}
+				for k, s := range m.src {
 					b.WriteString(" " + p.shortName(s))
+					switch m.bc[k] {
+					case bcastCol:
+						b.WriteString("[per row]")
+					case bcastVec:
+						b.WriteString("[per column]")
+					}
 				}
 				if m.out.scratch >= 0 {
 					b.WriteString("  [block " + strconv.Itoa(m.out.scratch) + "]")
 				}
 				b.WriteByte('\n')
-			}
-			if rd := in.group.reduce; rd != nil {
-				b.WriteString("      v" + strconv.Itoa(rd.out) + " = " + rd.prim.Name + "[rows of " + strconv.Itoa(rd.k) + "] " + p.shortName(rd.inSlot) + "\n")
 			}
 		}
 	}
