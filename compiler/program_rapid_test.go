@@ -31,7 +31,7 @@ func drawExecProgram(t *rapid.T) rgProgram {
 	n := rapid.IntRange(1, 16).Draw(t, "steps")
 	for range n {
 		p.steps = append(p.steps, rgStep{
-			op: rapid.IntRange(0, 17).Draw(t, "op"),
+			op: rapid.IntRange(0, 21).Draw(t, "op"),
 			a:  rapid.IntRange(0, 1<<20).Draw(t, "a"),
 			b:  rapid.IntRange(0, 1<<20).Draw(t, "b"),
 			c:  rapid.IntRange(0, 1<<20).Draw(t, "c"),
@@ -124,6 +124,35 @@ func (p rgProgram) build(c0 *peel.Tensor) func(in []*peel.Tensor) []*peel.Tensor
 				}
 			case 17:
 				y = peel.Clone(x)
+			case 18:
+				// Row reductions feeding later equations of the rows.
+				if x.Rank() >= 1 && x.Shape()[x.Rank()-1] > 0 {
+					y = peel.Softmax(x, -1)
+				} else {
+					y = peel.Exp(x)
+				}
+			case 19:
+				if x.Rank() >= 1 {
+					d := peel.Sub(x, peel.Keep(peel.Mean, x, -1))
+					y = peel.Mul(d, peel.Rsqrt(peel.Add(peel.Keep(peel.Mean, peel.Mul(d, d), -1), 1e-5)))
+				} else {
+					y = peel.Cos(x)
+				}
+			case 20:
+				// A vector of the last axis broadcast along the rows.
+				if x.Rank() == 2 && x.Shape()[0] > 0 {
+					y = peel.Add(peel.Mul(x, peel.Sum(partner(x, s.b), 0)), peel.Max(partner(x, s.c), 0))
+				} else {
+					y = peel.Sin(x)
+				}
+			case 21:
+				// A per-row value broadcast along the last axis.
+				if x.Rank() >= 1 && x.Shape()[x.Rank()-1] > 0 {
+					m := peel.Keep(peel.Max, x, -1)
+					y = peel.Div(peel.Sub(x, m), peel.Add(peel.Keep(peel.Sum, peel.Abs(partner(x, s.b)), -1), 1.0))
+				} else {
+					y = peel.Abs(x)
+				}
 			}
 			pool = append(pool, y)
 		}

@@ -1,0 +1,163 @@
+package compiler_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/compiler"
+	"github.com/peel-ml/peel/interp"
+)
+
+// layerNorm is a layer norm over the last axis written with peel ops:
+// mean, centered values, variance, rsqrt, then scale and shift by row
+// vectors broadcast along the leading axes.
+func layerNorm(x, gamma, beta *peel.Tensor) *peel.Tensor {
+	m := peel.Keep(peel.Mean, x, -1)
+	d := peel.Sub(x, m)
+	v := peel.Keep(peel.Mean, peel.Mul(d, d), -1)
+	y := peel.Mul(d, peel.Rsqrt(peel.Add(v, 1e-5)))
+	return peel.Add(peel.Mul(y, gamma), beta)
+}
+
+// rowCases are the per-row programs that fuse into one group: f takes
+// x and two vectors of x's last axis.
+var rowCases = []struct {
+	name string
+	f    func(x, a, b *peel.Tensor) []*peel.Tensor
+	// instrs is the program's length when fused (optimized graph).
+	instrs int
+}{
+	{"softmax", func(x, a, b *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Softmax(x, -1)} }, 1},
+	{"log_softmax", func(x, a, b *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.LogSoftmax(x, -1)} }, 1},
+	{"layer_norm", func(x, a, b *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{layerNorm(x, a, b)} }, 1},
+	{"mean", func(x, a, b *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Mean(peel.Exp(x), -1)} }, 1},
+	{"mean_centered", func(x, a, b *peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{peel.Sub(x, peel.Keep(peel.Mean, x, -1))}
+	}, 1},
+	{"var_and_max", func(x, a, b *peel.Tensor) []*peel.Tensor {
+		// Two row results and a full one, all outputs.
+		e := peel.Tanh(x)
+		return []*peel.Tensor{peel.Var(e, -1), peel.Max(e, -1), peel.Mul(e, a)}
+	}, 1},
+	{"bias_gelu", func(x, a, b *peel.Tensor) []*peel.Tensor {
+		h := peel.Add(x, a)
+		return []*peel.Tensor{peel.Mul(peel.Mul(h, 0.5), peel.Add(peel.Tanh(peel.Mul(h, 0.79788456)), 1.0))}
+	}, 1},
+	{"row_scale_of_input", func(x, a, b *peel.Tensor) []*peel.Tensor {
+		// A per-row value from outside the group (a kernel before it).
+		s := peel.Keep(peel.Sum, peel.Transpose(peel.Transpose(x)), -1)
+		return []*peel.Tensor{peel.Div(peel.Exp(x), peel.Add(s, 3.0))}
+	}, 1},
+}
+
+// TestRowGroups: softmax, log-softmax, layer norm, means, variances and
+// row-vector broadcasts are one fused group (rows of at most a block),
+// equal to Graph.Eval bit for bit, at every thread count, with and
+// without the default passes; longer rows do not fuse by rows and stay
+// exact.
+func TestRowGroups(t *testing.T) {
+	shapes := [][]int{{3, 5}, {1, 7}, {7, 1}, {6}, {0, 4}, {4096}, {200, 130}, {50, 4096}, {2, 3, 1000}, {300, 257}, {5, 9, 64}, {3, 4097}}
+	for _, c := range rowCases {
+		for _, dt := range []peel.DType{peel.Float32, peel.Float64} {
+			for _, shape := range shapes {
+				n := 1
+				for _, d := range shape {
+					n *= d
+				}
+				k := shape[len(shape)-1]
+				x := peel.AsType(peel.FromFloat64s(seqValues(n, 1), shape...), dt)
+				a := peel.AsType(peel.FromFloat64s(seqValues(k, 0.5), k), dt)
+				b := peel.AsType(peel.FromFloat64s(seqValues(k, -0.25), k), dt)
+				args := []*peel.Tensor{x, a, b}
+				g := trace(func(in []*peel.Tensor) []*peel.Tensor { return c.f(in[0], in[1], in[2]) }, args...)
+				og, _ := compiler.Optimize(g, compiler.DefaultPasses(), false)
+				name := fmt.Sprintf("%s/%v%v", c.name, dt, shape)
+				t.Run(name, func(t *testing.T) {
+					for _, threads := range []int{1, 2, 3} {
+						old := cpu.Threads()
+						cpu.SetThreads(threads)
+						checkProgram(t, g, args)
+						p := checkProgram(t, og, args)
+						cpu.SetThreads(old)
+						if n == 0 || k > 4096 || k == 1 {
+							continue
+						}
+						st := p.Stats()
+						if st.Instructions != c.instrs || st.Fused != 1 || st.ArenaBytes != 0 {
+							t.Fatalf("stats %+v, want one fused group\n%v\n%v", st, og, p)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestRowGroupsStrided: transposed inputs and views of a group's values
+// read by later equations.
+func TestRowGroupsStrided(t *testing.T) {
+	x := peel.FromFloat64s(seqValues(40*70, 1), 40, 70)
+	g := trace(func(in []*peel.Tensor) []*peel.Tensor {
+		s := peel.Softmax(in[0], -1)
+		// A row result read through a transpose closes the group.
+		m := peel.Keep(peel.Max, s, -1)
+		return []*peel.Tensor{s, peel.Mul(peel.Transpose(s), peel.Transpose(m)), peel.Softmax(peel.Transpose(in[0]), -1)}
+	}, x)
+	checkProgram(t, g, []*peel.Tensor{x})
+	checkProgram(t, g, []*peel.Tensor{peel.Transpose(peel.FromFloat64s(seqValues(40*70, 2), 70, 40))})
+	// Per-row values and vectors from the inputs, broadcast.
+	r := peel.FromFloat64s(seqValues(40, 3), 40)
+	v := peel.FromFloat64s(seqValues(70, 4), 70)
+	g = trace(func(in []*peel.Tensor) []*peel.Tensor {
+		e := peel.Sub(peel.Exp(in[0]), peel.Reshape(in[1], 40, 1))
+		return []*peel.Tensor{peel.Div(peel.Mul(e, in[2]), peel.Keep(peel.Sum, e, -1))}
+	}, x, r, v)
+	p := checkProgram(t, g, []*peel.Tensor{x, r, v})
+	if st := p.Stats(); st.Instructions != 1 {
+		t.Errorf("stats %+v, want one fused group\n%v", st, p)
+	}
+}
+
+// TestRowGroupsConcurrent: one softmax/layer-norm program, large enough
+// to run blocks on several workers, shared by 8 goroutines (run with
+// -race).
+func TestRowGroupsConcurrent(t *testing.T) {
+	x := peel.AsType(peel.FromFloat64s(seqValues(512*256, 1), 512, 256), peel.Float32)
+	a := peel.AsType(peel.FromFloat64s(seqValues(256, 0.5), 256), peel.Float32)
+	g := trace(func(in []*peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{peel.Softmax(in[0], -1), layerNorm(in[0], in[1], in[1])}
+	}, x, a)
+	g, _ = compiler.Optimize(g, compiler.DefaultPasses(), false)
+	want := g.Eval(x, a)
+	p := compiler.Build(g)
+	old := cpu.Threads()
+	cpu.SetThreads(4)
+	defer cpu.SetThreads(old)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				got := p.Run([]*peel.Tensor{x, a}, nil)
+				for i := range want {
+					if d := sameBits(got[i], want[i]); d != "" {
+						errs <- fmt.Sprintf("output %d: %s", i, d)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+}
+
+var _ = interp.FuseBlock
