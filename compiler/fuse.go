@@ -64,6 +64,7 @@ type group struct {
 	tailRows       []int
 	full2, tail2   []int
 	colStr, vecStr []int
+	rowShape       []int
 	vecs           []ref
 }
 
@@ -104,9 +105,32 @@ type member struct {
 	src     []int
 	bc      []bcastKind
 	outSlot int
+	// perRow: the equation is applied row by row, its per-row
+	// broadcast operands read in place as broadcast scalars.
+	perRow bool
 	// base is where the operands start in the run state's templates,
 	// for a group of one block.
 	base int
+}
+
+// minPerRow is the shortest row for which an equation with a per-row
+// broadcast operand runs row by row (one kernel call per row) rather
+// than on the block after the broadcast is expanded into a block buffer:
+// below it, the calls cost more than the expansion.
+const minPerRow = 64
+
+// perRowPrim reports whether p's result is the same whether an operand
+// is a broadcast scalar or a contiguous array of that value (the CPU
+// backend's tensor-scalar loops of these primitives compute exactly what
+// its tensor-tensor loops do), so an equation reading a per-row value
+// may run row by row, the value read as a broadcast scalar, and stay bit
+// for bit equal to evaluation, which materializes the broadcast.
+func perRowPrim(p *interp.Prim) bool {
+	switch p {
+	case prims.Add, prims.Sub, prims.Mul, prims.Div, prims.Max, prims.Min:
+		return true
+	}
+	return false
 }
 
 // ref is a group operand or result: a block buffer (scratch ≥ 0) or a
@@ -464,6 +488,7 @@ func (p *Program) planGroup(in *instr) {
 		g.fullRows, g.tailRows = []int{rb}, []int{tr}
 		g.full2, g.tail2 = []int{rb, g.k}, []int{tr, g.k}
 		g.colStr, g.vecStr = []int{1, 0}, []int{0, 1}
+		g.rowShape = []int{g.k}
 	}
 	// last[i]: the last member reading member i's result.
 	idx := map[int]int{}
@@ -522,6 +547,7 @@ func (p *Program) planGroup(in *instr) {
 	for i := range g.members {
 		m := &g.members[i]
 		m.in = make([]ref, len(m.src))
+		m.perRow = m.kind == memElem && perRowPrim(m.prim) && g.k >= minPerRow && g.rows > 1 && contains(bcCols(m.bc), 1)
 		var tmp []int
 		for k, s := range m.src {
 			m.in[k] = ref{slot: s, scratch: -1, row: m.kind == memRow || m.bc[k] == bcastCol, exp: -1}
@@ -534,7 +560,7 @@ func (p *Program) planGroup(in *instr) {
 			case bcastVec:
 				m.in[k].exp = vecExp[s]
 			case bcastCol:
-				if g.rows > 1 && g.k > 1 {
+				if g.rows > 1 && g.k > 1 && !m.perRow {
 					m.in[k].exp = slotOf(p.vals[s].dtype, g.block)
 					tmp = append(tmp, m.in[k].exp)
 				}
@@ -570,6 +596,17 @@ func (p *Program) planGroup(in *instr) {
 			freeBy[bf.dtype] = append(freeBy[bf.dtype], m.out.scratch)
 		}
 	}
+}
+
+// bcCols returns 1 for each per-row broadcast of bc, 0 for the others.
+func bcCols(bc []bcastKind) []int {
+	c := make([]int, len(bc))
+	for i, k := range bc {
+		if k == bcastCol {
+			c[i] = 1
+		}
+	}
+	return c
 }
 
 // dupBefore reports whether s[k] occurs in s[:k].
@@ -608,7 +645,7 @@ func (p *Program) runGroup(rs *runState, g *group) {
 // addWorkers gives rs at least n workers' block buffers.
 func (p *Program) addWorkers(rs *runState, n int) {
 	for len(rs.workers) < n {
-		w := &worker{in: make([]backend.Array, 3), out: make([]backend.Array, 1)}
+		w := &worker{in: make([]backend.Array, 3), base: make([]backend.Array, 3), out: make([]backend.Array, 1)}
 		for _, sc := range p.scratch {
 			w.scratch = append(w.scratch, p.be.Alloc(sc.dtype, sc.n))
 		}
@@ -675,6 +712,10 @@ func (p *Program) blocks(rs *runState, w *worker, g *group, first, blocks, step 
 			ins := w.in[:len(m.in)]
 			switch m.kind {
 			case memElem:
+				if m.perRow {
+					p.perRow(rs, w, g, m, lo, rlo, shape[0]/g.k)
+					continue
+				}
 				for k, r := range m.in {
 					ins[k] = p.operand(rs, w, g, r, lo, rlo, shape, rows, shape2)
 				}
@@ -691,6 +732,43 @@ func (p *Program) blocks(rs *runState, w *worker, g *group, first, blocks, step 
 			}
 			p.be.Exec(m.prim.Op, m.block, ins, w.out)
 		}
+	}
+}
+
+// perRow applies elementwise member m to the nrows rows of the block at
+// element lo (row rlo) one row at a time, its per-row broadcast operands
+// read in place as broadcast scalars.
+func (p *Program) perRow(rs *runState, w *worker, g *group, m *member, lo, rlo, nrows int) {
+	ins := w.in[:len(m.in)]
+	base := w.base[:len(m.in)]
+	for k, r := range m.in {
+		switch r.bcast {
+		case bcastCol:
+			base[k] = p.blockArray(rs, w, r, rlo, g.fullRows)
+		case bcastVec:
+			base[k] = backend.Array{Buf: w.scratch[r.exp]}
+		default:
+			base[k] = p.blockArray(rs, w, r, lo, g.full)
+		}
+	}
+	out := p.blockArray(rs, w, m.out, lo, g.full)
+	for j := range nrows {
+		for k, r := range m.in {
+			a := base[k]
+			switch {
+			case r.bcast == bcastCol:
+				ins[k] = backend.Array{Buf: a.Buf, Shape: g.rowShape, Strides: zeroStride, Offset: a.Offset + j}
+			case r.bcast == bcastVec:
+				ins[k] = backend.Array{Buf: a.Buf, Shape: g.rowShape, Offset: a.Offset}
+			case a.Strides != nil:
+				// A broadcast scalar.
+				ins[k] = backend.Array{Buf: a.Buf, Shape: g.rowShape, Strides: zeroStride, Offset: a.Offset}
+			default:
+				ins[k] = backend.Array{Buf: a.Buf, Shape: g.rowShape, Offset: a.Offset + j*g.k}
+			}
+		}
+		w.out[0] = backend.Array{Buf: out.Buf, Shape: g.rowShape, Offset: out.Offset + j*g.k}
+		p.be.Exec(m.prim.Op, m.block, ins, w.out)
 	}
 }
 

@@ -463,6 +463,8 @@ type runState struct {
 type worker struct {
 	scratch []backend.Buffer
 	in, out []backend.Array
+	// base holds the blocks of an equation run row by row.
+	base []backend.Array
 }
 
 func (p *Program) newRunState(pl *plan) *runState {
@@ -575,5 +577,6 @@ func (rs *runState) clear(p *Program, pl *plan) {
 	for _, w := range rs.workers {
 		clear(w.in)
 		clear(w.out)
+		clear(w.base)
 	}
 }
