@@ -11,7 +11,10 @@
 //     the fused kernel.
 //   - Build turns the optimized graph into a Program: a flat instruction
 //     list that Run executes with the backend's kernels directly (no
-//     Bind, no levels), elementwise chains fused into blocked loops, and
+//     Bind, no levels), elementwise chains fused into blocked loops (with
+//     reductions over the last axis, per-row equations and broadcast
+//     operands read per block of whole rows, so softmax, layer norm and
+//     means are one loop), and
 //     intermediates in a planned arena whose buffers are reused once
 //     dead. A Program is safe for concurrent use.
 package compiler

@@ -547,7 +547,7 @@ func (p *Program) planGroup(in *instr) {
 	for i := range g.members {
 		m := &g.members[i]
 		m.in = make([]ref, len(m.src))
-		m.perRow = m.kind == memElem && perRowPrim(m.prim) && g.k >= minPerRow && g.rows > 1 && contains(bcCols(m.bc), 1)
+		m.perRow = m.kind == memElem && perRowPrim(m.prim) && g.k >= minPerRow && g.rows > 1 && hasCol(m.bc)
 		var tmp []int
 		for k, s := range m.src {
 			m.in[k] = ref{slot: s, scratch: -1, row: m.kind == memRow || m.bc[k] == bcastCol, exp: -1}
@@ -598,15 +598,14 @@ func (p *Program) planGroup(in *instr) {
 	}
 }
 
-// bcCols returns 1 for each per-row broadcast of bc, 0 for the others.
-func bcCols(bc []bcastKind) []int {
-	c := make([]int, len(bc))
-	for i, k := range bc {
+// hasCol reports whether bc holds a per-row broadcast.
+func hasCol(bc []bcastKind) bool {
+	for _, k := range bc {
 		if k == bcastCol {
-			c[i] = 1
+			return true
 		}
 	}
-	return c
+	return false
 }
 
 // dupBefore reports whether s[k] occurs in s[:k].
