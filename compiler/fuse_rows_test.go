@@ -2,6 +2,7 @@ package compiler_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -33,6 +34,7 @@ var rowCases = []struct {
 	{"softmax", func(x, a, b *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Softmax(x, -1)} }, 1},
 	{"log_softmax", func(x, a, b *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.LogSoftmax(x, -1)} }, 1},
 	{"layer_norm", func(x, a, b *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{layerNorm(x, a, b)} }, 1},
+	{"logsumexp", func(x, a, b *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.LogSumExp(x, -1)} }, 1},
 	{"mean", func(x, a, b *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Mean(peel.Exp(x), -1)} }, 1},
 	{"mean_centered", func(x, a, b *peel.Tensor) []*peel.Tensor {
 		return []*peel.Tensor{peel.Sub(x, peel.Keep(peel.Mean, x, -1))}
@@ -92,6 +94,22 @@ func TestRowGroups(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestRowGroupString: the printed program shows a group run by rows,
+// its reductions and its broadcast operands.
+func TestRowGroupString(t *testing.T) {
+	x := peel.FromFloat64s(seqValues(12, 1), 3, 4)
+	v := peel.FromFloat64s(seqValues(4, 2), 4)
+	g := trace(func(in []*peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{peel.Mul(peel.Softmax(in[0], -1), in[1])}
+	}, x, v)
+	s := compiler.Build(g).String()
+	for _, want := range []string{"fused[4] over [3,4] by rows", "reduce_max[rows of 4]", "reduce_sum[rows of 4]", "[per row]", "[per column]"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("String lacks %q:\n%s", want, s)
 		}
 	}
 }
