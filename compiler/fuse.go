@@ -716,7 +716,11 @@ func (p *Program) blocks(rs *runState, w *worker, g *group, first, blocks, step 
 					continue
 				}
 				for k, r := range m.in {
-					ins[k] = p.operand(rs, w, g, r, lo, rlo, shape, rows, shape2)
+					if r.bcast == bcastNone {
+						ins[k] = p.blockArray(rs, w, r, lo, shape)
+					} else {
+						ins[k] = p.broadcast(rs, w, g, r, rlo, shape, rows, shape2)
+					}
 				}
 				w.out[0] = p.blockArray(rs, w, m.out, lo, shape)
 			case memRow:
@@ -771,27 +775,22 @@ func (p *Program) perRow(rs *runState, w *worker, g *group, m *member, lo, rlo, 
 	}
 }
 
-// operand returns the block of an elementwise equation's operand r at
-// element lo (row rlo).
-func (p *Program) operand(rs *runState, w *worker, g *group, r ref, lo, rlo int, shape, rows, shape2 []int) backend.Array {
-	switch r.bcast {
-	case bcastVec:
+// broadcast returns the block at row rlo of an elementwise equation's
+// broadcast operand r: a vector's expansion, or a per-row value read in
+// place as a broadcast scalar when the group has one row (evaluation
+// reads the whole broadcast so too), else expanded into r's block
+// buffer.
+func (p *Program) broadcast(rs *runState, w *worker, g *group, r ref, rlo int, shape, rows, shape2 []int) backend.Array {
+	if r.bcast == bcastVec {
 		return backend.Array{Buf: w.scratch[r.exp], Shape: shape}
-	case bcastCol:
-		a := p.blockArray(rs, w, r, rlo, rows)
-		switch {
-		case g.k == 1:
-			return backend.Array{Buf: a.Buf, Shape: shape, Strides: a.Strides, Offset: a.Offset}
-		case g.rows == 1 || a.Strides != nil:
-			// One row (as the whole array is a broadcast scalar) or a
-			// splat per-row value: read in place.
-			return backend.Array{Buf: a.Buf, Shape: shape, Strides: zeroStride, Offset: a.Offset}
-		}
-		e := backend.Array{Buf: w.scratch[r.exp], Shape: shape2}
-		p.be.Copy(e, backend.Array{Buf: a.Buf, Shape: shape2, Strides: g.colStr, Offset: a.Offset})
-		return backend.Array{Buf: e.Buf, Shape: shape}
 	}
-	return p.blockArray(rs, w, r, lo, shape)
+	a := p.blockArray(rs, w, r, rlo, rows)
+	if g.rows == 1 || a.Strides != nil {
+		return backend.Array{Buf: a.Buf, Shape: shape, Strides: zeroStride, Offset: a.Offset}
+	}
+	e := backend.Array{Buf: w.scratch[r.exp], Shape: shape2}
+	p.be.Copy(e, backend.Array{Buf: a.Buf, Shape: shape2, Strides: g.colStr, Offset: a.Offset})
+	return backend.Array{Buf: e.Buf, Shape: shape}
 }
 
 var zeroStride = []int{0}
