@@ -134,13 +134,11 @@ func perRowPrim(p *interp.Prim) bool {
 }
 
 // ref is a group operand or result: a block buffer (scratch ≥ 0) or a
-// block cut from a whole-array slot. row says it holds one value per
-// row (cut by rows); bcast that it is read broadcast to the group's
-// shape through the block buffer exp.
+// block cut from a whole-array slot; bcast says it is read broadcast to
+// the group's shape (through the block buffer exp when expanded).
 type ref struct {
 	slot    int
 	scratch int
-	row     bool
 	bcast   bcastKind
 	exp     int
 }
@@ -550,7 +548,7 @@ func (p *Program) planGroup(in *instr) {
 		m.perRow = m.kind == memElem && perRowPrim(m.prim) && g.k >= minPerRow && g.rows > 1 && hasCol(m.bc)
 		var tmp []int
 		for k, s := range m.src {
-			m.in[k] = ref{slot: s, scratch: -1, row: m.kind == memRow || m.bc[k] == bcastCol, exp: -1}
+			m.in[k] = ref{slot: s, scratch: -1, exp: -1}
 			if j, ok := idx[s]; ok {
 				m.in[k] = g.members[j].out
 				m.in[k].exp = -1
@@ -574,10 +572,10 @@ func (p *Program) planGroup(in *instr) {
 			n = g.blockRows
 		}
 		if bf.output || bf.last > bf.def {
-			m.out = ref{slot: m.outSlot, scratch: -1, row: row, exp: -1}
+			m.out = ref{slot: m.outSlot, scratch: -1, exp: -1}
 		} else {
 			bf.scratch = true
-			m.out = ref{slot: m.outSlot, scratch: slotOf(bf.dtype, n), row: row, exp: -1}
+			m.out = ref{slot: m.outSlot, scratch: slotOf(bf.dtype, n), exp: -1}
 		}
 		// Free the block buffers of results read for the last time
 		// here (after the result took its own), and of broadcasts
@@ -687,6 +685,32 @@ func (p *Program) parallelBlocks(rs *runState, g *group, blocks, workers int) {
 
 // blocks runs blocks first, first+step, … of group g on worker w.
 func (p *Program) blocks(rs *runState, w *worker, g *group, first, blocks, step int) {
+	if g.rowMode {
+		p.rowBlocks(rs, w, g, first, blocks, step)
+		return
+	}
+	for bl := first; bl < blocks; bl += step {
+		lo := bl * g.block
+		shape := g.full
+		if lo+g.block > g.n {
+			shape = g.tail
+		}
+		for i := range g.members {
+			m := &g.members[i]
+			ins := w.in[:len(m.in)]
+			for k, r := range m.in {
+				ins[k] = p.blockArray(rs, w, r, lo, shape)
+			}
+			w.out[0] = p.blockArray(rs, w, m.out, lo, shape)
+			p.be.Exec(m.prim.Op, m.params, ins, w.out)
+		}
+	}
+}
+
+// rowBlocks is blocks for a group run by rows: per-row values are cut by
+// rows, reductions see their block as rows × k, and broadcast operands
+// are read per block.
+func (p *Program) rowBlocks(rs *runState, w *worker, g *group, first, blocks, step int) {
 	if first >= blocks {
 		return
 	}
@@ -702,10 +726,7 @@ func (p *Program) blocks(rs *runState, w *worker, g *group, first, blocks, step 
 		if lo+g.block > g.n {
 			shape, rows, shape2 = g.tail, g.tailRows, g.tail2
 		}
-		rlo := 0
-		if g.rowMode {
-			rlo = lo / g.k
-		}
+		rlo := lo / g.k
 		for i := range g.members {
 			m := &g.members[i]
 			ins := w.in[:len(m.in)]
