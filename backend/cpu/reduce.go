@@ -51,6 +51,17 @@ type reducer[T, A any] struct {
 }
 
 func reduceKernel(p *interp.Prim, op reduceOp) kernel {
+	// The reducers are built once: their function values are closures
+	// that would otherwise be allocated on every call (a fused group
+	// calls the kernel once per block).
+	rb := boolReducer(op == opMax)
+	ri := numReducer[int64, int64](op)
+	rf32 := numReducer[float32, float32](op)
+	rf32w := numReducer[float32, float64](op)
+	rf64 := numReducer[float64, float64](op)
+	if op == opSum {
+		rf64.seg = sumSegPairwise
+	}
 	return func(params any, in, out []backend.Array) {
 		axes := params.(prims.ReduceParams).Axes
 		x, o := in[0], out[0]
@@ -59,21 +70,17 @@ func reduceKernel(p *interp.Prim, op reduceOp) kernel {
 			if op != opMax && op != opMin {
 				badDType(p, backend.Bool)
 			}
-			runReduce(bools(o), bools(x), x.Shape, axes, boolReducer(op == opMax))
+			runReduce(bools(o), bools(x), x.Shape, axes, rb)
 		case i64Buf:
-			runReduce(i64s(o), i64s(x), x.Shape, axes, numReducer[int64, int64](op))
+			runReduce(i64s(o), i64s(x), x.Shape, axes, ri)
 		case f32Buf:
 			if op == opSum || op == opProd {
-				runReduce(f32s(o), f32s(x), x.Shape, axes, numReducer[float32, float64](op))
+				runReduce(f32s(o), f32s(x), x.Shape, axes, rf32w)
 			} else {
-				runReduce(f32s(o), f32s(x), x.Shape, axes, numReducer[float32, float32](op))
+				runReduce(f32s(o), f32s(x), x.Shape, axes, rf32)
 			}
 		case f64Buf:
-			r := numReducer[float64, float64](op)
-			if op == opSum {
-				r.seg = sumSegPairwise
-			}
-			runReduce(f64s(o), f64s(x), x.Shape, axes, r)
+			runReduce(f64s(o), f64s(x), x.Shape, axes, rf64)
 		default:
 			badDType(p, o.Buf.DType())
 		}
