@@ -235,6 +235,25 @@ func dotGeneral(params any, in, out []backend.Array) {
 		rb, rc, rf = g[0], g[1], g[2]
 		p.rhs, _ = newDotOperand(b, rb, rf, rc, p.B)
 	}
+	if p.K == 1 {
+		// Outer products (dot_batched.go): the rhs rows are read in place
+		// when contiguous.
+		if p.N > 1 && p.rhs.fs != 1 {
+			b, g := permuted(p.rhs.arr, rb, rc, rf)
+			p.rhs, _ = newDotOperand(b, g[0], g[2], g[1], p.B)
+		}
+		switch out[0].Buf.(type) {
+		case i64Buf:
+			dotOuter(&p, i64s(out[0]), p.lhs.arr.Buf.(i64Buf), p.rhs.arr.Buf.(i64Buf), scaleRow[int64])
+		case f32Buf:
+			dotOuter(&p, f32s(out[0]), p.lhs.arr.Buf.(f32Buf), p.rhs.arr.Buf.(f32Buf), scaleRow32)
+		case f64Buf:
+			dotOuter(&p, f64s(out[0]), p.lhs.arr.Buf.(f64Buf), p.rhs.arr.Buf.(f64Buf), scaleRow64)
+		default:
+			panic("cpu: dot_general of dtype " + out[0].Buf.DType().String())
+		}
+		return
+	}
 	small := p.M*p.N*p.K <= smallDot
 	if !small && p.N > 1 && p.rhs.fs != 1 && out[0].Buf.DType() == backend.Int64 {
 		// The plain loop runs along rows of the rhs.
