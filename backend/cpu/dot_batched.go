@@ -35,7 +35,15 @@ func outerRows[T int64 | float32 | float64](p *dotPlan, c, a, b []T, scale func(
 	bi, i := lo/M, lo%M
 	ao, bo := lhs.off(bi)+i*lhs.fs, rhs.off(bi)
 	for r := lo; r < hi; r++ {
-		scale(c[r*N:r*N+N], b[bo:bo+N], a[ao])
+		if N < outerSIMD {
+			// Short rows: the loop inline, without a call per row.
+			row, av := c[r*N:r*N+N], a[ao]
+			for j, x := range b[bo : bo+N] {
+				row[j] = av * x
+			}
+		} else {
+			scale(c[r*N:r*N+N], b[bo:bo+N], a[ao])
+		}
 		if i++; i == M {
 			bi, i = bi+1, 0
 			if r+1 < hi {
@@ -56,19 +64,36 @@ func scaleRow[T int64 | float32 | float64](d, v []T, s T) {
 }
 
 // scaleRow32 and scaleRow64 are scaleRow with the assembly kernels on
-// long rows.
+// long rows. A row of at most simdChunk elements is one short assembly
+// call, made directly: the caller's loop over rows is preemptible, so
+// the chunking of mulVS32Vec (and its two calls' overhead on each of the
+// many short rows of an outer product) is not needed.
 func scaleRow32(d, v []float32, s float32) {
-	if haveSIMD && len(d) >= outerSIMD {
-		mulVS32Vec(d, v, s)
+	if !haveSIMD || len(d) < outerSIMD || len(d) > simdChunk {
+		if haveSIMD && len(d) > simdChunk {
+			mulVS32Vec(d, v, s)
+			return
+		}
+		scaleRow(d, v, s)
 		return
 	}
-	scaleRow(d, v, s)
+	v = v[:len(d)]
+	n := len(d) &^ 7
+	mulVS32AVX2(d[:n], v[:n], s)
+	scaleRow(d[n:], v[n:], s)
 }
 
 func scaleRow64(d, v []float64, s float64) {
-	if haveSIMD && len(d) >= outerSIMD {
-		mulVS64Vec(d, v, s)
+	if !haveSIMD || len(d) < outerSIMD || len(d) > simdChunk {
+		if haveSIMD && len(d) > simdChunk {
+			mulVS64Vec(d, v, s)
+			return
+		}
+		scaleRow(d, v, s)
 		return
 	}
-	scaleRow(d, v, s)
+	v = v[:len(d)]
+	n := len(d) &^ 7
+	mulVS64AVX2(d[:n], v[:n], s)
+	scaleRow(d[n:], v[n:], s)
 }
