@@ -260,7 +260,7 @@ func dotGeneral(params any, in, out []backend.Array) {
 		b, g := permuted(p.rhs.arr, rb, rc, rf)
 		p.rhs, _ = newDotOperand(b, g[0], g[2], g[1], p.B)
 	}
-	if !small && out[0].Buf.DType().IsFloat() {
+	if !small && out[0].Buf.DType().IsFloat() && !usePacked(&p) {
 		if _, _, ok := p.lhsGEMM(); !ok {
 			a, g := permuted(p.lhs.arr, lb, lf, lc)
 			p.lhs, _ = newDotOperand(a, g[0], g[1], g[2], p.B)
@@ -425,8 +425,19 @@ func dotBLAS64(p *dotPlan, c, a, b []float64) {
 		})
 		return
 	}
-	g := p.gemmArgs()
 	mn := p.M * p.N
+	if usePacked(p) {
+		// The packed GEMM (dot_gemm.go).
+		if p.B > 1 && mn*p.K < bigGEMM {
+			forBatches(p, func(i int) { gemm64(p, i, c[i*mn:(i+1)*mn], a, b, false) })
+			return
+		}
+		for i := range p.B {
+			gemm64(p, i, c[i*mn:(i+1)*mn], a, b, true)
+		}
+		return
+	}
+	g := p.gemmArgs()
 	forBatches(p, func(i int) {
 		blas64.Gemm(g.tA, g.tB, 1,
 			blas64.General{Rows: g.ar, Cols: g.ac, Stride: g.lda, Data: a[p.lhs.off(i):]},
@@ -452,8 +463,19 @@ func dotBLAS32(p *dotPlan, c, a, b []float32) {
 		})
 		return
 	}
-	g := p.gemmArgs()
 	mn := p.M * p.N
+	if usePacked(p) {
+		// The packed GEMM (dot_gemm.go).
+		if p.B > 1 && mn*p.K < bigGEMM {
+			forBatches(p, func(i int) { gemm32(p, i, c[i*mn:(i+1)*mn], a, b, false) })
+			return
+		}
+		for i := range p.B {
+			gemm32(p, i, c[i*mn:(i+1)*mn], a, b, true)
+		}
+		return
+	}
+	g := p.gemmArgs()
 	forBatches(p, func(i int) {
 		blas32.Gemm(g.tA, g.tB, 1,
 			blas32.General{Rows: g.ar, Cols: g.ac, Stride: g.lda, Data: a[p.lhs.off(i):]},
