@@ -8,31 +8,29 @@ package cpu
 // the chunking of mulVS32Vec (and its two calls' overhead on each of the
 // many short rows of an outer product) is not needed.
 func scaleRow32(d, v []float32, s float32) {
-	if !haveSIMD || len(d) < outerSIMD || len(d) > simdChunk {
-		if haveSIMD && len(d) > simdChunk {
-			mulVS32Vec(d, v, s)
-			return
-		}
+	switch {
+	case !haveSIMD || len(d) < outerSIMD:
 		scaleRow(d, v, s)
-		return
+	case len(d) > simdChunk:
+		mulVS32Vec(d, v, s)
+	default:
+		v = v[:len(d)]
+		n := len(d) &^ 7
+		mulVS32AVX2(d[:n], v[:n], s)
+		scaleRow(d[n:], v[n:], s)
 	}
-	v = v[:len(d)]
-	n := len(d) &^ 7
-	mulVS32AVX2(d[:n], v[:n], s)
-	scaleRow(d[n:], v[n:], s)
 }
 
 func scaleRow64(d, v []float64, s float64) {
-	if !haveSIMD || len(d) < outerSIMD || len(d) > simdChunk {
-		if haveSIMD && len(d) > simdChunk {
-			mulVS64Vec(d, v, s)
-			return
-		}
+	switch {
+	case !haveSIMD || len(d) < outerSIMD:
 		scaleRow(d, v, s)
-		return
+	case len(d) > simdChunk:
+		mulVS64Vec(d, v, s)
+	default:
+		v = v[:len(d)]
+		n := len(d) &^ 7
+		mulVS64AVX2(d[:n], v[:n], s)
+		scaleRow(d[n:], v[n:], s)
 	}
-	v = v[:len(d)]
-	n := len(d) &^ 7
-	mulVS64AVX2(d[:n], v[:n], s)
-	scaleRow(d[n:], v[n:], s)
 }
