@@ -139,6 +139,7 @@ func bdCases(rng *rand.Rand) []bdCase {
 		{B: 2, M: 13, N: 300, K: 600, lperm: []int{1, 2, 0}, rperm: []int{2, 0, 1}},
 		{B: 1, M: 100, N: 100, K: 300, lperm: id3, rperm: []int{0, 2, 1}},
 		{B: 1, M: 64, N: 128, K: 784, lperm: id3, rperm: id3},
+		{B: 1, M: 400, N: 20, K: 300, lperm: []int{2, 1, 0}, rperm: id3},
 	}
 	sizes := []int{0, 1, 2, 3, 7, 10, 33, 64}
 	perms2 := [][]int{{0, 1}, {1, 0}}

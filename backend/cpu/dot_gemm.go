@@ -4,14 +4,15 @@ import "sync"
 
 // Packed GEMM: where the CPU has AVX2 and FMA (haveSIMD), dot_general's
 // float GEMMs (M and N both above 1) run on peel's own micro-kernels
-// rather than the BLAS's. Each product is split, BLIS style, into column
-// blocks of B (gemmNC), and within those into blocks of the contracting
-// dimension (gemmKC); for each, the block of B is packed into panels of
-// NR columns (16 float32 or 8 float64) and the matching rows of A into
-// panels of 6 rows, zero-padded at the edges, and a micro-kernel
-// computes each 6×NR tile of C from one A panel and one B panel held in
-// cache (dot_gemm_amd64.s). Tiles are independent, so a large product
-// splits its tiles across workers; batch elements small enough to run in
+// rather than gonum's (packedGEMM; -tags openblas keeps OpenBLAS's).
+// Each product is split, BLIS style, into column blocks of B (gemmNC),
+// those into blocks of the contracting dimension (gemmKC), and those into
+// row blocks of A (gemmMC). The block of B is packed into panels of NR
+// columns (16 float32 or 8 float64), the block of A into panels of 6
+// rows, both zero-padded at the edges, and a micro-kernel computes each
+// 6×NR tile of C from one A panel and one B panel held in cache
+// (dot_gemm_amd64.s). Tiles are independent, so a large product splits
+// its tiles across workers; batch elements small enough to run in
 // parallel (forBatches) each run serially. Packing reads the operands
 // through their strides, so any layout dotPlan accepts works without a
 // copy. Each result element is the sum of its products in order of the
@@ -22,6 +23,7 @@ const (
 	gemmMR = 6   // rows of a tile
 	gemmKC = 256 // contracting block: a 6×256 A panel and a 256×16 float32 B panel fit in L1
 	gemmNC = 256 // column block of B packed at once (256 KiB of float32 at most)
+	gemmMC = 192 // row block of A packed at once (192 KiB of float32 at most)
 )
 
 // usePacked reports whether p's GEMMs (float, not small, M and N above
@@ -56,32 +58,36 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 	M, N, K := p.M, p.N, p.K
 	lhs, rhs := &p.lhs, &p.rhs
 	lo, ro := lhs.off(bi), rhs.off(bi)
-	mp := (M + gemmMR - 1) / gemmMR
 	for jc := 0; jc < N; jc += gemmNC {
 		nb := min(gemmNC, N-jc)
 		np := (nb + nr - 1) / nr
 		for pc := 0; pc < K; pc += gemmKC {
 			kb := min(gemmKC, K-pc)
-			bufs.a = grow(bufs.a, mp*gemmMR*kb)
 			bufs.b = grow(bufs.b, np*nr*kb)
-			ap, bp := bufs.a, bufs.b
-			packA(ap, a, lo+pc*lhs.cs, lhs.fs, lhs.cs, M, kb)
+			bp := bufs.b
 			packB(bp, b, ro+pc*rhs.cs+jc*rhs.fs, rhs.cs, rhs.fs, kb, nb, nr)
-			g := gemmBlock[T]{ap: ap, bp: bp, c: c, M: M, N: N, jc: jc, kb: kb, mp: mp, nr: nr, add: pc > 0, tile: tile}
-			tiles, cost := mp*np, kb*gemmMR*nr/8
-			if !par || serial(tiles, cost) {
-				g.tiles(0, tiles)
-			} else {
-				// Only this copy escapes (to the workers).
-				gp := g
-				parallelFor(tiles, cost, gp.tiles)
+			for ic := 0; ic < M; ic += gemmMC {
+				mb := min(gemmMC, M-ic)
+				mp := (mb + gemmMR - 1) / gemmMR
+				bufs.a = grow(bufs.a, mp*gemmMR*kb)
+				ap := bufs.a
+				packA(ap, a, lo+ic*lhs.fs+pc*lhs.cs, lhs.fs, lhs.cs, mb, kb)
+				g := gemmBlock[T]{ap: ap, bp: bp, c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, nr: nr, add: pc > 0, tile: tile}
+				tiles, cost := mp*np, kb*gemmMR*nr/8
+				if !par || serial(tiles, cost) {
+					g.tiles(0, tiles)
+				} else {
+					// Only this copy escapes (to the workers).
+					gp := g
+					parallelFor(tiles, cost, gp.tiles)
+				}
 			}
 		}
 	}
 }
 
 // gemmBlock is one packed block of a GEMM: the tiles of result columns
-// [jc, jc+nb) from kb contracting indices.
+// [jc, jc+nb) of the M rows of c from kb contracting indices.
 type gemmBlock[T float32 | float64] struct {
 	ap, bp, c        []T
 	M, N, jc, kb, mp int
