@@ -33,8 +33,8 @@ const (
 	// below which a plain loop beats a GEMM call's fixed cost.
 	smallDot = 512
 	// bigGEMM is the number of multiply-adds per batch element from which
-	// the BLAS parallelises one GEMM itself; below it batch elements run
-	// in parallel instead.
+	// one GEMM is parallelised itself (by the BLAS, or across the packed
+	// GEMM's tiles); below it batch elements run in parallel instead.
 	bigGEMM = 1 << 21
 )
 
