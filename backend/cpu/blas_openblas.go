@@ -24,3 +24,7 @@ func BLAS() string { return "openblas" }
 
 // setBLASThreads makes OpenBLAS use n threads, as the kernels do.
 func setBLASThreads(n int) { openblaslink.SetThreads(n) }
+
+// packedGEMM is false: with -tags openblas, dot_general's GEMMs are
+// OpenBLAS's.
+const packedGEMM = false

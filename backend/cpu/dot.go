@@ -33,8 +33,8 @@ const (
 	// below which a plain loop beats a GEMM call's fixed cost.
 	smallDot = 512
 	// bigGEMM is the number of multiply-adds per batch element from which
-	// the BLAS parallelises one GEMM itself; below it batch elements run
-	// in parallel instead.
+	// one GEMM is parallelised itself (by the BLAS, or across the packed
+	// GEMM's tiles); below it batch elements run in parallel instead.
 	bigGEMM = 1 << 21
 )
 
@@ -235,13 +235,32 @@ func dotGeneral(params any, in, out []backend.Array) {
 		rb, rc, rf = g[0], g[1], g[2]
 		p.rhs, _ = newDotOperand(b, rb, rf, rc, p.B)
 	}
+	if p.K == 1 {
+		// Outer products (dot_batched.go): the rhs rows are read in place
+		// when contiguous.
+		if p.N > 1 && p.rhs.fs != 1 {
+			b, g := permuted(p.rhs.arr, rb, rc, rf)
+			p.rhs, _ = newDotOperand(b, g[0], g[2], g[1], p.B)
+		}
+		switch out[0].Buf.(type) {
+		case i64Buf:
+			dotOuter(&p, i64s(out[0]), p.lhs.arr.Buf.(i64Buf), p.rhs.arr.Buf.(i64Buf), scaleRow[int64])
+		case f32Buf:
+			dotOuter(&p, f32s(out[0]), p.lhs.arr.Buf.(f32Buf), p.rhs.arr.Buf.(f32Buf), scaleRow32)
+		case f64Buf:
+			dotOuter(&p, f64s(out[0]), p.lhs.arr.Buf.(f64Buf), p.rhs.arr.Buf.(f64Buf), scaleRow64)
+		default:
+			panic("cpu: dot_general of dtype " + out[0].Buf.DType().String())
+		}
+		return
+	}
 	small := p.M*p.N*p.K <= smallDot
 	if !small && p.N > 1 && p.rhs.fs != 1 && out[0].Buf.DType() == backend.Int64 {
 		// The plain loop runs along rows of the rhs.
 		b, g := permuted(p.rhs.arr, rb, rc, rf)
 		p.rhs, _ = newDotOperand(b, g[0], g[2], g[1], p.B)
 	}
-	if !small && out[0].Buf.DType().IsFloat() {
+	if !small && out[0].Buf.DType().IsFloat() && !usePacked(&p) {
 		if _, _, ok := p.lhsGEMM(); !ok {
 			a, g := permuted(p.lhs.arr, lb, lf, lc)
 			p.lhs, _ = newDotOperand(a, g[0], g[1], g[2], p.B)
@@ -406,8 +425,19 @@ func dotBLAS64(p *dotPlan, c, a, b []float64) {
 		})
 		return
 	}
-	g := p.gemmArgs()
 	mn := p.M * p.N
+	if usePacked(p) {
+		// The packed GEMM (dot_gemm.go).
+		if p.B > 1 && mn*p.K < bigGEMM {
+			forBatches(p, func(i int) { gemm64(p, i, c[i*mn:(i+1)*mn], a, b, false) })
+			return
+		}
+		for i := range p.B {
+			gemm64(p, i, c[i*mn:(i+1)*mn], a, b, true)
+		}
+		return
+	}
+	g := p.gemmArgs()
 	forBatches(p, func(i int) {
 		blas64.Gemm(g.tA, g.tB, 1,
 			blas64.General{Rows: g.ar, Cols: g.ac, Stride: g.lda, Data: a[p.lhs.off(i):]},
@@ -433,8 +463,19 @@ func dotBLAS32(p *dotPlan, c, a, b []float32) {
 		})
 		return
 	}
-	g := p.gemmArgs()
 	mn := p.M * p.N
+	if usePacked(p) {
+		// The packed GEMM (dot_gemm.go).
+		if p.B > 1 && mn*p.K < bigGEMM {
+			forBatches(p, func(i int) { gemm32(p, i, c[i*mn:(i+1)*mn], a, b, false) })
+			return
+		}
+		for i := range p.B {
+			gemm32(p, i, c[i*mn:(i+1)*mn], a, b, true)
+		}
+		return
+	}
+	g := p.gemmArgs()
 	forBatches(p, func(i int) {
 		blas32.Gemm(g.tA, g.tB, 1,
 			blas32.General{Rows: g.ar, Cols: g.ac, Stride: g.lda, Data: a[p.lhs.off(i):]},

@@ -1,0 +1,206 @@
+package cpu
+
+import "sync"
+
+// Packed GEMM: where the CPU has AVX2 and FMA (haveSIMD), dot_general's
+// float GEMMs (M and N both above 1) run on peel's own micro-kernels
+// rather than gonum's (packedGEMM; -tags openblas keeps OpenBLAS's).
+// Each product is split, BLIS style, into column blocks of B (gemmNC),
+// those into blocks of the contracting dimension (gemmKC), and those into
+// row blocks of A (gemmMC). The block of B is packed into panels of NR
+// columns (16 float32 or 8 float64), the block of A into panels of 6
+// rows, both zero-padded at the edges, and a micro-kernel computes each
+// 6×NR tile of C from one A panel and one B panel held in cache
+// (dot_gemm_amd64.s). Tiles are independent, so a large product splits
+// its tiles across workers; batch elements small enough to run in
+// parallel (forBatches) each run serially. Packing reads the operands
+// through their strides, so any layout dotPlan accepts works without a
+// copy. Each result element is the sum of its products in order of the
+// contracting index, in FMA, one gemmKC block at a time: the usual GEMM
+// error bound.
+
+const (
+	gemmMR = 6   // rows of a tile
+	gemmKC = 256 // contracting block: a 6×256 A panel and a 256×16 float32 B panel fit in L1
+	gemmNC = 256 // column block of B packed at once (256 KiB of float32 at most)
+	gemmMC = 192 // row block of A packed at once (192 KiB of float32 at most)
+)
+
+// usePacked reports whether p's GEMMs (float, not small, M and N above
+// 1) run on the packed micro-kernels; they read any operand layout.
+func usePacked(p *dotPlan) bool { return packedGEMM && haveSIMD && p.M > 1 && p.N > 1 }
+
+// gemmBufs are the packing buffers of one running GEMM.
+type gemmBufs[T float32 | float64] struct{ a, b []T }
+
+var (
+	gemmPool32 = sync.Pool{New: func() any { return new(gemmBufs[float32]) }}
+	gemmPool64 = sync.Pool{New: func() any { return new(gemmBufs[float64]) }}
+)
+
+// grow returns s resliced to n elements, reallocated if too short.
+func grow[T float32 | float64](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// tileFunc computes one tile with a micro-kernel: kb packed rows of ap
+// and bp into c (rows ldc apart), of which rows×cols elements are kept,
+// added to c when add is set.
+type tileFunc[T float32 | float64] func(kb int, ap, bp, c []T, ldc, rows, cols int, add bool)
+
+// gemmPacked computes batch element bi of p into c (M×N, row-major) with
+// the micro-kernel of tile, whose panels are nr columns wide; par lets
+// the tiles run in parallel.
+func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, tile tileFunc[T], bufs *gemmBufs[T], par bool) {
+	M, N, K := p.M, p.N, p.K
+	lhs, rhs := &p.lhs, &p.rhs
+	lo, ro := lhs.off(bi), rhs.off(bi)
+	for jc := 0; jc < N; jc += gemmNC {
+		nb := min(gemmNC, N-jc)
+		np := (nb + nr - 1) / nr
+		for pc := 0; pc < K; pc += gemmKC {
+			kb := min(gemmKC, K-pc)
+			bufs.b = grow(bufs.b, np*nr*kb)
+			bp := bufs.b
+			packB(bp, b, ro+pc*rhs.cs+jc*rhs.fs, rhs.cs, rhs.fs, kb, nb, nr)
+			for ic := 0; ic < M; ic += gemmMC {
+				mb := min(gemmMC, M-ic)
+				mp := (mb + gemmMR - 1) / gemmMR
+				bufs.a = grow(bufs.a, mp*gemmMR*kb)
+				ap := bufs.a
+				packA(ap, a, lo+ic*lhs.fs+pc*lhs.cs, lhs.fs, lhs.cs, mb, kb)
+				g := gemmBlock[T]{ap: ap, bp: bp, c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, nr: nr, add: pc > 0, tile: tile}
+				tiles, cost := mp*np, kb*gemmMR*nr/8
+				if !par || serial(tiles, cost) {
+					g.tiles(0, tiles)
+				} else {
+					// Only this copy escapes (to the workers).
+					gp := g
+					parallelFor(tiles, cost, gp.tiles)
+				}
+			}
+		}
+	}
+}
+
+// gemmBlock is one packed block of a GEMM: the tiles of result columns
+// [jc, jc+nb) of the M rows of c from kb contracting indices.
+type gemmBlock[T float32 | float64] struct {
+	ap, bp, c        []T
+	M, N, jc, kb, mp int
+	nr               int
+	add              bool
+	tile             tileFunc[T]
+}
+
+// tiles computes tiles [lo, hi), numbered column panel by column panel so
+// that consecutive tiles share their B panel.
+func (g *gemmBlock[T]) tiles(lo, hi int) {
+	kb, nr := g.kb, g.nr
+	for t := lo; t < hi; t++ {
+		jp, ip := t/g.mp, t%g.mp
+		i0, j0 := ip*gemmMR, g.jc+jp*nr
+		g.tile(kb, g.ap[ip*gemmMR*kb:], g.bp[jp*nr*kb:], g.c[i0*g.N+j0:], g.N,
+			min(gemmMR, g.M-i0), min(nr, g.N-j0), g.add)
+	}
+}
+
+// packA packs the m×kb block of A whose element (i, p) is a[off + i*rs +
+// p*cs] into panels of 6 rows: panel q holds rows 6q…6q+5, column by
+// column, rows past m zero.
+func packA[T float32 | float64](ap, a []T, off, rs, cs, m, kb int) {
+	for i0 := 0; i0 < m; i0 += gemmMR {
+		panel := ap[i0*kb : (i0+gemmMR)*kb]
+		rows := min(gemmMR, m-i0)
+		for p := range kb {
+			dst := panel[p*gemmMR : p*gemmMR+gemmMR]
+			src := off + i0*rs + p*cs
+			for r := range rows {
+				dst[r] = a[src+r*rs]
+			}
+			clear(dst[rows:])
+		}
+	}
+}
+
+// packB packs the kb×nb block of B whose element (p, j) is b[off + p*rs +
+// j*cs] into panels of nr columns: panel q holds columns nr·q…nr·q+nr-1,
+// row by row, columns past nb zero.
+func packB[T float32 | float64](bp, b []T, off, rs, cs, kb, nb, nr int) {
+	for j0 := 0; j0 < nb; j0 += nr {
+		panel := bp[j0*kb : (j0+nr)*kb]
+		cols := min(nr, nb-j0)
+		for p := range kb {
+			dst := panel[p*nr : p*nr+nr]
+			src := off + p*rs + j0*cs
+			if cs == 1 || cols == 1 {
+				copy(dst[:cols], b[src:src+cols])
+			} else {
+				for j := range cols {
+					dst[j] = b[src+j*cs]
+				}
+			}
+			clear(dst[cols:])
+		}
+	}
+}
+
+// mergeTile stores (or with add, adds) the rows×cols corner of the tile
+// t (rows tld apart) into c (rows ldc apart).
+func mergeTile[T float32 | float64](c []T, ldc int, t []T, tld, rows, cols int, add bool) {
+	for r := range rows {
+		dst, src := c[r*ldc:r*ldc+cols], t[r*tld:r*tld+cols]
+		if add {
+			for j, v := range src {
+				dst[j] += v
+			}
+		} else {
+			copy(dst, src)
+		}
+	}
+}
+
+// tile32 and tile64 are the tileFuncs of the float32 and float64
+// micro-kernels; an edge tile is computed into a buffer on the stack.
+func tile32(kb int, ap, bp, c []float32, ldc, rows, cols int, add bool) {
+	const nr = 16
+	_, _ = ap[gemmMR*kb-1], bp[nr*kb-1]
+	if rows == gemmMR && cols == nr {
+		_ = c[(gemmMR-1)*ldc+nr-1]
+		sgemm6x16AVX2(kb, &ap[0], &bp[0], &c[0], ldc, add)
+		return
+	}
+	var t [gemmMR * nr]float32
+	sgemm6x16AVX2(kb, &ap[0], &bp[0], &t[0], nr, false)
+	mergeTile(c, ldc, t[:], nr, rows, cols, add)
+}
+
+func tile64(kb int, ap, bp, c []float64, ldc, rows, cols int, add bool) {
+	const nr = 8
+	_, _ = ap[gemmMR*kb-1], bp[nr*kb-1]
+	if rows == gemmMR && cols == nr {
+		_ = c[(gemmMR-1)*ldc+nr-1]
+		dgemm6x8AVX2(kb, &ap[0], &bp[0], &c[0], ldc, add)
+		return
+	}
+	var t [gemmMR * nr]float64
+	dgemm6x8AVX2(kb, &ap[0], &bp[0], &t[0], nr, false)
+	mergeTile(c, ldc, t[:], nr, rows, cols, add)
+}
+
+// gemm32 and gemm64 compute batch element bi of p into c with the packed
+// GEMM.
+func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
+	bufs := gemmPool32.Get().(*gemmBufs[float32])
+	gemmPacked(p, bi, c, a, b, 16, tile32, bufs, par)
+	gemmPool32.Put(bufs)
+}
+
+func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
+	bufs := gemmPool64.Get().(*gemmBufs[float64])
+	gemmPacked(p, bi, c, a, b, 8, tile64, bufs, par)
+	gemmPool64.Put(bufs)
+}
