@@ -306,6 +306,7 @@ func (p *Program) finish() {
 				for j := range g.members {
 					m := &g.members[j]
 					m.base = p.addTemplate(append(append([]ref(nil), m.in...), m.out), g.full)
+					m.direct = p.resolveDirect(m.prim, m.params, m.base, len(m.in), 1)
 				}
 			}
 		case opKernel:
@@ -317,6 +318,7 @@ func (p *Program) finish() {
 				refs = append(refs, ref{slot: s, scratch: -1})
 			}
 			in.base = p.addTemplate(refs, nil)
+			in.direct = p.resolveDirect(in.prim, in.params, in.base, len(in.in), len(in.out))
 		}
 	}
 }

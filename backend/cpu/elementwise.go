@@ -101,6 +101,7 @@ func registerUnary(p *interp.Prim, cost int, l unaryLoops) {
 			badDType(p, x.Buf.DType())
 		}
 	})
+	setResolver(p, unaryResolver(cost, l))
 }
 
 // runUnary applies f to the operand x (stored in buf) into d.
@@ -365,6 +366,7 @@ func registerArith(p *interp.Prim, cost int, o binOp[bool, int64, float32, float
 			badDType(p, x.Buf.DType())
 		}
 	})
+	setResolver(p, arithResolver(cost, o))
 }
 
 // registerCompare registers an operation whose result is bool.
@@ -384,6 +386,7 @@ func registerCompare(p *interp.Prim, o binOp[bool, bool, bool, bool]) {
 			badDType(p, x.Buf.DType())
 		}
 	})
+	setResolver(p, compareResolver(o))
 }
 
 // runBinary computes d = op(x, y) where x and y are stored in xb and yb.
