@@ -190,6 +190,7 @@ func directBinary[BT bufOf[T], BR bufOf[R], T, R any](l binLoops[T, R], n, xr, y
 	if l.vv == nil {
 		return nil
 	}
+	l = *l.forSize(n)
 	switch {
 	case n == 0 && xr != readOther && yr != readOther:
 		return noDirect

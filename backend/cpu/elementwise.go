@@ -337,6 +337,36 @@ type binLoops[T, R any] struct {
 	vv func(d []R, a, b []T)
 	vs func(d []R, a []T, s T)
 	sv func(d []R, s T, b []T)
+	// small, when set, are the portable loops of SIMD loops, for calls
+	// of fewer than simdMin elements (see simdArith).
+	small *binLoops[T, R]
+}
+
+// simdMin is the length below which the float arithmetic runs its
+// portable loops rather than its SIMD ones: the assembly call costs
+// more than it saves on a few vectors (measured on AVX2: 8 float64 adds
+// take 9 ns through the assembly, 3 in the Go loop; they break even near
+// 40 elements). The SIMD add, sub, mul and div are exact IEEE
+// operations, so both give the same bits.
+const simdMin = 32
+
+// simdArith returns the loops vec of an operation with SIMD kernels
+// where the CPU runs them, keeping its portable loops port for calls of
+// fewer than simdMin elements; port where it does not.
+func simdArith[T elemNum](vec, port binLoops[T, T]) binLoops[T, T] {
+	if !haveSIMD {
+		return port
+	}
+	vec.small = &port
+	return vec
+}
+
+// forSize returns the loops to run on n elements.
+func (l *binLoops[T, R]) forSize(n int) *binLoops[T, R] {
+	if l.small != nil && n < simdMin {
+		return l.small
+	}
+	return l
 }
 
 // binOp holds a binary operation's loops per operand dtype; R is T for
@@ -398,6 +428,7 @@ func runBinary[T, R any](p *interp.Prim, l binLoops[T, R], cost int, d []R, x, y
 	if n == 0 {
 		return
 	}
+	l = *l.forSize(n)
 	if xk, yk := repeatBlock(x), repeatBlock(y); xk > 0 || yk > 0 {
 		runRepeat(l, cost, d, x, y, xb, yb, xk, yk)
 		return
@@ -1192,16 +1223,6 @@ func vvScalar(vv func(d []bool, a, b []bool), d []bool, t []bool, s bool, scalar
 	}
 }
 
-// withSIMD returns the SIMD loop vec (simd_amd64.go) where the CPU runs it
-// and the portable loop otherwise. The float add, sub, mul and div SIMD
-// loops are exact IEEE operations, bit-identical to the portable ones.
-func withSIMD[F any](vec, loop F) F {
-	if haveSIMD {
-		return vec
-	}
-	return loop
-}
-
 func numericArith[T elemNum](vv func(d, a, b []T), vs func(d, a []T, s T), sv func(d []T, s T, b []T)) binLoops[T, T] {
 	if sv == nil {
 		sv = swapVS(vs)
@@ -1233,28 +1254,32 @@ func init() {
 	registerUnary(prims.StopGradient, costCheap, unaryLoops{b: copyLoop[bool], i: copyLoop[int64], f32: copyLoop[float32], f64: copyLoop[float64]})
 
 	registerArith(prims.Add, costCheap, binOp[bool, int64, float32, float64]{
-		i:   numericArith(addVV[int64], addVS[int64], nil),
-		f32: numericArith(withSIMD(addVV32Vec, addVV[float32]), withSIMD(addVS32Vec, addVS[float32]), nil),
-		f64: numericArith(withSIMD(addVV64Vec, addVV[float64]), withSIMD(addVS64Vec, addVS[float64]), nil),
+		i: numericArith(addVV[int64], addVS[int64], nil),
+		f32: simdArith(numericArith(addVV32Vec, addVS32Vec, nil),
+			numericArith(addVV[float32], addVS[float32], nil)),
+		f64: simdArith(numericArith(addVV64Vec, addVS64Vec, nil),
+			numericArith(addVV[float64], addVS[float64], nil)),
 	})
 	registerArith(prims.Sub, costCheap, binOp[bool, int64, float32, float64]{
 		i: numericArith(subVV[int64], subVS[int64], subSV[int64]),
-		f32: numericArith(withSIMD(subVV32Vec, subVV[float32]), withSIMD(subVS32Vec, subVS[float32]),
-			withSIMD(subSV32Vec, subSV[float32])),
-		f64: numericArith(withSIMD(subVV64Vec, subVV[float64]), withSIMD(subVS64Vec, subVS[float64]),
-			withSIMD(subSV64Vec, subSV[float64])),
+		f32: simdArith(numericArith(subVV32Vec, subVS32Vec, subSV32Vec),
+			numericArith(subVV[float32], subVS[float32], subSV[float32])),
+		f64: simdArith(numericArith(subVV64Vec, subVS64Vec, subSV64Vec),
+			numericArith(subVV[float64], subVS[float64], subSV[float64])),
 	})
 	registerArith(prims.Mul, costCheap, binOp[bool, int64, float32, float64]{
-		i:   numericArith(mulVV[int64], mulVS[int64], nil),
-		f32: numericArith(withSIMD(mulVV32Vec, mulVV[float32]), withSIMD(mulVS32Vec, mulVS[float32]), nil),
-		f64: numericArith(withSIMD(mulVV64Vec, mulVV[float64]), withSIMD(mulVS64Vec, mulVS[float64]), nil),
+		i: numericArith(mulVV[int64], mulVS[int64], nil),
+		f32: simdArith(numericArith(mulVV32Vec, mulVS32Vec, nil),
+			numericArith(mulVV[float32], mulVS[float32], nil)),
+		f64: simdArith(numericArith(mulVV64Vec, mulVS64Vec, nil),
+			numericArith(mulVV[float64], mulVS[float64], nil)),
 	})
 	registerArith(prims.Div, costCheap, binOp[bool, int64, float32, float64]{
 		i: numericArith(divIVV, divIVS, divISV),
-		f32: numericArith(withSIMD(divVV32Vec, divVV[float32]), withSIMD(divVS32Vec, divVS[float32]),
-			withSIMD(divSV32Vec, divSV[float32])),
-		f64: numericArith(withSIMD(divVV64Vec, divVV[float64]), withSIMD(divVS64Vec, divVS[float64]),
-			withSIMD(divSV64Vec, divSV[float64])),
+		f32: simdArith(numericArith(divVV32Vec, divVS32Vec, divSV32Vec),
+			numericArith(divVV[float32], divVS[float32], divSV[float32])),
+		f64: simdArith(numericArith(divVV64Vec, divVS64Vec, divSV64Vec),
+			numericArith(divVV[float64], divVS[float64], divSV[float64])),
 	})
 	registerArith(prims.Rem, costMath, binOp[bool, int64, float32, float64]{
 		i:   numericArith(remIVV, remIVS, remISV),
