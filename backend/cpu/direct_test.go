@@ -270,7 +270,8 @@ func TestDirectRefuses(t *testing.T) {
 	}
 }
 
-// TestDirectAllocs: a direct kernel allocates nothing.
+// TestDirectAllocs: a direct kernel allocates nothing, nor does Exec on
+// the same small operands.
 func TestDirectAllocs(t *testing.T) {
 	b := New()
 	x := backend.Array{Buf: make(f64Buf, 8), Shape: []int{8}}
@@ -293,6 +294,10 @@ func TestDirectAllocs(t *testing.T) {
 		}
 		if a := testing.AllocsPerRun(100, func() { d(c.in, out) }); a != 0 {
 			t.Errorf("%s: %v allocations per call", c.op.Name, a)
+		}
+		in := make([]backend.Array, len(c.in))
+		if a := testing.AllocsPerRun(100, func() { copy(in, c.in); b.Exec(c.op.Op, nil, in, out) }); a != 0 {
+			t.Errorf("%s: %v allocations per Exec", c.op.Name, a)
 		}
 	}
 }

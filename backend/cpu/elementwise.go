@@ -428,7 +428,12 @@ func runBinary[T, R any](p *interp.Prim, l binLoops[T, R], cost int, d []R, x, y
 	if n == 0 {
 		return
 	}
-	l = *l.forSize(n)
+	if l.small != nil && n < simdMin {
+		// A call, not an assignment to l, which the closures below
+		// would then capture by reference (moving l to the heap).
+		runBinary(p, *l.small, cost, d, x, y, xb, yb)
+		return
+	}
 	if xk, yk := repeatBlock(x), repeatBlock(y); xk > 0 || yk > 0 {
 		runRepeat(l, cost, d, x, y, xb, yb, xk, yk)
 		return
