@@ -25,11 +25,13 @@ type Error = interp.Error
 // strided layout is a copy instruction followed by the view.
 //
 // Instructions are of four kinds: a kernel (backend.Exec on the slots'
-// arrays), a copy (backend.Copy, materializing a strided operand into a
-// contiguous buffer), a fused group of elementwise equations run block
-// by block (see fuse.go), and a fallback that evaluates one equation with
-// interp.Eval (composites without a kernel, mutation primitives answered
-// out of place, primitives that refuse evaluation).
+// arrays, or the direct kernel a backend.KernelResolver returned for
+// their layouts at Build), a copy (backend.Copy, materializing a strided
+// operand into a contiguous buffer), a fused group of elementwise
+// equations run block by block (see fuse.go), and a fallback that
+// evaluates one equation with interp.Eval (composites without a kernel,
+// mutation primitives answered out of place, primitives that refuse
+// evaluation).
 //
 // Kernels write into planned buffers that are not zeroed (the
 // backend.Exec contract: every result element is written). backend.Exec
