@@ -48,7 +48,11 @@ func TestDirectKernels(t *testing.T) {
 	single := func(in []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Mul(in[0], in[1])} }
 	for _, dt := range []peel.DType{peel.Float32, peel.Float64, peel.Int64} {
 		for n := range 65 {
-			for name, f := range map[string]func([]*peel.Tensor) []*peel.Tensor{"chain": chain, "single": single} {
+			for _, c := range []struct {
+				name string
+				f    func([]*peel.Tensor) []*peel.Tensor
+			}{{"chain", chain}, {"single", single}} {
+				name, f := c.name, c.f
 				args := []*peel.Tensor{
 					peel.AsType(peel.FromFloat64s(directValues(r, n), n), dt),
 					peel.AsType(peel.FromFloat64s(directValues(r, n), n), dt),
