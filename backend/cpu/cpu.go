@@ -110,6 +110,12 @@ func (b *Backend) kernels() []entry {
 	if t := b.table.Load(); t != nil {
 		return *t
 	}
+	return b.buildKernels()
+}
+
+// buildKernels builds the kernel table (kernels' slow path, apart so
+// that kernels is inlined into Exec).
+func (b *Backend) buildKernels() []entry {
 	b.once.Do(func() {
 		var n int
 		for p := range regs {

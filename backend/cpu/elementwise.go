@@ -87,7 +87,7 @@ type unaryLoops struct {
 
 func registerUnary(p *interp.Prim, cost int, l unaryLoops) {
 	register(p, true, func(_ any, in, out []backend.Array) {
-		x, o := in[0], out[0]
+		x, o := &in[0], out[0]
 		switch buf := x.Buf.(type) {
 		case boolBuf:
 			runUnary(p, l.b, cost, bools(o), buf, x)
@@ -105,7 +105,7 @@ func registerUnary(p *interp.Prim, cost int, l unaryLoops) {
 }
 
 // runUnary applies f to the operand x (stored in buf) into d.
-func runUnary[T, R any](p *interp.Prim, f func(d []R, a []T), cost int, d []R, buf []T, x backend.Array) {
+func runUnary[T, R any](p *interp.Prim, f func(d []R, a []T), cost int, d []R, buf []T, x *backend.Array) {
 	if f == nil {
 		badDType(p, x.Buf.DType())
 	}
@@ -113,7 +113,7 @@ func runUnary[T, R any](p *interp.Prim, f func(d []R, a []T), cost int, d []R, b
 	if n == 0 {
 		return
 	}
-	if isSplatN(&x, n) {
+	if isSplatN(x, n) {
 		f(d[:1], buf[x.Offset:x.Offset+1])
 		fillSlice(d, d[0])
 		return
@@ -382,16 +382,16 @@ type binOp[RB, RI, RF32, RF64 any] struct {
 // registerArith registers an operation whose result has its operands' dtype.
 func registerArith(p *interp.Prim, cost int, o binOp[bool, int64, float32, float64]) {
 	registerRepeat(p, func(_ any, in, out []backend.Array) {
-		x, y, d := in[0], in[1], out[0]
+		x, y, d := &in[0], &in[1], out[0]
 		switch xb := x.Buf.(type) {
 		case boolBuf:
-			runBinary(p, o.b, cost, bools(d), x, y, xb, y.Buf.(boolBuf))
+			runBinary(p, &o.b, cost, bools(d), x, y, xb, y.Buf.(boolBuf))
 		case i64Buf:
-			runBinary(p, o.i, cost, i64s(d), x, y, xb, y.Buf.(i64Buf))
+			runBinary(p, &o.i, cost, i64s(d), x, y, xb, y.Buf.(i64Buf))
 		case f32Buf:
-			runBinary(p, o.f32, cost, f32s(d), x, y, xb, y.Buf.(f32Buf))
+			runBinary(p, &o.f32, cost, f32s(d), x, y, xb, y.Buf.(f32Buf))
 		case f64Buf:
-			runBinary(p, o.f64, cost, f64s(d), x, y, xb, y.Buf.(f64Buf))
+			runBinary(p, &o.f64, cost, f64s(d), x, y, xb, y.Buf.(f64Buf))
 		default:
 			badDType(p, x.Buf.DType())
 		}
@@ -402,16 +402,16 @@ func registerArith(p *interp.Prim, cost int, o binOp[bool, int64, float32, float
 // registerCompare registers an operation whose result is bool.
 func registerCompare(p *interp.Prim, o binOp[bool, bool, bool, bool]) {
 	registerRepeat(p, func(_ any, in, out []backend.Array) {
-		x, y, d := in[0], in[1], bools(out[0])
+		x, y, d := &in[0], &in[1], bools(out[0])
 		switch xb := x.Buf.(type) {
 		case boolBuf:
-			runBinary(p, o.b, costCheap, d, x, y, xb, y.Buf.(boolBuf))
+			runBinary(p, &o.b, costCheap, d, x, y, xb, y.Buf.(boolBuf))
 		case i64Buf:
-			runBinary(p, o.i, costCheap, d, x, y, xb, y.Buf.(i64Buf))
+			runBinary(p, &o.i, costCheap, d, x, y, xb, y.Buf.(i64Buf))
 		case f32Buf:
-			runBinary(p, o.f32, costCheap, d, x, y, xb, y.Buf.(f32Buf))
+			runBinary(p, &o.f32, costCheap, d, x, y, xb, y.Buf.(f32Buf))
 		case f64Buf:
-			runBinary(p, o.f64, costCheap, d, x, y, xb, y.Buf.(f64Buf))
+			runBinary(p, &o.f64, costCheap, d, x, y, xb, y.Buf.(f64Buf))
 		default:
 			badDType(p, x.Buf.DType())
 		}
@@ -420,25 +420,30 @@ func registerCompare(p *interp.Prim, o binOp[bool, bool, bool, bool]) {
 }
 
 // runBinary computes d = op(x, y) where x and y are stored in xb and yb.
-func runBinary[T, R any](p *interp.Prim, l binLoops[T, R], cost int, d []R, x, y backend.Array, xb, yb []T) {
-	if l.vv == nil {
+// The loops and operands are passed by pointer: this is the per-call
+// path of every small binary kernel, where copying them costs.
+func runBinary[T, R any](p *interp.Prim, lp *binLoops[T, R], cost int, d []R, x, y *backend.Array, xb, yb []T) {
+	if lp.vv == nil {
 		badDType(p, x.Buf.DType())
 	}
 	n := len(d)
 	if n == 0 {
 		return
 	}
-	if l.small != nil && n < simdMin {
-		// A call, not an assignment to l, which the closures below
-		// would then capture by reference (moving l to the heap).
-		runBinary(p, *l.small, cost, d, x, y, xb, yb)
+	l := lp.forSize(n)
+	if x.Strides == nil && y.Strides == nil && serial(n, cost) {
+		// Contiguous operands (a single element among them: the vector
+		// of one is the element), the common small call.
+		l.vv(d, xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n])
 		return
 	}
-	if xk, yk := repeatBlock(x), repeatBlock(y); xk > 0 || yk > 0 {
-		runRepeat(l, cost, d, x, y, xb, yb, xk, yk)
-		return
+	if x.Strides != nil || y.Strides != nil {
+		if xk, yk := repeatBlock(*x), repeatBlock(*y); xk > 0 || yk > 0 {
+			runRepeat(*l, cost, d, *x, *y, xb, yb, xk, yk)
+			return
+		}
 	}
-	xs, ys := isSplatN(&x, n), isSplatN(&y, n)
+	xs, ys := isSplatN(x, n), isSplatN(y, n)
 	if !xs && !ys && serial(n, cost) {
 		l.vv(d, xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n])
 		return
