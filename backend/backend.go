@@ -201,3 +201,38 @@ type KernelRegistry interface {
 	// panics if op already has a kernel.
 	RegisterKernel(op Op, k Kernel)
 }
+
+// Layout is the type of one operand or result of a kernel call without
+// its memory: the dtype, the shape and the strides (nil: contiguous
+// row-major) of an Array whose buffer and offset are not known yet.
+type Layout struct {
+	DType   DType
+	Shape   []int
+	Strides []int
+}
+
+// LayoutOf returns a's layout (its buffer's dtype, its shape and
+// strides).
+func LayoutOf(a Array) Layout {
+	return Layout{DType: a.Buf.DType(), Shape: a.Shape, Strides: a.Strides}
+}
+
+// Direct is a kernel resolved for fixed operand layouts by
+// KernelResolver.Resolve. It computes what Exec(op, params, in, out)
+// computes, bit for bit, for arrays of those layouts (any buffers of the
+// backend, any offsets). Unlike Exec it neither modifies nor retains the
+// in and out slices, so a caller may pass the same slices on every call.
+type Direct func(in, out []Array)
+
+// KernelResolver is implemented by backends that can resolve a kernel
+// once, when a program is built, for calls whose operands always have
+// the same layouts (an executor running a fixed instruction list), and so
+// skip the per-call dispatch of Exec: the kernel lookup, the dtype and
+// layout tests and the choice of a loop.
+type KernelResolver interface {
+	// Resolve returns the direct kernel of op with params for operands
+	// of layouts in and results of layouts out (contiguous), or nil when
+	// the backend has none for them; the caller then uses Exec. The
+	// returned function is safe for concurrent use.
+	Resolve(op Op, params any, in, out []Layout) Direct
+}

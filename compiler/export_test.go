@@ -47,3 +47,22 @@ func SetPoison(on bool) {
 	}
 	poison.Store(&f)
 }
+
+// DirectCalls returns how many kernel calls of p were resolved to direct
+// kernels at Build (backend.KernelResolver).
+func DirectCalls(p *Program) int {
+	n := 0
+	for _, in := range p.instrs {
+		if in.direct != nil {
+			n++
+		}
+		if in.group != nil {
+			for _, m := range in.group.members {
+				if m.direct != nil {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}

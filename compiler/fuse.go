@@ -111,6 +111,9 @@ type member struct {
 	// base is where the operands start in the run state's templates,
 	// for a group of one block.
 	base int
+	// direct is the member's kernel resolved for its template operands
+	// (a group of one block; nil: none, use Exec). See resolveDirect.
+	direct backend.Direct
 }
 
 // minPerRow is the shortest row for which an equation with a per-row
@@ -625,6 +628,10 @@ func (p *Program) runGroup(rs *runState, g *group) {
 		for i := range g.members {
 			m := &g.members[i]
 			k := len(m.in)
+			if m.direct != nil {
+				m.direct(rs.tmpl[m.base:m.base+k], rs.tmpl[m.base+k:m.base+k+1])
+				continue
+			}
 			ins := w.in[:k]
 			copy(ins, rs.tmpl[m.base:m.base+k])
 			p.be.Exec(m.prim.Op, m.params, ins, rs.tmpl[m.base+k:m.base+k+1])

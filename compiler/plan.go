@@ -305,6 +305,7 @@ func (p *Program) finish() {
 				for j := range g.members {
 					m := &g.members[j]
 					m.base = p.addTemplate(append(append([]ref(nil), m.in...), m.out), g.full)
+					m.direct = p.resolveDirect(m.prim, m.params, m.base, len(m.in), 1)
 				}
 			}
 		case opKernel:
@@ -316,6 +317,7 @@ func (p *Program) finish() {
 				refs = append(refs, ref{slot: s, scratch: -1})
 			}
 			in.base = p.addTemplate(refs, nil)
+			in.direct = p.resolveDirect(in.prim, in.params, in.base, len(in.in), len(in.out))
 		}
 	}
 }
@@ -330,6 +332,10 @@ type plan struct {
 	// fresh output buffer, -2-i for donated input i, -1<<62 for none
 	// (scratch).
 	where []int
+	// bound lists the buffers that have a place (where is not
+	// placeNone): the ones a run binds and clears, fewer than all when
+	// fused groups keep intermediates in blocks.
+	bound []int
 	arena []scratchSpec
 	pool  sync.Pool
 }
@@ -427,6 +433,11 @@ func (p *Program) newPlan(mask uint64) *plan {
 		for _, in := range donatedAt[i] {
 			v := p.g.In[in]
 			frees = append(frees, free{placeDonated - in, v.Aval.DType, v.Aval.Size()})
+		}
+	}
+	for i, w := range pl.where {
+		if w != placeNone {
+			pl.bound = append(pl.bound, i)
 		}
 	}
 	for k, e := range p.tmpl {
@@ -534,8 +545,8 @@ var poison atomic.Pointer[func(backend.Backend, backend.Buffer)]
 // bindBuffers points every planned buffer at its memory for this run:
 // arena buffers, donated inputs, and fresh output buffers.
 func (p *Program) bindBuffers(pl *plan, rs *runState) {
-	for i, w := range pl.where {
-		switch {
+	for _, i := range pl.bound {
+		switch w := pl.where[i]; {
 		case w >= 0:
 			rs.phys[i] = rs.arena[w]
 		case w == placeOutput:
@@ -566,7 +577,7 @@ func (rs *runState) clear(p *Program, pl *plan) {
 	for _, k := range pl.patch {
 		rs.tmpl[k] = backend.Array{}
 	}
-	for i := range rs.phys {
+	for _, i := range pl.bound {
 		rs.phys[i] = nil
 	}
 	for i := range rs.inArr {

@@ -25,11 +25,13 @@ type Error = interp.Error
 // strided layout is a copy instruction followed by the view.
 //
 // Instructions are of four kinds: a kernel (backend.Exec on the slots'
-// arrays), a copy (backend.Copy, materializing a strided operand into a
-// contiguous buffer), a fused group of elementwise equations run block
-// by block (see fuse.go), and a fallback that evaluates one equation with
-// interp.Eval (composites without a kernel, mutation primitives answered
-// out of place, primitives that refuse evaluation).
+// arrays, or the direct kernel a backend.KernelResolver returned for
+// their layouts at Build), a copy (backend.Copy, materializing a strided
+// operand into a contiguous buffer), a fused group of elementwise
+// equations run block by block (see fuse.go), and a fallback that
+// evaluates one equation with interp.Eval (composites without a kernel,
+// mutation primitives answered out of place, primitives that refuse
+// evaluation).
 //
 // Kernels write into planned buffers that are not zeroed (the
 // backend.Exec contract: every result element is written). backend.Exec
@@ -133,6 +135,9 @@ type instr struct {
 	// base is where a kernel's operands start in the run state's
 	// templates (operands, then results).
 	base int
+	// direct is the kernel resolved for its template operands (nil:
+	// none, use Exec). See resolveDirect.
+	direct backend.Direct
 }
 
 type outKind uint8
@@ -339,6 +344,11 @@ func (p *Program) array(rs *runState, v int) backend.Array {
 func (p *Program) exec(rs *runState, in *instr) {
 	switch in.kind {
 	case opKernel:
+		if in.direct != nil {
+			k := len(in.in)
+			in.direct(rs.tmpl[in.base:in.base+k], rs.tmpl[in.base+k:in.base+k+len(in.out)])
+			return
+		}
 		// Exec may replace the entries of ins (the CPU backend puts
 		// contiguous copies of operands it cannot read in place there),
 		// so they are copied from the template for every call; results
@@ -381,4 +391,40 @@ func (p *Program) fallback(rs *runState, in *instr) {
 		src, _ := outs[i].Array()
 		p.be.Copy(p.array(rs, v), src)
 	}
+}
+
+// Direct kernels. A backend that implements backend.KernelResolver
+// resolves a kernel call once, at Build, for the layouts of its template
+// operands (which are the same on every run: only buffers and offsets
+// change), into a function run instead of Exec. It computes what Exec
+// computes and leaves its operand slices alone, so it is given the
+// templates themselves.
+
+// resolveDirect returns the direct kernel of a call of pr whose k
+// operands and r results are the template entries from base, or nil.
+func (p *Program) resolveDirect(pr *interp.Prim, params any, base, k, r int) backend.Direct {
+	kr, ok := p.be.(backend.KernelResolver)
+	if !ok {
+		return nil
+	}
+	ls := make([]backend.Layout, k+r)
+	for i := range ls {
+		ls[i] = p.tmplLayout(base + i)
+	}
+	return kr.Resolve(pr.Op, params, ls[:k], ls[k:])
+}
+
+// tmplLayout returns the layout of the arrays tmplArray makes for
+// template entry k.
+func (p *Program) tmplLayout(k int) backend.Layout {
+	e := &p.tmpl[k]
+	if e.scratch >= 0 {
+		return backend.Layout{DType: p.scratch[e.scratch].dtype, Shape: e.block}
+	}
+	s := &p.vals[e.slot]
+	a := backend.Array{Shape: s.shape, Strides: s.strides}
+	if e.block != nil {
+		a = interp.CutBlock(a, 0, e.block)
+	}
+	return backend.Layout{DType: s.dtype, Shape: a.Shape, Strides: a.Strides}
 }

@@ -42,6 +42,9 @@ type entry struct {
 	// repeat: the kernel also accepts a contiguous block repeated along
 	// leading zero-stride dimensions (see repeatBlock).
 	repeat bool
+	// resolve, when set, returns the kernel's direct form for fixed
+	// layouts, or nil (see Backend.Resolve and direct.go).
+	resolve resolver
 }
 
 // registrations made by the kernel files' init functions.
@@ -61,6 +64,17 @@ func registerRepeat(p *interp.Prim, fn kernel) {
 	register(p, true, fn)
 	e := regs[p]
 	e.repeat = true
+	regs[p] = e
+}
+
+// setResolver gives p's registered kernel a resolver; it is called from
+// init functions only, after register.
+func setResolver(p *interp.Prim, r resolver) {
+	e, ok := regs[p]
+	if !ok {
+		panic("cpu: resolver without a kernel for " + p.Name)
+	}
+	e.resolve = r
 	regs[p] = e
 }
 
@@ -96,6 +110,12 @@ func (b *Backend) kernels() []entry {
 	if t := b.table.Load(); t != nil {
 		return *t
 	}
+	return b.buildKernels()
+}
+
+// buildKernels builds the kernel table (kernels' slow path, apart so
+// that kernels is inlined into Exec).
+func (b *Backend) buildKernels() []entry {
 	b.once.Do(func() {
 		var n int
 		for p := range regs {

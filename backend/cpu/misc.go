@@ -211,7 +211,7 @@ func convertKernel(_ any, in, out []backend.Array) {
 }
 
 func runConvert[S, D any](d []D, x backend.Array, buf []S, f func(d []D, a []S)) {
-	runUnary(prims.ConvertElementType, f, costCheap, d, buf, x)
+	runUnary(prims.ConvertElementType, f, costCheap, d, buf, &x)
 }
 
 func fromBoolLoop[D elemNum](d []D, a []bool) {

@@ -52,3 +52,9 @@ func workersFor(n, cost int) int {
 // loop directly, because the closure handed to parallelFor is allocated
 // on the heap (it may reach other goroutines).
 func serial(n, cost int) bool { return workersFor(n, cost) <= 1 }
+
+// serialAnyThreads reports whether parallelFor runs n elements of the
+// given cost on the calling goroutine whatever the thread count (work
+// below two grains), so a decision made once, before SetThreads may
+// change, stays Exec's.
+func serialAnyThreads(n, cost int) bool { return n*max(cost, 1)/grain <= 1 }
