@@ -3,7 +3,6 @@ package compiler_test
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -154,28 +153,7 @@ func TestRowGroupsConcurrent(t *testing.T) {
 	old := cpu.Threads()
 	cpu.SetThreads(4)
 	defer cpu.SetThreads(old)
-	var wg sync.WaitGroup
-	errs := make(chan string, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 5 {
-				got := p.Run([]*peel.Tensor{x, a}, nil)
-				for i := range want {
-					if d := sameBits(got[i], want[i]); d != "" {
-						errs <- fmt.Sprintf("output %d: %s", i, d)
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Fatal(e)
-	}
+	checkConcurrentRuns(t, p, []*peel.Tensor{x, a}, want, 5)
 }
 
 var _ = interp.FuseBlock

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"reflect"
+	"slices"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
@@ -112,17 +113,7 @@ var commutative = map[*interp.Prim]bool{
 	prims.Add: true, prims.Mul: true, prims.And: true, prims.Or: true, prims.Eq: true, prims.Ne: true,
 }
 
-func sameInputs(a, b []*interp.Var) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+func sameInputs(a, b []*interp.Var) bool { return slices.Equal(a, b) }
 
 // constKey returns a key that two constants share exactly when they have
 // one type and equal elements bit for bit, for constants of at most

@@ -329,29 +329,7 @@ func TestConcurrent(t *testing.T) {
 		return []*peel.Tensor{y, peel.Sum(y), peel.MatMul(s, peel.Transpose(s)), s}
 	}, x, small)
 	want := g.Eval(x, small)
-	p := compiler.Build(g)
-	var wg sync.WaitGroup
-	errs := make(chan string, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 10 {
-				got := p.Run([]*peel.Tensor{x, small}, nil)
-				for i := range want {
-					if d := sameBits(got[i], want[i]); d != "" {
-						errs <- fmt.Sprintf("output %d: %s", i, d)
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Fatal(e)
-	}
+	checkConcurrentRuns(t, compiler.Build(g), []*peel.Tensor{x, small}, want, 10)
 	if d := sameBits(x, peel.FromFloat64s(seqValues(1<<15, 1), 1<<15)); d != "" {
 		t.Fatalf("input written: %s", d)
 	}
@@ -534,5 +512,33 @@ func TestBuildReleased(t *testing.T) {
 	var pe *peel.Error
 	if !errors.As(err, &pe) {
 		t.Fatalf("got %v, want *peel.Error", err)
+	}
+}
+
+// checkConcurrentRuns runs p on args from 8 goroutines, reps times each,
+// and fails unless every run's outputs equal want bit for bit.
+func checkConcurrentRuns(t *testing.T, p *compiler.Program, args, want []*peel.Tensor, reps int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range reps {
+				got := p.Run(args, nil)
+				for i := range want {
+					if d := sameBits(got[i], want[i]); d != "" {
+						errs <- fmt.Sprintf("output %d: %s", i, d)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
 	}
 }
