@@ -87,6 +87,10 @@ func CheckedSize(shape []int) (int, error) {
 // FormatShape formats shape as "[2 3]", as fmt's %v does.
 func FormatShape(shape []int) string { return formatDims(shape, ' ') }
 
+// FormatShapeCompact formats shape as "[2,3]", the form type strings use
+// (f64[2,3]).
+func FormatShapeCompact(shape []int) string { return formatDims(shape, ',') }
+
 // formatDims formats shape's dimensions in brackets, separated by sep.
 func formatDims(shape []int, sep byte) string {
 	var b strings.Builder

@@ -130,24 +130,6 @@ func touches(e *interp.Eqn, m map[*interp.Var]bool) bool {
 	return false
 }
 
-// nextID returns an ID above every var of g.
-func nextID(g *interp.Graph) int {
-	id := 0
-	see := func(vs []*interp.Var) {
-		for _, v := range vs {
-			id = max(id, v.ID+1)
-		}
-	}
-	see(g.In)
-	see(g.Consts)
-	for _, e := range g.Eqns {
-		see(e.In)
-		see(e.Out)
-	}
-	see(g.Out)
-	return id
-}
-
 // substitute returns vs with each var replaced by its entry in sub, and
 // whether anything changed; vs itself is never modified.
 func substitute(vs []*interp.Var, sub map[*interp.Var]*interp.Var) ([]*interp.Var, bool) {

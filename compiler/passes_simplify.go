@@ -85,7 +85,7 @@ type Builder struct {
 }
 
 func newBuilder(g *interp.Graph) *Builder {
-	return &Builder{g: g, sub: map[*interp.Var]*interp.Var{}, prod: map[*interp.Var]*interp.Eqn{}, next: nextID(g), mut: mutated(g)}
+	return &Builder{g: g, sub: map[*interp.Var]*interp.Var{}, prod: map[*interp.Var]*interp.Eqn{}, next: g.IDBound(), mut: mutated(g)}
 }
 
 // Producer returns the equation of the new graph that defines v, or nil

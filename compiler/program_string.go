@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -42,7 +43,7 @@ func (p *Program) String() string {
 			b.WriteString("eval " + in.prim.Name)
 			p.params(&b, in.params)
 		case opFused:
-			b.WriteString("fused[" + strconv.Itoa(len(in.group.members)-in.group.reductions) + "] over " + shapeString(in.group.shape))
+			b.WriteString("fused[" + strconv.Itoa(len(in.group.members)-in.group.reductions) + "] over " + backend.FormatShapeCompact(in.group.shape))
 			if in.group.rowMode {
 				b.WriteString(" by rows")
 			}
@@ -151,17 +152,4 @@ func (p *Program) slotName(s int) string {
 		}
 	}
 	return n
-}
-
-func shapeString(shape []int) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, d := range shape {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(d))
-	}
-	b.WriteByte(']')
-	return b.String()
 }

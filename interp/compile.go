@@ -26,6 +26,8 @@ type Compiled struct {
 	// slot numbers the vars by ID: inputs and constants first, then the
 	// equations' results; scratch results get per-worker block buffers.
 	slot map[int]int
+	// ids is g.IDBound(), computed once.
+	ids int
 }
 
 // fuseBlock is the number of elements per block: small enough that a
@@ -38,7 +40,7 @@ const fuseMin = 4 * fuseBlock
 
 // Compile prepares g for repeated evaluation (see Compiled).
 func (g *Graph) Compile() *Compiled {
-	c := &Compiled{g: g}
+	c := &Compiled{g: g, ids: g.IDBound()}
 	if len(g.Eqns) == 0 || len(g.Out) == 0 {
 		return c
 	}
@@ -140,16 +142,7 @@ var zeroStride = []int{0}
 // run evaluates the fused graph block by block.
 func (c *Compiled) run(be backend.Backend, args []*Tensor) []*Tensor {
 	g := c.g
-	maxID := 0
-	for _, v := range g.In {
-		maxID = max(maxID, v.ID)
-	}
-	for _, v := range g.Consts {
-		maxID = max(maxID, v.ID)
-	}
-	for _, e := range g.Eqns {
-		maxID = max(maxID, e.Out[0].ID)
-	}
+	maxID := c.ids - 1
 	// whole[id] is the whole array of an input, constant or output var;
 	// scratch[id] marks the equation results that only live in blocks.
 	whole := make([]backend.Array, maxID+1)

@@ -132,6 +132,26 @@ func (g *Graph) DCE() *Graph {
 	return out
 }
 
+// IDBound returns one more than the largest ID of a var g uses, so that
+// a slice of that length can be indexed by var ID (vars are numbered
+// densely when traced).
+func (g *Graph) IDBound() int {
+	n := 0
+	see := func(vs []*Var) {
+		for _, v := range vs {
+			n = max(n, v.ID+1)
+		}
+	}
+	see(g.In)
+	see(g.Consts)
+	for _, e := range g.Eqns {
+		see(e.In)
+		see(e.Out)
+	}
+	see(g.Out)
+	return n
+}
+
 // varName names the n-th var printed: a, b, …, z, ba, bb, ….
 func varName(id int) string {
 	var b []byte

@@ -26,19 +26,7 @@ type Aval struct {
 }
 
 // String formats a as "f64[2,3]".
-func (a Aval) String() string {
-	var b strings.Builder
-	b.WriteString(a.DType.String())
-	b.WriteByte('[')
-	for i, d := range a.Shape {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(d))
-	}
-	b.WriteByte(']')
-	return b.String()
-}
+func (a Aval) String() string { return a.DType.String() + backend.FormatShapeCompact(a.Shape) }
 
 // Size returns the number of elements.
 func (a Aval) Size() int { return backend.ShapeSize(a.Shape) }

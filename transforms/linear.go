@@ -73,17 +73,7 @@ func (l *linearized) transpose(cts []*tensor) []*tensor {
 // transposeGraph transposes a graph that is linear in its inputs. Vars
 // are indexed by ID (dense within a graph) rather than hashed.
 func transposeGraph(g *interp.Graph, cts []*tensor) []*tensor {
-	n := 0
-	note := func(vs []*interp.Var) {
-		for _, v := range vs {
-			n = max(n, v.ID+1)
-		}
-	}
-	note(g.In)
-	note(g.Consts)
-	for _, e := range g.Eqns {
-		note(e.Out)
-	}
+	n := g.IDBound()
 	linear := make([]bool, n)
 	env := make([]*tensor, n)
 	ct := make([]*tensor, n)

@@ -260,15 +260,4 @@ func identityMap(n int) []int {
 func seq(n int) []int { return identityMap(n) }
 
 // fmtShape formats a shape as "[2,3]".
-func fmtShape(shape []int) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for k, d := range shape {
-		if k > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(d))
-	}
-	b.WriteByte(']')
-	return b.String()
-}
+func fmtShape(shape []int) string { return backend.FormatShapeCompact(shape) }
