@@ -1,7 +1,6 @@
 package transforms
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 
@@ -63,13 +62,17 @@ var (
 	first3 = []bool{true, false, false}
 )
 
+// argPrefixes are the leaf-path prefixes of the positional arguments
+// (the tuples' peeltree tags).
+var argPrefixes = [...]string{"args[0]", "args[1]", "args[2]"}
+
 // argLeaves returns the indices of the tuple leaves that belong to the
 // selected arguments.
 func argLeaves(def *treeDef, sel []bool) []int {
 	var idx []int
 	for i, p := range def.Paths() {
 		for k, ok := range sel {
-			pre := fmt.Sprintf("args[%d]", k)
+			pre := argPrefixes[k]
 			if ok && strings.HasPrefix(p, pre) && (len(p) == len(pre) || p[len(pre)] == '.' || p[len(pre)] == '[') {
 				idx = append(idx, i)
 			}
