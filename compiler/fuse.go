@@ -1,9 +1,8 @@
 package compiler
 
 import (
-	"sync"
-
 	"github.com/peel-ml/peel/backend"
+	pool "github.com/peel-ml/peel/internal/workers"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -657,37 +656,12 @@ func (p *Program) addWorkers(rs *runState, n int) {
 	}
 }
 
-// parallelBlocks spreads the blocks of g over workers goroutines (the
-// caller's among them) and re-panics the first failure once all are done.
-// It is apart from runGroup so the one-worker path allocates nothing.
+// parallelBlocks spreads the blocks of g over workers parts run on the
+// shared worker pool (the caller runs parts too); the pool re-panics the
+// first failure once all parts are done. It is apart from runGroup so
+// the one-worker path allocates nothing.
 func (p *Program) parallelBlocks(rs *runState, g *group, blocks, workers int) {
-	var wg sync.WaitGroup
-	var failed any
-	var once sync.Once
-	wg.Add(workers - 1)
-	for k := 1; k < workers; k++ {
-		go func(k int) {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					once.Do(func() { failed = r })
-				}
-			}()
-			p.blocks(rs, rs.workers[k], g, k, blocks, workers)
-		}(k)
-	}
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				once.Do(func() { failed = r })
-			}
-		}()
-		p.blocks(rs, rs.workers[0], g, 0, blocks, workers)
-	}()
-	wg.Wait()
-	if failed != nil {
-		panic(failed)
-	}
+	pool.Run(workers, func(k int) { p.blocks(rs, rs.workers[k], g, k, blocks, workers) })
 }
 
 // blocks runs blocks first, first+step, … of group g on worker w.

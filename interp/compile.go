@@ -2,9 +2,9 @@ package interp
 
 import (
 	"runtime"
-	"sync"
 
 	"github.com/peel-ml/peel/backend"
+	pool "github.com/peel-ml/peel/internal/workers"
 )
 
 // Compiled is a graph prepared for repeated evaluation. A graph whose
@@ -176,16 +176,7 @@ func (c *Compiled) run(be backend.Backend, args []*Tensor) []*Tensor {
 	}
 	blocks := (c.n + fuseBlock - 1) / fuseBlock
 	workers := min(threadsOf(be), blocks)
-	var wg sync.WaitGroup
-	var failed any
-	var failOnce sync.Once
 	work := func(w int) {
-		defer wg.Done()
-		defer func() {
-			if r := recover(); r != nil {
-				failOnce.Do(func() { failed = r })
-			}
-		}()
 		scratch := make([]backend.Array, maxID+1)
 		for _, e := range g.Eqns {
 			v := e.Out[0]
@@ -221,15 +212,8 @@ func (c *Compiled) run(be backend.Backend, args []*Tensor) []*Tensor {
 			}
 		}
 	}
-	wg.Add(workers)
-	for w := 1; w < workers; w++ {
-		go work(w)
-	}
-	work(0)
-	wg.Wait()
-	if failed != nil {
-		panic(failed)
-	}
+	// The pool re-panics a worker's panic here, after every worker ends.
+	pool.Run(workers, work)
 	return res
 }
 

@@ -1,6 +1,6 @@
 package cpu
 
-import "sync"
+import "github.com/peel-ml/peel/internal/workers"
 
 // grain is the number of elements below which elementwise kernels run on
 // the calling goroutine: spawning costs about a microsecond, which cheap
@@ -8,28 +8,24 @@ import "sync"
 const grain = 1 << 15
 
 // parallelFor runs body over [0, n) split into contiguous chunks, one per
-// worker, when n is large enough to pay for the goroutines. cost scales the
+// worker, when n is large enough to pay for the workers. cost scales the
 // grain down for expensive per-element work (1 for a cheap op such as
-// add, larger for transcendental functions).
+// add, larger for transcendental functions). The chunks run on the
+// shared worker pool (internal/workers), whose workers stay awake between
+// kernels; a panic in a chunk reaches the caller.
 func parallelFor(n, cost int, body func(lo, hi int)) {
 	workers := workersFor(n, cost)
 	if workers <= 1 {
 		body(0, n)
 		return
 	}
-	var wg sync.WaitGroup
 	chunk := (n + workers - 1) / workers
-	for lo := chunk; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			body(lo, hi)
-		}(lo, hi)
-	}
-	body(0, min(chunk, n))
-	wg.Wait()
+	runChunks((n+chunk-1)/chunk, func(k int) { body(k*chunk, min((k+1)*chunk, n)) })
 }
+
+// runChunks is workers.Run, named here so the kernels' files need not
+// import the pool.
+func runChunks(n int, body func(k int)) { workers.Run(n, body) }
 
 // workersFor returns how many goroutines parallelFor uses for n elements
 // of the given cost.
