@@ -110,19 +110,45 @@ func (g *gemmBlock[T]) tiles(lo, hi int) {
 
 // packA packs the m×kb block of A whose element (i, p) is a[off + i*rs +
 // p*cs] into panels of 6 rows: panel q holds rows 6q…6q+5, column by
-// column, rows past m zero.
+// column, rows past m zero. Full panels of the two usual layouts (rows
+// contiguous, cs = 1, or columns contiguous, rs = 1) take loops without
+// per-element index arithmetic; packing is a tenth of an MLP step's time
+// otherwise.
 func packA[T float32 | float64](ap, a []T, off, rs, cs, m, kb int) {
 	for i0 := 0; i0 < m; i0 += gemmMR {
 		panel := ap[i0*kb : (i0+gemmMR)*kb]
 		rows := min(gemmMR, m-i0)
-		for p := range kb {
-			dst := panel[p*gemmMR : p*gemmMR+gemmMR]
-			src := off + i0*rs + p*cs
-			for r := range rows {
-				dst[r] = a[src+r*rs]
+		src := off + i0*rs
+		switch {
+		case rows == gemmMR && cs == 1:
+			packRows6(panel, a[src:], rs, kb)
+		case rows == gemmMR && rs == 1:
+			for p := range kb {
+				d, s := panel[p*gemmMR:p*gemmMR+gemmMR], a[src+p*cs:src+p*cs+gemmMR]
+				d[0], d[1], d[2], d[3], d[4], d[5] = s[0], s[1], s[2], s[3], s[4], s[5]
 			}
-			clear(dst[rows:])
+		default:
+			for p := range kb {
+				dst := panel[p*gemmMR : p*gemmMR+gemmMR]
+				for r := range rows {
+					dst[r] = a[src+p*cs+r*rs]
+				}
+				clear(dst[rows:])
+			}
 		}
+	}
+}
+
+// packRows6 packs six rows of kb contiguous elements, rs apart from a[0],
+// column by column into panel.
+func packRows6[T float32 | float64](panel, a []T, rs, kb int) {
+	r0 := a[:kb]
+	r1, r2, r3 := a[rs:rs+kb], a[2*rs:2*rs+kb], a[3*rs:3*rs+kb]
+	r4, r5 := a[4*rs:4*rs+kb], a[5*rs:5*rs+kb]
+	panel = panel[:gemmMR*kb]
+	for p := range r0 {
+		d := panel[p*gemmMR : p*gemmMR+gemmMR]
+		d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
 	}
 }
 
