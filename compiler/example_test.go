@@ -32,6 +32,7 @@ func ExampleOptimize() {
 	//       f:f64[2,4] = dot_general[contract=([1],[0]) batch=([],[])] a e
 	//       g:f64[2,4] = add d f
 	//   in (g) }
+	// splat-constants: 5 equations
 	// simplify: 5 equations
 	// fold-transpose-into-dot: 3 equations
 	// fold-constants: 3 equations

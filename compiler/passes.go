@@ -25,12 +25,14 @@ type Stage struct {
 }
 
 // DefaultPasses returns the passes Optimize runs by default, in order:
-// Simplify, FoldTransposeIntoDot, FoldConstants, CSE and DCE. Fused
+// SplatConstants, Simplify, FoldTransposeIntoDot, FoldConstants, CSE and
+// DCE. Fused
 // user-defined ops are recovered only when asked for (ReplaceComposites,
 // which names the ops), and should run before the others, on the graph
 // as traced.
 func DefaultPasses() []Pass {
 	return []Pass{
+		{Name: "splat-constants", Run: SplatConstants},
 		{Name: "simplify", Run: Simplify},
 		{Name: "fold-transpose-into-dot", Run: FoldTransposeIntoDot},
 		{Name: "fold-constants", Run: FoldConstants},

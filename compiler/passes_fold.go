@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
 )
 
 // MaxFoldElements is the largest result, in elements summed over an
@@ -13,7 +14,8 @@ const MaxFoldElements = 1 << 16
 // FoldConstants evaluates, at compile time, every equation whose inputs
 // are all constants of the graph (or that has no inputs, such as iota)
 // and whose results hold at most MaxFoldElements elements: its results
-// become constants. Folding proceeds in order, so chains of such
+// become constants. Broadcasts of one-element constants stay (fused code
+// reads them as one value; SplatConstants makes them). Folding proceeds in order, so chains of such
 // equations fold entirely. Equations are evaluated with interp.Bind on
 // the constants' values, so a folded constant is exactly what evaluating
 // the graph computes. Mutation equations, primitives that refuse
@@ -55,6 +57,9 @@ func FoldConstants(g *interp.Graph) *interp.Graph {
 // nil when e is not folded.
 func foldEqn(e *interp.Eqn, constVal map[*interp.Var]*interp.Tensor, mut map[*interp.Var]bool) (vals []*interp.Tensor) {
 	if e.Prim.Kind == interp.Mutation || e.Prim.NoEval != "" || touches(e, mut) {
+		return nil
+	}
+	if e.Prim == prims.BroadcastInDim && e.In[0].Aval.Size() == 1 {
 		return nil
 	}
 	n := 0

@@ -135,6 +135,50 @@ func TestCSE(t *testing.T) {
 	})
 }
 
+func TestSplatConstants(t *testing.T) {
+	x := seq(2, 3)
+	full := func(v float64) *T { return peel.Full(peel.Float64, v, 2, 3) }
+	mulBy := func(c *T) func() (*interp.Graph, []*T) {
+		return func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(c.DType(), 2, 3)
+			return b.output(b.eqn1(prims.Mul, nil, in, b.constant(c))), []*T{peel.AsType(x, c.DType())}
+		}
+	}
+	nz := math.Copysign(0, -1)
+	zeros := peel.FromFloat64s([]float64{0, 0, 0, nz, nz, nz}, 2, 3)
+	runPassCases(t, compiler.SplatConstants, []passCase{
+		{name: "uniform f64", graph: mulBy(full(0.1)), after: map[string]int{"broadcast_in_dim": 1}, consts: 1,
+			check: func(t *testing.T, g *interp.Graph) {
+				if n := g.Consts[0].Aval.Size(); n != 1 {
+					t.Errorf("the constant has %d elements, want 1", n)
+				}
+			}},
+		{name: "uniform f32", graph: mulBy(peel.Full(peel.Float32, 3, 2, 3)), after: map[string]int{"broadcast_in_dim": 1}, consts: 1},
+		{name: "uniform int64", graph: mulBy(peel.Full(peel.Int64, 7, 2, 3)), after: map[string]int{"broadcast_in_dim": 1}, consts: 1},
+		{name: "uniform NaN", graph: mulBy(full(math.NaN())), after: map[string]int{"broadcast_in_dim": 1}, consts: 1},
+		{name: "not uniform", graph: mulBy(x), after: map[string]int{"broadcast_in_dim": 0}, consts: 1},
+		{name: "signed zeros differ", graph: mulBy(zeros), after: map[string]int{"broadcast_in_dim": 0}, consts: 1},
+		{name: "one element stays", graph: func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(peel.Float64)
+			return b.output(b.eqn1(prims.Mul, nil, in, b.constant(peel.Scalar(2.0)))), []*T{peel.Scalar(3.0)}
+		}, after: map[string]int{"broadcast_in_dim": 0}, consts: 1},
+		{name: "output stays", graph: func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(peel.Float64, 2, 3)
+			c := b.constant(full(2))
+			return b.output(b.eqn1(prims.Mul, nil, in, c), c), []*T{x}
+		}, after: map[string]int{"broadcast_in_dim": 0}, consts: 1},
+		{name: "written in place stays", graph: func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(peel.Float64, 2, 3)
+			c := b.constant(full(2))
+			return b.output(b.eqn1(prims.AddInPlace, nil, c, in)), []*T{x}
+		}, after: map[string]int{"broadcast_in_dim": 0, "add_": 1}, consts: 1},
+	})
+}
+
 func TestFoldConstants(t *testing.T) {
 	x := seq(2, 3)
 	runPassCases(t, compiler.FoldConstants, []passCase{
@@ -162,11 +206,18 @@ func TestFoldConstants(t *testing.T) {
 			bc := b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{1 << 9, 1 << 9}, Dims: []int{}}, c)
 			return b.output(b.eqn1(prims.Mul, nil, in, bc)), []*T{peel.Zeros(peel.Float64, 1<<9, 1<<9)}
 		}, after: map[string]int{"broadcast_in_dim": 1}, consts: 1},
-		{name: "small broadcast folds", graph: func() (*interp.Graph, []*T) {
+		{name: "small broadcast of a scalar stays", graph: func() (*interp.Graph, []*T) {
 			b := newGraph()
 			in := b.input(peel.Float64, 2, 3)
 			c := b.constant(peel.Scalar(2.0))
 			bc := b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{2, 3}, Dims: []int{}}, c)
+			return b.output(b.eqn1(prims.Mul, nil, in, bc)), []*T{x}
+		}, after: map[string]int{"broadcast_in_dim": 1}, consts: 1},
+		{name: "small broadcast of a vector folds", graph: func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(peel.Float64, 2, 3)
+			c := b.constant(seq(3))
+			bc := b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{2, 3}, Dims: []int{1}}, c)
 			return b.output(b.eqn1(prims.Mul, nil, in, bc)), []*T{x}
 		}, after: map[string]int{"broadcast_in_dim": 0}, consts: 1},
 		{name: "random with a constant key folds", graph: func() (*interp.Graph, []*T) {

@@ -140,6 +140,13 @@ func bdCases(rng *rand.Rand) []bdCase {
 		{B: 1, M: 100, N: 100, K: 300, lperm: id3, rperm: []int{0, 2, 1}},
 		{B: 1, M: 64, N: 128, K: 784, lperm: id3, rperm: id3},
 		{B: 1, M: 400, N: 20, K: 300, lperm: []int{2, 1, 0}, rperm: id3},
+		// Operands read in place (contiguous rows of B, columns of A)
+		// with short edge panels, and strides of 2 KiB multiples, which
+		// are packed instead.
+		{B: 1, M: 31, N: 47, K: 29, lperm: []int{0, 2, 1}, rperm: id3},
+		{B: 2, M: 256, N: 512, K: 40, lperm: id3, rperm: id3},
+		{B: 1, M: 256, N: 512, K: 40, lperm: []int{0, 2, 1}, rperm: []int{0, 2, 1}},
+		{B: 1, M: 512, N: 256, K: 30, lperm: []int{0, 2, 1}, rperm: id3},
 	}
 	sizes := []int{0, 1, 2, 3, 7, 10, 33, 64}
 	perms2 := [][]int{{0, 1}, {1, 0}}

@@ -1,6 +1,9 @@
 package cpu
 
-import "sync"
+import (
+	"sync"
+	"unsafe"
+)
 
 // Packed GEMM: where the CPU has AVX2 and FMA (haveSIMD), dot_general's
 // float GEMMs (M and N both above 1) run on peel's own micro-kernels
@@ -11,7 +14,12 @@ import "sync"
 // columns (16 float32 or 8 float64), the block of A into panels of 6
 // rows, both zero-padded at the edges, and a micro-kernel computes each
 // 6×NR tile of C from one A panel and one B panel held in cache
-// (dot_gemm_amd64.s). Tiles are independent, so a large product splits
+// (dot_gemm_amd64.s). The kernel takes the panels' strides, so B with
+// contiguous rows and A with contiguous columns are read in place
+// instead (but for a narrow edge panel, and for strides that are
+// multiples of 2 KiB, which alias in the L1 cache): packing costs a
+// tenth of a product as small as an MLP layer's, whose panels are reused
+// only a few times. Tiles are independent, so a large product splits
 // its tiles across workers; batch elements small enough to run in
 // parallel (forBatches) each run serially. Packing reads the operands
 // through their strides, so any layout dotPlan accepts works without a
@@ -30,6 +38,16 @@ const (
 // 1) run on the packed micro-kernels; they read any operand layout.
 func usePacked(p *dotPlan) bool { return packedGEMM && haveSIMD && p.M > 1 && p.N > 1 }
 
+// inPlaceStride reports whether a panel whose rows (or columns) are
+// stride elements of T apart may be read in place: not when the stride
+// is a multiple of 2 KiB, whose rows fall into a few sets of the L1 cache
+// and evict one another (float64 GEMMs with 256 or 512 columns run at
+// half speed so).
+func inPlaceStride[T float32 | float64](stride int) bool {
+	var z T
+	return stride*int(unsafe.Sizeof(z))%2048 != 0
+}
+
 // gemmBufs are the packing buffers of one running GEMM.
 type gemmBufs[T float32 | float64] struct{ a, b []T }
 
@@ -46,10 +64,10 @@ func grow[T float32 | float64](s []T, n int) []T {
 	return s[:n]
 }
 
-// tileFunc computes one tile with a micro-kernel: kb packed rows of ap
-// and bp into c (rows ldc apart), of which rows×cols elements are kept,
-// added to c when add is set.
-type tileFunc[T float32 | float64] func(kb int, ap, bp, c []T, ldc, rows, cols int, add bool)
+// tileFunc computes one tile with a micro-kernel: kb columns of 6 rows of
+// ap (lda apart) and kb rows of bp (ldb apart) into c (rows ldc apart),
+// of which rows×cols elements are kept, added to c when add is set.
+type tileFunc[T float32 | float64] func(kb int, ap []T, lda int, bp []T, ldb int, c []T, ldc, rows, cols int, add bool)
 
 // gemmPacked computes batch element bi of p into c (M×N, row-major) with
 // the micro-kernel of tile, whose panels are nr columns wide; par lets
@@ -61,18 +79,47 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 	for jc := 0; jc < N; jc += gemmNC {
 		nb := min(gemmNC, N-jc)
 		np := (nb + nr - 1) / nr
-		for pc := 0; pc < K; pc += gemmKC {
-			kb := min(gemmKC, K-pc)
-			bufs.b = grow(bufs.b, np*nr*kb)
-			bp := bufs.b
-			packB(bp, b, ro+pc*rhs.cs+jc*rhs.fs, rhs.cs, rhs.fs, kb, nb, nr)
+		// Contracting blocks of equal size (at most gemmKC): a short last
+		// block would pay a tile's load and store of C for a few products.
+		kc := (K + (K+gemmKC-1)/gemmKC - 1) / max(1, (K+gemmKC-1)/gemmKC)
+		for pc := 0; pc < K; pc += kc {
+			kb := min(kc, K-pc)
+			boff := ro + pc*rhs.cs + jc*rhs.fs
+			// B with contiguous rows is read in place, but for a last
+			// panel narrower than nr; other layouts are packed.
+			direct := rhs.fs == 1 && inPlaceStride[T](rhs.cs)
+			if direct {
+				full := nb / nr
+				bufs.b = grow(bufs.b, nr*kb)
+				if full < np {
+					packB(bufs.b, b, boff+full*nr, rhs.cs, 1, kb, nb-full*nr, nr)
+				}
+			} else {
+				bufs.b = grow(bufs.b, np*nr*kb)
+				packB(bufs.b, b, boff, rhs.cs, rhs.fs, kb, nb, nr)
+			}
 			for ic := 0; ic < M; ic += gemmMC {
 				mb := min(gemmMC, M-ic)
 				mp := (mb + gemmMR - 1) / gemmMR
-				bufs.a = grow(bufs.a, mp*gemmMR*kb)
-				ap := bufs.a
-				packA(ap, a, lo+ic*lhs.fs+pc*lhs.cs, lhs.fs, lhs.cs, mb, kb)
-				g := gemmBlock[T]{ap: ap, bp: bp, c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, nr: nr, add: pc > 0, tile: tile}
+				aoff := lo + ic*lhs.fs + pc*lhs.cs
+				g := gemmBlock[T]{c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, nr: nr, add: pc > 0, tile: tile}
+				// Likewise A with contiguous columns, but for a last
+				// panel of fewer than 6 rows.
+				if lhs.fs == 1 && inPlaceStride[T](lhs.cs) {
+					full := mb / gemmMR
+					bufs.a = grow(bufs.a, gemmMR*kb)
+					if full < mp {
+						packA(bufs.a, a, aoff+full*gemmMR, 1, lhs.cs, mb-full*gemmMR, kb)
+					}
+					g.asrc, g.lda = a[aoff:], lhs.cs
+				} else {
+					bufs.a = grow(bufs.a, mp*gemmMR*kb)
+					packA(bufs.a, a, aoff, lhs.fs, lhs.cs, mb, kb)
+				}
+				g.ap, g.bp = bufs.a, bufs.b
+				if direct {
+					g.bsrc, g.ldb = b[boff:], rhs.cs
+				}
 				tiles, cost := mp*np, kb*gemmMR*nr/8
 				if !par || serial(tiles, cost) {
 					g.tiles(0, tiles)
@@ -87,13 +134,17 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 }
 
 // gemmBlock is one packed block of a GEMM: the tiles of result columns
-// [jc, jc+nb) of the M rows of c from kb contracting indices.
+// [jc, jc+nb) of the M rows of c from kb contracting indices. B is
+// packed in bp, or, when bsrc is set, read in place from bsrc (rows ldb
+// apart) but for a narrow last panel, packed at the start of bp; A is
+// packed in ap, or read in place from asrc (columns lda apart) but for a
+// short last panel, packed at the start of ap.
 type gemmBlock[T float32 | float64] struct {
-	ap, bp, c        []T
-	M, N, jc, kb, mp int
-	nr               int
-	add              bool
-	tile             tileFunc[T]
+	ap, bp, c, asrc, bsrc []T
+	M, N, jc, kb, mp      int
+	nr, lda, ldb          int
+	add                   bool
+	tile                  tileFunc[T]
 }
 
 // tiles computes tiles [lo, hi), numbered column panel by column panel so
@@ -103,7 +154,21 @@ func (g *gemmBlock[T]) tiles(lo, hi int) {
 	for t := lo; t < hi; t++ {
 		jp, ip := t/g.mp, t%g.mp
 		i0, j0 := ip*gemmMR, g.jc+jp*nr
-		g.tile(kb, g.ap[ip*gemmMR*kb:], g.bp[jp*nr*kb:], g.c[i0*g.N+j0:], g.N,
+		bp, ldb := g.bp, nr
+		switch {
+		case g.bsrc == nil:
+			bp = g.bp[jp*nr*kb:]
+		case j0+nr <= g.N:
+			bp, ldb = g.bsrc[jp*nr:], g.ldb
+		}
+		ap, lda := g.ap, gemmMR
+		switch {
+		case g.asrc == nil:
+			ap = g.ap[ip*gemmMR*kb:]
+		case i0+gemmMR <= g.M:
+			ap, lda = g.asrc[i0:], g.lda
+		}
+		g.tile(kb, ap, lda, bp, ldb, g.c[i0*g.N+j0:], g.N,
 			min(gemmMR, g.M-i0), min(nr, g.N-j0), g.add)
 	}
 }
@@ -191,29 +256,29 @@ func mergeTile[T float32 | float64](c []T, ldc int, t []T, tld, rows, cols int, 
 
 // tile32 and tile64 are the tileFuncs of the float32 and float64
 // micro-kernels; an edge tile is computed into a buffer on the stack.
-func tile32(kb int, ap, bp, c []float32, ldc, rows, cols int, add bool) {
+func tile32(kb int, ap []float32, lda int, bp []float32, ldb int, c []float32, ldc, rows, cols int, add bool) {
 	const nr = 16
-	_, _ = ap[gemmMR*kb-1], bp[nr*kb-1]
+	_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
 	if rows == gemmMR && cols == nr {
 		_ = c[(gemmMR-1)*ldc+nr-1]
-		sgemm6x16AVX2(kb, &ap[0], &bp[0], &c[0], ldc, add)
+		sgemm6x16AVX2(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
 		return
 	}
 	var t [gemmMR * nr]float32
-	sgemm6x16AVX2(kb, &ap[0], &bp[0], &t[0], nr, false)
+	sgemm6x16AVX2(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
 	mergeTile(c, ldc, t[:], nr, rows, cols, add)
 }
 
-func tile64(kb int, ap, bp, c []float64, ldc, rows, cols int, add bool) {
+func tile64(kb int, ap []float64, lda int, bp []float64, ldb int, c []float64, ldc, rows, cols int, add bool) {
 	const nr = 8
-	_, _ = ap[gemmMR*kb-1], bp[nr*kb-1]
+	_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
 	if rows == gemmMR && cols == nr {
 		_ = c[(gemmMR-1)*ldc+nr-1]
-		dgemm6x8AVX2(kb, &ap[0], &bp[0], &c[0], ldc, add)
+		dgemm6x8AVX2(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
 		return
 	}
 	var t [gemmMR * nr]float64
-	dgemm6x8AVX2(kb, &ap[0], &bp[0], &t[0], nr, false)
+	dgemm6x8AVX2(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
 	mergeTile(c, ldc, t[:], nr, rows, cols, add)
 }
 

@@ -3,11 +3,11 @@
 package cpu
 
 // GEMM micro-kernels (dot_gemm_amd64.s); see dot_gemm.go. They read k
-// packed rows of a and b and write a 6×16 (float32) or 6×8 (float64) tile
+// columns of a, lda elements apart, and k rows of b, ldb apart, and write a 6×16 (float32) or 6×8 (float64) tile
 // of c with rows ldc elements apart, adding to it when add is set.
 
 //go:noescape
-func sgemm6x16AVX2(k int, a, b, c *float32, ldc int, add bool)
+func sgemm6x16AVX2(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
 
 //go:noescape
-func dgemm6x8AVX2(k int, a, b, c *float64, ldc int, add bool)
+func dgemm6x8AVX2(k int, a, b, c *float64, ldc, lda, ldb int, add bool)

@@ -2,9 +2,11 @@
 
 #include "textflag.h"
 
-// GEMM micro-kernels (dot_gemm.go): C[6×NR] (+)= A·B over k, A a packed
-// panel of 6 rows (k columns of 6 consecutive elements), B a packed panel
-// of NR columns (k rows of NR consecutive elements), NR = 16 float32 or 8
+// GEMM micro-kernels (dot_gemm.go): C[6×NR] (+)= A·B over k, A a panel
+// of 6 rows (k columns of 6 consecutive elements, lda elements apart: 6
+// when packed, A's column stride when read in place), B a packed panel
+// of NR columns (k rows of NR consecutive elements, ldb elements apart:
+// NR when packed, B's row stride when read in place), NR = 16 float32 or 8
 // float64 (two 256-bit vectors). The 12 accumulators are Y0–Y11, the B
 // row is in Y12–Y13 and the broadcast A element in Y14; Y15 is left
 // alone. Each accumulator sums its k products in order with FMA. C rows
@@ -13,14 +15,18 @@
 //
 // Plan 9 operand order: VFMADD231PS C, B, A is A = B·C + A.
 
-// func sgemm6x16AVX2(k int, a, b, c *float32, ldc int, add bool)
-TEXT ·sgemm6x16AVX2(SB), NOSPLIT, $0-41
+// func sgemm6x16AVX2(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
+TEXT ·sgemm6x16AVX2(SB), NOSPLIT, $0-57
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), R8
 	SHLQ $2, R8
+	MOVQ lda+40(FP), R11
+	SHLQ $2, R11
+	MOVQ ldb+48(FP), R10
+	SHLQ $2, R10
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -56,12 +62,12 @@ sgemm6x16AVX2_loop:
 	VBROADCASTSS 20(SI), Y14
 	VFMADD231PS Y12, Y14, Y10
 	VFMADD231PS Y13, Y14, Y11
-	ADDQ $24, SI
-	ADDQ $64, DI
+	ADDQ R11, SI
+	ADDQ R10, DI
 	DECQ CX
 	JNE sgemm6x16AVX2_loop
 sgemm6x16AVX2_store:
-	MOVBLZX add+40(FP), AX
+	MOVBLZX add+56(FP), AX
 	TESTQ AX, AX
 	JE sgemm6x16AVX2_set
 	MOVQ DX, R9
@@ -103,14 +109,18 @@ sgemm6x16AVX2_set:
 	VZEROUPPER
 	RET
 
-// func dgemm6x8AVX2(k int, a, b, c *float64, ldc int, add bool)
-TEXT ·dgemm6x8AVX2(SB), NOSPLIT, $0-41
+// func dgemm6x8AVX2(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
+TEXT ·dgemm6x8AVX2(SB), NOSPLIT, $0-57
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), R8
 	SHLQ $3, R8
+	MOVQ lda+40(FP), R11
+	SHLQ $3, R11
+	MOVQ ldb+48(FP), R10
+	SHLQ $3, R10
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -146,12 +156,12 @@ dgemm6x8AVX2_loop:
 	VBROADCASTSD 40(SI), Y14
 	VFMADD231PD Y12, Y14, Y10
 	VFMADD231PD Y13, Y14, Y11
-	ADDQ $48, SI
-	ADDQ $64, DI
+	ADDQ R11, SI
+	ADDQ R10, DI
 	DECQ CX
 	JNE dgemm6x8AVX2_loop
 dgemm6x8AVX2_store:
-	MOVBLZX add+40(FP), AX
+	MOVBLZX add+56(FP), AX
 	TESTQ AX, AX
 	JE dgemm6x8AVX2_set
 	MOVQ DX, R9

@@ -5,10 +5,10 @@ package cpu
 // Without the assembly micro-kernels haveSIMD is false and dot_general's
 // GEMMs go to the BLAS; these are never called.
 
-func sgemm6x16AVX2(k int, a, b, c *float32, ldc int, add bool) {
+func sgemm6x16AVX2(k int, a, b, c *float32, ldc, lda, ldb int, add bool) {
 	panic("cpu: no GEMM micro-kernel")
 }
 
-func dgemm6x8AVX2(k int, a, b, c *float64, ldc int, add bool) {
+func dgemm6x8AVX2(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
 	panic("cpu: no GEMM micro-kernel")
 }
