@@ -1019,6 +1019,8 @@ func TestReduceLarge(t *testing.T) {
 		{[]int{300000}, []int{0}},
 		{[]int{1000, 300}, []int{1}},
 		{[]int{300, 1000}, []int{0}},
+		{[]int{31, 4099}, []int{0}}, // rows past the SIMD chunk, with a tail
+		{[]int{5, 13}, []int{0}},
 		{[]int{20, 300, 50}, []int{1}},
 		{[]int{20, 300, 50}, []int{0, 2}},
 		{[]int{7, 11, 13, 17}, []int{0, 2}},

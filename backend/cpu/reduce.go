@@ -97,7 +97,7 @@ func numReducer[T, A elemNum](op reduceOp) reducer[T, A] {
 	}
 	switch op {
 	case opSum:
-		return reducer[T, A]{init: 0, seg: sumSeg[T, A], vec: sumVec[T, A], comb: func(a, b A) A { return a + b }, fin: fin}
+		return reducer[T, A]{init: 0, seg: sumSeg[T, A], vec: sumVecFast[T, A](), comb: func(a, b A) A { return a + b }, fin: fin}
 	case opProd:
 		return reducer[T, A]{init: 1, seg: prodSeg[T, A], vec: prodVec[T, A], comb: func(a, b A) A { return a * b }, fin: fin}
 	case opMax:
@@ -159,6 +159,25 @@ func pairwise(s []float64) float64 {
 	h := len(s) / 2 &^ 7
 	return pairwise(s[:h]) + pairwise(s[h:])
 }
+
+// sumVecFast returns the vec function of a sum: the SIMD kernels for
+// float32 rows into float64 accumulators and float64 into float64, which
+// a sum over leading axes (a bias gradient) runs once per row; sumVec
+// otherwise.
+func sumVecFast[T, A elemNum]() func(acc []A, s []T) {
+	if haveSIMD {
+		if f, ok := any(addWiden32Vec).(func([]A, []T)); ok {
+			return f
+		}
+		if f, ok := any(sumVec64).(func([]A, []T)); ok {
+			return f
+		}
+	}
+	return sumVec[T, A]
+}
+
+// sumVec64 sets acc[i] += s[i] with the float64 SIMD add.
+func sumVec64(acc, s []float64) { addVV64Vec(acc, acc, s[:len(acc)]) }
 
 func sumVec[T, A elemNum](acc []A, s []T) {
 	s = s[:len(acc)]

@@ -109,6 +109,27 @@ const simdChunk = 1 << 12
 
 type simdFloat interface{ float32 | float64 }
 
+//go:noescape
+func addWiden32AVX2(acc []float64, s []float32)
+
+//go:noinline
+func callWiden(acc []float64, s []float32) { addWiden32AVX2(acc, s) }
+
+// addWiden32Vec sets acc[i] += float64(s[i]) (len(s) ≥ len(acc)), in
+// chunks like the kernels below: a float32 sum's rows folded into its
+// float64 accumulators.
+func addWiden32Vec(acc []float64, s []float32) {
+	s = s[:len(acc)]
+	n := len(acc) &^ 7
+	for lo := 0; lo < n; lo += simdChunk {
+		hi := min(lo+simdChunk, n)
+		callWiden(acc[lo:hi], s[lo:hi])
+	}
+	for i := n; i < len(acc); i++ {
+		acc[i] += float64(s[i])
+	}
+}
+
 // callUnary, callVV and callVS call an assembly kernel; being non-inlined
 // non-leaf functions, they check for preemption on entry.
 //

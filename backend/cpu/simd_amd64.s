@@ -567,3 +567,30 @@ TEXT ·divSV64AVX2(SB), NOSPLIT, $0-56
 	MOVQ         a_base+24(FP), SI
 	VBROADCASTSD s+48(FP), Y4
 	BINSV(VDIVPD, 4)
+
+// func addWiden32AVX2(acc []float64, s []float32)
+//
+// acc[i] += float64(s[i]) for len(acc) elements, a multiple of 8 (the
+// caller runs the rest). The conversion is exact.
+TEXT ·addWiden32AVX2(SB), NOSPLIT, $0-48
+	MOVQ acc_base+0(FP), DI
+	MOVQ acc_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $3, CX
+	JZ   addWidenDone
+
+addWidenLoop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VADDPD    (DI), Y0, Y0
+	VADDPD    32(DI), Y1, Y1
+	VMOVUPD   Y0, (DI)
+	VMOVUPD   Y1, 32(DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       addWidenLoop
+
+addWidenDone:
+	VZEROUPPER
+	RET

@@ -26,6 +26,8 @@ func divVS32Vec(d, a []float32, s float32)           { divVS(d, a, s) }
 func divSV32Vec(d []float32, s float32, b []float32) { divSV(d, s, b) }
 
 func addVV64Vec(d, a, b []float64) { addVV(d, a, b) }
+
+func addWiden32Vec(acc []float64, s []float32) { sumVec(acc, s) }
 func subVV64Vec(d, a, b []float64) { subVV(d, a, b) }
 func mulVV64Vec(d, a, b []float64) { mulVV(d, a, b) }
 func divVV64Vec(d, a, b []float64) { divVV(d, a, b) }
