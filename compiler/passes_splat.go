@@ -9,7 +9,9 @@ import (
 )
 
 // SplatConstants replaces each constant of two or more elements, all
-// equal bit for bit, with a broadcast of a one-element constant. Such
+// equal bit for bit, with a broadcast of a one-element constant: a
+// broadcast view of one element (every stride 0) of any size, and a
+// constant of at most MaxFoldElements elements whose elements are equal. Such
 // constants are what tracing leaves of a Go scalar meeting a traced
 // value (x·0.1 captures 0.1 broadcast to x's shape, evaluated eagerly
 // because its input is concrete) and of the ones and zeros in derivative
@@ -70,6 +72,22 @@ func splatValue(t *interp.Tensor) *interp.Tensor {
 		return nil
 	}
 	arr, be := t.Array()
+	if len(arr.Strides) == len(arr.Shape) && len(arr.Shape) > 0 {
+		// A broadcast view (every stride 0, as eager broadcasting of a
+		// scalar makes): its one element, whatever its size.
+		zero := true
+		for _, s := range arr.Strides {
+			zero = zero && s == 0
+		}
+		if zero {
+			return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(be.ToHost(backend.Array{Buf: arr.Buf, Shape: []int{}, Offset: arr.Offset})), Shape: []int{}})
+		}
+	}
+	if t.Size() > MaxFoldElements {
+		// Reading every element of a large constant would cost compile
+		// time for a rare case.
+		return nil
+	}
 	var one any
 	switch h := be.ToHost(arr).(type) {
 	case []float64:

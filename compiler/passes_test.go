@@ -157,6 +157,20 @@ func TestSplatConstants(t *testing.T) {
 		{name: "uniform f32", graph: mulBy(peel.Full(peel.Float32, 3, 2, 3)), after: map[string]int{"broadcast_in_dim": 1}, consts: 1},
 		{name: "uniform int64", graph: mulBy(peel.Full(peel.Int64, 7, 2, 3)), after: map[string]int{"broadcast_in_dim": 1}, consts: 1},
 		{name: "uniform NaN", graph: mulBy(full(math.NaN())), after: map[string]int{"broadcast_in_dim": 1}, consts: 1},
+		{name: "large broadcast view", graph: func() (*interp.Graph, []*T) {
+			// A scalar broadcast eagerly: a view of one element, past
+			// the size up to which constants are read.
+			b := newGraph()
+			in := b.input(peel.Float64, 300, 300)
+			c := b.constant(peel.BroadcastTo(peel.Scalar(2.0), 300, 300))
+			return b.output(b.eqn1(prims.Mul, nil, in, c)), []*T{peel.Ones(peel.Float64, 300, 300)}
+		}, after: map[string]int{"broadcast_in_dim": 1}, consts: 1},
+		{name: "large uniform array stays", graph: func() (*interp.Graph, []*T) {
+			b := newGraph()
+			in := b.input(peel.Float64, 300, 300)
+			c := b.constant(peel.Add(peel.Zeros(peel.Float64, 300, 300), peel.Zeros(peel.Float64, 300, 300)))
+			return b.output(b.eqn1(prims.Mul, nil, in, c)), []*T{peel.Ones(peel.Float64, 300, 300)}
+		}, after: map[string]int{"broadcast_in_dim": 0}, consts: 1},
 		{name: "not uniform", graph: mulBy(x), after: map[string]int{"broadcast_in_dim": 0}, consts: 1},
 		{name: "signed zeros differ", graph: mulBy(zeros), after: map[string]int{"broadcast_in_dim": 0}, consts: 1},
 		{name: "one element stays", graph: func() (*interp.Graph, []*T) {

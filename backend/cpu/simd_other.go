@@ -26,8 +26,6 @@ func divVS32Vec(d, a []float32, s float32)           { divVS(d, a, s) }
 func divSV32Vec(d []float32, s float32, b []float32) { divSV(d, s, b) }
 
 func addVV64Vec(d, a, b []float64) { addVV(d, a, b) }
-
-func addWiden32Vec(acc []float64, s []float32) { sumVec(acc, s) }
 func subVV64Vec(d, a, b []float64) { subVV(d, a, b) }
 func mulVV64Vec(d, a, b []float64) { mulVV(d, a, b) }
 func divVV64Vec(d, a, b []float64) { divVV(d, a, b) }
@@ -38,3 +36,5 @@ func subSV64Vec(d []float64, s float64, b []float64) { subSV(d, s, b) }
 func mulVS64Vec(d, a []float64, s float64)           { mulVS(d, a, s) }
 func divVS64Vec(d, a []float64, s float64)           { divVS(d, a, s) }
 func divSV64Vec(d []float64, s float64, b []float64) { divSV(d, s, b) }
+
+func addWiden32Vec(acc []float64, s []float32) { sumVec(acc, s) }

@@ -1,0 +1,634 @@
+package transforms
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Checkpointing (rematerialization). A gradient normally saves, from
+// the forward pass, every value its backward pass reads (the residuals:
+// the constants of the linear graph). Checkpoint(f, policy) makes f's
+// gradient save only the values the policy allows and recompute the
+// others in the backward pass, from f's arguments and the saved values.
+//
+// It is the partial evaluation JAX does, on peel's graphs. f is traced
+// into a graph G, bound as the checkpoint primitive. Its JVP rule traces
+// the JVP of G into a graph J whose inputs are the primals and the
+// tangents, and splits J's equations into the known ones (no tangent
+// reaches them: the forward computation and the derivative coefficients
+// of the JVP rules, such as tanh's 1 − y²) and the unknown ones (linear
+// in the tangents). The known equations are evaluated at once (the
+// forward pass). The unknown ones, with the known equations that compute
+// the residuals the policy does not save, become one linear graph L:
+// its constants are f's arguments and the saved residuals, and it holds
+// the recomputation as equations on them. L is bound as checkpoint_lin,
+// one linear equation whose transpose is L's (transposeGraph evaluates
+// L's equations on constants, the recomputation, before transposing the
+// rest), so the recomputation runs in the backward pass, and with Bind:
+// checkpointed gradients compose with Vmap, Jacrev and Grad(Grad).
+
+// SaveCandidate describes a value a checkpointed function computes on
+// the way to its result or to its derivative, for a SavePolicy to
+// decide.
+type SaveCandidate struct {
+	// Prim is the name of the primitive that computes the value
+	// ("dot_general", "tanh", …; "name" for a value marked with Name).
+	Prim string
+	// Params are the primitive's parameters (prims.DotParams for a
+	// dot_general).
+	Params any
+	// Name is the name given with Name, for a marked value.
+	Name  string
+	Shape []int
+	DType peel.DType
+}
+
+// A SavePolicy decides which values a checkpointed function's gradient
+// saves (true) rather than recomputes in the backward pass (false). The
+// function's arguments are always saved.
+type SavePolicy func(c SaveCandidate) bool
+
+// NothingSaveable saves nothing but the arguments: the backward pass
+// recomputes the whole forward computation (JAX's nothing_saveable, the
+// default).
+func NothingSaveable(SaveCandidate) bool { return false }
+
+// EverythingSaveable saves every residual, as a gradient without
+// Checkpoint does.
+func EverythingSaveable(SaveCandidate) bool { return true }
+
+// DotsSaveable saves the results of matrix products (dot_general) and
+// recomputes the rest, which is cheap next to them.
+func DotsSaveable(c SaveCandidate) bool { return c.Prim == prims.DotGeneral.Name }
+
+// DotsWithNoBatchDimsSaveable saves the results of matrix products
+// without batch dimensions.
+func DotsWithNoBatchDimsSaveable(c SaveCandidate) bool {
+	p, ok := c.Params.(prims.DotParams)
+	return c.Prim == prims.DotGeneral.Name && ok && len(p.LhsBatch) == 0
+}
+
+// SaveOnlyNames saves the values marked with Name under one of the given
+// names, and recomputes everything else.
+func SaveOnlyNames(names ...string) SavePolicy {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return func(c SaveCandidate) bool { return c.Prim == namePrim.Name && set[c.Name] }
+}
+
+// Checkpoint returns f whose gradients save only what policy allows of
+// the values f computes, and recompute the rest in the backward pass
+// from f's argument (JAX's jax.checkpoint, torch's
+// torch.utils.checkpoint): memory for time. A nil policy is
+// NothingSaveable. Outside reverse-mode autodiff the result is f's; it
+// composes with every transform (under Vmap the batched function is
+// checkpointed; under Compile the recomputation is compiled with the
+// rest of the backward pass). A Checkpoint inside another one is
+// recomputed by the outer one's policy.
+//
+// The argument and result are trees (see Grad). f may capture tensors;
+// captured tensors of an enclosing transform are differentiated as
+// arguments are. Checkpoint panics with *peel.Error when f is nil; the
+// function it returns panics as f does, and with *peel.Error when f
+// returns nil or a tree with a nil tensor.
+func Checkpoint[A, R any](f func(A) R, policy SavePolicy) func(A) R {
+	const op = "transforms.Checkpoint"
+	if f == nil {
+		treeErrorf(op, "f must not be nil")
+	}
+	if policy == nil {
+		policy = NothingSaveable
+	}
+	return func(a A) R {
+		defer interp.Annotate(op)
+		leaves, def := flatten(op, a)
+		c := &customCall{op: op, in: def}
+		avals := make([]interp.Aval, len(leaves))
+		for i, l := range leaves {
+			avals[i] = l.Aval()
+		}
+		g := interp.TraceAvals("checkpoint", func(in []*tensor) []*tensor {
+			return c.outLeaves("f", f(build[A](def, in)))
+		}, avals)
+		g, captured := closureConvert(g)
+		p := &ckptParams{graph: g, policy: policy}
+		return result[R](c, interp.Bind(checkpointPrim, p, append(leaves, captured...)...))
+	}
+}
+
+// closureConvert turns g's constants that are tracers (values of an
+// enclosing transform that f captured) into trailing inputs, returned
+// with the tensors to pass for them: a transform outside the checkpoint
+// must see them as operands (their tangents, their batch dimension).
+func closureConvert(g *interp.Graph) (*interp.Graph, []*tensor) {
+	var captured []*tensor
+	ng := &interp.Graph{In: append([]*interp.Var(nil), g.In...), Eqns: g.Eqns, Out: g.Out}
+	for i, v := range g.Consts {
+		if c := g.ConstVals[i]; !c.IsConcrete() {
+			ng.In = append(ng.In, v)
+			captured = append(captured, c)
+			continue
+		}
+		ng.Consts = append(ng.Consts, v)
+		ng.ConstVals = append(ng.ConstVals, g.ConstVals[i])
+	}
+	if captured == nil {
+		return g, nil
+	}
+	return ng, captured
+}
+
+// ckptParams are the checkpoint primitive's parameters: f's graph (its
+// inputs the argument's leaves, then captured tracers) and the policy.
+type ckptParams struct {
+	graph  *interp.Graph
+	policy SavePolicy
+	// jvps caches J by which inputs have tangents; batched the batched
+	// checkpoints by layout.
+	jvps    sync.Map // string → *interp.Graph
+	batched sync.Map // string → *ckptParams
+}
+
+func (*ckptParams) String() string { return "checkpoint" }
+
+var checkpointPrim = interp.NewPrim("checkpoint", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+	return outAvals(params.(*ckptParams).graph)
+})
+
+func outAvals(g *interp.Graph) []interp.Aval {
+	out := make([]interp.Aval, len(g.Out))
+	for i, v := range g.Out {
+		out[i] = v.Aval
+	}
+	return out
+}
+
+// evalInlined evaluates g with Bind, as Graph.Eval does, but runs the
+// checkpoints it holds as their graphs: inside a checkpoint being
+// differentiated, the outer policy decides for everything (an inner
+// checkpoint_lin would hold values of the trace of J).
+func evalInlined(g *interp.Graph, args []*tensor) []*tensor {
+	env := make(map[*interp.Var]*tensor, len(g.In)+len(g.Consts)+len(g.Eqns))
+	for i, v := range g.In {
+		env[v] = args[i]
+	}
+	for i, v := range g.Consts {
+		env[v] = g.ConstVals[i]
+	}
+	for _, e := range g.Eqns {
+		in := make([]*tensor, len(e.In))
+		for i, v := range e.In {
+			in[i] = env[v]
+		}
+		var outs []*tensor
+		if e.Prim == checkpointPrim {
+			outs = evalInlined(e.Params.(*ckptParams).graph, in)
+		} else {
+			outs = interp.Bind(e.Prim, e.Params, in...)
+		}
+		for i, v := range e.Out {
+			env[v] = outs[i]
+		}
+	}
+	res := make([]*tensor, len(g.Out))
+	for i, v := range g.Out {
+		res[i] = env[v]
+	}
+	return res
+}
+
+// jvpGraph returns J for the inputs with tangents (has): inputs are all
+// primals then the tangents of has, outputs the primal results then the
+// tangents of the float results (zeros where symbolic).
+func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
+	var b strings.Builder
+	for _, h := range has {
+		if h {
+			b.WriteByte('1')
+		} else {
+			b.WriteByte('0')
+		}
+	}
+	key := b.String()
+	if j, ok := c.jvps.Load(key); ok {
+		return j.(*interp.Graph)
+	}
+	g := c.graph
+	n := len(g.In)
+	avals := make([]interp.Aval, 0, 2*n)
+	for _, v := range g.In {
+		avals = append(avals, v.Aval)
+	}
+	for i, v := range g.In {
+		if has[i] {
+			avals = append(avals, v.Aval)
+		}
+	}
+	j := interp.TraceAvals("checkpoint", func(in []*tensor) []*tensor {
+		tangents := make([]*tensor, n)
+		k := n
+		for i := range tangents {
+			if has[i] {
+				tangents[i] = in[k]
+				k++
+			}
+		}
+		outs, touts := jvpFlat("checkpoint", func(xs []*tensor) []*tensor { return evalInlined(g, xs) }, in[:n], tangents)
+		res := append([]*tensor(nil), outs...)
+		for i, t := range touts {
+			if !outs[i].DType().IsFloat() {
+				continue
+			}
+			if t == nil {
+				t = zeros(outs[i].Aval())
+			}
+			res = append(res, t)
+		}
+		return res
+	}, avals)
+	v, _ := c.jvps.LoadOrStore(key, j)
+	return v.(*interp.Graph)
+}
+
+// checkpointJVP is the checkpoint's forward-mode rule (see the top of
+// the file).
+func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tensor) {
+	c := params.(*ckptParams)
+	n := len(primals)
+	has := make([]bool, n)
+	var lt []*tensor
+	for i, t := range tangents {
+		if t != nil {
+			has[i] = true
+			lt = append(lt, t)
+		}
+	}
+	j := c.jvpGraph(has)
+	s := splitKnown(j, n)
+	// The forward pass: the known equations at the primals.
+	env := make(map[*interp.Var]*tensor, len(j.Eqns))
+	for i := range n {
+		env[j.In[i]] = primals[i]
+	}
+	for i, v := range j.Consts {
+		env[v] = j.ConstVals[i]
+	}
+	for k, e := range j.Eqns {
+		if !s.known[k] {
+			continue
+		}
+		in := make([]*tensor, len(e.In))
+		for i, v := range e.In {
+			in[i] = env[v]
+		}
+		res := interp.Bind(e.Prim, e.Params, in...)
+		for i, v := range e.Out {
+			env[v] = res[i]
+		}
+	}
+	nOut := len(c.graph.Out)
+	outs = make([]*tensor, nOut)
+	for i, v := range j.Out[:nOut] {
+		outs[i] = env[v]
+	}
+	touts = make([]*tensor, nOut)
+	if len(j.Out) == nOut {
+		return outs, touts
+	}
+	lin, sources := s.linearGraph(j, n, nOut, env, c.policy)
+	ts := interp.Bind(checkpointLin, &ckptLinParams{graph: lin, sources: sources}, lt...)
+	k := 0
+	for i, o := range outs {
+		if o.DType().IsFloat() {
+			touts[i] = ts[k]
+			k++
+		}
+	}
+	return outs, touts
+}
+
+// known is J's split: known[k] when equation k depends on no tangent
+// input; producer maps each var to the index of its equation.
+type known struct {
+	known    []bool
+	producer map[*interp.Var]int
+}
+
+// splitKnown splits J (its first n inputs primals, the rest tangents).
+func splitKnown(j *interp.Graph, n int) *known {
+	unknown := make(map[*interp.Var]bool)
+	for _, v := range j.In[n:] {
+		unknown[v] = true
+	}
+	s := &known{known: make([]bool, len(j.Eqns)), producer: make(map[*interp.Var]int, len(j.Eqns))}
+	for k, e := range j.Eqns {
+		u := false
+		for _, v := range e.In {
+			u = u || unknown[v]
+		}
+		for _, v := range e.Out {
+			s.producer[v] = k
+			if u {
+				unknown[v] = true
+			}
+		}
+		s.known[k] = !u
+	}
+	return s
+}
+
+// candidate describes the known var v (an output of equation e) for the
+// policy.
+func candidate(e *interp.Eqn, v *interp.Var) SaveCandidate {
+	c := SaveCandidate{Prim: e.Prim.Name, Params: e.Params, Shape: v.Aval.Shape, DType: v.Aval.DType}
+	if e.Prim == namePrim {
+		c.Name = e.Params.(nameParams).name
+	}
+	return c
+}
+
+// linearGraph builds L: the unknown equations of J, preceded by the
+// known equations that recompute the residuals the policy does not save;
+// its inputs are J's tangent inputs, its outputs the tangent outputs,
+// its constants the primals, the saved residuals and J's constants.
+func (s *known) linearGraph(j *interp.Graph, n, nOut int, env map[*interp.Var]*tensor, policy SavePolicy) (*interp.Graph, []string) {
+	primal := make(map[*interp.Var]bool, n)
+	for _, v := range j.In[:n] {
+		primal[v] = true
+	}
+	isConst := make(map[*interp.Var]bool, len(j.Consts))
+	for _, v := range j.Consts {
+		isConst[v] = true
+	}
+	// Walk back from the unknown equations' known operands (and known
+	// tangent outputs): a var is a constant of L (an argument, a
+	// constant of J, or a saved residual) or recomputed.
+	recompute := make([]bool, len(j.Eqns))
+	constOf := make(map[*interp.Var]bool)
+	var need func(v *interp.Var)
+	need = func(v *interp.Var) {
+		if constOf[v] {
+			return
+		}
+		k, ok := s.producer[v]
+		if !ok || !s.known[k] {
+			if primal[v] || isConst[v] {
+				constOf[v] = true
+			}
+			return
+		}
+		if recompute[k] {
+			return
+		}
+		e := j.Eqns[k]
+		if policy(candidate(e, v)) && e.Prim.Kind != interp.Mutation {
+			constOf[v] = true
+			return
+		}
+		recompute[k] = true
+		for _, u := range e.In {
+			need(u)
+		}
+	}
+	for k, e := range j.Eqns {
+		if s.known[k] {
+			continue
+		}
+		for _, v := range e.In {
+			need(v)
+		}
+	}
+	for _, v := range j.Out[nOut:] {
+		need(v)
+	}
+	lin := &interp.Graph{In: j.In[n:], Out: j.Out[nOut:]}
+	for v := range constOf {
+		lin.Consts = append(lin.Consts, v)
+	}
+	// Constants in a fixed order (of var ID), for printing and caching.
+	sortVars(lin.Consts)
+	argIndex := make(map[*interp.Var]int, n)
+	for i, v := range j.In[:n] {
+		argIndex[v] = i
+	}
+	sources := make([]string, len(lin.Consts))
+	for i, v := range lin.Consts {
+		// Snapshots, as traced constants are: a later in-place write
+		// into an argument does not reach the backward pass.
+		lin.ConstVals = append(lin.ConstVals, env[v].Snapshot())
+		switch k, ok := s.producer[v]; {
+		case ok:
+			sources[i] = "checkpoint: saved by the policy: " + j.Eqns[k].Prim.Name
+		case primal[v]:
+			sources[i] = "checkpoint: argument leaf " + strconv.Itoa(argIndex[v])
+		default:
+			sources[i] = "checkpoint: constant"
+		}
+	}
+	for k, e := range j.Eqns {
+		if recompute[k] || !s.known[k] {
+			lin.Eqns = append(lin.Eqns, e)
+		}
+	}
+	return lin, sources
+}
+
+func sortVars(vs []*interp.Var) {
+	for i := 1; i < len(vs); i++ {
+		for k := i; k > 0 && vs[k].ID < vs[k-1].ID; k-- {
+			vs[k], vs[k-1] = vs[k-1], vs[k]
+		}
+	}
+}
+
+// ckptLinParams are checkpoint_lin's parameters: L, and where each of
+// its constants comes from (for SavedResiduals).
+type ckptLinParams struct {
+	graph   *interp.Graph
+	sources []string
+}
+
+func (p *ckptLinParams) String() string {
+	return "checkpoint_lin[saves " + strconv.Itoa(len(p.graph.Consts)) + "]"
+}
+
+var checkpointLin = func() *interp.Prim {
+	p := interp.NewPrim("checkpoint_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+		return outAvals(params.(*ckptLinParams).graph)
+	})
+	p.Linear = []bool{true} // in every operand
+	p.Whole = true          // one equation of the enclosing linear graph, transposed whole
+	p.Impl = func(params any, tangents []*tensor) []*tensor {
+		defer interp.Decomposing("checkpoint")
+		return params.(*ckptLinParams).graph.Eval(tangents...)
+	}
+	p.Transpose = func(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
+		defer interp.Decomposing("checkpoint")
+		got := transposeGraph(params.(*ckptLinParams).graph, cts)
+		res := make([]*tensor, len(args))
+		for i := range args {
+			if linear[i] {
+				res[i] = got[i]
+			}
+		}
+		return res
+	}
+	return p
+}()
+
+// nameParams are the name marker's parameters.
+type nameParams struct{ name string }
+
+func (p nameParams) String() string { return strconv.Quote(p.name) }
+
+// namePrim marks a value for SaveOnlyNames: the identity, staged as its
+// own equation.
+var namePrim = interp.NewPrim("name", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+	return []interp.Aval{in[0]}
+})
+
+// Name marks x with a name, for a checkpoint's SaveOnlyNames policy
+// (JAX's checkpoint_name): the value is x. Outside a traced function
+// (the eager case, where no checkpoint can see the mark) it returns x
+// itself. Name panics with *peel.Error when x is nil.
+func Name(x *peel.Tensor, name string) *peel.Tensor {
+	if x == nil {
+		treeErrorf("transforms.Name", "x must not be nil")
+	}
+	if x.IsConcrete() {
+		return x
+	}
+	defer interp.Annotate("transforms.Name")
+	return interp.Bind1(namePrim, nameParams{name}, x)
+}
+
+func init() {
+	checkpointPrim.Impl = func(params any, args []*tensor) []*tensor {
+		defer interp.Decomposing("checkpoint")
+		return evalInlined(params.(*ckptParams).graph, args)
+	}
+	checkpointPrim.JVP = checkpointJVP
+	namePrim.Whole = true // staged as itself, not as the copy of its Impl
+	namePrim.Impl = func(params any, args []*tensor) []*tensor {
+		return []*tensor{interp.Bind1(prims.Copy, nil, args[0])}
+	}
+	namePrim.JVP = func(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
+		return interp.Bind(namePrim, params, primals[0]), []*tensor{tangents[0]}
+	}
+	batching.Register(namePrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		return interp.Bind(namePrim, params, vals[0]), dims
+	})
+	batching.Register(checkpointPrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		c := params.(*ckptParams)
+		var b strings.Builder
+		b.WriteString(strconv.Itoa(size))
+		avals := make([]interp.Aval, len(vals))
+		for i, v := range vals {
+			b.WriteByte(',')
+			b.WriteString(strconv.Itoa(dims[i]))
+			avals[i] = v.Aval()
+		}
+		b.WriteByte(':')
+		b.WriteString(interp.AvalsKey(avals))
+		key := b.String()
+		bp, ok := c.batched.Load(key)
+		if !ok {
+			g := interp.TraceAvals("checkpoint", vmapped(size, dims, func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs) }), avals)
+			bp, _ = c.batched.LoadOrStore(key, &ckptParams{graph: g, policy: c.policy})
+		}
+		outs := interp.Bind(checkpointPrim, bp.(*ckptParams), vals...)
+		return outs, make([]int, len(outs))
+	})
+}
+
+// Residual is one value a gradient saves in its forward pass for its
+// backward pass.
+type Residual struct {
+	Shape []int
+	DType peel.DType
+	// Source says where it comes from: "saved by the linearization" for
+	// a value the backward pass of plain code reads, or, for one saved
+	// by a Checkpoint, "checkpoint: argument leaf i" (of the checkpointed
+	// function), "checkpoint: saved by the policy: prim" or
+	// "checkpoint: constant" (one its derivative rules made).
+	Source string
+	// Splat: the value is one element broadcast to Shape (a view), and
+	// holds one element's memory.
+	Splat bool
+}
+
+// Bytes is the memory the residual holds.
+func (r Residual) Bytes() int {
+	if r.Splat {
+		return r.DType.Size()
+	}
+	return interp.Aval{Shape: r.Shape, DType: r.DType}.Size() * r.DType.Size()
+}
+
+func (r Residual) String() string {
+	s := interp.Aval{Shape: r.Shape, DType: r.DType}.String() + " " + r.Source
+	if r.Splat {
+		s += " (one value, broadcast)"
+	}
+	return s
+}
+
+// isSplat reports whether t is a concrete broadcast of one element.
+func isSplat(t *tensor) bool {
+	if !t.IsConcrete() || t.Rank() == 0 {
+		return false
+	}
+	arr, _ := t.Array()
+	if len(arr.Strides) != len(arr.Shape) {
+		return false
+	}
+	for _, s := range arr.Strides {
+		if s != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// SavedResiduals returns the values a reverse-mode gradient of f at x
+// (Grad, VJP, Jacrev) saves from its forward pass for its backward pass,
+// in the order the linearization captured them (JAX's
+// print_saved_residuals): what a Checkpoint policy changes. Values a
+// user-defined op's rule keeps are listed as its operands. It panics as
+// VJP does.
+func SavedResiduals[A, R any](f func(A) R, x A) []Residual {
+	const op = "transforms.SavedResiduals"
+	defer interp.Annotate(op)
+	leaves, def := flatten(op, x)
+	c := &customCall{op: op, in: def}
+	lin := linearizeFlat(op, func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, leaves)
+	defer lin.release()
+	var res []Residual
+	add := func(t *tensor, source string) {
+		res = append(res, Residual{Shape: t.Shape(), DType: t.DType(), Source: source, Splat: isSplat(t)})
+	}
+	for _, t := range lin.g.ConstVals {
+		add(t, "saved by the linearization")
+	}
+	for _, e := range lin.g.Eqns {
+		switch p := e.Params.(type) {
+		case *ckptLinParams:
+			for i, t := range p.graph.ConstVals {
+				add(t, p.sources[i])
+			}
+		case compositeParams:
+			for _, t := range p.primals {
+				add(t, "operand of "+p.p.Name+" (its backward pass recomputes from its operands)")
+			}
+		}
+	}
+	return res
+}

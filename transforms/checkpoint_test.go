@@ -1,0 +1,195 @@
+package transforms_test
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
+)
+
+// ckParams is a two-layer block's parameters and input.
+type ckParams struct{ W1, W2, X *T }
+
+func ckRandom(seed uint64, shape ...int) *T {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	v := make([]float64, 1)
+	for _, d := range shape {
+		v = make([]float64, len(v)*d)
+	}
+	for i := range v {
+		v[i] = rng.Float64()*2 - 1
+	}
+	return peel.FromFloat64s(v, shape...)
+}
+
+func ckData() ckParams {
+	return ckParams{W1: ckRandom(1, 3, 5), W2: ckRandom(2, 5, 2), X: ckRandom(3, 4, 3)}
+}
+
+// ckBlock is tanh(tanh(X W1) W2) with the hidden layer named "h", and
+// exp and a product on the way, so that each policy has something to
+// save and something to recompute.
+func ckBlock(p ckParams) *T {
+	h := transforms.Name(peel.Tanh(peel.MatMul(p.X, p.W1)), "h")
+	z := peel.MatMul(peel.Mul(h, peel.Exp(peel.Mul(h, 0.5))), p.W2)
+	return peel.Tanh(z)
+}
+
+func ckLoss(p ckParams) *T { return peel.Sum(peel.Mul(ckBlock(p), ckBlock(p))) }
+
+var ckPolicies = []struct {
+	name   string
+	policy transforms.SavePolicy
+}{
+	{"default", nil},
+	{"nothing", transforms.NothingSaveable},
+	{"everything", transforms.EverythingSaveable},
+	{"dots", transforms.DotsSaveable},
+	{"dots without batch dims", transforms.DotsWithNoBatchDimsSaveable},
+	{"names", transforms.SaveOnlyNames("h")},
+}
+
+func ckNear(t *testing.T, what string, got, want ckParams) {
+	t.Helper()
+	near(t, what+" W1", got.W1.Float64s(), want.W1.Float64s(), 1e-12)
+	near(t, what+" W2", got.W2.Float64s(), want.W2.Float64s(), 1e-12)
+	near(t, what+" X", got.X.Float64s(), want.X.Float64s(), 1e-12)
+}
+
+// TestCheckpointGradients checks every policy's gradients against the
+// function without Checkpoint, for the checkpointed block inside a loss
+// and for the whole loss.
+func TestCheckpointGradients(t *testing.T) {
+	p := ckData()
+	want := transforms.Grad(ckLoss)(p)
+	for _, c := range ckPolicies {
+		t.Run(c.name, func(t *testing.T) {
+			block := transforms.Checkpoint(ckBlock, c.policy)
+			inner := func(p ckParams) *T { b := block(p); return peel.Sum(peel.Mul(b, ckBlock(p))) }
+			ckNear(t, "inner", transforms.Grad(inner)(p), want)
+			ckNear(t, "whole", transforms.Grad(transforms.Checkpoint(ckLoss, c.policy))(p), want)
+			// The primal is f's.
+			near(t, "value", block(p).Float64s(), ckBlock(p).Float64s(), 0)
+		})
+	}
+}
+
+// TestCheckpointComposes checks Checkpoint under the other transforms,
+// in both orders, against the same compositions without it.
+func TestCheckpointComposes(t *testing.T) {
+	p := ckData()
+	xs := ckRandom(4, 6, 4, 3) // a batch of six inputs
+	for _, c := range ckPolicies {
+		t.Run(c.name, func(t *testing.T) {
+			ck := transforms.Checkpoint(ckLoss, c.policy)
+			withX := func(loss func(ckParams) *T) func(*T) ckParams {
+				return func(x *T) ckParams { q := p; q.X = x; return transforms.Grad(loss)(q) }
+			}
+			// Vmap(Grad(Checkpoint)).
+			got, want := transforms.Vmap(withX(ck))(xs), transforms.Vmap(withX(ckLoss))(xs)
+			ckNear(t, "Vmap(Grad)", got, want)
+			// Grad(Vmap(Checkpoint)) through the batching rule.
+			vm := func(f func(ckParams) *T) func(ckParams) *T {
+				return func(q ckParams) *T {
+					per := transforms.Vmap(func(x *T) *T { r := q; r.X = x; return f(r) })
+					return peel.Sum(per(q.X))
+				}
+			}
+			q := p
+			q.X = xs
+			ckNear(t, "Grad(Vmap)", transforms.Grad(vm(ck))(q), transforms.Grad(vm(ckLoss))(q))
+			// Grad(Grad): the gradient of a directional derivative.
+			dir := ckData()
+			gg := func(f func(ckParams) *T) func(ckParams) *T {
+				return func(q ckParams) *T {
+					g := transforms.Grad(f)(q)
+					return peel.Add(peel.Add(peel.Sum(peel.Mul(g.W1, dir.W1)), peel.Sum(peel.Mul(g.W2, dir.W2))), peel.Sum(peel.Mul(g.X, dir.X)))
+				}
+			}
+			ckNear(t, "Grad(Grad)", transforms.Grad(gg(ck))(p), transforms.Grad(gg(ckLoss))(p))
+			// Jacobians of the block.
+			blk := transforms.Checkpoint(ckBlock, c.policy)
+			onX := func(f func(ckParams) *T) func(*T) *T { return func(x *T) *T { q := p; q.X = x; return f(q) } }
+			near(t, "Jacrev", transforms.Jacrev(onX(blk))(p.X).Float64s(), transforms.Jacrev(onX(ckBlock))(p.X).Float64s(), 1e-12)
+			near(t, "Jacfwd", transforms.Jacfwd(onX(blk))(p.X).Float64s(), transforms.Jacfwd(onX(ckBlock))(p.X).Float64s(), 1e-12)
+			// Compile(Grad(Checkpoint)) and Grad(Compile(Checkpoint)).
+			ckNear(t, "Compile(Grad)", transforms.Compile(transforms.Grad(ck)).Call(p), transforms.Grad(ckLoss)(p))
+			ckNear(t, "Grad(Compile)", transforms.Grad(transforms.Compile(ck).Call)(p), transforms.Grad(ckLoss)(p))
+		})
+	}
+}
+
+// TestCheckpointCapturedTensor checks that a tensor of an enclosing
+// transform captured by the checkpointed function is differentiated.
+func TestCheckpointCapturedTensor(t *testing.T) {
+	x := f64(1, 2, 3)
+	w := f64(0.5, -1, 2)
+	for _, c := range ckPolicies {
+		g := transforms.Grad(func(w *T) *T {
+			return transforms.Checkpoint(func(x *T) *T { return peel.Sum(peel.Mul(peel.Tanh(peel.Mul(x, w)), w)) }, c.policy)(x)
+		})(w)
+		want := transforms.Grad(func(w *T) *T { return peel.Sum(peel.Mul(peel.Tanh(peel.Mul(x, w)), w)) })(w)
+		near(t, c.name, g.Float64s(), want.Float64s(), 1e-12)
+	}
+}
+
+// TestSavedResiduals checks what each policy saves: nothing but the
+// arguments, the dot products, the named value, or all of it.
+func TestSavedResiduals(t *testing.T) {
+	p := ckData()
+	count := func(rs []transforms.Residual, substr string) (n, bytes int) {
+		for _, r := range rs {
+			if strings.Contains(r.Source, substr) {
+				n++
+				bytes += r.Bytes()
+			}
+		}
+		return n, bytes
+	}
+	plain := transforms.SavedResiduals(ckLoss, p)
+	if n, _ := count(plain, "linearization"); n == 0 {
+		t.Fatalf("the plain gradient saves nothing: %v", plain)
+	}
+	saved := func(policy transforms.SavePolicy) []transforms.Residual {
+		return transforms.SavedResiduals(transforms.Checkpoint(ckLoss, policy), p)
+	}
+	nothing := saved(transforms.NothingSaveable)
+	if n, _ := count(nothing, "policy"); n != 0 {
+		t.Errorf("NothingSaveable saves computed values: %v", nothing)
+	}
+	if n, _ := count(nothing, "argument"); n != 3 {
+		t.Errorf("NothingSaveable saves %d arguments, want the 3 leaves: %v", n, nothing)
+	}
+	dots := saved(transforms.DotsSaveable)
+	if n, _ := count(dots, "policy: dot_general"); n == 0 {
+		t.Errorf("DotsSaveable saves no product: %v", dots)
+	}
+	if n, _ := count(dots, "policy:"); n != func() int { m, _ := count(dots, "policy: dot_general"); return m }() {
+		t.Errorf("DotsSaveable saves more than products: %v", dots)
+	}
+	names := saved(transforms.SaveOnlyNames("h"))
+	if n, _ := count(names, "policy: name"); n == 0 {
+		t.Errorf("SaveOnlyNames(h) saves no named value: %v", names)
+	}
+	everything := saved(transforms.EverythingSaveable)
+	_, nb := count(nothing, "checkpoint")
+	_, eb := count(everything, "checkpoint")
+	if nb >= eb {
+		t.Errorf("NothingSaveable saves %d bytes, EverythingSaveable %d", nb, eb)
+	}
+	if s := everything[0].String(); !strings.Contains(s, "f64") {
+		t.Errorf("Residual.String() = %q", s)
+	}
+}
+
+func TestNameAndCheckpointErrors(t *testing.T) {
+	x := f64(1, 2)
+	if transforms.Name(x, "x") != x {
+		t.Error("Name of a concrete tensor is not the tensor itself")
+	}
+	wantError(t, func() { transforms.Checkpoint[*T, *T](nil, nil) }, "nil")
+	wantError(t, func() { transforms.Name(nil, "x") }, "nil")
+	wantError(t, func() { transforms.Checkpoint(func(x *T) *T { return nil }, nil)(x) }, "nil")
+}
