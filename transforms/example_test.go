@@ -100,3 +100,22 @@ func ExampleCompile() {
 	// 3 1 2
 	// the argument changed from f64[3] to f64[2]
 }
+
+// Checkpoint makes a gradient recompute what its policy does not save:
+// with NothingSaveable, the gradient of tanh(x·x) keeps only x (and a
+// broadcast 1 of its derivative rule).
+func ExampleCheckpoint() {
+	f := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Tanh(peel.Mul(x, x))) }
+	ck := transforms.Checkpoint(f, transforms.NothingSaveable)
+	x := peel.FromFloat64s([]float64{0.5, 1})
+	fmt.Printf("%.4f\n", transforms.Grad(ck)(x).Float64s())
+	fmt.Println(len(transforms.SavedResiduals(f, x)), "values saved without the checkpoint")
+	for _, r := range transforms.SavedResiduals(ck, x) {
+		fmt.Println(r)
+	}
+	// Output:
+	// [0.9400 0.8399]
+	// 2 values saved without the checkpoint
+	// f64[2] checkpoint: argument leaf 0
+	// f64[2] checkpoint: constant (one value, broadcast)
+}
