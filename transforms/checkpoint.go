@@ -1,6 +1,7 @@
 package transforms
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,28 +51,55 @@ type SaveCandidate struct {
 }
 
 // A SavePolicy decides which values a checkpointed function's gradient
-// saves (true) rather than recomputes in the backward pass (false). The
-// function's arguments are always saved.
-type SavePolicy func(c SaveCandidate) bool
+// saves rather than recomputes in the backward pass. The function's
+// arguments are always saved. The zero SavePolicy is NothingSaveable.
+type SavePolicy struct {
+	name   string
+	save   func(SaveCandidate) bool // nil: save nothing
+	minCut bool
+}
 
-// NothingSaveable saves nothing but the arguments: the backward pass
-// recomputes the whole forward computation (JAX's nothing_saveable, the
-// default).
-func NothingSaveable(SaveCandidate) bool { return false }
+func (p SavePolicy) String() string {
+	if p.name == "" {
+		return "NothingSaveable"
+	}
+	return p.name
+}
 
-// EverythingSaveable saves every residual, as a gradient without
-// Checkpoint does.
-func EverythingSaveable(SaveCandidate) bool { return true }
+// saves reports whether the policy saves c (for a per-value policy).
+func (p SavePolicy) saves(c SaveCandidate) bool { return p.save != nil && p.save(c) }
 
-// DotsSaveable saves the results of matrix products (dot_general) and
-// recomputes the rest, which is cheap next to them.
-func DotsSaveable(c SaveCandidate) bool { return c.Prim == prims.DotGeneral.Name }
+var (
+	// NothingSaveable saves nothing but the arguments: the backward pass
+	// recomputes the whole forward computation (JAX's nothing_saveable,
+	// the default).
+	NothingSaveable = SavePolicy{name: "NothingSaveable"}
+	// EverythingSaveable saves every residual, as a gradient without
+	// Checkpoint does.
+	EverythingSaveable = SaveIf("EverythingSaveable", func(SaveCandidate) bool { return true })
+	// DotsSaveable saves the results of matrix products (dot_general)
+	// and recomputes the rest, which is cheap next to them.
+	DotsSaveable = SaveIf("DotsSaveable", func(c SaveCandidate) bool { return c.Prim == prims.DotGeneral.Name })
+	// DotsWithNoBatchDimsSaveable saves the results of matrix products
+	// without batch dimensions.
+	DotsWithNoBatchDimsSaveable = SaveIf("DotsWithNoBatchDimsSaveable", func(c SaveCandidate) bool {
+		p, ok := c.Params.(prims.DotParams)
+		return c.Prim == prims.DotGeneral.Name && ok && len(p.LhsBatch) == 0
+	})
+	// MinCut saves the residuals that cost least memory, AOTAutograd's
+	// choice: the smallest set, in bytes, from which every value the
+	// backward pass reads can be recomputed with cheap operations
+	// (elementwise and shape operations and reductions, which fuse),
+	// never recomputing a matrix product or a random draw (they are saved
+	// where they are read, or something computed from them is). The
+	// arguments cost nothing to save (the caller holds them).
+	MinCut = SavePolicy{name: "MinCut", minCut: true}
+)
 
-// DotsWithNoBatchDimsSaveable saves the results of matrix products
-// without batch dimensions.
-func DotsWithNoBatchDimsSaveable(c SaveCandidate) bool {
-	p, ok := c.Params.(prims.DotParams)
-	return c.Prim == prims.DotGeneral.Name && ok && len(p.LhsBatch) == 0
+// SaveIf returns the policy that saves the values for which save
+// returns true; name is its String.
+func SaveIf(name string, save func(SaveCandidate) bool) SavePolicy {
+	return SavePolicy{name: name, save: save}
 }
 
 // SaveOnlyNames saves the values marked with Name under one of the given
@@ -81,13 +109,13 @@ func SaveOnlyNames(names ...string) SavePolicy {
 	for _, n := range names {
 		set[n] = true
 	}
-	return func(c SaveCandidate) bool { return c.Prim == namePrim.Name && set[c.Name] }
+	return SaveIf("SaveOnlyNames"+fmt.Sprint(names), func(c SaveCandidate) bool { return c.Prim == namePrim.Name && set[c.Name] })
 }
 
 // Checkpoint returns f whose gradients save only what policy allows of
 // the values f computes, and recompute the rest in the backward pass
 // from f's argument (JAX's jax.checkpoint, torch's
-// torch.utils.checkpoint): memory for time. A nil policy is
+// torch.utils.checkpoint): memory for time. The zero policy is
 // NothingSaveable. Outside reverse-mode autodiff the result is f's; it
 // composes with every transform (under Vmap the batched function is
 // checkpointed; under Compile the recomputation is compiled with the
@@ -103,9 +131,6 @@ func Checkpoint[A, R any](f func(A) R, policy SavePolicy) func(A) R {
 	const op = "transforms.Checkpoint"
 	if f == nil {
 		treeErrorf(op, "f must not be nil")
-	}
-	if policy == nil {
-		policy = NothingSaveable
 	}
 	return func(a A) R {
 		defer interp.Annotate(op)
@@ -373,6 +398,11 @@ func (s *known) linearGraph(j *interp.Graph, n, nOut int, env map[*interp.Var]*t
 	// constant of J, or a saved residual) or recomputed.
 	recompute := make([]bool, len(j.Eqns))
 	constOf := make(map[*interp.Var]bool)
+	save := func(v *interp.Var, e *interp.Eqn) bool { return policy.saves(candidate(e, v)) }
+	if policy.minCut {
+		cut := s.minCut(j, n, nOut)
+		save = func(v *interp.Var, _ *interp.Eqn) bool { return cut[v] }
+	}
 	var need func(v *interp.Var)
 	need = func(v *interp.Var) {
 		if constOf[v] {
@@ -389,7 +419,7 @@ func (s *known) linearGraph(j *interp.Graph, n, nOut int, env map[*interp.Var]*t
 			return
 		}
 		e := j.Eqns[k]
-		if policy(candidate(e, v)) && e.Prim.Kind != interp.Mutation {
+		if save(v, e) && e.Prim.Kind != interp.Mutation {
 			constOf[v] = true
 			return
 		}

@@ -43,12 +43,14 @@ var ckPolicies = []struct {
 	name   string
 	policy transforms.SavePolicy
 }{
-	{"default", nil},
+	{"default", transforms.SavePolicy{}},
 	{"nothing", transforms.NothingSaveable},
 	{"everything", transforms.EverythingSaveable},
 	{"dots", transforms.DotsSaveable},
 	{"dots without batch dims", transforms.DotsWithNoBatchDimsSaveable},
 	{"names", transforms.SaveOnlyNames("h")},
+	{"min-cut", transforms.MinCut},
+	{"custom", transforms.SaveIf("exp", func(c transforms.SaveCandidate) bool { return c.Prim == "exp" })},
 }
 
 func ckNear(t *testing.T, what string, got, want ckParams) {
@@ -189,7 +191,46 @@ func TestNameAndCheckpointErrors(t *testing.T) {
 	if transforms.Name(x, "x") != x {
 		t.Error("Name of a concrete tensor is not the tensor itself")
 	}
-	wantError(t, func() { transforms.Checkpoint[*T, *T](nil, nil) }, "nil")
+	wantError(t, func() { transforms.Checkpoint[*T, *T](nil, transforms.NothingSaveable) }, "nil")
 	wantError(t, func() { transforms.Name(nil, "x") }, "nil")
-	wantError(t, func() { transforms.Checkpoint(func(x *T) *T { return nil }, nil)(x) }, "nil")
+	wantError(t, func() { transforms.Checkpoint(func(x *T) *T { return nil }, transforms.SavePolicy{})(x) }, "nil")
+	if s := transforms.SaveOnlyNames("a", "b").String(); s != "SaveOnlyNames[a b]" {
+		t.Errorf("SaveOnlyNames(a, b).String() = %q", s)
+	}
+}
+
+// TestMinCut checks the partitioner's choice on graphs checked by hand.
+func TestMinCut(t *testing.T) {
+	saved := func(f func(ckParams) *T, p ckParams) (n, bytes int, rs []transforms.Residual) {
+		rs = transforms.SavedResiduals(transforms.Checkpoint(f, transforms.MinCut), p)
+		for _, r := range rs {
+			if strings.Contains(r.Source, "policy") {
+				n++
+				bytes += r.Bytes()
+			}
+		}
+		return n, bytes, rs
+	}
+	// cos(cos(a+b+c)) is elementwise: everything is recomputed from the
+	// arguments, which cost nothing to keep.
+	big := ckParams{W1: ckRandom(5, 64, 32), W2: ckRandom(6, 64, 32), X: ckRandom(7, 64, 32)}
+	coscos := func(p ckParams) *T { return peel.Sum(peel.Cos(peel.Cos(peel.Add(peel.Add(p.W1, p.W2), p.X)))) }
+	if n, _, rs := saved(coscos, big); n != 0 {
+		t.Errorf("cos(cos(a+b+c)) saves %d computed values, want 0: %v", n, rs)
+	}
+	// tanh(Σ_rows (X W)): the product may not be recomputed, but the
+	// row sums (or what follows them), 64 values, are all the backward
+	// pass needs of it; saving the 64×32 product would cost 32 times
+	// more.
+	rows := func(p ckParams) *T { return peel.Sum(peel.Tanh(peel.Sum(peel.MatMul(p.X, p.W1), 1))) }
+	q := ckParams{W1: ckRandom(8, 32, 32), W2: ckRandom(9, 1, 1), X: ckRandom(10, 64, 32)}
+	if n, b, rs := saved(rows, q); n != 1 || b != 64*8 {
+		t.Errorf("tanh of row sums of a product saves %d values of %d bytes, want one of %d: %v", n, b, 64*8, rs)
+	}
+	near(t, "min-cut gradient", transforms.Grad(transforms.Checkpoint(rows, transforms.MinCut))(q).X.Float64s(), transforms.Grad(rows)(q).X.Float64s(), 1e-12)
+	// tanh(X W) itself: the product or its tanh (equal sizes) is saved,
+	// once.
+	if n, b, rs := saved(func(p ckParams) *T { return peel.Sum(peel.Tanh(peel.MatMul(p.X, p.W1))) }, q); n != 1 || b != 64*32*8 {
+		t.Errorf("tanh of a product saves %d values of %d bytes, want one of %d: %v", n, b, 64*32*8, rs)
+	}
 }
