@@ -113,6 +113,7 @@ func compiledWorkloadList() []Workload {
 		{mamlEager()},
 		compiledWorkloads("maml_step_compiled", "Compile of "+mamlDoc,
 			"ms", perMs, mamlCompiled),
+		rematWorkloads(),
 	} {
 		ws = append(ws, g...)
 	}

@@ -53,7 +53,10 @@ func fillZeros(cts []*tensor, like []interp.Aval) []*tensor {
 // every leaf. f's further results (GradAux's aux leaves) are not
 // differentiated: they come back as primal values, unwrapped from the
 // levels entered here.
-func valueAndGrad(op string, f func([]*tensor) []*tensor, leaves []*tensor, name func(i int) string) (value *tensor, grads, rest []*tensor) {
+func valueAndGrad(op string, f func([]*tensor) []*tensor, leaves []*tensor, name func(i int) string, cfg *gradConfig) (value *tensor, grads, rest []*tensor) {
+	if cfg.remat != nil {
+		f = checkpointFlat(f, *cfg.remat)
+	}
 	scalar := func(in []*tensor) []*tensor {
 		// Checked inside the level, so the error names it.
 		checkFloatLeaves(op, leaves, name)
@@ -72,16 +75,21 @@ func valueAndGrad(op string, f func([]*tensor) []*tensor, leaves []*tensor, name
 	out := lin.outs[0]
 	cts := make([]*tensor, len(lin.outs)) // no cotangent for the aux leaves
 	cts[0] = ones(out.Aval())
-	cts = lin.transpose(cts)
+	if cfg.compileBackward {
+		cts = lin.transposeCompiled(cts)
+	} else {
+		cts = lin.transpose(cts)
+	}
 	return out, fillZeros(cts[:len(leaves)], lin.in), lin.outs[1:]
 }
 
 // valueAndGradAs is ValueAndGrad with errors naming op.
-func valueAndGradAs[A any](op string, f func(A) *peel.Tensor) func(A) (*peel.Tensor, A) {
+func valueAndGradAs[A any](op string, f func(A) *peel.Tensor, opts []GradOption) func(A) (*peel.Tensor, A) {
+	cfg := gradConfigOf(op, opts, false)
 	return func(x A) (*peel.Tensor, A) {
 		leaves, def := flatten(op, x)
 		fl := func(in []*tensor) []*tensor { return []*tensor{f(build[A](def, in))} }
-		v, g, _ := valueAndGrad(op, fl, leaves, argName(def))
+		v, g, _ := valueAndGrad(op, fl, leaves, argName(def), cfg)
 		return v, build[A](def, g)
 	}
 }
@@ -99,8 +107,10 @@ func valueAndGradAs[A any](op string, f func(A) *peel.Tensor) func(A) (*peel.Ten
 // an unexported field, a cycle; the error names the path), when a leaf
 // of the argument is not a float tensor, or when f misuses a tensor. The
 // other transforms taking trees panic the same way for invalid trees.
-func Grad[A any](f func(A) *peel.Tensor) func(A) A {
-	vg := valueAndGradAs("transforms.Grad", f)
+// Options: CompileBackward, Remat (Argnums is for GradArgs2/3, and an
+// *Error here).
+func Grad[A any](f func(A) *peel.Tensor, opts ...GradOption) func(A) A {
+	vg := valueAndGradAs("transforms.Grad", f, opts)
 	return func(x A) A {
 		_, g := vg(x)
 		return g
@@ -108,8 +118,8 @@ func Grad[A any](f func(A) *peel.Tensor) func(A) A {
 }
 
 // ValueAndGrad is Grad that also returns f's value.
-func ValueAndGrad[A any](f func(A) *peel.Tensor) func(A) (*peel.Tensor, A) {
-	return valueAndGradAs("transforms.ValueAndGrad", f)
+func ValueAndGrad[A any](f func(A) *peel.Tensor, opts ...GradOption) func(A) (*peel.Tensor, A) {
+	return valueAndGradAs("transforms.ValueAndGrad", f, opts)
 }
 
 // GradAux is Grad for a function that also returns auxiliary data (JAX's
@@ -118,16 +128,17 @@ func ValueAndGrad[A any](f func(A) *peel.Tensor) func(A) (*peel.Tensor, A) {
 // GradAux is not itself inside a transform, never a tracer of GradAux's
 // own levels); nil tensor leaves and a nil aux are kept. It panics as
 // Grad does, and also when aux is not a valid tree.
-func GradAux[A, X any](f func(A) (*peel.Tensor, X)) func(A) (A, X) {
+func GradAux[A, X any](f func(A) (*peel.Tensor, X), opts ...GradOption) func(A) (A, X) {
+	const op = "transforms.GradAux"
+	cfg := gradConfigOf(op, opts, false)
 	return func(x A) (A, X) {
-		const op = "transforms.GradAux"
 		leaves, def := flatten(op, x)
 		var aux auxResult[X]
 		fl := func(in []*tensor) []*tensor {
 			v, a := f(build[A](def, in))
 			return append([]*tensor{v}, aux.collect(op, a)...)
 		}
-		_, g, rest := valueAndGrad(op, fl, leaves, argName(def))
+		_, g, rest := valueAndGrad(op, fl, leaves, argName(def), cfg)
 		return build[A](def, g), aux.result(rest)
 	}
 }

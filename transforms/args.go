@@ -130,9 +130,9 @@ func tupleFn[P any](def *treeDef, f func(P) *peel.Tensor) func([]*tensor) []*ten
 }
 
 // gradTuple is ValueAndGrad of f over the selected arguments of tuple.
-func gradTuple[P interface{ zeroed([]bool) P }](op string, f func(P) *peel.Tensor, tuple P, sel []bool) (*peel.Tensor, P) {
+func gradTuple[P interface{ zeroed([]bool) P }](op string, f func(P) *peel.Tensor, tuple P, sel []bool, cfg *gradConfig) (*peel.Tensor, P) {
 	r := restrict(op, tuple, sel)
-	v, g, _ := valueAndGrad(op, r.fn(tupleFn(r.def, f)), r.leaves, r.name)
+	v, g, _ := valueAndGrad(op, r.fn(tupleFn(r.def, f)), r.leaves, r.name, cfg)
 	return v, build[P](r.def, r.expand(g)).zeroed(sel)
 }
 
@@ -144,8 +144,8 @@ func gradTuple[P interface{ zeroed([]bool) P }](op string, f func(P) *peel.Tenso
 // Grad does; leaf paths in its errors read args[0].W, args[1].
 //
 //	perSample := Vmap3(Grad3(loss), InAxes(NoAxis, 0, 0))(params, x, y)
-func Grad2[A, B any](f func(A, B) *peel.Tensor) func(A, B) A {
-	vg := valueAndGrad2("transforms.Grad2", f)
+func Grad2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func(A, B) A {
+	vg := valueAndGrad2("transforms.Grad2", f, opts)
 	return func(a A, b B) A {
 		_, g := vg(a, b)
 		return g
@@ -153,8 +153,8 @@ func Grad2[A, B any](f func(A, B) *peel.Tensor) func(A, B) A {
 }
 
 // Grad3 is Grad2 for a function of three arguments.
-func Grad3[A, B, C any](f func(A, B, C) *peel.Tensor) func(A, B, C) A {
-	vg := valueAndGrad3("transforms.Grad3", f)
+func Grad3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradOption) func(A, B, C) A {
+	vg := valueAndGrad3("transforms.Grad3", f, opts)
 	return func(a A, b B, c C) A {
 		_, g := vg(a, b, c)
 		return g
@@ -162,52 +162,53 @@ func Grad3[A, B, C any](f func(A, B, C) *peel.Tensor) func(A, B, C) A {
 }
 
 // ValueAndGrad2 is Grad2 that also returns f's value.
-func ValueAndGrad2[A, B any](f func(A, B) *peel.Tensor) func(A, B) (*peel.Tensor, A) {
-	return valueAndGrad2("transforms.ValueAndGrad2", f)
+func ValueAndGrad2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func(A, B) (*peel.Tensor, A) {
+	return valueAndGrad2("transforms.ValueAndGrad2", f, opts)
 }
 
-func valueAndGrad2[A, B any](op string, f func(A, B) *peel.Tensor) func(A, B) (*peel.Tensor, A) {
+func valueAndGrad2[A, B any](op string, f func(A, B) *peel.Tensor, opts []GradOption) func(A, B) (*peel.Tensor, A) {
+	cfg := gradConfigOf(op, opts, false)
 	tf := func(t args2[A, B]) *peel.Tensor { return f(t.Arg0, t.Arg1) }
 	return func(a A, b B) (*peel.Tensor, A) {
-		v, g := gradTuple(op, tf, args2[A, B]{a, b}, first2)
+		v, g := gradTuple(op, tf, args2[A, B]{a, b}, first2, cfg)
 		return v, g.Arg0
 	}
 }
 
 // ValueAndGrad3 is Grad3 that also returns f's value.
-func ValueAndGrad3[A, B, C any](f func(A, B, C) *peel.Tensor) func(A, B, C) (*peel.Tensor, A) {
-	return valueAndGrad3("transforms.ValueAndGrad3", f)
+func ValueAndGrad3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradOption) func(A, B, C) (*peel.Tensor, A) {
+	return valueAndGrad3("transforms.ValueAndGrad3", f, opts)
 }
 
-func valueAndGrad3[A, B, C any](op string, f func(A, B, C) *peel.Tensor) func(A, B, C) (*peel.Tensor, A) {
+func valueAndGrad3[A, B, C any](op string, f func(A, B, C) *peel.Tensor, opts []GradOption) func(A, B, C) (*peel.Tensor, A) {
+	cfg := gradConfigOf(op, opts, false)
 	tf := func(t args3[A, B, C]) *peel.Tensor { return f(t.Arg0, t.Arg1, t.Arg2) }
 	return func(a A, b B, c C) (*peel.Tensor, A) {
-		v, g := gradTuple(op, tf, args3[A, B, C]{a, b, c}, first3)
+		v, g := gradTuple(op, tf, args3[A, B, C]{a, b, c}, first3, cfg)
 		return v, g.Arg0
 	}
 }
 
 // GradAux2 is GradAux for a function of two arguments, differentiated
 // with respect to the first (see Grad2).
-func GradAux2[A, B, X any](f func(A, B) (*peel.Tensor, X)) func(A, B) (A, X) {
+func GradAux2[A, B, X any](f func(A, B) (*peel.Tensor, X), opts ...GradOption) func(A, B) (A, X) {
+	gradConfigOf("transforms.GradAux2", opts, false)
 	return func(a A, b B) (A, X) {
-		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b) })(a)
+		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b) }, opts...)(a)
 	}
 }
 
 // GradAux3 is GradAux2 for a function of three arguments.
-func GradAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X)) func(A, B, C) (A, X) {
+func GradAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X), opts ...GradOption) func(A, B, C) (A, X) {
+	gradConfigOf("transforms.GradAux3", opts, false)
 	return func(a A, b B, c C) (A, X) {
-		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b, c) })(a)
+		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b, c) }, opts...)(a)
 	}
 }
 
-func gradOptions(op string, n int, opts []GradOption) []bool {
-	c := &gradConfig{}
-	for _, o := range opts {
-		o.applyGrad(c)
-	}
-	return selected(op, c.argnumsSet, c.argnums, n)
+func gradOptions(op string, n int, opts []GradOption) ([]bool, *gradConfig) {
+	c := gradConfigOf(op, opts, true)
+	return selected(op, c.argnumsSet, c.argnums, n), c
 }
 
 // GradArgs2 differentiates a function of two arguments with respect to
@@ -219,10 +220,10 @@ func gradOptions(op string, n int, opts []GradOption) []bool {
 //	gw, gb := GradArgs2(loss)(w, b)
 func GradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func(A, B) (A, B) {
 	const op = "transforms.GradArgs2"
-	sel := gradOptions(op, 2, opts)
+	sel, cfg := gradOptions(op, 2, opts)
 	tf := func(t args2[A, B]) *peel.Tensor { return f(t.Arg0, t.Arg1) }
 	return func(a A, b B) (A, B) {
-		_, g := gradTuple(op, tf, args2[A, B]{a, b}, sel)
+		_, g := gradTuple(op, tf, args2[A, B]{a, b}, sel, cfg)
 		return g.Arg0, g.Arg1
 	}
 }
@@ -230,10 +231,10 @@ func GradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func(A, 
 // GradArgs3 is GradArgs2 for a function of three arguments.
 func GradArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradOption) func(A, B, C) (A, B, C) {
 	const op = "transforms.GradArgs3"
-	sel := gradOptions(op, 3, opts)
+	sel, cfg := gradOptions(op, 3, opts)
 	tf := func(t args3[A, B, C]) *peel.Tensor { return f(t.Arg0, t.Arg1, t.Arg2) }
 	return func(a A, b B, c C) (A, B, C) {
-		_, g := gradTuple(op, tf, args3[A, B, C]{a, b, c}, sel)
+		_, g := gradTuple(op, tf, args3[A, B, C]{a, b, c}, sel, cfg)
 		return g.Arg0, g.Arg1, g.Arg2
 	}
 }

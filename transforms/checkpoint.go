@@ -136,16 +136,20 @@ func Checkpoint[A, R any](f func(A) R, policy SavePolicy) func(A) R {
 		defer interp.Annotate(op)
 		leaves, def := flatten(op, a)
 		c := &customCall{op: op, in: def}
+		fl := checkpointFlat(func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, policy)
+		return result[R](c, fl(leaves))
+	}
+}
+
+// checkpointFlat is Checkpoint of a function of leaves.
+func checkpointFlat(f func([]*tensor) []*tensor, policy SavePolicy) func([]*tensor) []*tensor {
+	return func(leaves []*tensor) []*tensor {
 		avals := make([]interp.Aval, len(leaves))
 		for i, l := range leaves {
 			avals[i] = l.Aval()
 		}
-		g := interp.TraceAvals("checkpoint", func(in []*tensor) []*tensor {
-			return c.outLeaves("f", f(build[A](def, in)))
-		}, avals)
-		g, captured := closureConvert(g)
-		p := &ckptParams{graph: g, policy: policy}
-		return result[R](c, interp.Bind(checkpointPrim, p, append(leaves, captured...)...))
+		g, captured := closureConvert(interp.TraceAvals("checkpoint", f, avals))
+		return interp.Bind(checkpointPrim, &ckptParams{graph: g, policy: policy}, append(leaves, captured...)...)
 	}
 }
 

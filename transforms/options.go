@@ -15,7 +15,8 @@ type VmapOption interface{ applyVmap(*vmapConfig) }
 // Argnums for the *Args forms.
 type JacobianOption interface{ applyJacobian(*jacobianConfig) }
 
-// GradOption configures GradArgs2 and GradArgs3: Argnums.
+// GradOption configures the gradient transforms: CompileBackward and
+// Remat (all of them), Argnums (GradArgs2 and GradArgs3).
 type GradOption interface{ applyGrad(*gradConfig) }
 
 // FunctionalizeOption configures Functionalize: RemoveViews.
@@ -44,6 +45,48 @@ type jacobianConfig struct {
 type gradConfig struct {
 	argnums    []int
 	argnumsSet bool
+	// compileBackward runs the backward pass as a compiled program;
+	// remat, when set, checkpoints the function with that policy.
+	compileBackward bool
+	remat           *SavePolicy
+}
+
+type gradOpt func(*gradConfig)
+
+func (o gradOpt) applyGrad(c *gradConfig) { o(c) }
+
+// CompileBackward makes a gradient run its backward pass as a compiled
+// program (package compiler: fusion, a planned arena, no dispatch),
+// while the forward pass runs eagerly as before. The program is traced
+// from the transposed linear graph once per structure of that graph
+// (its equations, parameters and value types, never its values) and
+// cached. Gradients under another transform, and linear graphs holding
+// values in their equations (user-defined ops' rules, checkpoints,
+// compiled calls), are transposed eagerly as without the option; the
+// results are the same either way.
+func CompileBackward() GradOption {
+	return gradOpt(func(c *gradConfig) { c.compileBackward = true })
+}
+
+// Remat makes a gradient save only what policy allows of the values its
+// function computes and recompute the rest in the backward pass: the
+// gradient of Checkpoint(f, policy). Remat(MinCut) is AOTAutograd's
+// choice; under Compile the recomputation is compiled with the rest.
+func Remat(policy SavePolicy) GradOption {
+	return gradOpt(func(c *gradConfig) { p := policy; c.remat = &p })
+}
+
+// gradConfigOf applies opts; Argnums is an *Error naming op unless
+// argnums (GradArgs2/3) is set.
+func gradConfigOf(op string, opts []GradOption, argnums bool) *gradConfig {
+	c := &gradConfig{}
+	for _, o := range opts {
+		o.applyGrad(c)
+	}
+	if c.argnumsSet && !argnums {
+		treeErrorf(op, "Argnums applies to GradArgs2 and GradArgs3, which return one gradient per argument")
+	}
+	return c
 }
 
 type functionalizeConfig struct{ removeViews bool }

@@ -144,6 +144,32 @@ def chain_1m(dtype):
     return setup
 
 
+def coscos_grad():
+    """The gradient of sum(cos(cos(a+b+c+d))) on four f32[1024, 2048]
+    inputs, with loss.backward() (autograd saves what it saves)."""
+    def setup():
+        g = torch.Generator().manual_seed(41)
+        xs = [(torch.rand(1024, 2048, generator=g, dtype=torch.float64) - 0.5).float().requires_grad_()
+              for _ in range(4)]
+
+        def run():
+            for x in xs:
+                x.grad = None
+            torch.cos(torch.cos(xs[0] + xs[1] + xs[2] + xs[3])).sum().backward()
+
+        def check():
+            s = sum(x.detach().to(torch.float64) for x in xs)
+            want = torch.sin(torch.cos(s)) * torch.sin(s)
+            for x in xs:
+                err = (x.grad.to(torch.float64) - want).abs() - (1e-6 + 1e-4 * want.abs())
+                if err.max().item() > 0:
+                    raise AssertionError("coscos gradient differs from the float64 reference")
+
+        return run, check
+
+    return setup
+
+
 def copy_1m():
     g = torch.Generator().manual_seed(6)
     src = (torch.rand(CHAIN_N, generator=g, dtype=torch.float64) * 2 - 1).to(torch.float32)
@@ -541,6 +567,7 @@ WORKLOADS = [
     for how in ("fused", "composite")
 ] + [
     ("mlp_step_f32", "ms", lambda ns: ns / 1e6, mlp_step),
+    ("coscos_grad_f32", "ms", lambda ns: ns / 1e6, coscos_grad()),
     ("maml_step", "ms", lambda ns: ns / 1e6, maml_step),
 ]
 
@@ -550,6 +577,11 @@ WORKLOADS = [
 COMPILED = ["tiny_chain_100", "chain_1m_f32", "chain_1m_f64", "gelu_composite_1m_f32",
             "gelu_grad_composite_1m_f32", "mlp_step_f32", "per_sample_grad_mlp_f32", "maml_step"]
 WORKLOADS += [(name + "_compiled",) + w[1:] for name in COMPILED for w in WORKLOADS if w[0] == name]
+# Remat and compiled-backward variants, answered by torch's eager
+# autograd of the same function.
+VARIANTS = {"mlp_step_f32_compile_backward": "mlp_step_f32", "coscos_grad_f32_mincut": "coscos_grad_f32",
+            "coscos_grad_f32_compiled": "coscos_grad_f32", "coscos_grad_f32_compiled_mincut": "coscos_grad_f32"}
+WORKLOADS += [(name,) + w[1:] for name, base in VARIANTS.items() for w in WORKLOADS if w[0] == base]
 
 
 def time_runs(run, n):
