@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,9 +181,9 @@ func closureConvert(g *interp.Graph) (*interp.Graph, []*tensor) {
 type ckptParams struct {
 	graph  *interp.Graph
 	policy SavePolicy
-	// jvps caches J by which inputs have tangents; batched the batched
-	// checkpoints by layout.
-	jvps    sync.Map // string → *interp.Graph
+	// jvps caches the plans (J and its split) by which inputs have
+	// tangents; batched the batched checkpoints by layout.
+	jvps    sync.Map // string → *ckptPlan
 	batched sync.Map // string → *ckptParams
 }
 
@@ -234,10 +235,10 @@ func evalInlined(g *interp.Graph, args []*tensor) []*tensor {
 	return res
 }
 
-// jvpGraph returns J for the inputs with tangents (has): inputs are all
-// primals then the tangents of has, outputs the primal results then the
-// tangents of the float results (zeros where symbolic).
-func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
+// plan returns the checkpoint's plan for the inputs with tangents
+// (has), made once per mask: J, its split, and what the forward pass
+// computes and keeps (see ckptPlan).
+func (c *ckptParams) plan(has []bool) *ckptPlan {
 	var b strings.Builder
 	for _, h := range has {
 		if h {
@@ -247,9 +248,19 @@ func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
 		}
 	}
 	key := b.String()
-	if j, ok := c.jvps.Load(key); ok {
-		return j.(*interp.Graph)
+	if p, ok := c.jvps.Load(key); ok {
+		return p.(*ckptPlan)
 	}
+	j := c.jvpGraph(has)
+	p := newPlan(j, len(has), len(c.graph.Out), c.policy)
+	v, _ := c.jvps.LoadOrStore(key, p)
+	return v.(*ckptPlan)
+}
+
+// jvpGraph traces J for the inputs with tangents (has): inputs are all
+// primals then the tangents of has, outputs the primal results then the
+// tangents of the float results (zeros where symbolic).
+func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
 	g := c.graph
 	n := len(g.In)
 	avals := make([]interp.Aval, 0, 2*n)
@@ -261,7 +272,7 @@ func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
 			avals = append(avals, v.Aval)
 		}
 	}
-	j := interp.TraceAvals("checkpoint", func(in []*tensor) []*tensor {
+	return interp.TraceAvals("checkpoint", func(in []*tensor) []*tensor {
 		tangents := make([]*tensor, n)
 		k := n
 		for i := range tangents {
@@ -283,8 +294,150 @@ func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
 		}
 		return res
 	}, avals)
-	v, _ := c.jvps.LoadOrStore(key, j)
-	return v.(*interp.Graph)
+}
+
+// ckptPlan is what a checkpoint's JVP rule does for one tangent mask,
+// decided from J's structure and the policy alone.
+type ckptPlan struct {
+	j       *interp.Graph
+	n, nOut int // primal inputs, primal results
+	// known[k]: J's equation k depends on no tangent. forward[k]: the
+	// forward pass evaluates it (a known equation the results or a
+	// saved value need; the others, such as derivative coefficients
+	// recomputed in the backward pass, it skips). recompute[k]: L holds
+	// it.
+	known, forward, recompute []bool
+	// consts are L's constants (by var ID), sources where they come
+	// from; keep marks them and the results, which the forward pass
+	// keeps; lastUse is the index of the last forward equation reading a
+	// var, after which the others are dropped.
+	consts  []*interp.Var
+	sources []string
+	keep    map[*interp.Var]bool
+	lastUse map[*interp.Var]int
+}
+
+// newPlan splits J (n primal inputs, nOut primal results) and applies
+// the policy.
+func newPlan(j *interp.Graph, n, nOut int, policy SavePolicy) *ckptPlan {
+	p := &ckptPlan{j: j, n: n, nOut: nOut, known: make([]bool, len(j.Eqns)), recompute: make([]bool, len(j.Eqns))}
+	unknown := make(map[*interp.Var]bool)
+	for _, v := range j.In[n:] {
+		unknown[v] = true
+	}
+	producer := make(map[*interp.Var]int, len(j.Eqns))
+	for k, e := range j.Eqns {
+		u := false
+		for _, v := range e.In {
+			u = u || unknown[v]
+		}
+		for _, v := range e.Out {
+			producer[v] = k
+			if u {
+				unknown[v] = true
+			}
+		}
+		p.known[k] = !u
+	}
+	argIndex := make(map[*interp.Var]int, n)
+	for i, v := range j.In[:n] {
+		argIndex[v] = i
+	}
+	isConst := make(map[*interp.Var]bool, len(j.Consts))
+	for _, v := range j.Consts {
+		isConst[v] = true
+	}
+	save := func(v *interp.Var, e *interp.Eqn) bool { return policy.saves(candidate(e, v)) }
+	if policy.minCut {
+		cut := minCut(j, n, nOut, p.known, producer)
+		save = func(v *interp.Var, _ *interp.Eqn) bool { return cut[v] }
+	}
+	// Walk back from the unknown equations' known operands (and known
+	// tangent results): a var is a constant of L (an argument, a
+	// constant of J, or a saved value) or recomputed.
+	constOf := make(map[*interp.Var]bool)
+	var need func(v *interp.Var)
+	need = func(v *interp.Var) {
+		if constOf[v] {
+			return
+		}
+		k, ok := producer[v]
+		if !ok || !p.known[k] {
+			if _, arg := argIndex[v]; arg || isConst[v] {
+				constOf[v] = true
+			}
+			return
+		}
+		if p.recompute[k] {
+			return
+		}
+		e := j.Eqns[k]
+		if save(v, e) && e.Prim.Kind != interp.Mutation {
+			constOf[v] = true
+			return
+		}
+		p.recompute[k] = true
+		for _, u := range e.In {
+			need(u)
+		}
+	}
+	for k, e := range j.Eqns {
+		if !p.known[k] {
+			for _, v := range e.In {
+				need(v)
+			}
+		}
+	}
+	for _, v := range j.Out[nOut:] {
+		need(v)
+	}
+	for v := range constOf {
+		p.consts = append(p.consts, v)
+	}
+	sortVars(p.consts)
+	p.sources = make([]string, len(p.consts))
+	for i, v := range p.consts {
+		switch k, ok := producer[v]; {
+		case ok:
+			p.sources[i] = "checkpoint: saved by the policy: " + j.Eqns[k].Prim.Name
+		case isConst[v]:
+			p.sources[i] = "checkpoint: constant"
+		default:
+			p.sources[i] = "checkpoint: argument leaf " + strconv.Itoa(argIndex[v])
+		}
+	}
+	// The forward pass: the known equations the results and the saved
+	// values need.
+	p.keep = make(map[*interp.Var]bool, len(p.consts)+nOut)
+	p.forward = make([]bool, len(j.Eqns))
+	var want func(v *interp.Var)
+	want = func(v *interp.Var) {
+		k, ok := producer[v]
+		if !ok || !p.known[k] || p.forward[k] {
+			return
+		}
+		p.forward[k] = true
+		for _, u := range j.Eqns[k].In {
+			want(u)
+		}
+	}
+	for _, v := range j.Out[:nOut] {
+		p.keep[v] = true
+		want(v)
+	}
+	for _, v := range p.consts {
+		p.keep[v] = true
+		want(v)
+	}
+	p.lastUse = make(map[*interp.Var]int)
+	for k, e := range j.Eqns {
+		if p.forward[k] {
+			for _, v := range e.In {
+				p.lastUse[v] = k
+			}
+		}
+	}
+	return p
 }
 
 // checkpointJVP is the checkpoint's forward-mode rule (see the top of
@@ -300,9 +453,10 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 			lt = append(lt, t)
 		}
 	}
-	j := c.jvpGraph(has)
-	s := splitKnown(j, n)
-	// The forward pass: the known equations at the primals.
+	p := c.plan(has)
+	j := p.j
+	// The forward pass: the planned known equations at the primals,
+	// dropping each value after its last use unless it is kept.
 	env := make(map[*interp.Var]*tensor, len(j.Eqns))
 	for i := range n {
 		env[j.In[i]] = primals[i]
@@ -311,7 +465,7 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 		env[v] = j.ConstVals[i]
 	}
 	for k, e := range j.Eqns {
-		if !s.known[k] {
+		if !p.forward[k] {
 			continue
 		}
 		in := make([]*tensor, len(e.In))
@@ -322,8 +476,13 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 		for i, v := range e.Out {
 			env[v] = res[i]
 		}
+		for _, v := range e.In {
+			if p.lastUse[v] == k && !p.keep[v] {
+				delete(env, v)
+			}
+		}
 	}
-	nOut := len(c.graph.Out)
+	nOut := p.nOut
 	outs = make([]*tensor, nOut)
 	for i, v := range j.Out[:nOut] {
 		outs[i] = env[v]
@@ -332,8 +491,18 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 	if len(j.Out) == nOut {
 		return outs, touts
 	}
-	lin, sources := s.linearGraph(j, n, nOut, env, c.policy)
-	ts := interp.Bind(checkpointLin, &ckptLinParams{graph: lin, sources: sources}, lt...)
+	lin := &interp.Graph{In: j.In[n:], Out: j.Out[nOut:], Consts: p.consts}
+	for _, v := range p.consts {
+		// Snapshots, as traced constants are: a later in-place write
+		// into an argument does not reach the backward pass.
+		lin.ConstVals = append(lin.ConstVals, env[v].Snapshot())
+	}
+	for k, e := range j.Eqns {
+		if p.recompute[k] || !p.known[k] {
+			lin.Eqns = append(lin.Eqns, e)
+		}
+	}
+	ts := interp.Bind(checkpointLin, &ckptLinParams{graph: lin, sources: p.sources}, lt...)
 	k := 0
 	for i, o := range outs {
 		if o.DType().IsFloat() {
@@ -342,36 +511,6 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 		}
 	}
 	return outs, touts
-}
-
-// known is J's split: known[k] when equation k depends on no tangent
-// input; producer maps each var to the index of its equation.
-type known struct {
-	known    []bool
-	producer map[*interp.Var]int
-}
-
-// splitKnown splits J (its first n inputs primals, the rest tangents).
-func splitKnown(j *interp.Graph, n int) *known {
-	unknown := make(map[*interp.Var]bool)
-	for _, v := range j.In[n:] {
-		unknown[v] = true
-	}
-	s := &known{known: make([]bool, len(j.Eqns)), producer: make(map[*interp.Var]int, len(j.Eqns))}
-	for k, e := range j.Eqns {
-		u := false
-		for _, v := range e.In {
-			u = u || unknown[v]
-		}
-		for _, v := range e.Out {
-			s.producer[v] = k
-			if u {
-				unknown[v] = true
-			}
-		}
-		s.known[k] = !u
-	}
-	return s
 }
 
 // candidate describes the known var v (an output of equation e) for the
@@ -384,103 +523,8 @@ func candidate(e *interp.Eqn, v *interp.Var) SaveCandidate {
 	return c
 }
 
-// linearGraph builds L: the unknown equations of J, preceded by the
-// known equations that recompute the residuals the policy does not save;
-// its inputs are J's tangent inputs, its outputs the tangent outputs,
-// its constants the primals, the saved residuals and J's constants.
-func (s *known) linearGraph(j *interp.Graph, n, nOut int, env map[*interp.Var]*tensor, policy SavePolicy) (*interp.Graph, []string) {
-	primal := make(map[*interp.Var]bool, n)
-	for _, v := range j.In[:n] {
-		primal[v] = true
-	}
-	isConst := make(map[*interp.Var]bool, len(j.Consts))
-	for _, v := range j.Consts {
-		isConst[v] = true
-	}
-	// Walk back from the unknown equations' known operands (and known
-	// tangent outputs): a var is a constant of L (an argument, a
-	// constant of J, or a saved residual) or recomputed.
-	recompute := make([]bool, len(j.Eqns))
-	constOf := make(map[*interp.Var]bool)
-	save := func(v *interp.Var, e *interp.Eqn) bool { return policy.saves(candidate(e, v)) }
-	if policy.minCut {
-		cut := s.minCut(j, n, nOut)
-		save = func(v *interp.Var, _ *interp.Eqn) bool { return cut[v] }
-	}
-	var need func(v *interp.Var)
-	need = func(v *interp.Var) {
-		if constOf[v] {
-			return
-		}
-		k, ok := s.producer[v]
-		if !ok || !s.known[k] {
-			if primal[v] || isConst[v] {
-				constOf[v] = true
-			}
-			return
-		}
-		if recompute[k] {
-			return
-		}
-		e := j.Eqns[k]
-		if save(v, e) && e.Prim.Kind != interp.Mutation {
-			constOf[v] = true
-			return
-		}
-		recompute[k] = true
-		for _, u := range e.In {
-			need(u)
-		}
-	}
-	for k, e := range j.Eqns {
-		if s.known[k] {
-			continue
-		}
-		for _, v := range e.In {
-			need(v)
-		}
-	}
-	for _, v := range j.Out[nOut:] {
-		need(v)
-	}
-	lin := &interp.Graph{In: j.In[n:], Out: j.Out[nOut:]}
-	for v := range constOf {
-		lin.Consts = append(lin.Consts, v)
-	}
-	// Constants in a fixed order (of var ID), for printing and caching.
-	sortVars(lin.Consts)
-	argIndex := make(map[*interp.Var]int, n)
-	for i, v := range j.In[:n] {
-		argIndex[v] = i
-	}
-	sources := make([]string, len(lin.Consts))
-	for i, v := range lin.Consts {
-		// Snapshots, as traced constants are: a later in-place write
-		// into an argument does not reach the backward pass.
-		lin.ConstVals = append(lin.ConstVals, env[v].Snapshot())
-		switch k, ok := s.producer[v]; {
-		case ok:
-			sources[i] = "checkpoint: saved by the policy: " + j.Eqns[k].Prim.Name
-		case primal[v]:
-			sources[i] = "checkpoint: argument leaf " + strconv.Itoa(argIndex[v])
-		default:
-			sources[i] = "checkpoint: constant"
-		}
-	}
-	for k, e := range j.Eqns {
-		if recompute[k] || !s.known[k] {
-			lin.Eqns = append(lin.Eqns, e)
-		}
-	}
-	return lin, sources
-}
-
 func sortVars(vs []*interp.Var) {
-	for i := 1; i < len(vs); i++ {
-		for k := i; k > 0 && vs[k].ID < vs[k-1].ID; k-- {
-			vs[k], vs[k-1] = vs[k-1], vs[k]
-		}
-	}
+	slices.SortFunc(vs, func(a, b *interp.Var) int { return a.ID - b.ID })
 }
 
 // ckptLinParams are checkpoint_lin's parameters: L, and where each of

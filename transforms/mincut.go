@@ -34,8 +34,9 @@ func recomputable(p *interp.Prim) bool {
 	return false
 }
 
-// minCut returns the known vars of J to save.
-func (s *known) minCut(j *interp.Graph, n, nOut int) map[*interp.Var]bool {
+// minCut returns the known vars of J (n primal inputs, nOut primal
+// results; known and producer as in newPlan) to save.
+func minCut(j *interp.Graph, n, nOut int, known []bool, producer map[*interp.Var]int) map[*interp.Var]bool {
 	// The vars involved: those required and their known ancestors.
 	free := make(map[*interp.Var]bool, n+len(j.Consts))
 	for _, v := range j.In[:n] {
@@ -51,8 +52,8 @@ func (s *known) minCut(j *interp.Graph, n, nOut int) map[*interp.Var]bool {
 		if _, ok := index[v]; ok {
 			return
 		}
-		k, produced := s.producer[v]
-		if produced && !s.known[k] {
+		k, produced := producer[v]
+		if produced && !known[k] {
 			return
 		}
 		if !produced && !free[v] {
@@ -74,7 +75,7 @@ func (s *known) minCut(j *interp.Graph, n, nOut int) map[*interp.Var]bool {
 		}
 	}
 	for k, e := range j.Eqns {
-		if !s.known[k] {
+		if !known[k] {
 			for _, v := range e.In {
 				require(v)
 			}
@@ -95,7 +96,7 @@ func (s *known) minCut(j *interp.Graph, n, nOut int) map[*interp.Var]bool {
 			continue
 		}
 		f.edge(in, out, int64(v.Aval.Size()*v.Aval.DType.Size()))
-		e := j.Eqns[s.producer[v]]
+		e := j.Eqns[producer[v]]
 		if !recomputable(e.Prim) || e.Prim.Kind == interp.Mutation {
 			f.edge(src, in, infCap)
 			continue
