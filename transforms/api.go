@@ -85,11 +85,12 @@ func valueAndGrad(op string, f func([]*tensor) []*tensor, leaves []*tensor, name
 
 // valueAndGradAs is ValueAndGrad with errors naming op.
 func valueAndGradAs[A any](op string, f func(A) *peel.Tensor, opts []GradOption) func(A) (*peel.Tensor, A) {
-	cfg := gradConfigOf(op, opts, false)
+	cfg := gradConfigOf(opts)
 	return func(x A) (*peel.Tensor, A) {
 		leaves, def := flatten(op, x)
 		fl := func(in []*tensor) []*tensor { return []*tensor{f(build[A](def, in))} }
 		v, g, _ := valueAndGrad(op, fl, leaves, argName(def), cfg)
+		runGradHooks(op, cfg, g, leafPath(def))
 		return v, build[A](def, g)
 	}
 }
@@ -130,7 +131,7 @@ func ValueAndGrad[A any](f func(A) *peel.Tensor, opts ...GradOption) func(A) (*p
 // Grad does, and also when aux is not a valid tree.
 func GradAux[A, X any](f func(A) (*peel.Tensor, X), opts ...GradOption) func(A) (A, X) {
 	const op = "transforms.GradAux"
-	cfg := gradConfigOf(op, opts, false)
+	cfg := gradConfigOf(opts)
 	return func(x A) (A, X) {
 		leaves, def := flatten(op, x)
 		var aux auxResult[X]
@@ -139,6 +140,7 @@ func GradAux[A, X any](f func(A) (*peel.Tensor, X), opts ...GradOption) func(A) 
 			return append([]*tensor{v}, aux.collect(op, a)...)
 		}
 		_, g, rest := valueAndGrad(op, fl, leaves, argName(def), cfg)
+		runGradHooks(op, cfg, g, leafPath(def))
 		return build[A](def, g), aux.result(rest)
 	}
 }
@@ -184,6 +186,11 @@ func (r *auxResult[X]) result(rest []*tensor) X {
 }
 
 // argName names leaf i of a tree in errors.
+// leafPath returns the path of leaf i of def, "(root)" for the root.
+func leafPath(def *treeDef) func(int) string {
+	return func(i int) string { return pathOr(def.Paths()[i]) }
+}
+
 func argName(def *treeDef) func(int) string {
 	return func(i int) string { return def.LeafName("the argument", i) }
 }

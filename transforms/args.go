@@ -133,6 +133,7 @@ func tupleFn[P any](def *treeDef, f func(P) *peel.Tensor) func([]*tensor) []*ten
 func gradTuple[P interface{ zeroed([]bool) P }](op string, f func(P) *peel.Tensor, tuple P, sel []bool, cfg *gradConfig) (*peel.Tensor, P) {
 	r := restrict(op, tuple, sel)
 	v, g, _ := valueAndGrad(op, r.fn(tupleFn(r.def, f)), r.leaves, r.name, cfg)
+	runGradHooks(op, cfg, g, func(j int) string { return pathOr(r.def.Paths()[r.idx[j]]) })
 	return v, build[P](r.def, r.expand(g)).zeroed(sel)
 }
 
@@ -167,7 +168,7 @@ func ValueAndGrad2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func
 }
 
 func valueAndGrad2[A, B any](op string, f func(A, B) *peel.Tensor, opts []GradOption) func(A, B) (*peel.Tensor, A) {
-	cfg := gradConfigOf(op, opts, false)
+	cfg := gradConfigOf(opts)
 	tf := func(t args2[A, B]) *peel.Tensor { return f(t.Arg0, t.Arg1) }
 	return func(a A, b B) (*peel.Tensor, A) {
 		v, g := gradTuple(op, tf, args2[A, B]{a, b}, first2, cfg)
@@ -181,7 +182,7 @@ func ValueAndGrad3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradOption
 }
 
 func valueAndGrad3[A, B, C any](op string, f func(A, B, C) *peel.Tensor, opts []GradOption) func(A, B, C) (*peel.Tensor, A) {
-	cfg := gradConfigOf(op, opts, false)
+	cfg := gradConfigOf(opts)
 	tf := func(t args3[A, B, C]) *peel.Tensor { return f(t.Arg0, t.Arg1, t.Arg2) }
 	return func(a A, b B, c C) (*peel.Tensor, A) {
 		v, g := gradTuple(op, tf, args3[A, B, C]{a, b, c}, first3, cfg)
@@ -192,7 +193,6 @@ func valueAndGrad3[A, B, C any](op string, f func(A, B, C) *peel.Tensor, opts []
 // GradAux2 is GradAux for a function of two arguments, differentiated
 // with respect to the first (see Grad2).
 func GradAux2[A, B, X any](f func(A, B) (*peel.Tensor, X), opts ...GradOption) func(A, B) (A, X) {
-	gradConfigOf("transforms.GradAux2", opts, false)
 	return func(a A, b B) (A, X) {
 		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b) }, opts...)(a)
 	}
@@ -200,14 +200,16 @@ func GradAux2[A, B, X any](f func(A, B) (*peel.Tensor, X), opts ...GradOption) f
 
 // GradAux3 is GradAux2 for a function of three arguments.
 func GradAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X), opts ...GradOption) func(A, B, C) (A, X) {
-	gradConfigOf("transforms.GradAux3", opts, false)
 	return func(a A, b B, c C) (A, X) {
 		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b, c) }, opts...)(a)
 	}
 }
 
-func gradOptions(op string, n int, opts []GradOption) ([]bool, *gradConfig) {
-	c := gradConfigOf(op, opts, true)
+func gradOptions(op string, n int, opts []GradArgsOption) ([]bool, *gradConfig) {
+	c := &gradConfig{}
+	for _, o := range opts {
+		o.applyGradArgs(c)
+	}
 	return selected(op, c.argnumsSet, c.argnums, n), c
 }
 
@@ -218,7 +220,7 @@ func gradOptions(op string, n int, opts []GradOption) ([]bool, *gradConfig) {
 // as Grad does, and for an invalid Argnums.
 //
 //	gw, gb := GradArgs2(loss)(w, b)
-func GradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func(A, B) (A, B) {
+func GradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradArgsOption) func(A, B) (A, B) {
 	const op = "transforms.GradArgs2"
 	sel, cfg := gradOptions(op, 2, opts)
 	tf := func(t args2[A, B]) *peel.Tensor { return f(t.Arg0, t.Arg1) }
@@ -229,7 +231,7 @@ func GradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func(A, 
 }
 
 // GradArgs3 is GradArgs2 for a function of three arguments.
-func GradArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradOption) func(A, B, C) (A, B, C) {
+func GradArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradArgsOption) func(A, B, C) (A, B, C) {
 	const op = "transforms.GradArgs3"
 	sel, cfg := gradOptions(op, 3, opts)
 	tf := func(t args3[A, B, C]) *peel.Tensor { return f(t.Arg0, t.Arg1, t.Arg2) }

@@ -59,10 +59,11 @@
 // them in both orders.
 //
 // Options follow one style: each family has its option interface
-// (VmapOption, JacobianOption, GradOption, FunctionalizeOption,
-// GraphOption, CompileOption), and an option meaning the same to several (ChunkSize,
-// Argnums) satisfies each, so an option a transform has no use for does
-// not compile.
+// (VmapOption, JacobianOption, GradOption, GradArgsOption,
+// FunctionalizeOption, GraphOption, CompileOption), and an option
+// meaning the same to several (ChunkSize, Argnums, the GradOptions for
+// GradArgs2/3) satisfies each, so an option a transform has no use for
+// does not compile.
 //
 // In-place operations on differentiated tensors, through views too, give
 // the gradient of their out-of-place forms: the autodiff interpreters

@@ -1,5 +1,7 @@
 package transforms
 
+import "github.com/peel-ml/peel"
+
 // Options follow one style across peel: each transform family has an
 // option interface with an unexported method, and constructors return
 // values satisfying it. An option meaning the same thing to several
@@ -15,9 +17,13 @@ type VmapOption interface{ applyVmap(*vmapConfig) }
 // Argnums for the *Args forms.
 type JacobianOption interface{ applyJacobian(*jacobianConfig) }
 
-// GradOption configures the gradient transforms: CompileBackward and
-// Remat (all of them), Argnums (GradArgs2 and GradArgs3).
+// GradOption configures the gradient transforms: CompileBackward, Remat
+// and OnGradient.
 type GradOption interface{ applyGrad(*gradConfig) }
+
+// GradArgsOption configures GradArgs2 and GradArgs3: Argnums, and every
+// GradOption.
+type GradArgsOption interface{ applyGradArgs(*gradConfig) }
 
 // FunctionalizeOption configures Functionalize: RemoveViews.
 type FunctionalizeOption interface{ applyFunctionalize(*functionalizeConfig) }
@@ -49,11 +55,19 @@ type gradConfig struct {
 	// remat, when set, checkpoints the function with that policy.
 	compileBackward bool
 	remat           *SavePolicy
+	// onGrad are the OnGradient hooks, in order.
+	onGrad []func(path string, g *peel.Tensor) *peel.Tensor
 }
 
-type gradOpt func(*gradConfig)
+// BackwardOption is an option about a gradient's backward pass
+// (CompileBackward, Remat, OnGradient): a GradOption and a
+// GradArgsOption.
+type BackwardOption struct{ apply func(*gradConfig) }
 
-func (o gradOpt) applyGrad(c *gradConfig) { o(c) }
+func (o BackwardOption) applyGrad(c *gradConfig)     { o.apply(c) }
+func (o BackwardOption) applyGradArgs(c *gradConfig) { o.apply(c) }
+
+func gradOpt(f func(*gradConfig)) BackwardOption { return BackwardOption{apply: f} }
 
 // CompileBackward makes a gradient run its backward pass as a compiled
 // program (package compiler: fusion, a planned arena, no dispatch),
@@ -64,7 +78,7 @@ func (o gradOpt) applyGrad(c *gradConfig) { o(c) }
 // values in their equations (user-defined ops' rules, checkpoints,
 // compiled calls), are transposed eagerly as without the option; the
 // results are the same either way.
-func CompileBackward() GradOption {
+func CompileBackward() BackwardOption {
 	return gradOpt(func(c *gradConfig) { c.compileBackward = true })
 }
 
@@ -72,19 +86,15 @@ func CompileBackward() GradOption {
 // function computes and recompute the rest in the backward pass: the
 // gradient of Checkpoint(f, policy). Remat(MinCut) is AOTAutograd's
 // choice; under Compile the recomputation is compiled with the rest.
-func Remat(policy SavePolicy) GradOption {
+func Remat(policy SavePolicy) BackwardOption {
 	return gradOpt(func(c *gradConfig) { p := policy; c.remat = &p })
 }
 
-// gradConfigOf applies opts; Argnums is an *Error naming op unless
-// argnums (GradArgs2/3) is set.
-func gradConfigOf(op string, opts []GradOption, argnums bool) *gradConfig {
+// gradConfigOf applies opts.
+func gradConfigOf(opts []GradOption) *gradConfig {
 	c := &gradConfig{}
 	for _, o := range opts {
 		o.applyGrad(c)
-	}
-	if c.argnumsSet && !argnums {
-		treeErrorf(op, "Argnums applies to GradArgs2 and GradArgs3, which return one gradient per argument")
 	}
 	return c
 }
@@ -154,7 +164,7 @@ type ArgnumsOption struct{ nums []int }
 // one-argument and first-argument forms (Jacrev, Jacrev2, …) refuse it.
 func Argnums(nums ...int) ArgnumsOption { return ArgnumsOption{append([]int(nil), nums...)} }
 
-func (o ArgnumsOption) applyGrad(c *gradConfig) { c.argnums, c.argnumsSet = o.nums, true }
+func (o ArgnumsOption) applyGradArgs(c *gradConfig) { c.argnums, c.argnumsSet = o.nums, true }
 
 func (o ArgnumsOption) applyJacobian(c *jacobianConfig) {
 	c.argnums, c.argnumsSet = o.nums, true
