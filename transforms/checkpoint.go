@@ -204,8 +204,11 @@ func outAvals(g *interp.Graph) []interp.Aval {
 // evalInlined evaluates g with Bind, as Graph.Eval does, but runs the
 // checkpoints it holds as their graphs: inside a checkpoint being
 // differentiated, the outer policy decides for everything (an inner
-// checkpoint_lin would hold values of the trace of J).
-func evalInlined(g *interp.Graph, args []*tensor) []*tensor {
+// checkpoint_lin would hold values of the trace of J). With decompose
+// (tracing J) it also runs composites without a JVP rule (user-defined
+// ops, compiled calls) as their decompositions: their derivative,
+// composite_lin, would hold values of the trace of J as parameters.
+func evalInlined(g *interp.Graph, args []*tensor, decompose bool) []*tensor {
 	env := make(map[*interp.Var]*tensor, len(g.In)+len(g.Consts)+len(g.Eqns))
 	for i, v := range g.In {
 		env[v] = args[i]
@@ -219,9 +222,12 @@ func evalInlined(g *interp.Graph, args []*tensor) []*tensor {
 			in[i] = env[v]
 		}
 		var outs []*tensor
-		if e.Prim == checkpointPrim {
-			outs = evalInlined(e.Params.(*ckptParams).graph, in)
-		} else {
+		switch {
+		case e.Prim == checkpointPrim:
+			outs = evalInlined(e.Params.(*ckptParams).graph, in, decompose)
+		case decompose && e.Prim.Whole && e.Prim.Impl != nil && (e.Prim.JVP == nil || e.Prim.VJP != nil):
+			outs = e.Prim.Impl(e.Params, in)
+		default:
 			outs = interp.Bind(e.Prim, e.Params, in...)
 		}
 		for i, v := range e.Out {
@@ -281,7 +287,7 @@ func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
 				k++
 			}
 		}
-		outs, touts := jvpFlat("checkpoint", func(xs []*tensor) []*tensor { return evalInlined(g, xs) }, in[:n], tangents)
+		outs, touts := jvpFlat("checkpoint", func(xs []*tensor) []*tensor { return evalInlined(g, xs, true) }, in[:n], tangents)
 		res := append([]*tensor(nil), outs...)
 		for i, t := range touts {
 			if !outs[i].DType().IsFloat() {
@@ -315,12 +321,22 @@ type ckptPlan struct {
 	sources []string
 	keep    map[*interp.Var]bool
 	lastUse map[*interp.Var]int
+	// inline: J holds a linear equation whose parameters hold values
+	// of J's trace (a CustomVJP's residuals), which L could not carry:
+	// the checkpoint is differentiated inline, without remat.
+	inline bool
 }
 
 // newPlan splits J (n primal inputs, nOut primal results) and applies
 // the policy.
 func newPlan(j *interp.Graph, n, nOut int, policy SavePolicy) *ckptPlan {
 	p := &ckptPlan{j: j, n: n, nOut: nOut, known: make([]bool, len(j.Eqns)), recompute: make([]bool, len(j.Eqns))}
+	for _, e := range j.Eqns {
+		if e.Prim == customVJPLin || e.Prim == compositeLin {
+			p.inline = true
+			return p
+		}
+	}
 	unknown := make(map[*interp.Var]bool)
 	for _, v := range j.In[n:] {
 		unknown[v] = true
@@ -454,6 +470,9 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 		}
 	}
 	p := c.plan(has)
+	if p.inline {
+		return jvpFlat("checkpoint", func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs, false) }, primals, tangents)
+	}
 	j := p.j
 	// The forward pass: the planned known equations at the primals,
 	// dropping each value after its last use unless it is kept.
@@ -591,7 +610,7 @@ func Name(x *peel.Tensor, name string) *peel.Tensor {
 func init() {
 	checkpointPrim.Impl = func(params any, args []*tensor) []*tensor {
 		defer interp.Decomposing("checkpoint")
-		return evalInlined(params.(*ckptParams).graph, args)
+		return evalInlined(params.(*ckptParams).graph, args, false)
 	}
 	checkpointPrim.JVP = checkpointJVP
 	namePrim.Whole = true // staged as itself, not as the copy of its Impl
@@ -619,7 +638,7 @@ func init() {
 		key := b.String()
 		bp, ok := c.batched.Load(key)
 		if !ok {
-			g := interp.TraceAvals("checkpoint", vmapped(size, dims, func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs) }), avals)
+			g := interp.TraceAvals("checkpoint", vmapped(size, dims, func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs, false) }), avals)
 			bp, _ = c.batched.LoadOrStore(key, &ckptParams{graph: g, policy: c.policy})
 		}
 		outs := interp.Bind(checkpointPrim, bp.(*ckptParams), vals...)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/examples/customop/mylib"
 	"github.com/peel-ml/peel/transforms"
 )
 
@@ -232,5 +233,32 @@ func TestMinCut(t *testing.T) {
 	// once.
 	if n, b, rs := saved(func(p ckParams) *T { return peel.Sum(peel.Tanh(peel.MatMul(p.X, p.W1))) }, q); n != 1 || b != 64*32*8 {
 		t.Errorf("tanh of a product saves %d values of %d bytes, want one of %d: %v", n, b, 64*32*8, rs)
+	}
+}
+
+// TestCheckpointOfRules checks checkpointed functions holding a
+// user-defined op (its composite is recomputed), a CustomVJP (whose
+// residuals cannot leave J: differentiated inline), a compiled call and
+// a nested checkpoint, under every policy.
+func TestCheckpointOfRules(t *testing.T) {
+	x := ckRandom(13, 4, 3)
+	sq := transforms.CustomVJP(func(x *T) *T { return peel.Mul(x, x) },
+		func(x *T) (*T, *T) { return peel.Mul(x, x), x },
+		func(res, ct *T) *T { return peel.Mul(peel.Mul(ct, res), 2.0) })
+	inner := transforms.Compile(func(x *T) *T { return peel.Exp(peel.Mul(x, 0.5)) })
+	fs := map[string]func(*T) *T{
+		"user op":   func(x *T) *T { return peel.Sum(peel.Tanh(mylib.Gelu.Call(peel.Mul(x, 2.0)))) },
+		"CustomVJP": func(x *T) *T { return peel.Sum(peel.Tanh(sq(peel.Mul(x, 2.0)))) },
+		"compiled":  func(x *T) *T { return peel.Sum(peel.Tanh(inner.Call(peel.Mul(x, 2.0)))) },
+		"nested": func(x *T) *T {
+			return peel.Sum(transforms.Checkpoint(func(y *T) *T { return peel.Sin(peel.Mul(y, y)) }, transforms.DotsSaveable)(peel.Tanh(x)))
+		},
+	}
+	for name, f := range fs {
+		want := transforms.Grad(f)(x)
+		for _, c := range ckPolicies {
+			got := transforms.Grad(transforms.Checkpoint(f, c.policy))(x)
+			near(t, name+" "+c.name, got.Float64s(), want.Float64s(), 1e-12)
+		}
 	}
 }
