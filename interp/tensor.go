@@ -79,6 +79,27 @@ type Tracer interface {
 	Level() *Level
 }
 
+// Materializer is implemented by tracers whose value can be computed on
+// demand (the lazy interpreter of a compiled function with graph
+// breaks): reading such a tracer's elements (Item, Float64s, Array, …)
+// reads the concrete tensor Materialize returns instead of failing. A
+// nil result means the value cannot be known, and the read fails as
+// for any tracer.
+type Materializer interface {
+	Materialize() *Tensor
+}
+
+// materialized returns the concrete value of t's tracer when it has one
+// (Materializer), or nil.
+func (t *Tensor) materialized() *Tensor {
+	if m, ok := t.tr.(Materializer); ok {
+		if c := m.Materialize(); c != nil && c.tr == nil {
+			return c
+		}
+	}
+	return nil
+}
+
 // Tensor is the one value type of peel. A *Tensor is a box with identity:
 // its content is either a concrete array on a backend or a tracer payload of
 // exactly one level. Shape and DType always report the logical shape. A
@@ -287,6 +308,9 @@ func (t *Tensor) Tracer() Tracer { return t.tr }
 // if t is a tracer.
 func (t *Tensor) Array() (backend.Array, backend.Backend) {
 	if t.tr != nil {
+		if c := t.materialized(); c != nil {
+			return c.Array()
+		}
 		panic(t.tracedReadError("read"))
 	}
 	return t.array(), t.be
@@ -341,6 +365,9 @@ func (t *Tensor) tracedReadError(what string) *Error {
 // host returns the concrete elements as a host slice.
 func (t *Tensor) host(op string) any {
 	if t.tr != nil {
+		if c := t.materialized(); c != nil {
+			return c.host(op)
+		}
 		e := t.tracedReadError("read")
 		e.Ops = []string{op}
 		panic(e)

@@ -111,31 +111,45 @@ func backwardKey(g *interp.Graph, cts []*tensor) (string, bool) {
 			b.WriteByte(',')
 		}
 	}
-	b.WriteString("|in ")
-	for _, v := range g.In {
-		writeVar(&b, v)
+	if !structureKey(&b, g) {
+		return "", false
 	}
-	b.WriteString("|consts ")
-	for i, v := range g.Consts {
-		if !g.ConstVals[i].IsConcrete() {
+	for _, c := range g.ConstVals {
+		if !c.IsConcrete() {
 			return "", false
 		}
-		writeVar(&b, v)
+	}
+	return b.String(), true
+}
+
+// structureKey writes g's structure to b: its inputs', constants' and
+// equations' vars with their types, each equation's primitive and
+// parameters (printed with %v), and the outputs; it reports false when
+// an equation's parameters are not plain data (see plainType), which
+// the key could not tell apart.
+func structureKey(b *strings.Builder, g *interp.Graph) bool {
+	b.WriteString("|in ")
+	for _, v := range g.In {
+		writeVar(b, v)
+	}
+	b.WriteString("|consts ")
+	for _, v := range g.Consts {
+		writeVar(b, v)
 	}
 	for _, e := range g.Eqns {
 		if e.Params != nil && !plainType(reflect.TypeOf(e.Params)) {
-			return "", false
+			return false
 		}
 		b.WriteString("|")
 		b.WriteString(strconv.Itoa(e.Prim.ID))
-		fmt.Fprintf(&b, "%v", e.Params)
+		fmt.Fprintf(b, "%v", e.Params)
 		for _, v := range e.In {
 			b.WriteByte(' ')
 			b.WriteString(strconv.Itoa(v.ID))
 		}
 		b.WriteString(" ->")
 		for _, v := range e.Out {
-			writeVar(&b, v)
+			writeVar(b, v)
 		}
 	}
 	b.WriteString("|out ")
@@ -143,7 +157,7 @@ func backwardKey(g *interp.Graph, cts []*tensor) (string, bool) {
 		b.WriteString(strconv.Itoa(v.ID))
 		b.WriteByte(' ')
 	}
-	return b.String(), true
+	return true
 }
 
 func writeVar(b *strings.Builder, v *interp.Var) {

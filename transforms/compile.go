@@ -1,10 +1,12 @@
 package transforms
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +39,18 @@ import (
 // trace is reported through OnWarning (by default the standard logger),
 // never silently run uncompiled. Stats counts calls, hits, misses and
 // trace time.
+//
+// A function that reads a traced value (Item, Float64s, a Go if or
+// loop on data, a hook that logs values) cannot be one program: it runs
+// in segments instead (graph breaks). Every call runs f as Go code,
+// recording its operations; each read ends a segment, which is compiled
+// once per structure and run, and f goes on with concrete values.
+// Stats.GraphBreaks and Explain list each break with the line that
+// caused it; Strict makes a break an error. The first call of such a
+// signature runs f's Go code up to the first break twice (the trace
+// attempt, then the call in segments), so side effects before it happen
+// twice on that call only. In-place writes are not supported in a
+// function that breaks (*peel.Error).
 //
 // Called with tracers (under Grad, Vmap, … of the compiled function), the
 // traced graph is evaluated with Bind, so a compiled function composes
@@ -74,6 +88,10 @@ type CompileStats struct {
 	// LastMiss says why the last cache miss missed ("first call" for the
 	// first).
 	LastMiss string
+	// GraphBreaks lists, for each signature that runs in segments, where
+	// its first call broke the graph: the read and the caller (see
+	// Compile).
+	GraphBreaks []string
 }
 
 type compileCounters struct {
@@ -93,6 +111,20 @@ func (c *Compiled[A, R]) Stats() CompileStats {
 	if p := c.stats.lastMiss.Load(); p != nil {
 		s.LastMiss = *p
 	}
+	if m := c.cache.Load(); m != nil {
+		var es []*compileEntry
+		for _, e := range *m {
+			if e.breaks {
+				es = append(es, e)
+			}
+		}
+		slices.SortFunc(es, func(a, b *compileEntry) int { return a.seq - b.seq })
+		for _, e := range es {
+			if p := e.causes.Load(); p != nil {
+				s.GraphBreaks = append(s.GraphBreaks, *p...)
+			}
+		}
+	}
 	return s
 }
 
@@ -101,6 +133,7 @@ type CompileOption interface{ applyCompile(*compileConfig) }
 
 type compileConfig struct {
 	limit  int
+	strict bool
 	warn   func(string)
 	donate []int
 	static []int
@@ -140,6 +173,11 @@ func FuseOps(ops ...*customop.Op) CompileOption {
 	o := append([]*customop.Op(nil), ops...)
 	return compileOpt(func(c *compileConfig) { c.fuse = append(c.fuse, o...) })
 }
+
+// Strict makes a graph break an error: a compiled function that reads a
+// traced value (Item, Float64s, a Go if on data) panics with the read's
+// *peel.Error instead of running in segments (torch's fullgraph=True).
+func Strict() CompileOption { return compileOpt(func(c *compileConfig) { c.strict = true }) }
 
 // StaticArgnums makes the given positional arguments static: their
 // tensors are part of the signature by value (a call with other values
@@ -190,6 +228,12 @@ type compileEntry struct {
 	// lowered: a constant is a tracer of an enclosing transform, so the
 	// graph is evaluated with Bind (and the entry is used once).
 	lowered bool
+	// breaks: the trace read a traced value; calls run f under the lazy
+	// interpreter (lazy.go), whose compiled segments are cached in
+	// segments; causes are the first such call's breaks.
+	breaks   bool
+	segments sync.Map
+	causes   atomic.Pointer[[]string]
 }
 
 // signature is what a call's arguments are keyed by.
@@ -234,6 +278,9 @@ func (c *Compiled[A, R]) Call(x A) R {
 	for j, i := range e.inputs {
 		in[j] = leaves[i]
 	}
+	if e.breaks {
+		return c.callInSegments(e, def, leaves, concrete)
+	}
 	var outs []*tensor
 	if concrete && !e.lowered {
 		outs = e.prog.Run(in, e.donate)
@@ -247,6 +294,32 @@ func (c *Compiled[A, R]) Call(x A) R {
 		peel.CopyInto(in[j], outs[e.nOut+k])
 	}
 	return build[R](e.outDef, outs[:e.nOut])
+}
+
+// callInSegments runs a signature with graph breaks: under the lazy
+// interpreter on concrete arguments, f itself otherwise (under an
+// enclosing transform, whose tracers cannot be read either).
+func (c *Compiled[A, R]) callInSegments(e *compileEntry, def *treeDef, leaves []*tensor, concrete bool) R {
+	var outDef *treeDef
+	fl := flatFn(c.op, c.f, def, &outDef)
+	if !concrete {
+		c.stats.uncompiled.Add(1)
+		return build[R](outDef, fl(leaves))
+	}
+	outs, causes := runLazy("compile (in segments)", &e.segments, fl, leaves)
+	if e.causes.Load() == nil {
+		e.causes.CompareAndSwap(nil, &causes)
+	}
+	return build[R](outDef, outs)
+}
+
+// tracedRead reports whether err is a read of a traced value under a
+// compile level: a graph break. (Under the lazy interpreter a value of
+// compile's own levels can be read; one of a transform inside f, such
+// as Grad, fails there as it does eagerly.)
+func tracedRead(err error) bool {
+	var e *interp.Error
+	return errors.As(err, &e) && slices.Contains(e.Within, "compile") && strings.HasPrefix(e.Msg, "cannot read the value of a traced tensor")
 }
 
 // lookup returns the entry for key when its captured tensors are
@@ -338,7 +411,28 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		}
 	}
 	var nOut int
-	traced := interp.TraceAvals("compile", func(in []*tensor) []*tensor {
+	var traced *interp.Graph
+	err := interp.Catch(func() {
+		traced = c.traceGraph(e, leaves, static, def, inAvals, &nOut)
+	})
+	if err != nil {
+		if c.cfg.strict || !tracedRead(err) {
+			panic(err)
+		}
+		e.breaks = true
+		c.stats.traceNs.Add(int64(time.Since(start)))
+		c.publish(old, key, e)
+		return e
+	}
+	e.nOut = nOut
+	return c.finish(e, traced, def, old, key, start)
+}
+
+// traceGraph traces f for entry e: the inputs are the leaves that are
+// not static; the results are f's (*nOut of them), then the inputs'
+// final values.
+func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []bool, def *treeDef, inAvals []interp.Aval, nOut *int) *interp.Graph {
+	return interp.TraceAvals("compile", func(in []*tensor) []*tensor {
 		all := make([]*tensor, len(leaves))
 		for j, i := range e.inputs {
 			all[i] = in[j]
@@ -350,12 +444,17 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		}
 		fl := flatFn(c.op, c.f, def, &e.outDef)
 		outs := Functionalize(fl)(all)
-		nOut = len(outs)
+		*nOut = len(outs)
 		// The inputs' final values (Functionalize wrote them back): an
 		// input whose box now holds another value was written.
 		return append(outs, in...)
 	}, inAvals, interp.RecordConstSources(&e.sources))
-	e.nOut = nOut
+}
+
+// finish optimizes and builds the traced graph of entry e (nOut results
+// then the inputs' final values), and publishes e.
+func (c *Compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *treeDef, old *map[string]*compileEntry, key string, start time.Time) *compileEntry {
+	nOut := e.nOut
 	for _, v := range traced.ConstVals {
 		if !v.IsConcrete() {
 			e.lowered = true
@@ -392,7 +491,13 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		}
 	}
 	c.stats.traceNs.Add(int64(time.Since(start)))
-	// Publish a new map (copy on write): readers never lock.
+	c.publish(old, key, e)
+	return e
+}
+
+// publish stores a new cache map (copy on write: readers never lock)
+// holding old's entries and e at key.
+func (c *Compiled[A, R]) publish(old *map[string]*compileEntry, key string, e *compileEntry) {
 	m := map[string]*compileEntry{}
 	if old != nil {
 		for k, v := range *old {
@@ -401,7 +506,6 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 	}
 	m[key] = e
 	c.cache.Store(&m)
-	return e
 }
 
 // missReason says why key missed the cache: how the signature differs
@@ -564,7 +668,9 @@ func buildProgram(g *interp.Graph) program { return compiler.Build(g) }
 // Explain returns, for x's signature, the traced graph, the graph after
 // each optimization pass that changed it, and the program that runs it
 // (MakeGraph's notation): what was simplified, fused and how memory is
-// reused. It traces anew and does not touch the cache.
+// reused. It traces anew and does not touch the cache. For a function
+// with graph breaks it runs the function once on x, in segments, and
+// lists each break: the read and the line of the caller.
 func (c *Compiled[A, R]) Explain(x A) string {
 	leaves, def, _ := treeimpl.FlattenStatics(c.op, x)
 	static := c.staticLeaves(def)
@@ -576,13 +682,33 @@ func (c *Compiled[A, R]) Explain(x A) string {
 			inputs = append(inputs, i)
 		}
 	}
-	g := interp.TraceAvals("compile", func(vals []*tensor) []*tensor {
-		all := append([]*tensor(nil), leaves...)
-		for j, i := range inputs {
-			all[i] = vals[j]
+	var g *interp.Graph
+	err := interp.Catch(func() {
+		g = interp.TraceAvals("compile", func(vals []*tensor) []*tensor {
+			all := append([]*tensor(nil), leaves...)
+			for j, i := range inputs {
+				all[i] = vals[j]
+			}
+			return Functionalize(flatFn(c.op, c.f, def, nil))(all)
+		}, in)
+	})
+	if err != nil {
+		if c.cfg.strict || !tracedRead(err) {
+			panic(err)
 		}
-		return Functionalize(flatFn(c.op, c.f, def, nil))(all)
-	}, in)
+		// A graph break: run f in segments once (on x) to find them.
+		var b strings.Builder
+		b.WriteString("the function reads traced values, so it runs in segments, compiled separately (graph breaks):\n")
+		var segs sync.Map
+		_, breaks := runLazy("compile (in segments)", &segs, flatFn(c.op, c.f, def, nil), leaves)
+		for i, br := range breaks {
+			fmt.Fprintf(&b, "  break %d: %s\n", i+1, br)
+		}
+		n := 0
+		segs.Range(func(_, _ any) bool { n++; return true })
+		fmt.Fprintf(&b, "%d segments compiled\n", n)
+		return b.String()
+	}
 	var b strings.Builder
 	b.WriteString("traced:\n")
 	b.WriteString(g.String())

@@ -1,0 +1,120 @@
+package transforms_test
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
+)
+
+// branchy doubles x when its sum is positive and negates it otherwise,
+// then iterates x ← x/2 while its largest magnitude exceeds 1: Go
+// control flow on data.
+func branchy(x *T) *T {
+	if peel.Sum(x).Item() > 0 {
+		x = peel.Mul(x, 2.0)
+	} else {
+		x = peel.Neg(x)
+	}
+	for peel.Max(peel.Abs(x)).Item() > 1 {
+		x = peel.Div(x, 2.0)
+	}
+	return peel.Add(peel.Tanh(x), 1.0)
+}
+
+func TestGraphBreaks(t *testing.T) {
+	c := transforms.Compile(branchy)
+	for _, v := range [][]float64{{1, 2, 3}, {-1, -2, -3}, {0.1, 0.2, -0.1}, {5, 6, 7}, {1, 2, 3}} {
+		x := f64(v...)
+		near(t, "compiled", c.Call(x).Float64s(), branchy(x).Float64s(), 0)
+	}
+	st := c.Stats()
+	if len(st.GraphBreaks) == 0 || !strings.Contains(st.GraphBreaks[0], "Item") || !strings.Contains(st.GraphBreaks[0], "breaks_test.go") {
+		t.Errorf("GraphBreaks %q: want the Item read and this file's line", st.GraphBreaks)
+	}
+	if st.Misses != 1 {
+		t.Errorf("%d misses, want 1 (one signature)", st.Misses)
+	}
+	ex := c.Explain(f64(1, 2, 3))
+	if !strings.Contains(ex, "break 1:") || !strings.Contains(ex, "segments compiled") {
+		t.Errorf("Explain does not list the breaks:\n%s", ex)
+	}
+	// Strict: the read is an error.
+	wantError(t, func() { transforms.Compile(branchy, transforms.Strict()).Call(f64(1, 2)) }, "cannot read")
+	// In place: an error in segments.
+	wantError(t, func() {
+		transforms.Compile(func(x *T) *T {
+			y := peel.Mul(x, 1.0)
+			if peel.Sum(y).Item() > 0 {
+				peel.AddInPlace(y, 1.0)
+			}
+			return y
+		}).Call(f64(1, 2))
+	}, "in-place")
+}
+
+// TestGraphBreakInBackward checks a hook running Go code on the
+// cotangent (logging it) inside Compile(Grad): the backward pass breaks
+// there, and results and order are the eager ones.
+func TestGraphBreakInBackward(t *testing.T) {
+	var log []string
+	var seen [][]float64
+	loss := func(x *T) *T {
+		h := transforms.Hook(peel.Sin(x), func(ct *T) *T {
+			log = append(log, "h")
+			seen = append(seen, ct.Float64s())
+			return peel.Mul(ct, 2.0)
+		})
+		g := transforms.Hook(peel.Mul(h, h), func(ct *T) *T { log = append(log, "g"); return nil })
+		return peel.Sum(g)
+	}
+	x := f64(0.5, -1, 2)
+	want := transforms.Grad(loss)(x)
+	wantLog, wantSeen := log, seen
+	log, seen = nil, nil
+	c := transforms.Compile(transforms.Grad(loss))
+	for call := range 3 {
+		log, seen = nil, nil
+		near(t, "Compile(Grad) with a logging hook", c.Call(x).Float64s(), want.Float64s(), 1e-15)
+		if call == 0 {
+			// The first call's trace ran the function up to the break
+			// before it ran in segments (see Compile).
+			continue
+		}
+		if !slices.Equal(log, wantLog) {
+			t.Errorf("call %d: hooks ran %v compiled, %v eagerly", call, log, wantLog)
+		}
+		near(t, "the hook's cotangent", seen[0], wantSeen[0], 1e-15)
+	}
+	if len(c.Stats().GraphBreaks) == 0 {
+		t.Error("no graph break recorded for the logging hook")
+	}
+}
+
+// TestGraphBreaksConcurrent runs a compiled function with breaks from
+// many goroutines (run with -race).
+func TestGraphBreaksConcurrent(t *testing.T) {
+	c := transforms.Compile(branchy)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 20 {
+				v := float64(g*20+k)/50 - 1.5
+				x := f64(v, 2*v, -v)
+				got, want := c.Call(x).Float64s(), branchy(x).Float64s()
+				for i := range got {
+					if got[i] != want[i] {
+						t.Errorf("goroutine %d call %d: %v, want %v", g, k, got, want)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
