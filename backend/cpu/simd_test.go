@@ -76,6 +76,8 @@ var mathCases = []mathCase{
 	{"exp", exp32Vec, exp32Scalar, math.Exp, 105},
 	{"logistic", logistic32Vec, logistic32Scalar, logisticRef, 105},
 	{"tanh", tanh32Vec, tanh32Scalar, math.Tanh, 10},
+	{"sin", sin32Vec, sin32Scalar, math.Sin, 40},
+	{"cos", cos32Vec, cos32Scalar, math.Cos, 40},
 }
 
 // specials32 are inputs every float32 function test includes.
