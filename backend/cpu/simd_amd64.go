@@ -12,11 +12,13 @@ import xcpu "golang.org/x/sys/cpu"
 // portable loops for other architectures and the purego build tag.
 //
 // The arithmetic kernels are exact IEEE operations, bit-identical to the
-// Go loops. The float32 transcendental kernels evaluate in float32 with
-// FMA; measured in simd_test.go against math.* in float64 over every
-// float32 input, exp, logistic and tanh are all within 1 ulp of the
-// correctly rounded result, with NaN, ±Inf, signed zeros, subnormal
-// results and overflow handled exactly.
+// Go loops. The float32 exp, logistic and tanh kernels evaluate in
+// float32 with FMA, sin and cos in float64 (four lanes at a time, rounded
+// once to float32), leaving NaN, ±Inf and arguments of 2^20 or more to
+// the portable loop; measured in simd_test.go against math.* in float64
+// over every float32 input, all are within 1 ulp of the correctly rounded
+// result, with NaN, ±Inf, signed zeros, subnormal results and overflow
+// handled exactly.
 
 // haveSIMD reports whether the CPU and OS support the AVX2 and FMA
 // instructions the kernels use.
