@@ -27,6 +27,12 @@ import (
 //	exp        1      1
 //	logistic   1      1
 //	tanh       1      1
+//	sin        1      1
+//	cos        1      1
+//
+// (sin and cos: about 29k of the 2.5G inputs below 2^20 in magnitude are
+// 1 ulp off, the rest correctly rounded; larger ones, NaN and ±Inf are
+// math.Sin and math.Cos rounded, exact.)
 //
 // The assertions allow simdULPs of error for the SIMD kernels and
 // scalarULPs for the portable loops.
