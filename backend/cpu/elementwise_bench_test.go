@@ -114,6 +114,7 @@ func BenchmarkElementwiseUnary(b *testing.B) {
 		{"sqrt_f32", prims.Sqrt, pos},
 		{"neg_f32", prims.Neg, x},
 		{"sin_f32", prims.Sin, x},
+		{"cos_f32", prims.Cos, x},
 		{"tanh_f64", prims.Tanh, x64},
 		{"exp_f64", prims.Exp, x64},
 	} {

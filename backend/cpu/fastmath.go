@@ -4,10 +4,11 @@ import "math"
 
 // Fast float32 transcendental functions.
 //
-// exp, logistic and tanh run as AVX2+FMA assembly on CPUs that have it
-// (simd_amd64.s: float32 evaluation with FMA, 8 lanes, also within 1 ulp
-// over every float32 input); the scalar loops below are the portable
-// path, used on other CPUs and under the purego build tag.
+// exp, logistic, tanh, sin and cos run as AVX2+FMA assembly on CPUs that
+// have it (simd_amd64.s, 8 lanes: exp, logistic and tanh evaluate in
+// float32 with FMA, sin and cos in float64 like the scalar loops; all are
+// within 1 ulp over every float32 input); the scalar loops below are the
+// portable path, used on other CPUs and under the purego build tag.
 //
 // Each scalar loop converts its float32 operand to float64, evaluates a
 // range reduction and a short polynomial or rational approximation in
@@ -48,6 +49,16 @@ import "math"
 // dense grid, P(0) = Q(0) = 1 imposed so that tanh(x) = x for tiny x);
 // beyond 9.3 tanh rounds to ±1 in float32. The coefficients below are
 // that fit divided by Q's leading coefficient, making Q monic.
+//
+// sin and cos reduce |x| = j·π/2 + r with j = round(|x|·2/π) and |r| ≤
+// π/4 (Cody-Waite, π/2 in three parts, exact products for |x| < 2^20;
+// larger arguments, NaN and ±Inf take math.Sin and math.Cos), evaluate
+// sin r = r + r³·S(r²) or cos r = 1 + r²·C(r²) by the parity of j (j + 1
+// for cos) with S and C Taylor polynomials of degree 4 (truncation errors
+// below 2.3e-11 and 1.6e-10 relative on |r| ≤ π/4), negate by bit 1 of
+// j (j + 1), and for sin put back the sign of x, so sin(-0) = -0. The
+// float32 closest to a multiple of π/2 leaves r far above the reduction's
+// rounding errors, so r, and the result, keep their relative accuracy.
 
 const (
 	log2e = 1.4426950408889634 // 1/ln 2
@@ -243,5 +254,92 @@ func log32Loop(d, a []float32) {
 		r := m*logTable[j] - logC[1]
 		p := r + r*r*(((logC[5]*r+logC[4])*r+logC[3])*r+logC[2])
 		d[i] = float32(e*logC[0] + logTable[j+1] + p)
+	}
+}
+
+// sinLimitBits is the representation of float32(2^20): below it the
+// reduction of sin32Scalar and the SIMD kernel is accurate; NaN, ±Inf and
+// larger arguments take math.Sin and math.Cos.
+const sinLimitBits = 0x49800000
+
+// trigC holds 2/π, roundMagic and π/2 in three parts: the first two have
+// 33 significant bits, so that j·pio2[0] and j·pio2[1] are exact for
+// j < 2^20, and the third is the rest rounded to float64 (it leaves an
+// error below 2^-119 in π/2).
+var trigC = [5]float64{2 / math.Pi, roundMagic, 0x1.921fb544p0, 0x1.0b4611a6p-34, 0x1.3198a2e037073p-69}
+
+// sinCosC[0] holds the Taylor coefficients of (sin r - r)/r³ and
+// sinCosC[1] those of (cos r - 1)/r², both as polynomials in r²: -1/3!,
+// 1/5!, … -1/11! and -1/2!, 1/4!, … -1/10!. On |r| ≤ π/4 their truncation
+// errors are below 2.3e-11 and 1.6e-10 relative.
+var sinCosC = [2][5]float64{
+	{-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800},
+	{-1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800},
+}
+
+// sinCosA[k] holds u and v of the polynomial's leading term u + v·r: r
+// for sin (k = 0), 1 for cos (k = 1).
+var sinCosA = [2][2]float64{{0, 1}, {1, 0}}
+
+// signs[k] is (-1)^k.
+var signs = [2]float64{1, -1}
+
+// sin32Loop sets d[i] = sin a[i], with the SIMD kernel where the CPU has
+// one (simd_amd64.go) and sin32Scalar otherwise. len(a) ≥ len(d).
+func sin32Loop(d, a []float32) {
+	if haveSIMD {
+		sin32Vec(d, a)
+		return
+	}
+	sin32Scalar(d, a)
+}
+
+// cos32Loop sets d[i] = cos a[i], like sin32Loop.
+func cos32Loop(d, a []float32) {
+	if haveSIMD {
+		cos32Vec(d, a)
+		return
+	}
+	cos32Scalar(d, a)
+}
+
+// sin32Scalar sets d[i] = sin a[i]. len(a) ≥ len(d).
+func sin32Scalar(d, a []float32) { sinCos32(d, a, 0) }
+
+// cos32Scalar sets d[i] = cos a[i]. len(a) ≥ len(d).
+func cos32Scalar(d, a []float32) { sinCos32(d, a, 1) }
+
+// sinCos32 sets d[i] = sin a[i] (q = 0) or cos a[i] = sin(a[i] + π/2)
+// (q = 1). It reduces |x| = j·π/2 + r with j = round(|x|·2/π) and
+// |r| ≤ π/4 (the sign of x is put back last for sin, so sin(-0) = -0);
+// sin(|x| + q·π/2) is then ±sin r or ±cos r as j + q is even or odd,
+// negated when bit 1 of j + q is set. r is exact up to one rounding:
+// |x| - j·pio2[0] is exact (a multiple of 2^-32 below 1) and the
+// products with the other parts are rounded far below r's ulp, even for
+// the float32 closest to a multiple of π/2.
+func sinCos32(d, a []float32, q uint64) {
+	a = a[:len(d)]
+	xs := 1 - q // whether the sign of x carries to the result
+	for i, x := range a {
+		b := math.Float32bits(x)
+		if b&0x7fffffff >= sinLimitBits { // NaN, ±Inf, |x| ≥ 2^20
+			if q == 0 {
+				d[i] = float32(math.Sin(float64(x)))
+			} else {
+				d[i] = float32(math.Cos(float64(x)))
+			}
+			continue
+		}
+		z := float64(math.Float32frombits(b & 0x7fffffff))
+		t := z*trigC[0] + trigC[1] // j in the low bits
+		j := t - trigC[1]
+		r := z - j*trigC[2] - j*trigC[3] - j*trigC[4]
+		n := math.Float64bits(t) + q
+		k := n & 1
+		c := &sinCosC[k]
+		s := r * r
+		p := s * ((((c[4]*s+c[3])*s+c[2])*s+c[1])*s + c[0])
+		u := sinCosA[k][0] + sinCosA[k][1]*r
+		d[i] = float32((u + u*p) * signs[(n>>1^(uint64(b>>31)&xs))&1])
 	}
 }

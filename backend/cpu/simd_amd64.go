@@ -12,11 +12,13 @@ import xcpu "golang.org/x/sys/cpu"
 // portable loops for other architectures and the purego build tag.
 //
 // The arithmetic kernels are exact IEEE operations, bit-identical to the
-// Go loops. The float32 transcendental kernels evaluate in float32 with
-// FMA; measured in simd_test.go against math.* in float64 over every
-// float32 input, exp, logistic and tanh are all within 1 ulp of the
-// correctly rounded result, with NaN, ±Inf, signed zeros, subnormal
-// results and overflow handled exactly.
+// Go loops. The float32 exp, logistic and tanh kernels evaluate in
+// float32 with FMA, sin and cos in float64 (four lanes at a time, rounded
+// once to float32), leaving NaN, ±Inf and arguments of 2^20 or more to
+// the portable loop; measured in simd_test.go against math.* in float64
+// over every float32 input, all are within 1 ulp of the correctly rounded
+// result, with NaN, ±Inf, signed zeros, subnormal results and overflow
+// handled exactly.
 
 // haveSIMD reports whether the CPU and OS support the AVX2 and FMA
 // instructions the kernels use.
@@ -35,6 +37,12 @@ func exp32AVX2(d, a []float32)
 
 //go:noescape
 func logistic32AVX2(d, a []float32)
+
+// sinCos32AVX2 stops before the first block of 8 holding NaN, ±Inf or
+// |x| ≥ 2^20 and returns the number of elements done.
+//
+//go:noescape
+func sinCos32AVX2(d, a []float32, q uint64) int
 
 //go:noescape
 func addVV32AVX2(d, a, b []float32)
@@ -182,6 +190,29 @@ func rdiv[T simdFloat](d, a []T, s T) { divSV(d, s, a) }
 func tanh32Vec(d, a []float32)     { unaryVec(tanh32AVX2, d, a) }
 func exp32Vec(d, a []float32)      { unaryVec(exp32AVX2, d, a) }
 func logistic32Vec(d, a []float32) { unaryVec(logistic32AVX2, d, a) }
+func sin32Vec(d, a []float32)      { sinCos32Vec(d, a, 0) }
+func cos32Vec(d, a []float32)      { sinCos32Vec(d, a, 1) }
+
+//go:noinline
+func callSinCos(d, a []float32, q uint64) int { return sinCos32AVX2(d, a, q) }
+
+// sinCos32Vec sets d[i] = sin a[i] (q = 0) or cos a[i] (q = 1) in
+// chunks. Where the kernel stops at a block holding NaN, ±Inf or a huge
+// argument, that block goes through the portable loop (which takes
+// math.Sin or math.Cos for those elements) and the kernel resumes after
+// it.
+func sinCos32Vec(d, a []float32, q uint64) {
+	a = a[:len(d)]
+	for lo := 0; lo < len(d); {
+		hi := min(lo+simdChunk, len(d))
+		lo += callSinCos(d[lo:hi], a[lo:hi], q)
+		if lo < hi {
+			e := min(lo+8, hi)
+			sinCos32(d[lo:e], a[lo:e], q)
+			lo = e
+		}
+	}
+}
 
 func addVV32Vec(d, a, b []float32) { vvVec(addVV32AVX2, addVV[float32], d, a, b) }
 func subVV32Vec(d, a, b []float32) { vvVec(subVV32AVX2, subVV[float32], d, a, b) }

@@ -300,6 +300,139 @@ logisticDone:
 	VZEROUPPER
 	RET
 
+// CONST4D defines a 32-byte read-only constant holding four copies of the
+// 64-bit pattern bits.
+#define CONST4D(name, bits) \
+	DATA name+0(SB)/8, $bits; \
+	DATA name+8(SB)/8, $bits; \
+	DATA name+16(SB)/8, $bits; \
+	DATA name+24(SB)/8, $bits; \
+	GLOBL name(SB), RODATA|NOPTR, $32
+
+// Constants of sinCos32AVX2, float64: the reduction's 2/π, rounding magic
+// and two-part π/2, and the Taylor coefficients of fastmath.go's sinCosC.
+CONST8(sinLimit<>, 0x497fffff)             // below float32(2^20)
+CONST4D(trigMagic<>, 0x4338000000000000)   // 1.5·2^52
+CONST4D(twoOverPi<>, 0x3fe45f306dc9c883)   // 2/π
+CONST4D(pio2Hi<>, 0x3ff921fb54442d18)      // π/2 rounded to float64
+CONST4D(pio2Lo<>, 0x3c91a62633145c07)      // π/2 - pio2Hi
+CONST4D(oneD<>, 0x3ff0000000000000)        // 1
+CONST4D(sinS1<>, 0xbfc5555555555555)       // -1/3!
+CONST4D(sinS2<>, 0x3f81111111111111)       // 1/5!
+CONST4D(sinS3<>, 0xbf2a01a01a01a01a)       // -1/7!
+CONST4D(sinS4<>, 0x3ec71de3a556c734)       // 1/9!
+CONST4D(sinS5<>, 0xbe5ae64567f544e4)       // -1/11!
+CONST4D(cosC1<>, 0xbfe0000000000000)       // -1/2!
+CONST4D(cosC2<>, 0x3fa5555555555555)       // 1/4!
+CONST4D(cosC3<>, 0xbf56c16c16c16c17)       // -1/6!
+CONST4D(cosC4<>, 0x3efa01a01a01a01a)       // 1/8!
+CONST4D(cosC5<>, 0xbe927e4fb7789f5c)       // -1/10!
+
+// SINCOS4 sets s = sin(z + q·π/2) for the four float64 z ≥ 0 (below 2^20)
+// in z, with q (0 or 1) in each int64 lane of Y12. Clobbers z, n, t, c.
+// z = j·π/2 + r with j = round(z·2/π) in n's low bits; z - j·pio2Hi is
+// exact with FMA (a multiple of 2^-52 below 1), so r has one rounding
+// and the pio2Lo product's, far below r's ulp.
+#define SINCOS4(z, n, t, s, c) \
+	VMOVUPD      trigMagic<>(SB), n; \
+	VFMADD231PD  twoOverPi<>(SB), z, n;  /* n = z·2/π + magic: j in the low bits */ \
+	VSUBPD       trigMagic<>(SB), n, t;  /* t = j */ \
+	VFNMADD231PD pio2Hi<>(SB), t, z; \
+	VFNMADD231PD pio2Lo<>(SB), t, z;     /* z = r, |r| ≤ π/4 */ \
+	VMULPD       z, z, t;                /* t = r² */ \
+	VMOVUPD      sinS5<>(SB), s; \
+	VFMADD213PD  sinS4<>(SB), t, s; \
+	VFMADD213PD  sinS3<>(SB), t, s; \
+	VFMADD213PD  sinS2<>(SB), t, s; \
+	VFMADD213PD  sinS1<>(SB), t, s; \
+	VMULPD       t, s, s; \
+	VFMADD213PD  z, z, s;                /* s = sin r */ \
+	VMOVUPD      cosC5<>(SB), c; \
+	VFMADD213PD  cosC4<>(SB), t, c; \
+	VFMADD213PD  cosC3<>(SB), t, c; \
+	VFMADD213PD  cosC2<>(SB), t, c; \
+	VFMADD213PD  cosC1<>(SB), t, c; \
+	VFMADD213PD  oneD<>(SB), t, c;       /* c = cos r */ \
+	VPADDQ       Y12, n, n;              /* j + q */ \
+	VPSLLQ       $63, n, t;              /* sign bit: j + q odd */ \
+	VBLENDVPD    t, c, s, s; \
+	VPSRLQ       $1, n, n; \
+	VPSLLQ       $63, n, n;              /* sign bit: bit 1 of j + q */ \
+	VXORPD       n, s, s
+
+// func sinCos32AVX2(d, a []float32, q uint64) int
+//
+// sin a[i] (q = 0) or cos a[i] = sin(a[i] + π/2) (q = 1), 8 lanes per
+// block evaluated in float64 as two halves of 4 (VCVTPS2PD, SINCOS4,
+// VCVTPD2PS, rounding once), the algorithm of fastmath.go's sinCos32 with
+// a two-part π/2: |x| is reduced, and the sign of x is put back last for
+// sin. A block holding NaN, ±Inf or |x| ≥ 2^20 is not computed: the
+// kernel stops before it, without storing it, and returns the number of
+// elements done (len(d) when there is no such block).
+TEXT ·sinCos32AVX2(SB), NOSPLIT, $32-64
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	MOVQ         q+48(FP), AX
+	MOVQ         CX, R8
+	VMOVQ        AX, X12
+	VPBROADCASTQ X12, Y12 // q in each int64 lane
+	DECQ         AX       // q = 0: all ones; q = 1: 0
+	MOVL         $0x80000000, BX
+	ANDL         BX, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13 // the sign bits the result takes from x
+
+sinCosLoop:
+	CMPQ    CX, $8
+	JB      sinCosTail
+	VMOVUPS (SI), Y14
+
+sinCosBlock:
+	VANDPS   absMask<>(SB), Y14, Y0
+	VPCMPGTD sinLimit<>(SB), Y0, Y1 // NaN, ±Inf or |x| ≥ 2^20
+	VPTEST   Y1, Y1
+	JNZ      sinCosSlow
+	VEXTRACTF128 $1, Y0, X6
+	VCVTPS2PD    X0, Y0
+	VCVTPS2PD    X6, Y6
+	SINCOS4(Y0, Y1, Y2, Y3, Y4)
+	SINCOS4(Y6, Y7, Y8, Y9, Y10)
+	VCVTPD2PSY   Y3, X3
+	VCVTPD2PSY   Y9, X9
+	VINSERTF128  $1, X9, Y3, Y3
+	VANDPS       Y13, Y14, Y0
+	VXORPS       Y3, Y0, Y0
+
+	CMPQ    CX, $8
+	JB      sinCosStoreTail
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     sinCosLoop
+
+sinCosTail:
+	TESTQ CX, CX
+	JZ    sinCosDone
+	LOADTAIL
+	VMOVUPS Y0, Y14
+	JMP     sinCosBlock
+
+sinCosStoreTail:
+	STORETAIL
+
+sinCosDone:
+	MOVQ R8, ret+56(FP)
+	VZEROUPPER
+	RET
+
+sinCosSlow:
+	SUBQ CX, R8
+	MOVQ R8, ret+56(FP)
+	VZEROUPPER
+	RET
+
 // ---------------------------------------------------------------------------
 // Arithmetic, float32 (LANES 8) and float64 (LANES 4): four vectors (128
 // bytes) per iteration, then single vectors; the len(d) mod LANES last
