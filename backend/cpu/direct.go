@@ -85,7 +85,7 @@ func unaryResolver(cost int, l unaryLoops) resolver {
 		if len(in) != 1 || len(out) != 1 || in[0].DType != out[0].DType {
 			return nil
 		}
-		n, ok := directSize(cost, out[0])
+		n, ok := directSize(l.costOf(cost, in[0].DType), out[0])
 		if !ok {
 			return nil
 		}

@@ -83,6 +83,17 @@ type unaryLoops struct {
 	i   func(d, a []int64)
 	f32 func(d, a []float32)
 	f64 func(d, a []float64)
+	// cost32, when set, is the float32 loop's cost in place of the
+	// primitive's (a fast float32 kernel next to a slow float64 one).
+	cost32 int
+}
+
+// costOf returns the cost of the loop for dt.
+func (l unaryLoops) costOf(cost int, dt backend.DType) int {
+	if dt == backend.Float32 && l.cost32 > 0 {
+		return l.cost32
+	}
+	return cost
 }
 
 func registerUnary(p *interp.Prim, cost int, l unaryLoops) {
@@ -94,7 +105,7 @@ func registerUnary(p *interp.Prim, cost int, l unaryLoops) {
 		case i64Buf:
 			runUnary(p, l.i, cost, i64s(o), buf, x)
 		case f32Buf:
-			runUnary(p, l.f32, cost, f32s(o), buf, x)
+			runUnary(p, l.f32, l.costOf(cost, backend.Float32), f32s(o), buf, x)
 		case f64Buf:
 			runUnary(p, l.f64, cost, f64s(o), buf, x)
 		default:
@@ -1253,8 +1264,10 @@ func init() {
 	registerUnary(prims.Expm1, costMath, unaryLoops{f32: expm1Loop32, f64: expm1Loop64})
 	registerUnary(prims.Sqrt, costMath, unaryLoops{f32: sqrtLoop[float32], f64: sqrtLoop[float64]})
 	registerUnary(prims.Rsqrt, costMath, unaryLoops{f32: rsqrtLoop[float32], f64: rsqrtLoop[float64]})
-	registerUnary(prims.Sin, costHeavy, unaryLoops{f32: sin32Loop, f64: sinLoop[float64]})
-	registerUnary(prims.Cos, costHeavy, unaryLoops{f32: cos32Loop, f64: cosLoop[float64]})
+	// float32 sin and cos have fast kernels (fastmath.go), costing what
+	// exp does; float64 ones are math.Sin and math.Cos.
+	registerUnary(prims.Sin, costHeavy, unaryLoops{f32: sin32Loop, f64: sinLoop[float64], cost32: costMath})
+	registerUnary(prims.Cos, costHeavy, unaryLoops{f32: cos32Loop, f64: cosLoop[float64], cost32: costMath})
 	registerUnary(prims.Tan, costHeavy, unaryLoops{f32: tanLoop[float32], f64: tanLoop[float64]})
 	registerUnary(prims.Tanh, costMath, unaryLoops{f32: tanh32Loop, f64: tanh64Loop})
 	registerUnary(prims.Logistic, costMath, unaryLoops{f32: logistic32Loop, f64: logisticLoop64})
