@@ -83,7 +83,10 @@ func transposeGraph(g *interp.Graph, cts []*tensor) []*tensor {
 	for i, v := range g.Consts {
 		env[v.ID] = g.ConstVals[i]
 	}
-	// Forward: find the linear vars; evaluate any non-linear equations.
+	// The linear vars, from the structure alone; then when each value
+	// computed here is last read: by the non-linear equations of the
+	// forward sweep (lastFwd) and by the transpose rules of the backward
+	// sweep (firstLin, the smallest index: that sweep runs backward).
 	eqLinear := make([]bool, len(g.Eqns))
 	for k, e := range g.Eqns {
 		for _, v := range e.In {
@@ -95,6 +98,29 @@ func transposeGraph(g *interp.Graph, cts []*tensor) []*tensor {
 			for _, v := range e.Out {
 				linear[v.ID] = true
 			}
+		}
+	}
+	lastFwd, firstLin := make([]int32, n), make([]int32, n)
+	for i := range firstLin {
+		lastFwd[i], firstLin[i] = -1, -1
+	}
+	for k, e := range g.Eqns {
+		for _, v := range e.In {
+			switch {
+			case linear[v.ID]:
+			case eqLinear[k]:
+				if firstLin[v.ID] < 0 {
+					firstLin[v.ID] = int32(k)
+				}
+			default:
+				lastFwd[v.ID] = int32(k)
+			}
+		}
+	}
+	// Forward: evaluate the non-linear equations (a checkpoint's
+	// recomputation), dropping each value once neither sweep reads it.
+	for k, e := range g.Eqns {
+		if eqLinear[k] {
 			continue
 		}
 		in := make([]*tensor, len(e.In))
@@ -104,6 +130,11 @@ func transposeGraph(g *interp.Graph, cts []*tensor) []*tensor {
 		outs := interp.Bind(e.Prim, e.Params, in...)
 		for i, v := range e.Out {
 			env[v.ID] = outs[i]
+		}
+		for _, v := range e.In {
+			if lastFwd[v.ID] == int32(k) && firstLin[v.ID] < 0 {
+				env[v.ID] = nil
+			}
 		}
 	}
 	accum := func(v *interp.Var, c *tensor) {
@@ -158,6 +189,12 @@ func transposeGraph(g *interp.Graph, cts []*tensor) []*tensor {
 		for i, v := range e.In {
 			if lin[i] && i < len(inCts) {
 				accum(v, inCts[i])
+			}
+		}
+		for i, v := range e.In {
+			if !lin[i] && firstLin[v.ID] == int32(k) {
+				args[i] = nil
+				env[v.ID] = nil // its last reader in this sweep
 			}
 		}
 	}
