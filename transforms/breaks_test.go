@@ -118,3 +118,30 @@ func TestGraphBreaksConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestOpaque checks a function marked opaque inside Compile: it runs on
+// concrete values every call, between compiled segments.
+func TestOpaque(t *testing.T) {
+	calls := 0
+	host := transforms.Opaque(func(x *T) *T {
+		calls++
+		v := x.Float64s()
+		for i := range v {
+			v[i] = float64(int(v[i]*10)) / 10 // something peel does not trace
+		}
+		return peel.FromFloat64s(v, x.Shape()...)
+	})
+	f := func(x *T) *T { return peel.Exp(host(peel.Mul(x, 3.0))) }
+	c := transforms.Compile(f)
+	for _, v := range [][]float64{{0.11, 0.27}, {0.5, -0.33}, {0.11, 0.27}} {
+		x := f64(v...)
+		near(t, "opaque", c.Call(x).Float64s(), f(x).Float64s(), 0)
+	}
+	if calls != 3*2 {
+		t.Errorf("the opaque function ran %d times, want 6 (each call and each eager check; the first trace stops before it)", calls)
+	}
+	if bs := c.Stats().GraphBreaks; len(bs) == 0 || !strings.Contains(bs[0], "opaque") {
+		t.Errorf("GraphBreaks %q", bs)
+	}
+	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sum(host(x)) })(f64(1)) }, "cannot read")
+}

@@ -262,3 +262,31 @@ func TestCheckpointOfRules(t *testing.T) {
 		}
 	}
 }
+
+// TestMinCutGeluByHand: for mylib.gelu's composite written out, MinCut
+// saves nothing but the argument (every op is elementwise), and under
+// Compile with FuseOps the forward pass runs the fused kernel while the
+// backward recomputes from x.
+func TestMinCutGeluByHand(t *testing.T) {
+	x := ckRandom(14, 64, 32)
+	loss := func(x *T) *T { return peel.Sum(mylib.GeluComposite(x)) }
+	for _, r := range transforms.SavedResiduals(transforms.Checkpoint(loss, transforms.MinCut), x) {
+		if strings.Contains(r.Source, "policy") {
+			t.Errorf("MinCut saves %v", r)
+		}
+	}
+	// Grad alone compiles to one fused loop reading x (the value is
+	// not needed); ValueAndGrad needs the value: the fused op.
+	type vg struct{ V, G *T }
+	f := func(x *T) vg { v, g := transforms.ValueAndGrad(loss, transforms.Remat(transforms.MinCut))(x); return vg{v, g} }
+	wv, wg := transforms.ValueAndGrad(loss)(x)
+	c := transforms.Compile(f, transforms.FuseOps(mylib.Gelu))
+	got := c.Call(x)
+	near(t, "value", got.V.Float64s(), wv.Float64s(), 1e-12)
+	near(t, "gradient", got.G.Float64s(), wg.Float64s(), 1e-12)
+	ex := c.Explain(x)
+	prog := ex[strings.Index(ex, "program:"):]
+	if !strings.Contains(prog, "mylib.gelu") {
+		t.Errorf("the compiled program does not run the fused op:\n%s", prog)
+	}
+}

@@ -214,3 +214,35 @@ func runLazy(name string, segments *sync.Map, fl func([]*tensor) []*tensor, leav
 	// above; results of earlier segments are concrete already.
 	return res, l.breaks
 }
+
+// Opaque returns f marked opaque to Compile: inside a compiled function
+// it is not traced but always runs as Go code on concrete values (a
+// graph break before it), so it may read its argument's values, call
+// other libraries, or do I/O; outside Compile it is f. Its result is a
+// constant to the segments after it. Under other transforms (Grad,
+// Vmap) its argument's values cannot be read, and it panics with
+// *peel.Error as a read does. The function it returns panics as f does.
+func Opaque[A, R any](f func(A) R) func(A) R {
+	const op = "transforms.Opaque"
+	if f == nil {
+		treeErrorf(op, "f must not be nil")
+	}
+	return func(a A) R {
+		leaves, def := flatten(op, a)
+		concrete := make([]*tensor, len(leaves))
+		for i, x := range leaves {
+			if tr, ok := x.Tracer().(*lazyTracer); ok {
+				if tr.val == nil {
+					tr.l.flush("opaque function " + breakCause())
+				}
+				concrete[i] = tr.val
+				continue
+			}
+			if !x.IsConcrete() {
+				x.Array() // a traced read: a graph break under Compile, an *Error otherwise
+			}
+			concrete[i] = x
+		}
+		return f(build[A](def, concrete))
+	}
+}
