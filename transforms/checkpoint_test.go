@@ -278,7 +278,10 @@ func TestMinCutGeluByHand(t *testing.T) {
 	// Grad alone compiles to one fused loop reading x (the value is
 	// not needed); ValueAndGrad needs the value: the fused op.
 	type vg struct{ V, G *T }
-	f := func(x *T) vg { v, g := transforms.ValueAndGrad(loss, transforms.Remat(transforms.MinCut))(x); return vg{v, g} }
+	f := func(x *T) vg {
+		v, g := transforms.ValueAndGrad(loss, transforms.Remat(transforms.MinCut))(x)
+		return vg{v, g}
+	}
 	wv, wg := transforms.ValueAndGrad(loss)(x)
 	c := transforms.Compile(f, transforms.FuseOps(mylib.Gelu))
 	got := c.Call(x)
