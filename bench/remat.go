@@ -114,5 +114,121 @@ func rematWorkloads() []Workload {
 		"ms", perMs, cosCompiled())...)
 	ws = append(ws, compiledWorkloads("coscos_grad_f32_compiled_mincut", "Compile of "+cosDoc+" with Remat(MinCut)",
 		"ms", perMs, cosCompiled(transforms.Remat(transforms.MinCut)))...)
+	return append(ws, transformerWorkloads()...)
+}
+
+// A small transformer: 2 blocks of single-head self-attention and a
+// GELU MLP (width 128, hidden 512), each with a residual and a layer
+// norm, on a sequence of 128; the loss is the mean square of the output.
+const (
+	tfSeq, tfWidth, tfHidden, tfLayers = 128, 128, 512, 2
+	tfDoc                              = "Grad of a 2-block transformer (attention + MLP + layer norm), sequence 128, width 128, f32"
+)
+
+type tfLayer struct{ Wq, Wk, Wv, Wo, W1, B1, W2, B2 *peel.Tensor }
+
+type tfParams struct {
+	Layers []tfLayer
+	X      *peel.Tensor
+}
+
+func tfData(dt peel.DType) tfParams {
+	w := func(seed uint64, rows, cols int) *peel.Tensor {
+		s := 1 / math.Sqrt(float64(rows))
+		return fromFloats(randFloats(seed, rows*cols, -s, s), dt, rows, cols)
+	}
+	var p tfParams
+	for l := range tfLayers {
+		s := uint64(100 + 10*l)
+		p.Layers = append(p.Layers, tfLayer{
+			Wq: w(s, tfWidth, tfWidth), Wk: w(s+1, tfWidth, tfWidth), Wv: w(s+2, tfWidth, tfWidth), Wo: w(s+3, tfWidth, tfWidth),
+			W1: w(s+4, tfWidth, tfHidden), B1: fromFloats(randFloats(s+5, tfHidden, -0.1, 0.1), dt, tfHidden),
+			W2: w(s+6, tfHidden, tfWidth), B2: fromFloats(randFloats(s+7, tfWidth, -0.1, 0.1), dt, tfWidth),
+		})
+	}
+	p.X = fromFloats(randFloats(99, tfSeq*tfWidth, -1, 1), dt, tfSeq, tfWidth)
+	return p
+}
+
+func layerNorm(x *peel.Tensor) *peel.Tensor {
+	mu := peel.Keep(peel.Mean, x, -1)
+	d := peel.Sub(x, mu)
+	v := peel.Keep(peel.Mean, peel.Mul(d, d), -1)
+	return peel.Mul(d, peel.Rsqrt(peel.Add(v, 1e-5)))
+}
+
+func tfBlock(l tfLayer, x *peel.Tensor) *peel.Tensor {
+	q, k, v := peel.MatMul(x, l.Wq), peel.MatMul(x, l.Wk), peel.MatMul(x, l.Wv)
+	a := peel.Softmax(peel.Mul(peel.MatMul(q, peel.Transpose(k)), 1/math.Sqrt(tfWidth)), -1)
+	x = layerNorm(peel.Add(x, peel.MatMul(peel.MatMul(a, v), l.Wo)))
+	h := peel.GELUTanh(peel.Add(peel.MatMul(x, l.W1), l.B1))
+	return layerNorm(peel.Add(x, peel.Add(peel.MatMul(h, l.W2), l.B2)))
+}
+
+// tfLoss runs the blocks, each through block (f itself, or a
+// checkpoint of it).
+func tfLoss(block func(tfLayer, *peel.Tensor) *peel.Tensor) func(tfParams) *peel.Tensor {
+	return func(p tfParams) *peel.Tensor {
+		x := p.X
+		for _, l := range p.Layers {
+			x = block(l, x)
+		}
+		return peel.Mean(peel.Mul(x, x))
+	}
+}
+
+// tfCheckpointed checkpoints each block with policy.
+func tfCheckpointed(policy transforms.SavePolicy) func(tfLayer, *peel.Tensor) *peel.Tensor {
+	type in struct {
+		L tfLayer
+		X *peel.Tensor
+	}
+	ck := transforms.Checkpoint(func(a in) *peel.Tensor { return tfBlock(a.L, a.X) }, policy)
+	return func(l tfLayer, x *peel.Tensor) *peel.Tensor { return ck(in{l, x}) }
+}
+
+// tfCheck compares the gradient of X with the float64 eager gradient.
+func tfCheck(ref []float64) func(g tfParams) error {
+	return func(g tfParams) error {
+		return compare(hostFloats(g.X), ref, 2e-3, 1e-5)
+	}
+}
+
+func tfRef() []float64 {
+	return hostFloats(transforms.Grad(tfLoss(tfBlock))(tfData(peel.Float64)).X)
+}
+
+func tfEager(name, doc string, block func(tfLayer, *peel.Tensor) *peel.Tensor) Workload {
+	return Workload{
+		Name: name, Impl: "peel", Doc: doc, Unit: "ms", Metric: perMs,
+		Setup: func() (func(), func() error) {
+			p, check := tfData(peel.Float32), tfCheck(tfRef())
+			grad := transforms.Grad(tfLoss(block))
+			var out tfParams
+			return func() { out = grad(p) }, func() error { return check(out) }
+		},
+	}
+}
+
+func tfCompiled(block func(tfLayer, *peel.Tensor) *peel.Tensor) compiledSetup {
+	return func() (func() (func(), func() transforms.CompileStats), func() error) {
+		p, check := tfData(peel.Float32), tfCheck(tfRef())
+		var out tfParams
+		compile := func() (func(), func() transforms.CompileStats) {
+			c := transforms.Compile(transforms.Grad(tfLoss(block)))
+			return func() { out = c.Call(p) }, c.Stats
+		}
+		return compile, func() error { return check(out) }
+	}
+}
+
+func transformerWorkloads() []Workload {
+	ws := []Workload{
+		tfEager("transformer_grad_f32", tfDoc+", eager", tfBlock),
+		tfEager("transformer_grad_f32_ckpt_dots", tfDoc+", eager, each block checkpointed with DotsSaveable", tfCheckpointed(transforms.DotsSaveable)),
+		tfEager("transformer_grad_f32_ckpt_mincut", tfDoc+", eager, each block checkpointed with MinCut", tfCheckpointed(transforms.MinCut)),
+		tfEager("transformer_grad_f32_ckpt_nothing", tfDoc+", eager, each block checkpointed with NothingSaveable", tfCheckpointed(transforms.NothingSaveable)),
+	}
+	ws = append(ws, compiledWorkloads("transformer_grad_f32_compiled", "Compile of "+tfDoc, "ms", perMs, tfCompiled(tfBlock))...)
 	return ws
 }

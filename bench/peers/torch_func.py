@@ -170,6 +170,51 @@ def coscos_grad():
     return setup
 
 
+def transformer_grad():
+    """The gradient of a 2-block transformer (single-head attention and a
+    GELU MLP, each with a residual and a layer norm without affine
+    parameters), sequence 128, width 128, hidden 512, f32: loss.backward()."""
+    import math
+    import torch.nn.functional as F
+
+    def setup():
+        g = torch.Generator().manual_seed(100)
+
+        def w(rows, cols):
+            s = rows ** -0.5
+            return ((torch.rand(rows, cols, generator=g, dtype=torch.float64) * 2 - 1) * s).float().requires_grad_()
+
+        layers = []
+        for _ in range(2):
+            layers.append([w(128, 128), w(128, 128), w(128, 128), w(128, 128), w(128, 512),
+                           (torch.rand(512, generator=g) * 0.2 - 0.1).requires_grad_(), w(512, 128),
+                           (torch.rand(128, generator=g) * 0.2 - 0.1).requires_grad_()])
+        x = (torch.rand(128, 128, generator=g) * 2 - 1).requires_grad_()
+        params = [p for l in layers for p in l] + [x]
+
+        def ln(t):
+            return F.layer_norm(t, (t.shape[-1],), eps=1e-5)
+
+        def run():
+            for p in params:
+                p.grad = None
+            h = x
+            for wq, wk, wv, wo, w1, b1, w2, b2 in layers:
+                q, k, v = h @ wq, h @ wk, h @ wv
+                a = torch.softmax((q @ k.T) / math.sqrt(128), dim=-1)
+                h = ln(h + (a @ v) @ wo)
+                h = ln(h + F.gelu(h @ w1 + b1, approximate="tanh") @ w2 + b2)
+            (h * h).mean().backward()
+
+        def check():
+            if not torch.isfinite(x.grad).all():
+                raise AssertionError("transformer gradient is not finite")
+
+        return run, check
+
+    return setup
+
+
 def copy_1m():
     g = torch.Generator().manual_seed(6)
     src = (torch.rand(CHAIN_N, generator=g, dtype=torch.float64) * 2 - 1).to(torch.float32)
@@ -568,6 +613,7 @@ WORKLOADS = [
 ] + [
     ("mlp_step_f32", "ms", lambda ns: ns / 1e6, mlp_step),
     ("coscos_grad_f32", "ms", lambda ns: ns / 1e6, coscos_grad()),
+    ("transformer_grad_f32", "ms", lambda ns: ns / 1e6, transformer_grad()),
     ("maml_step", "ms", lambda ns: ns / 1e6, maml_step),
 ]
 
@@ -580,7 +626,11 @@ WORKLOADS += [(name + "_compiled",) + w[1:] for name in COMPILED for w in WORKLO
 # Remat and compiled-backward variants, answered by torch's eager
 # autograd of the same function.
 VARIANTS = {"mlp_step_f32_compile_backward": "mlp_step_f32", "coscos_grad_f32_mincut": "coscos_grad_f32",
-            "coscos_grad_f32_compiled": "coscos_grad_f32", "coscos_grad_f32_compiled_mincut": "coscos_grad_f32"}
+            "coscos_grad_f32_compiled": "coscos_grad_f32", "coscos_grad_f32_compiled_mincut": "coscos_grad_f32",
+            "transformer_grad_f32_compiled": "transformer_grad_f32",
+            "transformer_grad_f32_ckpt_dots": "transformer_grad_f32",
+            "transformer_grad_f32_ckpt_mincut": "transformer_grad_f32",
+            "transformer_grad_f32_ckpt_nothing": "transformer_grad_f32"}
 WORKLOADS += [(name,) + w[1:] for name, base in VARIANTS.items() for w in WORKLOADS if w[0] == base]
 
 
