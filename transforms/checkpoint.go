@@ -729,3 +729,41 @@ func SavedResiduals[A, R any](f func(A) R, x A) []Residual {
 	}
 	return res
 }
+
+// Recomputed returns the primitives a reverse-mode gradient of f at x
+// runs again in its backward pass because a Checkpoint (or Remat) did
+// not save their results, one name per equation, in order: with
+// SavedResiduals, what a policy trades. It panics as VJP does.
+func Recomputed[A, R any](f func(A) R, x A) []string {
+	const op = "transforms.Recomputed"
+	defer interp.Annotate(op)
+	leaves, def := flatten(op, x)
+	c := &customCall{op: op, in: def}
+	lin := linearizeFlat(op, func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, leaves)
+	defer lin.release()
+	var names []string
+	for _, e := range lin.g.Eqns {
+		p, ok := e.Params.(*ckptLinParams)
+		if !ok {
+			continue
+		}
+		linear := make(map[*interp.Var]bool)
+		for _, v := range p.graph.In {
+			linear[v] = true
+		}
+		for _, q := range p.graph.Eqns {
+			lin := false
+			for _, v := range q.In {
+				lin = lin || linear[v]
+			}
+			if lin {
+				for _, v := range q.Out {
+					linear[v] = true
+				}
+				continue
+			}
+			names = append(names, q.Prim.Name)
+		}
+	}
+	return names
+}

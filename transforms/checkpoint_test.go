@@ -2,6 +2,7 @@ package transforms_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,6 +182,15 @@ func TestSavedResiduals(t *testing.T) {
 	_, eb := count(everything, "checkpoint")
 	if nb >= eb {
 		t.Errorf("NothingSaveable saves %d bytes, EverythingSaveable %d", nb, eb)
+	}
+	if r := transforms.Recomputed(transforms.Checkpoint(ckLoss, transforms.NothingSaveable), p); !slices.Contains(r, "dot_general") || !slices.Contains(r, "tanh") {
+		t.Errorf("NothingSaveable recomputes %v: want the products and tanh among them", r)
+	}
+	if r := transforms.Recomputed(transforms.Checkpoint(ckLoss, transforms.DotsSaveable), p); slices.Contains(r, "dot_general") {
+		t.Errorf("DotsSaveable recomputes %v: products among them", r)
+	}
+	if r := transforms.Recomputed(ckLoss, p); len(r) != 0 {
+		t.Errorf("a gradient without Checkpoint recomputes %v", r)
 	}
 	if s := everything[0].String(); !strings.Contains(s, "f64") {
 		t.Errorf("Residual.String() = %q", s)
