@@ -14,8 +14,9 @@ const MaxFoldElements = 1 << 16
 // FoldConstants evaluates, at compile time, every equation whose inputs
 // are all constants of the graph (or that has no inputs, such as iota)
 // and whose results hold at most MaxFoldElements elements: its results
-// become constants. Broadcasts of one-element constants stay (fused code
-// reads them as one value; SplatConstants makes them). Folding proceeds in order, so chains of such
+// become constants (a uniform result as a broadcast of one value, see
+// SplatConstants). Broadcasts of one-element constants stay (fused code
+// reads them as one value). Folding proceeds in order, so chains of such
 // equations fold entirely. Equations are evaluated with interp.Bind on
 // the constants' values, so a folded constant is exactly what evaluating
 // the graph computes. Mutation equations, primitives that refuse
@@ -50,7 +51,11 @@ func FoldConstants(g *interp.Graph) *interp.Graph {
 	if !folded {
 		return g
 	}
-	return out.DCE()
+	// Folded results whose elements are all equal are kept as broadcasts
+	// of one value, the form SplatConstants gives captured ones, so that
+	// CSE sees them as equal to the same value's other broadcasts and a
+	// second run of the pipeline changes nothing.
+	return SplatConstants(out.DCE())
 }
 
 // foldEqn returns e's results computed from the constants' values, or

@@ -227,6 +227,20 @@ func TestFoldConstants(t *testing.T) {
 			bc := b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{2, 3}, Dims: []int{}}, c)
 			return b.output(b.eqn1(prims.Mul, nil, in, bc)), []*T{x}
 		}, after: map[string]int{"broadcast_in_dim": 1}, consts: 1},
+		{name: "a uniform folded result is a broadcast of one value", graph: func() (*interp.Graph, []*T) {
+			// So that CSE can merge it with the value's other broadcasts,
+			// and a second run of the pipeline changes nothing (found by
+			// TestPassesRapid).
+			b := newGraph()
+			in := b.input(peel.Float64, 2, 3)
+			c := b.constant(peel.FromFloat64s([]float64{2, 2, 2}))
+			bc := b.eqn1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{2, 3}, Dims: []int{1}}, c)
+			return b.output(b.eqn1(prims.Mul, nil, in, bc)), []*T{x}
+		}, after: map[string]int{"broadcast_in_dim": 1}, consts: 1, check: func(t *testing.T, g *interp.Graph) {
+			if n := g.Consts[0].Aval.Size(); n != 1 {
+				t.Errorf("the constant has %d elements, want 1", n)
+			}
+		}},
 		{name: "small broadcast of a vector folds", graph: func() (*interp.Graph, []*T) {
 			b := newGraph()
 			in := b.input(peel.Float64, 2, 3)

@@ -625,23 +625,9 @@ func init() {
 	})
 	batching.Register(checkpointPrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		c := params.(*ckptParams)
-		var b strings.Builder
-		b.WriteString(strconv.Itoa(size))
-		avals := make([]interp.Aval, len(vals))
-		for i, v := range vals {
-			b.WriteByte(',')
-			b.WriteString(strconv.Itoa(dims[i]))
-			avals[i] = v.Aval()
-		}
-		b.WriteByte(':')
-		b.WriteString(interp.AvalsKey(avals))
-		key := b.String()
-		bp, ok := c.batched.Load(key)
-		if !ok {
-			g := interp.TraceAvals("checkpoint", vmapped(size, dims, func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs, false) }), avals)
-			bp, _ = c.batched.LoadOrStore(key, &ckptParams{graph: g, policy: c.policy})
-		}
-		outs := interp.Bind(checkpointPrim, bp.(*ckptParams), vals...)
+		bp := batchedParams(&c.batched, "checkpoint", size, vals, dims, func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs, false) },
+			func(g *interp.Graph) *ckptParams { return &ckptParams{graph: g, policy: c.policy} })
+		outs := interp.Bind(checkpointPrim, bp, vals...)
 		return outs, make([]int, len(outs))
 	})
 }

@@ -79,23 +79,33 @@ var compiledCall = func() *interp.Prim {
 func init() {
 	batching.Register(compiledCall, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		c := params.(*callParams)
-		var b strings.Builder
-		b.WriteString(strconv.Itoa(size))
-		avals := make([]interp.Aval, len(vals))
-		for i, v := range vals {
-			b.WriteByte(',')
-			b.WriteString(strconv.Itoa(dims[i]))
-			avals[i] = v.Aval()
-		}
-		b.WriteByte(':')
-		b.WriteString(interp.AvalsKey(avals))
-		key := b.String()
-		bp, ok := c.batched.Load(key)
-		if !ok {
-			g := interp.TraceAvals("compile", vmapped(size, dims, func(xs []*tensor) []*tensor { return c.graph.Eval(xs...) }), avals)
-			bp, _ = c.batched.LoadOrStore(key, newCallParams(c.name, optimize(g)))
-		}
-		outs := interp.Bind(compiledCall, bp.(*callParams), vals...)
+		bp := batchedParams(&c.batched, "compile", size, vals, dims, func(xs []*tensor) []*tensor { return c.graph.Eval(xs...) },
+			func(g *interp.Graph) *callParams { return newCallParams(c.name, optimize(g)) })
+		outs := interp.Bind(compiledCall, bp, vals...)
 		return outs, make([]int, len(outs))
 	})
+}
+
+// batchedParams is the batching rule of a primitive holding a graph
+// (compiled_call, checkpoint): the parameters build makes of fn vmapped
+// over vals at dims, traced once per batch size, dims and operand types
+// and cached in cache; the rule binds the primitive again with them, its
+// results batched at 0.
+func batchedParams[P any](cache *sync.Map, name string, size int, vals []*tensor, dims []int, fn func([]*tensor) []*tensor, build func(*interp.Graph) P) P {
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(size))
+	avals := make([]interp.Aval, len(vals))
+	for i, v := range vals {
+		b.WriteByte(',')
+		b.WriteString(strconv.Itoa(dims[i]))
+		avals[i] = v.Aval()
+	}
+	b.WriteByte(':')
+	b.WriteString(interp.AvalsKey(avals))
+	key := b.String()
+	if p, ok := cache.Load(key); ok {
+		return p.(P)
+	}
+	p, _ := cache.LoadOrStore(key, build(interp.TraceAvals(name, vmapped(size, dims, fn), avals)))
+	return p.(P)
 }

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "consts_amd64.h"
 
 // AVX2+FMA float64 exp, tanh and logistic, four lanes per vector; see
 // fastmath64.go for the method and the scalar loops that perform the
@@ -21,15 +22,6 @@
 // D = A - B, VFMADD213PD C, B, A is A = B·A + C, VFMADD231PD C, B, A is
 // A = B·C + A, VFMSUB231PD C, B, A is A = B·C - A, VFNMADD231PD C, B, A
 // is A = A - B·C and VBLENDVPD M, B, A, D is D = (sign of M) ? B : A.
-
-// CONST4 defines a 32-byte read-only constant holding four copies of the
-// 64-bit pattern bits.
-#define CONST4(name, bits) \
-	DATA name+0(SB)/8, $bits; \
-	DATA name+8(SB)/8, $bits; \
-	DATA name+16(SB)/8, $bits; \
-	DATA name+24(SB)/8, $bits; \
-	GLOBL name(SB), RODATA|NOPTR, $32
 
 CONST4(absMask64<>, 0x7fffffffffffffff)
 CONST4(signMask64<>, 0x8000000000000000)

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "consts_amd64.h"
 
 // AVX2+FMA kernels over contiguous float32 and float64 slices; see
 // simd_amd64.go for their contracts and simd_test.go for their measured
@@ -16,19 +17,6 @@
 // Plan 9 operand order is the reverse of Intel's: VSUBPS B, A, D is
 // D = A - B, VFMADD213PS C, B, A is A = B·A + C, VFMADD231PS C, B, A is
 // A = B·C + A and VFNMADD231PS C, B, A is A = A - B·C.
-
-// CONST8 defines a 32-byte read-only constant holding eight copies of the
-// 32-bit pattern bits.
-#define CONST8(name, bits) \
-	DATA name+0(SB)/4, $bits; \
-	DATA name+4(SB)/4, $bits; \
-	DATA name+8(SB)/4, $bits; \
-	DATA name+12(SB)/4, $bits; \
-	DATA name+16(SB)/4, $bits; \
-	DATA name+20(SB)/4, $bits; \
-	DATA name+24(SB)/4, $bits; \
-	DATA name+28(SB)/4, $bits; \
-	GLOBL name(SB), RODATA|NOPTR, $32
 
 // The polynomial coefficients are near-minimax fits computed for peel
 // (Lawson-reweighted least squares in float64 on a dense grid), rounded
@@ -300,33 +288,24 @@ logisticDone:
 	VZEROUPPER
 	RET
 
-// CONST4D defines a 32-byte read-only constant holding four copies of the
-// 64-bit pattern bits.
-#define CONST4D(name, bits) \
-	DATA name+0(SB)/8, $bits; \
-	DATA name+8(SB)/8, $bits; \
-	DATA name+16(SB)/8, $bits; \
-	DATA name+24(SB)/8, $bits; \
-	GLOBL name(SB), RODATA|NOPTR, $32
-
 // Constants of sinCos32AVX2, float64: the reduction's 2/π, rounding magic
 // and two-part π/2, and the Taylor coefficients of fastmath.go's sinCosC.
 CONST8(sinLimit<>, 0x497fffff)             // below float32(2^20)
-CONST4D(trigMagic<>, 0x4338000000000000)   // 1.5·2^52
-CONST4D(twoOverPi<>, 0x3fe45f306dc9c883)   // 2/π
-CONST4D(pio2Hi<>, 0x3ff921fb54442d18)      // π/2 rounded to float64
-CONST4D(pio2Lo<>, 0x3c91a62633145c07)      // π/2 - pio2Hi
-CONST4D(oneD<>, 0x3ff0000000000000)        // 1
-CONST4D(sinS1<>, 0xbfc5555555555555)       // -1/3!
-CONST4D(sinS2<>, 0x3f81111111111111)       // 1/5!
-CONST4D(sinS3<>, 0xbf2a01a01a01a01a)       // -1/7!
-CONST4D(sinS4<>, 0x3ec71de3a556c734)       // 1/9!
-CONST4D(sinS5<>, 0xbe5ae64567f544e4)       // -1/11!
-CONST4D(cosC1<>, 0xbfe0000000000000)       // -1/2!
-CONST4D(cosC2<>, 0x3fa5555555555555)       // 1/4!
-CONST4D(cosC3<>, 0xbf56c16c16c16c17)       // -1/6!
-CONST4D(cosC4<>, 0x3efa01a01a01a01a)       // 1/8!
-CONST4D(cosC5<>, 0xbe927e4fb7789f5c)       // -1/10!
+CONST4(trigMagic<>, 0x4338000000000000)   // 1.5·2^52
+CONST4(twoOverPi<>, 0x3fe45f306dc9c883)   // 2/π
+CONST4(pio2Hi<>, 0x3ff921fb54442d18)      // π/2 rounded to float64
+CONST4(pio2Lo<>, 0x3c91a62633145c07)      // π/2 - pio2Hi
+CONST4(oneD<>, 0x3ff0000000000000)        // 1
+CONST4(sinS1<>, 0xbfc5555555555555)       // -1/3!
+CONST4(sinS2<>, 0x3f81111111111111)       // 1/5!
+CONST4(sinS3<>, 0xbf2a01a01a01a01a)       // -1/7!
+CONST4(sinS4<>, 0x3ec71de3a556c734)       // 1/9!
+CONST4(sinS5<>, 0xbe5ae64567f544e4)       // -1/11!
+CONST4(cosC1<>, 0xbfe0000000000000)       // -1/2!
+CONST4(cosC2<>, 0x3fa5555555555555)       // 1/4!
+CONST4(cosC3<>, 0xbf56c16c16c16c17)       // -1/6!
+CONST4(cosC4<>, 0x3efa01a01a01a01a)       // 1/8!
+CONST4(cosC5<>, 0xbe927e4fb7789f5c)       // -1/10!
 
 // SINCOS4 sets s = sin(z + q·π/2) for the four float64 z ≥ 0 (below 2^20)
 // in z, with q (0 or 1) in each int64 lane of Y12. Clobbers z, n, t, c.
