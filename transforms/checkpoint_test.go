@@ -303,3 +303,32 @@ func TestMinCutGeluByHand(t *testing.T) {
 		t.Errorf("the compiled program does not run the fused op:\n%s", prog)
 	}
 }
+
+// TestRematUnderCompile checks that a compiled gradient with Remat
+// recomputes what the policy does not save: the recomputation reads its
+// constants through a barrier CSE cannot see through, so the program
+// holds more products than the plain one, and gives the same results.
+func TestRematUnderCompile(t *testing.T) {
+	p := ckData()
+	type vg struct {
+		V *T
+		G ckParams
+	}
+	step := func(opts ...transforms.GradOption) *transforms.Compiled[ckParams, vg] {
+		return transforms.Compile(func(q ckParams) vg {
+			v, g := transforms.ValueAndGrad(ckLoss, opts...)(q)
+			return vg{v, g}
+		})
+	}
+	plain, remat := step(), step(transforms.Remat(transforms.NothingSaveable))
+	a, b := plain.Call(p), remat.Call(p)
+	near(t, "value", b.V.Float64s(), a.V.Float64s(), 1e-12)
+	ckNear(t, "gradient", b.G, a.G)
+	dots := func(c *transforms.Compiled[ckParams, vg]) int {
+		ex := c.Explain(p)
+		return strings.Count(ex[strings.Index(ex, "program:"):], "dot_general")
+	}
+	if dp, dr := dots(plain), dots(remat); dr <= dp {
+		t.Errorf("the remat program has %d products, the plain one %d: the recomputation was merged away", dr, dp)
+	}
+}
