@@ -55,7 +55,7 @@ func fillZeros(cts []*tensor, like []interp.Aval) []*tensor {
 // levels entered here.
 func valueAndGrad(op string, f func([]*tensor) []*tensor, leaves []*tensor, name func(i int) string, cfg *gradConfig) (value *tensor, grads, rest []*tensor) {
 	if cfg.remat != nil {
-		f = checkpointFlat(f, *cfg.remat)
+		f = checkpointFlat(f, *cfg.remat, cfg.rematPlans)
 	}
 	scalar := func(in []*tensor) []*tensor {
 		// Checked inside the level, so the error names it.

@@ -134,47 +134,43 @@ func Checkpoint[A, R any](f func(A) R, policy SavePolicy) func(A) R {
 	if f == nil {
 		treeErrorf(op, "f must not be nil")
 	}
+	plans := &sync.Map{}
 	return func(a A) R {
 		defer interp.Annotate(op)
 		leaves, def := flatten(op, a)
 		c := &customCall{op: op, in: def}
-		fl := checkpointFlat(func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, policy)
+		fl := checkpointFlat(func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, policy, plans)
 		return result[R](c, fl(leaves))
 	}
 }
 
-// checkpointFlat is Checkpoint of a function of leaves.
-func checkpointFlat(f func([]*tensor) []*tensor, policy SavePolicy) func([]*tensor) []*tensor {
+// checkpointFlat is Checkpoint of a function of leaves. plans, shared
+// by the calls of one checkpointed function, caches their plans by the
+// structure of f's graph (see ckptParams.plan).
+func checkpointFlat(f func([]*tensor) []*tensor, policy SavePolicy, plans *sync.Map) func([]*tensor) []*tensor {
 	return func(leaves []*tensor) []*tensor {
 		avals := make([]interp.Aval, len(leaves))
 		for i, l := range leaves {
 			avals[i] = l.Aval()
 		}
 		g, captured := closureConvert(interp.TraceAvals("checkpoint", f, avals))
-		return interp.Bind(checkpointPrim, &ckptParams{graph: g, policy: policy}, append(leaves, captured...)...)
+		p := &ckptParams{graph: g, policy: policy, nArgs: len(leaves), shared: plans}
+		return interp.Bind(checkpointPrim, p, append(leaves, captured...)...)
 	}
 }
 
-// closureConvert turns g's constants that are tracers (values of an
-// enclosing transform that f captured) into trailing inputs, returned
-// with the tensors to pass for them: a transform outside the checkpoint
-// must see them as operands (their tangents, their batch dimension).
+// closureConvert turns g's constants (the tensors f captured) into
+// trailing inputs, returned with the tensors to pass for them: a
+// transform outside the checkpoint sees the tracers among them as
+// operands (their tangents, their batch dimension), and the graph, its
+// JVP and their plan depend on no value, so calls of one checkpointed
+// function share them.
 func closureConvert(g *interp.Graph) (*interp.Graph, []*tensor) {
-	var captured []*tensor
-	ng := &interp.Graph{In: append([]*interp.Var(nil), g.In...), Eqns: g.Eqns, Out: g.Out}
-	for i, v := range g.Consts {
-		if c := g.ConstVals[i]; !c.IsConcrete() {
-			ng.In = append(ng.In, v)
-			captured = append(captured, c)
-			continue
-		}
-		ng.Consts = append(ng.Consts, v)
-		ng.ConstVals = append(ng.ConstVals, g.ConstVals[i])
-	}
-	if captured == nil {
+	if len(g.Consts) == 0 {
 		return g, nil
 	}
-	return ng, captured
+	ng := &interp.Graph{In: append(append([]*interp.Var(nil), g.In...), g.Consts...), Eqns: g.Eqns, Out: g.Out}
+	return ng, append([]*tensor(nil), g.ConstVals...)
 }
 
 // ckptParams are the checkpoint primitive's parameters: f's graph (its
@@ -182,6 +178,11 @@ func closureConvert(g *interp.Graph) (*interp.Graph, []*tensor) {
 type ckptParams struct {
 	graph  *interp.Graph
 	policy SavePolicy
+	// nArgs is the number of the graph's inputs that are the argument's
+	// leaves (the rest are captured tensors); shared caches plans across
+	// the calls of one checkpointed function, by structure.
+	nArgs  int
+	shared *sync.Map
 	// jvps caches the plans (J and its split) by which inputs have
 	// tangents; batched the batched checkpoints by layout.
 	jvps    sync.Map // string → *ckptPlan
@@ -258,9 +259,22 @@ func (c *ckptParams) plan(has []bool) *ckptPlan {
 	if p, ok := c.jvps.Load(key); ok {
 		return p.(*ckptPlan)
 	}
+	// Calls of one checkpointed function share plans when their graphs
+	// have one structure (a graph holds no values: closureConvert).
+	var shared string
+	if c.shared != nil && structureKey(&b, c.graph) {
+		shared = b.String()
+		if p, ok := c.shared.Load(shared); ok {
+			c.jvps.Store(key, p)
+			return p.(*ckptPlan)
+		}
+	}
 	j := c.jvpGraph(has)
-	p := newPlan(j, len(has), len(c.graph.Out), c.policy)
+	p := newPlan(j, len(has), len(c.graph.Out), c.nArgs, c.policy)
 	v, _ := c.jvps.LoadOrStore(key, p)
+	if shared != "" {
+		c.shared.LoadOrStore(shared, v)
+	}
 	return v.(*ckptPlan)
 }
 
@@ -328,9 +342,10 @@ type ckptPlan struct {
 	inline bool
 }
 
-// newPlan splits J (n primal inputs, nOut primal results) and applies
-// the policy.
-func newPlan(j *interp.Graph, n, nOut int, policy SavePolicy) *ckptPlan {
+// newPlan splits J (n primal inputs, the first nArgs the argument's
+// leaves and the rest captured tensors; nOut primal results) and
+// applies the policy.
+func newPlan(j *interp.Graph, n, nOut, nArgs int, policy SavePolicy) *ckptPlan {
 	p := &ckptPlan{j: j, n: n, nOut: nOut, known: make([]bool, len(j.Eqns)), recompute: make([]bool, len(j.Eqns))}
 	for _, e := range j.Eqns {
 		if e.Prim == customVJPLin || e.Prim == compositeLin {
@@ -419,8 +434,10 @@ func newPlan(j *interp.Graph, n, nOut int, policy SavePolicy) *ckptPlan {
 			p.sources[i] = "checkpoint: saved by the policy: " + j.Eqns[k].Prim.Name
 		case isConst[v]:
 			p.sources[i] = "checkpoint: constant"
-		default:
+		case argIndex[v] < nArgs:
 			p.sources[i] = "checkpoint: argument leaf " + strconv.Itoa(argIndex[v])
+		default:
+			p.sources[i] = "checkpoint: captured tensor " + strconv.Itoa(argIndex[v]-nArgs)
 		}
 	}
 	// The forward pass: the known equations the results and the saved
@@ -687,7 +704,7 @@ func init() {
 	batching.Register(checkpointPrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		c := params.(*ckptParams)
 		bp := batchedParams(&c.batched, "checkpoint", size, vals, dims, func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs, false) },
-			func(g *interp.Graph) *ckptParams { return &ckptParams{graph: g, policy: c.policy} })
+			func(g *interp.Graph) *ckptParams { return &ckptParams{graph: g, policy: c.policy, nArgs: len(vals)} })
 		outs := interp.Bind(checkpointPrim, bp, vals...)
 		return outs, make([]int, len(outs))
 	})

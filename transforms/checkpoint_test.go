@@ -332,3 +332,22 @@ func TestRematUnderCompile(t *testing.T) {
 		t.Errorf("the remat program has %d products, the plain one %d: the recomputation was merged away", dr, dp)
 	}
 }
+
+// TestCheckpointPlansShared checks that calls of one checkpointed
+// function share their plan only by structure: a captured tensor with
+// other values, and arguments with other values, give their own
+// gradients (the shared plan holds no value).
+func TestCheckpointPlansShared(t *testing.T) {
+	w := f64(0.5, -1, 2)
+	f := func(x *T) *T { return peel.Sum(peel.Tanh(peel.Mul(peel.Mul(x, w), x))) }
+	ck := transforms.Checkpoint(f, transforms.MinCut)
+	g := transforms.Grad(ck)
+	gr := transforms.Grad(f, transforms.Remat(transforms.DotsSaveable))
+	for k := range 4 {
+		w = peel.Mul(w, float64(k+1))
+		x := f64(float64(k)+0.1, -0.5, 1.5)
+		want := transforms.Grad(f)(x)
+		near(t, "Checkpoint", g(x).Float64s(), want.Float64s(), 1e-12)
+		near(t, "Remat", gr(x).Float64s(), want.Float64s(), 1e-12)
+	}
+}

@@ -1,6 +1,10 @@
 package transforms
 
-import "github.com/peel-ml/peel"
+import (
+	"sync"
+
+	"github.com/peel-ml/peel"
+)
 
 // Options follow one style across peel: each transform family has an
 // option interface with an unexported method, and constructors return
@@ -55,6 +59,7 @@ type gradConfig struct {
 	// remat, when set, checkpoints the function with that policy.
 	compileBackward bool
 	remat           *SavePolicy
+	rematPlans      *sync.Map // Remat's checkpoint plans, shared by the gradient's calls
 	// onGrad are the OnGradient hooks, in order.
 	onGrad []func(path string, g *peel.Tensor) *peel.Tensor
 }
@@ -87,7 +92,7 @@ func CompileBackward() BackwardOption {
 // gradient of Checkpoint(f, policy). Remat(MinCut) is AOTAutograd's
 // choice; under Compile the recomputation is compiled with the rest.
 func Remat(policy SavePolicy) BackwardOption {
-	return gradOpt(func(c *gradConfig) { p := policy; c.remat = &p })
+	return gradOpt(func(c *gradConfig) { p := policy; c.remat, c.rematPlans = &p, &sync.Map{} })
 }
 
 // gradConfigOf applies opts.
