@@ -21,6 +21,9 @@ func init() {
 	register(prims.Cumsum, cumsumRule)
 	register(prims.BroadcastInDim, broadcastRule)
 	register(prims.Reshape, reshapeRule)
+	register(prims.OptimizationBarrier, func(size int, params any, vals []*interp.Tensor, dims []int) ([]*interp.Tensor, []int) {
+		return interp.Bind(prims.OptimizationBarrier, nil, vals[0]), dims
+	})
 	register(prims.Transpose, transposeRule)
 	register(prims.Slice, sliceRule)
 	register(prims.Rev, revRule)

@@ -235,6 +235,7 @@ func shapeCases() []ruleCase {
 		add(prims.Rev, prims.RevParams{Axes: []int{0, 2}}, op(dt, 2, 3, 4))
 		add(prims.Rev, prims.RevParams{Axes: []int{1}}, op(dt, 2, 3, 4))
 		add(prims.Rev, prims.RevParams{Axes: []int{}}, op(dt, 2, 3))
+		add(prims.OptimizationBarrier, nil, op(dt, 2, 3))
 		add(prims.Rev, prims.RevParams{Axes: []int{0}}, op(dt, 0, 3))
 	}
 	pad := func(x operand, low, high, interior []int) {

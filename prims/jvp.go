@@ -140,7 +140,7 @@ func init() {
 	defSameJVP(Cumsum)
 
 	// Shape primitives.
-	for _, p := range []*interp.Prim{BroadcastInDim, Reshape, Transpose, Slice, Rev} {
+	for _, p := range []*interp.Prim{BroadcastInDim, Reshape, Transpose, Slice, Rev, OptimizationBarrier} {
 		defSameJVP(p)
 	}
 	defJVP(Pad, func(params any, x, t []*tensor, _ *tensor) *tensor {

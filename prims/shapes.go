@@ -140,6 +140,21 @@ var BroadcastInDim = func() *interp.Prim {
 	return p
 }()
 
+// OptimizationBarrier is the identity, a view of the whole operand
+// (JAX's optimization_barrier): the compiler's passes do not look through
+// it, so equations on its result are not merged with equal equations on
+// its operand (CSE), which is how a checkpoint's recomputation stays a
+// recomputation under Compile. Eval and the compiler's executor lay it
+// out as its operand, at no cost.
+var OptimizationBarrier = func() *interp.Prim {
+	p := interp.NewPrim("optimization_barrier", interp.ViewKind, func(params any, in []aval) []aval {
+		checkArity(in, 1)
+		return one(in[0])
+	})
+	p.ViewArray = func(_ any, a backend.Array) (backend.Array, bool) { return a, true }
+	return p
+}()
+
 // Reshape gives its operand a new shape with the same size. It is a view
 // when the operand's layout allows one (always for contiguous operands);
 // otherwise eval copies.

@@ -153,6 +153,9 @@ func init() {
 	})
 
 	defTranspose(BroadcastInDim, t, broadcastTranspose)
+	defTranspose(OptimizationBarrier, t, func(_ any, ct *tensor, _ []*tensor, _ []bool) []*tensor {
+		return []*tensor{interp.Bind1(OptimizationBarrier, nil, ct)}
+	})
 	defTranspose(Reshape, t, func(_ any, ct *tensor, args []*tensor, _ []bool) []*tensor {
 		return []*tensor{reshape(ct, args[0].Shape())}
 	})

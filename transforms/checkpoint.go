@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/peel-ml/peel"
-	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -599,19 +598,11 @@ var checkpointLin = func() *interp.Prim {
 	return p
 }()
 
-// rematBarrier is the identity, a view of the whole value. Under a trace
-// (Compile), the recomputation of a checkpoint's backward pass reads its
-// constants through it, so that CSE cannot merge the recomputed
-// equations with the forward pass's equal ones: the compiled program
-// then recomputes what the policy did not save, instead of keeping the
-// forward's values alive until the backward pass. The executor lays a
-// view out as its operand's slot, so the barrier costs nothing.
-var rematBarrier = interp.NewPrim("remat_barrier", interp.ViewKind, func(params any, in []interp.Aval) []interp.Aval {
-	return []interp.Aval{in[0]}
-})
-
 // withBarriers returns L with its tracer constants read through
-// rematBarrier when L recomputes anything (see rematBarrier), else L.
+// prims.OptimizationBarrier when L recomputes anything, else L: under a
+// trace (Compile), CSE could otherwise merge the recomputation with the
+// forward pass's equal equations, and the program would keep the
+// forward's values alive instead of recomputing them.
 func withBarriers(l *interp.Graph) *interp.Graph {
 	traced := false
 	for _, c := range l.ConstVals {
@@ -646,7 +637,7 @@ func withBarriers(l *interp.Graph) *interp.Graph {
 	for i, c := range l.ConstVals {
 		h.ConstVals[i] = c
 		if !c.IsConcrete() {
-			h.ConstVals[i] = interp.Bind1(rematBarrier, nil, c)
+			h.ConstVals[i] = interp.Bind1(prims.OptimizationBarrier, nil, c)
 		}
 	}
 	return &h
@@ -684,13 +675,6 @@ func init() {
 		return evalInlined(params.(*ckptParams).graph, args, false)
 	}
 	checkpointPrim.JVP = checkpointJVP
-	rematBarrier.ViewArray = func(_ any, a backend.Array) (backend.Array, bool) { return a, true }
-	rematBarrier.JVP = func(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
-		return interp.Bind(rematBarrier, nil, primals[0]), []*tensor{tangents[0]}
-	}
-	batching.Register(rematBarrier, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
-		return interp.Bind(rematBarrier, nil, vals[0]), dims
-	})
 	namePrim.Whole = true // staged as itself, not as the copy of its Impl
 	namePrim.Impl = func(params any, args []*tensor) []*tensor {
 		return []*tensor{interp.Bind1(prims.Copy, nil, args[0])}

@@ -28,6 +28,8 @@ func viewMap(p *interp.Prim, params any, shape []int) (out, m []int) {
 		return broadcastMap(shape, params.(prims.BroadcastParams))
 	case prims.Reshape:
 		return slices.Clone(params.(prims.ReshapeParams).Shape), identityMap(backend.ShapeSize(shape))
+	case prims.OptimizationBarrier:
+		return slices.Clone(shape), identityMap(backend.ShapeSize(shape))
 	}
 	panic("backendtest: no index map for " + p.Name)
 }

@@ -39,6 +39,7 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.Transpose] = runView(prims.Transpose, transposeParams, badTranspose)
 	m[prims.Slice] = runView(prims.Slice, sliceParams, badSlice)
 	m[prims.Reshape] = runView(prims.Reshape, reshapeParams, badReshape)
+	m[prims.OptimizationBarrier] = runView(prims.OptimizationBarrier, func([]int) []any { return []any{nil} }, func(*suite) {})
 	m[prims.BroadcastInDim] = runView(prims.BroadcastInDim, broadcastParams, badBroadcast)
 
 	m[prims.Pad] = runPad
