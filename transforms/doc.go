@@ -56,7 +56,16 @@
 // signature, optimizes the graph with package compiler and runs the
 // program on later calls; a compiled function is one primitive
 // (compiled_call) to the transforms above it, so it composes with all of
-// them in both orders.
+// them in both orders. A function that reads traced values runs in
+// compiled segments (graph breaks; Opaque marks a function to run as Go
+// code always).
+//
+// Checkpoint (and the Remat gradient option) choose what a gradient
+// saves for its backward pass and what it recomputes, with a SavePolicy
+// (MinCut is AOTAutograd's partitioner); SavedResiduals and Recomputed
+// report the choice. CompileBackward compiles only the backward pass.
+// Hook and OnGradient are backward hooks on values and on final
+// gradients.
 //
 // Options follow one style: each family has its option interface
 // (VmapOption, JacobianOption, GradOption, GradArgsOption,
