@@ -224,6 +224,22 @@ func packB[T float32 | float64](bp, b []T, off, rs, cs, kb, nb, nr int) {
 	for j0 := 0; j0 < nb; j0 += nr {
 		panel := bp[j0*kb : (j0+nr)*kb]
 		cols := min(nr, nb-j0)
+		if rs == 1 && cols == nr && cs != 1 {
+			// Columns of B contiguous (a transposed operand, such as
+			// the Kᵀ of attention): read each column sequentially and
+			// scatter it into the panel, which stays in L1, rather than
+			// gather nr strided elements per row.
+			for j := 0; j < nr; j += 4 {
+				o := off + (j0+j)*cs
+				c0 := b[o : o+kb]
+				c1, c2, c3 := b[o+cs:o+cs+kb], b[o+2*cs:o+2*cs+kb], b[o+3*cs:o+3*cs+kb]
+				for p, v := range c0 {
+					d := panel[p*nr+j : p*nr+j+4]
+					d[0], d[1], d[2], d[3] = v, c1[p], c2[p], c3[p]
+				}
+			}
+			continue
+		}
 		for p := range kb {
 			dst := panel[p*nr : p*nr+nr]
 			src := off + p*rs + j0*cs
