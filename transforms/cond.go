@@ -1,0 +1,336 @@
+package transforms
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/internal/treeimpl"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Control flow. Switch (and Cond, a Switch of two branches) traces every
+// branch into a graph over the operand leaves (closure-converted: the
+// tensors a branch captures become trailing operands, so outer
+// transforms see tracers among them as operands) and binds one
+// primitive, cond, whose operands are the index, the operand leaves and
+// every branch's captured tensors. cond is a composite marked Whole:
+//
+//   - eval reads the concrete index and evaluates the taken branch's
+//     graph with Graph.Eval, so the transforms outside see its ops;
+//   - staging (MakeGraph, Compile) records it as one equation,
+//     cond[n branches], which a compiled program runs by its Impl (the
+//     taken branch only);
+//   - its JVP rule differentiates the taken branch inline when the index
+//     is concrete (eager Grad, JVP, Jacrev, Hessian: only the taken
+//     branch runs, and its linear ops are what reverse mode transposes).
+//     When the index is a tracer (under Compile, or a Vmap with a
+//     batched predicate) every branch's JVP is computed and the primals
+//     and tangents are selected by the index (prims.Where): the tangent
+//     map is then made of selects and the branches' own linear ops, so
+//     it transposes like any other code. As with jnp.where, a branch not
+//     taken whose derivative is NaN or infinite at the operands (sqrt at
+//     a negative number) can make such a gradient NaN: 0·NaN;
+//   - its batching rule binds cond again with the branches vmapped when
+//     the index is not batched; with a batched index every branch runs
+//     vmapped on every lane and the results are selected lane by lane
+//     (so the effects of every branch happen, as in JAX).
+
+// condParams are the cond primitive's parameters: one graph per branch,
+// each with the same inputs (the operand leaves, then every branch's
+// captured tensors) and results of the same types.
+type condParams struct {
+	branches []*interp.Graph
+	// batched caches, per branch, the branch vmapped by batch layout
+	// (an unbatched index).
+	batched []sync.Map // string → *interp.Graph
+}
+
+func (p *condParams) String() string { return "cond[" + strconv.Itoa(len(p.branches)) + " branches]" }
+
+func newCondParams(gs []*interp.Graph) *condParams {
+	return &condParams{branches: gs, batched: make([]sync.Map, len(gs))}
+}
+
+var condPrim = func() *interp.Prim {
+	p := interp.NewPrim("cond", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+		c := params.(*condParams)
+		g := c.branches[0]
+		if len(in) != 1+len(g.In) {
+			panic(interp.Errorf("cond takes %d operands (the index and %d more), got %d", 1+len(g.In), len(g.In), len(in)))
+		}
+		if len(in[0].Shape) != 0 || in[0].DType != interp.Int64 {
+			panic(interp.Errorf("cond's index must be an integer scalar, got %v", in[0]))
+		}
+		for i, v := range g.In {
+			if !in[1+i].Equal(v.Aval) {
+				panic(interp.Errorf("cond's operand %d must be %v, got %v", 1+i, v.Aval, in[1+i]))
+			}
+		}
+		return outAvals(g)
+	})
+	p.Whole = true // one equation when staged
+	p.Impl = func(params any, args []*tensor) []*tensor {
+		defer interp.Decomposing("cond")
+		c := params.(*condParams)
+		if k, ok := concreteBranch(args[0], len(c.branches)); ok {
+			return c.branches[k].Eval(args[1:]...)
+		}
+		// A traced index (a trace that decomposes every composite):
+		// every branch, selected.
+		outs := make([][]*tensor, len(c.branches))
+		for k, g := range c.branches {
+			outs[k] = g.Eval(args[1:]...)
+		}
+		return selectBranches(args[0], outs)
+	}
+	return p
+}()
+
+// concreteBranch returns the branch a concrete index selects, clamped to
+// [0, n-1]; ok is false when the index is a tracer.
+func concreteBranch(idx *tensor, n int) (int, bool) {
+	if !idx.IsConcrete() {
+		return 0, false
+	}
+	v := idx.Item()
+	switch {
+	case v <= 0:
+		return 0, true
+	case v >= float64(n-1):
+		return n - 1, true
+	}
+	return int(v), true
+}
+
+// selectBranches merges the branches' results by idx, an int64 tensor
+// in [0, n-1] (a scalar, or the physical index of a batching rule,
+// batched at 0): result leaf i is outs[k][i] where idx is k, idx being
+// broadcast along the leaf's leading dimensions.
+func selectBranches(idx *tensor, outs [][]*tensor) []*tensor {
+	res := make([]*tensor, len(outs[0]))
+	dims := make([]int, idx.Rank())
+	for d := range dims {
+		dims[d] = d
+	}
+	masks := make([]*tensor, len(outs))
+	for k := 1; k < len(outs); k++ {
+		masks[k] = peel.Equal(idx, peel.AsType(peel.Scalar(int64(k)), idx.DType()))
+	}
+	for i := range res {
+		r := outs[0][i]
+		for k := 1; k < len(outs); k++ {
+			m := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: r.Shape(), Dims: dims}, masks[k])
+			r = interp.Bind1(prims.Where, nil, m, outs[k][i], r)
+		}
+		res[i] = r
+	}
+	return res
+}
+
+// condJVP is cond's forward-mode rule (see the top of the file).
+func condJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
+	c := params.(*condParams)
+	idx, ops, tops := primals[0], primals[1:], tangents[1:]
+	branchJVP := func(g *interp.Graph) ([]*tensor, []*tensor) {
+		return jvpFlat("cond", func(xs []*tensor) []*tensor { return g.Eval(xs...) }, ops, tops)
+	}
+	if k, ok := concreteBranch(idx, len(c.branches)); ok {
+		return branchJVP(c.branches[k])
+	}
+	n := len(c.branches)
+	outs := make([][]*tensor, n)
+	touts := make([][]*tensor, n)
+	for k, g := range c.branches {
+		outs[k], touts[k] = branchJVP(g)
+	}
+	res := selectBranches(idx, outs)
+	// The tangents, selected where some branch has one (zeros for the
+	// others).
+	tres := make([]*tensor, len(res))
+	for i, o := range res {
+		if !o.DType().IsFloat() {
+			continue
+		}
+		var ts [][]*tensor
+		some := false
+		for k := range touts {
+			some = some || touts[k][i] != nil
+		}
+		if !some {
+			continue
+		}
+		for k := range touts {
+			t := touts[k][i]
+			if t == nil {
+				t = zerosLike(outs[k][i])
+			}
+			ts = append(ts, []*tensor{t})
+		}
+		tres[i] = selectBranches(idx, ts)[0]
+	}
+	return res, tres
+}
+
+func init() {
+	condPrim.JVP = condJVP
+	batching.Register(condPrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		c := params.(*condParams)
+		ops, odims := vals[1:], dims[1:]
+		if dims[0] == batching.NotMapped {
+			gs := make([]*interp.Graph, len(c.branches))
+			for k, g := range c.branches {
+				gs[k] = batchedParams(&c.batched[k], "cond", size, ops, odims, func(xs []*tensor) []*tensor { return g.Eval(xs...) },
+					func(b *interp.Graph) *interp.Graph { return b })
+			}
+			outs := interp.Bind(condPrim, newCondParams(gs), vals...)
+			return outs, make([]int, len(outs))
+		}
+		// A batched index (a scalar: its physical value is [size]):
+		// every branch on every lane, selected per lane.
+		idx := vals[0]
+		outs := make([][]*tensor, len(c.branches))
+		for k, g := range c.branches {
+			outs[k] = vmapped(size, odims, func(xs []*tensor) []*tensor { return g.Eval(xs...) })(ops)
+		}
+		res := selectBranches(idx, outs)
+		return res, make([]int, len(res))
+	})
+}
+
+// Cond returns trueFn(operands) when pred is true and falseFn(operands)
+// otherwise (JAX's lax.cond). pred is a scalar tensor: a bool, or a
+// number, true when nonzero. Both functions are traced on the operands'
+// types, must return trees of the same structure with leaves of the same
+// shapes and dtypes, and may capture tensors (captured tracers of an
+// enclosing transform are differentiated and batched as operands are).
+//
+// Eagerly (a concrete pred) only the branch taken runs, and its
+// derivative is the derivative of the result. Under Compile, pred is a
+// value of the program, which records one cond equation that runs the
+// taken branch; a gradient there computes both branches' derivatives
+// and selects (see the file's top comment for the NaN caveat). Under
+// Vmap with a batched pred both branches run on every lane and the
+// result is selected lane by lane, so the effects of both happen.
+//
+// The operands are a tree (see Grad). Cond panics with *peel.Error when
+// pred is nil or not a scalar, when a function is nil or returns nil or
+// a tree with a nil tensor, or when the two results differ in structure,
+// shape or dtype (naming the function and the leaf path); otherwise it
+// panics as the functions do.
+func Cond[A, R any](pred *peel.Tensor, trueFn, falseFn func(A) R, operands A) R {
+	const op = "transforms.Cond"
+	defer interp.Annotate(op)
+	if pred == nil {
+		treeErrorf(op, "pred must not be nil")
+	}
+	if pred.Rank() != 0 {
+		treeErrorf(op, "pred must be a scalar, got %s", pred.TypeString())
+	}
+	b := pred
+	if b.DType() != peel.Bool {
+		b = peel.NotEqual(pred, peel.AsType(peel.Scalar(0.0), pred.DType()))
+	}
+	idx := peel.AsType(b, peel.Int64)
+	return switchTree(op, idx, []func(A) R{falseFn, trueFn}, []string{"falseFn", "trueFn"}, operands)
+}
+
+// Switch returns branches[index](operands) (JAX's lax.switch). index is
+// an int64 scalar tensor, clamped to [0, len(branches)-1]. Every
+// branch is traced on the operands' types and must return a tree of the
+// same structure with leaves of the same shapes and dtypes; branches may
+// capture tensors. Eagerly only the branch taken runs; under Compile,
+// autodiff with a traced index, and Vmap with a batched index it behaves
+// as Cond does.
+//
+// Switch panics with *peel.Error when index is nil, not a scalar or not
+// int64, when branches is empty, when a branch is nil or returns nil
+// or a tree with a nil tensor, or when two branches' results differ in
+// structure, shape or dtype (naming the branch and the leaf path);
+// otherwise it panics as the branches do.
+func Switch[A, R any](index *peel.Tensor, branches []func(A) R, operands A) R {
+	const op = "transforms.Switch"
+	defer interp.Annotate(op)
+	if index == nil {
+		treeErrorf(op, "index must not be nil")
+	}
+	if index.Rank() != 0 || index.DType() != peel.Int64 {
+		treeErrorf(op, "index must be an int64 scalar, got %s", index.TypeString())
+	}
+	if len(branches) == 0 {
+		treeErrorf(op, "branches must not be empty")
+	}
+	idx := index
+	if len(branches) > 1 {
+		idx = peel.Clip(idx, peel.Scalar(int64(0)), peel.Scalar(int64(len(branches)-1)))
+	}
+	names := make([]string, len(branches))
+	for k := range names {
+		names[k] = "branch " + strconv.Itoa(k)
+	}
+	return switchTree(op, idx, branches, names, operands)
+}
+
+// switchTree traces the branches on the operands' leaves, checks that
+// their results agree and binds cond with idx, an int64 scalar in range.
+func switchTree[A, R any](op string, idx *tensor, branches []func(A) R, names []string, operands A) R {
+	for k, b := range branches {
+		if b == nil {
+			treeErrorf(op, "%s must not be nil", names[k])
+		}
+	}
+	leaves, def := flatten(op, operands)
+	avals := make([]interp.Aval, len(leaves))
+	for i, l := range leaves {
+		avals[i] = l.Aval()
+	}
+	n := len(branches)
+	calls := make([]*customCall, n)
+	graphs := make([]*interp.Graph, n)
+	captured := make([][]*tensor, n)
+	for k, b := range branches {
+		c := &customCall{op: op, in: def}
+		calls[k] = c
+		g := interp.TraceAvals("cond", func(in []*tensor) []*tensor {
+			return c.outLeaves(names[k], b(build[A](def, in)))
+		}, avals)
+		graphs[k], captured[k] = closureConvert(g)
+		if k == 0 {
+			continue
+		}
+		if d := treeimpl.StructureDiff(calls[0].out.Proto().Interface(), c.out.Proto().Interface()); d != "" {
+			treeErrorf(op, "%s and %s must return trees of one structure: %s", names[0], names[k], d)
+		}
+		g0 := graphs[0]
+		for i, v := range graphs[k].Out {
+			if w := g0.Out[i].Aval; !v.Aval.Equal(w) {
+				treeErrorf(op, "%s returns %v at result path %s but %s returns %v: the branches must return the same shapes and dtypes", names[k], v.Aval, pathOr(c.out.Paths()[i]), names[0], w)
+			}
+		}
+	}
+	// Every branch takes every branch's captured tensors: those of the
+	// others are inputs it does not read.
+	var all []*tensor
+	for _, cs := range captured {
+		all = append(all, cs...)
+	}
+	for k, g := range graphs {
+		next := g.IDBound()
+		in := append([]*interp.Var(nil), g.In[:len(leaves)]...)
+		for j, cs := range captured {
+			if j == k {
+				in = append(in, g.In[len(leaves):]...)
+				continue
+			}
+			for _, t := range cs {
+				in = append(in, &interp.Var{ID: next, Aval: t.Aval()})
+				next++
+			}
+		}
+		graphs[k] = &interp.Graph{In: in, Consts: g.Consts, ConstVals: g.ConstVals, Eqns: g.Eqns, Out: g.Out}
+	}
+	args := append(append([]*tensor{idx}, leaves...), all...)
+	return result[R](calls[0], interp.Bind(condPrim, newCondParams(graphs), args...))
+}

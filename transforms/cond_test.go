@@ -1,0 +1,233 @@
+package transforms_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
+)
+
+// Branches of the piecewise test function, and their Go-if composition.
+func condPos(x *T) *T { return peel.Mul(peel.Sin(x), x) }
+func condNeg(x *T) *T { return peel.Mul(peel.Mul(x, x), x) }
+
+// condF is x ↦ sin(x)·x when Σx > 0, x³ otherwise, with Cond; ifF is the
+// same with a Go if on the concrete value.
+func condF(x *T) *T {
+	return transforms.Cond(peel.Greater(peel.Sum(x), 0.0), condPos, condNeg, x)
+}
+
+func ifF(x *T) *T { return condPick(x)(x) }
+
+// condPick is the branch a Go if on the concrete x takes: the oracle for
+// transformed calls (a transformed function cannot read values).
+func condPick(x *T) func(*T) *T {
+	if peel.Sum(x).Item() > 0 {
+		return condPos
+	}
+	return condNeg
+}
+
+func condSum(f func(*T) *T) func(*T) *T { return func(x *T) *T { return peel.Sum(f(x)) } }
+
+func condInputs() []*T {
+	return []*T{f64(0.5, -0.25, 2), f64(-1.5, 0.25, -3), f64(0, 0, 0), f64(1e-3)}
+}
+
+func condEqual(t *testing.T, what string, got, want *T) {
+	t.Helper()
+	near(t, what, got.Float64s(), want.Float64s(), 0)
+}
+
+func TestCondMatchesIf(t *testing.T) {
+	for _, x := range condInputs() {
+		condEqual(t, "cond", condF(x), ifF(x))
+	}
+	// A numeric predicate: nonzero is true.
+	for _, p := range []float64{0, 1, -2.5} {
+		x := f64(1, 2)
+		got := transforms.Cond(peel.Scalar(p), condPos, condNeg, x)
+		want := condNeg(x)
+		if p != 0 {
+			want = condPos(x)
+		}
+		condEqual(t, "numeric pred", got, want)
+	}
+	gotI := transforms.Cond(peel.Scalar(int64(3)), condPos, condNeg, f64(1))
+	condEqual(t, "int pred", gotI, condPos(f64(1)))
+}
+
+func TestSwitchClampsIndex(t *testing.T) {
+	branches := []func(*T) *T{
+		func(x *T) *T { return peel.Add(x, 1.0) },
+		func(x *T) *T { return peel.Mul(x, 10.0) },
+		func(x *T) *T { return peel.Neg(x) },
+	}
+	x := f64(1, -2)
+	for _, k := range []int64{-5, -1, 0, 1, 2, 3, 100} {
+		want := branches[min(max(k, 0), 2)](x)
+		condEqual(t, "switch", transforms.Switch(peel.Scalar(k), branches, x), want)
+	}
+	// One branch: any index.
+	condEqual(t, "one branch", transforms.Switch(peel.Scalar(int64(7)), branches[:1], x), branches[0](x))
+}
+
+type condPair struct{ A, B *T }
+
+func TestCondTrees(t *testing.T) {
+	swap := func(p condPair) []*T { return []*T{p.B, peel.Add(p.A, p.B)} }
+	keep := func(p condPair) []*T { return []*T{p.A, peel.Mul(p.A, p.B)} }
+	p := condPair{f64(1, 2), f64(3, 4)}
+	for _, b := range []bool{true, false} {
+		got := transforms.Cond(peel.Scalar(b), swap, keep, p)
+		want := keep(p)
+		if b {
+			want = swap(p)
+		}
+		for i := range want {
+			condEqual(t, "tree", got[i], want[i])
+		}
+	}
+}
+
+func TestCondGradJVPJacrev(t *testing.T) {
+	for _, x := range condInputs() {
+		ifF := condPick(x)
+		condEqual(t, "grad", transforms.Grad(condSum(condF))(x), transforms.Grad(condSum(ifF))(x))
+		tan := peel.OnesLike(x)
+		y, dy := transforms.JVP(condF, x, tan)
+		wy, wdy := transforms.JVP(ifF, x, tan)
+		condEqual(t, "jvp primal", y, wy)
+		condEqual(t, "jvp tangent", dy, wdy)
+		condEqual(t, "jacrev", transforms.Jacrev(condF)(x), transforms.Jacrev(ifF)(x))
+		hess := func(f func(*T) *T) *T { return transforms.Grad(condSum(transforms.Grad(condSum(f))))(x) }
+		condEqual(t, "grad of grad", hess(condF), hess(ifF))
+	}
+}
+
+// TestCondCapturedGrad: a tensor of an outer Grad captured by a branch
+// is differentiated (it is an operand of cond, closure-converted).
+func TestCondCapturedGrad(t *testing.T) {
+	x := f64(1, -2, 3)
+	for _, b := range []bool{true, false} {
+		pred := peel.Scalar(b)
+		withCond := func(w *T) *T {
+			return peel.Sum(transforms.Cond(pred,
+				func(x *T) *T { return peel.Mul(x, peel.Sin(w)) },
+				func(x *T) *T { return peel.Add(x, peel.Mul(w, w)) }, x))
+		}
+		withIf := func(w *T) *T {
+			if b {
+				return peel.Sum(peel.Mul(x, peel.Sin(w)))
+			}
+			return peel.Sum(peel.Add(x, peel.Mul(w, w)))
+		}
+		w := f64(0.5, 0.25, -1)
+		condEqual(t, "captured grad", transforms.Grad(withCond)(w), transforms.Grad(withIf)(w))
+		cw := transforms.Compile(transforms.Grad(withCond))
+		near(t, "compiled captured grad", cw.Call(w).Float64s(), transforms.Grad(withIf)(w).Float64s(), 1e-12)
+	}
+}
+
+func condLanes(x *T) []*T {
+	n := x.Shape()[0]
+	out := make([]*T, n)
+	for i := range out {
+		out[i] = peel.Select(x, 0, i)
+	}
+	return out
+}
+
+func condStack(f func(*T) *T, x *T) *T {
+	var ys []*T
+	for _, l := range condLanes(x) {
+		ys = append(ys, f(l))
+	}
+	return peel.Stack(ys, 0)
+}
+
+func TestCondVmap(t *testing.T) {
+	xs := peel.FromFloat64s([]float64{0.5, -0.25, 2, -1.5, 0.25, -3, 1, 1, -1, 0, 0, 0}, 4, 3)
+	// A batched predicate (computed from the lane).
+	condEqual(t, "vmap batched pred", transforms.Vmap(condF)(xs), condStack(ifF, xs))
+	// An unbatched predicate, batched operands.
+	for _, b := range []bool{true, false} {
+		pred := peel.Scalar(b)
+		f := func(x *T) *T { return transforms.Cond(pred, condPos, condNeg, x) }
+		want := condStack(condNeg, xs)
+		if b {
+			want = condStack(condPos, xs)
+		}
+		condEqual(t, "vmap unbatched pred", transforms.Vmap(f)(xs), want)
+	}
+	// A batched predicate, unbatched operands (captured).
+	y := f64(0.5, -2)
+	preds := peel.FromFloat64s([]float64{1, 0, -3, 0})
+	f := func(p *T) *T { return transforms.Cond(p, condPos, condNeg, y) }
+	got := transforms.Vmap(f)(preds)
+	var want []*T
+	for _, p := range preds.Float64s() {
+		if p != 0 {
+			want = append(want, condPos(y))
+		} else {
+			want = append(want, condNeg(y))
+		}
+	}
+	condEqual(t, "vmap batched pred, unbatched operand", got, peel.Stack(want, 0))
+	// A batched Switch index.
+	branches := []func(*T) *T{condPos, condNeg, peel.Neg}
+	idx := peel.FromInt64s([]int64{2, 0, 1, 7})
+	gotS := transforms.Vmap2(func(k, x *T) *T { return transforms.Switch(k, branches, x) })(idx, xs)
+	var wantS []*T
+	for i, l := range condLanes(xs) {
+		wantS = append(wantS, branches[min(idx.Int64s()[i], 2)](l))
+	}
+	condEqual(t, "vmap switch", gotS, peel.Stack(wantS, 0))
+	// Vmap of Grad and Grad of Vmap.
+	gradIf := func(x *T) *T { return transforms.Grad(condSum(condPick(x)))(x) }
+	condEqual(t, "vmap(grad)", transforms.Vmap(transforms.Grad(condSum(condF)))(xs), condStack(gradIf, xs))
+	gv := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(condF)(x)) })(xs)
+	condEqual(t, "grad(vmap)", gv, condStack(gradIf, xs))
+}
+
+func TestCondCompile(t *testing.T) {
+	c := transforms.Compile(condF)
+	cg := transforms.Compile(transforms.Grad(condSum(condF)))
+	for _, x := range condInputs() {
+		near(t, "compiled", c.Call(x).Float64s(), ifF(x).Float64s(), 1e-12)
+		near(t, "compiled grad", cg.Call(x).Float64s(), transforms.Grad(condSum(condPick(x)))(x).Float64s(), 1e-12)
+	}
+	g := transforms.MakeGraph(condF, f64(1, 2)).String()
+	if !strings.Contains(g, "cond[2 branches]") {
+		t.Errorf("graph does not hold one cond equation:\n%s", g)
+	}
+}
+
+func TestCondErrors(t *testing.T) {
+	x := f64(1, 2)
+	pred := peel.Scalar(true)
+	wantError(t, func() { transforms.Cond(pred, condPos, func(x *T) *T { return peel.Sum(x) }, x) },
+		"transforms.Cond", "falseFn", "shape")
+	wantError(t, func() { transforms.Cond(pred, condPos, func(x *T) *T { return peel.AsType(x, peel.Float32) }, x) },
+		"transforms.Cond", "falseFn", "f32")
+	wantError(t, func() {
+		transforms.Cond(pred, func(x *T) []*T { return []*T{x} }, func(x *T) []*T { return []*T{x, x} }, x)
+	}, "transforms.Cond", "structure")
+	wantError(t, func() {
+		transforms.Switch(peel.Scalar(int64(0)), []func(condPair) *T{
+			func(p condPair) *T { return p.A },
+			func(p condPair) *T { return p.A },
+			func(p condPair) *T { return peel.Stack([]*T{p.A, p.B}, 0) },
+		}, condPair{x, x})
+	}, "transforms.Switch", "branch 2", "shape")
+	wantError(t, func() {
+		transforms.Cond(pred, func(p condPair) condPair { return p }, func(p condPair) condPair { return condPair{p.A, peel.Sum(p.B)} }, condPair{x, x})
+	}, "falseFn", ".B")
+	wantError(t, func() { transforms.Cond(nil, condPos, condNeg, x) }, "pred must not be nil")
+	wantError(t, func() { transforms.Cond(x, condPos, condNeg, x) }, "scalar")
+	wantError(t, func() { transforms.Cond(pred, nil, condNeg, x) }, "trueFn must not be nil")
+	wantError(t, func() { transforms.Switch(peel.Scalar(1.0), []func(*T) *T{condPos}, x) }, "int64 scalar")
+	wantError(t, func() { transforms.Switch[*T, *T](peel.Scalar(int64(0)), nil, x) }, "must not be empty")
+	wantError(t, func() { transforms.Cond(pred, func(*T) *T { return nil }, condNeg, x) }, "nil")
+}
