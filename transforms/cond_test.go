@@ -231,3 +231,56 @@ func TestCondErrors(t *testing.T) {
 	wantError(t, func() { transforms.Switch[*T, *T](peel.Scalar(int64(0)), nil, x) }, "must not be empty")
 	wantError(t, func() { transforms.Cond(pred, func(*T) *T { return nil }, condNeg, x) }, "nil")
 }
+
+// TestCondOnlyTakenBranchRuns: eagerly, only the taken branch's
+// derivative runs (a hook on each branch counts its backward passes).
+func TestCondOnlyTakenBranchRuns(t *testing.T) {
+	var hits [2]int
+	hooked := func(k int, f func(*T) *T) func(*T) *T {
+		return func(x *T) *T {
+			return f(transforms.Hook(x, func(ct *T) *T { hits[k]++; return ct }))
+		}
+	}
+	x := f64(1, -2)
+	for _, b := range []bool{false, true} {
+		hits = [2]int{}
+		f := func(x *T) *T { return peel.Sum(transforms.Cond(peel.Scalar(b), hooked(1, condPos), hooked(0, condNeg), x)) }
+		want := condNeg
+		taken := 0
+		if b {
+			want, taken = condPos, 1
+		}
+		condEqual(t, "grad", transforms.Grad(f)(x), transforms.Grad(condSum(want))(x))
+		if hits[taken] != 1 || hits[1-taken] != 0 {
+			t.Errorf("pred %v: hooks ran %v times, want only branch %d once", b, hits, taken)
+		}
+	}
+}
+
+func TestCondMoreTransforms(t *testing.T) {
+	for _, x := range condInputs() {
+		ifF := condPick(x)
+		condEqual(t, "jacfwd", transforms.Jacfwd(condF)(x), transforms.Jacfwd(ifF)(x))
+		condEqual(t, "hessian", transforms.Hessian(condSum(condF))(x), transforms.Hessian(condSum(ifF))(x))
+		gc := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Compile(condF).Call(x)) })(x)
+		near(t, "grad(compile)", gc.Float64s(), transforms.Grad(condSum(ifF))(x).Float64s(), 1e-12)
+	}
+	// Operands batched along another axis.
+	xs := peel.FromFloat64s([]float64{0.5, -0.25, 2, -1.5, 0.25, -3}, 3, 2)
+	got := transforms.Vmap(condF, transforms.InAxes(1))(xs)
+	want := condStack(ifF, peel.Transpose(xs))
+	condEqual(t, "vmap in axis 1", got, want)
+	// Compiled vmap with a batched predicate.
+	cv := transforms.Compile(transforms.Vmap(condF))
+	near(t, "compile(vmap)", cv.Call(peel.Transpose(xs)).Float64s(), want.Float64s(), 1e-12)
+}
+
+// TestCondEagerGradIgnoresUntakenBranch: a branch not taken whose
+// derivative would be NaN at the operands does not reach an eager
+// gradient (only the taken branch is differentiated).
+func TestCondEagerGradIgnoresUntakenBranch(t *testing.T) {
+	f := func(x *T) *T {
+		return peel.Sum(transforms.Cond(peel.Greater(peel.Sum(x), 0.0), peel.Sqrt, func(x *T) *T { return peel.Mul(x, 2.0) }, x))
+	}
+	condEqual(t, "grad", transforms.Grad(f)(f64(-1, -4)), f64(2, 2))
+}
