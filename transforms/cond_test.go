@@ -284,3 +284,28 @@ func TestCondEagerGradIgnoresUntakenBranch(t *testing.T) {
 	}
 	condEqual(t, "grad", transforms.Grad(f)(f64(-1, -4)), f64(2, 2))
 }
+
+// TestCondCapturedVmapAndCompiledSwitch: a branch capturing a tensor of
+// an outer Vmap is batched in it; a compiled Switch takes its index as
+// an argument of the program.
+func TestCondCapturedVmapAndCompiledSwitch(t *testing.T) {
+	x := f64(1, -2)
+	ws := peel.FromFloat64s([]float64{0.5, 2, -1}, 3, 1)
+	for _, b := range []bool{true, false} {
+		f := func(w *T) *T {
+			return transforms.Cond(peel.Scalar(b), func(x *T) *T { return peel.Mul(x, w) }, func(x *T) *T { return peel.Add(x, w) }, x)
+		}
+		want := condStack(func(w *T) *T {
+			if b {
+				return peel.Mul(x, w)
+			}
+			return peel.Add(x, w)
+		}, ws)
+		condEqual(t, "vmap captured", transforms.Vmap(f)(ws), want)
+	}
+	branches := []func(*T) *T{condPos, condNeg, peel.Neg}
+	c := transforms.Compile2(func(k, x *T) *T { return transforms.Switch(k, branches, x) })
+	for _, k := range []int64{-1, 0, 1, 2, 3} {
+		near(t, "compiled switch", c.Call(peel.Scalar(k), x).Float64s(), branches[min(max(k, 0), 2)](x).Float64s(), 1e-12)
+	}
+}
