@@ -244,7 +244,9 @@ func TestCondOnlyTakenBranchRuns(t *testing.T) {
 	x := f64(1, -2)
 	for _, b := range []bool{false, true} {
 		hits = [2]int{}
-		f := func(x *T) *T { return peel.Sum(transforms.Cond(peel.Scalar(b), hooked(1, condPos), hooked(0, condNeg), x)) }
+		f := func(x *T) *T {
+			return peel.Sum(transforms.Cond(peel.Scalar(b), hooked(1, condPos), hooked(0, condNeg), x))
+		}
 		want := condNeg
 		taken := 0
 		if b {
