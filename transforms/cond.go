@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/peel-ml/peel"
@@ -46,47 +47,62 @@ type condParams struct {
 	// batched caches, per branch, the branch vmapped by batch layout
 	// (an unbatched index).
 	batched []sync.Map // string → *interp.Graph
+	// jvps caches the partial evaluation of the JVP by tangent mask (a
+	// traced index).
+	jvps sync.Map // string → *condPlan
 }
 
-func (p *condParams) String() string { return "cond[" + strconv.Itoa(len(p.branches)) + " branches]" }
+func (p *condParams) String() string { return strconv.Itoa(len(p.branches)) + " branches" }
 
 func newCondParams(gs []*interp.Graph) *condParams {
 	return &condParams{branches: gs, batched: make([]sync.Map, len(gs))}
 }
 
-var condPrim = func() *interp.Prim {
-	p := interp.NewPrim("cond", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
-		c := params.(*condParams)
-		g := c.branches[0]
-		if len(in) != 1+len(g.In) {
-			panic(interp.Errorf("cond takes %d operands (the index and %d more), got %d", 1+len(g.In), len(g.In), len(in)))
-		}
-		if len(in[0].Shape) != 0 || in[0].DType != interp.Int64 {
-			panic(interp.Errorf("cond's index must be an integer scalar, got %v", in[0]))
-		}
-		for i, v := range g.In {
-			if !in[1+i].Equal(v.Aval) {
-				panic(interp.Errorf("cond's operand %d must be %v, got %v", 1+i, v.Aval, in[1+i]))
-			}
-		}
-		return outAvals(g)
-	})
-	p.Whole = true // one equation when staged
-	p.Impl = func(params any, args []*tensor) []*tensor {
-		defer interp.Decomposing("cond")
-		c := params.(*condParams)
-		if k, ok := concreteBranch(args[0], len(c.branches)); ok {
-			return c.branches[k].Eval(args[1:]...)
-		}
-		// A traced index (a trace that decomposes every composite):
-		// every branch, selected.
-		outs := make([][]*tensor, len(c.branches))
-		for k, g := range c.branches {
-			outs[k] = g.Eval(args[1:]...)
-		}
-		return selectBranches(args[0], outs)
+func condAbstract(params any, in []interp.Aval) []interp.Aval {
+	c := params.(*condParams)
+	g := c.branches[0]
+	if len(in) != 1+len(g.In) {
+		panic(interp.Errorf("cond takes %d operands (the index and %d more), got %d", 1+len(g.In), len(g.In), len(in)))
 	}
-	return p
+	if len(in[0].Shape) != 0 || in[0].DType != interp.Int64 {
+		panic(interp.Errorf("cond's index must be an int64 scalar, got %v", in[0]))
+	}
+	for i, v := range g.In {
+		if !in[1+i].Equal(v.Aval) {
+			panic(interp.Errorf("cond's operand %d must be %v, got %v", 1+i, v.Aval, in[1+i]))
+		}
+	}
+	return outAvals(g)
+}
+
+func condImpl(params any, args []*tensor) []*tensor {
+	defer interp.Decomposing("cond")
+	c := params.(*condParams)
+	if k, ok := concreteBranch(args[0], len(c.branches)); ok {
+		return c.branches[k].Eval(args[1:]...)
+	}
+	// A traced index (a trace that decomposes every composite): every
+	// branch, selected.
+	outs := make([][]*tensor, len(c.branches))
+	for k, g := range c.branches {
+		outs[k] = g.Eval(args[1:]...)
+	}
+	return selectBranches(args[0], outs)
+}
+
+// condPrim is cond; condLin is cond on branches that are linear in the
+// operands after the index and the residuals (see condJVP): the same
+// primitive for every interpreter, but marked linear, with a transpose
+// rule (a cond of the transposed branches).
+var condPrim, condLin = func() (*interp.Prim, *interp.Prim) {
+	p := interp.NewPrim("cond", interp.Pure, condAbstract)
+	p.Whole = true // one equation when staged
+	p.Impl = condImpl
+	l := interp.NewPrim("cond_lin", interp.Pure, condAbstract)
+	l.Whole = true
+	l.Impl = condImpl
+	l.Linear = []bool{false, true} // linear in every operand but the index
+	return p, l
 }()
 
 // concreteBranch returns the branch a concrete index selects, clamped to
@@ -140,6 +156,34 @@ func condJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	if k, ok := concreteBranch(idx, len(c.branches)); ok {
 		return branchJVP(c.branches[k])
 	}
+	has := make([]bool, len(tops))
+	var lt []*tensor
+	for i, t := range tops {
+		if t != nil {
+			has[i] = true
+			lt = append(lt, t)
+		}
+	}
+	if p := c.plan(has); !p.inline {
+		// The forward cond computes the results and every branch's
+		// residuals (zeros but for the taken branch's); the linear one
+		// maps the tangents with the taken branch's residuals.
+		fwd := interp.Bind(condPrim, p.fwd, primals...)
+		outs := fwd[:p.nOut]
+		touts := make([]*tensor, p.nOut)
+		if len(p.lin.branches[0].Out) == 0 {
+			return outs, touts
+		}
+		ts := interp.Bind(condLin, p.lin, append(append([]*tensor{idx}, fwd[p.nOut:]...), lt...)...)
+		k := 0
+		for i, o := range outs {
+			if o.DType().IsFloat() {
+				touts[i] = ts[k]
+				k++
+			}
+		}
+		return outs, touts
+	}
 	n := len(c.branches)
 	outs := make([][]*tensor, n)
 	touts := make([][]*tensor, n)
@@ -174,9 +218,170 @@ func condJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	return res, tres
 }
 
+// condPlan is the partial evaluation of a cond's JVP for one tangent
+// mask: fwd's branches map the primals to the results and the residuals
+// of every branch (each branch gives zeros for the others'), lin's map
+// the residuals and the tangents present to the float results'
+// tangents, linearly in the tangents. inline: a branch's JVP holds a
+// linear equation whose parameters hold values (a CustomVJP's
+// residuals), which no graph of fwd can return: the JVP selects instead.
+type condPlan struct {
+	inline   bool
+	fwd, lin *condParams
+	nOut     int
+}
+
+// plan splits each branch's JVP graph J into its known equations (no
+// tangent reaches them: fwd) and the others (lin), as a checkpoint that
+// saves everything does (ckptParams.plan, newPlan).
+func (c *condParams) plan(has []bool) *condPlan {
+	var b strings.Builder
+	for _, h := range has {
+		if h {
+			b.WriteByte('1')
+		} else {
+			b.WriteByte('0')
+		}
+	}
+	key := b.String()
+	if p, ok := c.jvps.Load(key); ok {
+		return p.(*condPlan)
+	}
+	n, nIn := len(c.branches), len(has)
+	plans := make([]*ckptPlan, n)
+	for k, g := range c.branches {
+		plans[k] = (&ckptParams{graph: g, policy: EverythingSaveable, nArgs: nIn}).plan(has)
+		if plans[k].inline {
+			p, _ := c.jvps.LoadOrStore(key, &condPlan{inline: true})
+			return p.(*condPlan)
+		}
+	}
+	nOut := plans[0].nOut
+	fwd := make([]*interp.Graph, n)
+	lin := make([]*interp.Graph, n)
+	for k, p := range plans {
+		j := p.j
+		next := j.IDBound()
+		fresh := func(a interp.Aval) *interp.Var {
+			v := &interp.Var{ID: next, Aval: a}
+			next++
+			return v
+		}
+		f := &interp.Graph{In: j.In[:nIn], Consts: append([]*interp.Var(nil), j.Consts...), ConstVals: append([]*tensor(nil), j.ConstVals...), Out: append([]*interp.Var(nil), j.Out[:nOut]...)}
+		for e, eq := range j.Eqns {
+			if p.forward[e] {
+				f.Eqns = append(f.Eqns, eq)
+			}
+		}
+		l := &interp.Graph{Out: j.Out[nOut:]}
+		for m, q := range plans {
+			if m == k {
+				f.Out = append(f.Out, p.consts...)
+				l.In = append(l.In, p.consts...)
+				continue
+			}
+			// Zeros for branch m's residuals: a broadcast scalar.
+			for _, v := range q.consts {
+				z := fresh(interp.Aval{DType: v.Aval.DType})
+				f.Consts = append(f.Consts, z)
+				f.ConstVals = append(f.ConstVals, zeros(z.Aval))
+				if len(v.Aval.Shape) > 0 {
+					bz := fresh(v.Aval)
+					f.Eqns = append(f.Eqns, &interp.Eqn{Prim: prims.BroadcastInDim, Params: prims.BroadcastParams{Shape: v.Aval.Shape, Dims: []int{}}, In: []*interp.Var{z}, Out: []*interp.Var{bz}})
+					z = bz
+				}
+				f.Out = append(f.Out, z)
+				l.In = append(l.In, fresh(v.Aval))
+			}
+		}
+		l.In = append(l.In, j.In[nIn:]...)
+		for e, eq := range j.Eqns {
+			if p.recompute[e] || !p.known[e] {
+				l.Eqns = append(l.Eqns, eq)
+			}
+		}
+		fwd[k], lin[k] = f, l
+	}
+	p, _ := c.jvps.LoadOrStore(key, &condPlan{fwd: newCondParams(fwd), lin: newCondParams(lin), nOut: nOut})
+	return p.(*condPlan)
+}
+
+// condLinTranspose is cond_lin's transpose: a cond whose branches are
+// the transposes of its branches, on the index, the constant operands
+// (the residuals) and the nonzero cotangents, so only the taken branch's
+// backward pass runs.
+func condLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
+	defer interp.Decomposing("cond")
+	c := params.(*condParams)
+	res := make([]*tensor, len(args))
+	var consts, ctIn []*tensor
+	var constPos, linPos, ctPos []int
+	for i := 1; i < len(args); i++ {
+		if linear[i] {
+			linPos = append(linPos, i-1)
+		} else {
+			constPos = append(constPos, i-1)
+			consts = append(consts, args[i])
+		}
+	}
+	for i, ct := range cts {
+		if ct != nil {
+			ctPos = append(ctPos, i)
+			ctIn = append(ctIn, ct)
+		}
+	}
+	if len(ctIn) == 0 || len(linPos) == 0 {
+		return res
+	}
+	avals := append(avalsOf(consts), avalsOf(ctIn)...)
+	gs := make([]*interp.Graph, len(c.branches))
+	for k, g := range c.branches {
+		t := interp.TraceAvals("cond", func(in []*tensor) []*tensor {
+			h := &interp.Graph{Eqns: g.Eqns, Out: g.Out, Consts: append([]*interp.Var(nil), g.Consts...), ConstVals: append([]*tensor(nil), g.ConstVals...)}
+			for j, i := range constPos {
+				h.Consts = append(h.Consts, g.In[i])
+				h.ConstVals = append(h.ConstVals, in[j])
+			}
+			for _, i := range linPos {
+				h.In = append(h.In, g.In[i])
+			}
+			full := make([]*tensor, len(g.Out))
+			for j, o := range ctPos {
+				full[o] = in[len(consts)+j]
+			}
+			got := transposeGraph(h, full)
+			for j, ct := range got {
+				if ct == nil {
+					got[j] = zeros(h.In[j].Aval)
+				}
+			}
+			return got
+		}, avals)
+		var captured []*tensor
+		gs[k], captured = closureConvert(t)
+		if len(captured) > 0 {
+			panic(interp.Errorf("internal error: cond_lin's transpose captured %d tensors", len(captured)))
+		}
+	}
+	outs := interp.Bind(condPrim, newCondParams(gs), append(append([]*tensor{args[0]}, consts...), ctIn...)...)
+	for j, i := range linPos {
+		res[i+1] = outs[j]
+	}
+	return res
+}
+
 func init() {
 	condPrim.JVP = condJVP
-	batching.Register(condPrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+	condLin.JVP = condJVP
+	condLin.Transpose = condLinTranspose
+	batching.Register(condPrim, condBatch(condPrim))
+	batching.Register(condLin, condBatch(condLin))
+}
+
+// condBatch is the batching rule of cond and cond_lin (see the top of
+// the file).
+func condBatch(prim *interp.Prim) batching.Rule {
+	return func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		c := params.(*condParams)
 		ops, odims := vals[1:], dims[1:]
 		if dims[0] == batching.NotMapped {
@@ -185,7 +390,7 @@ func init() {
 				gs[k] = batchedParams(&c.batched[k], "cond", size, ops, odims, func(xs []*tensor) []*tensor { return g.Eval(xs...) },
 					func(b *interp.Graph) *interp.Graph { return b })
 			}
-			outs := interp.Bind(condPrim, newCondParams(gs), vals...)
+			outs := interp.Bind(prim, newCondParams(gs), vals...)
 			return outs, make([]int, len(outs))
 		}
 		// A batched index (a scalar: its physical value is [size]):
@@ -197,7 +402,7 @@ func init() {
 		}
 		res := selectBranches(idx, outs)
 		return res, make([]int, len(res))
-	})
+	}
 }
 
 // Cond returns trueFn(operands) when pred is true and falseFn(operands)

@@ -311,3 +311,37 @@ func TestCondCapturedVmapAndCompiledSwitch(t *testing.T) {
 		near(t, "compiled switch", c.Call(peel.Scalar(k), x).Float64s(), branches[min(max(k, 0), 2)](x).Float64s(), 1e-12)
 	}
 }
+
+// TestCondTracedGradRunsOneBranch: with a traced predicate (under
+// Compile) the gradient is a cond of the branches' forward passes and a
+// cond of their transposed linear maps, so a branch not taken whose
+// derivative is NaN does not reach the gradient, and no select merges
+// the branches.
+func TestCondTracedGradRunsOneBranch(t *testing.T) {
+	f := func(x *T) *T {
+		return peel.Sum(transforms.Cond(peel.Greater(peel.Sum(x), 0.0), peel.Sqrt, func(x *T) *T { return peel.Mul(x, 2.0) }, x))
+	}
+	c := transforms.Compile(transforms.Grad(f))
+	condEqual(t, "compiled grad, not taken NaN", c.Call(f64(-1, -4)), f64(2, 2))
+	near(t, "compiled grad, sqrt", c.Call(f64(1, 4)).Float64s(), []float64{0.5, 0.25}, 1e-15)
+	g := transforms.MakeGraph(transforms.Grad(f), f64(1, 2)).String()
+	if strings.Count(g, "cond[2 branches]") != 2 || strings.Contains(g, "select") {
+		t.Errorf("want a forward and a backward cond and no select:\n%s", g)
+	}
+	// Second order, Jacobians and vmap of the traced gradient.
+	for _, x := range condInputs() {
+		ifF := condPick(x)
+		h := transforms.Compile(transforms.Hessian(condSum(condF)))
+		near(t, "compiled hessian", h.Call(x).Float64s(), transforms.Hessian(condSum(ifF))(x).Float64s(), 1e-12)
+		jr := transforms.Compile(transforms.Jacrev(condF))
+		near(t, "compiled jacrev", jr.Call(x).Float64s(), transforms.Jacrev(ifF)(x).Float64s(), 1e-12)
+		jf := transforms.Compile(transforms.Jacfwd(condF))
+		near(t, "compiled jacfwd", jf.Call(x).Float64s(), transforms.Jacfwd(ifF)(x).Float64s(), 1e-12)
+	}
+	xs := peel.FromFloat64s([]float64{0.5, -0.25, 2, -1.5, 0.25, -3, 1, 1, -1}, 3, 3)
+	gradIf := func(x *T) *T { return transforms.Grad(condSum(condPick(x)))(x) }
+	cv := transforms.Compile(transforms.Vmap(transforms.Grad(condSum(condF))))
+	near(t, "compile(vmap(grad))", cv.Call(xs).Float64s(), condStack(gradIf, xs).Float64s(), 1e-12)
+	gv := transforms.Compile(transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(condF)(x)) }))
+	near(t, "compile(grad(vmap))", gv.Call(xs).Float64s(), condStack(gradIf, xs).Float64s(), 1e-12)
+}
