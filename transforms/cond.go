@@ -27,13 +27,21 @@ import (
 //   - its JVP rule differentiates the taken branch inline when the index
 //     is concrete (eager Grad, JVP, Jacrev, Hessian: only the taken
 //     branch runs, and its linear ops are what reverse mode transposes).
-//     When the index is a tracer (under Compile, or a Vmap with a
-//     batched predicate) every branch's JVP is computed and the primals
-//     and tangents are selected by the index (prims.Where): the tangent
-//     map is then made of selects and the branches' own linear ops, so
-//     it transposes like any other code. As with jnp.where, a branch not
-//     taken whose derivative is NaN or infinite at the operands (sqrt at
-//     a negative number) can make such a gradient NaN: 0·NaN;
+//     When the index is a tracer (under Compile, or in a Vmap with a
+//     batched predicate) it does JAX's partial evaluation of cond: each
+//     branch's JVP graph is split, as a checkpoint saving everything
+//     splits it (ckptParams.plan), into its known equations and its
+//     linear ones. A forward cond (branches: the known equations,
+//     returning the results and every branch's residuals, zeros for the
+//     branches not taken) computes the primals, and cond_lin (branches:
+//     the linear equations on the residuals and the tangents), marked
+//     linear, maps the tangents. cond_lin's transpose is a cond of the
+//     transposed branches, so a compiled gradient runs one branch
+//     forward and one backward. A branch whose JVP holds a CustomVJP's
+//     linear map (values in its parameters, which no graph can return)
+//     makes the rule compute every branch's JVP and select the results
+//     by the index instead, where, as with jnp.where, a branch not taken
+//     whose derivative is NaN at the operands can make the gradient NaN;
 //   - its batching rule binds cond again with the branches vmapped when
 //     the index is not batched; with a batched index every branch runs
 //     vmapped on every lane and the results are selected lane by lane
@@ -415,10 +423,11 @@ func condBatch(prim *interp.Prim) batching.Rule {
 // Eagerly (a concrete pred) only the branch taken runs, and its
 // derivative is the derivative of the result. Under Compile, pred is a
 // value of the program, which records one cond equation that runs the
-// taken branch; a gradient there computes both branches' derivatives
-// and selects (see the file's top comment for the NaN caveat). Under
-// Vmap with a batched pred both branches run on every lane and the
-// result is selected lane by lane, so the effects of both happen.
+// taken branch; a gradient there is a cond of the branches' forward
+// passes and a cond of their backward passes, and runs one branch of
+// each. Under Vmap with a batched pred both branches run on every lane
+// and the results are selected lane by lane, so the effects of both
+// happen.
 //
 // The operands are a tree (see Grad). Cond panics with *peel.Error when
 // pred is nil or not a scalar, when a function is nil or returns nil or
