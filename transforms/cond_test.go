@@ -345,3 +345,47 @@ func TestCondTracedGradRunsOneBranch(t *testing.T) {
 	gv := transforms.Compile(transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(condF)(x)) }))
 	near(t, "compile(grad(vmap))", gv.Call(xs).Float64s(), condStack(gradIf, xs).Float64s(), 1e-12)
 }
+
+// TestCondComposes: a CustomVJP in a branch (whose rule, here the true
+// derivative, is decomposed when the branch is traced, as in Checkpoint
+// and Compile), nested Conds, Cond inside Checkpoint and Remat, and
+// CompileBackward.
+func TestCondComposes(t *testing.T) {
+	square := transforms.CustomVJP(func(x *T) *T { return peel.Mul(x, x) },
+		func(x *T) (*T, *T) { return peel.Mul(x, x), x },
+		func(x, ct *T) *T { return peel.Mul(peel.Mul(ct, x), 2.0) })
+	withVJP := func(x *T) *T { return transforms.Cond(peel.Greater(peel.Sum(x), 0.0), square, condNeg, x) }
+	nested := func(x *T) *T {
+		return transforms.Cond(peel.Greater(peel.Sum(x), 0.0), condF, func(x *T) *T {
+			return transforms.Switch(peel.AsType(peel.Less(peel.Sum(x), -2.0), peel.Int64), []func(*T) *T{condPos, peel.Exp}, x)
+		}, x)
+	}
+	nestedIf := func(x *T) func(*T) *T {
+		switch s := peel.Sum(x).Item(); {
+		case s > 0:
+			return condPos
+		case s < -2:
+			return peel.Exp
+		}
+		return condPos
+	}
+	for _, x := range condInputs() {
+		grad := func(f func(*T) *T) *T { return transforms.Grad(condSum(f))(x) }
+		cgrad := func(f func(*T) *T, opts ...transforms.GradOption) *T {
+			return transforms.Compile(transforms.Grad(condSum(f), opts...)).Call(x)
+		}
+		vjpIf := condNeg
+		if peel.Sum(x).Item() > 0 {
+			vjpIf = square
+		}
+		condEqual(t, "custom vjp branch", grad(withVJP), grad(vjpIf))
+		near(t, "compiled custom vjp branch", cgrad(withVJP).Float64s(), grad(vjpIf).Float64s(), 1e-12)
+		condEqual(t, "nested", grad(nested), grad(nestedIf(x)))
+		near(t, "compiled nested", cgrad(nested).Float64s(), grad(nestedIf(x)).Float64s(), 1e-12)
+		want := grad(condPick(x))
+		near(t, "checkpoint", grad(transforms.Checkpoint(condF, transforms.NothingSaveable)).Float64s(), want.Float64s(), 1e-12)
+		near(t, "remat", transforms.Grad(condSum(condF), transforms.Remat(transforms.MinCut))(x).Float64s(), want.Float64s(), 1e-12)
+		near(t, "compiled remat", cgrad(condF, transforms.Remat(transforms.DotsSaveable)).Float64s(), want.Float64s(), 1e-12)
+		near(t, "compile backward", transforms.Grad(condSum(condF), transforms.CompileBackward())(x).Float64s(), want.Float64s(), 1e-12)
+	}
+}
