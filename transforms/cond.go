@@ -429,6 +429,9 @@ func condBatch(prim *interp.Prim) batching.Rule {
 // and the results are selected lane by lane, so the effects of both
 // happen.
 //
+// Branches are traced, so a CustomJVP or CustomVJP inside one is
+// differentiated as its function, as under Checkpoint and Compile.
+//
 // The operands are a tree (see Grad). Cond panics with *peel.Error when
 // pred is nil or not a scalar, when a function is nil or returns nil or
 // a tree with a nil tensor, or when the two results differ in structure,
