@@ -58,6 +58,9 @@ type condParams struct {
 	// jvps caches the partial evaluation of the JVP by tangent mask (a
 	// traced index).
 	jvps sync.Map // string → *condPlan
+	// transposes caches cond_lin's transposed branches by linear and
+	// cotangent masks.
+	transposes sync.Map // string → *condParams
 }
 
 func (p *condParams) String() string { return strconv.Itoa(len(p.branches)) + " branches" }
@@ -341,37 +344,53 @@ func condLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) 
 	if len(ctIn) == 0 || len(linPos) == 0 {
 		return res
 	}
-	avals := append(avalsOf(consts), avalsOf(ctIn)...)
-	gs := make([]*interp.Graph, len(c.branches))
-	for k, g := range c.branches {
-		t := interp.TraceAvals("cond", func(in []*tensor) []*tensor {
-			h := &interp.Graph{Eqns: g.Eqns, Out: g.Out, Consts: append([]*interp.Var(nil), g.Consts...), ConstVals: append([]*tensor(nil), g.ConstVals...)}
-			for j, i := range constPos {
-				h.Consts = append(h.Consts, g.In[i])
-				h.ConstVals = append(h.ConstVals, in[j])
-			}
-			for _, i := range linPos {
-				h.In = append(h.In, g.In[i])
-			}
-			full := make([]*tensor, len(g.Out))
-			for j, o := range ctPos {
-				full[o] = in[len(consts)+j]
-			}
-			got := transposeGraph(h, full)
-			for j, ct := range got {
-				if ct == nil {
-					got[j] = zeros(h.In[j].Aval)
+	var b strings.Builder
+	for i := 1; i < len(args); i++ {
+		b.WriteByte(mask(linear[i]))
+	}
+	b.WriteByte(':')
+	for _, ct := range cts {
+		b.WriteByte(mask(ct != nil))
+	}
+	key := b.String()
+	tp, ok := c.transposes.Load(key)
+	if !ok {
+		avals := append(avalsOf(consts), avalsOf(ctIn)...)
+		gs := make([]*interp.Graph, len(c.branches))
+		for k, g := range c.branches {
+			t := interp.TraceAvals("cond", func(in []*tensor) []*tensor {
+				h := &interp.Graph{Eqns: g.Eqns, Out: g.Out, Consts: append([]*interp.Var(nil), g.Consts...), ConstVals: append([]*tensor(nil), g.ConstVals...)}
+				for j, i := range constPos {
+					h.Consts = append(h.Consts, g.In[i])
+					h.ConstVals = append(h.ConstVals, in[j])
+				}
+				for _, i := range linPos {
+					h.In = append(h.In, g.In[i])
+				}
+				full := make([]*tensor, len(g.Out))
+				for j, o := range ctPos {
+					full[o] = in[len(consts)+j]
+				}
+				got := transposeGraph(h, full)
+				for j, ct := range got {
+					if ct == nil {
+						got[j] = zeros(h.In[j].Aval)
+					}
+				}
+				return got
+			}, avals)
+			// Its constants are values its rules made (concrete): the
+			// operands it reads are inputs.
+			for _, v := range t.ConstVals {
+				if !v.IsConcrete() {
+					panic(interp.Errorf("internal error: cond_lin's transpose captured a traced tensor"))
 				}
 			}
-			return got
-		}, avals)
-		var captured []*tensor
-		gs[k], captured = closureConvert(t)
-		if len(captured) > 0 {
-			panic(interp.Errorf("internal error: cond_lin's transpose captured %d tensors", len(captured)))
+			gs[k] = t
 		}
+		tp, _ = c.transposes.LoadOrStore(key, newCondParams(gs))
 	}
-	outs := interp.Bind(condPrim, newCondParams(gs), append(append([]*tensor{args[0]}, consts...), ctIn...)...)
+	outs := interp.Bind(condPrim, tp.(*condParams), append(append([]*tensor{args[0]}, consts...), ctIn...)...)
 	for j, i := range linPos {
 		res[i+1] = outs[j]
 	}
@@ -550,4 +569,12 @@ func switchTree[A, R any](op string, idx *tensor, branches []func(A) R, names []
 	}
 	args := append(append([]*tensor{idx}, leaves...), all...)
 	return result[R](calls[0], interp.Bind(condPrim, newCondParams(graphs), args...))
+}
+
+// mask is '1' for true and '0' for false, for cache keys.
+func mask(b bool) byte {
+	if b {
+		return '1'
+	}
+	return '0'
 }

@@ -389,3 +389,33 @@ func TestCondComposes(t *testing.T) {
 		near(t, "compile backward", transforms.Grad(condSum(condF), transforms.CompileBackward())(x).Float64s(), want.Float64s(), 1e-12)
 	}
 }
+
+// TestCondTracedGradZeroCotangent: a traced-predicate gradient with
+// respect to one operand that a branch does not read (a zero cotangent
+// in that branch's transpose), and with a captured integer operand.
+func TestCondTracedGradZeroCotangent(t *testing.T) {
+	type ops struct{ X, Y *T }
+	n := peel.FromInt64s([]int64{1, 2}) // captured: an integer operand of cond
+	f := func(o ops) *T {
+		r := transforms.Cond(peel.Greater(peel.Sum(o.X), 0.0),
+			func(o ops) *T { return peel.Mul(o.X, o.X) },
+			func(o ops) *T { return peel.Add(peel.Mul(o.X, o.Y), peel.AsType(n, peel.Float64)) }, o)
+		return peel.Sum(r)
+	}
+	for _, x := range []*T{f64(1, 2), f64(-1, -2)} {
+		o := ops{x, f64(3, 4)}
+		var wantX, wantY []float64
+		if peel.Sum(x).Item() > 0 {
+			wantX, wantY = peel.Mul(x, 2.0).Float64s(), []float64{0, 0}
+		} else {
+			wantX, wantY = o.Y.Float64s(), x.Float64s()
+		}
+		for name, g := range map[string]ops{
+			"eager":    transforms.Grad(f)(o),
+			"compiled": transforms.Compile(transforms.Grad(f)).Call(o),
+		} {
+			near(t, name+" dx", g.X.Float64s(), wantX, 1e-12)
+			near(t, name+" dy", g.Y.Float64s(), wantY, 1e-12)
+		}
+	}
+}
