@@ -37,11 +37,12 @@ import (
 //     the linear equations on the residuals and the tangents), marked
 //     linear, maps the tangents. cond_lin's transpose is a cond of the
 //     transposed branches, so a compiled gradient runs one branch
-//     forward and one backward. A branch whose JVP holds a CustomVJP's
-//     linear map (values in its parameters, which no graph can return)
-//     makes the rule compute every branch's JVP and select the results
-//     by the index instead, where, as with jnp.where, a branch not taken
-//     whose derivative is NaN at the operands can make the gradient NaN;
+//     forward and one backward. Should a branch's JVP hold a linear
+//     equation with values in its parameters (a CustomVJP's, which no
+//     graph can return; traced branches hold none today), the rule
+//     computes every branch's JVP and selects the results by the index
+//     instead, where, as with jnp.where, a branch not taken whose
+//     derivative is NaN at the operands can make the gradient NaN;
 //   - its batching rule binds cond again with the branches vmapped when
 //     the index is not batched; with a batched index every branch runs
 //     vmapped on every lane and the results are selected lane by lane
