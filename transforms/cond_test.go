@@ -419,3 +419,37 @@ func TestCondTracedGradZeroCotangent(t *testing.T) {
 		}
 	}
 }
+
+// TestCondDecomposed: a trace that decomposes every composite records
+// every branch and a select by the traced index.
+func TestCondDecomposed(t *testing.T) {
+	for _, x := range condInputs() {
+		g := transforms.MakeGraph(condF, x, transforms.Decompose())
+		if s := g.String(); strings.Contains(s, "cond") || !strings.Contains(s, "select") {
+			t.Errorf("want the branches and a select:\n%s", s)
+		}
+		condEqual(t, "decomposed", g.Eval(x)[0], ifF(x))
+	}
+}
+
+// TestCondCompiledForwardMode: JVP and Linearize under Compile (a
+// traced predicate: cond_lin evaluated forward).
+func TestCondCompiledForwardMode(t *testing.T) {
+	jvp := transforms.Compile(func(x *T) []*T {
+		y, dy := transforms.JVP(condF, x, peel.OnesLike(x))
+		return []*T{y, dy}
+	})
+	lin := transforms.Compile(func(x *T) *T {
+		_, l := transforms.Linearize(condF, x)
+		return l(peel.Mul(x, 3.0))
+	})
+	for _, x := range condInputs() {
+		ifF := condPick(x)
+		wy, wdy := transforms.JVP(ifF, x, peel.OnesLike(x))
+		got := jvp.Call(x)
+		near(t, "compiled jvp primal", got[0].Float64s(), wy.Float64s(), 1e-12)
+		near(t, "compiled jvp tangent", got[1].Float64s(), wdy.Float64s(), 1e-12)
+		_, wl := transforms.JVP(ifF, x, peel.Mul(x, 3.0))
+		near(t, "compiled linearize", lin.Call(x).Float64s(), wl.Float64s(), 1e-12)
+	}
+}
