@@ -67,6 +67,11 @@
 // Hook and OnGradient are backward hooks on values and on final
 // gradients.
 //
+// Cond and Switch are control flow on a tensor predicate or index that
+// stays inside a compiled program and under Vmap: each branch is traced
+// into a graph held by one cond primitive, which runs only the taken
+// branch (with a batched predicate, every branch, selected per lane).
+//
 // Options follow one style: each family has its option interface
 // (VmapOption, JacobianOption, GradOption, GradArgsOption,
 // FunctionalizeOption, GraphOption, CompileOption), and an option
