@@ -449,8 +449,8 @@ func condBatch(prim *interp.Prim) batching.Rule {
 // and the results are selected lane by lane, so the effects of both
 // happen.
 //
-// Branches are traced, so a CustomJVP or CustomVJP inside one is
-// differentiated as its function, as under Checkpoint and Compile.
+// A CustomJVP or CustomVJP inside a branch keeps its rule (staging
+// records the call as one equation).
 //
 // The operands are a tree (see Grad). Cond panics with *peel.Error when
 // pred is nil or not a scalar, when a function is nil or returns nil or

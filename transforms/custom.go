@@ -37,9 +37,13 @@ type customJVPParams struct{ jvpRule }
 func (customJVPParams) String() string { return "custom_jvp" }
 
 var customJVPCall = func() *interp.Prim {
-	p := interp.NewPrim("custom_jvp_call", interp.Pure, func(any, []interp.Aval) []interp.Aval {
-		panic(interp.Errorf("custom_jvp_call has no shape rule: it is decomposed"))
+	p := interp.NewPrim("custom_jvp_call", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+		return outAvals(interp.TraceAvals("custom_jvp", params.(customJVPParams).f, in))
 	})
+	// Staged as one equation (its shape rule traces f), so that a graph
+	// holding the call (Compile, Checkpoint, Cond) keeps the rule for
+	// the transforms applied to it later; evaluating it runs f.
+	p.Whole = true
 	p.Impl = func(params any, args []*tensor) []*tensor {
 		return params.(customJVPParams).f(args)
 	}
@@ -140,9 +144,10 @@ var customVJPLin = func() *interp.Prim {
 }()
 
 var customVJPCall = func() *interp.Prim {
-	p := interp.NewPrim("custom_vjp_call", interp.Pure, func(any, []interp.Aval) []interp.Aval {
-		panic(interp.Errorf("custom_vjp_call has no shape rule: it is decomposed"))
+	p := interp.NewPrim("custom_vjp_call", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+		return outAvals(interp.TraceAvals("custom_vjp", params.(customVJPParams).f, in))
 	})
+	p.Whole = true // as custom_jvp_call
 	p.Impl = func(params any, args []*tensor) []*tensor {
 		return params.(customVJPParams).f(args)
 	}
@@ -199,7 +204,10 @@ func topLevel(xs []*tensor) *interp.Level {
 // captures instead of receiving it in its argument, and its derivative
 // would be lost.
 func checkCaptured(op, what string, top *interp.Level, xs []*tensor, name func(int) string) {
-	if top == nil {
+	if top == nil || !top.Alive() {
+		// No level applied the call, or the call was staged (its level
+		// has ended) and the rule is applied to the staged equation by a
+		// later transform: tensors it could have captured are gone.
 		return
 	}
 	for i, x := range xs {

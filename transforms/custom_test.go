@@ -1153,3 +1153,35 @@ func TestCustomVJPZeroCotangent(t *testing.T) {
 	checkNear(t, func() any { return transforms.Vmap(transforms.Grad(loss))(xb) },
 		func() any { return []*T{peel.ZerosLike(xb[0]), peel.ZerosLike(xb[1])} }, 0)
 }
+
+// TestCustomRulesSurviveStaging: a straight-through estimator (the
+// gradient of round taken as 1) keeps its rule in every graph that holds
+// it: compiled, checkpointed, under Remat, in a Cond branch (concrete and
+// traced predicate), with a compiled backward. Staging used to decompose
+// the call into f, and these gradients silently came out as round's
+// zero.
+func TestCustomRulesSurviveStaging(t *testing.T) {
+	ste := transforms.CustomVJP(func(x *T) *T { return peel.Round(x) },
+		func(x *T) (*T, *T) { return peel.Round(x), x },
+		func(_, ct *T) *T { return ct })
+	steJ := transforms.CustomJVP(func(x *T) *T { return peel.Round(x) },
+		func(x, t *T) (*T, *T) { return peel.Round(x), t })
+	for name, r := range map[string]func(*T) *T{"CustomVJP": ste, "CustomJVP": steJ} {
+		f := func(x *T) *T { return peel.Sum(peel.Mul(r(x), x)) }
+		x := f64(0.4, 1.6)
+		want := []float64{0.4, 3.6} // round(x) + x
+		for how, g := range map[string]func(*T) *T{
+			"Grad":                 transforms.Grad(f),
+			"Compile(Grad)":        transforms.Compile(transforms.Grad(f)).Call,
+			"Grad(Compile)":        transforms.Grad(transforms.Compile(f).Call),
+			"Checkpoint":           transforms.Grad(transforms.Checkpoint(f, transforms.MinCut)),
+			"Remat":                transforms.Grad(f, transforms.Remat(transforms.NothingSaveable)),
+			"CompileBackward":      transforms.Grad(f, transforms.CompileBackward()),
+			"Cond":                 transforms.Grad(func(x *T) *T { return transforms.Cond(peel.Scalar(true), f, f, x) }),
+			"Compile(Grad(Cond))":  transforms.Compile(transforms.Grad(func(x *T) *T { return transforms.Cond(peel.Greater(peel.Sum(x), 0.0), f, f, x) })).Call,
+			"Vmap(Grad) (per row)": func(x *T) *T { return transforms.Vmap(transforms.Grad(f))(peel.Reshape(x, 1, 2)) },
+		} {
+			near(t, name+" "+how, g(x).Float64s(), want, 1e-12)
+		}
+	}
+}
