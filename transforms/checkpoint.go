@@ -247,13 +247,7 @@ func evalInlined(g *interp.Graph, args []*tensor, decompose bool) []*tensor {
 // computes and keeps (see ckptPlan).
 func (c *ckptParams) plan(has []bool) *ckptPlan {
 	var b strings.Builder
-	for _, h := range has {
-		if h {
-			b.WriteByte('1')
-		} else {
-			b.WriteByte('0')
-		}
-	}
+	b.WriteString(maskKey(has))
 	key := b.String()
 	if p, ok := c.jvps.Load(key); ok {
 		return p.(*ckptPlan)
@@ -275,6 +269,18 @@ func (c *ckptParams) plan(has []bool) *ckptPlan {
 		c.shared.LoadOrStore(shared, v)
 	}
 	return v.(*ckptPlan)
+}
+
+// maskKey is a tangent mask as a cache key.
+func maskKey(has []bool) string {
+	b := make([]byte, len(has))
+	for i, h := range has {
+		b[i] = '0'
+		if h {
+			b[i] = '1'
+		}
+	}
+	return string(b)
 }
 
 // jvpGraph traces J for the inputs with tangents (has): inputs are all

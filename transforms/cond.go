@@ -247,15 +247,7 @@ type condPlan struct {
 // tangent reaches them: fwd) and the others (lin), as a checkpoint that
 // saves everything does (ckptParams.plan, newPlan).
 func (c *condParams) plan(has []bool) *condPlan {
-	var b strings.Builder
-	for _, h := range has {
-		if h {
-			b.WriteByte('1')
-		} else {
-			b.WriteByte('0')
-		}
-	}
-	key := b.String()
+	key := maskKey(has)
 	if p, ok := c.jvps.Load(key); ok {
 		return p.(*condPlan)
 	}
