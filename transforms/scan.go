@@ -25,15 +25,29 @@ import (
 //   - staging (MakeGraph, Compile) records it as one equation,
 //     scan[length n], which a compiled program runs by its Impl: the
 //     loop is not unrolled into the program;
-//   - its JVP rule differentiates the loop step by step (jvpFlat of the
-//     loop): each step's tangent operations are ordinary equations, so
-//     forward mode, and reverse mode (Grad, VJP, Jacrev: linearize runs
-//     the primals and stages the tangents), work eagerly and under
-//     traces. The current state: a derivative unrolls the steps (the
-//     linear graph, and a compiled gradient, hold every step's tangent
-//     operations). A scan of the body's JVP, with a transposable linear
-//     scan for reverse mode (JAX's partial evaluation of scan), is future
-//     work;
+//   - its JVP rule is JAX's partial evaluation of scan: the body's JVP
+//     graph J (every float carry has a tangent, since a step may make a
+//     zero one nonzero) is split as a checkpoint saving everything
+//     splits it (ckptParams.plan with EverythingSaveable) into its known
+//     equations and its linear ones. A forward scan (body: the known
+//     equations, returning the new carries, the ys and the step's
+//     residuals, stacked as more ys) computes the primals, and scan_lin
+//     (body: the linear equations; carries: the carry tangents; xs: the
+//     stacked residuals, then the xs tangents present; constants: the
+//     captured tensors' tangents present), marked linear, maps the
+//     tangents. scan_lin's transpose is a scan in the other direction of
+//     the body's transpose (transposeGraph, traced once): its carries
+//     are the carry cotangent and running sums of the captured tensors'
+//     cotangents, its xs the residuals and the ys' cotangents, its ys
+//     the xs tangents' cotangents. So forward mode, reverse mode (Grad,
+//     VJP, Jacrev: linearize runs the forward scan eagerly and stages
+//     scan_lin) and their compositions stay one equation per loop, also
+//     in a compiled gradient. Every residual is saved, once per step
+//     (loop-invariant ones too: no policy, no hoisting yet). Should J
+//     hold a linear equation with values in its parameters (a
+//     CustomVJP's custom_vjp_lin, which no graph can return), the rule
+//     differentiates the loop step by step instead (jvpFlat of the
+//     loop), which unrolls the derivative;
 //   - its batching rule binds scan again with the body vmapped
 //     (batchedParams): every carry leaf is batched at 0 (an unbatched
 //     initial carry is broadcast first, since the body may make it
@@ -51,8 +65,15 @@ type scanParams struct {
 	nX      int
 	length  int
 	reverse bool
-	// batched caches the body vmapped by batch layout.
-	batched sync.Map // string → *scanParams
+	// nRes (scan_lin) is the number of leading xs that are residuals,
+	// in which it is not linear.
+	nRes int
+	// batched caches the body vmapped by batch layout; jvps the plans by
+	// tangent mask; transposed scan_lin's transposed scan.
+	batched       sync.Map // string → *scanParams
+	jvps          sync.Map // string → *scanPlan
+	transposeOnce sync.Once
+	transposed    *scanParams
 }
 
 func (s *scanParams) String() string {
@@ -138,23 +159,246 @@ func scanImpl(params any, args []*tensor) []*tensor {
 	return scanRun(params.(*scanParams), args)
 }
 
-// scanPrim is scan.
-var scanPrim = func() *interp.Prim {
+// scanPrim is scan; scanLin is scan on a body linear in every operand
+// but the residuals (the first nRes xs; see scanJVP): the same primitive
+// for every interpreter, but marked linear, with a transpose rule.
+var scanPrim, scanLin = func() (*interp.Prim, *interp.Prim) {
 	p := interp.NewPrim("scan", interp.Pure, scanAbstract)
 	p.Whole = true // one equation when staged
 	p.Impl = scanImpl
-	return p
+	l := interp.NewPrim("scan_lin", interp.Pure, scanAbstract)
+	l.Whole = true
+	l.Impl = scanImpl
+	// Linear in every operand (the residuals, which are xs, are never
+	// tangents: the transpose gives them no cotangent).
+	l.Linear = []bool{true}
+	return p, l
 }()
 
-// scanJVP is scan's forward-mode rule: the loop differentiated step by
-// step (see the top of the file).
+// scanJVP is the forward-mode rule of scan and scan_lin (see the top
+// of the file): a forward scan of the known part of the body's JVP,
+// which also stacks the residuals, then scan_lin of its linear part on
+// the tangents; step by step when the plan is inline.
 func scanJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	s := params.(*scanParams)
-	return jvpFlat("scan", func(in []*tensor) []*tensor { return scanRun(s, in) }, primals, tangents)
+	g := s.body
+	nC := s.nCarry
+	has := make([]bool, len(g.In))
+	for i, v := range g.In {
+		// Every float carry has a tangent: a step may make a zero one
+		// nonzero.
+		has[i] = v.Aval.DType.IsFloat() && (i < nC || tangents[i] != nil)
+	}
+	p := s.plan(has)
+	if p.fwd == nil {
+		return jvpFlat("scan", func(in []*tensor) []*tensor { return scanRun(s, in) }, primals, tangents)
+	}
+	nOut := len(g.Out)
+	fwd := interp.Bind(scanPrim, p.fwd, primals...)
+	outs := fwd[:nOut:nOut]
+	touts := make([]*tensor, nOut)
+	if p.lin == nil {
+		return outs, touts
+	}
+	var args []*tensor
+	for i := 0; i < nC; i++ {
+		if has[i] {
+			t := tangents[i]
+			if t == nil {
+				t = zerosLike(primals[i])
+			}
+			args = append(args, t)
+		}
+	}
+	args = append(args, fwd[nOut:]...)
+	for i := nC; i < len(g.In); i++ {
+		if has[i] {
+			args = append(args, tangents[i])
+		}
+	}
+	ts := interp.Bind(scanLin, p.lin, args...)
+	k := 0
+	for i, o := range outs {
+		if o.DType().IsFloat() {
+			touts[i] = ts[k]
+			k++
+		}
+	}
+	return outs, touts
 }
 
-// scanBatch is scan's batching rule (see the top of the file).
-func scanBatch(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+// scanPlan is the partial evaluation of a scan's JVP for one tangent
+// mask: fwd's body maps the primals to the new carries, the ys and the
+// step's residuals (stacked as more ys); lin's body maps the carry
+// tangents (carries), the residuals and the tangents of xs present (xs)
+// and the tangents of the captured tensors present (constants) to the
+// float results' tangents, linearly in all but the residuals. fwd nil:
+// the body's JVP holds a linear equation with values in its parameters
+// (a CustomVJP's), which no graph can return: the JVP runs step by step.
+// lin nil: no result has a tangent.
+type scanPlan struct {
+	fwd, lin *scanParams
+}
+
+// plan splits the body's JVP graph J as a checkpoint that saves
+// everything splits it (ckptParams.plan).
+func (s *scanParams) plan(has []bool) *scanPlan {
+	key := maskKey(has)
+	if p, ok := s.jvps.Load(key); ok {
+		return p.(*scanPlan)
+	}
+	n := len(has)
+	cp := (&ckptParams{graph: s.body, policy: EverythingSaveable, nArgs: n}).plan(has)
+	if cp.inline {
+		p, _ := s.jvps.LoadOrStore(key, &scanPlan{})
+		return p.(*scanPlan)
+	}
+	j, nOut := cp.j, cp.nOut
+	f := &interp.Graph{In: j.In[:n], Consts: j.Consts, ConstVals: j.ConstVals, Out: append(append([]*interp.Var(nil), j.Out[:nOut]...), cp.consts...)}
+	for e, eq := range j.Eqns {
+		if cp.forward[e] {
+			f.Eqns = append(f.Eqns, eq)
+		}
+	}
+	sp := &scanPlan{fwd: &scanParams{body: f, nCarry: s.nCarry, nX: s.nX, length: s.length, reverse: s.reverse}}
+	if len(j.Out) > nOut {
+		nFC, nTX := 0, 0
+		for i, h := range has {
+			switch {
+			case !h:
+			case i < s.nCarry:
+				nFC++
+			case i < s.nCarry+s.nX:
+				nTX++
+			}
+		}
+		tin := j.In[n:]
+		l := &interp.Graph{Out: j.Out[nOut:]}
+		l.In = append(append(append([]*interp.Var(nil), tin[:nFC]...), cp.consts...), tin[nFC:]...)
+		for e, eq := range j.Eqns {
+			if cp.recompute[e] || !cp.known[e] {
+				l.Eqns = append(l.Eqns, eq)
+			}
+		}
+		sp.lin = &scanParams{body: l, nCarry: nFC, nX: len(cp.consts) + nTX, nRes: len(cp.consts), length: s.length, reverse: s.reverse}
+	}
+	p, _ := s.jvps.LoadOrStore(key, sp)
+	return p.(*scanPlan)
+}
+
+// scanLinTranspose is scan_lin's transpose: a scan in the other
+// direction of the body's transpose, whose carries are the carry
+// cotangent and the sums of the captured tangents' cotangents, whose xs
+// are the residuals and the ys' cotangents, and whose ys are the xs
+// tangents' cotangents. Only the linear operands get cotangents.
+func scanLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
+	defer interp.Decomposing("scan")
+	s := params.(*scanParams)
+	g := s.body
+	nC, nR := s.nCarry, s.nRes
+	nTX := s.nX - nR
+	nK := len(g.In) - nC - s.nX
+	nY := len(g.Out) - nC
+	res := make([]*tensor, len(args))
+	in := make([]*tensor, 0, nC+nK+nR+nY)
+	for i := 0; i < nC; i++ {
+		c := cts[i]
+		if c == nil {
+			c = zeros(g.Out[i].Aval)
+		}
+		in = append(in, c)
+	}
+	for i := 0; i < nK; i++ {
+		in = append(in, zeros(g.In[nC+s.nX+i].Aval))
+	}
+	in = append(in, args[nC:nC+nR]...)
+	for j := 0; j < nY; j++ {
+		c := cts[nC+j]
+		if c == nil {
+			c = zeros(stackedAval(s.length, g.Out[nC+j].Aval))
+		}
+		in = append(in, c)
+	}
+	outs := interp.Bind(scanPrim, s.transpose(), in...)
+	for i := 0; i < nC; i++ {
+		if linear[i] {
+			res[i] = outs[i]
+		}
+	}
+	for i := 0; i < nTX; i++ {
+		if linear[nC+nR+i] {
+			res[nC+nR+i] = outs[nC+nK+i]
+		}
+	}
+	for i := 0; i < nK; i++ {
+		if linear[nC+s.nX+i] {
+			res[nC+s.nX+i] = outs[nC+i]
+		}
+	}
+	return res
+}
+
+// transpose returns (once) the parameters of scan_lin's transposed scan
+// (see scanLinTranspose).
+func (s *scanParams) transpose() *scanParams {
+	s.transposeOnce.Do(func() {
+		g := s.body
+		nC, nR := s.nCarry, s.nRes
+		nTX := s.nX - nR
+		nK := len(g.In) - nC - s.nX
+		var avals []interp.Aval
+		for _, v := range g.Out[:nC] {
+			avals = append(avals, v.Aval)
+		}
+		for _, v := range g.In[nC+s.nX:] {
+			avals = append(avals, v.Aval)
+		}
+		for _, v := range g.In[nC : nC+nR] {
+			avals = append(avals, v.Aval)
+		}
+		for _, v := range g.Out[nC:] {
+			avals = append(avals, v.Aval)
+		}
+		t := interp.TraceAvals("scan", func(in []*tensor) []*tensor {
+			acc, resid := in[nC:nC+nK], in[nC+nK:nC+nK+nR]
+			h := &interp.Graph{Eqns: g.Eqns, Out: g.Out, Consts: append([]*interp.Var(nil), g.Consts...), ConstVals: append([]*tensor(nil), g.ConstVals...)}
+			for j, v := range g.In[nC : nC+nR] {
+				h.Consts = append(h.Consts, v)
+				h.ConstVals = append(h.ConstVals, resid[j])
+			}
+			h.In = append(append([]*interp.Var(nil), g.In[:nC]...), g.In[nC+nR:]...)
+			full := append(append([]*tensor(nil), in[:nC]...), in[nC+nK+nR:]...)
+			got := transposeGraph(h, full)
+			for j, ct := range got {
+				if ct == nil {
+					got[j] = zeros(h.In[j].Aval)
+				}
+			}
+			out := append([]*tensor(nil), got[:nC]...)
+			for k := 0; k < nK; k++ {
+				out = append(out, interp.Bind1(prims.Add, nil, acc[k], got[nC+nTX+k]))
+			}
+			return append(out, got[nC:nC+nTX]...)
+		}, avals)
+		for _, v := range t.ConstVals {
+			if !v.IsConcrete() {
+				panic(interp.Errorf("internal error: scan_lin's transpose captured a traced tensor"))
+			}
+		}
+		s.transposed = &scanParams{body: t, nCarry: nC + nK, nX: nR + len(g.Out) - nC, length: s.length, reverse: !s.reverse}
+	})
+	return s.transposed
+}
+
+// scanBatch is the batching rule of scan and scan_lin (see the top of
+// the file).
+func scanBatch(prim *interp.Prim) batching.Rule {
+	return func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		return scanBatched(prim, size, params, vals, dims)
+	}
+}
+
+func scanBatched(prim *interp.Prim, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 	s := params.(*scanParams)
 	nC, nX := s.nCarry, s.nX
 	ops := make([]*tensor, len(vals))
@@ -197,9 +441,9 @@ func scanBatch(size int, params any, vals []*tensor, dims []int) ([]*tensor, []i
 	}
 	bp := batchedParams(&s.batched, "scan", size, avals, bodyDims, func(xs []*tensor) []*tensor { return s.body.Eval(xs...) },
 		func(g *interp.Graph) *scanParams {
-			return &scanParams{body: g, nCarry: nC, nX: nX, length: s.length, reverse: s.reverse}
+			return &scanParams{body: g, nCarry: nC, nX: nX, nRes: s.nRes, length: s.length, reverse: s.reverse}
 		})
-	outs := interp.Bind(scanPrim, bp, ops...)
+	outs := interp.Bind(prim, bp, ops...)
 	odims := make([]int, len(outs))
 	for i := nC; i < len(outs); i++ {
 		odims[i] = 1
@@ -209,7 +453,10 @@ func scanBatch(size int, params any, vals []*tensor, dims []int) ([]*tensor, []i
 
 func init() {
 	scanPrim.JVP = scanJVP
-	batching.Register(scanPrim, scanBatch)
+	scanLin.JVP = scanJVP
+	scanLin.Transpose = scanLinTranspose
+	batching.Register(scanPrim, scanBatch(scanPrim))
+	batching.Register(scanLin, scanBatch(scanLin))
 }
 
 // ScanOption configures Scan.
@@ -256,10 +503,10 @@ func Length(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.le
 // is traced once, so it is). Eagerly the loop runs in Go; under Compile
 // and MakeGraph it is one scan equation, not unrolled. Under Vmap the
 // body is vmapped once. Derivatives (Grad, JVP, VJP, Jacrev, Jacfwd)
-// currently differentiate the loop step by step, so a derivative's
-// linear graph (and a compiled gradient) holds every step's tangent
-// operations; a staged, transposable scan of the body's derivative is
-// future work.
+// are scans too: a gradient runs a forward scan that stacks every
+// step's residuals and a scan of the body's transpose in the other
+// direction, without unrolling (a CustomVJP inside f makes the
+// derivative unroll the steps instead).
 //
 // init, xs and the results are trees (see Grad). Scan panics with
 // *peel.Error when f is nil, when an xs leaf is a scalar, when the xs
