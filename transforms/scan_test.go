@@ -429,3 +429,61 @@ func TestScanNestedAndCustom(t *testing.T) {
 	near(t, "custom in body", f(x).Float64s(), w(x).Float64s(), 0)
 	near(t, "custom in body grad", transforms.Grad(f)(x).Float64s(), transforms.Grad(w)(x).Float64s(), 0)
 }
+
+// TestScanMoreCompositions: Vmap of a JVP (a batched scan_lin), Hessian
+// (forward over reverse), a batched captured tensor, a zero-length
+// gradient, a compiled Vmap, and an int carry beside a float one.
+func TestScanMoreCompositions(t *testing.T) {
+	a := scanArgsValue()
+	loss, oracle := scanLossWith(scanRunner(true)), scanLossWith(goRunner(true))
+	// Vmap over tangents of a JVP.
+	tans := peel.FromFloat64s([]float64{1, 0, 0, 0, 1, 0.5}, 2, 3)
+	jv := func(l func(scanArgs) *T) func(*T) *T {
+		return func(tn *T) *T {
+			_, d := transforms.JVP(l, a, scanArgs{Init: tn, Xs: peel.ZerosLike(a.Xs), W: peel.ZerosLike(a.W)})
+			return d
+		}
+	}
+	near(t, "vmap(jvp)", transforms.Vmap(jv(loss))(tans).Float64s(), transforms.Vmap(jv(oracle))(tans).Float64s(), 1e-14)
+	// Hessian with respect to init.
+	hi := func(l func(scanArgs) *T) func(*T) *T {
+		return func(init *T) *T { return l(scanArgs{Init: init, Xs: a.Xs, W: a.W}) }
+	}
+	near(t, "hessian", transforms.Hessian(hi(loss))(a.Init).Float64s(), transforms.Hessian(hi(oracle))(a.Init).Float64s(), 1e-12)
+	// A captured tensor batched by an outer Vmap.
+	ws := peel.FromFloat64s([]float64{0.9, 1.1, -0.7, 0.2, 0.3, 0.4}, 2, 3)
+	byW := func(l func(scanArgs) *T) func(*T) *T {
+		return func(w *T) *T { return l(scanArgs{Init: a.Init, Xs: a.Xs, W: w}) }
+	}
+	near(t, "vmap captured", transforms.Vmap(byW(loss))(ws).Float64s(), transforms.Vmap(byW(oracle))(ws).Float64s(), 1e-14)
+	near(t, "vmap(grad) captured", transforms.Vmap(transforms.Grad(byW(loss)))(ws).Float64s(), transforms.Vmap(transforms.Grad(byW(oracle)))(ws).Float64s(), 1e-14)
+	// Zero steps: the gradient of the carry is the identity's.
+	z := func(init *T) *T {
+		c, _ := transforms.Scan(scanStep, init, peel.Zeros(peel.Float64, 0, 3))
+		return peel.Sum(peel.Mul(c, c))
+	}
+	near(t, "zero-length grad", transforms.Grad(z)(a.Init).Float64s(), peel.Mul(a.Init, 2.0).Float64s(), 0)
+	// A compiled Vmap.
+	inits := peel.FromFloat64s([]float64{0.1, -0.2, 0.3, 1, 2, -3}, 2, 3)
+	run := func(init *T) *T { c, _ := transforms.Scan(scanStep, init, scanXs(), transforms.Reverse()); return c }
+	goRun := func(init *T) *T { c, _ := goScan(scanStep, init, scanXs(), true); return c }
+	near(t, "compiled vmap", transforms.Compile(transforms.Vmap(run)).Call(inits).Float64s(),
+		peel.Stack([]*T{goRun(peel.Index(inits, 0)), goRun(peel.Index(inits, 1))}, 0).Float64s(), 0)
+	// An int carry beside a float one, differentiated.
+	counted := func(init *T) *T {
+		c, _ := transforms.Scan(func(c scanCarry, x *T) (scanCarry, struct{}) {
+			k := peel.AsType(c.N, peel.Float64)
+			return scanCarry{H: peel.Add(peel.Mul(peel.Sin(c.H), x), k), N: peel.Add(c.N, peel.Scalar(int64(1)))}, struct{}{}
+		}, scanCarry{H: init, N: peel.Scalar(int64(0))}, scanXs())
+		return peel.Sum(c.H)
+	}
+	goCounted := func(init *T) *T {
+		h := init
+		for i := 0; i < 4; i++ {
+			h = peel.Add(peel.Mul(peel.Sin(h), peel.Index(scanXs(), i)), float64(i))
+		}
+		return peel.Sum(h)
+	}
+	near(t, "int carry", counted(a.Init).Float64s(), goCounted(a.Init).Float64s(), 0)
+	near(t, "int carry grad", transforms.Grad(counted)(a.Init).Float64s(), transforms.Grad(goCounted)(a.Init).Float64s(), 0)
+}
