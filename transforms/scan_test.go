@@ -487,3 +487,15 @@ func TestScanMoreCompositions(t *testing.T) {
 	near(t, "int carry", counted(a.Init).Float64s(), goCounted(a.Init).Float64s(), 0)
 	near(t, "int carry grad", transforms.Grad(counted)(a.Init).Float64s(), transforms.Grad(goCounted)(a.Init).Float64s(), 0)
 }
+
+// TestScanGradOptions: the gradient options and forms around a scan.
+func TestScanGradOptions(t *testing.T) {
+	a := scanArgsValue()
+	loss, oracle := scanLossWith(scanRunner(false)), scanLossWith(goRunner(false))
+	want := transforms.Grad(oracle)(a)
+	scanArgsEqual(t, "compile backward", transforms.Grad(loss, transforms.CompileBackward())(a), want, 1e-14)
+	scanArgsEqual(t, "remat", transforms.Grad(loss, transforms.Remat(transforms.NothingSaveable))(a), want, 1e-14)
+	scanArgsEqual(t, "checkpoint", transforms.Grad(transforms.Checkpoint(loss, transforms.NothingSaveable))(a), want, 1e-14)
+	_, vjp := transforms.VJP(loss, a)
+	scanArgsEqual(t, "vjp", vjp(peel.Scalar(1.0)), want, 1e-14)
+}
