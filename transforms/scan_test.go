@@ -499,3 +499,24 @@ func TestScanGradOptions(t *testing.T) {
 	_, vjp := transforms.VJP(loss, a)
 	scanArgsEqual(t, "vjp", vjp(peel.Scalar(1.0)), want, 1e-14)
 }
+
+// TestScanLocalMutation: a body writing into a tensor of its own.
+func TestScanLocalMutation(t *testing.T) {
+	body := func(c, x *T) (*T, *T) {
+		d := peel.Mul(c, 1.0)
+		peel.AddInPlace(d, x)
+		return peel.Mul(peel.Sin(d), c), d
+	}
+	f := func(init *T) *T {
+		c, ys := transforms.Scan(body, init, scanXs())
+		return peel.Add(peel.Sum(c), peel.Sum(ys))
+	}
+	w := func(init *T) *T {
+		c, ys := goScan(func(c, x *T) (*T, []*T) { n, y := body(c, x); return n, []*T{y} }, init, scanXs(), false)
+		return peel.Add(peel.Sum(c), peel.Sum(ys[0]))
+	}
+	init := f64(0.1, -0.2, 0.3)
+	near(t, "mutation", f(init).Float64s(), w(init).Float64s(), 0)
+	near(t, "mutation grad", transforms.Grad(f)(init).Float64s(), transforms.Grad(w)(init).Float64s(), 1e-14)
+	near(t, "compiled mutation", transforms.Compile(f).Call(init).Float64s(), w(init).Float64s(), 1e-14)
+}
