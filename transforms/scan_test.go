@@ -1,6 +1,7 @@
 package transforms_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -519,4 +520,25 @@ func TestScanLocalMutation(t *testing.T) {
 	near(t, "mutation", f(init).Float64s(), w(init).Float64s(), 0)
 	near(t, "mutation grad", transforms.Grad(f)(init).Float64s(), transforms.Grad(w)(init).Float64s(), 1e-14)
 	near(t, "compiled mutation", transforms.Compile(f).Call(init).Float64s(), w(init).Float64s(), 1e-14)
+}
+
+// A cumulative sum: the carry is the running total, each y the total so
+// far.
+func ExampleScan() {
+	xs := peel.FromFloat64s([]float64{1, 2, 3, 4})
+	total, sums := transforms.Scan(func(c, x *peel.Tensor) (*peel.Tensor, *peel.Tensor) {
+		s := peel.Add(c, x)
+		return s, s
+	}, peel.Scalar(0.0), xs)
+	fmt.Println(total.Item(), sums.Float64s())
+	// Output: 10 [1 3 6 10]
+}
+
+// x ↦ x·2ⁿ by a loop of n steps, and its derivative.
+func ExampleForiLoop() {
+	double := func(x *peel.Tensor) *peel.Tensor {
+		return transforms.ForiLoop(0, 3, func(_ *peel.Tensor, c *peel.Tensor) *peel.Tensor { return peel.Mul(c, 2.0) }, x)
+	}
+	fmt.Println(double(peel.Scalar(1.5)).Item(), transforms.Grad(double)(peel.Scalar(1.5)).Item())
+	// Output: 12 8
 }
