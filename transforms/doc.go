@@ -71,10 +71,14 @@
 // stays inside a compiled program and under Vmap: each branch is traced
 // into a graph held by one cond primitive, which runs only the taken
 // branch (with a batched predicate, every branch, selected per lane).
+// Scan (JAX's lax.scan) and ForiLoop are loops traced once into one scan
+// primitive: compiled, vmapped and differentiated without unrolling (a
+// gradient is a forward scan and a reverse scan of the body's
+// transpose).
 //
 // Options follow one style: each family has its option interface
 // (VmapOption, JacobianOption, GradOption, GradArgsOption,
-// FunctionalizeOption, GraphOption, CompileOption), and an option
+// FunctionalizeOption, GraphOption, CompileOption, ScanOption), and an option
 // meaning the same to several (ChunkSize, Argnums, the GradOptions for
 // GradArgs2/3) satisfies each, so an option a transform has no use for
 // does not compile.

@@ -1,0 +1,614 @@
+package transforms
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/internal/treeimpl"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Loops. Scan traces its body once, on the types of the carry leaves and
+// of one slice of the xs leaves, into a graph (closure-converted as a
+// checkpoint is: the tensors the body captures become trailing inputs),
+// and binds one primitive, scan, on the carry leaves, the stacked xs
+// leaves and the captured tensors. The body graph's results are the new
+// carry leaves, then the leaves of one y. scan is a composite marked
+// Whole:
+//
+//   - eval (Impl) loops in Go over the length, slicing each xs leaf at
+//     the step (peel.Index), running the body graph with Graph.Eval and
+//     stacking each y leaf along a new axis 0 (peel.Stack);
+//   - staging (MakeGraph, Compile) records it as one equation,
+//     scan[length n], which a compiled program runs by its Impl: the
+//     loop is not unrolled into the program;
+//   - its JVP rule is JAX's partial evaluation of scan: the body's JVP
+//     graph J (every float carry has a tangent, since a step may make a
+//     zero one nonzero) is split as a checkpoint saving everything
+//     splits it (ckptParams.plan with EverythingSaveable) into its known
+//     equations and its linear ones. A forward scan (body: the known
+//     equations, returning the new carries, the ys and the step's
+//     residuals, stacked as more ys) computes the primals, and scan_lin
+//     (body: the linear equations; carries: the carry tangents; xs: the
+//     stacked residuals, then the xs tangents present; constants: the
+//     captured tensors' tangents present), marked linear, maps the
+//     tangents. scan_lin's transpose is a scan in the other direction of
+//     the body's transpose (transposeGraph, traced once): its carries
+//     are the carry cotangent and running sums of the captured tensors'
+//     cotangents, its xs the residuals and the ys' cotangents, its ys
+//     the xs tangents' cotangents. So forward mode, reverse mode (Grad,
+//     VJP, Jacrev: linearize runs the forward scan eagerly and stages
+//     scan_lin) and their compositions stay one equation per loop, also
+//     in a compiled gradient. Every residual is saved, once per step
+//     (loop-invariant ones too: no policy, no hoisting yet). Should J
+//     hold a linear equation with values in its parameters (a
+//     CustomVJP's custom_vjp_lin, which no graph can return), the rule
+//     differentiates the loop step by step instead (jvpFlat of the
+//     loop), which unrolls the derivative;
+//   - its batching rule binds scan again with the body vmapped
+//     (batchedParams): every carry leaf is batched at 0 (an unbatched
+//     initial carry is broadcast first, since the body may make it
+//     batched), batched xs leaves have their batch dimension moved to 1
+//     so the scanned axis stays 0 (the body sees their slices batched
+//     at 0), and the stacked ys come back batched at 1.
+
+// scanParams are the scan primitive's parameters: the body graph (its
+// inputs: nCarry carry leaves, nX leaves of one xs slice, then the
+// captured tensors; its results: nCarry new carry leaves, then the y
+// leaves), the number of steps and the direction.
+type scanParams struct {
+	body    *interp.Graph
+	nCarry  int
+	nX      int
+	length  int
+	reverse bool
+	// nRes (scan_lin) is the number of leading xs that are residuals,
+	// in which it is not linear.
+	nRes int
+	// batched caches the body vmapped by batch layout; jvps the plans by
+	// tangent mask; transposed scan_lin's transposed scan.
+	batched       sync.Map // string → *scanParams
+	jvps          sync.Map // string → *scanPlan
+	transposeOnce sync.Once
+	transposed    *scanParams
+}
+
+func (s *scanParams) String() string {
+	r := "length " + strconv.Itoa(s.length)
+	if s.reverse {
+		r += " reverse"
+	}
+	return r
+}
+
+func scanAbstract(params any, in []interp.Aval) []interp.Aval {
+	s := params.(*scanParams)
+	g := s.body
+	if len(in) != len(g.In) {
+		panic(interp.Errorf("scan takes %d operands, got %d", len(g.In), len(in)))
+	}
+	for i, v := range g.In {
+		want := v.Aval
+		if i >= s.nCarry && i < s.nCarry+s.nX {
+			want = stackedAval(s.length, want)
+		}
+		if !in[i].Equal(want) {
+			panic(interp.Errorf("scan's operand %d must be %v, got %v", i, want, in[i]))
+		}
+	}
+	out := outAvals(g)
+	for i := s.nCarry; i < len(out); i++ {
+		out[i] = stackedAval(s.length, out[i])
+	}
+	return out
+}
+
+// stackedAval is a with a leading axis of size n.
+func stackedAval(n int, a interp.Aval) interp.Aval {
+	return interp.Aval{Shape: append([]int{n}, a.Shape...), DType: a.DType}
+}
+
+// scanRun is the loop: it runs the body length times on args (the carry
+// leaves, the stacked xs leaves, the captured tensors) and returns the
+// final carry leaves and the stacked ys. It only binds primitives, so it
+// runs at any level (eagerly, decomposed by a trace, or under a
+// forward-mode level in the JVP rule).
+func scanRun(s *scanParams, args []*tensor) []*tensor {
+	g := s.body
+	nC, nX := s.nCarry, s.nX
+	nY := len(g.Out) - nC
+	carry := append([]*tensor(nil), args[:nC]...)
+	xs := args[nC : nC+nX]
+	in := make([]*tensor, len(g.In))
+	copy(in[nC+nX:], args[nC+nX:])
+	ys := make([][]*tensor, nY)
+	for j := range ys {
+		ys[j] = make([]*tensor, s.length)
+	}
+	for k := 0; k < s.length; k++ {
+		i := k
+		if s.reverse {
+			i = s.length - 1 - k
+		}
+		copy(in, carry)
+		for j, x := range xs {
+			in[nC+j] = peel.Index(x, i)
+		}
+		out := g.Eval(in...)
+		copy(carry, out[:nC])
+		for j := range ys {
+			ys[j][i] = out[nC+j]
+		}
+	}
+	res := carry
+	for j, y := range ys {
+		if s.length == 0 {
+			res = append(res, zeros(stackedAval(0, g.Out[nC+j].Aval)))
+			continue
+		}
+		res = append(res, peel.Stack(y, 0))
+	}
+	return res
+}
+
+func scanImpl(params any, args []*tensor) []*tensor {
+	defer interp.Decomposing("scan")
+	return scanRun(params.(*scanParams), args)
+}
+
+// scanPrim is scan; scanLin is scan on a body linear in every operand
+// but the residuals (the first nRes xs; see scanJVP): the same primitive
+// for every interpreter, but marked linear, with a transpose rule.
+var scanPrim, scanLin = func() (*interp.Prim, *interp.Prim) {
+	p := interp.NewPrim("scan", interp.Pure, scanAbstract)
+	p.Whole = true // one equation when staged
+	p.Impl = scanImpl
+	l := interp.NewPrim("scan_lin", interp.Pure, scanAbstract)
+	l.Whole = true
+	l.Impl = scanImpl
+	// Linear in every operand (the residuals, which are xs, are never
+	// tangents: the transpose gives them no cotangent).
+	l.Linear = []bool{true}
+	return p, l
+}()
+
+// scanJVP is the forward-mode rule of scan and scan_lin (see the top
+// of the file): a forward scan of the known part of the body's JVP,
+// which also stacks the residuals, then scan_lin of its linear part on
+// the tangents; step by step when the plan is inline.
+func scanJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
+	s := params.(*scanParams)
+	g := s.body
+	nC := s.nCarry
+	has := make([]bool, len(g.In))
+	for i, v := range g.In {
+		// Every float carry has a tangent: a step may make a zero one
+		// nonzero.
+		has[i] = v.Aval.DType.IsFloat() && (i < nC || tangents[i] != nil)
+	}
+	p := s.plan(has)
+	if p.fwd == nil {
+		return jvpFlat("scan", func(in []*tensor) []*tensor { return scanRun(s, in) }, primals, tangents)
+	}
+	nOut := len(g.Out)
+	fwd := interp.Bind(scanPrim, p.fwd, primals...)
+	outs := fwd[:nOut:nOut]
+	touts := make([]*tensor, nOut)
+	if p.lin == nil {
+		return outs, touts
+	}
+	var args []*tensor
+	for i := 0; i < nC; i++ {
+		if has[i] {
+			t := tangents[i]
+			if t == nil {
+				t = zerosLike(primals[i])
+			}
+			args = append(args, t)
+		}
+	}
+	args = append(args, fwd[nOut:]...)
+	for i := nC; i < len(g.In); i++ {
+		if has[i] {
+			args = append(args, tangents[i])
+		}
+	}
+	ts := interp.Bind(scanLin, p.lin, args...)
+	k := 0
+	for i, o := range outs {
+		if o.DType().IsFloat() {
+			touts[i] = ts[k]
+			k++
+		}
+	}
+	return outs, touts
+}
+
+// scanPlan is the partial evaluation of a scan's JVP for one tangent
+// mask: fwd's body maps the primals to the new carries, the ys and the
+// step's residuals (stacked as more ys); lin's body maps the carry
+// tangents (carries), the residuals and the tangents of xs present (xs)
+// and the tangents of the captured tensors present (constants) to the
+// float results' tangents, linearly in all but the residuals. fwd nil:
+// the body's JVP holds a linear equation with values in its parameters
+// (a CustomVJP's), which no graph can return: the JVP runs step by step.
+// lin nil: no result has a tangent.
+type scanPlan struct {
+	fwd, lin *scanParams
+}
+
+// plan splits the body's JVP graph J as a checkpoint that saves
+// everything splits it (ckptParams.plan).
+func (s *scanParams) plan(has []bool) *scanPlan {
+	key := maskKey(has)
+	if p, ok := s.jvps.Load(key); ok {
+		return p.(*scanPlan)
+	}
+	n := len(has)
+	cp := (&ckptParams{graph: s.body, policy: EverythingSaveable, nArgs: n}).plan(has)
+	if cp.inline {
+		p, _ := s.jvps.LoadOrStore(key, &scanPlan{})
+		return p.(*scanPlan)
+	}
+	j, nOut := cp.j, cp.nOut
+	f := &interp.Graph{In: j.In[:n], Consts: j.Consts, ConstVals: j.ConstVals, Out: append(append([]*interp.Var(nil), j.Out[:nOut]...), cp.consts...)}
+	for e, eq := range j.Eqns {
+		if cp.forward[e] {
+			f.Eqns = append(f.Eqns, eq)
+		}
+	}
+	sp := &scanPlan{fwd: &scanParams{body: f, nCarry: s.nCarry, nX: s.nX, length: s.length, reverse: s.reverse}}
+	if len(j.Out) > nOut {
+		nFC, nTX := 0, 0
+		for i, h := range has {
+			switch {
+			case !h:
+			case i < s.nCarry:
+				nFC++
+			case i < s.nCarry+s.nX:
+				nTX++
+			}
+		}
+		tin := j.In[n:]
+		l := &interp.Graph{Out: j.Out[nOut:]}
+		l.In = append(append(append([]*interp.Var(nil), tin[:nFC]...), cp.consts...), tin[nFC:]...)
+		for e, eq := range j.Eqns {
+			if cp.recompute[e] || !cp.known[e] {
+				l.Eqns = append(l.Eqns, eq)
+			}
+		}
+		sp.lin = &scanParams{body: l, nCarry: nFC, nX: len(cp.consts) + nTX, nRes: len(cp.consts), length: s.length, reverse: s.reverse}
+	}
+	p, _ := s.jvps.LoadOrStore(key, sp)
+	return p.(*scanPlan)
+}
+
+// scanLinTranspose is scan_lin's transpose: a scan in the other
+// direction of the body's transpose, whose carries are the carry
+// cotangent and the sums of the captured tangents' cotangents, whose xs
+// are the residuals and the ys' cotangents, and whose ys are the xs
+// tangents' cotangents. Only the linear operands get cotangents.
+func scanLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
+	defer interp.Decomposing("scan")
+	s := params.(*scanParams)
+	g := s.body
+	nC, nR := s.nCarry, s.nRes
+	nTX := s.nX - nR
+	nK := len(g.In) - nC - s.nX
+	nY := len(g.Out) - nC
+	res := make([]*tensor, len(args))
+	in := make([]*tensor, 0, nC+nK+nR+nY)
+	for i := 0; i < nC; i++ {
+		c := cts[i]
+		if c == nil {
+			c = zeros(g.Out[i].Aval)
+		}
+		in = append(in, c)
+	}
+	for i := 0; i < nK; i++ {
+		in = append(in, zeros(g.In[nC+s.nX+i].Aval))
+	}
+	in = append(in, args[nC:nC+nR]...)
+	for j := 0; j < nY; j++ {
+		c := cts[nC+j]
+		if c == nil {
+			c = zeros(stackedAval(s.length, g.Out[nC+j].Aval))
+		}
+		in = append(in, c)
+	}
+	outs := interp.Bind(scanPrim, s.transpose(), in...)
+	for i := 0; i < nC; i++ {
+		if linear[i] {
+			res[i] = outs[i]
+		}
+	}
+	for i := 0; i < nTX; i++ {
+		if linear[nC+nR+i] {
+			res[nC+nR+i] = outs[nC+nK+i]
+		}
+	}
+	for i := 0; i < nK; i++ {
+		if linear[nC+s.nX+i] {
+			res[nC+s.nX+i] = outs[nC+i]
+		}
+	}
+	return res
+}
+
+// transpose returns (once) the parameters of scan_lin's transposed scan
+// (see scanLinTranspose).
+func (s *scanParams) transpose() *scanParams {
+	s.transposeOnce.Do(func() {
+		g := s.body
+		nC, nR := s.nCarry, s.nRes
+		nTX := s.nX - nR
+		nK := len(g.In) - nC - s.nX
+		var avals []interp.Aval
+		for _, v := range g.Out[:nC] {
+			avals = append(avals, v.Aval)
+		}
+		for _, v := range g.In[nC+s.nX:] {
+			avals = append(avals, v.Aval)
+		}
+		for _, v := range g.In[nC : nC+nR] {
+			avals = append(avals, v.Aval)
+		}
+		for _, v := range g.Out[nC:] {
+			avals = append(avals, v.Aval)
+		}
+		t := interp.TraceAvals("scan", func(in []*tensor) []*tensor {
+			acc, resid := in[nC:nC+nK], in[nC+nK:nC+nK+nR]
+			h := &interp.Graph{Eqns: g.Eqns, Out: g.Out, Consts: append([]*interp.Var(nil), g.Consts...), ConstVals: append([]*tensor(nil), g.ConstVals...)}
+			for j, v := range g.In[nC : nC+nR] {
+				h.Consts = append(h.Consts, v)
+				h.ConstVals = append(h.ConstVals, resid[j])
+			}
+			h.In = append(append([]*interp.Var(nil), g.In[:nC]...), g.In[nC+nR:]...)
+			full := append(append([]*tensor(nil), in[:nC]...), in[nC+nK+nR:]...)
+			got := transposeGraph(h, full)
+			for j, ct := range got {
+				if ct == nil {
+					got[j] = zeros(h.In[j].Aval)
+				}
+			}
+			out := append([]*tensor(nil), got[:nC]...)
+			for k := 0; k < nK; k++ {
+				out = append(out, interp.Bind1(prims.Add, nil, acc[k], got[nC+nTX+k]))
+			}
+			return append(out, got[nC:nC+nTX]...)
+		}, avals)
+		for _, v := range t.ConstVals {
+			if !v.IsConcrete() {
+				panic(interp.Errorf("internal error: scan_lin's transpose captured a traced tensor"))
+			}
+		}
+		s.transposed = &scanParams{body: t, nCarry: nC + nK, nX: nR + len(g.Out) - nC, length: s.length, reverse: !s.reverse}
+	})
+	return s.transposed
+}
+
+// scanBatch is the batching rule of scan and scan_lin (see the top of
+// the file).
+func scanBatch(prim *interp.Prim) batching.Rule {
+	return func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		return scanBatched(prim, size, params, vals, dims)
+	}
+}
+
+func scanBatched(prim *interp.Prim, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+	s := params.(*scanParams)
+	nC, nX := s.nCarry, s.nX
+	ops := make([]*tensor, len(vals))
+	bodyDims := make([]int, len(vals))
+	avals := make([]*tensor, len(vals)) // placeholders of the body's physical input types
+	for i, v := range vals {
+		d := dims[i]
+		switch {
+		case i < nC:
+			// Every carry leaf batched at 0.
+			switch d {
+			case batching.NotMapped:
+				bd := make([]int, v.Rank())
+				for k := range bd {
+					bd[k] = k + 1
+				}
+				v = interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: append([]int{size}, v.Shape()...), Dims: bd}, v)
+			case 0:
+			default:
+				v = peel.MoveAxis(v, d, 0)
+			}
+			ops[i], bodyDims[i] = v, 0
+			avals[i] = interp.Placeholder(v.Aval())
+		case i < nC+nX:
+			// The scanned axis stays 0: a batch dimension goes to 1, and
+			// the body sees the slices batched at 0.
+			bdim := batching.NotMapped
+			if d != batching.NotMapped {
+				if d != 1 {
+					v = peel.MoveAxis(v, d, 1)
+				}
+				bdim = 0
+			}
+			ops[i], bodyDims[i] = v, bdim
+			avals[i] = interp.Placeholder(interp.Aval{Shape: v.Shape()[1:], DType: v.DType()})
+		default:
+			ops[i], bodyDims[i] = v, d
+			avals[i] = interp.Placeholder(v.Aval())
+		}
+	}
+	bp := batchedParams(&s.batched, "scan", size, avals, bodyDims, func(xs []*tensor) []*tensor { return s.body.Eval(xs...) },
+		func(g *interp.Graph) *scanParams {
+			return &scanParams{body: g, nCarry: nC, nX: nX, nRes: s.nRes, length: s.length, reverse: s.reverse}
+		})
+	outs := interp.Bind(prim, bp, ops...)
+	odims := make([]int, len(outs))
+	for i := nC; i < len(outs); i++ {
+		odims[i] = 1
+	}
+	return outs, odims
+}
+
+func init() {
+	scanPrim.JVP = scanJVP
+	scanLin.JVP = scanJVP
+	scanLin.Transpose = scanLinTranspose
+	batching.Register(scanPrim, scanBatch(scanPrim))
+	batching.Register(scanLin, scanBatch(scanLin))
+}
+
+// ScanOption configures Scan.
+type ScanOption interface{ applyScan(*scanConfig) }
+
+type scanConfig struct {
+	reverse bool
+	length  int // -1: from xs
+}
+
+type scanOptionFunc func(*scanConfig)
+
+func (f scanOptionFunc) applyScan(c *scanConfig) { f(c) }
+
+// Reverse makes Scan iterate from the last slice of xs to the first. The
+// ys are still stacked in the order of xs: ys[i] is the y of the step on
+// xs[i].
+func Reverse() ScanOption { return scanOptionFunc(func(c *scanConfig) { c.reverse = true }) }
+
+// Length sets the number of steps of Scan. It is required when xs has
+// no leaves (each step then gets xs itself); otherwise it must equal
+// the leading size of xs's leaves.
+func Length(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.length = n }) }
+
+// Scan is JAX's lax.scan: it loops f over the leading axis of xs,
+// threading a carry,
+//
+//	carry := init
+//	for i := range length {
+//		carry, ys[i] = f(carry, xs[i])
+//	}
+//	return carry, ys
+//
+// where xs[i] is the tree of the i-th slices (along axis 0) of xs's
+// leaves, which must all have the same leading size (the length), and ys
+// is the tree of f's y leaves stacked along a new axis 0. With Reverse
+// the steps run from i = length-1 down to 0.
+//
+// f is traced once, on the types of init's leaves and of one slice of
+// xs's leaves, and may capture tensors (captured tracers of an enclosing
+// transform are differentiated and batched as operands are). It must
+// return a carry of init's structure, with leaves of the same shapes
+// and dtypes, and a y of the same structure and types at every step (it
+// is traced once, so it is). Eagerly the loop runs in Go; under Compile
+// and MakeGraph it is one scan equation, not unrolled. Under Vmap the
+// body is vmapped once. Derivatives (Grad, JVP, VJP, Jacrev, Jacfwd)
+// are scans too: a gradient runs a forward scan that stacks every
+// step's residuals and a scan of the body's transpose in the other
+// direction, without unrolling (a CustomVJP inside f makes the
+// derivative unroll the steps instead).
+//
+// init, xs and the results are trees (see Grad). Scan panics with
+// *peel.Error when f is nil, when an xs leaf is a scalar, when the xs
+// leaves differ in leading size (naming the leaves) or disagree with
+// Length, when xs has no leaves and Length is not given, when Length is
+// negative, when f returns nil or a tree with a nil tensor, or when f's
+// carry differs from init in structure, shape or dtype (naming the leaf
+// path); otherwise it panics as f does.
+func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOption) (C, Y) {
+	const op = "transforms.Scan"
+	defer interp.Annotate(op)
+	if f == nil {
+		treeErrorf(op, "f must not be nil")
+	}
+	cfg := scanConfig{length: -1}
+	for _, o := range opts {
+		o.applyScan(&cfg)
+	}
+	cl, cdef := flatten(op, init)
+	xl, xdef := flatten(op, xs)
+	length := cfg.length
+	if cfg.length < -1 || (cfg.length < 0 && len(xl) == 0) {
+		if cfg.length < -1 {
+			treeErrorf(op, "Length must not be negative, got %d", cfg.length)
+		}
+		treeErrorf(op, "xs has no tensor leaves: give the number of steps with Length")
+	}
+	xsLeaf := func(i int) string {
+		if p := xdef.Paths()[i]; p != "" {
+			return "xs leaf " + p
+		}
+		return "xs"
+	}
+	first := -1
+	for i, x := range xl {
+		if x.Rank() == 0 {
+			treeErrorf(op, "%s is a scalar (%s): xs leaves are scanned along axis 0", xsLeaf(i), x.TypeString())
+		}
+		n := x.Shape()[0]
+		switch {
+		case first < 0 && length >= 0 && n != length:
+			treeErrorf(op, "%s has leading size %d but Length is %d", xsLeaf(i), n, length)
+		case first < 0:
+			first, length = i, n
+		case n != length:
+			treeErrorf(op, "the xs leaves must have one leading size (the scan length): %s has %d but %s has %d", xsLeaf(first), length, xsLeaf(i), n)
+		}
+	}
+	nC, nX := len(cl), len(xl)
+	avals := make([]interp.Aval, 0, nC+nX)
+	for _, l := range cl {
+		avals = append(avals, l.Aval())
+	}
+	for _, l := range xl {
+		avals = append(avals, interp.Aval{Shape: l.Shape()[1:], DType: l.DType()})
+	}
+	cc := &customCall{op: op, in: cdef}
+	cy := &customCall{op: op}
+	g := interp.TraceAvals("scan", func(in []*tensor) []*tensor {
+		c, y := f(build[C](cdef, in[:nC]), build[X](xdef, in[nC:]))
+		return append(cc.outLeaves("f's carry", c), cy.outLeaves("f's y", y)...)
+	}, avals)
+	if d := treeimpl.StructureDiff(cdef.Proto().Interface(), cc.out.Proto().Interface()); d != "" {
+		treeErrorf(op, "f must return a carry of init's structure: %s", d)
+	}
+	for i := 0; i < nC; i++ {
+		if got := g.Out[i].Aval; !got.Equal(avals[i]) {
+			treeErrorf(op, "f returns %v at carry path %s but init has %v: the carry must keep its shapes and dtypes", got, pathOr(cc.out.Paths()[i]), avals[i])
+		}
+	}
+	body, captured := closureConvert(g)
+	s := &scanParams{body: body, nCarry: nC, nX: nX, length: length, reverse: cfg.reverse}
+	args := append(append(append([]*tensor(nil), cl...), xl...), captured...)
+	outs := interp.Bind(scanPrim, s, args...)
+	return build[C](cc.out, outs[:nC]), build[Y](cy.out, outs[nC:])
+}
+
+// ForiLoop is JAX's lax.fori_loop with static bounds: it returns
+//
+//	carry := init
+//	for i := lo; i < hi; i++ {
+//		carry = body(i, carry)
+//	}
+//
+// with i passed to body as an int64 scalar tensor (a traced value: body
+// is traced once, as Scan's f is, so it cannot branch on i in Go; use
+// Cond or Switch). It is a Scan over the indices lo..hi-1, with Scan's
+// behavior under the transforms. When hi <= lo it returns init without
+// calling body. ForiLoop panics with *peel.Error when body is nil, when
+// body returns nil or a tree with a nil tensor, or when its carry
+// differs from init in structure, shape or dtype; otherwise it panics as
+// body does.
+func ForiLoop[C any](lo, hi int, body func(i *peel.Tensor, carry C) C, init C) C {
+	const op = "transforms.ForiLoop"
+	defer interp.Annotate(op)
+	if body == nil {
+		treeErrorf(op, "body must not be nil")
+	}
+	if hi <= lo {
+		return init
+	}
+	idx := peel.Arange(peel.Int64, float64(lo), float64(hi), 1)
+	c, _ := Scan(func(c C, i *peel.Tensor) (C, struct{}) { return body(i, c), struct{}{} }, init, idx)
+	return c
+}

@@ -1,0 +1,544 @@
+package transforms_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
+)
+
+// scanStep is the test body: carry c ↦ sin(c)·x + c·0.5, y = Σ c·x and
+// c itself (a tree of ys).
+func scanStep(c, x *T) (*T, []*T) {
+	next := peel.Add(peel.Mul(peel.Sin(c), x), peel.Mul(c, 0.5))
+	return next, []*T{peel.Sum(peel.Mul(c, x)), c}
+}
+
+// goScan is the oracle: a Go loop of f on concrete slices of xs (axis 0).
+func goScan(f func(c, x *T) (*T, []*T), init, xs *T, reverse bool) (*T, []*T) {
+	n := xs.Shape()[0]
+	c := init
+	var ys []*T
+	per := make([][]*T, n)
+	for k := 0; k < n; k++ {
+		i := k
+		if reverse {
+			i = n - 1 - k
+		}
+		var y []*T
+		c, y = f(c, peel.Index(xs, i))
+		per[i] = y
+	}
+	for j := range per[0] {
+		var col []*T
+		for i := range per {
+			col = append(col, per[i][j])
+		}
+		ys = append(ys, peel.Stack(col, 0))
+	}
+	return c, ys
+}
+
+func scanXs() *T {
+	return peel.FromFloat64s([]float64{0.5, -0.25, 2, -1.5, 0.25, -3, 1, 1, -1, 0.75, 0, 0.125}, 4, 3)
+}
+
+func scanEqual(t *testing.T, what string, got, want *T) {
+	t.Helper()
+	if g, w := got.TypeString(), want.TypeString(); g != w {
+		t.Fatalf("%s: %s, want %s", what, g, w)
+	}
+	near(t, what, got.Float64s(), want.Float64s(), 0)
+}
+
+func TestScanMatchesLoop(t *testing.T) {
+	init, xs := f64(0.1, -0.2, 0.3), scanXs()
+	for _, rev := range []bool{false, true} {
+		var opts []transforms.ScanOption
+		if rev {
+			opts = append(opts, transforms.Reverse())
+		}
+		c, ys := transforms.Scan(scanStep, init, xs, opts...)
+		wc, wys := goScan(scanStep, init, xs, rev)
+		scanEqual(t, "carry", c, wc)
+		if len(ys) != 2 {
+			t.Fatalf("%d ys, want 2", len(ys))
+		}
+		scanEqual(t, "ys[0]", ys[0], wys[0])
+		scanEqual(t, "ys[1]", ys[1], wys[1])
+	}
+}
+
+type scanCarry struct {
+	H *T
+	N *T // an int64 counter
+}
+
+type scanIn struct {
+	A, B *T
+}
+
+func TestScanTrees(t *testing.T) {
+	init := scanCarry{H: f64(1, 2), N: peel.Scalar(int64(0))}
+	xs := scanIn{A: peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 3, 2), B: f64(0.5, -1, 2)}
+	f := func(c scanCarry, x scanIn) (scanCarry, map[string]*T) {
+		h := peel.Add(peel.Mul(c.H, x.B), x.A)
+		return scanCarry{H: h, N: peel.Add(c.N, peel.Scalar(int64(1)))}, map[string]*T{"h": h, "b": peel.Mul(x.B, 2.0)}
+	}
+	c, ys := transforms.Scan(f, init, xs)
+	wc := init
+	var hs, bs []*T
+	for i := 0; i < 3; i++ {
+		var y map[string]*T
+		wc, y = f(wc, scanIn{A: peel.Index(xs.A, i), B: peel.Index(xs.B, i)})
+		hs, bs = append(hs, y["h"]), append(bs, y["b"])
+	}
+	scanEqual(t, "carry H", c.H, wc.H)
+	if c.N.Item() != 3 || c.N.DType() != peel.Int64 {
+		t.Fatalf("counter %v (%v), want 3 int64", c.N.Item(), c.N.DType())
+	}
+	scanEqual(t, "ys h", ys["h"], peel.Stack(hs, 0))
+	scanEqual(t, "ys b", ys["b"], peel.Stack(bs, 0))
+}
+
+// scanLoss and goLoss: a scalar of the final carry and of the ys, with
+// Scan and with the Go loop, of (init, xs) and a captured weight.
+type scanArgs struct {
+	Init, Xs, W *T
+}
+
+func scanLossWith(run func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T)) func(a scanArgs) *T {
+	return func(a scanArgs) *T {
+		f := func(c, x *T) (*T, []*T) {
+			n, ys := scanStep(c, x)
+			return peel.Mul(n, a.W), ys
+		}
+		c, ys := run(f, a.Init, a.Xs)
+		return peel.Add(peel.Sum(peel.Mul(c, c)), peel.Add(peel.Sum(ys[0]), peel.Sum(peel.Sin(ys[1]))))
+	}
+}
+
+func scanRunner(rev bool) func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
+	return func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
+		var opts []transforms.ScanOption
+		if rev {
+			opts = append(opts, transforms.Reverse())
+		}
+		return transforms.Scan(f, init, xs, opts...)
+	}
+}
+
+func goRunner(rev bool) func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
+	return func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) { return goScan(f, init, xs, rev) }
+}
+
+func scanArgsValue() scanArgs {
+	return scanArgs{Init: f64(0.1, -0.2, 0.3), Xs: scanXs(), W: f64(0.9, 1.1, -0.7)}
+}
+
+// scanArgsEqual compares gradients to tol: the scan's transpose sums
+// the captured tensors' cotangents over the steps in its own order.
+func scanArgsEqual(t *testing.T, what string, got, want scanArgs, tol float64) {
+	t.Helper()
+	near(t, what+" init", got.Init.Float64s(), want.Init.Float64s(), tol)
+	near(t, what+" xs", got.Xs.Float64s(), want.Xs.Float64s(), tol)
+	near(t, what+" w", got.W.Float64s(), want.W.Float64s(), tol)
+}
+
+func TestScanGrad(t *testing.T) {
+	a := scanArgsValue()
+	for _, rev := range []bool{false, true} {
+		loss, oracle := scanLossWith(scanRunner(rev)), scanLossWith(goRunner(rev))
+		scanEqual(t, "loss", loss(a), oracle(a))
+		scanArgsEqual(t, "grad", transforms.Grad(loss)(a), transforms.Grad(oracle)(a), 1e-14)
+		// Grad of Grad (a Hessian-vector product through the loop).
+		hvp := func(l func(scanArgs) *T) func(scanArgs) *T {
+			return func(a scanArgs) *T { return peel.Sum(transforms.Grad(l)(a).Init) }
+		}
+		scanArgsEqual(t, "grad of grad", transforms.Grad(hvp(loss))(a), transforms.Grad(hvp(oracle))(a), 1e-12)
+	}
+}
+
+func TestScanJVP(t *testing.T) {
+	a := scanArgsValue()
+	tan := scanArgs{Init: f64(1, 0.5, -1), Xs: peel.OnesLike(a.Xs), W: f64(0, 1, 0.25)}
+	for _, rev := range []bool{false, true} {
+		y, dy := transforms.JVP(scanLossWith(scanRunner(rev)), a, tan)
+		wy, wdy := transforms.JVP(scanLossWith(goRunner(rev)), a, tan)
+		scanEqual(t, "jvp primal", y, wy)
+		scanEqual(t, "jvp tangent", dy, wdy)
+	}
+}
+
+func TestScanVmap(t *testing.T) {
+	inits := peel.FromFloat64s([]float64{0.1, -0.2, 0.3, 1, 2, -3}, 2, 3)
+	xss := peel.Stack([]*T{scanXs(), peel.Neg(scanXs())}, 0) // [2, 4, 3]
+	run := func(init, xs *T) []*T {
+		c, ys := transforms.Scan(scanStep, init, xs)
+		return append([]*T{c}, ys...)
+	}
+	oracle := func(init, xs *T) []*T {
+		c, ys := goScan(scanStep, init, xs, false)
+		return append([]*T{c}, ys...)
+	}
+	stackLanes := func(outs [][]*T) []*T {
+		var res []*T
+		for j := range outs[0] {
+			var col []*T
+			for _, o := range outs {
+				col = append(col, o[j])
+			}
+			res = append(res, peel.Stack(col, 0))
+		}
+		return res
+	}
+	check := func(what string, got []*T, lanes func(i int) []*T) {
+		t.Helper()
+		want := stackLanes([][]*T{lanes(0), lanes(1)})
+		for j := range want {
+			scanEqual(t, what, got[j], want[j])
+		}
+	}
+	// Both batched.
+	check("vmap both", transforms.Vmap2(run)(inits, xss), func(i int) []*T { return oracle(peel.Index(inits, i), peel.Index(xss, i)) })
+	// Batched init, shared xs.
+	check("vmap init", transforms.Vmap2(run, transforms.InAxes(0, transforms.NoAxis))(inits, scanXs()),
+		func(i int) []*T { return oracle(peel.Index(inits, i), scanXs()) })
+	// Shared init, batched xs (the carry becomes batched).
+	init := f64(0.1, -0.2, 0.3)
+	check("vmap xs", transforms.Vmap2(run, transforms.InAxes(transforms.NoAxis, 0))(init, xss),
+		func(i int) []*T { return oracle(init, peel.Index(xss, i)) })
+	// xs batched along its last axis (the batch dim moves to 1).
+	xsLast := peel.MoveAxis(xss, 0, 2) // [4, 3, 2]
+	check("vmap xs axis 2", transforms.Vmap2(run, transforms.InAxes(0, 2))(inits, xsLast),
+		func(i int) []*T { return oracle(peel.Index(inits, i), peel.Index(xss, i)) })
+	// Grad of Vmap and Vmap of Grad.
+	a := scanArgsValue()
+	loss, want := scanLossWith(scanRunner(false)), scanLossWith(goRunner(false))
+	vg := transforms.Vmap(transforms.Grad(loss), transforms.InAxes(map[string]any{"Init": 0, "Xs": transforms.NoAxis, "W": transforms.NoAxis}))(scanArgs{Init: inits, Xs: a.Xs, W: a.W})
+	for i := 0; i < 2; i++ {
+		g := transforms.Grad(want)(scanArgs{Init: peel.Index(inits, i), Xs: a.Xs, W: a.W})
+		near(t, "vmap(grad) init", peel.Index(vg.Init, i).Float64s(), g.Init.Float64s(), 1e-12)
+		near(t, "vmap(grad) xs", peel.Index(vg.Xs, i).Float64s(), g.Xs.Float64s(), 1e-12)
+	}
+}
+
+func TestScanCompile(t *testing.T) {
+	run := func(a scanArgs) []*T {
+		c, ys := transforms.Scan(func(c, x *T) (*T, []*T) {
+			n, ys := scanStep(c, x)
+			return peel.Mul(n, a.W), ys
+		}, a.Init, a.Xs)
+		return append([]*T{c}, ys...)
+	}
+	a := scanArgsValue()
+	got := transforms.Compile(run).Call(a)
+	want := run(a)
+	for j := range want {
+		scanEqual(t, "compiled", got[j], want[j])
+	}
+	g := transforms.MakeGraph(run, a).String()
+	if n := strings.Count(g, "scan"); n != 1 {
+		t.Fatalf("graph holds %d scan equations, want 1:\n%s", n, g)
+	}
+	for _, op := range []string{"sin", "stack", "concatenate"} {
+		if strings.Contains(g, op) {
+			t.Fatalf("graph holds a per-step %s outside the scan:\n%s", op, g)
+		}
+	}
+	// A compiled gradient.
+	loss, oracle := scanLossWith(scanRunner(false)), scanLossWith(goRunner(false))
+	cg := transforms.Compile(transforms.Grad(loss)).Call(a)
+	wg := transforms.Grad(oracle)(a)
+	near(t, "compiled grad init", cg.Init.Float64s(), wg.Init.Float64s(), 1e-12)
+	near(t, "compiled grad xs", cg.Xs.Float64s(), wg.Xs.Float64s(), 1e-12)
+	near(t, "compiled grad w", cg.W.Float64s(), wg.W.Float64s(), 1e-12)
+}
+
+func TestForiLoop(t *testing.T) {
+	body := func(i *T, c *T) *T {
+		fi := peel.AsType(i, peel.Float64)
+		return peel.Add(peel.Mul(peel.Sin(c), fi), peel.Mul(c, 0.5))
+	}
+	goLoop := func(lo, hi int, c *T) *T {
+		for i := lo; i < hi; i++ {
+			c = body(peel.Scalar(int64(i)), c)
+		}
+		return c
+	}
+	x := f64(0.3, -1.2)
+	for _, b := range [][2]int{{0, 5}, {2, 6}, {-3, 1}, {4, 4}, {5, 2}} {
+		lo, hi := b[0], b[1]
+		scanEqual(t, "fori", transforms.ForiLoop(lo, hi, body, x), goLoop(lo, hi, x))
+		f := func(x *T) *T { return peel.Sum(transforms.ForiLoop(lo, hi, body, x)) }
+		w := func(x *T) *T { return peel.Sum(goLoop(lo, hi, x)) }
+		near(t, "fori grad", transforms.Grad(f)(x).Float64s(), transforms.Grad(w)(x).Float64s(), 0)
+	}
+	// A tree carry with an int counter.
+	type st struct{ X, K *T }
+	got := transforms.ForiLoop(0, 3, func(i *T, s st) st {
+		return st{X: peel.Mul(s.X, 2.0), K: peel.Add(s.K, i)}
+	}, st{X: f64(1), K: peel.Scalar(int64(10))})
+	if got.X.Item() != 8 || got.K.Item() != 13 {
+		t.Fatalf("tree fori: %v, %v, want 8, 13", got.X.Item(), got.K.Item())
+	}
+}
+
+func TestScanLengthOption(t *testing.T) {
+	// No xs leaves: Length gives the steps.
+	c, ys := transforms.Scan(func(c *T, _ struct{}) (*T, *T) { return peel.Mul(c, 2.0), c }, f64(1), struct{}{}, transforms.Length(3))
+	scanEqual(t, "length carry", c, f64(8))
+	scanEqual(t, "length ys", ys, peel.FromFloat64s([]float64{1, 2, 4}, 3, 1))
+	// Zero steps.
+	c0, ys0 := transforms.Scan(scanStep, f64(1, 2, 3), peel.Zeros(peel.Float64, 0, 3))
+	scanEqual(t, "zero-length carry", c0, f64(1, 2, 3))
+	if s := ys0[1].Shape(); len(s) != 2 || s[0] != 0 || s[1] != 3 {
+		t.Fatalf("zero-length ys shape %v", s)
+	}
+}
+
+func TestScanErrors(t *testing.T) {
+	ident := func(c *T, x scanIn) (*T, *T) { return c, x.A }
+	wantError(t, func() {
+		transforms.Scan(ident, f64(1), scanIn{A: peel.Zeros(peel.Float64, 3, 2), B: peel.Zeros(peel.Float64, 4)})
+	}, "leading size", "xs leaf .B", "xs leaf .A")
+	wantError(t, func() {
+		transforms.Scan(scanStep, f64(1, 2, 3), scanXs(), transforms.Length(5))
+	}, "Length")
+	wantError(t, func() {
+		transforms.Scan(func(c *T, x *T) (*T, *T) { return peel.AsType(c, peel.Float32), x }, f64(1), f64(1, 2))
+	}, "carry", "f32[1]", "f64[1]")
+	wantError(t, func() {
+		transforms.Scan(func(c scanCarry, x *T) (scanCarry, *T) {
+			return scanCarry{H: peel.Concat([]*T{c.H, c.H}, 0), N: c.N}, x
+		}, scanCarry{H: f64(1), N: peel.Scalar(int64(0))}, f64(1, 2))
+	}, "carry path .H")
+	wantError(t, func() {
+		transforms.Scan(func(c []*T, x *T) ([]*T, *T) { return append(c, x), x }, []*T{f64(1)}, f64(1, 2))
+	}, "structure")
+	wantError(t, func() { transforms.Scan(scanStep, f64(1), peel.Scalar(1.0)) }, "scalar")
+	wantError(t, func() {
+		transforms.Scan(func(c *T, _ struct{}) (*T, *T) { return c, c }, f64(1), struct{}{})
+	}, "Length")
+	wantError(t, func() {
+		transforms.Scan(func(c *T, x *T) (*T, *T) { return nil, x }, f64(1), f64(1, 2))
+	}, "nil")
+	wantError(t, func() {
+		transforms.ForiLoop(0, 3, func(i *T, c *T) *T { return peel.AsType(i, peel.Float64) }, f64(1, 2))
+	}, "carry")
+}
+
+// TestScanStagedDerivatives: a gradient is a forward scan (stacking the
+// residuals) and a reverse scan of the transposed body, a JVP a scan and
+// a scan_lin: no step is unrolled.
+func TestScanStagedDerivatives(t *testing.T) {
+	a := scanArgsValue()
+	for _, rev := range []bool{false, true} {
+		loss := scanLossWith(scanRunner(rev))
+		g := transforms.MakeGraph(transforms.Grad(loss), a).String()
+		if n := strings.Count(g, "= scan["); n != 2 {
+			t.Fatalf("gradient graph holds %d scans, want 2:\n%s", n, g)
+		}
+		if strings.Contains(g, "sin") || strings.Contains(g, "slice") {
+			t.Fatalf("gradient graph unrolls a step:\n%s", g)
+		}
+		tan := scanArgsValue()
+		j := transforms.MakeGraph(func(a scanArgs) *T { _, d := transforms.JVP(loss, a, tan); return d }, a).String()
+		if strings.Count(j, "= scan[") != 1 || strings.Count(j, "= scan_lin[") != 1 {
+			t.Fatalf("JVP graph: want one scan and one scan_lin:\n%s", j)
+		}
+		// Compiled JVP and gradient against the Go loop's.
+		oracle := scanLossWith(goRunner(rev))
+		cj := transforms.Compile(func(a scanArgs) *T { _, d := transforms.JVP(loss, a, tan); return d }).Call(a)
+		_, wj := transforms.JVP(oracle, a, tan)
+		near(t, "compiled jvp", cj.Float64s(), wj.Float64s(), 1e-12)
+		scanArgsEqual(t, "compiled grad", transforms.Compile(transforms.Grad(loss)).Call(a), transforms.Grad(oracle)(a), 1e-12)
+	}
+}
+
+func TestScanJacobians(t *testing.T) {
+	x := f64(0.1, -0.2, 0.3)
+	f := func(init *T) *T {
+		c, ys := transforms.Scan(scanStep, init, scanXs(), transforms.Reverse())
+		return peel.Add(c, peel.Sum(ys[1], 0))
+	}
+	w := func(init *T) *T {
+		c, ys := goScan(scanStep, init, scanXs(), true)
+		return peel.Add(c, peel.Sum(ys[1], 0))
+	}
+	near(t, "jacrev", transforms.Jacrev(f)(x).Float64s(), transforms.Jacrev(w)(x).Float64s(), 1e-14)
+	near(t, "jacfwd", transforms.Jacfwd(f)(x).Float64s(), transforms.Jacfwd(w)(x).Float64s(), 1e-14)
+}
+
+// TestScanGradOfVmap: the batched scan_lin is transposed.
+func TestScanGradOfVmap(t *testing.T) {
+	inits := peel.FromFloat64s([]float64{0.1, -0.2, 0.3, 1, 2, -3}, 2, 3)
+	a := scanArgsValue()
+	loss, want := scanLossWith(scanRunner(false)), scanLossWith(goRunner(false))
+	lanes := func(l func(scanArgs) *T) func(*T) *T {
+		return func(inits *T) *T {
+			return peel.Sum(transforms.Vmap(func(init *T) *T { return l(scanArgs{Init: init, Xs: a.Xs, W: a.W}) })(inits))
+		}
+	}
+	near(t, "grad(vmap)", transforms.Grad(lanes(loss))(inits).Float64s(), transforms.Grad(lanes(want))(inits).Float64s(), 1e-14)
+}
+
+// TestScanNestedAndCustom: a scan inside a scan's body, and a CustomVJP
+// in the body (its JVP holds custom_vjp_lin: the step-by-step route).
+func TestScanNestedAndCustom(t *testing.T) {
+	xs := scanXs()
+	inner := func(c, x *T) (*T, *T) {
+		r, _ := transforms.Scan(func(h, e *T) (*T, struct{}) { return peel.Add(peel.Mul(peel.Sin(h), e), h), struct{}{} }, c, x)
+		return r, peel.Sum(r)
+	}
+	nested := func(init *T) *T {
+		c, ys := transforms.Scan(func(c, x *T) (*T, *T) {
+			// The inner scan runs over x's elements on a scalar carry.
+			r, y := inner(peel.Sum(c), x)
+			return peel.Mul(c, r), y
+		}, init, xs)
+		return peel.Add(peel.Sum(c), peel.Sum(ys))
+	}
+	goNested := func(init *T) *T {
+		c := init
+		var ys []*T
+		for i := 0; i < xs.Shape()[0]; i++ {
+			h := peel.Sum(c)
+			x := peel.Index(xs, i)
+			for k := 0; k < x.Shape()[0]; k++ {
+				h = peel.Add(peel.Mul(peel.Sin(h), peel.Index(x, k)), h)
+			}
+			c = peel.Mul(c, h)
+			ys = append(ys, peel.Sum(h))
+		}
+		return peel.Add(peel.Sum(c), peel.Sum(peel.Stack(ys, 0)))
+	}
+	x := f64(0.1, -0.2, 0.3)
+	near(t, "nested", nested(x).Float64s(), goNested(x).Float64s(), 0)
+	near(t, "nested grad", transforms.Grad(nested)(x).Float64s(), transforms.Grad(goNested)(x).Float64s(), 1e-13)
+
+	// A straight-through round: its gradient is the identity's.
+	st := transforms.CustomVJP(peel.Round, func(x *T) (*T, struct{}) { return peel.Round(x), struct{}{} }, func(_ struct{}, ct *T) *T { return ct })
+	body := func(c, x *T) (*T, *T) { n := peel.Mul(st(peel.Mul(c, 3.0)), x); return n, n }
+	f := func(init *T) *T { c, ys := transforms.Scan(body, init, xs); return peel.Add(peel.Sum(c), peel.Sum(ys)) }
+	w := func(init *T) *T {
+		c, ys := goScan(func(c, x *T) (*T, []*T) { n, y := body(c, x); return n, []*T{y} }, init, xs, false)
+		return peel.Add(peel.Sum(c), peel.Sum(ys[0]))
+	}
+	near(t, "custom in body", f(x).Float64s(), w(x).Float64s(), 0)
+	near(t, "custom in body grad", transforms.Grad(f)(x).Float64s(), transforms.Grad(w)(x).Float64s(), 0)
+}
+
+// TestScanMoreCompositions: Vmap of a JVP (a batched scan_lin), Hessian
+// (forward over reverse), a batched captured tensor, a zero-length
+// gradient, a compiled Vmap, and an int carry beside a float one.
+func TestScanMoreCompositions(t *testing.T) {
+	a := scanArgsValue()
+	loss, oracle := scanLossWith(scanRunner(true)), scanLossWith(goRunner(true))
+	// Vmap over tangents of a JVP.
+	tans := peel.FromFloat64s([]float64{1, 0, 0, 0, 1, 0.5}, 2, 3)
+	jv := func(l func(scanArgs) *T) func(*T) *T {
+		return func(tn *T) *T {
+			_, d := transforms.JVP(l, a, scanArgs{Init: tn, Xs: peel.ZerosLike(a.Xs), W: peel.ZerosLike(a.W)})
+			return d
+		}
+	}
+	near(t, "vmap(jvp)", transforms.Vmap(jv(loss))(tans).Float64s(), transforms.Vmap(jv(oracle))(tans).Float64s(), 1e-14)
+	// Hessian with respect to init.
+	hi := func(l func(scanArgs) *T) func(*T) *T {
+		return func(init *T) *T { return l(scanArgs{Init: init, Xs: a.Xs, W: a.W}) }
+	}
+	near(t, "hessian", transforms.Hessian(hi(loss))(a.Init).Float64s(), transforms.Hessian(hi(oracle))(a.Init).Float64s(), 1e-12)
+	// A captured tensor batched by an outer Vmap.
+	ws := peel.FromFloat64s([]float64{0.9, 1.1, -0.7, 0.2, 0.3, 0.4}, 2, 3)
+	byW := func(l func(scanArgs) *T) func(*T) *T {
+		return func(w *T) *T { return l(scanArgs{Init: a.Init, Xs: a.Xs, W: w}) }
+	}
+	near(t, "vmap captured", transforms.Vmap(byW(loss))(ws).Float64s(), transforms.Vmap(byW(oracle))(ws).Float64s(), 1e-14)
+	near(t, "vmap(grad) captured", transforms.Vmap(transforms.Grad(byW(loss)))(ws).Float64s(), transforms.Vmap(transforms.Grad(byW(oracle)))(ws).Float64s(), 1e-14)
+	// Zero steps: the gradient of the carry is the identity's.
+	z := func(init *T) *T {
+		c, _ := transforms.Scan(scanStep, init, peel.Zeros(peel.Float64, 0, 3))
+		return peel.Sum(peel.Mul(c, c))
+	}
+	near(t, "zero-length grad", transforms.Grad(z)(a.Init).Float64s(), peel.Mul(a.Init, 2.0).Float64s(), 0)
+	// A compiled Vmap.
+	inits := peel.FromFloat64s([]float64{0.1, -0.2, 0.3, 1, 2, -3}, 2, 3)
+	run := func(init *T) *T { c, _ := transforms.Scan(scanStep, init, scanXs(), transforms.Reverse()); return c }
+	goRun := func(init *T) *T { c, _ := goScan(scanStep, init, scanXs(), true); return c }
+	near(t, "compiled vmap", transforms.Compile(transforms.Vmap(run)).Call(inits).Float64s(),
+		peel.Stack([]*T{goRun(peel.Index(inits, 0)), goRun(peel.Index(inits, 1))}, 0).Float64s(), 0)
+	// An int carry beside a float one, differentiated.
+	counted := func(init *T) *T {
+		c, _ := transforms.Scan(func(c scanCarry, x *T) (scanCarry, struct{}) {
+			k := peel.AsType(c.N, peel.Float64)
+			return scanCarry{H: peel.Add(peel.Mul(peel.Sin(c.H), x), k), N: peel.Add(c.N, peel.Scalar(int64(1)))}, struct{}{}
+		}, scanCarry{H: init, N: peel.Scalar(int64(0))}, scanXs())
+		return peel.Sum(c.H)
+	}
+	goCounted := func(init *T) *T {
+		h := init
+		for i := 0; i < 4; i++ {
+			h = peel.Add(peel.Mul(peel.Sin(h), peel.Index(scanXs(), i)), float64(i))
+		}
+		return peel.Sum(h)
+	}
+	near(t, "int carry", counted(a.Init).Float64s(), goCounted(a.Init).Float64s(), 0)
+	near(t, "int carry grad", transforms.Grad(counted)(a.Init).Float64s(), transforms.Grad(goCounted)(a.Init).Float64s(), 0)
+}
+
+// TestScanGradOptions: the gradient options and forms around a scan.
+func TestScanGradOptions(t *testing.T) {
+	a := scanArgsValue()
+	loss, oracle := scanLossWith(scanRunner(false)), scanLossWith(goRunner(false))
+	want := transforms.Grad(oracle)(a)
+	scanArgsEqual(t, "compile backward", transforms.Grad(loss, transforms.CompileBackward())(a), want, 1e-14)
+	scanArgsEqual(t, "remat", transforms.Grad(loss, transforms.Remat(transforms.NothingSaveable))(a), want, 1e-14)
+	scanArgsEqual(t, "checkpoint", transforms.Grad(transforms.Checkpoint(loss, transforms.NothingSaveable))(a), want, 1e-14)
+	_, vjp := transforms.VJP(loss, a)
+	scanArgsEqual(t, "vjp", vjp(peel.Scalar(1.0)), want, 1e-14)
+}
+
+// TestScanLocalMutation: a body writing into a tensor of its own.
+func TestScanLocalMutation(t *testing.T) {
+	body := func(c, x *T) (*T, *T) {
+		d := peel.Mul(c, 1.0)
+		peel.AddInPlace(d, x)
+		return peel.Mul(peel.Sin(d), c), d
+	}
+	f := func(init *T) *T {
+		c, ys := transforms.Scan(body, init, scanXs())
+		return peel.Add(peel.Sum(c), peel.Sum(ys))
+	}
+	w := func(init *T) *T {
+		c, ys := goScan(func(c, x *T) (*T, []*T) { n, y := body(c, x); return n, []*T{y} }, init, scanXs(), false)
+		return peel.Add(peel.Sum(c), peel.Sum(ys[0]))
+	}
+	init := f64(0.1, -0.2, 0.3)
+	near(t, "mutation", f(init).Float64s(), w(init).Float64s(), 0)
+	near(t, "mutation grad", transforms.Grad(f)(init).Float64s(), transforms.Grad(w)(init).Float64s(), 1e-14)
+	near(t, "compiled mutation", transforms.Compile(f).Call(init).Float64s(), w(init).Float64s(), 1e-14)
+}
+
+// A cumulative sum: the carry is the running total, each y the total so
+// far.
+func ExampleScan() {
+	xs := peel.FromFloat64s([]float64{1, 2, 3, 4})
+	total, sums := transforms.Scan(func(c, x *peel.Tensor) (*peel.Tensor, *peel.Tensor) {
+		s := peel.Add(c, x)
+		return s, s
+	}, peel.Scalar(0.0), xs)
+	fmt.Println(total.Item(), sums.Float64s())
+	// Output: 10 [1 3 6 10]
+}
+
+// x ↦ x·2ⁿ by a loop of n steps, and its derivative.
+func ExampleForiLoop() {
+	double := func(x *peel.Tensor) *peel.Tensor {
+		return transforms.ForiLoop(0, 3, func(_ *peel.Tensor, c *peel.Tensor) *peel.Tensor { return peel.Mul(c, 2.0) }, x)
+	}
+	fmt.Println(double(peel.Scalar(1.5)).Item(), transforms.Grad(double)(peel.Scalar(1.5)).Item())
+	// Output: 12 8
+}
