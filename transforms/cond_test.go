@@ -453,3 +453,17 @@ func TestCondCompiledForwardMode(t *testing.T) {
 		near(t, "compiled linearize", lin.Call(x).Float64s(), wl.Float64s(), 1e-12)
 	}
 }
+
+// TestTracedReadPointsToControlFlow: reading a traced value to decide Go
+// control flow under a transform is an error that names the constructs
+// to use instead.
+func TestTracedReadPointsToControlFlow(t *testing.T) {
+	f := func(x *T) *T {
+		if peel.Sum(x).Item() > 0 {
+			return peel.Sin(x)
+		}
+		return peel.Cos(x)
+	}
+	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sum(f(x)) })(f64(1, 2)) }, "transforms.Cond", "transforms.Scan")
+	wantError(t, func() { transforms.Vmap(f)(f64(1, 2)) }, "transforms.Cond")
+}
