@@ -545,6 +545,14 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 		}
 	}
 	ts := interp.Bind(checkpointLin, &ckptLinParams{graph: lin, sources: p.sources}, lt...)
+	spreadFloat(touts, outs, ts)
+	return outs, touts
+}
+
+// spreadFloat stores ts, the tangents of outs's float results in
+// order (a linear primitive's results), into touts at those results'
+// positions; the others stay nil (no tangent).
+func spreadFloat(touts, outs, ts []*tensor) {
 	k := 0
 	for i, o := range outs {
 		if o.DType().IsFloat() {
@@ -552,7 +560,6 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 			k++
 		}
 	}
-	return outs, touts
 }
 
 // candidate describes the known var v (an output of equation e) for the

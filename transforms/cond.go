@@ -187,13 +187,7 @@ func condJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 			return outs, touts
 		}
 		ts := interp.Bind(condLin, p.lin, append(append([]*tensor{idx}, fwd[p.nOut:]...), lt...)...)
-		k := 0
-		for i, o := range outs {
-			if o.DType().IsFloat() {
-				touts[i] = ts[k]
-				k++
-			}
-		}
+		spreadFloat(touts, outs, ts)
 		return outs, touts
 	}
 	n := len(c.branches)

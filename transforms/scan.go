@@ -217,13 +217,7 @@ func scanJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		}
 	}
 	ts := interp.Bind(scanLin, p.lin, args...)
-	k := 0
-	for i, o := range outs {
-		if o.DType().IsFloat() {
-			touts[i] = ts[k]
-			k++
-		}
-	}
+	spreadFloat(touts, outs, ts)
 	return outs, touts
 }
 
