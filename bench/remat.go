@@ -65,12 +65,12 @@ func cosEager(name, doc string, opts ...transforms.GradOption) Workload {
 }
 
 // cosCompiled is Compile of the gradient, with the given options.
-func cosCompiled(opts ...transforms.GradOption) compiledSetup {
+func cosCompiled(opts ...transforms.CompileOption) compiledSetup {
 	return func() (func() (func(), func() transforms.CompileStats), func() error) {
 		x, h := cosData()
 		var out cosInputs
 		compile := func() (func(), func() transforms.CompileStats) {
-			c := transforms.Compile(transforms.Grad(cosLoss, opts...))
+			c := transforms.Compile(transforms.Grad(cosLoss), opts...)
 			return func() { out = c.Call(x) }, c.Stats
 		}
 		return compile, func() error { return cosCheck(out, h) }
@@ -112,8 +112,8 @@ func rematWorkloads() []Workload {
 	}
 	ws = append(ws, compiledWorkloads("coscos_grad_f32_compiled", "Compile of "+cosDoc,
 		"ms", perMs, cosCompiled())...)
-	ws = append(ws, compiledWorkloads("coscos_grad_f32_compiled_mincut", "Compile of "+cosDoc+" with Remat(MinCut)",
-		"ms", perMs, cosCompiled(transforms.Remat(transforms.MinCut)))...)
+	ws = append(ws, compiledWorkloads("coscos_grad_f32_compiled_mincut", "Compile of "+cosDoc+" with GradRemat(MinCut)",
+		"ms", perMs, cosCompiled(transforms.GradRemat(transforms.MinCut)))...)
 	return append(ws, transformerWorkloads()...)
 }
 

@@ -63,7 +63,9 @@
 // Checkpoint (and the Remat gradient option) choose what a gradient
 // saves for its backward pass and what it recomputes, with a SavePolicy
 // (MinCut is AOTAutograd's partitioner); SavedResiduals and Recomputed
-// report the choice. CompileBackward compiles only the backward pass.
+// report the choice; Compile's GradRemat option sets a policy for every
+// gradient traced in a compiled function. CompileBackward compiles only
+// the backward pass.
 // Hook and OnGradient are backward hooks on values and on final
 // gradients.
 //
