@@ -35,6 +35,11 @@ type Workload struct {
 	// reference. Setup is called once per measurement; run is called
 	// many times.
 	Setup func() (run func(), check func() error)
+	// LiveHeap makes the harness also measure the peak of the live heap
+	// during one run (Result.LivePeak): the memory a run holds at once,
+	// which checkpoint policies change. It is slow (the collector runs
+	// all the time), so only workloads about memory set it.
+	LiveHeap bool
 }
 
 // Workloads returns every workload, peel's first, each followed by the
