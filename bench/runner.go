@@ -244,6 +244,7 @@ func livePeak(run func()) uint64 {
 	run()
 	close(stop)
 	<-done
+	runtime.GC()
 	if v := read(); v > peak.Load() {
 		peak.Store(v)
 	}
