@@ -46,7 +46,7 @@ type Workload struct {
 // references it is compared with.
 // A compiled workload comes right after its eager twin (see compile.go).
 func Workloads() []Workload {
-	return placeCompiled(append([]Workload{
+	ws := []Workload{
 		tinyChain(),
 		chain1M(peel.Float32),
 		chain1M(peel.Float64),
@@ -55,7 +55,12 @@ func Workloads() []Workload {
 		matmul(peel.Float64, false),
 		matmul(peel.Float32, true),
 		matmul(peel.Float64, true),
-	}, append(append(autodiffWorkloads(), vmapWorkloads()...), customOpWorkloads()...)...), compiledWorkloadList())
+	}
+	ws = append(ws, matmulShapeWorkloads()...)
+	ws = append(ws, autodiffWorkloads()...)
+	ws = append(ws, vmapWorkloads()...)
+	ws = append(ws, customOpWorkloads()...)
+	return placeCompiled(ws, compiledWorkloadList())
 }
 
 // placeCompiled inserts each of the compiled workloads cs after its eager

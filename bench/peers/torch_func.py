@@ -579,6 +579,38 @@ def maml_step():
     return run, check
 
 
+def matmul_shape(batch, m, k, n, dtype):
+    def setup():
+        g = torch.Generator().manual_seed(17)
+        lead = (batch,) if batch > 1 else ()
+        a = (torch.rand(*lead, m, k, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
+        b = (torch.rand(*lead, k, n, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
+        out = [None]
+
+        def run():
+            out[0] = torch.matmul(a, b)
+
+        def check():
+            a64, b64 = a.to(torch.float64), b.to(torch.float64)
+            want = a64 @ b64
+            mag = a64.abs() @ b64.abs()
+            tol = 1e-13 if dtype == torch.float64 else 1e-5
+            if ((out[0].to(torch.float64) - want).abs() > tol * mag).any():
+                raise AssertionError("matmul differs from the float64 reference")
+
+        return run, check
+
+    return setup
+
+
+# The MLP-shaped products (bench/matmul_shapes.go): batch, m, k, n.
+MAT_SHAPES = [(1, 64, 784, 128), (1, 128, 256, 10), (8, 64, 784, 128), (8, 128, 256, 10)]
+
+
+def mat_shape_name(batch, m, k, n, dt):
+    return "matmul_" + (f"b{batch}_" if batch > 1 else "") + f"{m}x{k}x{n}_{dt}"
+
+
 def compare(got, want, rtol, atol):
     for i, (g, w) in enumerate(zip(got, want)):
         if not abs(g - w) <= atol + rtol * abs(w):
@@ -604,6 +636,11 @@ WORKLOADS = [
     ("per_sample_grad_mlp_f64", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float64, False)),
     ("per_sample_grad_mlp_f64_loop", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float64, True)),
     ("vmap_functionalize_256x128", "µs", lambda ns: ns / 1e3, vmap_functionalize),
+] + [
+    (mat_shape_name(b, m, k, n, dt), "GFLOPS", (lambda f: lambda ns: f / ns)(2 * b * m * k * n),
+     matmul_shape(b, m, k, n, dtype))
+    for dt, dtype in (("f32", torch.float32), ("f64", torch.float64))
+    for b, m, k, n in MAT_SHAPES
 ] + [
     ("gelu_" + ("grad_" if grad else "") + how + "_1m_" + name, "ns/elem",
      lambda ns: ns / (GELU_ROWS * GELU_COLS), gelu(dtype, how, grad))
