@@ -26,18 +26,20 @@ import (
 //     while[cond={…} body={…}] with both graphs printed, which a compiled
 //     program runs by its Impl: the loop is not unrolled and the compile
 //     time does not depend on the trip count;
-//   - its JVP rule is a while over (primal, tangent) carries: its body is
-//     the JVP of the body graph (every float carry has a tangent, since a
-//     step may make a zero one nonzero), its predicate the cond graph on
-//     the primals only. When the tangents belong to a level above every
-//     primal's (linearize, the front half of Grad, VJP, Jacrev and
-//     Jacfwd: primals computed eagerly, tangents recorded), the primals
-//     come from a while on the primals, and the tangents from while_lin,
-//     a linear primitive whose forward map runs the JVP while again and
-//     keeps its tangents (so Jacfwd works) and whose transpose raises
-//     *peel.Error: the number of steps is not known before the loop
-//     runs, so there is no fixed set of residuals to save (use ForiLoop
-//     or Scan);
+//   - its JVP rule runs a while over (primal, tangent) carries: its body
+//     is the JVP of the body graph (every float carry has a tangent,
+//     since a step may make a zero one nonzero), its predicate the cond
+//     graph on the primals only. With concrete tangents (eager JVP) that
+//     one loop gives the primals and the tangents. With traced tangents
+//     (linearize, the front half of Grad, VJP, Jacrev and Jacfwd, whose
+//     primals run eagerly while the tangents are recorded; a JVP under
+//     Compile; the JVP graph a Scan, Cond or Checkpoint splits into known
+//     and linear equations) the primals come from a while on the primals
+//     and the tangents from while_lin: a linear primitive whose forward
+//     map runs the JVP while (so Jacfwd and staged JVPs work; the primal
+//     loop runs twice) and whose transpose raises *peel.Error, since the
+//     number of steps, and so what a backward pass would save, is known
+//     only when the loop has run (use ForiLoop or Scan);
 //   - its batching rule finds which carry leaves are batched (those batched
 //     initially, and those the body makes depend on a batched value, to a
 //     fixed point) and whether the predicate depends on a batched value.
@@ -144,27 +146,17 @@ func whileLinTranspose(any, []*tensor, []*tensor, []bool) []*tensor {
 	panic(whileReverseError())
 }
 
-// levelOf is the ID of x's level, 0 for a concrete tensor.
-func levelOf(x *tensor) uint64 {
-	if tr := x.Tracer(); tr != nil {
-		return tr.Level().ID()
-	}
-	return 0
-}
-
 // whileJVP is while's forward-mode rule (see the top of the file).
 func whileJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	w := params.(*whileParams)
 	nC := w.nCarry
 	has := make([]bool, len(primals))
 	nFC := 0
-	var top uint64
 	for i, p := range primals {
 		has[i] = p.DType().IsFloat() && (i < nC || tangents[i] != nil)
 		if has[i] && i < nC {
 			nFC++
 		}
-		top = max(top, levelOf(p))
 	}
 	touts := make([]*tensor, nC)
 	if nFC == 0 {
@@ -173,7 +165,7 @@ func whileJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	}
 	j := w.jvp(has)
 	args := append([]*tensor(nil), primals[:nC]...)
-	above := false
+	traced := false
 	for i, h := range has {
 		if i == nC {
 			args = append(args, primals[nC:]...)
@@ -185,17 +177,21 @@ func whileJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		if t == nil {
 			t = zerosLike(primals[i])
 		}
-		above = above || levelOf(t) > top
+		traced = traced || !t.IsConcrete()
 		args = append(args, t)
 	}
 	if len(has) == nC {
 		args = append(args, primals[nC:]...)
 	}
-	if !above {
+	if !traced {
+		// One loop for the primals and the tangents.
 		outs := interp.Bind(whilePrim, j, args...)
 		spreadFloat(touts, outs[:nC], outs[nC:])
 		return outs[:nC], touts
 	}
+	// The primals by a loop of their own, so that a split of the
+	// equations into known and linear ones (linearize, Scan's, Cond's and
+	// Checkpoint's plans) finds them known.
 	outs := interp.Bind(whilePrim, w, primals...)
 	ts := interp.Bind(whileLin, &whileLinParams{w: j, skip: nC}, args...)
 	spreadFloat(touts, outs, ts)
@@ -440,7 +436,9 @@ func init() {
 //
 // Forward mode (JVP, Jacfwd) differentiates through the loop: a while
 // over the primal and tangent carries, the predicate reading the
-// primals. Reverse mode (Grad, VJP, Jacrev, Hessian) is not supported,
+// primals (when the tangents are traced, as in Jacfwd or when a
+// compiled function's argument is the tangent, the primals also run as
+// a loop of their own, so the primal loop runs twice). Reverse mode (Grad, VJP, Jacrev, Hessian) is not supported,
 // since the number of steps, and so what to save for the backward
 // pass, is known only when the loop has run: a gradient that reaches a
 // WhileLoop panics with *peel.Error (eagerly when the backward pass

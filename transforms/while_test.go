@@ -105,12 +105,20 @@ func TestWhileLoopForwardMode(t *testing.T) {
 	// The tangent of a captured tensor.
 	near(t, "jacfwd captured", transforms.Jacfwd(func(w *T) *T { return peel.Sum(whileGeo(w, 20)(x)) })(w).Float64s(),
 		transforms.Jacfwd(func(w *T) *T { return peel.Sum(geoN(w, n)(x)) })(w).Float64s(), 1e-13)
-	// Compiled forward mode: one while over (primal, tangent) carries.
+	// Compiled forward mode. A concrete tangent: one while over (primal,
+	// tangent) carries. A traced tangent: a while for the primals and
+	// while_lin (that while) for the tangents.
 	cj := transforms.Compile(func(x *T) *T { _, d := transforms.JVP(f, x, dx); return d })
 	near(t, "compiled jvp", cj.Call(x).Float64s(), wdy.Float64s(), 1e-14)
-	gr := transforms.MakeGraph(func(x *T) *T { _, d := transforms.JVP(f, x, dx); return d }, x).String()
-	if n := strings.Count(gr, "= while["); n != 1 {
-		t.Fatalf("compiled JVP graph holds %d while equations, want 1:\n%s", n, gr)
+	gr := transforms.MakeGraph(func(x *T) *T { y, d := transforms.JVP(f, x, dx); return peel.Add(y, d) }, x).String()
+	if strings.Count(gr, "= while[") != 1 || strings.Contains(gr, "while_lin") {
+		t.Fatalf("staged JVP graph with a concrete tangent: want one while:\n%s", gr)
+	}
+	jt := func(a [2]*T) *T { y, d := transforms.JVP(f, a[0], a[1]); return peel.Add(y, d) }
+	near(t, "compiled jvp, traced tangent", transforms.Compile(jt).Call([2]*T{x, dx}).Float64s(), peel.Add(wy, wdy).Float64s(), 1e-14)
+	gr = transforms.MakeGraph(jt, [2]*T{x, dx}).String()
+	if strings.Count(gr, "= while[") != 1 || strings.Count(gr, "= while_lin[") != 1 {
+		t.Fatalf("staged JVP graph with a traced tangent: want one while and one while_lin:\n%s", gr)
 	}
 	// Newton's root: dx/da = 1/(3x²) (to the solver's tolerance).
 	a := peel.Scalar(8.0)
@@ -572,4 +580,72 @@ func ExampleWhileLoop() {
 	}, peel.Scalar(1.0))
 	fmt.Printf("%.6f\n", x.Item())
 	// Output: 3.000000
+}
+
+// TestWhileLoopMoreCompositions: a predicate batched only through a
+// captured tensor (the carry starts unbatched), a WhileLoop in a Scan's
+// body and in a Cond branch under forward mode and Compile, a body that
+// writes its carry in place, and a gradient through a Checkpoint that
+// holds a WhileLoop (the error).
+func TestWhileLoopMoreCompositions(t *testing.T) {
+	type st struct{ X, K *T }
+	upTo := func(n *T) *T {
+		return transforms.WhileLoop(func(s st) *T { return peel.Less(s.K, n) }, func(s st) st {
+			return st{X: peel.Add(peel.Mul(s.X, 2.0), 1.0), K: peel.Add(s.K, peel.Scalar(int64(1)))}
+		}, st{X: peel.Scalar(0.0), K: peel.Scalar(int64(0))}).X
+	}
+	ns := peel.FromInt64s([]int64{2, 5, 0, 3})
+	near(t, "pred batched by a captured tensor", transforms.Vmap(upTo)(ns).Float64s(), []float64{3, 31, 0, 7}, 0)
+	near(t, "compiled", transforms.Compile(transforms.Vmap(upTo)).Call(ns).Float64s(), []float64{3, 31, 0, 7}, 0)
+
+	// Forward mode of a WhileLoop in a Scan body (scan_lin holds while_lin).
+	w := f64(1.5, 1.25)
+	xs := peel.FromFloat64s([]float64{1, 2, 0.5, 3}, 4)
+	inScan := func(c *T) *T {
+		r, _ := transforms.Scan(func(c, x *T) (*T, struct{}) {
+			return peel.Mul(whileGeo(w, 20)(peel.Mul(c, x)), 0.1), struct{}{}
+		}, c, xs)
+		return r
+	}
+	c0 := f64(0.5, 1)
+	counts := make([]int, 4)
+	c := c0
+	for i := range counts {
+		counts[i] = geoCount(w, 20, peel.Mul(c, peel.Index(xs, i)))
+		c = peel.Mul(goGeo(w, 20)(peel.Mul(c, peel.Index(xs, i))), 0.1)
+	}
+	goInScan := func(c *T) *T {
+		for i, n := range counts {
+			c = peel.Mul(geoN(w, n)(peel.Mul(c, peel.Index(xs, i))), 0.1)
+		}
+		return c
+	}
+	near(t, "while in scan", inScan(c0).Float64s(), c.Float64s(), 0)
+	_, d := transforms.JVP(inScan, c0, f64(1, -1))
+	_, wd := transforms.JVP(goInScan, c0, f64(1, -1))
+	near(t, "while in scan jvp", d.Float64s(), wd.Float64s(), 1e-13)
+	near(t, "while in scan jacfwd", transforms.Jacfwd(inScan)(c0).Float64s(), transforms.Jacfwd(goInScan)(c0).Float64s(), 1e-13)
+	wantError(t, func() { transforms.Grad(func(c *T) *T { return peel.Sum(inScan(c)) })(c0) }, "transforms.WhileLoop", "ForiLoop")
+
+	// In a Cond branch whose predicate is traced (Compile of a JVP).
+	br := func(x *T) *T {
+		return transforms.Cond(peel.Greater(peel.Sum(x), 0.0), whileGeo(w, 20), func(x *T) *T { return peel.Sin(x) }, x)
+	}
+	n := geoCount(w, 20, c0)
+	goBr := func(x *T) *T { return geoN(w, n)(x) }
+	cj := transforms.Compile(func(x *T) *T { _, d := transforms.JVP(br, x, f64(1, 0.5)); return d }).Call(c0)
+	_, wj := transforms.JVP(goBr, c0, f64(1, 0.5))
+	near(t, "while in cond, compiled jvp", cj.Float64s(), wj.Float64s(), 1e-13)
+
+	// A body writing its carry in place.
+	inPlace := transforms.WhileLoop(func(x *T) *T { return peel.Less(peel.Sum(x), 10.0) }, func(x *T) *T {
+		peel.MulInPlace(x, 2.0)
+		return x
+	}, f64(0.5, 1))
+	near(t, "carry written in place", inPlace.Float64s(), []float64{4, 8}, 0)
+
+	// Checkpoint around a WhileLoop: its gradient is the error too.
+	wantError(t, func() {
+		transforms.Grad(transforms.Checkpoint(func(x *T) *T { return peel.Sum(whileGeo(w, 20)(x)) }, transforms.NothingSaveable))(c0)
+	}, "transforms.WhileLoop", "Scan")
 }
