@@ -86,14 +86,24 @@ func whileAbstract(params any, in []interp.Aval) []interp.Aval {
 
 // whileRun is the loop on args (the carry leaves, then the captured
 // tensors); it returns the final carry leaves. The predicate must be
-// readable (concrete, or a value the running interpreter can read).
+// readable (concrete, or a value the running interpreter can read): a
+// staging trace that decomposes every composite (MakeGraph with
+// Decompose) gets *Error.
 func whileRun(w *whileParams, args []*tensor) []*tensor {
 	nC := w.nCarry
 	in := append([]*tensor(nil), args...)
-	for w.cond.Eval(in...)[0].Item() != 0 {
+	for {
+		p := w.cond.Eval(in...)[0]
+		if p.IsStaged() {
+			e := interp.Errorf("a while loop cannot be decomposed into the primitives of its steps (MakeGraph with Decompose): its number of steps is known only when it runs")
+			e.Ops = []string{"transforms.WhileLoop"}
+			panic(e)
+		}
+		if p.Item() == 0 {
+			return in[:nC:nC]
+		}
 		copy(in, w.body.Eval(in...))
 	}
-	return in[:nC:nC]
 }
 
 func whileImpl(params any, args []*tensor) []*tensor {

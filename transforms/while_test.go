@@ -451,6 +451,10 @@ func TestWhileLoopErrors(t *testing.T) {
 	wantError(t, func() {
 		transforms.WhileLoop(func(c []*T) *T { return peel.Less(peel.Sum(c[0]), 1.0) }, func(c []*T) []*T { return append(c, c[0]) }, []*T{f64(1)})
 	}, "transforms.WhileLoop", "structure")
+	// Decomposing a while loop into its steps.
+	wantError(t, func() {
+		transforms.MakeGraph(func(x *T) *T { return transforms.WhileLoop(cond, func(x *T) *T { return peel.Add(x, 1.0) }, x) }, f64(1), transforms.Decompose())
+	}, "transforms.WhileLoop", "Decompose")
 	// Reading a traced value in a body.
 	wantError(t, func() {
 		transforms.WhileLoop(cond, func(x *T) *T {
