@@ -32,8 +32,8 @@ import (
 //     graph on the primals only. With concrete tangents (eager JVP) that
 //     one loop gives the primals and the tangents. With traced tangents
 //     (linearize, the front half of Grad, VJP, Jacrev and Jacfwd, whose
-//     primals run eagerly while the tangents are recorded; a JVP under
-//     Compile; the JVP graph a Scan, Cond or Checkpoint splits into known
+//     primals run eagerly while the tangents are recorded; a compiled
+//     JVP whose tangents are arguments; the JVP graph a Scan, Cond or Checkpoint splits into known
 //     and linear equations) the primals come from a while on the primals
 //     and the tangents from while_lin: a linear primitive whose forward
 //     map runs the JVP while (so Jacfwd and staged JVPs work; the primal
