@@ -3,6 +3,7 @@ package transforms_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -494,7 +495,46 @@ func TestWhileLoopRapid(t *testing.T) {
 		}
 		near(t, "vmap", transforms.Vmap(func(a [3]*T) *T { return affineWhile(a[0], a[1], a[2]) })([3]*T{X, M, B}).Float64s(), want, 0)
 		near(t, "compiled", compiled.Call([3]*T{peel.Index(X, 0), peel.Index(M, 0), peel.Index(B, 0)}).Float64s(), want[:n], 0)
+		// Forward mode against the same number of steps unrolled in Go.
+		x0, m0, b0 := peel.Index(X, 0), peel.Index(M, 0), peel.Index(B, 0)
+		steps := affineSteps(xs[:n], ms[:n], bs[:n])
+		_, d := transforms.JVP(func(m *T) *T { return affineWhile(x0, m, b0) }, m0, peel.OnesLike(m0))
+		_, wd := transforms.JVP(func(m *T) *T {
+			x := x0
+			for k := 0; k < steps; k++ {
+				x = peel.Add(peel.Mul(x, m), b0)
+			}
+			return x
+		}, m0, peel.OnesLike(m0))
+		near(t, "jvp", d.Float64s(), wd.Float64s(), 1e-12)
 	})
+}
+
+// affineSteps is the number of steps goAffine takes.
+func affineSteps(x, m, b []float64) int {
+	for k := 0; k <= 50; k++ {
+		if k == 50 || slices.Max(absAll(x)) >= 4 {
+			return k
+		}
+		x = goAffineStep(x, m, b)
+	}
+	return 50
+}
+
+func absAll(x []float64) []float64 {
+	r := make([]float64, len(x))
+	for i, v := range x {
+		r[i] = math.Abs(v)
+	}
+	return r
+}
+
+func goAffineStep(x, m, b []float64) []float64 {
+	r := make([]float64, len(x))
+	for i := range x {
+		r[i] = x[i]*m[i] + b[i]
+	}
+	return r
 }
 
 func affineWhile(x, m, b *T) *T {
