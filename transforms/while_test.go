@@ -420,8 +420,19 @@ func TestWhileLoopFunctionalize(t *testing.T) {
 	// An in-place write into the carry inside the body, under Vmap.
 	near(t, "vmap mutation", transforms.Vmap(f)(peel.Stack([]*T{x, peel.Neg(x)}, 0)).Float64s(),
 		append(goLoop(x).Float64s(), goLoop(peel.Neg(x)).Float64s()...), 1e-15)
+	// A predicate writing into a tensor of its own.
+	condLocal := func(x *T) *T {
+		d := peel.Mul(x, 1.0)
+		peel.SubInPlace(d, peel.OnesLike(d))
+		return peel.Less(peel.Sum(d), 48.0)
+	}
+	near(t, "local mutation in cond", transforms.Functionalize(func(x *T) *T { return transforms.WhileLoop(condLocal, body, x) })(x).Float64s(), want, 1e-15)
+	near(t, "local mutation in cond, compiled", transforms.Compile(func(x *T) *T { return transforms.WhileLoop(condLocal, body, x) }).Call(x).Float64s(), want, 1e-15)
 	// A write into a captured tensor is refused, as in Scan.
 	w := f64(1, 2)
+	wantError(t, func() {
+		transforms.WhileLoop(func(x *T) *T { peel.AddInPlace(w, x); return peel.Less(peel.Sum(x), 1.0) }, body, x)
+	}, "transforms.WhileLoop")
 	wantError(t, func() {
 		transforms.WhileLoop(cond, func(x *T) *T { peel.AddInPlace(w, x); return peel.Add(x, w) }, x)
 	}, "transforms.WhileLoop")
