@@ -1,6 +1,7 @@
 package transforms
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,11 +46,13 @@ import (
 //     fixed point) and whether the predicate depends on a batched value.
 //     An unbatched predicate keeps one while whose graphs are vmapped
 //     (the carry leaves that stay unbatched stay so). A batched predicate
-//     makes every carry leaf batched and binds a while that runs until no
-//     lane's predicate holds, whose body runs the vmapped body on every
-//     lane and keeps the old carry of each lane whose predicate is false
-//     (a select by the lane's predicate), so each lane's result is that
-//     of its own loop.
+//     makes every carry leaf batched and binds a while whose carry also
+//     holds the lanes' predicates (computed once on the initial carry,
+//     then by each step on its new carry), which runs until no lane's
+//     predicate holds, and whose body runs the vmapped body on every lane
+//     and keeps the old carry of each lane whose predicate is false (a
+//     select by the lane's predicate), so each lane's result is that of
+//     its own loop.
 
 // whileParams are the while primitive's parameters: the cond graph (one
 // bool scalar result) and the body graph (nCarry results), both with the
@@ -113,17 +116,17 @@ func whileImpl(params any, args []*tensor) []*tensor {
 
 // whileLinParams are while_lin's parameters: the JVP while (its carries
 // the primal carries, then the float carries' tangents) whose results
-// from skip on (the tangents) are while_lin's.
+// lo to hi (the tangents) are while_lin's.
 type whileLinParams struct {
-	w    *whileParams
-	skip int
+	w      *whileParams
+	lo, hi int
 }
 
 func (p *whileLinParams) String() string { return p.w.String() }
 
 func whileLinImpl(params any, args []*tensor) []*tensor {
 	p := params.(*whileLinParams)
-	return interp.Bind(whilePrim, p.w, args...)[p.skip:]
+	return interp.Bind(whilePrim, p.w, args...)[p.lo:p.hi]
 }
 
 // whilePrim is while; whileLin maps the tangents of a while (see the top
@@ -135,7 +138,7 @@ var whilePrim, whileLin = func() (*interp.Prim, *interp.Prim) {
 	p.Impl = whileImpl
 	l := interp.NewPrim("while_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 		lp := params.(*whileLinParams)
-		return whileAbstract(lp.w, in)[lp.skip:]
+		return whileAbstract(lp.w, in)[lp.lo:lp.hi]
 	})
 	l.Whole = true
 	// Linear in its tangent operands; the primal ones are never tangents
@@ -203,7 +206,7 @@ func whileJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	// equations into known and linear ones (linearize, Scan's, Cond's and
 	// Checkpoint's plans) finds them known.
 	outs := interp.Bind(whilePrim, w, primals...)
-	ts := interp.Bind(whileLin, &whileLinParams{w: j, skip: nC}, args...)
+	ts := interp.Bind(whileLin, &whileLinParams{w: j, lo: nC, hi: j.nCarry}, args...)
 	spreadFloat(touts, outs, ts)
 	return outs, touts
 }
@@ -338,9 +341,28 @@ func vmappedAt(size int, dims, odims []int, fn func([]*tensor) []*tensor) func([
 	}
 }
 
+// batchedWhile is a batched while: its parameters and, for a batched
+// predicate, mask, the vmapped cond graph, which gives the lanes'
+// predicates on the initial carry (the batched while's carry after the
+// carry leaves).
+type batchedWhile struct {
+	p    *whileParams
+	mask *interp.Graph
+}
+
+// operands are the batched while's operands: ops with the initial lane
+// predicates after the nC carry leaves, when the predicate is batched.
+func (b *batchedWhile) operands(nC int, ops []*tensor) []*tensor {
+	if b.mask == nil {
+		return ops
+	}
+	return slices.Concat(ops[:nC], b.mask.Eval(ops...), ops[nC:])
+}
+
 // batch is the batching rule's work for while and while_lin (see the top
-// of the file): the batched while's parameters, its operands and its
-// results' batch dims.
+// of the file): the batched while's parameters, its operands and the
+// batch dims of its first results (the carry leaves; with a batched
+// predicate, the lanes' predicates follow).
 func (w *whileParams) batch(size int, vals []*tensor, dims []int) (*whileParams, []*tensor, []int) {
 	nC := w.nCarry
 	bat := make([]bool, len(vals))
@@ -380,8 +402,9 @@ func (w *whileParams) batch(size int, vals []*tensor, dims []int) (*whileParams,
 	avals := avalsOf(ops)
 	b.WriteString(interp.AvalsKey(avals))
 	key := b.String()
-	if p, ok := w.batched.Load(key); ok {
-		return p.(*whileParams), ops, out
+	if bw, ok := w.batched.Load(key); ok {
+		bw := bw.(*batchedWhile)
+		return bw.p, bw.operands(nC, ops), out
 	}
 	pd := batching.NotMapped
 	if predBatched {
@@ -389,25 +412,30 @@ func (w *whileParams) batch(size int, vals []*tensor, dims []int) (*whileParams,
 	}
 	cond := interp.TraceAvals("while", vmappedAt(size, in, []int{pd}, func(xs []*tensor) []*tensor { return w.cond.Eval(xs...) }), avals)
 	body := interp.TraceAvals("while", vmappedAt(size, in, out, func(xs []*tensor) []*tensor { return w.body.Eval(xs...) }), avals)
-	np := &whileParams{cond: cond, body: body, nCarry: nC}
+	bw := &batchedWhile{p: &whileParams{cond: cond, body: body, nCarry: nC}}
 	if predBatched {
-		// Run while some lane's predicate holds; a lane whose predicate
-		// is false keeps its carry.
-		np.cond = interp.TraceAvals("while", func(xs []*tensor) []*tensor {
-			return []*tensor{peel.Any(cond.Eval(xs...)[0])}
-		}, avals)
-		np.body = interp.TraceAvals("while", func(xs []*tensor) []*tensor {
-			p := cond.Eval(xs...)[0]
-			next := body.Eval(xs...)
+		// The lanes' predicates are one more carry: the loop runs while
+		// some lane's holds, a lane whose predicate is false keeps its
+		// carry, and each step computes the predicates of the new carry.
+		bw.mask = cond
+		mavals := slices.Concat(avals[:nC], []interp.Aval{cond.Out[0].Aval}, avals[nC:])
+		bw.p = &whileParams{nCarry: nC + 1}
+		bw.p.cond = interp.TraceAvals("while", func(xs []*tensor) []*tensor {
+			return []*tensor{peel.Any(xs[nC])}
+		}, mavals)
+		bw.p.body = interp.TraceAvals("while", func(xs []*tensor) []*tensor {
+			m, consts := xs[nC], xs[nC+1:]
+			next := body.Eval(slices.Concat(xs[:nC], consts)...)
 			for i, v := range next {
-				m := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: v.Shape(), Dims: []int{0}}, p)
-				next[i] = interp.Bind1(prims.Where, nil, m, v, xs[i])
+				bm := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: v.Shape(), Dims: []int{0}}, m)
+				next[i] = interp.Bind1(prims.Where, nil, bm, v, xs[i])
 			}
-			return next
-		}, avals)
+			return append(next, cond.Eval(slices.Concat(next, consts)...)...)
+		}, mavals)
 	}
-	p, _ := w.batched.LoadOrStore(key, np)
-	return p.(*whileParams), ops, out
+	v, _ := w.batched.LoadOrStore(key, bw)
+	bw = v.(*batchedWhile)
+	return bw.p, bw.operands(nC, ops), out
 }
 
 func init() {
@@ -419,12 +447,12 @@ func init() {
 	whileLin.Transpose = whileLinTranspose
 	batching.Register(whilePrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		np, ops, out := params.(*whileParams).batch(size, vals, dims)
-		return interp.Bind(whilePrim, np, ops...), out
+		return interp.Bind(whilePrim, np, ops...)[:len(out)], out
 	})
 	batching.Register(whileLin, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		lp := params.(*whileLinParams)
 		np, ops, out := lp.w.batch(size, vals, dims)
-		return interp.Bind(whileLin, &whileLinParams{w: np, skip: lp.skip}, ops...), out[lp.skip:]
+		return interp.Bind(whileLin, &whileLinParams{w: np, lo: lp.lo, hi: lp.hi}, ops...), out[lp.lo:lp.hi]
 	})
 }
 
