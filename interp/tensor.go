@@ -398,7 +398,7 @@ func (t *Tensor) Rebind(src *Tensor) {
 func (t *Tensor) tracedReadError(what string) *Error {
 	l := t.tr.Level()
 	return &Error{
-		Msg:       "cannot " + what + " the value of a traced tensor: its value is not known while the function is being transformed; for Go control flow on tensor values use transforms.Cond or transforms.Switch (a branch) and transforms.Scan or transforms.ForiLoop (a loop), whose bodies every transform sees",
+		Msg:       "cannot " + what + " the value of a traced tensor: its value is not known while the function is being transformed; for Go control flow on tensor values use transforms.Cond or transforms.Switch (a branch), transforms.Scan or transforms.ForiLoop (a loop of a known number of steps) and transforms.WhileLoop (a loop while a condition on values holds), whose bodies every transform sees",
 		Operands:  []string{t.TypeString()},
 		Transform: l.Name(),
 		Level:     l.ID(),
