@@ -270,7 +270,36 @@ func jvpCases() []jvpCase {
 	for _, d := range dotConfigs() {
 		cs = append(cs, jvpCase{name: d.name, prim: prims.DotGeneral, params: d.p, args: []*T{uniform(r, -2, 2, d.a...), uniform(r, -2, 2, d.b...)}})
 	}
+	for _, c := range convConfigs() {
+		cs = append(cs, jvpCase{name: c.name, prim: prims.ConvGeneralDilated, params: c.p, args: []*T{uniform(r, -2, 2, c.x...), uniform(r, -2, 2, c.w...)}})
+	}
 	return cs
+}
+
+type convConfig struct {
+	name string
+	p    prims.ConvParams
+	x, w []int
+}
+
+// convConfigs cover each parameter of conv_general_dilated alone and all
+// of them together, so a transpose rule wrong for one of them fails.
+func convConfigs() []convConfig {
+	return []convConfig{
+		{"valid", prims.ConvParams{}, []int{2, 3, 5}, []int{2, 3, 2}},
+		{"2-d padded", prims.ConvParams{PadLo: []int{1, 0}, PadHi: []int{1, 2}}, []int{1, 2, 4, 3}, []int{3, 2, 3, 2}},
+		{"strided", prims.ConvParams{Strides: []int{2, 3}, PadLo: []int{1, 1}, PadHi: []int{0, 2}}, []int{2, 2, 6, 7}, []int{2, 2, 3, 2}},
+		{"uneven stride", prims.ConvParams{Strides: []int{3}}, []int{1, 2, 8}, []int{2, 2, 2}},
+		{"rhs dilation", prims.ConvParams{RhsDilation: []int{2, 3}}, []int{1, 2, 6, 7}, []int{2, 2, 2, 2}},
+		{"lhs dilation", prims.ConvParams{LhsDilation: []int{2}, PadLo: []int{1}, PadHi: []int{2}, Strides: []int{2}}, []int{2, 2, 4}, []int{3, 2, 3}},
+		{"negative padding", prims.ConvParams{PadLo: []int{-1}, PadHi: []int{-2}}, []int{1, 2, 7}, []int{2, 2, 2}},
+		{"padding beyond the kernel", prims.ConvParams{PadLo: []int{4}, PadHi: []int{3}}, []int{1, 1, 3}, []int{2, 1, 2}},
+		{"groups", prims.ConvParams{FeatureGroupCount: 2, PadLo: []int{1, 1}, PadHi: []int{1, 1}}, []int{2, 4, 4, 3}, []int{6, 2, 3, 2}},
+		{"depthwise", prims.ConvParams{FeatureGroupCount: 3, Strides: []int{2}}, []int{2, 3, 7}, []int{3, 1, 3}},
+		{"everything", prims.ConvParams{Strides: []int{2, 1}, PadLo: []int{2, -1}, PadHi: []int{1, 3}, LhsDilation: []int{2, 1}, RhsDilation: []int{1, 2}, FeatureGroupCount: 2}, []int{2, 4, 4, 5}, []int{4, 2, 2, 3}},
+		{"3-d", prims.ConvParams{Strides: []int{1, 2, 1}, PadLo: []int{1, 0, 1}, PadHi: []int{0, 1, 1}}, []int{1, 2, 3, 4, 3}, []int{2, 2, 2, 2, 2}},
+		{"no spatial dims", prims.ConvParams{}, []int{3, 4}, []int{2, 4}},
+	}
 }
 
 type dotConfig struct {
@@ -867,6 +896,12 @@ func linCases() []linCase {
 		cs = append(cs,
 			linCase{name: d.name, prim: prims.DotGeneral, params: d.p, args: []*T{u(d.a...), u(d.b...)}, linear: tf},
 			linCase{name: d.name, prim: prims.DotGeneral, params: d.p, args: []*T{u(d.a...), u(d.b...)}, linear: ft},
+		)
+	}
+	for _, c := range convConfigs() {
+		cs = append(cs,
+			linCase{name: c.name, prim: prims.ConvGeneralDilated, params: c.p, args: []*T{u(c.x...), u(c.w...)}, linear: tf},
+			linCase{name: c.name, prim: prims.ConvGeneralDilated, params: c.p, args: []*T{u(c.x...), u(c.w...)}, linear: ft},
 		)
 	}
 	return cs

@@ -185,6 +185,7 @@ func init() {
 	})
 	defTranspose(DynamicUpdateSlice, []bool{true, true, false}, dusTranspose)
 	defTranspose(DotGeneral, tt, dotTranspose)
+	defTranspose(ConvGeneralDilated, tt, convTranspose)
 }
 
 // broadcastTranspose sums the cotangent over the dimensions the operand was

@@ -52,5 +52,6 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.DynamicSlice] = runDynamicSlice
 	m[prims.DynamicUpdateSlice] = runDynamicUpdateSlice
 	m[prims.DotGeneral] = runDot
+	m[prims.ConvGeneralDilated] = runConv
 	return m
 }

@@ -1,0 +1,271 @@
+package cpu
+
+import (
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/prims"
+)
+
+var _ = registerConvKernels()
+
+func registerConvKernels() bool {
+	register(prims.ConvGeneralDilated, false, convGeneral)
+	return true
+}
+
+// conv_general_dilated is one GEMM per batch element and feature group
+// (im2col): the lhs windows of group g are packed into a matrix of
+// Cg·k rows (input feature, kernel tap) by P columns (output positions),
+// zeros where a window reads padding or a dilation gap, and the group's
+// kernel rows [Og, Cg·k] times that matrix are the group's Og result
+// rows [Og, P], written in place. A 1×1 kernel with unit strides and no
+// padding or dilation reads the lhs in place instead. The packed matrix
+// is split into column blocks of at most convColsMax elements, so its
+// buffer stays small whatever the sizes (a split product, whose result
+// rows are not contiguous, runs on the BLAS). Batch elements and groups run
+// in parallel when there are enough of them; otherwise each GEMM
+// parallelises its own tiles.
+
+// convColsMax bounds the elements of one packed block.
+const convColsMax = 1 << 21
+
+// convGeom is conv_general_dilated's geometry, from its operands' shapes
+// and normalized parameters.
+type convGeom struct {
+	nd               int
+	n, c, o, g       int
+	cg, og           int
+	in, k, out       []int // spatial sizes
+	inStr            []int // row-major strides of the lhs's spatial dims
+	s, lo, ld, rd    []int
+	inSz, kSz, outSz int // products of in, k, out
+	kk               int // Cg·kSz: the contracting size
+	direct           bool
+}
+
+func newConvGeom(p prims.ConvParams, lhs, rhs, out []int) *convGeom {
+	nd := len(lhs) - 2
+	p = p.Normalized(nd)
+	g := &convGeom{
+		nd: nd, n: lhs[0], c: lhs[1], o: rhs[0], g: p.FeatureGroupCount,
+		in: lhs[2:], k: rhs[2:], out: out[2:],
+		s: p.Strides, lo: p.PadLo, ld: p.LhsDilation, rd: p.RhsDilation,
+	}
+	g.cg, g.og = rhs[1], g.o/g.g
+	g.inStr = backend.ContiguousStrides(g.in)
+	g.inSz, g.kSz, g.outSz = backend.ShapeSize(g.in), backend.ShapeSize(g.k), backend.ShapeSize(g.out)
+	g.kk = g.cg * g.kSz
+	g.direct = true
+	for j := range nd {
+		if g.k[j] != 1 || g.s[j] != 1 || g.lo[j] != 0 || p.PadHi[j] != 0 || g.ld[j] != 1 {
+			g.direct = false
+		}
+	}
+	return g
+}
+
+func convGeneral(params any, in, out []backend.Array) {
+	g := newConvGeom(params.(prims.ConvParams), in[0].Shape, in[1].Shape, out[0].Shape)
+	if out[0].Size() == 0 {
+		return
+	}
+	if g.kk == 0 {
+		zero(out[0])
+		return
+	}
+	switch out[0].Buf.(type) {
+	case f32Buf:
+		convRun(g, f32s(out[0]), f32s(in[0]), f32s(in[1]), &convPool32, gemmConv32)
+	case f64Buf:
+		convRun(g, f64s(out[0]), f64s(in[0]), f64s(in[1]), &convPool64, gemmConv64)
+	default:
+		panic("cpu: conv_general_dilated of dtype " + out[0].Buf.DType().String())
+	}
+}
+
+var convPool32, convPool64 sync.Pool
+
+// convGEMM computes c (m×n, row-major, rows ldc apart) = a (m×k,
+// row-major) · b (k×n, row-major); par lets it run in parallel.
+type convGEMM[T float32 | float64] func(c []T, ldc int, a, b []T, m, n, k int, par bool)
+
+// convRun computes every (batch element, group) unit of g.
+func convRun[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gemm convGEMM[T]) {
+	units := g.n * g.g
+	cost := g.og * g.kk * g.outSz
+	// Columns per packed block.
+	pb := g.outSz
+	if !g.direct && g.kk*pb > convColsMax {
+		pb = max(1, convColsMax/g.kk)
+	}
+	run := func(lo, hi int, par bool) {
+		var buf *[]T
+		if !g.direct {
+			if v := pool.Get(); v != nil {
+				buf = v.(*[]T)
+			} else {
+				buf = new([]T)
+			}
+			if need := g.kk * pb; cap(*buf) < need {
+				*buf = make([]T, g.kk*pb)
+			}
+			defer pool.Put(buf)
+		}
+		for u := lo; u < hi; u++ {
+			n, gi := u/g.g, u%g.g
+			xoff := (n*g.c + gi*g.cg) * g.inSz
+			yoff := (n*g.o + gi*g.og) * g.outSz
+			wg := w[gi*g.og*g.kk : (gi+1)*g.og*g.kk]
+			if g.direct {
+				gemm(y[yoff:], g.outSz, wg, x[xoff:xoff+g.kk*g.outSz], g.og, g.outSz, g.kk, par)
+				continue
+			}
+			for p0 := 0; p0 < g.outSz; p0 += pb {
+				p1 := min(p0+pb, g.outSz)
+				cols := (*buf)[:g.kk*(p1-p0)]
+				im2col(g, cols, x[xoff:xoff+g.cg*g.inSz], p0, p1)
+				gemm(y[yoff+p0:], g.outSz, wg, cols, g.og, p1-p0, g.kk, par)
+			}
+		}
+	}
+	if units > 1 && !serial(units, cost) && units >= Threads() {
+		parallelFor(units, cost, func(lo, hi int) { run(lo, hi, false) })
+		return
+	}
+	run(0, units, true)
+}
+
+// im2col packs output positions [p0, p1) of one (batch element, group)
+// into cols, row-major [Cg·kSz, p1−p0]: row (c, tap) holds, for each
+// output position, the lhs element that tap of its window reads, or 0.
+// x holds the group's Cg lhs features.
+func im2col[T float32 | float64](g *convGeom, cols, x []T, p0, p1 int) {
+	nd, pb := g.nd, p1-p0
+	if nd == 0 {
+		for r := range g.kk {
+			cols[r] = x[r]
+		}
+		return
+	}
+	last := nd - 1
+	tap := make([]int, nd)
+	q := make([]int, nd)
+	for r := range g.kk {
+		c, t := r/g.kSz, r%g.kSz
+		for j := last; j >= 0; j-- {
+			tap[j] = t % g.k[j]
+			t /= g.k[j]
+		}
+		xc := x[c*g.inSz : (c+1)*g.inSz]
+		row := cols[r*pb : (r+1)*pb]
+		// q = unravel(p0).
+		t = p0
+		for j := last; j >= 0; j-- {
+			q[j] = t % g.out[j]
+			t /= g.out[j]
+		}
+		for p := p0; p < p1; {
+			n := min(g.out[last]-q[last], p1-p)
+			dst := row[p-p0 : p-p0+n]
+			off, ok := 0, true
+			for j := range last {
+				v := q[j]*g.s[j] + tap[j]*g.rd[j] - g.lo[j]
+				if v < 0 || v%g.ld[j] != 0 || v/g.ld[j] >= g.in[j] {
+					ok = false
+					break
+				}
+				off += v / g.ld[j] * g.inStr[j]
+			}
+			if !ok {
+				clear(dst)
+			} else {
+				convRow(dst, xc[off:off+g.in[last]], q[last], g.s[last], tap[last]*g.rd[last]-g.lo[last], g.ld[last])
+			}
+			p += n
+			q[last] += n
+			for j := last; j > 0 && q[j] == g.out[j]; j-- {
+				q[j] = 0
+				q[j-1]++
+			}
+		}
+	}
+}
+
+// convRow fills dst[t] with the element of the lhs row xr at dilated
+// position (q0+t)·s + base, or 0 where that position is outside the row
+// or in a dilation gap (ld > 1).
+func convRow[T float32 | float64](dst, xr []T, q0, s, base, ld int) {
+	if ld == 1 {
+		// Positions (q0+t)·s + base in [0, len(xr)): t in [a, b).
+		n := len(xr)
+		a, b := 0, len(dst)
+		if v := q0*s + base; v < 0 {
+			a = min((-v+s-1)/s, b)
+		}
+		// Last t with (q0+t)·s + base ≤ n−1.
+		if lim := n - 1 - base - q0*s; lim < 0 {
+			b = 0
+		} else {
+			b = min(b, lim/s+1)
+		}
+		if b < a {
+			b = a
+		}
+		clear(dst[:a])
+		v := (q0+a)*s + base
+		switch {
+		case b == a:
+			// No position inside the row.
+		case s == 1:
+			copy(dst[a:b], xr[v:v+b-a])
+		default:
+			for t := a; t < b; t++ {
+				dst[t] = xr[v]
+				v += s
+			}
+		}
+		clear(dst[b:])
+		return
+	}
+	v := q0*s + base
+	for t := range dst {
+		if v >= 0 && v%ld == 0 && v/ld < len(xr) {
+			dst[t] = xr[v/ld]
+		} else {
+			dst[t] = 0
+		}
+		v += s
+	}
+}
+
+// gemmConv32 and gemmConv64 are the convolution's GEMMs: the packed
+// micro-kernels where the CPU has them (dot_gemm.go), the BLAS
+// otherwise.
+func gemmConv32(c []float32, ldc int, a, b []float32, m, n, k int, par bool) {
+	p := dotPlan{B: 1, M: m, N: n, K: k, lhs: dotOperand{fs: k, cs: 1}, rhs: dotOperand{fs: 1, cs: n}}
+	if usePacked(&p) && ldc == n {
+		gemm32(&p, 0, c, a, b, par)
+		return
+	}
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas32.General{Rows: m, Cols: k, Stride: k, Data: a},
+		blas32.General{Rows: k, Cols: n, Stride: n, Data: b},
+		0, blas32.General{Rows: m, Cols: n, Stride: ldc, Data: c})
+}
+
+func gemmConv64(c []float64, ldc int, a, b []float64, m, n, k int, par bool) {
+	p := dotPlan{B: 1, M: m, N: n, K: k, lhs: dotOperand{fs: k, cs: 1}, rhs: dotOperand{fs: 1, cs: n}}
+	if usePacked(&p) && ldc == n {
+		gemm64(&p, 0, c, a, b, par)
+		return
+	}
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas64.General{Rows: m, Cols: k, Stride: k, Data: a},
+		blas64.General{Rows: k, Cols: n, Stride: n, Data: b},
+		0, blas64.General{Rows: m, Cols: n, Stride: ldc, Data: c})
+}

@@ -1,0 +1,68 @@
+package batching
+
+import (
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// conv_general_dilated folds the vmap batch into the convolution itself,
+// never a loop over lanes: a batched lhs alone joins the batch dimension
+// N ([B·N, C, …]); a batched kernel alone joins the output features
+// within each group ([G·B·Og, C/G, …], one convolution whose result
+// features are regrouped afterwards); both batched become B times as many
+// feature groups (lhs [N, B·C, …], kernel [B·O, C/G, …], groups B·G), so
+// lane b's features meet only lane b's kernels.
+
+func init() { register(prims.ConvGeneralDilated, convRule) }
+
+func convRule(size int, params any, args []*T, dims []int) ([]*T, []int) {
+	p := params.(prims.ConvParams)
+	x, w := args[0], args[1]
+	xd, wd := dims[0], dims[1]
+	g := max(p.FeatureGroupCount, 1)
+	switch {
+	case wd == NotMapped:
+		n := logicalShape(x, xd)[0]
+		y := interp.Bind1(prims.ConvGeneralDilated, p, mergeBatch(x, xd, 0, size), w)
+		return one(splitBatch(y, 0, size, n), 0)
+	case xd == NotMapped:
+		ws := logicalShape(w, wd)
+		o := ws[0]
+		og := o / g
+		if g == 1 {
+			y := interp.Bind1(prims.ConvGeneralDilated, p, x, mergeBatch(w, wd, 0, size))
+			return one(splitBatch(y, 1, size, o), 1)
+		}
+		// [B, O, …] → [B, G, Og, …] → [G, B, Og, …] → [G·B·Og, …].
+		wb := MoveDim(w, wd, 0)
+		r := wb.Rank()
+		wb = reshapeTo(wb, append([]int{size, g, og}, ws[1:]...))
+		wb = interp.Bind1(prims.Transpose, prims.TransposeParams{Perm: append([]int{1, 0}, iotaFrom(2, r+1)...)}, wb)
+		wb = reshapeTo(wb, append([]int{g * size * og}, ws[1:]...))
+		y := interp.Bind1(prims.ConvGeneralDilated, p, x, wb)
+		// [N, G·B·Og, Q…] → [N, G, B, Og, Q…] → [N, B, G, Og, Q…] → [N, B, O, Q…].
+		ys := y.Shape()
+		y = reshapeTo(y, append([]int{ys[0], g, size, og}, ys[2:]...))
+		y = interp.Bind1(prims.Transpose, prims.TransposeParams{Perm: append([]int{0, 2, 1, 3}, iotaFrom(4, len(ys)+2)...)}, y)
+		return one(reshapeTo(y, append([]int{ys[0], size, o}, ys[2:]...)), 1)
+	}
+	o := logicalShape(w, wd)[0]
+	np := p
+	np.FeatureGroupCount = g * size
+	y := interp.Bind1(prims.ConvGeneralDilated, np, mergeBatch(x, xd, 1, size), mergeBatch(w, wd, 0, size))
+	return one(splitBatch(y, 1, size, o), 1)
+}
+
+// reshapeTo reshapes x to shape.
+func reshapeTo(x *T, shape []int) *T {
+	return interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: shape}, x)
+}
+
+// iotaFrom returns lo, lo+1, …, hi−1.
+func iotaFrom(lo, hi int) []int {
+	out := make([]int, 0, max(hi-lo, 0))
+	for i := lo; i < hi; i++ {
+		out = append(out, i)
+	}
+	return out
+}
