@@ -230,3 +230,21 @@ func spatialAxesFrom(lo, hi int) []int {
 	}
 	return axes
 }
+
+// ConvTransposeLhs applies the transpose of conv_general_dilated with
+// parameters p in its lhs (for a kernel w and an lhs of shape lhsShape)
+// to ct, a tensor of the convolution's result shape: the gradient of the
+// convolution with respect to its input, which is also a transposed
+// ("deconvolution") convolution of ct. It is a conv_general_dilated
+// itself (zeros when a size is 0). It panics with *interp.Error when
+// the shapes do not fit p.
+func ConvTransposeLhs(p ConvParams, ct, w *interp.Tensor, lhsShape []int) *interp.Tensor {
+	want := ConvShape(p, lhsShape, w.Shape())
+	if !interp.ShapeEqual(want, ct.Shape()) || ct.DType() != w.DType() {
+		interp.Panicf("cotangent %v does not fit a convolution of %v by %v, whose result is %v", ct.TypeString(), lhsShape, w.TypeString(), interp.Aval{Shape: want, DType: w.DType()})
+	}
+	if ct.Size() == 0 || w.Size() == 0 || backend.ShapeSize(lhsShape) == 0 {
+		return zerosLike(interp.Aval{Shape: append([]int{}, lhsShape...), DType: w.DType()})
+	}
+	return convLhsTranspose(p.Normalized(len(lhsShape)-2), ct, w, lhsShape)
+}
