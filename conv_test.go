@@ -203,14 +203,22 @@ func TestConvErrors(t *testing.T) {
 		{"strides", func() { peel.Conv2D(x, w, peel.ConvStrides(1, 2, 3)) }, []string{"peel.Conv2D", "strides", "one value or 2"}},
 		{"stride 0", func() { peel.Conv2D(x, w, peel.ConvStrides(0)) }, []string{"peel.Conv2D", "≥ 1"}},
 		{"negative groups", func() { peel.Conv2D(x, w, peel.ConvGroups(-1)) }, []string{"peel.Conv2D", "groups"}},
-		{"padding pairs", func() { peel.Conv2D(x, w, peel.ConvPadding(peel.ExplicitPadding([2]int{1, 1}, [2]int{1, 1}, [2]int{1, 1}))) }, []string{"peel.Conv2D", "3 pairs"}},
+		{"padding pairs", func() {
+			peel.Conv2D(x, w, peel.ConvPadding(peel.ExplicitPadding([2]int{1, 1}, [2]int{1, 1}, [2]int{1, 1})))
+		}, []string{"peel.Conv2D", "3 pairs"}},
 		{"padding removes", func() { peel.Conv2D(x, w, peel.ConvPadding(peel.ExplicitPadding([2]int{-3, -3}))) }, []string{"peel.Conv2D", "removes more"}},
-		{"huge padding", func() { peel.Conv2D(x, w, peel.ConvPadding(peel.ExplicitPadding([2]int{math.MaxInt / 2, math.MaxInt / 2}))) }, []string{"peel.Conv2D", "too large"}},
+		{"huge padding", func() {
+			peel.Conv2D(x, w, peel.ConvPadding(peel.ExplicitPadding([2]int{math.MaxInt / 2, math.MaxInt / 2})))
+		}, []string{"peel.Conv2D", "too large"}},
 		{"huge dilation", func() { peel.Conv2D(x, w, peel.ConvDilation(math.MaxInt)) }, []string{"peel.Conv2D", "too large"}},
-		{"bool", func() { peel.Conv2D(peel.FromBools(make([]bool, 100), 1, 4, 5, 5), peel.FromBools(make([]bool, 72), 2, 4, 3, 3)) }, nil},
+		{"bool", func() {
+			peel.Conv2D(peel.FromBools(make([]bool, 100), 1, 4, 5, 5), peel.FromBools(make([]bool, 72), 2, 4, 3, 3))
+		}, nil},
 		{"transpose kernel", func() { peel.ConvTranspose2D(x, peel.Zeros(peel.Float64, 3, 2, 3, 3)) }, []string{"peel.ConvTranspose2D", "Cin = 4"}},
 		{"transpose input dilation", func() { peel.ConvTranspose2D(x, w, peel.ConvInputDilation(2)) }, []string{"peel.ConvTranspose2D", "ConvInputDilation"}},
-		{"transpose negative padding", func() { peel.ConvTranspose2D(x, peel.Zeros(peel.Float64, 4, 2, 3, 3), peel.ConvPadding(peel.ExplicitPadding([2]int{-1, 0}))) }, []string{"peel.ConvTranspose2D", "padding"}},
+		{"transpose negative padding", func() {
+			peel.ConvTranspose2D(x, peel.Zeros(peel.Float64, 4, 2, 3, 3), peel.ConvPadding(peel.ExplicitPadding([2]int{-1, 0})))
+		}, []string{"peel.ConvTranspose2D", "padding"}},
 		{"nil option", func() { peel.Conv2D(x, w, nil) }, []string{"peel.Conv2D", "nil option"}},
 	}
 	for _, c := range cases {
