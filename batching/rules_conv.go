@@ -66,3 +66,24 @@ func iotaFrom(lo, hi int) []int {
 	}
 	return out
 }
+
+// The window reductions gain a window of size 1 (stride 1, no padding)
+// along the batch dimension, which stays where it is: no data moves.
+func init() {
+	register(prims.ReduceWindowSum, windowRule(prims.ReduceWindowSum))
+	register(prims.ReduceWindowMax, windowRule(prims.ReduceWindowMax))
+}
+
+func windowRule(p *interp.Prim) Rule {
+	return func(_ int, params any, args []*T, dims []int) ([]*T, []int) {
+		d := dims[0]
+		wp := params.(prims.WindowParams).Normalized(args[0].Rank() - 1)
+		np := prims.WindowParams{
+			Window:  insertAt(wp.Window, d, 1),
+			Strides: insertAt(wp.Strides, d, 1),
+			PadLo:   insertAt(wp.PadLo, d, 0),
+			PadHi:   insertAt(wp.PadHi, d, 0),
+		}
+		return one(interp.Bind1(p, np, args[0]), d)
+	}
+}

@@ -355,6 +355,14 @@ func convCases() []ruleCase {
 	conv(prims.ConvParams{FeatureGroupCount: 2, LhsDilation: []int{2}, PadLo: []int{1}, PadHi: []int{1}}, []int{2, 4, 3}, []int{4, 2, 2})
 	conv(prims.ConvParams{FeatureGroupCount: 3}, []int{1, 3, 4}, []int{3, 1, 2})
 	conv(prims.ConvParams{}, []int{2, 3}, []int{4, 3})
+	for _, p := range []*interp.Prim{prims.ReduceWindowSum, prims.ReduceWindowMax} {
+		for _, dt := range []backend.DType{f64, i64} {
+			cs = append(cs,
+				ruleCase{prim: p, params: prims.WindowParams{Window: []int{2, 2}, Strides: []int{2, 1}, PadLo: []int{1, 0}, PadHi: []int{0, 1}}, ops: []operand{op(dt, 3, 4)}},
+				ruleCase{prim: p, params: prims.WindowParams{Window: []int{3}}, ops: []operand{op(dt, 5)}},
+			)
+		}
+	}
 	return cs
 }
 

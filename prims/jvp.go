@@ -181,6 +181,8 @@ func init() {
 		}
 		return addNil(a, b)
 	})
+	defSameJVP(ReduceWindowSum)
+	defJVP(ReduceWindowMax, reduceWindowMaxJVP)
 	defJVP(ConvGeneralDilated, func(params any, x, t []*tensor, _ *tensor) *tensor {
 		// Bilinear: conv(dlhs, rhs) + conv(lhs, drhs).
 		var a, b *tensor

@@ -167,3 +167,26 @@ func (p ConvParams) Normalized(nd int) ConvParams {
 		FeatureGroupCount: max(p.FeatureGroupCount, 1), BatchGroupCount: max(p.BatchGroupCount, 1),
 	}
 }
+
+// WindowParams are the parameters of reduce_window_sum and
+// reduce_window_max: per operand dimension the window size (≥ 1), the
+// window's step (≥ 1) and the padding before and after (elements with
+// the reduction's identity, 0 or −∞; negative values remove elements).
+// Nil Strides, PadLo and PadHi mean 1, 0 and 0. Result dimension d has
+// one element per window position: ⌊(padded − window)/stride⌋ + 1, or 0
+// when the window is longer than the padded dimension.
+type WindowParams struct {
+	Window, Strides []int
+	PadLo, PadHi    []int
+}
+
+func (p WindowParams) String() string {
+	return fmt.Sprintf("window=%v strides=%v pad=(%v,%v)", p.Window, p.Strides, p.PadLo, p.PadHi)
+}
+
+// Normalized returns p with nil Strides, PadLo and PadHi made explicit
+// for a rank-r operand. It does not validate p (WindowShape does).
+func (p WindowParams) Normalized(r int) WindowParams {
+	c := ConvParams{Strides: p.Strides, PadLo: p.PadLo, PadHi: p.PadHi}.Normalized(r)
+	return WindowParams{Window: p.Window, Strides: c.Strides, PadLo: c.PadLo, PadHi: c.PadHi}
+}

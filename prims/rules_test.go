@@ -273,7 +273,31 @@ func jvpCases() []jvpCase {
 	for _, c := range convConfigs() {
 		cs = append(cs, jvpCase{name: c.name, prim: prims.ConvGeneralDilated, params: c.p, args: []*T{uniform(r, -2, 2, c.x...), uniform(r, -2, 2, c.w...)}})
 	}
+	for _, c := range windowConfigs() {
+		for _, p := range []*interp.Prim{prims.ReduceWindowSum, prims.ReduceWindowMax} {
+			cs = append(cs, jvpCase{name: c.name, prim: p, params: c.p, args: []*T{uniform(r, -2, 2, c.x...)}})
+		}
+	}
 	return cs
+}
+
+type windowConfig struct {
+	name string
+	p    prims.WindowParams
+	x    []int
+}
+
+// windowConfigs have no window entirely in the padding (whose maximum,
+// −∞, finite differences cannot check).
+func windowConfigs() []windowConfig {
+	return []windowConfig{
+		{"2x2 pool", prims.WindowParams{Window: []int{1, 1, 2, 2}, Strides: []int{1, 1, 2, 2}}, []int{2, 2, 4, 5}},
+		{"3x3 padded stride 2", prims.WindowParams{Window: []int{1, 1, 3, 3}, Strides: []int{1, 1, 2, 2}, PadLo: []int{0, 0, 1, 1}, PadHi: []int{0, 0, 1, 0}}, []int{1, 2, 5, 4}},
+		{"overlapping 1-d", prims.WindowParams{Window: []int{3}, Strides: []int{1}, PadLo: []int{2}, PadHi: []int{1}}, []int{6}},
+		{"stride beyond the window", prims.WindowParams{Window: []int{2, 1}, Strides: []int{3, 2}}, []int{8, 3}},
+		{"negative padding", prims.WindowParams{Window: []int{2}, PadLo: []int{-1}, PadHi: []int{-2}}, []int{7}},
+		{"rank 0", prims.WindowParams{Window: []int{}}, []int{}},
+	}
 }
 
 type convConfig struct {
@@ -904,6 +928,10 @@ func linCases() []linCase {
 			linCase{name: c.name, prim: prims.ConvGeneralDilated, params: c.p, args: []*T{u(c.x...), u(c.w...)}, linear: ft},
 		)
 	}
+	for _, c := range windowConfigs() {
+		cs = append(cs, linCase{name: c.name, prim: prims.ReduceWindowSum, params: c.p, args: []*T{u(c.x...)}, linear: t})
+	}
+	cs = append(cs, linCase{name: "all padding", prim: prims.ReduceWindowSum, params: prims.WindowParams{Window: []int{2}, Strides: []int{2}, PadLo: []int{5}, PadHi: []int{4}}, args: []*T{u(3)}, linear: t})
 	return cs
 }
 

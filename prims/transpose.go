@@ -186,6 +186,7 @@ func init() {
 	defTranspose(DynamicUpdateSlice, []bool{true, true, false}, dusTranspose)
 	defTranspose(DotGeneral, tt, dotTranspose)
 	defTranspose(ConvGeneralDilated, tt, convTranspose)
+	defTranspose(ReduceWindowSum, t, reduceWindowSumTranspose)
 }
 
 // broadcastTranspose sums the cotangent over the dimensions the operand was

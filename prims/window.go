@@ -1,6 +1,8 @@
 package prims
 
 import (
+	"math"
+
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 )
@@ -247,4 +249,119 @@ func ConvTransposeLhs(p ConvParams, ct, w *interp.Tensor, lhsShape []int) *inter
 		return zerosLike(interp.Aval{Shape: append([]int{}, lhsShape...), DType: w.DType()})
 	}
 	return convLhsTranspose(p.Normalized(len(lhsShape)-2), ct, w, lhsShape)
+}
+
+// WindowShape checks a window reduction's parameters for an operand of
+// the given shape and returns the result shape. It panics with
+// *interp.Error when a list does not have one entry per dimension, a
+// window or stride is below 1, the padding removes more than a
+// dimension holds, or a size overflows.
+func WindowShape(p WindowParams, shape []int) []int {
+	r := len(shape)
+	if len(p.Window) != r {
+		interp.Panicf("window %v has %d entries, operand has rank %d", p.Window, len(p.Window), r)
+	}
+	for _, l := range []struct {
+		name string
+		v    []int
+	}{{"strides", p.Strides}, {"padding low", p.PadLo}, {"padding high", p.PadHi}} {
+		if l.v != nil && len(l.v) != r {
+			interp.Panicf("%s has %d entries, operand has rank %d", l.name, len(l.v), r)
+		}
+	}
+	p = p.Normalized(r)
+	out := make([]int, r)
+	for j := range r {
+		if p.Window[j] < 1 || p.Strides[j] < 1 {
+			interp.Panicf("dimension %d: window %d and stride %d must be ≥ 1", j, p.Window[j], p.Strides[j])
+		}
+		out[j] = convOutLen(j, shape[j], p.Window[j], p.Strides[j], p.PadLo[j], p.PadHi[j], 1, 1)
+	}
+	checkShape(out)
+	return out
+}
+
+func windowReduction(name string) *interp.Prim {
+	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
+		checkArity(in, 1)
+		checkClass(numeric, in[0])
+		return one(aval{Shape: WindowShape(params.(WindowParams), in[0].Shape), DType: in[0].DType})
+	})
+}
+
+// Window reductions (see WindowParams): each result element reduces one
+// window of the padded operand. reduce_window_sum pads with 0,
+// reduce_window_max with −∞ (the smallest i64); a NaN in a window makes
+// its maximum NaN. Operands are numeric.
+var (
+	ReduceWindowSum = windowReduction("reduce_window_sum")
+	ReduceWindowMax = windowReduction("reduce_window_max")
+)
+
+// reduceWindowSumTranspose spreads each cotangent element over its
+// window: the cotangent dilated by the strides and padded so that window
+// position k′ of element i covers the result that window tap
+// W−1−k′ of i fed, then summed over windows of the same size with stride
+// 1.
+func reduceWindowSumTranspose(params any, ct *tensor, args []*tensor, _ []bool) []*tensor {
+	x := args[0]
+	r := x.Rank()
+	if x.Size() == 0 || ct.Size() == 0 {
+		return []*tensor{zerosLike(x.Aval())}
+	}
+	p := params.(WindowParams).Normalized(r)
+	pp := PadParams{Low: make([]int, r), High: make([]int, r), Interior: make([]int, r)}
+	for j := range r {
+		dq := dilatedLen(ct.Shape()[j], p.Strides[j])
+		pp.Low[j] = p.Window[j] - 1 - p.PadLo[j]
+		pp.High[j] = x.Shape()[j] + p.PadLo[j] - dq
+		pp.Interior[j] = p.Strides[j] - 1
+	}
+	padded := interp.Bind1(Pad, pp, ct, scalarConst(0, ct.DType()))
+	return []*tensor{interp.Bind1(ReduceWindowSum, WindowParams{Window: p.Window}, padded)}
+}
+
+// reduceWindowMaxJVP routes each window's tangent from its maximum: for
+// each window tap k, the mask of the results whose (first) maximum is at
+// tap k, times the tangent read by that tap. The masks depend only on
+// the primal, so the tangent is linear in t (pad, strided slices,
+// products with constants and sums) and transposes to a scatter of the
+// cotangent onto each window's maximum.
+func reduceWindowMaxJVP(params any, x, t []*tensor, out *tensor) *tensor {
+	r := x[0].Rank()
+	p := params.(WindowParams).Normalized(r)
+	if out.Size() == 0 {
+		return zerosLike(out.Aval())
+	}
+	pp := PadParams{Low: p.PadLo, High: p.PadHi, Interior: make([]int, r)}
+	xp := interp.Bind1(Pad, pp, x[0], scalarConst(math.Inf(-1), x[0].DType()))
+	tp := interp.Bind1(Pad, pp, t[0], scalarConst(0, t[0].DType()))
+	taps := backend.ShapeSize(p.Window)
+	tapSlice := func(v *tensor, k int) *tensor {
+		sp := SliceParams{Start: make([]int, r), Limit: make([]int, r), Stride: p.Strides}
+		for j := r - 1; j >= 0; j-- {
+			sp.Start[j] = k % p.Window[j]
+			k /= p.Window[j]
+			sp.Limit[j] = sp.Start[j] + (out.Shape()[j]-1)*p.Strides[j] + 1
+		}
+		return interp.Bind1(Slice, sp, v)
+	}
+	// Each result takes the tangent of the first tap holding its
+	// window's maximum (a NaN counts as the maximum, as
+	// reduce_window_max propagates it).
+	var tangent *tensor
+	zero := zerosLike(out.Aval())
+	taken := full(0, interp.Aval{Shape: out.Shape(), DType: backend.Bool})
+	for k := range taps {
+		v := tapSlice(xp, k)
+		hit := interp.Bind1(Or, nil, eq(v, out), interp.Bind1(Ne, nil, v, v))
+		if k > 0 {
+			hit = interp.Bind1(And, nil, hit, interp.Bind1(Not, nil, taken))
+		}
+		if k < taps-1 {
+			taken = interp.Bind1(Or, nil, taken, hit)
+		}
+		tangent = addNil(tangent, sel(hit, tapSlice(tp, k), zero))
+	}
+	return tangent
 }

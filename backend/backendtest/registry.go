@@ -53,5 +53,7 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.DynamicUpdateSlice] = runDynamicUpdateSlice
 	m[prims.DotGeneral] = runDot
 	m[prims.ConvGeneralDilated] = runConv
+	m[prims.ReduceWindowSum] = runReduceWindow(prims.ReduceWindowSum, false, sumValues)
+	m[prims.ReduceWindowMax] = runReduceWindow(prims.ReduceWindowMax, true, defaultValues)
 	return m
 }

@@ -166,3 +166,121 @@ func runConv(s *suite) {
 	bad("conv with a huge padding", prims.ConvParams{PadLo: []int{math.MaxInt / 2}, PadHi: []int{math.MaxInt / 2}}, f(f64, 1, 2, 4), f(f64, 1, 2, 2))
 	bad("conv with a huge lhs dilation", prims.ConvParams{LhsDilation: []int{math.MaxInt / 2}}, f(f64, 1, 2, 4), f(f64, 1, 2, 2))
 }
+
+// windowCases are window reduction configurations: pooling windows,
+// overlapping and padded windows, windows in the padding alone.
+func windowCases() []struct {
+	name  string
+	shape []int
+	p     prims.WindowParams
+} {
+	type c = struct {
+		name  string
+		shape []int
+		p     prims.WindowParams
+	}
+	return []c{
+		{"2x2 pool", []int{2, 3, 6, 4}, prims.WindowParams{Window: []int{1, 1, 2, 2}, Strides: []int{1, 1, 2, 2}}},
+		{"3x3 same", []int{1, 2, 5, 5}, prims.WindowParams{Window: []int{1, 1, 3, 3}, PadLo: []int{0, 0, 1, 1}, PadHi: []int{0, 0, 1, 1}}},
+		{"3x3 stride 2 padded", []int{2, 1, 7, 6}, prims.WindowParams{Window: []int{1, 1, 3, 3}, Strides: []int{1, 1, 2, 2}, PadLo: []int{0, 0, 1, 1}, PadHi: []int{0, 0, 1, 0}}},
+		{"1-d overlapping", []int{9}, prims.WindowParams{Window: []int{4}, Strides: []int{2}, PadLo: []int{3}, PadHi: []int{2}}},
+		{"padding only windows", []int{3}, prims.WindowParams{Window: []int{2}, Strides: []int{2}, PadLo: []int{4}, PadHi: []int{3}}},
+		{"negative padding", []int{8}, prims.WindowParams{Window: []int{2}, PadLo: []int{-2}, PadHi: []int{-1}}},
+		{"window over all dims", []int{3, 4}, prims.WindowParams{Window: []int{2, 3}, Strides: []int{1, 2}}},
+		{"window longer than input", []int{2, 3}, prims.WindowParams{Window: []int{3, 1}}},
+		{"empty", []int{0, 3}, prims.WindowParams{Window: []int{1, 2}}},
+		{"rank 0", []int{}, prims.WindowParams{Window: []int{}}},
+		{"large", []int{4, 8, 32, 32}, prims.WindowParams{Window: []int{1, 1, 3, 3}, Strides: []int{1, 1, 2, 2}, PadLo: []int{0, 0, 1, 1}, PadHi: []int{0, 0, 1, 1}}},
+	}
+}
+
+// refReduceWindow reduces each window of x by its definition (padding
+// holds the identity), with the error allowed for float sums.
+func refReduceWindow(x array, p prims.WindowParams, isMax bool, shape []int) (array, []float64) {
+	r := len(x.shape)
+	p = p.Normalized(r)
+	out := newArray(x.dt, shape)
+	var allow []float64
+	if x.dt.IsFloat() && !isMax {
+		allow = make([]float64, out.size())
+	}
+	xst := backend.ContiguousStrides(x.shape)
+	forEachIndex(shape, func(k int, o []int) {
+		var sf, mag float64
+		var si int64
+		n := 0
+		if isMax {
+			sf, si = math.Inf(-1), math.MinInt64
+		}
+		forEachIndex(p.Window, func(_ int, t []int) {
+			xi := 0
+			for j := range r {
+				v := o[j]*p.Strides[j] + t[j] - p.PadLo[j]
+				if v < 0 || v >= x.shape[j] {
+					return
+				}
+				xi += v * xst[j]
+			}
+			n++
+			if x.dt == backend.Int64 {
+				if isMax {
+					si = max(si, x.i[xi])
+				} else {
+					si += x.i[xi]
+				}
+				return
+			}
+			if isMax {
+				sf = maxF(sf, x.f[xi])
+			} else {
+				sf += x.f[xi]
+				mag += math.Abs(x.f[xi])
+			}
+		})
+		if x.dt == backend.Int64 {
+			out.i[k] = si
+			return
+		}
+		out.f[k] = fround(x.dt, sf)
+		if allow != nil {
+			allow[k] = sumBound(x.dt, n, mag, out.f[k])
+		}
+	})
+	return out, allow
+}
+
+func runReduceWindow(p *interp.Prim, isMax bool, v values) func(*suite) {
+	return func(s *suite) {
+		one := prims.WindowParams{Window: []int{1}}
+		dts := accepted(p, one, sameAvals(1, []int{2}))
+		for _, dt := range allDTypes {
+			if !slices.Contains(dts, dt) {
+				s.expectError(describe(p.Name, dt, []int{2}, "(a dtype the rule rejects)"), func() {
+					interp.Bind1(p, one, s.operand(dt, []int{2}, contiguous, finiteValues).t)
+				})
+				continue
+			}
+			for _, c := range windowCases() {
+				shape := prims.WindowShape(c.p, c.shape)
+				for _, l := range layoutsFor(c.shape) {
+					x := s.operand(dt, c.shape, l, v)
+					desc := describe(p.Name, dt, c.shape, c.name, c.p, "x="+l.String())
+					s.try(desc, func() {
+						want, allow := refReduceWindow(x.a, c.p, isMax, shape)
+						s.expect(check{desc: desc, allow: allow}, interp.Bind1(p, c.p, x.t), want)
+					})
+				}
+			}
+		}
+		f := s.operand(backend.Float64, []int{2, 3}, contiguous, finiteValues).t
+		bad := func(desc string, params prims.WindowParams) {
+			s.expectError(desc, func() { interp.Bind1(p, params, f) })
+		}
+		bad(p.Name+" with a window of rank 1 for rank 2", prims.WindowParams{Window: []int{2}})
+		bad(p.Name+" with window 0", prims.WindowParams{Window: []int{0, 1}})
+		bad(p.Name+" with stride 0", prims.WindowParams{Window: []int{1, 1}, Strides: []int{1, 0}})
+		bad(p.Name+" with 3 paddings", prims.WindowParams{Window: []int{1, 1}, PadLo: []int{0, 0, 0}})
+		bad(p.Name+" with padding removing everything", prims.WindowParams{Window: []int{1, 1}, PadLo: []int{-2, 0}, PadHi: []int{-1, 0}})
+		bad(p.Name+" with a huge padding", prims.WindowParams{Window: []int{1, 1}, PadLo: []int{math.MaxInt, 0}, PadHi: []int{1, 0}})
+	}
+}

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
@@ -15,6 +16,8 @@ var _ = registerConvKernels()
 
 func registerConvKernels() bool {
 	register(prims.ConvGeneralDilated, false, convGeneral)
+	register(prims.ReduceWindowSum, false, reduceWindowKernel(false))
+	register(prims.ReduceWindowMax, false, reduceWindowKernel(true))
 	return true
 }
 
@@ -268,4 +271,103 @@ func gemmConv64(c []float64, ldc int, a, b []float64, m, n, k int, par bool) {
 		blas64.General{Rows: m, Cols: k, Stride: k, Data: a},
 		blas64.General{Rows: k, Cols: n, Stride: n, Data: b},
 		0, blas64.General{Rows: m, Cols: n, Stride: ldc, Data: c})
+}
+
+// The window reductions: each result element reduces the box of operand
+// elements its window covers (padding holds the identity, so it is left
+// out), rows of the result along the last dimension in parallel.
+
+func reduceWindowKernel(isMax bool) kernel {
+	return func(params any, in, out []backend.Array) {
+		p := params.(prims.WindowParams).Normalized(len(in[0].Shape))
+		switch out[0].Buf.(type) {
+		case i64Buf:
+			reduceWindow(p, i64s(out[0]), out[0].Shape, i64s(in[0]), in[0].Shape, isMax, math.MinInt64)
+		case f32Buf:
+			reduceWindow(p, f32s(out[0]), out[0].Shape, f32s(in[0]), in[0].Shape, isMax, float32(math.Inf(-1)))
+		case f64Buf:
+			reduceWindow(p, f64s(out[0]), out[0].Shape, f64s(in[0]), in[0].Shape, isMax, math.Inf(-1))
+		default:
+			panic("cpu: window reduction of dtype " + out[0].Buf.DType().String())
+		}
+	}
+}
+
+func reduceWindow[T int64 | float32 | float64](p prims.WindowParams, y []T, ys []int, x []T, xs []int, isMax bool, minusInf T) {
+	r := len(xs)
+	if len(y) == 0 {
+		return
+	}
+	if r == 0 {
+		y[0] = x[0]
+		return
+	}
+	var ident T
+	if isMax {
+		ident = minusInf
+	}
+	last := r - 1
+	nl := ys[last]
+	rows := len(y) / nl
+	xst := backend.ContiguousStrides(xs)
+	win := backend.ShapeSize(p.Window)
+	parallelFor(rows, nl*win, func(lo, hi int) {
+		q := make([]int, r)
+		blo, bhi, idx := make([]int, r), make([]int, r), make([]int, r)
+		for row := lo; row < hi; row++ {
+			t := row
+			empty := false
+			for j := last - 1; j >= 0; j-- {
+				q[j] = t % ys[j]
+				t /= ys[j]
+				start := q[j]*p.Strides[j] - p.PadLo[j]
+				blo[j], bhi[j] = max(start, 0), min(start+p.Window[j], xs[j])
+				empty = empty || blo[j] >= bhi[j]
+			}
+			yr := y[row*nl : (row+1)*nl]
+			if empty {
+				for i := range yr {
+					yr[i] = ident
+				}
+				continue
+			}
+			for ql := range yr {
+				start := ql*p.Strides[last] - p.PadLo[last]
+				a, b := max(start, 0), min(start+p.Window[last], xs[last])
+				acc := ident
+				if a < b {
+					copy(idx, blo)
+					for {
+						off := a
+						for j := range last {
+							off += idx[j] * xst[j]
+						}
+						if isMax {
+							for _, v := range x[off : off+b-a] {
+								if v > acc || v != v {
+									acc = v
+								}
+							}
+						} else {
+							for _, v := range x[off : off+b-a] {
+								acc += v
+							}
+						}
+						j := last - 1
+						for ; j >= 0; j-- {
+							idx[j]++
+							if idx[j] < bhi[j] {
+								break
+							}
+							idx[j] = blo[j]
+						}
+						if j < 0 {
+							break
+						}
+					}
+				}
+				yr[ql] = acc
+			}
+		}
+	})
 }
