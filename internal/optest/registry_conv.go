@@ -2,6 +2,7 @@ package optest
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
@@ -197,5 +198,99 @@ func convOps() []Op {
 			Tol:            1e-5,
 			Differentiable: true,
 		},
+	}
+}
+
+// poolRef reduces each window of x [N, C, H, W] (padding lo, hi taking
+// no part) with max, or with the sum divided by the window size.
+func poolRef(x Host, window, strides, lo, hi [2]int, isMax bool) Host {
+	shape := []int{x.Shape[0], x.Shape[1], 0, 0}
+	for j := range 2 {
+		padded := x.Shape[2+j] + lo[j] + hi[j]
+		if padded >= window[j] {
+			shape[2+j] = (padded-window[j])/strides[j] + 1
+		}
+	}
+	d := x.DType
+	if !isMax && !d.IsFloat() {
+		d = peel.Float64
+	}
+	out := Host{Shape: shape, DType: d, Data: make([]float64, backend.ShapeSize(shape))}
+	for i := range out.Data {
+		o := Unravel(shape, i)
+		acc := math.Inf(-1)
+		if !isMax {
+			acc = 0
+		}
+		for a := range window[0] {
+			for b := range window[1] {
+				h, w := o[2]*strides[0]+a-lo[0], o[3]*strides[1]+b-lo[1]
+				if h < 0 || h >= x.Shape[2] || w < 0 || w >= x.Shape[3] {
+					continue
+				}
+				v := x.At([]int{o[0], o[1], h, w})
+				if isMax {
+					acc = math.Max(acc, v)
+				} else {
+					acc += v
+				}
+			}
+		}
+		if !isMax {
+			acc /= float64(window[0] * window[1])
+		}
+		out.Data[i] = Round(d, acc)
+	}
+	return out
+}
+
+func poolSamples(seed uint64, ints bool, shapes ...[]int) func() []Sample {
+	return func() []Sample {
+		g := NewGen(seed)
+		dts := floats
+		if ints {
+			dts = numerics
+		}
+		var out []Sample
+		for _, d := range dts {
+			for _, s := range shapes {
+				out = append(out, Sample{Name: fmt.Sprintf("%v%v", d, s), Args: []*T{g.Tensor(d, -3, 3, s...)}})
+			}
+		}
+		return out
+	}
+}
+
+func poolOps() []Op {
+	type w = [2]int
+	pool := func(name string, f func(*T, [2]int, [2]int, peel.Padding) *T, isMax bool, window, strides w, pad peel.Padding, lo, hi w, seed uint64) Op {
+		return Op{
+			Name:    name,
+			F:       func(a []*T) *T { return f(a[0], window, strides, pad) },
+			Samples: poolSamples(seed, true, []int{2, 2, 5, 4}, []int{1, 1, 3, 3}, []int{0, 2, 4, 4}),
+			Ref: func(a []Host) Host {
+				s := strides
+				lo, hi := lo, hi
+				for j := range s {
+					if s[j] == 0 {
+						s[j] = window[j]
+					}
+					if pad.String() == "SAME" {
+						n := a[0].Shape[2+j]
+						total := max(((n+s[j]-1)/s[j]-1)*s[j]+window[j]-n, 0)
+						lo[j], hi[j] = total/2, total-total/2
+					}
+				}
+				return poolRef(a[0], window, s, lo, hi, isMax)
+			},
+			Differentiable: true,
+		}
+	}
+	return []Op{
+		pool("peel.MaxPool2D/2x2", peel.MaxPool2D, true, w{2, 2}, w{}, peel.ValidPadding, w{}, w{}, 70),
+		pool("peel.MaxPool2D/3x3,strides=2,same", peel.MaxPool2D, true, w{3, 3}, w{2, 2}, peel.SamePadding, w{}, w{}, 71),
+		pool("peel.MaxPool2D/3x2,strides=(1,2),padded", peel.MaxPool2D, true, w{3, 2}, w{1, 2}, peel.ExplicitPadding([2]int{1, 0}, [2]int{0, 1}), w{1, 0}, w{0, 1}, 72),
+		pool("peel.AvgPool2D/2x2", peel.AvgPool2D, false, w{2, 2}, w{}, peel.ValidPadding, w{}, w{}, 73),
+		pool("peel.AvgPool2D/3x3,strides=2,same", peel.AvgPool2D, false, w{3, 3}, w{2, 2}, peel.SamePadding, w{}, w{}, 74),
 	}
 }
