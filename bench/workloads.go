@@ -55,7 +55,7 @@ func Workloads() []Workload {
 		matmul(peel.Float64, false),
 		matmul(peel.Float32, true),
 		matmul(peel.Float64, true),
-	}, append(append(autodiffWorkloads(), vmapWorkloads()...), customOpWorkloads()...)...), compiledWorkloadList())
+	}, append(append(append(autodiffWorkloads(), vmapWorkloads()...), customOpWorkloads()...), convWorkloads()...)...), compiledWorkloadList())
 }
 
 // placeCompiled inserts each of the compiled workloads cs after its eager

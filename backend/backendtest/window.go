@@ -44,6 +44,10 @@ func convCases() []convCase {
 		{"large", []int{2, 16, 20, 20}, []int{24, 16, 3, 3}, p2(nil, []int{1, 1}, []int{1, 1}, nil, nil, 1)},
 		// More than one packed block (convColsMax) per image.
 		{"blocked", []int{1, 64, 64, 64}, []int{2, 64, 3, 3}, p2(nil, []int{1, 1}, []int{1, 1}, nil, nil, 1)},
+		// Windows longer than the results (a kernel gradient).
+		{"long windows", []int{3, 4, 6, 6}, []int{2, 4, 5, 5}, prims.ConvParams{}},
+		{"long windows, groups, strides, dilations", []int{2, 4, 7, 9}, []int{4, 2, 3, 4}, p2([]int{2, 1}, []int{1, -1}, []int{2, 0}, []int{1, 2}, []int{2, 2}, 2)},
+		{"long windows, blocked contraction", []int{1, 130, 35, 35}, []int{1, 130, 32, 32}, prims.ConvParams{}},
 	}
 }
 

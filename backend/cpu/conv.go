@@ -93,12 +93,15 @@ func convGeneral(params any, in, out []backend.Array) {
 
 var convPool32, convPool64 sync.Pool
 
-// convGEMM computes c (m×n, row-major, rows ldc apart) = a (m×k,
-// row-major) · b (k×n, row-major); par lets it run in parallel.
-type convGEMM[T float32 | float64] func(c []T, ldc int, a, b []T, m, n, k int, par bool)
+// convGEMM is gemmConv32 or gemmConv64; par lets it run in parallel.
+type convGEMM[T float32 | float64] func(c []T, ldc int, a []T, lda int, b []T, ldb int, bt bool, m, n, k int, par, acc bool)
 
 // convRun computes every (batch element, group) unit of g.
 func convRun[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gemm convGEMM[T]) {
+	if !g.direct && g.nd > 0 && g.k[g.nd-1] > g.out[g.nd-1] && g.n*g.outSz <= convColsMax/64 {
+		convRunT(g, y, x, w, pool, gemm)
+		return
+	}
 	units := g.n * g.g
 	cost := g.og * g.kk * g.outSz
 	// Columns per packed block.
@@ -125,14 +128,14 @@ func convRun[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gem
 			yoff := (n*g.o + gi*g.og) * g.outSz
 			wg := w[gi*g.og*g.kk : (gi+1)*g.og*g.kk]
 			if g.direct {
-				gemm(y[yoff:], g.outSz, wg, x[xoff:xoff+g.kk*g.outSz], g.og, g.outSz, g.kk, par)
+				gemm(y[yoff:], g.outSz, wg, g.kk, x[xoff:xoff+g.kk*g.outSz], g.outSz, false, g.og, g.outSz, g.kk, par, false)
 				continue
 			}
 			for p0 := 0; p0 < g.outSz; p0 += pb {
 				p1 := min(p0+pb, g.outSz)
 				cols := (*buf)[:g.kk*(p1-p0)]
 				im2col(g, cols, x[xoff:xoff+g.cg*g.inSz], p0, p1)
-				gemm(y[yoff+p0:], g.outSz, wg, cols, g.og, p1-p0, g.kk, par)
+				gemm(y[yoff+p0:], g.outSz, wg, g.kk, cols, p1-p0, false, g.og, p1-p0, g.kk, par, false)
 			}
 		}
 	}
@@ -246,31 +249,131 @@ func convRow[T float32 | float64](dst, xr []T, q0, s, base, ld int) {
 	}
 }
 
-// gemmConv32 and gemmConv64 are the convolution's GEMMs: the packed
-// micro-kernels where the CPU has them (dot_gemm.go), the BLAS
-// otherwise.
-func gemmConv32(c []float32, ldc int, a, b []float32, m, n, k int, par bool) {
-	p := dotPlan{B: 1, M: m, N: n, K: k, lhs: dotOperand{fs: k, cs: 1}, rhs: dotOperand{fs: 1, cs: n}}
+// gemmConv32 and gemmConv64 are the convolution's GEMMs: c (m×n, rows
+// ldc apart) = a (m×k, rows lda apart) · b, where b is k×n row-major
+// (rows ldb apart), or with bt n×k row-major read transposed; with acc
+// the product is added to c. They run on the packed micro-kernels where
+// the CPU has them (dot_gemm.go), on the BLAS otherwise.
+func gemmConv32(c []float32, ldc int, a []float32, lda int, b []float32, ldb int, bt bool, m, n, k int, par, acc bool) {
+	p, tB, br, bc := convPlan(lda, ldb, bt, m, n, k, acc)
 	if usePacked(&p) && ldc == n {
 		gemm32(&p, 0, c, a, b, par)
 		return
 	}
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas32.General{Rows: m, Cols: k, Stride: k, Data: a},
-		blas32.General{Rows: k, Cols: n, Stride: n, Data: b},
-		0, blas32.General{Rows: m, Cols: n, Stride: ldc, Data: c})
+	var beta float32
+	if acc {
+		beta = 1
+	}
+	blas32.Gemm(blas.NoTrans, tB, 1,
+		blas32.General{Rows: m, Cols: k, Stride: lda, Data: a},
+		blas32.General{Rows: br, Cols: bc, Stride: ldb, Data: b},
+		beta, blas32.General{Rows: m, Cols: n, Stride: ldc, Data: c})
 }
 
-func gemmConv64(c []float64, ldc int, a, b []float64, m, n, k int, par bool) {
-	p := dotPlan{B: 1, M: m, N: n, K: k, lhs: dotOperand{fs: k, cs: 1}, rhs: dotOperand{fs: 1, cs: n}}
+func gemmConv64(c []float64, ldc int, a []float64, lda int, b []float64, ldb int, bt bool, m, n, k int, par, acc bool) {
+	p, tB, br, bc := convPlan(lda, ldb, bt, m, n, k, acc)
 	if usePacked(&p) && ldc == n {
 		gemm64(&p, 0, c, a, b, par)
 		return
 	}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas64.General{Rows: m, Cols: k, Stride: k, Data: a},
-		blas64.General{Rows: k, Cols: n, Stride: n, Data: b},
-		0, blas64.General{Rows: m, Cols: n, Stride: ldc, Data: c})
+	var beta float64
+	if acc {
+		beta = 1
+	}
+	blas64.Gemm(blas.NoTrans, tB, 1,
+		blas64.General{Rows: m, Cols: k, Stride: lda, Data: a},
+		blas64.General{Rows: br, Cols: bc, Stride: ldb, Data: b},
+		beta, blas64.General{Rows: m, Cols: n, Stride: ldc, Data: c})
+}
+
+// convPlan describes a convolution GEMM as a dotPlan, with the BLAS
+// transpose flag and stored shape of b.
+func convPlan(lda, ldb int, bt bool, m, n, k int, acc bool) (dotPlan, blas.Transpose, int, int) {
+	p := dotPlan{B: 1, M: m, N: n, K: k, lhs: dotOperand{fs: lda, cs: 1}, rhs: dotOperand{fs: 1, cs: ldb}, acc: acc}
+	if bt {
+		p.rhs = dotOperand{fs: ldb, cs: 1}
+		return p, blas.Trans, n, k
+	}
+	return p, blas.NoTrans, k, n
+}
+
+// convRunT computes g when its windows are long and its results short
+// (the kernel gradient, a convolution of the input with the output's
+// cotangent): packed per group as one matrix of rows (batch element,
+// output position) by the contraction (input feature, kernel tap), whose
+// runs follow the kernel's last dimension, read transposed by one GEMM
+// per block of the contraction, the blocks' products added up.
+func convRunT[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gemm convGEMM[T]) {
+	rows := g.n * g.outSz
+	kb := min(g.kk, max(1, convColsMax/rows))
+	var buf *[]T
+	if v := pool.Get(); v != nil {
+		buf = v.(*[]T)
+	} else {
+		buf = new([]T)
+	}
+	defer pool.Put(buf)
+	if need := rows*kb + g.og*rows; cap(*buf) < need {
+		*buf = make([]T, need)
+	}
+	yt := (*buf)[rows*kb : rows*kb+g.og*rows]
+	for gi := range g.g {
+		for k0 := 0; k0 < g.kk; k0 += kb {
+			k1 := min(k0+kb, g.kk)
+			bt := (*buf)[:rows*(k1-k0)]
+			parallelFor(rows, k1-k0, func(lo, hi int) { im2row(g, bt, x, gi, k0, k1, lo, hi) })
+			gemm(yt, rows, w[gi*g.og*g.kk+k0:], g.kk, bt, k1-k0, true, g.og, rows, k1-k0, true, k0 > 0)
+		}
+		for o := range g.og {
+			for n := range g.n {
+				copy(y[(n*g.o+gi*g.og+o)*g.outSz:][:g.outSz], yt[o*rows+n*g.outSz:][:g.outSz])
+			}
+		}
+	}
+}
+
+// im2row packs rows [r0, r1) of group gi's transposed matrix into bt,
+// row-major [rows, k1−k0]: row (n, p) holds, for contraction indices
+// [k0, k1) (input feature, kernel tap), the lhs element each tap of
+// output position p's window reads, or 0.
+func im2row[T float32 | float64](g *convGeom, bt, x []T, gi, k0, k1, r0, r1 int) {
+	nd, kw := g.nd, k1-k0
+	last := nd - 1
+	q := make([]int, nd)
+	tap := make([]int, nd)
+	for r := r0; r < r1; r++ {
+		n, t := r/g.outSz, r%g.outSz
+		for j := last; j >= 0; j-- {
+			q[j] = t % g.out[j]
+			t /= g.out[j]
+		}
+		row := bt[r*kw : (r+1)*kw]
+		xn := x[(n*g.c+gi*g.cg)*g.inSz:]
+		for kk := k0; kk < k1; {
+			c, t := kk/g.kSz, kk%g.kSz
+			for j := last; j >= 0; j-- {
+				tap[j] = t % g.k[j]
+				t /= g.k[j]
+			}
+			m := min(g.k[last]-tap[last], k1-kk)
+			dst := row[kk-k0 : kk-k0+m]
+			off, ok := c*g.inSz, true
+			for j := range last {
+				v := q[j]*g.s[j] + tap[j]*g.rd[j] - g.lo[j]
+				if v < 0 || v%g.ld[j] != 0 || v/g.ld[j] >= g.in[j] {
+					ok = false
+					break
+				}
+				off += v / g.ld[j] * g.inStr[j]
+			}
+			if !ok {
+				clear(dst)
+			} else {
+				convRow(dst, xn[off:off+g.in[last]], tap[last], g.rd[last], q[last]*g.s[last]-g.lo[last], g.ld[last])
+			}
+			kk += m
+		}
+	}
 }
 
 // The window reductions: each result element reduces the box of operand
