@@ -299,41 +299,51 @@ func convPlan(lda, ldb int, bt bool, m, n, k int, acc bool) (dotPlan, blas.Trans
 
 // convRunT computes g when its windows are long and its results short
 // (the kernel gradient, a convolution of the input with the output's
-// cotangent): packed per group as one matrix of rows (batch element,
-// output position) by the contraction (input feature, kernel tap), whose
-// runs follow the kernel's last dimension, read transposed by one GEMM
-// per block of the contraction, the blocks' products added up.
+// cotangent): per group, the rows (batch element, output position) by
+// the contraction (input feature, kernel tap) are packed, their runs
+// following the kernel's last dimension, and read transposed by a GEMM
+// per block of the contraction, the blocks' products added up. Each
+// worker takes a range of rows through every block (one parallel region:
+// the GEMMs are too thin to split well).
 func convRunT[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gemm convGEMM[T]) {
 	rows := g.n * g.outSz
-	kb := min(g.kk, max(1, convColsMax/rows))
-	var buf *[]T
-	if v := pool.Get(); v != nil {
-		buf = v.(*[]T)
-	} else {
-		buf = new([]T)
-	}
-	defer pool.Put(buf)
-	if need := rows*kb + g.og*rows; cap(*buf) < need {
-		*buf = make([]T, need)
-	}
-	yt := (*buf)[rows*kb : rows*kb+g.og*rows]
-	for gi := range g.g {
-		for k0 := 0; k0 < g.kk; k0 += kb {
-			k1 := min(k0+kb, g.kk)
-			bt := (*buf)[:rows*(k1-k0)]
-			parallelFor(rows, k1-k0, func(lo, hi int) { im2row(g, bt, x, gi, k0, k1, lo, hi) })
-			gemm(yt, rows, w[gi*g.og*g.kk+k0:], g.kk, bt, k1-k0, true, g.og, rows, k1-k0, true, k0 > 0)
+	parallelFor(rows, g.kk*g.og*g.g, func(lo, hi int) {
+		nr := hi - lo
+		kb := min(g.kk, max(1, convColsMax/nr))
+		var buf *[]T
+		if v := pool.Get(); v != nil {
+			buf = v.(*[]T)
+		} else {
+			buf = new([]T)
 		}
-		for o := range g.og {
-			for n := range g.n {
-				copy(y[(n*g.o+gi*g.og+o)*g.outSz:][:g.outSz], yt[o*rows+n*g.outSz:][:g.outSz])
+		defer pool.Put(buf)
+		if need := nr*kb + g.og*nr; cap(*buf) < need {
+			*buf = make([]T, need)
+		}
+		yt := (*buf)[nr*kb : nr*kb+g.og*nr]
+		for gi := range g.g {
+			for k0 := 0; k0 < g.kk; k0 += kb {
+				k1 := min(k0+kb, g.kk)
+				bt := (*buf)[:nr*(k1-k0)]
+				im2row(g, bt, x, gi, k0, k1, lo, hi)
+				gemm(yt, nr, w[gi*g.og*g.kk+k0:], g.kk, bt, k1-k0, true, g.og, nr, k1-k0, false, k0 > 0)
+			}
+			// yt [Og, rows lo…hi) into y[n, gi·Og + o, p], one run per
+			// batch element.
+			for r := lo; r < hi; {
+				n, p := r/g.outSz, r%g.outSz
+				m := min(g.outSz-p, hi-r)
+				for o := range g.og {
+					copy(y[(n*g.o+gi*g.og+o)*g.outSz+p:][:m], yt[o*nr+r-lo:][:m])
+				}
+				r += m
 			}
 		}
-	}
+	})
 }
 
 // im2row packs rows [r0, r1) of group gi's transposed matrix into bt,
-// row-major [rows, k1−k0]: row (n, p) holds, for contraction indices
+// row-major [r1−r0, k1−k0]: row (n, p) holds, for contraction indices
 // [k0, k1) (input feature, kernel tap), the lhs element each tap of
 // output position p's window reads, or 0.
 func im2row[T float32 | float64](g *convGeom, bt, x []T, gi, k0, k1, r0, r1 int) {
@@ -347,7 +357,7 @@ func im2row[T float32 | float64](g *convGeom, bt, x []T, gi, k0, k1, r0, r1 int)
 			q[j] = t % g.out[j]
 			t /= g.out[j]
 		}
-		row := bt[r*kw : (r+1)*kw]
+		row := bt[(r-r0)*kw : (r-r0+1)*kw]
 		xn := x[(n*g.c+gi*g.cg)*g.inSz:]
 		for kk := k0; kk < k1; {
 			c, t := kk/g.kSz, kk%g.kSz
