@@ -61,7 +61,10 @@ func (p Padding) resolve(op string, in, k, strides []int) (lo, hi []int) {
 	switch p.mode {
 	case padSame:
 		for j := range nd {
-			out := (in[j] + strides[j] - 1) / strides[j]
+			out := in[j] / strides[j] // ⌈in/stride⌉, without overflow
+			if in[j]%strides[j] != 0 {
+				out++
+			}
 			total := max((out-1)*strides[j]+k[j]-in[j], 0)
 			lo[j], hi[j] = total/2, total-total/2
 		}

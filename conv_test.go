@@ -246,3 +246,23 @@ func TestConvErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestConvHugeStride: strides near MaxInt leave one window per dimension
+// (SAME or explicit padding), computed without overflow.
+func TestConvHugeStride(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x, w := convRand(r, 1, 2, 5, 4), convRand(r, 3, 2, 2, 2)
+	for _, c := range []struct {
+		name string
+		pad  peel.Padding
+		p    prims.ConvParams
+	}{
+		{"same", peel.SamePadding, prims.ConvParams{Strides: []int{math.MaxInt, math.MaxInt}, PadLo: []int{0, 0}, PadHi: []int{0, 0}}},
+		{"explicit", peel.ExplicitPadding([2]int{3, 9}), prims.ConvParams{Strides: []int{math.MaxInt, math.MaxInt}, PadLo: []int{3, 3}, PadHi: []int{9, 9}}},
+	} {
+		y := peel.Conv2D(x, w, peel.ConvStrides(math.MaxInt), peel.ConvPadding(c.pad))
+		if msg := optest.Compare(optest.ToHost(y), optest.ConvRef(optest.ToHost(x), optest.ToHost(w), c.p), 1e-12); msg != "" {
+			t.Errorf("%s: %s", c.name, msg)
+		}
+	}
+}

@@ -211,7 +211,12 @@ func convRow[T float32 | float64](dst, xr []T, q0, s, base, ld int) {
 		n := len(xr)
 		a, b := 0, len(dst)
 		if v := q0*s + base; v < 0 {
-			a = min((-v+s-1)/s, b)
+			// ⌈−v/s⌉, without overflow for a huge stride.
+			a = -v / s
+			if -v%s != 0 {
+				a++
+			}
+			a = min(a, b)
 		}
 		// Last t with (q0+t)·s + base ≤ n−1.
 		if lim := n - 1 - base - q0*s; lim < 0 {
