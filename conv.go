@@ -87,13 +87,13 @@ func (p Padding) resolve(op string, in, k, strides []int) (lo, hi []int) {
 
 // ConvOption is an option of Conv, Conv1D, Conv2D, Conv3D and
 // ConvTranspose2D: ConvStrides, ConvPadding, ConvDilation,
-// ConvInputDilation, ConvGroups.
+// ConvInputDilation, ConvGroups, ConvBatchGroups.
 type ConvOption interface{ applyConv(*convConfig) }
 
 type convConfig struct {
 	strides, dilation, inputDilation []int
 	padding                          Padding
-	groups                           int
+	groups, batchGroups              int
 }
 
 type convOption func(*convConfig)
@@ -134,6 +134,15 @@ func ConvInputDilation(d ...int) ConvOption {
 // depthwise convolution).
 func ConvGroups(g int) ConvOption {
 	return convOption(func(c *convConfig) { c.groups = g })
+}
+
+// ConvBatchGroups splits the input batch and the output channels into
+// g groups, output group i seeing only input batch group i; the output
+// batch is the input's divided by g (default 1). It is what the kernel
+// gradient of a grouped convolution is, and cannot be combined with
+// ConvGroups above 1. Conv only.
+func ConvBatchGroups(g int) ConvOption {
+	return convOption(func(c *convConfig) { c.batchGroups = g })
 }
 
 // perDim expands an option's values to nd spatial dimensions: nil is
@@ -198,8 +207,8 @@ func convOperands(op string, x, w *Tensor, rank int, opts []ConvOption) (*Tensor
 	if c.groups == 0 {
 		c.groups = 1
 	}
-	if c.groups < 0 {
-		errorf(op, "groups %d must be ≥ 1", c.groups)
+	if c.groups < 0 || c.batchGroups < 0 {
+		errorf(op, "groups %d and batch groups %d must be ≥ 1", c.groups, c.batchGroups)
 	}
 	d := PromoteTypes(x.DType(), w.DType())
 	if !d.IsFloat() {
@@ -212,6 +221,7 @@ func convOperands(op string, x, w *Tensor, rank int, opts []ConvOption) (*Tensor
 		RhsDilation:       perDim(op, "dilation", c.dilation, nd, 1),
 		LhsDilation:       perDim(op, "input dilation", c.inputDilation, nd, 1),
 		FeatureGroupCount: c.groups,
+		BatchGroupCount:   c.batchGroups,
 	}
 	return x, w, p, c
 }
@@ -238,15 +248,17 @@ func conv(op string, x, w *Tensor, rank int, opts []ConvOption) *Tensor {
 //
 // for the group g of output channel o, elements outside x (padding)
 // being 0. Options set the strides, padding, kernel dilation, input
-// dilation and groups (ConvStrides, ConvPadding, ConvDilation,
-// ConvInputDilation, ConvGroups); by default strides and dilations are
-// 1, the padding is ValidPadding and there is one group. Dtypes are
+// dilation, groups and batch groups (ConvStrides, ConvPadding,
+// ConvDilation, ConvInputDilation, ConvGroups, ConvBatchGroups); by
+// default strides and dilations are 1, the padding is ValidPadding and
+// there is one group. Dtypes are
 // promoted; integer operands are converted to f64. It is one
 // conv_general_dilated primitive, differentiable in both operands and
 // batched without a loop under Vmap. Conv panics with *Error when an
 // operand is nil, the ranks differ or are below 2, the channels do not
 // fit the kernel and groups, an option has the wrong number of values or
-// a value below 1, or the padding removes more than a dimension holds.
+// a value below 1, the groups do not divide the channels (or the batch
+// groups the batch), or the padding removes more than a dimension holds.
 func Conv(x, w *Tensor, opts ...ConvOption) *Tensor {
 	defer interp.Annotate("peel.Conv")
 	return conv("peel.Conv", x, w, 0, opts)
@@ -295,6 +307,9 @@ func ConvTranspose2D(x, w *Tensor, opts ...ConvOption) *Tensor {
 	x, w, p, c := convOperands(op, x, w, 4, opts)
 	if c.inputDilation != nil {
 		errorf(op, "ConvInputDilation is not an option of a transposed convolution (the strides dilate its input)")
+	}
+	if c.batchGroups > 1 {
+		errorf(op, "ConvBatchGroups is not an option of a transposed convolution")
 	}
 	g := p.FeatureGroupCount
 	if w.Shape()[0] != x.Shape()[1] || w.Shape()[0]%g != 0 {

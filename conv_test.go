@@ -36,9 +36,16 @@ func convDraw(rt *rapid.T) (x, w *peel.Tensor, opts []peel.ConvOption, p prims.C
 		pads = append(pads, [2]int{lo, hi})
 	}
 	r := rand.New(rand.NewPCG(uint64(rapid.Uint32().Draw(rt, "seed")), 1))
+	groups := peel.ConvGroups(g)
+	if rapid.Bool().Draw(rt, "batch groups") {
+		// The groups split the batch instead.
+		xs[0], xs[1] = g*xs[0], cg
+		p.FeatureGroupCount, p.BatchGroupCount = 1, g
+		groups = peel.ConvBatchGroups(g)
+	}
 	x, w = convRand(r, xs...), convRand(r, ws...)
 	opts = []peel.ConvOption{peel.ConvStrides(p.Strides...), peel.ConvDilation(p.RhsDilation...),
-		peel.ConvInputDilation(p.LhsDilation...), peel.ConvPadding(peel.ExplicitPadding(pads...)), peel.ConvGroups(g)}
+		peel.ConvInputDilation(p.LhsDilation...), peel.ConvPadding(peel.ExplicitPadding(pads...)), groups}
 	return x, w, opts, p
 }
 
@@ -203,6 +210,7 @@ func TestConvErrors(t *testing.T) {
 		{"strides", func() { peel.Conv2D(x, w, peel.ConvStrides(1, 2, 3)) }, []string{"peel.Conv2D", "strides", "one value or 2"}},
 		{"stride 0", func() { peel.Conv2D(x, w, peel.ConvStrides(0)) }, []string{"peel.Conv2D", "≥ 1"}},
 		{"negative groups", func() { peel.Conv2D(x, w, peel.ConvGroups(-1)) }, []string{"peel.Conv2D", "groups"}},
+		{"negative batch groups", func() { peel.Conv2D(x, w, peel.ConvBatchGroups(-2)) }, []string{"peel.Conv2D", "batch groups"}},
 		{"padding pairs", func() {
 			peel.Conv2D(x, w, peel.ConvPadding(peel.ExplicitPadding([2]int{1, 1}, [2]int{1, 1}, [2]int{1, 1})))
 		}, []string{"peel.Conv2D", "3 pairs"}},
@@ -220,6 +228,11 @@ func TestConvErrors(t *testing.T) {
 			peel.ConvTranspose2D(x, peel.Zeros(peel.Float64, 4, 2, 3, 3), peel.ConvPadding(peel.ExplicitPadding([2]int{-1, 0})))
 		}, []string{"peel.ConvTranspose2D", "padding"}},
 		{"nil option", func() { peel.Conv2D(x, w, nil) }, []string{"peel.Conv2D", "nil option"}},
+		{"batch and feature groups", func() {
+			peel.Conv2D(peel.Zeros(peel.Float64, 2, 4, 5, 5), peel.Zeros(peel.Float64, 4, 2, 3, 3), peel.ConvGroups(2), peel.ConvBatchGroups(2))
+		}, []string{"peel.Conv2D", "at most one"}},
+		{"batch groups of the batch", func() { peel.Conv2D(x, peel.Zeros(peel.Float64, 2, 4, 3, 3), peel.ConvBatchGroups(2)) }, []string{"peel.Conv2D", "batch group count 2", "batch 1"}},
+		{"transpose batch groups", func() { peel.ConvTranspose2D(x, peel.Zeros(peel.Float64, 4, 2, 3, 3), peel.ConvBatchGroups(2)) }, []string{"peel.ConvTranspose2D", "ConvBatchGroups"}},
 	}
 	for _, c := range cases {
 		err := peel.Catch(c.f)

@@ -11,7 +11,8 @@ import (
 // within each group ([G·B·Og, C/G, …], one convolution whose result
 // features are regrouped afterwards); both batched become B times as many
 // feature groups (lhs [N, B·C, …], kernel [B·O, C/G, …], groups B·G), so
-// lane b's features meet only lane b's kernels.
+// lane b's features meet only lane b's kernels. Batch groups become
+// feature groups of the rearranged lhs first.
 
 func init() { register(prims.ConvGeneralDilated, convRule) }
 
@@ -19,6 +20,20 @@ func convRule(size int, params any, args []*T, dims []int) ([]*T, []int) {
 	p := params.(prims.ConvParams)
 	x, w := args[0], args[1]
 	xd, wd := dims[0], dims[1]
+	if bg := p.BatchGroupCount; bg > 1 {
+		// Batch groups are feature groups of the rearranged lhs.
+		p.FeatureGroupCount, p.BatchGroupCount = bg, 0
+		if xd == NotMapped {
+			x = prims.BatchGroupsToFeatures(x, bg)
+		} else {
+			xs := logicalShape(x, xd)
+			x = MoveDim(x, xd, 0)
+			x = reshapeTo(x, append([]int{size, bg, xs[0] / bg, xs[1]}, xs[2:]...))
+			x = interp.Bind1(prims.Transpose, prims.TransposeParams{Perm: append([]int{0, 2, 1}, iotaFrom(3, len(xs)+2)...)}, x)
+			x, xd = reshapeTo(x, append([]int{size, xs[0] / bg, bg * xs[1]}, xs[2:]...)), 0
+		}
+		return convRule(size, p, []*T{x, w}, []int{xd, wd})
+	}
 	g := max(p.FeatureGroupCount, 1)
 	switch {
 	case wd == NotMapped:

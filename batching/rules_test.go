@@ -355,6 +355,7 @@ func convCases() []ruleCase {
 	conv(prims.ConvParams{FeatureGroupCount: 2, LhsDilation: []int{2}, PadLo: []int{1}, PadHi: []int{1}}, []int{2, 4, 3}, []int{4, 2, 2})
 	conv(prims.ConvParams{FeatureGroupCount: 3}, []int{1, 3, 4}, []int{3, 1, 2})
 	conv(prims.ConvParams{}, []int{2, 3}, []int{4, 3})
+	conv(prims.ConvParams{BatchGroupCount: 2, PadLo: []int{1}, PadHi: []int{0}}, []int{4, 3, 5}, []int{4, 3, 2})
 	for _, p := range []*interp.Prim{prims.ReduceWindowSum, prims.ReduceWindowMax} {
 		for _, dt := range []backend.DType{f64, i64} {
 			cs = append(cs,

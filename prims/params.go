@@ -117,8 +117,8 @@ func (p DotParams) String() string {
 
 // ConvParams are the parameters of conv_general_dilated, whose operands
 // and result have fixed layouts: lhs [N, C, spatial…], rhs [O, C/G,
-// kernel spatial…] and result [N, O, spatial…], G being
-// FeatureGroupCount. Each slice has one entry per spatial dimension; a
+// kernel spatial…] and result [N/BG, O, spatial…], G being
+// FeatureGroupCount and BG BatchGroupCount. Each slice has one entry per spatial dimension; a
 // nil slice means the default (strides and dilations 1, padding 0).
 //
 //   - Strides: the window's step over the padded lhs (≥ 1).
@@ -131,7 +131,12 @@ func (p DotParams) String() string {
 //   - FeatureGroupCount: the lhs features and the result features are
 //     split into G groups; result group g sees only lhs group g (≥ 1; 0
 //     means 1).
-//   - BatchGroupCount: only 1 (or 0, meaning 1) is supported.
+//   - BatchGroupCount: the lhs batch and the result features are split
+//     into BG groups; result feature group b sees only lhs batch group b,
+//     and the result's batch is N/BG (≥ 1; 0 means 1). A convolution
+//     with batch groups is one with feature groups of a rearranged lhs
+//     ([BG·Nb, C, …] → [Nb, BG·C, …]); a kernel gradient with feature
+//     groups is one. At most one of the two counts exceeds 1.
 type ConvParams struct {
 	Strides           []int
 	PadLo, PadHi      []int

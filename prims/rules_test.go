@@ -323,6 +323,8 @@ func convConfigs() []convConfig {
 		{"everything", prims.ConvParams{Strides: []int{2, 1}, PadLo: []int{2, -1}, PadHi: []int{1, 3}, LhsDilation: []int{2, 1}, RhsDilation: []int{1, 2}, FeatureGroupCount: 2}, []int{2, 4, 4, 5}, []int{4, 2, 2, 3}},
 		{"3-d", prims.ConvParams{Strides: []int{1, 2, 1}, PadLo: []int{1, 0, 1}, PadHi: []int{0, 1, 1}}, []int{1, 2, 3, 4, 3}, []int{2, 2, 2, 2, 2}},
 		{"no spatial dims", prims.ConvParams{}, []int{3, 4}, []int{2, 4}},
+		{"batch groups", prims.ConvParams{BatchGroupCount: 2, Strides: []int{2}, PadLo: []int{1}, PadHi: []int{0}}, []int{4, 3, 6}, []int{4, 3, 2}},
+		{"batch groups 2-d", prims.ConvParams{BatchGroupCount: 3, RhsDilation: []int{2, 1}}, []int{3, 2, 5, 4}, []int{6, 2, 2, 2}},
 	}
 }
 

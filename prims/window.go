@@ -32,11 +32,11 @@ func convOutLen(j, d, k, stride, lo, hi, ld, rd int) int {
 
 // ConvShape checks conv_general_dilated's operands (lhs [N, C,
 // spatial…], rhs [O, C/G, kernel…]) and parameters and returns the
-// result shape [N, O, out spatial…]. It panics with *interp.Error when
+// result shape [N/BG, O, out spatial…]. It panics with *interp.Error when
 // the ranks, features or parameters do not fit (a parameter list of the
 // wrong length, a stride or dilation below 1, a group count that does
-// not divide the features, a batch group count above 1, padding that
-// removes more than a dimension holds) or the result is too large (see
+// not divide the features or batch, both group counts above 1, padding
+// that removes more than a dimension holds) or the result is too large (see
 // backend.CheckedSize).
 func ConvShape(p ConvParams, lhs, rhs []int) []int {
 	if len(lhs) < 2 {
@@ -57,10 +57,18 @@ func ConvShape(p ConvParams, lhs, rhs []int) []int {
 	if p.FeatureGroupCount < 0 {
 		interp.Panicf("feature group count %d is negative", p.FeatureGroupCount)
 	}
-	if p.BatchGroupCount < 0 || p.BatchGroupCount > 1 {
-		interp.Panicf("batch group count %d is not supported (only 1)", p.BatchGroupCount)
+	if p.BatchGroupCount < 0 {
+		interp.Panicf("batch group count %d is negative", p.BatchGroupCount)
 	}
 	p = p.Normalized(nd)
+	if bg := p.BatchGroupCount; bg > 1 {
+		if p.FeatureGroupCount > 1 {
+			interp.Panicf("feature group count %d and batch group count %d: at most one may exceed 1", p.FeatureGroupCount, bg)
+		}
+		if lhs[0]%bg != 0 || rhs[0]%bg != 0 {
+			interp.Panicf("batch group count %d must divide the lhs batch %d and the rhs output features %d", bg, lhs[0], rhs[0])
+		}
+	}
 	for j := range nd {
 		if p.Strides[j] < 1 || p.LhsDilation[j] < 1 || p.RhsDilation[j] < 1 {
 			interp.Panicf("spatial dimension %d: stride %d, lhs dilation %d and rhs dilation %d must be ≥ 1", j, p.Strides[j], p.LhsDilation[j], p.RhsDilation[j])
@@ -74,7 +82,7 @@ func ConvShape(p ConvParams, lhs, rhs []int) []int {
 		interp.Panicf("rhs has %d output features, not a multiple of the %d groups", rhs[0], g)
 	}
 	out := make([]int, len(lhs))
-	out[0], out[1] = lhs[0], rhs[0]
+	out[0], out[1] = lhs[0]/p.BatchGroupCount, rhs[0]
 	for j := range nd {
 		out[2+j] = convOutLen(j, lhs[2+j], rhs[2+j], p.Strides[j], p.PadLo[j], p.PadHi[j], p.LhsDilation[j], p.RhsDilation[j])
 	}
@@ -88,8 +96,10 @@ func ConvShape(p ConvParams, lhs, rhs []int) []int {
 //
 //	out[n, o, q…] = Σ_{c, k…} lhs'[n, g·C/G + c, q·stride + k·rhs_dilation] · rhs[o, c, k…]
 //
-// where g = o / (O/G) and lhs' is the lhs dilated and padded. Operands
-// have one floating-point dtype.
+// where g = o / (O/G) and lhs' is the lhs dilated and padded. With batch
+// groups the result is [N/BG, O, …] and result feature o reads lhs batch
+// element b·N/BG + n instead, b = o / (O/BG). Operands have one
+// floating-point dtype.
 var ConvGeneralDilated = interp.NewPrim("conv_general_dilated", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 2)
 	if in[0].DType != in[1].DType {
@@ -141,11 +151,47 @@ func convTranspose(params any, ct *tensor, args []*tensor, linear []bool) []*ten
 	}
 	p := params.(ConvParams).Normalized(x.Rank() - 2)
 	if i == 0 {
-		res[0] = convLhsTranspose(p, ct, w, x.Shape())
-	} else {
-		res[1] = convRhsTranspose(p, ct, x, w.Shape())
+		res[0] = convLhsTransposeGroups(p, ct, w, x.Shape())
+		return res
 	}
+	if bg := p.BatchGroupCount; bg > 1 {
+		p.FeatureGroupCount, p.BatchGroupCount = bg, 1
+		x = BatchGroupsToFeatures(x, bg)
+	}
+	res[1] = convRhsTranspose(p, ct, x, w.Shape())
 	return res
+}
+
+// convLhsTransposeGroups is convLhsTranspose for any group counts: batch
+// groups are feature groups of the rearranged lhs, whose cotangent is
+// rearranged back.
+func convLhsTransposeGroups(p ConvParams, ct, w *tensor, lhsShape []int) *tensor {
+	bg := p.BatchGroupCount
+	if bg == 1 {
+		return convLhsTranspose(p, ct, w, lhsShape)
+	}
+	p.FeatureGroupCount, p.BatchGroupCount = bg, 1
+	folded := append([]int{lhsShape[0] / bg, bg * lhsShape[1]}, lhsShape[2:]...)
+	return featuresToBatchGroups(convLhsTranspose(p, ct, w, folded), bg)
+}
+
+// BatchGroupsToFeatures rearranges an lhs [BG·Nb, C, …] into [Nb, BG·C,
+// …] (batch group b's features becoming feature group b): a
+// convolution with BatchGroupCount BG of x is one with
+// FeatureGroupCount BG of the result (and the same kernel).
+func BatchGroupsToFeatures(x *interp.Tensor, bg int) *interp.Tensor {
+	s := x.Shape()
+	y := reshape(x, append([]int{bg, s[0] / bg, s[1]}, s[2:]...))
+	y = transpose(y, append([]int{1, 0}, spatialAxesFrom(2, len(s)+1)...))
+	return reshape(y, append([]int{s[0] / bg, bg * s[1]}, s[2:]...))
+}
+
+// featuresToBatchGroups undoes BatchGroupsToFeatures.
+func featuresToBatchGroups(y *tensor, bg int) *tensor {
+	s := y.Shape()
+	x := reshape(y, append([]int{s[0], bg, s[1] / bg}, s[2:]...))
+	x = transpose(x, append([]int{1, 0}, spatialAxesFrom(2, len(s)+1)...))
+	return reshape(x, append([]int{bg * s[0], s[1] / bg}, s[2:]...))
 }
 
 // convLhsTranspose is the cotangent of the lhs (of shape lhsShape): the
@@ -248,7 +294,7 @@ func ConvTransposeLhs(p ConvParams, ct, w *interp.Tensor, lhsShape []int) *inter
 	if ct.Size() == 0 || w.Size() == 0 || backend.ShapeSize(lhsShape) == 0 {
 		return zerosLike(interp.Aval{Shape: append([]int{}, lhsShape...), DType: w.DType()})
 	}
-	return convLhsTranspose(p.Normalized(len(lhsShape)-2), ct, w, lhsShape)
+	return convLhsTransposeGroups(p.Normalized(len(lhsShape)-2), ct, w, lhsShape)
 }
 
 // WindowShape checks a window reduction's parameters for an operand of

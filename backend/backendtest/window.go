@@ -33,6 +33,8 @@ func convCases() []convCase {
 		{"negative padding", []int{1, 2, 8}, []int{2, 2, 3}, p2(nil, []int{-2}, []int{-1}, nil, nil, 1)},
 		{"groups", []int{2, 6, 5, 5}, []int{4, 3, 3, 3}, p2(nil, []int{1, 1}, []int{1, 1}, nil, nil, 2)},
 		{"depthwise", []int{2, 4, 6}, []int{4, 1, 3}, p2([]int{2}, []int{1}, []int{1}, nil, nil, 4)},
+		{"batch groups", []int{6, 2, 5, 4}, []int{6, 2, 2, 3}, prims.ConvParams{BatchGroupCount: 3, PadLo: []int{1, 0}, PadHi: []int{0, 1}}},
+		{"batch groups, long windows", []int{4, 3, 6, 6}, []int{4, 3, 5, 5}, prims.ConvParams{BatchGroupCount: 2}},
 		{"1x1", []int{2, 5, 4, 3}, []int{6, 5, 1, 1}, prims.ConvParams{}},
 		{"1x1 groups", []int{2, 4, 4, 3}, []int{6, 2, 1, 1}, p2(nil, nil, nil, nil, nil, 2)},
 		{"3-d", []int{1, 2, 4, 5, 3}, []int{2, 2, 2, 3, 2}, p2([]int{1, 2, 1}, []int{0, 1, 1}, []int{1, 1, 0}, nil, nil, 1)},
@@ -61,6 +63,11 @@ func (s *suite) randomConvCase(k int) convCase {
 		x := []int{1 + s.rng.IntN(2), g * cg}
 		w := []int{g * og, cg}
 		p := prims.ConvParams{FeatureGroupCount: g}
+		if k%4 == 3 {
+			// Batch groups instead.
+			x[0], x[1] = g*x[0], cg
+			p = prims.ConvParams{BatchGroupCount: g}
+		}
 		for range nd {
 			x = append(x, 1+s.rng.IntN(6))
 			w = append(w, 1+s.rng.IntN(3))
@@ -86,7 +93,9 @@ func refConv(x, w array, p prims.ConvParams, shape []int) (array, []float64) {
 	out := newArray(x.dt, shape)
 	allow := make([]float64, out.size())
 	xst, wst := backend.ContiguousStrides(x.shape), backend.ContiguousStrides(w.shape)
-	cg, og := w.shape[1], w.shape[0]/p.FeatureGroupCount
+	bg := p.BatchGroupCount
+	groups := p.FeatureGroupCount * bg
+	cg, og := w.shape[1], w.shape[0]/groups
 	forEachIndex(shape, func(k int, o []int) {
 		n, oc := o[0], o[1]
 		grp := oc / og
@@ -94,6 +103,9 @@ func refConv(x, w array, p prims.ConvParams, shape []int) (array, []float64) {
 		terms := 0
 		forEachIndex(w.shape[1:], func(_ int, t []int) {
 			xi := n*xst[0] + (grp*cg+t[0])*xst[1]
+			if bg > 1 {
+				xi = (grp*shape[0]+n)*xst[0] + t[0]*xst[1]
+			}
 			for j := range nd {
 				v := o[2+j]*p.Strides[j] + t[1+j]*p.RhsDilation[j] - p.PadLo[j]
 				if v < 0 || v%p.LhsDilation[j] != 0 || v/p.LhsDilation[j] >= x.shape[2+j] {
@@ -165,7 +177,10 @@ func runConv(s *suite) {
 	bad("conv with stride 0", prims.ConvParams{Strides: []int{0}}, f(f64, 1, 2, 4), f(f64, 1, 2, 2))
 	bad("conv with rhs dilation 0", prims.ConvParams{RhsDilation: []int{0}}, f(f64, 1, 2, 4), f(f64, 1, 2, 2))
 	bad("conv with 3 output features in 2 groups", prims.ConvParams{FeatureGroupCount: 2}, f(f64, 1, 4, 4), f(f64, 3, 2, 2))
-	bad("conv with batch groups", prims.ConvParams{BatchGroupCount: 2}, f(f64, 2, 2, 4), f(f64, 2, 2, 2))
+	bad("conv with feature and batch groups", prims.ConvParams{BatchGroupCount: 2, FeatureGroupCount: 2}, f(f64, 2, 4, 4), f(f64, 4, 2, 2))
+	bad("conv with 3 batch groups of a batch of 2", prims.ConvParams{BatchGroupCount: 3}, f(f64, 2, 2, 4), f(f64, 3, 2, 2))
+	bad("conv with 2 batch groups of 3 output features", prims.ConvParams{BatchGroupCount: 2}, f(f64, 2, 2, 4), f(f64, 3, 2, 2))
+	bad("conv with a negative batch group count", prims.ConvParams{BatchGroupCount: -1}, f(f64, 2, 2, 4), f(f64, 2, 2, 2))
 	bad("conv with padding removing everything", prims.ConvParams{PadLo: []int{-3}, PadHi: []int{-2}}, f(f64, 1, 2, 4), f(f64, 1, 2, 2))
 	bad("conv with a huge padding", prims.ConvParams{PadLo: []int{math.MaxInt / 2}, PadHi: []int{math.MaxInt / 2}}, f(f64, 1, 2, 4), f(f64, 1, 2, 2))
 	bad("conv with a huge lhs dilation", prims.ConvParams{LhsDilation: []int{math.MaxInt / 2}}, f(f64, 1, 2, 4), f(f64, 1, 2, 2))

@@ -21,8 +21,8 @@ func registerConvKernels() bool {
 	return true
 }
 
-// conv_general_dilated is one GEMM per batch element and feature group
-// (im2col): the lhs windows of group g are packed into a matrix of
+// conv_general_dilated is one GEMM per result batch element and group
+// (im2col; batch groups read their own lhs batch elements): the lhs windows of group g are packed into a matrix of
 // Cg·k rows (input feature, kernel tap) by P columns (output positions),
 // zeros where a window reads padding or a dilation gap, and the group's
 // kernel rows [Og, Cg·k] times that matrix are the group's Og result
@@ -49,15 +49,30 @@ type convGeom struct {
 	inSz, kSz, outSz int // products of in, k, out
 	kk               int // Cg·kSz: the contracting size
 	direct           bool
+	// batchGroups: the groups (g of them) split the lhs batch, not its
+	// features; n is the result's batch, the lhs's divided by g.
+	batchGroups bool
+}
+
+// xoff returns the offset in the lhs of the first feature that unit
+// (result batch element n, group gi) reads.
+func (g *convGeom) xoff(n, gi int) int {
+	if g.batchGroups {
+		return (gi*g.n + n) * g.c * g.inSz
+	}
+	return (n*g.c + gi*g.cg) * g.inSz
 }
 
 func newConvGeom(p prims.ConvParams, lhs, rhs, out []int) *convGeom {
 	nd := len(lhs) - 2
 	p = p.Normalized(nd)
 	g := &convGeom{
-		nd: nd, n: lhs[0], c: lhs[1], o: rhs[0], g: p.FeatureGroupCount,
+		nd: nd, n: out[0], c: lhs[1], o: rhs[0], g: p.FeatureGroupCount,
 		in: lhs[2:], k: rhs[2:], out: out[2:],
 		s: p.Strides, lo: p.PadLo, ld: p.LhsDilation, rd: p.RhsDilation,
+	}
+	if p.BatchGroupCount > 1 {
+		g.g, g.batchGroups = p.BatchGroupCount, true
 	}
 	g.cg, g.og = rhs[1], g.o/g.g
 	g.inStr = backend.ContiguousStrides(g.in)
@@ -124,7 +139,7 @@ func convRun[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gem
 		}
 		for u := lo; u < hi; u++ {
 			n, gi := u/g.g, u%g.g
-			xoff := (n*g.c + gi*g.cg) * g.inSz
+			xoff := g.xoff(n, gi)
 			yoff := (n*g.o + gi*g.og) * g.outSz
 			wg := w[gi*g.og*g.kk : (gi+1)*g.og*g.kk]
 			if g.direct {
@@ -363,7 +378,7 @@ func im2row[T float32 | float64](g *convGeom, bt, x []T, gi, k0, k1, r0, r1 int)
 			t /= g.out[j]
 		}
 		row := bt[(r-r0)*kw : (r-r0+1)*kw]
-		xn := x[(n*g.c+gi*g.cg)*g.inSz:]
+		xn := x[g.xoff(n, gi):]
 		for kk := k0; kk < k1; {
 			c, t := kk/g.kSz, kk%g.kSz
 			for j := last; j >= 0; j-- {

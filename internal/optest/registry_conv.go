@@ -16,7 +16,8 @@ import (
 func ConvRef(x, w Host, p prims.ConvParams) Host {
 	nd := len(x.Shape) - 2
 	p = p.Normalized(nd)
-	shape := []int{x.Shape[0], w.Shape[0]}
+	bg := p.BatchGroupCount
+	shape := []int{x.Shape[0] / bg, w.Shape[0]}
 	for j := range nd {
 		padded := (x.Shape[2+j]-1)*p.LhsDilation[j] + 1 + p.PadLo[j] + p.PadHi[j]
 		if x.Shape[2+j] == 0 {
@@ -31,7 +32,7 @@ func ConvRef(x, w Host, p prims.ConvParams) Host {
 	}
 	d := peel.PromoteTypes(x.DType, w.DType)
 	out := Host{Shape: shape, DType: d, Data: make([]float64, backend.ShapeSize(shape))}
-	cg, og := w.Shape[1], w.Shape[0]/max(p.FeatureGroupCount, 1)
+	cg, og := w.Shape[1], w.Shape[0]/(p.FeatureGroupCount*bg)
 	for i := range out.Data {
 		o := Unravel(shape, i)
 		g := o[1] / og
@@ -39,6 +40,9 @@ func ConvRef(x, w Host, p prims.ConvParams) Host {
 		for t := range backend.ShapeSize(w.Shape[1:]) {
 			tap := Unravel(w.Shape[1:], t)
 			xi := []int{o[0], g*cg + tap[0]}
+			if bg > 1 {
+				xi = []int{g*shape[0] + o[0], tap[0]}
+			}
 			ok := true
 			for j := range nd {
 				v := o[2+j]*p.Strides[j] + tap[1+j]*p.RhsDilation[j] - p.PadLo[j]
@@ -143,6 +147,18 @@ func convOps() []Op {
 			Samples: convSamples(63, pr{{1, 4, 5, 3}, {4, 2, 2, 2}}),
 			Ref: func(a []Host) Host {
 				return ConvRef(a[0], a[1], prims.ConvParams{RhsDilation: []int{2, 1}, PadLo: []int{1, 0}, PadHi: []int{2, 1}, FeatureGroupCount: 2})
+			},
+			Tol:            1e-5,
+			Differentiable: true,
+		},
+		{
+			Name: "peel.Conv2D/batch-groups=2,padded",
+			F: func(a []*T) *T {
+				return peel.Conv2D(a[0], a[1], peel.ConvBatchGroups(2), peel.ConvPadding(peel.ExplicitPadding([2]int{1, 0})))
+			},
+			Samples: convSamples(68, pr{{4, 2, 4, 3}, {4, 2, 2, 2}}, pr{{2, 1, 3, 3}, {2, 1, 3, 3}}),
+			Ref: func(a []Host) Host {
+				return ConvRef(a[0], a[1], prims.ConvParams{BatchGroupCount: 2, PadLo: []int{1, 1}, PadHi: []int{0, 0}})
 			},
 			Tol:            1e-5,
 			Differentiable: true,
