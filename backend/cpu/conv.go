@@ -124,6 +124,12 @@ func convRun[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gem
 	if !g.direct && g.kk*pb > convColsMax {
 		pb = max(1, convColsMax/g.kk)
 	}
+	// The packed rows' pitch: not a multiple of 2 KiB, so that the GEMM
+	// reads them in place (see inPlaceStride).
+	pitch := pb
+	if !inPlaceStride[T](pitch) {
+		pitch += 8
+	}
 	run := func(lo, hi int, par bool) {
 		var buf *[]T
 		if !g.direct {
@@ -132,8 +138,8 @@ func convRun[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gem
 			} else {
 				buf = new([]T)
 			}
-			if need := g.kk * pb; cap(*buf) < need {
-				*buf = make([]T, g.kk*pb)
+			if need := g.kk * pitch; cap(*buf) < need {
+				*buf = make([]T, need)
 			}
 			defer pool.Put(buf)
 		}
@@ -148,9 +154,9 @@ func convRun[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gem
 			}
 			for p0 := 0; p0 < g.outSz; p0 += pb {
 				p1 := min(p0+pb, g.outSz)
-				cols := (*buf)[:g.kk*(p1-p0)]
-				im2col(g, cols, x[xoff:xoff+g.cg*g.inSz], p0, p1)
-				gemm(y[yoff+p0:], g.outSz, wg, g.kk, cols, p1-p0, false, g.og, p1-p0, g.kk, par, false)
+				cols := (*buf)[:g.kk*pitch]
+				im2col(g, cols, pitch, x[xoff:xoff+g.cg*g.inSz], p0, p1)
+				gemm(y[yoff+p0:], g.outSz, wg, g.kk, cols, pitch, false, g.og, p1-p0, g.kk, par, false)
 			}
 		}
 	}
@@ -162,14 +168,15 @@ func convRun[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gem
 }
 
 // im2col packs output positions [p0, p1) of one (batch element, group)
-// into cols, row-major [Cg·kSz, p1−p0]: row (c, tap) holds, for each
+// into cols, rows of p1−p0 elements pitch apart, one per (c, tap) of the
+// Cg·kSz contraction indices: row (c, tap) holds, for each
 // output position, the lhs element that tap of its window reads, or 0.
 // x holds the group's Cg lhs features.
-func im2col[T float32 | float64](g *convGeom, cols, x []T, p0, p1 int) {
+func im2col[T float32 | float64](g *convGeom, cols []T, pitch int, x []T, p0, p1 int) {
 	nd, pb := g.nd, p1-p0
 	if nd == 0 {
 		for r := range g.kk {
-			cols[r] = x[r]
+			cols[r*pitch] = x[r]
 		}
 		return
 	}
@@ -183,7 +190,7 @@ func im2col[T float32 | float64](g *convGeom, cols, x []T, p0, p1 int) {
 			t /= g.k[j]
 		}
 		xc := x[c*g.inSz : (c+1)*g.inSz]
-		row := cols[r*pb : (r+1)*pb]
+		row := cols[r*pitch : r*pitch+pb]
 		// q = unravel(p0).
 		t = p0
 		for j := last; j >= 0; j-- {
