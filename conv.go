@@ -36,7 +36,8 @@ var (
 
 // ExplicitPadding pads each spatial dimension i with pairs[i][0]
 // elements before and pairs[i][1] after; a single pair applies to every
-// spatial dimension. Negative values remove elements (Conv only).
+// spatial dimension. Negative values remove elements (not in
+// ConvTranspose2D).
 func ExplicitPadding(pairs ...[2]int) Padding {
 	return Padding{mode: padExplicit, pairs: append([][2]int{}, pairs...)}
 }
