@@ -48,3 +48,25 @@ func ExampleCatch() {
 	// Output:
 	// peel.MatMul: contracting dimensions differ: f64[2,3] has 3 columns, f64[4,5] has 4 rows
 }
+
+// A 3×3 convolution with SAME padding keeps the image size; stride 2
+// halves it, and ConvTranspose2D with the same options restores it. A
+// 2×2 max pool takes each window's maximum.
+func ExampleConv2D() {
+	x := peel.Ones(peel.Float32, 1, 2, 4, 4) // [N, C, H, W]
+	w := peel.Ones(peel.Float32, 3, 2, 3, 3) // [O, C, KH, KW]
+	same := peel.ConvPadding(peel.SamePadding)
+	fmt.Println(peel.Conv2D(x, w, same).Shape())
+	y := peel.Conv2D(x, w, same, peel.ConvStrides(2))
+	fmt.Println(y.Shape())
+	fmt.Println(peel.ConvTranspose2D(y, peel.Ones(peel.Float32, 3, 2, 3, 3), same, peel.ConvStrides(2)).Shape())
+	fmt.Println(peel.Conv2D(x, w).Shape(), peel.Conv2D(x, w).Float32s()[0]) // VALID: 2·3·3 ones per window
+	fmt.Println(peel.MaxPool2D(peel.Reshape(peel.Arange(peel.Float64, 0, 16, 1), 1, 1, 4, 4), [2]int{2, 2}, [2]int{}, peel.ValidPadding))
+	// Output:
+	// [1 3 4 4]
+	// [1 3 2 2]
+	// [1 2 4 4]
+	// [1 3 2 2] 18
+	// [[[[ 5  7]
+	//    [13 15]]]]
+}

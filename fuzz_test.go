@@ -523,3 +523,72 @@ func outerInner(shape []int, axis int) (outer, inner int) {
 	}
 	return outer, inner
 }
+
+// FuzzConv calls Conv, ConvTranspose2D, MaxPool2D and AvgPool2D on small
+// operands with fuzzer-chosen strides, padding, dilations and groups
+// (sizes near overflow among them): a refusal is a *peel.Error naming
+// the op, never another panic or an allocation past the limit.
+func FuzzConv(f *testing.F) {
+	fuzzLimit(f)
+	// op, nd, c, o, k, stride, lo, hi, dilation, input dilation, groups.
+	f.Add(uint8(0), uint8(2), uint8(4), uint8(2), uint8(3), 1, 1, 1, 1, 1, 1)
+	f.Add(uint8(0), uint8(1), uint8(4), uint8(4), uint8(2), 2, -1, 3, 2, 2, 2)
+	f.Add(uint8(0), uint8(2), uint8(2), uint8(2), uint8(2), 1, math.MaxInt/2, math.MaxInt/2, 1, 1, 1) // padding overflow
+	f.Add(uint8(0), uint8(2), uint8(2), uint8(2), uint8(2), 1, 1<<20, 1<<20, 1, 1, 1)                 // result past the limit
+	f.Add(uint8(0), uint8(1), uint8(2), uint8(2), uint8(2), 1, 0, 0, math.MaxInt, 1, 1)               // dilation overflow
+	f.Add(uint8(0), uint8(1), uint8(2), uint8(2), uint8(2), 1, 0, 0, 1, math.MaxInt/3, 1)             // input dilation overflow
+	f.Add(uint8(0), uint8(1), uint8(2), uint8(2), uint8(2), 0, 0, 0, 1, 1, 1)                         // stride 0
+	f.Add(uint8(0), uint8(1), uint8(2), uint8(3), uint8(2), 1, 0, 0, 1, 1, 2)                         // groups do not divide
+	f.Add(uint8(0), uint8(1), uint8(2), uint8(2), uint8(2), 1, -5, -5, 1, 1, 1)                       // padding removes all
+	f.Add(uint8(1), uint8(2), uint8(2), uint8(2), uint8(3), 2, 1, 1, 1, 1, 1)
+	f.Add(uint8(1), uint8(2), uint8(2), uint8(2), uint8(3), math.MaxInt/2, 0, 0, 1, 1, 1) // transposed stride overflow
+	f.Add(uint8(2), uint8(2), uint8(2), uint8(2), uint8(3), 2, 1, 1, 1, 1, 1)
+	f.Add(uint8(2), uint8(2), uint8(2), uint8(2), uint8(3), 1, 1<<30, 1<<30, 1, 1, 1) // pooled padding past the limit
+	f.Add(uint8(3), uint8(2), uint8(2), uint8(2), uint8(3), math.MaxInt, 0, 0, 1, 1, 1)
+	f.Add(uint8(0), uint8(15), uint8(2), uint8(75), uint8(0), math.MaxInt, 39, 85, 1, 1, 1) // found: a huge stride overflowed ⌈·/s⌉
+	f.Fuzz(func(t *testing.T, op, nd, c, o, k uint8, stride, lo, hi, dil, idil, groups int) {
+		ndim := 1 + int(nd%3)
+		ch, oc, ks := 1+int(c%4), 1+int(o%4), 1+int(k%4)
+		xs, ws := []int{2, ch}, []int{oc, ch / max(1, groups%5)}
+		for range ndim {
+			xs = append(xs, 5)
+			ws = append(ws, ks)
+		}
+		fill := func(shape []int) *peel.Tensor {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			return peel.FromFloat64s(make([]float64, n), shape...)
+		}
+		pad := peel.ExplicitPadding([2]int{lo, hi})
+		var name string
+		var run func() *peel.Tensor
+		switch op % 4 {
+		case 0:
+			w := fill(ws)
+			if ws[1] == 0 {
+				w = fill([]int{oc, 1, ks})
+			}
+			name, run = "peel.Conv", func() *peel.Tensor {
+				return peel.Conv(fill(xs), w, peel.ConvStrides(stride), peel.ConvPadding(pad), peel.ConvDilation(dil), peel.ConvInputDilation(idil), peel.ConvGroups(groups))
+			}
+		case 1:
+			name, run = "peel.ConvTranspose2D", func() *peel.Tensor {
+				return peel.ConvTranspose2D(fill([]int{1, ch, 3, 3}), fill([]int{ch, oc, ks, ks}), peel.ConvStrides(stride), peel.ConvPadding(pad), peel.ConvDilation(dil))
+			}
+		case 2:
+			name, run = "peel.MaxPool2D", func() *peel.Tensor {
+				return peel.MaxPool2D(fill([]int{1, ch, 5, 5}), [2]int{ks, dil}, [2]int{stride, idil}, pad)
+			}
+		case 3:
+			name, run = "peel.AvgPool2D", func() *peel.Tensor {
+				return peel.AvgPool2D(fill([]int{1, ch, 5, 5}), [2]int{ks, dil}, [2]int{stride, idil}, pad)
+			}
+		}
+		var x *peel.Tensor
+		if fuzzCall(t, name, func() { x = run() }) {
+			fuzzCheck(t, name, x)
+		}
+	})
+}

@@ -25,7 +25,10 @@
 // align their operands on one batch dimension (ElementwiseRule, which
 // user-defined ops declared elementwise share); reductions and shape
 // primitives rewrite their axis parameters around it; dot_general turns
-// the batch into a dot batch dimension or a free dimension; gather and
+// the batch into a dot batch dimension or a free dimension;
+// conv_general_dilated folds it into the convolution's batch or its
+// feature groups; the window reductions give it a window of size 1;
+// gather and
 // scatter with batched indices merge the batch into the indexed axis and
 // offset each lane's indices.
 //

@@ -345,11 +345,34 @@ func dotCases() []ruleCase {
 	return cs
 }
 
+func convCases() []ruleCase {
+	var cs []ruleCase
+	conv := func(p prims.ConvParams, x, w []int) {
+		cs = append(cs, ruleCase{prim: prims.ConvGeneralDilated, params: p, ops: []operand{op(f64, x...), op(f64, w...)}})
+	}
+	conv(prims.ConvParams{}, []int{2, 3, 5}, []int{2, 3, 2})
+	conv(prims.ConvParams{Strides: []int{2, 1}, PadLo: []int{1, 0}, PadHi: []int{0, 1}, RhsDilation: []int{1, 2}}, []int{1, 2, 5, 4}, []int{3, 2, 2, 2})
+	conv(prims.ConvParams{FeatureGroupCount: 2, LhsDilation: []int{2}, PadLo: []int{1}, PadHi: []int{1}}, []int{2, 4, 3}, []int{4, 2, 2})
+	conv(prims.ConvParams{FeatureGroupCount: 3}, []int{1, 3, 4}, []int{3, 1, 2})
+	conv(prims.ConvParams{}, []int{2, 3}, []int{4, 3})
+	conv(prims.ConvParams{BatchGroupCount: 2, PadLo: []int{1}, PadHi: []int{0}}, []int{4, 3, 5}, []int{4, 3, 2})
+	for _, p := range []*interp.Prim{prims.ReduceWindowSum, prims.ReduceWindowMax} {
+		for _, dt := range []backend.DType{f64, i64} {
+			cs = append(cs,
+				ruleCase{prim: p, params: prims.WindowParams{Window: []int{2, 2}, Strides: []int{2, 1}, PadLo: []int{1, 0}, PadHi: []int{0, 1}}, ops: []operand{op(dt, 3, 4)}},
+				ruleCase{prim: p, params: prims.WindowParams{Window: []int{3}}, ops: []operand{op(dt, 5)}},
+			)
+		}
+	}
+	return cs
+}
+
 func allCases() []ruleCase {
 	var cs []ruleCase
 	cs = append(cs, elementwiseCases()...)
 	cs = append(cs, shapeCases()...)
 	cs = append(cs, indexCases()...)
+	cs = append(cs, convCases()...)
 	return append(cs, dotCases()...)
 }
 

@@ -60,6 +60,7 @@ func Workloads() []Workload {
 	ws = append(ws, autodiffWorkloads()...)
 	ws = append(ws, vmapWorkloads()...)
 	ws = append(ws, customOpWorkloads()...)
+	ws = append(ws, convWorkloads()...)
 	return placeCompiled(ws, compiledWorkloadList())
 }
 

@@ -6,7 +6,10 @@
 // Primitives are strict: operands already have the shapes and dtypes the
 // rule demands (elementwise operands are equal in shape and dtype), and
 // every parameter is explicit (axes are non-negative, permutations and
-// slice bounds are complete). Broadcasting, dtype promotion and negative
+// slice bounds are complete; only the windowed primitives,
+// conv_general_dilated and the window reductions, take nil lists for their
+// defaults: see ConvParams and WindowParams). Broadcasting, dtype
+// promotion and negative
 // axes belong to package peel. A rule rejects bad operands by panicking
 // with *interp.Error.
 //

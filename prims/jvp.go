@@ -181,6 +181,19 @@ func init() {
 		}
 		return addNil(a, b)
 	})
+	defSameJVP(ReduceWindowSum)
+	defJVP(ReduceWindowMax, reduceWindowMaxJVP)
+	defJVP(ConvGeneralDilated, func(params any, x, t []*tensor, _ *tensor) *tensor {
+		// Bilinear: conv(dlhs, rhs) + conv(lhs, drhs).
+		var a, b *tensor
+		if t[0] != nil {
+			a = interp.Bind1(ConvGeneralDilated, params, t[0], x[1])
+		}
+		if t[1] != nil {
+			b = interp.Bind1(ConvGeneralDilated, params, x[0], t[1])
+		}
+		return addNil(a, b)
+	})
 }
 
 // divJVP: d(x/y) = tx/y − ty·(x/y)/y.

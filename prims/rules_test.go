@@ -270,7 +270,62 @@ func jvpCases() []jvpCase {
 	for _, d := range dotConfigs() {
 		cs = append(cs, jvpCase{name: d.name, prim: prims.DotGeneral, params: d.p, args: []*T{uniform(r, -2, 2, d.a...), uniform(r, -2, 2, d.b...)}})
 	}
+	for _, c := range convConfigs() {
+		cs = append(cs, jvpCase{name: c.name, prim: prims.ConvGeneralDilated, params: c.p, args: []*T{uniform(r, -2, 2, c.x...), uniform(r, -2, 2, c.w...)}})
+	}
+	for _, c := range windowConfigs() {
+		for _, p := range []*interp.Prim{prims.ReduceWindowSum, prims.ReduceWindowMax} {
+			cs = append(cs, jvpCase{name: c.name, prim: p, params: c.p, args: []*T{uniform(r, -2, 2, c.x...)}})
+		}
+	}
 	return cs
+}
+
+type windowConfig struct {
+	name string
+	p    prims.WindowParams
+	x    []int
+}
+
+// windowConfigs have no window entirely in the padding (whose maximum,
+// −∞, finite differences cannot check).
+func windowConfigs() []windowConfig {
+	return []windowConfig{
+		{"2x2 pool", prims.WindowParams{Window: []int{1, 1, 2, 2}, Strides: []int{1, 1, 2, 2}}, []int{2, 2, 4, 5}},
+		{"3x3 padded stride 2", prims.WindowParams{Window: []int{1, 1, 3, 3}, Strides: []int{1, 1, 2, 2}, PadLo: []int{0, 0, 1, 1}, PadHi: []int{0, 0, 1, 0}}, []int{1, 2, 5, 4}},
+		{"overlapping 1-d", prims.WindowParams{Window: []int{3}, Strides: []int{1}, PadLo: []int{2}, PadHi: []int{1}}, []int{6}},
+		{"stride beyond the window", prims.WindowParams{Window: []int{2, 1}, Strides: []int{3, 2}}, []int{8, 3}},
+		{"negative padding", prims.WindowParams{Window: []int{2}, PadLo: []int{-1}, PadHi: []int{-2}}, []int{7}},
+		{"rank 0", prims.WindowParams{Window: []int{}}, []int{}},
+	}
+}
+
+type convConfig struct {
+	name string
+	p    prims.ConvParams
+	x, w []int
+}
+
+// convConfigs cover each parameter of conv_general_dilated alone and all
+// of them together, so a transpose rule wrong for one of them fails.
+func convConfigs() []convConfig {
+	return []convConfig{
+		{"valid", prims.ConvParams{}, []int{2, 3, 5}, []int{2, 3, 2}},
+		{"2-d padded", prims.ConvParams{PadLo: []int{1, 0}, PadHi: []int{1, 2}}, []int{1, 2, 4, 3}, []int{3, 2, 3, 2}},
+		{"strided", prims.ConvParams{Strides: []int{2, 3}, PadLo: []int{1, 1}, PadHi: []int{0, 2}}, []int{2, 2, 6, 7}, []int{2, 2, 3, 2}},
+		{"uneven stride", prims.ConvParams{Strides: []int{3}}, []int{1, 2, 8}, []int{2, 2, 2}},
+		{"rhs dilation", prims.ConvParams{RhsDilation: []int{2, 3}}, []int{1, 2, 6, 7}, []int{2, 2, 2, 2}},
+		{"lhs dilation", prims.ConvParams{LhsDilation: []int{2}, PadLo: []int{1}, PadHi: []int{2}, Strides: []int{2}}, []int{2, 2, 4}, []int{3, 2, 3}},
+		{"negative padding", prims.ConvParams{PadLo: []int{-1}, PadHi: []int{-2}}, []int{1, 2, 7}, []int{2, 2, 2}},
+		{"padding beyond the kernel", prims.ConvParams{PadLo: []int{4}, PadHi: []int{3}}, []int{1, 1, 3}, []int{2, 1, 2}},
+		{"groups", prims.ConvParams{FeatureGroupCount: 2, PadLo: []int{1, 1}, PadHi: []int{1, 1}}, []int{2, 4, 4, 3}, []int{6, 2, 3, 2}},
+		{"depthwise", prims.ConvParams{FeatureGroupCount: 3, Strides: []int{2}}, []int{2, 3, 7}, []int{3, 1, 3}},
+		{"everything", prims.ConvParams{Strides: []int{2, 1}, PadLo: []int{2, -1}, PadHi: []int{1, 3}, LhsDilation: []int{2, 1}, RhsDilation: []int{1, 2}, FeatureGroupCount: 2}, []int{2, 4, 4, 5}, []int{4, 2, 2, 3}},
+		{"3-d", prims.ConvParams{Strides: []int{1, 2, 1}, PadLo: []int{1, 0, 1}, PadHi: []int{0, 1, 1}}, []int{1, 2, 3, 4, 3}, []int{2, 2, 2, 2, 2}},
+		{"no spatial dims", prims.ConvParams{}, []int{3, 4}, []int{2, 4}},
+		{"batch groups", prims.ConvParams{BatchGroupCount: 2, Strides: []int{2}, PadLo: []int{1}, PadHi: []int{0}}, []int{4, 3, 6}, []int{4, 3, 2}},
+		{"batch groups 2-d", prims.ConvParams{BatchGroupCount: 3, RhsDilation: []int{2, 1}}, []int{3, 2, 5, 4}, []int{6, 2, 2, 2}},
+	}
 }
 
 type dotConfig struct {
@@ -869,6 +924,16 @@ func linCases() []linCase {
 			linCase{name: d.name, prim: prims.DotGeneral, params: d.p, args: []*T{u(d.a...), u(d.b...)}, linear: ft},
 		)
 	}
+	for _, c := range convConfigs() {
+		cs = append(cs,
+			linCase{name: c.name, prim: prims.ConvGeneralDilated, params: c.p, args: []*T{u(c.x...), u(c.w...)}, linear: tf},
+			linCase{name: c.name, prim: prims.ConvGeneralDilated, params: c.p, args: []*T{u(c.x...), u(c.w...)}, linear: ft},
+		)
+	}
+	for _, c := range windowConfigs() {
+		cs = append(cs, linCase{name: c.name, prim: prims.ReduceWindowSum, params: c.p, args: []*T{u(c.x...)}, linear: t})
+	}
+	cs = append(cs, linCase{name: "all padding", prim: prims.ReduceWindowSum, params: prims.WindowParams{Window: []int{2}, Strides: []int{2}, PadLo: []int{5}, PadHi: []int{4}}, args: []*T{u(3)}, linear: t})
 	return cs
 }
 

@@ -185,6 +185,8 @@ func init() {
 	})
 	defTranspose(DynamicUpdateSlice, []bool{true, true, false}, dusTranspose)
 	defTranspose(DotGeneral, tt, dotTranspose)
+	defTranspose(ConvGeneralDilated, tt, convTranspose)
+	defTranspose(ReduceWindowSum, t, reduceWindowSumTranspose)
 }
 
 // broadcastTranspose sums the cotangent over the dimensions the operand was

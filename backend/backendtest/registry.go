@@ -52,5 +52,8 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.DynamicSlice] = runDynamicSlice
 	m[prims.DynamicUpdateSlice] = runDynamicUpdateSlice
 	m[prims.DotGeneral] = runDot
+	m[prims.ConvGeneralDilated] = runConv
+	m[prims.ReduceWindowSum] = runReduceWindow(prims.ReduceWindowSum, false, sumValues)
+	m[prims.ReduceWindowMax] = runReduceWindow(prims.ReduceWindowMax, true, defaultValues)
 	return m
 }

@@ -59,6 +59,9 @@ func (o *dotOperand) off(b int) int {
 type dotPlan struct {
 	B, M, N, K int
 	lhs, rhs   dotOperand
+	// acc makes the packed GEMM add the products to the result instead
+	// of storing them (conv_general_dilated's blocked contraction).
+	acc bool
 }
 
 // freeDims returns the dimensions of a rank-r operand that are neither

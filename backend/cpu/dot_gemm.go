@@ -102,7 +102,7 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 				mb := min(gemmMC, M-ic)
 				mp := (mb + gemmMR - 1) / gemmMR
 				aoff := lo + ic*lhs.fs + pc*lhs.cs
-				g := gemmBlock[T]{c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, nr: nr, add: pc > 0, tile: tile}
+				g := gemmBlock[T]{c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, nr: nr, add: pc > 0 || p.acc, tile: tile}
 				// Likewise A with contiguous columns, but for a last
 				// panel of fewer than 6 rows.
 				if lhs.fs == 1 && inPlaceStride[T](lhs.cs) {

@@ -681,6 +681,56 @@ def compare(got, want, rtol, atol):
 
 
 # name, unit, metric(ns per run), setup
+
+CONV_BATCH, CONV_CH, CONV_HW, CONV_K = 32, 64, 32, 3
+CONV_FLOPS = 2.0 * CONV_BATCH * CONV_CH * CONV_CH * CONV_HW * CONV_HW * CONV_K * CONV_K
+
+
+def conv2d(grad):
+    """peel's conv2d_3x3_64_f32 (and _grad_f32): torch.nn.functional.conv2d
+    of x [32, 64, 32, 32] by w [64, 64, 3, 3], f32, padding 1 (SAME); with
+    grad also torch.autograd.grad of the result in x and w for a fixed
+    cotangent. Checked against the float64 computation."""
+    import torch.nn.functional as F
+
+    def setup():
+        g = torch.Generator().manual_seed(51)
+        s = (CONV_CH * CONV_K * CONV_K) ** -0.5
+        x = (torch.rand(CONV_BATCH, CONV_CH, CONV_HW, CONV_HW, generator=g, dtype=torch.float64) * 2 - 1).float()
+        w = ((torch.rand(CONV_CH, CONV_CH, CONV_K, CONV_K, generator=g, dtype=torch.float64) * 2 - 1) * s).float()
+        u = (torch.rand(CONV_BATCH, CONV_CH, CONV_HW, CONV_HW, generator=g, dtype=torch.float64) * 2 - 1).float()
+        if grad:
+            x.requires_grad_()
+            w.requires_grad_()
+        out = [None]
+
+        def run():
+            y = F.conv2d(x, w, padding=1)
+            if grad:
+                out[0] = (y.detach(),) + torch.autograd.grad(y, (x, w), u)
+            else:
+                out[0] = (y,)
+
+        def check():
+            x64 = x.detach().double().requires_grad_()
+            w64 = w.detach().double().requires_grad_()
+            y64 = F.conv2d(x64, w64, padding=1)
+            want = [y64.detach()]
+            mags = [F.conv2d(x64.detach().abs(), w64.detach().abs(), padding=1)]
+            if grad:
+                want += list(torch.autograd.grad(y64, (x64, w64), u.double()))
+                mags += [None, None]
+            for got, wt, mag in zip(out[0], want, mags):
+                if mag is None:
+                    mag = wt.abs().mean() * 100
+                if ((got.double() - wt).abs() > 1e-4 * mag + 1e-5).any():
+                    raise AssertionError("conv2d differs from the float64 reference")
+
+        return run, check
+
+    return setup
+
+
 WORKLOADS = [
     ("tiny_chain_100", "ns/op", lambda ns: ns / TINY_OPS, tiny_chain),
     ("chain_1m_f32", "ns/elem/op", lambda ns: ns / (CHAIN_N * CHAIN_OPS), chain_1m(torch.float32)),
@@ -717,6 +767,8 @@ WORKLOADS = [
     ("maml_step", "ms", lambda ns: ns / 1e6, maml_step),
     ("newton_while_vmap_f64", "ms", lambda ns: ns / 1e6, newton(False)),
     ("newton_loop_f64", "ms", lambda ns: ns / 1e6, newton(True)),
+    ("conv2d_3x3_64_f32", "GFLOPS", lambda ns: CONV_FLOPS / ns, conv2d(False)),
+    ("conv2d_3x3_64_grad_f32", "GFLOPS", lambda ns: 3 * CONV_FLOPS / ns, conv2d(True)),
 ]
 
 # peel's compiled workloads are compared with torch eager (Debian's torch

@@ -546,6 +546,8 @@ func All() []Op {
 	ops = append(ops, reductionOps()...)
 	ops = append(ops, shapeOps()...)
 	ops = append(ops, linalgOps()...)
+	ops = append(ops, convOps()...)
+	ops = append(ops, poolOps()...)
 	ops = append(ops, userOps()...)
 	sort.Slice(ops, func(i, j int) bool { return ops[i].Name < ops[j].Name })
 	return ops
