@@ -459,6 +459,7 @@ type ScanOption interface{ applyScan(*scanConfig) }
 type scanConfig struct {
 	reverse bool
 	length  int // -1: from xs
+	unroll  int
 }
 
 type scanOptionFunc func(*scanConfig)
@@ -474,6 +475,16 @@ func Reverse() ScanOption { return scanOptionFunc(func(c *scanConfig) { c.revers
 // no leaves (each step then gets xs itself); otherwise it must equal
 // the leading size of xs's leaves.
 func Length(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.length = n }) }
+
+// Unroll makes Scan's loop body run n steps of f per iteration, as JAX's
+// scan(unroll=n): the traced body holds n copies of f, and the loop runs
+// length/n iterations. When n does not divide the length, the remaining
+// length%n steps run after them (before them in xs's order with Reverse)
+// as one more scan of a single iteration whose body holds that many
+// copies; n at least the length unrolls the whole loop into one body.
+// The steps and their order are those of Unroll(1), the default. Scan
+// panics with *peel.Error when n is less than 1.
+func Unroll(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.unroll = n }) }
 
 // Scan is JAX's lax.scan: it loops f over the leading axis of xs,
 // threading a carry,
@@ -502,22 +513,30 @@ func Length(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.le
 // direction, without unrolling (a CustomVJP inside f makes the
 // derivative unroll the steps instead).
 //
+// Unroll(n) traces f n times into the body instead (n steps per
+// iteration, and a scan of the remaining length%n steps), which gives
+// the compiler more to fuse per iteration at the price of a larger
+// body; every transform sees ordinary scans.
+//
 // init, xs and the results are trees (see Grad). Scan panics with
 // *peel.Error when f is nil, when an xs leaf is a scalar, when the xs
 // leaves differ in leading size (naming the leaves) or disagree with
 // Length, when xs has no leaves and Length is not given, when Length is
-// negative, when f returns nil or a tree with a nil tensor, or when f's
-// carry differs from init in structure, shape or dtype (naming the leaf
-// path); otherwise it panics as f does.
+// negative, when Unroll is less than 1, when f returns nil or a tree
+// with a nil tensor, or when f's carry differs from init in structure,
+// shape or dtype (naming the leaf path); otherwise it panics as f does.
 func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOption) (C, Y) {
 	const op = "transforms.Scan"
 	defer interp.Annotate(op)
 	if f == nil {
 		treeErrorf(op, "f must not be nil")
 	}
-	cfg := scanConfig{length: -1}
+	cfg := scanConfig{length: -1, unroll: 1}
 	for _, o := range opts {
 		o.applyScan(&cfg)
+	}
+	if cfg.unroll < 1 {
+		treeErrorf(op, "Unroll must be at least 1, got %d", cfg.unroll)
 	}
 	cl, cdef := flatten(op, init)
 	xl, xdef := flatten(op, xs)
@@ -549,33 +568,148 @@ func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOp
 			treeErrorf(op, "the xs leaves must have one leading size (the scan length): %s has %d but %s has %d", xsLeaf(first), length, xsLeaf(i), n)
 		}
 	}
-	nC, nX := len(cl), len(xl)
-	avals := make([]interp.Aval, 0, nC+nX)
+	st := &scanStepper[C, X, Y]{op: op, f: f, cdef: cdef, xdef: xdef, cc: &customCall{op: op, in: cdef}, cy: &customCall{op: op}}
 	for _, l := range cl {
-		avals = append(avals, l.Aval())
+		st.cavals = append(st.cavals, l.Aval())
 	}
-	for _, l := range xl {
-		avals = append(avals, interp.Aval{Shape: l.Shape()[1:], DType: l.DType()})
+	u := min(cfg.unroll, length)
+	if u <= 1 {
+		c, ys := st.bind(cl, xl, length, 1, cfg.reverse)
+		return build[C](st.cc.out, c), build[Y](st.cy.out, ys)
 	}
-	cc := &customCall{op: op, in: cdef}
-	cy := &customCall{op: op}
-	g := interp.TraceAvals("scan", func(in []*tensor) []*tensor {
-		c, y := f(build[C](cdef, in[:nC]), build[X](xdef, in[nC:]))
-		return append(cc.outLeaves("f's carry", c), cy.outLeaves("f's y", y)...)
-	}, avals)
-	if d := treeimpl.StructureDiff(cdef.Proto().Interface(), cc.out.Proto().Interface()); d != "" {
-		treeErrorf(op, "f must return a carry of init's structure: %s", d)
+	// length = q·u + r: q iterations of u steps, then (before, in xs's
+	// order, with Reverse) one of r.
+	q, r := length/u, length%u
+	main, rest := 0, q*u // the ranges of xs the q iterations and the rest scan
+	if cfg.reverse {
+		main, rest = r, 0
 	}
-	for i := 0; i < nC; i++ {
-		if got := g.Out[i].Aval; !got.Equal(avals[i]) {
-			treeErrorf(op, "f returns %v at carry path %s but init has %v: the carry must keep its shapes and dtypes", got, pathOr(cc.out.Paths()[i]), avals[i])
+	part := func(at, n int) []*tensor {
+		out := make([]*tensor, len(xl))
+		for i, x := range xl {
+			out[i] = peel.Narrow(x, 0, at, n)
+		}
+		return out
+	}
+	c, ys := st.bind(cl, part(main, q*u), q, u, cfg.reverse)
+	if r > 0 {
+		var rys []*tensor
+		c, rys = st.bind(c, part(rest, r), 1, r, cfg.reverse)
+		for j := range ys {
+			pair := []*tensor{ys[j], rys[j]}
+			if cfg.reverse {
+				pair[0], pair[1] = pair[1], pair[0]
+			}
+			ys[j] = peel.Concat(pair, 0)
 		}
 	}
-	body, captured := closureConvert(g)
-	s := &scanParams{body: body, nCarry: nC, nX: nX, length: length, reverse: cfg.reverse}
-	args := append(append(append([]*tensor(nil), cl...), xl...), captured...)
-	outs := interp.Bind(scanPrim, s, args...)
-	return build[C](cc.out, outs[:nC]), build[Y](cy.out, outs[nC:])
+	return build[C](st.cc.out, c), build[Y](st.cy.out, ys)
+}
+
+// scanStepper traces Scan's f into loop bodies, checking each step's
+// carry against init's structure and types and each step's y against
+// the first's.
+type scanStepper[C, X, Y any] struct {
+	op         string
+	f          func(C, X) (C, Y)
+	cdef, xdef *treeDef
+	cavals     []interp.Aval
+	cc, cy     *customCall
+	// yavals and ydef are the first step's y types and structure.
+	yavals []interp.Aval
+	ydef   *treeDef
+}
+
+// step runs f once on carry and x leaves (tracers of a body trace).
+func (st *scanStepper[C, X, Y]) step(carry, x []*tensor) ([]*tensor, []*tensor) {
+	op := st.op
+	c, y := st.f(build[C](st.cdef, carry), build[X](st.xdef, x))
+	cl := st.cc.outLeaves("f's carry", c)
+	if d := treeimpl.StructureDiff(st.cdef.Proto().Interface(), st.cc.out.Proto().Interface()); d != "" {
+		treeErrorf(op, "f must return a carry of init's structure: %s", d)
+	}
+	for i, l := range cl {
+		if got := l.Aval(); !got.Equal(st.cavals[i]) {
+			treeErrorf(op, "f returns %v at carry path %s but init has %v: the carry must keep its shapes and dtypes", got, pathOr(st.cc.out.Paths()[i]), st.cavals[i])
+		}
+	}
+	yl := st.cy.outLeaves("f's y", y)
+	if st.ydef == nil {
+		st.ydef = st.cy.out
+		for _, l := range yl {
+			st.yavals = append(st.yavals, l.Aval())
+		}
+		return cl, yl
+	}
+	if d := treeimpl.StructureDiff(st.ydef.Proto().Interface(), st.cy.out.Proto().Interface()); d != "" {
+		treeErrorf(op, "f must return a y of one structure at every step: %s", d)
+	}
+	for i, l := range yl {
+		if got := l.Aval(); !got.Equal(st.yavals[i]) {
+			treeErrorf(op, "f returns %v at y path %s but %v at an earlier step: the y must keep its shapes and dtypes", got, pathOr(st.cy.out.Paths()[i]), st.yavals[i])
+		}
+	}
+	return cl, yl
+}
+
+// bind traces a body of g steps of f and binds a scan of n iterations
+// of it on the carry leaves cl and the xs leaves xl (of leading size
+// n·g; iteration k takes the slices k·g … k·g+g-1, its steps running
+// backwards with reverse). It returns the final carry leaves and the y
+// leaves stacked to leading size n·g.
+func (st *scanStepper[C, X, Y]) bind(cl, xl []*tensor, n, g int, reverse bool) ([]*tensor, []*tensor) {
+	nC, nX := len(cl), len(xl)
+	avals := append([]interp.Aval(nil), st.cavals...)
+	ops := append([]*tensor(nil), cl...)
+	for _, l := range xl {
+		inner := l.Shape()[1:]
+		if g == 1 {
+			avals = append(avals, interp.Aval{Shape: inner, DType: l.DType()})
+			ops = append(ops, l)
+			continue
+		}
+		shape := append([]int{n, g}, inner...)
+		avals = append(avals, interp.Aval{Shape: shape[1:], DType: l.DType()})
+		ops = append(ops, peel.Reshape(l, shape...))
+	}
+	body := interp.TraceAvals("scan", func(in []*tensor) []*tensor {
+		if g == 1 {
+			c, y := st.step(in[:nC], in[nC:])
+			return append(c, y...)
+		}
+		c := in[:nC]
+		per := make([][]*tensor, g)
+		x := make([]*tensor, nX)
+		for k := 0; k < g; k++ {
+			j := k
+			if reverse {
+				j = g - 1 - k
+			}
+			for i, xg := range in[nC:] {
+				x[i] = peel.Index(xg, j)
+			}
+			c, per[j] = st.step(c, x)
+		}
+		out := append([]*tensor(nil), c...)
+		col := make([]*tensor, g)
+		for i := range per[0] {
+			for j := range per {
+				col[j] = per[j][i]
+			}
+			out = append(out, peel.Stack(col, 0))
+		}
+		return out
+	}, avals)
+	b, captured := closureConvert(body)
+	s := &scanParams{body: b, nCarry: nC, nX: nX, length: n, reverse: reverse}
+	outs := interp.Bind(scanPrim, s, append(ops, captured...)...)
+	ys := outs[nC:]
+	if g > 1 {
+		for i, y := range ys {
+			ys[i] = peel.Reshape(y, append([]int{n * g}, y.Shape()[2:]...)...)
+		}
+	}
+	return outs[:nC:nC], ys
 }
 
 // ForiLoop is JAX's lax.fori_loop with static bounds: it returns

@@ -542,3 +542,170 @@ func ExampleForiLoop() {
 	fmt.Println(double(peel.Scalar(1.5)).Item(), transforms.Grad(double)(peel.Scalar(1.5)).Item())
 	// Output: 12 8
 }
+
+// unrollXs is a length-7 xs: 3 does not divide it.
+func unrollXs() *T {
+	v := make([]float64, 21)
+	for i := range v {
+		v[i] = 0.3*float64(i%5) - 0.6 + 0.05*float64(i)
+	}
+	return peel.FromFloat64s(v, 7, 3)
+}
+
+func unrollArgs() scanArgs {
+	return scanArgs{Init: f64(0.1, -0.2, 0.3), Xs: unrollXs(), W: f64(0.9, 1.1, -0.7)}
+}
+
+func unrollRunner(rev bool, n int) func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
+	return func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
+		opts := []transforms.ScanOption{transforms.Unroll(n)}
+		if rev {
+			opts = append(opts, transforms.Reverse())
+		}
+		return transforms.Scan(f, init, xs, opts...)
+	}
+}
+
+// TestScanUnroll: Unroll(3) (two iterations of 3 steps and a remainder
+// of 1) and Unroll(7) (one body) compute what Unroll(1) does, eagerly,
+// under JVP, Grad, Vmap and Compile, in both directions. The primal
+// steps are the same ops in the same order, so eager values are equal
+// bit for bit; derivatives sum the captured weight's cotangents in
+// another grouping, so they are compared to 1e-13.
+func TestScanUnroll(t *testing.T) {
+	a := unrollArgs()
+	tan := scanArgs{Init: f64(1, 0.5, -1), Xs: peel.OnesLike(a.Xs), W: f64(0, 1, 0.25)}
+	inits := peel.FromFloat64s([]float64{0.1, -0.2, 0.3, 1, 2, -3}, 2, 3)
+	vlanes := func(l func(scanArgs) *T) func(*T) *T {
+		return func(init *T) *T { return l(scanArgs{Init: init, Xs: a.Xs, W: a.W}) }
+	}
+	for _, rev := range []bool{false, true} {
+		base := scanLossWith(unrollRunner(rev, 1))
+		oracle := scanLossWith(goRunner(rev))
+		scanEqual(t, "unroll 1 vs loop", base(a), oracle(a))
+		for _, n := range []int{3, 7, 10} {
+			what := fmt.Sprintf("reverse %v unroll %d", rev, n)
+			loss := scanLossWith(unrollRunner(rev, n))
+			scanEqual(t, what+" loss", loss(a), base(a))
+			// Every y and the carry.
+			run := func(r func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T)) []*T {
+				c, ys := r(scanStep, a.Init, a.Xs)
+				return append([]*T{c}, ys...)
+			}
+			got, want := run(unrollRunner(rev, n)), run(unrollRunner(rev, 1))
+			for j := range want {
+				scanEqual(t, what+" results", got[j], want[j])
+			}
+			_, d := transforms.JVP(loss, a, tan)
+			_, wd := transforms.JVP(base, a, tan)
+			near(t, what+" jvp", d.Float64s(), wd.Float64s(), 1e-13)
+			scanArgsEqual(t, what+" grad", transforms.Grad(loss)(a), transforms.Grad(base)(a), 1e-13)
+			// Batched, the ys come back in another physical layout, which
+			// the loss's sum may reduce in another order.
+			near(t, what+" vmap", transforms.Vmap(vlanes(loss))(inits).Float64s(), transforms.Vmap(vlanes(base))(inits).Float64s(), 1e-14)
+			near(t, what+" vmap(grad)", transforms.Vmap(transforms.Grad(vlanes(loss)))(inits).Float64s(),
+				transforms.Vmap(transforms.Grad(vlanes(base)))(inits).Float64s(), 1e-13)
+			near(t, what+" compiled", transforms.Compile(loss).Call(a).Float64s(), base(a).Float64s(), 1e-14)
+			scanArgsEqual(t, what+" compiled grad", transforms.Compile(transforms.Grad(loss)).Call(a), transforms.Grad(base)(a), 1e-13)
+		}
+	}
+}
+
+// TestScanUnrollGraph: Unroll(3) on 7 steps is a scan of 2 iterations
+// and a scan of 1 whose bodies hold 3 and 1 copies of f; Unroll(7) one
+// scan of a single iteration; Unroll(1) the plain scan.
+func TestScanUnrollGraph(t *testing.T) {
+	a := unrollArgs()
+	var copies []int
+	count := func(c, x *T) (*T, []*T) {
+		copies[len(copies)-1]++
+		return scanStep(c, x)
+	}
+	for _, tc := range []struct {
+		n      int
+		scans  []string
+		copies []int
+	}{
+		{1, []string{"scan[length 7]"}, []int{1}},
+		{3, []string{"scan[length 2]", "scan[length 1]"}, []int{3, 1}},
+		{7, []string{"scan[length 1]"}, []int{7}},
+		{100, []string{"scan[length 1]"}, []int{7}},
+	} {
+		copies = []int{0}
+		g := transforms.MakeGraph(func(a scanArgs) *T {
+			c, ys := transforms.Scan(func(c, x *T) (*T, []*T) {
+				if copies[len(copies)-1] == tc.n {
+					copies = append(copies, 0)
+				}
+				return count(c, x)
+			}, a.Init, a.Xs, transforms.Unroll(tc.n))
+			return peel.Add(peel.Sum(c), peel.Sum(ys[1]))
+		}, a).String()
+		if n := strings.Count(g, "= scan["); n != len(tc.scans) {
+			t.Fatalf("Unroll(%d): %d scans, want %d:\n%s", tc.n, n, len(tc.scans), g)
+		}
+		for _, s := range tc.scans {
+			if !strings.Contains(g, s) {
+				t.Fatalf("Unroll(%d): no %s:\n%s", tc.n, s, g)
+			}
+		}
+		if fmt.Sprint(copies) != fmt.Sprint(tc.copies) {
+			t.Fatalf("Unroll(%d): f traced %v times per body, want %v", tc.n, copies, tc.copies)
+		}
+	}
+}
+
+// TestScanUnrollEdges: no xs leaves (Length), zero steps, tree ys, an
+// int carry, and the option's errors.
+func TestScanUnrollEdges(t *testing.T) {
+	double := func(c *T, _ struct{}) (*T, *T) { return peel.Mul(c, 2.0), c }
+	c, ys := transforms.Scan(double, f64(1), struct{}{}, transforms.Length(5), transforms.Unroll(2))
+	scanEqual(t, "length carry", c, f64(32))
+	scanEqual(t, "length ys", ys, peel.FromFloat64s([]float64{1, 2, 4, 8, 16}, 5, 1))
+	c0, ys0 := transforms.Scan(scanStep, f64(1, 2, 3), peel.Zeros(peel.Float64, 0, 3), transforms.Unroll(4))
+	scanEqual(t, "zero-length carry", c0, f64(1, 2, 3))
+	if s := ys0[1].Shape(); len(s) != 2 || s[0] != 0 || s[1] != 3 {
+		t.Fatalf("zero-length ys shape %v", s)
+	}
+	init := scanCarry{H: f64(1, 2), N: peel.Scalar(int64(0))}
+	xs := scanIn{A: peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 5, 2), B: f64(0.5, -1, 2, 0.25, 1)}
+	f := func(c scanCarry, x scanIn) (scanCarry, map[string]*T) {
+		h := peel.Add(peel.Mul(c.H, x.B), x.A)
+		return scanCarry{H: h, N: peel.Add(c.N, peel.Scalar(int64(1)))}, map[string]*T{"h": h, "b": peel.Mul(x.B, 2.0)}
+	}
+	for _, rev := range []bool{false, true} {
+		opts := []transforms.ScanOption{transforms.Reverse()}
+		if !rev {
+			opts = nil
+		}
+		wc, wys := transforms.Scan(f, init, xs, opts...)
+		gc, gys := transforms.Scan(f, init, xs, append(opts, transforms.Unroll(2))...)
+		scanEqual(t, "tree H", gc.H, wc.H)
+		if gc.N.Item() != wc.N.Item() || gc.N.DType() != peel.Int64 {
+			t.Fatalf("tree N %v (%v), want %v", gc.N.Item(), gc.N.DType(), wc.N.Item())
+		}
+		scanEqual(t, "tree ys h", gys["h"], wys["h"])
+		scanEqual(t, "tree ys b", gys["b"], wys["b"])
+	}
+	wantError(t, func() { transforms.Scan(scanStep, f64(1, 2, 3), scanXs(), transforms.Unroll(0)) }, "Unroll", "at least 1")
+	// A carry that changes type at a later step of the body.
+	wantError(t, func() {
+		k := 0
+		transforms.Scan(func(c *T, x *T) (*T, *T) {
+			if k++; k == 2 {
+				return peel.AsType(c, peel.Float32), x
+			}
+			return c, x
+		}, f64(1), f64(1, 2, 3), transforms.Unroll(3))
+	}, "carry", "f32[1]", "f64[1]")
+	// A y that changes type at a later step.
+	wantError(t, func() {
+		k := 0
+		transforms.Scan(func(c *T, x *T) (*T, *T) {
+			if k++; k == 2 {
+				return c, peel.AsType(x, peel.Float32)
+			}
+			return c, x
+		}, f64(1), f64(1, 2, 3), transforms.Unroll(3))
+	}, "y", "f32[]", "f64[]")
+}
