@@ -709,3 +709,153 @@ func TestScanUnrollEdges(t *testing.T) {
 		}, f64(1), f64(1, 2, 3), transforms.Unroll(3))
 	}, "y", "f32[]", "f64[]")
 }
+
+// TestScanHoistedResiduals: a residual the body's derivative needs that
+// is the same at every step (a captured matrix, a constant made inside
+// the body) is kept once, not stacked per step, and one that is an xs
+// slice is read from xs; the derivatives stay the Go loop's.
+func TestScanHoistedResiduals(t *testing.T) {
+	type args struct{ W, Xs, Init *T }
+	a := args{
+		W:    peel.FromFloat64s([]float64{0.5, -0.3, 0.2, 0.1, 0.4, -0.6, 0.7, 0.2, -0.1}, 3, 3),
+		Xs:   peel.FromFloat64s([]float64{0.5, -0.25, 2, -1.5, 0.25, -3, 1, 1, -1, 0.75, 0, 0.125, 0.3, -0.2, 0.9}, 5, 3),
+		Init: f64(0.1, -0.2, 0.3),
+	}
+	step := func(w *T) func(c, x *T) (*T, *T) {
+		return func(c, x *T) (*T, *T) {
+			k := peel.FromFloat64s([]float64{1.5, -0.5, 0.25}) // a constant of the body
+			n := peel.Tanh(peel.Add(peel.MatMul(peel.Mul(c, k), w), peel.Mul(x, c)))
+			return n, peel.Sum(peel.Mul(n, x))
+		}
+	}
+	loss := func(a args) *T {
+		c, ys := transforms.Scan(step(a.W), a.Init, a.Xs)
+		return peel.Add(peel.Sum(peel.Mul(c, c)), peel.Sum(ys))
+	}
+	oracle := func(a args) *T {
+		c, f := a.Init, step(a.W)
+		var ys []*T
+		for i := 0; i < 5; i++ {
+			var y *T
+			c, y = f(c, peel.Index(a.Xs, i))
+			ys = append(ys, y)
+		}
+		return peel.Add(peel.Sum(peel.Mul(c, c)), peel.Sum(peel.Stack(ys, 0)))
+	}
+	g := transforms.MakeGraph(transforms.Grad(loss), a).String()
+	if strings.Contains(g, "f64[5,3,3]") {
+		t.Fatalf("the gradient stacks the captured matrix per step:\n%s", g)
+	}
+	eq := func(what string, got, want args, tol float64) {
+		t.Helper()
+		near(t, what+" w", got.W.Float64s(), want.W.Float64s(), tol)
+		near(t, what+" xs", got.Xs.Float64s(), want.Xs.Float64s(), tol)
+		near(t, what+" init", got.Init.Float64s(), want.Init.Float64s(), tol)
+	}
+	want := transforms.Grad(oracle)(a)
+	eq("grad", transforms.Grad(loss)(a), want, 1e-13)
+	eq("compiled grad", transforms.Compile(transforms.Grad(loss)).Call(a), want, 1e-13)
+	hv := func(l func(args) *T) func(args) *T {
+		return func(a args) *T { g := transforms.Grad(l)(a); return peel.Add(peel.Sum(g.W), peel.Sum(g.Xs)) }
+	}
+	eq("grad of grad", transforms.Grad(hv(loss))(a), transforms.Grad(hv(oracle))(a), 1e-12)
+	ws := peel.Stack([]*T{a.W, peel.Mul(a.W, -0.5)}, 0)
+	byW := func(l func(args) *T) func(*T) *T {
+		return func(w *T) *T { return l(args{W: w, Xs: a.Xs, Init: a.Init}) }
+	}
+	near(t, "vmap(grad) over the captured matrix", transforms.Vmap(transforms.Grad(byW(loss)))(ws).Float64s(),
+		transforms.Vmap(transforms.Grad(byW(oracle)))(ws).Float64s(), 1e-13)
+	near(t, "grad(vmap) over the captured matrix", transforms.Grad(func(ws *T) *T { return peel.Sum(transforms.Vmap(byW(loss))(ws)) })(ws).Float64s(),
+		transforms.Grad(func(ws *T) *T { return peel.Sum(transforms.Vmap(byW(oracle))(ws)) })(ws).Float64s(), 1e-13)
+	near(t, "hessian in the captured matrix", transforms.Hessian(byW(loss))(a.W).Float64s(), transforms.Hessian(byW(oracle))(a.W).Float64s(), 1e-12)
+}
+
+// TestScanCompiledBody: a compiled program runs a scan's body as a
+// program of its own, each step taking over the memory of the carries
+// the step before made. Bodies whose results alias one another (the
+// carry returned as a y too, a y that is a view of the carry, a carry
+// passed through, carries swapped) or write in place must give the
+// loop's values, call after call.
+func TestScanCompiledBody(t *testing.T) {
+	type two struct{ A, B *T }
+	xs := unrollXs()
+	bodies := map[string]func(c two, x *T) (two, []*T){
+		"carry is a y": func(c two, x *T) (two, []*T) {
+			n := peel.Add(peel.Mul(c.A, x), 1.0)
+			return two{n, peel.Mul(c.B, 0.5)}, []*T{n, c.B}
+		},
+		"carry is a y, through a cond": func(c two, x *T) (two, []*T) {
+			v := transforms.Cond(peel.Greater(peel.Sum(x), 0.0), func(in []*T) *T { return peel.Sin(in[0]) }, func(in []*T) *T { return peel.Cos(in[0]) }, []*T{c.A})
+			n := peel.Tanh(v)
+			return two{n, c.B}, []*T{n}
+		},
+		"y views the carry": func(c two, x *T) (two, []*T) {
+			n := peel.Sin(peel.Add(c.A, x))
+			return two{n, peel.Add(c.B, n)}, []*T{peel.Reshape(n, 3, 1), peel.Index(n, 1)}
+		},
+		"carry passed through": func(c two, x *T) (two, []*T) {
+			return two{c.A, peel.Add(c.B, peel.Mul(c.A, x))}, []*T{c.A, c.B}
+		},
+		"carries swapped": func(c two, x *T) (two, []*T) {
+			return two{c.B, peel.Add(c.A, x)}, []*T{c.A}
+		},
+		"in place": func(c two, x *T) (two, []*T) {
+			d := peel.Mul(c.A, 1.0)
+			peel.AddInPlace(d, x)
+			peel.MulInPlace(d, peel.Sin(c.B))
+			return two{d, peel.Add(c.B, d)}, []*T{d, c.A}
+		},
+	}
+	init := two{f64(0.1, -0.2, 0.3), f64(1, 0.5, -0.25)}
+	for name, f := range bodies {
+		run := func(init two) []*T {
+			c, ys := transforms.Scan(f, init, xs)
+			return append([]*T{c.A, c.B}, ys...)
+		}
+		oracle := func(init two) []*T {
+			c := init
+			var per [][]*T
+			for i := 0; i < xs.Shape()[0]; i++ {
+				var y []*T
+				c, y = f(c, peel.Index(xs, i))
+				per = append(per, y)
+			}
+			res := []*T{c.A, c.B}
+			for j := range per[0] {
+				var col []*T
+				for _, y := range per {
+					col = append(col, y[j])
+				}
+				res = append(res, peel.Stack(col, 0))
+			}
+			return res
+		}
+		want := oracle(init)
+		c := transforms.Compile(run)
+		for call := 0; call < 3; call++ {
+			got := c.Call(init)
+			for j := range want {
+				near(t, fmt.Sprintf("%s: call %d result %d", name, call, j), got[j].Float64s(), want[j].Float64s(), 1e-14)
+			}
+		}
+		near(t, name+": the initial carry", init.A.Float64s(), []float64{0.1, -0.2, 0.3}, 0)
+		// And its gradient, compiled (a forward and a reverse scan, each
+		// with its own program).
+		loss := func(l func(two) []*T) func(two) *T {
+			return func(c two) *T {
+				s := peel.Scalar(0.0)
+				for _, r := range l(c) {
+					s = peel.Add(s, peel.Sum(peel.Sin(r)))
+				}
+				return s
+			}
+		}
+		wg := transforms.Grad(loss(oracle))(init)
+		cg := transforms.Compile(transforms.Grad(loss(run)))
+		for call := 0; call < 2; call++ {
+			g := cg.Call(init)
+			near(t, name+": compiled grad A", g.A.Float64s(), wg.A.Float64s(), 1e-13)
+			near(t, name+": compiled grad B", g.B.Float64s(), wg.B.Float64s(), 1e-13)
+		}
+	}
+}
