@@ -376,3 +376,6 @@ func loopRule(p *interp.Prim) Rule {
 		return outs, odims
 	}
 }
+
+// Wrapped returns the tracer's physical value (interp.Wrapper).
+func (t *tracer) Wrapped() []*interp.Tensor { return []*interp.Tensor{t.val} }

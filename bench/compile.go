@@ -114,6 +114,7 @@ func compiledWorkloadList() []Workload {
 		compiledWorkloads("maml_step_compiled", "Compile of "+mamlDoc,
 			"ms", perMs, mamlCompiled),
 		rematWorkloads(),
+		whileWorkloads(),
 		controlWorkloads(),
 	} {
 		ws = append(ws, g...)
@@ -344,7 +345,7 @@ func checkStep(r stepResult, ref [4][]float64, loss float64) error {
 // mlpStepEager is the training step, eager.
 func mlpStepEager() Workload {
 	return Workload{
-		Name: "mlp_step_f32", Impl: "peel", Doc: mlpStepDoc,
+		Name: "mlp_step_f32", Impl: "peel", Doc: mlpStepDoc, LiveHeap: true,
 		Unit: "ms", Metric: perMs,
 		Setup: func() (func(), func() error) {
 			p, x, onehot := mlpStepData()

@@ -31,6 +31,11 @@
 // the part spent tracing and optimizing as its metric. The torch peer
 // answers a _compiled workload with torch eager.
 //
+// Peak heap is the heap growth of one run with the collector paused, an
+// upper bound that counts garbage. Workloads about memory (checkpoint
+// policies; Workload.LiveHeap) also report the live heap's peak, sampled
+// during one run with the collector at GOGC=2.
+//
 // Workloads whose Impl is not "peel" are references that bound what peel
 // can reach: the same matrix product through gonum's BLAS called
 // directly, and a plain Go copy of the bytes a cheap elementwise op

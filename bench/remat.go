@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/transforms"
@@ -65,29 +66,29 @@ func cosEager(name, doc string, opts ...transforms.GradOption) Workload {
 }
 
 // cosCompiled is Compile of the gradient, with the given options.
-func cosCompiled(opts ...transforms.GradOption) compiledSetup {
+func cosCompiled(opts ...transforms.CompileOption) compiledSetup {
 	return func() (func() (func(), func() transforms.CompileStats), func() error) {
 		x, h := cosData()
 		var out cosInputs
 		compile := func() (func(), func() transforms.CompileStats) {
-			c := transforms.Compile(transforms.Grad(cosLoss, opts...))
+			c := transforms.Compile(transforms.Grad(cosLoss), opts...)
 			return func() { out = c.Call(x) }, c.Stats
 		}
 		return compile, func() error { return cosCheck(out, h) }
 	}
 }
 
-// mlpStepBackward is the training step with its backward pass compiled
-// (CompileBackward): the forward runs eagerly.
-func mlpStepBackward() Workload {
+// mlpStepWith is the training step with gradient options: its backward
+// pass compiled (CompileBackward, the forward eager), or a checkpoint
+// policy (Remat), whose live heap it measures.
+func mlpStepWith(name, doc string, opts ...transforms.GradOption) Workload {
 	return Workload{
-		Name: "mlp_step_f32_compile_backward", Impl: "peel",
-		Doc:  mlpStepDoc + ", with Grad's backward pass compiled (CompileBackward) and the forward eager",
-		Unit: "ms", Metric: perMs,
+		Name: name, Impl: "peel", Doc: mlpStepDoc + ", " + doc,
+		Unit: "ms", Metric: perMs, LiveHeap: true,
 		Setup: func() (func(), func() error) {
 			p, x, onehot := mlpStepData()
 			ref, loss := mlpStepRef(p, x, onehot)
-			vg := transforms.ValueAndGrad3(mlpStepLoss, transforms.CompileBackward())
+			vg := transforms.ValueAndGrad3(mlpStepLoss, opts...)
 			var out stepResult
 			run := func() {
 				l, g := vg(p, x, onehot)
@@ -108,13 +109,22 @@ func rematWorkloads() []Workload {
 	ws := []Workload{
 		cosEager("coscos_grad_f32", cosDoc+", eager (saves what linearization saves)"),
 		cosEager("coscos_grad_f32_mincut", cosDoc+", eager with Remat(MinCut)", transforms.Remat(transforms.MinCut)),
-		mlpStepBackward(),
+		mlpStepWith("mlp_step_f32_compile_backward", "with Grad's backward pass compiled (CompileBackward) and the forward eager", transforms.CompileBackward()),
+		mlpStepWith("mlp_step_f32_remat_nothing", "with Remat(NothingSaveable)", transforms.Remat(transforms.NothingSaveable)),
+		mlpStepWith("mlp_step_f32_remat_dots", "with Remat(DotsSaveable)", transforms.Remat(transforms.DotsSaveable)),
+		mlpStepWith("mlp_step_f32_remat_mincut", "with Remat(MinCut)", transforms.Remat(transforms.MinCut)),
 	}
 	ws = append(ws, compiledWorkloads("coscos_grad_f32_compiled", "Compile of "+cosDoc,
 		"ms", perMs, cosCompiled())...)
-	ws = append(ws, compiledWorkloads("coscos_grad_f32_compiled_mincut", "Compile of "+cosDoc+" with Remat(MinCut)",
-		"ms", perMs, cosCompiled(transforms.Remat(transforms.MinCut)))...)
-	return append(ws, transformerWorkloads()...)
+	ws = append(ws, compiledWorkloads("coscos_grad_f32_compiled_mincut", "Compile of "+cosDoc+" with GradRemat(MinCut)",
+		"ms", perMs, cosCompiled(transforms.GradRemat(transforms.MinCut)))...)
+	ws = append(ws, transformerWorkloads()...)
+	for i := range ws {
+		if !strings.HasSuffix(ws[i].Name, "_compile_time") {
+			ws[i].LiveHeap = true
+		}
+	}
+	return ws
 }
 
 // A small transformer: 2 blocks of single-head self-attention and a

@@ -31,6 +31,7 @@ type Record struct {
 	Q3Ns          float64 `json:"q3_ns,omitempty"`
 	Bytes         float64 `json:"bytes,omitempty"`
 	PeakHeap      uint64  `json:"peak_heap_bytes,omitempty"`
+	LivePeak      uint64  `json:"live_peak_bytes,omitempty"`
 	Reps          int     `json:"reps,omitempty"`
 	RunsPerSample int     `json:"runs_per_sample,omitempty"`
 	// Error says why the workload was not timed: its check failed ("wrong
@@ -99,7 +100,7 @@ func WriteTable(w io.Writer, rs []Record) error {
 		}
 		heap := "-"
 		if r.Allocs >= 0 {
-			heap = formatBytes(float64(r.PeakHeap))
+			heap = heapCell(r)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s–%s\t%s\t%s %s\t%s\t%s\t\n",
 			r.Workload, r.Impl, r.Threads, FormatNs(r.MedianNs),
@@ -258,7 +259,7 @@ func WriteComparison(w io.Writer, rows []Row, peer string) error {
 			} else {
 				metric = formatMetric(o.Metric) + " " + o.Unit
 				if o.Allocs >= 0 {
-					allocs, heap = formatCount(o.Allocs), formatBytes(float64(o.PeakHeap))
+					allocs, heap = formatCount(o.Allocs), heapCell(*o)
 				}
 			}
 		}
@@ -320,4 +321,12 @@ func FormatRatio(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// heapCell is a record's peak heap, with its live peak when measured.
+func heapCell(r Record) string {
+	if r.LivePeak > 0 {
+		return formatBytes(float64(r.PeakHeap)) + " (live " + formatBytes(float64(r.LivePeak)) + ")"
+	}
+	return formatBytes(float64(r.PeakHeap))
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -57,6 +59,9 @@ type Result struct {
 	// PeakHeap is the heap growth during one run with the collector
 	// paused: an upper bound on the extra memory one run needs.
 	PeakHeap uint64
+	// LivePeak is the largest growth of the live heap seen during one
+	// run (Workload.LiveHeap; 0 when not measured).
+	LivePeak uint64
 }
 
 // Record returns the JSON record of r.
@@ -66,7 +71,7 @@ func (r Result) Record() Record {
 		MedianNs: r.MedianNs, MinNs: r.MinNs, MaxNs: r.MaxNs,
 		Q1Ns: r.Q1Ns, Q3Ns: r.Q3Ns,
 		Metric: r.Metric, Unit: r.Unit,
-		Allocs: r.Allocs, Bytes: r.Bytes, PeakHeap: r.PeakHeap,
+		Allocs: r.Allocs, Bytes: r.Bytes, PeakHeap: r.PeakHeap, LivePeak: r.LivePeak,
 		Reps: len(r.SamplesNs), RunsPerSample: r.RunsPerSample,
 	}
 }
@@ -119,6 +124,9 @@ func Measure(w Workload, opt Options) (res Result, err error) {
 	}
 	res.Allocs, res.Bytes = allocsPerRun(run, max(1, min(n, 100)))
 	res.PeakHeap = peakHeap(run)
+	if w.LiveHeap {
+		res.LivePeak = livePeak(run)
+	}
 	// The timed runs must still give the right answer.
 	if err := verify(w.Name, run, check); err != nil {
 		return Result{}, err
@@ -198,4 +206,50 @@ func peakHeap(run func()) uint64 {
 		return 0
 	}
 	return m1.HeapAlloc - m0.HeapAlloc
+}
+
+// livePeak returns the largest growth of the live heap (the bytes the
+// collector found reachable at the end of a cycle) over the start seen
+// during one run. The collector runs at GOGC=2 for it, so cycles follow
+// each other closely, and a goroutine samples the live heap until the
+// run ends; a last cycle after the run counts what the run keeps.
+func livePeak(run func()) uint64 {
+	runtime.GC()
+	old := debug.SetGCPercent(2)
+	defer debug.SetGCPercent(old)
+	read := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		if s[0].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return s[0].Value.Uint64()
+	}
+	base := read()
+	var peak atomic.Uint64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if v := read(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Microsecond):
+			}
+		}
+	}()
+	run()
+	close(stop)
+	<-done
+	runtime.GC()
+	if v := read(); v > peak.Load() {
+		peak.Store(v)
+	}
+	if p := peak.Load(); p > base {
+		return p - base
+	}
+	return 0
 }

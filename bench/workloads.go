@@ -35,13 +35,18 @@ type Workload struct {
 	// reference. Setup is called once per measurement; run is called
 	// many times.
 	Setup func() (run func(), check func() error)
+	// LiveHeap makes the harness also measure the peak of the live heap
+	// during one run (Result.LivePeak): the memory a run holds at once,
+	// which checkpoint policies change. It is slow (the collector runs
+	// all the time), so only workloads about memory set it.
+	LiveHeap bool
 }
 
 // Workloads returns every workload, peel's first, each followed by the
 // references it is compared with.
 // A compiled workload comes right after its eager twin (see compile.go).
 func Workloads() []Workload {
-	return placeCompiled(append([]Workload{
+	ws := []Workload{
 		tinyChain(),
 		chain1M(peel.Float32),
 		chain1M(peel.Float64),
@@ -50,7 +55,12 @@ func Workloads() []Workload {
 		matmul(peel.Float64, false),
 		matmul(peel.Float32, true),
 		matmul(peel.Float64, true),
-	}, append(append(autodiffWorkloads(), vmapWorkloads()...), customOpWorkloads()...)...), compiledWorkloadList())
+	}
+	ws = append(ws, matmulShapeWorkloads()...)
+	ws = append(ws, autodiffWorkloads()...)
+	ws = append(ws, vmapWorkloads()...)
+	ws = append(ws, customOpWorkloads()...)
+	return placeCompiled(ws, compiledWorkloadList())
 }
 
 // placeCompiled inserts each of the compiled workloads cs after its eager

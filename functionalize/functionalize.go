@@ -168,3 +168,6 @@ func (f *Interp) mutate(p *interp.Prim, params any, args []*T) []*T {
 	f.aliases.Write(p, params, args)
 	return args[:1]
 }
+
+// Wrapped returns the tracer's current value below (interp.Wrapper).
+func (t *tracer) Wrapped() []*T { return []*T{t.val} }

@@ -25,6 +25,7 @@ type Level struct {
 	name   string
 	interp Interpreter
 	dead   atomic.Bool
+	data   any
 }
 
 // NewLevel starts a level of the named transform run by in. The caller
@@ -41,6 +42,12 @@ func (l *Level) Name() string { return l.name }
 
 // Interpreter returns the level's interpreter.
 func (l *Level) Interpreter() Interpreter { return l.interp }
+
+// WithData attaches v to the level, for transforms running inside it to
+// find with FindLevelData (a compiled function's defaults for the
+// gradients traced in it), and returns l. It must be called before the
+// level has tracers.
+func (l *Level) WithData(v any) *Level { l.data = v; return l }
 
 // End marks the level as finished: its tracers are escaped from now on.
 func (l *Level) End() { l.dead.Store(true) }

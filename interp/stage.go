@@ -12,6 +12,8 @@ type stager struct {
 	viewed map[*Tensor]bool
 	// decompose makes composites with Whole decompose too.
 	decompose bool
+	// data is the level's data (LevelData).
+	data any
 	// sources, when set, receives the tensors the graph's constants were
 	// lifted from (RecordConstSources); liftedFrom records them by var
 	// (a tensor lifted again after a change has several).
@@ -35,6 +37,9 @@ type TraceOption func(*stager)
 // marked Whole (user-defined ops), so the graph holds only primitives
 // with kernels. (transforms.Decompose is the user-facing form.)
 func DecomposeOps() TraceOption { return func(s *stager) { s.decompose = true } }
+
+// LevelData attaches v to the trace's level (Level.WithData).
+func LevelData(v any) TraceOption { return func(s *stager) { s.data = v } }
 
 // RecordConstSources makes the trace report, in *dst, where each constant
 // of the returned graph came from (aligned with Graph.Consts), so that a
@@ -217,7 +222,7 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 	if s.sources != nil {
 		s.liftedFrom = map[*Var]*Tensor{}
 	}
-	s.level = NewLevel(name, s)
+	s.level = NewLevel(name, s).WithData(s.data)
 	defer s.level.End()
 	in := make([]*Tensor, len(avals))
 	for i, a := range avals {

@@ -79,6 +79,49 @@ type Tracer interface {
 	Level() *Level
 }
 
+// Wrapper is implemented by tracers that hold tensors of lower levels
+// (a primal and a tangent, a batched value, a current value): Wrapped
+// returns them, for FindLevelData to look through.
+type Wrapper interface {
+	Wrapped() []*Tensor
+}
+
+// FindLevelData returns the data (Level.WithData) of type D of the
+// highest live level among the levels of ts and of the tensors their
+// tracers wrap, all the way down; ok is false when no such level holds
+// one. A transform uses it to find settings of an enclosing transform
+// whose values it is given.
+func FindLevelData[D any](ts ...*Tensor) (d D, ok bool) {
+	var best *Level
+	var seen map[*Tensor]bool // made at the first tracer: concrete values cost nothing
+	var visit func(t *Tensor)
+	visit = func(t *Tensor) {
+		if t == nil || t.tr == nil || seen[t] {
+			return
+		}
+		if seen == nil {
+			seen = map[*Tensor]bool{}
+		}
+		seen[t] = true
+		l := t.tr.Level()
+		if _, is := l.data.(D); is && l.Alive() && (best == nil || l.id > best.id) {
+			best = l
+		}
+		if w, is := t.tr.(Wrapper); is {
+			for _, u := range w.Wrapped() {
+				visit(u)
+			}
+		}
+	}
+	for _, t := range ts {
+		visit(t)
+	}
+	if best == nil {
+		return d, false
+	}
+	return best.data.(D), true
+}
+
 // Materializer is implemented by tracers whose value can be computed on
 // demand (the lazy interpreter of a compiled function with graph
 // breaks): reading such a tracer's elements (Item, Float64s, Array, …)
@@ -355,7 +398,7 @@ func (t *Tensor) Rebind(src *Tensor) {
 func (t *Tensor) tracedReadError(what string) *Error {
 	l := t.tr.Level()
 	return &Error{
-		Msg:       "cannot " + what + " the value of a traced tensor: its value is not known while the function is being transformed; for Go control flow on tensor values use transforms.Cond or transforms.Switch (a branch) and transforms.Scan or transforms.ForiLoop (a loop), whose bodies every transform sees",
+		Msg:       "cannot " + what + " the value of a traced tensor: its value is not known while the function is being transformed; for Go control flow on tensor values use transforms.Cond or transforms.Switch (a branch), transforms.Scan or transforms.ForiLoop (a loop of a known number of steps) and transforms.WhileLoop (a loop while a condition on values holds), whose bodies every transform sees",
 		Operands:  []string{t.TypeString()},
 		Transform: l.Name(),
 		Level:     l.ID(),

@@ -54,8 +54,13 @@ func fillZeros(cts []*tensor, like []interp.Aval) []*tensor {
 // differentiated: they come back as primal values, unwrapped from the
 // levels entered here.
 func valueAndGrad(op string, f func([]*tensor) []*tensor, leaves []*tensor, name func(i int) string, cfg *gradConfig) (value *tensor, grads, rest []*tensor) {
-	if cfg.remat != nil {
-		f = checkpointFlat(f, *cfg.remat, cfg.rematPlans)
+	policy, plans := cfg.remat, cfg.rematPlans
+	if policy == nil {
+		policy, plans = compiledRemat(leaves...)
+	}
+	plain := f
+	if policy != nil {
+		f = checkpointFlat(plain, *policy, plans)
 	}
 	scalar := func(in []*tensor) []*tensor {
 		// Checked inside the level, so the error names it.
@@ -71,6 +76,15 @@ func valueAndGrad(op string, f func([]*tensor) []*tensor, leaves []*tensor, name
 		return outs
 	}
 	lin := linearizeFlat("grad", scalar, leaves)
+	if policy == nil {
+		// A gradient of captured values in a compiled function finds its
+		// default policy through the result instead: run again with it.
+		if policy, plans = compiledRemat(lin.outs[0]); policy != nil {
+			lin.release()
+			f = checkpointFlat(plain, *policy, plans)
+			lin = linearizeFlat("grad", scalar, leaves)
+		}
+	}
 	defer lin.release()
 	out := lin.outs[0]
 	cts := make([]*tensor, len(lin.outs)) // no cotangent for the aux leaves

@@ -351,3 +351,67 @@ func TestCheckpointPlansShared(t *testing.T) {
 		near(t, "Remat", gr(x).Float64s(), want.Float64s(), 1e-12)
 	}
 }
+
+// TestGradRematDefault checks Compile's GradRemat: the gradients traced
+// in the compiled function recompute what the default policy does not
+// save — found through their arguments, through a batched argument
+// (Vmap inside the compiled function), and through the result when only
+// captured tensors are differentiated — while a gradient's own Remat
+// wins, and every result equals the eager gradient's. (Each returns the
+// value too, so the forward products stay and a recomputation adds its
+// own.)
+func TestGradRematDefault(t *testing.T) {
+	p := ckData()
+	type vg struct {
+		V *T
+		G ckParams
+	}
+	wv, wg := transforms.ValueAndGrad(ckLoss)(p)
+	dots := func(ex string) int { return strings.Count(ex[strings.Index(ex, "program:"):], "dot_general") }
+	grad := func(opts ...transforms.GradOption) func(ckParams) vg {
+		return func(q ckParams) vg { v, g := transforms.ValueAndGrad(ckLoss, opts...)(q); return vg{v, g} }
+	}
+	nothing := transforms.GradRemat(transforms.NothingSaveable)
+	plain := transforms.Compile(grad())
+	def := transforms.Compile(grad(), nothing)
+	own := transforms.Compile(grad(transforms.Remat(transforms.EverythingSaveable)), nothing)
+	everything := transforms.Compile(grad(transforms.Remat(transforms.EverythingSaveable)))
+	for name, c := range map[string]*transforms.Compiled[ckParams, vg]{"plain": plain, "default": def, "own": own} {
+		r := c.Call(p)
+		near(t, name+" value", r.V.Float64s(), wv.Float64s(), 1e-12)
+		ckNear(t, name, r.G, wg)
+	}
+	dp, dd := dots(plain.Explain(p)), dots(def.Explain(p))
+	if dd <= dp {
+		t.Errorf("GradRemat(NothingSaveable): %d products, the plain program %d: the default was not applied", dd, dp)
+	}
+	if do, de := dots(own.Explain(p)), dots(everything.Explain(p)); do != de {
+		t.Errorf("a gradient's own Remat: %d products, want %d as without GradRemat", do, de)
+	}
+
+	// Only captured tensors are differentiated: the result finds it.
+	captured := func(x *T) vg {
+		v, g := transforms.ValueAndGrad(func(q ckParams) *T { q.X = x; return ckLoss(q) })(p)
+		return vg{v, g}
+	}
+	cp, cd := transforms.Compile(captured), transforms.Compile(captured, nothing)
+	cw := captured(p.X)
+	ckNear(t, "captured", cd.Call(p.X).G, cw.G)
+	if a, b := dots(cp.Explain(p.X)), dots(cd.Explain(p.X)); b <= a {
+		t.Errorf("captured leaves: %d products with GradRemat, %d without: the default was not applied", b, a)
+	}
+
+	// Vmap inside Compile: the batched arguments wrap the compiled ones.
+	xs := ckRandom(9, 2, 4, 3)
+	lanes := transforms.Vmap(func(x *T) [2]*T {
+		v, g := transforms.ValueAndGrad(func(x *T) *T { q := p; q.X = x; return ckLoss(q) })(x)
+		return [2]*T{v, g}
+	})
+	vp, vd := transforms.Compile(lanes), transforms.Compile(lanes, nothing)
+	a, b := vd.Call(xs), lanes(xs)
+	near(t, "vmap value", a[0].Float64s(), b[0].Float64s(), 1e-12)
+	near(t, "vmap gradient", a[1].Float64s(), b[1].Float64s(), 1e-12)
+	if a, b := dots(vp.Explain(xs)), dots(vd.Explain(xs)); b <= a {
+		t.Errorf("Vmap in Compile: %d products with GradRemat, %d without: the default was not applied", b, a)
+	}
+}

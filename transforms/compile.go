@@ -139,6 +139,33 @@ type compileConfig struct {
 	static []int
 	fuse   []*customop.Op
 	passes []compiler.Pass // the pipeline, built once
+	grad   *gradDefaults   // GradRemat, the data of the trace's levels
+}
+
+// gradDefaults are a compiled function's defaults for the gradients
+// traced in it (GradRemat): the data of its levels, which a gradient
+// finds through its values (interp.FindLevelData).
+type gradDefaults struct {
+	remat SavePolicy
+	plans *sync.Map // the checkpoint plans, shared by the function's gradients
+}
+
+// traceOptions are the options of a compiled function's traces: its
+// levels carry the GradRemat default.
+func (c *compileConfig) traceOptions() []interp.TraceOption {
+	if c.grad == nil {
+		return nil
+	}
+	return []interp.TraceOption{interp.LevelData(c.grad)}
+}
+
+// compiledRemat returns the GradRemat policy of the innermost compiled
+// function whose values ts are, and its plans, or nil.
+func compiledRemat(ts ...*tensor) (*SavePolicy, *sync.Map) {
+	if d, ok := interp.FindLevelData[*gradDefaults](ts...); ok {
+		return &d.remat, d.plans
+	}
+	return nil, nil
 }
 
 type compileOpt func(*compileConfig)
@@ -178,6 +205,20 @@ func FuseOps(ops ...*customop.Op) CompileOption {
 // traced value (Item, Float64s, a Go if on data) panics with the read's
 // *peel.Error instead of running in segments (torch's fullgraph=True).
 func Strict() CompileOption { return compileOpt(func(c *compileConfig) { c.strict = true }) }
+
+// GradRemat makes policy the default of the gradients (Grad,
+// ValueAndGrad, GradAux and their forms) traced in the compiled
+// function: each that has no Remat option of its own saves what policy
+// allows and recomputes the rest in its backward pass, as with
+// Remat(policy). GradRemat(MinCut) makes the min-cut partitioner the
+// choice for the whole program, as torch.compile does; without the
+// option a gradient saves what linearize saves. A gradient finds the
+// default through its values: arguments of the compiled function (or
+// values computed from them) that it differentiates, or, when it only
+// differentiates captured tensors, its function's result.
+func GradRemat(policy SavePolicy) CompileOption {
+	return compileOpt(func(c *compileConfig) { c.grad = &gradDefaults{remat: policy, plans: &sync.Map{}} })
+}
 
 // StaticArgnums makes the given positional arguments static: their
 // tensors are part of the signature by value (a call with other values
@@ -448,7 +489,7 @@ func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []
 		// The inputs' final values (Functionalize wrote them back): an
 		// input whose box now holds another value was written.
 		return append(outs, in...)
-	}, inAvals, interp.RecordConstSources(&e.sources))
+	}, inAvals, append(c.cfg.traceOptions(), interp.RecordConstSources(&e.sources))...)
 }
 
 // finish optimizes and builds the traced graph of entry e (nOut results
@@ -694,7 +735,7 @@ func (c *Compiled[A, R]) Explain(x A) string {
 				all[i] = vals[j]
 			}
 			return Functionalize(flatFn(c.op, c.f, def, nil))(all)
-		}, in)
+		}, in, c.cfg.traceOptions()...)
 	})
 	if err != nil {
 		if c.cfg.strict || !tracedRead(err) {

@@ -464,6 +464,6 @@ func TestTracedReadPointsToControlFlow(t *testing.T) {
 		}
 		return peel.Cos(x)
 	}
-	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sum(f(x)) })(f64(1, 2)) }, "transforms.Cond", "transforms.Scan")
+	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sum(f(x)) })(f64(1, 2)) }, "transforms.Cond", "transforms.Scan", "transforms.WhileLoop")
 	wantError(t, func() { transforms.Vmap(f)(f64(1, 2)) }, "transforms.Cond")
 }

@@ -63,7 +63,9 @@
 // Checkpoint (and the Remat gradient option) choose what a gradient
 // saves for its backward pass and what it recomputes, with a SavePolicy
 // (MinCut is AOTAutograd's partitioner); SavedResiduals and Recomputed
-// report the choice. CompileBackward compiles only the backward pass.
+// report the choice; Compile's GradRemat option sets a policy for every
+// gradient traced in a compiled function. CompileBackward compiles only
+// the backward pass.
 // Hook and OnGradient are backward hooks on values and on final
 // gradients.
 //
@@ -74,7 +76,15 @@
 // Scan (JAX's lax.scan) and ForiLoop are loops traced once into one scan
 // primitive: compiled, vmapped and differentiated without unrolling (a
 // gradient is a forward scan and a reverse scan of the body's
-// transpose).
+// transpose). WhileLoop (JAX's lax.while_loop) loops while a predicate on
+// the carry holds: one while primitive holding the predicate's and the
+// body's graphs, so a compiled program decides the number of steps when
+// it runs. Forward mode (JVP, Jacfwd) goes through it; reverse mode
+// (Grad, VJP, Jacrev, Hessian) is an error that points to ForiLoop or
+// Scan. Under Vmap with a batched predicate it runs until every lane is
+// done, a finished lane keeping its carry. Map (JAX's lax.map) applies a
+// function to each slice of a leading axis, as a Scan, batchSize slices
+// per step with Vmap.
 //
 // Options follow one style: each family has its option interface
 // (VmapOption, JacobianOption, GradOption, GradArgsOption,

@@ -239,3 +239,6 @@ func annotate(l *interp.Level) {
 	}
 	panic(r)
 }
+
+// Wrapped returns the tracer's primal and tangent (interp.Wrapper).
+func (t *jvpTracer) Wrapped() []*tensor { return []*tensor{t.primal, t.tangent} }

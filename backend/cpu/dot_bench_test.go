@@ -1,6 +1,7 @@
 package cpu_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -116,4 +117,59 @@ func BenchmarkMatVec(b *testing.B) {
 		}
 		gflops(b)
 	})
+}
+
+// BenchmarkGEMMKernels times the packed GEMM with each micro-kernel
+// (AVX2, and AVX-512 where the CPU has it) on one thread, on a square
+// product and the MLP layers' shapes; GFLOPS = 2·m·k·n / time.
+//
+//	go test ./backend/cpu/ -run '^$' -bench GEMMKernels -benchtime=200ms
+func BenchmarkGEMMKernels(b *testing.B) {
+	defer cpu.SetThreads(cpu.Threads())
+	cpu.SetThreads(1)
+	defer cpu.SetWideGEMM(cpu.SetWideGEMM(false))
+	be := cpu.New()
+	rng := rand.New(rand.NewPCG(9, 10))
+	matmul := prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
+	for _, s := range [][3]int{{512, 512, 512}, {64, 784, 128}, {128, 256, 10}, {128, 256, 20}, {128, 256, 40}, {32, 128, 128}} {
+		m, k, n := s[0], s[1], s[2]
+		for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
+			data := func(size int) any {
+				v := make([]float64, size)
+				for i := range v {
+					v[i] = rng.NormFloat64()
+				}
+				if dt == backend.Float32 {
+					return stCastF32(v)
+				}
+				return v
+			}
+			x := interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data(m * k)), Shape: []int{m, k}})
+			y := interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data(k * n)), Shape: []int{k, n}})
+			for _, wide := range []bool{false, true} {
+				if wide && !cpu.HasWideGEMM() {
+					continue
+				}
+				name := fmt.Sprintf("%v/%dx%dx%d/avx2", dt, m, k, n)
+				if wide {
+					name = name[:len(name)-4] + "avx512"
+				}
+				b.Run(name, func(b *testing.B) {
+					cpu.SetWideGEMM(wide)
+					for b.Loop() {
+						interp.Bind1(prims.DotGeneral, matmul, x, y)
+					}
+					b.ReportMetric(2*float64(m*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+				})
+			}
+		}
+	}
+}
+
+func stCastF32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
 }

@@ -11,10 +11,10 @@ import (
 // Each product is split, BLIS style, into column blocks of B (gemmNC),
 // those into blocks of the contracting dimension (gemmKC), and those into
 // row blocks of A (gemmMC). The block of B is packed into panels of NR
-// columns (16 float32 or 8 float64), the block of A into panels of 6
-// rows, both zero-padded at the edges, and a micro-kernel computes each
-// 6×NR tile of C from one A panel and one B panel held in cache
-// (dot_gemm_amd64.s). The kernel takes the panels' strides, so B with
+// columns (16 float32 or 8 float64 with AVX2, 32 or 16 with AVX-512), the
+// block of A into panels of 6 rows, both zero-padded at the edges, and a
+// micro-kernel computes each 6×NR tile of C from one A panel and one B
+// panel held in cache (dot_gemm_amd64.s, dot_gemm512_amd64.s). The kernel takes the panels' strides, so B with
 // contiguous rows and A with contiguous columns are read in place
 // instead (but for a narrow edge panel, and for strides that are
 // multiples of 2 KiB, which alias in the L1 cache): packing costs a
@@ -270,8 +270,14 @@ func mergeTile[T float32 | float64](c []T, ldc int, t []T, tld, rows, cols int, 
 	}
 }
 
-// tile32 and tile64 are the tileFuncs of the float32 and float64
-// micro-kernels; an edge tile is computed into a buffer on the stack.
+// gemmWide selects the AVX-512 micro-kernels (6×32 float32, 6×16
+// float64 tiles) over the AVX2 ones where the CPU has them; tests turn
+// it off to check both.
+var gemmWide = haveAVX512
+
+// tile32 and tile64 are the tileFuncs of the AVX2 float32 and float64
+// micro-kernels, tile32w and tile64w of the AVX-512 ones; an edge tile is
+// computed into a buffer on the stack.
 func tile32(kb int, ap []float32, lda int, bp []float32, ldb int, c []float32, ldc, rows, cols int, add bool) {
 	const nr = 16
 	_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
@@ -298,16 +304,53 @@ func tile64(kb int, ap []float64, lda int, bp []float64, ldb int, c []float64, l
 	mergeTile(c, ldc, t[:], nr, rows, cols, add)
 }
 
+func tile32w(kb int, ap []float32, lda int, bp []float32, ldb int, c []float32, ldc, rows, cols int, add bool) {
+	const nr = 32
+	_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
+	if rows == gemmMR && cols == nr {
+		_ = c[(gemmMR-1)*ldc+nr-1]
+		sgemm6x32AVX512(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
+		return
+	}
+	var t [gemmMR * nr]float32
+	sgemm6x32AVX512(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
+	mergeTile(c, ldc, t[:], nr, rows, cols, add)
+}
+
+func tile64w(kb int, ap []float64, lda int, bp []float64, ldb int, c []float64, ldc, rows, cols int, add bool) {
+	const nr = 16
+	_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
+	if rows == gemmMR && cols == nr {
+		_ = c[(gemmMR-1)*ldc+nr-1]
+		dgemm6x16AVX512(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
+		return
+	}
+	var t [gemmMR * nr]float64
+	dgemm6x16AVX512(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
+	mergeTile(c, ldc, t[:], nr, rows, cols, add)
+}
+
 // gemm32 and gemm64 compute batch element bi of p into c with the packed
-// GEMM.
+// GEMM: with the AVX-512 micro-kernels when there are and the product has
+// at least one full panel of their width (narrower products, such as an
+// MLP's 10-column output layer, pad less and run faster on the AVX2
+// ones).
 func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 	bufs := gemmPool32.Get().(*gemmBufs[float32])
-	gemmPacked(p, bi, c, a, b, 16, tile32, bufs, par)
+	if gemmWide && p.N >= 32 {
+		gemmPacked(p, bi, c, a, b, 32, tile32w, bufs, par)
+	} else {
+		gemmPacked(p, bi, c, a, b, 16, tile32, bufs, par)
+	}
 	gemmPool32.Put(bufs)
 }
 
 func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
 	bufs := gemmPool64.Get().(*gemmBufs[float64])
-	gemmPacked(p, bi, c, a, b, 8, tile64, bufs, par)
+	if gemmWide && p.N >= 16 {
+		gemmPacked(p, bi, c, a, b, 16, tile64w, bufs, par)
+	} else {
+		gemmPacked(p, bi, c, a, b, 8, tile64, bufs, par)
+	}
 	gemmPool64.Put(bufs)
 }

@@ -11,3 +11,12 @@ func sgemm6x16AVX2(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
 
 //go:noescape
 func dgemm6x8AVX2(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
+
+// The AVX-512 micro-kernels (dot_gemm512_amd64.s): 6×32 float32 and 6×16
+// float64 tiles, used where the CPU and OS support AVX-512F (haveAVX512).
+
+//go:noescape
+func sgemm6x32AVX512(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
+
+//go:noescape
+func dgemm6x16AVX512(k int, a, b, c *float64, ldc, lda, ldb int, add bool)

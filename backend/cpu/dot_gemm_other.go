@@ -12,3 +12,11 @@ func sgemm6x16AVX2(k int, a, b, c *float32, ldc, lda, ldb int, add bool) {
 func dgemm6x8AVX2(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
 	panic("cpu: no GEMM micro-kernel")
 }
+
+func sgemm6x32AVX512(k int, a, b, c *float32, ldc, lda, ldb int, add bool) {
+	panic("cpu: no GEMM micro-kernel")
+}
+
+func dgemm6x16AVX512(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
+	panic("cpu: no GEMM micro-kernel")
+}

@@ -24,6 +24,10 @@ import xcpu "golang.org/x/sys/cpu"
 // instructions the kernels use.
 var haveSIMD = xcpu.X86.HasAVX2 && xcpu.X86.HasFMA
 
+// haveAVX512 reports whether the CPU and OS also support AVX-512F (the
+// wide GEMM micro-kernels).
+var haveAVX512 = haveSIMD && xcpu.X86.HasAVX512F
+
 // Assembly kernels. They read and write through their slices' pointers
 // without checking lengths: the unary ones process len(d) elements, the
 // arithmetic ones len(d) rounded down to whole vectors (8 float32 or 4

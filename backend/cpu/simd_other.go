@@ -9,6 +9,9 @@ package cpu
 
 const haveSIMD = false
 
+// haveAVX512 is false: no AVX-512 GEMM micro-kernels.
+const haveAVX512 = false
+
 func tanh32Vec(d, a []float32)     { tanh32Scalar(d, a) }
 func exp32Vec(d, a []float32)      { exp32Scalar(d, a) }
 func logistic32Vec(d, a []float32) { logistic32Scalar(d, a) }

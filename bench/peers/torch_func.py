@@ -427,6 +427,69 @@ GELU_ROWS, GELU_COLS = 4096, 256
 GELU_K, GELU_C = 0.7978845608028654, 0.044715
 
 
+NEWTON_LANES = 1024
+NEWTON_TOL = 1e-12
+NEWTON_MAX_STEPS = 100
+
+
+def newton(loop):
+    """Newton's method for x^3 = a on 1024 f64 lanes (a log-uniform in
+    [1e-3, 1e6]) from x = 1 until |x^3 - a| <= 1e-12*|a|: peel's
+    Vmap(WhileLoop) as a masked loop on the batch (every lane steps until
+    all are done, finished lanes keep their value by torch.where), or with
+    loop a Python loop per lane over 0-d tensors reading each residual."""
+    def setup():
+        g = torch.Generator().manual_seed(57)
+        lo, hi = math.log(1e-3), math.log(1e6)
+        a = torch.exp(lo + (hi - lo) * torch.rand(NEWTON_LANES, generator=g, dtype=torch.float64))
+        want = []
+        for v in a.tolist():
+            x, k = 1.0, 0
+            while k < NEWTON_MAX_STEPS and abs(x * x * x - v) > NEWTON_TOL * v:
+                x -= (x * x * x - v) / (3 * x * x)
+                k += 1
+            want.append(x)
+        out = [None]
+
+        def step(x, a):
+            return x - (x * x * x - a) / (3 * x * x)
+
+        if loop:
+            lanes = [a[i] for i in range(NEWTON_LANES)]
+
+            def run():
+                xs = []
+                for ai in lanes:
+                    x = torch.ones((), dtype=torch.float64)
+                    limit = NEWTON_TOL * ai.item()
+                    k = 0
+                    while k < NEWTON_MAX_STEPS and (x * x * x - ai).abs().item() > limit:
+                        x = step(x, ai)
+                        k += 1
+                    xs.append(x)
+                out[0] = torch.stack(xs)
+        else:
+            limit = NEWTON_TOL * a.abs()
+
+            def run():
+                x = torch.ones_like(a)
+                k = torch.zeros(NEWTON_LANES, dtype=torch.int64)
+                while True:
+                    m = ((x * x * x - a).abs() > limit) & (k < NEWTON_MAX_STEPS)
+                    if not m.any():
+                        break
+                    x = torch.where(m, step(x, a), x)
+                    k = k + m.long()
+                out[0] = x
+
+        def check():
+            compare(out[0].tolist(), want, 1e-13, 0)
+
+        return run, check
+
+    return setup
+
+
 def gelu_composite(x):
     """The composite of mylib.gelu (examples/customop/mylib), op by op."""
     x3 = torch.mul(x, torch.mul(x, x))
@@ -579,6 +642,38 @@ def maml_step():
     return run, check
 
 
+def matmul_shape(batch, m, k, n, dtype):
+    def setup():
+        g = torch.Generator().manual_seed(17)
+        lead = (batch,) if batch > 1 else ()
+        a = (torch.rand(*lead, m, k, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
+        b = (torch.rand(*lead, k, n, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
+        out = [None]
+
+        def run():
+            out[0] = torch.matmul(a, b)
+
+        def check():
+            a64, b64 = a.to(torch.float64), b.to(torch.float64)
+            want = a64 @ b64
+            mag = a64.abs() @ b64.abs()
+            tol = 1e-13 if dtype == torch.float64 else 1e-5
+            if ((out[0].to(torch.float64) - want).abs() > tol * mag).any():
+                raise AssertionError("matmul differs from the float64 reference")
+
+        return run, check
+
+    return setup
+
+
+# The MLP-shaped products (bench/matmul_shapes.go): batch, m, k, n.
+MAT_SHAPES = [(1, 64, 784, 128), (1, 128, 256, 10), (8, 64, 784, 128), (8, 128, 256, 10)]
+
+
+def mat_shape_name(batch, m, k, n, dt):
+    return "matmul_" + (f"b{batch}_" if batch > 1 else "") + f"{m}x{k}x{n}_{dt}"
+
+
 RNN_HIDDEN, RNN_IN, RNN_BATCH, RNN_STEPS = 128, 128, 32, 100
 
 
@@ -650,6 +745,11 @@ WORKLOADS = [
     ("per_sample_grad_mlp_f64_loop", "ms", lambda ns: ns / 1e6, per_sample_grads(torch.float64, True)),
     ("vmap_functionalize_256x128", "µs", lambda ns: ns / 1e3, vmap_functionalize),
 ] + [
+    (mat_shape_name(b, m, k, n, dt), "GFLOPS", (lambda f: lambda ns: f / ns)(2 * b * m * k * n),
+     matmul_shape(b, m, k, n, dtype))
+    for dt, dtype in (("f32", torch.float32), ("f64", torch.float64))
+    for b, m, k, n in MAT_SHAPES
+] + [
     ("gelu_" + ("grad_" if grad else "") + how + "_1m_" + name, "ns/elem",
      lambda ns: ns / (GELU_ROWS * GELU_COLS), gelu(dtype, how, grad))
     for name, dtype in (("f32", torch.float32), ("f64", torch.float64))
@@ -660,6 +760,8 @@ WORKLOADS = [
     ("coscos_grad_f32", "ms", lambda ns: ns / 1e6, coscos_grad()),
     ("transformer_grad_f32", "ms", lambda ns: ns / 1e6, transformer_grad()),
     ("maml_step", "ms", lambda ns: ns / 1e6, maml_step),
+    ("newton_while_vmap_f64", "ms", lambda ns: ns / 1e6, newton(False)),
+    ("newton_loop_f64", "ms", lambda ns: ns / 1e6, newton(True)),
     ("rnn_unrolled_grad_f32", "ms", lambda ns: ns / 1e6, rnn_grad()),
 ]
 
@@ -667,7 +769,8 @@ WORKLOADS = [
 # 1.13 has no torch.compile): each <name>_compiled is answered by the
 # eager workload <name>.
 COMPILED = ["tiny_chain_100", "chain_1m_f32", "chain_1m_f64", "gelu_composite_1m_f32",
-            "gelu_grad_composite_1m_f32", "mlp_step_f32", "per_sample_grad_mlp_f32", "maml_step"]
+            "gelu_grad_composite_1m_f32", "mlp_step_f32", "per_sample_grad_mlp_f32", "maml_step",
+            "newton_while_vmap_f64"]
 WORKLOADS += [(name + "_compiled",) + w[1:] for name in COMPILED for w in WORKLOADS if w[0] == name]
 # Remat and compiled-backward variants, answered by torch's eager
 # autograd of the same function.

@@ -1,0 +1,69 @@
+package cpu_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/prims"
+)
+
+// TestGEMMKernelsRapid checks the packed GEMM with each micro-kernel
+// (AVX2, and AVX-512 where the CPU has it) against a float64 loop over
+// random sizes from 1 to 300 (primes and the kernels' panel widths and
+// their neighbours among them), both operands' transpositions, strided
+// and offset layouts, and batches. The data are small integers, so every
+// sum is exact in float32 too.
+func TestGEMMKernelsRapid(t *testing.T) {
+	modes := []bool{false}
+	if cpu.HasWideGEMM() {
+		modes = append(modes, true)
+	}
+	defer cpu.SetWideGEMM(cpu.SetWideGEMM(false))
+	sizes := []int{1, 2, 5, 6, 7, 8, 13, 15, 16, 17, 31, 32, 33, 97, 127, 191, 193, 256, 257, 293, 300}
+	for _, wide := range modes {
+		name := "avx2"
+		if wide {
+			name = "avx512"
+		}
+		t.Run(name, func(t *testing.T) {
+			cpu.SetWideGEMM(wide)
+			rapid.Check(t, func(t *rapid.T) {
+				dim := func(label string) int {
+					if rapid.Bool().Draw(t, label+" from the list") {
+						return rapid.SampledFrom(sizes).Draw(t, label)
+					}
+					return rapid.IntRange(1, 300).Draw(t, label)
+				}
+				m, n, k := dim("m"), dim("n"), dim("k")
+				for m*n*k > 1<<21 {
+					// Keep the float64 reference quick.
+					m, n = max(1, m/2), max(1, n/2)
+				}
+				nb := rapid.SampledFrom([]int{0, 1, 3}).Draw(t, "batch")
+				ta, tb := rapid.Bool().Draw(t, "lhs transposed"), rapid.Bool().Draw(t, "rhs transposed")
+				as, bs := []int{m, k}, []int{k, n}
+				p := prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
+				if ta {
+					as, p.LhsContract = []int{k, m}, []int{0}
+				}
+				if tb {
+					bs, p.RhsContract = []int{n, k}, []int{1}
+				}
+				if nb > 0 {
+					as, bs = append([]int{nb}, as...), append([]int{nb}, bs...)
+					p.LhsContract = []int{p.LhsContract[0] + 1}
+					p.RhsContract = []int{p.RhsContract[0] + 1}
+					p.LhsBatch, p.RhsBatch = []int{0}, []int{0}
+				}
+				dt := rapid.SampledFrom([]backend.DType{backend.Float32, backend.Float64}).Draw(t, "dtype")
+				l := rapid.SampledFrom(stLayouts).Draw(t, "layout")
+				rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1))
+				dtRun(t, dt, l, dtData(rng, backend.ShapeSize(as)), as, dtData(rng, backend.ShapeSize(bs)), bs, p)
+			})
+		})
+	}
+}
