@@ -115,6 +115,7 @@ func compiledWorkloadList() []Workload {
 			"ms", perMs, mamlCompiled),
 		rematWorkloads(),
 		whileWorkloads(),
+		controlWorkloads(),
 	} {
 		ws = append(ws, g...)
 	}

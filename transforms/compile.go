@@ -704,7 +704,11 @@ func optimizeStages(g *interp.Graph, passes []compiler.Pass, record bool) (*inte
 }
 
 // buildProgram prepares g for repeated evaluation on concrete values.
-func buildProgram(g *interp.Graph) program { return compiler.Build(g) }
+// The bodies of g's scans are compiled too, when they first run.
+func buildProgram(g *interp.Graph) program {
+	markCompiledScans(g)
+	return compiler.Build(g)
+}
 
 // Explain returns, for x's signature, the traced graph, the graph after
 // each optimization pass that changed it, and the program that runs it

@@ -1,8 +1,10 @@
 package transforms
 
 import (
+	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/batching"
@@ -23,8 +25,13 @@ import (
 //     the step (peel.Index), running the body graph with Graph.Eval and
 //     stacking each y leaf along a new axis 0 (peel.Stack);
 //   - staging (MakeGraph, Compile) records it as one equation,
-//     scan[length n], which a compiled program runs by its Impl: the
-//     loop is not unrolled into the program;
+//     scan[length n]: the loop is not unrolled into the program. A
+//     compiled program runs it by its Impl (EvalImpl), whose steps run
+//     the body's own program (optimized and built once, on first use:
+//     buildProgram marks the scans of the graphs it compiles), each step
+//     donating the carries the step before made (when no other result
+//     or operand overlaps their memory); non-contiguous xs and
+//     constants are copied once, not at every step;
 //   - its JVP rule is JAX's partial evaluation of scan: the body's JVP
 //     graph J (every float carry has a tangent, since a step may make a
 //     zero one nonzero) is split as a checkpoint saving everything
@@ -42,8 +49,12 @@ import (
 //     the xs tangents' cotangents. So forward mode, reverse mode (Grad,
 //     VJP, Jacrev: linearize runs the forward scan eagerly and stages
 //     scan_lin) and their compositions stay one equation per loop, also
-//     in a compiled gradient. Every residual is saved, once per step
-//     (loop-invariant ones too: no policy, no hoisting yet). Should J
+//     in a compiled gradient. A residual is stacked per step, except
+//     when it is an xs leaf as the body reads it (scan_lin then takes
+//     the stacked operand itself) or the same at every step, a captured
+//     tensor or a constant of J (scan_lin takes it once, as one of its
+//     first nInv constants, in which it is not linear; the transposed
+//     scan takes it as a constant too). There is no save policy. Should J
 //     hold a linear equation with values in its parameters (a
 //     CustomVJP's custom_vjp_lin, which no graph can return), the rule
 //     differentiates the loop step by step instead (jvpFlat of the
@@ -66,14 +77,50 @@ type scanParams struct {
 	length  int
 	reverse bool
 	// nRes (scan_lin) is the number of leading xs that are residuals,
-	// in which it is not linear.
-	nRes int
+	// in which it is not linear; nInv the number of leading constants
+	// that are loop-invariant residuals (captured tensors of the primal
+	// body), in which it is not linear either.
+	nRes, nInv int
 	// batched caches the body vmapped by batch layout; jvps the plans by
 	// tangent mask; transposed scan_lin's transposed scan.
 	batched       sync.Map // string → *scanParams
 	jvps          sync.Map // string → *scanPlan
 	transposeOnce sync.Once
 	transposed    *scanParams
+	// compiled is set when a compiled program holds the scan
+	// (markCompiledScans): evaluating it then runs the body's own
+	// program, prog, built once.
+	compiled atomic.Bool
+	progOnce sync.Once
+	prog     program
+}
+
+// markCompiledScans marks the scans of g, a graph a program is built
+// for: their bodies are compiled too, on first use.
+func markCompiledScans(g *interp.Graph) {
+	for _, e := range g.Eqns {
+		if s, ok := e.Params.(*scanParams); ok {
+			s.compiled.Store(true)
+		}
+	}
+}
+
+// bodyProgram returns the body's program when the scan is run by a
+// compiled program, built (optimized and planned) on first use; nil
+// otherwise, or when a constant of the body is a tracer.
+func (s *scanParams) bodyProgram() program {
+	if !s.compiled.Load() {
+		return nil
+	}
+	s.progOnce.Do(func() {
+		for _, v := range s.body.ConstVals {
+			if !v.IsConcrete() {
+				return
+			}
+		}
+		s.prog = buildProgram(optimize(s.body))
+	})
+	return s.prog
 }
 
 func (s *scanParams) String() string {
@@ -117,6 +164,15 @@ func stackedAval(n int, a interp.Aval) interp.Aval {
 // runs at any level (eagerly, decomposed by a trace, or under a
 // forward-mode level in the JVP rule).
 func scanRun(s *scanParams, args []*tensor) []*tensor {
+	return scanLoop(s, args, func(in []*tensor, _ []bool) []*tensor { return s.body.Eval(in...) }, false)
+}
+
+// scanLoop is scanRun with each step's body run by body. With donating
+// (concrete operands), body may take over the memory of the operands
+// marked in donate: the carries of the step before, when that step made
+// them (they alias none of its operands and none of its other results,
+// such as a y kept for the stack).
+func scanLoop(s *scanParams, args []*tensor, body func(in []*tensor, donate []bool) []*tensor, donating bool) []*tensor {
 	g := s.body
 	nC, nX := s.nCarry, s.nX
 	nY := len(g.Out) - nC
@@ -124,6 +180,7 @@ func scanRun(s *scanParams, args []*tensor) []*tensor {
 	xs := args[nC : nC+nX]
 	in := make([]*tensor, len(g.In))
 	copy(in[nC+nX:], args[nC+nX:])
+	donate := make([]bool, nC)
 	ys := make([][]*tensor, nY)
 	for j := range ys {
 		ys[j] = make([]*tensor, s.length)
@@ -137,7 +194,10 @@ func scanRun(s *scanParams, args []*tensor) []*tensor {
 		for j, x := range xs {
 			in[nC+j] = peel.Index(x, i)
 		}
-		out := g.Eval(in...)
+		out := body(in, donate)
+		for c := range carry {
+			donate[c] = donating && fresh(out[c], c, in, out)
+		}
 		copy(carry, out[:nC])
 		for j := range ys {
 			ys[j][i] = out[nC+j]
@@ -154,9 +214,68 @@ func scanRun(s *scanParams, args []*tensor) []*tensor {
 	return res
 }
 
+// fresh reports whether out[c] is memory of its step alone: it shares
+// memory with none of the step's operands in and other results out.
+func fresh(t *tensor, c int, in, out []*tensor) bool {
+	for _, u := range in {
+		if sharesMemory(u, t) {
+			return false
+		}
+	}
+	for j, u := range out {
+		if j != c && sharesMemory(u, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// sharesMemory reports whether two concrete tensors may share memory:
+// one storage, or buffers whose memory overlaps (a program may return one
+// buffer as two results of distinct storages). It answers true when it
+// cannot tell (a buffer that is not a Go slice).
+func sharesMemory(a, b *tensor) bool {
+	if a == b || interp.SameStorage(a, b) {
+		return true
+	}
+	x, _ := a.Array()
+	y, _ := b.Array()
+	rx, ry := reflect.ValueOf(x.Buf), reflect.ValueOf(y.Buf)
+	if rx.Kind() != reflect.Slice || ry.Kind() != reflect.Slice {
+		return true
+	}
+	if rx.Len() == 0 || ry.Len() == 0 {
+		return false
+	}
+	px, py := rx.Pointer(), ry.Pointer()
+	ex := px + uintptr(rx.Len())*rx.Type().Elem().Size()
+	ey := py + uintptr(ry.Len())*ry.Type().Elem().Size()
+	return px < ey && py < ex
+}
+
 func scanImpl(params any, args []*tensor) []*tensor {
 	defer interp.Decomposing("scan")
 	return scanRun(params.(*scanParams), args)
+}
+
+// scanEvalImpl is scanImpl on concrete operands: a scan that a compiled
+// program holds runs its body's program at every step.
+func scanEvalImpl(params any, args []*tensor) []*tensor {
+	s := params.(*scanParams)
+	prog := s.bodyProgram()
+	if prog == nil {
+		return scanImpl(params, args)
+	}
+	defer interp.Decomposing("scan")
+	// A program copies an operand that is not contiguous (a broadcast
+	// captured tensor, say) on every run: copy the xs and the constants
+	// once, before the loop.
+	for i := s.nCarry; i < len(args); i++ {
+		if a, _ := args[i].Array(); !a.IsContiguous() {
+			args[i] = interp.Contiguous(args[i])
+		}
+	}
+	return scanLoop(s, args, prog.Run, true)
 }
 
 // scanPrim is scan; scanLin is scan on a body linear in every operand
@@ -166,9 +285,11 @@ var scanPrim, scanLin = func() (*interp.Prim, *interp.Prim) {
 	p := interp.NewPrim("scan", interp.Pure, scanAbstract)
 	p.Whole = true // one equation when staged
 	p.Impl = scanImpl
+	p.EvalImpl = scanEvalImpl
 	l := interp.NewPrim("scan_lin", interp.Pure, scanAbstract)
 	l.Whole = true
 	l.Impl = scanImpl
+	l.EvalImpl = scanEvalImpl
 	// Linear in every operand (the residuals, which are xs, are never
 	// tangents: the transpose gives them no cotangent).
 	l.Linear = []bool{true}
@@ -210,8 +331,29 @@ func scanJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 			args = append(args, t)
 		}
 	}
-	args = append(args, fwd[nOut:]...)
-	for i := nC; i < len(g.In); i++ {
+	k := nOut
+	for _, src := range p.res {
+		if src < 0 {
+			args = append(args, fwd[k])
+			k++
+			continue
+		}
+		args = append(args, primals[src])
+	}
+	nX := nC + s.nX
+	for i := nC; i < nX; i++ {
+		if has[i] {
+			args = append(args, tangents[i])
+		}
+	}
+	for k, src := range p.inv {
+		if src < 0 {
+			args = append(args, p.invVals[k])
+			continue
+		}
+		args = append(args, primals[src])
+	}
+	for i := nX; i < len(g.In); i++ {
 		if has[i] {
 			args = append(args, tangents[i])
 		}
@@ -225,13 +367,26 @@ func scanJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 // mask: fwd's body maps the primals to the new carries, the ys and the
 // step's residuals (stacked as more ys); lin's body maps the carry
 // tangents (carries), the residuals and the tangents of xs present (xs)
-// and the tangents of the captured tensors present (constants) to the
-// float results' tangents, linearly in all but the residuals. fwd nil:
-// the body's JVP holds a linear equation with values in its parameters
-// (a CustomVJP's), which no graph can return: the JVP runs step by step.
-// lin nil: no result has a tangent.
+// and the loop-invariant residuals and the tangents of the captured
+// tensors present (constants) to the float results' tangents, linearly
+// in all but the residuals. fwd nil: the body's JVP holds a linear
+// equation with values in its parameters (a CustomVJP's), which no graph
+// can return: the JVP runs step by step. lin nil: no result has a
+// tangent.
+//
+// A residual that is an xs leaf the body reads as is, is not stacked
+// again: lin takes the scan's stacked operand. One that is a captured
+// tensor or a constant of the JVP graph is the same at every step: lin
+// takes it once, as a constant, instead of a stack of length copies.
 type scanPlan struct {
 	fwd, lin *scanParams
+	// res says where each of lin's stacked residuals comes from: -1, the
+	// next of fwd's extra ys; i ≥ 0, the scan's operand i (an xs leaf).
+	res []int
+	// inv says where each of lin's loop-invariant residuals comes from:
+	// i ≥ 0, the scan's operand i (a captured tensor); -1, invVals[k].
+	inv     []int
+	invVals []*tensor
 }
 
 // plan splits the body's JVP graph J as a checkpoint that saves
@@ -248,13 +403,37 @@ func (s *scanParams) plan(has []bool) *scanPlan {
 		return p.(*scanPlan)
 	}
 	j, nOut := cp.j, cp.nOut
-	f := &interp.Graph{In: j.In[:n], Consts: j.Consts, ConstVals: j.ConstVals, Out: append(append([]*interp.Var(nil), j.Out[:nOut]...), cp.consts...)}
+	sp := &scanPlan{}
+	argIndex := make(map[*interp.Var]int, n)
+	for i, v := range j.In[:n] {
+		argIndex[v] = i
+	}
+	constVal := make(map[*interp.Var]*tensor, len(j.Consts))
+	for i, v := range j.Consts {
+		constVal[v] = j.ConstVals[i]
+	}
+	var stacked, hoisted []*interp.Var
+	fout := append([]*interp.Var(nil), j.Out[:nOut]...)
+	for _, v := range cp.consts {
+		i, arg := argIndex[v]
+		switch c, isConst := constVal[v]; {
+		case arg && i >= s.nCarry+s.nX:
+			sp.inv, sp.invVals, hoisted = append(sp.inv, i), append(sp.invVals, nil), append(hoisted, v)
+		case isConst && c.IsConcrete():
+			sp.inv, sp.invVals, hoisted = append(sp.inv, -1), append(sp.invVals, c), append(hoisted, v)
+		case arg && i >= s.nCarry:
+			sp.res, stacked = append(sp.res, i), append(stacked, v)
+		default:
+			sp.res, stacked, fout = append(sp.res, -1), append(stacked, v), append(fout, v)
+		}
+	}
+	f := &interp.Graph{In: j.In[:n], Consts: j.Consts, ConstVals: j.ConstVals, Out: fout}
 	for e, eq := range j.Eqns {
 		if cp.forward[e] {
 			f.Eqns = append(f.Eqns, eq)
 		}
 	}
-	sp := &scanPlan{fwd: &scanParams{body: f, nCarry: s.nCarry, nX: s.nX, length: s.length, reverse: s.reverse}}
+	sp.fwd = &scanParams{body: f, nCarry: s.nCarry, nX: s.nX, length: s.length, reverse: s.reverse}
 	if len(j.Out) > nOut {
 		nFC, nTX := 0, 0
 		for i, h := range has {
@@ -268,13 +447,14 @@ func (s *scanParams) plan(has []bool) *scanPlan {
 		}
 		tin := j.In[n:]
 		l := &interp.Graph{Out: j.Out[nOut:]}
-		l.In = append(append(append([]*interp.Var(nil), tin[:nFC]...), cp.consts...), tin[nFC:]...)
+		l.In = append(append([]*interp.Var(nil), tin[:nFC]...), stacked...)
+		l.In = append(append(append(l.In, tin[nFC:nFC+nTX]...), hoisted...), tin[nFC+nTX:]...)
 		for e, eq := range j.Eqns {
 			if cp.recompute[e] || !cp.known[e] {
 				l.Eqns = append(l.Eqns, eq)
 			}
 		}
-		sp.lin = &scanParams{body: l, nCarry: nFC, nX: len(cp.consts) + nTX, nRes: len(cp.consts), length: s.length, reverse: s.reverse}
+		sp.lin = &scanParams{body: l, nCarry: nFC, nX: len(stacked) + nTX, nRes: len(stacked), nInv: len(hoisted), length: s.length, reverse: s.reverse}
 	}
 	p, _ := s.jvps.LoadOrStore(key, sp)
 	return p.(*scanPlan)
@@ -289,12 +469,12 @@ func scanLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) 
 	defer interp.Decomposing("scan")
 	s := params.(*scanParams)
 	g := s.body
-	nC, nR := s.nCarry, s.nRes
+	nC, nR, nI := s.nCarry, s.nRes, s.nInv
 	nTX := s.nX - nR
-	nK := len(g.In) - nC - s.nX
+	nK := len(g.In) - nC - s.nX - nI
 	nY := len(g.Out) - nC
 	res := make([]*tensor, len(args))
-	in := make([]*tensor, 0, nC+nK+nR+nY)
+	in := make([]*tensor, 0, nC+nK+nR+nY+nI)
 	for i := 0; i < nC; i++ {
 		c := cts[i]
 		if c == nil {
@@ -303,7 +483,7 @@ func scanLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) 
 		in = append(in, c)
 	}
 	for i := 0; i < nK; i++ {
-		in = append(in, zeros(g.In[nC+s.nX+i].Aval))
+		in = append(in, zeros(g.In[nC+s.nX+nI+i].Aval))
 	}
 	in = append(in, args[nC:nC+nR]...)
 	for j := 0; j < nY; j++ {
@@ -313,6 +493,7 @@ func scanLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) 
 		}
 		in = append(in, c)
 	}
+	in = append(in, args[nC+s.nX:nC+s.nX+nI]...)
 	outs := interp.Bind(scanPrim, s.transpose(), in...)
 	for i := 0; i < nC; i++ {
 		if linear[i] {
@@ -325,8 +506,8 @@ func scanLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) 
 		}
 	}
 	for i := 0; i < nK; i++ {
-		if linear[nC+s.nX+i] {
-			res[nC+s.nX+i] = outs[nC+i]
+		if linear[nC+s.nX+nI+i] {
+			res[nC+s.nX+nI+i] = outs[nC+i]
 		}
 	}
 	return res
@@ -337,14 +518,16 @@ func scanLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) 
 func (s *scanParams) transpose() *scanParams {
 	s.transposeOnce.Do(func() {
 		g := s.body
-		nC, nR := s.nCarry, s.nRes
+		nC, nR, nI := s.nCarry, s.nRes, s.nInv
 		nTX := s.nX - nR
-		nK := len(g.In) - nC - s.nX
+		nX := nC + s.nX // the end of the xs
+		nK := len(g.In) - nX - nI
+		nY := len(g.Out) - nC
 		var avals []interp.Aval
 		for _, v := range g.Out[:nC] {
 			avals = append(avals, v.Aval)
 		}
-		for _, v := range g.In[nC+s.nX:] {
+		for _, v := range g.In[nX+nI:] {
 			avals = append(avals, v.Aval)
 		}
 		for _, v := range g.In[nC : nC+nR] {
@@ -353,15 +536,22 @@ func (s *scanParams) transpose() *scanParams {
 		for _, v := range g.Out[nC:] {
 			avals = append(avals, v.Aval)
 		}
+		for _, v := range g.In[nX : nX+nI] {
+			avals = append(avals, v.Aval)
+		}
 		t := interp.TraceAvals("scan", func(in []*tensor) []*tensor {
-			acc, resid := in[nC:nC+nK], in[nC+nK:nC+nK+nR]
+			acc, resid, inv := in[nC:nC+nK], in[nC+nK:nC+nK+nR], in[nC+nK+nR+nY:]
 			h := &interp.Graph{Eqns: g.Eqns, Out: g.Out, Consts: append([]*interp.Var(nil), g.Consts...), ConstVals: append([]*tensor(nil), g.ConstVals...)}
 			for j, v := range g.In[nC : nC+nR] {
 				h.Consts = append(h.Consts, v)
 				h.ConstVals = append(h.ConstVals, resid[j])
 			}
-			h.In = append(append([]*interp.Var(nil), g.In[:nC]...), g.In[nC+nR:]...)
-			full := append(append([]*tensor(nil), in[:nC]...), in[nC+nK+nR:]...)
+			for j, v := range g.In[nX : nX+nI] {
+				h.Consts = append(h.Consts, v)
+				h.ConstVals = append(h.ConstVals, inv[j])
+			}
+			h.In = append(append(append([]*interp.Var(nil), g.In[:nC]...), g.In[nC+nR:nX]...), g.In[nX+nI:]...)
+			full := append(append([]*tensor(nil), in[:nC]...), in[nC+nK+nR:nC+nK+nR+nY]...)
 			got := transposeGraph(h, full)
 			for j, ct := range got {
 				if ct == nil {
@@ -435,7 +625,7 @@ func scanBatched(prim *interp.Prim, size int, params any, vals []*tensor, dims [
 	}
 	bp := batchedParams(&s.batched, "scan", size, avals, bodyDims, func(xs []*tensor) []*tensor { return s.body.Eval(xs...) },
 		func(g *interp.Graph) *scanParams {
-			return &scanParams{body: g, nCarry: nC, nX: nX, nRes: s.nRes, length: s.length, reverse: s.reverse}
+			return &scanParams{body: g, nCarry: nC, nX: nX, nRes: s.nRes, nInv: s.nInv, length: s.length, reverse: s.reverse}
 		})
 	outs := interp.Bind(prim, bp, ops...)
 	odims := make([]int, len(outs))
@@ -459,6 +649,7 @@ type ScanOption interface{ applyScan(*scanConfig) }
 type scanConfig struct {
 	reverse bool
 	length  int // -1: from xs
+	unroll  int
 }
 
 type scanOptionFunc func(*scanConfig)
@@ -474,6 +665,16 @@ func Reverse() ScanOption { return scanOptionFunc(func(c *scanConfig) { c.revers
 // no leaves (each step then gets xs itself); otherwise it must equal
 // the leading size of xs's leaves.
 func Length(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.length = n }) }
+
+// Unroll makes Scan's loop body run n steps of f per iteration, as JAX's
+// scan(unroll=n): the traced body holds n copies of f, and the loop runs
+// length/n iterations. When n does not divide the length, the remaining
+// length%n steps run after them (before them in xs's order with Reverse)
+// as one more scan of a single iteration whose body holds that many
+// copies; n at least the length unrolls the whole loop into one body.
+// The steps and their order are those of Unroll(1), the default. Scan
+// panics with *peel.Error when n is less than 1.
+func Unroll(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.unroll = n }) }
 
 // Scan is JAX's lax.scan: it loops f over the leading axis of xs,
 // threading a carry,
@@ -495,29 +696,38 @@ func Length(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.le
 // return a carry of init's structure, with leaves of the same shapes
 // and dtypes, and a y of the same structure and types at every step (it
 // is traced once, so it is). Eagerly the loop runs in Go; under Compile
-// and MakeGraph it is one scan equation, not unrolled. Under Vmap the
-// body is vmapped once. Derivatives (Grad, JVP, VJP, Jacrev, Jacfwd)
-// are scans too: a gradient runs a forward scan that stacks every
-// step's residuals and a scan of the body's transpose in the other
-// direction, without unrolling (a CustomVJP inside f makes the
-// derivative unroll the steps instead).
+// and MakeGraph it is one scan equation, not unrolled, and a compiled
+// program runs the body compiled once, as a program of its own. Under
+// Vmap the body is vmapped once. Derivatives (Grad, JVP, VJP, Jacrev,
+// Jacfwd) are scans too: a gradient runs a forward scan that stacks the
+// step's residuals (those that change from step to step) and a scan of
+// the body's transpose in the other direction, without unrolling (a
+// CustomVJP inside f makes the derivative unroll the steps instead).
+//
+// Unroll(n) traces f n times into the body instead (n steps per
+// iteration, and a scan of the remaining length%n steps), which gives
+// the compiler more to fuse per iteration at the price of a larger
+// body; every transform sees ordinary scans.
 //
 // init, xs and the results are trees (see Grad). Scan panics with
 // *peel.Error when f is nil, when an xs leaf is a scalar, when the xs
 // leaves differ in leading size (naming the leaves) or disagree with
 // Length, when xs has no leaves and Length is not given, when Length is
-// negative, when f returns nil or a tree with a nil tensor, or when f's
-// carry differs from init in structure, shape or dtype (naming the leaf
-// path); otherwise it panics as f does.
+// negative, when Unroll is less than 1, when f returns nil or a tree
+// with a nil tensor, or when f's carry differs from init in structure,
+// shape or dtype (naming the leaf path); otherwise it panics as f does.
 func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOption) (C, Y) {
 	const op = "transforms.Scan"
 	defer interp.Annotate(op)
 	if f == nil {
 		treeErrorf(op, "f must not be nil")
 	}
-	cfg := scanConfig{length: -1}
+	cfg := scanConfig{length: -1, unroll: 1}
 	for _, o := range opts {
 		o.applyScan(&cfg)
+	}
+	if cfg.unroll < 1 {
+		treeErrorf(op, "Unroll must be at least 1, got %d", cfg.unroll)
 	}
 	cl, cdef := flatten(op, init)
 	xl, xdef := flatten(op, xs)
@@ -549,33 +759,148 @@ func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOp
 			treeErrorf(op, "the xs leaves must have one leading size (the scan length): %s has %d but %s has %d", xsLeaf(first), length, xsLeaf(i), n)
 		}
 	}
-	nC, nX := len(cl), len(xl)
-	avals := make([]interp.Aval, 0, nC+nX)
+	st := &scanStepper[C, X, Y]{op: op, f: f, cdef: cdef, xdef: xdef, cc: &customCall{op: op, in: cdef}, cy: &customCall{op: op}}
 	for _, l := range cl {
-		avals = append(avals, l.Aval())
+		st.cavals = append(st.cavals, l.Aval())
 	}
-	for _, l := range xl {
-		avals = append(avals, interp.Aval{Shape: l.Shape()[1:], DType: l.DType()})
+	u := min(cfg.unroll, length)
+	if u <= 1 {
+		c, ys := st.bind(cl, xl, length, 1, cfg.reverse)
+		return build[C](st.cc.out, c), build[Y](st.cy.out, ys)
 	}
-	cc := &customCall{op: op, in: cdef}
-	cy := &customCall{op: op}
-	g := interp.TraceAvals("scan", func(in []*tensor) []*tensor {
-		c, y := f(build[C](cdef, in[:nC]), build[X](xdef, in[nC:]))
-		return append(cc.outLeaves("f's carry", c), cy.outLeaves("f's y", y)...)
-	}, avals)
-	if d := treeimpl.StructureDiff(cdef.Proto().Interface(), cc.out.Proto().Interface()); d != "" {
-		treeErrorf(op, "f must return a carry of init's structure: %s", d)
+	// length = q·u + r: q iterations of u steps, then (before, in xs's
+	// order, with Reverse) one of r.
+	q, r := length/u, length%u
+	main, rest := 0, q*u // the ranges of xs the q iterations and the rest scan
+	if cfg.reverse {
+		main, rest = r, 0
 	}
-	for i := 0; i < nC; i++ {
-		if got := g.Out[i].Aval; !got.Equal(avals[i]) {
-			treeErrorf(op, "f returns %v at carry path %s but init has %v: the carry must keep its shapes and dtypes", got, pathOr(cc.out.Paths()[i]), avals[i])
+	part := func(at, n int) []*tensor {
+		out := make([]*tensor, len(xl))
+		for i, x := range xl {
+			out[i] = peel.Narrow(x, 0, at, n)
+		}
+		return out
+	}
+	c, ys := st.bind(cl, part(main, q*u), q, u, cfg.reverse)
+	if r > 0 {
+		var rys []*tensor
+		c, rys = st.bind(c, part(rest, r), 1, r, cfg.reverse)
+		for j := range ys {
+			pair := []*tensor{ys[j], rys[j]}
+			if cfg.reverse {
+				pair[0], pair[1] = pair[1], pair[0]
+			}
+			ys[j] = peel.Concat(pair, 0)
 		}
 	}
-	body, captured := closureConvert(g)
-	s := &scanParams{body: body, nCarry: nC, nX: nX, length: length, reverse: cfg.reverse}
-	args := append(append(append([]*tensor(nil), cl...), xl...), captured...)
-	outs := interp.Bind(scanPrim, s, args...)
-	return build[C](cc.out, outs[:nC]), build[Y](cy.out, outs[nC:])
+	return build[C](st.cc.out, c), build[Y](st.cy.out, ys)
+}
+
+// scanStepper traces Scan's f into loop bodies, checking each step's
+// carry against init's structure and types and each step's y against
+// the first's.
+type scanStepper[C, X, Y any] struct {
+	op         string
+	f          func(C, X) (C, Y)
+	cdef, xdef *treeDef
+	cavals     []interp.Aval
+	cc, cy     *customCall
+	// yavals and ydef are the first step's y types and structure.
+	yavals []interp.Aval
+	ydef   *treeDef
+}
+
+// step runs f once on carry and x leaves (tracers of a body trace).
+func (st *scanStepper[C, X, Y]) step(carry, x []*tensor) ([]*tensor, []*tensor) {
+	op := st.op
+	c, y := st.f(build[C](st.cdef, carry), build[X](st.xdef, x))
+	cl := st.cc.outLeaves("f's carry", c)
+	if d := treeimpl.StructureDiff(st.cdef.Proto().Interface(), st.cc.out.Proto().Interface()); d != "" {
+		treeErrorf(op, "f must return a carry of init's structure: %s", d)
+	}
+	for i, l := range cl {
+		if got := l.Aval(); !got.Equal(st.cavals[i]) {
+			treeErrorf(op, "f returns %v at carry path %s but init has %v: the carry must keep its shapes and dtypes", got, pathOr(st.cc.out.Paths()[i]), st.cavals[i])
+		}
+	}
+	yl := st.cy.outLeaves("f's y", y)
+	if st.ydef == nil {
+		st.ydef = st.cy.out
+		for _, l := range yl {
+			st.yavals = append(st.yavals, l.Aval())
+		}
+		return cl, yl
+	}
+	if d := treeimpl.StructureDiff(st.ydef.Proto().Interface(), st.cy.out.Proto().Interface()); d != "" {
+		treeErrorf(op, "f must return a y of one structure at every step: %s", d)
+	}
+	for i, l := range yl {
+		if got := l.Aval(); !got.Equal(st.yavals[i]) {
+			treeErrorf(op, "f returns %v at y path %s but %v at an earlier step: the y must keep its shapes and dtypes", got, pathOr(st.cy.out.Paths()[i]), st.yavals[i])
+		}
+	}
+	return cl, yl
+}
+
+// bind traces a body of g steps of f and binds a scan of n iterations
+// of it on the carry leaves cl and the xs leaves xl (of leading size
+// n·g; iteration k takes the slices k·g … k·g+g-1, its steps running
+// backwards with reverse). It returns the final carry leaves and the y
+// leaves stacked to leading size n·g.
+func (st *scanStepper[C, X, Y]) bind(cl, xl []*tensor, n, g int, reverse bool) ([]*tensor, []*tensor) {
+	nC, nX := len(cl), len(xl)
+	avals := append([]interp.Aval(nil), st.cavals...)
+	ops := append([]*tensor(nil), cl...)
+	for _, l := range xl {
+		inner := l.Shape()[1:]
+		if g == 1 {
+			avals = append(avals, interp.Aval{Shape: inner, DType: l.DType()})
+			ops = append(ops, l)
+			continue
+		}
+		shape := append([]int{n, g}, inner...)
+		avals = append(avals, interp.Aval{Shape: shape[1:], DType: l.DType()})
+		ops = append(ops, peel.Reshape(l, shape...))
+	}
+	body := interp.TraceAvals("scan", func(in []*tensor) []*tensor {
+		if g == 1 {
+			c, y := st.step(in[:nC], in[nC:])
+			return append(c, y...)
+		}
+		c := in[:nC]
+		per := make([][]*tensor, g)
+		x := make([]*tensor, nX)
+		for k := 0; k < g; k++ {
+			j := k
+			if reverse {
+				j = g - 1 - k
+			}
+			for i, xg := range in[nC:] {
+				x[i] = peel.Index(xg, j)
+			}
+			c, per[j] = st.step(c, x)
+		}
+		out := append([]*tensor(nil), c...)
+		col := make([]*tensor, g)
+		for i := range per[0] {
+			for j := range per {
+				col[j] = per[j][i]
+			}
+			out = append(out, peel.Stack(col, 0))
+		}
+		return out
+	}, avals)
+	b, captured := closureConvert(body)
+	s := &scanParams{body: b, nCarry: nC, nX: nX, length: n, reverse: reverse}
+	outs := interp.Bind(scanPrim, s, append(ops, captured...)...)
+	ys := outs[nC:]
+	if g > 1 {
+		for i, y := range ys {
+			ys[i] = peel.Reshape(y, append([]int{n * g}, y.Shape()[2:]...)...)
+		}
+	}
+	return outs[:nC:nC], ys
 }
 
 // ForiLoop is JAX's lax.fori_loop with static bounds: it returns

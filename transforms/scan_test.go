@@ -542,3 +542,320 @@ func ExampleForiLoop() {
 	fmt.Println(double(peel.Scalar(1.5)).Item(), transforms.Grad(double)(peel.Scalar(1.5)).Item())
 	// Output: 12 8
 }
+
+// unrollXs is a length-7 xs: 3 does not divide it.
+func unrollXs() *T {
+	v := make([]float64, 21)
+	for i := range v {
+		v[i] = 0.3*float64(i%5) - 0.6 + 0.05*float64(i)
+	}
+	return peel.FromFloat64s(v, 7, 3)
+}
+
+func unrollArgs() scanArgs {
+	return scanArgs{Init: f64(0.1, -0.2, 0.3), Xs: unrollXs(), W: f64(0.9, 1.1, -0.7)}
+}
+
+func unrollRunner(rev bool, n int) func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
+	return func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
+		opts := []transforms.ScanOption{transforms.Unroll(n)}
+		if rev {
+			opts = append(opts, transforms.Reverse())
+		}
+		return transforms.Scan(f, init, xs, opts...)
+	}
+}
+
+// TestScanUnroll: Unroll(3) (two iterations of 3 steps and a remainder
+// of 1) and Unroll(7) (one body) compute what Unroll(1) does, eagerly,
+// under JVP, Grad, Vmap and Compile, in both directions. The primal
+// steps are the same ops in the same order, so eager values are equal
+// bit for bit; derivatives sum the captured weight's cotangents in
+// another grouping, so they are compared to 1e-13.
+func TestScanUnroll(t *testing.T) {
+	a := unrollArgs()
+	tan := scanArgs{Init: f64(1, 0.5, -1), Xs: peel.OnesLike(a.Xs), W: f64(0, 1, 0.25)}
+	inits := peel.FromFloat64s([]float64{0.1, -0.2, 0.3, 1, 2, -3}, 2, 3)
+	vlanes := func(l func(scanArgs) *T) func(*T) *T {
+		return func(init *T) *T { return l(scanArgs{Init: init, Xs: a.Xs, W: a.W}) }
+	}
+	for _, rev := range []bool{false, true} {
+		base := scanLossWith(unrollRunner(rev, 1))
+		oracle := scanLossWith(goRunner(rev))
+		scanEqual(t, "unroll 1 vs loop", base(a), oracle(a))
+		for _, n := range []int{3, 7, 10} {
+			what := fmt.Sprintf("reverse %v unroll %d", rev, n)
+			loss := scanLossWith(unrollRunner(rev, n))
+			scanEqual(t, what+" loss", loss(a), base(a))
+			// Every y and the carry.
+			run := func(r func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T)) []*T {
+				c, ys := r(scanStep, a.Init, a.Xs)
+				return append([]*T{c}, ys...)
+			}
+			got, want := run(unrollRunner(rev, n)), run(unrollRunner(rev, 1))
+			for j := range want {
+				scanEqual(t, what+" results", got[j], want[j])
+			}
+			_, d := transforms.JVP(loss, a, tan)
+			_, wd := transforms.JVP(base, a, tan)
+			near(t, what+" jvp", d.Float64s(), wd.Float64s(), 1e-13)
+			scanArgsEqual(t, what+" grad", transforms.Grad(loss)(a), transforms.Grad(base)(a), 1e-13)
+			// Batched, the ys come back in another physical layout, which
+			// the loss's sum may reduce in another order.
+			near(t, what+" vmap", transforms.Vmap(vlanes(loss))(inits).Float64s(), transforms.Vmap(vlanes(base))(inits).Float64s(), 1e-14)
+			near(t, what+" vmap(grad)", transforms.Vmap(transforms.Grad(vlanes(loss)))(inits).Float64s(),
+				transforms.Vmap(transforms.Grad(vlanes(base)))(inits).Float64s(), 1e-13)
+			near(t, what+" compiled", transforms.Compile(loss).Call(a).Float64s(), base(a).Float64s(), 1e-14)
+			scanArgsEqual(t, what+" compiled grad", transforms.Compile(transforms.Grad(loss)).Call(a), transforms.Grad(base)(a), 1e-13)
+		}
+	}
+}
+
+// TestScanUnrollGraph: Unroll(3) on 7 steps is a scan of 2 iterations
+// and a scan of 1 whose bodies hold 3 and 1 copies of f; Unroll(7) one
+// scan of a single iteration; Unroll(1) the plain scan.
+func TestScanUnrollGraph(t *testing.T) {
+	a := unrollArgs()
+	var copies []int
+	count := func(c, x *T) (*T, []*T) {
+		copies[len(copies)-1]++
+		return scanStep(c, x)
+	}
+	for _, tc := range []struct {
+		n      int
+		scans  []string
+		copies []int
+	}{
+		{1, []string{"scan[length 7]"}, []int{1}},
+		{3, []string{"scan[length 2]", "scan[length 1]"}, []int{3, 1}},
+		{7, []string{"scan[length 1]"}, []int{7}},
+		{100, []string{"scan[length 1]"}, []int{7}},
+	} {
+		copies = []int{0}
+		g := transforms.MakeGraph(func(a scanArgs) *T {
+			c, ys := transforms.Scan(func(c, x *T) (*T, []*T) {
+				if copies[len(copies)-1] == tc.n {
+					copies = append(copies, 0)
+				}
+				return count(c, x)
+			}, a.Init, a.Xs, transforms.Unroll(tc.n))
+			return peel.Add(peel.Sum(c), peel.Sum(ys[1]))
+		}, a).String()
+		if n := strings.Count(g, "= scan["); n != len(tc.scans) {
+			t.Fatalf("Unroll(%d): %d scans, want %d:\n%s", tc.n, n, len(tc.scans), g)
+		}
+		for _, s := range tc.scans {
+			if !strings.Contains(g, s) {
+				t.Fatalf("Unroll(%d): no %s:\n%s", tc.n, s, g)
+			}
+		}
+		if fmt.Sprint(copies) != fmt.Sprint(tc.copies) {
+			t.Fatalf("Unroll(%d): f traced %v times per body, want %v", tc.n, copies, tc.copies)
+		}
+	}
+}
+
+// TestScanUnrollEdges: no xs leaves (Length), zero steps, tree ys, an
+// int carry, and the option's errors.
+func TestScanUnrollEdges(t *testing.T) {
+	double := func(c *T, _ struct{}) (*T, *T) { return peel.Mul(c, 2.0), c }
+	c, ys := transforms.Scan(double, f64(1), struct{}{}, transforms.Length(5), transforms.Unroll(2))
+	scanEqual(t, "length carry", c, f64(32))
+	scanEqual(t, "length ys", ys, peel.FromFloat64s([]float64{1, 2, 4, 8, 16}, 5, 1))
+	c0, ys0 := transforms.Scan(scanStep, f64(1, 2, 3), peel.Zeros(peel.Float64, 0, 3), transforms.Unroll(4))
+	scanEqual(t, "zero-length carry", c0, f64(1, 2, 3))
+	if s := ys0[1].Shape(); len(s) != 2 || s[0] != 0 || s[1] != 3 {
+		t.Fatalf("zero-length ys shape %v", s)
+	}
+	init := scanCarry{H: f64(1, 2), N: peel.Scalar(int64(0))}
+	xs := scanIn{A: peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 5, 2), B: f64(0.5, -1, 2, 0.25, 1)}
+	f := func(c scanCarry, x scanIn) (scanCarry, map[string]*T) {
+		h := peel.Add(peel.Mul(c.H, x.B), x.A)
+		return scanCarry{H: h, N: peel.Add(c.N, peel.Scalar(int64(1)))}, map[string]*T{"h": h, "b": peel.Mul(x.B, 2.0)}
+	}
+	for _, rev := range []bool{false, true} {
+		opts := []transforms.ScanOption{transforms.Reverse()}
+		if !rev {
+			opts = nil
+		}
+		wc, wys := transforms.Scan(f, init, xs, opts...)
+		gc, gys := transforms.Scan(f, init, xs, append(opts, transforms.Unroll(2))...)
+		scanEqual(t, "tree H", gc.H, wc.H)
+		if gc.N.Item() != wc.N.Item() || gc.N.DType() != peel.Int64 {
+			t.Fatalf("tree N %v (%v), want %v", gc.N.Item(), gc.N.DType(), wc.N.Item())
+		}
+		scanEqual(t, "tree ys h", gys["h"], wys["h"])
+		scanEqual(t, "tree ys b", gys["b"], wys["b"])
+	}
+	wantError(t, func() { transforms.Scan(scanStep, f64(1, 2, 3), scanXs(), transforms.Unroll(0)) }, "Unroll", "at least 1")
+	// A carry that changes type at a later step of the body.
+	wantError(t, func() {
+		k := 0
+		transforms.Scan(func(c *T, x *T) (*T, *T) {
+			if k++; k == 2 {
+				return peel.AsType(c, peel.Float32), x
+			}
+			return c, x
+		}, f64(1), f64(1, 2, 3), transforms.Unroll(3))
+	}, "carry", "f32[1]", "f64[1]")
+	// A y that changes type at a later step.
+	wantError(t, func() {
+		k := 0
+		transforms.Scan(func(c *T, x *T) (*T, *T) {
+			if k++; k == 2 {
+				return c, peel.AsType(x, peel.Float32)
+			}
+			return c, x
+		}, f64(1), f64(1, 2, 3), transforms.Unroll(3))
+	}, "y", "f32[]", "f64[]")
+}
+
+// TestScanHoistedResiduals: a residual the body's derivative needs that
+// is the same at every step (a captured matrix, a constant made inside
+// the body) is kept once, not stacked per step, and one that is an xs
+// slice is read from xs; the derivatives stay the Go loop's.
+func TestScanHoistedResiduals(t *testing.T) {
+	type args struct{ W, Xs, Init *T }
+	a := args{
+		W:    peel.FromFloat64s([]float64{0.5, -0.3, 0.2, 0.1, 0.4, -0.6, 0.7, 0.2, -0.1}, 3, 3),
+		Xs:   peel.FromFloat64s([]float64{0.5, -0.25, 2, -1.5, 0.25, -3, 1, 1, -1, 0.75, 0, 0.125, 0.3, -0.2, 0.9}, 5, 3),
+		Init: f64(0.1, -0.2, 0.3),
+	}
+	step := func(w *T) func(c, x *T) (*T, *T) {
+		return func(c, x *T) (*T, *T) {
+			k := peel.FromFloat64s([]float64{1.5, -0.5, 0.25}) // a constant of the body
+			n := peel.Tanh(peel.Add(peel.MatMul(peel.Mul(c, k), w), peel.Mul(x, c)))
+			return n, peel.Sum(peel.Mul(n, x))
+		}
+	}
+	loss := func(a args) *T {
+		c, ys := transforms.Scan(step(a.W), a.Init, a.Xs)
+		return peel.Add(peel.Sum(peel.Mul(c, c)), peel.Sum(ys))
+	}
+	oracle := func(a args) *T {
+		c, f := a.Init, step(a.W)
+		var ys []*T
+		for i := 0; i < 5; i++ {
+			var y *T
+			c, y = f(c, peel.Index(a.Xs, i))
+			ys = append(ys, y)
+		}
+		return peel.Add(peel.Sum(peel.Mul(c, c)), peel.Sum(peel.Stack(ys, 0)))
+	}
+	g := transforms.MakeGraph(transforms.Grad(loss), a).String()
+	if strings.Contains(g, "f64[5,3,3]") {
+		t.Fatalf("the gradient stacks the captured matrix per step:\n%s", g)
+	}
+	eq := func(what string, got, want args, tol float64) {
+		t.Helper()
+		near(t, what+" w", got.W.Float64s(), want.W.Float64s(), tol)
+		near(t, what+" xs", got.Xs.Float64s(), want.Xs.Float64s(), tol)
+		near(t, what+" init", got.Init.Float64s(), want.Init.Float64s(), tol)
+	}
+	want := transforms.Grad(oracle)(a)
+	eq("grad", transforms.Grad(loss)(a), want, 1e-13)
+	eq("compiled grad", transforms.Compile(transforms.Grad(loss)).Call(a), want, 1e-13)
+	hv := func(l func(args) *T) func(args) *T {
+		return func(a args) *T { g := transforms.Grad(l)(a); return peel.Add(peel.Sum(g.W), peel.Sum(g.Xs)) }
+	}
+	eq("grad of grad", transforms.Grad(hv(loss))(a), transforms.Grad(hv(oracle))(a), 1e-12)
+	ws := peel.Stack([]*T{a.W, peel.Mul(a.W, -0.5)}, 0)
+	byW := func(l func(args) *T) func(*T) *T {
+		return func(w *T) *T { return l(args{W: w, Xs: a.Xs, Init: a.Init}) }
+	}
+	near(t, "vmap(grad) over the captured matrix", transforms.Vmap(transforms.Grad(byW(loss)))(ws).Float64s(),
+		transforms.Vmap(transforms.Grad(byW(oracle)))(ws).Float64s(), 1e-13)
+	near(t, "grad(vmap) over the captured matrix", transforms.Grad(func(ws *T) *T { return peel.Sum(transforms.Vmap(byW(loss))(ws)) })(ws).Float64s(),
+		transforms.Grad(func(ws *T) *T { return peel.Sum(transforms.Vmap(byW(oracle))(ws)) })(ws).Float64s(), 1e-13)
+	near(t, "hessian in the captured matrix", transforms.Hessian(byW(loss))(a.W).Float64s(), transforms.Hessian(byW(oracle))(a.W).Float64s(), 1e-12)
+}
+
+// TestScanCompiledBody: a compiled program runs a scan's body as a
+// program of its own, each step taking over the memory of the carries
+// the step before made. Bodies whose results alias one another (the
+// carry returned as a y too, a y that is a view of the carry, a carry
+// passed through, carries swapped) or write in place must give the
+// loop's values, call after call.
+func TestScanCompiledBody(t *testing.T) {
+	type two struct{ A, B *T }
+	xs := unrollXs()
+	bodies := map[string]func(c two, x *T) (two, []*T){
+		"carry is a y": func(c two, x *T) (two, []*T) {
+			n := peel.Add(peel.Mul(c.A, x), 1.0)
+			return two{n, peel.Mul(c.B, 0.5)}, []*T{n, c.B}
+		},
+		"carry is a y, through a cond": func(c two, x *T) (two, []*T) {
+			v := transforms.Cond(peel.Greater(peel.Sum(x), 0.0), func(in []*T) *T { return peel.Sin(in[0]) }, func(in []*T) *T { return peel.Cos(in[0]) }, []*T{c.A})
+			n := peel.Tanh(v)
+			return two{n, c.B}, []*T{n}
+		},
+		"y views the carry": func(c two, x *T) (two, []*T) {
+			n := peel.Sin(peel.Add(c.A, x))
+			return two{n, peel.Add(c.B, n)}, []*T{peel.Reshape(n, 3, 1), peel.Index(n, 1)}
+		},
+		"carry passed through": func(c two, x *T) (two, []*T) {
+			return two{c.A, peel.Add(c.B, peel.Mul(c.A, x))}, []*T{c.A, c.B}
+		},
+		"carries swapped": func(c two, x *T) (two, []*T) {
+			return two{c.B, peel.Add(c.A, x)}, []*T{c.A}
+		},
+		"in place": func(c two, x *T) (two, []*T) {
+			d := peel.Mul(c.A, 1.0)
+			peel.AddInPlace(d, x)
+			peel.MulInPlace(d, peel.Sin(c.B))
+			return two{d, peel.Add(c.B, d)}, []*T{d, c.A}
+		},
+	}
+	init := two{f64(0.1, -0.2, 0.3), f64(1, 0.5, -0.25)}
+	for name, f := range bodies {
+		run := func(init two) []*T {
+			c, ys := transforms.Scan(f, init, xs)
+			return append([]*T{c.A, c.B}, ys...)
+		}
+		oracle := func(init two) []*T {
+			c := init
+			var per [][]*T
+			for i := 0; i < xs.Shape()[0]; i++ {
+				var y []*T
+				c, y = f(c, peel.Index(xs, i))
+				per = append(per, y)
+			}
+			res := []*T{c.A, c.B}
+			for j := range per[0] {
+				var col []*T
+				for _, y := range per {
+					col = append(col, y[j])
+				}
+				res = append(res, peel.Stack(col, 0))
+			}
+			return res
+		}
+		want := oracle(init)
+		c := transforms.Compile(run)
+		for call := 0; call < 3; call++ {
+			got := c.Call(init)
+			for j := range want {
+				near(t, fmt.Sprintf("%s: call %d result %d", name, call, j), got[j].Float64s(), want[j].Float64s(), 1e-14)
+			}
+		}
+		near(t, name+": the initial carry", init.A.Float64s(), []float64{0.1, -0.2, 0.3}, 0)
+		// And its gradient, compiled (a forward and a reverse scan, each
+		// with its own program).
+		loss := func(l func(two) []*T) func(two) *T {
+			return func(c two) *T {
+				s := peel.Scalar(0.0)
+				for _, r := range l(c) {
+					s = peel.Add(s, peel.Sum(peel.Sin(r)))
+				}
+				return s
+			}
+		}
+		wg := transforms.Grad(loss(oracle))(init)
+		cg := transforms.Compile(transforms.Grad(loss(run)))
+		for call := 0; call < 2; call++ {
+			g := cg.Call(init)
+			near(t, name+": compiled grad A", g.A.Float64s(), wg.A.Float64s(), 1e-13)
+			near(t, name+": compiled grad B", g.B.Float64s(), wg.B.Float64s(), 1e-13)
+		}
+	}
+}

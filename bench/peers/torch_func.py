@@ -674,6 +674,51 @@ def mat_shape_name(batch, m, k, n, dt):
     return "matmul_" + (f"b{batch}_" if batch > 1 else "") + f"{m}x{k}x{n}_{dt}"
 
 
+RNN_HIDDEN, RNN_IN, RNN_BATCH, RNN_STEPS = 128, 128, 32, 100
+
+
+def rnn_grad():
+    """The gradient (Wh, Wx, b) of sum(h_T ** 2) for an Elman RNN
+    h' = tanh(h @ Wh + x_t @ Wx + b), hidden 128, input 128, batch 32,
+    100 steps, f32: a Python loop over the steps and loss.backward()
+    (torch 1.13 has no scan). Checked against the same in float64."""
+    def setup():
+        g = torch.Generator().manual_seed(71)
+        s = RNN_HIDDEN ** -0.5
+
+        def u(*shape, lo, hi):
+            return (torch.rand(*shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).float()
+
+        params = [u(RNN_HIDDEN, RNN_HIDDEN, lo=-s, hi=s).requires_grad_(),
+                  u(RNN_IN, RNN_HIDDEN, lo=-s, hi=s).requires_grad_(),
+                  u(RNN_HIDDEN, lo=-0.1, hi=0.1).requires_grad_()]
+        xs = u(RNN_STEPS, RNN_BATCH, RNN_IN, lo=-1, hi=1)
+
+        def grads(ps, xs):
+            for p in ps:
+                p.grad = None
+            wh, wx, b = ps
+            h = torch.zeros(RNN_BATCH, RNN_HIDDEN, dtype=xs.dtype)
+            for t in range(xs.shape[0]):
+                h = torch.tanh(h @ wh + xs[t] @ wx + b)
+            (h * h).sum().backward()
+            return [p.grad for p in ps]
+
+        out = [None]
+
+        def run():
+            out[0] = grads(params, xs)
+
+        def check():
+            ref = grads([p.detach().double().requires_grad_() for p in params], xs.double())
+            for got, want in zip(out[0], ref):
+                compare(got.flatten().tolist(), want.flatten().tolist(), 2e-3, 1e-4)
+
+        return run, check
+
+    return setup
+
+
 def compare(got, want, rtol, atol):
     for i, (g, w) in enumerate(zip(got, want)):
         if not abs(g - w) <= atol + rtol * abs(w):
@@ -769,6 +814,7 @@ WORKLOADS = [
     ("newton_loop_f64", "ms", lambda ns: ns / 1e6, newton(True)),
     ("conv2d_3x3_64_f32", "GFLOPS", lambda ns: CONV_FLOPS / ns, conv2d(False)),
     ("conv2d_3x3_64_grad_f32", "GFLOPS", lambda ns: 3 * CONV_FLOPS / ns, conv2d(True)),
+    ("rnn_unrolled_grad_f32", "ms", lambda ns: ns / 1e6, rnn_grad()),
 ]
 
 # peel's compiled workloads are compared with torch eager (Debian's torch
@@ -785,7 +831,13 @@ VARIANTS = {"mlp_step_f32_compile_backward": "mlp_step_f32", "coscos_grad_f32_mi
             "transformer_grad_f32_compiled": "transformer_grad_f32",
             "transformer_grad_f32_ckpt_dots": "transformer_grad_f32",
             "transformer_grad_f32_ckpt_mincut": "transformer_grad_f32",
-            "transformer_grad_f32_ckpt_nothing": "transformer_grad_f32"}
+            "transformer_grad_f32_ckpt_nothing": "transformer_grad_f32",
+            # The RNN: torch's Python loop answers the Scan and the Go loop,
+            # eager and compiled.
+            "rnn_scan_grad_f32": "rnn_unrolled_grad_f32", "rnn_scan_grad_f32_compiled": "rnn_unrolled_grad_f32",
+            "rnn_unrolled_grad_f32_compiled": "rnn_unrolled_grad_f32",
+            "rnn_scan_grad_f32_compiled_unroll4": "rnn_unrolled_grad_f32",
+            "rnn_scan_grad_f32_compiled_unroll10": "rnn_unrolled_grad_f32"}
 WORKLOADS += [(name,) + w[1:] for name, base in VARIANTS.items() for w in WORKLOADS if w[0] == base]
 
 
