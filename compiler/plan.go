@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,21 @@ func Build(g *interp.Graph) *Program {
 			p.bufs[p.vals[c].root].output = true
 			p.outs = append(p.outs, outSpec{kind: outBuffer, idx: c})
 		}
+	}
+	p.ownOutput = make([]bool, len(p.outs))
+	roots := map[int]int{}
+	for _, o := range p.outs {
+		if o.kind == outBuffer {
+			roots[p.vals[o.idx].root]++
+		}
+	}
+	for i, o := range p.outs {
+		if o.kind != outBuffer {
+			continue
+		}
+		sl := p.vals[o.idx]
+		arr := p.layout(o.idx)
+		p.ownOutput[i] = roots[sl.root] == 1 && arr.Offset == 0 && arr.IsContiguous() && arr.Size() == p.bufs[sl.root].n
 	}
 	p.finish()
 	p.base = p.newPlan(0)
@@ -403,7 +419,41 @@ func (p *Program) newPlan(mask uint64) *plan {
 		return pl
 	}
 	for i := range p.instrs {
+		// An elementwise kernel's result may take the buffer of an
+		// operand it reads for the last time: freed before it is placed.
+		early := p.inPlaceOperands(i, mask)
+		for _, e := range early {
+			if e.buf >= 0 {
+				n := p.bufs[e.buf].n
+				if w := pl.where[e.buf]; w >= 0 {
+					n = pl.arena[w].n
+				} else if w <= placeDonated {
+					n = p.g.In[placeDonated-w].Aval.Size()
+				}
+				frees = append(frees, free{pl.where[e.buf], p.bufs[e.buf].dtype, n})
+			} else {
+				v := p.g.In[e.input]
+				frees = append(frees, free{placeDonated - e.input, v.Aval.DType, v.Aval.Size()})
+			}
+		}
+		// A fused group's result may take the memory of an operand no
+		// later member reads (inPlaceGroup).
+		taken := map[int]bool{}
+		for _, pr := range p.inPlaceGroup(i, mask) {
+			w := placeDonated - pr.src.input
+			if pr.src.buf >= 0 {
+				w = pl.where[pr.src.buf]
+			}
+			if p.bufs[pr.out].output && w > placeDonated {
+				continue // an output never lives in the arena
+			}
+			pl.where[pr.out], taken[pr.out] = w, true
+			early = append(early, pr.src) // consumed: not freed below
+		}
 		for _, bi := range byDef[i] {
+			if taken[bi] {
+				continue
+			}
 			b := p.bufs[bi]
 			if b.output {
 				w := take(b.dtype, b.n, true)
@@ -421,6 +471,9 @@ func (p *Program) newPlan(mask uint64) *plan {
 			pl.where[bi] = w
 		}
 		for _, bi := range byLast[i] {
+			if slices.ContainsFunc(early, func(e inPlace) bool { return e.buf == bi }) {
+				continue
+			}
 			b := p.bufs[bi]
 			n := b.n
 			if w := pl.where[bi]; w >= 0 {
@@ -431,6 +484,9 @@ func (p *Program) newPlan(mask uint64) *plan {
 			frees = append(frees, free{pl.where[bi], b.dtype, n})
 		}
 		for _, in := range donatedAt[i] {
+			if slices.ContainsFunc(early, func(e inPlace) bool { return e.buf < 0 && e.input == in }) {
+				continue
+			}
 			v := p.g.In[in]
 			frees = append(frees, free{placeDonated - in, v.Aval.DType, v.Aval.Size()})
 		}
@@ -453,6 +509,155 @@ func (p *Program) newPlan(mask uint64) *plan {
 	return pl
 }
 
+// inPlace is an operand an instruction's result may overwrite: buffer
+// buf, or (buf < 0) donated graph input input.
+type inPlace struct{ buf, input int }
+
+// inPlaceOperands returns the operands whose memory instruction i's
+// result may take under donation mask: i must be an elementwise kernel
+// (each result element computed from the operands' elements at its own
+// index, every chunk reading those before writing it), and the operand a
+// buffer or donated input that i reads for the last time, whole:
+// contiguous from its start, of the result's dtype and size. A view
+// (an offset, a transposition) or a broadcast never qualifies, so no
+// element is written before it is read.
+func (p *Program) inPlaceOperands(i int, mask uint64) []inPlace {
+	in := &p.instrs[i]
+	if in.kind != opKernel || len(in.out) != 1 || (in.prim.Elementwise == nil && in.prim != prims.Where) {
+		return nil
+	}
+	out := p.vals[in.out[0]]
+	if out.kind != rootBuf {
+		return nil
+	}
+	ob := p.bufs[out.root]
+	var res []inPlace
+	for _, s := range in.in {
+		sl := p.vals[s]
+		arr := p.layout(s)
+		if sl.dtype != ob.dtype || arr.Offset != 0 || !arr.IsContiguous() || arr.Size() != ob.n {
+			continue
+		}
+		var e inPlace
+		switch sl.kind {
+		case rootBuf:
+			b := p.bufs[sl.root]
+			if b.output || b.scratch || b.last != i || b.n != ob.n {
+				continue
+			}
+			e = inPlace{buf: sl.root, input: -1}
+		case rootInput:
+			if sl.root >= 64 || mask&(1<<sl.root) == 0 || p.inLast[sl.root] != i || p.g.In[sl.root].Aval.Size() != ob.n {
+				continue
+			}
+			e = inPlace{buf: -1, input: sl.root}
+		default:
+			continue
+		}
+		if !slices.Contains(res, e) {
+			res = append(res, e)
+		}
+	}
+	return res
+}
+
+// groupInPlace pairs a fused group's result buffer out with the operand
+// src whose memory it takes.
+type groupInPlace struct {
+	out int
+	src inPlace
+}
+
+// inPlaceGroup returns the results of fused group i (not by rows) that
+// may take an operand's memory under donation mask: a member's result
+// may take a buffer or donated input that the group reads for the last
+// time, whole and only so (no other view of it in the group), of the
+// result's dtype and size, when no later member reads it. Blocks are
+// run member by member, each reading its operands' block before writing
+// its result's, so the block of the operand is dead once written.
+func (p *Program) inPlaceGroup(i int, mask uint64) []groupInPlace {
+	in := &p.instrs[i]
+	if in.kind != opFused || in.group.rowMode || in.group.reductions > 0 {
+		return nil
+	}
+	g := in.group
+	type use struct {
+		last  int  // the last member reading it
+		whole bool // every read is the whole buffer
+	}
+	uses := map[inPlace]*use{}
+	key := func(s int) (inPlace, bool) {
+		switch sl := p.vals[s]; sl.kind {
+		case rootBuf:
+			return inPlace{buf: sl.root, input: -1}, true
+		case rootInput:
+			return inPlace{buf: -1, input: sl.root}, true
+		}
+		return inPlace{}, false
+	}
+	whole := func(s int, n int) bool {
+		a := p.layout(s)
+		return a.Offset == 0 && a.IsContiguous() && a.Size() == n
+	}
+	size := func(k inPlace) int {
+		if k.buf >= 0 {
+			return p.bufs[k.buf].n
+		}
+		return p.g.In[k.input].Aval.Size()
+	}
+	for j, m := range g.members {
+		for _, r := range m.in {
+			if r.scratch >= 0 {
+				continue
+			}
+			k, ok := key(r.slot)
+			if !ok {
+				continue
+			}
+			u := uses[k]
+			if u == nil {
+				u = &use{whole: true}
+				uses[k] = u
+			}
+			u.last = j
+			u.whole = u.whole && r.bcast == bcastNone && whole(r.slot, size(k))
+		}
+	}
+	var res []groupInPlace
+	used := map[inPlace]bool{}
+	for j, m := range g.members {
+		if m.out.scratch >= 0 || p.vals[m.out.slot].kind != rootBuf {
+			continue
+		}
+		ob := p.vals[m.out.slot].root
+		b := p.bufs[ob]
+		if b.def != i || b.scratch || !whole(m.out.slot, b.n) {
+			continue
+		}
+		for _, r := range m.in {
+			if r.scratch >= 0 {
+				continue
+			}
+			k, ok := key(r.slot)
+			if !ok || used[k] || uses[k].last != j || !uses[k].whole || size(k) != b.n || p.vals[r.slot].dtype != b.dtype {
+				continue
+			}
+			if k.buf >= 0 {
+				src := p.bufs[k.buf]
+				if src.output || src.scratch || src.last != i || src.def == i {
+					continue
+				}
+			} else if k.input >= 64 || mask&(1<<k.input) == 0 || p.inLast[k.input] != i {
+				continue
+			}
+			used[k] = true
+			res = append(res, groupInPlace{out: ob, src: k})
+			break
+		}
+	}
+	return res
+}
+
 // runState is what one run writes: the arena, the buffers of this run,
 // the inputs' arrays, operand lists and per-worker block buffers.
 type runState struct {
@@ -462,8 +667,12 @@ type runState struct {
 	tmpl  []backend.Array
 	ready bool
 
-	arena   []backend.Buffer
-	phys    []backend.Buffer
+	arena []backend.Buffer
+	phys  []backend.Buffer
+	// physOff is where each buffer starts in phys (nonzero only for
+	// results computed into a caller's memory: into, by RunInto).
+	physOff []int
+	into    []backend.Array
 	inArr   []backend.Array
 	in, out []backend.Array
 	workers []*worker
@@ -480,11 +689,13 @@ type worker struct {
 
 func (p *Program) newRunState(pl *plan) *runState {
 	rs := &runState{
-		arena: make([]backend.Buffer, len(pl.arena)),
-		phys:  make([]backend.Buffer, len(p.bufs)),
-		inArr: make([]backend.Array, len(p.g.In)),
-		in:    make([]backend.Array, p.maxIn),
-		out:   make([]backend.Array, p.maxOut),
+		arena:   make([]backend.Buffer, len(pl.arena)),
+		phys:    make([]backend.Buffer, len(p.bufs)),
+		physOff: make([]int, len(p.bufs)),
+		into:    make([]backend.Array, len(p.bufs)),
+		inArr:   make([]backend.Array, len(p.g.In)),
+		in:      make([]backend.Array, p.maxIn),
+		out:     make([]backend.Array, p.maxOut),
 	}
 	for i, a := range pl.arena {
 		rs.arena[i] = p.be.Alloc(a.dtype, a.n)
@@ -549,6 +760,8 @@ func (p *Program) bindBuffers(pl *plan, rs *runState) {
 		switch w := pl.where[i]; {
 		case w >= 0:
 			rs.phys[i] = rs.arena[w]
+		case w == placeOutput && rs.into[i].Buf != nil:
+			rs.phys[i], rs.physOff[i] = rs.into[i].Buf, rs.into[i].Offset
 		case w == placeOutput:
 			b := p.bufs[i]
 			rs.phys[i] = p.be.Alloc(b.dtype, b.n)
@@ -559,7 +772,7 @@ func (p *Program) bindBuffers(pl *plan, rs *runState) {
 	p.fillTemplates(pl, rs)
 	if f := poison.Load(); f != nil {
 		for i, b := range rs.phys {
-			if b != nil && pl.where[i] > placeDonated {
+			if b != nil && pl.where[i] > placeDonated && rs.into[i].Buf == nil {
 				(*f)(p.be, b)
 			}
 		}
@@ -578,7 +791,7 @@ func (rs *runState) clear(p *Program, pl *plan) {
 		rs.tmpl[k] = backend.Array{}
 	}
 	for _, i := range pl.bound {
-		rs.phys[i] = nil
+		rs.phys[i], rs.physOff[i], rs.into[i] = nil, 0, backend.Array{}
 	}
 	for i := range rs.inArr {
 		rs.inArr[i] = backend.Array{}

@@ -58,8 +58,11 @@ type Program struct {
 	vals   []slot
 	bufs   []bufInfo
 	instrs []instr
-	// outs says how each graph output is returned.
-	outs []outSpec
+	// outs says how each graph output is returned; ownOutput[i], that
+	// result i is a whole buffer of its own (RunInto computes it into
+	// the caller's memory).
+	outs      []outSpec
+	ownOutput []bool
 	// inLast is the last instruction reading each input (-1: none;
 	// len(instrs): an output).
 	inLast []int
@@ -243,6 +246,38 @@ func (p *Program) Stats() ProgramStats {
 // graph's input; and with the *Error of an instruction that fails (as
 // Graph.Eval would).
 func (p *Program) Run(args []*interp.Tensor, donate []bool) []*interp.Tensor {
+	return p.run(args, donate, nil)
+}
+
+// RunInto is Run computing results into memory the caller provides:
+// dst[i], when not nil, receives result i and is returned in its place.
+// It must be a concrete contiguous tensor of result i's shape and dtype
+// on the program's backend, whose memory no argument shares and that no
+// snapshot or other tensor reads while the program runs (a fresh buffer,
+// or a slice of one, that the caller fills): RunInto writes it without
+// the bookkeeping of an in-place write. A result the plan computes into
+// a buffer of its own is computed in dst directly; another (an input, a
+// constant, a view, a buffer two results share) is copied into it. It
+// panics as Run does, and with *Error when a dst does not fit.
+func (p *Program) RunInto(args []*interp.Tensor, donate []bool, dst []*interp.Tensor) []*interp.Tensor {
+	for i, d := range dst {
+		if d == nil {
+			continue
+		}
+		if i >= len(p.outs) || !d.IsConcrete() || !d.Aval().Equal(p.outAval(i)) {
+			panic(&Error{Ops: []string{"Program.RunInto"}, Msg: "destination " + strconv.Itoa(i) + " must be a concrete tensor of the result's type", Operands: []string{d.TypeString()}})
+		}
+		if arr, be := d.Array(); be != p.be || !arr.IsContiguous() {
+			panic(&Error{Ops: []string{"Program.RunInto"}, Msg: "destination " + strconv.Itoa(i) + " must be contiguous, on the program's backend", Operands: []string{d.TypeString()}})
+		}
+	}
+	return p.run(args, donate, dst)
+}
+
+// outAval is the type of result i.
+func (p *Program) outAval(i int) interp.Aval { return p.g.Out[i].Aval }
+
+func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor) []*interp.Tensor {
 	g := p.g
 	if len(args) != len(g.In) {
 		panic(&Error{Ops: []string{"Program.Run"}, Msg: "program takes " + strconv.Itoa(len(g.In)) + " inputs, got " + strconv.Itoa(len(args))})
@@ -273,19 +308,41 @@ func (p *Program) Run(args []*interp.Tensor, donate []bool) []*interp.Tensor {
 		}
 		rs.inArr[i] = arr
 	}
+	var into []bool // the results computed in their dst
+	for i, d := range dst {
+		if d == nil {
+			continue
+		}
+		if o := p.outs[i]; o.kind == outBuffer && p.ownOutput[i] && pl.where[p.vals[o.idx].root] == placeOutput {
+			if into == nil {
+				into = make([]bool, len(p.outs))
+			}
+			into[i] = true
+			arr, _ := d.Array()
+			rs.into[p.vals[o.idx].root] = arr
+		}
+	}
 	p.bindBuffers(pl, rs)
 	for i := range p.instrs {
 		p.exec(rs, &p.instrs[i])
 	}
 	res := make([]*interp.Tensor, len(p.outs))
 	for i, o := range p.outs {
-		switch o.kind {
-		case outInput:
+		switch {
+		case into != nil && into[i]:
+			res[i] = dst[i]
+		case o.kind == outInput:
 			res[i] = args[o.idx].Snapshot()
-		case outConst:
+		case o.kind == outConst:
 			res[i] = p.consts[o.idx].Snapshot()
 		default:
 			res[i] = interp.NewConcrete(p.be, p.array(rs, o.idx))
+		}
+		if i < len(dst) && dst[i] != nil && res[i] != dst[i] {
+			to, _ := dst[i].Array()
+			from, _ := res[i].Array()
+			p.be.Copy(to, from)
+			res[i] = dst[i]
 		}
 	}
 	rs.clear(p, pl)
@@ -335,7 +392,7 @@ func (p *Program) array(rs *runState, v int) backend.Array {
 	case rootConst:
 		a = p.constArrs[s.root]
 	default:
-		a = backend.Array{Buf: rs.phys[s.root]}
+		a = backend.Array{Buf: rs.phys[s.root], Offset: rs.physOff[s.root]}
 	}
 	return backend.Array{Buf: a.Buf, Shape: s.shape, Strides: s.strides, Offset: a.Offset + s.offset}
 }

@@ -542,3 +542,135 @@ func checkConcurrentRuns(t *testing.T, p *compiler.Program, args, want []*peel.T
 		t.Fatal(e)
 	}
 }
+
+// TestInPlaceElementwise checks that an elementwise kernel's result
+// takes the buffer of an operand it reads for the last time (an
+// intermediate's arena buffer, a donated input), and never a view's:
+// results equal Graph.Eval's bit for bit.
+func TestInPlaceElementwise(t *testing.T) {
+	mk := func() *peel.Tensor { return peel.FromFloat64s(seqValues(64, 0.01), 8, 8) }
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		x, y := a[0], a[1]
+		e := peel.Sin(peel.MatMul(x, y))
+		return []*peel.Tensor{peel.Add(peel.Exp(peel.MatMul(e, y)), x)}
+	}, mk(), mk())
+	p := checkProgram(t, g, []*peel.Tensor{mk(), mk()})
+	if !strings.Contains(p.String(), "sin -> v3:f64[8,8]@arena0 <- v2:f64[8,8]@arena0") {
+		t.Errorf("sin does not overwrite the product it reads last:\n%v", p)
+	}
+	// Operands that are views of a buffer read for the last time (its
+	// transpose, its halves) share memory the result must not take.
+	views := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		m := peel.MatMul(a[0], a[1])
+		h := peel.Add(peel.Narrow(m, 0, 0, 4), peel.Narrow(m, 0, 4, 4))
+		m2 := peel.MatMul(a[1], a[0])
+		return []*peel.Tensor{h, peel.Mul(m2, peel.Transpose(m2, 1, 0))}
+	}, mk(), mk())
+	checkProgram(t, views, []*peel.Tensor{mk(), mk()})
+	// A donated input read last by an add holds the result.
+	acc := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{peel.Add(a[0], peel.MatMul(a[1], a[1]))}
+	}, mk(), mk())
+	pa := compiler.Build(acc)
+	in := mk()
+	want := acc.Eval(in, mk())
+	got := pa.Run([]*peel.Tensor{in, mk()}, []bool{true, false})
+	if d := sameBits(got[0], want[0]); d != "" {
+		t.Fatalf("accumulation into a donated input: %s\n%v", d, pa)
+	}
+	if d := sameBits(in, got[0]); d != "" {
+		t.Errorf("the add did not write into the donated input it reads last: %s", d)
+	}
+}
+
+// TestRunInto checks RunInto against Run: results computed into slices
+// of one caller buffer, and results the plan cannot compute there (an
+// input, a constant, one buffer returned twice) copied into theirs.
+func TestRunInto(t *testing.T) {
+	mk := func() *peel.Tensor { return peel.FromFloat64s(seqValues(16, 0.1), 4, 4) }
+	c := peel.FromFloat64s(seqValues(16, 0.3), 4, 4)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		e := peel.Exp(peel.MatMul(a[0], c))
+		return []*peel.Tensor{e, a[0], peel.Tanh(a[0]), e}
+	}, mk())
+	p := compiler.Build(g)
+	want := p.Run([]*peel.Tensor{mk()}, nil)
+	for _, k := range []int{0, 3} {
+		stack := peel.Zeros(peel.Float64, 6, 4, 4)
+		dst := []*peel.Tensor{peel.Index(stack, k), peel.Index(stack, k+1), nil, peel.Index(stack, k+2)}
+		got := p.RunInto([]*peel.Tensor{mk()}, nil, dst)
+		for i := range want {
+			if d := sameBits(got[i], want[i]); d != "" {
+				t.Fatalf("offset %d, result %d: %s\n%v", k, i, d, p)
+			}
+			if dst[i] != nil && got[i] != dst[i] {
+				t.Errorf("offset %d, result %d: not returned in its destination", k, i)
+			}
+		}
+		for i, d := range dst {
+			if d != nil {
+				if diff := sameBits(peel.Index(stack, k+[]int{0, 1, 0, 2}[i]), want[i]); diff != "" {
+					t.Errorf("offset %d, result %d: the stacked buffer holds %s", k, i, diff)
+				}
+			}
+		}
+		// The other slices are untouched.
+		for j := range 6 {
+			if j < k || j > k+2 {
+				if diff := sameBits(peel.Index(stack, j), peel.Zeros(peel.Float64, 4, 4)); diff != "" {
+					t.Errorf("offset %d: slice %d written: %s", k, j, diff)
+				}
+			}
+		}
+	}
+	if err := catchErr(func() { p.RunInto([]*peel.Tensor{mk()}, nil, []*peel.Tensor{peel.Zeros(peel.Float32, 4, 4)}) }); err == nil {
+		t.Error("RunInto took a destination of another dtype")
+	}
+	if err := catchErr(func() { p.RunInto([]*peel.Tensor{mk()}, nil, []*peel.Tensor{peel.Transpose(peel.Zeros(peel.Float64, 4, 4), 1, 0)}) }); err == nil {
+		t.Error("RunInto took a transposed destination")
+	}
+}
+
+func catchErr(f func()) (err error) {
+	_, err = evalOrErr(func() []*peel.Tensor { f(); return nil })
+	return err
+}
+
+// TestInPlaceGroup checks fused groups: a result takes a donated input
+// its member reads last (two accumulations fused into one group), but
+// not one a later member still reads; results equal Graph.Eval's.
+func TestInPlaceGroup(t *testing.T) {
+	mk := func(s float64) *peel.Tensor { return peel.FromFloat64s(seqValues(64, s), 8, 8) }
+	acc := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		d := peel.MatMul(a[2], a[2])
+		return []*peel.Tensor{peel.Add(a[0], d), peel.Add(a[1], peel.Transpose(d, 1, 0))}
+	}, mk(1), mk(2), mk(3))
+	p := compiler.Build(acc)
+	if !strings.Contains(p.String(), "fused") {
+		t.Fatalf("the accumulations are not one group:\n%v", p)
+	}
+	a0, a1 := mk(1), mk(2)
+	want := acc.Eval(mk(1), mk(2), mk(3))
+	got := p.Run([]*peel.Tensor{a0, a1, mk(3)}, []bool{true, true, false})
+	for i := range want {
+		if d := sameBits(got[i], want[i]); d != "" {
+			t.Fatalf("result %d: %s\n%v", i, d, p)
+		}
+	}
+	if sameBits(a0, got[0]) != "" || sameBits(a1, got[1]) != "" {
+		t.Errorf("the fused accumulations did not write into their donated inputs\n%v", p)
+	}
+	// The donated x is read by both members: the first result must not
+	// take it.
+	both := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{peel.Add(a[0], 1.0), peel.Mul(a[0], 2.0)}
+	}, mk(0.01))
+	pb := compiler.Build(both)
+	want = both.Eval(mk(0.01))
+	got = pb.Run([]*peel.Tensor{mk(0.01)}, []bool{true})
+	for i := range want {
+		if d := sameBits(got[i], want[i]); d != "" {
+			t.Fatalf("shared operand, result %d: %s\n%v", i, d, pb)
+		}
+	}
+}

@@ -81,6 +81,9 @@ type scanParams struct {
 	// that are loop-invariant residuals (captured tensors of the primal
 	// body), in which it is not linear either.
 	nRes, nInv int
+	// policy, when set (StepRemat), is what the gradient saves of each
+	// step (stepPolicy).
+	policy *SavePolicy
 	// batched caches the body vmapped by batch layout; jvps the plans by
 	// tangent mask; transposed scan_lin's transposed scan.
 	batched       sync.Map // string → *scanParams
@@ -173,6 +176,15 @@ func scanRun(s *scanParams, args []*tensor) []*tensor {
 // them (they alias none of its operands and none of its other results,
 // such as a y kept for the stack).
 func scanLoop(s *scanParams, args []*tensor, body func(in []*tensor, donate []bool) []*tensor, donating bool) []*tensor {
+	return scanSteps(s, args, func(in []*tensor, donate []bool, _ []*tensor) []*tensor { return body(in, donate) }, donating, false)
+}
+
+// scanSteps is scanLoop with each step's body given, with into set, the
+// slices of the stacked ys its ys go to (allocated once, before the
+// loop), which it must fill and return: a compiled body computes them
+// there (compiler.Program.RunInto), so ys are neither allocated per step
+// nor stacked after.
+func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []bool, dst []*tensor) []*tensor, donating, into bool) []*tensor {
 	g := s.body
 	nC, nX := s.nCarry, s.nX
 	nY := len(g.Out) - nC
@@ -182,8 +194,16 @@ func scanLoop(s *scanParams, args []*tensor, body func(in []*tensor, donate []bo
 	copy(in[nC+nX:], args[nC+nX:])
 	donate := make([]bool, nC)
 	ys := make([][]*tensor, nY)
-	for j := range ys {
-		ys[j] = make([]*tensor, s.length)
+	var stacked, dst []*tensor
+	if into && s.length > 0 {
+		stacked, dst = make([]*tensor, nY), make([]*tensor, len(g.Out))
+		for j := range stacked {
+			stacked[j] = zeros(stackedAval(s.length, g.Out[nC+j].Aval))
+		}
+	} else {
+		for j := range ys {
+			ys[j] = make([]*tensor, s.length)
+		}
 	}
 	for k := 0; k < s.length; k++ {
 		i := k
@@ -194,22 +214,30 @@ func scanLoop(s *scanParams, args []*tensor, body func(in []*tensor, donate []bo
 		for j, x := range xs {
 			in[nC+j] = peel.Index(x, i)
 		}
-		out := body(in, donate)
+		for j := range stacked {
+			dst[nC+j] = peel.Index(stacked[j], i)
+		}
+		out := body(in, donate, dst)
 		for c := range carry {
 			donate[c] = donating && fresh(out[c], c, in, out)
 		}
 		copy(carry, out[:nC])
-		for j := range ys {
-			ys[j][i] = out[nC+j]
+		if stacked == nil {
+			for j := range ys {
+				ys[j][i] = out[nC+j]
+			}
 		}
 	}
 	res := carry
 	for j, y := range ys {
-		if s.length == 0 {
+		switch {
+		case stacked != nil:
+			res = append(res, stacked[j])
+		case s.length == 0:
 			res = append(res, zeros(stackedAval(0, g.Out[nC+j].Aval)))
-			continue
+		default:
+			res = append(res, peel.Stack(y, 0))
 		}
-		res = append(res, peel.Stack(y, 0))
 	}
 	return res
 }
@@ -274,6 +302,19 @@ func scanEvalImpl(params any, args []*tensor) []*tensor {
 		if a, _ := args[i].Array(); !a.IsContiguous() {
 			args[i] = interp.Contiguous(args[i])
 		}
+	}
+	// The stacked ys are made on the default backend: computed into
+	// only when the operands live there too.
+	onDefault := true
+	for _, a := range args {
+		if _, be := a.Array(); be != interp.DefaultBackend() {
+			onDefault = false
+		}
+	}
+	if p, ok := prog.(interface {
+		RunInto(args []*tensor, donate []bool, dst []*tensor) []*tensor
+	}); ok && onDefault {
+		return scanSteps(s, args, p.RunInto, true, true)
 	}
 	return scanLoop(s, args, prog.Run, true)
 }
@@ -397,7 +438,7 @@ func (s *scanParams) plan(has []bool) *scanPlan {
 		return p.(*scanPlan)
 	}
 	n := len(has)
-	cp := (&ckptParams{graph: s.body, policy: EverythingSaveable, nArgs: n}).plan(has)
+	cp := (&ckptParams{graph: s.body, policy: s.stepPolicy(), nArgs: n}).plan(has)
 	if cp.inline {
 		p, _ := s.jvps.LoadOrStore(key, &scanPlan{})
 		return p.(*scanPlan)
@@ -433,7 +474,7 @@ func (s *scanParams) plan(has []bool) *scanPlan {
 			f.Eqns = append(f.Eqns, eq)
 		}
 	}
-	sp.fwd = &scanParams{body: f, nCarry: s.nCarry, nX: s.nX, length: s.length, reverse: s.reverse}
+	sp.fwd = &scanParams{body: f, nCarry: s.nCarry, nX: s.nX, length: s.length, reverse: s.reverse, policy: s.policy}
 	if len(j.Out) > nOut {
 		nFC, nTX := 0, 0
 		for i, h := range has {
@@ -458,6 +499,16 @@ func (s *scanParams) plan(has []bool) *scanPlan {
 	}
 	p, _ := s.jvps.LoadOrStore(key, sp)
 	return p.(*scanPlan)
+}
+
+// stepPolicy is what a gradient of the scan saves of each step: the
+// StepRemat policy, else every residual. (A Checkpoint inside f is
+// traced into the body as its operations, so only StepRemat sets it.)
+func (s *scanParams) stepPolicy() SavePolicy {
+	if s.policy != nil {
+		return *s.policy
+	}
+	return EverythingSaveable
 }
 
 // scanLinTranspose is scan_lin's transpose: a scan in the other
@@ -625,7 +676,7 @@ func scanBatched(prim *interp.Prim, size int, params any, vals []*tensor, dims [
 	}
 	bp := batchedParams(&s.batched, "scan", size, avals, bodyDims, func(xs []*tensor) []*tensor { return s.body.Eval(xs...) },
 		func(g *interp.Graph) *scanParams {
-			return &scanParams{body: g, nCarry: nC, nX: nX, nRes: s.nRes, nInv: s.nInv, length: s.length, reverse: s.reverse}
+			return &scanParams{body: g, nCarry: nC, nX: nX, nRes: s.nRes, nInv: s.nInv, length: s.length, reverse: s.reverse, policy: s.policy}
 		})
 	outs := interp.Bind(prim, bp, ops...)
 	odims := make([]int, len(outs))
@@ -650,6 +701,7 @@ type scanConfig struct {
 	reverse bool
 	length  int // -1: from xs
 	unroll  int
+	policy  *SavePolicy
 }
 
 type scanOptionFunc func(*scanConfig)
@@ -675,6 +727,16 @@ func Length(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.le
 // The steps and their order are those of Unroll(1), the default. Scan
 // panics with *peel.Error when n is less than 1.
 func Unroll(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.unroll = n }) }
+
+// StepRemat makes a gradient of Scan save, of each step, only what
+// policy allows of the values f computes, and recompute the rest in the
+// backward scan's step: the per-step form of Checkpoint (JAX writes it
+// as a scan of a checkpointed function). Without it a gradient saves
+// every residual that changes from step to step. With Unroll the policy
+// applies to each iteration's n steps together.
+func StepRemat(policy SavePolicy) ScanOption {
+	return scanOptionFunc(func(c *scanConfig) { p := policy; c.policy = &p })
+}
 
 // Scan is JAX's lax.scan: it loops f over the leading axis of xs,
 // threading a carry,
@@ -759,7 +821,7 @@ func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOp
 			treeErrorf(op, "the xs leaves must have one leading size (the scan length): %s has %d but %s has %d", xsLeaf(first), length, xsLeaf(i), n)
 		}
 	}
-	st := &scanStepper[C, X, Y]{op: op, f: f, cdef: cdef, xdef: xdef, cc: &customCall{op: op, in: cdef}, cy: &customCall{op: op}}
+	st := &scanStepper[C, X, Y]{op: op, f: f, cdef: cdef, xdef: xdef, cc: &customCall{op: op, in: cdef}, cy: &customCall{op: op}, policy: cfg.policy}
 	for _, l := range cl {
 		st.cavals = append(st.cavals, l.Aval())
 	}
@@ -809,6 +871,7 @@ type scanStepper[C, X, Y any] struct {
 	// yavals and ydef are the first step's y types and structure.
 	yavals []interp.Aval
 	ydef   *treeDef
+	policy *SavePolicy // StepRemat
 }
 
 // step runs f once on carry and x leaves (tracers of a body trace).
@@ -892,7 +955,7 @@ func (st *scanStepper[C, X, Y]) bind(cl, xl []*tensor, n, g int, reverse bool) (
 		return out
 	}, avals)
 	b, captured := closureConvert(body)
-	s := &scanParams{body: b, nCarry: nC, nX: nX, length: n, reverse: reverse}
+	s := &scanParams{body: b, nCarry: nC, nX: nX, length: n, reverse: reverse, policy: st.policy}
 	outs := interp.Bind(scanPrim, s, append(ops, captured...)...)
 	ys := outs[nC:]
 	if g > 1 {

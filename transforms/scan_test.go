@@ -859,3 +859,54 @@ func TestScanCompiledBody(t *testing.T) {
 		}
 	}
 }
+
+// TestScanStepRemat checks StepRemat: every policy gives the gradient of
+// the plain scan (eagerly, compiled, under Vmap, and differentiated
+// again), and NothingSaveable stacks fewer residuals per step than the
+// default, which saves every one.
+func TestScanStepRemat(t *testing.T) {
+	w := ckRandom(21, 4, 4)
+	xs := ckRandom(22, 6, 3, 4)
+	h0 := ckRandom(23, 3, 4)
+	body := func(h, x *T) (*T, *T) {
+		z := peel.Tanh(peel.Add(peel.MatMul(h, w), x))
+		return peel.Mul(peel.Exp(peel.Mul(z, 0.5)), z), z
+	}
+	loss := func(opts ...transforms.ScanOption) func(*T) *T {
+		return func(h0 *T) *T {
+			h, ys := transforms.Scan(body, h0, xs, opts...)
+			return peel.Add(peel.Sum(peel.Mul(h, h)), peel.Sum(peel.Sin(ys)))
+		}
+	}
+	want := transforms.Grad(loss())(h0).Float64s()
+	lanes := peel.Stack([]*T{h0, peel.Mul(h0, 0.5)}, 0)
+	wantLanes := transforms.Vmap(transforms.Grad(loss()))(lanes).Float64s()
+	dir := ckRandom(24, 3, 4)
+	hvp := func(f func(*T) *T) []float64 {
+		_, t := transforms.JVP(transforms.Grad(f), h0, dir)
+		return t.Float64s()
+	}
+	wantHVP := hvp(loss())
+	stacked := func(rs []transforms.Residual) int {
+		n := 0
+		for _, r := range rs {
+			if len(r.Shape) == 3 && r.Shape[0] == 6 {
+				n++
+			}
+		}
+		return n
+	}
+	base := stacked(transforms.SavedResiduals(loss(), h0))
+	for _, c := range ckPolicies[1:] {
+		f := loss(transforms.StepRemat(c.policy))
+		near(t, c.name+" Grad", transforms.Grad(f)(h0).Float64s(), want, 1e-12)
+		near(t, c.name+" Compile(Grad)", transforms.Compile(transforms.Grad(f)).Call(h0).Float64s(), want, 1e-12)
+		near(t, c.name+" Vmap(Grad)", transforms.Vmap(transforms.Grad(f))(lanes).Float64s(), wantLanes, 1e-12)
+		near(t, c.name+" JVP(Grad)", hvp(f), wantHVP, 1e-10)
+		if c.name == "nothing" {
+			if got := stacked(transforms.SavedResiduals(f, h0)); got >= base {
+				t.Errorf("StepRemat(NothingSaveable) stacks %d residuals per step, the default %d", got, base)
+			}
+		}
+	}
+}
