@@ -626,7 +626,9 @@ func TestRunInto(t *testing.T) {
 	if err := catchErr(func() { p.RunInto([]*peel.Tensor{mk()}, nil, []*peel.Tensor{peel.Zeros(peel.Float32, 4, 4)}) }); err == nil {
 		t.Error("RunInto took a destination of another dtype")
 	}
-	if err := catchErr(func() { p.RunInto([]*peel.Tensor{mk()}, nil, []*peel.Tensor{peel.Transpose(peel.Zeros(peel.Float64, 4, 4), 1, 0)}) }); err == nil {
+	if err := catchErr(func() {
+		p.RunInto([]*peel.Tensor{mk()}, nil, []*peel.Tensor{peel.Transpose(peel.Zeros(peel.Float64, 4, 4), 1, 0)})
+	}); err == nil {
 		t.Error("RunInto took a transposed destination")
 	}
 }
