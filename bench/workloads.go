@@ -61,6 +61,7 @@ func Workloads() []Workload {
 	ws = append(ws, vmapWorkloads()...)
 	ws = append(ws, customOpWorkloads()...)
 	ws = append(ws, convWorkloads()...)
+	ws = append(ws, perSampleCNN(false), perSampleCNN(true))
 	return placeCompiled(ws, compiledWorkloadList())
 }
 

@@ -398,6 +398,53 @@ def per_sample_grads(dtype, loop):
     return setup
 
 
+def per_sample_cnn(loop):
+    """peel's per_sample_grad_cnn_f32 (and _loop): the functorch
+    per-sample-gradients tutorial's SimpleCNN, vmap(grad) of the loss of
+    one example over a batch of 64 28x28 images (or a loop of grad).
+    Checked for two examples against grad alone."""
+    def setup():
+        from functorch import vmap, grad
+        import torch.nn.functional as F
+        g = torch.Generator().manual_seed(61)
+
+        def u(fan_in, *shape):
+            s = fan_in ** -0.5
+            return ((torch.rand(*shape, generator=g, dtype=torch.float64) * 2 - 1) * s).float()
+
+        params = (u(9, 32, 1, 3, 3), u(9, 32), u(288, 64, 32, 3, 3), u(288, 64),
+                  u(9216, 9216, 128), u(9216, 128), u(128, 128, 10), u(128, 10))
+        x = torch.rand(64, 1, 28, 28, generator=g, dtype=torch.float64).float()
+        onehot = F.one_hot(torch.arange(64) * 7 % 10, 10).float()
+
+        def loss(p, xi, yi):
+            h = xi.reshape(1, 1, 28, 28)
+            h = F.relu(F.conv2d(h, p[0], p[1]))
+            h = F.relu(F.conv2d(h, p[2], p[3]))
+            h = F.max_pool2d(h, 2).reshape(1, 9216)
+            h = F.relu(h @ p[4] + p[5])
+            logits = h @ p[6] + p[7]
+            return -(torch.log_softmax(logits, -1) * yi).sum()
+
+        gl = grad(loss)
+        vg = vmap(gl, in_dims=(None, 0, 0))
+        out = [None]
+
+        def run():
+            if loop:
+                out[0] = torch.stack([gl(params, x[i], onehot[i])[2] for i in range(64)])
+            else:
+                out[0] = vg(params, x, onehot)[2]
+
+        def check():
+            for i in (0, 63):
+                want = gl(params, x[i], onehot[i])[2]
+                compare(out[0][i].flatten().tolist(), want.flatten().tolist(), 1e-3, 1e-5)
+
+        return run, check
+    return setup
+
+
 def vmap_functionalize():
     from functorch import vmap, functionalize
     g = torch.Generator().manual_seed(21)
@@ -815,6 +862,8 @@ WORKLOADS = [
     ("conv2d_3x3_64_f32", "GFLOPS", lambda ns: CONV_FLOPS / ns, conv2d(False)),
     ("conv2d_3x3_64_grad_f32", "GFLOPS", lambda ns: 3 * CONV_FLOPS / ns, conv2d(True)),
     ("rnn_unrolled_grad_f32", "ms", lambda ns: ns / 1e6, rnn_grad()),
+    ("per_sample_grad_cnn_f32", "ms", lambda ns: ns / 1e6, per_sample_cnn(False)),
+    ("per_sample_grad_cnn_f32_loop", "ms", lambda ns: ns / 1e6, per_sample_cnn(True)),
 ]
 
 # peel's compiled workloads are compared with torch eager (Debian's torch
