@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,11 +134,11 @@ func TestConvTranspose2DIsConvGradient(t *testing.T) {
 	} {
 		x, w := convRand(r, c.x...), convRand(r, c.w...)
 		y := peel.ConvTranspose2D(x, w, c.opts...)
-		if !slices2Equal(y.Shape(), c.wantShape) {
+		if !slices.Equal(y.Shape(), c.wantShape) {
 			t.Errorf("%s: shape %v, want %v", c.name, y.Shape(), c.wantShape)
 			continue
 		}
-		if got := peel.Conv2D(y, w, c.opts...).Shape(); !slices2Equal(got, c.x) {
+		if got := peel.Conv2D(y, w, c.opts...).Shape(); !slices.Equal(got, c.x) {
 			t.Errorf("%s: Conv2D of the result has shape %v, want the input's %v", c.name, got, c.x)
 		}
 		_, back := transforms.VJP(func(in *peel.Tensor) *peel.Tensor { return peel.Conv2D(in, w, c.opts...) }, y)
@@ -145,18 +146,6 @@ func TestConvTranspose2DIsConvGradient(t *testing.T) {
 			t.Errorf("%s: not the gradient of Conv2D: %s", c.name, msg)
 		}
 	}
-}
-
-func slices2Equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestConvVmapIsOneConv: Vmap of a convolution over the kernel, the input

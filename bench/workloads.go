@@ -315,33 +315,7 @@ func matmul(dt peel.DType, ref bool) Workload {
 }
 
 // checkMatmul compares c with a naive float64 product of the inputs (as
-// rounded to dt) at 1024 pseudo-random entries, relative to Σ|a||b|.
+// rounded to dt) at pseudo-random entries (checkMatShape).
 func checkMatmul(dt peel.DType, as, bs, c []float64) error {
-	if len(c) != matN*matN {
-		return fmt.Errorf("%d elements, want %d", len(c), matN*matN)
-	}
-	round := func(v float64) float64 {
-		if dt == peel.Float32 {
-			return float64(float32(v))
-		}
-		return v
-	}
-	tol := 1e-13
-	if dt == peel.Float32 {
-		tol = 1e-5
-	}
-	r := rand.New(rand.NewPCG(9, 9))
-	for range 1024 {
-		i, j := r.IntN(matN), r.IntN(matN)
-		var want, mag float64
-		for k := range matN {
-			p := round(as[i*matN+k]) * round(bs[k*matN+j])
-			want += p
-			mag += math.Abs(p)
-		}
-		if got := c[i*matN+j]; math.Abs(got-want) > tol*mag {
-			return fmt.Errorf("c[%d,%d] = %v, want %v", i, j, got, want)
-		}
-	}
-	return nil
+	return checkMatShape(matShape{1, matN, matN, matN}, dt, as, bs, c)
 }

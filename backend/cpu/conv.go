@@ -200,15 +200,7 @@ func im2col[T float32 | float64](g *convGeom, cols []T, pitch int, x []T, p0, p1
 		for p := p0; p < p1; {
 			n := min(g.out[last]-q[last], p1-p)
 			dst := row[p-p0 : p-p0+n]
-			off, ok := 0, true
-			for j := range last {
-				v := q[j]*g.s[j] + tap[j]*g.rd[j] - g.lo[j]
-				if v < 0 || v%g.ld[j] != 0 || v/g.ld[j] >= g.in[j] {
-					ok = false
-					break
-				}
-				off += v / g.ld[j] * g.inStr[j]
-			}
+			off, ok := g.rowOffset(q, tap, last)
 			if !ok {
 				clear(dst)
 			} else {
@@ -394,15 +386,8 @@ func im2row[T float32 | float64](g *convGeom, bt, x []T, gi, k0, k1, r0, r1 int)
 			}
 			m := min(g.k[last]-tap[last], k1-kk)
 			dst := row[kk-k0 : kk-k0+m]
-			off, ok := c*g.inSz, true
-			for j := range last {
-				v := q[j]*g.s[j] + tap[j]*g.rd[j] - g.lo[j]
-				if v < 0 || v%g.ld[j] != 0 || v/g.ld[j] >= g.in[j] {
-					ok = false
-					break
-				}
-				off += v / g.ld[j] * g.inStr[j]
-			}
+			off, ok := g.rowOffset(q, tap, last)
+			off += c * g.inSz
 			if !ok {
 				clear(dst)
 			} else {
@@ -510,4 +495,20 @@ func reduceWindow[T int64 | float32 | float64](p prims.WindowParams, y []T, ys [
 			}
 		}
 	})
+}
+
+// rowOffset returns where, in one input channel, the row of the last
+// spatial dimension that result position q (leading dimensions) reads
+// with kernel tap tap starts, or false when that row falls in padding or
+// in a dilation gap.
+func (g *convGeom) rowOffset(q, tap []int, last int) (int, bool) {
+	off := 0
+	for j := range last {
+		v := q[j]*g.s[j] + tap[j]*g.rd[j] - g.lo[j]
+		if v < 0 || v%g.ld[j] != 0 || v/g.ld[j] >= g.in[j] {
+			return 0, false
+		}
+		off += v / g.ld[j] * g.inStr[j]
+	}
+	return off, true
 }

@@ -275,60 +275,36 @@ func mergeTile[T float32 | float64](c []T, ldc int, t []T, tld, rows, cols int, 
 // it off to check both.
 var gemmWide = haveAVX512
 
-// tile32 and tile64 are the tileFuncs of the AVX2 float32 and float64
-// micro-kernels, tile32w and tile64w of the AVX-512 ones; an edge tile is
-// computed into a buffer on the stack.
-func tile32(kb int, ap []float32, lda int, bp []float32, ldb int, c []float32, ldc, rows, cols int, add bool) {
-	const nr = 16
-	_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
-	if rows == gemmMR && cols == nr {
-		_ = c[(gemmMR-1)*ldc+nr-1]
-		sgemm6x16AVX2(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
-		return
+// microKernel is an assembly micro-kernel: a 6×nr tile of c (rows ldc
+// apart) from k columns of a (lda apart) and k rows of b (ldb apart),
+// added to c when add is set.
+type microKernel[T float32 | float64] func(k int, a, b, c *T, ldc, lda, ldb int, add bool)
+
+// tileOf returns the tileFunc of a micro-kernel with panels nr wide: a
+// full tile is computed in place, an edge tile into a buffer and merged.
+func tileOf[T float32 | float64](nr int, kernel microKernel[T]) tileFunc[T] {
+	return func(kb int, ap []T, lda int, bp []T, ldb int, c []T, ldc, rows, cols int, add bool) {
+		_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
+		if rows == gemmMR && cols == nr {
+			_ = c[(gemmMR-1)*ldc+nr-1]
+			kernel(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
+			return
+		}
+		var buf [gemmMR * 32]T // the widest tile
+		t := buf[:gemmMR*nr]
+		kernel(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
+		mergeTile(c, ldc, t, nr, rows, cols, add)
 	}
-	var t [gemmMR * nr]float32
-	sgemm6x16AVX2(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
-	mergeTile(c, ldc, t[:], nr, rows, cols, add)
 }
 
-func tile64(kb int, ap []float64, lda int, bp []float64, ldb int, c []float64, ldc, rows, cols int, add bool) {
-	const nr = 8
-	_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
-	if rows == gemmMR && cols == nr {
-		_ = c[(gemmMR-1)*ldc+nr-1]
-		dgemm6x8AVX2(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
-		return
-	}
-	var t [gemmMR * nr]float64
-	dgemm6x8AVX2(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
-	mergeTile(c, ldc, t[:], nr, rows, cols, add)
-}
-
-func tile32w(kb int, ap []float32, lda int, bp []float32, ldb int, c []float32, ldc, rows, cols int, add bool) {
-	const nr = 32
-	_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
-	if rows == gemmMR && cols == nr {
-		_ = c[(gemmMR-1)*ldc+nr-1]
-		sgemm6x32AVX512(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
-		return
-	}
-	var t [gemmMR * nr]float32
-	sgemm6x32AVX512(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
-	mergeTile(c, ldc, t[:], nr, rows, cols, add)
-}
-
-func tile64w(kb int, ap []float64, lda int, bp []float64, ldb int, c []float64, ldc, rows, cols int, add bool) {
-	const nr = 16
-	_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
-	if rows == gemmMR && cols == nr {
-		_ = c[(gemmMR-1)*ldc+nr-1]
-		dgemm6x16AVX512(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
-		return
-	}
-	var t [gemmMR * nr]float64
-	dgemm6x16AVX512(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
-	mergeTile(c, ldc, t[:], nr, rows, cols, add)
-}
+// The tileFuncs of the AVX2 float32 and float64 micro-kernels, and of
+// the AVX-512 ones (w).
+var (
+	tile32  = tileOf(16, sgemm6x16AVX2)
+	tile64  = tileOf(8, dgemm6x8AVX2)
+	tile32w = tileOf(32, sgemm6x32AVX512)
+	tile64w = tileOf(16, dgemm6x16AVX512)
+)
 
 // gemm32 and gemm64 compute batch element bi of p into c with the packed
 // GEMM: with the AVX-512 micro-kernels when there are and the product has

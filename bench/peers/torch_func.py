@@ -231,26 +231,8 @@ def copy_1m():
 
 
 def matmul(dtype):
-    def setup():
-        g = torch.Generator().manual_seed(7)
-        a = (torch.rand(MAT_N, MAT_N, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
-        b = (torch.rand(MAT_N, MAT_N, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
-        out = [None]
-
-        def run():
-            out[0] = torch.matmul(a, b)
-
-        def check():
-            a64, b64 = a.to(torch.float64), b.to(torch.float64)
-            want = a64 @ b64
-            mag = a64.abs() @ b64.abs()
-            tol = 1e-13 if dtype == torch.float64 else 1e-5
-            if ((out[0].to(torch.float64) - want).abs() > tol * mag).any():
-                raise AssertionError("matmul differs from the float64 reference")
-
-        return run, check
-
-    return setup
+    """peel's matmul512_<dtype>: a 512x512 product (matmul_shape)."""
+    return matmul_shape(1, MAT_N, MAT_N, MAT_N, dtype)
 
 
 def tiny_chain_grad():
