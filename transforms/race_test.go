@@ -2,5 +2,6 @@
 
 package transforms_test
 
-// With the race detector on, TestMemoryStable skips itself.
+// With the race detector on, TestMemoryStable and
+// TestScanCompiledAccumulatesInPlace skip themselves.
 func init() { raceEnabled = true }

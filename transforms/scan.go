@@ -192,7 +192,7 @@ func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []b
 	xs := args[nC : nC+nX]
 	in := make([]*tensor, len(g.In))
 	copy(in[nC+nX:], args[nC+nX:])
-	donate := make([]bool, nC)
+	donate, given := make([]bool, nC), make([]bool, nC)
 	ys := make([][]*tensor, nY)
 	var stacked, dst []*tensor
 	if into && s.length > 0 {
@@ -218,8 +218,9 @@ func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []b
 			dst[nC+j] = peel.Index(stacked[j], i)
 		}
 		out := body(in, donate, dst)
+		copy(given, donate)
 		for c := range carry {
-			donate[c] = donating && fresh(out[c], c, in, out)
+			donate[c] = donating && fresh(out[c], c, in, out, given)
 		}
 		copy(carry, out[:nC])
 		if stacked == nil {
@@ -243,9 +244,14 @@ func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []b
 }
 
 // fresh reports whether out[c] is memory of its step alone: it shares
-// memory with none of the step's operands in and other results out.
-func fresh(t *tensor, c int, in, out []*tensor) bool {
-	for _, u := range in {
+// memory with none of the step's operands in (but the carries given
+// up to the step, given, whose memory the step may have reused) and
+// other results out.
+func fresh(t *tensor, c int, in, out []*tensor, given []bool) bool {
+	for j, u := range in {
+		if j < len(given) && given[j] {
+			continue
+		}
 		if sharesMemory(u, t) {
 			return false
 		}

@@ -2,6 +2,7 @@ package transforms_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -908,5 +909,35 @@ func TestScanStepRemat(t *testing.T) {
 				t.Errorf("StepRemat(NothingSaveable) stacks %d residuals per step, the default %d", got, base)
 			}
 		}
+	}
+}
+
+// TestScanCompiledAccumulatesInPlace checks that a compiled scan's
+// accumulating carry is updated in the memory of the step before at
+// every step: each step gives its carry up, and the step's add writes
+// into it. (The check of a carry's memory once counted the carry it was
+// given up as shared, so every other step allocated a new one.)
+func TestScanCompiledAccumulatesInPlace(t *testing.T) {
+	const steps = 100
+	xs := peel.AsType(ckRandom(31, steps, 32, 128), peel.Float32)
+	acc := func(xs *T) *T {
+		a, _ := transforms.Scan(func(a, x *T) (*T, struct{}) {
+			return peel.Add(a, peel.MatMul(peel.Transpose(x, 1, 0), x)), struct{}{}
+		}, peel.Zeros(peel.Float32, 128, 128), xs)
+		return a
+	}
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop run states, which then allocate their arenas")
+	}
+	c := transforms.Compile(acc)
+	near(t, "accumulation", peel.AsType(c.Call(xs), peel.Float64).Float64s(), peel.AsType(acc(xs), peel.Float64).Float64s(), 1e-3)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	c.Call(xs)
+	runtime.ReadMemStats(&m1)
+	// One 64 KiB carry per step would be 6.4 MiB; the products are made
+	// in the body's arena.
+	if b := m1.TotalAlloc - m0.TotalAlloc; b > steps*128*128*4/4 {
+		t.Errorf("a compiled call allocates %d bytes: the accumulator is not updated in place", b)
 	}
 }
