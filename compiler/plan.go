@@ -419,27 +419,20 @@ func (p *Program) newPlan(mask uint64) *plan {
 		return pl
 	}
 	for i := range p.instrs {
-		// An elementwise kernel's result may take the buffer of an
-		// operand it reads for the last time: freed before it is placed.
-		early := p.inPlaceOperands(i, mask)
-		for _, e := range early {
-			if e.buf >= 0 {
-				n := p.bufs[e.buf].n
-				if w := pl.where[e.buf]; w >= 0 {
-					n = pl.arena[w].n
-				} else if w <= placeDonated {
-					n = p.g.In[placeDonated-w].Aval.Size()
-				}
-				frees = append(frees, free{pl.where[e.buf], p.bufs[e.buf].dtype, n})
-			} else {
-				v := p.g.In[e.input]
-				frees = append(frees, free{placeDonated - e.input, v.Aval.DType, v.Aval.Size()})
+		// An elementwise kernel's or fused group's result may take the
+		// memory of an operand it reads for the last time (in place).
+		var early []inPlace
+		taken := map[int]bool{}
+		pairs := p.inPlaceGroup(i, mask)
+		if out, srcs := p.inPlaceKernel(i, mask); len(srcs) > 0 {
+			for _, src := range srcs {
+				pairs = append(pairs, groupInPlace{out: out, src: src})
 			}
 		}
-		// A fused group's result may take the memory of an operand no
-		// later member reads (inPlaceGroup).
-		taken := map[int]bool{}
-		for _, pr := range p.inPlaceGroup(i, mask) {
+		for _, pr := range pairs {
+			if taken[pr.out] {
+				continue
+			}
 			w := placeDonated - pr.src.input
 			if pr.src.buf >= 0 {
 				w = pl.where[pr.src.buf]
@@ -513,29 +506,31 @@ func (p *Program) newPlan(mask uint64) *plan {
 // buf, or (buf < 0) donated graph input input.
 type inPlace struct{ buf, input int }
 
-// inPlaceOperands returns the operands whose memory instruction i's
-// result may take under donation mask: i must be an elementwise kernel
-// (each result element computed from the operands' elements at its own
-// index, every chunk reading those before writing it), and the operand a
-// buffer or donated input that i reads for the last time, whole:
-// contiguous from its start, of the result's dtype and size. A view
+// inPlaceKernel returns, for an elementwise kernel i, its result's
+// buffer and the operands whose memory the result may take under
+// donation mask: buffers or donated inputs that i reads for the last
+// time, whole (contiguous from their start), of the result's dtype and
+// size. Each result element is computed from the operands' elements at
+// its own index, every chunk reading those before writing it; a view
 // (an offset, a transposition) or a broadcast never qualifies, so no
 // element is written before it is read.
-func (p *Program) inPlaceOperands(i int, mask uint64) []inPlace {
+func (p *Program) inPlaceKernel(i int, mask uint64) (int, []inPlace) {
 	in := &p.instrs[i]
 	if in.kind != opKernel || len(in.out) != 1 || (in.prim.Elementwise == nil && in.prim != prims.Where) {
-		return nil
+		return 0, nil
 	}
 	out := p.vals[in.out[0]]
 	if out.kind != rootBuf {
-		return nil
+		return 0, nil
 	}
 	ob := p.bufs[out.root]
+	if !p.wholeBuffer(in.out[0], ob.n) {
+		return 0, nil
+	}
 	var res []inPlace
 	for _, s := range in.in {
 		sl := p.vals[s]
-		arr := p.layout(s)
-		if sl.dtype != ob.dtype || arr.Offset != 0 || !arr.IsContiguous() || arr.Size() != ob.n {
+		if sl.dtype != ob.dtype || !p.wholeBuffer(s, ob.n) {
 			continue
 		}
 		var e inPlace
@@ -558,7 +553,14 @@ func (p *Program) inPlaceOperands(i int, mask uint64) []inPlace {
 			res = append(res, e)
 		}
 	}
-	return res
+	return out.root, res
+}
+
+// wholeBuffer reports whether slot s covers n elements contiguously from
+// its buffer's start.
+func (p *Program) wholeBuffer(s, n int) bool {
+	a := p.layout(s)
+	return a.Offset == 0 && a.IsContiguous() && a.Size() == n
 }
 
 // groupInPlace pairs a fused group's result buffer out with the operand
@@ -595,10 +597,7 @@ func (p *Program) inPlaceGroup(i int, mask uint64) []groupInPlace {
 		}
 		return inPlace{}, false
 	}
-	whole := func(s int, n int) bool {
-		a := p.layout(s)
-		return a.Offset == 0 && a.IsContiguous() && a.Size() == n
-	}
+	whole := p.wholeBuffer
 	size := func(k inPlace) int {
 		if k.buf >= 0 {
 			return p.bufs[k.buf].n

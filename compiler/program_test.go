@@ -120,6 +120,30 @@ func TestRegistry(t *testing.T) {
 					return // eager refuses too (checked by optest)
 				}
 				checkProgram(t, g, s.Args)
+				// The float operands as fresh buffers the op reads
+				// last, its result read only by a reduction: an
+				// elementwise result, kernel or fused, then takes an
+				// operand's memory (in place), which must change no bit.
+				fresh := func(x *peel.Tensor) *peel.Tensor {
+					if !x.DType().IsFloat() {
+						return x
+					}
+					return peel.Sum(peel.Stack([]*peel.Tensor{x}, 0), 0)
+				}
+				// Every operand fresh (the result takes the first's
+				// memory), and only the last (it takes that one's).
+				for _, from := range []int{0, len(s.Args) - 1} {
+					gc, err := traceOrErr(func(a []*peel.Tensor) *peel.Tensor {
+						c := append([]*peel.Tensor(nil), a...)
+						for i := from; i < len(c); i++ {
+							c[i] = fresh(c[i])
+						}
+						return fresh(op.F(c))
+					}, s.Args)
+					if err == nil {
+						checkProgram(t, gc, s.Args)
+					}
+				}
 			})
 		}
 	}
