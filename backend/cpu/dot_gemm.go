@@ -49,7 +49,7 @@ func inPlaceStride[T float32 | float64](stride int) bool {
 }
 
 // gemmBufs are the packing buffers of one running GEMM.
-type gemmBufs[T float32 | float64] struct{ a, b []T }
+type gemmBufs[T float32 | float64] struct{ a, b, c []T }
 
 var (
 	gemmPool32 = sync.Pool{New: func() any { return new(gemmBufs[float32]) }}
@@ -308,14 +308,18 @@ var (
 
 // gemm32 and gemm64 compute batch element bi of p into c with the packed
 // GEMM: with the AVX-512 micro-kernels when there are and the product has
-// at least one full panel of their width (narrower products, such as an
-// MLP's 10-column output layer, pad less and run faster on the AVX2
-// ones).
+// at least one full panel of their width (narrower products pad less on
+// the AVX2 ones). A product narrower than a panel but with many rows,
+// such as an MLP's 10-column output layer, is computed transposed
+// instead (gemmNarrow).
 func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 	bufs := gemmPool32.Get().(*gemmBufs[float32])
-	if gemmWide && p.N >= 32 {
+	switch {
+	case narrow(p, 16, 32):
+		gemmNarrow(p, bi, c, a, b, bufs, par, gemm32)
+	case gemmWide && p.N >= 32:
 		gemmPacked(p, bi, c, a, b, 32, tile32w, bufs, par)
-	} else {
+	default:
 		gemmPacked(p, bi, c, a, b, 16, tile32, bufs, par)
 	}
 	gemmPool32.Put(bufs)
@@ -323,10 +327,42 @@ func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 
 func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
 	bufs := gemmPool64.Get().(*gemmBufs[float64])
-	if gemmWide && p.N >= 16 {
+	switch {
+	case narrow(p, 8, 16):
+		gemmNarrow(p, bi, c, a, b, bufs, par, gemm64)
+	case gemmWide && p.N >= 16:
 		gemmPacked(p, bi, c, a, b, 16, tile64w, bufs, par)
-	} else {
+	default:
 		gemmPacked(p, bi, c, a, b, 8, tile64, bufs, par)
 	}
 	gemmPool64.Put(bufs)
+}
+
+// narrow reports whether p's result is narrower than one panel of the
+// micro-kernels in use (nr columns, nrWide with AVX-512) but has several
+// panels' worth of rows: every tile would be an edge tile, padded to a
+// panel, and A would be packed for one use.
+func narrow(p *dotPlan, nr, nrWide int) bool {
+	if gemmWide {
+		nr = nrWide
+	}
+	return !p.acc && p.N < nr && p.M >= 4*nr
+}
+
+// gemmNarrow computes batch element bi of a narrow product as its
+// transpose, Cᵀ = Bᵀ·Aᵀ (N×M: the wide dimension along the vectors, B's
+// rows read in place as the A panels), into a buffer, then transposes
+// that into c.
+func gemmNarrow[T float32 | float64](p *dotPlan, bi int, c, a, b []T, bufs *gemmBufs[T], par bool, gemm func(*dotPlan, int, []T, []T, []T, bool)) {
+	t := &dotPlan{B: p.B, M: p.N, N: p.M, K: p.K, lhs: p.rhs, rhs: p.lhs}
+	bufs.c = grow(bufs.c, p.M*p.N)
+	ct := bufs.c
+	gemm(t, bi, ct, b, a, par)
+	M, N := p.M, p.N
+	for j := range N {
+		row := ct[j*M : (j+1)*M]
+		for i, v := range row {
+			c[i*N+j] = v
+		}
+	}
 }
