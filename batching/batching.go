@@ -377,5 +377,5 @@ func loopRule(p *interp.Prim) Rule {
 	}
 }
 
-// Wrapped returns the tracer's physical value (interp.Wrapper).
-func (t *tracer) Wrapped() []*interp.Tensor { return []*interp.Tensor{t.val} }
+// Wrapped appends the tracer's physical value (interp.Wrapper).
+func (t *tracer) Wrapped(dst []*interp.Tensor) []*interp.Tensor { return append(dst, t.val) }

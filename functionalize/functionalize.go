@@ -169,5 +169,5 @@ func (f *Interp) mutate(p *interp.Prim, params any, args []*T) []*T {
 	return args[:1]
 }
 
-// Wrapped returns the tracer's current value below (interp.Wrapper).
-func (t *tracer) Wrapped() []*T { return []*T{t.val} }
+// Wrapped appends the tracer's current value below (interp.Wrapper).
+func (t *tracer) Wrapped(dst []*T) []*T { return append(dst, t.val) }

@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -81,9 +82,9 @@ type Tracer interface {
 
 // Wrapper is implemented by tracers that hold tensors of lower levels
 // (a primal and a tangent, a batched value, a current value): Wrapped
-// returns them, for FindLevelData to look through.
+// appends them to dst and returns it, for FindLevelData to look through.
 type Wrapper interface {
-	Wrapped() []*Tensor
+	Wrapped(dst []*Tensor) []*Tensor
 }
 
 // FindLevelData returns the data (Level.WithData) of type D of the
@@ -92,29 +93,25 @@ type Wrapper interface {
 // one. A transform uses it to find settings of an enclosing transform
 // whose values it is given.
 func FindLevelData[D any](ts ...*Tensor) (d D, ok bool) {
+	// An explicit stack and a seen list on the stack: a gradient calls
+	// this for its arguments on every call, under Vmap with tracers.
+	var stackBuf, seenBuf [16]*Tensor
+	stack, seen := append(stackBuf[:0], ts...), seenBuf[:0]
 	var best *Level
-	var seen map[*Tensor]bool // made at the first tracer: concrete values cost nothing
-	var visit func(t *Tensor)
-	visit = func(t *Tensor) {
-		if t == nil || t.tr == nil || seen[t] {
-			return
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if t == nil || t.tr == nil || slices.Contains(seen, t) {
+			continue
 		}
-		if seen == nil {
-			seen = map[*Tensor]bool{}
-		}
-		seen[t] = true
+		seen = append(seen, t)
 		l := t.tr.Level()
 		if _, is := l.data.(D); is && l.Alive() && (best == nil || l.id > best.id) {
 			best = l
 		}
 		if w, is := t.tr.(Wrapper); is {
-			for _, u := range w.Wrapped() {
-				visit(u)
-			}
+			stack = w.Wrapped(stack)
 		}
-	}
-	for _, t := range ts {
-		visit(t)
 	}
 	if best == nil {
 		return d, false

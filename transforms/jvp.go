@@ -240,5 +240,5 @@ func annotate(l *interp.Level) {
 	panic(r)
 }
 
-// Wrapped returns the tracer's primal and tangent (interp.Wrapper).
-func (t *jvpTracer) Wrapped() []*tensor { return []*tensor{t.primal, t.tangent} }
+// Wrapped appends the tracer's primal and tangent (interp.Wrapper).
+func (t *jvpTracer) Wrapped(dst []*tensor) []*tensor { return append(dst, t.primal, t.tangent) }
