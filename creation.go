@@ -61,7 +61,7 @@ func hostFill(v float64, d DType, n int) any {
 
 // constantOn returns a rank-0 concrete tensor of dtype d holding v on be.
 func constantOn(be backend.Backend, v float64, d DType) *Tensor {
-	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(hostFill(v, d, 1)), Shape: []int{}})
+	return interp.NewConcrete(be, backend.Array{Buf: backend.FromOwnedHost(be, hostFill(v, d, 1)), Shape: []int{}})
 }
 
 // shapeSize returns the number of elements of shape, panicking with
@@ -131,10 +131,12 @@ func checkDType(op string, d DType) {
 }
 
 // newConcrete returns a concrete tensor of the given shape holding the host
-// slice data on the default backend.
+// slice data on the default backend. data must be a slice the caller has
+// just made and no one else holds: it is adopted, not copied, where the
+// backend allows (backend.FromOwnedHost).
 func newConcrete(data any, shape []int) *Tensor {
 	be := interp.DefaultBackend()
-	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data), Shape: shape})
+	return interp.NewConcrete(be, backend.Array{Buf: backend.FromOwnedHost(be, data), Shape: shape})
 }
 
 // Scalar returns a rank-0 tensor holding v: a float64 gives f64, a float32

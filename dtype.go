@@ -128,12 +128,13 @@ func scalarOn(be backend.Backend, v any, d DType) *Tensor {
 }
 
 // hostScalar returns a rank-0 tensor holding the one element of data on
-// backend be (the default one when be is nil).
+// backend be (the default one when be is nil); data is adopted, as in
+// newConcrete.
 func hostScalar(be backend.Backend, data any) *Tensor {
 	if be == nil {
 		be = interp.DefaultBackend()
 	}
-	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data), Shape: []int{}})
+	return interp.NewConcrete(be, backend.Array{Buf: backend.FromOwnedHost(be, data), Shape: []int{}})
 }
 
 // operandBackend returns the backend of the first concrete tensor among

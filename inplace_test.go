@@ -1,7 +1,10 @@
 package peel
 
 import (
+	"runtime"
 	"testing"
+
+	"github.com/peel-ml/peel/interp"
 )
 
 func TestCopyIntoFill(t *testing.T) {
@@ -31,6 +34,19 @@ func TestCopyIntoFill(t *testing.T) {
 	z := svSeq(6)
 	CopyInto(Narrow(z, 0, 1, 5), Narrow(z, 0, 0, 5))
 	svCheck(t, "CopyInto overlapping", z, []int{6}, []float64{0, 0, 1, 2, 3, 4})
+	// A reversed and a transposed view of the destination itself.
+	z = svSeq(6)
+	CopyInto(z, Flip(z, 0))
+	svCheck(t, "CopyInto reversed self", z, []int{6}, []float64{5, 4, 3, 2, 1, 0})
+	m := svSeq(3, 3)
+	CopyInto(m, Transpose(m))
+	svCheck(t, "CopyInto transposed self", m, []int{3, 3}, []float64{0, 3, 6, 1, 4, 7, 2, 5, 8})
+	// Writing a snapshot's source keeps the snapshot's values.
+	z = svSeq(4)
+	snap := interp.OwnValue(z)
+	CopyInto(z, Flip(z, 0))
+	svCheck(t, "CopyInto after snapshot", z, []int{4}, []float64{3, 2, 1, 0})
+	svCheck(t, "snapshot kept", snap, []int{4}, []float64{0, 1, 2, 3})
 
 	if got := Fill(y, int64(3)); got != y {
 		t.Fatal("Fill did not return its destination")
@@ -96,4 +112,23 @@ func TestArithInPlace(t *testing.T) {
 	svErr(t, "peel.DivInPlace", func() { DivInPlace(yi, 2) }, "can't be cast", "floating-point")
 	svErr(t, "peel.AddInPlace", func() { AddInPlace(BroadcastTo(svSeq(3), 2, 3), 1.0) }, "broadcast view")
 	svErr(t, "peel.AddInPlace", func() { AddInPlace(y, []float64{1}) }, "[]float64")
+}
+
+// TestCopyIntoReadsSourceInPlace: CopyInto of a same-shape source copies
+// it once, straight into the destination, with no intermediate buffer
+// (it made a full copy of the source first, then copied that).
+func TestCopyIntoReadsSourceInPlace(t *testing.T) {
+	const n = 1 << 20
+	src, dst := Ones(Float32, n), Zeros(Float32, n)
+	CopyInto(dst, src)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 4 {
+		CopyInto(dst, src)
+	}
+	runtime.ReadMemStats(&after)
+	if b := after.TotalAlloc - before.TotalAlloc; b > n {
+		t.Errorf("4 CopyInto calls of %d f32 allocated %d bytes", n, b)
+	}
+	svCheck(t, "CopyInto", Sum(dst), []int{}, []float64{n})
 }

@@ -186,6 +186,25 @@ type Backend interface {
 	Exec(op Op, params any, in, out []Array)
 }
 
+// HostAdopter is implemented by backends whose buffers can be host
+// slices themselves: AdoptHost returns a buffer that is data, not a copy
+// of it, refusing sizes above the allocation limit as FromHost does. The
+// caller gives data up: nothing else may hold it.
+type HostAdopter interface {
+	AdoptHost(data any) Buffer
+}
+
+// FromOwnedHost returns a buffer of b holding data, a slice the caller
+// has just made and gives up (a constructor's fill, a constant's one
+// element): adopted without a copy where b is a HostAdopter, else copied
+// by FromHost.
+func FromOwnedHost(b Backend, data any) Buffer {
+	if a, ok := b.(HostAdopter); ok {
+		return a.AdoptHost(data)
+	}
+	return b.FromHost(data)
+}
+
 // Kernel computes a primitive's results on one backend: in holds the
 // operands, out arrays of the result shapes and dtypes, every element of
 // which the kernel writes; params is the primitive's parameter value. Each

@@ -113,7 +113,8 @@ type Interp struct {
 	level *interp.Level
 	size  int
 	// bcast caches concrete unbatched operands of elementwise primitives
-	// broadcast to the batch and materialized, by operand and batch dim,
+	// broadcast to the batch and materialized (from their second use), by
+	// operand and batch dim,
 	// with the base generation and content version they were made at (a
 	// write below or a rebind makes the entry stale).
 	bcast map[bcastKey]bcastEntry
@@ -131,29 +132,37 @@ type bcastKey struct {
 }
 
 type bcastEntry struct {
-	val          *T
+	val          *T // nil until the operand's second use
 	gen, version uint64
 }
 
 // broadcastOperand returns unbatched operand x broadcast to the batch at
-// d. Concrete operands are materialized once per level and reused: a
-// constant used by many operations (a weight, a bias) is then read as a
-// contiguous operand instead of being broadcast and copied each time.
+// d. A small concrete operand used a second time in the level is
+// materialized then and reused: a constant used by many operations (a
+// weight, a bias) is read as a contiguous operand instead of being
+// broadcast each time. Its first use reads the broadcast view (the
+// kernels read repeated blocks in place), so a one-shot operand, the
+// common case of a vmapped backward pass, costs no copy.
 func (b *Interp) broadcastOperand(x *T, d int) *T {
 	if !x.IsConcrete() || x.Size() > maxCachedOperand {
 		return BroadcastBatch(x, b.size, d)
 	}
 	k := bcastKey{x, d}
 	gen, version := interp.BaseOf(x).Generation(), x.Version()
-	if e, ok := b.bcast[k]; ok && e.gen == gen && e.version == version {
+	e, ok := b.bcast[k]
+	switch {
+	case ok && e.gen == gen && e.version == version && e.val != nil:
+		return e.val
+	case ok && e.gen == gen && e.version == version:
+		e.val = interp.Bind1(prims.Copy, nil, BroadcastBatch(x, b.size, d))
+		b.bcast[k] = e
 		return e.val
 	}
-	v := interp.Bind1(prims.Copy, nil, BroadcastBatch(x, b.size, d))
 	if b.bcast == nil {
 		b.bcast = map[bcastKey]bcastEntry{}
 	}
-	b.bcast[k] = bcastEntry{val: v, gen: gen, version: version}
-	return v
+	b.bcast[k] = bcastEntry{gen: gen, version: version}
+	return BroadcastBatch(x, b.size, d)
 }
 
 // New starts a vmap level of batch size size. The caller must call End.

@@ -51,6 +51,7 @@ func Workloads() []Workload {
 		chain1M(peel.Float32),
 		chain1M(peel.Float64),
 		copy1M(),
+		copyInto1M(),
 		matmul(peel.Float32, false),
 		matmul(peel.Float64, false),
 		matmul(peel.Float32, true),
@@ -253,6 +254,25 @@ func copy1M() Workload {
 				}
 				return nil
 			}
+			return run, check
+		},
+	}
+}
+
+// copyInto1M is peel's copy of 1M f32: CopyInto of one contiguous tensor
+// into another, the eager copy every view materialization and in-place
+// write goes through (Backend.Copy).
+func copyInto1M() Workload {
+	return Workload{
+		Name: "copyinto_1m_f32", Impl: "peel",
+		Doc:  "peel.CopyInto of 1<<20 float32 into a contiguous tensor (torch: dst.copy_(src))",
+		Unit: "ns/elem", Metric: perOp(chainN),
+		Setup: func() (func(), func() error) {
+			xs := randFloats(6, chainN, -1, 1)
+			src := fromFloats(xs, peel.Float32)
+			dst := peel.Zeros(peel.Float32, chainN)
+			run := func() { peel.CopyInto(dst, src) }
+			check := func() error { return compare(hostFloats(dst), hostFloats(src), 0, 0) }
 			return run, check
 		},
 	}

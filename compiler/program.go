@@ -435,12 +435,8 @@ func (p *Program) fallback(rs *runState, in *instr) {
 	var outs []*interp.Tensor
 	pr := in.prim
 	switch {
-	case pr.Kind == interp.Mutation && pr.DropsDst && len(args) == 2 && pr.Pure == nil:
-		outs = args[1:]
-	case pr.Kind == interp.Mutation && pr.DropsDst:
-		outs = interp.Eval(pr.Pure, in.params, args[1:])
 	case pr.Kind == interp.Mutation:
-		outs = interp.Eval(pr.Pure, in.params, args)
+		outs = []*interp.Tensor{interp.OutOfPlace(pr, in.params, args)}
 	default:
 		outs = interp.Eval(pr, in.params, args)
 	}

@@ -206,16 +206,10 @@ func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tens
 	if dst.array().Overlaps() {
 		panic(&Error{Prim: p.Name, Msg: "the destination is a broadcast view: more than one of its elements refers to the same memory location (clone it before writing)", Operands: []string{dst.TypeString()}})
 	}
-	var src backend.Array
-	if p.DropsDst {
-		if len(args) == 2 && p.Pure == nil {
-			src = args[1].array()
-		} else {
-			src = Eval(p.Pure, params, args[1:])[0].array()
-		}
-	} else {
-		src = Eval(p.Pure, params, args)[0].array()
-	}
+	// The value written: copy_'s source itself (Copy reads it in place,
+	// through a temporary where it overlaps the destination), else the
+	// pure primitive's result.
+	src := OutOfPlace(p, params, args).array()
 	// Snapshots of this memory (graph constants, saved values) keep the
 	// values they were taken at: the write goes to a private copy.
 	dst.st.unshare(be, dst.dtype)

@@ -28,7 +28,7 @@ func scalarConst(v float64, dt interp.DType) *tensor {
 	default:
 		interp.Panicf("cannot make a constant of dtype %v", dt)
 	}
-	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data), Shape: []int{}})
+	return interp.NewConcrete(be, backend.Array{Buf: backend.FromOwnedHost(be, data), Shape: []int{}})
 }
 
 // full returns a tensor of aval a filled with v: a fresh rank-0 constant

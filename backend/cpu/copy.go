@@ -18,7 +18,37 @@ func copyStrided(dst, src backend.Array) {
 	}
 }
 
+// stridedCopy copies src into dst, split across the backend's threads
+// when it is large: contiguous copies in chunks of elements, strided ones
+// in ranges of their first dimension.
 func stridedCopy[T any](d, s []T, dst, src backend.Array) {
+	n := dst.Size()
+	if n == 0 {
+		return
+	}
+	if dst.IsContiguous() && src.IsContiguous() {
+		d, s := d[dst.Offset:dst.Offset+n], s[src.Offset:src.Offset+n]
+		parallelFor(n, costCheap, func(lo, hi int) { copy(d[lo:hi], s[lo:hi]) })
+		return
+	}
+	if len(dst.Shape) < 2 || serial(n, costCheap) {
+		stridedCopySerial(d, s, dst, src)
+		return
+	}
+	// Rows of the first dimension, as sub-arrays at their offsets.
+	ds, ss := dst.EffectiveStrides(), src.EffectiveStrides()
+	sub := func(a backend.Array, st []int, lo, hi int) backend.Array {
+		shape := append([]int{hi - lo}, a.Shape[1:]...)
+		return backend.Array{Buf: a.Buf, Shape: shape, Strides: st, Offset: a.Offset + lo*st[0]}
+	}
+	rows := dst.Shape[0]
+	parallelFor(rows, costCheap*(n/rows), func(lo, hi int) {
+		stridedCopySerial(d, s, sub(dst, ds, lo, hi), sub(src, ss, lo, hi))
+	})
+}
+
+// stridedCopySerial is stridedCopy on the calling goroutine.
+func stridedCopySerial[T any](d, s []T, dst, src backend.Array) {
 	n := dst.Size()
 	if n == 0 {
 		return

@@ -216,6 +216,27 @@ func (*Backend) FromHost(data any) backend.Buffer {
 	panic(fmt.Sprintf("cpu: FromHost of %T", data))
 }
 
+// AdoptHost returns a []bool, []int64, []float32 or []float64 as a
+// buffer without copying it (backend.HostAdopter); it panics as FromHost
+// does.
+func (*Backend) AdoptHost(data any) backend.Buffer {
+	switch d := data.(type) {
+	case []bool:
+		checkAlloc(backend.Bool, len(d))
+		return boolBuf(d)
+	case []int64:
+		checkAlloc(backend.Int64, len(d))
+		return i64Buf(d)
+	case []float32:
+		checkAlloc(backend.Float32, len(d))
+		return f32Buf(d)
+	case []float64:
+		checkAlloc(backend.Float64, len(d))
+		return f64Buf(d)
+	}
+	panic(fmt.Sprintf("cpu: AdoptHost of %T", data))
+}
+
 // checkAlloc panics with *interp.Error when a buffer of n elements of dt
 // exceeds the allocation limit (or n is negative, which no checked shape
 // gives).

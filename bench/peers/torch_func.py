@@ -810,6 +810,7 @@ WORKLOADS = [
     ("chain_1m_f32", "ns/elem/op", lambda ns: ns / (CHAIN_N * CHAIN_OPS), chain_1m(torch.float32)),
     ("chain_1m_f64", "ns/elem/op", lambda ns: ns / (CHAIN_N * CHAIN_OPS), chain_1m(torch.float64)),
     ("copy_1m_f32", "ns/elem", lambda ns: ns / CHAIN_N, copy_1m),
+    ("copyinto_1m_f32", "ns/elem", lambda ns: ns / CHAIN_N, copy_1m),
     ("matmul512_f32", "GFLOPS", lambda ns: 2 * MAT_N**3 / ns, matmul(torch.float32)),
     ("matmul512_f64", "GFLOPS", lambda ns: 2 * MAT_N**3 / ns, matmul(torch.float64)),
     ("tiny_chain_100_grad", "ns/op", lambda ns: ns / TINY_OPS, tiny_chain_grad),

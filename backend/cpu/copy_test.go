@@ -1,0 +1,118 @@
+package cpu
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/peel-ml/peel/backend"
+	"pgregory.net/rapid"
+)
+
+// TestCopyLayoutsRapid checks Backend.Copy, serial and split across two
+// threads, over random layouts (permuted, reversed, broadcast, offset
+// sources; contiguous and strided destinations) of sizes on both sides of
+// the parallel threshold, element by element against the index formula.
+func TestCopyLayoutsRapid(t *testing.T) {
+	defer SetThreads(Threads())
+	b := New()
+	rapid.Check(t, func(t *rapid.T) {
+		SetThreads(rapid.IntRange(1, 2).Draw(t, "threads"))
+		r := rapid.IntRange(1, 3).Draw(t, "rank")
+		shape := make([]int, r)
+		n := 1
+		for k := range shape {
+			shape[k] = rapid.IntRange(1, 90).Draw(t, "dim")
+			n *= shape[k]
+		}
+		if rapid.Bool().Draw(t, "large") {
+			shape[0] *= 1 + (4*grain)/n
+			n = backend.ShapeSize(shape)
+		}
+		// The source: a permutation of a contiguous base, with dimensions
+		// reversed or broadcast at random, at an offset.
+		perm := rapid.Permutation(seq(r)).Draw(t, "perm")
+		baseShape := make([]int, r)
+		for k, p := range perm {
+			baseShape[p] = shape[k]
+		}
+		off := rapid.IntRange(0, 7).Draw(t, "offset")
+		base := make([]float32, off+backend.ShapeSize(baseShape))
+		for i := range base {
+			base[i] = float32(i)
+		}
+		bs := backend.Array{Shape: baseShape}.EffectiveStrides()
+		strides := make([]int, r)
+		offset := off
+		for k, p := range perm {
+			strides[k] = bs[p]
+			switch rapid.IntRange(0, 3).Draw(t, "kind") {
+			case 0: // reversed
+				offset += (shape[k] - 1) * strides[k]
+				strides[k] = -strides[k]
+			case 1: // broadcast
+				strides[k] = 0
+			}
+		}
+		src := backend.Array{Buf: f32Buf(base), Shape: shape, Strides: strides, Offset: offset}
+		// The destination: contiguous, or the transpose of a contiguous
+		// buffer, at an offset.
+		doff := rapid.IntRange(0, 5).Draw(t, "dst offset")
+		dbuf := make(f32Buf, doff+n)
+		dst := backend.Array{Buf: dbuf, Shape: shape, Offset: doff}
+		if r >= 2 && rapid.Bool().Draw(t, "dst transposed") {
+			ts := backend.Array{Shape: []int{shape[1], shape[0]}}.EffectiveStrides()
+			st := append([]int{ts[1], ts[0]}, backend.Array{Shape: shape[2:]}.EffectiveStrides()...)
+			for k := 2; k < r; k++ {
+				st[0] *= shape[k]
+				st[1] *= shape[k]
+			}
+			dst.Strides = st
+		}
+		b.Copy(dst, src)
+		idx := make([]int, r)
+		for i := range n {
+			rem := i
+			for k := r - 1; k >= 0; k-- {
+				idx[k] = rem % shape[k]
+				rem /= shape[k]
+			}
+			so, do := src.Offset, dst.Offset
+			ds := dst.EffectiveStrides()
+			for k := range r {
+				so += idx[k] * src.Strides[k]
+				do += idx[k] * ds[k]
+			}
+			if dbuf[do] != base[so] {
+				t.Fatalf("element %v = %v, want %v", idx, dbuf[do], base[so])
+			}
+		}
+	})
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// TestAdoptHost: an adopted slice is the buffer itself, not a copy, and
+// the allocation limit refuses it as FromHost would.
+func TestAdoptHost(t *testing.T) {
+	b := New()
+	d := []float32{1, 2, 3}
+	buf := backend.FromOwnedHost(b, d)
+	if got, ok := buf.(f32Buf); !ok || &got[0] != &d[0] {
+		t.Fatalf("AdoptHost(%v) = %#v, not the slice itself", d, buf)
+	}
+	old := backend.SetMaxAllocBytes(8)
+	defer backend.SetMaxAllocBytes(old)
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "too large") {
+			t.Errorf("adopting 12 bytes under an 8-byte limit: %v, want a too-large panic", r)
+		}
+	}()
+	b.AdoptHost(d)
+}
