@@ -29,10 +29,19 @@ func ScatterView(op, view *interp.Prim, params any, parent, child *T) *T {
 	panic(&interp.Error{Prim: op.Name, Msg: "in-place write through view primitive " + view.Name + ", which functionalize cannot invert"})
 }
 
-// sliceScatter writes child into the strided slice of parent: pad child
-// (and a mask of trues) back to parent's shape, then select.
+// sliceScatter writes child into the strided slice of parent. A slice
+// of unit strides is a window, written with one dynamic_update_slice (a
+// copy of parent with child in place, as jax.lax does); a strided one
+// pads child (and a mask of trues) back to parent's shape, then selects.
 func sliceScatter(sp prims.SliceParams, parent, child *T) *T {
 	r := parent.Rank()
+	if unitStrides(sp.Stride) {
+		args := []*T{parent, child}
+		for k := range r {
+			args = append(args, prims.Full(float64(sp.Start[k]), interp.Aval{Shape: []int{}, DType: backend.Int64}))
+		}
+		return interp.Bind1(prims.DynamicUpdateSlice, nil, args...)
+	}
 	pp := prims.PadParams{Low: make([]int, r), High: make([]int, r), Interior: make([]int, r)}
 	for k := 0; k < r; k++ {
 		n := child.Shape()[k]
@@ -51,4 +60,15 @@ func sliceScatter(sp prims.SliceParams, parent, child *T) *T {
 	trues := prims.Full(1, interp.Aval{Shape: child.Shape(), DType: backend.Bool})
 	mask := interp.Bind1(prims.Pad, pp, trues, scalar(0, backend.Bool))
 	return interp.Bind1(prims.Where, nil, mask, padded, parent)
+}
+
+// unitStrides reports whether every stride of a slice is 1 (nil strides
+// are).
+func unitStrides(st []int) bool {
+	for _, s := range st {
+		if s != 1 {
+			return false
+		}
+	}
+	return true
 }
