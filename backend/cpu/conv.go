@@ -40,15 +40,15 @@ const convColsMax = 1 << 21
 // convGeom is conv_general_dilated's geometry, from its operands' shapes
 // and normalized parameters.
 type convGeom struct {
-	nd               int
-	n, c, o, g       int
-	cg, og           int
-	in, k, out       []int // spatial sizes
-	inStr            []int // row-major strides of the lhs's spatial dims
-	s, lo, ld, rd    []int
-	inSz, kSz, outSz int // products of in, k, out
-	kk               int // Cg·kSz: the contracting size
-	direct           bool
+	nd                int
+	n, c, o, g        int
+	cg, og            int
+	in, k, out        []int // spatial sizes
+	inStr             []int // row-major strides of the lhs's spatial dims
+	s, lo, hi, ld, rd []int
+	inSz, kSz, outSz  int // products of in, k, out
+	kk                int // Cg·kSz: the contracting size
+	direct            bool
 	// batchGroups: the groups (g of them) split the lhs batch, not its
 	// features; n is the result's batch, the lhs's divided by g.
 	batchGroups bool
@@ -69,7 +69,7 @@ func newConvGeom(p prims.ConvParams, lhs, rhs, out []int) *convGeom {
 	g := &convGeom{
 		nd: nd, n: out[0], c: lhs[1], o: rhs[0], g: p.FeatureGroupCount,
 		in: lhs[2:], k: rhs[2:], out: out[2:],
-		s: p.Strides, lo: p.PadLo, ld: p.LhsDilation, rd: p.RhsDilation,
+		s: p.Strides, lo: p.PadLo, hi: p.PadHi, ld: p.LhsDilation, rd: p.RhsDilation,
 	}
 	if p.BatchGroupCount > 1 {
 		g.g, g.batchGroups = p.BatchGroupCount, true
@@ -98,9 +98,13 @@ func convGeneral(params any, in, out []backend.Array) {
 	}
 	switch out[0].Buf.(type) {
 	case f32Buf:
-		convRun(g, f32s(out[0]), f32s(in[0]), f32s(in[1]), &convPool32, gemmConv32)
+		if !convByTaps(g, f32s(out[0]), f32s(in[0]), f32s(in[1])) {
+			convRun(g, f32s(out[0]), f32s(in[0]), f32s(in[1]), &convPool32, gemmConv32)
+		}
 	case f64Buf:
-		convRun(g, f64s(out[0]), f64s(in[0]), f64s(in[1]), &convPool64, gemmConv64)
+		if !convByTaps(g, f64s(out[0]), f64s(in[0]), f64s(in[1])) {
+			convRun(g, f64s(out[0]), f64s(in[0]), f64s(in[1]), &convPool64, gemmConv64)
+		}
 	default:
 		panic("cpu: conv_general_dilated of dtype " + out[0].Buf.DType().String())
 	}

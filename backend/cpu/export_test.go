@@ -12,3 +12,12 @@ func SetWideGEMM(on bool) bool {
 
 // HasWideGEMM reports whether the AVX-512 GEMM micro-kernels can run.
 func HasWideGEMM() bool { return haveAVX512 }
+
+// SetConvTaps turns the tap path of convolutions on or off and returns
+// the previous setting, for tests and benchmarks that compare it with
+// im2col.
+func SetConvTaps(on bool) bool {
+	old := convTapsOn
+	convTapsOn = on
+	return old
+}

@@ -55,9 +55,30 @@ var logSumExpRows = customop.Define("optest.logsumexp_rows", 1,
 			lseRows(cpu.Float32s(out[0]), cpu.Float32s(in[0]), n)
 		case peel.Float64:
 			lseRows(cpu.Float64s(out[0]), cpu.Float64s(in[0]), n)
+		case peel.Int64:
+			// Integer and bool rows promote to f64, as LogSumExp does.
+			lseRows(cpu.Float64s(out[0]), toF64(cpu.Int64s(in[0])), n)
+		case peel.Bool:
+			lseRows(cpu.Float64s(out[0]), toF64(cpu.Bools(in[0])), n)
 		}
 	}),
 )
+
+// toF64 converts integer or bool elements to float64.
+func toF64[E int64 | bool](x []E) []float64 {
+	y := make([]float64, len(x))
+	for i, v := range x {
+		switch v := any(v).(type) {
+		case int64:
+			y[i] = float64(v)
+		case bool:
+			if v {
+				y[i] = 1
+			}
+		}
+	}
+	return y
+}
 
 func lseRows[F float32 | float64](y, x []F, n int) {
 	for r := range y {

@@ -1,0 +1,92 @@
+package cpu_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/internal/optest"
+	"github.com/peel-ml/peel/prims"
+)
+
+// TestConvTapsRapid checks convolutions of the tap path (unit strides, no
+// input dilation, non-negative padding, eight features and more per
+// group) with each micro-kernel width against the loop reference, in
+// float64 and float32, at one and two threads: 1 to 3 spatial
+// dimensions, kernels of 1 to 4 taps per dimension with dilation, every
+// padding from 0 to 3 on each side, feature groups, and feature counts
+// around the panel widths. The data are small integers, so every sum is
+// exact in float32 too.
+func TestConvTapsRapid(t *testing.T) {
+	defer cpu.SetWideGEMM(cpu.SetWideGEMM(true))
+	defer cpu.SetThreads(cpu.Threads())
+	rapid.Check(t, func(rt *rapid.T) {
+		cpu.SetWideGEMM(rapid.Bool().Draw(rt, "wide"))
+		cpu.SetThreads(rapid.IntRange(1, 2).Draw(rt, "threads"))
+		nd := rapid.IntRange(1, 3).Draw(rt, "nd")
+		g := rapid.IntRange(1, 2).Draw(rt, "groups")
+		cg := rapid.SampledFrom([]int{8, 9, 16, 17, 33}).Draw(rt, "cg")
+		og := rapid.SampledFrom([]int{8, 9, 15, 16, 17, 31, 32, 33, 40}).Draw(rt, "og")
+		xs := []int{rapid.IntRange(1, 3).Draw(rt, "n"), g * cg}
+		ws := []int{g * og, cg}
+		p := prims.ConvParams{FeatureGroupCount: g}
+		var pads [][2]int
+		maxSize := []int{0, 40, 24, 20}[nd]
+		for range nd {
+			k := rapid.IntRange(1, 4).Draw(rt, "k")
+			d := rapid.IntRange(1, 2).Draw(rt, "dilation")
+			lo, hi := rapid.IntRange(0, 3).Draw(rt, "lo"), rapid.IntRange(0, 3).Draw(rt, "hi")
+			// At least one output position.
+			minSize := max(1, (k-1)*d+1-lo-hi)
+			xs = append(xs, rapid.IntRange(minSize, max(minSize, maxSize)).Draw(rt, "size"))
+			ws = append(ws, k)
+			p.Strides = append(p.Strides, 1)
+			p.LhsDilation = append(p.LhsDilation, 1)
+			p.RhsDilation = append(p.RhsDilation, d)
+			p.PadLo, p.PadHi = append(p.PadLo, lo), append(p.PadHi, hi)
+			pads = append(pads, [2]int{lo, hi})
+		}
+		r := rand.New(rand.NewPCG(uint64(rapid.Uint32().Draw(rt, "seed")), 1))
+		ints := func(shape ...int) []float64 {
+			n := 1
+			for _, s := range shape {
+				n *= s
+			}
+			v := make([]float64, n)
+			for i := range v {
+				v[i] = float64(r.IntN(7) - 3)
+			}
+			return v
+		}
+		xv, wv := ints(xs...), ints(ws...)
+		opts := []peel.ConvOption{peel.ConvDilation(p.RhsDilation...), peel.ConvPadding(peel.ExplicitPadding(pads...)), peel.ConvGroups(g)}
+		for _, dt := range []peel.DType{peel.Float64, peel.Float32} {
+			x := peel.AsType(peel.FromFloat64s(xv, xs...), dt)
+			w := peel.AsType(peel.FromFloat64s(wv, ws...), dt)
+			y := peel.Conv(x, w, opts...)
+			want := optest.ConvRef(optest.ToHost(x), optest.ToHost(w), p)
+			if msg := optest.Compare(optest.ToHost(y), want, 0); msg != "" {
+				rt.Fatalf("%v conv %v of %v by %v: %s", dt, p, xs, ws, msg)
+			}
+		}
+	})
+}
+
+// BenchmarkConvTaps times the tap path against im2col on the 3×3,
+// 64-feature, 32×32 convolution of peelbench's conv2d_3x3_64.
+func BenchmarkConvTaps(b *testing.B) {
+	x := peel.Normal(peel.Key(1), peel.Float32, 32, 64, 32, 32)
+	w := peel.Normal(peel.Key(2), peel.Float32, 64, 64, 3, 3)
+	for _, taps := range []bool{true, false} {
+		b.Run(fmt.Sprintf("taps=%v", taps), func(b *testing.B) {
+			defer cpu.SetConvTaps(cpu.SetConvTaps(taps))
+			for range b.N {
+				peel.Conv2D(x, w, peel.ConvPadding(peel.SamePadding))
+			}
+		})
+	}
+}
