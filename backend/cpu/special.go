@@ -152,7 +152,7 @@ var bernoulliOverFact = [...]float64{
 
 // digamma returns ψ(x) = Γ'(x)/Γ(x): for x < 0 by the reflection
 // ψ(x) = ψ(1 − x) − π/tan(πx) (the argument of tan reduced exactly to
-// the fraction of x), for 0 < x < 10 by the recurrence ψ(x) = ψ(x+1) −
+// x − round(x)), for 0 < x < 10 by the recurrence ψ(x) = ψ(x+1) −
 // 1/x, and from 10 on by the asymptotic series
 // ln x − 1/(2x) − Σ B₂ₖ/(2k·x²ᵏ). Poles (x = 0, -1, …) give NaN.
 func digamma(x float64) float64 {
@@ -166,9 +166,9 @@ func digamma(x float64) float64 {
 	}
 	refl := 0.0
 	if x < 0 {
-		// π/tan(πx) has period 1; x − floor(x) is exact.
-		r := x - math.Floor(x)
-		refl = math.Pi / math.Tan(math.Pi*r)
+		// π/tan(πx) has period 1; x − round(x) is exact and keeps the
+		// distance to the nearest pole to full precision.
+		refl = math.Pi / math.Tan(math.Pi*(x-math.Round(x)))
 		x = 1 - x
 	}
 	acc := 0.0
@@ -187,29 +187,20 @@ func digamma(x float64) float64 {
 	return acc + math.Log(x) - 0.5/x - s - refl
 }
 
-// polygammaN returns ψ⁽ⁿ⁾(x) for n ≥ 1: ψ⁽ⁿ⁾(x) = (−1)ⁿ⁺¹·n!·ζ(n+1, x),
-// with the Hurwitz zeta function summed directly up to x + k ≥ 10 + n
-// (the recurrence ψ⁽ⁿ⁾(x) = ψ⁽ⁿ⁾(x+1) + (−1)ⁿ⁺¹·n!/xⁿ⁺¹, which also
-// serves negative non-integer x, in |x| + 10 + n steps) and by the
-// asymptotic series from there: ψ⁽ⁿ⁾(x) ≈ (−1)ⁿ⁺¹·(n−1)!/xⁿ·[1 + n/(2x)
-// + Σₖ B₂ₖ/(2k)!·n(n+1)…(n+2k−1)/x²ᵏ]. At the poles it is +Inf for odd
-// n and NaN for even n.
+// polygammaN returns ψ⁽ⁿ⁾(x) for n ≥ 1 and x > 0: ψ⁽ⁿ⁾(x) =
+// (−1)ⁿ⁺¹·n!·ζ(n+1, x), with the Hurwitz zeta function summed directly up
+// to x + k ≥ 10 + n (the recurrence ψ⁽ⁿ⁾(x) = ψ⁽ⁿ⁾(x+1) +
+// (−1)ⁿ⁺¹·n!/xⁿ⁺¹, whose terms all have one sign) and by the asymptotic
+// series from there: ψ⁽ⁿ⁾(x) ≈ (−1)ⁿ⁺¹·(n−1)!/xⁿ·[1 + n/(2x) +
+// Σₖ B₂ₖ/(2k)!·n(n+1)…(n+2k−1)/x²ᵏ].
 func polygammaN(n int, x float64) float64 {
 	nf := float64(n)
 	sign := 1.0 // (−1)ⁿ⁺¹
 	if n%2 == 0 {
 		sign = -1
 	}
-	switch {
-	case math.IsNaN(x) || math.IsInf(x, -1):
-		return math.NaN()
-	case math.IsInf(x, 1):
+	if math.IsInf(x, 1) {
 		return sign * 0
-	case x <= 0 && x == math.Floor(x):
-		if n%2 == 1 {
-			return math.Inf(1)
-		}
-		return math.NaN()
 	}
 	fact := 1.0
 	for k := 2; k <= n; k++ {
@@ -239,12 +230,65 @@ func polygammaN(n int, x float64) float64 {
 	return sign * (direct + base*s)
 }
 
-// polygamma is ψ⁽ⁿ⁾(x) for n ≥ 0.
-func polygamma(n int, x float64) float64 {
+// cotDerivative returns the coefficients (constant first) of the
+// polynomial Pₙ with dⁿ/dzⁿ cot z = Pₙ(cot z): P₀(c) = c and Pₖ₊₁(c) =
+// −(1 + c²)·Pₖ'(c). Pₙ has degree n+1, and its nonzero coefficients all
+// have the sign (−1)ⁿ, so evaluating it does not cancel.
+func cotDerivative(n int) []float64 {
+	p := make([]float64, n+2)
+	q := make([]float64, n+2)
+	p[1] = 1
+	for k := 0; k < n; k++ {
+		clear(q)
+		for j := 1; j <= k+1; j++ {
+			d := -float64(j) * p[j]
+			q[j-1] += d
+			q[j+1] += d
+		}
+		p, q = q, p
+	}
+	return p
+}
+
+// polygammaWith returns ψ⁽ⁿ⁾(x) for n ≥ 0, given cot = cotDerivative(n)
+// (used for x < 0 only). Negative x is reflected: (−1)ⁿ·ψ⁽ⁿ⁾(1−x) −
+// ψ⁽ⁿ⁾(x) = π·dⁿ/dxⁿ cot(πx) = πⁿ⁺¹·Pₙ(cot(πx)), with x reduced
+// exactly to x − round(x), so the cost does not grow with |x|. At
+// the poles (0, −1, …) it is +Inf for odd n and NaN for even n.
+func polygammaWith(n int, x float64, cot []float64) float64 {
 	if n == 0 {
 		return digamma(x)
 	}
-	return polygammaN(n, x)
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, -1):
+		return math.NaN()
+	case x <= 0 && x == math.Floor(x):
+		if n%2 == 1 {
+			return math.Inf(1)
+		}
+		return math.NaN()
+	case x > 0:
+		return polygammaN(n, x)
+	}
+	// cot has period π: x − round(x), in [−½, ½], is exact and keeps
+	// the distance to the nearest pole to full precision.
+	c := 1 / math.Tan(math.Pi*(x-math.Round(x)))
+	pc := 0.0
+	for j := len(cot) - 1; j >= 0; j-- {
+		pc = pc*c + cot[j]
+	}
+	refl := math.Pow(math.Pi, float64(n+1)) * pc
+	y := polygammaN(n, 1-x)
+	if n%2 == 1 {
+		y = -y
+	}
+	return y - refl
+}
+
+// polygamma is ψ⁽ⁿ⁾(x) for n ≥ 0 (polygammaWith computing its own
+// polynomial; the kernel computes it once per call).
+func polygamma(n int, x float64) float64 {
+	return polygammaWith(n, x, cotDerivative(n))
 }
 
 func init() {
@@ -269,12 +313,14 @@ func init() {
 
 	register(prims.Polygamma, true, func(params any, in, out []backend.Array) {
 		n := params.(prims.PolygammaParams).N
+		cot := cotDerivative(n)
+		f := func(v float64) float64 { return polygammaWith(n, v, cot) }
 		x, o := &in[0], out[0]
 		switch buf := x.Buf.(type) {
 		case f32Buf:
-			runUnary(prims.Polygamma, floatMap[float32](func(v float64) float64 { return polygamma(n, v) }), costHeavy, f32s(o), buf, x)
+			runUnary(prims.Polygamma, floatMap[float32](f), costHeavy, f32s(o), buf, x)
 		case f64Buf:
-			runUnary(prims.Polygamma, floatMap[float64](func(v float64) float64 { return polygamma(n, v) }), costHeavy, f64s(o), buf, x)
+			runUnary(prims.Polygamma, floatMap[float64](f), costHeavy, f64s(o), buf, x)
 		default:
 			badDType(prims.Polygamma, x.Buf.DType())
 		}

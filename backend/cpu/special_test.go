@@ -38,6 +38,11 @@ func TestPolygammaKnownValues(t *testing.T) {
 		{3, 1, pi * pi * pi * pi / 15},
 		{3, 0.5, pi * pi * pi * pi},
 		{4, 1, -24 * 1.03692775514336992633136548646},
+		// Far out on the negative axis, by reflection (no recurrence
+		// over 1e10 steps): ψ(x) = ψ(1−x) − π·cot(πx), cot(π/2) = 0, and
+		// ψ'(x) = π²/sin²(πx) − ψ'(1−x) with ψ'(1e10 + ½) ≈ 1e-10.
+		{0, -1e10 + 0.5, 23.025850929940457},
+		{1, -1e10 + 0.5, pi*pi - 1.0000000000e-10},
 	} {
 		got := polygamma(c.n, c.x)
 		if math.Abs(got-c.want) > 4e-15*math.Max(1, math.Abs(c.want)) {
