@@ -111,10 +111,11 @@ func Lgamma(x *Tensor) *Tensor {
 	return floatUnary("peel.Lgamma", prims.Lgamma, x)
 }
 
-// Digamma returns ψ(x) = Γ'(x)/Γ(x) elementwise: NaN at the poles 0, -1,
-// -2, … (the limits from the two sides differ in sign) and at -Inf,
-// +Inf at +Inf. Its derivative is Polygamma(1, x). It panics as Asin
-// does.
+// Digamma returns ψ(x) = Γ'(x)/Γ(x) elementwise. At the pole 0 it is the
+// limit from the side of the zero's sign, -Inf at +0 and +Inf at -0 (as
+// scipy's digamma; JAX gives NaN); at the negative integers, where the
+// limits from the two sides differ, NaN; NaN at -Inf and +Inf at +Inf.
+// Its derivative is Polygamma(1, x). It panics as Asin does.
 func Digamma(x *Tensor) *Tensor {
 	defer interp.Annotate("peel.Digamma")
 	checkTensor("peel.Digamma", x)
@@ -123,10 +124,11 @@ func Digamma(x *Tensor) *Tensor {
 
 // Polygamma returns ψ⁽ⁿ⁾(x), the n-th derivative of Digamma, elementwise
 // (Polygamma(0, x) is Digamma(x)). At the poles 0, -1, -2, … it is +Inf
-// for odd n and NaN for even n; at +Inf it is 0 for n ≥ 1; at -Inf NaN.
-// For x < 0 the cost grows with |x| (the recurrence is summed from x up).
-// Unlike scipy and JAX, n is a Go int, the same for every element. It
-// panics with *Error if x is nil or n < 0.
+// for odd n (both sides tend to +Inf); for even n it is treated as
+// Digamma's: ∓Inf at ±0, NaN at the negative integers. At +Inf it is 0
+// for n ≥ 1; at -Inf NaN. Negative x is reflected to 1 − x, so the cost
+// does not grow with |x|. Unlike scipy's and JAX's, n is a Go int, the
+// same for every element. It panics with *Error if x is nil or n < 0.
 func Polygamma(n int, x *Tensor) *Tensor {
 	const op = "peel.Polygamma"
 	defer interp.Annotate(op)

@@ -52,9 +52,10 @@ func (p PolygammaParams) String() string { return fmt.Sprintf("n=%d", p.N) }
 // Polygamma is ψ⁽ⁿ⁾(x), the n-th derivative of the digamma function
 // ψ = Γ'/Γ, on floats, with n = PolygammaParams.N (a parameter, not an
 // operand, so that the JVP of order n is the primitive of order n+1). At
-// the poles x = 0, -1, -2, … it is +Inf for odd n and NaN for even n
-// (digamma's limits from the two sides differ in sign); ψ⁽ⁿ⁾(+Inf) is
-// +Inf for n = 0 and 0 otherwise; ψ⁽ⁿ⁾(-Inf) is NaN.
+// the poles x = 0, -1, -2, … it is +Inf for odd n; for even n, -Inf at
+// +0 and +Inf at -0 (the limits from those sides) and NaN at the
+// negative integers (the two sides differ in sign); ψ⁽ⁿ⁾(+Inf) is +Inf
+// for n = 0 and 0 otherwise; ψ⁽ⁿ⁾(-Inf) is NaN.
 //
 // It is not an Elementwise-rule primitive (its rule carries a
 // parameter); its batching rule is the elementwise one all the same.

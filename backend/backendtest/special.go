@@ -118,8 +118,11 @@ func refPolygamma(n int, x float64) float64 {
 		}
 		return 0
 	case x <= 0 && x == math.Floor(x):
-		if n%2 == 1 {
+		switch {
+		case n%2 == 1:
 			return inf
+		case x == 0:
+			return -math.Copysign(inf, x)
 		}
 		return nan
 	}

@@ -154,7 +154,7 @@ var bernoulliOverFact = [...]float64{
 // ψ(x) = ψ(1 − x) − π/tan(πx) (the argument of tan reduced exactly to
 // x − round(x)), for 0 < x < 10 by the recurrence ψ(x) = ψ(x+1) −
 // 1/x, and from 10 on by the asymptotic series
-// ln x − 1/(2x) − Σ B₂ₖ/(2k·x²ᵏ). Poles (x = 0, -1, …) give NaN.
+// ln x − 1/(2x) − Σ B₂ₖ/(2k·x²ᵏ). At the poles see poleValue.
 func digamma(x float64) float64 {
 	switch {
 	case math.IsNaN(x) || math.IsInf(x, -1):
@@ -162,7 +162,7 @@ func digamma(x float64) float64 {
 	case math.IsInf(x, 1):
 		return x
 	case x <= 0 && x == math.Floor(x):
-		return math.NaN()
+		return poleValue(0, x)
 	}
 	refl := 0.0
 	if x < 0 {
@@ -250,11 +250,25 @@ func cotDerivative(n int) []float64 {
 	return p
 }
 
+// poleValue is ψ⁽ⁿ⁾ at a pole x = 0, −1, −2, …: +Inf for odd n, where
+// both sides tend to +Inf; for even n the limit from the side the zero's
+// sign names at x = ±0 (−Inf at +0, +Inf at −0, as scipy's digamma), and
+// NaN at the negative integers, where the two sides differ.
+func poleValue(n int, x float64) float64 {
+	switch {
+	case n%2 == 1:
+		return math.Inf(1)
+	case x == 0:
+		return -math.Copysign(math.Inf(1), x)
+	}
+	return math.NaN()
+}
+
 // polygammaWith returns ψ⁽ⁿ⁾(x) for n ≥ 0, given cot = cotDerivative(n)
 // (used for x < 0 only). Negative x is reflected: (−1)ⁿ·ψ⁽ⁿ⁾(1−x) −
 // ψ⁽ⁿ⁾(x) = π·dⁿ/dxⁿ cot(πx) = πⁿ⁺¹·Pₙ(cot(πx)), with x reduced
 // exactly to x − round(x), so the cost does not grow with |x|. At
-// the poles (0, −1, …) it is +Inf for odd n and NaN for even n.
+// the poles see poleValue.
 func polygammaWith(n int, x float64, cot []float64) float64 {
 	if n == 0 {
 		return digamma(x)
@@ -263,10 +277,7 @@ func polygammaWith(n int, x float64, cot []float64) float64 {
 	case math.IsNaN(x) || math.IsInf(x, -1):
 		return math.NaN()
 	case x <= 0 && x == math.Floor(x):
-		if n%2 == 1 {
-			return math.Inf(1)
-		}
-		return math.NaN()
+		return poleValue(n, x)
 	case x > 0:
 		return polygammaN(n, x)
 	}

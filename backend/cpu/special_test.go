@@ -54,7 +54,7 @@ func TestPolygammaKnownValues(t *testing.T) {
 		x    float64
 		want float64
 	}{
-		{0, 0, math.NaN()}, {0, -3, math.NaN()}, {1, 0, math.Inf(1)}, {1, -2, math.Inf(1)}, {2, -1, math.NaN()},
+		{0, 0, math.Inf(-1)}, {0, math.Copysign(0, -1), math.Inf(1)}, {2, 0, math.Inf(-1)}, {0, -3, math.NaN()}, {1, 0, math.Inf(1)}, {1, -2, math.Inf(1)}, {2, -1, math.NaN()},
 		{0, math.Inf(1), math.Inf(1)}, {1, math.Inf(1), 0}, {0, math.Inf(-1), math.NaN()}, {3, math.NaN(), math.NaN()},
 	} {
 		got := polygamma(c.n, c.x)

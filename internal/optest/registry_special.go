@@ -51,6 +51,8 @@ var betweenPoles = []float64{-0.5, -0.25, -1.3, -1.75, -2.5, -2.2, -3.6, -4.5}
 // asymptotic series ln x − 1/(2x) − Σ B₂ₖ/(2k·x²ᵏ) there.
 func refDigamma(x float64) float64 {
 	switch {
+	case x == 0:
+		return -math.Copysign(math.Inf(1), x)
 	case math.IsNaN(x) || math.IsInf(x, -1) || (x <= 0 && x == math.Floor(x)):
 		return math.NaN()
 	case math.IsInf(x, 1):
@@ -83,8 +85,11 @@ func refPolygamma(n int, x float64) float64 {
 	case math.IsInf(x, 1):
 		return 0
 	case x <= 0 && x == math.Floor(x):
-		if n%2 == 1 {
+		switch {
+		case n%2 == 1:
 			return math.Inf(1)
+		case x == 0:
+			return -math.Copysign(math.Inf(1), x)
 		}
 		return math.NaN()
 	case x < 0:
