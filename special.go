@@ -208,9 +208,10 @@ func Hypot(x, y any) *Tensor {
 
 // Copysign returns |x| with the sign of y elementwise, by y's sign bit
 // (so -0 and NaNs with the sign bit set count as negative), as numpy's
-// copysign. The derivative with respect to x is sign(x)·copysign(1, y)
-// (0 at x = 0) and with respect to y is 0, as JAX's. Operands are
-// promoted as Atan2's; it panics as Xlogy does.
+// copysign. Its derivatives are JAX's: with respect to x, ±1 by the sign
+// bit of y times 1 for x ≥ 0 (both zeros included) and -1 for x < 0;
+// with respect to y, 0. Operands are promoted as Atan2's; it panics as
+// Xlogy does.
 func Copysign(x, y any) *Tensor {
 	defer interp.Annotate("peel.Copysign")
 	return floatBinary("peel.Copysign", prims.Copysign, x, y)
@@ -258,37 +259,34 @@ func LogAddExp(x, y any) *Tensor {
 	return sel(undefined, bin(prims.Add, a, b), r)
 }
 
-// fmaxMin is Fmax or Fmin of floats: p(a, b) unless one operand is NaN,
-// then the other.
-func fmaxMin(p *interp.Prim, a, b *Tensor) *Tensor {
-	return sel(bin(prims.Ne, a, a), b, sel(bin(prims.Ne, b, b), a, bin(p, a, b)))
+// fmaxMin is JAX's fmax (cmp Gt) or fmin (cmp Lt): x where cmp(x, y)
+// holds or y is NaN, else y. Ties therefore pick y, and so does its
+// derivative.
+func fmaxMin(cmp *interp.Prim, a, b *Tensor) *Tensor {
+	return sel(bin(prims.Or, bin(cmp, a, b), bin(prims.Ne, b, b)), a, b)
 }
 
 // Fmax returns the larger of x and y elementwise ignoring NaNs, as
 // numpy's fmax: a NaN operand gives the other one, and NaN only when both
-// are NaN. Ties split the derivative half and half, as Maximum's (JAX's
-// convention); where one operand is NaN the other gets all of it. It
-// panics as Maximum does.
+// are NaN. It is JAX's where(x > y | isnan(y), x, y), so at ties (and
+// for fmax(±0, ∓0)) the result and all of the derivative come from y —
+// unlike Maximum, whose ties split the derivative. Integer and bool
+// operands are promoted as Maximum's. It panics as Maximum does.
 func Fmax(x, y any) *Tensor {
 	const op = "peel.Fmax"
 	defer interp.Annotate(op)
-	ts, d := operands(op, x, y)
-	if !d.IsFloat() {
-		return bin(prims.Max, ts[0], ts[1])
-	}
-	return fmaxMin(prims.Max, ts[0], ts[1])
+	ts, _ := operands(op, x, y)
+	return fmaxMin(prims.Gt, ts[0], ts[1])
 }
 
 // Fmin returns the smaller of x and y elementwise ignoring NaNs (numpy's
-// fmin); it treats NaNs, ties and dtypes and panics as Fmax does.
+// fmin, JAX's where(x < y | isnan(y), x, y)); it treats NaNs, ties and
+// dtypes and panics as Fmax does.
 func Fmin(x, y any) *Tensor {
 	const op = "peel.Fmin"
 	defer interp.Annotate(op)
-	ts, d := operands(op, x, y)
-	if !d.IsFloat() {
-		return bin(prims.Min, ts[0], ts[1])
-	}
-	return fmaxMin(prims.Min, ts[0], ts[1])
+	ts, _ := operands(op, x, y)
+	return fmaxMin(prims.Lt, ts[0], ts[1])
 }
 
 // IsNaN reports elementwise whether x is NaN, as a bool tensor (false

@@ -57,6 +57,7 @@ func TestSpecialFunctionValues(t *testing.T) {
 		{"LogAddExp", peel.LogAddExp(f64Vec(1000, -inf, inf, 0, nan, -inf), f64Vec(1000, -inf, inf, -inf, 0, 3)),
 			[]float64{1000 + math.Ln2, -inf, inf, 0, nan, 3}},
 		{"Fmax", peel.Fmax(f64Vec(nan, 1, nan, -inf), f64Vec(2, nan, nan, 0)), []float64{2, 1, nan, 0}},
+		{"Fmax zeros (y at ties)", peel.Fmax(f64Vec(negZ, 0), f64Vec(0, negZ)), []float64{0, negZ}},
 		{"Fmin", peel.Fmin(f64Vec(nan, 1, nan, inf), f64Vec(2, nan, nan, 0)), []float64{2, 1, nan, 0}},
 		{"Lerp ends", peel.Lerp(f64Vec(0.1, 0.1, 0.1), f64Vec(0.7, 0.7, 0.7), f64Vec(0, 1, 0.5)), []float64{0.1, 0.7, 0.4}},
 		{"NanToNum", peel.NanToNum(f64Vec(nan, inf, -inf, 2)), []float64{0, math.MaxFloat64, -math.MaxFloat64, 2}},
@@ -148,9 +149,9 @@ func TestSpecialDerivatives(t *testing.T) {
 		gx, gy []float64
 	}{
 		{"Xlogy at x = 0", peel.Xlogy, f64Vec(0, 0, 2), f64Vec(math.E, -1, 4), []float64{1, 0, math.Log(4)}, []float64{0, 0, 0.5}},
-		{"Copysign", peel.Copysign, f64Vec(2, -2, 0, 2), f64Vec(-1, -1, 1, negZ), []float64{-1, 1, 0, -1}, []float64{0, 0, 0, 0}},
-		{"Fmax ties and NaN", peel.Fmax, f64Vec(1, nan, 3), f64Vec(1, 2, nan), []float64{0.5, 0, 1}, []float64{0.5, 1, 0}},
-		{"Fmin ties and NaN", peel.Fmin, f64Vec(1, nan, 3), f64Vec(1, 2, nan), []float64{0.5, 0, 1}, []float64{0.5, 1, 0}},
+		{"Copysign", peel.Copysign, f64Vec(2, -2, 0, negZ, 2, 0), f64Vec(-1, -1, 1, 1, negZ, -3), []float64{-1, 1, 1, 1, -1, -1}, []float64{0, 0, 0, 0, 0, 0}},
+		{"Fmax ties and NaN", peel.Fmax, f64Vec(1, nan, 3, 2), f64Vec(1, 2, nan, 1), []float64{0, 0, 1, 1}, []float64{1, 1, 0, 0}},
+		{"Fmin ties and NaN", peel.Fmin, f64Vec(1, nan, 3, 0), f64Vec(1, 2, nan, 1), []float64{0, 0, 1, 1}, []float64{1, 1, 0, 0}},
 		{"Hypot at the origin", peel.Hypot, f64Vec(0, 3), f64Vec(0, 4), []float64{0, 0.6}, []float64{0, 0.8}},
 		{"LogAddExp ties", peel.LogAddExp, f64Vec(1, -inf, 1000), f64Vec(1, 0, 0), []float64{0.5, 0, 1}, []float64{0.5, 1, 0}},
 	} {

@@ -162,12 +162,15 @@ func hypotJVP(_ any, x, t []*tensor, out *tensor) *tensor {
 }
 
 // copysignJVP follows JAX, where copysign(x, y) is |x| or −|x| by the
-// sign bit of y: the tangent is tx·sign(x)·copysign(1, y) (0 at x = 0,
-// as Abs's), and y has none.
+// sign bit of y and the derivative of |x| is 1 for x ≥ 0 (zeros of both
+// signs included) and −1 below: the tangent is tx·(x ≥ 0 ? 1 : −1)·
+// copysign(1, y), and y has none.
 func copysignJVP(_ any, x, t []*tensor, _ *tensor) *tensor {
 	if t[0] == nil {
 		return nil
 	}
-	s := interp.Bind1(Copysign, nil, constLike(1, x[1]), x[1])
-	return mul(t[0], mul(un1(Sign, x[0]), s))
+	ones := constLike(1, x[0])
+	s := interp.Bind1(Copysign, nil, ones, x[1])
+	abs := sel(interp.Bind1(Ge, nil, x[0], constLike(0, x[0])), ones, constLike(-1, x[0]))
+	return mul(t[0], mul(abs, s))
 }
