@@ -283,7 +283,6 @@ func specialOps() []Op {
 					return e - (e-s)*(1-w)
 				})
 			},
-			Tol:            1e-5,
 			Differentiable: true,
 		},
 		{
