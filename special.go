@@ -128,13 +128,14 @@ func Digamma(x *Tensor) *Tensor {
 // Digamma's: ∓Inf at ±0, NaN at the negative integers. At +Inf it is 0
 // for n ≥ 1; at -Inf NaN. Negative x is reflected to 1 − x, so the cost
 // does not grow with |x|. Unlike scipy's and JAX's, n is a Go int, the
-// same for every element. It panics with *Error if x is nil or n < 0.
+// same for every element, at most 170 (n! must be a float64). It panics
+// with *Error if x is nil or n is outside [0, 170].
 func Polygamma(n int, x *Tensor) *Tensor {
 	const op = "peel.Polygamma"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
-	if n < 0 {
-		errorf(op, "order n = %d must be non-negative", n)
+	if n < 0 || n > prims.MaxPolygammaOrder {
+		errorf(op, "order n = %d is outside [0, %d]", n, prims.MaxPolygammaOrder)
 	}
 	return interp.Bind1(prims.Polygamma, prims.PolygammaParams{N: n}, toFloat(x))
 }

@@ -201,7 +201,8 @@ func TestSpecialErrors(t *testing.T) {
 		f    func()
 		frag string
 	}{
-		{"peel.Polygamma", func() { peel.Polygamma(-1, f) }, "non-negative"},
+		{"peel.Polygamma", func() { peel.Polygamma(-1, f) }, "outside"},
+		{"peel.Polygamma", func() { peel.Polygamma(171, f) }, "outside"},
 		{"peel.Asin", func() { peel.Asin(nil) }, "nil"},
 		{"peel.Logit", func() { peel.Logit(f, 0.1, 0.2) }, "at most one"},
 		{"peel.Logit", func() { peel.Logit(f, 0.7) }, "outside"},

@@ -43,6 +43,10 @@ var (
 	ShiftRightArithmetic = intBinary("shift_right_arithmetic")
 )
 
+// MaxPolygammaOrder is the largest order polygamma accepts: n! must be
+// a float64 (171! is not).
+const MaxPolygammaOrder = 170
+
 // PolygammaParams are the parameters of polygamma: the order N ≥ 0 of
 // the derivative of the digamma function (N = 0 is digamma itself).
 type PolygammaParams struct{ N int }
@@ -62,8 +66,8 @@ func (p PolygammaParams) String() string { return fmt.Sprintf("n=%d", p.N) }
 var Polygamma = interp.NewPrim("polygamma", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 1)
 	p, ok := params.(PolygammaParams)
-	if !ok || p.N < 0 {
-		interp.Panicf("order must be a PolygammaParams with N ≥ 0, got %v", params)
+	if !ok || p.N < 0 || p.N > MaxPolygammaOrder {
+		interp.Panicf("order must be a PolygammaParams with 0 ≤ N ≤ %d, got %v", MaxPolygammaOrder, params)
 	}
 	checkClass(floats, in[0])
 	return one(in[0])

@@ -192,9 +192,11 @@ func runPolygamma(s *suite) {
 			})
 			continue
 		}
-		s.expectError(describe(name, dt, []int{2}, "(a negative order)"), func() {
-			interp.Bind1(prims.Polygamma, prims.PolygammaParams{N: -1}, s.operand(dt, []int{2}, contiguous, defaultValues).t)
-		})
+		for _, n := range []int{-1, prims.MaxPolygammaOrder + 1} {
+			s.expectError(describe(name, dt, []int{2}, fmt.Sprintf("(order %d)", n)), func() {
+				interp.Bind1(prims.Polygamma, prims.PolygammaParams{N: n}, s.operand(dt, []int{2}, contiguous, defaultValues).t)
+			})
+		}
 		for n := range 5 {
 			p := prims.PolygammaParams{N: n}
 			tol := tolFor(transcOp, dt)

@@ -49,6 +49,26 @@ func TestPolygammaKnownValues(t *testing.T) {
 			t.Errorf("ψ⁽%d⁾(%v) = %.17g, want %.17g", c.n, c.x, got, c.want)
 		}
 	}
+	// High orders: ψ⁽ⁿ⁾(1) = (−1)ⁿ⁺¹·n!·ζ(n+1), and ψ⁽ⁿ⁾(2) = ψ⁽ⁿ⁾(1) −
+	// (−1)ⁿ⁺¹·n!, up to the largest order.
+	for _, n := range []int{10, 30, 100, 170} {
+		fact, tail := 1.0, 0.0 // n!, ζ(n+1) − 1
+		for k := 2; k <= n; k++ {
+			fact *= float64(k)
+		}
+		for k := 60; k >= 2; k-- {
+			tail += math.Pow(float64(k), -float64(n+1))
+		}
+		sign := -1.0
+		if n%2 == 1 {
+			sign = 1
+		}
+		for _, c := range []struct{ x, want float64 }{{1, sign * fact * (1 + tail)}, {2, sign * fact * tail}} {
+			if got := polygamma(n, c.x); math.Abs(got-c.want) > 1e-14*math.Abs(c.want) {
+				t.Errorf("ψ⁽%d⁾(%v) = %.17g, want %.17g", n, c.x, got, c.want)
+			}
+		}
+	}
 	for _, c := range []struct {
 		n    int
 		x    float64
