@@ -23,6 +23,7 @@ func registry() map[*interp.Prim]func(*suite) {
 			m[p] = func(s *suite) { o.runMutation(s, p) }
 		}
 	}
+	addSpecial(m)
 	m[prims.CopyInPlace] = runCopyInPlace
 	m[prims.Where] = runSelect
 	m[prims.ConvertElementType] = runConvert
