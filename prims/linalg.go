@@ -311,6 +311,7 @@ func init() {
 	QR.JVP = qrJVP
 	Eigh.JVP = eighJVP
 	SVD.JVP = svdJVP
+	Pinv.JVP = pinvJVP
 }
 
 // choleskyJVP: with S the symmetric tangent the kernel sees and X =
@@ -504,4 +505,68 @@ func svdJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		dv = add(dv, div(sub(dau, mm(v, mm(vt, dau))), rowVec(s, n)))
 	}
 	return outs, []*tensor{ds, du, mT(dv)}
+}
+
+// PinvParams are the parameters of pinv: singular values at most RTol
+// times the largest are taken as zero.
+type PinvParams struct{ RTol float64 }
+
+func (p PinvParams) String() string { return fmt.Sprintf("rtol=%g", p.RTol) }
+
+// Pinv is the Moore–Penrose pseudo-inverse [..., n, m] of matrices [...,
+// m, n], a composite of svd: v·diag(s⁺)·uᵀ, where s⁺ inverts the singular
+// values above RTol·max(s) and zeros the others. Its JVP rule is Golub
+// and Pereyra's, dp = −p·da·p + p·pᵀ·daᵀ·(I − a·p) + (I − p·a)·daᵀ·pᵀ·p,
+// which holds wherever the rank is locally constant, repeated singular
+// values included (the derivative through svd's vectors does not exist
+// there).
+var Pinv = func() *interp.Prim {
+	p := interp.NewPrim("pinv", interp.Pure, func(_ any, in []aval) []aval {
+		checkArity(in, 1)
+		m, n := checkMatrices(in[0], false)
+		r := len(in[0].Shape)
+		return one(aval{Shape: withLast(in[0].Shape[:r-2], n, m), DType: in[0].DType})
+	})
+	p.Impl = pinvImpl
+	return p
+}()
+
+func pinvImpl(params any, args []*tensor) []*tensor {
+	a := args[0]
+	sh := a.Shape()
+	r := len(sh)
+	m, n := sh[r-2], sh[r-1]
+	res := interp.Bind(SVD, SVDParams{ComputeUV: true}, a)
+	s, u, vt := res[0], res[1], res[2]
+	if min(m, n) == 0 {
+		return []*tensor{zerosLike(aval{Shape: withLast(sh[:r-2], n, m), DType: a.DType()})}
+	}
+	smax := interp.Bind1(ReduceMax, ReduceParams{Axes: []int{r - 2}}, s)
+	cut := mul(broadcastInDim(smax, s.Shape(), seqInts(r-2)), constLike(params.(PinvParams).RTol, s))
+	keep := interp.Bind1(Gt, nil, s, cut)
+	sinv := sel(keep, div(constLike(1, s), sel(keep, s, constLike(1, s))), zerosLike(s.Aval()))
+	return []*tensor{mm(mul(mT(vt), rowVec(sinv, n)), mT(u))}
+}
+
+func seqInts(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+func pinvJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
+	outs := interp.Bind(Pinv, params, primals...)
+	if tangents[0] == nil {
+		return outs, []*tensor{nil}
+	}
+	a, p, da := primals[0], outs[0], tangents[0]
+	dat := mT(da)
+	pt := mT(p)
+	t1 := neg(mm(p, mm(da, p)))
+	t2 := mm(mm(p, pt), mm(dat, sub(eyeLike(mm(a, p)), mm(a, p))))
+	pa := mm(p, a)
+	t3 := mm(sub(eyeLike(pa), pa), mm(dat, mm(pt, p)))
+	return outs, []*tensor{add(t1, add(t2, t3))}
 }

@@ -52,6 +52,8 @@ func linalgJVPCases(r *rand.Rand) []jvpCase {
 		{prim: prims.Eigh, args: []*T{uniform(r, -2, 2, 3, 3)}},
 		{prim: prims.SVD, params: prims.SVDParams{ComputeUV: true}, args: []*T{uniform(r, -2, 2, 3, 2)}},
 		{prim: prims.SVD, params: prims.SVDParams{}, args: []*T{uniform(r, -2, 2, 2, 3)}},
+		{prim: prims.Pinv, params: prims.PinvParams{RTol: 1e-12}, args: []*T{uniform(r, -2, 2, 4, 3)}},
+		{prim: prims.Pinv, params: prims.PinvParams{RTol: 1e-12}, args: []*T{uniform(r, -2, 2, 2, 2, 3)}},
 	}
 	for _, p := range triSolveConfigs() {
 		b := uniform(r, -2, 2, 3, 2)

@@ -2,6 +2,7 @@ package optest
 
 import (
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -587,5 +588,274 @@ func linalgDecompOps() []Op {
 // linalgPkgOps are the entries of package linalg.
 func linalgPkgOps() []Op {
 	ops := linalgSolveOps()
-	return append(ops, linalgDecompOps()...)
+	ops = append(ops, linalgDecompOps()...)
+	return append(ops, linalgMoreOps()...)
+}
+
+// pinvRef is the pseudo-inverse from gonum's SVD, with Pinv's cutoff.
+func pinvRef(a *mat.Dense) *mat.Dense {
+	m, n := a.Dims()
+	var svd mat.SVD
+	if !svd.Factorize(a, mat.SVDThin) {
+		panic("svd")
+	}
+	s := svd.Values(nil)
+	var u, v mat.Dense
+	svd.UTo(&u)
+	svd.VTo(&v)
+	cut := 10 * float64(max(m, n)) * 0x1p-52 * s[0]
+	k := len(s)
+	vs := mat.NewDense(n, k, nil)
+	for i := range n {
+		for j := range k {
+			if s[j] > cut {
+				vs.Set(i, j, v.At(i, j)/s[j])
+			}
+		}
+	}
+	var p mat.Dense
+	p.Mul(vs, u.T())
+	return &p
+}
+
+// matrixNormRef is the matrix norm of order ord by its definition.
+func matrixNormRef(a *mat.Dense, ord linalg.MatrixOrd) float64 {
+	m, n := a.Dims()
+	colSums, rowSums := make([]float64, n), make([]float64, m)
+	fro := 0.0
+	for i := range m {
+		for j := range n {
+			v := a.At(i, j)
+			colSums[j] += math.Abs(v)
+			rowSums[i] += math.Abs(v)
+			fro += v * v
+		}
+	}
+	var sv []float64
+	if m > 0 && n > 0 {
+		var svd mat.SVD
+		svd.Factorize(a, mat.SVDNone)
+		sv = svd.Values(nil)
+	}
+	maxOf := func(x []float64) float64 { return slicesMax(x) }
+	minOf := func(x []float64) float64 { return -slicesMax(negAll(x)) }
+	switch ord {
+	case linalg.Fro:
+		return math.Sqrt(fro)
+	case linalg.Nuc:
+		t := 0.0
+		for _, v := range sv {
+			t += v
+		}
+		return t
+	case linalg.OneNorm:
+		return maxOf(colSums)
+	case linalg.NegOneNorm:
+		return minOf(colSums)
+	case linalg.InfNorm:
+		return maxOf(rowSums)
+	case linalg.NegInfNorm:
+		return minOf(rowSums)
+	case linalg.Spectral:
+		return sv[0]
+	case linalg.NegSpectral:
+		return sv[len(sv)-1]
+	}
+	panic("order")
+}
+
+func slicesMax(x []float64) float64 {
+	v := math.Inf(-1)
+	for _, e := range x {
+		v = max(v, e)
+	}
+	return v
+}
+
+func negAll(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = -v
+	}
+	return out
+}
+
+// vectorNormRef is the vector norm of order ord of v.
+func vectorNormRef(v []float64, ord float64) float64 {
+	switch {
+	case math.IsInf(ord, 1):
+		return slicesMax(absAll(v))
+	case math.IsInf(ord, -1):
+		return -slicesMax(negAll(absAll(v)))
+	case ord == 0:
+		c := 0.0
+		for _, x := range v {
+			if x != 0 {
+				c++
+			}
+		}
+		return c
+	}
+	s := 0.0
+	for _, x := range v {
+		s += math.Pow(math.Abs(x), ord)
+	}
+	return math.Pow(s, 1/ord)
+}
+
+func absAll(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = math.Abs(v)
+	}
+	return out
+}
+
+func linalgMoreOps() []Op {
+	f32, f64 := peel.Float32, peel.Float64
+	var ops []Op
+	ops = append(ops, Op{
+		Name: "linalg.Pinv",
+		F:    func(a []*T) *T { return linalg.Pinv(a[0]) },
+		Samples: func() []Sample {
+			g := NewGen(60)
+			return []Sample{
+				{Name: "f64[4,3]", Args: []*T{g.Tensor(f64, -2, 2, 4, 3)}},
+				{Name: "f64[2,5]", Args: []*T{g.Tensor(f64, -2, 2, 2, 5)}},
+				{Name: "f64[2,3,3]", Args: []*T{wellConditioned(g, f64, 2, 3, 3)}},
+				{Name: "identity", Args: []*T{peel.Eye(f64, 3)}},
+				{Name: "f32[3,2]", Args: []*T{g.Tensor(f32, -2, 2, 3, 2)}},
+				{Name: "empty", Args: []*T{g.Tensor(f64, -2, 2, 0, 3)}},
+			}
+		},
+		Ref: func(a []Host) Host {
+			m, n := lastTwo(a[0])
+			return perMatrix(a[0], n, m, pinvRef)
+		},
+		Tol:            linalgTol,
+		Differentiable: true,
+	}, Op{
+		Name: "linalg.Lstsq",
+		F:    func(a []*T) *T { return linalg.Lstsq(a[0], a[1]) },
+		Samples: func() []Sample {
+			g := NewGen(61)
+			return []Sample{
+				{Name: "f64[5,3]·[5,2]", Args: []*T{g.Tensor(f64, -2, 2, 5, 3), g.Tensor(f64, -2, 2, 5, 2)}},
+				{Name: "f64[2,5]·[2,1]", Args: []*T{g.Tensor(f64, -2, 2, 2, 5), g.Tensor(f64, -2, 2, 2, 1)}},
+				{Name: "f64[2,4,2]·[2,4,3]", Args: []*T{g.Tensor(f64, -2, 2, 2, 4, 2), g.Tensor(f64, -2, 2, 2, 4, 3)}},
+				{Name: "f32[4,2]·[4,1]", Args: []*T{g.Tensor(f32, -2, 2, 4, 2), g.Tensor(f32, -2, 2, 4, 1)}},
+			}
+		},
+		Ref: func(a []Host) Host {
+			_, n := lastTwo(a[0])
+			_, k := lastTwo(a[1])
+			return perMatrix2(a[0], a[1], n, k, func(am, b *mat.Dense) *mat.Dense {
+				var x mat.Dense
+				if err := x.Solve(am, b); err != nil {
+					panic(err)
+				}
+				return &x
+			})
+		},
+		Tol:            linalgTol,
+		Differentiable: true,
+	}, Op{
+		Name: "linalg.MatrixExp",
+		F:    func(a []*T) *T { return linalg.MatrixExp(a[0]) },
+		Samples: func() []Sample {
+			g := NewGen(62)
+			return []Sample{
+				{Name: "f64[3,3]", Args: []*T{g.Tensor(f64, -1, 1, 3, 3)}},
+				{Name: "f64[2,3,3] scaled", Args: []*T{peel.Mul(g.Tensor(f64, -1, 1, 2, 3, 3), 4.0)}},
+				{Name: "f64[2,2] rotation", Args: []*T{peel.FromFloat64s([]float64{0.1, 7, -7, 0.2}, 2, 2)}},
+				{Name: "f64[1,1]", Args: []*T{g.Tensor(f64, -1, 1, 1, 1)}},
+				{Name: "f32[3,3]", Args: []*T{g.Tensor(f32, -1, 1, 3, 3)}},
+				{Name: "empty", Args: []*T{g.Tensor(f64, -1, 1, 0, 0)}},
+			}
+		},
+		Ref: func(a []Host) Host {
+			n, _ := lastTwo(a[0])
+			return perMatrix(a[0], n, n, func(m *mat.Dense) *mat.Dense {
+				var e mat.Dense
+				e.Exp(m)
+				return &e
+			})
+		},
+		Tol:            1e-5,
+		Differentiable: true,
+	})
+	for _, ord := range []linalg.MatrixOrd{linalg.Fro, linalg.Nuc, linalg.OneNorm, linalg.NegOneNorm, linalg.Spectral, linalg.NegSpectral, linalg.InfNorm, linalg.NegInfNorm} {
+		ops = append(ops, Op{
+			Name: "linalg.MatrixNorm/" + string(ord),
+			F:    func(a []*T) *T { return linalg.MatrixNorm(a[0], ord) },
+			Samples: func() []Sample {
+				g := NewGen(63)
+				return []Sample{
+					{Name: "f64[3,4]", Args: []*T{g.Tensor(f64, -2, 2, 3, 4)}},
+					{Name: "f64[2,3,2]", Args: []*T{g.Tensor(f64, -2, 2, 2, 3, 2)}},
+					{Name: "f32[3,3]", Args: []*T{g.Tensor(f32, -2, 2, 3, 3)}},
+					{Name: "i64[2,2]", Args: []*T{g.Tensor(peel.Int64, -3, 3, 2, 2)}},
+				}
+			},
+			Ref: func(a []Host) Host {
+				batch, ms := hostMats(a[0])
+				v := make([]float64, len(ms))
+				for i, m := range ms {
+					v[i] = matrixNormRef(m, ord)
+				}
+				d := a[0].DType
+				if !d.IsFloat() {
+					d = f64
+				}
+				return fromScalars(d, batch, v)
+			},
+			Tol:            linalgTol,
+			Differentiable: true,
+		})
+	}
+	for _, c := range []struct {
+		ord  float64
+		axes []int
+	}{{1, nil}, {math.Inf(1), nil}, {math.Inf(-1), []int{1}}, {0, []int{0}}, {3, []int{1}}, {0.5, nil}, {-1, []int{0}}, {2, []int{1}}} {
+		ops = append(ops, Op{
+			Name: fmt.Sprintf("linalg.VectorNorm/ord=%v,axes=%v", c.ord, c.axes),
+			F:    func(a []*T) *T { return linalg.VectorNorm(a[0], c.ord, c.axes...) },
+			Samples: func() []Sample {
+				g := NewGen(64)
+				return []Sample{
+					{Name: "f64[3,4]", Args: []*T{g.Tensor(f64, -2, 2, 3, 4)}},
+					{Name: "f32[2,5]", Args: []*T{g.Tensor(f32, -2, 2, 2, 5)}},
+					{Name: "i64[2,3]", Args: []*T{g.Tensor(peel.Int64, -3, 3, 2, 3)}},
+				}
+			},
+			Ref: func(a []Host) Host {
+				x := a[0]
+				d := x.DType
+				if !d.IsFloat() {
+					d = f64
+				}
+				if c.axes == nil {
+					return Host{Shape: []int{}, DType: d, Data: []float64{Round(d, vectorNormRef(x.Data, c.ord))}}
+				}
+				ax := c.axes[0]
+				outShape := []int{x.Shape[1-ax]}
+				out := Host{Shape: outShape, DType: d, Data: make([]float64, outShape[0])}
+				for i := range outShape[0] {
+					var v []float64
+					for j := range x.Shape[ax] {
+						idx := []int{i, j}
+						if ax == 0 {
+							idx = []int{j, i}
+						}
+						v = append(v, x.At(idx))
+					}
+					out.Data[i] = Round(d, vectorNormRef(v, c.ord))
+				}
+				return out
+			},
+			Tol:            linalgTol,
+			Differentiable: true,
+		})
+	}
+	return ops
 }
