@@ -534,6 +534,57 @@ func linalgDecompOps() []Op {
 			Tol:            linalgTol,
 			Differentiable: true,
 		},
+		{
+			Name:    "linalg.Eigvalsh",
+			F:       func(a []*T) *T { return linalg.Eigvalsh(a[0]) },
+			Samples: eighSamples(59),
+			Ref: func(a []Host) Host {
+				n, _ := lastTwo(a[0])
+				batch, ms := hostMats(a[0])
+				vs := make([][]float64, len(ms))
+				for i, m := range ms {
+					if m != nil {
+						vs[i], _ = eigen(m)
+					}
+				}
+				return fromVecs(a[0].DType, batch, n, vs)
+			},
+			Tol:            linalgTol,
+			Differentiable: true,
+		},
+		{
+			// The packed factors (gonum's LU pivots as LAPACK does).
+			Name: "linalg.LU/lu",
+			F:    func(a []*T) *T { lu, _, _ := linalg.LU(a[0]); return lu },
+			Samples: func() []Sample {
+				g := NewGen(65)
+				return []Sample{
+					{Name: "f64[3,3]", Args: []*T{g.Tensor(f64, -2, 2, 3, 3)}},
+					{Name: "f64[2,4,4]", Args: []*T{g.Tensor(f64, -2, 2, 2, 4, 4)}},
+					{Name: "f32[3,3]", Args: []*T{wellConditioned(g, f32, 3, 3)}},
+					{Name: "empty", Args: []*T{g.Tensor(f64, -2, 2, 0, 0)}},
+				}
+			},
+			Ref: func(a []Host) Host {
+				n, _ := lastTwo(a[0])
+				return perMatrix(a[0], n, n, func(m *mat.Dense) *mat.Dense {
+					var lu mat.LU
+					lu.Factorize(m)
+					var l, u mat.TriDense
+					lu.LTo(&l)
+					lu.UTo(&u)
+					out := mat.DenseCopyOf(&u)
+					for i := range n {
+						for j := range i {
+							out.Set(i, j, l.At(i, j))
+						}
+					}
+					return out
+				})
+			},
+			Tol:            linalgTol,
+			Differentiable: true,
+		},
 		{Name: "linalg.SVDVals", F: func(a []*T) *T { return linalg.SVDVals(a[0]) }, Samples: svdSamples(54), Ref: svdVals, Tol: linalgTol, Differentiable: true},
 		{Name: "linalg.SVD/s", F: func(a []*T) *T { _, s, _ := linalg.SVD(a[0]); return s }, Samples: svdSamples(55), Ref: svdVals, Tol: linalgTol, Differentiable: true},
 		{
