@@ -384,3 +384,30 @@ func TestMatrixExpTraced(t *testing.T) {
 		t.Errorf("compiled MatrixExp = %v, eager %v", got, eager)
 	}
 }
+
+// TestNonFiniteNoPanic: Inf and NaN anywhere give values, never a
+// panic.
+func TestNonFiniteNoPanic(t *testing.T) {
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		for pos := range 9 {
+			d := []float64{1, 2, 3, 4, 5, 6, 7, 8, 10}
+			d[pos] = v
+			a := peel.FromFloat64s(d, 3, 3)
+			err := peel.Catch(func() {
+				linalg.LU(a)
+				linalg.QR(a)
+				linalg.SVD(a)
+				linalg.Eigh(a)
+				linalg.Cholesky(a)
+				linalg.Solve(a, a)
+				linalg.Det(a)
+				linalg.Pinv(a)
+				linalg.MatrixExp(a)
+				linalg.TriangularSolve(a, a, true, true, false, false)
+			})
+			if err != nil {
+				t.Errorf("%v at %d: %v", v, pos, err)
+			}
+		}
+	}
+}
