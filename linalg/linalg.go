@@ -21,7 +21,8 @@
 // Cholesky return NaN; derivatives at points where the result is not
 // differentiable (repeated eigenvalues or singular values for the
 // vectors of Eigh and SVD, singular matrices for Det and Inv) are ±Inf
-// or NaN. Misuse (a nil operand, a rank below 2, a non-square matrix
+// or NaN. Size-0 matrices give size-0 results (the determinant of a 0×0
+// matrix is 1, its Slogdet (1, 0)). Misuse (a nil operand, a rank below 2, a non-square matrix
 // where one is needed, shapes that do not fit) panics with *peel.Error
 // naming the function.
 //

@@ -411,3 +411,27 @@ func TestNonFiniteNoPanic(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorNormEdges: empty axes, zero vectors and their derivatives.
+func TestVectorNormEdges(t *testing.T) {
+	empty := peel.Zeros(peel.Float64, 0)
+	for _, c := range []struct {
+		ord, want float64
+	}{{1, 0}, {2, 0}, {3, 0}, {0.5, 0}, {0, 0}, {-1, math.Inf(1)}} {
+		if got := linalg.VectorNorm(empty, c.ord).Item(); got != c.want {
+			t.Errorf("VectorNorm(empty, %v) = %v, want %v", c.ord, got, c.want)
+		}
+	}
+	if got := linalg.VectorNorm(peel.FromFloat64s([]float64{0, 2}, 2), -1).Item(); got != 0 {
+		t.Errorf("VectorNorm([0 2], -1) = %v, want 0", got)
+	}
+	for _, ord := range []float64{1, 2, 3, math.Inf(1)} {
+		g := transforms.Grad(func(x *T) *T { return linalg.VectorNorm(x, ord) })(peel.Zeros(peel.Float64, 3))
+		for _, v := range g.Float64s() {
+			if v != 0 {
+				t.Errorf("Grad VectorNorm(ord %v) at 0 = %v, want 0", ord, g)
+				break
+			}
+		}
+	}
+}

@@ -81,8 +81,10 @@ func Lstsq(a, b *tensor) *tensor {
 // x's float dtype; derivative 0), any other p (Σ|x|ᵖ)^(1/p), as
 // numpy.linalg.norm and torch.linalg.vector_norm. Integer and bool x are
 // converted to float64. A NaN element makes the norm NaN. Over an empty
-// axis the norms are 0, except ±Inf's, which panic as peel.Max does.
-// Derivatives at 0 of orders p ≠ 2 below 1 are ±Inf or NaN. VectorNorm
+// axis the norms are 0, except ±Inf's, which panic as peel.Max does (and
+// those of negative p, +Inf). The derivative at the zero vector is 0 for
+// p ≥ 1; for p < 1 the derivative at a zero element is ±Inf or NaN.
+// VectorNorm
 // panics with *peel.Error when x is nil or an axis is out of range or
 // repeated.
 func VectorNorm(x *tensor, ord float64, axes ...int) *tensor {
@@ -106,7 +108,15 @@ func VectorNorm(x *tensor, ord float64, axes ...int) *tensor {
 	case math.IsNaN(ord):
 		errorf(op, "order NaN")
 	}
-	return peel.Pow(peel.Sum(peel.Pow(peel.Abs(x), ord), axes...), 1/ord)
+	// As in peel.Norm, the double select keeps the derivative at a zero
+	// sum finite (0): the root only ever sees positive values.
+	sum := peel.Sum(peel.Pow(peel.Abs(x), ord), axes...)
+	if ord < 0 {
+		// A zero element makes the sum +Inf and the norm 0.
+		return peel.Pow(sum, 1/ord)
+	}
+	pos := peel.Greater(sum, 0.0)
+	return peel.Where(pos, peel.Pow(peel.Where(pos, sum, 1.0), 1/ord), 0.0)
 }
 
 // MatrixOrd is the order of a matrix norm (numpy's ord argument).
