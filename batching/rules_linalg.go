@@ -9,10 +9,12 @@ import (
 // eigh, svd) act on the last two dimensions and are batched over every
 // leading one, so the rule moves each operand's vmap dimension to the
 // front (broadcasting an unbatched operand of triangular_solve there) and
-// binds the primitive once: every result is batched at dimension 0.
+// binds the primitive once: every result is batched at dimension 0. The
+// composites pinv and det have the rule too, so that under Vmap they
+// stay one primitive and keep their own JVP rules.
 
 func init() {
-	for _, p := range []*interp.Prim{prims.Cholesky, prims.TriangularSolve, prims.LU, prims.QR, prims.Eigh, prims.SVD} {
+	for _, p := range []*interp.Prim{prims.Cholesky, prims.TriangularSolve, prims.LU, prims.QR, prims.Eigh, prims.SVD, prims.Pinv, prims.Det} {
 		register(p, leadingBatchRule(p))
 	}
 }

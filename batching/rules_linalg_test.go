@@ -14,6 +14,7 @@ func linalgCases() []ruleCase {
 			ruleCase{prim: prims.Cholesky, ops: []operand{op(f64, s...).in(0.5, 2)}},
 			ruleCase{prim: prims.LU, ops: []operand{op(f64, s...)}},
 			ruleCase{prim: prims.Eigh, ops: []operand{op(f64, s...)}},
+			ruleCase{prim: prims.Det, ops: []operand{op(f64, s...)}},
 		)
 	}
 	for _, s := range [][]int{{3, 2}, {2, 4}, {2, 3, 3}, {0, 2}} {
@@ -21,6 +22,7 @@ func linalgCases() []ruleCase {
 			ruleCase{prim: prims.QR, ops: []operand{op(f64, s...)}},
 			ruleCase{prim: prims.SVD, params: prims.SVDParams{ComputeUV: true}, ops: []operand{op(f64, s...)}},
 			ruleCase{prim: prims.SVD, params: prims.SVDParams{}, ops: []operand{op(f64, s...)}},
+			ruleCase{prim: prims.Pinv, params: prims.PinvParams{RTol: 1e-12}, ops: []operand{op(f64, s...)}},
 		)
 	}
 	for _, p := range []prims.TriangularSolveParams{{Lower: true, LeftSide: true}, {TransposeA: true, UnitDiagonal: true}} {

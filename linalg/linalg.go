@@ -255,16 +255,17 @@ func luSign(pivots *tensor, dt peel.DType) *tensor {
 // Det returns the determinants of the square matrices a [..., n, n]
 // (1 for n = 0), from the LU factorization: the product of U's diagonal
 // times the pivots' sign. A singular matrix gives 0 (or a value of the
-// size of the rounding error); its derivative, det·tr(a⁻¹·da), is NaN
-// there. Det panics with *peel.Error when a is nil, of rank below 2 or
-// not square.
+// size of the rounding error). Its derivative is tr(adj(a)·da)
+// (det·tr(a⁻¹·da) where a is invertible), with the adjugate computed
+// from the LU factors so that it is finite at singular matrices too
+// (exactly zero pivots: one gives the rank-1 adjugate, more give 0); the
+// second derivative at a singular matrix may be NaN. Det panics with
+// *peel.Error when a is nil, of rank below 2 or not square.
 func Det(a *tensor) *tensor {
 	const op = "linalg.Det"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
-	lu, piv, _ := LU(a)
-	d := diagonal(lu)
-	return peel.Mul(peel.Prod(d, d.Rank()-1), luSign(piv, a.DType()))
+	return interp.Bind1(prims.Det, nil, a)
 }
 
 // Slogdet returns the sign (−1, 0 or 1) and the natural logarithm of the

@@ -276,6 +276,12 @@ func TestDegenerate(t *testing.T) {
 			t.Fatalf("Grad of Pinv at I = %v, want finite", g)
 		}
 	}
+	// Compiled, Pinv stays one equation with its rule.
+	cp := transforms.Compile(linalg.Pinv)
+	gc := transforms.Grad(func(x *T) *T { return peel.Sum(cp.Call(x)) })(peel.Eye(peel.Float64, 3))
+	if !allClose(gc, g) {
+		t.Errorf("Grad of compiled Pinv at I = %v, want %v", gc, g)
+	}
 	// NaN inputs give NaN, no panic.
 	nan := peel.FromFloat64s([]float64{math.NaN(), 0, 0, 1}, 2, 2)
 	for _, f := range []func(*T) *T{linalg.Eigvalsh, linalg.SVDVals, linalg.Inv, linalg.Det, linalg.MatrixExp, linalg.Pinv} {
@@ -312,6 +318,27 @@ func TestDerivatives(t *testing.T) {
 	want := peel.Mul(linalg.Det(a), mT(linalg.Inv(a)))
 	if !allClose(g, want) {
 		t.Errorf("Grad Det = %v, want det·a⁻ᵀ = %v", g, want)
+	}
+	// At singular matrices the gradient is the cofactor matrix.
+	for _, c := range []struct {
+		a, want []float64
+	}{
+		{[]float64{1, 2, 2, 4}, []float64{4, -2, -2, 1}},
+		{[]float64{1, 0, 2, 3, 0, 1, -1, 0, 4}, []float64{0, -13, 0, 0, 6, 0, 0, 5, 0}},
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8, 9}, []float64{-3, 6, -3, 6, -12, 6, -3, 6, -3}},
+		{make([]float64, 9), make([]float64, 9)},
+	} {
+		n := int(math.Sqrt(float64(len(c.a))))
+		x := peel.FromFloat64s(c.a, n, n)
+		want := peel.FromFloat64s(c.want, n, n)
+		if g := transforms.Grad(linalg.Det)(x); !allClose(g, want) {
+			t.Errorf("Grad Det at singular %v = %v, want %v", x, g, want)
+		}
+		// Under Vmap the primitive keeps its rule.
+		xs := peel.Stack([]*T{x, x}, 0)
+		if g := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(linalg.Det)(x)) })(xs); !allClose(g, peel.Stack([]*T{want, want}, 0)) {
+			t.Errorf("Grad of Vmap Det at singular %v = %v", x, g)
+		}
 	}
 	gl := transforms.Grad(func(x *T) *T { _, l := linalg.Slogdet(x); return l })(a)
 	if !allClose(gl, mT(linalg.Inv(a))) {

@@ -312,6 +312,7 @@ func init() {
 	Eigh.JVP = eighJVP
 	SVD.JVP = svdJVP
 	Pinv.JVP = pinvJVP
+	Det.JVP = detJVP
 }
 
 // choleskyJVP: with S the symmetric tangent the kernel sees and X =
@@ -519,7 +520,8 @@ func (p PinvParams) String() string { return fmt.Sprintf("rtol=%g", p.RTol) }
 // and Pereyra's, dp = −p·da·p + p·pᵀ·daᵀ·(I − a·p) + (I − p·a)·daᵀ·pᵀ·p,
 // which holds wherever the rank is locally constant, repeated singular
 // values included (the derivative through svd's vectors does not exist
-// there).
+// there). Pinv and Det are marked Whole, and have batching rules, so
+// staging and Vmap keep them one primitive with its own JVP rule.
 var Pinv = func() *interp.Prim {
 	p := interp.NewPrim("pinv", interp.Pure, func(_ any, in []aval) []aval {
 		checkArity(in, 1)
@@ -528,6 +530,7 @@ var Pinv = func() *interp.Prim {
 		return one(aval{Shape: withLast(in[0].Shape[:r-2], n, m), DType: in[0].DType})
 	})
 	p.Impl = pinvImpl
+	p.Whole = true
 	return p
 }()
 
@@ -569,4 +572,73 @@ func pinvJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	pa := mm(p, a)
 	t3 := mm(sub(eyeLike(pa), pa), mm(dat, mm(pt, p)))
 	return outs, []*tensor{add(t1, add(t2, t3))}
+}
+
+// Det is the determinant [...] of square matrices [..., n, n], a
+// composite of lu: the product of U's diagonal times the sign of the
+// pivots' permutation (1 for n = 0). Its JVP rule is tr(adj(a)·da) with
+// the adjugate from the LU factors, finite at singular matrices:
+// adj(a) = sign·adj(U)·L⁻¹·P, where adj(U) is det(U)·U⁻¹ without a zero
+// pivot, c·U′⁻¹·e_k·e_kᵀ·U′⁻¹ with one zero pivot u_kk (U′ = U with u_kk
+// replaced by 1, c the product of the other pivots) and 0 with more.
+var Det = func() *interp.Prim {
+	p := interp.NewPrim("det", interp.Pure, func(_ any, in []aval) []aval {
+		checkArity(in, 1)
+		checkMatrices(in[0], true)
+		r := len(in[0].Shape)
+		return one(aval{Shape: withLast(in[0].Shape[:r-2]), DType: in[0].DType})
+	})
+	p.Impl = func(_ any, args []*tensor) []*tensor {
+		res := interp.Bind(LU, nil, args[0])
+		d := diagPart(res[0])
+		r := d.Rank()
+		return []*tensor{mul(interp.Bind1(ReduceProd, ReduceParams{Axes: []int{r - 1}}, d), pivotSign(res[1], d.DType()))}
+	}
+	p.Whole = true
+	return p
+}()
+
+// pivotSign returns (−1)^(number of exchanges) of LU pivots [..., n] in
+// dtype dt.
+func pivotSign(piv *tensor, dt backend.DType) *tensor {
+	s := piv.Shape()
+	r := len(s)
+	ids := interp.Bind1(Iota, IotaParams{DType: backend.Int64, Shape: s, Dim: r - 1})
+	swaps := reduceSum(convert(interp.Bind1(Ne, nil, piv, ids), backend.Int64), []int{r - 1})
+	odd := convert(interp.Bind1(Rem, nil, swaps, constLike(2, swaps)), dt)
+	return sub(constLike(1, odd), scale(2, odd))
+}
+
+func detJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
+	outs := interp.Bind(Det, params, primals...)
+	if tangents[0] == nil {
+		return outs, []*tensor{nil}
+	}
+	a := primals[0]
+	sh := a.Shape()
+	r := len(sh)
+	if sh[r-1] == 0 {
+		return outs, []*tensor{zerosLike(outs[0].Aval())}
+	}
+	res := interp.Bind(LU, nil, a)
+	lu, piv, perm := res[0], res[1], res[2]
+	dt := lu.DType()
+	d := diagPart(lu)
+	zero := eq(d, zerosLike(d.Aval()))
+	nz := reduceSum(convert(zero, backend.Int64), []int{r - 2})
+	// c = the product of the nonzero pivots; U′ = U with zero pivots 1.
+	d1 := sel(zero, constLike(1, d), d)
+	c := interp.Bind1(ReduceProd, ReduceParams{Axes: []int{r - 2}}, d1)
+	u1 := add(triu(lu, 1), diagEmbed(d1))
+	eye := eyeLike(lu)
+	ui := triSolve(TriangularSolveParams{LeftSide: true}, u1, eye) // U′⁻¹
+	batchDims := seqInts(r - 2)
+	toMat := func(x *tensor) *tensor { return broadcastInDim(x, sh, batchDims) }
+	rank1 := mm(ui, mul(colVec(convert(zero, dt), sh[r-1]), ui)) // U′⁻¹·E·U′⁻¹
+	adjU := sel(toMat(eq(nz, constLike(0, nz))), ui,
+		sel(toMat(eq(nz, constLike(1, nz))), rank1, zerosLike(ui.Aval())))
+	adjU = mul(adjU, toMat(mul(c, pivotSign(piv, dt))))
+	lp := triSolve(TriangularSolveParams{Lower: true, LeftSide: true, UnitDiagonal: true}, lu, permutationMatrix(perm, dt)) // L⁻¹·P
+	adj := mm(adjU, lp)
+	return outs, []*tensor{reduceSum(mul(mT(adj), tangents[0]), []int{r - 2, r - 1})}
 }

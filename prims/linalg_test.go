@@ -54,6 +54,10 @@ func linalgJVPCases(r *rand.Rand) []jvpCase {
 		{prim: prims.SVD, params: prims.SVDParams{}, args: []*T{uniform(r, -2, 2, 2, 3)}},
 		{prim: prims.Pinv, params: prims.PinvParams{RTol: 1e-12}, args: []*T{uniform(r, -2, 2, 4, 3)}},
 		{prim: prims.Pinv, params: prims.PinvParams{RTol: 1e-12}, args: []*T{uniform(r, -2, 2, 2, 2, 3)}},
+		{prim: prims.Det, args: []*T{uniform(r, -2, 2, 3, 3)}},
+		{prim: prims.Det, args: []*T{uniform(r, -2, 2, 2, 2, 2)}},
+		// Singular (a zero column): the adjugate's rank-1 form.
+		{name: "singular", prim: prims.Det, args: []*T{f64([]float64{1, 0, 2, 3, 0, 1, -1, 0, 4}, 3, 3)}, noHVP: true},
 	}
 	for _, p := range triSolveConfigs() {
 		b := uniform(r, -2, 2, 3, 2)
