@@ -11,23 +11,26 @@
 // converted at the kernel's edge and the results rounded back to
 // float32. Integer and bool operands are converted to float64 first, as
 // numpy does. Every function is differentiable (JVP rules for the
-// factorizations, a transpose rule for the triangular solve, linear in
-// its right-hand side; the others are composites of these), and each
-// works under Vmap, Grad, Jacobians and Compile like any op.
+// factorizations, Det and Pinv, a transpose rule for the triangular
+// solve, linear in its right-hand side; the others are composites of
+// these), and each works under Vmap, Grad, Jacobians and Compile like
+// any op.
 //
 // Degenerate operands give values, never panics, as in JAX: a singular
 // matrix makes Solve and Inv return ±Inf or NaN and Det 0 (or a
 // rounding-sized value); a matrix that is not positive definite makes
 // Cholesky return NaN; derivatives at points where the result is not
 // differentiable (repeated eigenvalues or singular values for the
-// vectors of Eigh and SVD, singular matrices for Det and Inv) are ±Inf
-// or NaN. Size-0 matrices give size-0 results (the determinant of a 0×0
-// matrix is 1, its Slogdet (1, 0)). Misuse (a nil operand, a rank below 2, a non-square matrix
+// vectors of Eigh and SVD, singular matrices for Solve, Inv and
+// Slogdet) are ±Inf or NaN; Det's derivative stays finite at singular
+// matrices and Pinv's at repeated singular values. Size-0 matrices give
+// size-0 results (the determinant of a 0×0 matrix is 1, its Slogdet
+// (1, 0)). Misuse (a nil operand, a rank below 2, a non-square matrix
 // where one is needed, shapes that do not fit) panics with *peel.Error
 // naming the function.
 //
-// The package sits above peel (it imports peel, interp and prims), so
-// programs that do not use linear algebra do not link it.
+// The package sits above peel (it imports peel, interp and prims), like
+// customop; the kernels live in backend/cpu with every other kernel.
 package linalg
 
 import (
@@ -35,8 +38,6 @@ import (
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
-
-type tensor = peel.Tensor
 
 func errorf(op, format string, args ...any) {
 	e := interp.Errorf(format, args...)
@@ -46,7 +47,7 @@ func errorf(op, format string, args ...any) {
 
 // matrixArg checks that a is a stack of matrices (square when square is
 // set) and returns it as floats (integers and bools as float64).
-func matrixArg(op string, a *tensor, square bool) *tensor {
+func matrixArg(op string, a *peel.Tensor, square bool) *peel.Tensor {
 	if a == nil {
 		errorf(op, "nil tensor")
 	}
@@ -62,7 +63,7 @@ func matrixArg(op string, a *tensor, square bool) *tensor {
 }
 
 // floats converts integer and bool tensors to float64.
-func floats(a *tensor) *tensor {
+func floats(a *peel.Tensor) *peel.Tensor {
 	if a.DType().IsFloat() {
 		return a
 	}
@@ -70,7 +71,7 @@ func floats(a *tensor) *tensor {
 }
 
 // mT swaps the last two dimensions.
-func mT(x *tensor) *tensor {
+func mT(x *peel.Tensor) *peel.Tensor {
 	r := x.Rank()
 	perm := make([]int, r)
 	for i := range perm {
@@ -82,7 +83,7 @@ func mT(x *tensor) *tensor {
 
 // broadcastBatch broadcasts the leading dimensions of a and b (all but
 // their last ka and kb) against each other, numpy style.
-func broadcastBatch(op string, a, b *tensor, ka, kb int) (*tensor, *tensor) {
+func broadcastBatch(op string, a, b *peel.Tensor, ka, kb int) (*peel.Tensor, *peel.Tensor) {
 	as, bs := a.Shape(), b.Shape()
 	ba, bb := as[:len(as)-ka], bs[:len(bs)-kb]
 	n := max(len(ba), len(bb))
@@ -110,7 +111,7 @@ func broadcastBatch(op string, a, b *tensor, ka, kb int) (*tensor, *tensor) {
 }
 
 // sameFloat promotes a and b to one float dtype.
-func sameFloat(a, b *tensor) (*tensor, *tensor) {
+func sameFloat(a, b *peel.Tensor) (*peel.Tensor, *peel.Tensor) {
 	d := peel.PromoteTypes(a.DType(), b.DType())
 	if !d.IsFloat() {
 		d = peel.Float64
@@ -121,12 +122,12 @@ func sameFloat(a, b *tensor) (*tensor, *tensor) {
 // symmetrize returns (a + aᵀ)/2, so the factorizations of symmetric
 // matrices see every element and their derivatives hold for any
 // perturbation.
-func symmetrize(a *tensor) *tensor {
+func symmetrize(a *peel.Tensor) *peel.Tensor {
 	return peel.Mul(peel.Add(a, mT(a)), 0.5)
 }
 
 // diagonal returns the diagonals [..., n] of square matrices [..., n, n].
-func diagonal(a *tensor) *tensor { return peel.Einsum("...ii->...i", a) }
+func diagonal(a *peel.Tensor) *peel.Tensor { return peel.Einsum("...ii->...i", a) }
 
 // Cholesky returns the lower-triangular Cholesky factor L of the
 // symmetric positive-definite matrices a [..., n, n]: L·Lᵀ = a, zeros
@@ -134,7 +135,7 @@ func diagonal(a *tensor) *tensor { return peel.Einsum("...ii->...i", a) }
 // so its derivative holds for any perturbation. A matrix that is not
 // positive definite gives a factor of NaNs (no panic). Cholesky panics
 // with *peel.Error when a is nil, of rank below 2 or not square.
-func Cholesky(a *tensor) *tensor {
+func Cholesky(a *peel.Tensor) *peel.Tensor {
 	const op = "linalg.Cholesky"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
@@ -151,7 +152,7 @@ func Cholesky(a *tensor) *tensor {
 // TriangularSolve panics with *peel.Error when an operand is nil or of
 // rank below 2, a is not square, the sizes do not fit or the batch
 // dimensions do not broadcast.
-func TriangularSolve(a, b *tensor, lower, leftSide, transposeA, unitDiagonal bool) *tensor {
+func TriangularSolve(a, b *peel.Tensor, lower, leftSide, transposeA, unitDiagonal bool) *peel.Tensor {
 	const op = "linalg.TriangularSolve"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
@@ -178,7 +179,7 @@ func TriangularSolve(a, b *tensor, lower, leftSide, transposeA, unitDiagonal boo
 // is row permutation[i] of a), with P·a = L·U. A singular matrix gives
 // zeros on U's diagonal (no panic). LU panics with *peel.Error when a is
 // nil, of rank below 2 or not square.
-func LU(a *tensor) (lu, pivots, permutation *tensor) {
+func LU(a *peel.Tensor) (lu, pivots, permutation *peel.Tensor) {
 	const op = "linalg.LU"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
@@ -188,7 +189,7 @@ func LU(a *tensor) (lu, pivots, permutation *tensor) {
 
 // luSolve solves a·x = b from a's LU factors, b [..., n, k] with a's
 // batch dimensions.
-func luSolve(lu, perm, b *tensor) *tensor {
+func luSolve(lu, perm, b *peel.Tensor) *peel.Tensor {
 	pb := peel.TakeAlongAxis(b, peel.Unsqueeze(perm, perm.Rank()), b.Rank()-2)
 	y := interp.Bind1(prims.TriangularSolve, prims.TriangularSolveParams{Lower: true, LeftSide: true, UnitDiagonal: true}, lu, pb)
 	return interp.Bind1(prims.TriangularSolve, prims.TriangularSolveParams{LeftSide: true}, lu, y)
@@ -202,7 +203,7 @@ func luSolve(lu, perm, b *tensor) *tensor {
 // does its derivative. Solve panics with *peel.Error when an operand is
 // nil, a is not a stack of square matrices, b's rows are not a's size
 // or the batch dimensions do not broadcast.
-func Solve(a, b *tensor) *tensor {
+func Solve(a, b *peel.Tensor) *peel.Tensor {
 	const op = "linalg.Solve"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
@@ -233,7 +234,7 @@ func Solve(a, b *tensor) *tensor {
 // Inv returns the inverses of the square matrices a [..., n, n]: Solve(a,
 // I). A singular matrix gives ±Inf or NaN (no panic). Inv panics with
 // *peel.Error when a is nil, of rank below 2 or not square.
-func Inv(a *tensor) *tensor {
+func Inv(a *peel.Tensor) *peel.Tensor {
 	const op = "linalg.Inv"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
@@ -245,7 +246,7 @@ func Inv(a *tensor) *tensor {
 
 // luSign returns the sign (±1, a's dtype) of the permutation of LU's
 // pivots [..., n].
-func luSign(pivots *tensor, dt peel.DType) *tensor {
+func luSign(pivots *peel.Tensor, dt peel.DType) *peel.Tensor {
 	n := pivots.Shape()[pivots.Rank()-1]
 	swaps := peel.Sum(peel.AsType(peel.NotEqual(pivots, peel.Arange(peel.Int64, 0, float64(n), 1)), peel.Int64), pivots.Rank()-1)
 	odd := peel.AsType(peel.Rem(swaps, int64(2)), dt)
@@ -261,7 +262,7 @@ func luSign(pivots *tensor, dt peel.DType) *tensor {
 // (exactly zero pivots: one gives the rank-1 adjugate, more give 0); the
 // second derivative at a singular matrix may be NaN. Det panics with
 // *peel.Error when a is nil, of rank below 2 or not square.
-func Det(a *tensor) *tensor {
+func Det(a *peel.Tensor) *peel.Tensor {
 	const op = "linalg.Det"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
@@ -274,7 +275,7 @@ func Det(a *tensor) *tensor {
 // overflow of Det. A singular matrix gives sign 0 and logabsdet −Inf.
 // The sign has a zero derivative. Slogdet panics with *peel.Error when a
 // is nil, of rank below 2 or not square.
-func Slogdet(a *tensor) (sign, logabsdet *tensor) {
+func Slogdet(a *peel.Tensor) (sign, logabsdet *peel.Tensor) {
 	const op = "linalg.Slogdet"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
@@ -293,7 +294,7 @@ func Slogdet(a *tensor) (sign, logabsdet *tensor) {
 // derivative needs r's leading k×k block invertible (a of full rank);
 // otherwise it is ±Inf or NaN. QR panics with *peel.Error when a is nil
 // or of rank below 2.
-func QR(a *tensor) (q, r *tensor) {
+func QR(a *peel.Tensor) (q, r *peel.Tensor) {
 	const op = "linalg.QR"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, false)
@@ -309,7 +310,7 @@ func QR(a *tensor) (q, r *tensor) {
 // eigenvalues repeat (the eigenvectors are not unique there), as in JAX.
 // A matrix holding Inf or NaN gives NaN results. Eigh panics with
 // *peel.Error when a is nil, of rank below 2 or not square.
-func Eigh(a *tensor) (w, v *tensor) {
+func Eigh(a *peel.Tensor) (w, v *peel.Tensor) {
 	const op = "linalg.Eigh"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
@@ -319,7 +320,7 @@ func Eigh(a *tensor) (w, v *tensor) {
 
 // Eigvalsh returns the eigenvalues of the symmetric matrices a [..., n,
 // n] in ascending order (Eigh's w). It panics as Eigh does.
-func Eigvalsh(a *tensor) *tensor {
+func Eigvalsh(a *peel.Tensor) *peel.Tensor {
 	const op = "linalg.Eigvalsh"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
@@ -335,7 +336,7 @@ func Eigvalsh(a *tensor) *tensor {
 // the tangents of u and vt are ±Inf or NaN, as in JAX. A matrix holding
 // Inf or NaN gives NaN results. SVD panics with *peel.Error when a is
 // nil or of rank below 2.
-func SVD(a *tensor) (u, s, vt *tensor) {
+func SVD(a *peel.Tensor) (u, s, vt *peel.Tensor) {
 	const op = "linalg.SVD"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, false)
@@ -347,7 +348,7 @@ func SVD(a *tensor) (u, s, vt *tensor) {
 // [..., m, n] in descending order (numpy's svd with compute_uv=False,
 // torch.linalg.svdvals); the singular vectors are not computed, except
 // by its derivative. It panics as SVD does.
-func SVDVals(a *tensor) *tensor {
+func SVDVals(a *peel.Tensor) *peel.Tensor {
 	const op = "linalg.SVDVals"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, false)

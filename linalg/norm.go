@@ -23,14 +23,14 @@ func eps(d peel.DType) float64 {
 // formula, defined wherever the rank does not change (repeated singular
 // values included); at a change of rank it is not defined and may be
 // large. Pinv panics with *peel.Error when a is nil or of rank below 2.
-func Pinv(a *tensor) *tensor {
+func Pinv(a *peel.Tensor) *peel.Tensor {
 	const op = "linalg.Pinv"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, false)
 	return pinv(a)
 }
 
-func pinv(a *tensor) *tensor {
+func pinv(a *peel.Tensor) *peel.Tensor {
 	s := a.Shape()
 	m, n := s[len(s)-2], s[len(s)-1]
 	rtol := 10 * float64(max(m, n)) * eps(a.DType())
@@ -46,7 +46,7 @@ func pinv(a *tensor) *tensor {
 // Lstsq panics with *peel.Error when an operand is nil, a is of rank
 // below 2, b is a scalar or its rows are not a's, or the batch
 // dimensions do not broadcast.
-func Lstsq(a, b *tensor) *tensor {
+func Lstsq(a, b *peel.Tensor) *peel.Tensor {
 	const op = "linalg.Lstsq"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, false)
@@ -87,7 +87,7 @@ func Lstsq(a, b *tensor) *tensor {
 // VectorNorm
 // panics with *peel.Error when x is nil or an axis is out of range or
 // repeated.
-func VectorNorm(x *tensor, ord float64, axes ...int) *tensor {
+func VectorNorm(x *peel.Tensor, ord float64, axes ...int) *peel.Tensor {
 	const op = "linalg.VectorNorm"
 	defer interp.Annotate(op)
 	if x == nil {
@@ -143,7 +143,7 @@ const (
 // nuclear norms are 0; the other orders panic, as numpy errors (the
 // maximum of nothing). MatrixNorm panics with *peel.Error when x is nil
 // or of rank below 2, or ord is not one of the constants.
-func MatrixNorm(x *tensor, ord MatrixOrd) *tensor {
+func MatrixNorm(x *peel.Tensor, ord MatrixOrd) *peel.Tensor {
 	const op = "linalg.MatrixNorm"
 	defer interp.Annotate(op)
 	x = matrixArg(op, x, false)
@@ -210,7 +210,7 @@ const maxSquarings = 40
 // NaN. A NaN or Inf element gives NaN results (Inf possibly, when the
 // exponential overflows). MatrixExp panics with
 // *peel.Error when a is nil, of rank below 2 or not square.
-func MatrixExp(a *tensor) *tensor {
+func MatrixExp(a *peel.Tensor) *peel.Tensor {
 	const op = "linalg.MatrixExp"
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, true)
@@ -237,8 +237,8 @@ func MatrixExp(a *tensor) *tensor {
 	as := peel.Mul(a, peel.Pow(2.0, peel.Neg(s)))
 	eye := peel.BroadcastTo(peel.Eye(dt, n), a.Shape()...)
 	b := pade13
-	lin := func(ms []*tensor, cs []float64) *tensor {
-		var acc *tensor
+	lin := func(ms []*peel.Tensor, cs []float64) *peel.Tensor {
+		var acc *peel.Tensor
 		for i, m := range ms {
 			t := peel.Mul(m, cs[i])
 			if acc == nil {
@@ -252,11 +252,11 @@ func MatrixExp(a *tensor) *tensor {
 	a2 := peel.MatMul(as, as)
 	a4 := peel.MatMul(a2, a2)
 	a6 := peel.MatMul(a4, a2)
-	u := peel.MatMul(a6, lin([]*tensor{a6, a4, a2}, []float64{b[13], b[11], b[9]}))
-	u = peel.Add(u, lin([]*tensor{a6, a4, a2, eye}, []float64{b[7], b[5], b[3], b[1]}))
+	u := peel.MatMul(a6, lin([]*peel.Tensor{a6, a4, a2}, []float64{b[13], b[11], b[9]}))
+	u = peel.Add(u, lin([]*peel.Tensor{a6, a4, a2, eye}, []float64{b[7], b[5], b[3], b[1]}))
 	u = peel.MatMul(as, u)
-	v := peel.MatMul(a6, lin([]*tensor{a6, a4, a2}, []float64{b[12], b[10], b[8]}))
-	v = peel.Add(v, lin([]*tensor{a6, a4, a2, eye}, []float64{b[6], b[4], b[2], b[0]}))
+	v := peel.MatMul(a6, lin([]*peel.Tensor{a6, a4, a2}, []float64{b[12], b[10], b[8]}))
+	v = peel.Add(v, lin([]*peel.Tensor{a6, a4, a2, eye}, []float64{b[6], b[4], b[2], b[0]}))
 	res := solveSquare(peel.Sub(v, u), peel.Add(v, u))
 	for k := range steps {
 		res = peel.Where(peel.Less(float64(k), s), peel.MatMul(res, res), res)
@@ -269,7 +269,7 @@ func MatrixExp(a *tensor) *tensor {
 }
 
 // solveSquare is Solve for matrices of equal batch dimensions.
-func solveSquare(a, b *tensor) *tensor {
+func solveSquare(a, b *peel.Tensor) *peel.Tensor {
 	lu, _, perm := LU(a)
 	return luSolve(lu, perm, b)
 }
