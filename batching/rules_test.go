@@ -374,6 +374,7 @@ func allCases() []ruleCase {
 	cs = append(cs, indexCases()...)
 	cs = append(cs, convCases()...)
 	cs = append(cs, specialCases()...)
+	cs = append(cs, linalgCases()...)
 	return append(cs, dotCases()...)
 }
 

@@ -279,6 +279,7 @@ func jvpCases() []jvpCase {
 		}
 	}
 	cs = append(cs, specialJVPCases(r)...)
+	cs = append(cs, linalgJVPCases(r)...)
 	return cs
 }
 
@@ -935,6 +936,7 @@ func linCases() []linCase {
 		cs = append(cs, linCase{name: c.name, prim: prims.ReduceWindowSum, params: c.p, args: []*T{u(c.x...)}, linear: t})
 	}
 	cs = append(cs, linCase{name: "all padding", prim: prims.ReduceWindowSum, params: prims.WindowParams{Window: []int{2}, Strides: []int{2}, PadLo: []int{5}, PadHi: []int{4}}, args: []*T{u(3)}, linear: t})
+	cs = append(cs, linalgLinCases(r)...)
 	return cs
 }
 

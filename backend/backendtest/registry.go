@@ -56,5 +56,7 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.ConvGeneralDilated] = runConv
 	m[prims.ReduceWindowSum] = runReduceWindow(prims.ReduceWindowSum, false, sumValues)
 	m[prims.ReduceWindowMax] = runReduceWindow(prims.ReduceWindowMax, true, defaultValues)
+	m[prims.Cholesky], m[prims.TriangularSolve], m[prims.LU] = runCholesky, runTriangularSolve, runLU
+	m[prims.QR], m[prims.Eigh], m[prims.SVD] = runQR, runEigh, runSVD
 	return m
 }

@@ -546,6 +546,7 @@ func All() []Op {
 	ops = append(ops, reductionOps()...)
 	ops = append(ops, shapeOps()...)
 	ops = append(ops, linalgOps()...)
+	ops = append(ops, linalgPkgOps()...)
 	ops = append(ops, convOps()...)
 	ops = append(ops, poolOps()...)
 	ops = append(ops, userOps()...)
