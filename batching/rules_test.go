@@ -373,6 +373,7 @@ func allCases() []ruleCase {
 	cs = append(cs, shapeCases()...)
 	cs = append(cs, indexCases()...)
 	cs = append(cs, convCases()...)
+	cs = append(cs, sortCases()...)
 	return append(cs, dotCases()...)
 }
 

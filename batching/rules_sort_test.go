@@ -1,0 +1,26 @@
+package batching_test
+
+import (
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/prims"
+)
+
+// sortCases: one key, a key with companions of other dtypes (the shape of
+// an argsort), both directions, every axis, and an empty axis.
+func sortCases() []ruleCase {
+	var cs []ruleCase
+	add := func(params prims.SortParams, ops ...operand) {
+		cs = append(cs, ruleCase{prim: prims.Sort, params: params, ops: ops})
+	}
+	for _, dt := range []backend.DType{f64, i64, bln} {
+		for axis := range 3 {
+			for _, desc := range []bool{false, true} {
+				add(prims.SortParams{Axis: axis, Descending: desc}, op(dt, 2, 3, 4))
+			}
+		}
+	}
+	add(prims.SortParams{Axis: 1}, op(f64, 3, 4), op(i64, 3, 4), op(bln, 3, 4))
+	add(prims.SortParams{Axis: 0, Descending: true}, op(i64, 5), op(f64, 5))
+	add(prims.SortParams{Axis: 1}, op(f64, 2, 0), op(i64, 2, 0))
+	return cs
+}
