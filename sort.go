@@ -221,12 +221,12 @@ func Median(x *Tensor, axes ...int) *Tensor {
 // result has shape q.shape + the shape of x's other axes (numpy's
 // layout), and x's float dtype (integer and bool tensors give f64; q is
 // converted). The result is NaN where the reduced elements hold a NaN or
-// are empty, or where q is outside [0, 1] (a traced q cannot be
-// checked). Its derivative in x reaches the two elements interpolated;
-// its derivative in a tensor q is the slope between them. Quantile
-// panics with *Error when x is nil, q is not a number or tensor or a
-// concrete q lies outside [0, 1], or an axis is out of range or
-// repeated.
+// are empty, or where q is outside [0, 1] or NaN (not an error, so a
+// concrete and a traced q give the same result, as in JAX). Its
+// derivative in x reaches the two elements interpolated; its derivative
+// in a tensor q is the slope between them. Quantile panics with *Error
+// when x is nil, q is not a number or a tensor, or an axis is out of
+// range or repeated.
 func Quantile(x *Tensor, q any, axes ...int) *Tensor {
 	const op = "peel.Quantile"
 	defer interp.Annotate(op)
@@ -249,13 +249,6 @@ func Quantile(x *Tensor, q any, axes ...int) *Tensor {
 			errorf(op, "q must be a number or a tensor, not %T", q)
 		}
 		qt = scalarOn(backendFor(x), q, x.DType())
-	}
-	if qt.IsConcrete() {
-		for _, v := range AsType(qt, Float64).Float64s() {
-			if !(v >= 0 && v <= 1) {
-				errorf(op, "q = %v is outside [0, 1]", v)
-			}
-		}
 	}
 	y, rest := gatherLast(x, ax)
 	last := len(rest)
