@@ -155,7 +155,8 @@ func logAddExp(a, b *Tensor) *Tensor {
 // step of the doubling scan factors out the larger of the two terms, as
 // a running maximum), numpy's logaddexp.accumulate and torch's
 // logcumsumexp; Reverse() runs from the end. Integer and bool tensors
-// give f64. Leading −∞ give −∞ with a zero derivative; NaN propagates.
+// give f64. A result of −∞ from several −∞ terms has a zero derivative
+// with respect to them (not NaN); NaN propagates.
 // It panics with *Error if x is nil or the axis is out of range.
 func LogCumSumExp(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	const op = "peel.LogCumSumExp"
