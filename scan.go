@@ -42,8 +42,12 @@ func scanSetup(op string, x *Tensor, axis int, opts []ScanOption) (int, scanConf
 }
 
 // reversed applies scan to x flipped along axis a and flips the result
-// back when rev is set.
+// back when rev is set. An axis of at most one element is its own scan:
+// the result is a fresh copy of x.
 func reversed(x *Tensor, a int, rev bool, scan func(*Tensor) *Tensor) *Tensor {
+	if x.Shape()[a] <= 1 {
+		return un(prims.Copy, x)
+	}
 	if !rev {
 		return scan(x)
 	}
@@ -83,7 +87,7 @@ func Cumprod(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 		for k := 1; k < n; k *= 2 {
 			y = bin(prims.Mul, y, shiftPad(y, a, k, 1))
 		}
-		return un(prims.Copy, y)
+		return y
 	})
 }
 
@@ -97,9 +101,6 @@ func cumExtremum(op string, p *interp.Prim, x *Tensor, axis int, opts []ScanOpti
 	a, c := scanSetup(op, x, axis, opts)
 	return reversed(x, a, c.reverse, func(y *Tensor) *Tensor {
 		n := y.Shape()[a]
-		if n == 0 {
-			return un(prims.Copy, y)
-		}
 		m := interp.Bind1(prims.StopGradient, nil, y)
 		for k := 1; k < n; k *= 2 {
 			m = bin(p, m, shiftKeep(m, a, k))
@@ -165,9 +166,6 @@ func LogCumSumExp(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	x = toFloat(x)
 	return reversed(x, a, c.reverse, func(y *Tensor) *Tensor {
 		n := y.Shape()[a]
-		if n == 0 {
-			return un(prims.Copy, y)
-		}
 		pos := iotaLike(y, a)
 		for k := 1; k < n; k *= 2 {
 			// Positions below k keep their value; the others combine with

@@ -200,7 +200,7 @@ func Median(x *Tensor, axes ...int) *Tensor {
 	y, rest := gatherLast(x, ax)
 	n := y.Shape()[len(rest)]
 	if n == 0 {
-		return broadcastTo(constantOn(backendFor(x), math.NaN(), x.DType()), rest)
+		return un(prims.Copy, broadcastTo(constantOn(backendFor(x), math.NaN(), x.DType()), rest))
 	}
 	last := len(rest)
 	s := interp.Bind1(prims.Sort, prims.SortParams{Axis: last}, y)
@@ -256,7 +256,7 @@ func Quantile(x *Tensor, q any, axes ...int) *Tensor {
 	qs := qt.Shape()
 	outShape := append(append([]int{}, qs...), rest...)
 	if n == 0 {
-		return broadcastTo(constantOn(backendFor(x), math.NaN(), x.DType()), outShape)
+		return un(prims.Copy, broadcastTo(constantOn(backendFor(x), math.NaN(), x.DType()), outShape))
 	}
 	s := interp.Bind1(prims.Sort, prims.SortParams{Axis: last}, y)
 	// Positions, in q's shape.
@@ -329,11 +329,12 @@ func nanLess(a, b *Tensor) *Tensor {
 // with SideLeft the number of elements less than v, with SideRight the
 // number less than or equal to v, in Sort's order (so a NaN value goes
 // after the numbers, and with SideRight after the NaNs too). The operands
-// are promoted to one dtype; the result has values' shape. It compares
-// every value with every element (memory and time proportional to their
-// product), exact under every transform. It has no derivative. It panics
-// with *Error when an operand is nil, sorted is not 1-d, or side is
-// neither SideLeft nor SideRight.
+// are promoted to one dtype; the result has values' shape. It is a binary
+// search unrolled into ⌈log₂(n+1)⌉ steps of gathers and selects (JAX's
+// method "scan"), so it runs under every transform; an unsorted operand
+// gives some index, never an error. It has no derivative. It panics with
+// *Error when an operand is nil, sorted is not 1-d, or side is neither
+// SideLeft nor SideRight.
 func SearchSorted(sorted, values *Tensor, side Side) *Tensor {
 	const op = "peel.SearchSorted"
 	defer interp.Annotate(op)
@@ -351,16 +352,32 @@ func SearchSorted(sorted, values *Tensor, side Side) *Tensor {
 	}
 	s, v := AsType(sorted, d), AsType(values, d)
 	n := s.Shape()[0]
-	shape := append(append([]int{}, v.Shape()...), n)
-	sb := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: shape, Dims: []int{len(shape) - 1}}, s)
-	vb := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: shape, Dims: seqInts(v.Rank())}, v)
-	var before *Tensor
-	if side == SideLeft {
-		before = nanLess(sb, vb)
-	} else {
-		before = un(prims.Not, nanLess(vb, sb))
+	be := backendFor(v)
+	shape := v.Shape()
+	iconst := func(c int) *Tensor { return broadcastTo(constantOn(be, float64(c), Int64), shape) }
+	// The invariant: every element before lo goes before v, none from hi
+	// on does.
+	lo, hi := iconst(0), iconst(n)
+	one, two := iconst(1), iconst(2)
+	for m := n; m > 0; m /= 2 {
+		open := bin(prims.Lt, lo, hi)
+		mid := bin(prims.Div, bin(prims.Add, lo, hi), two)
+		e := interp.Bind1(prims.Gather, prims.AxisParams{Axis: 0}, s, bin(prims.Min, mid, iconst(n-1)))
+		var before *Tensor
+		if side == SideLeft {
+			before = nanLess(e, v)
+		} else {
+			before = un(prims.Not, nanLess(v, e))
+		}
+		up := bin(prims.And, open, before)
+		down := bin(prims.And, open, un(prims.Not, before))
+		lo = sel(up, bin(prims.Add, mid, one), lo)
+		hi = sel(down, mid, hi)
 	}
-	return reduceBind(prims.ReduceSum, boolToInt(before), []int{len(shape) - 1}, false)
+	if n == 0 {
+		return un(prims.Copy, lo)
+	}
+	return lo
 }
 
 // Unique returns the sorted distinct elements of x (flattened) in a 1-d

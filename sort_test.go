@@ -94,8 +94,8 @@ func TestSearchSorted(t *testing.T) {
 	mixed := peel.SearchSorted(peel.FromInt64s([]int64{1, 3}, 2), peel.FromFloat64s([]float64{2, 3}, 1, 2), peel.SideRight)
 	check(t, "promoted, values' shape", mixed, peel.Int64, []int{1, 2}, []float64{1, 2}, 0)
 	rapid.Check(t, func(rt *rapid.T) {
-		a := rapid.SliceOfN(rapid.IntRange(-5, 5), 0, 12).Draw(rt, "sorted")
-		b := rapid.SliceOfN(rapid.IntRange(-6, 6), 1, 6).Draw(rt, "values")
+		a := rapid.SliceOfN(rapid.IntRange(-9, 9), 0, 40).Draw(rt, "sorted")
+		b := rapid.SliceOfN(rapid.IntRange(-10, 10), 1, 8).Draw(rt, "values")
 		sf := make([]float64, len(a))
 		for i, x := range a {
 			sf[i] = float64(x)
