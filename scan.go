@@ -138,26 +138,30 @@ func Cummin(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	return cumExtremum("peel.Cummin", prims.Min, x, axis, opts)
 }
 
-// logAddExp returns log(exp(a) + exp(b)) computed stably: the larger
-// operand m (0 where it is infinite) is factored out, with its
-// derivative stopped, since it cancels. Where both are −∞ the result is
-// −∞ with a zero derivative (the sum of exponentials is replaced by 1
-// before its log, a double select).
+// logAddExp returns log(exp(a) + exp(b)) computed stably as
+// max(a, b) + log1p(exp(−|a − b|)). Its derivative is the softmax
+// weight of each operand, from the rules of max (half each at a tie) and
+// abs (0 at 0). Where a − b is NaN (both −∞, both +∞, or a NaN operand)
+// the result is ±∞ or NaN.
 func logAddExp(a, b *Tensor) *Tensor {
-	m := interp.Bind1(prims.StopGradient, nil, finiteOr0(bin(prims.Max, a, b)))
-	s := bin(prims.Add, un(prims.Exp, bin(prims.Sub, a, m)), un(prims.Exp, bin(prims.Sub, b, m)))
-	pos := bin(prims.Ne, s, fill(0, s)) // NaN propagates
-	safe := sel(pos, s, fill(1, s))
-	r := bin(prims.Add, un(prims.Log, safe), m)
-	return sel(pos, r, fill(math.Inf(-1), r))
+	m := bin(prims.Max, a, b)
+	d := bin(prims.Sub, a, b)
+	bad := isNaN(d)
+	// The double select keeps the derivative finite where d is NaN.
+	d = sel(bad, fill(0, d), d)
+	r := bin(prims.Add, m, un(prims.Log1p, un(prims.Exp, un(prims.Neg, un(prims.Abs, d)))))
+	// There the result is a (±∞, whose derivative goes to a alone, so a
+	// scan's first element, combined with the −∞ padding, keeps
+	// derivative 1), or b where b is NaN.
+	return sel(bad, sel(isNaN(b), b, a), r)
 }
 
 // LogCumSumExp returns log(Cumsum(Exp(x), axis)) computed stably (each
 // step of the doubling scan factors out the larger of the two terms, as
 // a running maximum), numpy's logaddexp.accumulate and torch's
 // logcumsumexp; Reverse() runs from the end. Integer and bool tensors
-// give f64. A result of −∞ from several −∞ terms has a zero derivative
-// with respect to them (not NaN); NaN propagates.
+// give f64. Where the terms combined are all −∞ the result is −∞ with a
+// finite derivative (not NaN); NaN propagates.
 // It panics with *Error if x is nil or the axis is out of range.
 func LogCumSumExp(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	const op = "peel.LogCumSumExp"
@@ -166,13 +170,10 @@ func LogCumSumExp(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	x = toFloat(x)
 	return reversed(x, a, c.reverse, func(y *Tensor) *Tensor {
 		n := y.Shape()[a]
-		pos := iotaLike(y, a)
 		for k := 1; k < n; k *= 2 {
-			// Positions below k keep their value; the others combine with
-			// the element k before.
-			head := bin(prims.Lt, pos, fill(float64(k), pos))
-			comb := logAddExp(y, shiftPad(y, a, k, 0))
-			y = sel(head, y, comb)
+			// The first k positions combine with −∞, which leaves them
+			// unchanged.
+			y = logAddExp(y, shiftPad(y, a, k, math.Inf(-1)))
 		}
 		return y
 	})
