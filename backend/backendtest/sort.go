@@ -35,7 +35,7 @@ func runSort(s *suite) {
 		}
 		// Companions of every dtype, one of them the positions.
 		for _, desc := range []bool{false, true} {
-			shape := []int{3, 40}
+			shape := []int{3, 90}
 			params := prims.SortParams{Axis: 1, Descending: desc}
 			key := s.operand(dt, shape, contiguous, sumValues)
 			ops := []operand{key}
@@ -45,6 +45,14 @@ func runSort(s *suite) {
 			pos := newArray(backend.Int64, shape)
 			for k := range pos.i {
 				pos.i[k] = int64(k % shape[1])
+			}
+			if dt == backend.Float64 {
+				// A line of 90 elements of all signs and magnitudes.
+				for k := range key.a.f[:shape[1]] {
+					key.a.f[k] = math.Ldexp(float64(k%7)-3, k%40-20)
+				}
+				key.t = s.tensor(key.a)
+				ops[0] = key
 			}
 			ops = append(ops, operand{t: s.tensor(pos), a: pos})
 			d := describe(p.Name, dt, shape, params, fmt.Sprintf("with %d companions", len(ops)-1))
@@ -62,10 +70,10 @@ func runSort(s *suite) {
 		}
 		big := s.operand(dt, []int{300, 250}, contiguous, sumValues)
 		for axis := range 2 {
-			params := prims.SortParams{Axis: axis}
+			params := prims.SortParams{Axis: axis, Descending: axis == 1}
 			d := describe(p.Name, dt, big.a.shape, params)
 			s.try(d, func() {
-				want := refSort(big.a, []array{big.a}, axis, false)
+				want := refSort(big.a, []array{big.a}, axis, params.Descending)
 				s.expect(check{desc: d, signedZero: true}, interp.Bind1(p, params, big.t), want[0])
 			})
 		}

@@ -1,64 +1,44 @@
 package cpu
 
 import (
-	"cmp"
-	"math/bits"
-	"slices"
+	"math"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
 
-// The kernel of sort: each line along the axis is sorted by the key
-// operand (pairs of key and position, pdqsort with the position breaking
-// ties, so the order is stable), then every operand is permuted along the
-// line by the positions. Lines are split across goroutines; each worker
-// has its own buffers, allocated once per chunk.
+// The kernel of sort. Each line along the axis is sorted by the key
+// operand: the keys are mapped to unsigned integers in the same order
+// (floats: the sign-magnitude flip, -0 as +0, every NaN as the largest
+// value; descending: the bitwise complement), then sorted with their
+// positions by a least-significant-digit radix sort, which is stable, in
+// byte passes (a pass whose byte is the same for every key is skipped),
+// or by insertion sort for short lines. Every operand is then permuted
+// along the line by the positions. Lines are split across goroutines;
+// each worker has its own buffers, allocated once per chunk.
 
 func init() {
 	register(prims.Sort, false, sortKernel)
 }
 
-type sortPair[K cmp.Ordered] struct {
-	k K
-	i int
-}
+// insertionMax is the longest line sorted by insertion.
+const insertionMax = 48
 
-// keyCompare orders a and b ascending with NaN after every number and
-// NaNs equal to each other (K may be an integer type, where k != k is
-// never true).
-func keyCompare[K cmp.Ordered](a, b K) int {
-	an, bn := a != a, b != b
+// f64Key maps v to an unsigned integer with the sort order of numpy:
+// -0 = +0, NaN after +Inf.
+func f64Key(v float64) uint64 {
 	switch {
-	case an || bn:
-		if an == bn {
-			return 0
-		}
-		if an {
-			return 1
-		}
-		return -1
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+	case v != v:
+		return math.MaxUint64
+	case v == 0:
+		return 1 << 63
 	}
-	return 0
-}
-
-func ascendingPairs[K cmp.Ordered](a, b sortPair[K]) int {
-	if c := keyCompare(a.k, b.k); c != 0 {
-		return c
+	b := math.Float64bits(v)
+	if b>>63 != 0 {
+		return ^b
 	}
-	return cmp.Compare(a.i, b.i)
-}
-
-func descendingPairs[K cmp.Ordered](a, b sortPair[K]) int {
-	if c := keyCompare(b.k, a.k); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.i, b.i)
+	return b | 1<<63
 }
 
 func sortKernel(params any, in, out []backend.Array) {
@@ -71,62 +51,119 @@ func sortKernel(params any, in, out []backend.Array) {
 	if outer*n*inner == 0 {
 		return
 	}
+	var load func(keys []uint64, base int)
 	switch x.Buf.(type) {
 	case boolBuf:
 		key := bools(x)
-		runSort(in, out, outer, n, inner, sp.Descending, func(p []sortPair[uint8], base int) {
-			for j := range p {
-				v := uint8(0)
+		load = func(k []uint64, base int) {
+			for j := range k {
+				k[j] = 0
 				if key[base+j*inner] {
-					v = 1
+					k[j] = 1
 				}
-				p[j] = sortPair[uint8]{v, j}
 			}
-		})
+		}
 	case i64Buf:
-		runSort(in, out, outer, n, inner, sp.Descending, keyFiller(i64s(x), inner))
+		key := i64s(x)
+		load = func(k []uint64, base int) {
+			for j := range k {
+				k[j] = uint64(key[base+j*inner]) ^ 1<<63
+			}
+		}
 	case f32Buf:
-		runSort(in, out, outer, n, inner, sp.Descending, keyFiller(f32s(x), inner))
+		key := f32s(x)
+		load = func(k []uint64, base int) {
+			for j := range k {
+				k[j] = f64Key(float64(key[base+j*inner]))
+			}
+		}
 	case f64Buf:
-		runSort(in, out, outer, n, inner, sp.Descending, keyFiller(f64s(x), inner))
+		key := f64s(x)
+		load = func(k []uint64, base int) {
+			for j := range k {
+				k[j] = f64Key(key[base+j*inner])
+			}
+		}
 	default:
 		badDType(prims.Sort, x.Buf.DType())
 	}
-}
-
-// keyFiller returns the function that loads the line starting at base
-// (stride inner) of key into pairs.
-func keyFiller[K cmp.Ordered](key []K, inner int) func([]sortPair[K], int) {
-	return func(p []sortPair[K], base int) {
-		for j := range p {
-			p[j] = sortPair[K]{key[base+j*inner], j}
-		}
-	}
-}
-
-// runSort sorts the outer×inner lines of length n.
-func runSort[K cmp.Ordered](in, out []backend.Array, outer, n, inner int, desc bool, load func([]sortPair[K], int)) {
-	compare := ascendingPairs[K]
-	if desc {
-		compare = descendingPairs[K]
-	}
 	lines := outer * inner
-	cost := n * (bits.Len(uint(n)) + len(in))
-	parallelFor(lines, cost, func(lo, hi int) {
-		pairs := make([]sortPair[K], n)
-		perm := make([]int, n)
+	parallelFor(lines, n*(8+len(in)), func(lo, hi int) {
+		var s radixSorter
+		s.init(n)
 		for q := lo; q < hi; q++ {
 			base := (q/inner)*n*inner + q%inner
-			load(pairs, base)
-			slices.SortFunc(pairs, compare)
-			for j, p := range pairs {
-				perm[j] = p.i
+			load(s.keys, base)
+			if sp.Descending {
+				for j, k := range s.keys {
+					s.keys[j] = ^k
+				}
 			}
+			perm := s.sort()
 			for k := range in {
 				permuteLine(out[k], in[k], perm, base, inner)
 			}
 		}
 	})
+}
+
+// radixSorter holds one worker's buffers for lines of length n.
+type radixSorter struct {
+	keys, tmpK []uint64
+	idx, tmpI  []int
+	count      [8][256]int
+}
+
+func (s *radixSorter) init(n int) {
+	s.keys, s.tmpK = make([]uint64, n), make([]uint64, n)
+	s.idx, s.tmpI = make([]int, n), make([]int, n)
+}
+
+// sort returns the stable sorting permutation of s.keys (s.keys is
+// clobbered).
+func (s *radixSorter) sort() []int {
+	n := len(s.keys)
+	keys, idx := s.keys, s.idx
+	for j := range idx {
+		idx[j] = j
+	}
+	if n <= insertionMax {
+		for i := 1; i < n; i++ {
+			k, p := keys[i], idx[i]
+			j := i
+			for ; j > 0 && keys[j-1] > k; j-- {
+				keys[j], idx[j] = keys[j-1], idx[j-1]
+			}
+			keys[j], idx[j] = k, p
+		}
+		return idx
+	}
+	s.count = [8][256]int{}
+	for _, k := range keys {
+		for d := range 8 {
+			s.count[d][byte(k>>(8*d))]++
+		}
+	}
+	tk, ti := s.tmpK, s.tmpI
+	for d := range 8 {
+		c := &s.count[d]
+		if c[byte(keys[0]>>(8*d))] == n {
+			continue // every key has this byte
+		}
+		sum := 0
+		for b := range c {
+			c[b], sum = sum, sum+c[b]
+		}
+		for j, k := range keys {
+			b := byte(k >> (8 * d))
+			at := c[b]
+			c[b]++
+			tk[at], ti[at] = k, idx[j]
+		}
+		keys, tk = tk, keys
+		idx, ti = ti, idx
+	}
+	return idx
 }
 
 // permuteLine writes dst[base+j·inner] = src[base+perm[j]·inner].
