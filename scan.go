@@ -1,18 +1,15 @@
 package peel
 
 import (
-	"math"
-
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
 
-// Scans and reductions built on existing primitives. The cumulative
-// products, extrema and log-sum-exps are log-depth doubling scans
-// (Hillis–Steele: ⌈log₂ n⌉ steps, each combining every element with the
-// one 2ᵏ before it), so they are exact composites whose derivatives and
-// batching come from the primitives they use, at the cost of O(n log n)
-// work instead of a sequential loop's O(n).
+// Scans and reductions. The cumulative products, extrema and
+// log-sum-exps are primitives (prims.Cumprod, Cummax, Cummin,
+// Cumlogsumexp) with sequential kernels; their derivatives are written
+// with other primitives (see prims/scan.go). The NaN-aware reductions
+// and the corrected variance are composites.
 
 // ScanOption is an option of Cumprod, Cummax, Cummin and LogCumSumExp.
 type ScanOption interface{ applyScan(*scanConfig) }
@@ -27,9 +24,8 @@ func (f scanOption) applyScan(c *scanConfig) { f(c) }
 // elements i, i+1, …, n−1.
 func Reverse() ScanOption { return scanOption(func(c *scanConfig) { c.reverse = true }) }
 
-// scanSetup checks x and the axis and returns the normalized axis and the
-// options.
-func scanSetup(op string, x *Tensor, axis int, opts []ScanOption) (int, scanConfig) {
+// scanParams checks x and the axis and returns the scan's parameters.
+func scanParams(op string, x *Tensor, axis int, opts []ScanOption) prims.CumsumParams {
 	checkTensor(op, x)
 	a := normAxis(op, axis, x.Rank())
 	var c scanConfig
@@ -38,145 +34,58 @@ func scanSetup(op string, x *Tensor, axis int, opts []ScanOption) (int, scanConf
 			o.applyScan(&c)
 		}
 	}
-	return a, c
-}
-
-// reversed applies scan to x flipped along axis a and flips the result
-// back when rev is set. An axis of at most one element is its own scan:
-// the result is a fresh copy of x.
-func reversed(x *Tensor, a int, rev bool, scan func(*Tensor) *Tensor) *Tensor {
-	if x.Shape()[a] <= 1 {
-		return un(prims.Copy, x)
-	}
-	if !rev {
-		return scan(x)
-	}
-	flip := func(t *Tensor) *Tensor { return interp.Bind1(prims.Rev, prims.RevParams{Axes: []int{a}}, t) }
-	return flip(scan(flip(x)))
-}
-
-// shiftPad shifts x by k toward higher indices along axis a, filling the
-// first k positions with v.
-func shiftPad(x *Tensor, a, k int, v float64) *Tensor {
-	r := x.Rank()
-	low, high := make([]int, r), make([]int, r)
-	low[a], high[a] = k, -k
-	return interp.Bind1(prims.Pad, prims.PadParams{Low: low, High: high, Interior: make([]int, r)}, x, constantOn(backendFor(x), v, x.DType()))
-}
-
-// shiftKeep is x shifted by k toward higher indices along axis a, with
-// the first k positions holding x's own first k elements (so an
-// idempotent combine leaves them unchanged).
-func shiftKeep(x *Tensor, a, k int) *Tensor {
-	n := x.Shape()[a]
-	return interp.Bind1(prims.Concatenate, prims.AxisParams{Axis: a}, sliceAxis(x, a, 0, k), sliceAxis(x, a, 0, n-k))
+	return prims.CumsumParams{Axis: a, Reverse: c.reverse}
 }
 
 // Cumprod returns the inclusive cumulative product of x along axis
 // (negative counts from the end; Reverse() runs from the end); bool
-// tensors multiply as i64. It is a doubling scan of multiplications, so
-// its derivative is exact where x holds zeros (no division). It panics
-// with *Error if x is nil or the axis is out of range.
+// tensors multiply as i64, and integers wrap as int64 arithmetic does.
+// Its derivative is exact where x holds zeros (it is computed without
+// division). It panics with *Error if x is nil or the axis is out of
+// range.
 func Cumprod(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	const op = "peel.Cumprod"
 	defer interp.Annotate(op)
-	a, c := scanSetup(op, x, axis, opts)
-	x = boolToInt(x)
-	return reversed(x, a, c.reverse, func(y *Tensor) *Tensor {
-		n := y.Shape()[a]
-		for k := 1; k < n; k *= 2 {
-			y = bin(prims.Mul, y, shiftPad(y, a, k, 1))
-		}
-		return y
-	})
-}
-
-// cumExtremum is Cummax (p = max) or Cummin: the running extremum's
-// values by a doubling scan, then the position of each one's first
-// occurrence (the last position ≤ i where the running value changed),
-// and the result gathered from x there, so the derivative reaches that
-// element.
-func cumExtremum(op string, p *interp.Prim, x *Tensor, axis int, opts []ScanOption) *Tensor {
-	defer interp.Annotate(op)
-	a, c := scanSetup(op, x, axis, opts)
-	return reversed(x, a, c.reverse, func(y *Tensor) *Tensor {
-		n := y.Shape()[a]
-		m := interp.Bind1(prims.StopGradient, nil, y)
-		for k := 1; k < n; k *= 2 {
-			m = bin(p, m, shiftKeep(m, a, k))
-		}
-		// changed[i]: m[i] differs from m[i-1] (NaN equal to NaN); true
-		// at i = 0.
-		prev := shiftKeep(m, a, 1)
-		same := bin(prims.Eq, m, prev)
-		if m.DType().IsFloat() {
-			same = bin(prims.Or, same, bin(prims.And, isNaN(m), isNaN(prev)))
-		}
-		pos := iotaLike(y, a)
-		zero := fill(0, pos)
-		first := sel(same, zero, pos)
-		for k := 1; k < n; k *= 2 {
-			first = bin(prims.Max, first, shiftPad(first, a, k, 0))
-		}
-		return prims.TakeAlongAxis(y, first, a)
-	})
+	p := scanParams(op, x, axis, opts)
+	return interp.Bind1(prims.Cumprod, p, boolToInt(x))
 }
 
 // Cummax returns the running maximum of x along axis (negative counts
 // from the end; Reverse() runs from the end), as numpy's
 // maximum.accumulate: NaN propagates from its position on. Its
 // derivative reaches, at each position, the first occurrence of the
-// running maximum (ties go to the earliest element, in scan order). It
-// panics with *Error if x is nil or the axis is out of range.
+// running maximum in scan order (ties go to the earliest element, or
+// with Reverse() to the last). It panics with *Error if x is nil or the
+// axis is out of range.
 func Cummax(x *Tensor, axis int, opts ...ScanOption) *Tensor {
-	return cumExtremum("peel.Cummax", prims.Max, x, axis, opts)
+	const op = "peel.Cummax"
+	defer interp.Annotate(op)
+	p := scanParams(op, x, axis, opts)
+	return interp.Bind(prims.Cummax, p, x)[0]
 }
 
 // Cummin returns the running minimum of x along axis; it treats NaN and
 // ties and panics as Cummax does.
 func Cummin(x *Tensor, axis int, opts ...ScanOption) *Tensor {
-	return cumExtremum("peel.Cummin", prims.Min, x, axis, opts)
-}
-
-// logAddExp returns log(exp(a) + exp(b)) computed stably as
-// max(a, b) + log1p(exp(−|a − b|)). Its derivative is the softmax
-// weight of each operand, from the rules of max (half each at a tie) and
-// abs (0 at 0). Where a − b is NaN (both −∞, both +∞, or a NaN operand)
-// the result is ±∞ or NaN.
-func logAddExp(a, b *Tensor) *Tensor {
-	m := bin(prims.Max, a, b)
-	d := bin(prims.Sub, a, b)
-	bad := isNaN(d)
-	// The double select keeps the derivative finite where d is NaN.
-	d = sel(bad, fill(0, d), d)
-	r := bin(prims.Add, m, un(prims.Log1p, un(prims.Exp, un(prims.Neg, un(prims.Abs, d)))))
-	// There the result is a (±∞, whose derivative goes to a alone, so a
-	// scan's first element, combined with the −∞ padding, keeps
-	// derivative 1), or b where b is NaN.
-	return sel(bad, sel(isNaN(b), b, a), r)
+	const op = "peel.Cummin"
+	defer interp.Annotate(op)
+	p := scanParams(op, x, axis, opts)
+	return interp.Bind(prims.Cummin, p, x)[0]
 }
 
 // LogCumSumExp returns log(Cumsum(Exp(x), axis)) computed stably (each
-// step of the doubling scan factors out the larger of the two terms, as
-// a running maximum), numpy's logaddexp.accumulate and torch's
-// logcumsumexp; Reverse() runs from the end. Integer and bool tensors
-// give f64. Where the terms combined are all −∞ the result is −∞ with a
-// finite derivative (not NaN); NaN propagates.
-// It panics with *Error if x is nil or the axis is out of range.
+// step combines the running value a with the next element b as
+// max(a, b) + log1p(exp(−|a − b|)), so nothing overflows or underflows
+// needlessly), numpy's logaddexp.accumulate and torch's logcumsumexp;
+// Reverse() runs from the end. Integer and bool tensors give f64. Where
+// the terms combined are all −∞ (or +∞) the result is −∞ (+∞) with a
+// finite derivative, not NaN; NaN propagates. It panics with *Error if x
+// is nil or the axis is out of range.
 func LogCumSumExp(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	const op = "peel.LogCumSumExp"
 	defer interp.Annotate(op)
-	a, c := scanSetup(op, x, axis, opts)
-	x = toFloat(x)
-	return reversed(x, a, c.reverse, func(y *Tensor) *Tensor {
-		n := y.Shape()[a]
-		for k := 1; k < n; k *= 2 {
-			// The first k positions combine with −∞, which leaves them
-			// unchanged.
-			y = logAddExp(y, shiftPad(y, a, k, math.Inf(-1)))
-		}
-		return y
-	})
+	p := scanParams(op, x, axis, opts)
+	return interp.Bind1(prims.Cumlogsumexp, p, toFloat(x))
 }
 
 // Ddof is the delta degrees of freedom of a variance: the sum of squared

@@ -2,6 +2,7 @@ package batching_test
 
 import (
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
 
@@ -22,5 +23,22 @@ func sortCases() []ruleCase {
 	add(prims.SortParams{Axis: 1}, op(f64, 3, 4), op(i64, 3, 4), op(bln, 3, 4))
 	add(prims.SortParams{Axis: 0, Descending: true}, op(i64, 5), op(f64, 5))
 	add(prims.SortParams{Axis: 1}, op(f64, 2, 0), op(i64, 2, 0))
+	for _, p := range []*interp.Prim{prims.Cumprod, prims.Cumlogsumexp, prims.Cummax, prims.Cummin} {
+		dts := []backend.DType{f64, i64, bln}
+		switch p {
+		case prims.Cumprod:
+			dts = []backend.DType{f64, i64}
+		case prims.Cumlogsumexp:
+			dts = []backend.DType{f64}
+		}
+		for _, dt := range dts {
+			for axis := range 3 {
+				for _, rev := range []bool{false, true} {
+					cs = append(cs, ruleCase{prim: p, params: prims.CumsumParams{Axis: axis, Reverse: rev}, ops: []operand{op(dt, 2, 3, 4)}})
+				}
+			}
+			cs = append(cs, ruleCase{prim: p, params: prims.CumsumParams{Axis: 0}, ops: []operand{op(dt, 0, 2)}})
+		}
+	}
 	return cs
 }

@@ -16,6 +16,15 @@ func sortJVPCases(r *rand.Rand) []jvpCase {
 		{prim: prims.Sort, params: prims.SortParams{Axis: 1, Descending: true}, args: []*T{uniform(r, -2, 2, 3, 4)}},
 		{prim: prims.Sort, params: prims.SortParams{Axis: 0}, args: []*T{uniform(r, -2, 2, 3, 2), uniform(r, -2, 2, 3, 2)}},
 		{prim: prims.Sort, params: prims.SortParams{Axis: 1}, args: []*T{uniform(r, -2, 2, 2, 3), i64([]int64{0, 1, 2, 0, 1, 2}, 2, 3)}},
+		{prim: prims.Cumprod, params: prims.CumsumParams{Axis: 0}, args: []*T{f64([]float64{0.5, 0, 2, -1.5, 0, 3, 1.25}, 7)}},
+		{prim: prims.Cumprod, params: prims.CumsumParams{Axis: 1, Reverse: true}, args: []*T{uniform(r, -2, 2, 2, 5)}},
+		{prim: prims.Cumprod, params: prims.CumsumParams{Axis: 0}, args: []*T{uniform(r, -2, 2, 3, 2)}},
+		{prim: prims.Cumlogsumexp, params: prims.CumsumParams{Axis: 0}, args: []*T{f64([]float64{-30, 0.5, -1, 30, 2, 2}, 6)}},
+		{prim: prims.Cumlogsumexp, params: prims.CumsumParams{Axis: 1, Reverse: true}, args: []*T{uniform(r, -2, 2, 2, 5)}},
+		{prim: prims.Cummax, params: prims.CumsumParams{Axis: 1}, args: []*T{uniform(r, -2, 2, 3, 5)}},
+		{prim: prims.Cummax, params: prims.CumsumParams{Axis: 0, Reverse: true}, args: []*T{uniform(r, -2, 2, 6)}},
+		{prim: prims.Cummin, params: prims.CumsumParams{Axis: 0}, args: []*T{uniform(r, -2, 2, 4, 2)}},
+		{prim: prims.Cummin, params: prims.CumsumParams{Axis: 0, Reverse: true}, args: []*T{uniform(r, -2, 2, 6)}},
 	}
 }
 

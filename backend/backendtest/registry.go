@@ -36,6 +36,7 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.ArgMin] = runArg(prims.ArgMin, false)
 	m[prims.Cumsum] = runCumsum
 	m[prims.Sort] = runSort
+	addScans(m)
 
 	m[prims.Transpose] = runView(prims.Transpose, transposeParams, badTranspose)
 	m[prims.Slice] = runView(prims.Slice, sliceParams, badSlice)
