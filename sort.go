@@ -174,9 +174,9 @@ func gatherLast(x *Tensor, ax []int) (*Tensor, []int) {
 // isNaN returns x != x (all false for integer x).
 func isNaN(x *Tensor) *Tensor { return bin(prims.Ne, x, x) }
 
-// nanIfAnyNaN replaces r (of shape rest) by NaN where the line of y
-// (shape rest + [n]) holds a NaN: numpy's median and quantile propagate
-// NaN.
+// nanIfAnyNaN replaces r (of shape rest, or q.shape + rest) by NaN where
+// the line of y (shape rest + [n]) holds a NaN: numpy's median and
+// quantile propagate NaN.
 func nanIfAnyNaN(r, y *Tensor) *Tensor {
 	last := []int{y.Rank() - 1}
 	cnt := reduceBind(prims.ReduceMax, boolToInt(isNaN(y)), last, false)
@@ -285,12 +285,7 @@ func Quantile(x *Tensor, q any, axes ...int) *Tensor {
 	bad = bin(prims.Or, bad, isNaN(qt))
 	bad = interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: outShape, Dims: seqInts(len(qs))}, bad)
 	r = sel(bad, fill(math.NaN(), r), r)
-	if len(qs) == 0 {
-		return nanIfAnyNaN(r, y)
-	}
-	lineNaN := reduceBind(prims.ReduceMax, boolToInt(isNaN(y)), []int{last}, false)
-	has := broadcastTo(bin(prims.Gt, lineNaN, fill(0, lineNaN)), outShape)
-	return sel(has, fill(math.NaN(), r), r)
+	return nanIfAnyNaN(r, y)
 }
 
 // seqInts returns 0, 1, …, n-1.
