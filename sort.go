@@ -309,27 +309,17 @@ const (
 	SideRight
 )
 
-// nanLess is numpy's sort order a < b with NaN after every number.
-func nanLess(a, b *Tensor) *Tensor {
-	lt := bin(prims.Lt, a, b)
-	if !a.DType().IsFloat() {
-		return lt
-	}
-	return bin(prims.Or, lt, bin(prims.And, isNaN(b), un(prims.Not, isNaN(a))))
-}
-
 // SearchSorted returns, for each element v of values, the index (i64) at
 // which v would be inserted into the 1-d tensor sorted (ascending, NaN
 // last, as Sort leaves it) to keep it sorted, as numpy's searchsorted:
 // with SideLeft the number of elements less than v, with SideRight the
-// number less than or equal to v, in Sort's order (so a NaN value goes
-// after the numbers, and with SideRight after the NaNs too). The operands
-// are promoted to one dtype; the result has values' shape. It is a binary
-// search unrolled into ⌈log₂(n+1)⌉ steps of gathers and selects (JAX's
-// method "scan"), so it runs under every transform; an unsorted operand
-// gives some index, never an error. It has no derivative. It panics with
-// *Error when an operand is nil, sorted is not 1-d, or side is neither
-// SideLeft nor SideRight.
+// number less than or equal to v, in Sort's order (−0 equals +0; a NaN
+// value goes after the numbers, and with SideRight after the NaNs too).
+// The operands are promoted to one dtype (bool as i64); the result has
+// values' shape. It is a binary search per value (prims.SearchSorted);
+// an unsorted operand gives some index, never an error. It has no
+// derivative. It panics with *Error when an operand is nil, sorted is not
+// 1-d, or side is neither SideLeft nor SideRight.
 func SearchSorted(sorted, values *Tensor, side Side) *Tensor {
 	const op = "peel.SearchSorted"
 	defer interp.Annotate(op)
@@ -345,34 +335,7 @@ func SearchSorted(sorted, values *Tensor, side Side) *Tensor {
 	if d == Bool {
 		d = Int64
 	}
-	s, v := AsType(sorted, d), AsType(values, d)
-	n := s.Shape()[0]
-	be := backendFor(v)
-	shape := v.Shape()
-	iconst := func(c int) *Tensor { return broadcastTo(constantOn(be, float64(c), Int64), shape) }
-	// The invariant: every element before lo goes before v, none from hi
-	// on does.
-	lo, hi := iconst(0), iconst(n)
-	one, two := iconst(1), iconst(2)
-	for m := n; m > 0; m /= 2 {
-		open := bin(prims.Lt, lo, hi)
-		mid := bin(prims.Div, bin(prims.Add, lo, hi), two)
-		e := interp.Bind1(prims.Gather, prims.AxisParams{Axis: 0}, s, bin(prims.Min, mid, iconst(n-1)))
-		var before *Tensor
-		if side == SideLeft {
-			before = nanLess(e, v)
-		} else {
-			before = un(prims.Not, nanLess(v, e))
-		}
-		up := bin(prims.And, open, before)
-		down := bin(prims.And, open, un(prims.Not, before))
-		lo = sel(up, bin(prims.Add, mid, one), lo)
-		hi = sel(down, mid, hi)
-	}
-	if n == 0 {
-		return un(prims.Copy, lo)
-	}
-	return lo
+	return interp.Bind1(prims.SearchSorted, prims.SearchParams{Right: side == SideRight}, AsType(sorted, d), AsType(values, d))
 }
 
 // Unique returns the sorted distinct elements of x (flattened) in a 1-d

@@ -45,3 +45,22 @@ func scanRule(p *interp.Prim) Rule {
 		return outs, od
 	}
 }
+
+// searchsorted: both operands get the batch dimension first (an unbatched
+// one broadcast), which becomes a leading dimension of the sorted
+// operand's rows, so each lane searches its own.
+func init() {
+	register(prims.SearchSorted, func(size int, params any, args []*T, dims []int) ([]*T, []int) {
+		if dims[0] == NotMapped {
+			// The values' batch dimension may stay anywhere after the
+			// sorted operand's leading dimensions.
+			l, d := args[0].Rank()-1, dims[1]
+			if d < l {
+				return one(interp.Bind1(prims.SearchSorted, params, args[0], MoveDim(args[1], d, l)), l)
+			}
+			return one(interp.Bind1(prims.SearchSorted, params, args[0], args[1]), d)
+		}
+		phys := AllToFront(args, dims, size)
+		return one(interp.Bind1(prims.SearchSorted, params, phys[0], phys[1]), 0)
+	})
+}

@@ -40,5 +40,15 @@ func sortCases() []ruleCase {
 			cs = append(cs, ruleCase{prim: p, params: prims.CumsumParams{Axis: 0}, ops: []operand{op(dt, 0, 2)}})
 		}
 	}
+	for _, dt := range []backend.DType{f64, i64} {
+		for _, right := range []bool{false, true} {
+			sp := prims.SearchParams{Right: right}
+			cs = append(cs,
+				ruleCase{prim: prims.SearchSorted, params: sp, ops: []operand{op(dt, 5), op(dt, 2, 3)}},
+				ruleCase{prim: prims.SearchSorted, params: sp, ops: []operand{op(dt, 2, 5), op(dt, 2, 3)}},
+				ruleCase{prim: prims.SearchSorted, params: sp, ops: []operand{op(dt, 4), op(dt)}},
+				ruleCase{prim: prims.SearchSorted, params: sp, ops: []operand{op(dt, 0), op(dt, 3)}})
+		}
+	}
 	return cs
 }

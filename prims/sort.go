@@ -108,3 +108,36 @@ func TakeAlongAxis(x, idx *tensor, axis int) *tensor {
 	g := interp.Bind1(Gather, AxisParams{Axis: 0}, flat, lin)
 	return reshape(g, is)
 }
+
+// SearchParams are the parameters of searchsorted: whether a value equal
+// to elements goes after them (numpy's side='right').
+type SearchParams struct{ Right bool }
+
+func (p SearchParams) String() string { return fmt.Sprintf("right=%v", p.Right) }
+
+// SearchSorted finds, for each element of operand 1 (the values), its
+// insertion index (i64) in operand 0 (sorted along its last axis, in
+// Sort's order: NaN last, -0 = +0): the number of elements before which
+// it goes, those less than it, or with SearchParams.Right those less
+// than or equal. Operand 0 has shape L… + [n], operand 1 shape L… + R…:
+// its leading dimensions index rows of operand 0 (none for a 1-d sorted
+// operand), and the result has operand 1's shape. The operands have one
+// numeric dtype. It has no derivative.
+var SearchSorted = interp.NewPrim("searchsorted", interp.Pure, func(_ any, in []aval) []aval {
+	checkArity(in, 2)
+	s, v := in[0], in[1]
+	checkClass(numeric, s)
+	if s.DType != v.DType {
+		interp.Panicf("sorted operand %v and values %v have different dtypes", s.DType, v.DType)
+	}
+	l := len(s.Shape) - 1
+	if l < 0 {
+		interp.Panicf("sorted operand has rank 0")
+	}
+	if len(v.Shape) < l || !interp.ShapeEqual(v.Shape[:l], s.Shape[:l]) {
+		interp.Panicf("values %v do not start with the sorted operand's leading dimensions %v", v.Shape, s.Shape[:l])
+	}
+	return one(aval{Shape: v.Shape, DType: backend.Int64})
+})
+
+func init() { SearchSorted.NonDifferentiable = true }

@@ -36,6 +36,7 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.ArgMin] = runArg(prims.ArgMin, false)
 	m[prims.Cumsum] = runCumsum
 	m[prims.Sort] = runSort
+	m[prims.SearchSorted] = runSearchSorted
 	addScans(m)
 
 	m[prims.Transpose] = runView(prims.Transpose, transposeParams, badTranspose)

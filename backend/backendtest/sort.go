@@ -160,3 +160,83 @@ func refSort(key array, ops []array, axis int, desc bool) []array {
 	}
 	return out
 }
+
+// searchsorted: rows of every length (the empty one included) sorted in
+// Sort's order with edge values, values in every layout that hit
+// elements exactly, fall between them and beyond both ends, with zero,
+// one and two leading row dimensions.
+func runSearchSorted(s *suite) {
+	p := prims.SearchSorted
+	for _, dt := range allDTypes {
+		if dt == backend.Bool {
+			s.expectError("searchsorted of bool operands", func() {
+				x := s.operand(dt, []int{3}, contiguous, finiteValues).t
+				interp.Bind1(p, prims.SearchParams{}, x, x)
+			})
+			continue
+		}
+		cases := []struct{ sorted, values []int }{
+			{[]int{0}, []int{4}}, {[]int{1}, []int{5}}, {[]int{5}, nil}, {[]int{17}, []int{3, 4}},
+			{[]int{300}, []int{2, 50}}, {[]int{3, 10}, []int{3, 4}}, {[]int{2, 2, 6}, []int{2, 2, 3}}, {[]int{2, 0}, []int{2, 3}},
+		}
+		for _, c := range cases {
+			raw := s.draw(dt, c.sorted, sumValues)
+			srt := refSort(raw, []array{raw}, len(c.sorted)-1, false)[0]
+			for _, right := range []bool{false, true} {
+				params := prims.SearchParams{Right: right}
+				for _, l := range layoutsFor(c.values) {
+					v := s.operand(dt, c.values, l, sumValues)
+					// Some values equal elements of their row.
+					n := c.sorted[len(c.sorted)-1]
+					if n > 0 && v.a.size() > 0 {
+						per := v.a.size() / max(1, backend.ShapeSize(c.sorted[:len(c.sorted)-1]))
+						for k := 0; k < v.a.size(); k += 3 {
+							v.a.set(k, srt, (k/per)*n+k%n)
+						}
+						v = operand{t: s.tensor(v.a), a: v.a, l: contiguous}
+					}
+					d := describe(p.Name, dt, c.sorted, params, fmt.Sprintf("values %v %v", c.values, l))
+					s.try(d, func() {
+						s.expect(check{desc: d}, interp.Bind1(p, params, s.tensor(srt), v.t), refSearchSorted(srt, v.a, right))
+					})
+				}
+			}
+		}
+	}
+	f := s.operand(backend.Float64, []int{3}, contiguous, finiteValues).t
+	s.expectError("searchsorted of a rank-0 sorted operand", func() {
+		interp.Bind1(p, prims.SearchParams{}, s.operand(backend.Float64, nil, contiguous, finiteValues).t, f)
+	})
+	s.expectError("searchsorted of mixed dtypes", func() {
+		interp.Bind1(p, prims.SearchParams{}, f, s.operand(backend.Int64, []int{3}, contiguous, finiteValues).t)
+	})
+	s.expectError("searchsorted with values not led by the rows", func() {
+		interp.Bind1(p, prims.SearchParams{}, s.operand(backend.Float64, []int{2, 3}, contiguous, finiteValues).t, f)
+	})
+}
+
+// refSearchSorted counts, for each value, the elements of its row that go
+// before it.
+func refSearchSorted(srt, v array, right bool) array {
+	n := srt.shape[len(srt.shape)-1]
+	out := newArray(backend.Int64, v.shape)
+	rows := max(1, backend.ShapeSize(srt.shape[:len(srt.shape)-1]))
+	per := v.size() / rows
+	for k := range out.i {
+		base := (k / per) * n
+		c := 0
+		for j := base; j < base+n; j++ {
+			var before bool
+			if srt.dt == backend.Int64 {
+				before = srt.i[j] < v.i[k] || (right && srt.i[j] == v.i[k])
+			} else {
+				before = refLess(srt.f[j], v.f[k]) || (right && !refLess(v.f[k], srt.f[j]))
+			}
+			if before {
+				c++
+			}
+		}
+		out.i[k] = int64(c)
+	}
+	return out
+}

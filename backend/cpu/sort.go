@@ -187,3 +187,61 @@ func permuteAlong[T any](d, s []T, perm []int, base, inner int) {
 		d[base+j*inner] = s[base+i*inner]
 	}
 }
+
+func init() {
+	register(prims.SearchSorted, false, searchsortedKernel)
+}
+
+// searchsortedKernel runs a binary search per value in its row of the
+// sorted operand, comparing in the order of sort (floats by f64Key).
+func searchsortedKernel(params any, in, out []backend.Array) {
+	right := params.(prims.SearchParams).Right
+	s, v := in[0], in[1]
+	n := s.Shape[len(s.Shape)-1]
+	rows := backend.ShapeSize(s.Shape[:len(s.Shape)-1])
+	m := v.Size()
+	if m == 0 {
+		return
+	}
+	per := m / rows // values per row of the sorted operand
+	d := i64s(out[0])
+	switch s.Buf.(type) {
+	case i64Buf:
+		searchRows(d, i64s(s), i64s(v), n, per, right, func(x int64) int64 { return x })
+	case f32Buf:
+		searchRows(d, f32s(s), f32s(v), n, per, right, func(x float32) uint64 { return f64Key(float64(x)) })
+	case f64Buf:
+		searchRows(d, f64s(s), f64s(v), n, per, right, f64Key)
+	default:
+		badDType(prims.SearchSorted, s.Buf.DType())
+	}
+}
+
+func searchRows[T any, K int64 | uint64](d []int64, s, v []T, n, per int, right bool, key func(T) K) {
+	parallelFor(len(v), bitsLen(n)+1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := s[(i/per)*n : (i/per)*n+n]
+			k := key(v[i])
+			a, b := 0, n
+			for a < b {
+				mid := int(uint(a+b) >> 1)
+				e := key(row[mid])
+				if e < k || (right && e == k) {
+					a = mid + 1
+				} else {
+					b = mid
+				}
+			}
+			d[i] = int64(a)
+		}
+	})
+}
+
+// bitsLen is the number of bits of n.
+func bitsLen(n int) int {
+	b := 0
+	for ; n > 0; n >>= 1 {
+		b++
+	}
+	return b
+}
