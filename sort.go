@@ -9,9 +9,10 @@ import (
 )
 
 // Sorting and selection. One primitive, sort (prims.Sort: a stable sort
-// of several operands by the first), carries all of them: Argsort sorts
-// an iota along with x, TopK and Kthvalue slice a sorted tensor, Median
-// and Quantile gather from one. Their derivatives are those of the sort,
+// of several operands by the first), carries all of them but
+// SearchSorted (prims.SearchSorted): Argsort sorts an iota along with x,
+// TopK and Kthvalue slice a sorted tensor, Median and Quantile gather
+// from one, Unique scatters one. Their derivatives are those of the sort,
 // whose tangent is the input's tangent gathered with the sorting
 // permutation (JAX's rule), so a gradient reaches the element each result
 // was taken from. The order is numpy's: ascending, NaN after every
