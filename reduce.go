@@ -205,7 +205,8 @@ func Mean(x *Tensor, axes ...int) *Tensor {
 
 // Var returns the population variance (ddof 0) of x over axes, the mean
 // of the squared deviations from the mean; integer and bool tensors give
-// f64. It panics as Sum does.
+// f64. Ddof(1).Var is the sample variance (another divisor). It panics as
+// Sum does.
 func Var(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Var"
 	defer interp.Annotate(op)
@@ -214,8 +215,8 @@ func Var(x *Tensor, axes ...int) *Tensor {
 	return variance(toFloat(x), ax, false)
 }
 
-// Std returns the population standard deviation (ddof 0), Sqrt(Var(x)).
-// It panics as Sum does.
+// Std returns the population standard deviation (ddof 0), Sqrt(Var(x));
+// Ddof(1).Std is the sample one. It panics as Sum does.
 func Std(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Std"
 	defer interp.Annotate(op)

@@ -375,6 +375,7 @@ func allCases() []ruleCase {
 	cs = append(cs, convCases()...)
 	cs = append(cs, specialCases()...)
 	cs = append(cs, linalgCases()...)
+	cs = append(cs, sortCases()...)
 	return append(cs, dotCases()...)
 }
 

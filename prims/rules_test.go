@@ -280,6 +280,7 @@ func jvpCases() []jvpCase {
 	}
 	cs = append(cs, specialJVPCases(r)...)
 	cs = append(cs, linalgJVPCases(r)...)
+	cs = append(cs, sortJVPCases(r)...)
 	return cs
 }
 

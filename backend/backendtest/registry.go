@@ -36,6 +36,9 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.ArgMax] = runArg(prims.ArgMax, true)
 	m[prims.ArgMin] = runArg(prims.ArgMin, false)
 	m[prims.Cumsum] = runCumsum
+	m[prims.Sort] = runSort
+	m[prims.SearchSorted] = runSearchSorted
+	addScans(m)
 
 	m[prims.Transpose] = runView(prims.Transpose, transposeParams, badTranspose)
 	m[prims.Slice] = runView(prims.Slice, sliceParams, badSlice)

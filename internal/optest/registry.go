@@ -551,6 +551,7 @@ func All() []Op {
 	ops = append(ops, poolOps()...)
 	ops = append(ops, userOps()...)
 	ops = append(ops, specialOps()...)
+	ops = append(ops, sortAreaOps()...)
 	sort.Slice(ops, func(i, j int) bool { return ops[i].Name < ops[j].Name })
 	return ops
 }
