@@ -111,7 +111,10 @@ func ClipByGlobalNorm[P any](maxNorm float64) Transformation[P] {
 					sq = peel.Add(sq, s)
 				}
 			}
-			norm := peel.Sqrt(sq)
+			// A zero norm has an infinite derivative, which would meet a
+			// zero cotangent (NaN): the root is taken of 1 there instead.
+			pos := peel.Greater(sq, 0.0)
+			norm := peel.Where(pos, peel.Sqrt(peel.Where(pos, sq, 1.0)), 0.0)
 			// factor is 1 below maxNorm, maxNorm/norm at or above it; the
 			// denominator is at least maxNorm, so neither branch (nor its
 			// derivative) divides by zero.
