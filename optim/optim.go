@@ -153,7 +153,7 @@ func describe(v any) string {
 	if v == nil {
 		return "nil"
 	}
-	return fmt.Sprintf("a %T", v)
+	return fmt.Sprintf("of type %T", v)
 }
 
 // sameTree panics with *peel.Error naming op if trees a and b (called
@@ -216,6 +216,14 @@ func checkCount(op string, c *peel.Tensor) {
 func checkFinite(op, name string, v float64) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		treeimpl.Errorf(op, "%s is %v; it must be finite", name, v)
+	}
+}
+
+// checkNonNeg panics with *peel.Error naming op unless v (called name)
+// is finite and >= 0.
+func checkNonNeg(op, name string, v float64) {
+	if !(v >= 0) || math.IsInf(v, 0) {
+		treeimpl.Errorf(op, "%s is %v; it must be finite and >= 0", name, v)
 	}
 }
 

@@ -1,7 +1,6 @@
 package optim
 
 import (
-	"math"
 	"strings"
 
 	"github.com/peel-ml/peel/internal/treeimpl"
@@ -104,9 +103,9 @@ func configure(op string, defaults config, opts []Option, allowed ...string) con
 	checkRange(op, "b1", c.b1, 0, 1, false)
 	checkRange(op, "b2", c.b2, 0, 1, false)
 	checkRange(op, "decay", c.decay, 0, 1, true)
-	checkRange(op, "eps", c.eps, 0, math.MaxFloat64, true)
-	checkRange(op, "eps root", c.epsRoot, 0, math.MaxFloat64, true)
-	checkRange(op, "weight decay", c.weightDecay, 0, math.MaxFloat64, true)
-	checkRange(op, "initial accumulator", c.initAcc, 0, math.MaxFloat64, true)
+	checkNonNeg(op, "eps", c.eps)
+	checkNonNeg(op, "eps root", c.epsRoot)
+	checkNonNeg(op, "weight decay", c.weightDecay)
+	checkNonNeg(op, "initial accumulator", c.initAcc)
 	return c
 }
