@@ -141,13 +141,25 @@ func rosenbrock(seed uint64) problem {
 // it updates x in place from gradient g at step t (from 1).
 type reference func(x, g []float64, t int)
 
-func sched(lr func(t int) float64) func(int) float64 { return lr }
+// grow returns s, or when it is nil a slice of n times v (a reference's
+// state, sized at its first step).
+func grow(s []float64, n int, v float64) []float64 {
+	if s != nil {
+		return s
+	}
+	s = make([]float64, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
 
 func constLR(lr float64) func(int) float64 { return func(int) float64 { return lr } }
 
 func refSGD(lr func(int) float64, momentum float64, nesterov bool) reference {
-	tr := make([]float64, nElems)
+	var tr []float64
 	return func(x, g []float64, t int) {
+		tr = grow(tr, len(x), 0)
 		for i := range x {
 			u := g[i]
 			if momentum != 0 {
@@ -163,8 +175,9 @@ func refSGD(lr func(int) float64, momentum float64, nesterov bool) reference {
 }
 
 func refAdam(lr func(int) float64, b1, b2, eps, epsRoot, wd float64) reference {
-	m, v := make([]float64, nElems), make([]float64, nElems)
+	var m, v []float64
 	return func(x, g []float64, t int) {
+		m, v = grow(m, len(x), 0), grow(v, len(x), 0)
 		for i := range x {
 			m[i] = b1*m[i] + (1-b1)*g[i]
 			v[i] = b2*v[i] + (1-b2)*g[i]*g[i]
@@ -177,8 +190,9 @@ func refAdam(lr func(int) float64, b1, b2, eps, epsRoot, wd float64) reference {
 }
 
 func refRMSProp(lr func(int) float64, decay, eps float64, centered bool, momentum float64, nesterov bool) reference {
-	mu, nu, tr := make([]float64, nElems), make([]float64, nElems), make([]float64, nElems)
+	var mu, nu, tr []float64
 	return func(x, g []float64, t int) {
+		mu, nu, tr = grow(mu, len(x), 0), grow(nu, len(x), 0), grow(tr, len(x), 0)
 		for i := range x {
 			nu[i] = decay*nu[i] + (1-decay)*g[i]*g[i]
 			d := nu[i]
@@ -200,11 +214,9 @@ func refRMSProp(lr func(int) float64, decay, eps float64, centered bool, momentu
 }
 
 func refAdagrad(lr func(int) float64, init, eps float64) reference {
-	s := make([]float64, nElems)
-	for i := range s {
-		s[i] = init
-	}
+	var s []float64
 	return func(x, g []float64, t int) {
+		s = grow(s, len(x), init)
 		for i := range x {
 			s[i] += g[i] * g[i]
 			u := 0.0
@@ -227,8 +239,9 @@ func sign(v float64) float64 {
 }
 
 func refLion(lr func(int) float64, b1, b2, wd float64) reference {
-	m := make([]float64, nElems)
+	var m []float64
 	return func(x, g []float64, t int) {
+		m = grow(m, len(x), 0)
 		for i := range x {
 			u := sign(b1*m[i]+(1-b1)*g[i]) + wd*x[i]
 			m[i] = b2*m[i] + (1-b2)*g[i]
