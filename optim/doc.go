@@ -17,8 +17,9 @@
 //	}
 //
 // The learning rate is a float64 or a Schedule (a function of the step
-// count tensor); the other hyperparameters are Options with optax's
-// defaults (Betas(0.9, 0.999), Momentum(0.9), ...).
+// count tensor); the other hyperparameters are Options (Betas, Eps,
+// Momentum, WeightDecay, ...) with optax's defaults, which are torch's
+// but where each optimizer's documentation says otherwise.
 //
 // Everything is a pure function of tensors: Update never writes to its
 // inputs, and the State is itself a tree of tensors, its step counters
@@ -27,7 +28,11 @@
 // gradient through an inner SGD or Adam step), Vmap runs an ensemble of
 // models with stacked params and stacked states (tree.Stack) as one
 // step, and Compile compiles a whole training step once, the count
-// being data and not a constant of the trace. A Transformation holds
+// being data and not a constant of the trace. To differentiate through
+// steps from a given state, pass the state as an argument that is not
+// differentiated (Grad2(f)(params, state)): Grad with respect to a state
+// panics, its int64 counts having no derivative (as JAX's grad refuses
+// optax's int32 counts). A Transformation holds
 // only its hyperparameters, read-only, so it is safe for concurrent use.
 //
 // Misuse panics with *peel.Error naming the transformation ("optim.Adam")

@@ -42,7 +42,7 @@ func TestErrors(t *testing.T) {
 		{"Lion with params of another structure", func() {
 			l := optim.Lion[model](0.1)
 			l.Update(p, l.Init(p), short)
-		}, "optim.Lion", "grads and the state's params differ in structure"},
+		}, "optim.Lion", "grads and params differ in structure"},
 		{"ApplyUpdates of another structure", func() { optim.ApplyUpdates(p, short) }, "optim.ApplyUpdates", "params and updates differ in structure"},
 		{"ApplyUpdates of another shape", func() { optim.ApplyUpdates(p, wrongShape) }, "optim.ApplyUpdates", "a parameter is f64[4] but its update is f64[1]"},
 		{"Init of an invalid tree", func() { adam.Init(model{Head: head{}}) }, "optim.Adam", "nil tensor"},

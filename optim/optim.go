@@ -172,15 +172,15 @@ func sameTree(op, what, other string, a, b any) {
 	}
 }
 
-// moments checks that the state's moment tree m has the structure and
-// leaf shapes of grads.
+// checkMoment checks that m (called name: "the state's Mu", "params")
+// has the structure and leaf shapes of grads.
 func checkMoment(op, name string, grads, m any) {
-	sameTree(op, "grads", "the state's "+name, grads, m)
+	sameTree(op, "grads", name, grads, m)
 	lg, def := treeimpl.Flatten(op, grads)
 	lm := tree.Leaves(m)
 	for i := range lg {
 		if !sameShape(lg[i].Shape(), lm[i].Shape()) {
-			treeimpl.Errorf(op, "%s of grads is %s but the state's %s has %s", def.LeafName("the tree", i), lg[i].TypeString(), name, lm[i].TypeString())
+			treeimpl.Errorf(op, "%s of grads is %s but %s has %s", def.LeafName("the tree", i), lg[i].TypeString(), name, lm[i].TypeString())
 		}
 	}
 }

@@ -181,7 +181,7 @@ func trace[P any](op string, decay float64, nesterov bool) Transformation[P] {
 		func(params P) State { return TraceState[P]{Trace: tree.ZerosLike(params)} },
 		func(grads P, state State, _ P) (P, State) {
 			s := stateAs[TraceState[P]](op, state)
-			checkMoment(op, "Trace", grads, s.Trace)
+			checkMoment(op, "the state's Trace", grads, s.Trace)
 			t := map2(grads, s.Trace, func(g, t *peel.Tensor) *peel.Tensor { return peel.Add(g, peel.Mul(t, decay)) })
 			if !nesterov {
 				return t, TraceState[P]{Trace: t}
@@ -221,8 +221,8 @@ func scaleByAdam[P any](op string, c config) Transformation[P] {
 		func(grads P, state State, _ P) (P, State) {
 			s := stateAs[AdamState[P]](op, state)
 			checkCount(op, s.Count)
-			checkMoment(op, "Mu", grads, s.Mu)
-			checkMoment(op, "Nu", grads, s.Nu)
+			checkMoment(op, "the state's Mu", grads, s.Mu)
+			checkMoment(op, "the state's Nu", grads, s.Nu)
 			mu := map2(s.Mu, grads, func(m, g *peel.Tensor) *peel.Tensor { return ema(m, g, b1) })
 			nu := map2(s.Nu, grads, func(v, g *peel.Tensor) *peel.Tensor { return ema(v, peel.Square(g), b2) })
 			count := peel.Add(s.Count, 1)
@@ -252,7 +252,7 @@ func scaleByRMS[P any](op string, decay, eps float64) Transformation[P] {
 		func(params P) State { return RMSState[P]{Nu: tree.ZerosLike(params)} },
 		func(grads P, state State, _ P) (P, State) {
 			s := stateAs[RMSState[P]](op, state)
-			checkMoment(op, "Nu", grads, s.Nu)
+			checkMoment(op, "the state's Nu", grads, s.Nu)
 			nu := map2(s.Nu, grads, func(v, g *peel.Tensor) *peel.Tensor { return ema(v, peel.Square(g), decay) })
 			u := map2(grads, nu, func(g, v *peel.Tensor) *peel.Tensor { return peel.Mul(g, peel.Rsqrt(peel.Add(v, eps))) })
 			return u, RMSState[P]{Nu: nu}
@@ -266,8 +266,8 @@ func scaleByStddev[P any](op string, decay, eps float64) Transformation[P] {
 		},
 		func(grads P, state State, _ P) (P, State) {
 			s := stateAs[CenteredRMSState[P]](op, state)
-			checkMoment(op, "Mu", grads, s.Mu)
-			checkMoment(op, "Nu", grads, s.Nu)
+			checkMoment(op, "the state's Mu", grads, s.Mu)
+			checkMoment(op, "the state's Nu", grads, s.Nu)
 			mu := map2(s.Mu, grads, func(m, g *peel.Tensor) *peel.Tensor { return ema(m, g, decay) })
 			nu := map2(s.Nu, grads, func(v, g *peel.Tensor) *peel.Tensor { return ema(v, peel.Square(g), decay) })
 			u := map3(grads, mu, nu, func(g, m, v *peel.Tensor) *peel.Tensor {
@@ -287,7 +287,7 @@ func scaleByRSS[P any](op string, initAcc, eps float64) Transformation[P] {
 		},
 		func(grads P, state State, _ P) (P, State) {
 			s := stateAs[AdagradState[P]](op, state)
-			checkMoment(op, "SumOfSquares", grads, s.SumOfSquares)
+			checkMoment(op, "the state's SumOfSquares", grads, s.SumOfSquares)
 			sum := map2(s.SumOfSquares, grads, func(a, g *peel.Tensor) *peel.Tensor { return peel.Add(a, peel.Square(g)) })
 			u := map2(grads, sum, func(g, a *peel.Tensor) *peel.Tensor {
 				// A zero sum (only with a zero initial accumulator and
@@ -308,7 +308,7 @@ func scaleByLion[P any](op string, b1, b2 float64) Transformation[P] {
 		func(params P) State { return LionState[P]{Mu: tree.ZerosLike(params)} },
 		func(grads P, state State, _ P) (P, State) {
 			s := stateAs[LionState[P]](op, state)
-			checkMoment(op, "Mu", grads, s.Mu)
+			checkMoment(op, "the state's Mu", grads, s.Mu)
 			u := map2(grads, s.Mu, func(g, m *peel.Tensor) *peel.Tensor { return peel.Sign(ema(m, g, b1)) })
 			mu := map2(s.Mu, grads, func(m, g *peel.Tensor) *peel.Tensor { return ema(m, g, b2) })
 			return u, LionState[P]{Mu: mu}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -330,4 +331,41 @@ func TestInitStates(t *testing.T) {
 	ps := tree.Stack([]model{p, p, p})
 	vs := transforms.Vmap(opt.Init)(ps)
 	closeTrees(t, "Vmap(Init)", vs, tree.Stack([]optim.State{opt.Init(p), opt.Init(p), opt.Init(p)}), 0)
+}
+
+// The gradient of a step from a given state (after a few steps), the
+// state passed as an argument that is not differentiated, matches finite
+// differences; Grad with respect to the state itself is refused (its
+// count is int64).
+func TestGradFromGivenState(t *testing.T) {
+	prob := quadratic(10)
+	opt := optim.Chain(optim.ClipByGlobalNorm[model](2), optim.Adam[model](optim.CosineDecay(0.1, 10, 0), optim.Eps(0.1)))
+	p := newModel(prob.x0)
+	s := opt.Init(p)
+	grad := transforms.Grad(prob.loss)
+	for range 3 {
+		var u model
+		u, s = opt.Update(grad(p), s, p)
+		p = optim.ApplyUpdates(p, u)
+	}
+	f := func(p model, s optim.State) *peel.Tensor {
+		u, _ := opt.Update(grad(p), s, p)
+		return prob.loss(optim.ApplyUpdates(p, u))
+	}
+	x0 := flat(p)
+	got := flat(transforms.Grad2(f)(p, s))
+	const h = 1e-5
+	for i := range x0 {
+		xp, xm := append([]float64(nil), x0...), append([]float64(nil), x0...)
+		xp[i] += h
+		xm[i] -= h
+		fd := (f(newModel(xp), s).Item() - f(newModel(xm), s).Item()) / (2 * h)
+		if d := math.Abs(got[i] - fd); !(d <= 1e-6*(1+math.Abs(fd))) {
+			t.Errorf("d/dx[%d]: Grad %.12g, finite differences %.12g", i, got[i], fd)
+		}
+	}
+	err := peel.Catch(func() { transforms.Grad(func(s optim.State) *peel.Tensor { return f(p, s) })(s) })
+	if err == nil || !strings.Contains(err.Error(), "i64") {
+		t.Errorf("Grad with respect to the state: %v, want an error about its i64 count", err)
+	}
 }
