@@ -24,16 +24,16 @@
 // Everything is a pure function of tensors: Update never writes to its
 // inputs, and the State is itself a tree of tensors, its step counters
 // int64 scalar tensors. So an optimizer step composes with every
-// transform: Grad differentiates through it (meta-learning: the
-// gradient through an inner SGD or Adam step), Vmap runs an ensemble of
-// models with stacked params and stacked states (tree.Stack) as one
-// step, and Compile compiles a whole training step once, the count
-// being data and not a constant of the trace. To differentiate through
-// steps from a given state, pass the state as an argument that is not
-// differentiated (Grad2(f)(params, state)): Grad with respect to a state
-// panics, its int64 counts having no derivative (as JAX's grad refuses
-// optax's int32 counts). A Transformation holds
-// only its hyperparameters, read-only, so it is safe for concurrent use.
+// transform: Grad differentiates through it (meta-learning: the gradient
+// through an inner SGD or Adam step), Vmap runs an ensemble of models
+// with stacked params and stacked states (tree.Stack) as one step, and
+// Compile compiles a whole training step once, the count being data and
+// not a constant of the trace. To differentiate through steps from a
+// given state, pass the state as an argument that is not differentiated
+// (Grad2(f)(params, state)): Grad with respect to a state holding a count
+// panics, an int64 having no derivative (as JAX's grad refuses optax's
+// int32 counts). A Transformation holds only its hyperparameters,
+// read-only, so it is safe for concurrent use.
 //
 // Misuse panics with *peel.Error naming the transformation ("optim.Adam")
 // and what differs: grads and state of different structures or shapes, a
