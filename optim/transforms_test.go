@@ -369,3 +369,33 @@ func TestGradFromGivenState(t *testing.T) {
 		t.Errorf("Grad with respect to the state: %v, want an error about its i64 count", err)
 	}
 }
+
+// A compiled ensemble step (Compile of Vmap) equals the eager one.
+func TestCompiledEnsembleStep(t *testing.T) {
+	prob := rosenbrock(11)
+	opt := optim.Chain(optim.ClipByGlobalNorm[model](1), optim.AdamW[model](optim.Warmup(0, 3, optim.CosineDecay(0.05, 10, 0.1))))
+	r := rand.New(rand.NewPCG(12, 12))
+	ps := make([]model, 3)
+	for k := range ps {
+		x := make([]float64, nElems)
+		for i := range x {
+			x[i] = 2*r.Float64() - 1
+		}
+		ps[k] = newModel(x)
+	}
+	vstep := transforms.Vmap2(trainStep(opt, prob.loss))
+	cstep := transforms.Compile2(vstep)
+	p := tree.Stack(ps)
+	s := transforms.Vmap(opt.Init)(p)
+	cp, cs := p, s
+	for it := range 5 {
+		o := vstep(p, s)
+		p, s = o.P, o.S
+		co := cstep.Call(cp, cs)
+		cp, cs = co.P, co.S
+		closeTrees(t, fmt.Sprintf("step %d", it), stepOut{cp, cs}, stepOut{p, s}, 1e-13)
+	}
+	if st := cstep.Stats(); st.Misses != 1 {
+		t.Errorf("%d misses, want 1 (last: %s)", st.Misses, st.LastMiss)
+	}
+}
