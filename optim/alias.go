@@ -42,17 +42,17 @@ func Adam[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 // AdamW returns Adam with decoupled weight decay (optax.adamw,
 // torch.optim.AdamW): the update is -lr·(adam + wd·param), so Update needs
 // params. Defaults as Adam's and WeightDecay(1e-4) (optax's; torch's is
-// 1e-2). Options: Betas, Eps, EpsRoot, WeightDecay. It panics with
-// *peel.Error for invalid hyperparameters.
+// 1e-2). Options: Betas, Eps, EpsRoot, WeightDecay, WeightDecayMask. It
+// panics with *peel.Error for invalid hyperparameters.
 func AdamW[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 	const op = "optim.AdamW"
 	defer interp.Annotate(op)
 	d := adamDefaults
 	d.weightDecay = 1e-4
-	c := configure(op, d, opts, "Betas", "Eps", "EpsRoot", "WeightDecay")
+	c := configure(op, d, opts, "Betas", "Eps", "EpsRoot", "WeightDecay", "WeightDecayMask")
 	return alias(op, Chain(
 		scaleByAdam[P]("optim.ScaleByAdam", c),
-		addDecayed[P]("optim.AddDecayedWeights", c.weightDecay),
+		addDecayed[P]("optim.AddDecayedWeights", c.weightDecay, c.decayMask),
 		scaleByLR[P]("optim.ScaleByLearningRate", lr)))
 }
 
@@ -102,13 +102,14 @@ func Adagrad[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 // Schedule (optax.lion): the update is -lr·(sign(b1·m + (1-b1)·g) +
 // wd·param), then m ← b2·m + (1-b2)·g; Update needs params. Defaults
 // (optax's): Betas(0.9, 0.99), WeightDecay(1e-3). Options: Betas,
-// WeightDecay. It panics with *peel.Error for invalid hyperparameters.
+// WeightDecay, WeightDecayMask. It panics with *peel.Error for invalid
+// hyperparameters.
 func Lion[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 	const op = "optim.Lion"
 	defer interp.Annotate(op)
-	c := configure(op, config{b1: 0.9, b2: 0.99, weightDecay: 1e-3}, opts, "Betas", "WeightDecay")
+	c := configure(op, config{b1: 0.9, b2: 0.99, weightDecay: 1e-3}, opts, "Betas", "WeightDecay", "WeightDecayMask")
 	return alias(op, Chain(
 		scaleByLion[P]("optim.ScaleByLion", c.b1, c.b2),
-		addDecayed[P]("optim.AddDecayedWeights", c.weightDecay),
+		addDecayed[P]("optim.AddDecayedWeights", c.weightDecay, c.decayMask),
 		scaleByLR[P]("optim.ScaleByLearningRate", lr)))
 }

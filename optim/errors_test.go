@@ -47,6 +47,7 @@ func TestErrors(t *testing.T) {
 		{"ApplyUpdates of another shape", func() { optim.ApplyUpdates(p, wrongShape) }, "optim.ApplyUpdates", "a parameter is f64[4] but its update is f64[1]"},
 		{"Init of an invalid tree", func() { adam.Init(model{Head: head{}}) }, "optim.Adam", "nil tensor"},
 		{"an option another optimizer takes", func() { optim.SGD[model](0.1, optim.Betas(0.9, 0.99)) }, "optim.SGD", "option Betas does not apply to optim.SGD, which takes the options Momentum, Nesterov"},
+		{"a nil weight-decay mask", func() { optim.AdamW[model](0.1, optim.WeightDecayMask(nil)) }, "optim.AdamW", "mask is nil"},
 		{"the zero Option", func() { optim.Adam[model](0.1, optim.Option{}) }, "optim.Adam", "zero Option"},
 		{"Nesterov without momentum", func() { optim.SGD[model](0.1, optim.Nesterov()) }, "optim.SGD", "Nesterov needs a Momentum"},
 		{"b1 = 1", func() { optim.Adam[model](0.1, optim.Betas(1, 0.9)) }, "optim.Adam", "b1 is 1; it must be in [0, 1)"},

@@ -25,6 +25,7 @@ type config struct {
 	decay       float64
 	centered    bool
 	initAcc     float64
+	decayMask   func(path string) bool
 }
 
 // Momentum sets the momentum (decay of the trace of past updates) of SGD
@@ -63,6 +64,14 @@ func WeightDecay(wd float64) Option {
 	return Option{"WeightDecay", func(c *config) { c.weightDecay = wd }}
 }
 
+// WeightDecayMask restricts the weight decay of AdamW, Lion and
+// AddDecayedWeights to the parameters whose tree path (as tree.Paths
+// writes it: ".Layers[0].W", `["bias"]`) keep returns true for; the
+// others are not decayed (optax's mask). keep must not be nil.
+func WeightDecayMask(keep func(path string) bool) Option {
+	return Option{"WeightDecayMask", func(c *config) { c.decayMask = keep }}
+}
+
 // Decay sets the decay of RMSProp's average of squared gradients
 // (default 0.9, as optax; torch's alpha is 0.99). It must be in [0, 1].
 func Decay(d float64) Option { return Option{"Decay", func(c *config) { c.decay = d }} }
@@ -98,6 +107,9 @@ func configure(op string, defaults config, opts []Option, allowed ...string) con
 			treeimpl.Errorf(op, "option %s does not apply to %s, which takes %s", o.name, op, takes)
 		}
 		o.apply(&c)
+		if o.name == "WeightDecayMask" && c.decayMask == nil {
+			treeimpl.Errorf(op, "the weight-decay mask is nil")
+		}
 	}
 	checkRange(op, "momentum", c.momentum, 0, 1, true)
 	checkRange(op, "b1", c.b1, 0, 1, false)

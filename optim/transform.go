@@ -143,22 +143,35 @@ func Clip[P any](maxAbs float64) Transformation[P] {
 // AddDecayedWeights returns the stateless transformation that adds
 // wd·params to the updates (optax.add_decayed_weights): decoupled weight
 // decay when it comes after the scaling and before ScaleByLearningRate.
-// Its Update needs params, of the updates' structure and shapes. It
-// panics with *peel.Error if wd is not finite.
-func AddDecayedWeights[P any](wd float64) Transformation[P] {
-	return addDecayed[P]("optim.AddDecayedWeights", wd)
+// Its Update needs params, of the updates' structure and shapes. Options:
+// WeightDecayMask. It panics with *peel.Error if wd is not finite.
+func AddDecayedWeights[P any](wd float64, opts ...Option) Transformation[P] {
+	const op = "optim.AddDecayedWeights"
+	c := configure(op, config{weightDecay: wd}, opts, "WeightDecayMask")
+	return addDecayed[P](op, c.weightDecay, c.decayMask)
 }
 
-func addDecayed[P any](op string, wd float64) Transformation[P] {
+func addDecayed[P any](op string, wd float64, mask func(path string) bool) Transformation[P] {
 	checkFinite(op, "the weight decay", wd)
 	return named(op,
 		func(P) State { return EmptyState{} },
 		func(grads P, state State, params P) (P, State) {
 			stateAs[EmptyState](op, state)
 			checkMoment(op, "params", grads, params)
-			return map2(grads, params, func(g, p *peel.Tensor) *peel.Tensor {
-				return peel.Add(g, peel.AsType(peel.Mul(p, wd), g.DType()))
-			}), state
+			gl, pl := tree.Leaves(grads), tree.Leaves(params)
+			var paths []string
+			if mask != nil {
+				paths = tree.Paths(params)
+			}
+			out := make([]*peel.Tensor, len(gl))
+			for i, g := range gl {
+				if mask != nil && !mask(paths[i]) {
+					out[i] = g
+					continue
+				}
+				out[i] = peel.Add(g, peel.AsType(peel.Mul(pl[i], wd), g.DType()))
+			}
+			return tree.Unflatten(grads, out), state
 		})
 }
 

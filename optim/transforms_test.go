@@ -399,3 +399,40 @@ func TestCompiledEnsembleStep(t *testing.T) {
 		t.Errorf("%d misses, want 1 (last: %s)", st.Misses, st.LastMiss)
 	}
 }
+
+// WeightDecayMask: the masked-out leaves (the biases) step exactly as
+// without weight decay, the others exactly as with it everywhere.
+func TestWeightDecayMask(t *testing.T) {
+	prob := quadratic(13)
+	notBias := func(path string) bool { return !strings.HasSuffix(path, ".B") }
+	for _, c := range []struct {
+		name              string
+		masked, all, none optim.Transformation[model]
+	}{
+		{"AdamW", optim.AdamW[model](0.05, optim.WeightDecay(0.3), optim.WeightDecayMask(notBias)), optim.AdamW[model](0.05, optim.WeightDecay(0.3)), optim.AdamW[model](0.05, optim.WeightDecay(0))},
+		{"Lion", optim.Lion[model](0.01, optim.WeightDecay(0.3), optim.WeightDecayMask(notBias)), optim.Lion[model](0.01, optim.WeightDecay(0.3)), optim.Lion[model](0.01, optim.WeightDecay(0))},
+		{"AddDecayedWeights", optim.Chain(optim.AddDecayedWeights[model](0.3, optim.WeightDecayMask(notBias)), optim.SGD[model](0.05)),
+			optim.Chain(optim.AddDecayedWeights[model](0.3), optim.SGD[model](0.05)), optim.SGD[model](0.05)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			grad := transforms.Grad(prob.loss)
+			p := newModel(prob.x0)
+			sm, sa, sn := c.masked.Init(p), c.all.Init(p), c.none.Init(p)
+			for range 20 {
+				g := grad(p)
+				var um, ua, un model
+				um, sm = c.masked.Update(g, sm, p)
+				ua, sa = c.all.Update(g, sa, p)
+				un, sn = c.none.Update(g, sn, p)
+				for i, path := range tree.Paths(p) {
+					want := tree.Leaves(ua)[i]
+					if !notBias(path) {
+						want = tree.Leaves(un)[i]
+					}
+					closeTrees(t, path, tree.Leaves(um)[i], want, 0)
+				}
+				p = optim.ApplyUpdates(p, um)
+			}
+		})
+	}
+}
