@@ -3,7 +3,7 @@
 // Lion), gradient transforms to chain with them (ClipByGlobalNorm, Clip,
 // AddDecayedWeights, ScaleByLearningRate, Trace, ScaleByAdam, Chain) and
 // learning-rate schedules (Constant, LinearDecay, PolynomialDecay,
-// CosineDecay, WarmupCosineDecay, Join, Warmup).
+// ExponentialDecay, CosineDecay, WarmupCosineDecay, Join, Warmup).
 //
 // A Transformation[P] works on trees of type P (see package tree: a
 // struct of exported *peel.Tensor fields, slices, maps, ...):

@@ -65,6 +65,8 @@ func TestErrors(t *testing.T) {
 		{"a nil transformation in a chain", func() { optim.Chain[model](adam, nil) }, "optim.Chain", "transformation 1 is nil"},
 		{"New without functions", func() { optim.New[model]("x", nil, nil) }, "optim.New", "must not be nil"},
 		{"CosineDecay of no steps", func() { optim.CosineDecay(0.1, 0, 0) }, "optim.CosineDecay", "decay steps is 0"},
+		{"ExponentialDecay of a zero rate", func() { optim.ExponentialDecay(1, 10, 0, false) }, "optim.ExponentialDecay", "decay rate is 0"},
+		{"ExponentialDecay of no steps", func() { optim.ExponentialDecay(1, 0, 0.5, true) }, "optim.ExponentialDecay", "transition steps is 0"},
 		{"LinearDecay of a NaN", func() { optim.LinearDecay(math.NaN(), 0, 10) }, "optim.LinearDecay", "init is NaN"},
 		{"PolynomialDecay of negative steps", func() { optim.PolynomialDecay(1, 0, 2, -3) }, "optim.PolynomialDecay", "steps is -3"},
 		{"WarmupCosineDecay, decay within the warmup", func() { optim.WarmupCosineDecay(0, 1, 10, 10, 0) }, "optim.WarmupCosineDecay", "must exceed warmupSteps"},

@@ -96,6 +96,31 @@ func cosine(op string, init float64, n int, alpha float64) Schedule {
 	}
 }
 
+// ExponentialDecay returns the schedule init·rate^(t/transitionSteps) at
+// step t >= 0, and init before (optax.exponential_decay); with staircase
+// the exponent is floored, so the value drops by rate every
+// transitionSteps steps. It panics with *peel.Error if transitionSteps <=
+// 0, rate <= 0 or a value is not finite.
+func ExponentialDecay(init float64, transitionSteps int, rate float64, staircase bool) Schedule {
+	const op = "optim.ExponentialDecay"
+	checkFinite(op, "init", init)
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		treeimpl.Errorf(op, "the decay rate is %v; it must be finite and > 0", rate)
+	}
+	if transitionSteps <= 0 {
+		treeimpl.Errorf(op, "the number of transition steps is %d; it must be positive", transitionSteps)
+	}
+	return func(count *peel.Tensor) *peel.Tensor {
+		defer interp.Annotate(op)
+		t := peel.Maximum(steps(op, count), 0.0)
+		e := peel.Div(t, float64(transitionSteps))
+		if staircase {
+			e = peel.Floor(e)
+		}
+		return peel.Mul(peel.Pow(rate, e), init)
+	}
+}
+
 // WarmupCosineDecay returns the schedule rising linearly from init to
 // peak over warmupSteps steps, then decaying as a cosine from peak to end
 // over the decaySteps-warmupSteps steps left, and end from then on
