@@ -4,7 +4,7 @@
 // meta-learning, where the loss of each task is the loss after one gradient
 // step adapted to that task (Grad inside), the tasks are batched with Vmap,
 // and the meta-gradient differentiates through the adaptation (Grad of
-// Grad), driving an Adam optimizer written with tree.MapN.
+// Grad), driving an Adam optimizer (package optim).
 //
 // The tutorial's network, task distribution and step sizes are kept; the
 // tasks are deterministic (package synth) instead of random, and there are
@@ -20,6 +20,7 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/examples/internal/synth"
+	"github.com/peel-ml/peel/optim"
 	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
 )
@@ -73,22 +74,17 @@ func run(iters int) (losses []float64, params []*peel.Tensor, testX, testY, test
 		peel.Mul(synth.Data(-2, 40, 40), 1/math.Sqrt(40)), peel.Zeros(peel.Float64, 40),
 		peel.Mul(synth.Data(-3, 40, 1), 1/math.Sqrt(40)), peel.Zeros(peel.Float64, 1),
 	}
-	const lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8 // Adam's defaults
-	m, v := tree.ZerosLike(params), tree.ZerosLike(params)
+	opt := optim.Adam[[]*peel.Tensor](1e-3) // torch.optim.Adam's defaults
+	state := opt.Init(params)
 	const K, numTasks = 20, 4
 	metaLoss := func(params, task []*peel.Tensor) *peel.Tensor {
 		return peel.Mean(transforms.Vmap2(getLossForTask, transforms.InAxes(transforms.NoAxis, 0))(params, task))
 	}
 	for it := 1; it <= iters; it++ {
 		loss2, grads := transforms.ValueAndGrad2(metaLoss)(params, sampleTasks(it, numTasks, K))
-		m = tree.MapN(func(t []*peel.Tensor) *peel.Tensor { return peel.Add(peel.Mul(t[0], b1), peel.Mul(t[1], 1-b1)) }, m, grads)
-		v = tree.MapN(func(t []*peel.Tensor) *peel.Tensor {
-			return peel.Add(peel.Mul(t[0], b2), peel.Mul(peel.Square(t[1]), 1-b2))
-		}, v, grads)
-		c1, c2 := 1-math.Pow(b1, float64(it)), 1-math.Pow(b2, float64(it))
-		params = tree.MapN(func(t []*peel.Tensor) *peel.Tensor {
-			return peel.Sub(t[0], peel.Div(peel.Mul(t[1], lr/c1), peel.Add(peel.Sqrt(peel.Div(t[2], c2)), eps)))
-		}, params, m, v)
+		var updates []*peel.Tensor
+		updates, state = opt.Update(grads, state, params)
+		params = optim.ApplyUpdates(params, updates)
 		losses = append(losses, loss2.Item())
 	}
 
