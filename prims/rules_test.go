@@ -278,7 +278,7 @@ func jvpCases() []jvpCase {
 			cs = append(cs, jvpCase{name: c.name, prim: p, params: c.p, args: []*T{uniform(r, -2, 2, c.x...)}})
 		}
 	}
-	return cs
+	return append(cs, scatterReduceJVPCases(r)...)
 }
 
 type windowConfig struct {
