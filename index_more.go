@@ -300,3 +300,29 @@ func Cdist(x1, x2 *Tensor, p float64) *Tensor {
 	}
 	return sel(pos, r, zerosOf(s))
 }
+
+// IndexPutInPlace writes values into dst at the positions selected by
+// indices, as IndexPut does, and returns dst (torch's index_put_). The
+// write goes through the in-place mechanism (a copy_ of IndexPut's result
+// into dst), so when dst is a view its base and every other alias see it,
+// and under Functionalize it is a pure update. It panics with *Error in
+// the cases IndexPut does, and when dst is a broadcast view.
+func IndexPutInPlace(dst *Tensor, indices []*Tensor, values any, accumulate bool) *Tensor {
+	const op = "peel.IndexPutInPlace"
+	defer interp.Annotate(op)
+	checkTensor(op, dst)
+	interp.Bind(prims.CopyInPlace, nil, dst, IndexPut(dst, indices, values, accumulate))
+	return dst
+}
+
+// MaskedFillInPlace sets the elements of dst where mask is true to value,
+// as MaskedFill does, and returns dst (torch's masked_fill_), through the
+// in-place mechanism as IndexPutInPlace. It panics with *Error in the
+// cases MaskedFill does, and when dst is a broadcast view.
+func MaskedFillInPlace(dst, mask *Tensor, value any) *Tensor {
+	const op = "peel.MaskedFillInPlace"
+	defer interp.Annotate(op)
+	checkTensor(op, dst)
+	interp.Bind(prims.CopyInPlace, nil, dst, MaskedFill(dst, mask, value))
+	return dst
+}

@@ -734,5 +734,68 @@ func shapeMoreOps() []Op {
 			Differentiable: true,
 		})
 	}
+	ops = append(ops,
+		Op{
+			Name: "peel.IndexPutInPlace/clone",
+			F: func(a []*T) *T {
+				y := peel.Clone(a[0])
+				peel.IndexPutInPlace(y, []*T{a[1]}, peel.MulInPlace(peel.Clone(a[2]), 2), true)
+				peel.IndexPutInPlace(y, []*T{a[1]}, peel.Add(peel.Take(y, a[1], 0), a[2]), false)
+				return y
+			},
+			Samples: sampled(31, func(g *Gen) []Sample {
+				var out []Sample
+				for _, d := range numerics {
+					out = append(out, Sample{Name: d.String(), Args: []*T{g.Tensor(d, -9, 9, 4, 3), i64s([]int{3}, 2, 0, 2), g.Tensor(d, -9, 9, 3, 1)}})
+				}
+				return out
+			}),
+			Ref: func(a []Host) Host {
+				x, idx, v := a[0], a[1], a[2]
+				o := Host{Shape: x.Shape, DType: x.DType, Data: append([]float64{}, x.Data...)}
+				for u, k := range idx.Data {
+					for j := range 3 {
+						o.Data[int(k)*3+j] += 2 * v.Data[u]
+					}
+				}
+				mid := append([]float64{}, o.Data...)
+				for u, k := range idx.Data {
+					for j := range 3 {
+						o.Data[int(k)*3+j] = v.Data[u] + mid[int(k)*3+j]
+					}
+				}
+				return o
+			},
+			Differentiable: true,
+		},
+		Op{
+			Name: "peel.MaskedFillInPlace/clone",
+			F: func(a []*T) *T {
+				y := peel.Clone(a[0])
+				peel.MaskedFillInPlace(y, a[1], a[2])
+				return y
+			},
+			Samples: sampled(32, func(g *Gen) []Sample {
+				var out []Sample
+				for _, d := range floats {
+					out = append(out, Sample{Name: d.String(), Args: []*T{g.Tensor(d, -9, 9, 2, 3), g.Tensor(peel.Bool, 0, 1, 2, 3), g.Tensor(d, -9, 9, []int{}...)}})
+				}
+				return out
+			}),
+			Ref: func(a []Host) Host {
+				x, m, v := a[0], a[1], a[2]
+				o := Host{Shape: x.Shape, DType: x.DType, Data: append([]float64{}, x.Data...)}
+				for i := range 2 {
+					for j := range 3 {
+						if m.Data[i*3+j] != 0 {
+							o.Data[i*3+j] = v.Data[0]
+						}
+					}
+				}
+				return o
+			},
+			Differentiable: true,
+		},
+	)
 	return append(ops, scatterReduceOps()...)
 }
