@@ -493,3 +493,44 @@ func TestRapidScatterReduce(t *testing.T) {
 		smEqual(rt, "IndexPut vs IndexCopy", rep, peel.IndexCopy(x, smI(rowIdx, m), src, 0))
 	})
 }
+
+// TestInPlaceIndexOps checks that IndexPutInPlace and MaskedFillInPlace
+// write through views into their base, and that under Functionalize and
+// Grad they compute what the out-of-place forms do.
+func TestInPlaceIndexOps(t *testing.T) {
+	y := peel.Zeros(peel.Float64, 3, 4)
+	peel.IndexPutInPlace(peel.Narrow(y, 0, 1, 2), []*peel.Tensor{smI([]int64{1, 0}, 2), smI([]int64{3, 0}, 2)}, smF([]float64{5, 6}, 2), false)
+	smIs(t, "IndexPutInPlace through Narrow", y, []int{3, 4}, []float64{0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 5})
+	peel.MaskedFillInPlace(peel.Transpose(y), peel.FromBools([]bool{true, false, false}, 3), -1)
+	smIs(t, "MaskedFillInPlace through Transpose", y, []int{3, 4}, []float64{-1, -1, -1, -1, 6, 0, 0, 0, 0, 0, 0, 5})
+	smErr(t, "peel.MaskedFillInPlace", func() {
+		peel.MaskedFillInPlace(peel.BroadcastTo(peel.Scalar(1.0), 2), peel.FromBools([]bool{true}), 0)
+	}, "broadcast")
+
+	idx := []*peel.Tensor{smI([]int64{0, 2}, 2)}
+	mask := peel.FromBools([]bool{false, true, false}, 3)
+	f := func(x *peel.Tensor) *peel.Tensor {
+		z := peel.Clone(x)
+		peel.IndexPutInPlace(peel.Select(z, 0, 1), idx, peel.Square(peel.Narrow(peel.Select(x, 0, 0), 0, 0, 2)), true)
+		peel.MaskedFillInPlace(z, mask, peel.Sum(x))
+		return peel.Sum(peel.Mul(z, z))
+	}
+	g := func(x *peel.Tensor) *peel.Tensor {
+		row := peel.IndexPut(peel.Select(x, 0, 1), idx, peel.Square(peel.Narrow(peel.Select(x, 0, 0), 0, 0, 2)), true)
+		z := peel.Stack([]*peel.Tensor{peel.Select(x, 0, 0), row}, 0)
+		z = peel.MaskedFill(z, mask, peel.Sum(x))
+		return peel.Sum(peel.Mul(z, z))
+	}
+	x := smF([]float64{1, -2, 0.5, 3, 1.5, -1}, 2, 3)
+	want := transforms.Grad(g)(x)
+	for name, got := range map[string]*peel.Tensor{
+		"Grad":                transforms.Grad(f)(x),
+		"Grad(Functionalize)": transforms.Grad(transforms.Functionalize(f))(x),
+		"Functionalize(Grad)": transforms.Functionalize(transforms.Grad(f))(x),
+	} {
+		if msg := optest.Compare(optest.ToHost(got), optest.ToHost(want), 1e-12); msg != "" {
+			t.Errorf("%s of the in-place program vs Grad of the out-of-place one: %s", name, msg)
+		}
+	}
+	smEqual(t, "value", f(x), g(x))
+}
