@@ -114,9 +114,11 @@ func diagonal(x *Tensor, offset, a1, a2 int) *Tensor {
 // axes axis1 and axis2 of x, as numpy's diagonal: both axes are removed
 // and the diagonal, x[..., i, i+offset] (offset ≥ 0) or x[..., i-offset,
 // i] (offset < 0), becomes the last axis of the result; it is empty when
-// the offset lies outside the matrix. The result is a new tensor (numpy
-// returns a read-only view). Diagonal panics with *Error when x is nil, an
-// axis is out of range, or the two axes are the same.
+// the offset lies outside the matrix. The result is a view of x when x's
+// layout allows one (a strided slice of the flattened matrices, as when
+// they are x's last two, contiguous axes), otherwise a copy, as for
+// Reshape. Diagonal panics with *Error when x is nil, an axis is out of
+// range, or the two axes are the same.
 func Diagonal(x *Tensor, offset, axis1, axis2 int) *Tensor {
 	const op = "peel.Diagonal"
 	defer interp.Annotate(op)
@@ -147,9 +149,9 @@ func Trace(x *Tensor, offset int) *Tensor {
 // Diag extracts a diagonal or builds a diagonal matrix, as numpy's diag:
 // for a 1-D x of length n it returns the (n+|k|)×(n+|k|) matrix with x on
 // diagonal k and zeros (false) elsewhere; for a 2-D x it returns
-// Diagonal(x, k, 0, 1). The result is a new tensor. Diag panics with
-// *Error when x is nil or its rank is neither 1 nor 2, or when the matrix
-// is too large.
+// Diagonal(x, k, 0, 1) (a view of x when its layout allows one). Diag
+// panics with *Error when x is nil or its rank is neither 1 nor 2, or
+// when the matrix is too large.
 func Diag(x *Tensor, k int) *Tensor {
 	const op = "peel.Diag"
 	defer interp.Annotate(op)

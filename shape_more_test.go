@@ -503,6 +503,9 @@ func TestInPlaceIndexOps(t *testing.T) {
 	smIs(t, "IndexPutInPlace through Narrow", y, []int{3, 4}, []float64{0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 5})
 	peel.MaskedFillInPlace(peel.Transpose(y), peel.FromBools([]bool{true, false, false}, 3), -1)
 	smIs(t, "MaskedFillInPlace through Transpose", y, []int{3, 4}, []float64{-1, -1, -1, -1, 6, 0, 0, 0, 0, 0, 0, 5})
+	m := smSeq(3, 4)
+	peel.CopyInto(peel.Diagonal(m, 1, 0, 1), -1)
+	smIs(t, "write into Diagonal", m, []int{3, 4}, []float64{0, -1, 2, 3, 4, 5, -1, 7, 8, 9, 10, -1})
 	smErr(t, "peel.MaskedFillInPlace", func() {
 		peel.MaskedFillInPlace(peel.BroadcastTo(peel.Scalar(1.0), 2), peel.FromBools([]bool{true}), 0)
 	}, "broadcast")
