@@ -338,6 +338,7 @@ func RepeatInterleave(x *Tensor, repeats []int, axis int) *Tensor {
 		y := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: wide, Dims: dims}, x)
 		return reshapeView(interp.Bind1(prims.Copy, nil, y), out)
 	}
+	allocShape(op, Int64, []int{total}) // the host index vector
 	idx := make([]int64, 0, total)
 	for i, r := range repeats {
 		for range r {
@@ -347,10 +348,20 @@ func RepeatInterleave(x *Tensor, repeats []int, axis int) *Tensor {
 	return interp.Bind1(prims.Gather, prims.AxisParams{Axis: a}, x, hostIndices(backendFor(x), idx, []int{total}))
 }
 
+// checkPieces panics with *Error naming op when n result tensors (views
+// of x, which may be a broadcast view of a huge shape) would not fit in
+// memory, counting one word each as a lower bound.
+func checkPieces(op string, n int, x *Tensor) {
+	if int64(n) > MaxAllocBytes()/8 {
+		errorf(op, "too large: %d result tensors of %s exceed the allocation limit", n, x.TypeString())
+	}
+}
+
 // Unbind returns the slices of x along axis, with the axis removed, as
 // torch's unbind: Select(x, axis, i) for each i. They are views of x; an
-// empty axis gives no tensors. Unbind panics with *Error when x is nil or
-// the axis is out of range.
+// empty axis gives no tensors. Unbind panics with *Error when x is nil,
+// the axis is out of range, or the tensors would not fit in memory (an
+// axis of a huge broadcast view).
 func Unbind(x *Tensor, axis int) []*Tensor {
 	const op = "peel.Unbind"
 	defer interp.Annotate(op)
@@ -359,6 +370,7 @@ func Unbind(x *Tensor, axis int) []*Tensor {
 	n := x.Shape()[a]
 	shape := x.Shape()
 	rest := append(append([]int{}, shape[:a]...), shape[a+1:]...)
+	checkPieces(op, n, x)
 	out := make([]*Tensor, n)
 	for i := range out {
 		p := sliceAll(shape)
@@ -377,7 +389,8 @@ func Unbind(x *Tensor, axis int) []*Tensor {
 // smaller, so fewer than n pieces come back when the size does not fill
 // them (size 5 in 4 chunks gives sizes 2, 2, 1). An empty axis gives n
 // empty pieces. The pieces are views of x. Chunk panics with *Error when
-// x is nil, n < 1, or the axis is out of range.
+// x is nil, n < 1, the axis is out of range, or the pieces would not fit
+// in memory (an empty axis in MaxInt pieces, a huge broadcast view).
 func Chunk(x *Tensor, n, axis int) []*Tensor {
 	const op = "peel.Chunk"
 	defer interp.Annotate(op)
@@ -388,6 +401,7 @@ func Chunk(x *Tensor, n, axis int) []*Tensor {
 	a := normAxis(op, axis, x.Rank())
 	size := x.Shape()[a]
 	if size == 0 {
+		checkPieces(op, n, x)
 		out := make([]*Tensor, n)
 		for i := range out {
 			out[i] = x
@@ -395,6 +409,7 @@ func Chunk(x *Tensor, n, axis int) []*Tensor {
 		return out
 	}
 	c := size/n + min(size%n, 1)
+	checkPieces(op, size/c+min(size%c, 1), x)
 	var out []*Tensor
 	for start := 0; start < size; start += c {
 		l := min(c, size-start)
