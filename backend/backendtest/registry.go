@@ -49,7 +49,9 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.Gather] = runGather
 	m[prims.Scatter] = runScatter(prims.Scatter, false)
 	m[prims.ScatterAdd] = runScatter(prims.ScatterAdd, true)
-	m[prims.ScatterMul], m[prims.ScatterMax], m[prims.ScatterMin] = runScatterCombine(prims.ScatterMul, combineMul), runScatterCombine(prims.ScatterMax, combineMax), runScatterCombine(prims.ScatterMin, combineMin)
+	m[prims.ScatterMul] = runScatterCombine(prims.ScatterMul, combineMul)
+	m[prims.ScatterMax] = runScatterCombine(prims.ScatterMax, combineMax)
+	m[prims.ScatterMin] = runScatterCombine(prims.ScatterMin, combineMin)
 	m[prims.DynamicSlice] = runDynamicSlice
 	m[prims.DynamicUpdateSlice] = runDynamicUpdateSlice
 	m[prims.DotGeneral] = runDot
