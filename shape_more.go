@@ -36,18 +36,21 @@ func triangle(op string, x *Tensor, k int, lower bool) *Tensor {
 		errorf(op, "operand %s has rank %d; need at least 2", x.TypeString(), r)
 	}
 	m, n := x.Shape()[r-2], x.Shape()[r-1]
-	// Clamp k to [-m, n] so that the comparison constant is exact.
+	// Clamp k to [-m, n] so that row+k cannot overflow. Element [i, j] is
+	// kept where j ≤ i+k (lower) or j ≥ i+k (upper): one comparison of
+	// two broadcast index vectors.
 	k = max(min(k, n), -m)
-	sh := []int{m, n}
-	diff := bin(prims.Sub, iotaI64(sh, 1), iotaI64(sh, 0))
-	kk := broadcastTo(scalarOn(backendFor(x), int64(k), Int64), sh)
+	rows := bin(prims.Add, iotaI64([]int{m}, 0), constView(backendFor(x), int64(k), Int64, []int{m}))
+	bc := func(v *Tensor, dim int) *Tensor {
+		return interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: x.Shape(), Dims: []int{dim}}, v)
+	}
+	cols, rk := bc(iotaI64([]int{n}, 0), r-1), bc(rows, r-2)
 	var keep *Tensor
 	if lower {
-		keep = bin(prims.Le, diff, kk)
+		keep = bin(prims.Le, cols, rk)
 	} else {
-		keep = bin(prims.Ge, diff, kk)
+		keep = bin(prims.Ge, cols, rk)
 	}
-	keep = interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: x.Shape(), Dims: []int{r - 2, r - 1}}, keep)
 	return sel(keep, x, zerosOf(x))
 }
 
