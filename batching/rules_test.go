@@ -272,7 +272,7 @@ func indexCases() []ruleCase {
 		add(prims.Gather, ax(1), op(dt, 2, 0), idx(-1, 3, 3))
 		add(prims.Gather, ax(0), op(dt, 0, 2), idx(0, 1, 2))
 	}
-	for _, p := range []*interp.Prim{prims.ScatterAdd, prims.Scatter} {
+	for _, p := range []*interp.Prim{prims.ScatterAdd, prims.Scatter, prims.ScatterMul, prims.ScatterMax, prims.ScatterMin} {
 		dts := []backend.DType{f64, i64}
 		if p == prims.Scatter {
 			dts = allDTypes

@@ -281,7 +281,7 @@ func jvpCases() []jvpCase {
 	cs = append(cs, specialJVPCases(r)...)
 	cs = append(cs, linalgJVPCases(r)...)
 	cs = append(cs, sortJVPCases(r)...)
-	return cs
+	return append(cs, scatterReduceJVPCases(r)...)
 }
 
 type windowConfig struct {

@@ -455,7 +455,7 @@ func scatter(name string) *interp.Prim {
 		if !in[2].Equal(want) {
 			interp.Panicf("updates must be %v", want)
 		}
-		if name == "scatter_add" {
+		if name != "scatter" {
 			checkClass(numeric, in[0])
 		}
 		return one(in[0])

@@ -60,6 +60,20 @@ var vmapRefusals = map[string]func(axes []int) string{
 	"peel.AddInPlace/clone":            refuseUnbatchedDst,
 	"peel.CopyInto/narrow":             refuseUnbatchedDst,
 	"peel.SubInPlace+DivInPlace/clone": refuseUnbatchedDst,
+	"peel.IndexPutInPlace/clone":       refuseUnbatchedDstAny,
+	"peel.MaskedFillInPlace/clone":     refuseUnbatchedDstAny,
+}
+
+// refuseUnbatchedDstAny is refuseUnbatchedDst for an op that writes
+// values computed from all its other operands (indices and masks
+// included) into a copy of operand 0.
+func refuseUnbatchedDstAny(axes []int) string {
+	for _, a := range axes[1:] {
+		if axes[0] == optest.NoBatch && a != optest.NoBatch {
+			return "not batched at this level"
+		}
+	}
+	return ""
 }
 
 // refuseUnbatchedDst is the refusal of an op that writes operand 1 in

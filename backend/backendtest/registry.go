@@ -53,6 +53,9 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.Gather] = runGather
 	m[prims.Scatter] = runScatter(prims.Scatter, false)
 	m[prims.ScatterAdd] = runScatter(prims.ScatterAdd, true)
+	m[prims.ScatterMul] = runScatterCombine(prims.ScatterMul, combineMul)
+	m[prims.ScatterMax] = runScatterCombine(prims.ScatterMax, combineMax)
+	m[prims.ScatterMin] = runScatterCombine(prims.ScatterMin, combineMin)
 	m[prims.DynamicSlice] = runDynamicSlice
 	m[prims.DynamicUpdateSlice] = runDynamicUpdateSlice
 	m[prims.DotGeneral] = runDot

@@ -545,6 +545,7 @@ func All() []Op {
 	ops := elementwise()
 	ops = append(ops, reductionOps()...)
 	ops = append(ops, shapeOps()...)
+	ops = append(ops, shapeMoreOps()...)
 	ops = append(ops, linalgOps()...)
 	ops = append(ops, linalgPkgOps()...)
 	ops = append(ops, convOps()...)

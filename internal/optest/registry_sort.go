@@ -67,7 +67,7 @@ func sortRef(h Host, axis int, desc, indices bool) Host {
 
 // selectRef keeps positions [lo, hi) of h's sorted lanes along axis
 // (removing the axis when drop is set).
-func selectRef(h Host, axis int, desc, indices bool, lo, hi int, drop bool) Host {
+func sortSelectRef(h Host, axis int, desc, indices bool, lo, hi int, drop bool) Host {
 	s := sortRef(h, axis, desc, indices)
 	if axis < 0 {
 		axis += len(h.Shape)
@@ -214,14 +214,14 @@ func sortOps() []Op {
 			Name:           fmt.Sprintf("peel.Kthvalue/values,k=2,axis=%d", axis),
 			F:              func(a []*T) *T { v, _ := peel.Kthvalue(a[0], 2, axis); return v },
 			Samples:        withEdges(reduceSamples(numerics, [][]int{{2, 3, 4}, {5}, {3, 2}}), floats),
-			Ref:            func(a []Host) Host { return selectRef(a[0], axis, false, false, 1, 2, true) },
+			Ref:            func(a []Host) Host { return sortSelectRef(a[0], axis, false, false, 1, 2, true) },
 			Tol:            -1,
 			Differentiable: true,
 		}, Op{
 			Name:    fmt.Sprintf("peel.Kthvalue/indices,k=2,axis=%d", axis),
 			F:       func(a []*T) *T { _, i := peel.Kthvalue(a[0], 2, axis); return i },
 			Samples: withEdges(reduceSamples(numerics, [][]int{{2, 3, 4}, {5}, {3, 2}}), floats),
-			Ref:     func(a []Host) Host { return selectRef(a[0], axis, false, true, 1, 2, true) },
+			Ref:     func(a []Host) Host { return sortSelectRef(a[0], axis, false, true, 1, 2, true) },
 		})
 	}
 	for _, k := range []int{0, 2} {
@@ -229,14 +229,14 @@ func sortOps() []Op {
 			Name:           fmt.Sprintf("peel.TopK/values,k=%d", k),
 			F:              func(a []*T) *T { v, _ := peel.TopK(a[0], k); return v },
 			Samples:        withEdges(reduceSamples(numerics, [][]int{{2, 3, 4}, {5}, {3, 2}}), floats),
-			Ref:            func(a []Host) Host { return selectRef(a[0], -1, true, false, 0, k, false) },
+			Ref:            func(a []Host) Host { return sortSelectRef(a[0], -1, true, false, 0, k, false) },
 			Tol:            -1,
 			Differentiable: true,
 		}, Op{
 			Name:    fmt.Sprintf("peel.TopK/indices,k=%d", k),
 			F:       func(a []*T) *T { _, i := peel.TopK(a[0], k); return i },
 			Samples: withEdges(reduceSamples(numerics, [][]int{{2, 3, 4}, {5}, {3, 2}}), floats),
-			Ref:     func(a []Host) Host { return selectRef(a[0], -1, true, true, 0, k, false) },
+			Ref:     func(a []Host) Host { return sortSelectRef(a[0], -1, true, true, 0, k, false) },
 		})
 	}
 	// Median and scalar quantiles over the reduction axes.
