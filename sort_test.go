@@ -12,7 +12,6 @@ import (
 	"github.com/peel-ml/peel/transforms"
 )
 
-
 func f64s(v ...float64) *peel.Tensor { return peel.FromFloat64s(v, len(v)) }
 
 func TestSortOrder(t *testing.T) {
