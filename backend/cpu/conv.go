@@ -118,7 +118,9 @@ type convGEMM[T float32 | float64] func(c []T, ldc int, a []T, lda int, b []T, l
 // convRun computes every (batch element, group) unit of g.
 func convRun[T float32 | float64](g *convGeom, y, x, w []T, pool *sync.Pool, gemm convGEMM[T]) {
 	if !g.direct && g.nd > 0 && g.k[g.nd-1] > g.out[g.nd-1] && g.n*g.outSz <= convColsMax/64 {
-		convRunT(g, y, x, w, pool, gemm)
+		if !convByTapsT(g, y, x, w) {
+			convRunT(g, y, x, w, pool, gemm)
+		}
 		return
 	}
 	units := g.n * g.g

@@ -3,6 +3,8 @@ package cpu
 import (
 	"sync"
 	"unsafe"
+
+	"github.com/peel-ml/peel/backend"
 )
 
 // Convolution by taps. A convolution with unit strides, no lhs dilation
@@ -250,4 +252,184 @@ func convByTaps[T float32 | float64](g *convGeom, y, x, w []T) bool {
 		convTaps(g, p, yy, any(x).([]float64), any(w).([]float64), &tapPool64, t)
 	}
 	return true
+}
+
+// Convolution by result positions: the transposed tap path, for
+// convolutions whose kernels are longer than their results (the kernel
+// gradient, where the "kernel" is the result's cotangent and the result
+// has one position per forward tap). With unit strides, no lhs dilation
+// and no negative padding, result position q of batch element b and
+// feature o is Σ over (input feature c, padded position L) of
+// Xt[c, L + pos(q), b] · Wt[c, L, o], where Xt is the lhs zero-padded and
+// transposed to put the batch innermost, Wt the kernel transposed to put
+// the output features innermost with zero rows where L is no kernel tap,
+// and pos(q) q's offset in the padded planes. For each q that is one
+// GEMM (batch × output features, contracting over every c and L) whose
+// operands both are read in place: A rows (batch) contiguous, columns
+// one batch apart; B rows (output features) contiguous. The transposed
+// copies cost two passes over the operands, against im2row's Cg·taps
+// elements per result row. The zero rows of Wt multiply real lhs
+// elements, so an lhs with an Inf or NaN takes the packed path instead
+// (0·Inf would be NaN where the true sum is not).
+
+// convTapsTMin is the fewest batch elements and output features the
+// transposed tap path takes: each GEMM is batch × features.
+const convTapsTMin = 8
+
+// convByTapsT computes g by result positions and reports true, or
+// reports false when the path does not apply or the lhs is not finite.
+func convByTapsT[T float32 | float64](g *convGeom, y, x, w []T) bool {
+	if !convTapsOn || !packedGEMM || !haveSIMD || g.nd == 0 || g.batchGroups || g.n < convTapsTMin || g.og < convTapsTMin {
+		return false
+	}
+	last := g.nd - 1
+	if g.k[last] <= g.out[last] {
+		return false
+	}
+	for j := range g.nd {
+		if g.s[j] != 1 || g.ld[j] != 1 || g.lo[j] < 0 || g.hi[j] < 0 {
+			return false
+		}
+	}
+	pitch := make([]int, g.nd)
+	plane := 1
+	for j := last; j >= 0; j-- {
+		pitch[j] = plane
+		plane *= g.in[j] + g.lo[j] + g.hi[j]
+	}
+	posMax := 0
+	for j := range g.nd {
+		posMax += (g.out[j] - 1) * pitch[j]
+	}
+	K := g.cg * plane
+	// The batch padded to whole panels of 6, so that every A panel is
+	// read in place (a short last panel would be packed at every block).
+	m := (g.n + gemmMR - 1) / gemmMR * gemmMR
+	xt := make([]T, (K+posMax)*m)
+	wt := make([]T, K*g.og)
+	ct := make([]T, g.outSz*m*g.og)
+	for gi := range g.g {
+		if !transposePadLhs(g, pitch, plane, m, xt, x, gi) {
+			return false // the packed path recomputes every group
+		}
+		transposeKernel(g, pitch, plane, wt, w, gi)
+		cost := 2 * m * g.og * K
+		run := func(q0, q1 int, par bool) {
+			qi := make([]int, g.nd)
+			for q := q0; q < q1; q++ {
+				r, pos := q, 0
+				for j := last; j >= 0; j-- {
+					qi[j] = r % g.out[j]
+					r /= g.out[j]
+					pos += qi[j] * pitch[j]
+				}
+				p := dotPlan{B: 1, M: m, N: g.og, K: K,
+					lhs: dotOperand{arr: backend.Array{Offset: pos * m}, fs: 1, cs: m},
+					rhs: dotOperand{fs: 1, cs: g.og}}
+				packedGEMMOf(&p, ct[q*m*g.og:(q+1)*m*g.og], xt, wt, par)
+			}
+		}
+		if g.outSz >= 2*Threads() {
+			parallelFor(g.outSz, cost, func(q0, q1 int) { run(q0, q1, false) })
+		} else {
+			run(0, g.outSz, true)
+		}
+		// ct[q, b, o] into y[b, gi·Og + o, q].
+		for q := range g.outSz {
+			cq := ct[q*m*g.og:]
+			for b := range g.n {
+				row := cq[b*g.og : (b+1)*g.og]
+				yb := y[(b*g.o+gi*g.og)*g.outSz+q:]
+				for o, v := range row {
+					yb[o*g.outSz] = v
+				}
+			}
+		}
+	}
+	return true
+}
+
+// transposePadLhs writes group gi's lhs features into xt, zero-padded
+// and transposed: element (feature c, padded position pp, batch b) at
+// (c·plane + pp)·m + b, m ≥ N. It reports false, leaving xt partly
+// written, when an element is not finite.
+func transposePadLhs[T float32 | float64](g *convGeom, pitch []int, plane, m int, xt, x []T, gi int) bool {
+	clear(xt)
+	last := g.nd - 1
+	inLast := g.in[last]
+	rows := g.inSz / inLast
+	var acc T // Σ v·0: NaN once any v is Inf or NaN
+	idx := make([]int, g.nd)
+	const bb = 8 // batch elements transposed together
+	var src [bb][]T
+	for c := range g.cg {
+		clear(idx)
+		for r := range rows {
+			pp := g.lo[last]
+			for j := range last {
+				pp += (idx[j] + g.lo[j]) * pitch[j]
+			}
+			for b0 := 0; b0 < g.n; b0 += bb {
+				nb := min(bb, g.n-b0)
+				for k := range nb {
+					o := g.xoff(b0+k, gi) + c*g.inSz + r*inLast
+					src[k] = x[o : o+inLast]
+				}
+				for i := range inLast {
+					d := xt[((c*plane)+pp+i)*m+b0:][:nb]
+					for k := range d {
+						v := src[k][i]
+						acc += v * 0
+						d[k] = v
+					}
+				}
+			}
+			for j := last - 1; j >= 0; j-- {
+				if idx[j]++; idx[j] < g.in[j] {
+					break
+				}
+				idx[j] = 0
+			}
+		}
+	}
+	return acc == 0
+}
+
+// transposeKernel writes group gi's kernel into wt, transposed with the
+// output features innermost: element (feature c, tap t, output feature
+// o) at (c·plane + L(t))·Og + o, L(t) the tap's offset in the padded
+// planes; rows of wt at no tap's offset are zero.
+func transposeKernel[T float32 | float64](g *convGeom, pitch []int, plane int, wt, w []T, gi int) {
+	clear(wt)
+	offs := make([]int, g.kSz)
+	tap := make([]int, g.nd)
+	for t := range offs {
+		r := t
+		for j := g.nd - 1; j >= 0; j-- {
+			tap[j] = r % g.k[j]
+			r /= g.k[j]
+		}
+		for j := range g.nd {
+			offs[t] += tap[j] * g.rd[j] * pitch[j]
+		}
+	}
+	for o := range g.og {
+		for c := range g.cg {
+			row := w[((gi*g.og+o)*g.cg+c)*g.kSz:][:g.kSz]
+			base := c * plane
+			for t, v := range row {
+				wt[(base+offs[t])*g.og+o] = v
+			}
+		}
+	}
+}
+
+// packedGEMMOf runs gemm32 or gemm64 on batch element 0 of p.
+func packedGEMMOf[T float32 | float64](p *dotPlan, c, a, b []T, par bool) {
+	switch c := any(c).(type) {
+	case []float32:
+		gemm32(p, 0, c, any(a).([]float32), any(b).([]float32), par)
+	case []float64:
+		gemm64(p, 0, c, any(a).([]float64), any(b).([]float64), par)
+	}
 }

@@ -2,6 +2,7 @@ package cpu_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -86,6 +87,90 @@ func BenchmarkConvTaps(b *testing.B) {
 			defer cpu.SetConvTaps(cpu.SetConvTaps(taps))
 			for range b.N {
 				peel.Conv2D(x, w, peel.ConvPadding(peel.SamePadding))
+			}
+		})
+	}
+}
+
+// TestConvTapsTRapid checks convolutions of the transposed tap path
+// (kernels longer than results, as the kernel gradient's) against the
+// loop reference, with each micro-kernel width and thread count, and
+// that a lhs with an Inf or NaN gives the reference's result (the path
+// then steps aside: its zero rows would turn 0·Inf into NaN).
+func TestConvTapsTRapid(t *testing.T) {
+	defer cpu.SetWideGEMM(cpu.SetWideGEMM(true))
+	defer cpu.SetThreads(cpu.Threads())
+	rapid.Check(t, func(rt *rapid.T) {
+		cpu.SetWideGEMM(rapid.Bool().Draw(rt, "wide"))
+		cpu.SetThreads(rapid.IntRange(1, 2).Draw(rt, "threads"))
+		nd := rapid.IntRange(1, 2).Draw(rt, "nd")
+		g := rapid.IntRange(1, 2).Draw(rt, "groups")
+		cg := rapid.IntRange(1, 5).Draw(rt, "cg")
+		og := rapid.SampledFrom([]int{8, 9, 16, 17, 33}).Draw(rt, "og")
+		n := rapid.SampledFrom([]int{8, 9, 13, 24}).Draw(rt, "n")
+		xs := []int{n, g * cg}
+		ws := []int{g * og, cg}
+		p := prims.ConvParams{FeatureGroupCount: g}
+		var pads [][2]int
+		for range nd {
+			out := rapid.IntRange(1, 4).Draw(rt, "out")
+			k := rapid.IntRange(out+1, out+12).Draw(rt, "k")
+			d := rapid.IntRange(1, 2).Draw(rt, "dilation")
+			lo, hi := rapid.IntRange(0, 2).Draw(rt, "lo"), rapid.IntRange(0, 2).Draw(rt, "hi")
+			size := (k-1)*d + out - lo - hi
+			if size < 1 {
+				size, hi = 1, (k-1)*d+out-lo-1
+				if hi < 0 {
+					rt.Skip("no geometry")
+				}
+			}
+			xs, ws = append(xs, size), append(ws, k)
+			p.Strides = append(p.Strides, 1)
+			p.LhsDilation = append(p.LhsDilation, 1)
+			p.RhsDilation = append(p.RhsDilation, d)
+			p.PadLo, p.PadHi = append(p.PadLo, lo), append(p.PadHi, hi)
+			pads = append(pads, [2]int{lo, hi})
+		}
+		r := rand.New(rand.NewPCG(uint64(rapid.Uint32().Draw(rt, "seed")), 1))
+		ints := func(shape ...int) []float64 {
+			m := 1
+			for _, s := range shape {
+				m *= s
+			}
+			v := make([]float64, m)
+			for i := range v {
+				v[i] = float64(r.IntN(7) - 3)
+			}
+			return v
+		}
+		xv, wv := ints(xs...), ints(ws...)
+		if rapid.IntRange(0, 4).Draw(rt, "nonfinite") == 0 {
+			xv[r.IntN(len(xv))] = []float64{math.Inf(1), math.Inf(-1), math.NaN()}[r.IntN(3)]
+		}
+		opts := []peel.ConvOption{peel.ConvDilation(p.RhsDilation...), peel.ConvPadding(peel.ExplicitPadding(pads...)), peel.ConvGroups(g)}
+		for _, dt := range []peel.DType{peel.Float64, peel.Float32} {
+			x := peel.AsType(peel.FromFloat64s(xv, xs...), dt)
+			w := peel.AsType(peel.FromFloat64s(wv, ws...), dt)
+			y := peel.Conv(x, w, opts...)
+			want := optest.ConvRef(optest.ToHost(x), optest.ToHost(w), p)
+			if msg := optest.Compare(optest.ToHost(y), want, 0); msg != "" {
+				rt.Fatalf("%v conv %v of %v by %v: %s", dt, p, xs, ws, msg)
+			}
+		}
+	})
+}
+
+// BenchmarkConvTapsT times the transposed tap path against the packed
+// one on conv2d_3x3_64_grad's kernel gradient: the input, batch and
+// features exchanged, convolved with the result's cotangent.
+func BenchmarkConvTapsT(b *testing.B) {
+	x := peel.Normal(peel.Key(1), peel.Float32, 64, 32, 32, 32)
+	dy := peel.Normal(peel.Key(2), peel.Float32, 64, 32, 32, 32)
+	for _, taps := range []bool{true, false} {
+		b.Run(fmt.Sprintf("taps=%v", taps), func(b *testing.B) {
+			defer cpu.SetConvTaps(cpu.SetConvTaps(taps))
+			for range b.N {
+				peel.Conv2D(x, dy, peel.ConvPadding(peel.ExplicitPadding([2]int{1, 1}, [2]int{1, 1})))
 			}
 		})
 	}
