@@ -135,4 +135,3 @@ func mustPanic(t *testing.T, op string, f func()) {
 		t.Fatalf("error %q does not name %s", err, op)
 	}
 }
-
