@@ -86,11 +86,11 @@ func TestMultiHeadAttention(t *testing.T) {
 	// Grad in the queries, Vmap over the batch, Compile.
 	w := tensor(72, b, lq, d)
 	loss := func(p MultiHeadAttentionParams) *peel.Tensor {
-		return Sum(peel.Mul(MultiHeadAttention(p, q, kv, kv, h, mask), w))
+		return sumAll(peel.Mul(MultiHeadAttention(p, q, kv, kv, h, mask), w))
 	}
 	checkTreeGrad(t, "MultiHeadAttention", loss, p, fdRtol, fdAtol)
 	checkGradFD(t, "MultiHeadAttention d/dq", func(q *peel.Tensor) *peel.Tensor {
-		return Sum(peel.Mul(MultiHeadAttention(p, q, kv, kv, h, mask), w))
+		return sumAll(peel.Mul(MultiHeadAttention(p, q, kv, kv, h, mask), w))
 	}, q, fdRtol, fdAtol)
 	checkVmap(t, "MultiHeadAttention", func(q *peel.Tensor) *peel.Tensor { return MultiHeadAttention(p, q, q, q, h, nil) }, q)
 	checkCompileTree(t, "MultiHeadAttention", loss, p)

@@ -37,9 +37,9 @@ func TestLinear(t *testing.T) {
 	x3 := tensor(23, 2, n, in)
 	assertClose(t, "Linear rank 3", Linear(p, x3), linearRef(x3.Float64s(), p.W.Float64s(), p.B.Float64s(), 2*n, in, out), []int{2, n, out}, fwdTol, 1e-14)
 	assertClose(t, "Linear rank 1", Linear(p, peel.Select(x, 0, 1)), linearRef(peel.Select(x, 0, 1).Float64s(), p.W.Float64s(), p.B.Float64s(), 1, in, out), []int{out}, fwdTol, 1e-14)
-	loss := func(p LinearParams) *peel.Tensor { return Sum(peel.Tanh(Linear(p, x))) }
+	loss := func(p LinearParams) *peel.Tensor { return sumAll(peel.Tanh(Linear(p, x))) }
 	checkTreeGrad(t, "Linear", loss, p, fdRtol, fdAtol)
-	checkGradFD(t, "Linear d/dx", func(x *peel.Tensor) *peel.Tensor { return Sum(peel.Tanh(Linear(p, x))) }, x, fdRtol, fdAtol)
+	checkGradFD(t, "Linear d/dx", func(x *peel.Tensor) *peel.Tensor { return sumAll(peel.Tanh(Linear(p, x))) }, x, fdRtol, fdAtol)
 	checkVmap(t, "Linear", func(x *peel.Tensor) *peel.Tensor { return Linear(p, x) }, x)
 	checkCompileTree(t, "Linear", loss, p)
 	checkEnsemble(t, "Linear", func(p LinearParams) *peel.Tensor { return Linear(p, x) },
@@ -62,8 +62,8 @@ func TestLinear(t *testing.T) {
 	mustPanic(t, "nn.InitLinear", func() { InitLinear(peel.Key(1), peel.Float64, -1, out) })
 }
 
-// Sum is peel.Sum over every axis (a short name for the tests' losses).
-func Sum(x *peel.Tensor) *peel.Tensor { return peel.Sum(x) }
+// sumAll is peel.Sum over every axis (a short name for the tests' losses).
+func sumAll(x *peel.Tensor) *peel.Tensor { return peel.Sum(x) }
 
 // conv2DRef is the NCHW/OIHW convolution with stride s and symmetric
 // zero padding pad, plus bias b, by loops.
@@ -102,9 +102,9 @@ func TestConv2D(t *testing.T) {
 	opts := []peel.ConvOption{peel.ConvStrides(2, 2), peel.ConvPadding(peel.ExplicitPadding([2]int{1, 1}, [2]int{1, 1}))}
 	want, shape := conv2DRef(x.Float64s(), p.W.Float64s(), p.B.Float64s(), n, c, h, w, o, k, k, 2, 1)
 	assertClose(t, "Conv2D", Conv2D(p, x, opts...), want, shape, fwdTol, 1e-13)
-	loss := func(p Conv2DParams) *peel.Tensor { return Sum(peel.Square(Conv2D(p, x, opts...))) }
+	loss := func(p Conv2DParams) *peel.Tensor { return sumAll(peel.Square(Conv2D(p, x, opts...))) }
 	checkTreeGrad(t, "Conv2D", loss, p, fdRtol, 1e-7)
-	checkGradFD(t, "Conv2D d/dx", func(x *peel.Tensor) *peel.Tensor { return Sum(peel.Square(Conv2D(p, x, opts...))) }, x, fdRtol, 1e-7)
+	checkGradFD(t, "Conv2D d/dx", func(x *peel.Tensor) *peel.Tensor { return sumAll(peel.Square(Conv2D(p, x, opts...))) }, x, fdRtol, 1e-7)
 	// Vmap over images (each [C, H, W] gets a batch axis of 1 inside).
 	checkVmap(t, "Conv2D", func(x *peel.Tensor) *peel.Tensor { return Conv2D(p, peel.Unsqueeze(x, 0), opts...) }, x)
 	checkCompileTree(t, "Conv2D", loss, p)
@@ -134,7 +134,7 @@ func TestEmbedding(t *testing.T) {
 	}
 	assertClose(t, "Embedding", Embedding(p, idx), want, []int{2, 3, 3}, 0, 0)
 	// The gradient counts repeated rows.
-	g := transforms.Grad(func(p EmbeddingParams) *peel.Tensor { return Sum(Embedding(p, idx)) })(p)
+	g := transforms.Grad(func(p EmbeddingParams) *peel.Tensor { return sumAll(Embedding(p, idx)) })(p)
 	gw := make([]float64, 21)
 	for _, i := range idx.Int64s() {
 		if i < 0 {
@@ -145,7 +145,7 @@ func TestEmbedding(t *testing.T) {
 		}
 	}
 	assertClose(t, "Embedding grad", g.Table, gw, []int{7, 3}, 0, 0)
-	checkCompileTree(t, "Embedding", func(p EmbeddingParams) *peel.Tensor { return Sum(peel.Square(Embedding(p, idx))) }, p)
+	checkCompileTree(t, "Embedding", func(p EmbeddingParams) *peel.Tensor { return sumAll(peel.Square(Embedding(p, idx))) }, p)
 	got := transforms.Vmap(func(i *peel.Tensor) *peel.Tensor { return Embedding(p, i) })(idx)
 	assertClose(t, "Embedding vmap", got, want, []int{2, 3, 3}, 0, 0)
 	mustPanic(t, "nn.Embedding", func() { Embedding(p, peel.FromInt64s([]int64{7})) })
@@ -195,9 +195,9 @@ func TestLayerNorm(t *testing.T) {
 	// flattened rows.
 	p2 := LayerNormParams{Scale: peel.Reshape(p.Scale, 2, 3), Bias: peel.Reshape(p.Bias, 2, 3)}
 	assertClose(t, "LayerNorm 2-D shape", LayerNorm(p2, peel.Reshape(x, n, 2, 3)), layerNormRef(x.Float64s(), p.Scale.Float64s(), p.Bias.Float64s(), n, d, 1e-5, false), []int{n, 2, 3}, 1e-11, 1e-13)
-	loss := func(p LayerNormParams) *peel.Tensor { return Sum(peel.Mul(LayerNorm(p, x), tensor(43, n, d))) }
+	loss := func(p LayerNormParams) *peel.Tensor { return sumAll(peel.Mul(LayerNorm(p, x), tensor(43, n, d))) }
 	checkTreeGrad(t, "LayerNorm", loss, p, fdRtol, fdAtol)
-	checkGradFD(t, "LayerNorm d/dx", func(x *peel.Tensor) *peel.Tensor { return Sum(peel.Mul(LayerNorm(p, x), tensor(43, n, d))) }, x, fdRtol, fdAtol)
+	checkGradFD(t, "LayerNorm d/dx", func(x *peel.Tensor) *peel.Tensor { return sumAll(peel.Mul(LayerNorm(p, x), tensor(43, n, d))) }, x, fdRtol, fdAtol)
 	checkVmap(t, "LayerNorm", func(x *peel.Tensor) *peel.Tensor { return LayerNorm(p, x) }, x)
 	checkCompileTree(t, "LayerNorm", loss, p)
 	q := InitLayerNorm(peel.Float32, d)
@@ -213,9 +213,9 @@ func TestRMSNorm(t *testing.T) {
 	p := RMSNormParams{Scale: tensor(44, d)}
 	x := tensor(45, n, d)
 	assertClose(t, "RMSNorm", RMSNorm(p, x), layerNormRef(x.Float64s(), p.Scale.Float64s(), nil, n, d, 1e-6, true), []int{n, d}, 1e-11, 1e-13)
-	loss := func(p RMSNormParams) *peel.Tensor { return Sum(peel.Mul(RMSNorm(p, x), tensor(46, n, d))) }
+	loss := func(p RMSNormParams) *peel.Tensor { return sumAll(peel.Mul(RMSNorm(p, x), tensor(46, n, d))) }
 	checkTreeGrad(t, "RMSNorm", loss, p, fdRtol, fdAtol)
-	checkGradFD(t, "RMSNorm d/dx", func(x *peel.Tensor) *peel.Tensor { return Sum(peel.Mul(RMSNorm(p, x), tensor(46, n, d))) }, x, fdRtol, fdAtol)
+	checkGradFD(t, "RMSNorm d/dx", func(x *peel.Tensor) *peel.Tensor { return sumAll(peel.Mul(RMSNorm(p, x), tensor(46, n, d))) }, x, fdRtol, fdAtol)
 	checkVmap(t, "RMSNorm", func(x *peel.Tensor) *peel.Tensor { return RMSNorm(p, x) }, x)
 	checkCompileTree(t, "RMSNorm", loss, p)
 	mustPanic(t, "nn.RMSNorm", func() { RMSNorm(RMSNormParams{}, x) })
@@ -286,18 +286,18 @@ func TestBatchNorm(t *testing.T) {
 	for _, train := range []bool{true, false} {
 		loss := func(p BatchNormParams) *peel.Tensor {
 			y, _ := BatchNorm(p, s, x, train)
-			return Sum(peel.Mul(y, w))
+			return sumAll(peel.Mul(y, w))
 		}
 		checkTreeGrad(t, "BatchNorm", loss, p, fdRtol, fdAtol)
 		checkGradFD(t, "BatchNorm d/dx", func(x *peel.Tensor) *peel.Tensor {
 			y, _ := BatchNorm(p, s, x, train)
-			return Sum(peel.Mul(y, w))
+			return sumAll(peel.Mul(y, w))
 		}, x, fdRtol, fdAtol)
 		checkCompileTree(t, "BatchNorm", loss, p)
 	}
 	gx := transforms.Grad(func(x *peel.Tensor) *peel.Tensor {
 		_, st := BatchNorm(p, s, x, true)
-		return peel.Add(Sum(st.Mean), Sum(st.Var))
+		return peel.Add(sumAll(st.Mean), sumAll(st.Var))
 	})(x)
 	assertClose(t, "BatchNorm running stats carry no gradient", gx, make([]float64, n*c*l), nil, 0, 0)
 	// Compiled training step returning the new state.
@@ -350,7 +350,7 @@ func TestDropout(t *testing.T) {
 	assertClose(t, "Dropout rate 1", Dropout(peel.Key(5), peel.Ones(peel.Float64, 3), 1, true), []float64{0, 0, 0}, nil, 0, 0)
 	// The gradient is the mask scaled.
 	small := tensor(60, 4, 5)
-	g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return Sum(Dropout(peel.Key(6), x, 0.5, true)) })(small)
+	g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return sumAll(Dropout(peel.Key(6), x, 0.5, true)) })(small)
 	m := Dropout(peel.Key(6), peel.Ones(peel.Float64, 4, 5), 0.5, true)
 	assertSame(t, "Dropout grad", g, m, 0, 0)
 	checkCompile(t, "Dropout", func(x *peel.Tensor) *peel.Tensor { return Dropout(peel.Key(6), x, 0.5, true) }, small)
