@@ -370,3 +370,16 @@ func TestDropout(t *testing.T) {
 	mustPanic(t, "nn.Dropout", func() { Dropout(peel.Key(1), x, 1.5, true) })
 	mustPanic(t, "nn.Dropout", func() { Dropout(peel.Key(1), peel.Ones(peel.Int64, 2), 0.5, true) })
 }
+
+// A grouped Conv2D is the concatenation of the groups' convolutions.
+func TestConv2DGroups(t *testing.T) {
+	p := InitConv2D(peel.Key(12), peel.Float64, 4, 6, 3, 3, 2, BiasInit(Normal(1)))
+	x := tensor(31, 2, 4, 5, 5)
+	got := Conv2D(p, x, peel.ConvGroups(2))
+	var parts []*peel.Tensor
+	for g := range 2 {
+		pg := Conv2DParams{W: peel.Narrow(p.W, 0, 3*g, 3), B: peel.Narrow(p.B, 0, 3*g, 3)}
+		parts = append(parts, Conv2D(pg, peel.Narrow(x, 1, 2*g, 2)))
+	}
+	assertSame(t, "grouped Conv2D", got, peel.Concat(parts, 1), 1e-12, 1e-13)
+}

@@ -258,3 +258,15 @@ func TestKLDiv(t *testing.T) {
 	// A negative target gives NaN, as torch.
 	assertClose(t, "KLDiv negative target", KLDiv(in, peel.FromFloat64s([]float64{-1, 1}), Reduce(ReduceNone)), []float64{math.NaN(), 2}, []int{2}, 0, 0)
 }
+
+// At their kinks L1 has derivative 0 (as torch's sign(0) = 0) and Huber
+// is continuously differentiable: at |d| = delta its derivative is d.
+func TestLossKinks(t *testing.T) {
+	p := peel.FromFloat64s([]float64{1, 2, -3})
+	y := peel.FromFloat64s([]float64{1, 1.5, -2.5})
+	g := transformsGrad(func(p *peel.Tensor) *peel.Tensor { return L1(p, y, Reduce(ReduceSum)) }, p)
+	assertClose(t, "L1 grad at 0", g, []float64{0, 1, -1}, []int{3}, 0, 0)
+	g = transformsGrad(func(p *peel.Tensor) *peel.Tensor { return Huber(p, y, 0.5, Reduce(ReduceSum)) }, p)
+	assertClose(t, "Huber grad at delta", g, []float64{0, 0.5, -0.5}, []int{3}, 0, 0)
+	mustPanic(t, "nn.Huber", func() { Huber(p, y, 0) })
+}
