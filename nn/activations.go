@@ -37,3 +37,15 @@ func LogSumExp(x *peel.Tensor, axes ...int) *peel.Tensor { return peel.LogSumExp
 
 // OneHot is peel.OneHot: the one-hot encoding of i64 class indices.
 func OneHot(idx *peel.Tensor, n int, dt peel.DType) *peel.Tensor { return peel.OneHot(idx, n, dt) }
+
+// MaxPool2D is peel.MaxPool2D: the maximum over window×window patches of
+// x [N, C, H, W].
+func MaxPool2D(x *peel.Tensor, window, strides [2]int, padding peel.Padding) *peel.Tensor {
+	return peel.MaxPool2D(x, window, strides, padding)
+}
+
+// AvgPool2D is peel.AvgPool2D: the mean over window×window patches of x
+// [N, C, H, W].
+func AvgPool2D(x *peel.Tensor, window, strides [2]int, padding peel.Padding) *peel.Tensor {
+	return peel.AvgPool2D(x, window, strides, padding)
+}

@@ -383,3 +383,45 @@ func TestConv2DGroups(t *testing.T) {
 	}
 	assertSame(t, "grouped Conv2D", got, peel.Concat(parts, 1), 1e-12, 1e-13)
 }
+
+// cnn is a small convolutional network of this package's layers.
+type cnn struct {
+	Conv Conv2DParams
+	BN   BatchNormParams
+	Out  LinearParams
+}
+
+func (m cnn) logits(s BatchNormState, x *peel.Tensor) *peel.Tensor {
+	h := Conv2D(m.Conv, x, peel.ConvPadding(peel.SamePadding))
+	h, _ = BatchNorm(m.BN, s, h, false)
+	h = MaxPool2D(ReLU(h), [2]int{2, 2}, [2]int{2, 2}, peel.ValidPadding)
+	return Linear(m.Out, peel.Reshape(h, h.Shape()[0], -1))
+}
+
+// Per-sample gradients of a CNN (Vmap of Grad) agree with a loop of
+// Grads, and Compile of Grad with Grad; the pooling wrappers are peel's.
+func TestCNNPerSampleGrads(t *testing.T) {
+	ks := peel.SplitKeys(peel.Key(20), 2)
+	bp, bs := InitBatchNorm(peel.Float64, 3)
+	m := cnn{Conv: InitConv2D(ks[0], peel.Float64, 2, 3, 3, 3, 1), BN: bp, Out: InitLinear(ks[1], peel.Float64, 3*2*2, 4)}
+	x := tensor(90, 5, 2, 4, 4)
+	y := labels(91, 4, 5)
+	loss := func(m cnn, x, y *peel.Tensor) *peel.Tensor { return CrossEntropy(m.logits(bs, x), y) }
+	one := func(m cnn, x, y *peel.Tensor) *peel.Tensor {
+		return loss(m, peel.Unsqueeze(x, 0), peel.Unsqueeze(y, 0))
+	}
+	per := transforms.Vmap3(transforms.Grad3(one), transforms.InAxes(transforms.NoAxis, 0, 0))(m, x, y)
+	for i := range 5 {
+		g := transforms.Grad3(one)(m, peel.Select(x, 0, i), peel.Select(y, 0, i))
+		assertSame(t, "per-sample conv grad", peel.Select(per.Conv.W, 0, i), g.Conv.W, 1e-12, 1e-13)
+		assertSame(t, "per-sample linear grad", peel.Select(per.Out.W, 0, i), g.Out.W, 1e-12, 1e-13)
+	}
+	// The mean of the per-sample gradients is the batch gradient.
+	avg := transforms.Grad3(loss)(m, x, y)
+	assertSame(t, "mean of per-sample grads", peel.Mean(per.BN.Scale, 0), avg.BN.Scale, 1e-12, 1e-13)
+	compiled := transforms.Compile3(transforms.Grad3(loss)).Call(m, x, y)
+	assertSame(t, "compiled grad", compiled.Conv.W, avg.Conv.W, 1e-12, 1e-13)
+	checkTreeGrad(t, "CNN", func(m cnn) *peel.Tensor { return loss(m, x, y) }, m, fdRtol, fdAtol)
+	pad := peel.ValidPadding
+	assertSame(t, "AvgPool2D", AvgPool2D(x, [2]int{2, 2}, [2]int{1, 1}, pad), peel.AvgPool2D(x, [2]int{2, 2}, [2]int{1, 1}, pad), 0, 0)
+}
