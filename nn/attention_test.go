@@ -1,0 +1,105 @@
+package nn
+
+import (
+	"math"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/tree"
+)
+
+// mhaRef is multi-head attention of one sequence by loops: q [lq, d],
+// k, v [lk, d], mask [lq, lk] (nil for none), h heads.
+func mhaRef(p MultiHeadAttentionParams, q, k, v []float64, lq, lk, d, h int, mask []bool) []float64 {
+	proj := func(lp LinearParams, x []float64, l int) []float64 {
+		return linearRef(x, lp.W.Float64s(), lp.B.Float64s(), l, d, d)
+	}
+	Q, K, V := proj(p.Query, q, lq), proj(p.Key, k, lk), proj(p.Value, v, lk)
+	dh := d / h
+	o := make([]float64, lq*d)
+	for hi := range h {
+		for i := range lq {
+			logits := make([]float64, lk)
+			m := math.Inf(-1)
+			for j := range lk {
+				s := 0.0
+				for e := range dh {
+					s += Q[i*d+hi*dh+e] * K[j*d+hi*dh+e]
+				}
+				s /= math.Sqrt(float64(dh))
+				if mask != nil && !mask[i*lk+j] {
+					s = -math.MaxFloat64
+				}
+				logits[j] = s
+				m = math.Max(m, s)
+			}
+			z := 0.0
+			for j := range lk {
+				logits[j] = math.Exp(logits[j] - m)
+				z += logits[j]
+			}
+			for e := range dh {
+				acc := 0.0
+				for j := range lk {
+					acc += logits[j] / z * V[j*d+hi*dh+e]
+				}
+				o[i*d+hi*dh+e] = acc
+			}
+		}
+	}
+	return linearRef(o, p.Out.W.Float64s(), p.Out.B.Float64s(), lq, d, d)
+}
+
+func TestMultiHeadAttention(t *testing.T) {
+	const b, lq, lk, d, h = 2, 3, 4, 6, 2
+	p := InitMultiHeadAttention(peel.Key(8), peel.Float64, d, BiasInit(Normal(0.5)))
+	q := tensor(70, b, lq, d)
+	kv := tensor(71, b, lk, d)
+	// A causal-like mask with one fully masked row (row 0 of the second
+	// head pattern is left open; row 2 masks everything).
+	mv := []bool{
+		true, false, false, false,
+		true, true, false, true,
+		false, false, false, false,
+	}
+	mask := peel.FromBools(mv, lq, lk)
+	got := MultiHeadAttention(p, q, kv, kv, h, mask)
+	var want []float64
+	for bi := range b {
+		qb := peel.Select(q, 0, bi).Float64s()
+		kb := peel.Select(kv, 0, bi).Float64s()
+		want = append(want, mhaRef(p, qb, kb, kb, lq, lk, d, h, mv)...)
+	}
+	assertClose(t, "MultiHeadAttention", got, want, []int{b, lq, d}, 1e-11, 1e-13)
+	// No mask; self-attention.
+	var wantSelf []float64
+	for bi := range b {
+		qb := peel.Select(q, 0, bi).Float64s()
+		wantSelf = append(wantSelf, mhaRef(p, qb, qb, qb, lq, lq, d, h, nil)...)
+	}
+	assertClose(t, "MultiHeadAttention self", MultiHeadAttention(p, q, q, q, h, nil), wantSelf, []int{b, lq, d}, 1e-11, 1e-13)
+	// One head is ScaledDotProductAttention between the projections.
+	p1 := MultiHeadAttention(p, q, kv, kv, 1, nil)
+	sd := Linear(p.Out, ScaledDotProductAttention(Linear(p.Query, q), Linear(p.Key, kv), Linear(p.Value, kv), nil))
+	assertSame(t, "one head", p1, sd, 1e-12, 1e-13)
+	// Transforms: Grad in params (a small random probe of the output),
+	// Grad in the queries, Vmap over the batch, Compile.
+	w := tensor(72, b, lq, d)
+	loss := func(p MultiHeadAttentionParams) *peel.Tensor {
+		return sumAll(peel.Mul(MultiHeadAttention(p, q, kv, kv, h, mask), w))
+	}
+	checkTreeGrad(t, "MultiHeadAttention", loss, p, fdRtol, fdAtol)
+	checkGradFD(t, "MultiHeadAttention d/dq", func(q *peel.Tensor) *peel.Tensor {
+		return sumAll(peel.Mul(MultiHeadAttention(p, q, kv, kv, h, mask), w))
+	}, q, fdRtol, fdAtol)
+	checkVmap(t, "MultiHeadAttention", func(q *peel.Tensor) *peel.Tensor { return MultiHeadAttention(p, q, q, q, h, nil) }, q)
+	checkCompileTree(t, "MultiHeadAttention", loss, p)
+	if n := len(tree.Leaves(p)); n != 8 {
+		t.Fatalf("params have %d leaves, want 8", n)
+	}
+	mustPanic(t, "nn.MultiHeadAttention", func() { MultiHeadAttention(p, q, kv, kv, 4, nil) })
+	mustPanic(t, "nn.MultiHeadAttention", func() { MultiHeadAttention(p, q, kv, kv, 0, nil) })
+	mustPanic(t, "nn.MultiHeadAttention", func() { MultiHeadAttention(p, q, kv, kv, h, peel.Ones(peel.Float64, lq, lk)) })
+	mustPanic(t, "nn.MultiHeadAttention", func() { MultiHeadAttention(p, q, kv, tensor(1, b, lk+1, d), h, nil) })
+	mustPanic(t, "nn.ScaledDotProductAttention", func() { ScaledDotProductAttention(q, tensor(1, b, lk, d+1), kv, nil) })
+}
