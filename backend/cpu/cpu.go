@@ -42,6 +42,9 @@ type entry struct {
 	// repeat: the kernel also accepts a contiguous block repeated along
 	// leading zero-stride dimensions (see repeatBlock).
 	repeat bool
+	// strided: the kernel reads every operand through its strides (it
+	// copies them with copyStrided), so Exec materializes none.
+	strided bool
 	// resolve, when set, returns the kernel's direct form for fixed
 	// layouts, or nil (see Backend.Resolve and direct.go).
 	resolve resolver
@@ -64,6 +67,14 @@ func registerRepeat(p *interp.Prim, fn kernel) {
 	register(p, true, fn)
 	e := regs[p]
 	e.repeat = true
+	regs[p] = e
+}
+
+// registerStrided adds a kernel that reads operands of any layout.
+func registerStrided(p *interp.Prim, fn kernel) {
+	register(p, false, fn)
+	e := regs[p]
+	e.strided = true
 	regs[p] = e
 }
 
@@ -300,7 +311,7 @@ func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
 	e := &b.kernels()[op.ID]
 	for i := range in {
 		a := &in[i]
-		if a.Strides == nil || a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && repeatBlock(*a) > 0) {
+		if e.strided || a.Strides == nil || a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && repeatBlock(*a) > 0) {
 			continue
 		}
 		c := backend.Array{Buf: b.Alloc(a.Buf.DType(), a.Size()), Shape: a.Shape}

@@ -14,8 +14,8 @@ func registerIndexKernels() bool {
 	register(prims.Gather, false, gather)
 	register(prims.ScatterAdd, false, scatterAdd)
 	register(prims.Scatter, false, scatter)
-	register(prims.DynamicSlice, false, dynamicSlice)
-	register(prims.DynamicUpdateSlice, false, dynamicUpdateSlice)
+	registerStrided(prims.DynamicSlice, dynamicSlice)
+	registerStrided(prims.DynamicUpdateSlice, dynamicUpdateSlice)
 	return true
 }
 
