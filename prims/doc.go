@@ -23,7 +23,8 @@
 // a JVP rule for every differentiable primitive and a transpose rule for
 // every linear one, all written with interp.Bind so they are themselves
 // transformable. Primitives marked NonDifferentiable have zero tangents:
-// floor, ceil, round, not, and, or, the comparisons, argmax, argmin, iota,
+// floor, ceil, round, floor_divide, not, and, or, the comparisons, argmax,
+// argmin, iota,
 // threefry2x32, searchsorted, shift_left and shift_right_arithmetic; sign
 // and stop_gradient have JVP rules whose tangent is zero. Integer and
 // bool values never carry tangents.
