@@ -24,8 +24,7 @@
 // every linear one, all written with interp.Bind so they are themselves
 // transformable. Primitives marked NonDifferentiable have zero tangents:
 // floor, ceil, round, floor_divide, not, and, or, the comparisons, argmax,
-// argmin, iota,
-// threefry2x32, searchsorted, shift_left and shift_right_arithmetic; sign
-// and stop_gradient have JVP rules whose tangent is zero. Integer and
-// bool values never carry tangents.
+// argmin, iota, threefry2x32, searchsorted, shift_left and
+// shift_right_arithmetic; sign and stop_gradient have JVP rules whose
+// tangent is zero. Integer and bool values never carry tangents.
 package prims
