@@ -3,6 +3,7 @@ package nn
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,7 +60,7 @@ func closeTo(got, want, rtol, atol float64) bool {
 // are close to want.
 func assertClose(t *testing.T, what string, got *peel.Tensor, want []float64, shape []int, rtol, atol float64) {
 	t.Helper()
-	if shape != nil && !sameShape(got.Shape(), shape) {
+	if shape != nil && !slices.Equal(got.Shape(), shape) {
 		t.Fatalf("%s: shape %v, want %v", what, got.Shape(), shape)
 	}
 	g := peel.AsType(got, peel.Float64).Float64s()

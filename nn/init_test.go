@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -48,7 +49,7 @@ func TestVarianceScalingStatistics(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, dt := range []peel.DType{peel.Float64, peel.Float32} {
 				x := c.init(peel.Key(11), dt, c.shape...)
-				if x.DType() != dt || !sameShape(x.Shape(), c.shape) {
+				if x.DType() != dt || !slices.Equal(x.Shape(), c.shape) {
 					t.Fatalf("got %v", x.TypeString())
 				}
 				v := peel.AsType(x, peel.Float64).Float64s()
@@ -111,7 +112,7 @@ func TestOrthogonal(t *testing.T) {
 		for _, dt := range []peel.DType{peel.Float64, peel.Float32} {
 			const gain = 1.5
 			x := Orthogonal(gain)(peel.Key(13), dt, shape...)
-			if x.DType() != dt || !sameShape(x.Shape(), shape) {
+			if x.DType() != dt || !slices.Equal(x.Shape(), shape) {
 				t.Fatalf("Orthogonal: %v", x.TypeString())
 			}
 			cols := shape[len(shape)-1]
@@ -187,7 +188,7 @@ func TestSimpleInitializers(t *testing.T) {
 	// Initializers run under Vmap over keys (an ensemble).
 	keys := peel.SplitKey(peel.Key(4), 3)
 	ens := transforms.Vmap(func(k *peel.Tensor) *peel.Tensor { return HeNormal(FanIn)(k, peel.Float64, 4, 5) })(keys)
-	if !sameShape(ens.Shape(), []int{3, 4, 5}) {
+	if !slices.Equal(ens.Shape(), []int{3, 4, 5}) {
 		t.Fatalf("ensemble init shape %v", ens.Shape())
 	}
 	assertSame(t, "vmapped init member", peel.Select(ens, 0, 1), HeNormal(FanIn)(peel.SplitKeys(peel.Key(4), 3)[1], peel.Float64, 4, 5), 0, 0)

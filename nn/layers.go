@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"slices"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/interp"
@@ -244,7 +245,7 @@ func normShape(op string, x, scale, bias *peel.Tensor) int {
 		if t == nil {
 			continue
 		}
-		if ref != nil && !sameShape(ref.Shape(), t.Shape()) {
+		if ref != nil && !slices.Equal(ref.Shape(), t.Shape()) {
 			fail(op, "scale %v and bias %v differ in shape", scale.TypeString(), bias.TypeString())
 		}
 		ref = t
@@ -253,7 +254,7 @@ func normShape(op string, x, scale, bias *peel.Tensor) int {
 		fail(op, "neither a scale nor a bias gives the normalized shape")
 	}
 	k := ref.Rank()
-	if k == 0 || k > x.Rank() || !sameShape(x.Shape()[x.Rank()-k:], ref.Shape()) {
+	if k == 0 || k > x.Rank() || !slices.Equal(x.Shape()[x.Rank()-k:], ref.Shape()) {
 		fail(op, "input %v does not end in the normalized shape %v", x.TypeString(), ref.Shape())
 	}
 	return k

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -46,7 +47,7 @@ func TestLinear(t *testing.T) {
 		[]LinearParams{p, {W: tensor(24, in, out), B: tensor(25, out)}, {W: tensor(26, in, out), B: tensor(27, out)}})
 	// Init: shapes, dtypes, determinism, options.
 	q := InitLinear(peel.Key(1), peel.Float32, in, out)
-	if !sameShape(q.W.Shape(), []int{in, out}) || !sameShape(q.B.Shape(), []int{out}) || q.W.DType() != peel.Float32 {
+	if !slices.Equal(q.W.Shape(), []int{in, out}) || !slices.Equal(q.B.Shape(), []int{out}) || q.W.DType() != peel.Float32 {
 		t.Fatalf("InitLinear: %v %v", q.W.TypeString(), q.B.TypeString())
 	}
 	assertSame(t, "InitLinear deterministic", InitLinear(peel.Key(1), peel.Float32, in, out).W, q.W, 0, 0)
@@ -109,11 +110,11 @@ func TestConv2D(t *testing.T) {
 	checkVmap(t, "Conv2D", func(x *peel.Tensor) *peel.Tensor { return Conv2D(p, peel.Unsqueeze(x, 0), opts...) }, x)
 	checkCompileTree(t, "Conv2D", loss, p)
 	// Init: OIHW shape, fan-in c·k·k.
-	if !sameShape(p.W.Shape(), []int{o, c, k, k}) || !sameShape(p.B.Shape(), []int{o}) {
+	if !slices.Equal(p.W.Shape(), []int{o, c, k, k}) || !slices.Equal(p.B.Shape(), []int{o}) {
 		t.Fatalf("InitConv2D shapes %v %v", p.W.Shape(), p.B.Shape())
 	}
 	g := InitConv2D(peel.Key(3), peel.Float64, 4, 6, 3, 3, 2)
-	if !sameShape(g.W.Shape(), []int{6, 2, 3, 3}) {
+	if !slices.Equal(g.W.Shape(), []int{6, 2, 3, 3}) {
 		t.Fatalf("grouped InitConv2D shape %v", g.W.Shape())
 	}
 	mustPanic(t, "nn.InitConv2D", func() { InitConv2D(peel.Key(3), peel.Float64, 3, 4, 3, 3, 2) })

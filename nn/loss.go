@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"slices"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/interp"
@@ -86,7 +87,7 @@ func reduce(l *peel.Tensor, r Reduction) *peel.Tensor {
 func pair(op string, pred, target *peel.Tensor) {
 	needFloat(op, "prediction", pred)
 	needFloat(op, "target", target)
-	if !sameShape(pred.Shape(), target.Shape()) {
+	if !slices.Equal(pred.Shape(), target.Shape()) {
 		fail(op, "prediction %v and target %v differ in shape", pred.TypeString(), target.TypeString())
 	}
 }
@@ -150,12 +151,12 @@ func classTargets(op string, x, target *peel.Tensor, probs bool) bool {
 	lead := x.Shape()[:x.Rank()-1]
 	switch d := target.DType(); {
 	case d == peel.Int64:
-		if !sameShape(target.Shape(), lead) {
+		if !slices.Equal(target.Shape(), lead) {
 			fail(op, "class indices %v do not have the input's shape %v without its class axis", target.TypeString(), x.TypeString())
 		}
 		return true
 	case probs && (d == peel.Float32 || d == peel.Float64):
-		if !sameShape(target.Shape(), x.Shape()) {
+		if !slices.Equal(target.Shape(), x.Shape()) {
 			fail(op, "target probabilities %v and input %v differ in shape", target.TypeString(), x.TypeString())
 		}
 		return false

@@ -27,19 +27,6 @@ func needFloat(op, what string, x *peel.Tensor) {
 	}
 }
 
-// sameShape reports whether a and b are equal shapes.
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // lastAxes returns the last k axes of a rank-r tensor, [r-k, …, r-1].
 func lastAxes(r, k int) []int {
 	axes := make([]int, k)

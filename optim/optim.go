@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/internal/treeimpl"
@@ -120,7 +121,7 @@ func ApplyUpdates[P any](params, updates P) P {
 	sameTree(op, "params", "updates", params, updates)
 	return tree.MapN(func(x []*peel.Tensor) *peel.Tensor {
 		p, u := x[0], x[1]
-		if !sameShape(p.Shape(), u.Shape()) {
+		if !slices.Equal(p.Shape(), u.Shape()) {
 			treeimpl.Errorf(op, "a parameter is %s but its update is %s", p.TypeString(), u.TypeString())
 		}
 		return peel.AsType(peel.Add(p, u), p.DType())
@@ -179,22 +180,10 @@ func checkMoment(op, name string, grads, m any) {
 	lg, def := treeimpl.Flatten(op, grads)
 	lm := tree.Leaves(m)
 	for i := range lg {
-		if !sameShape(lg[i].Shape(), lm[i].Shape()) {
+		if !slices.Equal(lg[i].Shape(), lm[i].Shape()) {
 			treeimpl.Errorf(op, "%s of grads is %s but %s has %s", def.LeafName("the tree", i), lg[i].TypeString(), name, lm[i].TypeString())
 		}
 	}
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // zeroCount is a step counter's initial value, an int64 scalar.
