@@ -202,9 +202,27 @@ func TakeAlongAxis(x, idx *Tensor, axis int) *Tensor {
 func ScatterAdd(x, idx, src *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.ScatterAdd")
 	const op = "peel.ScatterAdd"
+	sc := scatterOperands(op, "scatter-add", x, idx, src, axis)
+	out := interp.Bind1(prims.ScatterAdd, prims.AxisParams{Axis: 0}, reshapeView(x, sc.flat), sc.lin, sc.src)
+	return reshapeView(out, x.Shape())
+}
+
+// scattered holds the operands of a scatter along an axis, flattened
+// for the axis-0 scatter primitives: the operand's shape as one dimension
+// (flat), the linear positions of the broadcast indices (lin) and the
+// source [P, m, S] (src), converted to the operand's dtype.
+type scattered struct {
+	flat     []int
+	lin, src *Tensor
+}
+
+// scatterOperands checks the operands of a scatter of src into numeric x
+// at the i64 indices idx along axis (what names the operation in the
+// bool error) and flattens them.
+func scatterOperands(op, what string, x, idx, src *Tensor, axis int) scattered {
 	a, shape := alongAxis(op, x, idx, axis, false)
 	if x.DType() == Bool {
-		errorf(op, "operand %s is bool; scatter-add needs a numeric dtype", x.TypeString())
+		errorf(op, "operand %s is bool; %s needs a numeric dtype", x.TypeString(), what)
 	}
 	checkTensor(op, src)
 	n := x.Shape()[a]
@@ -212,10 +230,8 @@ func ScatterAdd(x, idx, src *Tensor, axis int) *Tensor {
 	s := broadcastExact(op, "source", castTo(op, "source", src, x.DType()), shape)
 	P, S := split3(shape, a)
 	m := shape[a]
-	xf := reshapeView(x, []int{P * n * S})
 	i3 := reshapeView(broadcastTo(wrapIndices(idx, n), shape), []int{P, m, S})
-	out := interp.Bind1(prims.ScatterAdd, prims.AxisParams{Axis: 0}, xf, linearIndices(i3, n), reshapeView(s, []int{P, m, S}))
-	return reshapeView(out, x.Shape())
+	return scattered{flat: []int{P * n * S}, lin: linearIndices(i3, n), src: reshapeView(s, []int{P, m, S})}
 }
 
 // indexUpdate checks the operands of IndexAdd and IndexCopy and binds p.

@@ -40,19 +40,8 @@ func ScatterReduce(x, idx, src *Tensor, axis int, reduce string, includeSelf boo
 	default:
 		errorf(op, "reduce %q is not one of \"sum\", \"prod\", \"amax\", \"amin\", \"mean\"", reduce)
 	}
-	a, shape := alongAxis(op, x, idx, axis, false)
-	if x.DType() == Bool {
-		errorf(op, "operand %s is bool; scatter_reduce needs a numeric dtype", x.TypeString())
-	}
-	checkTensor(op, src)
-	n := x.Shape()[a]
-	checkIndexRange(op, idx, n, axis)
-	s := broadcastExact(op, "source", castTo(op, "source", src, x.DType()), shape)
-	P, S := split3(shape, a)
-	m := shape[a]
-	lin := linearIndices(reshapeView(broadcastTo(wrapIndices(idx, n), shape), []int{P, m, S}), n)
-	s3 := reshapeView(s, []int{P, m, S})
-	flat := []int{P * n * S}
+	sc := scatterOperands(op, "scatter_reduce", x, idx, src, axis)
+	lin, s3, flat := sc.lin, sc.src, sc.flat
 	scat := func(p *interp.Prim, base, upd *Tensor) *Tensor {
 		return reshapeView(interp.Bind1(p, prims.AxisParams{Axis: 0}, reshapeView(base, flat), lin, upd), x.Shape())
 	}
