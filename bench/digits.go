@@ -22,7 +22,7 @@ import (
 // work.
 const (
 	digitsRows, digitsPixels, digitsHidden, digitsClasses = 1437, 64, 64, 10
-	digitsBatchSize, digitsLR                                 = 64, 1e-2
+	digitsBatchSize, digitsLR                             = 64, 1e-2
 	digitsSteps                                           = (digitsRows + digitsBatchSize - 1) / digitsBatchSize
 )
 
