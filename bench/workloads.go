@@ -63,6 +63,7 @@ func Workloads() []Workload {
 	ws = append(ws, customOpWorkloads()...)
 	ws = append(ws, convWorkloads()...)
 	ws = append(ws, perSampleCNN(false), perSampleCNN(true))
+	ws = append(ws, digitsEpoch())
 	return placeCompiled(ws, compiledWorkloadList())
 }
 

@@ -805,6 +805,78 @@ def conv2d(grad):
     return setup
 
 
+DIGITS_ROWS, DIGITS_PIXELS, DIGITS_HIDDEN, DIGITS_CLASSES = 1437, 64, 64, 10
+DIGITS_BATCH, DIGITS_LR = 64, 1e-2
+
+
+def digits_epoch():
+    """A training epoch of peel's digits_mlp_epoch_f32: an MLP 64-64-10
+    (torch.nn.Linear layers, ReLU, f32) on 1437 synthetic rows (row i of
+    class i mod 10: the class's prototype, uniform in 0..16, plus uniform
+    noise in +-8, clipped to 0..16, over 16), minibatches of 64 in a
+    shuffled order (torch.randperm; the last batch 29 rows, 23 steps),
+    F.cross_entropy, backward and torch.optim.Adam at 1e-2 each step. Like
+    peel's, every run starts from the same parameters and a fresh Adam
+    state (the copy of the initial parameters is part of the run)."""
+    import torch.nn.functional as F
+    g = torch.Generator().manual_seed(81)
+    protos = torch.rand(DIGITS_CLASSES, DIGITS_PIXELS, generator=g, dtype=torch.float64) * 16
+    labels = torch.arange(DIGITS_ROWS) % DIGITS_CLASSES
+    noise = torch.rand(DIGITS_ROWS, DIGITS_PIXELS, generator=g, dtype=torch.float64) * 16 - 8
+    x = ((protos[labels] + noise).clamp(0, 16) / 16).float()
+    model = torch.nn.Sequential(torch.nn.Linear(DIGITS_PIXELS, DIGITS_HIDDEN), torch.nn.ReLU(),
+                                torch.nn.Linear(DIGITS_HIDDEN, DIGITS_CLASSES))
+    with torch.no_grad():
+        for layer in (model[0], model[2]):
+            s = layer.in_features ** -0.5
+            for p in (layer.weight, layer.bias):
+                p.copy_(torch.rand(p.shape, generator=g, dtype=torch.float64) * 2 * s - s)
+    init = [p.detach().clone() for p in model.parameters()]
+    out = [None]
+
+    def epoch(m, xs, p0s, steps=None):
+        with torch.no_grad():
+            for p, p0 in zip(m.parameters(), p0s):
+                p.copy_(p0)
+        opt = torch.optim.Adam(m.parameters(), lr=DIGITS_LR)
+        perm = torch.randperm(DIGITS_ROWS, generator=torch.Generator().manual_seed(87))
+        losses = []
+        for i in range(0, DIGITS_ROWS, DIGITS_BATCH):
+            if steps is not None and len(losses) == steps:
+                break
+            idx = perm[i:i + DIGITS_BATCH]
+            opt.zero_grad()
+            loss = F.cross_entropy(m(xs.index_select(0, idx)), labels.index_select(0, idx))
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach())
+        return losses
+
+    def run():
+        out[0] = epoch(model, x, init)
+
+    def check():
+        losses = out[0]
+        if len(losses) != (DIGITS_ROWS + DIGITS_BATCH - 1) // DIGITS_BATCH:
+            raise AssertionError(f"{len(losses)} steps")
+        first, tail = losses[0].item(), sum(l.item() for l in losses[-5:]) / 5
+        if not tail < first:
+            raise AssertionError(f"loss did not decrease: first step {first}, last five {tail}")
+        if not all(torch.isfinite(p).all() for p in model.parameters()):
+            raise AssertionError("parameters not finite after the epoch")
+        # The first step against the same step in float64.
+        ref = torch.nn.Sequential(torch.nn.Linear(DIGITS_PIXELS, DIGITS_HIDDEN), torch.nn.ReLU(),
+                                  torch.nn.Linear(DIGITS_HIDDEN, DIGITS_CLASSES)).double()
+        loss32 = epoch(model, x, init, steps=1)[0].item()
+        loss64 = epoch(ref, x.double(), [p.double() for p in init], steps=1)[0].item()
+        compare([loss32], [loss64], 1e-5, 0)
+        got = [p.detach().clone() for p in model.parameters()]
+        for gp, wp in zip(got, ref.parameters()):
+            compare(gp.flatten().tolist(), wp.detach().flatten().tolist(), 1e-5, 1e-6)
+
+    return run, check
+
+
 WORKLOADS = [
     ("tiny_chain_100", "ns/op", lambda ns: ns / TINY_OPS, tiny_chain),
     ("chain_1m_f32", "ns/elem/op", lambda ns: ns / (CHAIN_N * CHAIN_OPS), chain_1m(torch.float32)),
@@ -847,6 +919,7 @@ WORKLOADS = [
     ("rnn_unrolled_grad_f32", "ms", lambda ns: ns / 1e6, rnn_grad()),
     ("per_sample_grad_cnn_f32", "ms", lambda ns: ns / 1e6, per_sample_cnn(False)),
     ("per_sample_grad_cnn_f32_loop", "ms", lambda ns: ns / 1e6, per_sample_cnn(True)),
+    ("digits_mlp_epoch_f32", "ms", lambda ns: ns / 1e6, digits_epoch),
 ]
 
 # peel's compiled workloads are compared with torch eager (Debian's torch

@@ -11,6 +11,11 @@
 // 1000 meta-iterations instead of 20000, so that it runs in seconds and
 // its first 300 can be checked against PyTorch (testdata/gen_reference.py).
 //
+// inner_optim.go adapts with an optimizer of package optim instead (SGD
+// with momentum, several steps): Grad then differentiates through the
+// optimizer's updates, and main_test.go checks that meta-gradient against
+// central differences.
+//
 //	go run ./examples/maml
 package main
 
@@ -112,4 +117,7 @@ func main() {
 	fmt.Printf("Iteration %d -- Outer Loss: %.4f\n", len(losses), losses[len(losses)-1])
 	fmt.Println("test task after 5 adaptation steps (x, sin target, net):")
 	fmt.Println(peel.Narrow(peel.Concat([]*peel.Tensor{testX, testY, testF}, 1), 0, 0, 26))
+	_, params, _, _, _ := run(0)
+	l, g := metaGradOptim(params, sampleTasks(1, 4, 20))
+	fmt.Printf("inner loop of %d optim.SGD steps with momentum: meta-loss %.4f, meta-gradient of b3 %.4f\n", innerSteps, l.Item(), g[5].Item())
 }

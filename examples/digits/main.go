@@ -1,0 +1,247 @@
+// Command digits trains an MLP classifier on scikit-learn's digits data:
+// 1797 grayscale images of 8×8 pixels (values 0…16) of the digits 0…9.
+// The whole training step — the forward pass, nn.CrossEntropy, its
+// gradient (transforms.ValueAndGrad), the optim.Adam update and
+// optim.ApplyUpdates — is one transforms.Compile'd function, fed
+// minibatches of 64 by data.Batches in a new random order each epoch.
+//
+// The data is scikit-learn's digits.csv.gz (gzip CSV, no header, 64 pixel
+// columns then the label), which Debian's python3-sklearn package ships.
+// The program looks for it at the -data flag, else at $PEEL_DIGITS, else
+// at Debian's path (/usr/lib/python3/dist-packages/sklearn/datasets/data/
+// digits.csv.gz). Without it, it trains on a deterministic synthetic
+// stand-in of the same shape (ten class prototypes plus noise) and says
+// so.
+//
+// The rows are split by a keyed shuffle into 1437 training and 360 test
+// rows (scikit-learn's train_test_split with test_size 0.2 gives the same
+// sizes), the pixels scaled to [0, 1], and a 64→64→10 ReLU MLP (float32)
+// is trained for 20 epochs with Adam at 1e-2. On the real data the test
+// accuracy reached is 0.9917 (357 of 360; main_test.go checks ≥ 0.97); on
+// the synthetic stand-in, 0.8917 (321 of 360; checked ≥ 0.85): its noise
+// is much larger than the real digits' variation, so that it is not
+// trivially separable.
+//
+//	go run ./examples/digits [-data digits.csv.gz]
+package main
+
+import (
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/data"
+	"github.com/peel-ml/peel/nn"
+	"github.com/peel-ml/peel/optim"
+	"github.com/peel-ml/peel/transforms"
+)
+
+const (
+	numPixels, numClasses, hidden = 64, 10, 64
+	batchSize, epochs, lr         = 64, 20, 1e-2
+	numRows                       = 1797 // the rows of the real data, and of the stand-in
+)
+
+// DebianDigits is where Debian's python3-sklearn installs the data.
+const DebianDigits = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
+
+// findData returns the path of the data file: flagPath, else $PEEL_DIGITS,
+// else DebianDigits when it exists, else "" (the synthetic stand-in). A
+// file named by the flag or the variable must exist.
+func findData(flagPath string) (string, error) {
+	path := flagPath
+	if path == "" {
+		path = os.Getenv("PEEL_DIGITS")
+	}
+	if path != "" {
+		_, err := os.Stat(path)
+		return path, err
+	}
+	if _, err := os.Stat(DebianDigits); err != nil {
+		return "", nil
+	}
+	return DebianDigits, nil
+}
+
+// load reads digits.csv.gz: the pixels x [n, 64] (float64, 0…16) and the
+// labels y [n] (int64).
+func load(path string) (x, y *peel.Tensor, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	t, err := data.ReadCSV(zr, data.CSVOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if s := t.Shape(); s[1] != numPixels+1 {
+		return nil, nil, fmt.Errorf("%s: %d columns, want %d pixels and the label", path, s[1], numPixels+1)
+	}
+	return peel.Narrow(t, 1, 0, numPixels), peel.AsType(peel.Select(t, 1, numPixels), peel.Int64), nil
+}
+
+// synthetic is the stand-in for the real data, of its shape: row i is of
+// class i mod 10, its pixels the class's prototype (uniform in 0…16) plus
+// Gaussian noise of standard deviation 10, clipped to 0…16 and rounded as
+// the real pixels are.
+func synthetic(n int) (x, y *peel.Tensor) {
+	key := peel.Key(18)
+	protos := peel.UniformRange(peel.FoldIn(key, 0), peel.Float64, 0, 16, numClasses, numPixels)
+	labels := make([]int64, n)
+	for i := range labels {
+		labels[i] = int64(i % numClasses)
+	}
+	y = peel.FromInt64s(labels, n)
+	noise := peel.NormalScaled(peel.FoldIn(key, 1), peel.Float64, 0, 10, n, numPixels)
+	x = peel.Round(peel.Clip(peel.Add(peel.Take(protos, y, 0), noise), 0.0, 16.0))
+	return x, y
+}
+
+// split shuffles the rows with a fixed key and returns the first 80% for
+// training and the last 20% (rounded up) for testing, the pixels scaled
+// to [0, 1] in float32.
+func split(x, y *peel.Tensor) (xTrain, yTrain, xTest, yTest *peel.Tensor) {
+	n := x.Shape()[0]
+	order := data.Shuffle(peel.Key(2026), n)
+	idx := make([]int64, n)
+	for i, o := range order {
+		idx[i] = int64(o)
+	}
+	perm := peel.FromInt64s(idx, n)
+	x = peel.AsType(peel.Div(peel.Take(x, perm, 0), 16.0), peel.Float32)
+	y = peel.Take(y, perm, 0)
+	nTest := (2*n + 9) / 10
+	nTrain := n - nTest
+	return peel.Narrow(x, 0, 0, nTrain), peel.Narrow(y, 0, 0, nTrain),
+		peel.Narrow(x, 0, nTrain, nTest), peel.Narrow(y, 0, nTrain, nTest)
+}
+
+// MLP is the classifier's parameters: two linear layers.
+type MLP struct{ L1, L2 nn.LinearParams }
+
+func initMLP(key *peel.Tensor) MLP {
+	ks := peel.SplitKeys(key, 2)
+	return MLP{
+		L1: nn.InitLinear(ks[0], peel.Float32, numPixels, hidden, nn.WeightInit(nn.HeNormal(nn.FanIn))),
+		L2: nn.InitLinear(ks[1], peel.Float32, hidden, numClasses),
+	}
+}
+
+// predict returns the logits [n, 10] of the images x [n, 64].
+func predict(p MLP, x *peel.Tensor) *peel.Tensor {
+	return nn.Linear(p.L2, nn.ReLU(nn.Linear(p.L1, x)))
+}
+
+// State is what the training step carries from one step to the next.
+type State struct {
+	Params MLP
+	Opt    optim.State
+}
+
+// Batch is a minibatch: images [b, 64] and labels [b].
+type Batch struct{ X, Y *peel.Tensor }
+
+// StepOut is a step's result: the next state and the batch's loss.
+type StepOut struct {
+	State State
+	Loss  *peel.Tensor
+}
+
+// newStep returns the training step of opt: the mean cross-entropy of the
+// batch and its gradient, the optimizer's update and its application.
+func newStep(opt optim.Transformation[MLP]) func(State, Batch) StepOut {
+	return func(s State, b Batch) StepOut {
+		loss := func(p MLP) *peel.Tensor { return nn.CrossEntropy(predict(p, b.X), b.Y) }
+		l, grads := transforms.ValueAndGrad(loss)(s.Params)
+		updates, opt1 := opt.Update(grads, s.Opt, s.Params)
+		return StepOut{State{optim.ApplyUpdates(s.Params, updates), opt1}, l}
+	}
+}
+
+// train trains the MLP for the given epochs and returns it and the mean
+// training loss of each epoch. The last minibatch of an epoch is short
+// (1437 = 22·64 + 29), so the compiled step has two signatures.
+func train(xTrain, yTrain *peel.Tensor, epochs int) (MLP, []float64) {
+	key := peel.Key(7)
+	params := initMLP(peel.FoldIn(key, -1))
+	opt := optim.Adam[MLP](lr)
+	step := transforms.Compile2(newStep(opt))
+	s := State{params, opt.Init(params)}
+	var losses []float64
+	for epoch := range epochs {
+		sum, n := 0.0, 0
+		for b := range data.Batches(peel.FoldIn(key, int64(epoch)), batchSize, false, xTrain, yTrain) {
+			out := step.Call(s, Batch{b[0], b[1]})
+			s = out.State
+			rows := b[0].Shape()[0]
+			sum += out.Loss.Item() * float64(rows)
+			n += rows
+		}
+		losses = append(losses, sum/float64(n))
+	}
+	return s.Params, losses
+}
+
+// accuracy is the fraction of rows whose largest logit is the label's.
+func accuracy(p MLP, x, y *peel.Tensor) (frac float64, correct int) {
+	hits := peel.Equal(peel.ArgMax(predict(p, x), 1), y)
+	correct = int(peel.Sum(peel.AsType(hits, peel.Int64)).Item())
+	return float64(correct) / float64(y.Shape()[0]), correct
+}
+
+// Result is what a run reports.
+type Result struct {
+	Synthetic      bool      // trained on the synthetic stand-in
+	Losses         []float64 // mean training loss per epoch
+	TestAcc        float64
+	Correct, Tests int
+}
+
+// run trains on the data at path, or on the synthetic stand-in when path
+// is "".
+func run(path string) (Result, error) {
+	var x, y *peel.Tensor
+	if path == "" {
+		x, y = synthetic(numRows)
+	} else {
+		var err error
+		if x, y, err = load(path); err != nil {
+			return Result{}, err
+		}
+	}
+	xTrain, yTrain, xTest, yTest := split(x, y)
+	p, losses := train(xTrain, yTrain, epochs)
+	acc, correct := accuracy(p, xTest, yTest)
+	return Result{Synthetic: path == "", Losses: losses, TestAcc: acc, Correct: correct, Tests: yTest.Shape()[0]}, nil
+}
+
+func main() {
+	dataFlag := flag.String("data", "", "digits.csv.gz (default $PEEL_DIGITS, else "+DebianDigits+")")
+	flag.Parse()
+	path, err := findData(*dataFlag)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if path == "" {
+		fmt.Println("digits.csv.gz not found (-data, $PEEL_DIGITS, " + DebianDigits + "):")
+		fmt.Println("training on a synthetic stand-in of the same shape (10 class prototypes + noise)")
+	} else {
+		fmt.Println("data:", path)
+	}
+	r, err := run(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, l := range r.Losses {
+		fmt.Printf("epoch %2d: train loss %.4f\n", i+1, l)
+	}
+	fmt.Printf("test accuracy: %.4f (%d of %d)\n", r.TestAcc, r.Correct, r.Tests)
+}
