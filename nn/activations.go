@@ -49,3 +49,25 @@ func MaxPool2D(x *peel.Tensor, window, strides [2]int, padding peel.Padding) *pe
 func AvgPool2D(x *peel.Tensor, window, strides [2]int, padding peel.Padding) *peel.Tensor {
 	return peel.AvgPool2D(x, window, strides, padding)
 }
+
+// SiLU is peel.SiLU, x·σ(x) (swish).
+func SiLU(x *peel.Tensor) *peel.Tensor { return peel.SiLU(x) }
+
+// ELU is peel.ELU with slope alpha below zero.
+func ELU(x *peel.Tensor, alpha float64) *peel.Tensor { return peel.ELU(x, alpha) }
+
+// SELU is peel.SELU, the self-normalizing ELU.
+func SELU(x *peel.Tensor) *peel.Tensor { return peel.SELU(x) }
+
+// LeakyReLU is peel.LeakyReLU with the given negative slope.
+func LeakyReLU(x *peel.Tensor, slope float64) *peel.Tensor { return peel.LeakyReLU(x, slope) }
+
+// Mish is peel.Mish, x·tanh(softplus(x)).
+func Mish(x *peel.Tensor) *peel.Tensor { return peel.Mish(x) }
+
+// HardSwish is peel.HardSwish, x·relu6(x+3)/6.
+func HardSwish(x *peel.Tensor) *peel.Tensor { return peel.HardSwish(x) }
+
+// GLU is peel.GLU: the first half of x along axis times the sigmoid of
+// the second.
+func GLU(x *peel.Tensor, axis int) *peel.Tensor { return peel.GLU(x, axis) }
