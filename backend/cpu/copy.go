@@ -28,7 +28,7 @@ func stridedCopy[T any](d, s []T, dst, src backend.Array) {
 	}
 	if dst.IsContiguous() && src.IsContiguous() {
 		d, s := d[dst.Offset:dst.Offset+n], s[src.Offset:src.Offset+n]
-		parallelFor(n, costCheap, func(lo, hi int) { copy(d[lo:hi], s[lo:hi]) })
+		parallelFor(n, costCheap, func(lo, hi int) { copyElems(d[lo:hi], s[lo:hi]) })
 		return
 	}
 	if len(dst.Shape) < 2 || serial(n, costCheap) {

@@ -116,3 +116,43 @@ func TestAdoptHost(t *testing.T) {
 	}()
 	b.AdoptHost(d)
 }
+
+// TestCopyElems checks the vector copy at sizes around its threshold and
+// its 256-byte blocks, for each element size, and that overlapping
+// slices are left to Go's copy (memmove semantics).
+func TestCopyElems(t *testing.T) {
+	for _, n := range []int{0, 1, 63, 64, 65, copyWideMin/8 - 1, copyWideMin / 8, copyWideMin/8 + 1, copyWideMin/4 + 3, 1<<16 + 5} {
+		src := make([]float64, n)
+		for i := range src {
+			src[i] = float64(i) + 0.5
+		}
+		d64 := make([]float64, n)
+		copyElems(d64, src)
+		d32, s32 := make([]float32, n), make([]float32, n)
+		for i := range s32 {
+			s32[i] = float32(i)
+		}
+		copyElems(d32, s32)
+		db, sb := make([]bool, n), make([]bool, n)
+		for i := range sb {
+			sb[i] = i%3 == 0
+		}
+		copyElems(db, sb)
+		for i := range n {
+			if d64[i] != src[i] || d32[i] != s32[i] || db[i] != sb[i] {
+				t.Fatalf("n=%d: element %d differs", n, i)
+			}
+		}
+	}
+	// Overlapping, destination after the source: memmove's result.
+	buf := make([]float32, 1<<16)
+	for i := range buf {
+		buf[i] = float32(i)
+	}
+	copyElems(buf[1:], buf[:len(buf)-1])
+	for i := 1; i < len(buf); i++ {
+		if buf[i] != float32(i-1) {
+			t.Fatalf("overlapping copy: element %d = %v, want %d", i, buf[i], i-1)
+		}
+	}
+}
