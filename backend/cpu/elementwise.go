@@ -337,7 +337,7 @@ func notIntLoop(d, a []int64) {
 	}
 }
 
-func copyLoop[T any](d, a []T) { copy(d, a) }
+func copyLoop[T any](d, a []T) { copyElems(d, a[:len(d)]) }
 
 // ---------------------------------------------------------------------------
 // Binary operations.
