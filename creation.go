@@ -24,6 +24,9 @@ func backendFor(t *Tensor) backend.Backend {
 // hostFill returns a host slice of n elements of dtype d, all equal to v
 // (float → int truncates toward zero, nonzero → true).
 func hostFill(v float64, d DType, n int) any {
+	if d.IsStorage() {
+		return backend.HostFill(v, d, n)
+	}
 	switch d {
 	case Bool:
 		s := make([]bool, n)

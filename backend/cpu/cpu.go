@@ -192,6 +192,9 @@ func (*Backend) Alloc(dt backend.DType, n int) backend.Buffer {
 	case backend.Float64:
 		return make(f64Buf, n)
 	}
+	if b := allocStorage(dt, n); b != nil {
+		return b
+	}
 	panic(fmt.Sprintf("cpu: alloc of dtype %v", dt))
 }
 
@@ -213,6 +216,9 @@ func (*Backend) FromHost(data any) backend.Buffer {
 		checkAlloc(backend.Float64, len(d))
 		return append(f64Buf(nil), d...)
 	}
+	if b := storageFromHost(data, true); b != nil {
+		return b
+	}
 	panic(fmt.Sprintf("cpu: FromHost of %T", data))
 }
 
@@ -233,6 +239,9 @@ func (*Backend) AdoptHost(data any) backend.Buffer {
 	case []float64:
 		checkAlloc(backend.Float64, len(d))
 		return f64Buf(d)
+	}
+	if b := storageFromHost(data, false); b != nil {
+		return b
 	}
 	panic(fmt.Sprintf("cpu: AdoptHost of %T", data))
 }
@@ -271,6 +280,9 @@ func (b *Backend) ToHost(a backend.Array) any {
 	case f64Buf:
 		return append([]float64{}, buf[lo:hi]...)
 	}
+	if h := storageToHost(c.Buf, lo, hi); h != nil {
+		return h
+	}
 	panic("cpu: foreign buffer")
 }
 
@@ -298,6 +310,10 @@ func (b *Backend) Has(op backend.Op) bool {
 // in place.
 func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
 	e := &b.kernels()[op.ID]
+	if hasStorage(in, out) {
+		b.execStorage(e, op, params, in, out)
+		return
+	}
 	for i := range in {
 		a := &in[i]
 		if a.Strides == nil || a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && repeatBlock(*a) > 0) {
@@ -338,7 +354,7 @@ func sameBuffer(x, y backend.Buffer) bool {
 		b, ok := y.(f64Buf)
 		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
 	}
-	return false
+	return sameStorage(x, y)
 }
 
 // Slice accessors for contiguous arrays (honouring Offset).
@@ -371,5 +387,7 @@ func zero(a backend.Array) {
 		clear(contig(buf, a))
 	case f64Buf:
 		clear(contig(buf, a))
+	default:
+		zeroStorage(a)
 	}
 }

@@ -1,0 +1,37 @@
+package peel
+
+import (
+	"github.com/peel-ml/peel/backend"
+)
+
+// FromInt32s is FromFloat64s for int32 data: an Int32 tensor.
+func FromInt32s(data []int32, shape ...int) *Tensor {
+	return fromHost("peel.FromInt32s", Int32, data, len(data), shapeArg(shape))
+}
+
+// FromUint8s is FromFloat64s for uint8 data: a Uint8 tensor.
+func FromUint8s(data []uint8, shape ...int) *Tensor {
+	return fromHost("peel.FromUint8s", Uint8, data, len(data), shapeArg(shape))
+}
+
+// FromFloat16s returns a Float16 tensor of data rounded to binary16
+// (to nearest even, ±Inf past 65504, NaN kept), with the given shape;
+// it panics as FromFloat64s does.
+func FromFloat16s(data []float32, shape ...int) *Tensor {
+	h := make([]backend.F16, len(data))
+	for i, v := range data {
+		h[i] = backend.F16FromFloat32(v)
+	}
+	return fromHost("peel.FromFloat16s", Float16, h, len(h), shapeArg(shape))
+}
+
+// FromBFloat16s returns a BFloat16 tensor of data rounded to bfloat16
+// (to nearest even, NaN kept), with the given shape; it panics as
+// FromFloat64s does.
+func FromBFloat16s(data []float32, shape ...int) *Tensor {
+	h := make([]backend.BF16, len(data))
+	for i, v := range data {
+		h[i] = backend.BF16FromFloat32(v)
+	}
+	return fromHost("peel.FromBFloat16s", BFloat16, h, len(h), shapeArg(shape))
+}
