@@ -1,6 +1,8 @@
 package peel
 
 import (
+	"math"
+
 	"github.com/peel-ml/peel/backend"
 )
 
@@ -34,4 +36,15 @@ func FromBFloat16s(data []float32, shape ...int) *Tensor {
 		h[i] = backend.BF16FromFloat32(v)
 	}
 	return fromHost("peel.FromBFloat16s", BFloat16, h, len(h), shapeArg(shape))
+}
+
+// intRange returns the least and greatest values of the integer dtype d.
+func intRange(d DType) (lo, hi int64) {
+	switch d {
+	case Int32:
+		return math.MinInt32, math.MaxInt32
+	case Uint8:
+		return 0, math.MaxUint8
+	}
+	return math.MinInt64, math.MaxInt64
 }

@@ -13,8 +13,9 @@ import (
 // float32. An int scalar meeting a bool tensor gives i64, a float scalar
 // meeting an integer or bool tensor gives f64 (the default float), and
 // scalars alone give bool, i64 or f64. So Add(xu8, 1) stays uint8 and
-// Add(xf16, 0.5) stays float16 (an int scalar out of a narrow integer
-// dtype's range wraps around), while Add(xi32, 0.5) is float64.
+// Add(xf16, 0.5) stays float16, while Add(xi32, 0.5) is float64; an int
+// scalar out of the range of a narrow integer dtype (Add(xu8, 300))
+// panics with *Error, as in NumPy 2 and JAX.
 
 // category orders dtype kinds: bool < int < float.
 func category(d DType) int {
@@ -163,10 +164,16 @@ func scalarOn(be backend.Backend, v any, d DType) *Tensor {
 }
 
 // storageScalar returns a one-element host slice of the storage dtype d
-// holding the Go scalar v: integers converted exactly (narrowed by
-// wraparound) or rounded once, floats rounded to nearest even or
-// truncated toward zero and saturated.
+// holding the Go scalar v: integers converted exactly or rounded once,
+// floats rounded to nearest even or truncated toward zero and saturated.
+// An integer out of the range of an integer dtype d panics with *Error,
+// as NumPy (NEP 50) and JAX refuse it.
 func storageScalar(v any, d DType) any {
+	if i, ok := goInt(v); ok && d.IsInteger() {
+		if lo, hi := intRange(d); i < lo || i > hi {
+			interp.Panicf("the Go integer %d is out of the range of %v [%d, %d]; convert the tensor with AsType first", i, d, lo, hi)
+		}
+	}
 	switch x := v.(type) {
 	case bool:
 		if x {
@@ -191,6 +198,25 @@ func storageScalar(v any, d DType) any {
 		return backend.HostFill(x, d, 1)
 	}
 	return backend.HostFill(0, d, 1)
+}
+
+// goInt returns a Go integer scalar as an int64.
+func goInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	}
+	return 0, false
 }
 
 // hostScalar returns a rank-0 tensor holding the one element of data on

@@ -99,10 +99,11 @@ func reduceBind(p *interp.Prim, x *Tensor, axes []int, keepDims bool) *Tensor {
 	return out
 }
 
-// boolToInt converts a bool tensor to i64 (numpy sums and multiplies
-// booleans as integers).
+// boolToInt converts a bool or uint8 tensor to i64 (numpy sums and
+// multiplies booleans as integers, and torch sums uint8 as int64, so a
+// sum of bytes does not wrap at 256).
 func boolToInt(x *Tensor) *Tensor {
-	if x.DType() != Bool {
+	if x.DType() != Bool && x.DType() != Uint8 {
 		return x
 	}
 	return interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: Int64}, x)
@@ -112,7 +113,8 @@ func boolToInt(x *Tensor) *Tensor {
 // of them when none is given: Sum(x) is a scalar, Sum(x, 1) sums axis 1,
 // Sum(x, 0, 2) axes 0 and 2; negative axes count from the end. Keep(Sum,
 // x, axes...) keeps the reduced axes as size-1 dimensions; every
-// reduction has this shape. Bool tensors are summed as i64. It panics
+// reduction has this shape. Bool and uint8 tensors are summed as i64
+// (int32 ones in int32, wrapping around as JAX's do). It panics
 // with *Error if x is nil or an axis is out of range or repeated.
 func Sum(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Sum"

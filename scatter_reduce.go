@@ -66,17 +66,18 @@ func ScatterReduce(x, idx, src *Tensor, axis int, reduce string, includeSelf boo
 	// keeps x where nothing was received.
 	fromIdentity := func(p *interp.Prim, v float64) *Tensor {
 		var id *Tensor
-		if d == Int64 {
+		if d.IsInteger() {
+			lo, hi := intRange(d)
 			iv := int64(0)
 			switch {
 			case math.IsInf(v, -1):
-				iv = math.MinInt64
+				iv = lo
 			case math.IsInf(v, 1):
-				iv = math.MaxInt64
+				iv = hi
 			default:
 				iv = int64(v)
 			}
-			id = constView(be, iv, Int64, x.Shape())
+			id = constView(be, iv, d, x.Shape())
 		} else {
 			id = constView(be, v, d, x.Shape())
 		}
@@ -117,7 +118,7 @@ func ScatterReduce(x, idx, src *Tensor, axis int, reduce string, includeSelf boo
 	hit := bin(prims.Gt, c, zerosOf(c))
 	safe := sel(hit, c, constView(be, int64(1), Int64, c.Shape()))
 	var mean *Tensor
-	if d == Int64 {
+	if d.IsInteger() {
 		mean = FloorDiv(total, safe)
 	} else {
 		mean = bin(prims.Div, total, AsType(safe, d))

@@ -158,6 +158,8 @@ func VmapTol(op string, d peel.DType) float64 {
 		return 1e-12
 	case peel.Float32:
 		return 1e-5
+	case peel.Float16, peel.BFloat16:
+		return DefaultTol(d)
 	}
 	return -1
 }
