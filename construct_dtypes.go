@@ -48,3 +48,13 @@ func intRange(d DType) (lo, hi int64) {
 	}
 	return math.MinInt64, math.MaxInt64
 }
+
+// storageWide is the dtype constructors of a storage dtype d fill in
+// before converting to d once: i64 for integers, f64 for floats (so a
+// float is rounded once, not through f32).
+func storageWide(d DType) DType {
+	if d.IsFloat() {
+		return Float64
+	}
+	return Int64
+}

@@ -438,3 +438,19 @@ func TestScalarOutOfRange(t *testing.T) {
 		t.Errorf("1 + 254 = %d in u8", got)
 	}
 }
+
+func TestHalfNanToNumAndLinalg(t *testing.T) {
+	x := peel.FromFloat16s([]float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 2})
+	if got := peel.NanToNum(x).Float32s(); got[0] != 65504 || got[1] != -65504 || got[2] != 0 || got[3] != 2 {
+		t.Errorf("NanToNum(f16) = %v", got)
+	}
+	b := peel.FromBFloat16s([]float32{float32(math.Inf(1))})
+	if got := peel.NanToNum(b).Float32s()[0]; got != 0x1.fep127 {
+		t.Errorf("NanToNum(bf16 +Inf) = %v", got)
+	}
+	// A matmul of f16 accumulates in f32 and rounds once.
+	a := peel.FromFloat16s([]float32{1, 2, 3, 4}, 2, 2)
+	if got := peel.MatMul(a, a); got.DType() != peel.Float16 || got.Float32s()[3] != 22 {
+		t.Errorf("MatMul(f16) = %v %v", got.DType(), got.Float32s())
+	}
+}

@@ -10,8 +10,13 @@ import (
 
 // eps returns the machine epsilon of float dtype d.
 func eps(d peel.DType) float64 {
-	if d == peel.Float32 {
+	switch d {
+	case peel.Float32:
 		return 0x1p-23
+	case peel.Float16:
+		return 0x1p-10
+	case peel.BFloat16:
+		return 0x1p-7
 	}
 	return 0x1p-52
 }
