@@ -454,3 +454,24 @@ func TestHalfNanToNumAndLinalg(t *testing.T) {
 		t.Errorf("MatMul(f16) = %v %v", got.DType(), got.Float32s())
 	}
 }
+
+func TestNarrowIntegerIndices(t *testing.T) {
+	x := peel.FromFloat64s([]float64{10, 20, 30, 40})
+	for _, idx := range []*peel.Tensor{peel.FromInt32s([]int32{3, -1, 0}), peel.AsType(peel.FromInt64s([]int64{3, 3, 0}), peel.Uint8)} {
+		got := peel.Take(x, idx, 0).Float64s()
+		if got[0] != 40 || got[1] != 40 || got[2] != 10 {
+			t.Errorf("Take with %v indices: %v", idx.DType(), got)
+		}
+		oh := peel.OneHot(idx, 4, peel.Float32).Float32s()
+		if oh[3] != 1 || oh[8] != 1 {
+			t.Errorf("OneHot with %v indices: %v", idx.DType(), oh)
+		}
+	}
+	idx := []*peel.Tensor{peel.FromInt32s([]int32{1, 2})}
+	if got := peel.IndexPut(x, idx, 0.0, false).Float64s(); got[1] != 0 || got[2] != 0 || got[0] != 10 {
+		t.Errorf("IndexPut with i32 indices: %v", got)
+	}
+	if idx[0].DType() != peel.Int32 {
+		t.Error("IndexPut wrote to its indices slice")
+	}
+}

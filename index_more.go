@@ -170,7 +170,7 @@ func Nonzero(x *Tensor, size int, fill int64) []*Tensor {
 // Negative indices count from the end. A tensor value is differentiated;
 // its dtype must not promote past x's, and a Go scalar is converted to
 // x's dtype. IndexPut panics with *Error when x or an index is nil, there
-// are no indices or more than x's rank, an index is not i64, the index
+// are no indices or more than x's rank, an index is not an integer tensor, the index
 // shapes do not broadcast, values does not fit, accumulate is asked of a
 // bool x, or a concrete index lies outside [-n, n); traced indices
 // outside that range are dropped.
@@ -186,7 +186,10 @@ func IndexPut(x *Tensor, indices []*Tensor, values any, accumulate bool) *Tensor
 		errorf(op, "operand %s is bool; accumulating needs a numeric dtype", x.TypeString())
 	}
 	shapes := make([][]int, k)
+	indices = append([]*Tensor(nil), indices...) // the caller's slice is not written
 	for j, idx := range indices {
+		idx = intIndices(idx)
+		indices[j] = idx
 		mustIndices(op, idx)
 		checkIndexRange(op, idx, x.Shape()[j], j)
 		shapes[j] = idx.Shape()

@@ -29,7 +29,7 @@ import (
 // to them), as torch does; a NaN result has gradient 0.
 //
 // ScatterReduce panics with *Error when an operand is nil, x is bool, idx
-// is not i64 or has another rank, the shapes do not fit, src's dtype
+// is not an integer tensor or has another rank, the shapes do not fit, src's dtype
 // promotes past x's, reduce is not one of the five, or a concrete index
 // lies outside [-n, n); traced indices outside that range are dropped.
 func ScatterReduce(x, idx, src *Tensor, axis int, reduce string, includeSelf bool) *Tensor {
@@ -40,6 +40,7 @@ func ScatterReduce(x, idx, src *Tensor, axis int, reduce string, includeSelf boo
 	default:
 		errorf(op, "reduce %q is not one of \"sum\", \"prod\", \"amax\", \"amin\", \"mean\"", reduce)
 	}
+	idx = intIndices(idx)
 	a, shape := alongAxis(op, x, idx, axis, false)
 	if x.DType() == Bool {
 		errorf(op, "operand %s is bool; scatter_reduce needs a numeric dtype", x.TypeString())
