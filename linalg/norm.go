@@ -225,6 +225,11 @@ func MatrixExp(a *peel.Tensor) *peel.Tensor {
 		return peel.ZerosLike(a)
 	}
 	dt := a.DType()
+	if dt.IsStorage() {
+		// The Padé coefficients (up to 6.4e16) overflow f16: compute in
+		// f32 and round the result once.
+		return peel.AsType(MatrixExp(peel.AsType(a, peel.Float32)), dt)
+	}
 	// s = max(0, ceil(log2(‖a‖₁/θ₁₃))) per matrix, [..., 1, 1].
 	norm := peel.Keep(peel.Max, peel.Sum(peel.Abs(a), r-2), r-2)
 	norm = peel.Unsqueeze(norm, r-2)

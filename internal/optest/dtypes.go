@@ -83,7 +83,7 @@ var storageOps = []string{
 	"peel.Exp", "peel.Tanh", "peel.Sqrt", "peel.Sin", "peel.Floor", "peel.Round", "peel.Clip/[-1,2]",
 	"peel.Equal", "peel.Less", "peel.GreaterEqual", "peel.Where", "peel.AsType/", "peel.BitwiseAnd",
 	"peel.Sum/", "peel.Max/", "peel.Mean/", "peel.ArgMax/", "peel.Cumsum/", "peel.MatMul",
-	"peel.Transpose", "peel.Reshape/", "peel.Concat/", "peel.Flip/", "peel.Pad/", "peel.Index/",
+	"peel.Transpose", "peel.Reshape/", "peel.Concat/", "peel.Flip/", "peel.Pad/", "peel.Index/", "linalg.MatrixExp",
 }
 
 // storageVariants are the conversions storage samples are made by: every
