@@ -475,3 +475,35 @@ func TestNarrowIntegerIndices(t *testing.T) {
 		t.Error("IndexPut wrote to its indices slice")
 	}
 }
+
+// TestStorageStaticArgAndString: a static storage tensor is keyed by its
+// value, and storage tensors print.
+func TestStorageStaticArgAndString(t *testing.T) {
+	for _, d := range []peel.DType{peel.Int32, peel.Uint8, peel.Float16, peel.BFloat16} {
+		traces := 0
+		c := transforms.Compile2(func(x, s *peel.Tensor) *peel.Tensor { traces++; return peel.Mul(x, s) }, transforms.StaticArgnums(1))
+		x := peel.AsType(peel.FromFloat64s([]float64{1, 2}), d)
+		two, three := peel.AsType(peel.Scalar(2.0), d), peel.AsType(peel.Scalar(3.0), d)
+		c.Call(x, two)
+		c.Call(x, two)
+		if got := c.Call(x, three); !sameElems(t, got, peel.Mul(x, three)) {
+			t.Errorf("%v: compiled with static 3 gives %v", d, elems(t, got))
+		}
+		if traces != 2 {
+			t.Errorf("%v: %d traces, want 2 (one per static value)", d, traces)
+		}
+	}
+	for _, c := range []struct {
+		x    *peel.Tensor
+		want string
+	}{
+		{peel.FromInt32s([]int32{-3, 7}), "[-3  7]"},
+		{peel.FromUint8s([]uint8{255, 0}), "[255   0]"},
+		{peel.FromFloat16s([]float32{0.1, -2}), "[0.099976       -2]"},
+		{peel.FromBFloat16s([]float32{3.14159, 1e30}), "[3.141 1e+30]"},
+	} {
+		if got := c.x.String(); !strings.Contains(got, c.want) {
+			t.Errorf("%v String() = %q, want it to contain %q", c.x.DType(), got, c.want)
+		}
+	}
+}
