@@ -135,7 +135,9 @@ func (b *Backend) buildKernels() []entry {
 // contiguous row-major operands (Offset may be non-zero; Float64s and
 // friends return their elements) and contiguous results, every element
 // of which it must write.
-// It must handle every dtype the op accepts. RegisterKernel panics with
+// It must handle every compute dtype the op accepts: operands and results
+// of a storage dtype (i32, u8, f16, bf16) reach it converted to their
+// compute dtype (i64, f32), as every kernel's do (see storage.go). RegisterKernel panics with
 // *interp.Error if op already has a kernel.
 func (b *Backend) RegisterKernel(op backend.Op, k backend.Kernel) {
 	b.mu.Lock()

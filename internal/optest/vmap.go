@@ -32,7 +32,7 @@ func LaneVariant(x *peel.Tensor, i int) *peel.Tensor {
 	n := len(h.Data)
 	for k, v := range h.Data {
 		switch h.DType {
-		case peel.Int64:
+		case peel.Int64, peel.Int32, peel.Uint8:
 			out.Data[k] = h.Data[(k+i)%n]
 		case peel.Bool:
 			if i%2 == 1 {
