@@ -507,3 +507,46 @@ func TestStorageStaticArgAndString(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageInPlace: in-place writes into storage tensors, eagerly,
+// functionalized and compiled, through views.
+func TestStorageInPlace(t *testing.T) {
+	f := func(x *peel.Tensor) *peel.Tensor {
+		y := peel.Clone(x)
+		peel.AddInPlace(peel.Narrow(y, 0, 1, 2), 1)
+		return y
+	}
+	for _, d := range []peel.DType{peel.Int32, peel.Uint8, peel.Float16, peel.BFloat16} {
+		x := peel.AsType(peel.FromFloat64s([]float64{1, 2, 3, 4}), d)
+		if d == peel.Int32 {
+			x = peel.FromInt32s([]int32{1, math.MaxInt32, 3, 4})
+		}
+		if d == peel.Uint8 {
+			x = peel.FromUint8s([]uint8{1, 255, 3, 4})
+		}
+		eager := f(x)
+		for name, got := range map[string]*peel.Tensor{
+			"functionalize": transforms.Functionalize(f)(x),
+			"compile":       transforms.Compile(f).Call(x),
+		} {
+			if got.DType() != d || !sameElems(t, got, eager) {
+				t.Errorf("%v %s: %v, eager %v", d, name, elems(t, got), elems(t, eager))
+			}
+		}
+		e := elems(t, eager)
+		switch d {
+		case peel.Int32:
+			if e[1].i != math.MinInt32 || e[2].i != 4 || e[0].i != 1 {
+				t.Errorf("i32 in place: %v", e)
+			}
+		case peel.Uint8:
+			if e[1].i != 0 || e[2].i != 4 {
+				t.Errorf("u8 in place: %v", e)
+			}
+		default:
+			if e[1].f != 3 || e[2].f != 4 || e[3].f != 4 {
+				t.Errorf("%v in place: %v", d, e)
+			}
+		}
+	}
+}
