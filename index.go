@@ -182,9 +182,10 @@ func split3(shape []int, a int) (int, int) {
 // numpy's take_along_axis: idx has x's rank, the other dimensions of x and
 // idx broadcast against each other, and out[…, j, …] = x[…, idx[…, j, …],
 // …]. Negative indices count from the end. TakeAlongAxis panics with
-// *Error when x or idx is nil, idx is not an integer tensor or has another rank, the
-// shapes do not broadcast, the axis is out of range, or a concrete index
-// lies outside [-n, n); traced indices outside that range are clamped.
+// *Error when x or idx is nil, idx is not an integer tensor or has another
+// rank, the shapes do not broadcast, the axis is out of range, or a
+// concrete index lies outside [-n, n); traced indices outside that range
+// are clamped.
 func TakeAlongAxis(x, idx *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.TakeAlongAxis")
 	const op = "peel.TakeAlongAxis"
@@ -202,16 +203,16 @@ func TakeAlongAxis(x, idx *Tensor, axis int) *Tensor {
 	return reshapeView(g, shape)
 }
 
-// ScatterAdd returns a copy of x with the elements of src added at the
-// i64 indices idx along axis, as torch's scatter_add (the transpose of
+// ScatterAdd returns a copy of x with the elements of src added at the i64
+// indices idx along axis, as torch's scatter_add (the transpose of
 // TakeAlongAxis): for every position u of idx, out[…, idx[u], …] +=
 // src[u], where idx has x's rank, its other dimensions are 1 or x's, and
 // src broadcasts to idx's shape (after idx's size-1 dimensions are
 // broadcast to x's). Repeated indices accumulate. src is converted to x's
 // dtype. ScatterAdd panics with *Error when an operand is nil, x is bool,
-// idx is not an integer tensor or has another rank, the shapes do not fit, src's dtype
-// promotes past x's, or a concrete index lies outside [-n, n); traced
-// indices outside that range are dropped.
+// idx is not an integer tensor or has another rank, the shapes do not fit,
+// src's dtype promotes past x's, or a concrete index lies outside [-n, n);
+// traced indices outside that range are dropped.
 func ScatterAdd(x, idx, src *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.ScatterAdd")
 	const op = "peel.ScatterAdd"
@@ -250,11 +251,11 @@ func indexUpdate(op string, p *interp.Prim, x *Tensor, axis int, idx, src *Tenso
 // indices idx along axis, as torch's index_add (the transpose of Take):
 // out[…, idx[j…], …] += src[…, j…, …], where src broadcasts to
 // x.shape[:axis] + idx.shape + x.shape[axis+1:]. Repeated indices
-// accumulate; negative indices count from the end; src is converted to
-// x's dtype. IndexAdd panics with *Error when an operand is nil, x is
-// bool, idx is not an integer tensor, the axis is out of range, src does not fit, src's
-// dtype promotes past x's, or a concrete index lies outside [-n, n);
-// traced indices outside that range are dropped.
+// accumulate; negative indices count from the end; src is converted to x's
+// dtype. IndexAdd panics with *Error when an operand is nil, x is bool,
+// idx is not an integer tensor, the axis is out of range, src does not
+// fit, src's dtype promotes past x's, or a concrete index lies outside
+// [-n, n); traced indices outside that range are dropped.
 func IndexAdd(x, idx, src *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.IndexAdd")
 	const op = "peel.IndexAdd"
@@ -270,9 +271,9 @@ func IndexAdd(x, idx, src *Tensor, axis int) *Tensor {
 // x.shape[axis+1:]. When an index repeats, the last write in row-major
 // order of the indices wins. Negative indices count from the end; src is
 // converted to x's dtype. IndexCopy panics with *Error when an operand is
-// nil, idx is not an integer tensor, the axis is out of range, src does not fit, src's
-// dtype promotes past x's, or a concrete index lies outside [-n, n);
-// traced indices outside that range are dropped.
+// nil, idx is not an integer tensor, the axis is out of range, src does
+// not fit, src's dtype promotes past x's, or a concrete index lies outside
+// [-n, n); traced indices outside that range are dropped.
 func IndexCopy(x, idx, src *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.IndexCopy")
 	const op = "peel.IndexCopy"
@@ -280,13 +281,13 @@ func IndexCopy(x, idx, src *Tensor, axis int) *Tensor {
 }
 
 // OneHot returns the one-hot encoding of the i64 indices idx over n
-// classes as a tensor of dtype dt with shape idx.shape + [n]: element
-// [j…, c] is 1 (true) where idx[j…] == c. Negative indices count from the
-// end. OneHot panics with *Error when idx is nil or not an integer tensor, n is
-// negative, dt is invalid, the result is too large (its number of
-// elements overflows int, or it exceeds the allocation limit), or a
-// concrete index lies outside [-n, n); a traced index outside that range
-// gives a row of zeros.
+// classes as a tensor of dtype dt with shape idx.shape + [n]: element [j…,
+// c] is 1 (true) where idx[j…] == c. Negative indices count from the end.
+// OneHot panics with *Error when idx is nil or not an integer tensor, n is
+// negative, dt is invalid, the result is too large (its number of elements
+// overflows int, or it exceeds the allocation limit), or a concrete index
+// lies outside [-n, n); a traced index outside that range gives a row of
+// zeros.
 func OneHot(idx *Tensor, n int, dt DType) *Tensor {
 	defer interp.Annotate("peel.OneHot")
 	const op = "peel.OneHot"

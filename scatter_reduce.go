@@ -29,9 +29,10 @@ import (
 // to them), as torch does; a NaN result has gradient 0.
 //
 // ScatterReduce panics with *Error when an operand is nil, x is bool, idx
-// is not an integer tensor or has another rank, the shapes do not fit, src's dtype
-// promotes past x's, reduce is not one of the five, or a concrete index
-// lies outside [-n, n); traced indices outside that range are dropped.
+// is not an integer tensor or has another rank, the shapes do not fit,
+// src's dtype promotes past x's, reduce is not one of the five, or a
+// concrete index lies outside [-n, n); traced indices outside that range
+// are dropped.
 func ScatterReduce(x, idx, src *Tensor, axis int, reduce string, includeSelf bool) *Tensor {
 	const op = "peel.ScatterReduce"
 	defer interp.Annotate(op)
