@@ -200,7 +200,8 @@ func (*Backend) Alloc(dt backend.DType, n int) backend.Buffer {
 	panic(fmt.Sprintf("cpu: alloc of dtype %v", dt))
 }
 
-// FromHost copies a []bool, []int64, []float32 or []float64. It panics
+// FromHost copies a []bool, []int64, []float32, []float64, []int32,
+// []uint8, []backend.F16 or []backend.BF16. It panics
 // with *interp.Error ("too large") when the copy exceeds the allocation
 // limit, as Alloc does.
 func (*Backend) FromHost(data any) backend.Buffer {
@@ -224,8 +225,8 @@ func (*Backend) FromHost(data any) backend.Buffer {
 	panic(fmt.Sprintf("cpu: FromHost of %T", data))
 }
 
-// AdoptHost returns a []bool, []int64, []float32 or []float64 as a
-// buffer without copying it (backend.HostAdopter); it panics as FromHost
+// AdoptHost returns a host slice of a type FromHost takes as a buffer
+// without copying it (backend.HostAdopter); it panics as FromHost
 // does.
 func (*Backend) AdoptHost(data any) backend.Buffer {
 	switch d := data.(type) {
