@@ -58,3 +58,14 @@ func storageWide(d DType) DType {
 	}
 	return Int64
 }
+
+// halfFloat reports whether x is f16 or bf16, returning its dtype. The
+// composite reductions and normalizations (Mean, Var, Std, Norm,
+// LogSumExp, Softmax, LogSoftmax, NanMean) compute those in f32 and round
+// the result once, as torch's CPU kernels do, so that a sum on the way
+// (of 60000s, say) does not overflow f16 and the result is not rounded at
+// every step.
+func halfFloat(x *Tensor) (DType, bool) {
+	d := x.DType()
+	return d, d == Float16 || d == BFloat16
+}

@@ -550,3 +550,26 @@ func TestStorageInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestHalfReductionsInF32: composite reductions of f16 compute in f32
+// and round once, so an intermediate sum does not overflow.
+func TestHalfReductionsInF32(t *testing.T) {
+	x := peel.FromFloat16s([]float32{60000, 60000, 60000})
+	if got := peel.Mean(x); got.DType() != peel.Float16 || got.Item() != 60000 {
+		t.Errorf("Mean(f16 60000s) = %v %v, want f16 60000", got.DType(), got.Item())
+	}
+	if got := peel.Var(x); got.Item() != 0 {
+		t.Errorf("Var(f16 60000s) = %v", got.Item())
+	}
+	if got := peel.Norm(peel.FromFloat16s([]float32{300, 400})); got.Item() != 500 {
+		t.Errorf("Norm(f16 300, 400) = %v (300² overflows f16)", got.Item())
+	}
+	s := peel.Softmax(peel.FromBFloat16s([]float32{1, 2, 3}), 0)
+	if s.DType() != peel.BFloat16 {
+		t.Errorf("Softmax(bf16) has dtype %v", s.DType())
+	}
+	g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Mean(x) })(peel.FromFloat16s([]float32{1, 2, 3, 4}))
+	if g.DType() != peel.Float16 || g.Float32s()[0] != 0.25 {
+		t.Errorf("Grad of Mean(f16) = %v %v", g.DType(), g.Float32s())
+	}
+}

@@ -195,12 +195,17 @@ func variance(x *Tensor, ax []int, keepDims bool) *Tensor {
 }
 
 // Mean returns the arithmetic mean of x over axes; integer and bool
-// tensors give f64, and the mean over an empty axis is NaN. See Sum for
-// axes and Keep; it panics as Sum does.
+// tensors give f64, f16 and bf16 ones are computed in f32 and rounded
+// once (as are Var, Std, Norm, LogSumExp, Softmax and LogSoftmax), and
+// the mean over an empty axis is NaN. See Sum for axes and Keep; it
+// panics as Sum does.
 func Mean(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Mean"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Mean(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	return mean(toFloat(x), ax, false)
 }
@@ -213,6 +218,9 @@ func Var(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Var"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Var(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	return variance(toFloat(x), ax, false)
 }
@@ -223,6 +231,9 @@ func Std(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Std"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Std(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	return un(prims.Sqrt, variance(toFloat(x), ax, false))
 }
@@ -243,6 +254,9 @@ func LogSumExp(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.LogSumExp"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(LogSumExp(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	x = toFloat(x)
 	kept := keptShape(x.Shape(), ax)
@@ -322,6 +336,9 @@ func Softmax(x *Tensor, axis int) *Tensor {
 	const op = "peel.Softmax"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Softmax(AsType(x, Float32), axis), h)
+	}
 	a := normAxis(op, axis, x.Rank())
 	x = toFloat(x)
 	if x.Shape()[a] == 0 {
@@ -339,6 +356,9 @@ func LogSoftmax(x *Tensor, axis int) *Tensor {
 	const op = "peel.LogSoftmax"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(LogSoftmax(AsType(x, Float32), axis), h)
+	}
 	a := normAxis(op, axis, x.Rank())
 	x = toFloat(x)
 	if x.Shape()[a] == 0 {
@@ -394,6 +414,9 @@ func Norm(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Norm"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Norm(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	xf := toFloat(x)
 	s := reduceBind(prims.ReduceSum, bin(prims.Mul, xf, xf), ax, false)
