@@ -24,6 +24,9 @@ func backendFor(t *Tensor) backend.Backend {
 // hostFill returns a host slice of n elements of dtype d, all equal to v
 // (float → int truncates toward zero, nonzero → true).
 func hostFill(v float64, d DType, n int) any {
+	if d.IsStorage() {
+		return backend.HostFill(v, d, n)
+	}
 	switch d {
 	case Bool:
 		s := make([]bool, n)
@@ -300,6 +303,9 @@ func checkFinite(op string, vals ...float64) {
 // (SetMaxAllocBytes); the last two say "too large".
 func Arange(dt DType, start, stop, step float64) *Tensor {
 	const op = "peel.Arange"
+	if dt.IsStorage() {
+		return AsType(Arange(storageWide(dt), start, stop, step), dt)
+	}
 	defer interp.Annotate(op)
 	checkNumericDType(op, dt)
 	checkFinite(op, start, stop, step)
@@ -337,6 +343,9 @@ func Arange(dt DType, start, stop, step float64) *Tensor {
 // "too large").
 func Linspace(dt DType, start, stop float64, n int) *Tensor {
 	const op = "peel.Linspace"
+	if dt.IsStorage() {
+		return AsType(Linspace(storageWide(dt), start, stop, n), dt)
+	}
 	defer interp.Annotate(op)
 	checkNumericDType(op, dt)
 	checkFinite(op, start, stop)
@@ -362,6 +371,9 @@ func Linspace(dt DType, start, stop float64, n int) *Tensor {
 // allocation limit (SetMaxAllocBytes); the last two say "too large".
 func Eye(dt DType, n int) *Tensor {
 	const op = "peel.Eye"
+	if dt.IsStorage() {
+		return AsType(Eye(storageWide(dt), n), dt)
+	}
 	defer interp.Annotate(op)
 	checkDType(op, dt)
 	if n < 0 {

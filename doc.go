@@ -2,11 +2,14 @@
 // transforms (Grad, Vmap, Functionalize, JVP/VJP, Jacobians, Hessians)
 // built as interpreters over one set of primitives.
 //
-// Tensors are *Tensor values with a dtype (Bool, Int64, Float32, Float64)
-// and a shape. Functions follow numpy: binary operations broadcast their
-// operands and promote dtypes (bool < i64 < f32 < f64), and Go scalars are
-// weakly typed as Python scalars are in JAX, so Add(x32, 2.0) stays
-// float32. Negative axes and indices count from the end.
+// Tensors are *Tensor values with a dtype (Bool, Int64, Float32, Float64,
+// and the storage dtypes Int32, Uint8, Float16, BFloat16, which are
+// computed in i64 or f32 and rounded back after every operation) and a
+// shape. Functions follow numpy: binary operations broadcast their
+// operands and promote dtypes along JAX's lattice (bool < u8 < i32 < i64
+// < f16, bf16 < f32 < f64; see PromoteTypes), and Go scalars are weakly
+// typed as Python scalars are in JAX, so Add(x32, 2.0) stays float32.
+// Negative axes and indices count from the end.
 //
 // View functions (Reshape, Transpose, Slice, Narrow, Select, Squeeze,
 // BroadcastTo, …) return aliases of their operand, and in-place functions

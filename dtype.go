@@ -12,26 +12,57 @@ import (
 // that dtype is of their kind or a wider one, so Add(x32, 2.0) stays
 // float32. An int scalar meeting a bool tensor gives i64, a float scalar
 // meeting an integer or bool tensor gives f64 (the default float), and
-// scalars alone give bool, i64 or f64.
+// scalars alone give bool, i64 or f64. So Add(xu8, 1) stays uint8 and
+// Add(xf16, 0.5) stays float16, while Add(xi32, 0.5) is float64; an int
+// scalar out of the range of a narrow integer dtype (Add(xu8, 300))
+// panics with *Error, as in NumPy 2 and JAX.
 
 // category orders dtype kinds: bool < int < float.
 func category(d DType) int {
-	switch d {
-	case Bool:
+	switch {
+	case d == Bool:
 		return 0
-	case Int64:
+	case d.IsInteger():
+		return 1
+	}
+	return 2
+}
+
+// rank orders the dtypes of one kind by width: u8 < i32 < i64 and
+// f16, bf16 < f32 < f64.
+func rank(d DType) int {
+	switch d {
+	case Uint8, Float16, BFloat16:
+		return 0
+	case Int32, Float32:
 		return 1
 	}
 	return 2
 }
 
 // PromoteTypes returns the dtype two tensors of dtypes a and b are
-// promoted to: the wider of the two in the order bool < i64 < f32 < f64.
+// promoted to, JAX's type lattice over peel's dtypes: bool < u8 < i32 <
+// i64 for integers; bool and every integer dtype promote to any float
+// dtype (i64 with f16 gives f16, as in JAX); f16 and bf16 are both below
+// f32 < f64, and f16 with bf16 gives f32. It is symmetric.
 func PromoteTypes(a, b DType) DType {
-	if a > b {
+	if a == b {
 		return a
 	}
-	return b
+	if ca, cb := category(a), category(b); ca != cb {
+		if ca > cb {
+			return a
+		}
+		return b
+	}
+	ra, rb := rank(a), rank(b)
+	switch {
+	case ra > rb:
+		return a
+	case rb > ra:
+		return b
+	}
+	return Float32 // f16 with bf16
 }
 
 // scalarDType returns the weak dtype of a Go scalar, or false.
@@ -56,8 +87,10 @@ func resultDType(op string, vals []any) DType {
 			if t == nil {
 				errorf(op, "operand %d is a nil tensor", i)
 			}
-			if !haveStrong || t.DType() > strong {
+			if !haveStrong {
 				strong, haveStrong = t.DType(), true
+			} else {
+				strong = PromoteTypes(strong, t.DType())
 			}
 			continue
 		}
@@ -85,6 +118,9 @@ func scalarTensor(v any, d DType) *Tensor { return scalarOn(nil, v, d) }
 // scalarOn makes a rank-0 tensor of dtype d from a Go scalar on backend
 // be (the default one when be is nil).
 func scalarOn(be backend.Backend, v any, d DType) *Tensor {
+	if d.IsStorage() {
+		return hostScalar(be, storageScalar(v, d))
+	}
 	var f float64
 	var b bool
 	switch x := v.(type) {
@@ -127,6 +163,62 @@ func scalarOn(be backend.Backend, v any, d DType) *Tensor {
 	return hostScalar(be, []float64{f})
 }
 
+// storageScalar returns a one-element host slice of the storage dtype d
+// holding the Go scalar v: integers converted exactly or rounded once,
+// floats rounded to nearest even or truncated toward zero and saturated.
+// An integer out of the range of an integer dtype d panics with *Error,
+// as NumPy (NEP 50) and JAX refuse it.
+func storageScalar(v any, d DType) any {
+	if i, ok := goInt(v); ok && d.IsInteger() {
+		if lo, hi := intRange(d); i < lo || i > hi {
+			interp.Panicf("the Go integer %d is out of the range of %v [%d, %d]; convert the tensor with AsType first", i, d, lo, hi)
+		}
+	}
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return backend.HostFillInt(1, d, 1)
+		}
+		return backend.HostFillInt(0, d, 1)
+	case int:
+		return backend.HostFillInt(int64(x), d, 1)
+	case int32:
+		return backend.HostFillInt(int64(x), d, 1)
+	case int64:
+		return backend.HostFillInt(x, d, 1)
+	case uint8:
+		return backend.HostFillInt(int64(x), d, 1)
+	case uint16:
+		return backend.HostFillInt(int64(x), d, 1)
+	case uint32:
+		return backend.HostFillInt(int64(x), d, 1)
+	case float32:
+		return backend.HostFill(float64(x), d, 1)
+	case float64:
+		return backend.HostFill(x, d, 1)
+	}
+	return backend.HostFill(0, d, 1)
+}
+
+// goInt returns a Go integer scalar as an int64.
+func goInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	}
+	return 0, false
+}
+
 // hostScalar returns a rank-0 tensor holding the one element of data on
 // backend be (the default one when be is nil); data is adopted, as in
 // newConcrete.
@@ -151,8 +243,13 @@ func operandBackend(vals ...any) backend.Backend {
 	return nil
 }
 
-// AsType converts x to dtype d (float → int truncates toward zero, nonzero
-// → true). It returns x itself when it already has dtype d.
+// AsType converts x to dtype d: float → int truncates toward zero and
+// saturates to d's range (NaN → 0), int → narrower int wraps around,
+// conversions to a float dtype round to nearest even once (to ±Inf past
+// the largest finite value: 65504 for Float16), widening is exact, and
+// nonzero (NaN included) → true. It returns x itself when it already has
+// dtype d, and panics with *Error when x is nil or d is not a valid
+// dtype.
 func AsType(x *Tensor, d DType) *Tensor {
 	defer interp.Annotate("peel.AsType")
 	if x == nil {

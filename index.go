@@ -6,16 +6,27 @@ import (
 )
 
 // This file holds the indexing operations with tensor indices: gathers,
-// scatters, one-hot encoding and dynamic slices. Indices are i64 tensors;
-// negative indices count from the end. When an index tensor is concrete its
-// range is checked eagerly and a bad index panics with *Error; under a
-// transform (a traced index tensor) the primitives' own rules apply:
-// gathers clamp out-of-range indices and scatters drop them.
+// scatters, one-hot encoding and dynamic slices. Indices are i64 tensors
+// (i32 and u8 ones are converted to i64); negative indices count from the
+// end. When an index tensor is concrete its range is checked eagerly and
+// a bad index panics with *Error; under a transform (a traced index
+// tensor) the primitives' own rules apply: gathers clamp out-of-range
+// indices and scatters drop them.
 
 // filledView returns a tensor of the given shape whose elements all are
 // v, as a broadcast view of a rank-0 constant.
 func filledView(v any, d DType, shape []int) *Tensor {
 	return broadcastTo(scalarTensor(v, d), shape)
+}
+
+// intIndices returns integer indices as i64: i32 and u8 index tensors
+// are converted (exactly), others returned as they are for mustIndices
+// to check.
+func intIndices(idx *Tensor) *Tensor {
+	if idx != nil && (idx.DType() == Int32 || idx.DType() == Uint8) {
+		return AsType(idx, Int64)
+	}
+	return idx
 }
 
 // mustIndices panics with *Error naming op unless idx is an i64 tensor.
@@ -24,7 +35,7 @@ func mustIndices(op string, idx *Tensor) {
 		errorf(op, "nil index tensor")
 	}
 	if idx.DType() != Int64 {
-		errorf(op, "indices have dtype %v, not i64 (convert them with AsType)", idx.DType())
+		errorf(op, "indices have dtype %v, not i64, i32 or u8 (convert them with AsType)", idx.DType())
 	}
 }
 
@@ -92,13 +103,14 @@ func broadcastExact(op, what string, t *Tensor, shape []int) *Tensor {
 // take, torch's index_select generalized to any index shape): the result
 // has shape x.shape[:axis] + idx.shape + x.shape[axis+1:] and
 // out[p…, j…, s…] = x[p…, idx[j…], s…]. Negative indices count from the
-// end. Take panics with *Error when x or idx is nil, idx is not i64, the
-// axis is out of range, or a concrete index lies outside [-n, n); traced
-// indices outside that range are clamped.
+// end. Take panics with *Error when x or idx is nil, idx is not an
+// integer tensor, the axis is out of range, or a concrete index lies
+// outside [-n, n); traced indices outside that range are clamped.
 func Take(x, idx *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.Take")
 	const op = "peel.Take"
 	checkTensor(op, x)
+	idx = intIndices(idx)
 	mustIndices(op, idx)
 	a := normAxis(op, axis, x.Rank())
 	n := x.Shape()[a]
@@ -170,12 +182,14 @@ func split3(shape []int, a int) (int, int) {
 // numpy's take_along_axis: idx has x's rank, the other dimensions of x and
 // idx broadcast against each other, and out[…, j, …] = x[…, idx[…, j, …],
 // …]. Negative indices count from the end. TakeAlongAxis panics with
-// *Error when x or idx is nil, idx is not i64 or has another rank, the
-// shapes do not broadcast, the axis is out of range, or a concrete index
-// lies outside [-n, n); traced indices outside that range are clamped.
+// *Error when x or idx is nil, idx is not an integer tensor or has another
+// rank, the shapes do not broadcast, the axis is out of range, or a
+// concrete index lies outside [-n, n); traced indices outside that range
+// are clamped.
 func TakeAlongAxis(x, idx *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.TakeAlongAxis")
 	const op = "peel.TakeAlongAxis"
+	idx = intIndices(idx)
 	a, shape := alongAxis(op, x, idx, axis, true)
 	n := x.Shape()[a]
 	checkIndexRange(op, idx, n, axis)
@@ -189,16 +203,16 @@ func TakeAlongAxis(x, idx *Tensor, axis int) *Tensor {
 	return reshapeView(g, shape)
 }
 
-// ScatterAdd returns a copy of x with the elements of src added at the
-// i64 indices idx along axis, as torch's scatter_add (the transpose of
+// ScatterAdd returns a copy of x with the elements of src added at the i64
+// indices idx along axis, as torch's scatter_add (the transpose of
 // TakeAlongAxis): for every position u of idx, out[…, idx[u], …] +=
 // src[u], where idx has x's rank, its other dimensions are 1 or x's, and
 // src broadcasts to idx's shape (after idx's size-1 dimensions are
 // broadcast to x's). Repeated indices accumulate. src is converted to x's
 // dtype. ScatterAdd panics with *Error when an operand is nil, x is bool,
-// idx is not i64 or has another rank, the shapes do not fit, src's dtype
-// promotes past x's, or a concrete index lies outside [-n, n); traced
-// indices outside that range are dropped.
+// idx is not an integer tensor or has another rank, the shapes do not fit,
+// src's dtype promotes past x's, or a concrete index lies outside [-n, n);
+// traced indices outside that range are dropped.
 func ScatterAdd(x, idx, src *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.ScatterAdd")
 	const op = "peel.ScatterAdd"
@@ -220,6 +234,7 @@ type scattered struct {
 // at the i64 indices idx along axis (what names the operation in the
 // bool error) and flattens them.
 func scatterOperands(op, what string, x, idx, src *Tensor, axis int) scattered {
+	idx = intIndices(idx)
 	a, shape := alongAxis(op, x, idx, axis, false)
 	if x.DType() == Bool {
 		errorf(op, "operand %s is bool; %s needs a numeric dtype", x.TypeString(), what)
@@ -237,6 +252,7 @@ func scatterOperands(op, what string, x, idx, src *Tensor, axis int) scattered {
 // indexUpdate checks the operands of IndexAdd and IndexCopy and binds p.
 func indexUpdate(op string, p *interp.Prim, x *Tensor, axis int, idx, src *Tensor) *Tensor {
 	checkTensor(op, x)
+	idx = intIndices(idx)
 	mustIndices(op, idx)
 	checkTensor(op, src)
 	a := normAxis(op, axis, x.Rank())
@@ -251,11 +267,11 @@ func indexUpdate(op string, p *interp.Prim, x *Tensor, axis int, idx, src *Tenso
 // indices idx along axis, as torch's index_add (the transpose of Take):
 // out[…, idx[j…], …] += src[…, j…, …], where src broadcasts to
 // x.shape[:axis] + idx.shape + x.shape[axis+1:]. Repeated indices
-// accumulate; negative indices count from the end; src is converted to
-// x's dtype. IndexAdd panics with *Error when an operand is nil, x is
-// bool, idx is not i64, the axis is out of range, src does not fit, src's
-// dtype promotes past x's, or a concrete index lies outside [-n, n);
-// traced indices outside that range are dropped.
+// accumulate; negative indices count from the end; src is converted to x's
+// dtype. IndexAdd panics with *Error when an operand is nil, x is bool,
+// idx is not an integer tensor, the axis is out of range, src does not
+// fit, src's dtype promotes past x's, or a concrete index lies outside
+// [-n, n); traced indices outside that range are dropped.
 func IndexAdd(x, idx, src *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.IndexAdd")
 	const op = "peel.IndexAdd"
@@ -271,9 +287,9 @@ func IndexAdd(x, idx, src *Tensor, axis int) *Tensor {
 // x.shape[axis+1:]. When an index repeats, the last write in row-major
 // order of the indices wins. Negative indices count from the end; src is
 // converted to x's dtype. IndexCopy panics with *Error when an operand is
-// nil, idx is not i64, the axis is out of range, src does not fit, src's
-// dtype promotes past x's, or a concrete index lies outside [-n, n);
-// traced indices outside that range are dropped.
+// nil, idx is not an integer tensor, the axis is out of range, src does
+// not fit, src's dtype promotes past x's, or a concrete index lies outside
+// [-n, n); traced indices outside that range are dropped.
 func IndexCopy(x, idx, src *Tensor, axis int) *Tensor {
 	defer interp.Annotate("peel.IndexCopy")
 	const op = "peel.IndexCopy"
@@ -281,16 +297,17 @@ func IndexCopy(x, idx, src *Tensor, axis int) *Tensor {
 }
 
 // OneHot returns the one-hot encoding of the i64 indices idx over n
-// classes as a tensor of dtype dt with shape idx.shape + [n]: element
-// [j…, c] is 1 (true) where idx[j…] == c. Negative indices count from the
-// end. OneHot panics with *Error when idx is nil or not i64, n is
-// negative, dt is invalid, the result is too large (its number of
-// elements overflows int, or it exceeds the allocation limit), or a
-// concrete index lies outside [-n, n); a traced index outside that range
-// gives a row of zeros.
+// classes as a tensor of dtype dt with shape idx.shape + [n]: element [j…,
+// c] is 1 (true) where idx[j…] == c. Negative indices count from the end.
+// OneHot panics with *Error when idx is nil or not an integer tensor, n is
+// negative, dt is invalid, the result is too large (its number of elements
+// overflows int, or it exceeds the allocation limit), or a concrete index
+// lies outside [-n, n); a traced index outside that range gives a row of
+// zeros.
 func OneHot(idx *Tensor, n int, dt DType) *Tensor {
 	defer interp.Annotate("peel.OneHot")
 	const op = "peel.OneHot"
+	idx = intIndices(idx)
 	mustIndices(op, idx)
 	if n < 0 {
 		errorf(op, "negative number of classes %d", n)

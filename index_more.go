@@ -158,22 +158,22 @@ func Nonzero(x *Tensor, size int, fill int64) []*Tensor {
 }
 
 // IndexPut returns a copy of x with values written at the positions
-// selected by the i64 index tensors indices, one per leading axis of x,
-// as numpy's x[i0, i1, ...] = values (torch's index_put): the index
-// tensors broadcast together to a shape B, and position u of B selects
-// the slice x[i0[u], i1[u], ..., :]; values (a Go scalar or a tensor)
-// broadcasts to B + x.shape[len(indices):]. With accumulate the values
-// are added (repeated positions accumulate); without it they are
-// written, and when a position repeats the write at the last position of
-// B in row-major order wins (a fixed rule, unlike torch's unspecified
-// choice or JAX's "one of them"; the gradient goes to that value only).
-// Negative indices count from the end. A tensor value is differentiated;
-// its dtype must not promote past x's, and a Go scalar is converted to
-// x's dtype. IndexPut panics with *Error when x or an index is nil, there
-// are no indices or more than x's rank, an index is not i64, the index
-// shapes do not broadcast, values does not fit, accumulate is asked of a
-// bool x, or a concrete index lies outside [-n, n); traced indices
-// outside that range are dropped.
+// selected by the i64 index tensors indices, one per leading axis of x, as
+// numpy's x[i0, i1, ...] = values (torch's index_put): the index tensors
+// broadcast together to a shape B, and position u of B selects the slice
+// x[i0[u], i1[u], ..., :]; values (a Go scalar or a tensor) broadcasts to
+// B + x.shape[len(indices):]. With accumulate the values are added
+// (repeated positions accumulate); without it they are written, and when a
+// position repeats the write at the last position of B in row-major order
+// wins (a fixed rule, unlike torch's unspecified choice or JAX's "one of
+// them"; the gradient goes to that value only). Negative indices count
+// from the end. A tensor value is differentiated; its dtype must not
+// promote past x's, and a Go scalar is converted to x's dtype. IndexPut
+// panics with *Error when x or an index is nil, there are no indices or
+// more than x's rank, an index is not an integer tensor, the index shapes
+// do not broadcast, values does not fit, accumulate is asked of a bool x,
+// or a concrete index lies outside [-n, n); traced indices outside that
+// range are dropped.
 func IndexPut(x *Tensor, indices []*Tensor, values any, accumulate bool) *Tensor {
 	const op = "peel.IndexPut"
 	defer interp.Annotate(op)
@@ -186,7 +186,10 @@ func IndexPut(x *Tensor, indices []*Tensor, values any, accumulate bool) *Tensor
 		errorf(op, "operand %s is bool; accumulating needs a numeric dtype", x.TypeString())
 	}
 	shapes := make([][]int, k)
+	indices = append([]*Tensor(nil), indices...) // the caller's slice is not written
 	for j, idx := range indices {
+		idx = intIndices(idx)
+		indices[j] = idx
 		mustIndices(op, idx)
 		checkIndexRange(op, idx, x.Shape()[j], j)
 		shapes[j] = idx.Shape()

@@ -335,7 +335,7 @@ func floatUnary(op string, p *interp.Prim, x *Tensor) *Tensor {
 func rounding(op string, x *Tensor, f func(*Tensor) *Tensor) *Tensor {
 	checkTensor(op, x)
 	switch x.DType() {
-	case Int64:
+	case Int64, Int32, Uint8:
 		return un(prims.Copy, x)
 	case Bool:
 		x = toFloat(x)

@@ -29,6 +29,14 @@ const (
 	Int64   = backend.Int64
 	Float32 = backend.Float32
 	Float64 = backend.Float64
+	// Storage dtypes: kept in memory at their width, computed in i64
+	// (Int32, Uint8) or f32 (Float16, BFloat16) and narrowed back after
+	// every operation (integers wrap around, floats round to nearest
+	// even).
+	Int32    = backend.Int32
+	Uint8    = backend.Uint8
+	Float16  = backend.Float16
+	BFloat16 = backend.BFloat16
 )
 
 // Error is the error every misuse panics with. It names the user-level op,

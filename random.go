@@ -170,6 +170,9 @@ func rngCheckSample(op string, key *Tensor, dt DType, shape []int) {
 	if !dt.IsFloat() {
 		errorf(op, "dtype %v is not a floating-point dtype", dt)
 	}
+	if dt.IsStorage() {
+		errorf(op, "dtype %v cannot be sampled directly: sample Float32 and convert with AsType", dt)
+	}
 	checkResult(op, dt, shape, key)
 }
 
@@ -510,6 +513,9 @@ func Categorical(key *Tensor, logits *Tensor, axis int, shape ...int) *Tensor {
 	dt := logits.DType()
 	if !dt.IsFloat() {
 		errorf(op, "logits dtype %v is not a floating-point dtype", dt)
+	}
+	if dt.IsStorage() {
+		logits, dt = AsType(logits, Float32), Float32
 	}
 	ls := logits.Shape()
 	a := normAxis(op, axis, len(ls))

@@ -99,10 +99,11 @@ func reduceBind(p *interp.Prim, x *Tensor, axes []int, keepDims bool) *Tensor {
 	return out
 }
 
-// boolToInt converts a bool tensor to i64 (numpy sums and multiplies
-// booleans as integers).
+// boolToInt converts a bool or uint8 tensor to i64 (numpy sums and
+// multiplies booleans as integers, and torch sums uint8 as int64, so a
+// sum of bytes does not wrap at 256).
 func boolToInt(x *Tensor) *Tensor {
-	if x.DType() != Bool {
+	if x.DType() != Bool && x.DType() != Uint8 {
 		return x
 	}
 	return interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: Int64}, x)
@@ -112,7 +113,8 @@ func boolToInt(x *Tensor) *Tensor {
 // of them when none is given: Sum(x) is a scalar, Sum(x, 1) sums axis 1,
 // Sum(x, 0, 2) axes 0 and 2; negative axes count from the end. Keep(Sum,
 // x, axes...) keeps the reduced axes as size-1 dimensions; every
-// reduction has this shape. Bool tensors are summed as i64. It panics
+// reduction has this shape. Bool and uint8 tensors are summed as i64
+// (int32 ones in int32, wrapping around as JAX's do). It panics
 // with *Error if x is nil or an axis is out of range or repeated.
 func Sum(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Sum"
@@ -193,12 +195,17 @@ func variance(x *Tensor, ax []int, keepDims bool) *Tensor {
 }
 
 // Mean returns the arithmetic mean of x over axes; integer and bool
-// tensors give f64, and the mean over an empty axis is NaN. See Sum for
-// axes and Keep; it panics as Sum does.
+// tensors give f64, f16 and bf16 ones are computed in f32 and rounded
+// once (as are Var, Std, Norm, LogSumExp, Softmax and LogSoftmax), and
+// the mean over an empty axis is NaN. See Sum for axes and Keep; it
+// panics as Sum does.
 func Mean(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Mean"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Mean(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	return mean(toFloat(x), ax, false)
 }
@@ -211,6 +218,9 @@ func Var(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Var"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Var(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	return variance(toFloat(x), ax, false)
 }
@@ -221,6 +231,9 @@ func Std(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Std"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Std(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	return un(prims.Sqrt, variance(toFloat(x), ax, false))
 }
@@ -241,6 +254,9 @@ func LogSumExp(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.LogSumExp"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(LogSumExp(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	x = toFloat(x)
 	kept := keptShape(x.Shape(), ax)
@@ -320,6 +336,9 @@ func Softmax(x *Tensor, axis int) *Tensor {
 	const op = "peel.Softmax"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Softmax(AsType(x, Float32), axis), h)
+	}
 	a := normAxis(op, axis, x.Rank())
 	x = toFloat(x)
 	if x.Shape()[a] == 0 {
@@ -337,6 +356,9 @@ func LogSoftmax(x *Tensor, axis int) *Tensor {
 	const op = "peel.LogSoftmax"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(LogSoftmax(AsType(x, Float32), axis), h)
+	}
 	a := normAxis(op, axis, x.Rank())
 	x = toFloat(x)
 	if x.Shape()[a] == 0 {
@@ -392,6 +414,9 @@ func Norm(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Norm"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Norm(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	xf := toFloat(x)
 	s := reduceBind(prims.ReduceSum, bin(prims.Mul, xf, xf), ax, false)

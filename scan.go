@@ -103,6 +103,9 @@ func (d Ddof) Var(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Ddof.Var"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(d.Var(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	return correctedVariance(toFloat(x), ax, int(d))
 }
@@ -112,6 +115,9 @@ func (d Ddof) Std(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.Ddof.Std"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(d.Std(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	return un(prims.Sqrt, correctedVariance(toFloat(x), ax, int(d)))
 }
@@ -168,6 +174,9 @@ func NanMean(x *Tensor, axes ...int) *Tensor {
 	const op = "peel.NanMean"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(NanMean(AsType(x, Float32), axes...), h)
+	}
 	ax := reduceAxes(op, axes, x.Rank())
 	x = toFloat(x)
 	y, ok := withoutNaN(x)

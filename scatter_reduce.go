@@ -29,9 +29,10 @@ import (
 // to them), as torch does; a NaN result has gradient 0.
 //
 // ScatterReduce panics with *Error when an operand is nil, x is bool, idx
-// is not i64 or has another rank, the shapes do not fit, src's dtype
-// promotes past x's, reduce is not one of the five, or a concrete index
-// lies outside [-n, n); traced indices outside that range are dropped.
+// is not an integer tensor or has another rank, the shapes do not fit,
+// src's dtype promotes past x's, reduce is not one of the five, or a
+// concrete index lies outside [-n, n); traced indices outside that range
+// are dropped.
 func ScatterReduce(x, idx, src *Tensor, axis int, reduce string, includeSelf bool) *Tensor {
 	const op = "peel.ScatterReduce"
 	defer interp.Annotate(op)
@@ -55,17 +56,18 @@ func ScatterReduce(x, idx, src *Tensor, axis int, reduce string, includeSelf boo
 	// keeps x where nothing was received.
 	fromIdentity := func(p *interp.Prim, v float64) *Tensor {
 		var id *Tensor
-		if d == Int64 {
+		if d.IsInteger() {
+			lo, hi := intRange(d)
 			iv := int64(0)
 			switch {
 			case math.IsInf(v, -1):
-				iv = math.MinInt64
+				iv = lo
 			case math.IsInf(v, 1):
-				iv = math.MaxInt64
+				iv = hi
 			default:
 				iv = int64(v)
 			}
-			id = constView(be, iv, Int64, x.Shape())
+			id = constView(be, iv, d, x.Shape())
 		} else {
 			id = constView(be, v, d, x.Shape())
 		}
@@ -106,7 +108,7 @@ func ScatterReduce(x, idx, src *Tensor, axis int, reduce string, includeSelf boo
 	hit := bin(prims.Gt, c, zerosOf(c))
 	safe := sel(hit, c, constView(be, int64(1), Int64, c.Shape()))
 	var mean *Tensor
-	if d == Int64 {
+	if d.IsInteger() {
 		mean = FloorDiv(total, safe)
 	} else {
 		mean = bin(prims.Div, total, AsType(safe, d))

@@ -360,8 +360,13 @@ func NanToNum(x *Tensor, opts ...NanToNumOption) *Tensor {
 		return un(prims.Copy, x)
 	}
 	big := math.MaxFloat64
-	if x.DType() == Float32 {
+	switch x.DType() {
+	case Float32:
 		big = math.MaxFloat32
+	case Float16:
+		big = 65504
+	case BFloat16:
+		big = 0x1.fep127
 	}
 	c := nanToNum{posinf: big, neginf: -big}
 	for _, o := range opts {

@@ -5,21 +5,28 @@ import "fmt"
 // DType is the element type of an array.
 type DType uint8
 
-// The dtypes peel supports, in promotion order: a dtype later in the list
-// can represent every value of an earlier one (int64 → float only
-// approximately, as in numpy).
+// The dtypes peel supports. The first five are compute dtypes, which
+// every kernel handles; Int32, Uint8, Float16 and BFloat16 (appended so
+// that the values of the others keep their meaning) are storage dtypes:
+// a backend computes on them in their Compute dtype and converts at the
+// kernel edge (see Compute). Promotion is not the order of the list (see
+// peel.PromoteTypes).
 const (
 	Invalid DType = iota
 	Bool
 	Int64
 	Float32
 	Float64
+	Int32
+	Uint8
+	Float16  // IEEE 754 binary16
+	BFloat16 // bfloat16: float32's exponent, 7 fraction bits
 )
 
-var dtypeNames = [...]string{"invalid", "bool", "i64", "f32", "f64"}
+var dtypeNames = [...]string{"invalid", "bool", "i64", "f32", "f64", "i32", "u8", "f16", "bf16"}
 
 // String returns the short name used in shapes and graphs: "f32", "f64",
-// "i64", "bool".
+// "i64", "bool", "i32", "u8", "f16", "bf16".
 func (d DType) String() string {
 	if int(d) < len(dtypeNames) {
 		return dtypeNames[d]
@@ -30,9 +37,11 @@ func (d DType) String() string {
 // Size returns the size of one element in bytes.
 func (d DType) Size() int {
 	switch d {
-	case Bool:
+	case Bool, Uint8:
 		return 1
-	case Float32:
+	case Float16, BFloat16:
+		return 2
+	case Float32, Int32:
 		return 4
 	case Int64, Float64:
 		return 8
@@ -41,10 +50,33 @@ func (d DType) Size() int {
 }
 
 // IsFloat reports whether d is a floating-point dtype.
-func (d DType) IsFloat() bool { return d == Float32 || d == Float64 }
+func (d DType) IsFloat() bool {
+	return d == Float32 || d == Float64 || d == Float16 || d == BFloat16
+}
+
+// IsInteger reports whether d is an integer dtype (i64, i32 or u8).
+func (d DType) IsInteger() bool { return d == Int64 || d == Int32 || d == Uint8 }
 
 // IsValid reports whether d is one of the supported dtypes.
-func (d DType) IsValid() bool { return d >= Bool && d <= Float64 }
+func (d DType) IsValid() bool { return d >= Bool && d <= BFloat16 }
+
+// Compute returns the dtype kernels compute d in: Int64 for Int32 and
+// Uint8, Float32 for Float16 and BFloat16, d itself for the others. A
+// storage dtype (Compute() != d) widens exactly to its compute dtype; a
+// result computed there is narrowed back, integers by two's-complement
+// wraparound, floats by rounding to nearest even.
+func (d DType) Compute() DType {
+	switch d {
+	case Int32, Uint8:
+		return Int64
+	case Float16, BFloat16:
+		return Float32
+	}
+	return d
+}
+
+// IsStorage reports whether d is a storage dtype (Compute() != d).
+func (d DType) IsStorage() bool { return d >= Int32 && d <= BFloat16 }
 
 // Buffer is storage owned by a backend. Its elements all have one dtype.
 type Buffer interface {
@@ -164,11 +196,12 @@ type Backend interface {
 	// large".
 	Alloc(dt DType, n int) Buffer
 	// FromHost returns a new buffer holding a copy of data, which is a
-	// []bool, []int64, []float32 or []float64; it refuses a copy above
-	// the allocation limit as Alloc does.
+	// []bool, []int64, []float32, []float64, []int32, []uint8, []F16 or
+	// []BF16 (see HostSlice); it refuses a copy above the allocation
+	// limit as Alloc does.
 	FromHost(data any) Buffer
-	// ToHost returns a's elements in row-major order as a new []bool,
-	// []int64, []float32 or []float64.
+	// ToHost returns a's elements in row-major order as a new slice of
+	// the type FromHost takes for a's dtype.
 	ToHost(a Array) any
 	// Copy writes src's elements into dst element by element. Both may be
 	// strided; they have the same shape and dtype. dst must not overlap

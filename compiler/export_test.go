@@ -42,6 +42,11 @@ func SetPoison(on bool) {
 				d[i] = true
 			}
 			src = d
+		default: // storage dtypes: NaN or a pattern of alternating bits
+			src = backend.HostFill(math.NaN(), b.DType(), n)
+			if b.DType().IsInteger() {
+				src = backend.HostFillInt(-0x5a5a5a5a5a5a5a5a, b.DType(), n)
+			}
 		}
 		be.Copy(backend.Array{Buf: b, Shape: []int{n}}, backend.Array{Buf: be.FromHost(src), Shape: []int{n}})
 	}

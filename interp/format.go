@@ -3,6 +3,8 @@ package interp
 import (
 	"strconv"
 	"strings"
+
+	"github.com/peel-ml/peel/backend"
 )
 
 // Printing limits: a tensor with more than summarizeOver elements prints
@@ -151,6 +153,14 @@ func cellFormatter(data any, dt DType) func(i int) string {
 		return func(i int) string { return strconv.FormatInt(s[i], 10) }
 	case []bool:
 		return func(i int) string { return strconv.FormatBool(s[i]) }
+	case []int32:
+		return func(i int) string { return strconv.FormatInt(int64(s[i]), 10) }
+	case []uint8:
+		return func(i int) string { return strconv.FormatInt(int64(s[i]), 10) }
+	case []backend.F16:
+		return func(i int) string { return strconv.FormatFloat(float64(s[i].Float32()), 'g', 5, 32) }
+	case []backend.BF16:
+		return func(i int) string { return strconv.FormatFloat(float64(s[i].Float32()), 'g', 4, 32) }
 	}
 	panic(Errorf("String: unsupported element type %T for dtype %v", data, dt))
 }

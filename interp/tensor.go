@@ -18,6 +18,11 @@ const (
 	Int64   = backend.Int64
 	Float32 = backend.Float32
 	Float64 = backend.Float64
+
+	Int32    = backend.Int32
+	Uint8    = backend.Uint8
+	Float16  = backend.Float16
+	BFloat16 = backend.BFloat16
 )
 
 // Aval is the abstract value of a tensor: what shape and dtype rules see.
@@ -422,9 +427,13 @@ func (t *Tensor) Float64s() []float64 {
 	return t.host("Float64s").([]float64)
 }
 
-// Float32s returns a copy of the elements of a float32 tensor.
-// It panics with *Error if t is not a float32 tensor or is a tracer.
+// Float32s returns a copy of the elements of a float32 tensor, or the
+// elements of a float16 or bfloat16 tensor widened (exactly) to float32.
+// It panics with *Error if t has another dtype or is a tracer.
 func (t *Tensor) Float32s() []float32 {
+	if t != nil && (t.dtype == Float16 || t.dtype == BFloat16) {
+		return t.widened("Float32s")
+	}
 	t.checkRead("Float32s", Float32)
 	return t.host("Float32s").([]float32)
 }
@@ -462,7 +471,11 @@ func (t *Tensor) Item() float64 {
 	if t.Size() != 1 {
 		panic(&Error{Ops: []string{"Item"}, Msg: "tensor has " + strconv.Itoa(t.Size()) + " elements, not 1", Operands: []string{t.TypeString()}})
 	}
-	switch v := t.host("Item").(type) {
+	h := t.host("Item")
+	if f, ok := storageItem(h); ok {
+		return f
+	}
+	switch v := h.(type) {
 	case []float64:
 		return v[0]
 	case []float32:

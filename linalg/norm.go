@@ -10,8 +10,13 @@ import (
 
 // eps returns the machine epsilon of float dtype d.
 func eps(d peel.DType) float64 {
-	if d == peel.Float32 {
+	switch d {
+	case peel.Float32:
 		return 0x1p-23
+	case peel.Float16:
+		return 0x1p-10
+	case peel.BFloat16:
+		return 0x1p-7
 	}
 	return 0x1p-52
 }
@@ -220,6 +225,11 @@ func MatrixExp(a *peel.Tensor) *peel.Tensor {
 		return peel.ZerosLike(a)
 	}
 	dt := a.DType()
+	if dt.IsStorage() {
+		// The Padé coefficients (up to 6.4e16) overflow f16: compute in
+		// f32 and round the result once.
+		return peel.AsType(MatrixExp(peel.AsType(a, peel.Float32)), dt)
+	}
 	// s = max(0, ceil(log2(‖a‖₁/θ₁₃))) per matrix, [..., 1, 1].
 	norm := peel.Keep(peel.Max, peel.Sum(peel.Abs(a), r-2), r-2)
 	norm = peel.Unsqueeze(norm, r-2)

@@ -11,23 +11,23 @@ type aval = interp.Aval
 type dclass uint8
 
 const (
-	numeric dclass = iota // i64, f32, f64
-	floats                // f32, f64
+	numeric dclass = iota // integers and floats
+	floats                // f16, bf16, f32, f64
 	bools                 // bool
-	logical               // bool, i64
+	logical               // bool and integers
 	anyType               // every dtype
 )
 
 func (c dclass) accepts(d backend.DType) bool {
 	switch c {
 	case numeric:
-		return d == backend.Int64 || d.IsFloat()
+		return d.IsInteger() || d.IsFloat()
 	case floats:
 		return d.IsFloat()
 	case bools:
 		return d == backend.Bool
 	case logical:
-		return d == backend.Bool || d == backend.Int64
+		return d == backend.Bool || d.IsInteger()
 	}
 	return d.IsValid()
 }

@@ -25,6 +25,8 @@ func scalarConst(v float64, dt interp.DType) *tensor {
 		data = []int64{int64(v)}
 	case backend.Bool:
 		data = []bool{v != 0}
+	case backend.Int32, backend.Uint8, backend.Float16, backend.BFloat16:
+		data = backend.HostFill(v, dt, 1)
 	default:
 		interp.Panicf("cannot make a constant of dtype %v", dt)
 	}

@@ -75,7 +75,7 @@ var Polygamma = interp.NewPrim("polygamma", interp.Pure, func(params any, in []a
 
 // intBinary registers an elementwise binary primitive on i64 operands.
 func intBinary(name string) *interp.Prim {
-	isInt := func(d backend.DType) bool { return d == backend.Int64 }
+	isInt := func(d backend.DType) bool { return d.IsInteger() }
 	p := interp.NewPrim(name, interp.Pure, func(_ any, in []aval) []aval {
 		checkArity(in, 2)
 		sameAvals(in)

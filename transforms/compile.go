@@ -655,9 +655,17 @@ func contentKey(t *tensor) string {
 		for _, v := range t.Float64s() {
 			put(math.Float64bits(v))
 		}
-	case peel.Float32:
+	case peel.Float32, peel.Float16, peel.BFloat16: // f16, bf16 widen exactly (one to one)
 		for _, v := range t.Float32s() {
 			put(uint64(math.Float32bits(v)))
+		}
+	case peel.Int32:
+		for _, v := range t.Int32s() {
+			put(uint64(v))
+		}
+	case peel.Uint8:
+		for _, v := range t.Uint8s() {
+			put(uint64(v))
 		}
 	case peel.Int64:
 		for _, v := range t.Int64s() {

@@ -26,7 +26,7 @@ func registry() map[*interp.Prim]func(*suite) {
 	addSpecial(m)
 	m[prims.CopyInPlace] = runCopyInPlace
 	m[prims.Where] = runSelect
-	m[prims.ConvertElementType] = runConvert
+	m[prims.ConvertElementType] = func(s *suite) { runConvert(s); runConvertStorage(s); runStorageKernels(s) }
 	m[prims.Threefry2x32] = runThreefry
 
 	m[prims.ReduceSum] = runReduce(prims.ReduceSum, sumReduce, sumValues)

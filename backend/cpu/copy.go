@@ -14,7 +14,9 @@ func copyStrided(dst, src backend.Array) {
 	case f64Buf:
 		stridedCopy(d, src.Buf.(f64Buf), dst, src)
 	default:
-		panic("cpu: foreign buffer")
+		if !copyStorage(dst, src) {
+			panic("cpu: foreign buffer")
+		}
 	}
 }
 

@@ -146,7 +146,9 @@ func (b *Backend) buildKernels() []entry {
 // contiguous row-major operands (Offset may be non-zero; Float64s and
 // friends return their elements) and contiguous results, every element
 // of which it must write.
-// It must handle every dtype the op accepts. RegisterKernel panics with
+// It must handle every compute dtype the op accepts: operands and results
+// of a storage dtype (i32, u8, f16, bf16) reach it converted to their
+// compute dtype (i64, f32), as every kernel's do (see storage.go). RegisterKernel panics with
 // *interp.Error if op already has a kernel.
 func (b *Backend) RegisterKernel(op backend.Op, k backend.Kernel) {
 	b.mu.Lock()
@@ -203,10 +205,14 @@ func (*Backend) Alloc(dt backend.DType, n int) backend.Buffer {
 	case backend.Float64:
 		return make(f64Buf, n)
 	}
+	if b := allocStorage(dt, n); b != nil {
+		return b
+	}
 	panic(fmt.Sprintf("cpu: alloc of dtype %v", dt))
 }
 
-// FromHost copies a []bool, []int64, []float32 or []float64. It panics
+// FromHost copies a []bool, []int64, []float32, []float64, []int32,
+// []uint8, []backend.F16 or []backend.BF16. It panics
 // with *interp.Error ("too large") when the copy exceeds the allocation
 // limit, as Alloc does.
 func (*Backend) FromHost(data any) backend.Buffer {
@@ -224,11 +230,14 @@ func (*Backend) FromHost(data any) backend.Buffer {
 		checkAlloc(backend.Float64, len(d))
 		return append(f64Buf(nil), d...)
 	}
+	if b := storageFromHost(data, true); b != nil {
+		return b
+	}
 	panic(fmt.Sprintf("cpu: FromHost of %T", data))
 }
 
-// AdoptHost returns a []bool, []int64, []float32 or []float64 as a
-// buffer without copying it (backend.HostAdopter); it panics as FromHost
+// AdoptHost returns a host slice of a type FromHost takes as a buffer
+// without copying it (backend.HostAdopter); it panics as FromHost
 // does.
 func (*Backend) AdoptHost(data any) backend.Buffer {
 	switch d := data.(type) {
@@ -244,6 +253,9 @@ func (*Backend) AdoptHost(data any) backend.Buffer {
 	case []float64:
 		checkAlloc(backend.Float64, len(d))
 		return f64Buf(d)
+	}
+	if b := storageFromHost(data, false); b != nil {
+		return b
 	}
 	panic(fmt.Sprintf("cpu: AdoptHost of %T", data))
 }
@@ -282,6 +294,9 @@ func (b *Backend) ToHost(a backend.Array) any {
 	case f64Buf:
 		return append([]float64{}, buf[lo:hi]...)
 	}
+	if h := storageToHost(c.Buf, lo, hi); h != nil {
+		return h
+	}
 	panic("cpu: foreign buffer")
 }
 
@@ -309,6 +324,10 @@ func (b *Backend) Has(op backend.Op) bool {
 // in place.
 func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
 	e := &b.kernels()[op.ID]
+	if hasStorage(in, out) {
+		b.execStorage(e, op, params, in, out)
+		return
+	}
 	for i := range in {
 		a := &in[i]
 		if e.strided || a.Strides == nil || a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && repeatBlock(*a) > 0) {
@@ -349,7 +368,7 @@ func sameBuffer(x, y backend.Buffer) bool {
 		b, ok := y.(f64Buf)
 		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
 	}
-	return false
+	return sameStorage(x, y)
 }
 
 // Slice accessors for contiguous arrays (honouring Offset).
@@ -382,5 +401,7 @@ func zero(a backend.Array) {
 		clear(contig(buf, a))
 	case f64Buf:
 		clear(contig(buf, a))
+	default:
+		zeroStorage(a)
 	}
 }

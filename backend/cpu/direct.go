@@ -28,8 +28,8 @@ type resolver func(params any, in, out []backend.Layout) backend.Direct
 // on one goroutine whatever SetThreads says.
 func (b *Backend) Resolve(op backend.Op, params any, in, out []backend.Layout) backend.Direct {
 	t := b.kernels()
-	if op.ID < 0 || op.ID >= len(t) || t[op.ID].resolve == nil {
-		return nil
+	if op.ID < 0 || op.ID >= len(t) || t[op.ID].resolve == nil || hasStorageLayout(in, out) {
+		return nil // storage dtypes convert at the kernel edge, in Exec
 	}
 	return t[op.ID].resolve(params, in, out)
 }

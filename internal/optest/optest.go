@@ -45,6 +45,8 @@ func ToHost(t *peel.Tensor) Host {
 		for _, v := range t.Bools() {
 			h.Data = append(h.Data, b2f(v))
 		}
+	default:
+		h.Data = storageHost(t)
 	}
 	return h
 }
@@ -77,6 +79,9 @@ func (h Host) Tensor() *peel.Tensor {
 			d[i] = v != 0
 		}
 		return peel.FromBools(d, h.Shape...)
+	}
+	if h.DType.IsStorage() {
+		return storageTensor(h)
 	}
 	return peel.FromFloat64s(append([]float64{}, h.Data...), h.Shape...)
 }
@@ -119,8 +124,8 @@ func Compare(got, want Host, tol float64) string {
 	if len(got.Data) != len(want.Data) {
 		return fmt.Sprintf("%d elements, want %d", len(got.Data), len(want.Data))
 	}
-	if tol == 0 {
-		tol = DefaultTol(got.DType)
+	if tol == 0 || got.DType.IsStorage() && tol > 0 {
+		tol = max(tol, DefaultTol(got.DType))
 	}
 	if tol < 0 { // exact
 		tol = 0
@@ -154,6 +159,10 @@ func DefaultTol(d peel.DType) float64 {
 		return 2e-6
 	case peel.Float64:
 		return 1e-12
+	case peel.Float16:
+		return Float16Tol
+	case peel.BFloat16:
+		return BFloat16Tol
 	}
 	return 0
 }
@@ -177,6 +186,10 @@ func (g *Gen) Tensor(d peel.DType, lo, hi float64, shape ...int) *peel.Tensor {
 			v = float64(g.r.IntN(2))
 		case peel.Float32:
 			v = float64(float32(v))
+		case peel.Int32, peel.Uint8:
+			v = Round(d, math.Floor(v))
+		case peel.Float16, peel.BFloat16:
+			v = Round(d, v)
 		}
 		h.Data[i] = v
 	}
@@ -272,6 +285,8 @@ func Round(d peel.DType, v float64) float64 {
 		return float64(float32(v))
 	case peel.Bool:
 		return b2f(v != 0)
+	case peel.Int32, peel.Uint8, peel.Float16, peel.BFloat16:
+		return roundStorage(d, v)
 	}
 	return v
 }

@@ -553,6 +553,7 @@ func All() []Op {
 	ops = append(ops, userOps()...)
 	ops = append(ops, specialOps()...)
 	ops = append(ops, sortAreaOps()...)
+	ops = withStorageSamples(ops)
 	sort.Slice(ops, func(i, j int) bool { return ops[i].Name < ops[j].Name })
 	return ops
 }

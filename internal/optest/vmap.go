@@ -32,7 +32,7 @@ func LaneVariant(x *peel.Tensor, i int) *peel.Tensor {
 	n := len(h.Data)
 	for k, v := range h.Data {
 		switch h.DType {
-		case peel.Int64:
+		case peel.Int64, peel.Int32, peel.Uint8:
 			out.Data[k] = h.Data[(k+i)%n]
 		case peel.Bool:
 			if i%2 == 1 {
@@ -158,6 +158,8 @@ func VmapTol(op string, d peel.DType) float64 {
 		return 1e-12
 	case peel.Float32:
 		return 1e-5
+	case peel.Float16, peel.BFloat16:
+		return DefaultTol(d)
 	}
 	return -1
 }

@@ -1,0 +1,428 @@
+package cpu
+
+import (
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Storage dtypes (i32, u8, f16, bf16) have buffers but no kernels of
+// their own. Exec converts at the kernel edge: every storage operand is
+// widened exactly to its compute dtype (i32, u8 → i64; f16, bf16 → f32),
+// the compute kernel runs with results allocated in the compute dtype,
+// and each storage result is narrowed back (i64 → i32/u8 by
+// two's-complement truncation, f32 → f16/bf16 rounding to nearest even,
+// NaN kept, overflow to ±Inf). Parameters that name a dtype (iota's) are
+// mapped to the compute dtype. convert_element_type involving a storage
+// dtype converts directly between the two dtypes, with one rounding.
+//
+// f16 and bf16 buffers hold the bit patterns, as backend.F16 and
+// backend.BF16 values; their host slices are []backend.F16 and
+// []backend.BF16.
+
+type (
+	i32Buf  []int32
+	u8Buf   []uint8
+	f16Buf  []backend.F16
+	bf16Buf []backend.BF16
+)
+
+func (b i32Buf) Len() int              { return len(b) }
+func (b i32Buf) DType() backend.DType  { return backend.Int32 }
+func (b u8Buf) Len() int               { return len(b) }
+func (b u8Buf) DType() backend.DType   { return backend.Uint8 }
+func (b f16Buf) Len() int              { return len(b) }
+func (b f16Buf) DType() backend.DType  { return backend.Float16 }
+func (b bf16Buf) Len() int             { return len(b) }
+func (b bf16Buf) DType() backend.DType { return backend.BFloat16 }
+
+func allocStorage(dt backend.DType, n int) backend.Buffer {
+	switch dt {
+	case backend.Int32:
+		return make(i32Buf, n)
+	case backend.Uint8:
+		return make(u8Buf, n)
+	case backend.Float16:
+		return make(f16Buf, n)
+	case backend.BFloat16:
+		return make(bf16Buf, n)
+	}
+	return nil
+}
+
+// storageFromHost returns a buffer of a storage dtype's host slice,
+// copied when cp is set, else adopted; nil for another type.
+func storageFromHost(data any, cp bool) backend.Buffer {
+	dt := backend.HostDType(data)
+	if !dt.IsStorage() {
+		return nil
+	}
+	n := 0
+	switch d := data.(type) {
+	case []int32:
+		n = len(d)
+	case []uint8:
+		n = len(d)
+	case []backend.F16:
+		n = len(d)
+	case []backend.BF16:
+		n = len(d)
+	}
+	checkAlloc(dt, n)
+	switch d := data.(type) {
+	case []int32:
+		if cp {
+			d = append([]int32(nil), d...)
+		}
+		return i32Buf(d)
+	case []uint8:
+		if cp {
+			d = append([]uint8(nil), d...)
+		}
+		return u8Buf(d)
+	case []backend.F16:
+		if cp {
+			d = append([]backend.F16(nil), d...)
+		}
+		return f16Buf(d)
+	case []backend.BF16:
+		if cp {
+			d = append([]backend.BF16(nil), d...)
+		}
+		return bf16Buf(d)
+	}
+	return nil
+}
+
+func storageToHost(buf backend.Buffer, lo, hi int) any {
+	switch b := buf.(type) {
+	case i32Buf:
+		return append([]int32{}, b[lo:hi]...)
+	case u8Buf:
+		return append([]uint8{}, b[lo:hi]...)
+	case f16Buf:
+		return append([]backend.F16{}, b[lo:hi]...)
+	case bf16Buf:
+		return append([]backend.BF16{}, b[lo:hi]...)
+	}
+	return nil
+}
+
+func sameStorage(x, y backend.Buffer) bool {
+	switch a := x.(type) {
+	case i32Buf:
+		b, ok := y.(i32Buf)
+		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+	case u8Buf:
+		b, ok := y.(u8Buf)
+		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+	case f16Buf:
+		b, ok := y.(f16Buf)
+		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+	case bf16Buf:
+		b, ok := y.(bf16Buf)
+		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+	}
+	return false
+}
+
+func zeroStorage(a backend.Array) {
+	switch buf := a.Buf.(type) {
+	case i32Buf:
+		clear(contig(buf, a))
+	case u8Buf:
+		clear(contig(buf, a))
+	case f16Buf:
+		clear(contig(buf, a))
+	case bf16Buf:
+		clear(contig(buf, a))
+	}
+}
+
+// copyStorage is copyStrided for storage buffers; false for another type.
+func copyStorage(dst, src backend.Array) bool {
+	switch d := dst.Buf.(type) {
+	case i32Buf:
+		stridedCopy(d, src.Buf.(i32Buf), dst, src)
+	case u8Buf:
+		stridedCopy(d, src.Buf.(u8Buf), dst, src)
+	case f16Buf:
+		stridedCopy(d, src.Buf.(f16Buf), dst, src)
+	case bf16Buf:
+		stridedCopy(d, src.Buf.(bf16Buf), dst, src)
+	default:
+		return false
+	}
+	return true
+}
+
+// hasStorage reports whether an operand or result has a storage dtype.
+func hasStorage(in, out []backend.Array) bool {
+	for i := range in {
+		if in[i].Buf.DType().IsStorage() {
+			return true
+		}
+	}
+	for i := range out {
+		if out[i].Buf.DType().IsStorage() {
+			return true
+		}
+	}
+	return false
+}
+
+// hasStorageLayout is hasStorage for layouts.
+func hasStorageLayout(in, out []backend.Layout) bool {
+	for i := range in {
+		if in[i].DType.IsStorage() {
+			return true
+		}
+	}
+	for i := range out {
+		if out[i].DType.IsStorage() {
+			return true
+		}
+	}
+	return false
+}
+
+// execStorage runs e on operands or results of storage dtypes by
+// converting at the kernel edge (see the top of this file).
+func (b *Backend) execStorage(e *entry, op backend.Op, params any, in, out []backend.Array) {
+	if op.ID == prims.ConvertElementType.ID {
+		convertArray(b, out[0], in[0])
+		return
+	}
+	cin := make([]backend.Array, len(in))
+	for i, a := range in {
+		cin[i] = a
+		if dt := a.Buf.DType(); dt.IsStorage() {
+			c := backend.Array{Buf: b.Alloc(dt.Compute(), a.Size()), Shape: a.Shape}
+			convertArray(b, c, a)
+			cin[i] = c
+		}
+	}
+	cout := make([]backend.Array, len(out))
+	for i, a := range out {
+		cout[i] = a
+		if dt := a.Buf.DType(); dt.IsStorage() {
+			cout[i] = backend.Array{Buf: b.Alloc(dt.Compute(), a.Size()), Shape: a.Shape}
+		}
+	}
+	if p, ok := params.(prims.IotaParams); ok {
+		p.DType = p.DType.Compute()
+		params = p
+	}
+	b.Exec(op, params, cin, cout)
+	for i, a := range out {
+		if a.Buf.DType().IsStorage() {
+			convertArray(b, a, cout[i])
+		}
+	}
+}
+
+// convertChunk is the number of elements convertArray converts through
+// one intermediate block.
+const convertChunk = 1024
+
+// convertArray writes src's elements converted to dst's dtype into dst
+// (contiguous), as convert_element_type converts: exact widening, floats
+// rounded to nearest even once, floats to integers truncated toward zero
+// and saturated (NaN → 0), integers narrowed by wraparound, nonzero →
+// true. src may be strided.
+func convertArray(b *Backend, dst, src backend.Array) {
+	n := dst.Size()
+	if n == 0 {
+		return
+	}
+	if !src.IsContiguous() {
+		c := backend.Array{Buf: b.Alloc(src.Buf.DType(), n), Shape: src.Shape}
+		copyStrided(c, src)
+		src = c
+	}
+	so, do := src.Offset, dst.Offset
+	// Direct exact paths: widening to and narrowing from the compute
+	// dtype (bit-level for NaNs), and same-dtype copies.
+	switch s := src.Buf.(type) {
+	case f16Buf:
+		if d, ok := dst.Buf.(f32Buf); ok {
+			parallelFor(n, costCheap, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					d[do+i] = s[so+i].Float32()
+				}
+			})
+			return
+		}
+	case bf16Buf:
+		if d, ok := dst.Buf.(f32Buf); ok {
+			parallelFor(n, costCheap, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					d[do+i] = s[so+i].Float32()
+				}
+			})
+			return
+		}
+	case f32Buf:
+		switch d := dst.Buf.(type) {
+		case f16Buf:
+			parallelFor(n, costCheap, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					d[do+i] = backend.F16FromFloat32(s[so+i])
+				}
+			})
+			return
+		case bf16Buf:
+			parallelFor(n, costCheap, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					d[do+i] = backend.BF16FromFloat32(s[so+i])
+				}
+			})
+			return
+		}
+	}
+	if src.Buf.DType() == dst.Buf.DType() {
+		copyStrided(dst, src)
+		return
+	}
+	parallelFor(n, costCheap, func(lo, hi int) {
+		var fb [convertChunk]float64
+		var ib [convertChunk]int64
+		for c := lo; c < hi; c += convertChunk {
+			m := min(convertChunk, hi-c)
+			if src.Buf.DType().IsFloat() {
+				f := fb[:m]
+				readFloats(f, src.Buf, so+c)
+				writeFloats(dst.Buf, do+c, f)
+			} else {
+				iv := ib[:m]
+				readInts(iv, src.Buf, so+c)
+				writeInts(dst.Buf, do+c, iv)
+			}
+		}
+	})
+}
+
+// readFloats reads len(f) elements of a float buffer from offset off,
+// exactly.
+func readFloats(f []float64, buf backend.Buffer, off int) {
+	switch s := buf.(type) {
+	case f64Buf:
+		copy(f, s[off:])
+	case f32Buf:
+		for i := range f {
+			f[i] = float64(s[off+i])
+		}
+	case f16Buf:
+		for i := range f {
+			f[i] = float64(s[off+i].Float32())
+		}
+	case bf16Buf:
+		for i := range f {
+			f[i] = float64(s[off+i].Float32())
+		}
+	default:
+		panic("cpu: convert from a foreign buffer")
+	}
+}
+
+// readInts reads len(v) elements of an integer or bool buffer (as 0/1)
+// from offset off.
+func readInts(v []int64, buf backend.Buffer, off int) {
+	switch s := buf.(type) {
+	case i64Buf:
+		copy(v, s[off:])
+	case i32Buf:
+		for i := range v {
+			v[i] = int64(s[off+i])
+		}
+	case u8Buf:
+		for i := range v {
+			v[i] = int64(s[off+i])
+		}
+	case boolBuf:
+		for i := range v {
+			var x int64
+			if s[off+i] {
+				x = 1
+			}
+			v[i] = x
+		}
+	default:
+		panic("cpu: convert from a foreign buffer")
+	}
+}
+
+// writeFloats converts f into buf from offset off.
+func writeFloats(buf backend.Buffer, off int, f []float64) {
+	switch d := buf.(type) {
+	case f64Buf:
+		copy(d[off:], f)
+	case f32Buf:
+		for i, x := range f {
+			d[off+i] = float32(x)
+		}
+	case f16Buf:
+		for i, x := range f {
+			d[off+i] = backend.F16FromFloat64(x)
+		}
+	case bf16Buf:
+		for i, x := range f {
+			d[off+i] = backend.BF16FromFloat64(x)
+		}
+	case i64Buf:
+		for i, x := range f {
+			d[off+i] = backend.FloatToInt64(x)
+		}
+	case i32Buf:
+		for i, x := range f {
+			d[off+i] = backend.FloatToInt32(x)
+		}
+	case u8Buf:
+		for i, x := range f {
+			d[off+i] = backend.FloatToUint8(x)
+		}
+	case boolBuf:
+		for i, x := range f {
+			d[off+i] = x != 0
+		}
+	default:
+		panic("cpu: convert to a foreign buffer")
+	}
+}
+
+// writeInts converts v into buf from offset off.
+func writeInts(buf backend.Buffer, off int, v []int64) {
+	switch d := buf.(type) {
+	case i64Buf:
+		copy(d[off:], v)
+	case i32Buf:
+		for i, x := range v {
+			d[off+i] = int32(x)
+		}
+	case u8Buf:
+		for i, x := range v {
+			d[off+i] = uint8(x)
+		}
+	case f64Buf:
+		for i, x := range v {
+			d[off+i] = float64(x)
+		}
+	case f32Buf:
+		for i, x := range v {
+			d[off+i] = float32(x)
+		}
+	case f16Buf:
+		for i, x := range v {
+			d[off+i] = backend.F16FromInt64(x)
+		}
+	case bf16Buf:
+		for i, x := range v {
+			d[off+i] = backend.BF16FromInt64(x)
+		}
+	case boolBuf:
+		for i, x := range v {
+			d[off+i] = x != 0
+		}
+	default:
+		panic("cpu: convert to a foreign buffer")
+	}
+}
