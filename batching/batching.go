@@ -137,8 +137,8 @@ type bcastEntry struct {
 }
 
 // broadcastOperand returns unbatched operand x broadcast to the batch at
-// d. A small concrete operand used a second time in the level is
-// materialized then and reused: a constant used by many operations (a
+// d. A small concrete operand used a second time in the level (or a
+// tiny one, at its first use) is materialized then and reused: a constant used by many operations (a
 // weight, a bias) is read as a contiguous operand instead of being
 // broadcast each time. Its first use reads the broadcast view (the
 // kernels read repeated blocks in place), so a one-shot operand, the
@@ -161,9 +161,23 @@ func (b *Interp) broadcastOperand(x *T, d int) *T {
 	if b.bcast == nil {
 		b.bcast = map[bcastKey]bcastEntry{}
 	}
-	b.bcast[k] = bcastEntry{gen: gen, version: version}
+	e = bcastEntry{gen: gen, version: version}
+	if x.Size()*b.size <= eagerMaterialize {
+		e.val = interp.Bind1(prims.Copy, nil, BroadcastBatch(x, b.size, d))
+	}
+	b.bcast[k] = e
+	if e.val != nil {
+		return e.val
+	}
 	return BroadcastBatch(x, b.size, d)
 }
+
+// eagerMaterialize is the broadcast size (elements) up to which an
+// operand is materialized on its first use: copying it costs less than
+// one more view and a repeated-block read of it (the vmapped tiny chain,
+// 16 lanes of 8-element constants: 65 → 60 µs), while a larger one-shot
+// operand is read as a view (jacrev_32's 32×32 broadcasts).
+const eagerMaterialize = 256
 
 // New starts a vmap level of batch size size. The caller must call End.
 func New(size int) *Interp {
