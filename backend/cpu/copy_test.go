@@ -121,7 +121,7 @@ func TestAdoptHost(t *testing.T) {
 // its 256-byte blocks, for each element size, and that overlapping
 // slices are left to Go's copy (memmove semantics).
 func TestCopyElems(t *testing.T) {
-	for _, n := range []int{0, 1, 63, 64, 65, copyWideMin/8 - 1, copyWideMin / 8, copyWideMin/8 + 1, copyWideMin/4 + 3, 1<<16 + 5} {
+	for _, n := range []int{0, 1, 63, 64, 65, copyWideMin/8 - 1, copyWideMin / 8, copyWideMin/8 + 1, copyWideMin/4 + 3, 1<<16 + 5, copyWideMax / 8, copyWideMax/8 + 1} {
 		src := make([]float64, n)
 		for i := range src {
 			src[i] = float64(i) + 0.5
