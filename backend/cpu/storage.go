@@ -158,16 +158,27 @@ func copyStorage(dst, src backend.Array) bool {
 // hasStorage reports whether an operand or result has a storage dtype.
 func hasStorage(in, out []backend.Array) bool {
 	for i := range in {
-		if in[i].Buf.DType().IsStorage() {
+		if !computeBuf(in[i].Buf) {
 			return true
 		}
 	}
 	for i := range out {
-		if out[i].Buf.DType().IsStorage() {
+		if !computeBuf(out[i].Buf) {
 			return true
 		}
 	}
 	return false
+}
+
+// computeBuf reports whether b holds a compute dtype (bool, i64, f32,
+// f64), by its type alone: on every kernel call, cheaper than asking it
+// its dtype.
+func computeBuf(b backend.Buffer) bool {
+	switch b.(type) {
+	case f64Buf, f32Buf, i64Buf, boolBuf:
+		return true
+	}
+	return !b.DType().IsStorage()
 }
 
 // hasStorageLayout is hasStorage for layouts.
