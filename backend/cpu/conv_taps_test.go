@@ -52,28 +52,9 @@ func TestConvTapsRapid(t *testing.T) {
 			pads = append(pads, [2]int{lo, hi})
 		}
 		r := rand.New(rand.NewPCG(uint64(rapid.Uint32().Draw(rt, "seed")), 1))
-		ints := func(shape ...int) []float64 {
-			n := 1
-			for _, s := range shape {
-				n *= s
-			}
-			v := make([]float64, n)
-			for i := range v {
-				v[i] = float64(r.IntN(7) - 3)
-			}
-			return v
-		}
-		xv, wv := ints(xs...), ints(ws...)
+		xv, wv := smallInts(r, xs...), smallInts(r, ws...)
 		opts := []peel.ConvOption{peel.ConvDilation(p.RhsDilation...), peel.ConvPadding(peel.ExplicitPadding(pads...)), peel.ConvGroups(g)}
-		for _, dt := range []peel.DType{peel.Float64, peel.Float32} {
-			x := peel.AsType(peel.FromFloat64s(xv, xs...), dt)
-			w := peel.AsType(peel.FromFloat64s(wv, ws...), dt)
-			y := peel.Conv(x, w, opts...)
-			want := optest.ConvRef(optest.ToHost(x), optest.ToHost(w), p)
-			if msg := optest.Compare(optest.ToHost(y), want, 0); msg != "" {
-				rt.Fatalf("%v conv %v of %v by %v: %s", dt, p, xs, ws, msg)
-			}
-		}
+		checkConvExact(rt, xv, wv, xs, ws, p, opts)
 	})
 }
 
@@ -132,31 +113,12 @@ func TestConvTapsTRapid(t *testing.T) {
 			pads = append(pads, [2]int{lo, hi})
 		}
 		r := rand.New(rand.NewPCG(uint64(rapid.Uint32().Draw(rt, "seed")), 1))
-		ints := func(shape ...int) []float64 {
-			m := 1
-			for _, s := range shape {
-				m *= s
-			}
-			v := make([]float64, m)
-			for i := range v {
-				v[i] = float64(r.IntN(7) - 3)
-			}
-			return v
-		}
-		xv, wv := ints(xs...), ints(ws...)
+		xv, wv := smallInts(r, xs...), smallInts(r, ws...)
 		if rapid.IntRange(0, 4).Draw(rt, "nonfinite") == 0 {
 			xv[r.IntN(len(xv))] = []float64{math.Inf(1), math.Inf(-1), math.NaN()}[r.IntN(3)]
 		}
 		opts := []peel.ConvOption{peel.ConvDilation(p.RhsDilation...), peel.ConvPadding(peel.ExplicitPadding(pads...)), peel.ConvGroups(g)}
-		for _, dt := range []peel.DType{peel.Float64, peel.Float32} {
-			x := peel.AsType(peel.FromFloat64s(xv, xs...), dt)
-			w := peel.AsType(peel.FromFloat64s(wv, ws...), dt)
-			y := peel.Conv(x, w, opts...)
-			want := optest.ConvRef(optest.ToHost(x), optest.ToHost(w), p)
-			if msg := optest.Compare(optest.ToHost(y), want, 0); msg != "" {
-				rt.Fatalf("%v conv %v of %v by %v: %s", dt, p, xs, ws, msg)
-			}
-		}
+		checkConvExact(rt, xv, wv, xs, ws, p, opts)
 	})
 }
 
@@ -173,5 +135,33 @@ func BenchmarkConvTapsT(b *testing.B) {
 				peel.Conv2D(x, dy, peel.ConvPadding(peel.ExplicitPadding([2]int{1, 1}, [2]int{1, 1})))
 			}
 		})
+	}
+}
+
+// smallInts returns the elements of a tensor of the given shape: small
+// integers, so every sum of products is exact in float32 too.
+func smallInts(r *rand.Rand, shape ...int) []float64 {
+	m := 1
+	for _, d := range shape {
+		m *= d
+	}
+	v := make([]float64, m)
+	for i := range v {
+		v[i] = float64(r.IntN(7) - 3)
+	}
+	return v
+}
+
+// checkConvExact compares Conv of x and w (values xv, wv) with opts, in
+// float64 and float32, with the loop reference of p, exactly.
+func checkConvExact(rt *rapid.T, xv, wv []float64, xs, ws []int, p prims.ConvParams, opts []peel.ConvOption) {
+	for _, dt := range []peel.DType{peel.Float64, peel.Float32} {
+		x := peel.AsType(peel.FromFloat64s(xv, xs...), dt)
+		w := peel.AsType(peel.FromFloat64s(wv, ws...), dt)
+		y := peel.Conv(x, w, opts...)
+		want := optest.ConvRef(optest.ToHost(x), optest.ToHost(w), p)
+		if msg := optest.Compare(optest.ToHost(y), want, 0); msg != "" {
+			rt.Fatalf("%v conv %v of %v by %v: %s", dt, p, xs, ws, msg)
+		}
 	}
 }
