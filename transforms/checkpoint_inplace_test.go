@@ -88,3 +88,27 @@ func TestCheckpointInPlaceWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointInPlaceNested checks a mutating Checkpoint inside
+// another one, with other policies, under Grad, Grad(Grad) and Jacfwd,
+// against the same code without checkpoints (float64; 1e-12, 1e-10 for
+// the second order).
+func TestCheckpointInPlaceNested(t *testing.T) {
+	x0 := ckRandom(7, 2, 3)
+	inner := func(x *T) *T { peel.MulInPlace(peel.Narrow(x, 1, 1, 2), 3.0); return peel.Sin(x) }
+	outer := func(x *T) *T {
+		y := peel.Clone(x)
+		r := transforms.Checkpoint(inner, transforms.MinCut)(y)
+		return peel.Mul(r, y)
+	}
+	plain := func(x *T) *T { y := peel.Clone(x); r := inner(y); return peel.Mul(r, y) }
+	ck := transforms.Checkpoint(outer, transforms.DotsSaveable)
+	loss := func(f func(*T) *T) func(*T) *T { return func(x *T) *T { return peel.Sum(peel.Square(f(x))) } }
+	gradLoss := func(f func(*T) *T) func(*T) *T {
+		return loss(func(x *T) *T { return transforms.Grad(loss(f))(x) })
+	}
+	near(t, "value", ck(peel.Clone(x0)).Float64s(), plain(peel.Clone(x0)).Float64s(), 1e-12)
+	near(t, "Grad", transforms.Grad(loss(ck))(peel.Clone(x0)).Float64s(), transforms.Grad(loss(plain))(peel.Clone(x0)).Float64s(), 1e-12)
+	near(t, "Grad(Grad)", transforms.Grad(gradLoss(ck))(peel.Clone(x0)).Float64s(), transforms.Grad(gradLoss(plain))(peel.Clone(x0)).Float64s(), 1e-10)
+	near(t, "Jacfwd", transforms.Jacfwd(ck)(peel.Clone(x0)).Float64s(), transforms.Jacfwd(plain)(peel.Clone(x0)).Float64s(), 1e-12)
+}
