@@ -47,8 +47,8 @@ var ckMutating = []struct {
 // program, view kind and policy, Checkpoint(f) must give f's result and
 // leave the argument as f does (eagerly), and Grad of a loss through
 // Checkpoint(f) must equal Grad of the loss through f (tolerance 1e-12,
-// float64), also compiled; Vmap(Checkpoint(f)) equals per-lane eager
-// calls.
+// float64), also compiled and as Grad's Remat option; Vmap(Checkpoint(f))
+// equals per-lane eager calls.
 func TestCheckpointInPlaceWrites(t *testing.T) {
 	x0 := ckRandom(7, 2, 3)
 	w := ckRandom(8, 2, 3)
@@ -74,6 +74,7 @@ func TestCheckpointInPlaceWrites(t *testing.T) {
 						near(t, "value", ck(x).Float64s(), want.Float64s(), 1e-12)
 						near(t, "argument after the call", x.Float64s(), xe.Float64s(), 1e-12)
 						near(t, "Grad", transforms.Grad(loss(ck))(peel.Clone(x0)).Float64s(), wantGrad.Float64s(), 1e-12)
+						near(t, "Grad with Remat", transforms.Grad(loss(f), transforms.Remat(c.policy))(peel.Clone(x0)).Float64s(), wantGrad.Float64s(), 1e-12)
 						near(t, "Compile(Grad)", transforms.Compile(transforms.Grad(loss(ck))).Call(peel.Clone(x0)).Float64s(), wantGrad.Float64s(), 1e-12)
 						got := transforms.Vmap(ck)(peel.Clone(xs))
 						for i, lane := range wantLanes {
