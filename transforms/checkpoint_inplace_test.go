@@ -42,8 +42,8 @@ var ckMutating = []struct {
 
 // TestCheckpointInPlaceWrites is the regression test of issue 25 item
 // 10: Checkpoint refused in-place writes through views ("not supported
-// by the staging interpreter") even outside autodiff, and a write into
-// its argument did not reach the caller's tensor. For every mutating
+// by the staging interpreter") even outside autodiff, into its argument
+// as into tensors it makes (whole-tensor writes passed). For every mutating
 // program, view kind and policy, Checkpoint(f) must give f's result and
 // leave the argument as f does (eagerly), and Grad of a loss through
 // Checkpoint(f) must equal Grad of the loss through f (tolerance 1e-12,
