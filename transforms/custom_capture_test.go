@@ -13,8 +13,9 @@ import (
 // argument holds none of it, used to be accepted, the rule skipped and
 // f's own operations differentiated (d/dc (1·c) = 1 where the rule's
 // tangent says 2). It is refused, as JAX refuses it (an unexpected
-// tracer), under every autodiff transform and through Vmap and
-// Functionalize between the transform and the call; and the same
+// tracer), under every autodiff transform and through Vmap,
+// Functionalize, Compile, Checkpoint and Cond between the transform and
+// the call; and the same
 // functions with the tensor passed in the argument, or captured from a
 // Vmap only, still follow the rule.
 func TestCustomRuleCapturedTracerOfApplyingLevel(t *testing.T) {
@@ -57,6 +58,17 @@ func TestCustomRuleCapturedTracerOfApplyingLevel(t *testing.T) {
 			}, "grad"},
 			{"Grad of Functionalize", func() {
 				transforms.Grad(func(c *T) *T { return peel.Sum(transforms.Functionalize(r.of(c))(k)) })(one)
+			}, "grad"},
+			{"Grad of Compile", func() {
+				transforms.Grad(func(c *T) *T { return peel.Sum(transforms.Compile(r.of(c)).Call(k)) })(one)
+			}, "grad"},
+			{"Grad of Checkpoint", func() {
+				transforms.Grad(func(c *T) *T { return peel.Sum(transforms.Checkpoint(r.of(c), transforms.MinCut)(k)) })(one)
+			}, "grad"},
+			{"Grad of Cond", func() {
+				transforms.Grad(func(c *T) *T {
+					return peel.Sum(transforms.Cond(peel.Scalar(true), r.of(c), func(x *T) *T { return x }, k))
+				})(one)
 			}, "grad"},
 		}
 		for _, tc := range cases {
