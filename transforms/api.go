@@ -222,21 +222,59 @@ func vjpAs[A, B any](op string, f func(A) B, primals A) (B, func(B) A) {
 	leaves, def := flatten(op, primals)
 	var outDef *treeDef
 	lin := linearizeFlat("vjp", flatFn(op, f, def, &outDef), leaves)
-	out := build[B](outDef, lin.outs)
-	pullback := func(ct B) A {
+	return build[B](outDef, lin.outs), pullback[A, B](op, lin, def, outDef)
+}
+
+// VJPAux is VJP for a function that also returns auxiliary data (JAX's
+// vjp(…, has_aux=True), torch.func.vjp's has_aux): it returns f's value,
+// the pullback of the value, and aux. aux is not differentiated: it
+// comes back as in GradAux, its tensor leaves as their values (never
+// tracers of VJPAux's own levels), static parts and nil leaves kept.
+// It panics as VJP does, and also when aux is not a valid tree.
+func VJPAux[A, B, X any](f func(A) (B, X), primals A) (B, func(B) A, X) {
+	const op = "transforms.VJPAux"
+	leaves, def := flatten(op, primals)
+	var outDef *treeDef
+	var aux auxResult[X]
+	n := 0
+	lin := linearizeFlat("vjp", withAux(op, f, def, &outDef, &n, &aux), leaves)
+	return build[B](outDef, lin.outs[:n]), pullback[A, B](op, lin, def, outDef), aux.result(lin.outs[n:])
+}
+
+// withAux flattens f: A → (B, X) into a function over leaves that
+// returns B's leaves, then aux's non-nil leaves: extra outputs carried
+// through a transform that are never given a tangent's use or a
+// cotangent, so they come back as primal values (GradAux's mechanism).
+// It records B's definition in *outDef and its number of leaves in *n.
+func withAux[A, B, X any](op string, f func(A) (B, X), def *treeDef, outDef **treeDef, n *int, aux *auxResult[X]) func([]*tensor) []*tensor {
+	return func(in []*tensor) []*tensor {
+		b, x := f(build[A](def, in))
+		out, bdef := flattenResult(op, b)
+		*outDef, *n = bdef, len(out)
+		return append(append([]*tensor(nil), out...), aux.collect(op, x)...)
+	}
+}
+
+// pullback returns the pullback of lin, the linearization of a function
+// of the leaves of def whose first results are the leaves of outDef
+// (further results, aux leaves, get no cotangent). The function it
+// returns panics with *Error naming op when the cotangent differs from
+// the value in structure, shape or dtype.
+func pullback[A, B any](op string, lin *linearized, def, outDef *treeDef) func(B) A {
+	return func(ct B) A {
 		cts, cdef := flatten(op, ct)
 		sameStructure(op, outDef.Proto().Interface(), cdef.Proto().Interface())
+		full := make([]*tensor, len(lin.outs))
 		for i, c := range cts {
 			if !c.Aval().Equal(lin.outs[i].Aval()) {
 				treeErrorf(op, "cotangent %s is %s, but the output is %s", cdef.LeafName("(the whole cotangent)", i), c.TypeString(), lin.outs[i].TypeString())
 			}
-			if !c.DType().IsFloat() {
-				cts[i] = nil
+			if c.DType().IsFloat() {
+				full[i] = c
 			}
 		}
-		return build[A](def, fillZeros(lin.transpose(cts), lin.in))
+		return build[A](def, fillZeros(lin.transpose(full), lin.in))
 	}
-	return out, pullback
 }
 
 // JVP evaluates f at primals and returns its value and the directional
@@ -254,6 +292,27 @@ func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
 		checkTangents(op, given, leaves, func(i int) string { return tdef.LeafName("(the whole tangent)", i) })
 		return given
 	})
+}
+
+// JVPAux is JVP for a function that also returns auxiliary data (JAX's
+// jvp(…, has_aux=True), torch.func.jvp's has_aux): it returns f's value,
+// its directional derivative along tangents, and aux. aux is not
+// differentiated: it comes back as in GradAux, its tensor leaves as
+// their values. It panics as JVP does, and also when aux is not a valid
+// tree.
+func JVPAux[A, B, X any](f func(A) (B, X), primals, tangents A) (B, B, X) {
+	const op = "transforms.JVPAux"
+	leaves, def := flatten(op, primals)
+	given, tdef := flatten(op, tangents)
+	var outDef *treeDef
+	var aux auxResult[X]
+	n := 0
+	outs, touts := jvpRunFlat(withAux(op, f, def, &outDef, &n, &aux), leaves, func() []*tensor {
+		sameStructure(op, def.Proto().Interface(), tdef.Proto().Interface())
+		checkTangents(op, given, leaves, func(i int) string { return tdef.LeafName("(the whole tangent)", i) })
+		return given
+	})
+	return build[B](outDef, outs[:n]), build[B](outDef, touts[:n]), aux.result(outs[n:])
 }
 
 // jvpTuple is JVP of tf at tuple (whose positional arguments are args)
@@ -304,17 +363,23 @@ func checkTangents(op string, given, primals []*tensor, name func(int) string) {
 // the level.
 func jvpRun[A, B any](op string, f func(A) B, leaves []*tensor, def *treeDef, tangents func() []*tensor) (B, B) {
 	var outDef *treeDef
-	fl := flatFn(op, f, def, &outDef)
+	outs, touts := jvpRunFlat(flatFn(op, f, def, &outDef), leaves, tangents)
+	return build[B](outDef, outs), build[B](outDef, touts)
+}
+
+// jvpRunFlat is jvpRun of a function of leaves: the results and their
+// tangents (zeros where symbolic).
+func jvpRunFlat(fl func([]*tensor) []*tensor, leaves []*tensor, tangents func() []*tensor) (outs, touts []*tensor) {
 	checked := func(in []*tensor) []*tensor {
 		tangents()
 		return fl(in)
 	}
-	outs, touts := jvpFlat("jvp", checked, leaves, tryTangents(tangents, len(leaves)))
+	outs, touts = jvpFlat("jvp", checked, leaves, tryTangents(tangents, len(leaves)))
 	avals := make([]interp.Aval, len(outs))
 	for i, o := range outs {
 		avals[i] = o.Aval()
 	}
-	return build[B](outDef, outs), build[B](outDef, fillZeros(touts, avals))
+	return outs, fillZeros(touts, avals)
 }
 
 // tryTangents returns tangents(), with the tangents of non-float leaves
@@ -347,8 +412,36 @@ func Linearize[A, B any](f func(A) B, primals A) (B, func(A) B) {
 	leaves, def := flatten(op, primals)
 	var outDef *treeDef
 	lin := linearizeFlat("linearize", flatFn(op, f, def, &outDef), leaves)
-	out := build[B](outDef, lin.outs)
-	return out, func(t A) B {
+	return build[B](outDef, lin.outs), tangentMap[A, B](op, lin, def, outDef)
+}
+
+// LinearizeAux is Linearize for a function that also returns auxiliary
+// data (JAX's linearize(…, has_aux=True)): it returns f's value, its
+// linearization, and aux. aux is not differentiated: it comes back as in
+// GradAux, its tensor leaves as their values, and the linearization
+// computes no tangent of it. It panics as Linearize does, and also when
+// aux is not a valid tree.
+func LinearizeAux[A, B, X any](f func(A) (B, X), primals A) (B, func(A) B, X) {
+	const op = "transforms.LinearizeAux"
+	leaves, def := flatten(op, primals)
+	var outDef *treeDef
+	var aux auxResult[X]
+	n := 0
+	lin := linearizeFlat("linearize", withAux(op, f, def, &outDef, &n, &aux), leaves)
+	x := aux.result(lin.outs[n:])
+	// The tangent map keeps the value's tangents only.
+	g := *lin.g
+	g.Out = g.Out[:n]
+	lin.g, lin.outs = g.DCE(), lin.outs[:n]
+	return build[B](outDef, lin.outs), tangentMap[A, B](op, lin, def, outDef), x
+}
+
+// tangentMap returns lin's tangent map on trees: def is the argument's
+// definition, outDef the result's. The function it returns panics with
+// *Error naming op when a tangent differs from the argument in
+// structure, shape or dtype.
+func tangentMap[A, B any](op string, lin *linearized, def, outDef *treeDef) func(A) B {
+	return func(t A) B {
 		tl, tdef := flatten(op, t)
 		sameStructure(op, def.Proto().Interface(), tdef.Proto().Interface())
 		for i, x := range tl {

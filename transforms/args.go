@@ -215,29 +215,60 @@ func gradOptions(op string, n int, opts []GradArgsOption) ([]bool, *gradConfig) 
 
 // GradArgs2 differentiates a function of two arguments with respect to
 // the arguments Argnums selects (JAX's argnums=(0, 1); the default is
-// both) and returns one gradient per argument; an argument not selected
-// is held constant and its gradient is its type's zero value. It panics
-// as Grad does, and for an invalid Argnums.
+// both; a negative index counts from the end) and returns one gradient
+// per argument; an argument not selected is held constant and its
+// gradient is its type's zero value. It panics as Grad does, and for an
+// invalid Argnums.
 //
 //	gw, gb := GradArgs2(loss)(w, b)
 func GradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradArgsOption) func(A, B) (A, B) {
-	const op = "transforms.GradArgs2"
-	sel, cfg := gradOptions(op, 2, opts)
-	tf := func(t args2[A, B]) *peel.Tensor { return f(t.Arg0, t.Arg1) }
+	vg := valueAndGradArgs2("transforms.GradArgs2", f, opts)
 	return func(a A, b B) (A, B) {
-		_, g := gradTuple(op, tf, args2[A, B]{a, b}, sel, cfg)
-		return g.Arg0, g.Arg1
+		_, ga, gb := vg(a, b)
+		return ga, gb
 	}
 }
 
 // GradArgs3 is GradArgs2 for a function of three arguments.
 func GradArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradArgsOption) func(A, B, C) (A, B, C) {
-	const op = "transforms.GradArgs3"
+	vg := valueAndGradArgs3("transforms.GradArgs3", f, opts)
+	return func(a A, b B, c C) (A, B, C) {
+		_, ga, gb, gc := vg(a, b, c)
+		return ga, gb, gc
+	}
+}
+
+// ValueAndGradArgs2 is GradArgs2 that also returns f's value (JAX's
+// value_and_grad(f, argnums=…)): the value, then one gradient per
+// argument, the type's zero value for the arguments Argnums does not
+// select. It panics as GradArgs2 does.
+//
+//	loss, gw, gb := ValueAndGradArgs2(lossFn, Argnums(0, -1))(w, b)
+func ValueAndGradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradArgsOption) func(A, B) (*peel.Tensor, A, B) {
+	return valueAndGradArgs2("transforms.ValueAndGradArgs2", f, opts)
+}
+
+func valueAndGradArgs2[A, B any](op string, f func(A, B) *peel.Tensor, opts []GradArgsOption) func(A, B) (*peel.Tensor, A, B) {
+	sel, cfg := gradOptions(op, 2, opts)
+	tf := func(t args2[A, B]) *peel.Tensor { return f(t.Arg0, t.Arg1) }
+	return func(a A, b B) (*peel.Tensor, A, B) {
+		v, g := gradTuple(op, tf, args2[A, B]{a, b}, sel, cfg)
+		return v, g.Arg0, g.Arg1
+	}
+}
+
+// ValueAndGradArgs3 is ValueAndGradArgs2 for a function of three
+// arguments.
+func ValueAndGradArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradArgsOption) func(A, B, C) (*peel.Tensor, A, B, C) {
+	return valueAndGradArgs3("transforms.ValueAndGradArgs3", f, opts)
+}
+
+func valueAndGradArgs3[A, B, C any](op string, f func(A, B, C) *peel.Tensor, opts []GradArgsOption) func(A, B, C) (*peel.Tensor, A, B, C) {
 	sel, cfg := gradOptions(op, 3, opts)
 	tf := func(t args3[A, B, C]) *peel.Tensor { return f(t.Arg0, t.Arg1, t.Arg2) }
-	return func(a A, b B, c C) (A, B, C) {
-		_, g := gradTuple(op, tf, args3[A, B, C]{a, b, c}, sel, cfg)
-		return g.Arg0, g.Arg1, g.Arg2
+	return func(a A, b B, c C) (*peel.Tensor, A, B, C) {
+		v, g := gradTuple(op, tf, args3[A, B, C]{a, b, c}, sel, cfg)
+		return v, g.Arg0, g.Arg1, g.Arg2
 	}
 }
 

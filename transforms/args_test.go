@@ -204,7 +204,7 @@ func TestGradOfPositionalArguments(t *testing.T) {
 	sameLeaves(t, "GradArgs3", append(tree.Leaves(g3p), g3x), append(tree.Leaves(wantP), wantX), 1e-14)
 
 	wantError(t, func() { transforms.GradArgs2(l2, transforms.Argnums())(p, xs) }, "transforms.GradArgs2", "Argnums is empty")
-	wantError(t, func() { transforms.GradArgs2(l2, transforms.Argnums(0, 0))(p, xs) }, "repeats index 0")
+	wantError(t, func() { transforms.GradArgs2(l2, transforms.Argnums(0, 0))(p, xs) }, "repeats argument 0")
 	wantError(t, func() { transforms.GradArgs2(l2, transforms.Argnums(2))(p, xs) }, "index 2 is out of range for a function of 2 arguments")
 	// Differentiating the labels is an error naming their path.
 	wantError(t, func() { transforms.GradArgs3(loss)(p, xs, labels) }, "transforms.GradArgs3", "args[2]", "i64")

@@ -125,7 +125,9 @@ func SaveOnlyNames(names ...string) SavePolicy {
 //
 // The argument and result are trees (see Grad). f may capture tensors;
 // captured tensors of an enclosing transform are differentiated as
-// arguments are. Checkpoint panics with *peel.Error when f is nil; the
+// arguments are. f may write in place (through views, into tensors it
+// makes, into its argument's tensors, which the caller's receive): it
+// is traced through Functionalize, as Compile traces it. Checkpoint panics with *peel.Error when f is nil; the
 // function it returns panics as f does, and with *peel.Error when f
 // returns nil or a tree with a nil tensor.
 func Checkpoint[A, R any](f func(A) R, policy SavePolicy) func(A) R {
@@ -152,9 +154,32 @@ func checkpointFlat(f func([]*tensor) []*tensor, policy SavePolicy, plans *sync.
 		for i, l := range leaves {
 			avals[i] = l.Aval()
 		}
-		g, captured := closureConvert(interp.TraceAvals("checkpoint", f, avals))
-		p := &ckptParams{graph: g, policy: policy, nArgs: len(leaves), shared: plans}
-		return interp.Bind(checkpointPrim, p, append(leaves, captured...)...)
+		// f is traced through Functionalize, as Compile traces it, so
+		// in-place writes (through views, into tensors f makes, into
+		// its arguments) become pure equations; the arguments' final
+		// values are extra results of the graph, written back below.
+		nOut := 0
+		traced := interp.TraceAvals("checkpoint", func(in []*tensor) []*tensor {
+			outs := Functionalize(f)(in)
+			nOut = len(outs)
+			return append(outs, in...)
+		}, avals)
+		g := *traced
+		g.Out = append([]*interp.Var(nil), traced.Out[:nOut]...)
+		var written []int
+		for j, v := range traced.Out[nOut:] {
+			if v != traced.In[j] {
+				written = append(written, j)
+				g.Out = append(g.Out, v)
+			}
+		}
+		cg, captured := closureConvert(&g)
+		p := &ckptParams{graph: cg, policy: policy, nArgs: len(leaves), shared: plans}
+		outs := interp.Bind(checkpointPrim, p, append(leaves, captured...)...)
+		for k, j := range written {
+			peel.CopyInto(leaves[j], outs[nOut+k])
+		}
+		return outs[:nOut]
 	}
 }
 

@@ -184,8 +184,10 @@ func OnWarning(f func(msg string)) CompileOption {
 }
 
 // Donate lets the compiled program reuse the buffers of the given
-// positional arguments (0-based) for its results and intermediates: the
-// caller gives them up, and must not read them after the call.
+// positional arguments (0-based; negative counts from the end) for its
+// results and intermediates: the caller gives them up, and must not read
+// them after the call. Compile panics with *peel.Error for an index out
+// of range or repeated.
 func Donate(argnums ...int) CompileOption {
 	a := append([]int(nil), argnums...)
 	return compileOpt(func(c *compileConfig) { c.donate = a })
@@ -220,9 +222,11 @@ func GradRemat(policy SavePolicy) CompileOption {
 	return compileOpt(func(c *compileConfig) { c.grad = &gradDefaults{remat: policy, plans: &sync.Map{}} })
 }
 
-// StaticArgnums makes the given positional arguments static: their
-// tensors are part of the signature by value (a call with other values
-// traces again) and constants of the program.
+// StaticArgnums makes the given positional arguments (0-based; negative
+// counts from the end) static: their tensors are part of the signature
+// by value (a call with other values traces again) and constants of the
+// program. Compile panics with *peel.Error for an index out of range or
+// repeated.
 func StaticArgnums(argnums ...int) CompileOption {
 	a := append([]int(nil), argnums...)
 	return compileOpt(func(c *compileConfig) { c.static = a })
@@ -240,11 +244,8 @@ func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOpti
 		cfg.passes = append(cfg.passes, compiler.ReplaceComposites(cfg.fuse...))
 	}
 	cfg.passes = append(cfg.passes, compiler.DefaultPasses()...)
-	for _, k := range append(append([]int(nil), cfg.donate...), cfg.static...) {
-		if k < 0 || k >= nargs {
-			treeErrorf(op, "argument index %d (Donate or StaticArgnums) is out of range for a function of %d arguments", k, nargs)
-		}
-	}
+	cfg.donate = normArgnums(op, "Donate", cfg.donate, nargs)
+	cfg.static = normArgnums(op, "StaticArgnums", cfg.static, nargs)
 	return &Compiled[A, R]{op: op, nargs: nargs, f: f, cfg: cfg}
 }
 

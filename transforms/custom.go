@@ -45,7 +45,8 @@ var customJVPCall = func() *interp.Prim {
 	// the transforms applied to it later; evaluating it runs f.
 	p.Whole = true
 	p.Impl = func(params any, args []*tensor) []*tensor {
-		return params.(customJVPParams).f(args)
+		cp := params.(customJVPParams)
+		return checkRuleSkipped(cp.op, args, cp.f(args), cp.outName)
 	}
 	p.JVP = func(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		cp := params.(customJVPParams)
@@ -149,7 +150,8 @@ var customVJPCall = func() *interp.Prim {
 	})
 	p.Whole = true // as custom_jvp_call
 	p.Impl = func(params any, args []*tensor) []*tensor {
-		return params.(customVJPParams).f(args)
+		cp := params.(customVJPParams)
+		return checkRuleSkipped(cp.op, args, cp.f(args), cp.outName)
 	}
 	p.JVP = func(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		// fwd's output is the primal result: f is not run.
@@ -218,6 +220,50 @@ func checkCaptured(op, what string, top *interp.Level, xs []*tensor, name func(i
 			treeErrorf(op, "%s at %s belongs to the %s applying the rule: the rule captures a tensor of that %s instead of receiving it in its argument, and its derivative would be lost; pass the tensor in the argument", what, name(i), tr.Level().Name(), tr.Level().Name())
 		}
 	}
+}
+
+// checkRuleSkipped returns outs, the results of a custom rule's f run
+// as the call's own evaluation on args (no level applied the rule). It
+// panics with *Error naming op when a result belongs to, or wraps a
+// value of, a live forward-mode level (Grad, VJP, JVP, …) above every
+// argument: f captured a tensor of that transform, which differentiates
+// f's own operations because it never sees the call, and the rule
+// would be skipped without a word. JAX refuses the same program (an
+// unexpected tracer).
+func checkRuleSkipped(op string, args, outs []*tensor, name func(int) string) []*tensor {
+	top := topLevel(args)
+	for i, o := range outs {
+		if l := forwardLevelAbove(o, top); l != nil {
+			treeErrorf(op, "f's result at %s depends on a tensor of the %s that f captures while the argument holds none of that %s: the %s would differentiate f's own operations and skip the rule; pass the tensor in the argument", name(i), l.Name(), l.Name(), l.Name())
+		}
+	}
+	return outs
+}
+
+// forwardLevelAbove returns the highest live forward-mode level above
+// top (nil: any) among x's level and the levels of the values its
+// tracers wrap, or nil when there is none.
+func forwardLevelAbove(x *tensor, top *interp.Level) *interp.Level {
+	var found *interp.Level
+	stack := []*tensor{x}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if t == nil || t.Tracer() == nil {
+			continue
+		}
+		l := t.Tracer().Level()
+		if !l.Alive() || (top != nil && l.ID() <= top.ID()) {
+			continue
+		}
+		if _, is := t.Tracer().(*jvpTracer); is && (found == nil || l.ID() > found.ID()) {
+			found = l
+		}
+		if w, is := t.Tracer().(interp.Wrapper); is {
+			stack = w.Wrapped(stack)
+		}
+	}
+	return found
 }
 
 func avalsOf(xs []*tensor) []interp.Aval {
@@ -350,7 +396,10 @@ func (c *customCall) resName(i int) string { return "residual path " + pathOr(c.
 // Tensors the rule is to differentiate must come in the argument: a
 // rule may capture values of transforms outside the one applying it
 // (they are differentiated through the rule's own operations), but not
-// of that one.
+// of that one; and f may capture a Vmap's batched value, but not a
+// tensor of an autodiff transform (Grad, VJP, JVP, …) that the argument
+// holds none of, since that transform would differentiate f's own
+// operations and skip the rule (JAX refuses it too).
 //
 // jvp must be linear in tangents (reverse mode transposes it) and
 // written with peel operations, so that it can itself be differentiated
@@ -363,7 +412,9 @@ func (c *customCall) resName(i int) string { return "residual path " + pathOr(c.
 // tangent differs from the result in structure or has, at a float leaf, a
 // nil tensor or one of another shape or dtype than the result leaf, or
 // when jvp's result or tangent belongs to the transform applying the
-// rule (jvp captured a tensor of it; the error names the leaf's path).
+// rule (jvp captured a tensor of it; the error names the leaf's path),
+// or when f's result depends on a captured tensor of an autodiff
+// transform the argument does not belong to.
 func CustomJVP[A, R any](f func(A) R, jvp func(primals, tangents A) (R, R)) func(A) R {
 	const op = "transforms.CustomJVP"
 	if f == nil || jvp == nil {
@@ -456,7 +507,9 @@ func customJVP[A, R any](op string, f func(A) R, jvp func(primals, tangents A) (
 // Tensors the rule is to differentiate must come in the argument: fwd
 // and bwd may capture values of transforms outside the one applying the
 // rule (they are differentiated through the rule's own operations), but
-// not of that one.
+// not of that one; and f may capture a Vmap's batched value, but not a
+// tensor of an autodiff transform that the argument holds none of (as
+// for CustomJVP).
 //
 // bwd is written with peel operations, so differentiating through it
 // (second order, Hessians) uses the rule's own operations, and so is fwd:
@@ -471,7 +524,9 @@ func customJVP[A, R any](op string, f func(A) R, jvp func(primals, tangents A) (
 // argument in structure, when its cotangent of a float leaf has another
 // shape or dtype than the leaf, or when fwd's result or residuals belong
 // to the transform applying the rule (fwd captured a tensor of it; the
-// error names the leaf's path).
+// error names the leaf's path), or when f's result depends on a
+// captured tensor of an autodiff transform the argument does not belong
+// to.
 func CustomVJP[A, R, Res any](f func(A) R, fwd func(A) (R, Res), bwd func(res Res, ct R) A) func(A) R {
 	const op = "transforms.CustomVJP"
 	checkVJPRule(op, f == nil, fwd == nil, bwd == nil)

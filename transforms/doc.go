@@ -24,7 +24,9 @@
 // field is an error (a *peel.Error naming the field's path), as is a nil
 // tensor leaf in an argument or result and a cycle (a pointer, slice or
 // map inside itself); a node reached twice is two subtrees, as in JAX.
-// GradAux's aux is a tree too, returned with the values of its leaves.
+// The aux of GradAux, VJPAux, JVPAux and LinearizeAux (JAX's has_aux)
+// is a tree too, returned with the values of its leaves, never
+// differentiated.
 //
 // Functions of two and three positional arguments transform directly:
 // Vmap2, Vmap3, Grad2, Grad3, ValueAndGrad2/3, GradAux2/3, VJP2/3,
@@ -32,8 +34,9 @@
 // iter.Seq2; a second derivative is Grad(Grad(f))). The gradient and
 // Jacobian forms differentiate the first argument (JAX's default
 // argnums=0) and hold the others constant, so they compose with Vmap2/3
-// directly; GradArgs2/3, JacrevArgs2/3 and JacfwdArgs2/3 differentiate
-// the arguments Argnums selects and return one result per argument.
+// directly; GradArgs2/3, ValueAndGradArgs2/3, JacrevArgs2/3 and
+// JacfwdArgs2/3 differentiate the arguments Argnums selects (a negative
+// index counts from the end) and return one result per argument.
 // Leaf paths in errors read args[0].W, args[1]. Per-sample gradients:
 //
 //	grads := Vmap3(Grad3(loss), InAxes(NoAxis, 0, 0))(params, x, y)

@@ -119,3 +119,29 @@ func ExampleCheckpoint() {
 	// f64[2] checkpoint: argument leaf 0
 	// f64[2] checkpoint: constant (one value, broadcast)
 }
+
+// VJPAux returns, with the value and the pullback, auxiliary data the
+// function computes on the way (JAX's has_aux), as a value that is not
+// differentiated.
+func ExampleVJPAux() {
+	f := func(x *peel.Tensor) (*peel.Tensor, *peel.Tensor) {
+		y := peel.Square(x)
+		return y, peel.Sum(y) // aux: a statistic of y
+	}
+	y, pullback, total := transforms.VJPAux(f, peel.FromFloat64s([]float64{1, 2, 3}))
+	fmt.Println(y, total)
+	fmt.Println(pullback(peel.Ones(peel.Float64, 3)))
+	// Output:
+	// [1 4 9] 14
+	// [2 4 6]
+}
+
+// ValueAndGradArgs2 returns the value and one gradient per argument;
+// Argnums(-1) selects the last argument.
+func ExampleValueAndGradArgs2() {
+	f := func(a, b *peel.Tensor) *peel.Tensor { return peel.Mul(peel.Square(a), b) } // a²b
+	v, da, db := transforms.ValueAndGradArgs2(f, transforms.Argnums(-1))(peel.Scalar(3.0), peel.Scalar(2.0))
+	fmt.Println(v, da == nil, db)
+	// Output:
+	// 18 true 9
+}

@@ -25,8 +25,8 @@ type JacobianOption interface{ applyJacobian(*jacobianConfig) }
 // and OnGradient.
 type GradOption interface{ applyGrad(*gradConfig) }
 
-// GradArgsOption configures GradArgs2 and GradArgs3: Argnums, and every
-// GradOption.
+// GradArgsOption configures GradArgs2/3 and ValueAndGradArgs2/3:
+// Argnums, and every GradOption.
 type GradArgsOption interface{ applyGradArgs(*gradConfig) }
 
 // FunctionalizeOption configures Functionalize: RemoveViews.
@@ -161,11 +161,13 @@ func (o ChunkOption) applyJacobian(c *jacobianConfig) { c.chunk, c.chunkSet = o.
 // *Args forms.
 type ArgnumsOption struct{ nums []int }
 
-// Argnums selects the positional arguments (0-based) a GradArgs2/3 or
-// JacrevArgs/JacfwdArgs form differentiates, as JAX's argnums; the
-// default is all of them. The derivatives of the others come back as
-// their type's zero value. The transform panics with *peel.Error for an
-// index out of range, a repeated index or an empty list, and the
+// Argnums selects the positional arguments (0-based) a GradArgs2/3,
+// ValueAndGradArgs2/3 or JacrevArgs/JacfwdArgs form differentiates, as
+// JAX's argnums; the default is all of them. A negative index counts
+// from the end (-1 is the last argument), as in JAX and torch.func. The
+// derivatives of the others come back as their type's zero value. The
+// transform panics with *peel.Error for an index out of range, an index
+// repeated (also as its negative form) or an empty list, and the
 // one-argument and first-argument forms (Jacrev, Jacrev2, …) refuse it.
 func Argnums(nums ...int) ArgnumsOption { return ArgnumsOption{append([]int(nil), nums...)} }
 
@@ -221,9 +223,9 @@ func (c *jacobianConfig) vmap() *vmapConfig {
 	return &vmapConfig{chunk: c.chunk, chunkSet: c.chunkSet}
 }
 
-// selected resolves Argnums for a function of n arguments: the sorted
-// indices to differentiate (all when not set). It panics with *Error
-// naming op for an empty list, a repeat or an index out of range.
+// selected resolves Argnums for a function of n arguments: which
+// arguments to differentiate (all when not set). It panics with *Error
+// naming op for an empty list, and as normArgnums does.
 func selected(op string, set bool, nums []int, n int) []bool {
 	sel := make([]bool, n)
 	if !set {
@@ -235,14 +237,35 @@ func selected(op string, set bool, nums []int, n int) []bool {
 	if len(nums) == 0 {
 		treeErrorf(op, "Argnums is empty: give at least one argument index")
 	}
-	for _, k := range nums {
-		if k < 0 || k >= n {
-			treeErrorf(op, "Argnums index %d is out of range for a function of %d arguments", k, n)
-		}
-		if sel[k] {
-			treeErrorf(op, "Argnums repeats index %d", k)
-		}
+	for _, k := range normArgnums(op, "Argnums", nums, n) {
 		sel[k] = true
 	}
 	return sel
+}
+
+// normArgnums returns the positional-argument indices nums of the option
+// what (Argnums, StaticArgnums, Donate) for a function of n arguments,
+// each in [0, n): a negative index counts from the end (-1 is the last
+// argument), as in JAX and torch.func. It is the one place argument
+// indices are normalized. It panics with *Error naming op and what for
+// an index out of range after normalization, or one given twice (also
+// as its negative form).
+func normArgnums(op, what string, nums []int, n int) []int {
+	out := make([]int, len(nums))
+	for i, k := range nums {
+		j := k
+		if j < 0 {
+			j += n
+		}
+		if j < 0 || j >= n {
+			treeErrorf(op, "%s index %d is out of range for a function of %d arguments (valid: %d to %d)", what, k, n, -n, n-1)
+		}
+		for p, prev := range out[:i] {
+			if prev == j {
+				treeErrorf(op, "%s repeats argument %d (given as %d and %d)", what, j, nums[p], k)
+			}
+		}
+		out[i] = j
+	}
+	return out
 }
