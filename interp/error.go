@@ -66,7 +66,7 @@ func (e *Error) captureSite() {
 	if e.File != "" {
 		return
 	}
-	var pcs [64]uintptr
+	var pcs [256]uintptr
 	n := runtime.Callers(2, pcs[:])
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
