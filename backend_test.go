@@ -145,6 +145,6 @@ func ExampleUseBackend() {
 	// cpu
 	// kernel exp
 	// [2.7182818 7.3890561]
-	// peel.Add: add: operands live on different backends (cpu, logging)
+	// peel.Add: add: operands live on different backends (cpu, logging) at backend_test.go:140
 	// cpu
 }

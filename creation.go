@@ -21,46 +21,9 @@ func backendFor(t *Tensor) backend.Backend {
 	return interp.DefaultBackend()
 }
 
-// hostFill returns a host slice of n elements of dtype d, all equal to v
-// (float → int truncates toward zero, nonzero → true).
-func hostFill(v float64, d DType, n int) any {
-	if d.IsStorage() {
-		return backend.HostFill(v, d, n)
-	}
-	switch d {
-	case Bool:
-		s := make([]bool, n)
-		if v != 0 {
-			for i := range s {
-				s[i] = true
-			}
-		}
-		return s
-	case Int64:
-		s := make([]int64, n)
-		if iv := int64(v); iv != 0 {
-			for i := range s {
-				s[i] = iv
-			}
-		}
-		return s
-	case Float32:
-		s := make([]float32, n)
-		if fv := float32(v); fv != 0 || math.Signbit(v) {
-			for i := range s {
-				s[i] = fv
-			}
-		}
-		return s
-	}
-	s := make([]float64, n)
-	if v != 0 || math.Signbit(v) {
-		for i := range s {
-			s[i] = v
-		}
-	}
-	return s
-}
+// hostFill returns a host slice of n elements of dtype d, all equal to
+// v converted by the one conversion rule (backend.HostFill; see AsType).
+func hostFill(v float64, d DType, n int) any { return backend.HostFill(v, d, n) }
 
 // constantOn returns a rank-0 concrete tensor of dtype d holding v on be.
 func constantOn(be backend.Backend, v float64, d DType) *Tensor {
@@ -197,8 +160,11 @@ func Ones(dt DType, shape ...int) *Tensor {
 	return newConcrete(hostFill(1, dt, n), s)
 }
 
-// Full returns a new tensor filled with v converted to dt (truncated
-// toward zero for i64, v != 0 for bool); it panics as Zeros does.
+// Full returns a new tensor filled with v converted to dt as AsType
+// converts it (so Full(dt, v) equals AsType(Scalar(v), dt) broadcast):
+// to an integer dtype truncated toward zero and saturated to its range
+// (±Inf to its extremes, NaN to 0), to a float dtype rounded to nearest
+// even once, to bool v != 0. It panics as Zeros does.
 func Full(dt DType, v float64, shape ...int) *Tensor {
 	defer interp.Annotate("peel.Full")
 	checkDType("peel.Full", dt)
@@ -238,45 +204,14 @@ func FullLike(x *Tensor, v float64) *Tensor {
 	return fullLike("peel.FullLike", x, v)
 }
 
-// hostNumber is the element type of a numeric host slice.
-type hostNumber interface{ int64 | float32 | float64 }
-
-// arangeInto sets s[i] = start + i·step, computed in float64 and
-// converted (float → int truncates toward zero).
-func arangeInto[T hostNumber](s []T, start, step float64) {
-	for i := range s {
-		s[i] = T(start + float64(i)*step)
+// hostFloats returns the float64 values f converted to dtype d by the one
+// conversion rule: f itself for Float64 (it is adopted), a new slice
+// otherwise.
+func hostFloats(f []float64, d DType) any {
+	if d == Float64 {
+		return f
 	}
-}
-
-// linspaceInto fills s with len(s) values evenly spaced from start to
-// stop, both included (just start for one value), computed in float64
-// and converted; floor rounds them down first (for integers).
-func linspaceInto[T hostNumber](s []T, start, stop float64, floor bool) {
-	n := len(s)
-	step := (stop - start) / float64(max(n-1, 1))
-	for i := range s {
-		v := start + float64(i)*step
-		if i == n-1 && n > 1 {
-			v = stop
-		}
-		if floor {
-			v = math.Floor(v)
-		}
-		s[i] = T(v)
-	}
-}
-
-// hostNumbers returns a new host slice of n elements of the numeric dtype
-// d: a []int64, []float32 or []float64.
-func hostNumbers(d DType, n int) any {
-	switch d {
-	case Int64:
-		return make([]int64, n)
-	case Float32:
-		return make([]float32, n)
-	}
-	return make([]float64, n)
+	return backend.HostConvert(f, d)
 }
 
 func checkNumericDType(op string, dt DType) {
@@ -297,15 +232,13 @@ func checkFinite(op string, vals ...float64) {
 // Arange returns the 1-D tensor start, start+step, … up to but excluding
 // stop, as numpy's arange: it has max(0, ceil((stop-start)/step))
 // elements, element i is start + i·step computed in float64 and converted
-// to dt (truncated toward zero for i64). It panics with *Error if step is
+// to dt as AsType converts it (for an integer dtype truncated toward zero
+// and saturated to its range). It panics with *Error if step is
 // 0, an argument is not finite, dt is bool or invalid, or the result has
 // more elements than an int holds or exceeds the allocation limit
 // (SetMaxAllocBytes); the last two say "too large".
 func Arange(dt DType, start, stop, step float64) *Tensor {
 	const op = "peel.Arange"
-	if dt.IsStorage() {
-		return AsType(Arange(storageWide(dt), start, stop, step), dt)
-	}
 	defer interp.Annotate(op)
 	checkNumericDType(op, dt)
 	checkFinite(op, start, stop, step)
@@ -323,29 +256,22 @@ func Arange(dt DType, start, stop, step float64) *Tensor {
 		n = int(fn)
 	}
 	s, _ := allocShape(op, dt, []int{n})
-	data := hostNumbers(dt, n)
-	switch v := data.(type) {
-	case []int64:
-		arangeInto(v, start, step)
-	case []float32:
-		arangeInto(v, start, step)
-	case []float64:
-		arangeInto(v, start, step)
+	f := make([]float64, n)
+	for i := range f {
+		f[i] = start + float64(i)*step
 	}
-	return newConcrete(data, s)
+	return newConcrete(hostFloats(f, dt), s)
 }
 
 // Linspace returns n evenly spaced values from start to stop, both
-// included (for n = 1 just start), as numpy's linspace; for i64 the values
-// are rounded down, as numpy 2 does. It panics with *Error if n is
+// included (for n = 1 just start), as numpy's linspace, computed in
+// float64 and converted to dt as AsType converts it; for an integer dtype
+// the values are rounded down first, as numpy 2 does. It panics with *Error if n is
 // negative, an argument is not finite, dt is bool or invalid, or the
 // result exceeds the allocation limit (SetMaxAllocBytes; the message says
 // "too large").
 func Linspace(dt DType, start, stop float64, n int) *Tensor {
 	const op = "peel.Linspace"
-	if dt.IsStorage() {
-		return AsType(Linspace(storageWide(dt), start, stop, n), dt)
-	}
 	defer interp.Annotate(op)
 	checkNumericDType(op, dt)
 	checkFinite(op, start, stop)
@@ -353,16 +279,19 @@ func Linspace(dt DType, start, stop float64, n int) *Tensor {
 		errorf(op, "negative number of elements %d", n)
 	}
 	s, _ := allocShape(op, dt, []int{n})
-	data := hostNumbers(dt, n)
-	switch v := data.(type) {
-	case []int64:
-		linspaceInto(v, start, stop, true)
-	case []float32:
-		linspaceInto(v, start, stop, false)
-	case []float64:
-		linspaceInto(v, start, stop, false)
+	f := make([]float64, n)
+	step := (stop - start) / float64(max(n-1, 1))
+	for i := range f {
+		v := start + float64(i)*step
+		if i == n-1 && n > 1 {
+			v = stop
+		}
+		if dt.IsInteger() {
+			v = math.Floor(v)
+		}
+		f[i] = v
 	}
-	return newConcrete(data, s)
+	return newConcrete(hostFloats(f, dt), s)
 }
 
 // Eye returns the n×n identity matrix of dtype dt (true on the diagonal

@@ -116,59 +116,18 @@ func resultDType(op string, vals []any) DType {
 func scalarTensor(v any, d DType) *Tensor { return scalarOn(nil, v, d) }
 
 // scalarOn makes a rank-0 tensor of dtype d from a Go scalar on backend
-// be (the default one when be is nil).
+// be (the default one when be is nil), converted by the one conversion
+// rule (see scalarData).
 func scalarOn(be backend.Backend, v any, d DType) *Tensor {
-	if d.IsStorage() {
-		return hostScalar(be, storageScalar(v, d))
-	}
-	var f float64
-	var b bool
-	switch x := v.(type) {
-	case bool:
-		b = x
-		if x {
-			f = 1
-		}
-	case int:
-		if d == Int64 {
-			return hostScalar(be, []int64{int64(x)})
-		}
-		f = float64(x)
-	case int32:
-		f = float64(x)
-	case int64:
-		if d == Int64 {
-			return hostScalar(be, []int64{x})
-		}
-		f = float64(x)
-	case uint8:
-		f = float64(x)
-	case uint16:
-		f = float64(x)
-	case uint32:
-		f = float64(x)
-	case float32:
-		f = float64(x)
-	case float64:
-		f = x
-	}
-	switch d {
-	case Bool:
-		return hostScalar(be, []bool{b || f != 0})
-	case Int64:
-		return hostScalar(be, []int64{int64(f)})
-	case Float32:
-		return hostScalar(be, []float32{float32(f)})
-	}
-	return hostScalar(be, []float64{f})
+	return hostScalar(be, scalarData(v, d))
 }
 
-// storageScalar returns a one-element host slice of the storage dtype d
-// holding the Go scalar v: integers converted exactly or rounded once,
-// floats rounded to nearest even or truncated toward zero and saturated.
-// An integer out of the range of an integer dtype d panics with *Error,
-// as NumPy (NEP 50) and JAX refuse it.
-func storageScalar(v any, d DType) any {
+// scalarData returns a one-element host slice of dtype d holding the Go
+// scalar v: integers converted exactly or rounded once, floats converted
+// as AsType converts them (backend.HostFill). A Go integer out of the
+// range of an integer dtype d panics with *Error, as NumPy (NEP 50) and
+// JAX refuse it.
+func scalarData(v any, d DType) any {
 	if i, ok := goInt(v); ok && d.IsInteger() {
 		if lo, hi := intRange(d); i < lo || i > hi {
 			interp.Panicf("the Go integer %d is out of the range of %v [%d, %d]; convert the tensor with AsType first", i, d, lo, hi)
@@ -244,10 +203,16 @@ func operandBackend(vals ...any) backend.Backend {
 }
 
 // AsType converts x to dtype d: float → int truncates toward zero and
-// saturates to d's range (NaN → 0), int → narrower int wraps around,
-// conversions to a float dtype round to nearest even once (to ±Inf past
-// the largest finite value: 65504 for Float16), widening is exact, and
-// nonzero (NaN included) → true. It returns x itself when it already has
+// saturates to d's range (±Inf and out-of-range values to its extremes,
+// NaN → 0), int → narrower int wraps around, conversions to a float dtype
+// round to nearest even once (to ±Inf past the largest finite value:
+// 65504 for Float16), widening is exact, and nonzero (NaN included) →
+// true. This is the one conversion rule of peel (backend/convert.go):
+// every constructor (Full, Ones, FullLike, Arange, Linspace, a Go scalar
+// operand) and every constant a transform's rule makes converts a float
+// the same way, so Full(d, v) equals AsType(Scalar(v), d). Saturation is
+// XLA's rule; Go, C and numpy leave out-of-range conversions to the
+// hardware (+Inf → MinInt64 on amd64). It returns x itself when it already has
 // dtype d, and panics with *Error when x is nil or d is not a valid
 // dtype.
 func AsType(x *Tensor, d DType) *Tensor {

@@ -46,7 +46,7 @@ func ExampleCatch() {
 	})
 	fmt.Println(err)
 	// Output:
-	// peel.MatMul: contracting dimensions differ: f64[2,3] has 3 columns, f64[4,5] has 4 rows
+	// peel.MatMul: contracting dimensions differ: f64[2,3] has 3 columns, f64[4,5] has 4 rows at example_test.go:45
 }
 
 // A 3×3 convolution with SAME padding keeps the image size; stride 2

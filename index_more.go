@@ -14,8 +14,8 @@ import (
 
 // valueOperand converts v (a Go scalar or a tensor) to x's dtype and
 // broadcasts it to shape exactly. A tensor whose dtype would promote past
-// x's is refused, as for IndexCopy; a Go scalar is converted (truncated
-// toward zero for i64, nonzero → true).
+// x's is refused, as for IndexCopy; a Go scalar is converted as AsType
+// converts it.
 func valueOperand(op, what string, x *Tensor, v any, shape []int) *Tensor {
 	var t *Tensor
 	switch s := v.(type) {
@@ -51,8 +51,8 @@ func boolMask(op string, mask *Tensor) {
 
 // MaskedFill returns a copy of x with the elements where mask is true
 // replaced by value, as torch's masked_fill: mask is bool and broadcasts
-// to x's shape; value is a Go scalar (converted to x's dtype, truncated
-// toward zero for i64) or a rank-0 tensor (whose dtype must not promote
+// to x's shape; value is a Go scalar (converted to x's dtype as AsType
+// converts it) or a rank-0 tensor (whose dtype must not promote
 // past x's; it is differentiated). The gradient flows to x where mask is
 // false and to a tensor value from where it is true. MaskedFill panics
 // with *Error when x or mask is nil, mask is not bool or does not

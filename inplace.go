@@ -33,8 +33,8 @@ func inplaceSource(op string, dst *Tensor, src any, d DType) *Tensor {
 }
 
 // CopyInto writes src into dst and returns dst (torch's copy_). src is a
-// tensor or Go scalar; it is converted to dst's dtype (float → int
-// truncates toward zero) and broadcast to dst's shape. CopyInto panics
+// tensor or Go scalar; it is converted to dst's dtype (as AsType
+// converts it) and broadcast to dst's shape. CopyInto panics
 // with *Error when dst is nil, src is not a tensor or Go scalar, src does
 // not broadcast to dst's shape, or dst is a broadcast view.
 func CopyInto(dst *Tensor, src any) *Tensor {

@@ -40,7 +40,9 @@ const (
 )
 
 // Error is the error every misuse panics with. It names the user-level op,
-// the operands' shapes and dtypes, and the transform and level.
+// the operands' shapes and dtypes, the transforms it happened under
+// ("in vmap ∘ grad") and the user's call site (File and Line: the
+// innermost frame outside peel).
 type Error = interp.Error
 
 // Catch runs f and returns the *Error it panicked with, or nil. Panics with

@@ -492,7 +492,7 @@ func Tile(x *Tensor, reps ...int) *Tensor {
 
 // Pad pads x with value: pads[i] = {before, after} elements along axis i.
 // A negative count removes elements instead (crops). value is converted to
-// x's dtype (truncated toward zero for integers; nonzero is true). The
+// x's dtype as AsType converts it (saturating for integers). The
 // result is a new tensor. Pad panics with *Error when x is nil, pads does
 // not have one entry per axis, a crop removes more than the axis holds,
 // or the result is too large (its number of elements overflows int, or it

@@ -234,7 +234,7 @@ func ExampleSetMaxAllocBytes() {
 	defer peel.SetMaxAllocBytes(old)
 	err := peel.Catch(func() { peel.Zeros(peel.Float64, 1024, 1024) })
 	fmt.Println(err)
-	// Output: peel.Zeros: too large: f64[1024,1024] needs 8388608 bytes, over the allocation limit of 1048576 bytes (see peel.SetMaxAllocBytes)
+	// Output: peel.Zeros: too large: f64[1024,1024] needs 8388608 bytes, over the allocation limit of 1048576 bytes (see peel.SetMaxAllocBytes) at size_test.go:235
 }
 
 // TestOpResultTooLargeNamesShape: an operation whose result exceeds the

@@ -49,7 +49,7 @@ func TestLoopFallback(t *testing.T) {
 
 	batching.SetFallback(batching.FallbackError)
 	err := interp.Catch(func() { run() })
-	if err == nil || !strings.Contains(err.Error(), "cumsum: no batching rule") || !strings.Contains(err.Error(), "vmap, level") {
+	if err == nil || !strings.Contains(err.Error(), "cumsum: no batching rule") || !strings.Contains(err.Error(), "[in vmap]") {
 		t.Errorf("error mode: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/peel-ml/peel/customop"
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -37,7 +38,7 @@ func ReplaceComposites(ops ...*customop.Op) Pass {
 			panic(&interp.Error{Ops: []string{"compiler.ReplaceComposites"}, Msg: "op " + strconv.Itoa(i) + " is nil"})
 		}
 	}
-	c := &patterns{ops: ops, m: map[patternKey]*pattern{}}
+	c := &patterns{ops: ops, m: lru.New[patternKey, *pattern](maxPatterns)}
 	return Pass{Name: "replace-composites", Run: c.run}
 }
 
@@ -46,12 +47,17 @@ type patternKey struct {
 	avals string
 }
 
-// patterns caches the staged composites of a ReplaceComposites pass.
+// patterns caches the staged composites of a ReplaceComposites pass, at
+// most maxPatterns (op, operand types) pairs.
 type patterns struct {
 	ops []*customop.Op
-	mu  sync.Mutex
-	m   map[patternKey]*pattern
+	mu  sync.Mutex // held while staging a missing pattern
+	m   *lru.Cache[patternKey, *pattern]
 }
+
+// maxPatterns bounds a ReplaceComposites pass's staged composites: the
+// least recently used are staged again when met.
+const maxPatterns = 1024
 
 // pattern is an op's composite staged at some operand types.
 type pattern struct {
@@ -70,13 +76,16 @@ type pattern struct {
 // or returns an operand or a constant, or whose op refuses these types).
 func (c *patterns) get(i int, avals []interp.Aval) *pattern {
 	k := patternKey{i, interp.AvalsKey(avals)}
+	if p, ok := c.m.Load(k); ok {
+		return p
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p, ok := c.m[k]; ok {
+	if p, ok := c.m.Load(k); ok {
 		return p
 	}
 	p := stagePattern(c.ops[i], avals)
-	c.m[k] = p
+	c.m.Store(k, p)
 	return p
 }
 

@@ -3,13 +3,13 @@ package customop
 import (
 	"reflect"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/functionalize"
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -34,10 +34,14 @@ type Op struct {
 	impl  func(xs ...*peel.Tensor) *peel.Tensor
 	shape func(in []Aval) Aval
 	// Derived result types, by operand types: the last one looked up,
-	// and all of them.
+	// and the maxShapes most recently used.
 	last  atomic.Pointer[shapeEntry]
-	cache sync.Map // string → Aval
+	cache *lru.Cache[string, Aval]
 }
+
+// maxShapes bounds each op's cache of derived result types: 1024
+// operand signatures (the least recently used are derived again).
+const maxShapes = 1024
 
 type shapeEntry struct {
 	in  []Aval
@@ -274,7 +278,7 @@ func Define(name string, arity int, composite func(xs ...*peel.Tensor) *peel.Ten
 		}
 		regs[i] = reg
 	}
-	o := &Op{name: name, arity: arity, shape: c.shape}
+	o := &Op{name: name, arity: arity, shape: c.shape, cache: lru.New[string, Aval](maxShapes)}
 	all := append([]decomposition{{composite, c.traits}}, c.decomps...)
 	// The decomposition transforms use: the first functional one.
 	o.impl = composite
@@ -405,8 +409,7 @@ func (o *Op) abstract(_ any, in []Aval) []Aval {
 		return []Aval{e.out}
 	}
 	key := interp.AvalsKey(in)
-	if v, ok := o.cache.Load(key); ok {
-		out := v.(Aval)
+	if out, ok := o.cache.Load(key); ok {
 		o.last.Store(&shapeEntry{in: append([]Aval(nil), in...), out: out})
 		return []Aval{out}
 	}

@@ -47,6 +47,6 @@ func ExampleDefine() {
 	// Output:
 	// [-0.75     0   0.5]
 	// [-0.75     0   0.5]
-	// example.softsign: float64 operands only (f32[1])
+	// example.softsign: float64 operands only (f32[1]) at example_test.go:33
 	// [0.0625      1   0.25]
 }

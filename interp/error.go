@@ -2,6 +2,10 @@ package interp
 
 import (
 	"fmt"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -9,8 +13,9 @@ import (
 // dtype or index, a tracer used after its transform returned, or an
 // operation an interpreter cannot perform. Its message names the
 // user-level op (and the chain of ops being decomposed, outermost first),
-// the primitive that failed, the operands' shapes and dtypes, and the
-// transform and level it happened under.
+// the primitive that failed, the operands' shapes and dtypes, the chain
+// of transforms it happened under ("in vmap ∘ grad") and the user's call
+// site ("at train.go:42").
 type Error struct {
 	// Ops is the chain of user-level ops, innermost first, such as
 	// ["peel.Add"]; empty when a primitive was bound directly.
@@ -20,7 +25,9 @@ type Error struct {
 	// Operands describes the operands, such as "f64[2,3]".
 	Operands []string
 	// Transform and Level name the interpreter level the failure happened
-	// under; Transform is empty for eager evaluation.
+	// under; Transform is empty for eager evaluation. Level is the
+	// level's internal ID (it grows with every transform call), for
+	// debugging only: the message names transforms, never IDs.
 	Transform string
 	Level     uint64
 	// Msg says what was wrong.
@@ -36,8 +43,71 @@ type Error struct {
 	// Vmap(Grad(f))), whichever level raised it; a transform made of
 	// several levels is named once.
 	Within []string
+	// File and Line locate the user's call that led to the failure: the
+	// innermost stack frame outside peel's packages (module
+	// github.com/peel-ml/peel, whose _test.go files and examples count
+	// as the user's), or "" and 0 when none was on the stack. They are
+	// captured when the error is built or first passes one of peel's
+	// recovery points, never on the success path.
+	File string
+	Line int
 	// within holds the levels of Within, innermost (highest ID) first.
 	within []*Level
+}
+
+// modulePath is the import path of peel's module.
+const modulePath = "github.com/peel-ml/peel"
+
+// captureSite records in e the user's call site (File and Line) if it is
+// not known yet and the current goroutine's stack holds a frame outside
+// peel. It is called only where an error is built or recovered, where
+// the panicking stack is still intact.
+func (e *Error) captureSite() {
+	if e.File != "" {
+		return
+	}
+	var pcs [256]uintptr
+	n := runtime.Callers(2, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if userFrame(f) {
+			e.File, e.Line = f.File, f.Line
+			return
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// userFrame reports whether f is a frame of the user's code: not the Go
+// runtime's or the reflection a transform calls the user's function
+// through, and not one of peel's packages (except their _test.go files
+// and the examples).
+func userFrame(f runtime.Frame) bool {
+	pkg := funcPackage(f.Function)
+	switch {
+	case pkg == "" || pkg == "runtime" || pkg == "reflect" || pkg == "sync" || strings.HasPrefix(pkg, "internal/"):
+		return false
+	case strings.HasSuffix(f.File, "_test.go"):
+		return true
+	case pkg == modulePath || strings.HasPrefix(pkg, modulePath+"/"):
+		return strings.HasPrefix(pkg, modulePath+"/examples/")
+	}
+	return true
+}
+
+// funcPackage returns the import path of the package of the function
+// named fn as runtime.Frame.Function spells it
+// ("github.com/peel-ml/peel/transforms.Vmap[...].func1").
+func funcPackage(fn string) string {
+	slash := strings.LastIndexByte(fn, '/')
+	dot := strings.IndexByte(fn[slash+1:], '.')
+	if dot < 0 {
+		return ""
+	}
+	return fn[:slash+1+dot]
 }
 
 // NoteLevel records that the failure happened under level l: the first
@@ -45,7 +115,9 @@ type Error struct {
 // set yet), and every level noted joins the chain of enclosing
 // transforms (Within), kept innermost first. Interpreters call it as
 // the panic leaves a level (Bind does for the level it dispatched to).
+// It also records the user's call site when the error has none yet.
 func (e *Error) NoteLevel(l *Level) {
+	e.captureSite()
 	if e.Transform == "" {
 		e.Transform, e.Level = l.name, l.id
 	}
@@ -61,12 +133,41 @@ func (e *Error) NoteLevel(l *Level) {
 	e.within = append(e.within, nil)
 	copy(e.within[i+1:], e.within[i:])
 	e.within[i] = l
-	e.Within = e.Within[:0]
-	for _, w := range e.within {
-		// A transform of two levels (grad: staging and forward mode) is
-		// named once.
-		e.Within = pushName(e.Within, w.name)
+	var group []int
+	e.Within, group = e.Within[:0], transformOf(e.within)
+	for k, w := range e.within {
+		if k == 0 || group[k] != group[k-1] {
+			e.Within = append(e.Within, w.name)
+		}
 	}
+}
+
+// transformOf returns, for each of levels (innermost first), the index
+// in the chain of transforms (innermost first) of the transform it
+// belongs to. A transform made of two levels — grad and linearize are a
+// staging level with a forward-mode level inside it — is one transform:
+// a level joins the one just outside it when both have the same name and
+// different interpreters and that one has not joined another already. So
+// Grad(Grad(f)) is two transforms of two levels each and Vmap(Vmap(f))
+// two of one level each.
+func transformOf(levels []*Level) []int {
+	group := make([]int, len(levels))
+	n, joined := 0, false
+	for k := len(levels) - 1; k >= 0; k-- { // outermost first
+		if k < len(levels)-1 {
+			outer, l := levels[k+1], levels[k]
+			if !joined && l.name == outer.name && reflect.TypeOf(l.interp) != reflect.TypeOf(outer.interp) {
+				joined = true
+			} else {
+				n, joined = n+1, false
+			}
+		}
+		group[k] = n
+	}
+	for k := range group { // number innermost first
+		group[k] = n - group[k]
+	}
+	return group
 }
 
 // ForgetLevels clears the transform and the chain of enclosing
@@ -77,11 +178,15 @@ func (e *Error) ForgetLevels() {
 }
 
 // Error formats the message: "peel.MatMul: dot_general: contracting
-// dimensions differ (f64[2,3], f64[4,5]) [trace, level 3]", with the
-// transforms enclosing that level ("[grad, level 4, inside vmap]"), or
-// the whole chain when the failing level is not the innermost ("[vmap,
-// level 2, under grad inside vmap]"), followed by "while decomposing mylib.op" when the
-// failing primitive came from the definition of a composite op.
+// dimensions differ (f64[2,3], f64[4,5]) [in vmap ∘ grad] at
+// train.go:42". The bracket names the transforms the failure happened
+// under, outermost first, as they compose (Vmap(Grad(f)) is "vmap ∘
+// grad"), followed by ", raised by vmap" when the transform that raised
+// it is not the innermost one ("raised by the first vmap" when the name
+// repeats, counted from the outermost).
+// "while decomposing mylib.op" follows when the failing
+// primitive came from the definition of a composite op, and "at
+// file.go:line" gives the user's call site when it is known.
 func (e *Error) Error() string {
 	var b strings.Builder
 	for i := len(e.Ops) - 1; i >= 0; i-- {
@@ -103,20 +208,7 @@ func (e *Error) Error() string {
 		b.WriteString(strings.Join(e.Operands, ", "))
 		b.WriteString(")")
 	}
-	if e.Transform != "" {
-		fmt.Fprintf(&b, " [%s, level %d", e.Transform, e.Level)
-		switch chain := e.Within; {
-		case len(chain) > 0 && chain[0] == e.Transform:
-			for _, w := range chain[1:] {
-				b.WriteString(", inside ")
-				b.WriteString(w)
-			}
-		case len(chain) > 0:
-			b.WriteString(", under ")
-			b.WriteString(strings.Join(chain, " inside "))
-		}
-		b.WriteByte(']')
-	}
+	e.writeTransforms(&b)
 	if len(e.Decomposing) > 0 {
 		b.WriteString(" while decomposing ")
 		for i := len(e.Decomposing) - 1; i >= 0; i-- {
@@ -126,12 +218,107 @@ func (e *Error) Error() string {
 			}
 		}
 	}
+	if e.File != "" {
+		b.WriteString(" at ")
+		b.WriteString(filepath.Base(e.File))
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(e.Line))
+	}
 	return b.String()
 }
 
-// Errorf returns an *Error with a formatted message.
+// writeTransforms writes " [in outer ∘ … ∘ inner]" naming the chain of
+// transforms (Within, or just Transform when no chain was recorded) and,
+// when the raising transform is not the innermost, which one raised it.
+func (e *Error) writeTransforms(b *strings.Builder) {
+	chain := e.Within
+	if len(chain) == 0 {
+		if e.Transform == "" {
+			return
+		}
+		chain = []string{e.Transform}
+	}
+	b.WriteString(" [in ")
+	for i := len(chain) - 1; i >= 0; i-- {
+		b.WriteString(chain[i])
+		if i > 0 {
+			b.WriteString(" ∘ ")
+		}
+	}
+	if raiser, nth, same := e.raiser(chain); raiser != "" {
+		b.WriteString(", raised by ")
+		if same > 1 {
+			b.WriteString("the ")
+			b.WriteString(ordinal(nth))
+			b.WriteByte(' ')
+		}
+		b.WriteString(raiser)
+	}
+	b.WriteByte(']')
+}
+
+// raiser returns the name of the transform that raised e when it is not
+// the innermost of chain (innermost first), with its position among the
+// transforms of that name counted from the outermost (1 for the first)
+// and how many of chain have that name; "" when it is the innermost.
+func (e *Error) raiser(chain []string) (name string, nth, same int) {
+	if e.Transform == "" {
+		return "", 0, 0
+	}
+	at := -1 // the raising transform's index in chain, if recorded
+	if len(e.within) > 0 {
+		group := transformOf(e.within)
+		for k, l := range e.within {
+			if l.id == e.Level {
+				at = group[k]
+			}
+		}
+	}
+	switch {
+	case at == 0:
+		return "", 0, 0
+	case at < 0 && e.Transform == chain[0]:
+		return "", 0, 0 // no recorded levels: assume the innermost raised it
+	case at < 0:
+		return e.Transform, 0, 0 // a level outside the chain (one that has returned)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		if chain[i] != e.Transform {
+			continue
+		}
+		same++
+		if i == at {
+			nth = same
+		}
+	}
+	return e.Transform, nth, same
+}
+
+// ordinal spells n ≥ 1 as "first", "second", … ("11th" past ten).
+func ordinal(n int) string {
+	words := [...]string{"first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"}
+	if n >= 1 && n <= len(words) {
+		return words[n-1]
+	}
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
+}
+
+// Errorf returns an *Error with a formatted message and the user's call
+// site (see Error.File).
 func Errorf(format string, args ...any) *Error {
-	return &Error{Msg: fmt.Sprintf(format, args...)}
+	e := &Error{Msg: fmt.Sprintf(format, args...)}
+	e.captureSite()
+	return e
 }
 
 // Panicf panics with an *Error with a formatted message.
@@ -160,6 +347,7 @@ func Annotate(name string) {
 	if r := recover(); r != nil {
 		if e, ok := r.(*Error); ok {
 			e.Ops = pushName(e.Ops, name)
+			e.captureSite()
 		}
 		panic(r)
 	}
@@ -172,6 +360,7 @@ func Decomposing(name string) {
 	if r := recover(); r != nil {
 		if e, ok := r.(*Error); ok {
 			e.Decomposing = pushName(e.Decomposing, name)
+			e.captureSite()
 		}
 		panic(r)
 	}
@@ -192,6 +381,7 @@ func Catch(f func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(*Error); ok {
+				e.captureSite()
 				err = e
 				return
 			}

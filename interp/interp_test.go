@@ -132,7 +132,7 @@ func TestTraceMutation(t *testing.T) {
 			interp.Bind(prims.CopyInPlace, nil, c, a[0])
 			return a
 		}, []*interp.Tensor{x})
-	}, "copy_", "Functionalize", "trace, level")
+	}, "copy_", "Functionalize", "[in trace]")
 }
 
 func TestEscapedTracer(t *testing.T) {
@@ -152,7 +152,7 @@ func TestTracedReadIsError(t *testing.T) {
 			_ = a[0].Item()
 			return a
 		}, []*interp.Tensor{f64([]float64{1}, 1)})
-	}, "Item", "traced tensor", "trace, level")
+	}, "Item", "traced tensor", "[in trace]")
 }
 
 func TestBindErrors(t *testing.T) {
@@ -174,7 +174,7 @@ func TestBindErrors(t *testing.T) {
 		interp.Trace(func(a []*interp.Tensor) []*interp.Tensor {
 			return []*interp.Tensor{interp.Bind1(prims.Add, nil, a[0], y)}
 		}, []*interp.Tensor{x})
-	}, "add", "trace, level")
+	}, "add", "[in trace]")
 }
 
 func TestEvalViewsAlias(t *testing.T) {
@@ -233,7 +233,7 @@ func TestConcurrentDispatch(t *testing.T) {
 
 func TestErrorFormat(t *testing.T) {
 	e := &interp.Error{Ops: []string{"peel.Add", "mylib.op"}, Prim: "add", Operands: []string{"f64[2]", "f64[3]"}, Transform: "vmap", Level: 2, Msg: "shapes differ"}
-	want := "mylib.op > peel.Add: add: shapes differ (f64[2], f64[3]) [vmap, level 2]"
+	want := "mylib.op > peel.Add: add: shapes differ (f64[2], f64[3]) [in vmap]"
 	if e.Error() != want {
 		t.Errorf("got %q\nwant %q", e.Error(), want)
 	}

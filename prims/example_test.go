@@ -21,5 +21,5 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// f32[4,2,5]
-	// operands must have equal shapes and dtypes (primitives do not broadcast or promote)
+	// operands must have equal shapes and dtypes (primitives do not broadcast or promote) at example_test.go:19
 }

@@ -203,8 +203,9 @@ var Where = interp.NewPrim("select", interp.Pure, func(_ any, in []aval) []aval 
 	return one(in[1])
 })
 
-// ConvertElementType converts to ConvertParams.DType (float → int
-// truncates toward zero; nonzero → true).
+// ConvertElementType converts to ConvertParams.DType by the one
+// conversion rule of backend/convert.go (float → int truncates toward
+// zero and saturates, NaN → 0; nonzero → true).
 var ConvertElementType = interp.NewPrim("convert_element_type", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 1)
 	p := params.(ConvertParams)

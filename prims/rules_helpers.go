@@ -12,22 +12,13 @@ import (
 type tensor = interp.Tensor
 
 // scalarConst returns a new concrete rank-0 tensor of dtype dt on the
-// default backend holding v (converted: nonzero is true for bool).
+// default backend holding v, converted by the one conversion rule
+// (backend.HostFill: saturating for integers, nonzero is true for bool).
+// It panics with *interp.Error for an invalid dtype.
 func scalarConst(v float64, dt interp.DType) *tensor {
 	be := interp.DefaultBackend()
-	var data any
-	switch dt {
-	case backend.Float64:
-		data = []float64{v}
-	case backend.Float32:
-		data = []float32{float32(v)}
-	case backend.Int64:
-		data = []int64{int64(v)}
-	case backend.Bool:
-		data = []bool{v != 0}
-	case backend.Int32, backend.Uint8, backend.Float16, backend.BFloat16:
-		data = backend.HostFill(v, dt, 1)
-	default:
+	data := backend.HostFill(v, dt, 1)
+	if data == nil {
 		interp.Panicf("cannot make a constant of dtype %v", dt)
 	}
 	return interp.NewConcrete(be, backend.Array{Buf: backend.FromOwnedHost(be, data), Shape: []int{}})

@@ -327,7 +327,7 @@ func TestVJPJVPOfPositionalArguments(t *testing.T) {
 	near(t, "JVP2 both", both.Float64s(), peel.Add(wantP, wantX).Float64s(), 1e-14)
 	_, t3 := transforms.JVP3(func(p lin2, x, s *T) *T { return peel.Mul(predict(p, x), s) }, p, xs, peel.Scalar(1.0), tp, nil, nil)
 	near(t, "JVP3", t3.Float64s(), wantP.Float64s(), 1e-14)
-	wantError(t, func() { transforms.JVP2(predict, p, xs, tp, peel.Zeros(peel.Float64, 3)) }, "transforms.JVP2", "tangent leaf args[1] is f64[3]", "jvp, level")
+	wantError(t, func() { transforms.JVP2(predict, p, xs, tp, peel.Zeros(peel.Float64, 3)) }, "transforms.JVP2", "tangent leaf args[1] is f64[3]", "[in jvp]")
 }
 
 // TestTreeJacobianProperty: for random trees of leaves of random shape

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -18,13 +19,9 @@ import (
 // the program on their own cotangents and residuals.
 
 // backwardPrograms caches the compiled backward programs by structure
-// (see backwardKey); maxBackwardPrograms bounds it (past it, new
-// structures are transposed eagerly rather than cached).
-var (
-	backwardPrograms     sync.Map // string → program
-	backwardProgramCount int64
-	backwardMu           sync.Mutex
-)
+// (see backwardKey), at most maxBackwardPrograms of them: the least
+// recently used are dropped (and compiled again when needed).
+var backwardPrograms = lru.New[string, program](maxBackwardPrograms)
 
 const maxBackwardPrograms = 1024
 
@@ -46,17 +43,9 @@ func (l *linearized) transposeCompiled(cts []*tensor) []*tensor {
 	args = append(args, g.ConstVals...)
 	v, hit := backwardPrograms.Load(key)
 	if !hit {
-		p := compileBackward(g, cts)
-		backwardMu.Lock()
-		if backwardProgramCount < maxBackwardPrograms {
-			backwardProgramCount++
-			v, _ = backwardPrograms.LoadOrStore(key, p)
-		} else {
-			v = p
-		}
-		backwardMu.Unlock()
+		v, _ = backwardPrograms.LoadOrStore(key, compileBackward(g, cts))
 	}
-	return v.(program).Run(args, nil)
+	return v.Run(args, nil)
 }
 
 // compileBackward traces the transpose of g (for cotangents where cts

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -135,7 +135,7 @@ func Checkpoint[A, R any](f func(A) R, policy SavePolicy) func(A) R {
 	if f == nil {
 		treeErrorf(op, "f must not be nil")
 	}
-	plans := &sync.Map{}
+	plans := newPlanCache()
 	return func(a A) R {
 		defer interp.Annotate(op)
 		leaves, def := flatten(op, a)
@@ -148,7 +148,7 @@ func Checkpoint[A, R any](f func(A) R, policy SavePolicy) func(A) R {
 // checkpointFlat is Checkpoint of a function of leaves. plans, shared
 // by the calls of one checkpointed function, caches their plans by the
 // structure of f's graph (see ckptParams.plan).
-func checkpointFlat(f func([]*tensor) []*tensor, policy SavePolicy, plans *sync.Map) func([]*tensor) []*tensor {
+func checkpointFlat(f func([]*tensor) []*tensor, policy SavePolicy, plans *planCache) func([]*tensor) []*tensor {
 	return func(leaves []*tensor) []*tensor {
 		avals := make([]interp.Aval, len(leaves))
 		for i, l := range leaves {
@@ -206,11 +206,11 @@ type ckptParams struct {
 	// leaves (the rest are captured tensors); shared caches plans across
 	// the calls of one checkpointed function, by structure.
 	nArgs  int
-	shared *sync.Map
+	shared *planCache
 	// jvps caches the plans (J and its split) by which inputs have
 	// tangents; batched the batched checkpoints by layout.
-	jvps    sync.Map // string → *ckptPlan
-	batched sync.Map // string → *ckptParams
+	jvps    lru.Cache[string, *ckptPlan]
+	batched lru.Cache[string, *ckptParams]
 }
 
 func (*ckptParams) String() string { return "checkpoint" }
@@ -275,7 +275,7 @@ func (c *ckptParams) plan(has []bool) *ckptPlan {
 	b.WriteString(maskKey(has))
 	key := b.String()
 	if p, ok := c.jvps.Load(key); ok {
-		return p.(*ckptPlan)
+		return p
 	}
 	// Calls of one checkpointed function share plans when their graphs
 	// have one structure (a graph holds no values: closureConvert).
@@ -284,7 +284,7 @@ func (c *ckptParams) plan(has []bool) *ckptPlan {
 		shared = b.String()
 		if p, ok := c.shared.Load(shared); ok {
 			c.jvps.Store(key, p)
-			return p.(*ckptPlan)
+			return p
 		}
 	}
 	j := c.jvpGraph(has)
@@ -293,8 +293,15 @@ func (c *ckptParams) plan(has []bool) *ckptPlan {
 	if shared != "" {
 		c.shared.LoadOrStore(shared, v)
 	}
-	return v.(*ckptPlan)
+	return v
 }
+
+// planCache holds the checkpoint plans shared by the calls of one
+// checkpointed function, by graph structure: at most lru.DefaultMax.
+type planCache = lru.Cache[string, *ckptPlan]
+
+// newPlanCache returns an empty planCache.
+func newPlanCache() *planCache { return new(planCache) }
 
 // maskKey is a tangent mask as a cache key.
 func maskKey(has []bool) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/compiler"
 	"github.com/peel-ml/peel/customop"
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 )
@@ -71,8 +72,8 @@ type Compiled[A, R any] struct {
 	f     func(A) R
 	cfg   *compileConfig
 
-	cache atomic.Pointer[map[string]*compileEntry]
-	mu    sync.Mutex // held only while tracing a new signature
+	cache *lru.Cache[string, *compileEntry] // at most maxSignatures
+	mu    sync.Mutex                        // held only while tracing a new signature
 	stats compileCounters
 }
 
@@ -105,19 +106,18 @@ func (c *Compiled[A, R]) Stats() CompileStats {
 		Calls: c.stats.calls.Load(), Hits: c.stats.hits.Load(), Misses: c.stats.misses.Load(),
 		Uncompiled: c.stats.uncompiled.Load(), TraceTime: time.Duration(c.stats.traceNs.Load()),
 	}
-	if m := c.cache.Load(); m != nil {
-		s.Signatures = len(*m)
-	}
+	s.Signatures = c.cache.Len()
 	if p := c.stats.lastMiss.Load(); p != nil {
 		s.LastMiss = *p
 	}
-	if m := c.cache.Load(); m != nil {
+	{
 		var es []*compileEntry
-		for _, e := range *m {
+		c.cache.Range(func(_ string, e *compileEntry) bool {
 			if e.breaks {
 				es = append(es, e)
 			}
-		}
+			return true
+		})
 		slices.SortFunc(es, func(a, b *compileEntry) int { return a.seq - b.seq })
 		for _, e := range es {
 			if p := e.causes.Load(); p != nil {
@@ -147,7 +147,7 @@ type compileConfig struct {
 // finds through its values (interp.FindLevelData).
 type gradDefaults struct {
 	remat SavePolicy
-	plans *sync.Map // the checkpoint plans, shared by the function's gradients
+	plans *planCache // the checkpoint plans, shared by the function's gradients
 }
 
 // traceOptions are the options of a compiled function's traces: its
@@ -161,7 +161,7 @@ func (c *compileConfig) traceOptions() []interp.TraceOption {
 
 // compiledRemat returns the GradRemat policy of the innermost compiled
 // function whose values ts are, and its plans, or nil.
-func compiledRemat(ts ...*tensor) (*SavePolicy, *sync.Map) {
+func compiledRemat(ts ...*tensor) (*SavePolicy, *planCache) {
 	if d, ok := interp.FindLevelData[*gradDefaults](ts...); ok {
 		return &d.remat, d.plans
 	}
@@ -219,7 +219,7 @@ func Strict() CompileOption { return compileOpt(func(c *compileConfig) { c.stric
 // values computed from them) that it differentiates, or, when it only
 // differentiates captured tensors, its function's result.
 func GradRemat(policy SavePolicy) CompileOption {
-	return compileOpt(func(c *compileConfig) { c.grad = &gradDefaults{remat: policy, plans: &sync.Map{}} })
+	return compileOpt(func(c *compileConfig) { c.grad = &gradDefaults{remat: policy, plans: newPlanCache()} })
 }
 
 // StaticArgnums makes the given positional arguments (0-based; negative
@@ -246,8 +246,14 @@ func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOpti
 	cfg.passes = append(cfg.passes, compiler.DefaultPasses()...)
 	cfg.donate = normArgnums(op, "Donate", cfg.donate, nargs)
 	cfg.static = normArgnums(op, "StaticArgnums", cfg.static, nargs)
-	return &Compiled[A, R]{op: op, nargs: nargs, f: f, cfg: cfg}
+	return &Compiled[A, R]{op: op, nargs: nargs, f: f, cfg: cfg, cache: lru.New[string, *compileEntry](maxSignatures)}
 }
+
+// maxSignatures bounds the signatures a compiled function keeps traced:
+// past it the least recently used is dropped (and traced again if it
+// comes back), so a function called on ever new shapes holds bounded
+// memory. RecompileLimit warns long before.
+const maxSignatures = 256
 
 // compileEntry is one traced signature.
 type compileEntry struct {
@@ -274,7 +280,7 @@ type compileEntry struct {
 	// interpreter (lazy.go), whose compiled segments are cached in
 	// segments; causes are the first such call's breaks.
 	breaks   bool
-	segments sync.Map
+	segments segmentCache
 	causes   atomic.Pointer[[]string]
 }
 
@@ -367,12 +373,8 @@ func tracedRead(err error) bool {
 // lookup returns the entry for key when its captured tensors are
 // unchanged.
 func (c *Compiled[A, R]) lookup(key string) *compileEntry {
-	m := c.cache.Load()
-	if m == nil {
-		return nil
-	}
-	e := (*m)[key]
-	if e == nil {
+	e, ok := c.cache.Load(key)
+	if !ok {
 		return nil
 	}
 	for _, s := range e.sources {
@@ -427,24 +429,19 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 	c.stats.misses.Add(1)
 	reason := c.missReason(sig, key)
 	c.stats.lastMiss.Store(&reason)
-	old := c.cache.Load()
-	n := 0
-	if old != nil {
-		n = len(*old)
-		if _, ok := (*old)[key]; ok {
-			n-- // a retrace of a known signature replaces it
-		}
+	n := c.cache.Len()
+	if _, ok := c.cache.Load(key); ok {
+		n-- // a retrace of a known signature replaces it
 	}
 	if n >= c.cfg.limit {
 		c.cfg.warn(fmt.Sprintf("%s: tracing signature %d, past RecompileLimit(%d): %s", c.op, n+1, c.cfg.limit, reason))
 	}
 	start := time.Now()
 	e := &compileEntry{key: key, sig: sig, seq: n}
-	if old != nil {
-		for _, o := range *old {
-			e.seq = max(e.seq, o.seq+1)
-		}
-	}
+	c.cache.Range(func(_ string, o *compileEntry) bool {
+		e.seq = max(e.seq, o.seq+1)
+		return true
+	})
 	var inAvals []interp.Aval
 	for i, l := range leaves {
 		if !static[i] {
@@ -463,11 +460,11 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		}
 		e.breaks = true
 		c.stats.traceNs.Add(int64(time.Since(start)))
-		c.publish(old, key, e)
+		c.cache.Store(key, e)
 		return e
 	}
 	e.nOut = nOut
-	return c.finish(e, traced, def, old, key, start)
+	return c.finish(e, traced, def, key, start)
 }
 
 // traceGraph traces f for entry e: the inputs are the leaves that are
@@ -495,7 +492,7 @@ func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []
 
 // finish optimizes and builds the traced graph of entry e (nOut results
 // then the inputs' final values), and publishes e.
-func (c *Compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *treeDef, old *map[string]*compileEntry, key string, start time.Time) *compileEntry {
+func (c *Compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *treeDef, key string, start time.Time) *compileEntry {
 	nOut := e.nOut
 	for _, v := range traced.ConstVals {
 		if !v.IsConcrete() {
@@ -533,31 +530,17 @@ func (c *Compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *tree
 		}
 	}
 	c.stats.traceNs.Add(int64(time.Since(start)))
-	c.publish(old, key, e)
+	c.cache.Store(key, e)
 	return e
-}
-
-// publish stores a new cache map (copy on write: readers never lock)
-// holding old's entries and e at key.
-func (c *Compiled[A, R]) publish(old *map[string]*compileEntry, key string, e *compileEntry) {
-	m := map[string]*compileEntry{}
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
-	}
-	m[key] = e
-	c.cache.Store(&m)
 }
 
 // missReason says why key missed the cache: how the signature differs
 // from the most similar one traced before.
 func (c *Compiled[A, R]) missReason(sig signature, key string) string {
-	m := c.cache.Load()
-	if m == nil {
+	if c.cache.Len() == 0 {
 		return "first call"
 	}
-	if e, ok := (*m)[key]; ok {
+	if e, ok := c.cache.Load(key); ok {
 		for k, s := range e.sources {
 			if s.Changed() {
 				return fmt.Sprintf("captured tensor %d (%s) changed since it was traced", k, s.Tensor().TypeString())
@@ -566,13 +549,14 @@ func (c *Compiled[A, R]) missReason(sig signature, key string) string {
 	}
 	var best []string
 	bestSeq := -1
-	for _, e := range *m {
+	c.cache.Range(func(_ string, e *compileEntry) bool {
 		d := sig.diff(e.sig)
 		// The fewest differences; among equals, the latest trace.
 		if best == nil || len(d) < len(best) || (len(d) == len(best) && e.seq > bestSeq) {
 			best, bestSeq = d, e.seq
 		}
-	}
+		return true
+	})
 	if len(best) > 3 {
 		best = append(best[:3], fmt.Sprintf("and %d more", len(best)-3))
 	}
@@ -753,14 +737,12 @@ func (c *Compiled[A, R]) Explain(x A) string {
 		// A graph break: run f in segments once (on x) to find them.
 		var b strings.Builder
 		b.WriteString("the function reads traced values, so it runs in segments, compiled separately (graph breaks):\n")
-		var segs sync.Map
+		var segs segmentCache
 		_, breaks := runLazy("compile (in segments)", &segs, flatFn(c.op, c.f, def, nil), leaves)
 		for i, br := range breaks {
 			fmt.Fprintf(&b, "  break %d: %s\n", i+1, br)
 		}
-		n := 0
-		segs.Range(func(_, _ any) bool { n++; return true })
-		fmt.Fprintf(&b, "%d segments compiled\n", n)
+		fmt.Fprintf(&b, "%d segments compiled\n", segs.Len())
 		return b.String()
 	}
 	var b strings.Builder

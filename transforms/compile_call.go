@@ -3,10 +3,10 @@ package transforms
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -27,7 +27,7 @@ type callParams struct {
 	graph *interp.Graph
 	prog  program
 	// batched caches the batched programs by layout.
-	batched sync.Map // string → *callParams
+	batched lru.Cache[string, *callParams]
 }
 
 var callIDs atomic.Int64
@@ -91,7 +91,7 @@ func init() {
 // over vals at dims, traced once per batch size, dims and operand types
 // and cached in cache; the rule binds the primitive again with them, its
 // results batched at 0.
-func batchedParams[P any](cache *sync.Map, name string, size int, vals []*tensor, dims []int, fn func([]*tensor) []*tensor, build func(*interp.Graph) P) P {
+func batchedParams[P any](cache *lru.Cache[string, P], name string, size int, vals []*tensor, dims []int, fn func([]*tensor) []*tensor, build func(*interp.Graph) P) P {
 	var b strings.Builder
 	b.WriteString(strconv.Itoa(size))
 	avals := make([]interp.Aval, len(vals))
@@ -104,8 +104,8 @@ func batchedParams[P any](cache *sync.Map, name string, size int, vals []*tensor
 	b.WriteString(interp.AvalsKey(avals))
 	key := b.String()
 	if p, ok := cache.Load(key); ok {
-		return p.(P)
+		return p
 	}
 	p, _ := cache.LoadOrStore(key, build(interp.TraceAvals(name, vmapped(size, dims, fn), avals)))
-	return p.(P)
+	return p
 }

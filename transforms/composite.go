@@ -3,8 +3,8 @@ package transforms
 import (
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -137,8 +137,13 @@ func (c compositeParams) vjp(primals, cts []*tensor) []*tensor {
 // pass of a user-defined op then runs without tracing, and an
 // elementwise one runs blocked (see interp.Compiled). A composite that
 // cannot be staged (it reads its operands' values) is recorded as such
-// and differentiated eagerly.
-var compiledRules sync.Map // string → *interp.Compiled (nil: not stageable)
+// and differentiated eagerly. It holds at most maxCompiledRules entries
+// (the least recently used are dropped and staged again when needed).
+var compiledRules = lru.New[string, *interp.Compiled](maxCompiledRules)
+
+// maxCompiledRules bounds compiledRules: 1024 compiled rules, a few KB
+// each.
+const maxCompiledRules = 1024
 
 // compiled returns the cached compiled graph of rule (kind "jvp" or
 // "vjp") on arguments of types extra appended to the primals' types, or
@@ -169,7 +174,7 @@ func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(pr
 	}
 	key := b.String()
 	if v, ok := compiledRules.Load(key); ok {
-		return v.(*interp.Compiled)
+		return v
 	}
 	var g *interp.Graph
 	np := len(c.primals)
@@ -183,7 +188,7 @@ func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(pr
 		comp = g.Compile()
 	}
 	v, _ := compiledRules.LoadOrStore(key, comp)
-	return v.(*interp.Compiled)
+	return v
 }
 
 // compiledVJP is the compiled VJP of the composite: operands and result

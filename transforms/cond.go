@@ -3,10 +3,10 @@ package transforms
 import (
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -55,19 +55,19 @@ type condParams struct {
 	branches []*interp.Graph
 	// batched caches, per branch, the branch vmapped by batch layout
 	// (an unbatched index).
-	batched []sync.Map // string → *interp.Graph
+	batched []lru.Cache[string, *interp.Graph]
 	// jvps caches the partial evaluation of the JVP by tangent mask (a
 	// traced index).
-	jvps sync.Map // string → *condPlan
+	jvps lru.Cache[string, *condPlan]
 	// transposes caches cond_lin's transposed branches by linear and
 	// cotangent masks.
-	transposes sync.Map // string → *condParams
+	transposes lru.Cache[string, *condParams]
 }
 
 func (p *condParams) String() string { return strconv.Itoa(len(p.branches)) + " branches" }
 
 func newCondParams(gs []*interp.Graph) *condParams {
-	return &condParams{branches: gs, batched: make([]sync.Map, len(gs))}
+	return &condParams{branches: gs, batched: make([]lru.Cache[string, *interp.Graph], len(gs))}
 }
 
 func condAbstract(params any, in []interp.Aval) []interp.Aval {
@@ -243,7 +243,7 @@ type condPlan struct {
 func (c *condParams) plan(has []bool) *condPlan {
 	key := maskKey(has)
 	if p, ok := c.jvps.Load(key); ok {
-		return p.(*condPlan)
+		return p
 	}
 	n, nIn := len(c.branches), len(has)
 	plans := make([]*ckptPlan, n)
@@ -251,7 +251,7 @@ func (c *condParams) plan(has []bool) *condPlan {
 		plans[k] = (&ckptParams{graph: g, policy: EverythingSaveable, nArgs: nIn}).plan(has)
 		if plans[k].inline {
 			p, _ := c.jvps.LoadOrStore(key, &condPlan{inline: true})
-			return p.(*condPlan)
+			return p
 		}
 	}
 	nOut := plans[0].nOut
@@ -301,7 +301,7 @@ func (c *condParams) plan(has []bool) *condPlan {
 		fwd[k], lin[k] = f, l
 	}
 	p, _ := c.jvps.LoadOrStore(key, &condPlan{fwd: newCondParams(fwd), lin: newCondParams(lin), nOut: nOut})
-	return p.(*condPlan)
+	return p
 }
 
 // condLinTranspose is cond_lin's transpose: a cond whose branches are
@@ -377,7 +377,7 @@ func condLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) 
 		}
 		tp, _ = c.transposes.LoadOrStore(key, newCondParams(gs))
 	}
-	outs := interp.Bind(condPrim, tp.(*condParams), append(append([]*tensor{args[0]}, consts...), ctIn...)...)
+	outs := interp.Bind(condPrim, tp, append(append([]*tensor{args[0]}, consts...), ctIn...)...)
 	for j, i := range linPos {
 		res[i+1] = outs[j]
 	}

@@ -306,7 +306,7 @@ func TestOpMutatingDecomposition(t *testing.T) {
 	got := transforms.Vmap(transforms.Functionalize(pair))([]*T{a, b})
 	near(t, "Vmap(transforms.Functionalize(op))", got.Float64s(), want, 0)
 	wantError(t, func() { transforms.Vmap(pair)([]*T{a, b}) },
-		"while decomposing mylib.interleave", "[vmap, level", "copy_", "Functionalize")
+		"while decomposing mylib.interleave", "[in vmap]", "copy_", "Functionalize")
 	// Reverse mode differentiates the mutating decomposition.
 	w := peel.Reshape(peel.Arange(peel.Float64, 0, 24, 1), 6, 2, 2)
 	loss := func(x []*T) *T { return peel.Sum(peel.Mul(pair(x), w)) }
@@ -430,14 +430,14 @@ func TestOpErrors(t *testing.T) {
 	// The failed definition registered nothing: the name is still free.
 	customop.Define("test.no_registry", 1, mylib.GeluComposite)
 	// Nested decompositions are named outermost first, with the
-	// transform and level.
+	// transform.
 	outer := customop.Define("test.outer", 2, func(xs ...*T) *T {
 		return peel.Mul(mylib.Interleave.Call(xs[0], xs[1]), 2.0)
 	})
 	a := peel.FromFloat64s([]float64{1, 2, 3, 4}, 2, 2)
 	wantError(t, func() {
 		transforms.Vmap(func(x []*T) *T { return outer.Call(x[0], x[1]) })([]*T{a, a})
-	}, "while decomposing test.outer > mylib.interleave", "[vmap, level")
+	}, "while decomposing test.outer > mylib.interleave", "[in vmap]")
 	// A failure in a backward pass, long after the call returned, names
 	// the op too.
 	reader := customop.Define("test.reads_data", 1, func(xs ...*T) *T {

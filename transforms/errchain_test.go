@@ -2,7 +2,12 @@ package transforms_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,8 +42,146 @@ func TestErrorNamesEnclosingTransforms(t *testing.T) {
 		if strings.Join(e.Within, ",") != strings.Join(c.within, ",") {
 			t.Errorf("%s: Within %v, want %v (%v)", c.name, e.Within, c.within, err)
 		}
-		if len(c.within) > 1 && !strings.Contains(err.Error(), "inside "+c.within[len(c.within)-1]) {
-			t.Errorf("%s: message %q does not name the enclosing transform", c.name, err)
+		outerFirst := slices.Clone(c.within)
+		slices.Reverse(outerFirst)
+		if want := "[in " + strings.Join(outerFirst, " ∘ ") + "]"; !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: message %q does not name the transforms as %q", c.name, err, want)
+		}
+	}
+}
+
+// TestErrorChainHasNoLevelCounters (issue 25, item 15a): the transform
+// chain of an error names the transforms, outermost first, and never an
+// internal level ID, so the same misuse reads the same on every call
+// (the IDs grow with every transform call).
+func TestErrorChainHasNoLevelCounters(t *testing.T) {
+	bad := func(x *T) *T { return peel.Sum(peel.MatMul(x, peel.Ones(peel.Float64, 5, 2))) }
+	xs := peel.Ones(peel.Float64, 4, 3)
+	cases := []struct {
+		name string
+		run  func()
+		want string
+	}{
+		{"grad", func() { transforms.Grad(bad)(peel.Ones(peel.Float64, 3)) }, "[in grad]"},
+		{"vmap(grad)", func() { transforms.Vmap(transforms.Grad(bad))(xs) }, "[in vmap ∘ grad]"},
+		{"grad(grad)", func() {
+			transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Grad(bad)(x)) })(peel.Ones(peel.Float64, 3))
+		}, "[in grad ∘ grad]"},
+		{"vmap(vmap)", func() { transforms.Vmap(transforms.Vmap(bad))(peel.Ones(peel.Float64, 2, 4, 3)) }, "[in vmap ∘ vmap]"},
+		{"jvp", func() { transforms.JVP(bad, peel.Ones(peel.Float64, 3), peel.Ones(peel.Float64, 3)) }, "[in jvp]"},
+		// The outer vmap's interpreter raises the error: the write
+		// involves no tracer of the inner grad.
+		{"vmap raises under grad", func() {
+			transforms.Vmap(func(x *T) *T {
+				return transforms.Grad(func(y *T) *T {
+					peel.CopyInto(peel.Zeros(peel.Float64, 3), x)
+					return peel.Sum(y)
+				})(x)
+			})(xs)
+		}, "[in vmap ∘ grad, raised by vmap]"},
+		{"the 1st of two vmaps raises", func() {
+			transforms.Vmap(func(x *T) *T {
+				return transforms.Vmap(func(y *T) *T {
+					peel.CopyInto(peel.Zeros(peel.Float64, 3), x)
+					return y
+				})(peel.Ones(peel.Float64, 2, 3))
+			})(xs)
+		}, "[in vmap ∘ vmap, raised by the first vmap]"},
+	}
+	chain := regexp.MustCompile(`\[in ([^\]]*)\]`)
+	for _, c := range cases {
+		var msgs []string
+		for range 3 { // the same misuse, three times: the same message
+			err := interp.Catch(c.run)
+			if err == nil {
+				t.Fatalf("%s: no error", c.name)
+			}
+			msgs = append(msgs, err.Error())
+		}
+		if !strings.Contains(msgs[0], c.want) {
+			t.Errorf("%s: %q does not contain %q", c.name, msgs[0], c.want)
+		}
+		if m := chain.FindStringSubmatch(msgs[0]); m == nil || strings.Contains(m[1], "level") || strings.ContainsAny(m[1], "0123456789") {
+			t.Errorf("%s: %q shows a level or a number in the transform chain", c.name, msgs[0])
+		}
+		if msgs[1] != msgs[0] || msgs[2] != msgs[0] {
+			t.Errorf("%s: the message changes between calls:\n%s\n%s\n%s", c.name, msgs[0], msgs[1], msgs[2])
+		}
+	}
+}
+
+// TestErrorChainFormat pins the chain's format on hand-made errors.
+func TestErrorChainFormat(t *testing.T) {
+	cases := []struct {
+		e    *interp.Error
+		want string
+	}{
+		{&interp.Error{Msg: "m"}, "m"},
+		{&interp.Error{Msg: "m", Transform: "vmap", Level: 7}, "m [in vmap]"},
+		{&interp.Error{Msg: "m", Transform: "grad", Level: 9, Within: []string{"grad", "vmap"}}, "m [in vmap ∘ grad]"},
+		{&interp.Error{Msg: "m", Transform: "vmap", Level: 3, Within: []string{"grad", "vmap"}, File: "/x/y/train.go", Line: 42}, "m [in vmap ∘ grad, raised by vmap] at train.go:42"},
+	}
+	for _, c := range cases {
+		if got := c.e.Error(); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
+}
+
+// TestVmapInAxisSuggestsNoAxis (issue 25, item 15b): an in axis out of
+// range for a leaf (a rank-0 bias, say) suggests NoAxis, the option that
+// passes the leaf unmapped.
+func TestVmapInAxisSuggestsNoAxis(t *testing.T) {
+	type params struct{ W, B *T }
+	p := params{W: peel.Ones(peel.Float64, 3), B: peel.Scalar(1.0)}
+	f := func(p params) *T { return peel.Add(p.W, p.B) }
+	for _, run := range []func(){
+		func() { transforms.Vmap(f)(p) },
+		func() { transforms.Vmap(f, transforms.InAxes(map[string]any{"W": 0, "B": 0}))(p) },
+		func() { transforms.Vmap(peel.Sin, transforms.InAxes(2))(peel.Ones(peel.Float64, 2, 2)) },
+	} {
+		err := interp.Catch(run)
+		if err == nil || !strings.Contains(err.Error(), "out of range") || !strings.Contains(err.Error(), "transforms.NoAxis") {
+			t.Errorf("got %v, want an out-of-range in axis suggesting transforms.NoAxis", err)
+		}
+	}
+}
+
+// TestErrorCarriesUserCallSite (issue 25, item 15c): a *peel.Error
+// carries the user's own call site — the innermost frame outside peel's
+// packages — and shows it as "at file.go:line", eagerly, inside a
+// transformed function, and for an error raised by a transform about its
+// arguments.
+func TestErrorCarriesUserCallSite(t *testing.T) {
+	a, b := peel.Ones(peel.Float64, 2, 3), peel.Ones(peel.Float64, 4, 5)
+	// at records the line it is called on and returns x, so the call
+	// that fails is on the recorded line.
+	var line int
+	at := func(x *T) *T { _, _, line, _ = runtime.Caller(1); return x }
+	cases := []struct {
+		name string
+		run  func()
+	}{
+		{"eager", func() { peel.MatMul(a, at(b)) }},
+		{"composite", func() { peel.Mean(at(a), 7) }},
+		{"inside vmap(grad)", func() {
+			transforms.Vmap(transforms.Grad(func(x *T) *T {
+				return peel.Sum(peel.MatMul(x, at(b)))
+			}))(a)
+		}},
+		{"transform argument", func() { transforms.Vmap(peel.Sin, transforms.InAxes(5))(at(a)) }},
+	}
+	for _, c := range cases {
+		err := interp.Catch(c.run)
+		var e *interp.Error
+		if !errors.As(err, &e) {
+			t.Fatalf("%s: no *peel.Error: %v", c.name, err)
+		}
+		if filepath.Base(e.File) != "errchain_test.go" || e.Line != line {
+			t.Errorf("%s: call site %s:%d, want errchain_test.go:%d (%v)", c.name, e.File, e.Line, line, err)
+		}
+		if want := fmt.Sprintf(" at errchain_test.go:%d", line); !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("%s: %q does not end with %q", c.name, err, want)
 		}
 	}
 }

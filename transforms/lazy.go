@@ -4,8 +4,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -26,7 +26,7 @@ import (
 type lazyInterp struct {
 	level *interp.Level
 	// segments caches compiled segments by structure (the entry's).
-	segments *sync.Map
+	segments *segmentCache
 	breaks   []string
 	// The pending segment: equations on constants (concrete tensors
 	// and values of earlier segments), the tracers of its values.
@@ -57,7 +57,12 @@ func (t *lazyTracer) Materialize() *tensor {
 	return t.val
 }
 
-func newLazy(name string, segments *sync.Map) *lazyInterp {
+// segmentCache holds the compiled segments of one signature of a
+// compiled function with graph breaks, by structure: at most
+// lru.DefaultMax.
+type segmentCache = lru.Cache[string, program]
+
+func newLazy(name string, segments *segmentCache) *lazyInterp {
 	l := &lazyInterp{segments: segments, constOf: map[*tensor]*interp.Var{}}
 	l.level = interp.NewLevel(name, l)
 	return l
@@ -159,7 +164,7 @@ func (l *lazyInterp) run() {
 		if !ok {
 			p, _ = l.segments.LoadOrStore(key, buildProgram(optimize(g)))
 		}
-		outs = p.(program).Run(l.constVals, nil)
+		outs = p.Run(l.constVals, nil)
 	} else {
 		outs = (&interp.Graph{Consts: l.consts, ConstVals: l.constVals, Eqns: l.eqns, Out: g.Out}).Eval()
 	}
@@ -198,7 +203,7 @@ func breakCause() string {
 
 // runLazy runs fl on leaves under a lazy interpreter and returns its
 // concrete results and the breaks.
-func runLazy(name string, segments *sync.Map, fl func([]*tensor) []*tensor, leaves []*tensor) ([]*tensor, []string) {
+func runLazy(name string, segments *segmentCache, fl func([]*tensor) []*tensor, leaves []*tensor) ([]*tensor, []string) {
 	l := newLazy(name, segments)
 	defer l.level.End()
 	in := make([]*tensor, len(leaves))

@@ -1,8 +1,6 @@
 package transforms
 
 import (
-	"sync"
-
 	"github.com/peel-ml/peel"
 )
 
@@ -59,7 +57,7 @@ type gradConfig struct {
 	// remat, when set, checkpoints the function with that policy.
 	compileBackward bool
 	remat           *SavePolicy
-	rematPlans      *sync.Map // Remat's checkpoint plans, shared by the gradient's calls
+	rematPlans      *planCache // Remat's checkpoint plans, shared by the gradient's calls
 	// onGrad are the OnGradient hooks, in order.
 	onGrad []func(path string, g *peel.Tensor) *peel.Tensor
 }
@@ -92,7 +90,7 @@ func CompileBackward() BackwardOption {
 // gradient of Checkpoint(f, policy). Remat(MinCut) is AOTAutograd's
 // choice; under Compile the recomputation is compiled with the rest.
 func Remat(policy SavePolicy) BackwardOption {
-	return gradOpt(func(c *gradConfig) { p := policy; c.remat, c.rematPlans = &p, &sync.Map{} })
+	return gradOpt(func(c *gradConfig) { p := policy; c.remat, c.rematPlans = &p, newPlanCache() })
 }
 
 // gradConfigOf applies opts.

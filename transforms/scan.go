@@ -8,6 +8,7 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -86,8 +87,8 @@ type scanParams struct {
 	policy *SavePolicy
 	// batched caches the body vmapped by batch layout; jvps the plans by
 	// tangent mask; transposed scan_lin's transposed scan.
-	batched       sync.Map // string → *scanParams
-	jvps          sync.Map // string → *scanPlan
+	batched       lru.Cache[string, *scanParams]
+	jvps          lru.Cache[string, *scanPlan]
 	transposeOnce sync.Once
 	transposed    *scanParams
 	// compiled is set when a compiled program holds the scan
@@ -441,13 +442,13 @@ type scanPlan struct {
 func (s *scanParams) plan(has []bool) *scanPlan {
 	key := maskKey(has)
 	if p, ok := s.jvps.Load(key); ok {
-		return p.(*scanPlan)
+		return p
 	}
 	n := len(has)
 	cp := (&ckptParams{graph: s.body, policy: s.stepPolicy(), nArgs: n}).plan(has)
 	if cp.inline {
 		p, _ := s.jvps.LoadOrStore(key, &scanPlan{})
-		return p.(*scanPlan)
+		return p
 	}
 	j, nOut := cp.j, cp.nOut
 	sp := &scanPlan{}
@@ -504,7 +505,7 @@ func (s *scanParams) plan(has []bool) *scanPlan {
 		sp.lin = &scanParams{body: l, nCarry: nFC, nX: len(stacked) + nTX, nRes: len(stacked), nInv: len(hoisted), length: s.length, reverse: s.reverse}
 	}
 	p, _ := s.jvps.LoadOrStore(key, sp)
-	return p.(*scanPlan)
+	return p
 }
 
 // stepPolicy is what a gradient of the scan saves of each step: the

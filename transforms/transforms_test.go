@@ -323,7 +323,7 @@ func TestErrors(t *testing.T) {
 	}, "structure", "length")
 	wantError(t, func() {
 		transforms.Grad(func(x *T) *T { return peel.Sum(peel.Add(x, f64(1, 2, 3))) })(x)
-	}, "peel.Add", "grad, level")
+	}, "peel.Add", "[in grad]")
 }
 
 func TestMakeGraph(t *testing.T) {
@@ -368,14 +368,14 @@ func TestWritesAfterUseKeepRecordedValues(t *testing.T) {
 
 func TestErrorsNameTheLevel(t *testing.T) {
 	x := f64(1, 2)
-	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sin(x) })(x) }, "[grad, level")
+	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sin(x) })(x) }, "[in grad]")
 	wantError(t, func() {
 		transforms.Grad(func(x *T) *T { return peel.Sum(x) })(peel.FromInt64s([]int64{1, 2}))
-	}, "dtype i64", "[grad, level")
-	wantError(t, func() { transforms.JVP(peel.Sin, x, f64(1, 2, 3)) }, "tangent", "[jvp, level")
+	}, "dtype i64", "[in grad]")
+	wantError(t, func() { transforms.JVP(peel.Sin, x, f64(1, 2, 3)) }, "tangent", "[in jvp]")
 	wantError(t, func() {
 		transforms.JVP(func(xs []*T) *T { return xs[0] }, []*T{x, x}, []*T{x})
-	}, "structure", "[jvp, level")
+	}, "structure", "[in jvp]")
 }
 
 func TestConcurrentTransforms(t *testing.T) {

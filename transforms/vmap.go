@@ -107,7 +107,7 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*tensor) []*tensor, inputs [
 		}
 		a := axes[i]
 		if a < -x.Rank() || a >= x.Rank() {
-			treeErrorf(op, "in axis %d is out of range for argument %s of shape %v", a, names.inName(i), x.Shape())
+			treeErrorf(op, "in axis %d is out of range for argument %s of shape %v%s", a, names.inName(i), x.Shape(), noAxisHint)
 		}
 		if a < 0 {
 			a += x.Rank()
@@ -363,9 +363,12 @@ func checkAxis(op, which string, axis int, path string, t *peel.Tensor) {
 		return
 	}
 	if axis < -r || axis >= r {
-		treeErrorf(op, "in axis %d is out of range for argument leaf %s of rank %d (shape %v): the axis must be in [%d, %d)", axis, pathOr(path), r, t.Shape(), -r, r)
+		treeErrorf(op, "in axis %d is out of range for argument leaf %s of rank %d (shape %v): the axis must be in [%d, %d)%s", axis, pathOr(path), r, t.Shape(), -r, r, noAxisHint)
 	}
 }
+
+// noAxisHint ends the message of an in axis out of range for its leaf.
+const noAxisHint = "; to pass the leaf unmapped (the same value for every lane), give it transforms.NoAxis in InAxes"
 
 // zeroIfNil returns c, or zeros of a when c is a symbolic zero.
 func zeroIfNil(c *tensor, a interp.Aval) *tensor {

@@ -138,7 +138,7 @@ func TestVmapErrors(t *testing.T) {
 		}
 		transforms.Vmap(func(v s) *T { return v.X }, transforms.InAxes(map[string]any{"X": 0, "Name": 0}))(s{X: x, Name: "a"})
 	}, "Name", "holds no tensor")
-	wantError(t, func() { transforms.Vmap(func(v *T) *T { _ = v.Float64s(); return v })(x) }, "traced tensor", "vmap, level")
+	wantError(t, func() { transforms.Vmap(func(v *T) *T { _ = v.Float64s(); return v })(x) }, "traced tensor", "[in vmap]")
 	wantError(t, func() { transforms.Vmap(peel.Sin, transforms.ChunkSize(0))(x) }, "ChunkSize must be positive")
 	wantError(t, func() { transforms.Vmap(peel.Sin, transforms.InAxes(transforms.NoAxis))(x) }, "AxisSize")
 	// The motivating case: a write of a batched value into a tensor
@@ -149,7 +149,7 @@ func TestVmapErrors(t *testing.T) {
 			peel.CopyInto(peel.Narrow(y, 0, 1, 3), v)
 			return y
 		})(x)
-	}, "peel.CopyInto", "not batched at this level", "Functionalize", "vmap, level")
+	}, "peel.CopyInto", "not batched at this level", "Functionalize", "[in vmap]")
 	// In-place into a batched destination works.
 	got := transforms.Vmap(func(v *T) *T {
 		y := peel.Clone(v)

@@ -4,10 +4,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -62,8 +62,8 @@ type whileParams struct {
 	nCarry     int
 	// jvps caches the JVP while by tangent mask; batched the batched
 	// while by layout.
-	jvps    sync.Map // string → *whileParams
-	batched sync.Map // string → *whileParams
+	jvps    lru.Cache[string, *whileParams]
+	batched lru.Cache[string, *batchedWhile]
 }
 
 func (w *whileParams) String() string {
@@ -218,7 +218,7 @@ func whileJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 func (w *whileParams) jvp(has []bool) *whileParams {
 	key := maskKey(has)
 	if j, ok := w.jvps.Load(key); ok {
-		return j.(*whileParams)
+		return j
 	}
 	nC := w.nCarry
 	n := len(has)
@@ -290,7 +290,7 @@ func (w *whileParams) jvp(has []bool) *whileParams {
 		}
 	}
 	j, _ := w.jvps.LoadOrStore(key, &whileParams{cond: cond, body: body, nCarry: nC + nFC})
-	return j.(*whileParams)
+	return j
 }
 
 // dependsOn reports, for each of g's results, whether it depends on an
@@ -403,7 +403,6 @@ func (w *whileParams) batch(size int, vals []*tensor, dims []int) (*whileParams,
 	b.WriteString(interp.AvalsKey(avals))
 	key := b.String()
 	if bw, ok := w.batched.Load(key); ok {
-		bw := bw.(*batchedWhile)
 		return bw.p, bw.operands(nC, ops), out
 	}
 	pd := batching.NotMapped
@@ -433,8 +432,7 @@ func (w *whileParams) batch(size int, vals []*tensor, dims []int) (*whileParams,
 			return append(next, cond.Eval(slices.Concat(next, consts)...)...)
 		}, mavals)
 	}
-	v, _ := w.batched.LoadOrStore(key, bw)
-	bw = v.(*batchedWhile)
+	bw, _ = w.batched.LoadOrStore(key, bw)
 	return bw.p, bw.operands(nC, ops), out
 }
 

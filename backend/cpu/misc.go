@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"math"
 	"math/bits"
 	"unsafe"
 
@@ -154,9 +153,9 @@ func selectSS[T any](d []T, p []bool, s, t T) {
 // ---------------------------------------------------------------------------
 // convert_element_type
 //
-// Float to integer conversion truncates toward zero, maps NaN to 0 and
-// saturates out-of-range values (±Inf included) to MinInt64/MaxInt64.
-// bool converts to 0/1; any nonzero value (NaN included) converts to true.
+// Every conversion follows the one rule of backend/convert.go (float to
+// integer truncates toward zero, saturates, NaN → 0; nonzero → true), by
+// calling its functions.
 
 func convertKernel(_ any, in, out []backend.Array) {
 	x, o := in[0], out[0]
@@ -242,17 +241,7 @@ func numConvLoop[S, D elemNum](d []D, a []S) {
 func floatToIntLoop[S elemFloat](d []int64, a []S) {
 	a = a[:len(d)]
 	for i, x := range a {
-		if x > -0x1p63 && x < 0x1p63 { // in range (false for NaN)
-			d[i] = int64(x)
-			continue
-		}
-		var v int64 // NaN
-		if x > 0 {
-			v = math.MaxInt64
-		} else if x < 0 {
-			v = math.MinInt64
-		}
-		d[i] = v
+		d[i] = backend.FloatToInt64(float64(x))
 	}
 }
 

@@ -202,7 +202,7 @@ func TestInterleave(t *testing.T) {
 	// names the user's op, the transform and the level.
 	err := peel.Catch(func() { transforms.Vmap(pair)([]*T{a, b}) })
 	var e *peel.Error
-	if !errors.As(err, &e) || !strings.Contains(err.Error(), "while decomposing mylib.interleave") || !strings.Contains(err.Error(), "[vmap, level") {
+	if !errors.As(err, &e) || !strings.Contains(err.Error(), "while decomposing mylib.interleave") || !strings.Contains(err.Error(), "[in vmap]") {
 		t.Fatalf("plain Vmap: %v", err)
 	}
 	// Grad through the mutating decomposition = finite differences.
