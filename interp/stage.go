@@ -1,5 +1,7 @@
 package interp
 
+import "slices"
+
 // stager is the staging interpreter: it records every primitive applied to
 // its tracers into a Graph instead of executing it.
 type stager struct {
@@ -19,6 +21,11 @@ type stager struct {
 	// (a tensor lifted again after a change has several).
 	sources    *[]ConstSource
 	liftedFrom map[*Var]*Tensor
+	// inputs are the tensors the graph's inputs stand for (InputTensors):
+	// lifting one of them (by its storage and layout) gives its input.
+	inputs []*Tensor
+	// inputLifts records each such lift (InputTensors).
+	inputLifts *[]InputLift
 }
 
 // constRec is a lifted constant: its var, and the content it was lifted
@@ -47,6 +54,33 @@ func LevelData(v any) TraceOption { return func(s *stager) { s.data = v } }
 // since (ConstSource.Changed).
 func RecordConstSources(dst *[]ConstSource) TraceOption {
 	return func(s *stager) { s.sources = dst }
+}
+
+// InputTensors tells the trace which tensors its inputs stand for (a
+// compiled function's arguments): a tensor f captures that has the
+// storage and layout of one of them is that input, not a constant, so
+// the graph reads the argument's value of each call (a function that
+// writes its argument and reads the same tensor captured sees the
+// write). *lifts receives each such use, for the cache to check that
+// the captured tensor is still passed at that position. ts is aligned
+// with the graph's inputs; nil entries stand for nothing.
+func InputTensors(ts []*Tensor, lifts *[]InputLift) TraceOption {
+	return func(s *stager) { s.inputs, s.inputLifts = ts, lifts }
+}
+
+// InputLift is a captured tensor a trace read as its input Input
+// (InputTensors).
+type InputLift struct {
+	Tensor *Tensor
+	Input  int
+}
+
+// SameMemory reports whether a and b are concrete tensors over the same
+// storage with the same layout (one box, or boxes given the same
+// content).
+func SameMemory(a, b *Tensor) bool {
+	return a != nil && b != nil && a.tr == nil && b.tr == nil && a.st == b.st &&
+		a.offset == b.offset && ShapeEqual(a.shape, b.shape) && slices.Equal(a.strides, b.strides)
 }
 
 // ConstSource is the tensor a graph constant was lifted from, and its
@@ -114,6 +148,14 @@ func (s *stager) varOf(t *Tensor) *Var {
 	}
 	if c, ok := s.consts[t]; ok && c.version == t.version && c.blk == blk {
 		return c.v
+	}
+	if t.tr == nil {
+		for k, in := range s.inputs {
+			if SameMemory(t, in) {
+				*s.inputLifts = append(*s.inputLifts, InputLift{Tensor: t, Input: k})
+				return s.g.In[k]
+			}
+		}
 	}
 	v := s.newVar(t.Aval())
 	s.consts[t] = constRec{v: v, version: t.version, blk: blk}

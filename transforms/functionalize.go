@@ -22,11 +22,8 @@ func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B
 		const op = "transforms.Functionalize"
 		leaves, def := flatten(op, x)
 		fi := functionalize.New(cfg.removeViews)
-		in := make([]*tensor, len(leaves))
-		for i, l := range leaves {
-			in[i] = fi.Wrap(l)
-		}
-		defer fi.End(in, leaves)
+		in := fi.WrapInputs(leaves, nil, nil)
+		defer fi.End(nil, nil)
 		var outDef *treeDef
 		outs := func() []*tensor {
 			defer annotate(fi.Level())
