@@ -26,6 +26,11 @@ type stager struct {
 	inputs []*Tensor
 	// inputLifts records each such lift (InputTensors).
 	inputLifts *[]InputLift
+	// written, when set, receives the tensors from before the trace
+	// that eval wrote while it ran (WatchWrites); start is the epoch the
+	// trace started at.
+	written *[]*Tensor
+	start   uint64
 }
 
 // constRec is a lifted constant: its var, and the content it was lifted
@@ -66,6 +71,34 @@ func RecordConstSources(dst *[]ConstSource) TraceOption {
 // with the graph's inputs; nil entries stand for nothing.
 func InputTensors(ts []*Tensor, lifts *[]InputLift) TraceOption {
 	return func(s *stager) { s.inputs, s.inputLifts = ts, lifts }
+}
+
+// WatchWrites makes the trace report, in *dst, the tensors it read
+// (lifted) that existed before it started and that eval wrote in place
+// while it ran: writes of values that depend on no traced value, which
+// the function makes eagerly while it is traced, so the graph does not
+// hold them (a compiled function must make them on every call). Each is
+// reported once, as its base. A tensor written by another goroutine
+// while the trace runs is reported too.
+func WatchWrites(dst *[]*Tensor) TraceOption { return func(s *stager) { s.written = dst } }
+
+// noteWritten reports concrete t (WatchWrites) when eval wrote its
+// memory since the trace started and t's storage is older than the
+// trace.
+func (s *stager) noteWritten(t *Tensor) {
+	if s.written == nil || t.tr != nil || t.st == nil || t.st.written <= s.start || t.st.born >= s.start {
+		return
+	}
+	b := BaseOf(t)
+	if b.tr != nil || b.st != t.st {
+		return
+	}
+	for _, w := range *s.written {
+		if w == b {
+			return
+		}
+	}
+	*s.written = append(*s.written, b)
 }
 
 // InputLift is a captured tensor a trace read as its input Input
@@ -150,6 +183,7 @@ func (s *stager) varOf(t *Tensor) *Var {
 		return c.v
 	}
 	if t.tr == nil {
+		s.noteWritten(t)
 		for k, in := range s.inputs {
 			if SameMemory(t, in) {
 				*s.inputLifts = append(*s.inputLifts, InputLift{Tensor: t, Input: k})
@@ -264,6 +298,11 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 	if s.sources != nil {
 		s.liftedFrom = map[*Var]*Tensor{}
 	}
+	if s.written != nil {
+		watching.Add(1)
+		defer watching.Add(-1)
+		s.start = watchEpoch.Add(1)
+	}
 	s.level = NewLevel(name, s).WithData(s.data)
 	defer s.level.End()
 	in := make([]*Tensor, len(avals))
@@ -281,6 +320,12 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 			panic(&Error{Ops: []string{"interp.Trace"}, Msg: "traced function returned a nil tensor"})
 		}
 		s.g.Out = append(s.g.Out, s.varOf(o))
+	}
+	if s.written != nil {
+		// A tensor written after it was read.
+		for _, t := range s.liftedFrom {
+			s.noteWritten(t)
+		}
 	}
 	g := s.g.DCE()
 	if s.sources != nil {

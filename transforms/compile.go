@@ -327,7 +327,11 @@ func (c *Compiled[A, R]) Call(x A) R {
 	key := sig.key()
 	e := c.lookup(key, leaves)
 	if e == nil {
-		e = c.trace(x, def, leaves, static, sig, key)
+		var first func() []*tensor
+		e, first = c.trace(x, def, leaves, static, sig, key)
+		if first != nil {
+			return build[R](e.outDef, first())
+		}
 	} else {
 		c.stats.hits.Add(1)
 	}
@@ -512,13 +516,15 @@ func (c *Compiled[A, R]) argLeafIndices(def *treeDef, sel []bool) []int {
 }
 
 // trace traces f at x's signature (under the lock: one trace per new
-// signature even when many goroutines miss at once) and caches it.
-func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []bool, sig signature, key string) *compileEntry {
+// signature even when many goroutines miss at once) and caches it. When
+// tracing made writes of the call (first is not nil), first completes
+// the call: it returns f's results and makes the call's other writes.
+func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []bool, sig signature, key string) (_ *compileEntry, first func() []*tensor) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.lookup(key, leaves); e != nil {
 		c.stats.hits.Add(1)
-		return e
+		return e, nil
 	}
 	c.stats.misses.Add(1)
 	reason := c.missReason(sig, key, leaves)
@@ -565,22 +571,42 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 	var nOut int
 	var traced *interp.Graph
 	err := interp.Catch(func() {
-		// A trace that finds f writing captured tensors (with values it
-		// computes from its arguments) takes them as inputs and traces
-		// again, linking them from the start; the first trace wrote
-		// nothing (functionalize.Interp.OnCapturedWrite).
+		// A trace that finds f writing captured tensors takes them as
+		// inputs and outputs of the program and traces again, linking
+		// them from the start, so their writes are traced. Tensors
+		// written with values computed from the arguments (found) were
+		// not written by the first trace (functionalize's
+		// OnCapturedWrite); tensors written with values that depend on
+		// no argument (eager) were, by eval, while f was traced: then
+		// the first trace's graph completes this call.
 		link := make([]bool, len(e.inputs))
 		for attempt := 0; ; attempt++ {
-			var found []*tensor
-			traced = c.traceGraph(e, leaves, static, def, link, &found, &nOut)
-			if len(found) == 0 {
+			var found, eager []*tensor
+			traced = c.traceGraph(e, leaves, static, def, link, &found, &eager, &nOut)
+			if len(found)+len(eager) == 0 {
 				return
 			}
 			if attempt > 0 {
-				treeErrorf(c.op, "the function writes a captured tensor (%s) that could not be made an input of the program", found[0].TypeString())
+				w := append(found, eager...)[0]
+				treeErrorf(c.op, "the function writes a captured tensor (%s) in a way the compiled program cannot replay on every call; pass it as an argument", w.TypeString())
 			}
 			in := e.args(leaves)
-			for _, w := range found {
+			if len(eager) > 0 {
+				g, n, written := traced, nOut, found
+				first = func() []*tensor {
+					outs := g.Eval(in...)
+					for j, a := range in {
+						if g.Out[n+j] != g.In[j] {
+							peel.CopyInto(a, outs[n+j])
+						}
+					}
+					for k, w := range written {
+						peel.CopyInto(w, outs[n+len(in)+k])
+					}
+					return outs[:n]
+				}
+			}
+			for _, w := range append(found, eager...) {
 				j := slices.IndexFunc(in, func(x *tensor) bool { return x == w || interp.SameMemory(x, w) })
 				if j >= 0 && j < len(e.inputs) {
 					link[j] = true // also passed as an argument
@@ -598,10 +624,10 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		e.breaks = true
 		c.stats.traceNs.Add(int64(time.Since(start)))
 		c.publish(old, key, e)
-		return e
+		return e, nil
 	}
 	e.nOut = nOut
-	return c.finish(e, traced, def, old, key, start)
+	return c.finish(e, traced, def, old, key, start), first
 }
 
 // traceGraph traces f for entry e: the inputs are the leaves that are
@@ -609,15 +635,17 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 // of it), then e's captured tensors; the results are f's (*nOut of
 // them), then the inputs' final values. link marks the inputs whose
 // caller's tensors f writes, linked from the start; found receives the
-// captured tensors f writes that are not inputs yet.
-func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []bool, def *treeDef, link []bool, found *[]*tensor, nOut *int) *interp.Graph {
+// captured tensors f writes with traced values that are not inputs yet
+// (their final values are the graph's last outputs), eager those that
+// eval wrote while f was traced (interp.WatchWrites).
+func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []bool, def *treeDef, link []bool, found, eager *[]*tensor, nOut *int) *interp.Graph {
 	users := e.args(leaves)
 	avals := make([]interp.Aval, len(users))
 	for j, u := range users {
 		avals[j] = u.Aval()
 	}
 	e.lifts = nil
-	opts := append(c.cfg.traceOptions(), interp.RecordConstSources(&e.sources), interp.InputTensors(users, &e.lifts))
+	opts := append(c.cfg.traceOptions(), interp.RecordConstSources(&e.sources), interp.InputTensors(users, &e.lifts), interp.WatchWrites(eager))
 	return interp.TraceAvals("compile", func(in []*tensor) []*tensor {
 		all := make([]*tensor, len(leaves))
 		staged := map[*tensor]*tensor{} // a group's base → its input
@@ -646,11 +674,13 @@ func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []
 			wrapLink[len(leaves)+k] = true
 		}
 		fi := functionalize.New(false)
+		var finals []*tensor
 		fi.OnCapturedWrite = func(box, final *tensor) bool {
 			if !box.IsConcrete() || !final.IsStaged() {
 				return false
 			}
 			*found = append(*found, box)
+			finals = append(finals, final)
 			return true
 		}
 		fl := flatFn(c.op, c.f, def, &e.outDef)
@@ -669,7 +699,7 @@ func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []
 		*nOut = len(outs)
 		// The inputs' final values (functionalize wrote them back): an
 		// input whose box now holds another value was written.
-		return append(outs, in...)
+		return append(append(outs, in...), finals...)
 	}, avals, opts...)
 }
 

@@ -62,6 +62,32 @@ var writePrograms = []writeProgram{
 		}
 		return f, []*T{W, x, y}, func(int) [2]*T { return [2]*T{x, y} }
 	}},
+	{"captured += constant, then read", func(v []float64) (func([2]*T) *T, []*T, func(int) [2]*T) {
+		W := wvec(v, 0)
+		x, y := wvec(v, 3), wvec(v, 6)
+		f := func(p [2]*T) *T { peel.AddInPlace(W, 1.0); return peel.Add(peel.Mul(p[0], W), p[1]) }
+		return f, []*T{W, x, y}, func(int) [2]*T { return [2]*T{x, y} }
+	}},
+	{"captured read, then written through a view with a constant", func(v []float64) (func([2]*T) *T, []*T, func(int) [2]*T) {
+		W := wvec(v, 0)
+		x, y := wvec(v, 3), wvec(v, 6)
+		f := func(p [2]*T) *T {
+			r := peel.Mul(p[0], W)
+			peel.MulInPlace(peel.Narrow(W, 0, 1, 2), 2.0)
+			return peel.Add(r, peel.Mul(p[1], W))
+		}
+		return f, []*T{W, x, y}, func(int) [2]*T { return [2]*T{x, y} }
+	}},
+	{"captured written with a constant and with a traced value", func(v []float64) (func([2]*T) *T, []*T, func(int) [2]*T) {
+		W, U := wvec(v, 0), wvec(v, 3)
+		y := wvec(v, 6)
+		f := func(p [2]*T) *T {
+			peel.SubInPlace(W, 0.5)
+			peel.AddInPlace(U, p[1])
+			return peel.Mul(W, U)
+		}
+		return f, []*T{W, U, y}, func(int) [2]*T { return [2]*T{y, y} }
+	}},
 	{"argument is the captured tensor", func(v []float64) (func([2]*T) *T, []*T, func(int) [2]*T) {
 		W := wvec(v, 0)
 		y := wvec(v, 6)
