@@ -2,6 +2,7 @@ package transforms_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -58,6 +59,33 @@ func TestRegressionAliasedArgumentLeaves(t *testing.T) {
 	}
 	if s := c.Stats(); s.Signatures != 4 || s.Misses != 4 {
 		t.Errorf("compiled stats %+v: want 4 signatures, one per alias pattern, each traced once", s)
+	}
+}
+
+// TestCompileAliasedManyLeaves: the alias pattern of a tree of many
+// leaves (the set path of sharesBase) is seen too.
+func TestCompileAliasedManyLeaves(t *testing.T) {
+	f := func(ps []*T) *T {
+		peel.MulInPlace(ps[0], 3.0)
+		return peel.Add(ps[len(ps)-1], ps[1])
+	}
+	c := transforms.Compile(f)
+	for _, tied := range []bool{true, false, true} {
+		mk := func() ([]*T, *T) {
+			ps := make([]*T, 20)
+			for i := range ps {
+				ps[i] = peel.FromFloat64s([]float64{float64(i), 1}, 2)
+			}
+			if tied {
+				ps[19] = ps[0]
+			}
+			return ps, ps[0]
+		}
+		pe, xe := mk()
+		want := f(pe).Float64s()
+		pc, xc := mk()
+		near(t, fmt.Sprintf("tied=%v: result", tied), c.Call(pc).Float64s(), want, 0)
+		near(t, fmt.Sprintf("tied=%v: leaf 0 after", tied), xc.Float64s(), xe.Float64s(), 0)
 	}
 }
 

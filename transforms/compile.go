@@ -26,14 +26,19 @@ import (
 // torch.compile.
 //
 // The signature of a call is the argument tree's structure, each leaf's
-// shape and dtype, and the tree's static parts by value (numbers,
-// strings and other values that hold no tensor). Tensors the function
-// captures become constants of the program, by value; when one of them
-// is written in place or rebound after tracing, the next call traces
-// again (a cache miss naming it), so a compiled function never runs with
-// stale captured values. Mutation inside f works: f is functionalized on
-// the way in, and arguments f writes receive their final values when
-// the call returns, as eager code would see them.
+// shape and dtype, the tree's static parts by value (numbers, strings
+// and other values that hold no tensor), and which leaves alias (the
+// same tensor twice, views of one tensor). Tensors the function only
+// reads become constants of the program, by value; when one of them is
+// written in place or rebound after tracing, the next call traces again
+// (a cache miss naming it), so a compiled function never runs with
+// stale captured values. Mutation inside f works on every call: f is
+// functionalized on the way in, and the arguments and captured tensors
+// f writes are inputs and outputs of the program, receiving their final
+// values when each call returns, as eager code would see them. A
+// captured tensor f writes with a value computed from no argument and
+// never reads afterwards is not seen, and is written only while f is
+// traced: pass it as an argument.
 //
 // A cache miss records why (which leaf changed shape or dtype, which
 // static value changed); beyond RecompileLimit signatures every further
@@ -438,6 +443,33 @@ func (e *compileEntry) stale(leaves []*tensor) string {
 	return ""
 }
 
+// sharesBase reports whether two non-static leaves share a base: by
+// pairs for a few leaves, with a set for many (every call asks).
+func sharesBase(leaves []*tensor, static []bool) bool {
+	if len(leaves) <= 16 {
+		for i := 1; i < len(leaves); i++ {
+			for j := 0; j < i; j++ {
+				if !static[i] && !static[j] && interp.BaseOf(leaves[i]) == interp.BaseOf(leaves[j]) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[*tensor]bool, len(leaves))
+	for i, l := range leaves {
+		if static[i] {
+			continue
+		}
+		b := interp.BaseOf(l)
+		if seen[b] {
+			return true
+		}
+		seen[b] = true
+	}
+	return false
+}
+
 // aliasPattern describes which of the non-static leaves share a base
 // (interp.BaseOf: the same tensor twice, views of one tensor) and how
 // each is made from it, for the signature: a program traced for one
@@ -445,16 +477,7 @@ func (e *compileEntry) stale(leaves []*tensor) string {
 // leaf is seen through those that alias it. It is "" when no two leaves
 // share a base.
 func aliasPattern(leaves []*tensor, static []bool) string {
-	shared := false
-	for i := 1; i < len(leaves) && !shared; i++ {
-		for j := 0; j < i; j++ {
-			if !static[i] && !static[j] && interp.BaseOf(leaves[i]) == interp.BaseOf(leaves[j]) {
-				shared = true
-				break
-			}
-		}
-	}
-	if !shared {
+	if !sharesBase(leaves, static) {
 		return ""
 	}
 	var b strings.Builder
