@@ -127,6 +127,20 @@ func (f *Interp) WrapInputs(leaves, users []*T, link []bool) []*T {
 	for i, l := range leaves {
 		roots[i] = interp.BaseOf(l)
 	}
+	if !shareRoots(roots) {
+		for i, l := range leaves {
+			user := l
+			if users != nil {
+				user = users[i]
+			}
+			in := f.wrapInput(l, user)
+			out[i] = in.box
+			if link != nil && link[i] {
+				f.link(in)
+			}
+		}
+		return out
+	}
 	done := make([]bool, len(leaves))
 	for i, l := range leaves {
 		if done[i] {
@@ -166,6 +180,29 @@ func (f *Interp) WrapInputs(leaves, users []*T, link []bool) []*T {
 		}
 	}
 	return out
+}
+
+// shareRoots reports whether two of roots are the same box: by pairs
+// for a few, with a set for many.
+func shareRoots(roots []*T) bool {
+	if len(roots) <= 16 {
+		for i := 1; i < len(roots); i++ {
+			for j := 0; j < i; j++ {
+				if roots[i] == roots[j] {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[*T]bool, len(roots))
+	for _, r := range roots {
+		if seen[r] {
+			return true
+		}
+		seen[r] = true
+	}
+	return false
 }
 
 func (f *Interp) wrapInput(orig, user *T) *input {

@@ -62,6 +62,21 @@ func TestRegressionAliasedArgumentLeaves(t *testing.T) {
 	}
 }
 
+// TestCompileAliasedReadOnly: aliasing among arguments f only reads
+// does not matter, so tied and untied calls share one program (an
+// optimizer's state starts with shared zeros).
+func TestCompileAliasedReadOnly(t *testing.T) {
+	f := func(p [2]*T) *T { return peel.Add(peel.Mul(p[0], 2.0), p[1]) }
+	c := transforms.Compile(f)
+	x, y := peel.FromFloat64s([]float64{1, 2}, 2), peel.FromFloat64s([]float64{5, 7}, 2)
+	for _, p := range [][2]*T{{x, x}, {x, y}, {peel.Narrow(x, 0, 0, 2), x}, {y, y}} {
+		near(t, "result", c.Call(p).Float64s(), f(p).Float64s(), 0)
+	}
+	if s := c.Stats(); s.Misses != 1 {
+		t.Errorf("stats %+v: want one trace for every alias pattern of a function that writes no argument", s)
+	}
+}
+
 // TestCompileAliasedManyLeaves: the alias pattern of a tree of many
 // leaves (the set path of sharesBase) is seen too.
 func TestCompileAliasedManyLeaves(t *testing.T) {

@@ -283,6 +283,8 @@ type compileEntry struct {
 	// traces again.
 	lifts  []interp.InputLift
 	donate []bool
+	// writesArgs: f writes an argument leaf (one of the first inputs).
+	writesArgs bool
 	// lowered: a constant is a tracer of an enclosing transform, so the
 	// graph is evaluated with Bind (and the entry is used once).
 	lowered bool
@@ -331,6 +333,9 @@ func (c *Compiled[A, R]) Call(x A) R {
 	sig.alias = aliasPattern(leaves, static)
 	key := sig.key()
 	e := c.lookup(key, leaves)
+	if e == nil && sig.alias != "" {
+		e = c.lookupUnaliased(sig, leaves)
+	}
 	if e == nil {
 		var first func() []*tensor
 		e, first = c.trace(x, def, leaves, static, sig, key)
@@ -397,6 +402,17 @@ func (c *Compiled[A, R]) lookup(key string, leaves []*tensor) *compileEntry {
 		return nil
 	}
 	return e
+}
+
+// lookupUnaliased returns the entry of sig without its alias pattern
+// when it writes no argument, so aliasing among its arguments does not
+// matter (a function that only reads tied weights is one program).
+func (c *Compiled[A, R]) lookupUnaliased(sig signature, leaves []*tensor) *compileEntry {
+	sig.alias = ""
+	if e := c.lookup(sig.key(), leaves); e != nil && !e.writesArgs {
+		return e
+	}
+	return nil
 }
 
 // args returns the program's arguments for a call on leaves: the
@@ -549,6 +565,10 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		c.stats.hits.Add(1)
 		return e, nil
 	}
+	if e := c.lookupUnaliased(sig, leaves); sig.alias != "" && e != nil {
+		c.stats.hits.Add(1)
+		return e, nil
+	}
 	c.stats.misses.Add(1)
 	reason := c.missReason(sig, key, leaves)
 	c.stats.lastMiss.Store(&reason)
@@ -606,8 +626,27 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		for attempt := 0; ; attempt++ {
 			var found, eager []*tensor
 			traced = c.traceGraph(e, leaves, static, def, link, &found, &eager, &nOut)
-			if len(found)+len(eager) == 0 {
+			if len(found)+len(eager) == 0 && (sig.alias == "" || writesLeaves(traced, nOut, len(e.inputs))) {
 				return
+			}
+			if len(found)+len(eager) == 0 {
+				// Aliased arguments that f only reads: the program of
+				// the signature without aliasing serves every pattern.
+				e.inputs, e.inputRoot = e.inputs[:0], e.inputRoot[:0]
+				for i := range leaves {
+					if !static[i] {
+						e.inputs = append(e.inputs, i)
+						e.inputRoot = append(e.inputRoot, false)
+					}
+				}
+				link = make([]bool, len(e.inputs)+len(e.captured))
+				for k := range e.captured {
+					link[len(e.inputs)+k] = true
+				}
+				sig.alias, e.sig.alias = "", ""
+				key = sig.key()
+				e.key = key
+				continue
 			}
 			if attempt > 0 {
 				w := append(found, eager...)[0]
@@ -651,6 +690,17 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 	}
 	e.nOut = nOut
 	return c.finish(e, traced, def, old, key, start), first
+}
+
+// writesLeaves reports whether traced (nOut results, then the inputs'
+// final values) writes one of its first n inputs (the leaves').
+func writesLeaves(traced *interp.Graph, nOut, n int) bool {
+	for j := range n {
+		if traced.Out[nOut+j] != traced.In[j] {
+			return true
+		}
+	}
+	return false
 }
 
 // traceGraph traces f for entry e: the inputs are the leaves that are
@@ -753,6 +803,7 @@ func (c *Compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *tree
 	for j, v := range traced.Out[nOut:] {
 		if v != traced.In[j] {
 			e.written = append(e.written, j)
+			e.writesArgs = e.writesArgs || j < len(e.inputs)
 			g.Out = append(g.Out, v)
 		}
 	}
