@@ -14,6 +14,24 @@ type T = interp.Tensor
 type tracer struct {
 	level *interp.Level
 	val   *T
+	// in is set on the box of an argument root (WrapInputs).
+	in *input
+}
+
+// input is one root of the function's arguments: a lower tensor orig
+// (a leaf, or the base that several leaves are views of) wrapped as
+// box, and the caller's tensor user it stands for.
+type input struct {
+	box, orig *T
+	// user is the caller's tensor: orig itself, or the tensor a
+	// staging input stands for (Compile). On the first write into box
+	// it is linked (it shares box's payload until the level ends), so
+	// the function's own reads of the caller's tensor (captured, as
+	// well as passed) see the write, as eager code does.
+	user    *T
+	userOld *T // user's content before it was linked
+	linked  bool
+	written bool
 }
 
 func (t *tracer) Level() *interp.Level { return t.level }
@@ -28,6 +46,15 @@ type Interp struct {
 	// level, in adoption order, with their content below.
 	adopted []*T
 	below   map[*T]*T
+	// inputs are the argument roots (WrapInputs).
+	inputs []*input
+	// OnCapturedWrite, when set, is offered every adopted base (a
+	// tensor from outside the function that it wrote, not a view) whose
+	// final value is not concrete, when the level ends; returning true
+	// takes the write over: the box keeps its content from before the
+	// function and is not written back (Compile makes such a tensor an
+	// input and an output of its program).
+	OnCapturedWrite func(box, final *T) bool
 }
 
 // New starts a functionalize level. removeViews makes views copies
@@ -44,8 +71,32 @@ type store struct{ f *Interp }
 
 func (s store) Own(x *T) bool { return s.f.own(x) }
 func (s store) Value(x *T) *T { return x.Tracer().(*tracer).val }
-func (s store) Set(x, v *T)   { x.Tracer().(*tracer).val = v }
+func (s store) Set(x, v *T) {
+	tr := x.Tracer().(*tracer)
+	tr.val = v
+	if in := tr.in; in != nil {
+		// An argument root, or the caller's tensor linked to it: both
+		// boxes hold this payload, and the views of each see the write
+		// (Aliases.Assign moves x's generation on, this the other's).
+		in.written = true
+		s.f.link(in)
+		if x == in.user {
+			in.box.BumpGeneration()
+		} else if in.linked {
+			in.user.BumpGeneration()
+		}
+	}
+}
 func (s store) Adopt(x *T) {
+	for _, in := range s.f.inputs {
+		if in.user == x && x.ViewInfo() == nil {
+			// The caller's tensor of an argument, written as captured:
+			// it is that argument.
+			if s.f.link(in); s.f.own(x) {
+				return
+			}
+		}
+	}
 	below := x.NewBox()
 	x.Rebind(interp.NewTracer(x.Aval(), &tracer{level: s.f.level, val: below}))
 	s.f.adopted = append(s.f.adopted, x)
@@ -58,6 +109,142 @@ func (f *Interp) Level() *interp.Level { return f.level }
 // Wrap returns x as a value of this level (an input of the function).
 func (f *Interp) Wrap(x *T) *T {
 	return interp.NewTracer(x.Aval(), &tracer{level: f.level, val: x})
+}
+
+// WrapInputs returns the function's argument leaves as values of this
+// level. Leaves that alias — the same tensor twice, or views of one
+// base (interp.BaseOf) — become boxes over one base of this level, each
+// view replayed from it, so a write through one is seen through the
+// others as eager code sees it (tied weights, a slice of another
+// argument). users, when not nil, are the caller's tensors the leaves
+// stand for (Compile passes staging inputs as leaves); link marks the
+// leaves whose caller's tensor is linked from the start, not on the
+// first write (Compile's captured tensors the function writes). End
+// gives the roots their final values.
+func (f *Interp) WrapInputs(leaves, users []*T, link []bool) []*T {
+	out := make([]*T, len(leaves))
+	roots := make([]*T, len(leaves))
+	for i, l := range leaves {
+		roots[i] = interp.BaseOf(l)
+	}
+	if !shareRoots(roots) {
+		for i, l := range leaves {
+			user := l
+			if users != nil {
+				user = users[i]
+			}
+			in := f.wrapInput(l, user)
+			out[i] = in.box
+			if link != nil && link[i] {
+				f.link(in)
+			}
+		}
+		return out
+	}
+	done := make([]bool, len(leaves))
+	for i, l := range leaves {
+		if done[i] {
+			continue
+		}
+		var members []int
+		for j := i; j < len(leaves); j++ {
+			if !done[j] && roots[j] == roots[i] {
+				members = append(members, j)
+			}
+		}
+		user := l
+		if users != nil {
+			user = users[i]
+		}
+		if len(members) == 1 {
+			// The common case: a leaf that aliases no other leaf is its
+			// own root (a view of a tensor f does not see is written
+			// back through its own strides).
+			in := f.wrapInput(l, user)
+			out[i], done[i] = in.box, true
+			if link != nil && link[i] {
+				f.link(in)
+			}
+			continue
+		}
+		root := roots[i]
+		rootUser := interp.BaseOf(user)
+		in := f.wrapInput(root, rootUser)
+		wrapped := map[*T]*T{root: in.box}
+		for _, j := range members {
+			out[j] = f.replayView(leaves[j], wrapped)
+			done[j] = true
+			if link != nil && link[j] {
+				f.link(in)
+			}
+		}
+	}
+	return out
+}
+
+// shareRoots reports whether two of roots are the same box: by pairs
+// for a few, with a set for many.
+func shareRoots(roots []*T) bool {
+	if len(roots) <= 16 {
+		for i := 1; i < len(roots); i++ {
+			for j := 0; j < i; j++ {
+				if roots[i] == roots[j] {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[*T]bool, len(roots))
+	for _, r := range roots {
+		if seen[r] {
+			return true
+		}
+		seen[r] = true
+	}
+	return false
+}
+
+func (f *Interp) wrapInput(orig, user *T) *input {
+	in := &input{orig: orig, user: user}
+	val := orig
+	if user == orig && orig.ViewInfo() == nil {
+		// orig may be linked (its box then holds this level's value), so
+		// the value below is a box of its content: copy_'s result is
+		// its source itself, and values below must not change.
+		val = orig.NewBox()
+	}
+	in.box = interp.NewTracer(orig.Aval(), &tracer{level: f.level, val: val, in: in})
+	f.inputs = append(f.inputs, in)
+	return in
+}
+
+// replayView returns leaf x as a value of this level: its root's box,
+// or its view chain replayed on it (wrapped memoizes the boxes made).
+func (f *Interp) replayView(x *T, wrapped map[*T]*T) *T {
+	if w, ok := wrapped[x]; ok {
+		return w
+	}
+	v := x.ViewInfo()
+	w := interp.Bind1(v.Prim, v.Params, f.replayView(v.Parent, wrapped))
+	wrapped[x] = w
+	return w
+}
+
+// link makes the caller's tensor of argument root in share its box's
+// payload until the level ends, so the function's reads of that tensor
+// (a captured reference to an argument) see its writes. Only a tensor
+// that is no view and not already a value of this level is linked; the
+// caller's tensor is written by the function, so changing its box for
+// the call is what eager code does to it too.
+func (f *Interp) link(in *input) {
+	u := in.user
+	if in.linked || u == nil || u == in.box || u.ViewInfo() != nil || f.own(u) {
+		return
+	}
+	in.linked = true
+	in.userOld = u.NewBox()
+	u.Rebind(in.box)
 }
 
 // Unwrap returns the value below of a result of the function.
@@ -74,6 +261,7 @@ func (f *Interp) Unwrap(x *T) *T {
 // rebound, so a staging level below records no mutation.
 func (f *Interp) End(inputs []*T, originals []*T) {
 	defer f.level.End()
+	f.endInputs()
 	for i, in := range inputs {
 		tr, ok := in.Tracer().(*tracer)
 		if !ok || tr.level != f.level || tr.val == originals[i] {
@@ -99,8 +287,35 @@ func (f *Interp) End(inputs []*T, originals []*T) {
 			// an enclosing autodiff level adopts the box and gives it
 			// its final primal when it ends.
 			box.Rebind(below)
+			if box.ViewInfo() == nil && f.OnCapturedWrite != nil && f.OnCapturedWrite(box, final) {
+				continue // the write is taken over
+			}
 			writeBack(box, final)
 		}
+	}
+}
+
+// endInputs gives the argument roots of WrapInputs their final values:
+// a linked caller's tensor gets its own content back first; a written
+// root is written back, which its views see (they share its memory, or
+// are recomputed from it at its level).
+func (f *Interp) endInputs() {
+	finals := make([]*T, len(f.inputs))
+	for i, in := range f.inputs {
+		if in.written {
+			finals[i] = f.current(in.box)
+		}
+	}
+	for _, in := range f.inputs {
+		if in.linked {
+			in.user.Rebind(in.userOld)
+		}
+	}
+	for i, in := range f.inputs {
+		if !in.written {
+			continue
+		}
+		writeBack(in.orig, finals[i])
 	}
 }
 

@@ -1,5 +1,7 @@
 package interp
 
+import "slices"
+
 // stager is the staging interpreter: it records every primitive applied to
 // its tracers into a Graph instead of executing it.
 type stager struct {
@@ -19,6 +21,16 @@ type stager struct {
 	// (a tensor lifted again after a change has several).
 	sources    *[]ConstSource
 	liftedFrom map[*Var]*Tensor
+	// inputs are the tensors the graph's inputs stand for (InputTensors):
+	// lifting one of them (by its storage and layout) gives its input.
+	inputs []*Tensor
+	// inputLifts records each such lift (InputTensors).
+	inputLifts *[]InputLift
+	// written, when set, receives the tensors from before the trace
+	// that eval wrote while it ran (WatchWrites); start is the epoch the
+	// trace started at.
+	written *[]*Tensor
+	start   uint64
 }
 
 // constRec is a lifted constant: its var, and the content it was lifted
@@ -47,6 +59,61 @@ func LevelData(v any) TraceOption { return func(s *stager) { s.data = v } }
 // since (ConstSource.Changed).
 func RecordConstSources(dst *[]ConstSource) TraceOption {
 	return func(s *stager) { s.sources = dst }
+}
+
+// InputTensors tells the trace which tensors its inputs stand for (a
+// compiled function's arguments): a tensor f captures that has the
+// storage and layout of one of them is that input, not a constant, so
+// the graph reads the argument's value of each call (a function that
+// writes its argument and reads the same tensor captured sees the
+// write). *lifts receives each such use, for the cache to check that
+// the captured tensor is still passed at that position. ts is aligned
+// with the graph's inputs; nil entries stand for nothing.
+func InputTensors(ts []*Tensor, lifts *[]InputLift) TraceOption {
+	return func(s *stager) { s.inputs, s.inputLifts = ts, lifts }
+}
+
+// WatchWrites makes the trace report, in *dst, the tensors it read
+// (lifted) that existed before it started and that eval wrote in place
+// while it ran: writes of values that depend on no traced value, which
+// the function makes eagerly while it is traced, so the graph does not
+// hold them (a compiled function must make them on every call). Each is
+// reported once, as its base. A tensor written by another goroutine
+// while the trace runs is reported too.
+func WatchWrites(dst *[]*Tensor) TraceOption { return func(s *stager) { s.written = dst } }
+
+// noteWritten reports concrete t (WatchWrites) when eval wrote its
+// memory since the trace started and t's storage is older than the
+// trace.
+func (s *stager) noteWritten(t *Tensor) {
+	if s.written == nil || t.tr != nil || t.st == nil || t.st.written <= s.start || t.st.born >= s.start {
+		return
+	}
+	b := BaseOf(t)
+	if b.tr != nil || b.st != t.st {
+		return
+	}
+	for _, w := range *s.written {
+		if w == b {
+			return
+		}
+	}
+	*s.written = append(*s.written, b)
+}
+
+// InputLift is a captured tensor a trace read as its input Input
+// (InputTensors).
+type InputLift struct {
+	Tensor *Tensor
+	Input  int
+}
+
+// SameMemory reports whether a and b are concrete tensors over the same
+// storage with the same layout (one box, or boxes given the same
+// content).
+func SameMemory(a, b *Tensor) bool {
+	return a != nil && b != nil && a.tr == nil && b.tr == nil && a.st == b.st &&
+		a.offset == b.offset && ShapeEqual(a.shape, b.shape) && slices.Equal(a.strides, b.strides)
 }
 
 // ConstSource is the tensor a graph constant was lifted from, and its
@@ -114,6 +181,15 @@ func (s *stager) varOf(t *Tensor) *Var {
 	}
 	if c, ok := s.consts[t]; ok && c.version == t.version && c.blk == blk {
 		return c.v
+	}
+	if t.tr == nil {
+		s.noteWritten(t)
+		for k, in := range s.inputs {
+			if SameMemory(t, in) {
+				*s.inputLifts = append(*s.inputLifts, InputLift{Tensor: t, Input: k})
+				return s.g.In[k]
+			}
+		}
 	}
 	v := s.newVar(t.Aval())
 	s.consts[t] = constRec{v: v, version: t.version, blk: blk}
@@ -222,6 +298,11 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 	if s.sources != nil {
 		s.liftedFrom = map[*Var]*Tensor{}
 	}
+	if s.written != nil {
+		watching.Add(1)
+		defer watching.Add(-1)
+		s.start = watchEpoch.Add(1)
+	}
 	s.level = NewLevel(name, s).WithData(s.data)
 	defer s.level.End()
 	in := make([]*Tensor, len(avals))
@@ -239,6 +320,12 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 			panic(&Error{Ops: []string{"interp.Trace"}, Msg: "traced function returned a nil tensor"})
 		}
 		s.g.Out = append(s.g.Out, s.varOf(o))
+	}
+	if s.written != nil {
+		// A tensor written after it was read.
+		for _, t := range s.liftedFrom {
+			s.noteWritten(t)
+		}
 	}
 	g := s.g.DCE()
 	if s.sources != nil {

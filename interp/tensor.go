@@ -186,7 +186,20 @@ type storage struct {
 	buf   backend.Buffer
 	cur   *block
 	first block // cur points here until the first copy-on-write
+	// born and written are stamps of the write epoch (watchEpoch),
+	// taken only while a trace watches eager writes (WatchWrites): when
+	// the storage was made, and when eval last wrote it.
+	born, written uint64
 }
+
+// watching counts the live traces that watch eager writes; watchEpoch
+// orders their starts, the storages made and the eager writes made
+// while one lives. Both are read once per storage made or written, and
+// written only while tracing.
+var (
+	watching   atomic.Int32
+	watchEpoch atomic.Uint64
+)
 
 // block stands for one buffer: the number of storages using it besides
 // the first (zero: one user, so a fresh block needs no atomic store).
@@ -205,6 +218,9 @@ func newStorage(buf backend.Buffer) *storage {
 func (s *storage) init(buf backend.Buffer) {
 	s.buf = buf
 	s.cur = &s.first
+	if watching.Load() != 0 {
+		s.born = watchEpoch.Load()
+	}
 }
 
 // unshare gives s a private copy of its block's buffer when other

@@ -15,6 +15,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/compiler"
 	"github.com/peel-ml/peel/customop"
+	"github.com/peel-ml/peel/functionalize"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
@@ -26,14 +27,19 @@ import (
 // torch.compile.
 //
 // The signature of a call is the argument tree's structure, each leaf's
-// shape and dtype, and the tree's static parts by value (numbers,
-// strings and other values that hold no tensor). Tensors the function
-// captures become constants of the program, by value; when one of them
-// is written in place or rebound after tracing, the next call traces
-// again (a cache miss naming it), so a compiled function never runs with
-// stale captured values. Mutation inside f works: f is functionalized on
-// the way in, and arguments f writes receive their final values when
-// the call returns, as eager code would see them.
+// shape and dtype, the tree's static parts by value (numbers, strings
+// and other values that hold no tensor), and which leaves alias (the
+// same tensor twice, views of one tensor). Tensors the function only
+// reads become constants of the program, by value; when one of them is
+// written in place or rebound after tracing, the next call traces again
+// (a cache miss naming it), so a compiled function never runs with
+// stale captured values. Mutation inside f works on every call: f is
+// functionalized on the way in, and the arguments and captured tensors
+// f writes are inputs and outputs of the program, receiving their final
+// values when each call returns, as eager code would see them. A
+// captured tensor f writes with a value computed from no argument and
+// never reads afterwards is not seen, and is written only while f is
+// traced: pass it as an argument.
 //
 // A cache miss records why (which leaf changed shape or dtype, which
 // static value changed); beyond RecompileLimit signatures every further
@@ -269,10 +275,23 @@ type compileEntry struct {
 	// the graph's outputs after the first nOut are their final values.
 	written []int
 	sources []interp.ConstSource
-	// inputs maps the graph's inputs to leaf indices (static leaves are
-	// not inputs).
-	inputs []int
+	// inputs maps the graph's first inputs to leaf indices (static
+	// leaves are not inputs); inputRoot marks those that are the base of
+	// the leaf (interp.BaseOf), whose alias group (the leaves that share
+	// it, the signature's alias pattern) the trace rebuilds as views of
+	// that one input.
+	inputs    []int
+	inputRoot []bool
+	// captured are tensors f captures and writes: inputs after the
+	// leaves', whose final values are written back as the arguments'.
+	captured []*tensor
+	// lifts are captured tensors the trace read as arguments (the same
+	// memory as input Input): a call that no longer passes them there
+	// traces again.
+	lifts  []interp.InputLift
 	donate []bool
+	// writesArgs: f writes an argument leaf (one of the first inputs).
+	writesArgs bool
 	// lowered: a constant is a tracer of an enclosing transform, so the
 	// graph is evaluated with Bind (and the entry is used once).
 	lowered bool
@@ -291,6 +310,9 @@ type signature struct {
 	avals   []interp.Aval
 	statics []treeimpl.Static
 	values  map[int]string // static leaves by value (StaticArgnums)
+	// alias is the alias pattern: which leaves share a base and how
+	// each is a view of it ("" when no two do).
+	alias string
 }
 
 // Call runs the compiled function on x.
@@ -315,17 +337,22 @@ func (c *Compiled[A, R]) Call(x A) R {
 			sig.values[i] = contentKey(l)
 		}
 	}
+	sig.alias = aliasPattern(leaves, static)
 	key := sig.key()
-	e := c.lookup(key)
+	e := c.lookup(key, leaves)
+	if e == nil && sig.alias != "" {
+		e = c.lookupUnaliased(sig, leaves)
+	}
 	if e == nil {
-		e = c.trace(x, def, leaves, static, sig, key)
+		var first func() []*tensor
+		e, first = c.trace(x, def, leaves, static, sig, key)
+		if first != nil {
+			return build[R](e.outDef, first())
+		}
 	} else {
 		c.stats.hits.Add(1)
 	}
-	in := make([]*tensor, len(e.inputs))
-	for j, i := range e.inputs {
-		in[j] = leaves[i]
-	}
+	in := e.args(leaves)
 	if e.breaks {
 		return c.callInSegments(e, def, leaves, concrete)
 	}
@@ -371,18 +398,131 @@ func tracedRead(err error) bool {
 }
 
 // lookup returns the entry for key when its captured tensors are
-// unchanged.
-func (c *Compiled[A, R]) lookup(key string) *compileEntry {
+// unchanged (compileEntry.stale) for a call on leaves.
+func (c *Compiled[A, R]) lookup(key string, leaves []*tensor) *compileEntry {
 	e, ok := c.cache.Load(key)
-	if !ok {
+	if !ok || e.stale(leaves) != "" {
 		return nil
 	}
-	for _, s := range e.sources {
-		if s.Changed() {
-			return nil
+	return e
+}
+
+// lookupUnaliased returns the entry of sig without its alias pattern
+// when it writes no argument, so aliasing among its arguments does not
+// matter (a function that only reads tied weights is one program).
+func (c *Compiled[A, R]) lookupUnaliased(sig signature, leaves []*tensor) *compileEntry {
+	sig.alias = ""
+	if e := c.lookup(sig.key(), leaves); e != nil && !e.writesArgs {
+		return e
+	}
+	return nil
+}
+
+// args returns the program's arguments for a call on leaves: the
+// leaves' (the base of an alias group), then the captured tensors f
+// writes.
+func (e *compileEntry) args(leaves []*tensor) []*tensor {
+	in := make([]*tensor, len(e.inputs), len(e.inputs)+len(e.captured))
+	for j, i := range e.inputs {
+		in[j] = leaves[i]
+		if e.inputRoot[j] {
+			in[j] = interp.BaseOf(leaves[i])
 		}
 	}
-	return e
+	return append(in, e.captured...)
+}
+
+// stale says why e cannot run a call on leaves, or "": a captured
+// tensor changed since it was traced; a captured tensor the trace read
+// as an argument is no longer passed there; or f writes an argument
+// that shares memory with a captured tensor, which the program holds
+// as a constant (the function's reads of it must see the write).
+func (e *compileEntry) stale(leaves []*tensor) string {
+	for k, s := range e.sources {
+		if s.Changed() {
+			return fmt.Sprintf("captured tensor %d (%s) changed since it was traced", k, s.Tensor().TypeString())
+		}
+	}
+	if len(e.lifts) == 0 && len(e.written) == 0 {
+		return ""
+	}
+	in := e.args(leaves)
+	for _, l := range e.lifts {
+		if !interp.SameMemory(in[l.Input], l.Tensor) {
+			return fmt.Sprintf("a captured tensor (%s) was traced as the argument it was passed as, and is not passed there now", l.Tensor.TypeString())
+		}
+	}
+	for _, j := range e.written {
+		for k, s := range e.sources {
+			if interp.SameStorage(in[j], s.Tensor()) {
+				return fmt.Sprintf("captured tensor %d (%s) shares memory with an argument the function writes", k, s.Tensor().TypeString())
+			}
+		}
+	}
+	return ""
+}
+
+// sharesBase reports whether two non-static leaves share a base: by
+// pairs for a few leaves, with a set for many (every call asks).
+func sharesBase(leaves []*tensor, static []bool) bool {
+	if len(leaves) <= 16 {
+		for i := 1; i < len(leaves); i++ {
+			for j := 0; j < i; j++ {
+				if !static[i] && !static[j] && interp.BaseOf(leaves[i]) == interp.BaseOf(leaves[j]) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[*tensor]bool, len(leaves))
+	for i, l := range leaves {
+		if static[i] {
+			continue
+		}
+		b := interp.BaseOf(l)
+		if seen[b] {
+			return true
+		}
+		seen[b] = true
+	}
+	return false
+}
+
+// aliasPattern describes which of the non-static leaves share a base
+// (interp.BaseOf: the same tensor twice, views of one tensor) and how
+// each is made from it, for the signature: a program traced for one
+// pattern must not run a call with another, since a write through one
+// leaf is seen through those that alias it. It is "" when no two leaves
+// share a base.
+func aliasPattern(leaves []*tensor, static []bool) string {
+	if !sharesBase(leaves, static) {
+		return ""
+	}
+	var b strings.Builder
+	for i, l := range leaves {
+		if static[i] {
+			continue
+		}
+		first, n := -1, 0
+		for j, m := range leaves {
+			if !static[j] && interp.BaseOf(m) == interp.BaseOf(l) {
+				if first < 0 {
+					first = j
+				}
+				n++
+			}
+		}
+		if n < 2 {
+			continue
+		}
+		fmt.Fprintf(&b, "|%d~%d:%s", i, first, interp.BaseOf(l).TypeString())
+		for x := l; x.ViewInfo() != nil; x = x.ViewInfo().Parent {
+			v := x.ViewInfo()
+			fmt.Fprintf(&b, "<%s%v", v.Prim.Name, v.Params)
+		}
+	}
+	return b.String()
 }
 
 // staticLeaves marks the leaves of static positional arguments.
@@ -418,16 +558,22 @@ func (c *Compiled[A, R]) argLeafIndices(def *treeDef, sel []bool) []int {
 }
 
 // trace traces f at x's signature (under the lock: one trace per new
-// signature even when many goroutines miss at once) and caches it.
-func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []bool, sig signature, key string) *compileEntry {
+// signature even when many goroutines miss at once) and caches it. When
+// tracing made writes of the call (first is not nil), first completes
+// the call: it returns f's results and makes the call's other writes.
+func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []bool, sig signature, key string) (_ *compileEntry, first func() []*tensor) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.lookup(key); e != nil {
+	if e := c.lookup(key, leaves); e != nil {
 		c.stats.hits.Add(1)
-		return e
+		return e, nil
+	}
+	if e := c.lookupUnaliased(sig, leaves); sig.alias != "" && e != nil {
+		c.stats.hits.Add(1)
+		return e, nil
 	}
 	c.stats.misses.Add(1)
-	reason := c.missReason(sig, key)
+	reason := c.missReason(sig, key, leaves)
 	c.stats.lastMiss.Store(&reason)
 	n := c.cache.Len()
 	if _, ok := c.cache.Load(key); ok {
@@ -442,17 +588,94 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		e.seq = max(e.seq, o.seq+1)
 		return true
 	})
-	var inAvals []interp.Aval
+	seen := map[*tensor]bool{}
 	for i, l := range leaves {
-		if !static[i] {
-			e.inputs = append(e.inputs, i)
-			inAvals = append(inAvals, l.Aval())
+		if static[i] {
+			continue
 		}
+		// One input per alias group: its base, when the group has
+		// several leaves (the signature's alias pattern).
+		root := interp.BaseOf(l)
+		if seen[root] {
+			continue
+		}
+		seen[root] = true
+		shared := false
+		for k := i + 1; k < len(leaves) && sig.alias != ""; k++ {
+			shared = shared || (!static[k] && interp.BaseOf(leaves[k]) == root)
+		}
+		e.inputs = append(e.inputs, i)
+		// The input is the leaf itself unless it is a view of a base
+		// that other leaves share.
+		e.inputRoot = append(e.inputRoot, shared && root != l)
 	}
 	var nOut int
 	var traced *interp.Graph
 	err := interp.Catch(func() {
-		traced = c.traceGraph(e, leaves, static, def, inAvals, &nOut)
+		// A trace that finds f writing captured tensors takes them as
+		// inputs and outputs of the program and traces again, linking
+		// them from the start, so their writes are traced. Tensors
+		// written with values computed from the arguments (found) were
+		// not written by the first trace (functionalize's
+		// OnCapturedWrite); tensors written with values that depend on
+		// no argument (eager) were, by eval, while f was traced: then
+		// the first trace's graph completes this call.
+		link := make([]bool, len(e.inputs))
+		for attempt := 0; ; attempt++ {
+			var found, eager []*tensor
+			traced = c.traceGraph(e, leaves, static, def, link, &found, &eager, &nOut)
+			if len(found)+len(eager) == 0 && (sig.alias == "" || writesLeaves(traced, nOut, len(e.inputs))) {
+				return
+			}
+			if len(found)+len(eager) == 0 {
+				// Aliased arguments that f only reads: the program of
+				// the signature without aliasing serves every pattern.
+				e.inputs, e.inputRoot = e.inputs[:0], e.inputRoot[:0]
+				for i := range leaves {
+					if !static[i] {
+						e.inputs = append(e.inputs, i)
+						e.inputRoot = append(e.inputRoot, false)
+					}
+				}
+				link = make([]bool, len(e.inputs)+len(e.captured))
+				for k := range e.captured {
+					link[len(e.inputs)+k] = true
+				}
+				sig.alias, e.sig.alias = "", ""
+				key = sig.key()
+				e.key = key
+				continue
+			}
+			if attempt > 0 {
+				w := append(found, eager...)[0]
+				treeErrorf(c.op, "the function writes a captured tensor (%s) in a way the compiled program cannot replay on every call; pass it as an argument", w.TypeString())
+			}
+			in := e.args(leaves)
+			if len(eager) > 0 {
+				g, n, written := traced, nOut, found
+				first = func() []*tensor {
+					outs := g.Eval(in...)
+					for j, a := range in {
+						if g.Out[n+j] != g.In[j] {
+							peel.CopyInto(a, outs[n+j])
+						}
+					}
+					for k, w := range written {
+						peel.CopyInto(w, outs[n+len(in)+k])
+					}
+					return outs[:n]
+				}
+			}
+			for _, w := range append(found, eager...) {
+				j := slices.IndexFunc(in, func(x *tensor) bool { return x == w || interp.SameMemory(x, w) })
+				if j >= 0 && j < len(e.inputs) {
+					link[j] = true // also passed as an argument
+				} else if j < 0 {
+					e.captured = append(e.captured, w)
+					link = append(link, true)
+				}
+			}
+		}
 	})
 	if err != nil {
 		if c.cfg.strict || !tracedRead(err) {
@@ -461,33 +684,107 @@ func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []boo
 		e.breaks = true
 		c.stats.traceNs.Add(int64(time.Since(start)))
 		c.cache.Store(key, e)
-		return e
+		return e, nil
 	}
 	e.nOut = nOut
-	return c.finish(e, traced, def, key, start)
+	return c.finish(e, traced, def, key, start), first
+}
+
+// writesLeaves reports whether traced (nOut results, then the inputs'
+// final values) writes one of its first n inputs (the leaves').
+func writesLeaves(traced *interp.Graph, nOut, n int) bool {
+	for j := range n {
+		if traced.Out[nOut+j] != traced.In[j] {
+			return true
+		}
+	}
+	return false
 }
 
 // traceGraph traces f for entry e: the inputs are the leaves that are
-// not static; the results are f's (*nOut of them), then the inputs'
-// final values.
-func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []bool, def *treeDef, inAvals []interp.Aval, nOut *int) *interp.Graph {
+// not static (an alias group's base once, its leaves rebuilt as views
+// of it), then e's captured tensors; the results are f's (*nOut of
+// them), then the inputs' final values. link marks the inputs whose
+// caller's tensors f writes, linked from the start; found receives the
+// captured tensors f writes with traced values that are not inputs yet
+// (their final values are the graph's last outputs), eager those that
+// eval wrote while f was traced (interp.WatchWrites).
+func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []bool, def *treeDef, link []bool, found, eager *[]*tensor, nOut *int) *interp.Graph {
+	users := e.args(leaves)
+	avals := make([]interp.Aval, len(users))
+	for j, u := range users {
+		avals[j] = u.Aval()
+	}
+	e.lifts = nil
+	opts := append(c.cfg.traceOptions(), interp.RecordConstSources(&e.sources), interp.InputTensors(users, &e.lifts), interp.WatchWrites(eager))
 	return interp.TraceAvals("compile", func(in []*tensor) []*tensor {
 		all := make([]*tensor, len(leaves))
+		staged := map[*tensor]*tensor{} // a group's base → its input
 		for j, i := range e.inputs {
-			all[i] = in[j]
-		}
-		for i, l := range leaves {
-			if static[i] {
-				all[i] = l
+			if e.inputRoot[j] {
+				staged[interp.BaseOf(leaves[i])] = in[j]
+			} else {
+				all[i] = in[j]
+				staged[leaves[i]] = in[j]
 			}
 		}
+		for i, l := range leaves {
+			switch {
+			case static[i]:
+				all[i] = l
+			case all[i] == nil:
+				all[i] = replayViews(l, staged)
+			}
+		}
+		wrapUsers := append(append([]*tensor(nil), leaves...), e.captured...)
+		wrapLink := make([]bool, len(wrapUsers))
+		for j, i := range e.inputs {
+			wrapLink[i] = link[j]
+		}
+		for k := range e.captured {
+			wrapLink[len(leaves)+k] = true
+		}
+		fi := functionalize.New(false)
+		var finals []*tensor
+		fi.OnCapturedWrite = func(box, final *tensor) bool {
+			if !box.IsConcrete() || !final.IsStaged() {
+				return false
+			}
+			*found = append(*found, box)
+			finals = append(finals, final)
+			return true
+		}
 		fl := flatFn(c.op, c.f, def, &e.outDef)
-		outs := Functionalize(fl)(all)
+		outs := func() []*tensor {
+			defer fi.End(nil, nil)
+			w := fi.WrapInputs(append(all, in[len(e.inputs):]...), wrapUsers, wrapLink)
+			outs := func() []*tensor {
+				defer annotate(fi.Level())
+				return fl(w[:len(leaves)])
+			}()
+			for i, o := range outs {
+				outs[i] = fi.Unwrap(o)
+			}
+			return outs
+		}()
 		*nOut = len(outs)
-		// The inputs' final values (Functionalize wrote them back): an
+		// The inputs' final values (functionalize wrote them back): an
 		// input whose box now holds another value was written.
-		return append(outs, in...)
-	}, inAvals, append(c.cfg.traceOptions(), interp.RecordConstSources(&e.sources))...)
+		return append(append(outs, in...), finals...)
+	}, avals, opts...)
+}
+
+// replayViews returns leaf x rebuilt on the staged inputs: the input of
+// x itself or its base, or x's view chain replayed on it (staged
+// memoizes the boxes made).
+func replayViews(x *tensor, staged map[*tensor]*tensor) *tensor {
+	if s, ok := staged[x]; ok {
+		return s
+	}
+	v := x.ViewInfo()
+	s := interp.Bind1(v.Prim, v.Params, replayViews(v.Parent, staged))
+	staged[x] = s
+	return s
 }
 
 // finish optimizes and builds the traced graph of entry e (nOut results
@@ -504,13 +801,14 @@ func (c *Compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *tree
 	for j, v := range traced.Out[nOut:] {
 		if v != traced.In[j] {
 			e.written = append(e.written, j)
+			e.writesArgs = e.writesArgs || j < len(e.inputs)
 			g.Out = append(g.Out, v)
 		}
 	}
 	e.graph, _ = compiler.Optimize(g.DCE(), c.cfg.passes, false)
 	e.call = newCallParams(c.op, e.graph)
 	e.prog = e.call.prog
-	e.donate = make([]bool, len(e.inputs))
+	e.donate = make([]bool, len(e.inputs)+len(e.captured))
 	if len(c.cfg.donate) > 0 {
 		sel := make([]bool, c.nargs)
 		for _, k := range c.cfg.donate {
@@ -521,7 +819,8 @@ func (c *Compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *tree
 			donated[i] = true
 		}
 		for j, i := range e.inputs {
-			e.donate[j] = donated[i]
+			// A group's base holds other leaves too.
+			e.donate[j] = donated[i] && !e.inputRoot[j]
 		}
 		// An input f writes receives its final value after the run, so
 		// its buffer must not hold a result.
@@ -536,15 +835,13 @@ func (c *Compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *tree
 
 // missReason says why key missed the cache: how the signature differs
 // from the most similar one traced before.
-func (c *Compiled[A, R]) missReason(sig signature, key string) string {
+func (c *Compiled[A, R]) missReason(sig signature, key string, leaves []*tensor) string {
 	if c.cache.Len() == 0 {
 		return "first call"
 	}
 	if e, ok := c.cache.Load(key); ok {
-		for k, s := range e.sources {
-			if s.Changed() {
-				return fmt.Sprintf("captured tensor %d (%s) changed since it was traced", k, s.Tensor().TypeString())
-			}
+		if why := e.stale(leaves); why != "" {
+			return why
 		}
 	}
 	var best []string
@@ -583,6 +880,10 @@ func (s signature) key() string {
 		b.WriteByte('=')
 		b.WriteString(st.Value)
 	}
+	if s.alias != "" {
+		b.WriteString("|alias")
+		b.WriteString(s.alias)
+	}
 	return b.String()
 }
 
@@ -610,6 +911,9 @@ func (s signature) diff(old signature) []string {
 		if st != old.statics[i] {
 			d = append(d, fmt.Sprintf("static value %s changed from %s to %s", pathOr(st.Path), old.statics[i].Value, st.Value))
 		}
+	}
+	if s.alias != old.alias {
+		d = append(d, "the arguments' aliasing changed (which leaves are the same tensor or views of one)")
 	}
 	if len(d) == 0 {
 		d = append(d, "the signature changed")

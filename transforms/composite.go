@@ -261,7 +261,14 @@ func (c compositeParams) diffPrimals() []*tensor {
 // zero tangent; at least one is not.
 func compositeJVP(p *interp.Prim, params any, primals, tangents []*tensor) (outs, touts []*tensor) {
 	outs = interp.Bind(p, params, primals...)
-	c := compositeParams{p: p, params: params, primals: append([]*tensor(nil), primals...), outs: outs}
+	// The operands by value: the backward pass recomputes from them, and
+	// a later in-place write into one (a compiled function that writes
+	// a captured tensor it read) must not change it.
+	saved := make([]*tensor, len(primals))
+	for i, x := range primals {
+		saved[i] = x.Snapshot()
+	}
+	c := compositeParams{p: p, params: params, primals: saved, outs: outs}
 	var lt []*tensor
 	for i, t := range tangents {
 		if t != nil {

@@ -12,7 +12,10 @@ import (
 // Vmap(Functionalize(f)) vectorizes code that Vmap alone refuses. When f
 // writes its argument's tensors, the caller's tensors receive the final
 // values once, when f returns; a graph traced through Functionalize
-// (MakeGraph) contains no mutation primitive.
+// (MakeGraph) contains no mutation primitive. Argument leaves that alias
+// (the same tensor twice, views of one tensor) stay aliases: a write
+// through one is seen through the others, and f's own reads of an
+// argument it writes, captured rather than passed, see the write.
 func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B {
 	cfg := &functionalizeConfig{}
 	for _, o := range opts {
@@ -22,11 +25,8 @@ func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B
 		const op = "transforms.Functionalize"
 		leaves, def := flatten(op, x)
 		fi := functionalize.New(cfg.removeViews)
-		in := make([]*tensor, len(leaves))
-		for i, l := range leaves {
-			in[i] = fi.Wrap(l)
-		}
-		defer fi.End(in, leaves)
+		in := fi.WrapInputs(leaves, nil, nil)
+		defer fi.End(nil, nil)
 		var outDef *treeDef
 		outs := func() []*tensor {
 			defer annotate(fi.Level())
