@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
@@ -156,9 +157,29 @@ func scanAbstract(params any, in []interp.Aval) []interp.Aval {
 	return out
 }
 
-// stackedAval is a with a leading axis of size n.
+// stackedAval is a with a leading axis of size n. It panics with
+// *interp.Error when that shape is too large (backend.CheckedSize), as
+// every shape rule does.
 func stackedAval(n int, a interp.Aval) interp.Aval {
-	return interp.Aval{Shape: append([]int{n}, a.Shape...), DType: a.DType}
+	shape := append([]int{n}, a.Shape...)
+	if _, err := backend.CheckedSize(shape); err != nil {
+		panic(&interp.Error{Msg: "the stacked ys: " + err.Error()})
+	}
+	return interp.Aval{Shape: shape, DType: a.DType}
+}
+
+// checkStacked panics with *interp.Error, before a loop of s runs, when
+// a stacked y it would return exceeds the allocation limit
+// (backend.AllocSize, as every buffer peel allocates is checked), rather
+// than when the steps' ys are gathered.
+func checkStacked(s *scanParams) {
+	g := s.body
+	for _, v := range g.Out[s.nCarry:] {
+		a := stackedAval(s.length, v.Aval)
+		if _, err := backend.AllocSize(a.DType, a.Shape); err != nil {
+			panic(&interp.Error{Msg: "the stacked ys: " + err.Error()})
+		}
+	}
 }
 
 // scanRun is the loop: it runs the body length times on args (the carry
@@ -185,6 +206,7 @@ func scanLoop(s *scanParams, args []*tensor, body func(in []*tensor, donate []bo
 // there (compiler.Program.RunInto), so ys are neither allocated per step
 // nor stacked after.
 func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []bool, dst []*tensor) []*tensor, donating, into bool) []*tensor {
+	checkStacked(s)
 	g := s.body
 	nC, nX := s.nCarry, s.nX
 	nY := len(g.Out) - nC
@@ -782,8 +804,11 @@ func StepRemat(policy SavePolicy) ScanOption {
 // leaves differ in leading size (naming the leaves) or disagree with
 // Length, when xs has no leaves and Length is not given, when Length is
 // negative, when Unroll is less than 1, when f returns nil or a tree
-// with a nil tensor, or when f's carry differs from init in structure,
-// shape or dtype (naming the leaf path); otherwise it panics as f does.
+// with a nil tensor, when f's carry differs from init in structure,
+// shape or dtype (naming the leaf path), or when the stacked ys would be
+// too large (their size overflows int or exceeds the allocation limit,
+// peel.SetMaxAllocBytes; checked before the first step); otherwise it
+// panics as f does.
 func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOption) (C, Y) {
 	const op = "transforms.Scan"
 	defer interp.Annotate(op)

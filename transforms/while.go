@@ -266,7 +266,12 @@ func (w *whileParams) jvp(has []bool) *whileParams {
 	}
 	body := interp.TraceAvals("while", func(xs []*tensor) []*tensor {
 		ps, ts := split(xs)
-		outs, touts := jvpFlat("while", func(a []*tensor) []*tensor { return w.body.Eval(a...) }, ps, ts)
+		// evalInlined with decompose, as Scan's and Checkpoint's J: a
+		// composite without a JVP rule of its own (a user-defined op, a
+		// compiled call) runs as its decomposition, since its derivative
+		// (composite_lin) would hold values of this trace, dead once it
+		// returns, in its parameters.
+		outs, touts := jvpFlat("while", func(a []*tensor) []*tensor { return evalInlined(w.body, a, true) }, ps, ts)
 		res := append([]*tensor(nil), outs...)
 		for i := 0; i < nC; i++ {
 			if has[i] {
