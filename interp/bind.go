@@ -57,6 +57,9 @@ func Bind(p *Prim, params any, args ...*Tensor) []*Tensor {
 			}
 		}
 	}
+	if p.Kind == Mutation && bodyTraces.Load() != 0 {
+		checkBodyWrite(p, top, args[0])
+	}
 	if top == nil {
 		return Eval(p, params, args)
 	}

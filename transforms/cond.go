@@ -475,6 +475,12 @@ func untakenStopped(idx *tensor, k, n, size int, ops []*tensor, dims []int) ([]*
 // A CustomJVP or CustomVJP inside a branch keeps its rule (staging
 // records the call as one equation).
 //
+// A branch may write in place into tensors it makes; a write into a
+// tensor captured from outside the branch panics with *peel.Error naming
+// the write and Cond (or Switch), whichever branch is taken: every
+// branch is traced, so the write would happen while tracing, once, taken
+// or not. Return the new value instead.
+//
 // The operands are a tree (see Grad). Cond panics with *peel.Error when
 // pred is nil or not a scalar, when a function is nil or returns nil or
 // a tree with a nil tensor, or when the two results differ in structure,
@@ -501,9 +507,9 @@ func Cond[A, R any](pred *peel.Tensor, trueFn, falseFn func(A) R, operands A) R 
 // an int64 scalar tensor, clamped to [0, len(branches)-1]. Every
 // branch is traced on the operands' types and must return a tree of the
 // same structure with leaves of the same shapes and dtypes; branches may
-// capture tensors. Eagerly only the branch taken runs; under Compile,
-// autodiff with a traced index, and Vmap with a batched index it behaves
-// as Cond does.
+// capture tensors (but not write into them, as in Cond). Eagerly only
+// the branch taken runs; under Compile, autodiff with a traced index,
+// and Vmap with a batched index it behaves as Cond does.
 //
 // Switch panics with *peel.Error when index is nil, not a scalar or not
 // int64, when branches is empty, when a branch is nil or returns nil
@@ -555,7 +561,7 @@ func switchTree[A, R any](op string, idx *tensor, branches []func(A) R, names []
 		calls[k] = c
 		g := interp.TraceAvals("cond", func(in []*tensor) []*tensor {
 			return c.outLeaves(names[k], b(build[A](def, in)))
-		}, avals)
+		}, avals, interp.BodyTrace())
 		graphs[k], captured[k] = closureConvert(g)
 		if k == 0 {
 			continue

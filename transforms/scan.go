@@ -794,6 +794,11 @@ func StepRemat(policy SavePolicy) ScanOption {
 // the body's transpose in the other direction, without unrolling (a
 // CustomVJP inside f makes the derivative unroll the steps instead).
 //
+// f may write in place into tensors it makes; a write into a tensor
+// captured from outside f (whatever the value written) panics with
+// *peel.Error naming the write and Scan: f is traced once, so the write
+// would happen once, not at every step. Carry such a tensor instead.
+//
 // Unroll(n) traces f n times into the body instead (n steps per
 // iteration, and a scan of the remaining length%n steps), which gives
 // the compiler more to fuse per iteration at the price of a larger
@@ -984,7 +989,7 @@ func (st *scanStepper[C, X, Y]) bind(cl, xl []*tensor, n, g int, reverse bool) (
 			out = append(out, peel.Stack(col, 0))
 		}
 		return out
-	}, avals)
+	}, avals, interp.BodyTrace())
 	b, captured := closureConvert(body)
 	s := &scanParams{body: b, nCarry: nC, nX: nX, length: n, reverse: reverse, policy: st.policy}
 	outs := interp.Bind(scanPrim, s, append(ops, captured...)...)
@@ -1009,9 +1014,11 @@ func (st *scanStepper[C, X, Y]) bind(cl, xl []*tensor, n, g int, reverse bool) (
 // Cond or Switch). It is a Scan over the indices lo..hi-1, with Scan's
 // behavior under the transforms. When hi <= lo it returns init without
 // calling body. ForiLoop panics with *peel.Error when body is nil, when
-// body returns nil or a tree with a nil tensor, or when its carry
-// differs from init in structure, shape or dtype; otherwise it panics as
-// body does.
+// body returns nil or a tree with a nil tensor, when its carry differs
+// from init in structure, shape or dtype, when body writes in place into
+// a tensor captured from outside it (as Scan), or when lo and hi are too
+// far apart for the indices to be allocated ("too large"); otherwise it
+// panics as body does.
 func ForiLoop[C any](lo, hi int, body func(i *peel.Tensor, carry C) C, init C) C {
 	const op = "transforms.ForiLoop"
 	defer interp.Annotate(op)
