@@ -962,8 +962,11 @@ func TestLoopTooLarge(t *testing.T) {
 	fori := func(x *T) *T {
 		return transforms.ForiLoop(-(1 << 62), 1<<62, func(i, c *T) *T { return peel.Add(c, peel.AsType(i, peel.Float64)) }, x)
 	}
+	// Each slice's result is [1<<61] (a traced shape, not allocated
+	// while tracing); four of them stacked overflow int.
 	mapped := func(x *T) *T {
-		return peel.Sum(transforms.Map(func(r *T) *T { return peel.Sum(r) }, peel.BroadcastTo(x, 1<<62, 1<<2), 1))
+		ys := transforms.Map(func(r *T) *T { return peel.BroadcastTo(peel.Sum(r), 1<<61) }, peel.BroadcastTo(x, 4, 2), 1)
+		return peel.Sum(peel.Mul(ys, ys))
 	}
 	x := peel.Scalar(0.5)
 	for _, f := range []struct {
