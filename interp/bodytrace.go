@@ -31,17 +31,24 @@ var (
 	// bodyEpoch counts the body traces begun; every box records its
 	// value when it is made (born).
 	bodyEpoch atomic.Uint64
-	// bodyTraces counts the body traces in progress, in any goroutine.
-	bodyTraces atomic.Int64
-	bodyMu     sync.Mutex
-	bodyScopes = map[uint64][]*bodyScope{} // goroutine id → its body traces, innermost last
+	// bodyTraces counts the body traces in progress, in any goroutine;
+	// captureTraces those of them made with CaptureTrace.
+	bodyTraces, captureTraces atomic.Int64
+	// bodyScopes maps a goroutine's id to its *goScopes, which only that
+	// goroutine reads and writes.
+	bodyScopes sync.Map
 )
 
-// bodyScope is one body trace in progress: its level and its epoch (the
-// boxes made since have born ≥ epoch).
+// goScopes are one goroutine's body traces in progress, innermost last.
+type goScopes struct{ s []*bodyScope }
+
+// bodyScope is one body trace in progress: its level, its epoch (the
+// boxes made since have born ≥ epoch) and whether it captures
+// (CaptureTrace).
 type bodyScope struct {
-	level *Level
-	epoch uint64
+	level   *Level
+	epoch   uint64
+	capture bool
 }
 
 // born is the birth stamp of a box made now.
@@ -54,48 +61,74 @@ func BodyTrace() TraceOption { return func(s *stager) { s.body = true } }
 
 // beginBody registers the body trace of level l for the calling
 // goroutine and returns the function that ends it.
-func beginBody(l *Level) func() {
-	sc := &bodyScope{level: l, epoch: bodyEpoch.Add(1)}
+func beginBody(l *Level, capture bool) func() {
+	sc := &bodyScope{level: l, epoch: bodyEpoch.Add(1), capture: capture}
 	g := goid()
-	bodyMu.Lock()
-	bodyScopes[g] = append(bodyScopes[g], sc)
-	bodyMu.Unlock()
+	v, _ := bodyScopes.LoadOrStore(g, &goScopes{})
+	gs := v.(*goScopes)
+	gs.s = append(gs.s, sc)
 	bodyTraces.Add(1)
-	return func() {
-		bodyTraces.Add(-1)
-		bodyMu.Lock()
-		s := bodyScopes[g]
-		for i := len(s) - 1; i >= 0; i-- {
-			if s[i] == sc {
-				s = append(s[:i], s[i+1:]...)
-				break
-			}
-		}
-		if len(s) == 0 {
-			delete(bodyScopes, g)
-		} else {
-			bodyScopes[g] = s
-		}
-		bodyMu.Unlock()
+	if capture {
+		captureTraces.Add(1)
 	}
+	return func() {
+		if capture {
+			captureTraces.Add(-1)
+		}
+		bodyTraces.Add(-1)
+		gs.s = gs.s[:len(gs.s)-1]
+		if len(gs.s) == 0 {
+			bodyScopes.Delete(g)
+		}
+	}
+}
+
+// scopes returns the calling goroutine's body traces in progress.
+func scopes() []*bodyScope {
+	v, ok := bodyScopes.Load(goid())
+	if !ok {
+		return nil
+	}
+	return v.(*goScopes).s
+}
+
+// CaptureTrace is BodyTrace that also stages, into this trace, every
+// primitive the function applies to tensors of lower levels (values of
+// enclosing transforms it captured), as JAX's tracing of a branch does:
+// without it, dispatch by the operands' levels runs such a primitive
+// outside the trace, once, whether the branch is taken or not (Cond's
+// branches use it, so that what a branch computes from a captured tracer
+// is selected, and differentiated, with the branch).
+func CaptureTrace() TraceOption { return func(s *stager) { s.body, s.capture = true, true } }
+
+// captureLevel returns the level of the innermost capturing body trace
+// of the calling goroutine above top, or nil: Bind hands it the
+// primitive whose highest operand level is top.
+func captureLevel(top *Level) *Level {
+	if st, ok := top.interp.(*stager); ok && st.capture {
+		return nil // already that trace's (or an inner one's) primitive
+	}
+	s := scopes()
+	for i := len(s) - 1; i >= 0; i-- {
+		if sc := s[i]; sc.capture && sc.level.id > top.id {
+			return sc.level
+		}
+	}
+	return nil
 }
 
 // checkBodyWrite panics with *Error when mutation p, handled at level top
 // (nil: eval), writes dst, a tensor made before a body trace of the
 // calling goroutine that runs above top.
 func checkBodyWrite(p *Prim, top *Level, dst *Tensor) {
-	g := goid()
-	bodyMu.Lock()
-	scopes := bodyScopes[g]
 	var hit *bodyScope
 	b := BaseOf(dst)
-	for _, sc := range scopes {
+	for _, sc := range scopes() {
 		if (top == nil || sc.level.id > top.id) && b.born < sc.epoch {
 			hit = sc
 			break
 		}
 	}
-	bodyMu.Unlock()
 	if hit == nil {
 		return
 	}

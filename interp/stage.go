@@ -12,8 +12,9 @@ type stager struct {
 	viewed map[*Tensor]bool
 	// decompose makes composites with Whole decompose too.
 	decompose bool
-	// body marks a trace of control flow's function (BodyTrace).
-	body bool
+	// body marks a trace of control flow's function (BodyTrace);
+	// capture one that stages what it captures (CaptureTrace).
+	body, capture bool
 	// data is the level's data (LevelData).
 	data any
 	// sources, when set, receives the tensors the graph's constants were
@@ -227,7 +228,7 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 	s.level = NewLevel(name, s).WithData(s.data)
 	defer s.level.End()
 	if s.body {
-		defer beginBody(s.level)()
+		defer beginBody(s.level, s.capture)()
 	}
 	in := make([]*Tensor, len(avals))
 	for i, a := range avals {

@@ -467,10 +467,9 @@ func untakenStopped(idx *tensor, k, n, size int, ops []*tensor, dims []int) ([]*
 // and the results are selected lane by lane, so the effects of both
 // happen; the gradient is that of the branch each lane takes (a branch
 // not taken sees its operands through StopGradient on that lane, so an
-// infinite derivative there, such as Sqrt's at 0, does not make it NaN).
-// An operation of a branch on a tensor it captures, rather than on its
-// operands, runs when the branch is traced, outside the branch: pass
-// such tensors as operands.
+// infinite derivative there, such as Sqrt's at 0, does not make it NaN;
+// what a branch computes from a captured tracer of an enclosing
+// transform is traced into the branch, so this holds for it too).
 //
 // A CustomJVP or CustomVJP inside a branch keeps its rule (staging
 // records the call as one equation).
@@ -561,7 +560,7 @@ func switchTree[A, R any](op string, idx *tensor, branches []func(A) R, names []
 		calls[k] = c
 		g := interp.TraceAvals("cond", func(in []*tensor) []*tensor {
 			return c.outLeaves(names[k], b(build[A](def, in)))
-		}, avals, interp.BodyTrace())
+		}, avals, interp.CaptureTrace())
 		graphs[k], captured[k] = closureConvert(g)
 		if k == 0 {
 			continue

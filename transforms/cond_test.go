@@ -497,6 +497,20 @@ func TestCondGradVmapNan(t *testing.T) {
 	// zeros, the taken branch being a constant.
 	g := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(safe)(x)) })(peel.Zeros(peel.Float64, 10))
 	nearFinite(t, "grad(vmap(cond)) at zeros", g.Float64s(), make([]float64, 10), 0)
+	// The form, JAX's own: x captured by the branches, no
+	// operands (the branch's Sqrt of a captured tracer is staged into
+	// the branch, interp.CaptureTrace, so it is selected with it).
+	captured := func(x *T) *T {
+		return transforms.Cond(peel.Less(x, eps),
+			func(struct{}) *T { return peel.Scalar(eps) }, func(struct{}) *T { return peel.Sqrt(x) }, struct{}{})
+	}
+	g = transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(captured)(x)) })(peel.Zeros(peel.Float64, 10))
+	nearFinite(t, "grad(vmap(cond)) at zeros, x captured", g.Float64s(), make([]float64, 10), 0)
+	xs4 := peel.FromFloat64s([]float64{0, 4, 0, 0.25})
+	g = transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(captured)(x)) })(xs4)
+	nearFinite(t, "grad(vmap(cond)), x captured", g.Float64s(), []float64{0, 0.25, 0, 1}, 1e-15)
+	g = transforms.Compile(transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(captured)(x)) })).Call(xs4)
+	nearFinite(t, "compile(grad(vmap(cond))), x captured", g.Float64s(), []float64{0, 0.25, 0, 1}, 1e-15)
 
 	// Three branches, each with an infinite derivative where another is
 	// taken: 0 at x < eps, sqrt(x) on [eps, 2], log(x-2) above 2.
