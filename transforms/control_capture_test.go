@@ -1,6 +1,8 @@
 package transforms_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -121,5 +123,64 @@ func TestControlFlowLocalWrite(t *testing.T) {
 				near(t, "local write", got.Float64s(), want.Float64s(), 1e-15)
 			})
 		}
+	}
+}
+
+// TestControlFlowCapturedWriteConcurrent: the check is per goroutine.
+// While goroutines trace loop bodies and branches (some refused for a
+// captured write, some fine), other goroutines write in place into
+// tensors they made before, eagerly and under Vmap: those writes are
+// theirs, not a body's, and must neither fail nor be lost.
+func TestControlFlowCapturedWriteConcurrent(t *testing.T) {
+	const workers, rounds = 4, 50
+	errs := make(chan string, 4*workers)
+	done := make(chan struct{})
+	for w := 0; w < workers; w++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			acc := f64(0, 0)
+			for r := 0; r < rounds; r++ {
+				err := peel.Catch(func() {
+					transforms.WhileLoop(func(c *T) *T { return peel.Less(peel.Sum(c), 20.0) },
+						func(c *T) *T { peel.AddInPlace(acc, 1.0); return peel.Mul(c, 2.0) }, f64(0.5, 1))
+				})
+				if err == nil || !strings.Contains(err.Error(), "captured") {
+					errs <- "a captured write in a body was not refused: " + fmt.Sprint(err)
+					return
+				}
+				x := f64(0.5, 1)
+				if got := controlPrims[0].run(x, func(c *T) *T { return peel.Mul(c, 3.0) }).Float64s(); got[1] != 3 {
+					errs <- fmt.Sprint("cond gave ", got)
+					return
+				}
+			}
+			if a := acc.Float64s(); a[0] != 0 {
+				errs <- fmt.Sprint("the refused writes happened: ", a)
+			}
+		}()
+		go func() {
+			defer func() { done <- struct{}{} }()
+			own := f64(0, 0)
+			lanes := peel.Zeros(peel.Float64, 3, 2)
+			for r := 0; r < rounds; r++ {
+				if err := peel.Catch(func() {
+					peel.AddInPlace(own, 1.0)
+					transforms.Vmap(func(l *T) *T { peel.AddInPlace(l, 1.0); return l })(lanes)
+				}); err != nil {
+					errs <- "an eager write outside any body failed: " + err.Error()
+					return
+				}
+			}
+			if o, l := own.Float64s(), lanes.Float64s(); o[0] != rounds || l[0] != rounds {
+				errs <- fmt.Sprint("eager writes lost: ", o, l)
+			}
+		}()
+	}
+	for i := 0; i < 2*workers; i++ {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
