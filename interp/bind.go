@@ -57,6 +57,16 @@ func Bind(p *Prim, params any, args ...*Tensor) []*Tensor {
 			}
 		}
 	}
+	if p.Kind == Mutation && bodyTraces.Load() != 0 {
+		checkBodyWrite(p, top, args[0])
+	}
+	if top != nil && captureTraces.Load() != 0 {
+		// A branch being traced stages what it computes from the
+		// tracers it captured (CaptureTrace).
+		if l := captureLevel(top); l != nil {
+			top = l
+		}
+	}
 	if top == nil {
 		return Eval(p, params, args)
 	}

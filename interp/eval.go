@@ -144,7 +144,7 @@ func evalOne(be backend.Backend, p *Prim, params any, args []*Tensor, o Aval) []
 	f := newFrame(args)
 	f.out[0] = backend.Array{Buf: alloc(be, o.DType, o.Shape), Shape: o.Shape}
 	be.Exec(p.Op, params, f.ins(len(args)), f.out[:])
-	r := &result{t: Tensor{shape: shapeOf(o.Shape), dtype: o.DType, strides: f.out[0].Strides, offset: f.out[0].Offset, be: be}}
+	r := &result{t: Tensor{shape: shapeOf(o.Shape), dtype: o.DType, strides: f.out[0].Strides, offset: f.out[0].Offset, be: be, born: born()}}
 	r.st.init(f.out[0].Buf)
 	r.t.st = &r.st
 	r.res[0] = &r.t
@@ -182,10 +182,10 @@ func evalView(be backend.Backend, p *Prim, params any, x *Tensor, out Aval) *Ten
 		// (like torch's reshape of a non-contiguous tensor).
 		c := Contiguous(x)
 		arr, _ = p.ViewArray(params, c.array())
-		return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, strides: arr.Strides, offset: arr.Offset, st: c.st, be: be}
+		return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, strides: arr.Strides, offset: arr.Offset, st: c.st, be: be, born: born()}
 	}
 	base := BaseOf(x)
-	return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, strides: arr.Strides, offset: arr.Offset, st: x.st, be: be,
+	return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, strides: arr.Strides, offset: arr.Offset, st: x.st, be: be, born: born(),
 		view: &View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.gen}}
 }
 

@@ -14,6 +14,9 @@ type stager struct {
 	viewed map[*Tensor]bool
 	// decompose makes composites with Whole decompose too.
 	decompose bool
+	// body marks a trace of control flow's function (BodyTrace);
+	// capture one that stages what it captures (CaptureTrace).
+	body, capture bool
 	// data is the level's data (LevelData).
 	data any
 	// sources, when set, receives the tensors the graph's constants were
@@ -234,7 +237,7 @@ func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tenso
 		o := &stagedOne{v: Var{ID: s.nextID, Aval: outs[0]}}
 		s.nextID++
 		o.st = stageTracer{s: s, v: &o.v}
-		o.t = Tensor{shape: shapeOf(outs[0].Shape), dtype: outs[0].DType, tr: &o.st}
+		o.t = Tensor{shape: shapeOf(outs[0].Shape), dtype: outs[0].DType, tr: &o.st, born: born()}
 		o.res[0] = &o.t
 		e.Out[0] = &o.v
 		res = o.res[:]
@@ -305,6 +308,9 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 	}
 	s.level = NewLevel(name, s).WithData(s.data)
 	defer s.level.End()
+	if s.body {
+		defer beginBody(s.level, s.capture)()
+	}
 	in := make([]*Tensor, len(avals))
 	for i, a := range avals {
 		v := s.newVar(a)

@@ -168,6 +168,8 @@ type Tensor struct {
 	gen uint64
 	// version counts Rebinds: a change of content.
 	version uint64
+	// born is bodyEpoch when the box was made (checkBodyWrite).
+	born uint64
 }
 
 // storage is the memory that aliasing concrete tensors share: a base,
@@ -249,7 +251,7 @@ func (t *Tensor) release() {
 // concreteTensor returns a concrete tensor with layout arr in a new
 // storage holding arr.Buf.
 func concreteTensor(be backend.Backend, arr backend.Array) *Tensor {
-	return &Tensor{shape: shapeOf(arr.Shape), dtype: arr.Buf.DType(), strides: arr.Strides, offset: arr.Offset, st: newStorage(arr.Buf), be: be}
+	return &Tensor{shape: shapeOf(arr.Shape), dtype: arr.Buf.DType(), strides: arr.Strides, offset: arr.Offset, st: newStorage(arr.Buf), be: be, born: born()}
 }
 
 // array returns the concrete array: the layout over the storage's
@@ -278,11 +280,11 @@ func (t *Tensor) arrayInto(dst *backend.Array) {
 // Graph keeps the values its constants had when they were traced.
 func (t *Tensor) Snapshot() *Tensor {
 	if t.tr != nil {
-		return &Tensor{shape: t.shape, dtype: t.dtype, tr: t.tr}
+		return &Tensor{shape: t.shape, dtype: t.dtype, tr: t.tr, born: born()}
 	}
 	b := t.st.cur
 	b.refs.Add(1)
-	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: &storage{buf: t.st.buf, cur: b}, be: t.be}
+	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: &storage{buf: t.st.buf, cur: b}, be: t.be, born: born()}
 }
 
 // View records how a view tensor was made from its base, so interpreters
@@ -314,13 +316,13 @@ func NewTracer(a Aval, tr Tracer) *Tensor {
 	if tr == nil {
 		panic(&Error{Ops: []string{"interp.NewTracer"}, Msg: "nil tracer payload (use interp.Placeholder for a tensor known only by its shape and dtype)", Operands: []string{a.String()}})
 	}
-	return &Tensor{shape: shapeOf(a.Shape), dtype: a.DType, tr: tr}
+	return &Tensor{shape: shapeOf(a.Shape), dtype: a.DType, tr: tr, born: born()}
 }
 
 // TracerValue returns, by value, the box NewTracer would allocate, for
 // interpreters that allocate the box together with their payload.
 func TracerValue(a Aval, tr Tracer) Tensor {
-	return Tensor{shape: shapeOf(a.Shape), dtype: a.DType, tr: tr}
+	return Tensor{shape: shapeOf(a.Shape), dtype: a.DType, tr: tr, born: born()}
 }
 
 // scalarShape is the shape of every rank-0 tensor: empty but not nil, so
@@ -398,7 +400,7 @@ func (t *Tensor) BumpGeneration() { t.gen++ }
 // tracer), without t's view record. Interpreters that adopt a box use it
 // to keep the content the box had below their level.
 func (t *Tensor) NewBox() *Tensor {
-	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: t.st, be: t.be, tr: t.tr}
+	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: t.st, be: t.be, tr: t.tr, born: born()}
 }
 
 // Rebind replaces t's content with src's content (concrete array or

@@ -409,14 +409,46 @@ func condBatch(prim *interp.Prim) batching.Rule {
 		}
 		// A batched index (a scalar: its physical value is [size]):
 		// every branch on every lane, selected per lane.
-		idx := vals[0]
+		idx := batching.ToFront(vals[0], dims[0], size)
 		outs := make([][]*tensor, len(c.branches))
 		for k, g := range c.branches {
-			outs[k] = vmapped(size, odims, func(xs []*tensor) []*tensor { return g.Eval(xs...) })(ops)
+			in, indims := untakenStopped(idx, k, len(c.branches), size, ops, odims)
+			outs[k] = vmapped(size, indims, func(xs []*tensor) []*tensor { return g.Eval(xs...) })(in)
 		}
 		res := selectBranches(idx, outs)
 		return res, make([]int, len(res))
 	}
+}
+
+// untakenStopped returns branch k's operands for a batched index idx
+// (physical, [size]): each float operand, batched at 0, with its lanes
+// where idx is not k replaced by their StopGradient (JAX's where-trick,
+// as lax.cond's batching rule does). Every branch runs on every lane, and
+// the output select gives a lane not taken a zero cotangent, which the
+// branch's backward pass would multiply into its derivative there: an
+// infinite or NaN one (Sqrt at 0, Log at 0, a division by 0) makes it
+// NaN. With the operand stopped on those lanes no cotangent flows back
+// through them, so their NaN never reaches the operands' gradients: the
+// gradient of a batched Cond is that of the branches taken.
+func untakenStopped(idx *tensor, k, n, size int, ops []*tensor, dims []int) ([]*tensor, []int) {
+	if n == 1 {
+		return ops, dims
+	}
+	in, indims := make([]*tensor, len(ops)), append([]int(nil), dims...)
+	var taken *tensor
+	for i, v := range ops {
+		if !v.DType().IsFloat() {
+			in[i] = v
+			continue
+		}
+		if taken == nil {
+			taken = peel.Equal(idx, peel.AsType(peel.Scalar(int64(k)), idx.DType()))
+		}
+		v = batching.ToFront(v, dims[i], size)
+		m := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: v.Shape(), Dims: []int{0}}, taken)
+		in[i], indims[i] = interp.Bind1(prims.Where, nil, m, v, interp.Bind1(prims.StopGradient, nil, v)), 0
+	}
+	return in, indims
 }
 
 // Cond returns trueFn(operands) when pred is true and falseFn(operands)
@@ -433,10 +465,20 @@ func condBatch(prim *interp.Prim) batching.Rule {
 // passes and a cond of their backward passes, and runs one branch of
 // each. Under Vmap with a batched pred both branches run on every lane
 // and the results are selected lane by lane, so the effects of both
-// happen.
+// happen; the gradient is that of the branch each lane takes (a branch
+// not taken sees its operands through StopGradient on that lane, so an
+// infinite derivative there, such as Sqrt's at 0, does not make it NaN;
+// what a branch computes from a captured tracer of an enclosing
+// transform is traced into the branch, so this holds for it too).
 //
 // A CustomJVP or CustomVJP inside a branch keeps its rule (staging
 // records the call as one equation).
+//
+// A branch may write in place into tensors it makes; a write into a
+// tensor captured from outside the branch panics with *peel.Error naming
+// the write and Cond (or Switch), whichever branch is taken: every
+// branch is traced, so the write would happen while tracing, once, taken
+// or not. Return the new value instead.
 //
 // The operands are a tree (see Grad). Cond panics with *peel.Error when
 // pred is nil or not a scalar, when a function is nil or returns nil or
@@ -464,9 +506,9 @@ func Cond[A, R any](pred *peel.Tensor, trueFn, falseFn func(A) R, operands A) R 
 // an int64 scalar tensor, clamped to [0, len(branches)-1]. Every
 // branch is traced on the operands' types and must return a tree of the
 // same structure with leaves of the same shapes and dtypes; branches may
-// capture tensors. Eagerly only the branch taken runs; under Compile,
-// autodiff with a traced index, and Vmap with a batched index it behaves
-// as Cond does.
+// capture tensors (but not write into them, as in Cond). Eagerly only
+// the branch taken runs; under Compile, autodiff with a traced index,
+// and Vmap with a batched index it behaves as Cond does.
 //
 // Switch panics with *peel.Error when index is nil, not a scalar or not
 // int64, when branches is empty, when a branch is nil or returns nil
@@ -518,7 +560,7 @@ func switchTree[A, R any](op string, idx *tensor, branches []func(A) R, names []
 		calls[k] = c
 		g := interp.TraceAvals("cond", func(in []*tensor) []*tensor {
 			return c.outLeaves(names[k], b(build[A](def, in)))
-		}, avals)
+		}, avals, interp.CaptureTrace())
 		graphs[k], captured[k] = closureConvert(g)
 		if k == 0 {
 			continue

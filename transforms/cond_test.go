@@ -1,6 +1,7 @@
 package transforms_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -466,4 +467,85 @@ func TestTracedReadPointsToControlFlow(t *testing.T) {
 	}
 	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sum(f(x)) })(f64(1, 2)) }, "transforms.Cond", "transforms.Scan", "transforms.WhileLoop")
 	wantError(t, func() { transforms.Vmap(f)(f64(1, 2)) }, "transforms.Cond")
+}
+
+// nearFinite is near that also fails on a NaN or infinite value, which
+// near's comparison lets through.
+func nearFinite(t *testing.T, what string, got, want []float64, tol float64) {
+	t.Helper()
+	for i, v := range got {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("%s: element %d is %v, want %v (all: %v vs %v)", what, i, v, want[i], got, want)
+		}
+	}
+	near(t, what, got, want, tol)
+}
+
+// TestCondGradVmapNan is JAX's testCondGradVmapNan, with a batched
+// Switch index too: under Vmap with a batched predicate every branch
+// runs on every lane, and the gradient must not carry the NaN that a
+// branch not taken gets from its infinite derivative there (Sqrt and Log
+// at 0). The oracle is each lane's eager gradient, in which only the
+// taken branch is differentiated.
+func TestCondGradVmapNan(t *testing.T) {
+	const eps = 1e-3
+	safe := func(x *T) *T {
+		return transforms.Cond(peel.Less(x, eps),
+			func(x *T) *T { return peel.FullLike(x, eps) }, peel.Sqrt, x)
+	}
+	// JAX: grad(lambda x: vmap(safe1)(x).sum())(zeros(10)) is finite:
+	// zeros, the taken branch being a constant.
+	g := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(safe)(x)) })(peel.Zeros(peel.Float64, 10))
+	nearFinite(t, "grad(vmap(cond)) at zeros", g.Float64s(), make([]float64, 10), 0)
+	// The form, JAX's own: x captured by the branches, no
+	// operands (the branch's Sqrt of a captured tracer is staged into
+	// the branch, interp.CaptureTrace, so it is selected with it).
+	captured := func(x *T) *T {
+		return transforms.Cond(peel.Less(x, eps),
+			func(struct{}) *T { return peel.Scalar(eps) }, func(struct{}) *T { return peel.Sqrt(x) }, struct{}{})
+	}
+	g = transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(captured)(x)) })(peel.Zeros(peel.Float64, 10))
+	nearFinite(t, "grad(vmap(cond)) at zeros, x captured", g.Float64s(), make([]float64, 10), 0)
+	xs4 := peel.FromFloat64s([]float64{0, 4, 0, 0.25})
+	g = transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(captured)(x)) })(xs4)
+	nearFinite(t, "grad(vmap(cond)), x captured", g.Float64s(), []float64{0, 0.25, 0, 1}, 1e-15)
+	g = transforms.Compile(transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(captured)(x)) })).Call(xs4)
+	nearFinite(t, "compile(grad(vmap(cond))), x captured", g.Float64s(), []float64{0, 0.25, 0, 1}, 1e-15)
+
+	// Three branches, each with an infinite derivative where another is
+	// taken: 0 at x < eps, sqrt(x) on [eps, 2], log(x-2) above 2.
+	piece := func(x *T) *T {
+		k := peel.Add(peel.AsType(peel.GreaterEqual(x, eps), peel.Int64), peel.AsType(peel.Greater(x, 2.0), peel.Int64))
+		return transforms.Switch(k, []func(*T) *T{
+			func(x *T) *T { return peel.Mul(x, 0.0) },
+			peel.Sqrt,
+			func(x *T) *T { return peel.Log(peel.Sub(x, 2.0)) },
+		}, x)
+	}
+	withSafe := func(x *T) *T { return peel.Add(piece(x), safe(x)) }
+	xs := []float64{0, 0, 1, 4, 2, 0.25, 3, 0}
+	x := peel.FromFloat64s(xs)
+	var want []float64
+	for _, v := range xs {
+		want = append(want, transforms.Grad(withSafe)(peel.Scalar(v)).Item())
+	}
+	for _, w := range want {
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			t.Fatalf("oracle not finite: %v", want)
+		}
+	}
+	sumV := func(x *T) *T { return peel.Sum(transforms.Vmap(withSafe)(x)) }
+	nearFinite(t, "grad(vmap(switch))", transforms.Grad(sumV)(x).Float64s(), want, 1e-15)
+	nearFinite(t, "compile(grad(vmap(switch)))", transforms.Compile(transforms.Grad(sumV)).Call(x).Float64s(), want, 1e-15)
+	nearFinite(t, "vmap(grad(switch))", transforms.Vmap(transforms.Grad(withSafe))(x).Float64s(), want, 1e-15)
+	_, vjp := transforms.VJP(transforms.Vmap(withSafe), x)
+	nearFinite(t, "vjp(vmap(switch))", vjp(peel.OnesLike(x)).Float64s(), want, 1e-15)
+	_, tan := transforms.JVP(transforms.Vmap(withSafe), x, peel.OnesLike(x))
+	nearFinite(t, "jvp(vmap(switch))", tan.Float64s(), want, 1e-15)
+	jac := transforms.Jacrev(transforms.Vmap(withSafe))(x)
+	var diag []float64
+	for i := range xs {
+		diag = append(diag, peel.Index(peel.Index(jac, i), i).Item())
+	}
+	nearFinite(t, "jacrev(vmap(switch)) diagonal", diag, want, 1e-15)
 }

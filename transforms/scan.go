@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/treeimpl"
@@ -157,9 +158,29 @@ func scanAbstract(params any, in []interp.Aval) []interp.Aval {
 	return out
 }
 
-// stackedAval is a with a leading axis of size n.
+// stackedAval is a with a leading axis of size n. It panics with
+// *interp.Error when that shape is too large (backend.CheckedSize), as
+// every shape rule does.
 func stackedAval(n int, a interp.Aval) interp.Aval {
-	return interp.Aval{Shape: append([]int{n}, a.Shape...), DType: a.DType}
+	shape := append([]int{n}, a.Shape...)
+	if _, err := backend.CheckedSize(shape); err != nil {
+		panic(&interp.Error{Msg: "the stacked ys: " + err.Error()})
+	}
+	return interp.Aval{Shape: shape, DType: a.DType}
+}
+
+// checkStacked panics with *interp.Error, before a loop of s runs, when
+// a stacked y it would return exceeds the allocation limit
+// (backend.AllocSize, as every buffer peel allocates is checked), rather
+// than when the steps' ys are gathered.
+func checkStacked(s *scanParams) {
+	g := s.body
+	for _, v := range g.Out[s.nCarry:] {
+		a := stackedAval(s.length, v.Aval)
+		if _, err := backend.AllocSize(a.DType, a.Shape); err != nil {
+			panic(&interp.Error{Msg: "the stacked ys: " + err.Error()})
+		}
+	}
 }
 
 // scanRun is the loop: it runs the body length times on args (the carry
@@ -186,6 +207,7 @@ func scanLoop(s *scanParams, args []*tensor, body func(in []*tensor, donate []bo
 // there (compiler.Program.RunInto), so ys are neither allocated per step
 // nor stacked after.
 func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []bool, dst []*tensor) []*tensor, donating, into bool) []*tensor {
+	checkStacked(s)
 	g := s.body
 	nC, nX := s.nCarry, s.nX
 	nY := len(g.Out) - nC
@@ -773,6 +795,11 @@ func StepRemat(policy SavePolicy) ScanOption {
 // the body's transpose in the other direction, without unrolling (a
 // CustomVJP inside f makes the derivative unroll the steps instead).
 //
+// f may write in place into tensors it makes; a write into a tensor
+// captured from outside f (whatever the value written) panics with
+// *peel.Error naming the write and Scan: f is traced once, so the write
+// would happen once, not at every step. Carry such a tensor instead.
+//
 // Unroll(n) traces f n times into the body instead (n steps per
 // iteration, and a scan of the remaining length%n steps), which gives
 // the compiler more to fuse per iteration at the price of a larger
@@ -783,8 +810,11 @@ func StepRemat(policy SavePolicy) ScanOption {
 // leaves differ in leading size (naming the leaves) or disagree with
 // Length, when xs has no leaves and Length is not given, when Length is
 // negative, when Unroll is less than 1, when f returns nil or a tree
-// with a nil tensor, or when f's carry differs from init in structure,
-// shape or dtype (naming the leaf path); otherwise it panics as f does.
+// with a nil tensor, when f's carry differs from init in structure,
+// shape or dtype (naming the leaf path), or when the stacked ys would be
+// too large (their size overflows int or exceeds the allocation limit,
+// peel.SetMaxAllocBytes; checked before the first step); otherwise it
+// panics as f does.
 func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOption) (C, Y) {
 	const op = "transforms.Scan"
 	defer interp.Annotate(op)
@@ -960,7 +990,7 @@ func (st *scanStepper[C, X, Y]) bind(cl, xl []*tensor, n, g int, reverse bool) (
 			out = append(out, peel.Stack(col, 0))
 		}
 		return out
-	}, avals)
+	}, avals, interp.BodyTrace())
 	b, captured := closureConvert(body)
 	s := &scanParams{body: b, nCarry: nC, nX: nX, length: n, reverse: reverse, policy: st.policy}
 	outs := interp.Bind(scanPrim, s, append(ops, captured...)...)
@@ -985,9 +1015,11 @@ func (st *scanStepper[C, X, Y]) bind(cl, xl []*tensor, n, g int, reverse bool) (
 // Cond or Switch). It is a Scan over the indices lo..hi-1, with Scan's
 // behavior under the transforms. When hi <= lo it returns init without
 // calling body. ForiLoop panics with *peel.Error when body is nil, when
-// body returns nil or a tree with a nil tensor, or when its carry
-// differs from init in structure, shape or dtype; otherwise it panics as
-// body does.
+// body returns nil or a tree with a nil tensor, when its carry differs
+// from init in structure, shape or dtype, when body writes in place into
+// a tensor captured from outside it (as Scan), or when lo and hi are too
+// far apart for the indices to be allocated ("too large"); otherwise it
+// panics as body does.
 func ForiLoop[C any](lo, hi int, body func(i *peel.Tensor, carry C) C, init C) C {
 	const op = "transforms.ForiLoop"
 	defer interp.Annotate(op)

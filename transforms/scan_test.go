@@ -941,3 +941,52 @@ func TestScanCompiledAccumulatesInPlace(t *testing.T) {
 		t.Errorf("a compiled call allocates %d bytes: the accumulator is not updated in place", b)
 	}
 }
+
+// TestLoopTooLarge: a loop whose stacked results cannot be allocated
+// panics with the "too large" *peel.Error every other size gets
+// (backend.CheckedSize, backend.AllocSize), eagerly and under every
+// transform, before any step runs; it used to fail with a bare
+// "makeslice: len out of range" (or "buffer of negative size" under
+// Compile).
+func TestLoopTooLarge(t *testing.T) {
+	huge := transforms.Length(1 << 62)
+	scalarYs := func(x *T) *T {
+		_, ys := transforms.Scan(func(c *T, _ struct{}) (*T, *T) { return peel.Add(c, 1.0), c }, x, struct{}{}, huge)
+		return peel.Sum(peel.Mul(ys, ys))
+	}
+	// ys of [1<<62, 4] elements: the count itself overflows int.
+	vectorYs := func(x *T) *T {
+		_, ys := transforms.Scan(func(c *T, _ struct{}) (*T, *T) { return c, peel.Mul(c, peel.Ones(peel.Float64, 4)) }, x, struct{}{}, huge)
+		return peel.Sum(peel.Mul(ys, ys))
+	}
+	fori := func(x *T) *T {
+		return transforms.ForiLoop(-(1 << 62), 1<<62, func(i, c *T) *T { return peel.Add(c, peel.AsType(i, peel.Float64)) }, x)
+	}
+	// Each slice's result is [1<<61] (a traced shape, not allocated
+	// while tracing); four of them stacked overflow int.
+	mapped := func(x *T) *T {
+		ys := transforms.Map(func(r *T) *T { return peel.BroadcastTo(peel.Sum(r), 1<<61) }, peel.BroadcastTo(x, 4, 2), 1)
+		return peel.Sum(peel.Mul(ys, ys))
+	}
+	x := peel.Scalar(0.5)
+	for _, f := range []struct {
+		name string
+		f    func(*T) *T
+	}{{"scan", scalarYs}, {"scan rank 1", vectorYs}, {"fori", fori}, {"map", mapped}} {
+		for _, tr := range []struct {
+			name string
+			run  func()
+		}{
+			{"eager", func() { f.f(x) }},
+			{"jvp", func() { transforms.JVP(f.f, x, peel.OnesLike(x)) }},
+			{"grad", func() { transforms.Grad(f.f)(x) }},
+			{"jacfwd", func() { transforms.Jacfwd(f.f)(x) }},
+			{"vmap", func() { transforms.Vmap(f.f)(peel.FromFloat64s([]float64{1, 2})) }},
+			{"compile", func() { transforms.Compile(f.f).Call(x) }},
+			{"compile(grad)", func() { transforms.Compile(transforms.Grad(f.f)).Call(x) }},
+			{"functionalize", func() { transforms.Functionalize(f.f)(x) }},
+		} {
+			t.Run(f.name+"/"+tr.name, func(t *testing.T) { wantError(t, tr.run, "too large") })
+		}
+	}
+}

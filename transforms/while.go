@@ -266,7 +266,12 @@ func (w *whileParams) jvp(has []bool) *whileParams {
 	}
 	body := interp.TraceAvals("while", func(xs []*tensor) []*tensor {
 		ps, ts := split(xs)
-		outs, touts := jvpFlat("while", func(a []*tensor) []*tensor { return w.body.Eval(a...) }, ps, ts)
+		// evalInlined with decompose, as Scan's and Checkpoint's J: a
+		// composite without a JVP rule of its own (a user-defined op, a
+		// compiled call) runs as its decomposition, since its derivative
+		// (composite_lin) would hold values of this trace, dead once it
+		// returns, in its parameters.
+		outs, touts := jvpFlat("while", func(a []*tensor) []*tensor { return evalInlined(w.body, a, true) }, ps, ts)
 		res := append([]*tensor(nil), outs...)
 		for i := 0; i < nC; i++ {
 			if has[i] {
@@ -488,8 +493,11 @@ func init() {
 // result is that of running its own loop (the body runs on every lane
 // at every step, so its effects happen for finished lanes too).
 //
-// A body that writes in place into a tensor of its own works; a write
-// into a captured tensor is refused with *peel.Error, as in Scan.
+// A cond or body that writes in place into a tensor it makes works; a
+// write into a tensor captured from outside it (whatever the written
+// value) panics with *peel.Error naming the write and WhileLoop, as in
+// Scan and Cond: traced once, the write would happen once, not at every
+// step.
 //
 // init and the result are trees (see Grad). WhileLoop panics with
 // *peel.Error when cond or body is nil, when cond returns nil or a
@@ -521,11 +529,11 @@ func WhileLoop[C any](cond func(C) *peel.Tensor, body func(C) C, init C) C {
 			p = peel.NotEqual(p, peel.AsType(peel.Scalar(0.0), p.DType()))
 		}
 		return []*tensor{p}
-	}, avals)
+	}, avals, interp.BodyTrace())
 	cc := &customCall{op: op, in: cdef}
 	bg := interp.TraceAvals("while", func(in []*tensor) []*tensor {
 		return cc.outLeaves("body", body(build[C](cdef, in)))
-	}, avals)
+	}, avals, interp.BodyTrace())
 	if d := treeimpl.StructureDiff(cdef.Proto().Interface(), cc.out.Proto().Interface()); d != "" {
 		treeErrorf(op, "body must return a carry of init's structure: %s", d)
 	}
@@ -584,9 +592,10 @@ func withInputs(g *interp.Graph, n int, before, after []interp.Aval) *interp.Gra
 //
 // xs and the result are trees (see Grad). Map panics with *peel.Error
 // when f is nil, when xs has no tensor leaves, when an xs leaf is a
-// scalar, or when the xs leaves differ in leading size (naming the
-// leaves); otherwise it panics as f does (f must return a tree of the
-// same structure and types for every slice).
+// scalar, when the xs leaves differ in leading size (naming the
+// leaves), or when f writes in place into a tensor captured from outside
+// it (as Scan); otherwise it panics as f does (f must return a tree of
+// the same structure and types for every slice).
 func Map[X, Y any](f func(X) Y, xs X, batchSize int) Y {
 	const op = "transforms.Map"
 	defer interp.Annotate(op)

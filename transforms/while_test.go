@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/customop"
 	"github.com/peel-ml/peel/transforms"
 )
 
@@ -703,4 +704,48 @@ func TestWhileLoopMoreCompositions(t *testing.T) {
 	wantError(t, func() {
 		transforms.Grad(transforms.Checkpoint(func(x *T) *T { return peel.Sum(whileGeo(w, 20)(x)) }, transforms.NothingSaveable))(c0)
 	}, "transforms.WhileLoop", "Scan")
+}
+
+// whileOp is a user-defined op with a kernel-less composite and no JVP
+// rule of its own (its derivative is derived from the composite).
+var whileOp = customop.Define("test.while_softplus_step", 1, func(xs ...*T) *T {
+	return peel.Add(xs[0], peel.Log1p(peel.Exp(peel.Neg(xs[0]))))
+})
+
+// TestWhileLoopCustomOpForwardMode: forward mode through a WhileLoop
+// whose body calls user-defined ops without JVP rules (one composite
+// only, one with a kernel) works as it does in ForiLoop and Scan; it used
+// to fail with "escaped tracer: … belongs to a while that has already
+// returned", the ops' derived derivatives holding values of the trace of
+// the loop's JVP body.
+func TestWhileLoopCustomOpForwardMode(t *testing.T) {
+	for _, op := range []*customop.Op{whileOp, plainOp} {
+		t.Run(op.Name(), func(t *testing.T) {
+			step := func(c *T) *T { return peel.Add(op.Call(c), 0.25) }
+			cond := func(c *T) *T { return peel.Less(peel.Sum(c), 6.0) }
+			f := func(x *T) *T { return transforms.WhileLoop(cond, step, x) }
+			x := f64(0.5, -0.25, 1)
+			n := 0
+			for c := x; cond(c).Item() != 0; c = step(c) {
+				n++
+			}
+			fori := func(x *T) *T { return transforms.ForiLoop(0, n, func(_ *T, c *T) *T { return step(c) }, x) }
+			v := f64(1, -2, 0.5)
+			p, tan := transforms.JVP(f, x, v)
+			wp, wt := transforms.JVP(fori, x, v)
+			near(t, "jvp primal", p.Float64s(), wp.Float64s(), 1e-15)
+			near(t, "jvp tangent", tan.Float64s(), wt.Float64s(), 1e-14)
+			// The tangent against central differences along v.
+			const h = 1e-6
+			fd := peel.Div(peel.Sub(f(peel.Add(x, peel.Mul(v, h))), f(peel.Sub(x, peel.Mul(v, h)))), 2*h)
+			near(t, "jvp vs finite differences", tan.Float64s(), fd.Float64s(), 1e-6)
+			near(t, "jacfwd", transforms.Jacfwd(f)(x).Float64s(), transforms.Jacfwd(fori)(x).Float64s(), 1e-14)
+			cj := transforms.Compile(func(a [2]*T) [2]*T { p, t := transforms.JVP(f, a[0], a[1]); return [2]*T{p, t} })
+			got := cj.Call([2]*T{x, v})
+			near(t, "compile(jvp) primal", got[0].Float64s(), wp.Float64s(), 1e-14)
+			near(t, "compile(jvp) tangent", got[1].Float64s(), wt.Float64s(), 1e-14)
+			near(t, "vmap(jacfwd)", transforms.Vmap(transforms.Jacfwd(f))(peel.Stack([]*T{x, x}, 0)).Float64s(),
+				slices.Concat(transforms.Jacfwd(fori)(x).Float64s(), transforms.Jacfwd(fori)(x).Float64s()), 1e-14)
+		})
+	}
 }
