@@ -42,6 +42,9 @@ func (t *tracer) Level() *interp.Level { return t.level }
 type Interp struct {
 	level   *interp.Level
 	aliases Aliases
+	// start is the epoch the level began at: a box born before it is a
+	// tensor from outside the function (OnCapturedWrite).
+	start uint64
 	// adopted are lower-level boxes that mutations made values of this
 	// level, in adoption order, with their content below.
 	adopted []*T
@@ -49,7 +52,9 @@ type Interp struct {
 	// inputs are the argument roots (WrapInputs).
 	inputs []*input
 	// OnCapturedWrite, when set, is offered every adopted base (a
-	// tensor from outside the function that it wrote, not a view) whose
+	// tensor from outside the function that it wrote, not a view: one
+	// made before the level began, never a temporary the function
+	// made) whose
 	// final value is not concrete, when the level ends; returning true
 	// takes the write over: the box keeps its content from before the
 	// function and is not written back (Compile makes such a tensor an
@@ -63,6 +68,7 @@ func New(removeViews bool) *Interp {
 	in := &Interp{below: map[*T]*T{}}
 	in.aliases = Aliases{Store: store{in}, CopyViews: removeViews}
 	in.level = interp.NewLevel("functionalize", in)
+	in.start = interp.EpochMark()
 	return in
 }
 
@@ -287,7 +293,7 @@ func (f *Interp) End(inputs []*T, originals []*T) {
 			// an enclosing autodiff level adopts the box and gives it
 			// its final primal when it ends.
 			box.Rebind(below)
-			if box.ViewInfo() == nil && f.OnCapturedWrite != nil && f.OnCapturedWrite(box, final) {
+			if box.ViewInfo() == nil && box.BornBefore(f.start) && f.OnCapturedWrite != nil && f.OnCapturedWrite(box, final) {
 				continue // the write is taken over
 			}
 			writeBack(box, final)

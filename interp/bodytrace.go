@@ -28,9 +28,6 @@ import (
 // atomic load, and every other primitive nothing.
 
 var (
-	// bodyEpoch counts the body traces begun; every box records its
-	// value when it is made (born).
-	bodyEpoch atomic.Uint64
 	// bodyTraces counts the body traces in progress, in any goroutine;
 	// captureTraces those of them made with CaptureTrace.
 	bodyTraces, captureTraces atomic.Int64
@@ -51,8 +48,16 @@ type bodyScope struct {
 	capture bool
 }
 
+// EpochMark moves the epoch on and returns it: every box made from now
+// on is born at or after the mark, every box made before it before
+// (Tensor.BornBefore).
+func EpochMark() uint64 { return epoch.Add(1) }
+
+// BornBefore reports whether t's box was made before mark (EpochMark).
+func (t *Tensor) BornBefore(mark uint64) bool { return t.born < mark }
+
 // born is the birth stamp of a box made now.
-func born() uint64 { return bodyEpoch.Load() }
+func born() uint64 { return epoch.Load() }
 
 // BodyTrace makes the trace a body of control flow (see above): an
 // in-place write, while f runs, into a tensor made before the trace and
@@ -62,7 +67,7 @@ func BodyTrace() TraceOption { return func(s *stager) { s.body = true } }
 // beginBody registers the body trace of level l for the calling
 // goroutine and returns the function that ends it.
 func beginBody(l *Level, capture bool) func() {
-	sc := &bodyScope{level: l, epoch: bodyEpoch.Add(1), capture: capture}
+	sc := &bodyScope{level: l, epoch: epoch.Add(1), capture: capture}
 	g := goid()
 	v, _ := bodyScopes.LoadOrStore(g, &goScopes{})
 	gs := v.(*goScopes)

@@ -214,7 +214,7 @@ func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tens
 	// values they were taken at: the write goes to a private copy.
 	dst.st.unshare(be, dst.dtype)
 	if watching.Load() != 0 {
-		dst.st.written = watchEpoch.Add(1)
+		dst.st.written = epoch.Add(1)
 	}
 	be.Copy(dst.array(), src)
 	BaseOf(dst).gen++

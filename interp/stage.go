@@ -86,14 +86,13 @@ func InputTensors(ts []*Tensor, lifts *[]InputLift) TraceOption {
 func WatchWrites(dst *[]*Tensor) TraceOption { return func(s *stager) { s.written = dst } }
 
 // noteWritten reports concrete t (WatchWrites) when eval wrote its
-// memory since the trace started and t's storage is older than the
-// trace.
+// memory since the trace started and its base is older than the trace.
 func (s *stager) noteWritten(t *Tensor) {
-	if s.written == nil || t.tr != nil || t.st == nil || t.st.written <= s.start || t.st.born >= s.start {
+	if s.written == nil || t.tr != nil || t.st == nil || t.st.written <= s.start {
 		return
 	}
 	b := BaseOf(t)
-	if b.tr != nil || b.st != t.st {
+	if b.tr != nil || b.st != t.st || b.born >= s.start {
 		return
 	}
 	for _, w := range *s.written {
@@ -304,7 +303,7 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 	if s.written != nil {
 		watching.Add(1)
 		defer watching.Add(-1)
-		s.start = watchEpoch.Add(1)
+		s.start = epoch.Add(1)
 	}
 	s.level = NewLevel(name, s).WithData(s.data)
 	defer s.level.End()

@@ -168,7 +168,10 @@ type Tensor struct {
 	gen uint64
 	// version counts Rebinds: a change of content.
 	version uint64
-	// born is bodyEpoch when the box was made (checkBodyWrite).
+	// born is the epoch (see epoch) when the box was made: a body
+	// trace refuses writes into boxes born before it (checkBodyWrite),
+	// and a watching trace reports eager writes only into tensors born
+	// before it (noteWritten).
 	born uint64
 }
 
@@ -188,19 +191,21 @@ type storage struct {
 	buf   backend.Buffer
 	cur   *block
 	first block // cur points here until the first copy-on-write
-	// born and written are stamps of the write epoch (watchEpoch),
-	// taken only while a trace watches eager writes (WatchWrites): when
-	// the storage was made, and when eval last wrote it.
-	born, written uint64
+	// written is the epoch of eval's last write into the storage,
+	// stamped only while a trace watches eager writes (WatchWrites).
+	written uint64
 }
 
-// watching counts the live traces that watch eager writes; watchEpoch
-// orders their starts, the storages made and the eager writes made
-// while one lives. Both are read once per storage made or written, and
-// written only while tracing.
+// epoch is the one clock that orders tensors against traces: every box
+// records it when made (Tensor.born); the traces that must tell tensors
+// from before them from tensors made while they run (body traces,
+// watching traces) move it on when they start, and so do eager writes
+// while a trace watches them. watching counts the live traces that
+// watch eager writes. Both are read once per box made or storage
+// written, and written only while tracing.
 var (
-	watching   atomic.Int32
-	watchEpoch atomic.Uint64
+	epoch    atomic.Uint64
+	watching atomic.Int32
 )
 
 // block stands for one buffer: the number of storages using it besides
@@ -220,9 +225,6 @@ func newStorage(buf backend.Buffer) *storage {
 func (s *storage) init(buf backend.Buffer) {
 	s.buf = buf
 	s.cur = &s.first
-	if watching.Load() != 0 {
-		s.born = watchEpoch.Load()
-	}
 }
 
 // unshare gives s a private copy of its block's buffer when other

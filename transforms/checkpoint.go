@@ -8,6 +8,7 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/functionalize"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -156,28 +157,55 @@ func checkpointFlat(f func([]*tensor) []*tensor, policy SavePolicy, plans *planC
 		}
 		// f is traced through Functionalize, as Compile traces it, so
 		// in-place writes (through views, into tensors f makes, into
-		// its arguments) become pure equations; the arguments' final
-		// values are extra results of the graph, written back below.
+		// its arguments, into tensors it captures) become pure
+		// equations; the final values of the arguments and of the
+		// captured tensors f wrote are extra results of the graph,
+		// written back below, once per call, at the caller's level (so
+		// a transform around the checkpoint sees the writes as it sees
+		// f's).
 		nOut := 0
+		var capturedBoxes []*tensor
 		traced := interp.TraceAvals("checkpoint", func(in []*tensor) []*tensor {
-			outs := Functionalize(f)(in)
+			fi := functionalize.New(false)
+			var finals []*tensor
+			fi.OnCapturedWrite = func(box, final *tensor) bool {
+				capturedBoxes = append(capturedBoxes, box)
+				finals = append(finals, final)
+				return true
+			}
+			outs := func() []*tensor {
+				defer fi.End(nil, nil)
+				w := fi.WrapInputs(in, nil, nil)
+				outs := func() []*tensor {
+					defer annotate(fi.Level())
+					return f(w)
+				}()
+				for i, o := range outs {
+					outs[i] = fi.Unwrap(o)
+				}
+				return outs
+			}()
 			nOut = len(outs)
-			return append(outs, in...)
+			return append(append(outs, in...), finals...)
 		}, avals)
 		g := *traced
 		g.Out = append([]*interp.Var(nil), traced.Out[:nOut]...)
 		var written []int
-		for j, v := range traced.Out[nOut:] {
+		for j, v := range traced.Out[nOut : nOut+len(leaves)] {
 			if v != traced.In[j] {
 				written = append(written, j)
 				g.Out = append(g.Out, v)
 			}
 		}
+		g.Out = append(g.Out, traced.Out[nOut+len(leaves):]...)
 		cg, captured := closureConvert(&g)
 		p := &ckptParams{graph: cg, policy: policy, nArgs: len(leaves), shared: plans}
 		outs := interp.Bind(checkpointPrim, p, append(leaves, captured...)...)
 		for k, j := range written {
 			peel.CopyInto(leaves[j], outs[nOut+k])
+		}
+		for k, box := range capturedBoxes {
+			peel.CopyInto(box, outs[nOut+len(written)+k])
 		}
 		return outs[:nOut]
 	}
