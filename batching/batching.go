@@ -108,6 +108,13 @@ type tracer struct {
 
 func (t *tracer) Level() *interp.Level { return t.level }
 
+// Snapshot returns a payload whose physical value is a snapshot of t's
+// (interp.Snapshotter): a later write into the batched value, performed
+// on the physical value below, does not reach it.
+func (t *tracer) Snapshot() interp.Tracer {
+	return &tracer{level: t.level, val: t.val.Snapshot(), bdim: t.bdim, detached: t.detached}
+}
+
 // Interp is the vmap interpreter of one level.
 type Interp struct {
 	level *interp.Level
@@ -328,6 +335,12 @@ func (b *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T)
 	}
 	if p.Kind == interp.ViewKind {
 		b.markDetached(args[0], vals[0], res[0])
+		if tr, ok := res[0].Tracer().(*tracer); ok && tr.level == b.level {
+			// The result is an alias of its operand, as eager's view
+			// is: a level above that adopts it, or writes through it,
+			// must reach its base (interp.MarkView).
+			interp.MarkView(p, params, args[0], res[0])
+		}
 	}
 	return res
 }
@@ -358,7 +371,7 @@ func (b *Interp) mutate(p *interp.Prim, params any, args, vals []*T, dims []int)
 		panic(&interp.Error{Prim: p.Name, Msg: "in-place write through a view that vmap could not keep as an alias (its batched layout needed a copy): the write would not reach the base; wrap the function in Functionalize", Operands: []string{args[0].TypeString()}})
 	}
 	if dims[0] == NotMapped {
-		panic(&interp.Error{Prim: p.Name, Msg: "in-place write of a batched value into a destination that is not batched at this level (a tensor from outside the vmapped function, or created inside it, has one value for all lanes); write out of place, or wrap the function in Functionalize", Operands: []string{args[0].TypeString()}})
+		panic(&interp.Error{Prim: p.Name, Msg: "in-place write of a batched value into a destination that is not batched at this level (a tensor created inside the vmapped function but outside Functionalize has one value for all lanes; one captured from outside Vmap cannot hold a value per lane even under Functionalize); write out of place, or wrap the function in Functionalize", Operands: []string{args[0].TypeString()}})
 	}
 	phys := make([]*T, len(vals))
 	phys[0] = vals[0]

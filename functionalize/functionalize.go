@@ -2,7 +2,6 @@ package functionalize
 
 import (
 	"github.com/peel-ml/peel/interp"
-	"github.com/peel-ml/peel/prims"
 )
 
 // T is a tensor.
@@ -18,6 +17,11 @@ type tracer struct {
 
 func (t *tracer) Level() *interp.Level { return t.level }
 
+// Snapshot returns a payload holding t's current value
+// (interp.Snapshotter): a later write, which replaces the value in t, does
+// not reach it.
+func (t *tracer) Snapshot() interp.Tracer { return &tracer{level: t.level, val: t.val} }
+
 // Interp is the functionalize interpreter of one level: it answers every
 // mutation out of place and keeps aliases coherent by replaying views
 // from their base, so nothing below it is ever mutated.
@@ -26,14 +30,13 @@ type Interp struct {
 	aliases Aliases
 	// adopted are lower-level boxes that mutations made values of this
 	// level, in adoption order, with their content below.
-	adopted []*T
-	below   map[*T]*T
+	adopted Adopted
 }
 
 // New starts a functionalize level. removeViews makes views copies
 // below (torch's remove="mutations_and_views").
 func New(removeViews bool) *Interp {
-	in := &Interp{below: map[*T]*T{}}
+	in := &Interp{}
 	in.aliases = Aliases{Store: store{in}, CopyViews: removeViews}
 	in.level = interp.NewLevel("functionalize", in)
 	return in
@@ -48,9 +51,14 @@ func (s store) Set(x, v *T)   { x.Tracer().(*tracer).val = v }
 func (s store) Adopt(x *T) {
 	below := x.NewBox()
 	x.Rebind(interp.NewTracer(x.Aval(), &tracer{level: s.f.level, val: below}))
-	s.f.adopted = append(s.f.adopted, x)
-	s.f.below[x] = below
+	s.f.adopted.Add(x, below)
 }
+
+// AdoptsWrites marks the functionalize interpreter as adopting lower
+// boxes written with its values (interp.WriteAdopter): a level below
+// that writes back into a lower box a value of this level binds the
+// write here, and this level writes the box back when it ends.
+func (f *Interp) AdoptsWrites() {}
 
 // Level returns the interpreter's level.
 func (f *Interp) Level() *interp.Level { return f.level }
@@ -68,10 +76,9 @@ func (f *Interp) Unwrap(x *T) *T {
 }
 
 // End gives the function's inputs (the boxes Wrap returned, with the
-// caller's originals) and every adopted box their final values, then ends
-// the level. A concrete tensor given a concrete value is written in place
-// below — the function's effect, seen by its aliases; anything else is
-// rebound, so a staging level below records no mutation.
+// caller's originals) and every adopted box their final values
+// (WriteBack, Adopted.End), then ends the level: a write at the
+// original's own level, the function's effect, seen by its aliases.
 func (f *Interp) End(inputs []*T, originals []*T) {
 	defer f.level.End()
 	for i, in := range inputs {
@@ -79,50 +86,21 @@ func (f *Interp) End(inputs []*T, originals []*T) {
 		if !ok || tr.level != f.level || tr.val == originals[i] {
 			continue // never written
 		}
-		writeBack(originals[i], f.current(in))
+		WriteBack(originals[i], f.current(in))
 	}
-	finals := make([]*T, len(f.adopted))
-	for i, box := range f.adopted {
-		finals[i] = f.current(box)
-	}
-	for i, box := range f.adopted {
-		below, final := f.below[box], finals[i]
-		switch {
-		case box.ViewInfo() != nil && below.IsConcrete():
-			box.Rebind(below) // aliases its base's buffer, written below
-		case box.ViewInfo() == nil && below.IsConcrete() && final.IsConcrete():
-			writeBack(below, final)
-			box.Rebind(below)
-		default:
-			// The final value is a tracer (of an enclosing level) or
-			// the box's content was: written back at that level, so
-			// an enclosing autodiff level adopts the box and gives it
-			// its final primal when it ends.
-			box.Rebind(below)
-			writeBack(box, final)
-		}
-	}
-}
-
-// writeBack gives the caller's tensor orig the value v: written with
-// copy_ at orig's own level when v is concrete or of orig's level (eval
-// writes orig's buffer, vmap its physical value), so orig's aliases see
-// it, or at v's level when that level adopts written boxes
-// (interp.WriteAdopter: an autodiff level gives orig its final primal
-// when it ends); rebound otherwise (orig is being staged, so the graph
-// records no mutation, or a concrete orig receives a value only a
-// higher level can hold).
-func writeBack(orig, v *T) {
-	if orig.IsStaged() || (orig.IsConcrete() && !v.IsConcrete() && !interp.AdoptsWrites(v)) {
-		orig.Rebind(v)
-		return
-	}
-	interp.Bind(prims.CopyInPlace, nil, orig, v)
+	f.adopted.End(f.current)
 }
 
 func (f *Interp) own(x *T) bool {
 	tr, ok := x.Tracer().(*tracer)
 	return ok && tr.level == f.level
+}
+
+// Abort ends the level after the function panicked: every adopted box
+// gets its content below back and nothing is written (Adopted.Restore).
+func (f *Interp) Abort() {
+	defer f.level.End()
+	f.adopted.Restore()
 }
 
 // current returns own box x's value below, regenerating a stale view

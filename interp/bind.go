@@ -38,14 +38,15 @@ func Bind(p *Prim, params any, args ...*Tensor) []*Tensor {
 		if a == nil {
 			panic(&Error{Prim: p.Name, Msg: "operand " + itoa(i) + " is nil"})
 		}
-		if a.tr == nil && a.view != nil && a.view.Base.tr != nil {
-			// A concrete view whose base an interpreter adopted (a write
-			// made the base a tracer): the view's buffer is stale, so the
-			// base's level handles the operation and recomputes the view.
+		if a.view != nil && a.view.Base.tr != nil {
+			// A view whose base a level above the view's own adopted (a
+			// write made the base a tracer of that level): the view's
+			// content (a buffer, or a vmap level's physical value) is
+			// stale, so the base's level handles the operation and
+			// recomputes the view.
 			if l := a.view.Base.tr.Level(); !l.dead.Load() && (top == nil || l.id > top.id) {
 				top = l
 			}
-			continue
 		}
 		if a.tr != nil {
 			l := a.tr.Level()

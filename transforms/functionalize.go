@@ -26,7 +26,12 @@ func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B
 		for i, l := range leaves {
 			in[i] = fi.Wrap(l)
 		}
-		defer fi.End(in, leaves)
+		ended := false
+		defer func() {
+			if !ended {
+				fi.Abort()
+			}
+		}()
 		var outDef *treeDef
 		outs := func() []*tensor {
 			defer annotate(fi.Level())
@@ -35,6 +40,11 @@ func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B
 		for i, o := range outs {
 			outs[i] = fi.Unwrap(o)
 		}
+		ended = true
+		func() {
+			defer annotate(fi.Level())
+			fi.End(in, leaves)
+		}()
 		return build[B](outDef, outs)
 	}
 }
