@@ -1,0 +1,434 @@
+package transforms_test
+
+import (
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
+)
+
+// Regressions of issue 25, items 1, 8 and 9: writes whose destination and
+// value live at different levels. Every oracle is exact or a finite
+// difference: the same code run per lane without Vmap (1e-12 relative
+// above magnitude 1), or central differences of the eager function
+// (fdGrad, ε = 1e-6; 1e-6 relative above magnitude 1).
+
+// lvFlat concatenates the flattened tensors.
+func lvFlat(ts ...*T) *T {
+	flat := make([]*T, len(ts))
+	for i, t := range ts {
+		flat[i] = peel.Reshape(t, -1)
+	}
+	return peel.Concat(flat, 0)
+}
+
+// lvLanes runs body per lane of xs and ys (stacked along 0) without Vmap
+// and stacks the results: the oracle of Vmap2(body).
+func lvLanes(body func(x, y *T) *T, xs, ys *T) *T {
+	n := xs.Shape()[0]
+	outs := make([]*T, n)
+	for i := range outs {
+		outs[i] = body(peel.Clone(peel.Index(xs, i)), peel.Clone(peel.Index(ys, i)))
+	}
+	return peel.Stack(outs, 0)
+}
+
+// lvWrite is the issue's h: a copy of x whose first row is written, through
+// an Index view, with y.
+func lvWrite(x, y *T) *T {
+	c := peel.Clone(x)
+	peel.CopyInto(peel.Index(c, 0), y)
+	return c
+}
+
+func lvSumSq(c *T) *T { return peel.Sum(peel.Mul(c, c)) }
+
+// TestRegressionViewOfBatchedFromInnerTransform (issue 25, item 1): a
+// write through a view of a tensor batched at an outer Vmap, of a value
+// of an inner autodiff level, reaches the base (it was dropped: the
+// batched view did not record its base, so the inner level adopted the
+// view alone). Each body runs under Vmap2 (x batched, [2,2,3]; y batched,
+// [2,3]) against the same body per lane.
+func TestRegressionViewOfBatchedFromInnerTransform(t *testing.T) {
+	xs := peel.Reshape(peel.Arange(peel.Float64, 0, 12, 1), 2, 2, 3)
+	ys := peel.Add(peel.Reshape(peel.Arange(peel.Float64, 0, 6, 1), 2, 3), 100.0)
+	ones := func(y *T) *T { return peel.OnesLike(y) }
+	bodies := []struct {
+		name string
+		body func(x, y *T) *T
+	}{
+		{"grad", func(x, y *T) *T {
+			return transforms.Grad(func(y *T) *T { return lvSumSq(lvWrite(x, y)) })(y)
+		}},
+		{"vjp", func(x, y *T) *T {
+			p, pb := transforms.VJP(func(y *T) *T { return lvWrite(x, y) }, y)
+			return lvFlat(p, pb(peel.Add(p, 0.5)))
+		}},
+		{"jvp", func(x, y *T) *T {
+			p, tan := transforms.JVP(func(y *T) *T { return lvSumSq(lvWrite(x, y)) }, y, ones(y))
+			return lvFlat(p, tan)
+		}},
+		{"jvp_vector", func(x, y *T) *T {
+			p, tan := transforms.JVP(func(y *T) *T { return lvWrite(x, y) }, y, peel.Mul(y, 0.25))
+			return lvFlat(p, tan)
+		}},
+		{"linearize", func(x, y *T) *T {
+			p, lin := transforms.Linearize(func(y *T) *T { return lvWrite(x, y) }, y)
+			return lvFlat(p, lin(peel.Sin(y)))
+		}},
+		{"jacfwd", func(x, y *T) *T {
+			return transforms.Jacfwd(func(y *T) *T { return peel.Mul(lvWrite(x, y), x) })(y)
+		}},
+		{"jacrev", func(x, y *T) *T {
+			return transforms.Jacrev(func(y *T) *T { return peel.Mul(lvWrite(x, y), x) })(y)
+		}},
+		{"grad_functionalize", func(x, y *T) *T {
+			return transforms.Grad(transforms.Functionalize(func(y *T) *T { return lvSumSq(lvWrite(x, y)) }))(y)
+		}},
+		{"functionalize_grad", func(x, y *T) *T {
+			return transforms.Functionalize(transforms.Grad(func(y *T) *T { return lvSumSq(lvWrite(x, y)) }))(y)
+		}},
+		// An alias of the batched tensor taken before the inner
+		// transform, read inside it after the write and after it.
+		{"grad_alias_before", func(x, y *T) *T {
+			c := peel.Clone(x)
+			a := peel.Index(c, 0)
+			g := transforms.Grad(func(y *T) *T {
+				peel.CopyInto(peel.Index(c, 0), peel.Mul(y, y))
+				return peel.Add(lvSumSq(a), peel.Sum(c))
+			})(y)
+			return lvFlat(g, a, c)
+		}},
+		{"jvp_slice_of_row", func(x, y *T) *T {
+			c := peel.Clone(x)
+			p, tan := transforms.JVP(func(y *T) *T {
+				peel.AddInPlace(peel.Slice(peel.Index(c, 1), 0, 0, 3, 2), peel.Narrow(peel.Exp(y), 0, 0, 2))
+				return peel.Mul(c, 3.0)
+			}, y, ones(y))
+			return lvFlat(p, tan, c)
+		}},
+	}
+	for _, b := range bodies {
+		t.Run(b.name, func(t *testing.T) {
+			want := lvLanes(b.body, xs, ys)
+			ipWant(t, "vmap", want.Float64s(), func() []*T { return ipOne(transforms.Vmap2(b.body)(xs, ys)) })
+			ipWant(t, "compile_vmap", want.Float64s(), func() []*T {
+				return ipOne(transforms.Compile2(transforms.Vmap2(b.body)).Call(xs, ys))
+			})
+		})
+	}
+	// The issue's numbers: the gradient of Σ c⊙c with respect to the
+	// row written, 2y.
+	ipWant(t, "issue", []float64{200, 202, 204, 206, 208, 210}, func() []*T {
+		return ipOne(transforms.Vmap2(bodies[0].body)(xs, ys))
+	})
+}
+
+// lvProgram is item 8's program: it writes its argument in place (a
+// square, then through a Narrow view) and returns a vector.
+func lvProgram(x *T) *T {
+	peel.MulInPlace(x, x)
+	peel.AddInPlace(peel.Narrow(x, 0, 1, 2), peel.Sin(peel.Narrow(x, 0, 0, 2)))
+	return peel.Mul(peel.Sin(x), 1.5)
+}
+
+// lvScalar is a scalar variant: Σ w⊙v with distinct weights.
+func lvScalar(f func(*T) *T) func(*T) *T {
+	return func(x *T) *T { return peel.Sum(peel.Mul(f(x), f64(0.5, -1.25, 2))) }
+}
+
+// lvFDJac is the central-difference Jacobian (m×n, row-major) of the
+// eager f at x0 (fresh inputs per evaluation).
+func lvFDJac(f func(*T) *T, x0 []float64) []float64 {
+	m := f(peel.FromFloat64s(append([]float64{}, x0...))).Size()
+	jac := make([]float64, m*len(x0))
+	for i := 0; i < m; i++ {
+		row := fdGrad(func(x *T) *T { return peel.Index(f(x), i) }, x0, len(x0))
+		copy(jac[i*len(x0):], row)
+	}
+	return jac
+}
+
+// TestRegressionWritesIntoArguments (issue 25, item 8): a function that
+// writes its argument leaves the caller's tensor as eager code does,
+// under every transform, and so do the caller's views of it taken before
+// the call; the derivatives are those of the eager function (finite
+// differences). Before the fix the caller's tensor kept its old value
+// under every autodiff transform (the level's input box was written, not
+// the caller's).
+func TestRegressionWritesIntoArguments(t *testing.T) {
+	x0 := []float64{0.3, -0.8, 1.1}
+	y0 := []float64{0.7, 0.2, -0.4}
+	ref := peel.FromFloat64s(append([]float64{}, x0...))
+	lvProgram(ref)
+	after := ref.Float64s() // x after the eager call
+	jac := lvFDJac(lvProgram, x0)
+	grad := fdGrad(lvScalar(lvProgram), x0, 3)
+	// A two-argument program writing both arguments: x as above, y ← y·x.
+	two := func(x, y *T) *T {
+		peel.MulInPlace(y, x)
+		return peel.Add(lvScalar(lvProgram)(x), peel.Sum(peel.Mul(y, y)))
+	}
+	refX, refY := peel.FromFloat64s(append([]float64{}, x0...)), peel.FromFloat64s(append([]float64{}, y0...))
+	two(refX, refY)
+	afterX, afterY := refX.Float64s(), refY.Float64s()
+	gradX := fdGrad(func(x *T) *T { return two(x, peel.FromFloat64s(append([]float64{}, y0...))) }, x0, 3)
+	gradY := fdGrad(func(y *T) *T { return two(peel.FromFloat64s(append([]float64{}, x0...)), y) }, y0, 3)
+
+	// jvpWant is J·v for v = [1, 0.5, -1].
+	v := []float64{1, 0.5, -1}
+	jv := make([]float64, 3)
+	for i := range jv {
+		for j := range v {
+			jv[i] += jac[i*3+j] * v[j]
+		}
+	}
+	u := []float64{0.5, -1.25, 2}
+	ujt := grad // Jᵀu = the scalar variant's gradient
+
+	type outcome struct {
+		got, want []float64
+		tol       float64
+	}
+	one := []struct {
+		name string
+		run  func(x *T) []outcome
+	}{
+		{"grad", func(x *T) []outcome {
+			return []outcome{{transforms.Grad(lvScalar(lvProgram))(x).Float64s(), grad, 1e-6}}
+		}},
+		{"value_and_grad", func(x *T) []outcome {
+			_, g := transforms.ValueAndGrad(lvScalar(lvProgram))(x)
+			return []outcome{{g.Float64s(), grad, 1e-6}}
+		}},
+		{"vjp", func(x *T) []outcome {
+			_, pb := transforms.VJP(lvProgram, x)
+			return []outcome{{pb(f64(u...)).Float64s(), ujt, 1e-6}}
+		}},
+		{"jvp", func(x *T) []outcome {
+			_, tan := transforms.JVP(lvProgram, x, f64(v...))
+			return []outcome{{tan.Float64s(), jv, 1e-6}}
+		}},
+		{"linearize", func(x *T) []outcome {
+			_, lin := transforms.Linearize(lvProgram, x)
+			return []outcome{{lin(f64(v...)).Float64s(), jv, 1e-6}}
+		}},
+		{"jacfwd", func(x *T) []outcome {
+			return []outcome{{transforms.Jacfwd(lvProgram)(x).Float64s(), jac, 1e-6}}
+		}},
+		{"jacrev", func(x *T) []outcome {
+			return []outcome{{transforms.Jacrev(lvProgram)(x).Float64s(), jac, 1e-6}}
+		}},
+		{"hessian", func(x *T) []outcome {
+			// Against the Hessian of the function on a copy (exact).
+			want := transforms.Hessian(func(x *T) *T { return lvScalar(lvProgram)(peel.Clone(x)) })(f64(x0...))
+			return []outcome{{transforms.Hessian(lvScalar(lvProgram))(x).Float64s(), want.Float64s(), 1e-12}}
+		}},
+		{"hvp", func(x *T) []outcome {
+			want := transforms.HVP(func(x *T) *T { return lvScalar(lvProgram)(peel.Clone(x)) }, f64(x0...), f64(v...))
+			return []outcome{{transforms.HVP(lvScalar(lvProgram), x, f64(v...)).Float64s(), want.Float64s(), 1e-12}}
+		}},
+		{"grad_functionalize", func(x *T) []outcome {
+			return []outcome{{transforms.Grad(transforms.Functionalize(lvScalar(lvProgram)))(x).Float64s(), grad, 1e-6}}
+		}},
+		{"functionalize_grad", func(x *T) []outcome {
+			return []outcome{{transforms.Functionalize(transforms.Grad(lvScalar(lvProgram)))(x).Float64s(), grad, 1e-6}}
+		}},
+		{"compile_grad", func(x *T) []outcome {
+			return []outcome{{transforms.Compile(transforms.Grad(lvScalar(lvProgram))).Call(x).Float64s(), grad, 1e-6}}
+		}},
+	}
+	for _, c := range one {
+		t.Run(c.name, func(t *testing.T) {
+			x := f64(x0...)
+			view := peel.Narrow(x, 0, 1, 2) // a caller's alias, taken before
+			var outs []outcome
+			if err := catchAll(func() { outs = c.run(x) }); err != nil {
+				t.Fatalf("error: %s", ipTrim(err.Error()))
+			}
+			for i, o := range outs {
+				if msg := withinTol(o.got, o.want, o.tol, o.tol); msg != "" {
+					t.Errorf("derivative %d: %s", i, msg)
+				}
+			}
+			near(t, "the caller's tensor after the call", x.Float64s(), after, 1e-15)
+			near(t, "the caller's view of it", view.Float64s(), after[1:], 1e-15)
+		})
+	}
+	// Two arguments, both written.
+	twoCases := []struct {
+		name   string
+		run    func(x, y *T) []outcome
+		withDY bool
+	}{
+		{"grad2", func(x, y *T) []outcome {
+			return []outcome{{transforms.Grad2(two)(x, y).Float64s(), gradX, 1e-6}}
+		}, false},
+		{"value_and_grad2", func(x, y *T) []outcome {
+			_, g := transforms.ValueAndGrad2(two)(x, y)
+			return []outcome{{g.Float64s(), gradX, 1e-6}}
+		}, false},
+		{"grad_args2", func(x, y *T) []outcome {
+			gx, gy := transforms.GradArgs2(two, transforms.Argnums(0, 1))(x, y)
+			return []outcome{{gx.Float64s(), gradX, 1e-6}, {gy.Float64s(), gradY, 1e-6}}
+		}, true},
+		{"grad_args2_argnums1", func(x, y *T) []outcome {
+			_, gy := transforms.GradArgs2(two, transforms.Argnums(1))(x, y)
+			return []outcome{{gy.Float64s(), gradY, 1e-6}}
+		}, true},
+		{"vjp2", func(x, y *T) []outcome {
+			_, pb := transforms.VJP2(two, x, y)
+			gx, gy := pb(peel.Scalar(1.0))
+			return []outcome{{gx.Float64s(), gradX, 1e-6}, {gy.Float64s(), gradY, 1e-6}}
+		}, true},
+		{"jvp2", func(x, y *T) []outcome {
+			_, tan := transforms.JVP2(two, x, y, f64(v...), f64(0, 0, 0))
+			want := 0.0
+			for i := range v {
+				want += gradX[i] * v[i]
+			}
+			return []outcome{{tan.Float64s(), []float64{want}, 1e-6}}
+		}, false},
+		{"jacrev_args2", func(x, y *T) []outcome {
+			jx, jy := transforms.JacrevArgs2(two)(x, y)
+			return []outcome{{jx.Float64s(), gradX, 1e-6}, {jy.Float64s(), gradY, 1e-6}}
+		}, true},
+		{"jacfwd2", func(x, y *T) []outcome {
+			return []outcome{{transforms.Jacfwd2(two)(x, y).Float64s(), gradX, 1e-6}}
+		}, false},
+	}
+	for _, c := range twoCases {
+		t.Run(c.name, func(t *testing.T) {
+			x, y := f64(x0...), f64(y0...)
+			var outs []outcome
+			if err := catchAll(func() { outs = c.run(x, y) }); err != nil {
+				t.Fatalf("error: %s", ipTrim(err.Error()))
+			}
+			for i, o := range outs {
+				if msg := withinTol(o.got, o.want, o.tol, o.tol); msg != "" {
+					t.Errorf("derivative %d: %s", i, msg)
+				}
+			}
+			near(t, "x after the call", x.Float64s(), afterX, 1e-15)
+			near(t, "y after the call", y.Float64s(), afterY, 1e-15)
+		})
+	}
+	// Under Vmap the caller's batched tensor receives every lane's write.
+	t.Run("vmap_grad", func(t *testing.T) {
+		xs := peel.Stack([]*T{f64(x0...), f64(y0...)}, 0)
+		r0, r1 := f64(x0...), f64(y0...)
+		lvProgram(r0)
+		lvProgram(r1)
+		want := append(transforms.Grad(lvScalar(lvProgram))(f64(x0...)).Float64s(), transforms.Grad(lvScalar(lvProgram))(f64(y0...)).Float64s()...)
+		got := transforms.Vmap(transforms.Grad(lvScalar(lvProgram)))(xs)
+		near(t, "Vmap(Grad) vs a loop of Grad", got.Float64s(), want, 1e-12)
+		near(t, "the caller's batched tensor", xs.Float64s(), append(r0.Float64s(), r1.Float64s()...), 1e-15)
+	})
+}
+
+// lvCaptured returns item 9's program and its fresh captured tensor: the
+// function writes an x-dependent value into the capture (through a view,
+// after a whole write) and reads it, so the result depends on x through
+// the capture; cview is a view of the capture taken before any call.
+func lvCaptured() (f func(x *T) *T, c, cview *T) {
+	c = f64(0.25, -0.5, 1.5)
+	cview = peel.Narrow(c, 0, 1, 2)
+	f = func(x *T) *T {
+		peel.CopyInto(c, peel.Mul(x, 2.0))
+		peel.AddInPlace(peel.Narrow(c, 0, 0, 2), peel.Exp(peel.Narrow(x, 0, 1, 2)))
+		return peel.Mul(peel.Sin(c), x)
+	}
+	return f, c, cview
+}
+
+// TestCapturedWritesUnderEveryTransform (issue 25, item 9): a function
+// that writes an x-dependent value into a captured tensor and reads it
+// back is differentiated through the capture (plain autograd's
+// semantics), and the captured tensor, and every view of it taken
+// before, ends with the primal value eager code leaves in it. Before the
+// fix the capture was rebound to a new buffer, so its views kept the old
+// values.
+func TestCapturedWritesUnderEveryTransform(t *testing.T) {
+	x0 := []float64{0.4, -0.3, 0.9}
+	eager := func(x *T) *T { f, _, _ := lvCaptured(); return f(x) }
+	fe, ce, _ := lvCaptured()
+	value := fe(f64(x0...)).Float64s()
+	capAfter := ce.Float64s()
+	jac := lvFDJac(eager, x0)
+	grad := fdGrad(lvScalar(eager), x0, 3)
+	v := []float64{1, 0.5, -1}
+	jv := make([]float64, 3)
+	for i := range jv {
+		for j := range v {
+			jv[i] += jac[i*3+j] * v[j]
+		}
+	}
+	u := []float64{0.5, -1.25, 2}
+	cases := []struct {
+		name string
+		// run returns the derivative and its finite-difference want.
+		run func(f func(*T) *T, x *T) (got, want []float64)
+	}{
+		{"grad", func(f func(*T) *T, x *T) ([]float64, []float64) {
+			return transforms.Grad(lvScalar(f))(x).Float64s(), grad
+		}},
+		{"vjp", func(f func(*T) *T, x *T) ([]float64, []float64) {
+			p, pb := transforms.VJP(f, x)
+			return append(p.Float64s(), pb(f64(u...)).Float64s()...), append(append([]float64{}, value...), grad...)
+		}},
+		{"jvp", func(f func(*T) *T, x *T) ([]float64, []float64) {
+			p, tan := transforms.JVP(f, x, f64(v...))
+			return append(p.Float64s(), tan.Float64s()...), append(append([]float64{}, value...), jv...)
+		}},
+		{"linearize", func(f func(*T) *T, x *T) ([]float64, []float64) {
+			p, lin := transforms.Linearize(f, x)
+			return append(p.Float64s(), lin(f64(v...)).Float64s()...), append(append([]float64{}, value...), jv...)
+		}},
+		{"jacfwd", func(f func(*T) *T, x *T) ([]float64, []float64) {
+			return transforms.Jacfwd(f)(x).Float64s(), jac
+		}},
+		{"jacrev", func(f func(*T) *T, x *T) ([]float64, []float64) {
+			return transforms.Jacrev(f)(x).Float64s(), jac
+		}},
+		{"grad_functionalize", func(f func(*T) *T, x *T) ([]float64, []float64) {
+			return transforms.Grad(transforms.Functionalize(lvScalar(f)))(x).Float64s(), grad
+		}},
+		{"functionalize_grad", func(f func(*T) *T, x *T) ([]float64, []float64) {
+			return transforms.Functionalize(transforms.Grad(lvScalar(f)))(x).Float64s(), grad
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, capt, cview := lvCaptured()
+			var got, want []float64
+			if err := catchAll(func() { got, want = c.run(f, f64(x0...)) }); err != nil {
+				t.Fatalf("error: %s", ipTrim(err.Error()))
+			}
+			if msg := withinTol(got, want, 1e-6, 1e-6); msg != "" {
+				t.Errorf("vs finite differences of the eager function: %s", msg)
+			}
+			if msg := ipConcrete("the captured tensor", capt); msg != "" {
+				t.Fatal(msg)
+			}
+			near(t, "the captured tensor after the call", capt.Float64s(), capAfter, 1e-15)
+			near(t, "a view of it taken before", cview.Float64s(), capAfter[1:], 1e-15)
+		})
+	}
+	// Vmap with Functionalize: a value that is the same in every lane
+	// (computed from an unbatched argument) is written into the capture;
+	// the batched argument only scales the result.
+	t.Run("vmap_functionalize", func(t *testing.T) {
+		f, capt, cview := lvCaptured()
+		scales := f64(1, -2)
+		x := f64(x0...)
+		got := transforms.Vmap(transforms.Functionalize(func(s *T) *T { return peel.Mul(f(x), s) }))(scales)
+		var want []float64
+		for _, s := range []float64{1, -2} {
+			fe, _, _ := lvCaptured()
+			want = append(want, peel.Mul(fe(f64(x0...)), s).Float64s()...)
+		}
+		near(t, "Vmap(Functionalize) vs a loop", got.Float64s(), want, 1e-12)
+		near(t, "the captured tensor after the call", capt.Float64s(), capAfter, 1e-15)
+		near(t, "a view of it taken before", cview.Float64s(), capAfter[1:], 1e-15)
+	})
+}
