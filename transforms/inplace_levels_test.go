@@ -1,6 +1,10 @@
 package transforms_test
 
 import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -431,4 +435,260 @@ func TestCapturedWritesUnderEveryTransform(t *testing.T) {
 		near(t, "the captured tensor after the call", capt.Float64s(), capAfter, 1e-15)
 		near(t, "a view of it taken before", cview.Float64s(), capAfter[1:], 1e-15)
 	})
+}
+
+// The level sweep (issue 25): writes through each view kind of a tensor
+// made at an outer Vmap level, performed inside an inner transform, as a
+// cross product of
+//
+//   - the written tensor (lsDests): batched at the Vmap level (a copy of
+//     the vmapped argument x) or not (a constant created inside the
+//     vmapped function);
+//   - the written value (lsSources): one of the Vmap level (from x), one
+//     of the inner transform's level (from its argument y), or a
+//     constant;
+//   - the view written through (lsViews): the tensor itself, Index of one
+//     element, Select of a row, Narrow, a strided Slice, Transpose,
+//     Permute of a Narrow, Reshape, Diagonal, and a broadcast view
+//     (BroadcastTo of a row), which eager code refuses to write;
+//   - the write (lsOps): CopyInto or AddInPlace;
+//   - the composition (lsModes): Vmap∘Grad, Vmap∘JVP,
+//     Vmap∘Grad∘Functionalize, and Compile∘Vmap∘Grad.
+//
+// Each program (lsBody) takes one lane's x and y ([2,3] each), makes the
+// tensor, takes an alias of it (a Narrow) before the inner transform,
+// runs the inner transform of a scalar that writes and then reads the
+// tensor and the alias, and returns the inner transform's results, the
+// tensor and the alias after it. Checks, in float64:
+//
+//   - the composition against the same program run per lane without
+//     Vmap (1e-12 relative above magnitude 1);
+//   - per lane, the inner derivative of the program without Vmap against
+//     central differences of the eager scalar (ε = 1e-6; 1e-6 relative,
+//     plus 1e-6 times the scalar's magnitude): the gradient, or for JVP
+//     the tangent against ⟨gradient, v⟩.
+//
+// Where eager code refuses (the broadcast view), every composition must
+// refuse with *peel.Error. Where eager runs, every composition must run,
+// except one documented refusal: Vmap writing a batched value (of the
+// Vmap level) into a tensor not batched there (ARCHITECTURE.md, Vmap,
+// Mutation); the inner Functionalize does not lift it, since neither
+// the tensor nor the value is of its level. 2 × 3 × 10 × 2 × 4 = 480 programs.
+
+type lsView struct {
+	name string
+	v    func(*T) *T
+}
+
+var lsViews = []lsView{
+	{"self", func(c *T) *T { return c }},
+	{"index", func(c *T) *T { return peel.Index(c, 1, 2) }},
+	{"select", func(c *T) *T { return peel.Select(c, 0, 1) }},
+	{"narrow", func(c *T) *T { return peel.Narrow(c, 1, 1, 2) }},
+	{"strided_slice", func(c *T) *T { return peel.Slice(c, 1, 0, 3, 2) }},
+	{"transpose", func(c *T) *T { return peel.Transpose(c) }},
+	{"permute_narrow", func(c *T) *T { return peel.Permute(peel.Narrow(c, 1, 0, 2), 1, 0) }},
+	{"reshape", func(c *T) *T { return peel.Reshape(c, 3, 2) }},
+	{"diagonal", func(c *T) *T { return peel.Diagonal(c, 1, 0, 1) }},
+	{"expand", func(c *T) *T { return peel.BroadcastTo(peel.Select(c, 0, 0), 2, 3) }},
+}
+
+var lsDests = []string{"batched", "unbatched"}
+
+var lsSources = []string{"outer", "inner", "const"}
+
+var lsOps = []string{"copy", "add"}
+
+var lsModes = []string{"vmap_grad", "vmap_jvp", "vmap_grad_functionalize", "compile_vmap_grad"}
+
+// lsWeights are the fixed weights of the scalar.
+var lsWeights = []float64{0.5, -1.25, 2, 0.75, -0.5, 1.5}
+
+// lsCase is one program: dest, source, view, op.
+type lsCase struct {
+	dest, src, op string
+	view          lsView
+}
+
+// dest makes the written tensor from the lane's x.
+func (c lsCase) makeDest(x *T) *T {
+	if c.dest == "batched" {
+		return peel.Clone(x)
+	}
+	return peel.Full(peel.Float64, 0.5, 2, 3)
+}
+
+// scalar is the inner function: it writes the tensor through the view and
+// returns Σ w⊙d⊙(d + y) + Σ alias².
+func (c lsCase) scalar(x, d, alias *T) func(y *T) *T {
+	return func(y *T) *T {
+		var src *T
+		switch c.src {
+		case "outer":
+			src = c.view.v(peel.Cos(x))
+		case "inner":
+			src = c.view.v(peel.Mul(peel.Sin(y), y))
+		default:
+			src = c.view.v(f64(1.5, -0.5, 0.25, -1.25, 2, 0.75))
+			src = peel.Reshape(src, src.Shape()...)
+		}
+		dv := c.view.v(d)
+		if c.op == "copy" {
+			peel.CopyInto(dv, src)
+		} else {
+			peel.AddInPlace(dv, src)
+		}
+		w := peel.FromFloat64s(lsWeights, 2, 3)
+		return peel.Add(peel.Sum(peel.Mul(w, peel.Mul(d, peel.Add(d, y)))), peel.Sum(peel.Mul(alias, alias)))
+	}
+}
+
+// lsDirection is the JVP direction of a lane's y.
+func lsDirection(y *T) *T { return peel.Add(peel.Mul(peel.Cos(y), 0.5), 0.25) }
+
+// body is the per-lane program of a mode.
+func (c lsCase) body(mode string) func(x, y *T) *T {
+	return func(x, y *T) *T {
+		d := c.makeDest(x)
+		alias := peel.Narrow(d, 1, 1, 2)
+		s := c.scalar(x, d, alias)
+		var r []*T
+		switch mode {
+		case "vmap_jvp":
+			p, tan := transforms.JVP(s, y, lsDirection(y))
+			r = []*T{p, tan}
+		case "vmap_grad_functionalize":
+			r = []*T{transforms.Grad(transforms.Functionalize(s))(y)}
+		default:
+			r = []*T{transforms.Grad(s)(y)}
+		}
+		return lvFlat(append(r, d, alias)...)
+	}
+}
+
+func TestInPlaceLevelSweep(t *testing.T) {
+	xs := peel.FromFloat64s([]float64{0.3, -0.7, 1.1, 0.5, -1.2, 0.9, -0.4, 0.8, 0.6, -1.1, 0.2, 1.3}, 2, 2, 3)
+	ys := peel.FromFloat64s([]float64{0.9, 0.1, -0.6, 1.2, -0.3, 0.7, 0.4, -0.9, 1.0, 0.35, -1.15, 0.55}, 2, 2, 3)
+	lane := func(t *T, i int) *T { return peel.Clone(peel.Index(t, i)) }
+	programs, refusals := 0, 0
+	for _, dest := range lsDests {
+		for _, src := range lsSources {
+			for _, view := range lsViews {
+				for _, op := range lsOps {
+					c := lsCase{dest: dest, src: src, op: op, view: view}
+					t.Run(dest+"/"+src+"/"+view.name+"/"+op, func(t *testing.T) {
+						// The eager oracle's derivative per lane vs
+						// finite differences; eager refusal decides the
+						// rule for the compositions.
+						eagerErr := catchAll(func() {
+							for i := 0; i < 2; i++ {
+								x, y := lane(xs, i), lane(ys, i)
+								f := func(y *T) *T {
+									d := c.makeDest(x)
+									return c.scalar(x, d, peel.Narrow(d, 1, 1, 2))(y)
+								}
+								fd := fdGrad(f, y.Float64s(), 2, 3)
+								s := magnitude(f(lane(ys, i)))
+								d := c.makeDest(x)
+								g := transforms.Grad(c.scalar(x, d, peel.Narrow(d, 1, 1, 2)))(y)
+								if msg := withinTol(g.Float64s(), fd, 1e-6, 1e-6*s); msg != "" {
+									t.Errorf("lane %d: Grad vs finite differences: %s", i, msg)
+								}
+								d = c.makeDest(x)
+								_, tan := transforms.JVP(c.scalar(x, d, peel.Narrow(d, 1, 1, 2)), y, lsDirection(y))
+								v := lsDirection(y).Float64s()
+								if msg := ipLinearFD(tan.Float64s(), fd, v, 1, 6, false, s); msg != "" {
+									t.Errorf("lane %d: JVP tangent vs ⟨finite-difference gradient, v⟩: %s", i, msg)
+								}
+							}
+						})
+						if eagerErr != nil {
+							if o := ipOutcome(eagerErr, eagerErr); o != "" {
+								t.Fatalf("eager: %s", o)
+							}
+						}
+						for _, mode := range lsModes {
+							programs++
+							var got, want *T
+							err := catchAll(func() {
+								body := c.body(mode)
+								want = lvLanes(body, xs, ys)
+							})
+							if (err == nil) != (eagerErr == nil) {
+								t.Errorf("%s: the per-lane oracle and eager disagree on refusing: %v vs %v", mode, err, eagerErr)
+								continue
+							}
+							err = catchAll(func() {
+								body := c.body(mode)
+								if mode == "compile_vmap_grad" {
+									got = transforms.Compile2(transforms.Vmap2(body)).Call(xs, ys)
+								} else {
+									got = transforms.Vmap2(body)(xs, ys)
+								}
+							})
+							if err != nil {
+								var pe *peel.Error
+								switch {
+								case !errors.As(err, &pe):
+									t.Errorf("%s: non-*peel.Error panic: %s", mode, ipTrim(err.Error()))
+								case eagerErr != nil:
+									// Refused where eager refuses.
+								case dest == "unbatched" && src == "outer" && strings.Contains(err.Error(), "not batched at this level"):
+									refusals++ // documented
+								default:
+									t.Errorf("%s: refused while eager runs: %v", mode, err)
+								}
+								continue
+							}
+							if eagerErr != nil {
+								t.Errorf("%s: runs while eager refuses (%v)", mode, eagerErr)
+								continue
+							}
+							if msg := ipConcrete(mode, got); msg != "" {
+								t.Errorf("%s", msg)
+								continue
+							}
+							if msg := ipSame(got.Float64s(), want.Float64s(), 1e-12); msg != "" {
+								t.Errorf("%s vs the program per lane without Vmap: %s", mode, msg)
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+	t.Logf("%d programs; documented Vmap refusals: %d", programs, refusals)
+}
+
+// TestRegressionStaleViewOfRebatchedBase: under Vmap(Grad), a tensor
+// created unbatched in the vmapped function and written inside Grad
+// with a value of the Grad argument becomes batched; a view of it taken
+// before reads its new value per lane. Bind used to route such a view
+// to the vmap level, which handed it back to Bind unchanged, until the
+// stack overflowed (a fatal error that ends the test binary, so the
+// checks run in a child process); the view is now replayed from its
+// base (interp.Replay).
+func TestRegressionStaleViewOfRebatchedBase(t *testing.T) {
+	const child = "PEEL_TEST_STALE_VIEW_CHILD"
+	if os.Getenv(child) != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRegressionStaleViewOfRebatchedBase$", "-test.v")
+		cmd.Env = append(os.Environ(), child+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the checks, run in a child process, fail (%v):\n%s", err, ipChildSummary(string(out)))
+		}
+		return
+	}
+	body := func(y *T) *T {
+		d := peel.Full(peel.Float64, 0.5, 3)
+		a := peel.Narrow(d, 0, 1, 2)
+		g := transforms.Grad(func(y *T) *T {
+			peel.CopyInto(d, peel.Sin(y))
+			return peel.Add(peel.Sum(peel.Mul(d, d)), peel.Sum(peel.Mul(a, peel.Narrow(y, 0, 0, 2))))
+		})(y)
+		return lvFlat(g, d, a, peel.Mul(a, 2.0))
+	}
+	ys := peel.FromFloat64s([]float64{0.1, 0.2, 0.3, -0.4, 0.5, 0.6}, 2, 3)
+	want := peel.Stack([]*T{body(peel.Clone(peel.Index(ys, 0))), body(peel.Clone(peel.Index(ys, 1)))}, 0)
+	ipWant(t, "vmap_grad", want.Float64s(), func() []*T { return ipOne(transforms.Vmap(body)(ys)) })
 }
