@@ -63,7 +63,7 @@ func Bind(p *Prim, params any, args ...*Tensor) []*Tensor {
 		if a.tr != nil {
 			l := a.tr.Level()
 			if l.dead.Load() {
-				panic(&Error{Prim: p.Name, Msg: "escaped tracer: operand " + itoa(i) + " belongs to a " + l.name + " that has already returned (a tensor computed inside a transformed function was used after the transform returned)", Operands: []string{a.TypeString()}, Transform: l.name, Level: l.id})
+				panic(&Error{Prim: p.Name, Msg: "escaped tracer: operand " + itoa(i) + " belongs to a " + l.name + " that has already returned (a tensor computed inside a transformed function was used after the transform returned, or a tensor from outside it was written there with such a value: a tensor captured from outside Vmap that received a per-lane value)", Operands: []string{a.TypeString()}, Transform: l.name, Level: l.id})
 			}
 			if top == nil || l.id > top.id {
 				top = l

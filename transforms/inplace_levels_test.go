@@ -435,6 +435,15 @@ func TestCapturedWritesUnderEveryTransform(t *testing.T) {
 		near(t, "the captured tensor after the call", capt.Float64s(), capAfter, 1e-15)
 		near(t, "a view of it taken before", cview.Float64s(), capAfter[1:], 1e-15)
 	})
+	// A value that differs per lane cannot be held by the capture: using
+	// it after Vmap returns is a *peel.Error that says so.
+	t.Run("vmap_functionalize_per_lane", func(t *testing.T) {
+		f, capt, _ := lvCaptured()
+		xs := peel.Stack([]*T{f64(x0...), f64(0.1, 0.2, 0.3)}, 0)
+		transforms.Vmap(transforms.Functionalize(f))(xs)
+		wantError(t, func() { peel.Add(capt, 1.0) }, "escaped tracer", "captured from outside Vmap")
+		wantError(t, func() { capt.Float64s() }, "traced tensor")
+	})
 }
 
 // The level sweep (issue 25): writes through each view kind of a tensor
