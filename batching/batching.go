@@ -104,6 +104,9 @@ type tracer struct {
 	// is a copy, not an alias (e.g. a reshape that no strides express):
 	// writing through it would not reach its base.
 	detached bool
+	// snapshot marks a payload made by Snapshot, whose physical value
+	// is a snapshot it may release.
+	snapshot bool
 }
 
 func (t *tracer) Level() *interp.Level { return t.level }
@@ -112,7 +115,15 @@ func (t *tracer) Level() *interp.Level { return t.level }
 // (interp.Snapshotter): a later write into the batched value, performed
 // on the physical value below, does not reach it.
 func (t *tracer) Snapshot() interp.Tracer {
-	return &tracer{level: t.level, val: t.val.Snapshot(), bdim: t.bdim, detached: t.detached}
+	return &tracer{level: t.level, val: t.val.Snapshot(), bdim: t.bdim, detached: t.detached, snapshot: true}
+}
+
+// ReleaseSnapshot releases a snapshot payload's physical value
+// (interp.SnapshotReleaser).
+func (t *tracer) ReleaseSnapshot() {
+	if t.snapshot {
+		t.val.ReleaseSnapshot()
+	}
 }
 
 // Interp is the vmap interpreter of one level.

@@ -133,6 +133,20 @@ type Snapshotter interface {
 	Snapshot() Tracer
 }
 
+// SnapshotReleaser is implemented by Snapshotter payloads that hold
+// snapshots of lower tensors: ReleaseSnapshot gives up their use of
+// memory when the snapshot is no longer needed (Graph.ReleaseConstants),
+// and does nothing for a payload that is not a snapshot.
+type SnapshotReleaser interface {
+	ReleaseSnapshot()
+}
+
+// ReleaseSnapshot gives up snapshot t's use of its memory, so the tensor
+// it was taken of is written without a copy; t must not be used
+// afterwards. Interpreters' snapshot payloads (SnapshotReleaser) call it
+// on the snapshots they hold.
+func (t *Tensor) ReleaseSnapshot() { t.release() }
+
 // Materializer is implemented by tracers whose value can be computed on
 // demand (the lazy interpreter of a compiled function with graph
 // breaks): reading such a tracer's elements (Item, Float64s, Array, …)
@@ -233,6 +247,10 @@ func (s *storage) unshare(be backend.Backend, dt DType) {
 // release gives up a snapshot's use of its block, so the block's other
 // users write without copying. The box must not be used afterwards.
 func (t *Tensor) release() {
+	if r, ok := t.tr.(SnapshotReleaser); ok {
+		r.ReleaseSnapshot()
+		return
+	}
 	if t.tr == nil && t.st != nil && t.st.cur != nil {
 		t.st.cur.refs.Add(-1)
 		t.st.buf, t.st.cur = nil, nil

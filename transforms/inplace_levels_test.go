@@ -701,3 +701,26 @@ func TestRegressionStaleViewOfRebatchedBase(t *testing.T) {
 	want := peel.Stack([]*T{body(peel.Clone(peel.Index(ys, 0))), body(peel.Clone(peel.Index(ys, 1)))}, 0)
 	ipWant(t, "vmap_grad", want.Float64s(), func() []*T { return ipOne(transforms.Vmap(body)(ys)) })
 }
+
+// TestRegressionResidualOfWrittenBatchedTensor: a pullback's residuals
+// are the values at the call (graph constants are snapshots), also under
+// Vmap and Functionalize, whose tensors a later in-place write updates
+// in place (vmap: the physical value; functionalize: the payload's value).
+// They used to share the payload, so the pullback saw the write: the
+// cotangent of x⊙x at x+1 instead of x.
+func TestRegressionResidualOfWrittenBatchedTensor(t *testing.T) {
+	xs := peel.FromFloat64s([]float64{0.1, 0.2, 0.3, -0.4, 0.5, 0.6}, 2, 3)
+	body := func(x *T) *T {
+		_, pb := transforms.VJP(func(x *T) *T { return peel.Mul(x, x) }, x)
+		peel.AddInPlace(x, 1.0)
+		return pb(peel.OnesLike(x))
+	}
+	want := peel.Mul(xs, 2.0).Float64s()
+	ipWant(t, "vmap", want, func() []*T { return ipOne(transforms.Vmap(body)(peel.Clone(xs))) })
+	ipWant(t, "functionalize", want[:3], func() []*T {
+		return ipOne(transforms.Functionalize(body)(peel.Clone(peel.Index(xs, 0))))
+	})
+	ipWant(t, "vmap_functionalize", want, func() []*T {
+		return ipOne(transforms.Vmap(transforms.Functionalize(body))(peel.Clone(xs)))
+	})
+}
