@@ -261,30 +261,29 @@ func TestRegressionWritesIntoArguments(t *testing.T) {
 	}
 	// Two arguments, both written.
 	twoCases := []struct {
-		name   string
-		run    func(x, y *T) []outcome
-		withDY bool
+		name string
+		run  func(x, y *T) []outcome
 	}{
 		{"grad2", func(x, y *T) []outcome {
 			return []outcome{{transforms.Grad2(two)(x, y).Float64s(), gradX, 1e-6}}
-		}, false},
+		}},
 		{"value_and_grad2", func(x, y *T) []outcome {
 			_, g := transforms.ValueAndGrad2(two)(x, y)
 			return []outcome{{g.Float64s(), gradX, 1e-6}}
-		}, false},
+		}},
 		{"grad_args2", func(x, y *T) []outcome {
 			gx, gy := transforms.GradArgs2(two, transforms.Argnums(0, 1))(x, y)
 			return []outcome{{gx.Float64s(), gradX, 1e-6}, {gy.Float64s(), gradY, 1e-6}}
-		}, true},
+		}},
 		{"grad_args2_argnums1", func(x, y *T) []outcome {
 			_, gy := transforms.GradArgs2(two, transforms.Argnums(1))(x, y)
 			return []outcome{{gy.Float64s(), gradY, 1e-6}}
-		}, true},
+		}},
 		{"vjp2", func(x, y *T) []outcome {
 			_, pb := transforms.VJP2(two, x, y)
 			gx, gy := pb(peel.Scalar(1.0))
 			return []outcome{{gx.Float64s(), gradX, 1e-6}, {gy.Float64s(), gradY, 1e-6}}
-		}, true},
+		}},
 		{"jvp2", func(x, y *T) []outcome {
 			_, tan := transforms.JVP2(two, x, y, f64(v...), f64(0, 0, 0))
 			want := 0.0
@@ -292,14 +291,14 @@ func TestRegressionWritesIntoArguments(t *testing.T) {
 				want += gradX[i] * v[i]
 			}
 			return []outcome{{tan.Float64s(), []float64{want}, 1e-6}}
-		}, false},
+		}},
 		{"jacrev_args2", func(x, y *T) []outcome {
 			jx, jy := transforms.JacrevArgs2(two)(x, y)
 			return []outcome{{jx.Float64s(), gradX, 1e-6}, {jy.Float64s(), gradY, 1e-6}}
-		}, true},
+		}},
 		{"jacfwd2", func(x, y *T) []outcome {
 			return []outcome{{transforms.Jacfwd2(two)(x, y).Float64s(), gradX, 1e-6}}
-		}, false},
+		}},
 	}
 	for _, c := range twoCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -315,6 +314,73 @@ func TestRegressionWritesIntoArguments(t *testing.T) {
 			}
 			near(t, "x after the call", x.Float64s(), afterX, 1e-15)
 			near(t, "y after the call", y.Float64s(), afterY, 1e-15)
+		})
+	}
+	// Three arguments: the third, z, is written too (z ← z + x) and
+	// read, so its gradient is that of the eager function.
+	three := func(x, y, z *T) *T {
+		peel.AddInPlace(z, x)
+		return peel.Add(two(x, y), peel.Sum(peel.Mul(z, z)))
+	}
+	z0 := []float64{-0.2, 0.6, 0.15}
+	refX, refY = f64(x0...), f64(y0...)
+	refZ := f64(z0...)
+	three(refX, refY, refZ)
+	afterX3, afterY3, afterZ3 := refX.Float64s(), refY.Float64s(), refZ.Float64s()
+	fresh := func(v []float64) *T { return f64(v...) }
+	gradX3 := fdGrad(func(x *T) *T { return three(x, fresh(y0), fresh(z0)) }, x0, 3)
+	gradZ3 := fdGrad(func(z *T) *T { return three(fresh(x0), fresh(y0), z) }, z0, 3)
+	threeCases := []struct {
+		name string
+		run  func(x, y, z *T) []outcome
+	}{
+		{"grad3", func(x, y, z *T) []outcome {
+			return []outcome{{transforms.Grad3(three)(x, y, z).Float64s(), gradX3, 1e-6}}
+		}},
+		{"value_and_grad3", func(x, y, z *T) []outcome {
+			_, g := transforms.ValueAndGrad3(three)(x, y, z)
+			return []outcome{{g.Float64s(), gradX3, 1e-6}}
+		}},
+		{"grad_args3", func(x, y, z *T) []outcome {
+			gx, _, gz := transforms.GradArgs3(three, transforms.Argnums(0, 2))(x, y, z)
+			return []outcome{{gx.Float64s(), gradX3, 1e-6}, {gz.Float64s(), gradZ3, 1e-6}}
+		}},
+		{"vjp3", func(x, y, z *T) []outcome {
+			_, pb := transforms.VJP3(three, x, y, z)
+			gx, _, gz := pb(peel.Scalar(1.0))
+			return []outcome{{gx.Float64s(), gradX3, 1e-6}, {gz.Float64s(), gradZ3, 1e-6}}
+		}},
+		{"jvp3", func(x, y, z *T) []outcome {
+			_, tan := transforms.JVP3(three, x, y, z, f64(0, 0, 0), f64(0, 0, 0), f64(v...))
+			want := 0.0
+			for i := range v {
+				want += gradZ3[i] * v[i]
+			}
+			return []outcome{{tan.Float64s(), []float64{want}, 1e-6}}
+		}},
+		{"jacfwd_args3", func(x, y, z *T) []outcome {
+			jx, _, jz := transforms.JacfwdArgs3(three, transforms.Argnums(0, 2))(x, y, z)
+			return []outcome{{jx.Float64s(), gradX3, 1e-6}, {jz.Float64s(), gradZ3, 1e-6}}
+		}},
+		{"jacrev3", func(x, y, z *T) []outcome {
+			return []outcome{{transforms.Jacrev3(three)(x, y, z).Float64s(), gradX3, 1e-6}}
+		}},
+	}
+	for _, c := range threeCases {
+		t.Run(c.name, func(t *testing.T) {
+			x, y, z := f64(x0...), f64(y0...), f64(z0...)
+			var outs []outcome
+			if err := catchAll(func() { outs = c.run(x, y, z) }); err != nil {
+				t.Fatalf("error: %s", ipTrim(err.Error()))
+			}
+			for i, o := range outs {
+				if msg := withinTol(o.got, o.want, o.tol, o.tol); msg != "" {
+					t.Errorf("derivative %d: %s", i, msg)
+				}
+			}
+			near(t, "x after the call", x.Float64s(), afterX3, 1e-15)
+			near(t, "y after the call", y.Float64s(), afterY3, 1e-15)
+			near(t, "z after the call", z.Float64s(), afterZ3, 1e-15)
 		})
 	}
 	// Under Vmap the caller's batched tensor receives every lane's write.
