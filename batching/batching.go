@@ -298,9 +298,27 @@ func (b *Interp) Unbatched(x *T, outDim int) *T {
 
 func (b *Interp) unpack(x *T) (*T, int) {
 	if tr, ok := x.Tracer().(*tracer); ok && tr.level == b.level {
+		if tr.detached {
+			tr = b.refresh(x, tr)
+		}
 		return tr.val, tr.bdim
 	}
 	return x, NotMapped
+}
+
+// refresh returns the payload of detached view x (whose physical value
+// is a copy, not an alias of its base's), recomputed from its base
+// (interp.Replay) when the base was written since x was computed (its
+// generation moved on, see mutate), so reading x sees the write as an
+// eager alias would.
+func (b *Interp) refresh(x *T, tr *tracer) *tracer {
+	v := x.ViewInfo()
+	if v == nil || v.Gen == v.Base.Generation() {
+		return tr
+	}
+	x.Rebind(interp.Replay(x))
+	v.Gen = v.Base.Generation()
+	return x.Tracer().(*tracer)
 }
 
 // Process applies p's batching rule to the operands' physical values.
@@ -394,6 +412,10 @@ func (b *Interp) mutate(p *interp.Prim, params any, args, vals []*T, dims []int)
 		}
 	}
 	interp.Bind(p, params, phys...)
+	// Aliases of the destination's base see the write through their
+	// physical values, except detached views (copies): the generation
+	// tells them to recompute (refresh).
+	interp.BaseOf(args[0]).BumpGeneration()
 	return args[:1]
 }
 

@@ -33,12 +33,14 @@ func (a *Adopted) Has(x *T) bool { return a.below[x] != nil }
 
 // End gives every adopted box its final value, final(box): a value below
 // the level, asked for every box before any is restored. Each box first
-// gets its content below back; then, in adoption order (a view's base
-// before the view), each is written with WriteBack, except a concrete
-// view of an adopted base, which aliases the base's buffer (a view of a
-// tracer is written too: the same values, and an error rather than a
-// stale value where vmap's view of it is a copy). It panics with *Error
-// when a write-back is refused.
+// gets its content below back; then each is written with WriteBack,
+// except a view of an adopted base: it sees the base's write as an
+// alias does at its level (eval shares the buffer; vmap the physical
+// value, or recomputes a view whose physical value is a copy;
+// functionalize and the autodiff levels recompute a view whose base's
+// generation moved on), and a view being staged, which aliases nothing,
+// is rebound to its final value. It panics with *Error when a
+// write-back is refused.
 func (a *Adopted) End(final func(*T) *T) {
 	finals := make([]*T, len(a.boxes))
 	for i, box := range a.boxes {
@@ -47,8 +49,11 @@ func (a *Adopted) End(final func(*T) *T) {
 	boxes := a.boxes
 	a.Restore()
 	for i, box := range boxes {
-		if v := box.ViewInfo(); v != nil && box.IsConcrete() && containsBox(boxes, v.Base) {
-			continue // it aliases its base's buffer, written below
+		if v := box.ViewInfo(); v != nil && containsBox(boxes, v.Base) {
+			if box.IsStaged() {
+				box.Rebind(finals[i]) // staging keeps no aliases
+			}
+			continue
 		}
 		WriteBack(box, finals[i])
 	}
