@@ -104,9 +104,27 @@ type tracer struct {
 	// is a copy, not an alias (e.g. a reshape that no strides express):
 	// writing through it would not reach its base.
 	detached bool
+	// snapshot marks a payload made by Snapshot, whose physical value
+	// is a snapshot it may release.
+	snapshot bool
 }
 
 func (t *tracer) Level() *interp.Level { return t.level }
+
+// Snapshot returns a payload whose physical value is a snapshot of t's
+// (interp.Snapshotter): a later write into the batched value, performed
+// on the physical value below, does not reach it.
+func (t *tracer) Snapshot() interp.Tracer {
+	return &tracer{level: t.level, val: t.val.Snapshot(), bdim: t.bdim, detached: t.detached, snapshot: true}
+}
+
+// ReleaseSnapshot releases a snapshot payload's physical value
+// (interp.SnapshotReleaser).
+func (t *tracer) ReleaseSnapshot() {
+	if t.snapshot {
+		t.val.ReleaseSnapshot()
+	}
+}
 
 // Interp is the vmap interpreter of one level.
 type Interp struct {
@@ -280,9 +298,27 @@ func (b *Interp) Unbatched(x *T, outDim int) *T {
 
 func (b *Interp) unpack(x *T) (*T, int) {
 	if tr, ok := x.Tracer().(*tracer); ok && tr.level == b.level {
+		if tr.detached {
+			tr = b.refresh(x, tr)
+		}
 		return tr.val, tr.bdim
 	}
 	return x, NotMapped
+}
+
+// refresh returns the payload of detached view x (whose physical value
+// is a copy, not an alias of its base's), recomputed from its base
+// (interp.Replay) when the base was written since x was computed (its
+// generation moved on, see mutate), so reading x sees the write as an
+// eager alias would.
+func (b *Interp) refresh(x *T, tr *tracer) *tracer {
+	v := x.ViewInfo()
+	if v == nil || v.Gen == v.Base.Generation() {
+		return tr
+	}
+	x.Rebind(interp.Replay(x))
+	v.Gen = v.Base.Generation()
+	return x.Tracer().(*tracer)
 }
 
 // Process applies p's batching rule to the operands' physical values.
@@ -328,6 +364,12 @@ func (b *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T)
 	}
 	if p.Kind == interp.ViewKind {
 		b.markDetached(args[0], vals[0], res[0])
+		if tr, ok := res[0].Tracer().(*tracer); ok && tr.level == b.level {
+			// The result is an alias of its operand, as eager's view
+			// is: a level above that adopts it, or writes through it,
+			// must reach its base (interp.MarkView).
+			interp.MarkView(p, params, args[0], res[0])
+		}
 	}
 	return res
 }
@@ -358,7 +400,7 @@ func (b *Interp) mutate(p *interp.Prim, params any, args, vals []*T, dims []int)
 		panic(&interp.Error{Prim: p.Name, Msg: "in-place write through a view that vmap could not keep as an alias (its batched layout needed a copy): the write would not reach the base; wrap the function in Functionalize", Operands: []string{args[0].TypeString()}})
 	}
 	if dims[0] == NotMapped {
-		panic(&interp.Error{Prim: p.Name, Msg: "in-place write of a batched value into a destination that is not batched at this level (a tensor from outside the vmapped function, or created inside it, has one value for all lanes); write out of place, or wrap the function in Functionalize", Operands: []string{args[0].TypeString()}})
+		panic(&interp.Error{Prim: p.Name, Msg: "in-place write of a batched value into a destination that is not batched at this level (a tensor created inside the vmapped function but outside Functionalize has one value for all lanes; one captured from outside Vmap cannot hold a value per lane even under Functionalize); write out of place, or wrap the function in Functionalize", Operands: []string{args[0].TypeString()}})
 	}
 	phys := make([]*T, len(vals))
 	phys[0] = vals[0]
@@ -370,6 +412,10 @@ func (b *Interp) mutate(p *interp.Prim, params any, args, vals []*T, dims []int)
 		}
 	}
 	interp.Bind(p, params, phys...)
+	// Aliases of the destination's base see the write through their
+	// physical values, except detached views (copies): the generation
+	// tells them to recompute (refresh).
+	interp.BaseOf(args[0]).BumpGeneration()
 	return args[:1]
 }
 

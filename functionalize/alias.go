@@ -1,7 +1,6 @@
 package functionalize
 
 import (
-	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -52,22 +51,11 @@ func (a *Aliases) View(p *interp.Prim, params any, v *T) *T {
 	return y
 }
 
-// MarkView records that own box r is the view p(x), so that writes
-// through it reach x's base and writes into the base reach r — when
-// eager evaluation would make r an alias of x. A view primitive that no
-// strides can express on x's layout (reshaping a transpose) copies at
-// eval, so r is then a value of its own here too.
+// MarkView records that own box r is the view p(x) (interp.MarkView),
+// so that writes through it reach x's base and writes into the base
+// reach r.
 func (a *Aliases) MarkView(p *interp.Prim, params any, x, r *T) {
-	// Every view primitive has strides on a contiguous layout, the one
-	// eager gives any value that is not itself a view, so only a view
-	// of a view (or of a concrete tensor) needs its layout worked out.
-	if x.ViewInfo() != nil || x.IsConcrete() {
-		if _, ok := p.ViewArray(params, eagerLayout(x)); !ok {
-			return
-		}
-	}
-	base := interp.BaseOf(x)
-	r.SetViewInfo(&interp.View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.Generation()})
+	interp.MarkView(p, params, x, r)
 }
 
 // Use returns the value that stands for box x as an operand: the
@@ -158,22 +146,4 @@ func (a *Aliases) Assign(p *interp.Prim, x, v *T) {
 	a.Assign(p, vi.Parent, newParent)
 	a.Store.Set(x, v)
 	vi.Gen = vi.Base.Generation()
-}
-
-// eagerLayout returns the layout (shape, strides, offset; no buffer)
-// that eager evaluation gives x: a concrete tensor's own, a view's from
-// its parent's through its view primitive, and contiguous for any other
-// value (every primitive but a view makes a fresh contiguous result).
-func eagerLayout(x *T) backend.Array {
-	if x.IsConcrete() {
-		arr, _ := x.Array()
-		arr.Buf = nil
-		return arr
-	}
-	if v := x.ViewInfo(); v != nil {
-		if arr, ok := v.Prim.ViewArray(v.Params, eagerLayout(v.Parent)); ok {
-			return arr
-		}
-	}
-	return backend.Array{Shape: x.Shape()}
 }

@@ -2,7 +2,6 @@ package functionalize
 
 import (
 	"github.com/peel-ml/peel/interp"
-	"github.com/peel-ml/peel/prims"
 )
 
 // T is a tensor.
@@ -36,6 +35,11 @@ type input struct {
 
 func (t *tracer) Level() *interp.Level { return t.level }
 
+// Snapshot returns a payload holding t's current value
+// (interp.Snapshotter): a later write, which replaces the value in t, does
+// not reach it.
+func (t *tracer) Snapshot() interp.Tracer { return &tracer{level: t.level, val: t.val} }
+
 // Interp is the functionalize interpreter of one level: it answers every
 // mutation out of place and keeps aliases coherent by replaying views
 // from their base, so nothing below it is ever mutated.
@@ -47,15 +51,14 @@ type Interp struct {
 	start uint64
 	// adopted are lower-level boxes that mutations made values of this
 	// level, in adoption order, with their content below.
-	adopted []*T
-	below   map[*T]*T
+	adopted Adopted
 	// inputs are the argument roots (WrapInputs).
 	inputs []*input
 	// OnCapturedWrite, when set, is offered every adopted base (a
 	// tensor from outside the function that it wrote, not a view: one
 	// made before the level began, never a temporary the function
-	// made) whose
-	// final value is not concrete, when the level ends; returning true
+	// made) whose final value or content is not concrete, when the
+	// level ends; returning true
 	// takes the write over: the box keeps its content from before the
 	// function and is not written back (Compile makes such a tensor an
 	// input and an output of its program).
@@ -65,7 +68,7 @@ type Interp struct {
 // New starts a functionalize level. removeViews makes views copies
 // below (torch's remove="mutations_and_views").
 func New(removeViews bool) *Interp {
-	in := &Interp{below: map[*T]*T{}}
+	in := &Interp{}
 	in.aliases = Aliases{Store: store{in}, CopyViews: removeViews}
 	in.level = interp.NewLevel("functionalize", in)
 	in.start = interp.EpochMark()
@@ -105,9 +108,14 @@ func (s store) Adopt(x *T) {
 	}
 	below := x.NewBox()
 	x.Rebind(interp.NewTracer(x.Aval(), &tracer{level: s.f.level, val: below}))
-	s.f.adopted = append(s.f.adopted, x)
-	s.f.below[x] = below
+	s.f.adopted.Add(x, below)
 }
+
+// AdoptsWrites marks the functionalize interpreter as adopting lower
+// boxes written with its values (interp.WriteAdopter): a level below
+// that writes back into a lower box a value of this level binds the
+// write here, and this level writes the box back when it ends.
+func (f *Interp) AdoptsWrites() {}
 
 // Level returns the interpreter's level.
 func (f *Interp) Level() *interp.Level { return f.level }
@@ -261,10 +269,9 @@ func (f *Interp) Unwrap(x *T) *T {
 }
 
 // End gives the function's inputs (the boxes Wrap returned, with the
-// caller's originals) and every adopted box their final values, then ends
-// the level. A concrete tensor given a concrete value is written in place
-// below — the function's effect, seen by its aliases; anything else is
-// rebound, so a staging level below records no mutation.
+// caller's originals) and every adopted box their final values
+// (WriteBack, Adopted.End), then ends the level: a write at the
+// original's own level, the function's effect, seen by its aliases.
 func (f *Interp) End(inputs []*T, originals []*T) {
 	defer f.level.End()
 	f.endInputs()
@@ -273,32 +280,15 @@ func (f *Interp) End(inputs []*T, originals []*T) {
 		if !ok || tr.level != f.level || tr.val == originals[i] {
 			continue // never written
 		}
-		writeBack(originals[i], f.current(in))
+		WriteBack(originals[i], f.current(in))
 	}
-	finals := make([]*T, len(f.adopted))
-	for i, box := range f.adopted {
-		finals[i] = f.current(box)
-	}
-	for i, box := range f.adopted {
-		below, final := f.below[box], finals[i]
-		switch {
-		case box.ViewInfo() != nil && below.IsConcrete():
-			box.Rebind(below) // aliases its base's buffer, written below
-		case box.ViewInfo() == nil && below.IsConcrete() && final.IsConcrete():
-			writeBack(below, final)
-			box.Rebind(below)
-		default:
-			// The final value is a tracer (of an enclosing level) or
-			// the box's content was: written back at that level, so
-			// an enclosing autodiff level adopts the box and gives it
-			// its final primal when it ends.
-			box.Rebind(below)
-			if box.ViewInfo() == nil && box.BornBefore(f.start) && f.OnCapturedWrite != nil && f.OnCapturedWrite(box, final) {
-				continue // the write is taken over
-			}
-			writeBack(box, final)
-		}
-	}
+	f.adopted.End(f.current, func(box, final *T) bool {
+		// A tensor from before the function that it wrote with a value
+		// that is not concrete: a program tracing the function may take
+		// the write over (OnCapturedWrite).
+		return box.ViewInfo() == nil && !(box.IsConcrete() && final.IsConcrete()) &&
+			box.BornBefore(f.start) && f.OnCapturedWrite != nil && f.OnCapturedWrite(box, final)
+	})
 }
 
 // endInputs gives the argument roots of WrapInputs their final values:
@@ -312,38 +302,35 @@ func (f *Interp) endInputs() {
 			finals[i] = f.current(in.box)
 		}
 	}
+	f.unlinkInputs()
+	for i, in := range f.inputs {
+		if !in.written {
+			continue
+		}
+		WriteBack(in.orig, finals[i])
+	}
+}
+
+// unlinkInputs gives each linked caller's tensor its own content back.
+func (f *Interp) unlinkInputs() {
 	for _, in := range f.inputs {
 		if in.linked {
 			in.user.Rebind(in.userOld)
 		}
 	}
-	for i, in := range f.inputs {
-		if !in.written {
-			continue
-		}
-		writeBack(in.orig, finals[i])
-	}
-}
-
-// writeBack gives the caller's tensor orig the value v: written with
-// copy_ at orig's own level when v is concrete or of orig's level (eval
-// writes orig's buffer, vmap its physical value), so orig's aliases see
-// it, or at v's level when that level adopts written boxes
-// (interp.WriteAdopter: an autodiff level gives orig its final primal
-// when it ends); rebound otherwise (orig is being staged, so the graph
-// records no mutation, or a concrete orig receives a value only a
-// higher level can hold).
-func writeBack(orig, v *T) {
-	if orig.IsStaged() || (orig.IsConcrete() && !v.IsConcrete() && !interp.AdoptsWrites(v)) {
-		orig.Rebind(v)
-		return
-	}
-	interp.Bind(prims.CopyInPlace, nil, orig, v)
 }
 
 func (f *Interp) own(x *T) bool {
 	tr, ok := x.Tracer().(*tracer)
 	return ok && tr.level == f.level
+}
+
+// Abort ends the level after the function panicked: every adopted box
+// gets its content below back and nothing is written (Adopted.Restore).
+func (f *Interp) Abort() {
+	defer f.level.End()
+	f.unlinkInputs()
+	f.adopted.Restore()
 }
 
 // current returns own box x's value below, regenerating a stale view

@@ -34,23 +34,36 @@ func DefaultBackend() backend.Backend {
 // when the primitive rejects its operands.
 func Bind(p *Prim, params any, args ...*Tensor) []*Tensor {
 	var top *Level
+	var replayed []*Tensor
 	for i, a := range args {
 		if a == nil {
 			panic(&Error{Prim: p.Name, Msg: "operand " + itoa(i) + " is nil"})
 		}
-		if a.tr == nil && a.view != nil && a.view.Base.tr != nil {
-			// A concrete view whose base an interpreter adopted (a write
-			// made the base a tracer): the view's buffer is stale, so the
-			// base's level handles the operation and recomputes the view.
-			if l := a.view.Base.tr.Level(); !l.dead.Load() && (top == nil || l.id > top.id) {
-				top = l
+		if a.view != nil && a.view.Base.tr != nil {
+			if l := staleViewLevel(a); l != nil {
+				// A view whose base a level above the view's own took
+				// over (a write made the base a tracer of that level):
+				// the view's content (a buffer, or a vmap level's
+				// physical value) is stale, so the base's level handles
+				// the operation. A level that keeps aliases coherent
+				// (WriteAdopter: functionalize, autodiff) recomputes the
+				// view itself; for any other (vmap, staging) the view is
+				// replayed here from the base, as a value of its level.
+				if _, ok := l.interp.(WriteAdopter); !ok {
+					if replayed == nil {
+						replayed = append([]*Tensor(nil), args...)
+					}
+					replayed[i] = Replay(a)
+				}
+				if top == nil || l.id > top.id {
+					top = l
+				}
 			}
-			continue
 		}
 		if a.tr != nil {
 			l := a.tr.Level()
 			if l.dead.Load() {
-				panic(&Error{Prim: p.Name, Msg: "escaped tracer: operand " + itoa(i) + " belongs to a " + l.name + " that has already returned (a tensor computed inside a transformed function was used after the transform returned)", Operands: []string{a.TypeString()}, Transform: l.name, Level: l.id})
+				panic(&Error{Prim: p.Name, Msg: "escaped tracer: operand " + itoa(i) + " belongs to a " + l.name + " that has already returned (a tensor computed inside a transformed function was used after the transform returned, or a tensor from outside it was written there with such a value: a tensor captured from outside Vmap that received a per-lane value)", Operands: []string{a.TypeString()}, Transform: l.name, Level: l.id})
 			}
 			if top == nil || l.id > top.id {
 				top = l
@@ -71,9 +84,43 @@ func Bind(p *Prim, params any, args ...*Tensor) []*Tensor {
 		return Eval(p, params, args)
 	}
 	defer annotateLevel(top)
+	if replayed != nil {
+		return top.interp.Process(top, p, params, replayed)
+	}
 	// The interpreter may keep args; the caller's (often a variadic
 	// slice on its stack) stays there on the eager path.
 	return top.interp.Process(top, p, params, append([]*Tensor(nil), args...))
+}
+
+// staleViewLevel returns the live level of view a's base when it is
+// above a's own level (the base was taken over by a write at that
+// level), or nil.
+func staleViewLevel(a *Tensor) *Level {
+	l := a.view.Base.tr.Level()
+	if l.dead.Load() {
+		return nil
+	}
+	if a.tr != nil && a.tr.Level().id >= l.id {
+		return nil
+	}
+	return l
+}
+
+// Replay returns view x recomputed from its base: x's view chain bound
+// again on the base's current content, so the result is a value of the
+// base's level (and records its view, interp.MarkView, where that level
+// keeps views). Bind uses it for a view whose base a level that does not
+// keep aliases coherent has taken over.
+func Replay(x *Tensor) *Tensor {
+	v := x.view
+	if v == nil {
+		return x
+	}
+	parent := v.Parent
+	if parent != v.Base {
+		parent = Replay(parent)
+	}
+	return Bind1(v.Prim, v.Params, parent)
 }
 
 // Bind1 is Bind for a primitive with one result.

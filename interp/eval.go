@@ -247,3 +247,43 @@ func alloc(be backend.Backend, dt DType, shape []int) backend.Buffer {
 	}
 	return be.Alloc(dt, n)
 }
+
+// MarkView records on r, the result of view primitive p applied to x at
+// an interpreter level, that r is an alias of x (View: base, parent,
+// primitive, the base's generation), when eager evaluation would make r
+// an alias of x. A view primitive that no strides can express on the
+// layout eager gives x (reshaping a transpose) copies at eval, so r is
+// then a value of its own and nothing is recorded. Every interpreter
+// whose view results stand for aliases calls it (functionalize, the
+// autodiff levels, vmap), so a level above that adopts r, or writes
+// through it, finds its base.
+func MarkView(p *Prim, params any, x, r *Tensor) {
+	// Every view primitive has strides on a contiguous layout, the one
+	// eager gives any value that is not itself a view, so only a view
+	// of a view (or of a concrete tensor) needs its layout worked out.
+	if x.view != nil || x.tr == nil {
+		if _, ok := p.ViewArray(params, eagerLayout(x)); !ok {
+			return
+		}
+	}
+	base := BaseOf(x)
+	r.view = &View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.gen}
+}
+
+// eagerLayout returns the layout (shape, strides, offset; no buffer)
+// that eager evaluation gives x: a concrete tensor's own, a view's from
+// its parent's through its view primitive, and contiguous for any other
+// value (every primitive but a view makes a fresh contiguous result).
+func eagerLayout(x *Tensor) backend.Array {
+	if x.tr == nil {
+		arr := x.array()
+		arr.Buf = nil
+		return arr
+	}
+	if v := x.view; v != nil {
+		if arr, ok := v.Prim.ViewArray(v.Params, eagerLayout(v.Parent)); ok {
+			return arr
+		}
+	}
+	return backend.Array{Shape: x.shape}
+}

@@ -124,6 +124,29 @@ func FindLevelData[D any](ts ...*Tensor) (d D, ok bool) {
 	return best.data.(D), true
 }
 
+// Snapshotter is implemented by tracers whose content their interpreter
+// updates in place when a mutation is answered (vmap writes a batched
+// value's physical tensor below; functionalize replaces a box's current
+// value in its payload): Snapshot returns a payload holding the current
+// content that later writes do not reach (Tensor.Snapshot).
+type Snapshotter interface {
+	Snapshot() Tracer
+}
+
+// SnapshotReleaser is implemented by Snapshotter payloads that hold
+// snapshots of lower tensors: ReleaseSnapshot gives up their use of
+// memory when the snapshot is no longer needed (Graph.ReleaseConstants),
+// and does nothing for a payload that is not a snapshot.
+type SnapshotReleaser interface {
+	ReleaseSnapshot()
+}
+
+// ReleaseSnapshot gives up snapshot t's use of its memory, so the tensor
+// it was taken of is written without a copy; t must not be used
+// afterwards. Interpreters' snapshot payloads (SnapshotReleaser) call it
+// on the snapshots they hold.
+func (t *Tensor) ReleaseSnapshot() { t.release() }
+
 // Materializer is implemented by tracers whose value can be computed on
 // demand (the lazy interpreter of a compiled function with graph
 // breaks): reading such a tracer's elements (Item, Float64s, Array, …)
@@ -244,6 +267,10 @@ func (s *storage) unshare(be backend.Backend, dt DType) {
 // release gives up a snapshot's use of its block, so the block's other
 // users write without copying. The box must not be used afterwards.
 func (t *Tensor) release() {
+	if r, ok := t.tr.(SnapshotReleaser); ok {
+		r.ReleaseSnapshot()
+		return
+	}
 	if t.tr == nil && t.st != nil && t.st.cur != nil {
 		t.st.cur.refs.Add(-1)
 		t.st.buf, t.st.cur = nil, nil
@@ -277,12 +304,18 @@ func (t *Tensor) arrayInto(dst *backend.Array) {
 // the snapshot, and writes into the snapshot are not seen through t. For
 // a concrete t no data is copied now: the buffer is shared copy-on-write,
 // and the first write through either side copies it. A tracer's snapshot
-// is a new box holding the same tracer (interpreters answer writes into
-// tracers out of place). Staging uses snapshots for graph constants, so a
+// is a new box holding the same tracer, or, for a tracer whose content
+// its interpreter updates in place (a Snapshotter: vmap writes its
+// physical value, functionalize replaces its current value), the
+// tracer's own snapshot. Staging uses snapshots for graph constants, so a
 // Graph keeps the values its constants had when they were traced.
 func (t *Tensor) Snapshot() *Tensor {
 	if t.tr != nil {
-		return &Tensor{shape: t.shape, dtype: t.dtype, tr: t.tr, born: born()}
+		tr := t.tr
+		if s, ok := tr.(Snapshotter); ok {
+			tr = s.Snapshot()
+		}
+		return &Tensor{shape: t.shape, dtype: t.dtype, tr: tr, born: born()}
 	}
 	b := t.st.cur
 	b.refs.Add(1)

@@ -26,7 +26,12 @@ func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B
 		leaves, def := flatten(op, x)
 		fi := functionalize.New(cfg.removeViews)
 		in := fi.WrapInputs(leaves, nil, nil)
-		defer fi.End(nil, nil)
+		ended := false
+		defer func() {
+			if !ended {
+				fi.Abort()
+			}
+		}()
 		var outDef *treeDef
 		outs := func() []*tensor {
 			defer annotate(fi.Level())
@@ -35,6 +40,11 @@ func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B
 		for i, o := range outs {
 			outs[i] = fi.Unwrap(o)
 		}
+		ended = true
+		func() {
+			defer annotate(fi.Level())
+			fi.End(nil, nil)
+		}()
 		return build[B](outDef, outs)
 	}
 }

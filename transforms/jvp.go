@@ -30,12 +30,12 @@ type jvpInterp struct {
 	// (functionalize.Aliases over this level's own boxes).
 	aliases functionalize.Aliases
 	// adopted holds the lower-level boxes that a mutation made tracers of
-	// this level.
-	adopted map[*tensor]bool
+	// this level, with their content below.
+	adopted functionalize.Adopted
 }
 
 func newJVP(name string) *jvpInterp {
-	j := &jvpInterp{adopted: map[*tensor]bool{}}
+	j := &jvpInterp{}
 	j.aliases.Store = jvpStore{j}
 	j.level = interp.NewLevel(name, j)
 	return j
@@ -56,21 +56,39 @@ func (s jvpStore) Set(x, v *tensor)        { x.Rebind(s.j.asOwn(v)) }
 
 // Adopt makes lower box x a value of this level with a zero tangent.
 func (s jvpStore) Adopt(x *tensor) {
-	s.j.adopted[x] = true
-	x.Rebind(interp.NewTracer(x.Aval(), &jvpTracer{level: s.j.level, primal: x.NewBox()}))
+	below := x.NewBox()
+	s.j.adopted.Add(x, below)
+	x.Rebind(interp.NewTracer(x.Aval(), &jvpTracer{level: s.j.level, primal: below}))
 }
 
-// end gives adopted boxes their final primal values and ends the level.
-// A box's final value is a value of its own: a primal that is a
-// broadcast (a Fill's scalar) is materialized, and one that shares
-// memory with another tensor is a copy-on-write snapshot, so later
-// writes into the box reach no other tensor.
-func (j *jvpInterp) end() {
-	for box := range j.adopted {
-		if tr, ok := box.Tracer().(*jvpTracer); ok && tr.level == j.level {
-			box.Rebind(interp.OwnValue(tr.primal))
+// finish gives the function's inputs (the boxes jvpFlat made, with the
+// caller's tensors, primals) that the function wrote, and every adopted
+// box, their final primal values, as eager evaluation would leave them:
+// written in place at their own level (functionalize.WriteBack and
+// Adopted.End, the write-back functionalize uses too), so the caller's
+// tensors and their aliases see the writes. It is called when the
+// function has returned and its outputs are unpacked, before end.
+func (j *jvpInterp) finish(in, primals []*tensor) {
+	defer annotate(j.level)
+	for i, box := range in {
+		if !j.own(box) {
+			continue
+		}
+		if p, _ := j.unpack(j.aliases.Current(box)); p != primals[i] {
+			functionalize.WriteBack(primals[i], p)
 		}
 	}
+	j.adopted.End(func(box *tensor) *tensor {
+		p, _ := j.unpack(j.aliases.Current(box))
+		return p
+	}, nil)
+}
+
+// end ends the level; adopted boxes that finish did not write back (the
+// function panicked) get their content below back, so none is left
+// holding a tracer of the level.
+func (j *jvpInterp) end() {
+	j.adopted.Restore()
 	j.level.End()
 }
 
@@ -224,6 +242,7 @@ func jvpFlat(name string, f func([]*tensor) []*tensor, primals, tangents []*tens
 		}
 		outs[i], touts[i] = j.unpack(j.aliases.Use(r))
 	}
+	j.finish(in, primals)
 	return outs, touts
 }
 
