@@ -466,6 +466,12 @@ func TestCapturedWritesUnderEveryTransform(t *testing.T) {
 		{"functionalize_grad", func(f func(*T) *T, x *T) ([]float64, []float64) {
 			return transforms.Functionalize(transforms.Grad(lvScalar(f)))(x).Float64s(), grad
 		}},
+		{"compile_grad", func(f func(*T) *T, x *T) ([]float64, []float64) {
+			return transforms.Compile(transforms.Grad(lvScalar(f))).Call(x).Float64s(), grad
+		}},
+		{"grad_checkpoint", func(f func(*T) *T, x *T) ([]float64, []float64) {
+			return transforms.Grad(lvScalar(transforms.Checkpoint(f, transforms.NothingSaveable)))(x).Float64s(), grad
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
