@@ -14,6 +14,16 @@ import (
 // primitives write into the destination's buffer, so a mutation through a
 // view is visible through the base and every other alias.
 func Eval(p *Prim, params any, args []*Tensor) []*Tensor {
+	if watching.Load() != 0 && p.Kind == Pure {
+		outs := eval(p, params, args)
+		noteProvenance(args, outs)
+		return outs
+	}
+	return eval(p, params, args)
+}
+
+// eval is Eval without the provenance of traced compiled functions.
+func eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	if p.Impl != nil && !hasKernel(p, args) {
 		// Copied so that args (often the caller's variadic slice) stays
 		// on the stack on the kernel path.
@@ -215,6 +225,7 @@ func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tens
 	dst.st.unshare(be, dst.dtype)
 	if watching.Load() != 0 {
 		dst.st.written = epoch.Add(1)
+		noteWrittenProvenance(dst, args[1:])
 	}
 	be.Copy(dst.array(), src)
 	BaseOf(dst).gen++

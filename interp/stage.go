@@ -34,6 +34,11 @@ type stager struct {
 	// trace started at.
 	written *[]*Tensor
 	start   uint64
+	// derived are the tensors from before the trace that lifted
+	// constants were computed from eagerly (provenance.go); underived
+	// says a lifted constant's provenance is unknown.
+	derived   []*Tensor
+	underived bool
 }
 
 // constRec is a lifted constant: its var, and the content it was lifted
@@ -124,7 +129,18 @@ type ConstSource struct {
 	t       *Tensor
 	version uint64
 	blk     *block
+	// gen is the base's count of writes, for a derived source: the
+	// graph holds no snapshot of its memory, so a write into it makes
+	// no copy to tell it by.
+	gen     uint64
+	derived bool
 }
+
+// Derived reports whether the graph holds no constant of the tensor
+// itself but values computed from it eagerly while it was traced (see
+// provenance.go); Tensor is nil when those values came from too many
+// tensors to record, and Changed is then always true.
+func (c ConstSource) Derived() bool { return c.derived }
 
 // Tensor returns the tensor the constant was lifted from.
 func (c ConstSource) Tensor() *Tensor { return c.t }
@@ -137,7 +153,7 @@ func (c ConstSource) Changed() bool {
 	if c.t == nil || c.t.tr != nil {
 		return true
 	}
-	return c.t.version != c.version || c.t.st.cur != c.blk
+	return c.t.version != c.version || c.t.st.cur != c.blk || (c.derived && BaseOf(c.t).gen != c.gen)
 }
 
 // stageTracer is the payload of a tensor being staged: the graph var that
@@ -186,6 +202,15 @@ func (s *stager) varOf(t *Tensor) *Var {
 	}
 	if t.tr == nil {
 		s.noteWritten(t)
+		if s.written != nil && s.sources != nil && (t.from != nil || BaseOf(t).from != nil) {
+			from, unknown := derivedFrom(t, s.start)
+			s.underived = s.underived || unknown
+			for _, u := range from {
+				if !containsTensor(s.derived, u) {
+					s.derived = append(s.derived, u)
+				}
+			}
+		}
 		for k, in := range s.inputs {
 			if SameMemory(t, in) {
 				*s.inputLifts = append(*s.inputLifts, InputLift{Tensor: t, Input: k})
@@ -301,9 +326,11 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 		s.liftedFrom = map[*Var]*Tensor{}
 	}
 	if s.written != nil {
-		watching.Add(1)
-		defer watching.Add(-1)
 		s.start = epoch.Add(1)
+		if watching.Add(1) == 1 {
+			watchFloor.Store(s.start)
+		}
+		defer watching.Add(-1)
 	}
 	s.level = NewLevel(name, s).WithData(s.data)
 	defer s.level.End()
@@ -345,6 +372,15 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 				blk = t.st.cur
 			}
 			src[i] = ConstSource{t: t, version: t.version, blk: blk}
+		}
+		// The tensors constants were computed from eagerly, and the
+		// constants of unknown provenance: a change of any of them
+		// changes what the graph should compute.
+		for _, t := range s.derived {
+			src = append(src, ConstSource{t: t, version: t.version, blk: t.st.cur, gen: BaseOf(t).gen, derived: true})
+		}
+		if s.underived {
+			src = append(src, ConstSource{derived: true})
 		}
 		*s.sources = src
 	}

@@ -196,6 +196,9 @@ type Tensor struct {
 	// and a watching trace reports eager writes only into tensors born
 	// before it (noteWritten).
 	born uint64
+	// from is the provenance of a value computed eagerly while a trace
+	// watched eager writes (provenance.go); nil otherwise.
+	from *provenance
 }
 
 // storage is the memory that aliasing concrete tensors share: a base,
@@ -229,6 +232,9 @@ type storage struct {
 var (
 	epoch    atomic.Uint64
 	watching atomic.Int32
+	// watchFloor is the start of the earliest watching trace alive
+	// (only meaningful while watching > 0).
+	watchFloor atomic.Uint64
 )
 
 // block stands for one buffer: the number of storages using it besides

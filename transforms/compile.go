@@ -440,7 +440,14 @@ func (e *compileEntry) args(leaves []*tensor) []*tensor {
 func (e *compileEntry) stale(leaves []*tensor) string {
 	for k, s := range e.sources {
 		if s.Changed() {
-			return fmt.Sprintf("captured tensor %d (%s) changed since it was traced", k, s.Tensor().TypeString())
+			switch {
+			case !s.Derived():
+				return fmt.Sprintf("captured tensor %d (%s) changed since it was traced", k, s.Tensor().TypeString())
+			case s.Tensor() == nil:
+				return "the program holds values computed eagerly, while it was traced, from more captured tensors than are tracked"
+			default:
+				return fmt.Sprintf("a captured tensor (%s) that values the program holds were computed from, eagerly while it was traced, changed since", s.Tensor().TypeString())
+			}
 		}
 	}
 	if len(e.lifts) == 0 && len(e.written) == 0 {
