@@ -46,6 +46,12 @@ type bodyScope struct {
 	level   *Level
 	epoch   uint64
 	capture bool
+	// watch is set for a trace that watches eager writes (WatchWrites)
+	// instead of refusing them: a write below it into a tensor from
+	// before it is reported to it (its written list), so a compiled
+	// program takes the tensor in and makes the write on every call,
+	// also when the function never reads the tensor again.
+	watch *stager
 }
 
 // EpochMark moves the epoch on and returns it: every box made from now
@@ -67,7 +73,18 @@ func BodyTrace() TraceOption { return func(s *stager) { s.body = true } }
 // beginBody registers the body trace of level l for the calling
 // goroutine and returns the function that ends it.
 func beginBody(l *Level, capture bool) func() {
-	sc := &bodyScope{level: l, epoch: epoch.Add(1), capture: capture}
+	return beginScope(&bodyScope{level: l, epoch: epoch.Add(1), capture: capture})
+}
+
+// beginWatch registers the watching trace s (WatchWrites) for the
+// calling goroutine, from its start epoch, and returns the function that
+// ends it.
+func beginWatch(s *stager) func() {
+	return beginScope(&bodyScope{level: s.level, epoch: s.start, watch: s})
+}
+
+func beginScope(sc *bodyScope) func() {
+	capture := sc.capture
 	g := goid()
 	v, _ := bodyScopes.LoadOrStore(g, &goScopes{})
 	gs := v.(*goScopes)
@@ -128,13 +145,23 @@ func captureLevel(top *Level) *Level {
 func checkBodyWrite(p *Prim, top *Level, dst *Tensor) {
 	var hit *bodyScope
 	b := BaseOf(dst)
-	for _, sc := range scopes() {
-		if (top == nil || sc.level.id > top.id) && b.born < sc.epoch {
+	ss := scopes()
+	for _, sc := range ss {
+		if sc.watch == nil && (top == nil || sc.level.id > top.id) && b.born < sc.epoch {
 			hit = sc
 			break
 		}
 	}
 	if hit == nil {
+		// Watching traces the write runs below, outermost first, hear
+		// of a concrete tensor from before them.
+		if b.tr == nil {
+			for _, sc := range ss {
+				if sc.watch != nil && (top == nil || sc.level.id > top.id) && b.born < sc.epoch {
+					sc.watch.reportWritten(b)
+				}
+			}
+		}
 		return
 	}
 	panic(&Error{Prim: p.Name, Msg: "in-place write into a tensor captured from outside a traced " + hit.level.name +

@@ -100,6 +100,12 @@ func (s *stager) noteWritten(t *Tensor) {
 	if b.tr != nil || b.st != t.st || b.born >= s.start {
 		return
 	}
+	s.reportWritten(b)
+}
+
+// reportWritten adds base b to the tensors from before the trace that
+// eval wrote while it ran (WatchWrites), once.
+func (s *stager) reportWritten(b *Tensor) {
 	for _, w := range *s.written {
 		if w == b {
 			return
@@ -334,6 +340,9 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 	}
 	s.level = NewLevel(name, s).WithData(s.data)
 	defer s.level.End()
+	if s.written != nil {
+		defer beginWatch(s)()
+	}
 	if s.body {
 		defer beginBody(s.level, s.capture)()
 	}

@@ -36,10 +36,11 @@ import (
 // stale captured values. Mutation inside f works on every call: f is
 // functionalized on the way in, and the arguments and captured tensors
 // f writes are inputs and outputs of the program, receiving their final
-// values when each call returns, as eager code would see them. A
-// captured tensor f writes with a value computed from no argument and
-// never reads afterwards is not seen, and is written only while f is
-// traced: pass it as an argument.
+// values when each call returns, as eager code would see them, also
+// when f writes them with values computed from no argument. Values f
+// computes eagerly from captured tensors while it is traced are
+// constants too, and a write into a tensor they came from makes the next
+// call trace again.
 //
 // A cache miss records why (which leaf changed shape or dtype, which
 // static value changed); beyond RecompileLimit signatures every further

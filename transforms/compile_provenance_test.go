@@ -104,3 +104,40 @@ func TestCompileEagerValuesOfManyCaptures(t *testing.T) {
 		peel.AddInPlace(ws[70+call], 1.0)
 	}
 }
+
+// TestCompileCapturedWriteNeverRead: a compiled function that writes a
+// captured tensor with values that depend on no argument (a constant,
+// another captured tensor) and never reads it afterwards writes it on
+// every call, as eager code does. Before, the write happened once,
+// while the function was traced, and every later call skipped it.
+func TestCompileCapturedWriteNeverRead(t *testing.T) {
+	progs := []struct {
+		name string
+		f    func(w, b *T) func(*T) *T
+	}{
+		{"constant", func(w, _ *T) func(*T) *T {
+			return func(x *T) *T { peel.AddInPlace(w, 1.0); return peel.Mul(x, 2.0) }
+		}},
+		{"through a view", func(w, _ *T) func(*T) *T {
+			return func(x *T) *T { peel.MulInPlace(peel.Narrow(w, 0, 1, 2), 3.0); return peel.Mul(x, 2.0) }
+		}},
+		{"another capture", func(w, b *T) func(*T) *T {
+			return func(x *T) *T { peel.AddInPlace(w, b); return peel.Sin(x) }
+		}},
+	}
+	for _, p := range progs {
+		t.Run(p.name, func(t *testing.T) {
+			we, be := peel.FromFloat64s([]float64{1, 2, 3}, 3), peel.FromFloat64s([]float64{0.5, 1, -1}, 3)
+			wc, bc := peel.Clone(we), peel.Clone(be)
+			fe, c := p.f(we, be), transforms.Compile(p.f(wc, bc))
+			x := peel.FromFloat64s([]float64{0.1, 0.2, 0.3}, 3)
+			for call := range 4 {
+				near(t, fmt.Sprintf("call %d", call), c.Call(x).Float64s(), fe(x).Float64s(), 1e-12)
+				near(t, fmt.Sprintf("captured after call %d", call), wc.Float64s(), we.Float64s(), 1e-12)
+			}
+			if s := c.Stats(); s.Misses > 2 {
+				t.Fatalf("%d traces for 4 calls (%s)", s.Misses, s.LastMiss)
+			}
+		})
+	}
+}
