@@ -127,8 +127,11 @@ func SaveOnlyNames(names ...string) SavePolicy {
 // The argument and result are trees (see Grad). f may capture tensors;
 // captured tensors of an enclosing transform are differentiated as
 // arguments are. f may write in place (through views, into tensors it
-// makes, into its argument's tensors, which the caller's receive): it
-// is traced through Functionalize, as Compile traces it. Checkpoint panics with *peel.Error when f is nil; the
+// makes, into its argument's tensors and into tensors it captures,
+// which receive the writes once per call): it is traced through
+// Functionalize, as Compile traces it.
+//
+// Checkpoint panics with *peel.Error when f is nil; the
 // function it returns panics as f does, and with *peel.Error when f
 // returns nil or a tree with a nil tensor.
 func Checkpoint[A, R any](f func(A) R, policy SavePolicy) func(A) R {
