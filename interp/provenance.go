@@ -7,9 +7,10 @@ package interp
 // result as a constant. The constant is then a function of the captured
 // tensors it was computed from, which a later write changes without
 // touching the constant. While a trace watches eager writes
-// (WatchWrites), eval records on each result the tensors its operands
-// came from (their own provenance, or the operands themselves), and a
-// mutation adds the written value's to its destination's; a trace that
+// (WatchWrites), eval records on each result's memory (its storage,
+// which its views share) the tensors its operands came from (their
+// memory's provenance, or their bases), and a mutation adds the written
+// value's to its destination's memory; a trace that
 // lifts such a result reports those tensors that existed before it as
 // sources of the graph (RecordConstSources, ConstSource.Derived), so a
 // compiled function traces again when one of them changes, as it does
@@ -27,29 +28,24 @@ type provenance struct {
 	many bool // more than maxProvenance: unknown
 }
 
-// add adds the tensors x was computed from: x's provenance and its
-// base's (written since x was taken), or, with none, x's base itself
-// (the tensor whose writes change x).
+// add adds the tensors concrete x was computed from: its memory's
+// provenance, or, with none, x's base itself (the tensor whose writes
+// change x).
 func (p *provenance) add(x *Tensor) {
 	if p.many {
 		return
 	}
-	b := BaseOf(x)
-	if x.from == nil && b.from == nil {
-		p.addOne(b)
+	q := x.st.from
+	if q == nil {
+		p.addOne(BaseOf(x))
 		return
 	}
-	for _, q := range [2]*provenance{x.from, b.from} {
-		if q == nil {
-			continue
-		}
-		if q.many {
-			p.many, p.from = true, nil
-			return
-		}
-		for _, t := range q.from {
-			p.addOne(t)
-		}
+	if q.many {
+		p.many, p.from = true, nil
+		return
+	}
+	for _, t := range q.from {
+		p.addOne(t)
 	}
 }
 
@@ -66,8 +62,8 @@ func (p *provenance) addOne(t *Tensor) {
 	p.from = append(p.from, t)
 }
 
-// noteProvenance records on outs the provenance of args (see above). It
-// runs only while a trace watches eager writes.
+// noteProvenance records on the memory of outs the provenance of args
+// (see above). It runs only while a trace watches eager writes.
 func noteProvenance(args, outs []*Tensor) {
 	if len(args) == 0 {
 		return
@@ -82,24 +78,24 @@ func noteProvenance(args, outs []*Tensor) {
 		return
 	}
 	for _, o := range outs {
-		if o.tr == nil && o.from == nil {
-			o.from = p
+		if o.tr == nil && o.st.from == nil {
+			o.st.from = p
 		}
 	}
 }
 
-// noteWrittenProvenance adds to the destination dst of an eager write
-// the provenance of the values written (srcs). Only a tensor made while
-// a trace watches is given one: a tensor from before every trace is a
-// captured tensor, whose write a trace reports itself (WatchWrites).
+// noteWrittenProvenance adds to the memory of dst, which an eager write
+// wrote, the provenance of the values written (srcs). Only memory of a
+// tensor made while a trace watches is given one: a tensor from before
+// every trace is a captured tensor, whose write a trace hears of itself
+// (WatchWrites).
 func noteWrittenProvenance(dst *Tensor, srcs []*Tensor) {
-	b := BaseOf(dst)
-	if b.born < watchFloor.Load() {
+	if BaseOf(dst).born < watchFloor.Load() {
 		return
 	}
 	p := &provenance{}
-	if b.from != nil {
-		p.many, p.from = b.from.many, append([]*Tensor(nil), b.from.from...)
+	if q := dst.st.from; q != nil {
+		p.many, p.from = q.many, append([]*Tensor(nil), q.from...)
 	}
 	for _, s := range srcs {
 		if s.tr == nil {
@@ -107,29 +103,24 @@ func noteWrittenProvenance(dst *Tensor, srcs []*Tensor) {
 		}
 	}
 	if len(p.from) > 0 || p.many {
-		b.from = p
-		if dst != b {
-			dst.from = p
-		}
+		dst.st.from = p
 	}
 }
 
-// derivedFrom returns the tensors made before mark that t was computed
-// from while a trace watched, and whether t's provenance is unknown.
+// derivedFrom returns the tensors made before mark that concrete t's
+// memory was computed from while a trace watched, and whether its
+// provenance is unknown.
 func derivedFrom(t *Tensor, mark uint64) (from []*Tensor, unknown bool) {
-	// A view's own provenance, and its base's: written since the view
-	// was taken.
-	for _, p := range [2]*provenance{t.from, BaseOf(t).from} {
-		if p == nil {
-			continue
-		}
-		if p.many {
-			return nil, true
-		}
-		for _, u := range p.from {
-			if u.born < mark && u.tr == nil && !containsTensor(from, u) {
-				from = append(from, u)
-			}
+	p := t.st.from
+	if p == nil {
+		return nil, false
+	}
+	if p.many {
+		return nil, true
+	}
+	for _, u := range p.from {
+		if u.born < mark && u.tr == nil {
+			from = append(from, u)
 		}
 	}
 	return from, false

@@ -208,7 +208,7 @@ func (s *stager) varOf(t *Tensor) *Var {
 	}
 	if t.tr == nil {
 		s.noteWritten(t)
-		if s.written != nil && s.sources != nil && (t.from != nil || BaseOf(t).from != nil) {
+		if s.written != nil && s.sources != nil && t.st.from != nil {
 			from, unknown := derivedFrom(t, s.start)
 			s.underived = s.underived || unknown
 			for _, u := range from {

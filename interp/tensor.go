@@ -196,9 +196,6 @@ type Tensor struct {
 	// and a watching trace reports eager writes only into tensors born
 	// before it (noteWritten).
 	born uint64
-	// from is the provenance of a value computed eagerly while a trace
-	// watched eager writes (provenance.go); nil otherwise.
-	from *provenance
 }
 
 // storage is the memory that aliasing concrete tensors share: a base,
@@ -220,6 +217,10 @@ type storage struct {
 	// written is the epoch of eval's last write into the storage,
 	// stamped only while a trace watches eager writes (WatchWrites).
 	written uint64
+	// from is the provenance of memory computed or written eagerly
+	// while a trace watched eager writes (provenance.go); nil otherwise.
+	// It belongs to the memory, so every view of it shares it.
+	from *provenance
 }
 
 // epoch is the one clock that orders tensors against traces: every box
