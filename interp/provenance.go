@@ -35,7 +35,7 @@ func (p *provenance) add(x *Tensor) {
 	if p.many {
 		return
 	}
-	q := x.st.from
+	q := memFrom(x)
 	if q == nil {
 		p.addOne(BaseOf(x))
 		return
@@ -78,7 +78,7 @@ func noteProvenance(args, outs []*Tensor) {
 		return
 	}
 	for _, o := range outs {
-		if o.tr == nil && o.st.from == nil {
+		if o.tr == nil && o.st != nil && o.st.from == nil {
 			o.st.from = p
 		}
 	}
@@ -90,7 +90,7 @@ func noteProvenance(args, outs []*Tensor) {
 // every trace is a captured tensor, whose write a trace hears of itself
 // (WatchWrites).
 func noteWrittenProvenance(dst *Tensor, srcs []*Tensor) {
-	if BaseOf(dst).born < watchFloor.Load() {
+	if dst.st == nil || BaseOf(dst).born < watchFloor.Load() {
 		return
 	}
 	p := &provenance{}
@@ -111,7 +111,7 @@ func noteWrittenProvenance(dst *Tensor, srcs []*Tensor) {
 // memory was computed from while a trace watched, and whether its
 // provenance is unknown.
 func derivedFrom(t *Tensor, mark uint64) (from []*Tensor, unknown bool) {
-	p := t.st.from
+	p := memFrom(t)
 	if p == nil {
 		return nil, false
 	}
@@ -124,6 +124,14 @@ func derivedFrom(t *Tensor, mark uint64) (from []*Tensor, unknown bool) {
 		}
 	}
 	return from, false
+}
+
+// memFrom returns the provenance of concrete t's memory, or nil.
+func memFrom(t *Tensor) *provenance {
+	if t.st == nil {
+		return nil
+	}
+	return t.st.from
 }
 
 func containsTensor(ts []*Tensor, t *Tensor) bool {

@@ -208,7 +208,7 @@ func (s *stager) varOf(t *Tensor) *Var {
 	}
 	if t.tr == nil {
 		s.noteWritten(t)
-		if s.written != nil && s.sources != nil && t.st.from != nil {
+		if s.written != nil && s.sources != nil && memFrom(t) != nil {
 			from, unknown := derivedFrom(t, s.start)
 			s.underived = s.underived || unknown
 			for _, u := range from {
@@ -386,7 +386,11 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 		// constants of unknown provenance: a change of any of them
 		// changes what the graph should compute.
 		for _, t := range s.derived {
-			src = append(src, ConstSource{t: t, version: t.version, blk: t.st.cur, gen: BaseOf(t).gen, derived: true})
+			var blk *block
+			if t.st != nil {
+				blk = t.st.cur
+			}
+			src = append(src, ConstSource{t: t, version: t.version, blk: blk, gen: BaseOf(t).gen, derived: true})
 		}
 		if s.underived {
 			src = append(src, ConstSource{derived: true})
