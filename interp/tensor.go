@@ -228,8 +228,8 @@ type storage struct {
 // from before them from tensors made while they run (body traces,
 // watching traces) move it on when they start, and so do eager writes
 // while a trace watches them. watching counts the live traces that
-// watch eager writes. Both are read once per box made or storage
-// written, and written only while tracing.
+// watch eager writes. epoch is read once per box made and watching once
+// per eager operation; both are written only while tracing.
 var (
 	epoch    atomic.Uint64
 	watching atomic.Int32
