@@ -151,7 +151,7 @@ func TestShapeMoreValues(t *testing.T) {
 	nz := peel.Nonzero(smF([]float64{0, 1, 2, 0}, 2, 2), 3, -1)
 	smIs(t, "Nonzero/rows", nz[0], []int{3}, []float64{0, 1, -1})
 	smIs(t, "Nonzero/cols", nz[1], []int{3}, []float64{1, 0, -1})
-	nz = peel.Nonzero(smF([]float64{math.NaN(), 0, -0.0}, 3), 2, 7)
+	nz = peel.Nonzero(smF([]float64{math.NaN(), 0, math.Copysign(0, -1)}, 3), 2, 7)
 	smIs(t, "Nonzero/nan", nz[0], []int{2}, []float64{0, 7})
 	dup := smI([]int64{0, 0, 2, -1}, 4)
 	smIs(t, "IndexPut/replace", peel.IndexPut(peel.Zeros(peel.Float64, 4), []*peel.Tensor{dup}, smF([]float64{1, 2, 3, 4}, 4), false), []int{4}, []float64{2, 0, 3, 4})

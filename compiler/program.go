@@ -79,8 +79,6 @@ type Program struct {
 
 	base  *plan
 	plans sync.Map // donation mask (uint64) → *plan
-	// names of slots for String.
-	names []string
 }
 
 type rootKind uint8

@@ -23,9 +23,6 @@ type Compiled struct {
 	fused bool
 	shape []int
 	n     int
-	// slot numbers the vars by ID: inputs and constants first, then the
-	// equations' results; scratch results get per-worker block buffers.
-	slot map[int]int
 	// ids is g.IDBound(), computed once.
 	ids int
 }

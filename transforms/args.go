@@ -34,6 +34,8 @@ type argsTuple interface{ isArgs() }
 var argsTupleType = reflect.TypeOf((*argsTuple)(nil)).Elem()
 
 // zeroed returns t with the arguments not in sel set to their zero value.
+//
+//lint:ignore U1000 called through gradTuple's and jacobianTuple's type constraint, which staticcheck does not follow
 func (t args2[A, B]) zeroed(sel []bool) args2[A, B] {
 	if !sel[0] {
 		t.Arg0 = *new(A)
@@ -44,6 +46,7 @@ func (t args2[A, B]) zeroed(sel []bool) args2[A, B] {
 	return t
 }
 
+//lint:ignore U1000 called through gradTuple's and jacobianTuple's type constraint
 func (t args3[A, B, C]) zeroed(sel []bool) args3[A, B, C] {
 	if !sel[0] {
 		t.Arg0 = *new(A)

@@ -49,9 +49,6 @@ func (l layout) fits(shape []int) bool {
 	return true
 }
 
-// writable reports whether an operand in layout l may be a destination.
-func (l layout) writable() bool { return l != splat && l != expanded }
-
 // layoutsFor returns the layouts that fit shape.
 func layoutsFor(shape []int) []layout {
 	var out []layout

@@ -84,7 +84,6 @@ func runConcatenate(s *suite) {
 		for _, shape := range moveShapes {
 			for axis := range shape {
 				for _, sizes := range [][]int{{shape[axis]}, {2, 3}, {0, 4}, {1, 0, 2}, {3, 1, 1, 2}} {
-					var ops []operand
 					var xs []array
 					var ts []*interp.Tensor
 					var ls []string
@@ -92,7 +91,6 @@ func runConcatenate(s *suite) {
 						sh := slices.Clone(shape)
 						sh[axis] = n
 						x := s.operand(dt, sh, cycle(sh, i+axis), copyValues)
-						ops = append(ops, x)
 						xs, ts, ls = append(xs, x.a), append(ts, x.t), append(ls, x.l.String())
 					}
 					desc := describe(p.Name, dt, shape, fmt.Sprintf("axis=%d sizes=%v layouts=%v", axis, sizes, ls))
