@@ -11,6 +11,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend/cpu"
 	"github.com/peel-ml/peel/internal/optest"
+	"github.com/peel-ml/peel/internal/testsize"
 	"github.com/peel-ml/peel/prims"
 )
 
@@ -21,8 +22,11 @@ import (
 // dimensions, kernels of 1 to 4 taps per dimension with dilation, every
 // padding from 0 to 3 on each side, feature groups, and feature counts
 // around the panel widths. The data are small integers, so every sum is
-// exact in float32 too.
+// exact in float32 too. Spatial sizes go up to 40, 24 and 20 (1, 2 and 3
+// dimensions) with PEEL_FULL set, and to 20, 10 and 6 by default, where
+// the loop reference's time is what makes the test long.
 func TestConvTapsRapid(t *testing.T) {
+	sizes := testsize.Pick([]int{0, 20, 10, 6}, []int{0, 40, 24, 20})
 	defer cpu.SetWideGEMM(cpu.SetWideGEMM(true))
 	defer cpu.SetThreads(cpu.Threads())
 	rapid.Check(t, func(rt *rapid.T) {
@@ -36,7 +40,7 @@ func TestConvTapsRapid(t *testing.T) {
 		ws := []int{g * og, cg}
 		p := prims.ConvParams{FeatureGroupCount: g}
 		var pads [][2]int
-		maxSize := []int{0, 40, 24, 20}[nd]
+		maxSize := sizes[nd]
 		for range nd {
 			k := rapid.IntRange(1, 4).Draw(rt, "k")
 			d := rapid.IntRange(1, 2).Draw(rt, "dilation")

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/peel-ml/peel/internal/testsize"
 )
 
 // Tests of the float64 exp, tanh and logistic loops (fastmath64.go): the
@@ -24,7 +26,8 @@ import (
 // many on [-20, 20] (tanh, logistic), 1M bit patterns spread over all
 // float64 (every binade, NaN, infinities, subnormals) and fine sweeps
 // around 0, ±0.5, 19.06, 36.7 and the overflow and underflow thresholds;
-// the default run uses 2M evenly spaced inputs per range:
+// the run with PEEL_FULL set uses 2M evenly spaced inputs per range
+// (and 2^20 bit patterns), the default run 200k (and 2^17):
 //
 //	           normal results   subnormal results
 //	exp        0.588 ulp        0.762 ulp
@@ -306,10 +309,10 @@ func m64Check(c m64Case, in []float64) (normal, subnormal m64Worst, diffAt float
 // double-double reference and checks that the SIMD and scalar paths
 // agree bit for bit.
 func TestMath64Accuracy(t *testing.T) {
-	n, bits := 2_000_000, 1<<20
+	n, bits := testsize.Pick(200_000, 2_000_000), testsize.Pick(1<<17, 1<<20)
 	switch {
 	case os.Getenv("PEEL_EXHAUSTIVE") != "":
-		n = 20_000_000
+		n, bits = 20_000_000, 1<<20
 	case testing.Short():
 		n, bits = 50_000, 1<<14
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/peel-ml/peel/internal/testsize"
 )
 
 // Tests of the SIMD kernels (simd_amd64.s) and, side by side, of the
@@ -18,7 +20,9 @@ import (
 // Accuracy is measured in float32 ulps against math.* evaluated in
 // float64 and rounded once to float32, over every 97th float32 bit
 // pattern (44M values: all binades, both signs, subnormals, ±Inf, NaN)
-// plus a fine sweep of each function's interesting range. Setting
+// plus a fine sweep of each function's interesting range when PEEL_FULL
+// is set; by default every 997th bit pattern and a coarser fine sweep,
+// with -short fewer still. Setting
 // PEEL_EXHAUSTIVE=1 runs TestSIMDExhaustive, which checks all 2^32 inputs
 // (about a minute per function). Maximum errors measured on all 2^32
 // inputs (AMD EPYC, AVX2+FMA):
@@ -142,7 +146,7 @@ func worstULPs(f func(d, a []float32), ref func(float64) float64, in []float32) 
 // TestSIMDMathAccuracy measures the float32 kernels, SIMD and portable,
 // over a dense sweep of inputs.
 func TestSIMDMathAccuracy(t *testing.T) {
-	stride, fine := uint32(97), 1<<20
+	stride, fine := testsize.Pick(uint32(997), uint32(97)), testsize.Pick(1<<18, 1<<20)
 	if testing.Short() {
 		stride, fine = 9973, 1<<14
 	}
