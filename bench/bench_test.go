@@ -5,13 +5,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/peel-ml/peel/internal/testsize"
 )
 
 // TestWorkloadsCorrect runs every workload once and checks its result
 // against the reference: a workload that computes the wrong thing is not
-// worth timing.
+// worth timing. A <name>_compile_time twin compiles and checks the same
+// function as <name>: it runs only with PEEL_FULL set.
 func TestWorkloadsCorrect(t *testing.T) {
 	seen := map[string]bool{}
+	names := map[string]bool{}
+	for _, w := range Workloads() {
+		names[w.Name] = true
+	}
 	for _, w := range Workloads() {
 		t.Run(w.Name, func(t *testing.T) {
 			if seen[w.Name] {
@@ -23,6 +30,9 @@ func TestWorkloadsCorrect(t *testing.T) {
 			}
 			if strings.ContainsAny(w.Unit, " \t") {
 				t.Fatalf("workload %q: unit %q has a space (go test -bench refuses it)", w.Name, w.Unit)
+			}
+			if base, twin := strings.CutSuffix(w.Name, "_compile_time"); twin && names[base] && !testsize.Full() {
+				t.Skipf("compiles and checks what %s does; runs with PEEL_FULL=1", base)
 			}
 			run, check := w.Setup()
 			if err := verify(w.Name, run, check); err != nil {

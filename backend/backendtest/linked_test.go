@@ -6,6 +6,7 @@ import (
 	"github.com/peel-ml/peel/backend/backendtest"
 	"github.com/peel-ml/peel/backend/cpu"
 	"github.com/peel-ml/peel/examples/customop/mylib"
+	"github.com/peel-ml/peel/internal/testsize"
 	"github.com/peel-ml/peel/interp"
 	_ "github.com/peel-ml/peel/transforms"
 )
@@ -18,7 +19,8 @@ import (
 // cases only for the primitives that need a kernel, and check the fused
 // kernel against its decomposition (subtest mylib.gelu). It used to fail
 // with "no conformance case for primitive composite_lin" in any binary
-// linking transforms.
+// linking transforms. The suite itself, which backend/cpu's
+// TestConformance runs too, runs here only with PEEL_FULL set.
 func TestRunLinked(t *testing.T) {
 	be := cpu.New()
 	// The binary holds every kind of primitive the suite tells apart.
@@ -37,6 +39,9 @@ func TestRunLinked(t *testing.T) {
 		if p := interp.PrimByName(k.name); p == nil || !k.ok(p) {
 			t.Fatalf("primitive %s is not registered as %s", k.name, k.what)
 		}
+	}
+	if !testsize.Full() {
+		t.Skip("the conformance suite in a binary linking transforms runs with PEEL_FULL=1")
 	}
 	backendtest.Run(t, be)
 }
