@@ -9,6 +9,7 @@ import (
 
 // A sweep over 10⁴ inputs by default and 10⁶ when PEEL_FULL is set.
 func Example() {
+	defer os.Setenv("PEEL_FULL", os.Getenv("PEEL_FULL"))
 	os.Setenv("PEEL_FULL", "1")
 	fmt.Println(testsize.Full(), testsize.Pick(10_000, 1_000_000))
 	os.Setenv("PEEL_FULL", "")
