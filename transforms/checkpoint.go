@@ -32,7 +32,7 @@ import (
 // the residuals the policy does not save, become one linear graph L:
 // its constants are f's arguments and the saved residuals, and it holds
 // the recomputation as equations on them. L is bound as checkpoint_lin,
-// one linear equation whose transpose is L's (transposeGraph evaluates
+// one linear equation whose transpose is L's (autodiff.TransposeGraph evaluates
 // L's equations on constants, the recomputation, before transposing the
 // rest), so the recomputation runs in the backward pass, and with Bind:
 // checkpointed gradients compose with Vmap, Jacrev and Grad(Grad).

@@ -46,7 +46,7 @@ import (
 //     stacked residuals, then the xs tangents present; constants: the
 //     captured tensors' tangents present), marked linear, maps the
 //     tangents. scan_lin's transpose is a scan in the other direction of
-//     the body's transpose (transposeGraph, traced once): its carries
+//     the body's transpose (autodiff.TransposeGraph, traced once): its carries
 //     are the carry cotangent and running sums of the captured tensors'
 //     cotangents, its xs the residuals and the ys' cotangents, its ys
 //     the xs tangents' cotangents. So forward mode, reverse mode (Grad,
@@ -60,7 +60,7 @@ import (
 //     scan takes it as a constant too). There is no save policy. Should J
 //     hold a linear equation with values in its parameters (a
 //     CustomVJP's custom_vjp_lin, which no graph can return), the rule
-//     differentiates the loop step by step instead (jvpFlat of the
+//     differentiates the loop step by step instead (autodiff.JVP of the
 //     loop), which unrolls the derivative;
 //   - its batching rule binds scan again with the body vmapped
 //     (batchedParams): every carry leaf is batched at 0 (an unbatched
