@@ -38,7 +38,7 @@ func (c CompositeParams) Prim() *interp.Prim { return c.p }
 
 // Operands returns the primal call's operands, saved by value: the
 // backward pass recomputes the composite from them.
-func (c CompositeParams) Operands() []*tensor { return c.primals }
+func (c CompositeParams) Operands() []*interp.Tensor { return c.primals }
 
 // RuleKeyer is implemented by the parameters of a composite primitive
 // whose value names its derivative rules (a compiled program): the
@@ -52,7 +52,9 @@ type RuleKeyer interface {
 // CompositeLin is composite_lin, the linear primitive that is the tangent
 // of a composite differentiated as a whole (see above); its parameters
 // are CompositeParams.
-var CompositeLin = func() *interp.Prim {
+var CompositeLin = newCompositeLin()
+
+func newCompositeLin() *interp.Prim {
 	p := interp.NewPrim("composite_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 		c := params.(CompositeParams)
 		out := make([]interp.Aval, len(c.fout))
@@ -134,7 +136,7 @@ var CompositeLin = func() *interp.Prim {
 		return res
 	}
 	return p
-}()
+}
 
 // vjp is the VJP of the composite at primals (restricted to the operands
 // with tangents) applied to the cotangents of the float results: the

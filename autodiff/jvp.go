@@ -200,7 +200,7 @@ func (j *jvpInterp) mutate(p *interp.Prim, params any, args []*tensor) []*tensor
 
 // Zeros returns a concrete zero tensor of the aval, with a buffer of its
 // own on the default backend.
-func Zeros(a interp.Aval) *tensor {
+func Zeros(a interp.Aval) *interp.Tensor {
 	be := interp.DefaultBackend()
 	buf := be.Alloc(a.DType, backend.ShapeSize(a.Shape))
 	return interp.NewConcrete(be, backend.Array{Buf: buf, Shape: a.Shape})
@@ -208,7 +208,7 @@ func Zeros(a interp.Aval) *tensor {
 
 // ZerosLike returns zeros shaped like x, built with primitives so that
 // they live at x's level when x is a tracer.
-func ZerosLike(x *tensor) *tensor {
+func ZerosLike(x *interp.Tensor) *interp.Tensor {
 	if x.IsConcrete() {
 		return Zeros(x.Aval())
 	}
@@ -217,7 +217,7 @@ func ZerosLike(x *tensor) *tensor {
 }
 
 // ZerosIfNil returns c, or zeros of a when c is nil (a symbolic zero).
-func ZerosIfNil(c *tensor, a interp.Aval) *tensor {
+func ZerosIfNil(c *interp.Tensor, a interp.Aval) *interp.Tensor {
 	if c == nil {
 		return Zeros(a)
 	}
@@ -232,7 +232,7 @@ func ZerosIfNil(c *tensor, a interp.Aval) *tensor {
 // evaluation. It panics with *interp.Error if f returns a nil tensor or
 // a primitive f applies has no JVP rule, and passes on f's panics with
 // the level noted.
-func JVP(name string, f func([]*tensor) []*tensor, primals, tangents []*tensor) (outs, touts []*tensor) {
+func JVP(name string, f func([]*interp.Tensor) []*interp.Tensor, primals, tangents []*interp.Tensor) (outs, touts []*interp.Tensor) {
 	j := newJVP(name)
 	defer j.end()
 	in := make([]*tensor, len(primals))

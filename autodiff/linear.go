@@ -12,7 +12,7 @@ import (
 // from input tangents to output tangents.
 type Linearized struct {
 	// Outs are the primal outputs.
-	Outs []*tensor
+	Outs []*interp.Tensor
 	// Graph is the tangent map: one input per primal input (its tangent),
 	// one output per primal output.
 	Graph *interp.Graph
@@ -28,7 +28,7 @@ type Linearized struct {
 // staging level's inputs, so every tangent operation is recorded while
 // every primal operation (which involves no staging tracer) runs eagerly.
 // Only float inputs get tangents. It panics as JVP does.
-func Linearize(name string, f func([]*tensor) []*tensor, primals []*tensor) *Linearized {
+func Linearize(name string, f func([]*interp.Tensor) []*interp.Tensor, primals []*interp.Tensor) *Linearized {
 	lin := &Linearized{In: make([]interp.Aval, len(primals))}
 	for i, p := range primals {
 		lin.In[i] = p.Aval()
@@ -64,7 +64,7 @@ func (l *Linearized) Release() { l.Graph.ReleaseConstants() }
 
 // Apply evaluates the tangent map (forward): the output tangents of the
 // input tangents. It panics with *interp.Error as interp.Graph.Eval does.
-func (l *Linearized) Apply(tangents []*tensor) []*tensor {
+func (l *Linearized) Apply(tangents []*interp.Tensor) []*interp.Tensor {
 	return l.Graph.Eval(tangents...)
 }
 
@@ -72,7 +72,7 @@ func (l *Linearized) Apply(tangents []*tensor) []*tensor {
 // for zero) it returns input cotangents (nil for zero). Each equation's
 // transpose rule is applied with Bind, so the backward pass is itself
 // transformable. It panics as TransposeGraph does.
-func (l *Linearized) Transpose(cts []*tensor) []*tensor {
+func (l *Linearized) Transpose(cts []*interp.Tensor) []*interp.Tensor {
 	return TransposeGraph(l.Graph, cts)
 }
 
@@ -84,7 +84,7 @@ func (l *Linearized) Transpose(cts []*tensor) []*tensor {
 // rather than hashed. It panics with *interp.Error if a primitive on
 // the linear path has no transpose rule or is not linear in an operand
 // that depends on the inputs.
-func TransposeGraph(g *interp.Graph, cts []*tensor) []*tensor {
+func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 	n := g.IDBound()
 	linear := make([]bool, n)
 	env := make([]*tensor, n)
