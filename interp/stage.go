@@ -353,7 +353,7 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 		in[i] = s.tracer(v)
 	}
 	outs := func() []*Tensor {
-		defer annotateLevel(s.level)
+		defer AnnotateLevel(s.level)
 		return f(in)
 	}()
 	for _, o := range outs {

@@ -771,7 +771,7 @@ func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []
 			defer fi.End(nil, nil)
 			w := fi.WrapInputs(append(all, in[len(e.inputs):]...), wrapUsers, wrapLink)
 			outs := func() []*tensor {
-				defer annotate(fi.Level())
+				defer interp.AnnotateLevel(fi.Level())
 				return fl(w[:len(leaves)])
 			}()
 			for i, o := range outs {

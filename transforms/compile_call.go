@@ -47,9 +47,9 @@ func newCallParams(name string, g *interp.Graph) *callParams {
 
 func (c *callParams) String() string { return c.name + "#" + strconv.FormatInt(c.id, 10) }
 
-// ruleKey identifies the program for the cache of compiled derivative
-// rules (compositeParams.compiled).
-func (c *callParams) ruleKey() string { return "compiled#" + strconv.FormatInt(c.id, 10) }
+// RuleKey identifies the program for the cache of compiled derivative
+// rules of composites (autodiff.RuleKeyer).
+func (c *callParams) RuleKey() string { return "compiled#" + strconv.FormatInt(c.id, 10) }
 
 var compiledCall = func() *interp.Prim {
 	p := interp.NewPrim("compiled_call", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {

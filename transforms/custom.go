@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
@@ -53,7 +54,7 @@ var customJVPCall = func() *interp.Prim {
 		ts := make([]*tensor, len(tangents))
 		for i, t := range tangents {
 			if t == nil {
-				t = zerosLike(primals[i])
+				t = autodiff.ZerosLike(primals[i])
 			}
 			ts[i] = t
 		}
@@ -130,7 +131,7 @@ var customVJPLin = func() *interp.Prim {
 		}
 		for i, c := range full {
 			if c == nil {
-				full[i] = zeros(lp.out[i])
+				full[i] = autodiff.Zeros(lp.out[i])
 			}
 		}
 		got := checkCotangents(lp.op, lp.bwd(lp.res, full), lp.in, lp.argName)
@@ -256,7 +257,7 @@ func forwardLevelAbove(x *tensor, top *interp.Level) *interp.Level {
 		if !l.Alive() || (top != nil && l.ID() <= top.ID()) {
 			continue
 		}
-		if _, is := t.Tracer().(*jvpTracer); is && (found == nil || l.ID() > found.ID()) {
+		if autodiff.IsForwardTracer(t.Tracer()) && (found == nil || l.ID() > found.ID()) {
 			found = l
 		}
 		if w, is := t.Tracer().(interp.Wrapper); is {
@@ -720,7 +721,7 @@ func init() {
 					got := checkCotangents(cp.op, cp.bwd(xs[:nres], xs[nres:]), lane, cp.argName)
 					r := make([]*tensor, len(fin))
 					for k, i := range fin {
-						r[k] = zeroIfNil(got[i], lane[i])
+						r[k] = autodiff.ZerosIfNil(got[i], lane[i])
 					}
 					return r
 				})

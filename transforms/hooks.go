@@ -15,7 +15,7 @@ import (
 // it. It is the primitive hook: the identity on values; its JVP binds
 // hook_lin on the tangent, a linear primitive whose forward map is the
 // identity (hooks are for the backward pass) and whose transpose calls
-// the function. The backward pass is transposeGraph, eager or traced
+// the function. The backward pass is autodiff.TransposeGraph, eager or traced
 // under Compile, so a hook runs at the same point in both: once per
 // backward pass, when the cotangent of its value is complete (every use
 // of the value has contributed), in reverse order of the computation.

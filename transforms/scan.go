@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/internal/lru"
@@ -45,7 +46,7 @@ import (
 //     stacked residuals, then the xs tangents present; constants: the
 //     captured tensors' tangents present), marked linear, maps the
 //     tangents. scan_lin's transpose is a scan in the other direction of
-//     the body's transpose (transposeGraph, traced once): its carries
+//     the body's transpose (autodiff.TransposeGraph, traced once): its carries
 //     are the carry cotangent and running sums of the captured tensors'
 //     cotangents, its xs the residuals and the ys' cotangents, its ys
 //     the xs tangents' cotangents. So forward mode, reverse mode (Grad,
@@ -59,7 +60,7 @@ import (
 //     scan takes it as a constant too). There is no save policy. Should J
 //     hold a linear equation with values in its parameters (a
 //     CustomVJP's custom_vjp_lin, which no graph can return), the rule
-//     differentiates the loop step by step instead (jvpFlat of the
+//     differentiates the loop step by step instead (autodiff.JVP of the
 //     loop), which unrolls the derivative;
 //   - its batching rule binds scan again with the body vmapped
 //     (batchedParams): every carry leaf is batched at 0 (an unbatched
@@ -221,7 +222,7 @@ func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []b
 	if into && s.length > 0 {
 		stacked, dst = make([]*tensor, nY), make([]*tensor, len(g.Out))
 		for j := range stacked {
-			stacked[j] = zeros(stackedAval(s.length, g.Out[nC+j].Aval))
+			stacked[j] = autodiff.Zeros(stackedAval(s.length, g.Out[nC+j].Aval))
 		}
 	} else {
 		for j := range ys {
@@ -258,7 +259,7 @@ func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []b
 		case stacked != nil:
 			res = append(res, stacked[j])
 		case s.length == 0:
-			res = append(res, zeros(stackedAval(0, g.Out[nC+j].Aval)))
+			res = append(res, autodiff.Zeros(stackedAval(0, g.Out[nC+j].Aval)))
 		default:
 			res = append(res, peel.Stack(y, 0))
 		}
@@ -382,7 +383,7 @@ func scanJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	}
 	p := s.plan(has)
 	if p.fwd == nil {
-		return jvpFlat("scan", func(in []*tensor) []*tensor { return scanRun(s, in) }, primals, tangents)
+		return autodiff.JVP("scan", func(in []*tensor) []*tensor { return scanRun(s, in) }, primals, tangents)
 	}
 	nOut := len(g.Out)
 	fwd := interp.Bind(scanPrim, p.fwd, primals...)
@@ -396,7 +397,7 @@ func scanJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		if has[i] {
 			t := tangents[i]
 			if t == nil {
-				t = zerosLike(primals[i])
+				t = autodiff.ZerosLike(primals[i])
 			}
 			args = append(args, t)
 		}
@@ -558,18 +559,18 @@ func scanLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) 
 	for i := 0; i < nC; i++ {
 		c := cts[i]
 		if c == nil {
-			c = zeros(g.Out[i].Aval)
+			c = autodiff.Zeros(g.Out[i].Aval)
 		}
 		in = append(in, c)
 	}
 	for i := 0; i < nK; i++ {
-		in = append(in, zeros(g.In[nC+s.nX+nI+i].Aval))
+		in = append(in, autodiff.Zeros(g.In[nC+s.nX+nI+i].Aval))
 	}
 	in = append(in, args[nC:nC+nR]...)
 	for j := 0; j < nY; j++ {
 		c := cts[nC+j]
 		if c == nil {
-			c = zeros(stackedAval(s.length, g.Out[nC+j].Aval))
+			c = autodiff.Zeros(stackedAval(s.length, g.Out[nC+j].Aval))
 		}
 		in = append(in, c)
 	}
@@ -632,10 +633,10 @@ func (s *scanParams) transpose() *scanParams {
 			}
 			h.In = append(append(append([]*interp.Var(nil), g.In[:nC]...), g.In[nC+nR:nX]...), g.In[nX+nI:]...)
 			full := append(append([]*tensor(nil), in[:nC]...), in[nC+nK+nR:nC+nK+nR+nY]...)
-			got := transposeGraph(h, full)
+			got := autodiff.TransposeGraph(h, full)
 			for j, ct := range got {
 				if ct == nil {
-					got[j] = zeros(h.In[j].Aval)
+					got[j] = autodiff.Zeros(h.In[j].Aval)
 				}
 			}
 			out := append([]*tensor(nil), got[:nC]...)

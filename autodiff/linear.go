@@ -1,4 +1,4 @@
-package transforms
+package autodiff
 
 import (
 	"strconv"
@@ -7,72 +7,84 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// linearized is the result of linearizing a function at a point: the
+// Linearized is the result of linearizing a function at a point: the
 // primal outputs, computed eagerly, and the tangent map as a linear graph
 // from input tangents to output tangents.
-type linearized struct {
-	outs []*tensor
-	g    *interp.Graph
-	in   []interp.Aval // input tangent types
+type Linearized struct {
+	// Outs are the primal outputs.
+	Outs []*interp.Tensor
+	// Graph is the tangent map: one input per primal input (its tangent),
+	// one output per primal output.
+	Graph *interp.Graph
+	// In are the input tangents' types (the primal inputs' types).
+	In []interp.Aval
 	// zeroOut marks outputs whose tangent is identically zero.
 	zeroOut []bool
 }
 
-// linearizeFlat linearizes f at primals. A staging level is entered
+// Linearize linearizes f at primals under levels named name (the
+// transform named in errors). A staging level is entered
 // first and a forward-mode level inside it; the input tangents are the
 // staging level's inputs, so every tangent operation is recorded while
 // every primal operation (which involves no staging tracer) runs eagerly.
-// Only float inputs get tangents.
-func linearizeFlat(name string, f func([]*tensor) []*tensor, primals []*tensor) *linearized {
-	lin := &linearized{in: make([]interp.Aval, len(primals))}
+// Only float inputs get tangents. It panics as JVP does.
+func Linearize(name string, f func([]*interp.Tensor) []*interp.Tensor, primals []*interp.Tensor) *Linearized {
+	lin := &Linearized{In: make([]interp.Aval, len(primals))}
 	for i, p := range primals {
-		lin.in[i] = p.Aval()
+		lin.In[i] = p.Aval()
 	}
-	lin.g = interp.TraceAvals(name, func(tin []*tensor) []*tensor {
+	lin.Graph = interp.TraceAvals(name, func(tin []*tensor) []*tensor {
 		tangents := make([]*tensor, len(tin))
 		for i, t := range tin {
 			if primals[i].DType().IsFloat() {
 				tangents[i] = t
 			}
 		}
-		outs, touts := jvpFlat(name, f, primals, tangents)
-		lin.outs = outs
+		outs, touts := JVP(name, f, primals, tangents)
+		lin.Outs = outs
 		lin.zeroOut = make([]bool, len(outs))
 		res := make([]*tensor, len(outs))
 		for i, t := range touts {
 			if t == nil {
 				lin.zeroOut[i] = true
-				t = zeros(outs[i].Aval())
+				t = Zeros(outs[i].Aval())
 			}
 			res[i] = t
 		}
 		return res
-	}, lin.in)
+	}, lin.In)
 	return lin
 }
 
-// release gives up the linear graph's hold on the memory of the values
+// Release gives up the linear graph's hold on the memory of the values
 // it saved (interp.Graph.ReleaseConstants): called when the graph is no
 // longer needed, so a later in-place write into a captured tensor (an
 // optimizer step) copies nothing.
-func (l *linearized) release() { l.g.ReleaseConstants() }
+func (l *Linearized) Release() { l.Graph.ReleaseConstants() }
 
-// apply evaluates the tangent map (forward).
-func (l *linearized) apply(tangents []*tensor) []*tensor {
-	return l.g.Eval(tangents...)
+// Apply evaluates the tangent map (forward): the output tangents of the
+// input tangents. It panics with *interp.Error as interp.Graph.Eval does.
+func (l *Linearized) Apply(tangents []*interp.Tensor) []*interp.Tensor {
+	return l.Graph.Eval(tangents...)
 }
 
-// transpose runs the linear graph backward: given output cotangents (nil
+// Transpose runs the linear graph backward: given output cotangents (nil
 // for zero) it returns input cotangents (nil for zero). Each equation's
 // transpose rule is applied with Bind, so the backward pass is itself
-// transformable.
-func (l *linearized) transpose(cts []*tensor) []*tensor {
-	return transposeGraph(l.g, cts)
+// transformable. It panics as TransposeGraph does.
+func (l *Linearized) Transpose(cts []*interp.Tensor) []*interp.Tensor {
+	return TransposeGraph(l.Graph, cts)
 }
 
-// transposeGraph transposes a graph that is linear in its inputs. Vars
-// are indexed by ID (dense within a graph) rather than hashed.
-func transposeGraph(g *interp.Graph, cts []*tensor) []*tensor {
+// TransposeGraph transposes g, a graph that is linear in its inputs
+// (its equations that read no input are evaluated first: a
+// checkpoint's recomputation): given output cotangents (nil for zero)
+// it returns input cotangents (nil for zero), each transpose rule
+// applied with Bind. Vars are indexed by ID (dense within a graph)
+// rather than hashed. It panics with *interp.Error if a primitive on
+// the linear path has no transpose rule or is not linear in an operand
+// that depends on the inputs.
+func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 	n := g.IDBound()
 	linear := make([]bool, n)
 	env := make([]*tensor, n)

@@ -1,13 +1,13 @@
-package interp
+package autodiff
 
 import (
-	"runtime"
-
 	"github.com/peel-ml/peel/backend"
 	pool "github.com/peel-ml/peel/internal/workers"
+	"github.com/peel-ml/peel/interp"
 )
 
-// Compiled is a graph prepared for repeated evaluation. A graph whose
+// compiledGraph is a graph prepared for repeated evaluation: the
+// compiled rules of composites (see compiledRules). A graph whose
 // equations are all elementwise over one shape (the backward pass of an
 // elementwise composite, for example) runs block by block on concrete
 // operands: every equation's kernel is applied to a cache-sized block of
@@ -16,9 +16,9 @@ import (
 // the backend's threads. Memory traffic drops from one pass over the
 // data per equation to one pass in all. Any other graph, or operands
 // that are tracers, are evaluated with Graph.Eval (equation by equation
-// with Bind), so a Compiled graph is as transformable as its Graph.
-type Compiled struct {
-	g *Graph
+// with Bind), so a compiled graph is as transformable as its Graph.
+type compiledGraph struct {
+	g *interp.Graph
 	// fused: every equation is elementwise over shape, of size n.
 	fused bool
 	shape []int
@@ -30,24 +30,24 @@ type Compiled struct {
 	ids int
 }
 
-// fuseBlock is the number of elements per block: small enough that a
-// few dozen intermediates of one block stay in a core's L2 cache, large
-// enough that per-block dispatch is negligible.
-const fuseBlock = 4096
+// The blocks' size (interp.FuseBlock) and the smallest array for which
+// the blocked evaluation pays (interp.FuseMin) are interp's, shared with
+// the compiler's fused groups.
+const (
+	fuseBlock = interp.FuseBlock
+	fuseMin   = interp.FuseMin
+)
 
-// fuseMin is the smallest array for which the blocked evaluation pays.
-const fuseMin = 4 * fuseBlock
-
-// Compile prepares g for repeated evaluation (see Compiled).
-func (g *Graph) Compile() *Compiled {
-	c := &Compiled{g: g, ids: g.IDBound()}
+// compileGraph prepares g for repeated evaluation (see compiledGraph).
+func compileGraph(g *interp.Graph) *compiledGraph {
+	c := &compiledGraph{g: g, ids: g.IDBound()}
 	if len(g.Eqns) == 0 || len(g.Out) == 0 {
 		return c
 	}
 	shape := g.Out[0].Aval.Shape
-	same := func(vs []*Var) bool {
+	same := func(vs []*interp.Var) bool {
 		for _, v := range vs {
-			if !ShapeEqual(v.Aval.Shape, shape) {
+			if !interp.ShapeEqual(v.Aval.Shape, shape) {
 				return false
 			}
 		}
@@ -66,12 +66,13 @@ func (g *Graph) Compile() *Compiled {
 	return c
 }
 
-// Graph returns the compiled graph.
-func (c *Compiled) Graph() *Graph { return c.g }
+// graph returns the compiled graph.
+func (c *compiledGraph) graph() *interp.Graph { return c.g }
 
-// Eval evaluates the graph on args, blocked when it can (see Compiled),
-// else with Graph.Eval. It panics with *Error as Graph.Eval does.
-func (c *Compiled) Eval(args ...*Tensor) []*Tensor {
+// Eval evaluates the graph on args, blocked when it can (see
+// compiledGraph), else with Graph.Eval. It panics with *interp.Error as
+// Graph.Eval does.
+func (c *compiledGraph) Eval(args ...*tensor) []*tensor {
 	be, ok := c.blockable(args)
 	if !ok {
 		return c.g.Eval(args...)
@@ -82,19 +83,20 @@ func (c *Compiled) Eval(args ...*Tensor) []*Tensor {
 // blockable reports whether args are concrete operands of the graph's
 // types on one backend, as are the constants, and the backend has a
 // kernel for every equation.
-func (c *Compiled) blockable(args []*Tensor) (backend.Backend, bool) {
+func (c *compiledGraph) blockable(args []*tensor) (backend.Backend, bool) {
 	if !c.fused || len(args) != len(c.g.In) {
 		return nil, false
 	}
 	var be backend.Backend
-	check := func(t *Tensor, v *Var) bool {
-		if t == nil || t.tr != nil || (t.view != nil && t.view.Base.tr != nil) || !t.Aval().Equal(v.Aval) {
+	check := func(t *tensor, v *interp.Var) bool {
+		if t == nil || !t.IsConcrete() || (t.ViewInfo() != nil && !t.ViewInfo().Base.IsConcrete()) || !t.Aval().Equal(v.Aval) {
 			return false
 		}
+		_, tbe := t.Array()
 		if be == nil {
-			be = t.be
+			be = tbe
 		}
-		return t.be == be
+		return tbe == be
 	}
 	for i, a := range args {
 		if !check(a, c.g.In[i]) {
@@ -120,27 +122,17 @@ func (c *Compiled) blockable(args []*Tensor) (backend.Backend, bool) {
 
 // blockArray returns the whole-array form a block is cut from: a itself
 // when it is contiguous or a broadcast scalar, else a contiguous copy.
-func blockArray(be backend.Backend, t *Tensor) backend.Array {
-	a := t.array()
+func blockArray(t *tensor) backend.Array {
+	a, _ := t.Array()
 	if a.IsContiguous() || a.IsSplat() {
 		return a
 	}
-	return Contiguous(t).array()
+	a, _ = interp.Contiguous(t).Array()
+	return a
 }
-
-// cut returns elements [lo, lo+m) of whole array a (contiguous or splat)
-// as a one-dimensional array.
-func cut(a backend.Array, lo int, shape []int) backend.Array {
-	if a.Strides != nil && a.IsSplat() && a.Size() > 1 {
-		return backend.Array{Buf: a.Buf, Shape: shape, Strides: zeroStride, Offset: a.Offset}
-	}
-	return backend.Array{Buf: a.Buf, Shape: shape, Offset: a.Offset + lo}
-}
-
-var zeroStride = []int{0}
 
 // run evaluates the fused graph block by block.
-func (c *Compiled) run(be backend.Backend, args []*Tensor) []*Tensor {
+func (c *compiledGraph) run(be backend.Backend, args []*tensor) []*tensor {
 	g := c.g
 	maxID := c.ids - 1
 	// whole[id] is the whole array of an input, constant or output var;
@@ -148,17 +140,17 @@ func (c *Compiled) run(be backend.Backend, args []*Tensor) []*Tensor {
 	whole := make([]backend.Array, maxID+1)
 	has := make([]bool, maxID+1)
 	for i, v := range g.In {
-		whole[v.ID], has[v.ID] = blockArray(be, args[i]), true
+		whole[v.ID], has[v.ID] = blockArray(args[i]), true
 	}
 	for i, v := range g.Consts {
-		whole[v.ID], has[v.ID] = blockArray(be, g.ConstVals[i]), true
+		whole[v.ID], has[v.ID] = blockArray(g.ConstVals[i]), true
 	}
-	res := make([]*Tensor, len(g.Out))
+	res := make([]*tensor, len(g.Out))
 	for i, v := range g.Out {
 		if !has[v.ID] {
 			whole[v.ID], has[v.ID] = backend.Array{Buf: be.Alloc(v.Aval.DType, c.n), Shape: c.shape}, true
 		}
-		res[i] = concreteTensor(be, backend.Array{Buf: whole[v.ID].Buf, Shape: c.shape, Offset: whole[v.ID].Offset, Strides: whole[v.ID].Strides})
+		res[i] = interp.NewConcrete(be, backend.Array{Buf: whole[v.ID].Buf, Shape: c.shape, Offset: whole[v.ID].Offset, Strides: whole[v.ID].Strides})
 	}
 	for i, a := range args {
 		for j, v := range g.Out {
@@ -175,7 +167,7 @@ func (c *Compiled) run(be backend.Backend, args []*Tensor) []*Tensor {
 		}
 	}
 	blocks := (c.n + fuseBlock - 1) / fuseBlock
-	workers := min(threadsOf(be), blocks)
+	workers := min(interp.BackendThreads(be), blocks)
 	work := func(w int) {
 		scratch := make([]backend.Array, maxID+1)
 		for _, e := range g.Eqns {
@@ -193,9 +185,9 @@ func (c *Compiled) run(be backend.Backend, args []*Tensor) []*Tensor {
 			if lo+fuseBlock > c.n {
 				shape = shapes[1]
 			}
-			arr := func(v *Var) backend.Array {
+			arr := func(v *interp.Var) backend.Array {
 				if has[v.ID] {
-					return cut(whole[v.ID], lo, shape)
+					return interp.CutBlock(whole[v.ID], lo, shape)
 				}
 				return backend.Array{Buf: scratch[v.ID].Buf, Shape: shape}
 			}
@@ -215,13 +207,4 @@ func (c *Compiled) run(be backend.Backend, args []*Tensor) []*Tensor {
 	// The pool re-panics a worker's panic here, after every worker ends.
 	pool.Run(workers, work)
 	return res
-}
-
-// threadsOf returns how many goroutines a backend's kernels use: its
-// Threads method if it has one, else GOMAXPROCS.
-func threadsOf(be backend.Backend) int {
-	if t, ok := be.(interface{ Threads() int }); ok {
-		return max(1, t.Threads())
-	}
-	return runtime.GOMAXPROCS(0)
 }

@@ -1,4 +1,4 @@
-package transforms
+package autodiff
 
 import (
 	"github.com/peel-ml/peel/backend"
@@ -61,7 +61,7 @@ func (s jvpStore) Adopt(x *tensor) {
 	x.Rebind(interp.NewTracer(x.Aval(), &jvpTracer{level: s.j.level, primal: below}))
 }
 
-// finish gives the function's inputs (the boxes jvpFlat made, with the
+// finish gives the function's inputs (the boxes JVP made, with the
 // caller's tensors, primals) that the function wrote, and every adopted
 // box, their final primal values, as eager evaluation would leave them:
 // written in place at their own level (functionalize.WriteBack and
@@ -69,7 +69,7 @@ func (s jvpStore) Adopt(x *tensor) {
 // tensors and their aliases see the writes. It is called when the
 // function has returned and its outputs are unpacked, before end.
 func (j *jvpInterp) finish(in, primals []*tensor) {
-	defer annotate(j.level)
+	defer interp.AnnotateLevel(j.level)
 	for i, box := range in {
 		if !j.own(box) {
 			continue
@@ -198,27 +198,41 @@ func (j *jvpInterp) mutate(p *interp.Prim, params any, args []*tensor) []*tensor
 	return args[:1]
 }
 
-// zeros returns a concrete zero tensor of the aval with a buffer of its
-// own.
-func zeros(a interp.Aval) *tensor {
+// Zeros returns a concrete zero tensor of the aval, with a buffer of its
+// own on the default backend.
+func Zeros(a interp.Aval) *interp.Tensor {
 	be := interp.DefaultBackend()
 	buf := be.Alloc(a.DType, backend.ShapeSize(a.Shape))
 	return interp.NewConcrete(be, backend.Array{Buf: buf, Shape: a.Shape})
 }
 
-// zerosLike returns zeros shaped like x, built with primitives so that it
-// lives at x's level when x is a tracer.
-func zerosLike(x *tensor) *tensor {
+// ZerosLike returns zeros shaped like x, built with primitives so that
+// they live at x's level when x is a tracer.
+func ZerosLike(x *interp.Tensor) *interp.Tensor {
 	if x.IsConcrete() {
-		return zeros(x.Aval())
+		return Zeros(x.Aval())
 	}
 	z := interp.NewConcrete(interp.DefaultBackend(), backend.Array{Buf: interp.DefaultBackend().Alloc(x.DType(), 1), Shape: []int{}})
 	return interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: x.Shape(), Dims: []int{}}, z)
 }
 
-// jvpFlat runs f under a forward-mode level named name and returns the
-// primal outputs and their tangents (nil: zero).
-func jvpFlat(name string, f func([]*tensor) []*tensor, primals, tangents []*tensor) (outs, touts []*tensor) {
+// ZerosIfNil returns c, or zeros of a when c is nil (a symbolic zero).
+func ZerosIfNil(c *interp.Tensor, a interp.Aval) *interp.Tensor {
+	if c == nil {
+		return Zeros(a)
+	}
+	return c
+}
+
+// JVP runs f under a new forward-mode level named name (the transform
+// named in errors) and returns the primal outputs and their tangents
+// (nil: a symbolic zero). tangents[i] is the tangent of primals[i] (nil:
+// zero); only float primals carry one. Writes f makes into its inputs or
+// into captured tensors reach them when f returns, as under eager
+// evaluation. It panics with *interp.Error if f returns a nil tensor or
+// a primitive f applies has no JVP rule, and passes on f's panics with
+// the level noted.
+func JVP(name string, f func([]*interp.Tensor) []*interp.Tensor, primals, tangents []*interp.Tensor) (outs, touts []*interp.Tensor) {
 	j := newJVP(name)
 	defer j.end()
 	in := make([]*tensor, len(primals))
@@ -231,7 +245,7 @@ func jvpFlat(name string, f func([]*tensor) []*tensor, primals, tangents []*tens
 		}
 	}
 	res := func() []*tensor {
-		defer annotate(j.level)
+		defer interp.AnnotateLevel(j.level)
 		return f(in)
 	}()
 	outs = make([]*tensor, len(res))
@@ -246,17 +260,11 @@ func jvpFlat(name string, f func([]*tensor) []*tensor, primals, tangents []*tens
 	return outs, touts
 }
 
-// annotate records the level in an *Error raised while running the
-// user's function (interp.Error.NoteLevel).
-func annotate(l *interp.Level) {
-	r := recover()
-	if r == nil {
-		return
-	}
-	if e, ok := r.(*interp.Error); ok {
-		e.NoteLevel(l)
-	}
-	panic(r)
+// IsForwardTracer reports whether tr is the payload of a forward-mode
+// level (a tensor JVP or Linearize is differentiating).
+func IsForwardTracer(tr interp.Tracer) bool {
+	_, ok := tr.(*jvpTracer)
+	return ok
 }
 
 // Wrapped appends the tracer's primal and tangent (interp.Wrapper).

@@ -1,4 +1,4 @@
-package transforms
+package autodiff
 
 import (
 	"strconv"
@@ -15,14 +15,14 @@ import (
 // linear primitive, composite_lin, holding the op's operands and results.
 // Its forward map is the op's JVP rule or the JVP of the composite, its
 // transpose the op's VJP rule or the VJP of the composite recomputed from
-// the saved operands. Both are written with Bind (through jvpFlat and
-// linearizeFlat), so derivatives of any order follow.
+// the saved operands. Both are written with Bind (through JVP and
+// Linearize), so derivatives of any order follow.
 
-// compositeParams are composite_lin's parameters: the op, its parameters,
+// CompositeParams are composite_lin's parameters: the op, its parameters,
 // the operands and results of the primal call, and which operands have
 // tangents (composite_lin's operands are those tangents, in order) and
 // which results are floats (its results are their tangents).
-type compositeParams struct {
+type CompositeParams struct {
 	p       *interp.Prim
 	params  any
 	primals []*tensor
@@ -31,11 +31,32 @@ type compositeParams struct {
 	fout    []int
 }
 
-func (c compositeParams) String() string { return c.p.Name }
+func (c CompositeParams) String() string { return c.p.Name }
 
-var compositeLin = func() *interp.Prim {
+// Prim returns the composite primitive whose tangent this is.
+func (c CompositeParams) Prim() *interp.Prim { return c.p }
+
+// Operands returns the primal call's operands, saved by value: the
+// backward pass recomputes the composite from them.
+func (c CompositeParams) Operands() []*interp.Tensor { return c.primals }
+
+// RuleKeyer is implemented by the parameters of a composite primitive
+// whose value names its derivative rules (a compiled program): the
+// staged and compiled JVP and VJP of such a composite are cached under
+// the key, as those of a parameterless composite are. Composites with
+// other parameters are differentiated without the cache.
+type RuleKeyer interface {
+	RuleKey() string
+}
+
+// CompositeLin is composite_lin, the linear primitive that is the tangent
+// of a composite differentiated as a whole (see above); its parameters
+// are CompositeParams.
+var CompositeLin = newCompositeLin()
+
+func newCompositeLin() *interp.Prim {
 	p := interp.NewPrim("composite_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
-		c := params.(compositeParams)
+		c := params.(CompositeParams)
 		out := make([]interp.Aval, len(c.fout))
 		for k, i := range c.fout {
 			out[k] = c.outs[i].Aval()
@@ -45,7 +66,7 @@ var compositeLin = func() *interp.Prim {
 	p.Linear = []bool{true} // in every operand
 	p.Whole = true          // staged as one equation: linearize must not decompose it
 	p.Impl = func(params any, tangents []*tensor) []*tensor {
-		c := params.(compositeParams)
+		c := params.(CompositeParams)
 		defer interp.Decomposing(c.p.Name)
 		if c.p.JVP != nil {
 			full := make([]*tensor, len(c.primals))
@@ -55,7 +76,7 @@ var compositeLin = func() *interp.Prim {
 			_, touts := c.p.JVP(c.params, c.primals, full)
 			res := make([]*tensor, len(c.fout))
 			for k, i := range c.fout {
-				res[k] = zeroIfNil(touts[i], c.outs[i].Aval())
+				res[k] = ZerosIfNil(touts[i], c.outs[i].Aval())
 			}
 			return res
 		}
@@ -65,7 +86,7 @@ var compositeLin = func() *interp.Prim {
 		return c.jvp(c.primals, tangents)
 	}
 	p.Transpose = func(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
-		c := params.(compositeParams)
+		c := params.(CompositeParams)
 		defer interp.Decomposing(c.p.Name)
 		res := make([]*tensor, len(args))
 		full := make([]*tensor, len(c.outs))
@@ -80,7 +101,7 @@ var compositeLin = func() *interp.Prim {
 		if c.p.VJP != nil {
 			for i, ct := range full {
 				if ct == nil && c.outs[i].DType().IsFloat() {
-					full[i] = zerosLike(c.outs[i])
+					full[i] = ZerosLike(c.outs[i])
 				}
 			}
 			got := c.p.VJP(c.params, c.primals, c.outs, full)
@@ -101,7 +122,7 @@ var compositeLin = func() *interp.Prim {
 		if vg := c.compiledVJP(); vg != nil {
 			in := append([]*tensor(nil), c.primals...)
 			for k, i := range c.fout {
-				in = append(in, zeroIfNil(cts[k], c.outs[i].Aval()))
+				in = append(in, ZerosIfNil(cts[k], c.outs[i].Aval()))
 			}
 			got = vg.Eval(in...)
 		} else {
@@ -115,31 +136,31 @@ var compositeLin = func() *interp.Prim {
 		return res
 	}
 	return p
-}()
+}
 
 // vjp is the VJP of the composite at primals (restricted to the operands
 // with tangents) applied to the cotangents of the float results: the
 // composite is linearized (recomputing its primal values) and the
 // linear graph transposed.
-func (c compositeParams) vjp(primals, cts []*tensor) []*tensor {
+func (c CompositeParams) vjp(primals, cts []*tensor) []*tensor {
 	c.primals = primals
-	lin := linearizeFlat("vjp", c.restricted(), c.diffPrimals())
-	defer lin.release()
-	cfull := make([]*tensor, len(lin.outs))
+	lin := Linearize("vjp", c.restricted(), c.diffPrimals())
+	defer lin.Release()
+	cfull := make([]*tensor, len(lin.Outs))
 	for k, i := range c.fout {
 		cfull[i] = cts[k]
 	}
-	return lin.transpose(cfull)
+	return lin.Transpose(cfull)
 }
 
 // compiledRules caches, per op, rule and operand types, the composite's
 // JVP or VJP staged into a graph and compiled: the tangent or backward
 // pass of a user-defined op then runs without tracing, and an
-// elementwise one runs blocked (see interp.Compiled). A composite that
+// elementwise one runs blocked (see compiledGraph). A composite that
 // cannot be staged (it reads its operands' values) is recorded as such
 // and differentiated eagerly. It holds at most maxCompiledRules entries
 // (the least recently used are dropped and staged again when needed).
-var compiledRules = lru.New[string, *interp.Compiled](maxCompiledRules)
+var compiledRules = lru.New[string, *compiledGraph](maxCompiledRules)
 
 // maxCompiledRules bounds compiledRules: 1024 compiled rules, a few KB
 // each.
@@ -148,18 +169,18 @@ const maxCompiledRules = 1024
 // compiled returns the cached compiled graph of rule (kind "jvp" or
 // "vjp") on arguments of types extra appended to the primals' types, or
 // nil.
-func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(primals, rest []*tensor) []*tensor) *interp.Compiled {
+func (c CompositeParams) compiled(kind string, extra []interp.Aval, rule func(primals, rest []*tensor) []*tensor) *compiledGraph {
 	var b strings.Builder
 	b.WriteString(kind)
 	b.WriteString(strconv.Itoa(c.p.ID))
 	if c.params != nil {
 		// Only parameterless ops (customop.Define) and parameters that
 		// name their own rules (a compiled program) are cached.
-		k, ok := c.params.(interface{ ruleKey() string })
+		k, ok := c.params.(RuleKeyer)
 		if !ok {
 			return nil
 		}
-		b.WriteString(k.ruleKey())
+		b.WriteString(k.RuleKey())
 	}
 	avals := make([]interp.Aval, 0, len(c.primals)+len(extra))
 	for _, x := range c.primals {
@@ -183,9 +204,9 @@ func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(pr
 			return rule(in[:np], in[np:])
 		}, avals)
 	})
-	var comp *interp.Compiled
+	var comp *compiledGraph
 	if err == nil {
-		comp = g.Compile()
+		comp = compileGraph(g)
 	}
 	v, _ := compiledRules.LoadOrStore(key, comp)
 	return v
@@ -193,7 +214,7 @@ func (c compositeParams) compiled(kind string, extra []interp.Aval, rule func(pr
 
 // compiledVJP is the compiled VJP of the composite: operands and result
 // cotangents in, cotangents of the operands with tangents out.
-func (c compositeParams) compiledVJP() *interp.Compiled {
+func (c CompositeParams) compiledVJP() *compiledGraph {
 	extra := make([]interp.Aval, len(c.fout))
 	for k, i := range c.fout {
 		extra[k] = c.outs[i].Aval()
@@ -204,7 +225,7 @@ func (c compositeParams) compiledVJP() *interp.Compiled {
 		for k, i := range c.diff {
 			out[k] = got[k]
 			if out[k] == nil {
-				out[k] = zerosLike(primals[i])
+				out[k] = ZerosLike(primals[i])
 			}
 		}
 		return out
@@ -213,14 +234,14 @@ func (c compositeParams) compiledVJP() *interp.Compiled {
 
 // jvp is the JVP of the composite at primals: the tangents of the float
 // results from the tangents of the operands in c.diff.
-func (c compositeParams) jvp(primals, tangents []*tensor) []*tensor {
+func (c CompositeParams) jvp(primals, tangents []*tensor) []*tensor {
 	c.primals = primals
-	_, touts := jvpFlat("jvp", c.restricted(), c.diffPrimals(), tangents)
+	_, touts := JVP("jvp", c.restricted(), c.diffPrimals(), tangents)
 	res := make([]*tensor, len(c.fout))
 	for k, i := range c.fout {
 		res[k] = touts[i]
 		if res[k] == nil {
-			res[k] = zeros(c.outs[i].Aval())
+			res[k] = Zeros(c.outs[i].Aval())
 		}
 	}
 	return res
@@ -228,7 +249,7 @@ func (c compositeParams) jvp(primals, tangents []*tensor) []*tensor {
 
 // compiledJVP is the compiled JVP of the composite: operands and the
 // tangents of c.diff in, tangents of the float results out.
-func (c compositeParams) compiledJVP() *interp.Compiled {
+func (c CompositeParams) compiledJVP() *compiledGraph {
 	extra := make([]interp.Aval, len(c.diff))
 	for k, i := range c.diff {
 		extra[k] = c.primals[i].Aval()
@@ -238,7 +259,7 @@ func (c compositeParams) compiledJVP() *interp.Compiled {
 
 // restricted is the composite as a function of the operands that have
 // tangents, the others held at their primal values.
-func (c compositeParams) restricted() func([]*tensor) []*tensor {
+func (c CompositeParams) restricted() func([]*tensor) []*tensor {
 	return func(xs []*tensor) []*tensor {
 		args := append([]*tensor(nil), c.primals...)
 		for k, i := range c.diff {
@@ -248,7 +269,7 @@ func (c compositeParams) restricted() func([]*tensor) []*tensor {
 	}
 }
 
-func (c compositeParams) diffPrimals() []*tensor {
+func (c CompositeParams) diffPrimals() []*tensor {
 	xs := make([]*tensor, len(c.diff))
 	for k, i := range c.diff {
 		xs[k] = c.primals[i]
@@ -268,7 +289,7 @@ func compositeJVP(p *interp.Prim, params any, primals, tangents []*tensor) (outs
 	for i, x := range primals {
 		saved[i] = x.Snapshot()
 	}
-	c := compositeParams{p: p, params: params, primals: saved, outs: outs}
+	c := CompositeParams{p: p, params: params, primals: saved, outs: outs}
 	var lt []*tensor
 	for i, t := range tangents {
 		if t != nil {
@@ -285,7 +306,7 @@ func compositeJVP(p *interp.Prim, params any, primals, tangents []*tensor) (outs
 	if len(c.fout) == 0 {
 		return outs, touts
 	}
-	ts := interp.Bind(compositeLin, c, lt...)
+	ts := interp.Bind(CompositeLin, c, lt...)
 	for k, i := range c.fout {
 		touts[i] = ts[k]
 	}

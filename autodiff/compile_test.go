@@ -1,4 +1,4 @@
-package interp_test
+package autodiff_test
 
 import (
 	"errors"
@@ -13,18 +13,20 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
 
-// Tests of Graph.Compile and Compiled.Eval. The oracle is Graph.Eval on
+// Tests of the compiled graphs of composites' rules (compileGraph,
+// compiledGraph.Eval). The oracle is Graph.Eval on
 // the same arguments: the blocked evaluation runs the same kernels on the
 // same elements, so the results must agree bit for bit (NaNs compare
 // equal whatever their payload).
 
-// Sizes around the blocked evaluation's parameters (interp/compile.go).
+// Sizes around the blocked evaluation's parameters (autodiff/compile.go).
 const (
 	ctBlock = 4096        // elements per block
 	ctMin   = 4 * ctBlock // smallest fused size
@@ -193,7 +195,7 @@ func ctInput(rng *rand.Rand, dt backend.DType, layout int, shape ...int) *interp
 	return x
 }
 
-// ctCompare evaluates g with Graph.Eval and Compiled.Eval on args and
+// ctCompare evaluates g with Graph.Eval and compiledGraph.Eval on args and
 // fails unless the results agree bit for bit and the arguments are
 // unchanged. It returns the compiled results.
 func ctCompare(t ctFataler, what string, g *interp.Graph, args ...*interp.Tensor) []*interp.Tensor {
@@ -202,7 +204,7 @@ func ctCompare(t ctFataler, what string, g *interp.Graph, args ...*interp.Tensor
 		before[i] = ctHost(a)
 	}
 	want := g.Eval(args...)
-	got := g.Compile().Eval(args...)
+	got := autodiff.CompileGraph(g).Eval(args...)
 	ctSameResults(t, what, got, want)
 	for i, a := range args {
 		if d := ctDiff(ctHost(a), before[i]); d != "" {
@@ -219,7 +221,7 @@ var (
 	ctProbeMu    sync.Mutex
 	ctProbeSizes []int
 	ctProbe      = func() *interp.Prim {
-		p := interp.NewPrim("interptest.compile.probe", interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
+		p := interp.NewPrim("autodifftest.compile.probe", interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
 			return []interp.Aval{in[0]}
 		})
 		p.Elementwise = &interp.ElementwiseRule{Arity: 1, Accepts: func(d interp.DType) bool { return d.IsFloat() }}
@@ -315,7 +317,7 @@ var (
 // TestCompileRandomPrograms draws elementwise programs over one to three
 // inputs (of every layout) and captured constants (full-size and splat),
 // of float32, float64 or int64, at sizes below and above the fused
-// threshold and several thread counts, and checks that Compiled.Eval
+// threshold and several thread counts, and checks that compiledGraph.Eval
 // agrees with Graph.Eval bit for bit.
 func TestCompileRandomPrograms(t *testing.T) {
 	defer cpu.SetThreads(0)
@@ -412,7 +414,7 @@ func TestCompileBlocks(t *testing.T) {
 			}, ctAval(backend.Float64, n))
 			x := ctTensor(ctData(rng, backend.Float64, n), n)
 			var got []*interp.Tensor
-			sizes := ctProbed(func() { got = g.Compile().Eval(x) })
+			sizes := ctProbed(func() { got = autodiff.CompileGraph(g).Eval(x) })
 			want := []int{n}
 			if n >= ctMin {
 				want = ctBlocks(n)
@@ -491,7 +493,7 @@ func TestCompileOutputsAliasing(t *testing.T) {
 	if d := ctDiff(ctHost(c), cBefore); d != "" {
 		t.Errorf("writing a constant output changed the traced tensor: %s", d)
 	}
-	ctSameResults(t, "after writing constant outputs", g.Compile().Eval(x, w), g.Eval(x, w))
+	ctSameResults(t, "after writing constant outputs", autodiff.CompileGraph(g).Eval(x, w), g.Eval(x, w))
 	if d := ctDiff(ctHost(g.Eval(x, w)[1]), cBefore); d != "" {
 		t.Errorf("writing a constant output changed the graph: %s", d)
 	}
@@ -530,7 +532,7 @@ func TestCompileStridedInputs(t *testing.T) {
 			ctCompare(t, fmt.Sprintf("%v threads=%d", dt, th), g, args...)
 			// A float64 oracle for the first element of the transposed input.
 			if dt == backend.Float64 {
-				got := g.Compile().Eval(args...)[1].Float64s()
+				got := autodiff.CompileGraph(g).Eval(args...)[1].Float64s()
 				x0 := ctHost(args[0]).([]float64)
 				s := ctHost(args[2]).([]float64)
 				for i := range got {
@@ -607,7 +609,7 @@ func TestCompileFallback(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			sizes := ctProbed(func() { ctCompare(t, c.name, c.g, c.args...) })
-			// ctCompare runs Graph.Eval then Compiled.Eval: each size twice.
+			// ctCompare runs Graph.Eval then compiledGraph.Eval: each size twice.
 			want := slices.Concat(c.sizes, c.sizes)
 			sort.Ints(want)
 			if !slices.Equal(sizes, want) {
@@ -624,9 +626,9 @@ func TestCompileErrors(t *testing.T) {
 	g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 		return []*interp.Tensor{ctBind(prims.Add, a[0], a[1])}
 	}, x.Aval(), x.Aval())
-	c := g.Compile()
-	if c.Graph() != g {
-		t.Errorf("Compiled.Graph is not the graph")
+	c := autodiff.CompileGraph(g)
+	if autodiff.GraphOf(c) != g {
+		t.Errorf("compiledGraph.graph is not the graph")
 	}
 	for _, args := range [][]*interp.Tensor{
 		{x},
@@ -639,7 +641,7 @@ func TestCompileErrors(t *testing.T) {
 		want := interp.Catch(func() { g.Eval(args...) })
 		got := interp.Catch(func() { c.Eval(args...) })
 		if want == nil || got == nil || siteless(got) != siteless(want) {
-			t.Errorf("%d arguments: Compiled.Eval error %v, Graph.Eval error %v", len(args), got, want)
+			t.Errorf("%d arguments: compiledGraph.Eval error %v, Graph.Eval error %v", len(args), got, want)
 		}
 	}
 }
@@ -647,7 +649,7 @@ func TestCompileErrors(t *testing.T) {
 // ctFail is an elementwise primitive whose kernel panics with *Error on
 // an element equal to 13.
 var ctFail = func() *interp.Prim {
-	p := interp.NewPrim("interptest.compile.fail", interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
+	p := interp.NewPrim("autodifftest.compile.fail", interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
 		return []interp.Aval{in[0]}
 	})
 	p.Elementwise = &interp.ElementwiseRule{Arity: 1, Accepts: func(d interp.DType) bool { return d == backend.Float64 }}
@@ -664,7 +666,7 @@ var ctFail = func() *interp.Prim {
 }()
 
 // TestCompileKernelPanic checks that a kernel's panic in a worker
-// reaches the caller of Compiled.Eval, at every thread count.
+// reaches the caller of compiledGraph.Eval, at every thread count.
 func TestCompileKernelPanic(t *testing.T) {
 	defer cpu.SetThreads(0)
 	n := 7*ctBlock + 5
@@ -677,7 +679,7 @@ func TestCompileKernelPanic(t *testing.T) {
 			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 				return []*interp.Tensor{ctBind(prims.Neg, ctBind(ctFail, ctBind(prims.Abs, a[0])))}
 			}, x.Aval())
-			err := interp.Catch(func() { g.Compile().Eval(x) })
+			err := interp.Catch(func() { autodiff.CompileGraph(g).Eval(x) })
 			var e *interp.Error
 			if !errors.As(err, &e) || !strings.Contains(e.Error(), "is 13") {
 				t.Errorf("threads=%d at=%d: got %v, want the kernel's *interp.Error", th, at, err)
@@ -689,7 +691,7 @@ func TestCompileKernelPanic(t *testing.T) {
 // ctNoKernel is an elementwise primitive that no backend has a kernel
 // for.
 var ctNoKernel = func() *interp.Prim {
-	p := interp.NewPrim("interptest.compile.nokernel", interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
+	p := interp.NewPrim("autodifftest.compile.nokernel", interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
 		return []interp.Aval{in[0]}
 	})
 	p.Elementwise = &interp.ElementwiseRule{Arity: 1, Accepts: func(d interp.DType) bool { return d.IsFloat() }}
@@ -697,7 +699,7 @@ var ctNoKernel = func() *interp.Prim {
 }()
 
 // TestCompileNoKernel checks that a primitive without a kernel fails
-// with the same *Error under Compiled.Eval as under Graph.Eval.
+// with the same *Error under compiledGraph.Eval as under Graph.Eval.
 func TestCompileNoKernel(t *testing.T) {
 	for _, n := range []int{10, ctMin, 5*ctBlock + 1} {
 		x := ctTensor(make([]float64, n), n)
@@ -712,15 +714,15 @@ func TestCompileNoKernel(t *testing.T) {
 					got = fmt.Errorf("non-*interp.Error panic: %v", r)
 				}
 			}()
-			got = interp.Catch(func() { g.Compile().Eval(x) })
+			got = interp.Catch(func() { autodiff.CompileGraph(g).Eval(x) })
 		}()
 		if want == nil || got == nil || siteless(got) != siteless(want) {
-			t.Errorf("n=%d: Compiled.Eval error %v, Graph.Eval error %v", n, got, want)
+			t.Errorf("n=%d: compiledGraph.Eval error %v, Graph.Eval error %v", n, got, want)
 		}
 	}
 }
 
-// TestCompileTracers checks that Compiled.Eval on tracers (arguments or
+// TestCompileTracers checks that compiledGraph.Eval on tracers (arguments or
 // constants of an enclosing trace) falls back to Graph.Eval: the
 // enclosing trace records the same equations.
 func TestCompileTracers(t *testing.T) {
@@ -732,7 +734,7 @@ func TestCompileTracers(t *testing.T) {
 		y := ctBind(prims.Tanh, ctBind(prims.Mul, a[0], c))
 		return []*interp.Tensor{ctBind(prims.Add, y, a[1]), y}
 	}, av, av)
-	comp := inner.Compile()
+	comp := autodiff.CompileGraph(inner)
 	x := ctTensor(ctData(rng, backend.Float64, n), n)
 	outer := func(eval func(args ...*interp.Tensor) []*interp.Tensor, mixed bool) *interp.Graph {
 		return ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
@@ -748,7 +750,7 @@ func TestCompileTracers(t *testing.T) {
 		want := outer(inner.Eval, mixed)
 		got := outer(comp.Eval, mixed)
 		if got.String() != want.String() {
-			t.Errorf("mixed=%v: enclosing trace of Compiled.Eval:\n%v\nwant (Graph.Eval):\n%v", mixed, got, want)
+			t.Errorf("mixed=%v: enclosing trace of compiledGraph.Eval:\n%v\nwant (Graph.Eval):\n%v", mixed, got, want)
 		}
 		if len(got.Eqns) != 5 {
 			t.Errorf("mixed=%v: enclosing graph has %d equations, want 5:\n%v", mixed, len(got.Eqns), got)
@@ -767,7 +769,7 @@ func TestCompileTracers(t *testing.T) {
 			}, av)
 			eval := in.Eval
 			if compiled {
-				eval = in.Compile().Eval
+				eval = autodiff.CompileGraph(in).Eval
 			}
 			return eval(x)
 		}, av)
@@ -778,11 +780,11 @@ func TestCompileTracers(t *testing.T) {
 		}
 	}
 	if got.String() != want.String() || len(got.Eqns) != 2 {
-		t.Errorf("traced constant: enclosing trace of Compiled.Eval:\n%v\nwant (Graph.Eval, 2 equations):\n%v", got, want)
+		t.Errorf("traced constant: enclosing trace of compiledGraph.Eval:\n%v\nwant (Graph.Eval, 2 equations):\n%v", got, want)
 	}
 }
 
-// TestCompileConcurrent evaluates one Compiled graph from several
+// TestCompileConcurrent evaluates one compiled graph from several
 // goroutines at once (compiled rules are shared); run with -race.
 func TestCompileConcurrent(t *testing.T) {
 	defer cpu.SetThreads(0)
@@ -794,7 +796,7 @@ func TestCompileConcurrent(t *testing.T) {
 		y := ctBind(prims.Tanh, ctBind(prims.Add, ctBind(prims.Mul, a[0], c), a[1]))
 		return []*interp.Tensor{ctBind(prims.Mul, y, y), ctBind(prims.Gt, y, a[1])}
 	}, ctAval(backend.Float32, n), ctAval(backend.Float32, n))
-	comp := g.Compile()
+	comp := autodiff.CompileGraph(g)
 	const workers = 4
 	var args [workers][2]*interp.Tensor
 	var want [workers][]*interp.Tensor
@@ -836,4 +838,90 @@ func siteless(err error) string {
 	c := *e
 	c.File, c.Line = "", 0
 	return c.Error()
+}
+
+// ctWhole is a composite recorded whole (Prim.Whole) whose decomposition
+// is impl; kernel, when not nil, is its CPU kernel.
+func ctWhole(name string, impl func(a []*interp.Tensor) *interp.Tensor, kernel func(out []backend.Array)) *interp.Prim {
+	p := interp.NewPrim(name, interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
+		return []interp.Aval{in[0]}
+	})
+	p.Impl = func(_ any, a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{impl(a)} }
+	p.Whole = true
+	if kernel != nil {
+		cpu.New().RegisterKernel(p.Op, func(_ any, _, out []backend.Array) { kernel(out) })
+	}
+	return p
+}
+
+var (
+	ctTanhMul = ctWhole("autodifftest.whole.tanhmul", func(a []*interp.Tensor) *interp.Tensor {
+		return ctBind(prims.Mul, ctBind(prims.Tanh, a[0]), a[1])
+	}, nil)
+	ctOuter = ctWhole("autodifftest.whole.outer", func(a []*interp.Tensor) *interp.Tensor {
+		return ctBind(prims.Add, ctBind(ctTanhMul, a[0], a[1]), a[0])
+	}, nil)
+	ctKernel = ctWhole("autodifftest.whole.kernel", func(a []*interp.Tensor) *interp.Tensor {
+		return ctBind(prims.Copy, a[0])
+	}, func(out []backend.Array) {
+		d := cpu.Float64s(out[0])
+		for i := range d {
+			d[i] = 42
+		}
+	})
+)
+
+// TestCompileWholeComposite checks that a graph with a composite
+// recorded whole (one equation, no kernel: it decomposes when evaluated)
+// gives Graph.Eval's results, and that a whole composite with a kernel
+// runs its kernel (not fused, but the same result).
+func TestCompileWholeComposite(t *testing.T) {
+	for _, n := range []int{3, ctMin + 3} {
+		x := ctInput(rand.New(rand.NewPCG(1, uint64(n))), backend.Float64, ctContiguous, n)
+		y := ctInput(rand.New(rand.NewPCG(2, uint64(n))), backend.Float64, ctContiguous, n)
+		for _, p := range []*interp.Prim{ctTanhMul, ctOuter} {
+			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{ctBind(p, a[0], a[1])} }, x.Aval(), y.Aval())
+			if len(g.Eqns) != 1 || g.Eqns[0].Prim != p {
+				t.Fatalf("%s: the trace is not one equation:\n%v", p.Name, g)
+			}
+			ctSameResults(t, fmt.Sprintf("%s n=%d compiled", p.Name, n), autodiff.CompileGraph(g).Eval(x, y), g.Eval(x, y))
+		}
+		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+			return []*interp.Tensor{ctBind(prims.Neg, ctBind(ctKernel, a[0]))}
+		}, x.Aval())
+		for i, v := range autodiff.CompileGraph(g).Eval(x)[0].Float64s() {
+			if v != -42 {
+				t.Fatalf("kernel n=%d: element %d = %v, want -42", n, i, v)
+			}
+		}
+	}
+}
+
+// TestCompileConstantsByValue: a compiled graph keeps the values its
+// constants had when traced, whatever is written into the traced-from
+// tensors later, directly, through a view, or through another box
+// sharing the memory (issue 11, D6).
+func TestCompileConstantsByValue(t *testing.T) {
+	f64 := ctAval(backend.Float64, 3)
+	x := ctTensor([]float64{1, 2, 3}, 3)
+	ten := ctSplat([]float64{10}, 3)
+	writes := map[string]func(w *interp.Tensor){
+		"direct": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, w, ten) },
+		"through a view": func(w *interp.Tensor) {
+			v := interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{3, 1}}, w)
+			interp.Bind(prims.CopyInPlace, nil, v, ctSplat([]float64{10}, 3, 1))
+		},
+		"through another box": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, w.NewBox(), ten) },
+	}
+	for name, write := range writes {
+		t.Run(name, func(t *testing.T) {
+			w := ctTensor([]float64{1, 1, 1}, 3)
+			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{ctBind(prims.Mul, a[0], w)}
+			}, f64)
+			write(w)
+			ctSameResults(t, "compiledGraph.Eval after the write", autodiff.CompileGraph(g).Eval(x), []*interp.Tensor{ctTensor([]float64{1, 2, 3}, 3)})
+			ctSameResults(t, "the written tensor", []*interp.Tensor{w}, []*interp.Tensor{ctTensor([]float64{10, 10, 10}, 3)})
+		})
+	}
 }
