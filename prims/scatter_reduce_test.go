@@ -1,8 +1,9 @@
 package prims_test
 
 import (
-	"github.com/peel-ml/peel/interp"
 	"math/rand/v2"
+
+	"github.com/peel-ml/peel/interp"
 
 	"github.com/peel-ml/peel/prims"
 )
