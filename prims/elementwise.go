@@ -58,6 +58,48 @@ func inplace(pure *interp.Prim) *interp.Prim {
 	return p
 }
 
+// Reference is the meaning of an elementwise unary float primitive in
+// float64 arithmetic, kept as data next to the primitive's definition
+// (withReference). It is the one description every other package derives
+// from: the CPU backend runs F as the primitive's kernel unless a faster
+// one is registered, and the conformance suite (backend/backendtest)
+// checks every backend's kernel against F, within the error F's
+// condition number allows.
+type Reference struct {
+	// F is the primitive's value at x.
+	F func(x float64) float64
+	// D is F's derivative at x, which bounds the error a kernel may make
+	// (the condition number x·D(x)).
+	D func(x float64) float64
+	// Lo and Hi bound the random arguments tests draw (edge values such
+	// as 0, ±Inf and NaN are drawn besides).
+	Lo, Hi float64
+}
+
+var (
+	references   = map[*interp.Prim]Reference{}
+	referenceOrd []*interp.Prim
+)
+
+// withReference records r as p's float64 meaning and returns p; it is
+// called while package variables are initialized.
+func withReference(p *interp.Prim, r Reference) *interp.Prim {
+	references[p] = r
+	referenceOrd = append(referenceOrd, p)
+	return p
+}
+
+// ReferenceOf returns the float64 meaning of the elementwise primitive p,
+// and false when p has none.
+func ReferenceOf(p *interp.Prim) (Reference, bool) {
+	r, ok := references[p]
+	return r, ok
+}
+
+// References returns the primitives that have a Reference, in the order
+// they are defined.
+func References() []*interp.Prim { return append([]*interp.Prim(nil), referenceOrd...) }
+
 // Elementwise unary primitives.
 var (
 	Neg      = unary("neg", numeric)
@@ -108,6 +150,36 @@ func init() {
 	defTranspose(Neg, linear1, func(_ any, ct *tensor, _ []*tensor, _ []bool) []*tensor {
 		return []*tensor{neg(ct)}
 	})
+}
+
+// Sinc is the normalized sinc, sin(πx)/(πx), and 1 at x = 0 (numpy's
+// sinc). Its kernel is its Reference unless a backend registers one.
+var Sinc = withReference(unary("sinc", floats), Reference{F: sinc, D: sincDerivative, Lo: -5, Hi: 5})
+
+func init() {
+	// sinc′(x) = (cos(πx) − sinc(x))/x, and 0 at x = 0. The quotient is
+	// taken at x = 1 where x = 0, so no NaN reaches a derivative of it.
+	defScaleJVP(Sinc, func(x, y *tensor) *tensor {
+		zero := eq(x, constLike(0, x))
+		xs := sel(zero, constLike(1, x), x)
+		c := interp.Bind1(Cos, nil, mul(constLike(math.Pi, xs), xs))
+		return sel(zero, constLike(0, x), div(sub(c, y), xs))
+	})
+}
+
+func sinc(x float64) float64 {
+	if x == 0 {
+		return 1
+	}
+	p := math.Pi * x
+	return math.Sin(p) / p
+}
+
+func sincDerivative(x float64) float64 {
+	if x == 0 {
+		return 0
+	}
+	return (math.Cos(math.Pi*x) - sinc(x)) / x
 }
 
 // Elementwise binary primitives. Operands have equal shapes and dtypes.

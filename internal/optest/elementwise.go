@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
 )
 
 // The elementwise family's ops.
@@ -49,6 +51,7 @@ func elementwise() []Op {
 		unaryOp("peel.Sqrt", peel.Sqrt, math.Sqrt, allTypes[1:], floatOf, 0, 10),
 		unaryOp("peel.Rsqrt", peel.Rsqrt, func(x float64) float64 { return 1 / math.Sqrt(x) }, floats, floatOf, 0.01, 10),
 		unaryOp("peel.Sin", peel.Sin, math.Sin, floats, floatOf, -5, 5),
+		unaryOp("peel.Sinc", peel.Sinc, reference(prims.Sinc), allTypes[1:], floatOf, -5, 5),
 		unaryOp("peel.Cos", peel.Cos, math.Cos, floats, floatOf, -5, 5),
 		unaryOp("peel.Tan", peel.Tan, math.Tan, floats, floatOf, -1.4, 1.4),
 		unaryOp("peel.Tanh", peel.Tanh, math.Tanh, allTypes[1:], floatOf, -5, 5),
@@ -145,4 +148,14 @@ func elementwise() []Op {
 		},
 	})
 	return ops
+}
+
+// reference returns the float64 meaning of the elementwise primitive p
+// (prims.Reference), the reference of the op that applies it.
+func reference(p *interp.Prim) func(float64) float64 {
+	r, ok := prims.ReferenceOf(p)
+	if !ok {
+		panic("optest: " + p.Name + " has no prims.Reference")
+	}
+	return r.F
 }
