@@ -1,9 +1,8 @@
 package prims_test
 
 import (
-	"math/rand/v2"
-
 	"github.com/peel-ml/peel/interp"
+	"math/rand/v2"
 
 	"github.com/peel-ml/peel/prims"
 )
