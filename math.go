@@ -443,6 +443,13 @@ func Sin(x *Tensor) *Tensor {
 	return floatUnary("peel.Sin", prims.Sin, x)
 }
 
+// Sinc returns the normalized sinc sin(πx)/(πx) elementwise, 1 at x = 0
+// (numpy's sinc); it panics as Exp does.
+func Sinc(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Sinc")
+	return floatUnary("peel.Sinc", prims.Sinc, x)
+}
+
 // Cos returns the cosine elementwise; it panics as Exp does.
 func Cos(x *Tensor) *Tensor {
 	defer interp.Annotate("peel.Cos")

@@ -8,7 +8,7 @@ import (
 // Scans and reductions. The cumulative products, extrema and
 // log-sum-exps are primitives (prims.Cumprod, Cummax, Cummin,
 // Cumlogsumexp) with sequential kernels; their derivatives are written
-// with other primitives (see prims/scan.go). The NaN-aware reductions
+// with other primitives (see prims/cumulative.go). The NaN-aware reductions
 // and the corrected variance are composites.
 
 // ScanOption is an option of Cumprod, Cummax, Cummin and LogCumSumExp.

@@ -218,5 +218,5 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 }
 
 // placeholder stands for a linear operand in a transpose rule: its shape
-// and dtype only (see prims/transpose.go).
+// and dtype only (see the transpose contract in prims/helpers.go).
 func placeholder(v *interp.Var) *tensor { return interp.Placeholder(v.Aval) }

@@ -196,6 +196,13 @@ func jvpCases() []jvpCase {
 			cs = append(cs, jvpCase{name: fmt.Sprint(s), prim: u.p, args: []*T{x}, zero: u.p == prims.StopGradient})
 		}
 	}
+	// Every primitive with a Reference, on its [Lo, Hi].
+	for _, p := range prims.References() {
+		ref, _ := prims.ReferenceOf(p)
+		for _, s := range shapes {
+			cs = append(cs, jvpCase{name: fmt.Sprint(s), prim: p, args: []*T{uniform(r, ref.Lo, ref.Hi, s...)}})
+		}
+	}
 	for _, s := range shapes {
 		cs = append(cs,
 			jvpCase{prim: prims.Add, args: []*T{uniform(r, -2, 2, s...), uniform(r, -2, 2, s...)}},
@@ -514,6 +521,8 @@ func TestJVPSpecialValues(t *testing.T) {
 	checkClose(t, "max with NaN", tan(prims.Max, nil, []*T{nan, scalarVec(1)}, []*T{one(1), one(1)}), []float64{0}, 0)
 
 	checkClose(t, "abs at 0", tan(prims.Abs, nil, []*T{f64([]float64{0}, 1)}, []*T{one(1)}), []float64{0}, 0)
+	// sinc′ = (cos(πx) − sinc(x))/x, and 0 at 0.
+	checkClose(t, "sinc′", tan(prims.Sinc, nil, []*T{f64([]float64{0, 0.5, -1, 2}, 4)}, []*T{one(4)}), []float64{0, -4 / math.Pi, 1, 0.5}, 1e-15)
 
 	// pow: d/dx x^y = 0 where y = 0; d/dy x^y = 0 where x = 0.
 	px, py := f64([]float64{0, 0, 2, 0}, 4), f64([]float64{0, 2, 0, 0.5}, 4)

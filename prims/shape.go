@@ -2,108 +2,29 @@ package prims
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 )
 
-func checkAxis(axis, rank int) {
-	if axis < 0 || axis >= rank {
-		interp.Panicf("axis %d out of range for rank %d", axis, rank)
-	}
+// The shape family: broadcast_in_dim, reshape, transpose, slice, pad,
+// concatenate, rev, iota and optimization_barrier, each followed by the
+// init that sets its rules.
+
+// BroadcastParams are the parameters of broadcast_in_dim: the result shape,
+// and for each operand dimension the result dimension it maps to
+// (increasing). An operand dimension has size 1 or the size of its result
+// dimension.
+type BroadcastParams struct {
+	Shape []int
+	Dims  []int
 }
 
-func checkAxes(axes []int, rank int) {
-	seen := make([]bool, rank)
-	for _, a := range axes {
-		checkAxis(a, rank)
-		if seen[a] {
-			interp.Panicf("axis %d repeated in %v", a, axes)
-		}
-		seen[a] = true
-	}
+func (p BroadcastParams) String() string {
+	return fmt.Sprintf("shape=%v dims=%v", p.Shape, p.Dims)
 }
-
-func checkLen(what string, got, rank int) {
-	if got != rank {
-		interp.Panicf("%s has %d entries, operand has rank %d", what, got, rank)
-	}
-}
-
-// checkShape returns the number of elements of shape, panicking with
-// *interp.Error when a dimension is negative or the shape is too large
-// (see backend.CheckedSize). Every shape a rule takes from its parameters
-// or computes from several operands passes it.
-func checkShape(shape []int) int {
-	n, err := backend.CheckedSize(shape)
-	if err != nil {
-		panic(&interp.Error{Msg: err.Error()})
-	}
-	return n
-}
-
-func reduction(name string, c dclass) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
-		checkArity(in, 1)
-		checkClass(c, in[0])
-		axes := params.(ReduceParams).Axes
-		checkAxes(axes, len(in[0].Shape))
-		if !sort.IntsAreSorted(axes) {
-			interp.Panicf("axes %v are not sorted", axes)
-		}
-		shape := make([]int, 0, len(in[0].Shape))
-		j := 0
-		for i, d := range in[0].Shape {
-			if j < len(axes) && axes[j] == i {
-				j++
-				if (name == "reduce_max" || name == "reduce_min") && d == 0 {
-					interp.Panicf("%s of an empty axis %d has no identity", name, i)
-				}
-				continue
-			}
-			shape = append(shape, d)
-		}
-		return one(aval{Shape: shape, DType: in[0].DType})
-	})
-}
-
-// Reductions over ReduceParams.Axes.
-var (
-	ReduceSum  = reduction("reduce_sum", numeric)
-	ReduceMax  = reduction("reduce_max", anyType)
-	ReduceMin  = reduction("reduce_min", anyType)
-	ReduceProd = reduction("reduce_prod", numeric)
-)
-
-func argReduction(name string) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
-		checkArity(in, 1)
-		axis := params.(AxisParams).Axis
-		checkAxis(axis, len(in[0].Shape))
-		if in[0].Shape[axis] == 0 {
-			interp.Panicf("%s of an empty axis", name)
-		}
-		shape := append(append([]int{}, in[0].Shape[:axis]...), in[0].Shape[axis+1:]...)
-		return one(aval{Shape: shape, DType: backend.Int64})
-	})
-}
-
-// ArgMax and ArgMin return the index (i64) of the first maximum (minimum)
-// along AxisParams.Axis, which is removed. NaN counts as the maximum
-// (minimum), as in numpy.
-var (
-	ArgMax = argReduction("argmax")
-	ArgMin = argReduction("argmin")
-)
-
-// Cumsum is the inclusive cumulative sum along CumsumParams.Axis.
-var Cumsum = interp.NewPrim("cumsum", interp.Pure, func(params any, in []aval) []aval {
-	checkArity(in, 1)
-	checkClass(numeric, in[0])
-	checkAxis(params.(CumsumParams).Axis, len(in[0].Shape))
-	return one(in[0])
-})
 
 // BroadcastInDim broadcasts its operand to BroadcastParams.Shape. It is a
 // view: at eval level the result shares the operand's memory with zero
@@ -140,6 +61,37 @@ var BroadcastInDim = func() *interp.Prim {
 	return p
 }()
 
+func init() {
+	defSameJVP(BroadcastInDim)
+	defTranspose(BroadcastInDim, linear1, broadcastTranspose)
+}
+
+// broadcastTranspose sums the cotangent over the dimensions the operand was
+// broadcast along (new dimensions, and size-1 dimensions that grew), then
+// restores the operand's size-1 dimensions.
+func broadcastTranspose(params any, ct *tensor, args []*tensor, _ []bool) []*tensor {
+	bp := params.(BroadcastParams)
+	shape := args[0].Shape()
+	mapped := make([]bool, len(bp.Shape))
+	var sum []int
+	for i, d := range bp.Dims {
+		mapped[d] = true
+		if shape[i] == 1 && bp.Shape[d] != 1 {
+			sum = append(sum, d)
+		}
+	}
+	for d := range bp.Shape {
+		if !mapped[d] {
+			sum = append(sum, d)
+		}
+	}
+	if len(sum) > 0 {
+		sort.Ints(sum)
+		ct = reduceSum(ct, sum)
+	}
+	return []*tensor{reshape(ct, shape)}
+}
+
 // OptimizationBarrier is the identity, a view of the whole operand
 // (JAX's optimization_barrier): the compiler's passes do not look through
 // it, so equations on its result are not merged with equal equations on
@@ -154,6 +106,18 @@ var OptimizationBarrier = func() *interp.Prim {
 	p.ViewArray = func(_ any, a backend.Array) (backend.Array, bool) { return a, true }
 	return p
 }()
+
+func init() {
+	defSameJVP(OptimizationBarrier)
+	defTranspose(OptimizationBarrier, linear1, func(_ any, ct *tensor, _ []*tensor, _ []bool) []*tensor {
+		return []*tensor{interp.Bind1(OptimizationBarrier, nil, ct)}
+	})
+}
+
+// ReshapeParams are the parameters of reshape: the new shape (no -1).
+type ReshapeParams struct{ Shape []int }
+
+func (p ReshapeParams) String() string { return fmt.Sprintf("shape=%v", p.Shape) }
 
 // Reshape gives its operand a new shape with the same size. It is a view
 // when the operand's layout allows one (always for contiguous operands);
@@ -212,6 +176,19 @@ func reshapeStrides(shape, strides, newShape []int) ([]int, bool) {
 	return out, vd == -1
 }
 
+func init() {
+	defSameJVP(Reshape)
+	defTranspose(Reshape, linear1, func(_ any, ct *tensor, args []*tensor, _ []bool) []*tensor {
+		return []*tensor{reshape(ct, args[0].Shape())}
+	})
+}
+
+// TransposeParams are the parameters of transpose: result dimension i is
+// operand dimension Perm[i].
+type TransposeParams struct{ Perm []int }
+
+func (p TransposeParams) String() string { return fmt.Sprintf("perm=%v", p.Perm) }
+
 // Transpose permutes dimensions: result dimension i is operand dimension
 // Perm[i]. It is a view.
 var Transpose = func() *interp.Prim {
@@ -237,6 +214,28 @@ var Transpose = func() *interp.Prim {
 	}
 	return p
 }()
+
+func init() {
+	defSameJVP(Transpose)
+	defTranspose(Transpose, linear1, func(params any, ct *tensor, _ []*tensor, _ []bool) []*tensor {
+		perm := params.(TransposeParams).Perm
+		inv := make([]int, len(perm))
+		for i, q := range perm {
+			inv[q] = i
+		}
+		return []*tensor{transpose(ct, inv)}
+	})
+}
+
+// SliceParams are the parameters of slice: per dimension the start, the
+// limit (exclusive) and the stride (≥ 1), with 0 ≤ start ≤ limit ≤ size.
+type SliceParams struct {
+	Start, Limit, Stride []int
+}
+
+func (p SliceParams) String() string {
+	return fmt.Sprintf("start=%v limit=%v stride=%v", p.Start, p.Limit, p.Stride)
+}
 
 // SliceShape returns the result shape of a slice, panicking with *Error on
 // bad bounds.
@@ -301,6 +300,41 @@ var Slice = func() *interp.Prim {
 	}
 	return p
 }()
+
+func init() {
+	defSameJVP(Slice)
+	defTranspose(Slice, linear1, sliceTranspose)
+}
+
+// sliceTranspose scatters the cotangent back into zeros of the operand's
+// shape with pad: low = start, interior = stride − 1, high = the rest.
+func sliceTranspose(params any, ct *tensor, args []*tensor, _ []bool) []*tensor {
+	sp := params.(SliceParams)
+	shape, m := args[0].Shape(), ct.Shape()
+	r := len(shape)
+	pp := PadParams{Low: make([]int, r), High: make([]int, r), Interior: make([]int, r)}
+	for k := range shape {
+		pp.Low[k] = sp.Start[k]
+		pp.Interior[k] = sp.Stride[k] - 1
+		end := sp.Start[k]
+		if m[k] > 0 {
+			end += (m[k]-1)*sp.Stride[k] + 1
+		}
+		pp.High[k] = shape[k] - end
+	}
+	return []*tensor{interp.Bind1(Pad, pp, ct, scalarConst(0, ct.DType()))}
+}
+
+// PadParams are the parameters of pad: per dimension the padding before
+// the first element, after the last and between elements. Low and High may
+// be negative (they then remove elements); Interior is ≥ 0.
+type PadParams struct {
+	Low, High, Interior []int
+}
+
+func (p PadParams) String() string {
+	return fmt.Sprintf("low=%v high=%v interior=%v", p.Low, p.High, p.Interior)
+}
 
 // Pad pads operand 0 with the scalar operand 1 (same dtype, rank 0).
 var Pad = interp.NewPrim("pad", interp.Pure, func(params any, in []aval) []aval {
@@ -369,6 +403,53 @@ func PadLen(d, low, high, interior int) (int, error) {
 	return n, nil
 }
 
+func init() {
+	defJVP(Pad, func(params any, x, t []*tensor, _ *tensor) *tensor {
+		return interp.Bind1(Pad, params, orZeros(t[0], x[0].Aval()), orZeros(t[1], x[1].Aval()))
+	})
+	defTranspose(Pad, linear2, padTranspose)
+}
+
+// padTranspose: the operand's cotangent is the strided slice of the
+// cotangent at the operand's positions (after padding back with zeros
+// what a negative low or high cut); the padding value's is the sum of the
+// cotangent at the padding positions, computed exactly as
+// sum(ct − pad(ct_operand, 0)).
+func padTranspose(params any, ct *tensor, args []*tensor, linear []bool) []*tensor {
+	pp := params.(PadParams)
+	shape := args[0].Shape()
+	r := len(shape)
+	zero := scalarConst(0, ct.DType())
+	grow := PadParams{Low: make([]int, r), High: make([]int, r), Interior: make([]int, r)}
+	regrow := false
+	sp := SliceParams{Start: make([]int, r), Limit: make([]int, r), Stride: make([]int, r)}
+	for k, d := range shape {
+		grow.Low[k], grow.High[k] = max(-pp.Low[k], 0), max(-pp.High[k], 0)
+		regrow = regrow || grow.Low[k] > 0 || grow.High[k] > 0
+		step := pp.Interior[k] + 1
+		sp.Start[k], sp.Stride[k] = max(pp.Low[k], 0), step
+		sp.Limit[k] = sp.Start[k]
+		if d > 0 {
+			sp.Limit[k] += (d-1)*step + 1
+		}
+	}
+	padded := ct
+	if regrow {
+		padded = interp.Bind1(Pad, grow, ct, zero)
+	}
+	ctx := interp.Bind1(Slice, sp, padded)
+	res := []*tensor{ctx, nil}
+	if linear[1] {
+		rest := sub(ct, interp.Bind1(Pad, pp, ctx, zero))
+		all := make([]int, ct.Rank())
+		for i := range all {
+			all[i] = i
+		}
+		res[1] = reduceSum(rest, all)
+	}
+	return only(linear, res...)
+}
+
 // Concatenate joins its operands along AxisParams.Axis.
 var Concatenate = interp.NewPrim("concatenate", interp.Pure, func(params any, in []aval) []aval {
 	if len(in) == 0 {
@@ -395,12 +476,69 @@ var Concatenate = interp.NewPrim("concatenate", interp.Pure, func(params any, in
 	return one(aval{Shape: shape, DType: in[0].DType})
 })
 
+func init() {
+	defJVP(Concatenate, func(params any, x, t []*tensor, _ *tensor) *tensor {
+		ts := make([]*tensor, len(x))
+		for i := range x {
+			ts[i] = orZeros(t[i], x[i].Aval())
+		}
+		return interp.Bind1(Concatenate, params, ts...)
+	})
+	defTranspose(Concatenate, linear1, concatTranspose)
+}
+
+// concatTranspose slices each linear operand's block out of the cotangent.
+func concatTranspose(params any, ct *tensor, args []*tensor, linear []bool) []*tensor {
+	axis := params.(AxisParams).Axis
+	shape := ct.Shape()
+	r := len(shape)
+	res := make([]*tensor, len(args))
+	off := 0
+	for i, a := range args {
+		n := a.Shape()[axis]
+		if linear[i] {
+			sp := SliceParams{Start: make([]int, r), Limit: append([]int{}, shape...), Stride: make([]int, r)}
+			for k := range sp.Stride {
+				sp.Stride[k] = 1
+			}
+			sp.Start[axis], sp.Limit[axis] = off, off+n
+			res[i] = interp.Bind1(Slice, sp, ct)
+		}
+		off += n
+	}
+	return res
+}
+
+// RevParams are the parameters of rev: the axes reversed.
+type RevParams struct{ Axes []int }
+
+func (p RevParams) String() string { return fmt.Sprintf("axes=%v", p.Axes) }
+
 // Rev reverses the order of elements along RevParams.Axes.
 var Rev = interp.NewPrim("rev", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 1)
 	checkAxes(params.(RevParams).Axes, len(in[0].Shape))
 	return one(in[0])
 })
+
+func init() {
+	defSameJVP(Rev)
+	defTranspose(Rev, linear1, func(params any, ct *tensor, _ []*tensor, _ []bool) []*tensor {
+		return []*tensor{interp.Bind1(Rev, params, ct)}
+	})
+}
+
+// IotaParams are the parameters of iota: a tensor of the given shape and
+// dtype whose elements are their index along Dim.
+type IotaParams struct {
+	DType backend.DType
+	Shape []int
+	Dim   int
+}
+
+func (p IotaParams) String() string {
+	return fmt.Sprintf("dtype=%v shape=%v dim=%d", p.DType, p.Shape, p.Dim)
+}
 
 // Iota makes a tensor whose elements are their index along IotaParams.Dim.
 // It takes no operands.
@@ -415,169 +553,6 @@ var Iota = interp.NewPrim("iota", interp.Pure, func(params any, in []aval) []ava
 	return one(aval{Shape: ip.Shape, DType: ip.DType})
 })
 
-// GatherShape is the result shape of gather along axis: x.shape[:axis] +
-// idx.shape + x.shape[axis+1:]. It panics with *interp.Error when that
-// shape is too large (see backend.CheckedSize).
-func GatherShape(x, idx []int, axis int) []int {
-	out := make([]int, 0, len(x)-1+len(idx))
-	out = append(out, x[:axis]...)
-	out = append(out, idx...)
-	out = append(out, x[axis+1:]...)
-	checkShape(out)
-	return out
+func init() {
+	Iota.NonDifferentiable = true
 }
-
-func checkIndices(a aval) {
-	if a.DType != backend.Int64 {
-		interp.Panicf("indices have dtype %v, not i64", a.DType)
-	}
-}
-
-// Gather takes slices of operand 0 along AxisParams.Axis at the i64
-// indices of operand 1: out[p…, j…, s…] = x[p…, idx[j…], s…]. Indices
-// outside [0, n) are clamped (as XLA does); the array API normalizes
-// negative indices and checks ranges eagerly where it can.
-var Gather = interp.NewPrim("gather", interp.Pure, func(params any, in []aval) []aval {
-	checkArity(in, 2)
-	axis := params.(AxisParams).Axis
-	checkAxis(axis, len(in[0].Shape))
-	checkIndices(in[1])
-	return one(aval{Shape: GatherShape(in[0].Shape, in[1].Shape, axis), DType: in[0].DType})
-})
-
-func scatter(name string) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
-		checkArity(in, 3)
-		axis := params.(AxisParams).Axis
-		checkAxis(axis, len(in[0].Shape))
-		checkIndices(in[1])
-		want := aval{Shape: GatherShape(in[0].Shape, in[1].Shape, axis), DType: in[0].DType}
-		if !in[2].Equal(want) {
-			interp.Panicf("updates must be %v", want)
-		}
-		if name != "scatter" {
-			checkClass(numeric, in[0])
-		}
-		return one(in[0])
-	})
-}
-
-// ScatterAdd returns operand 0 with operand 2's slices added at the
-// indices of operand 1 along AxisParams.Axis (the transpose of Gather).
-// Scatter writes them instead (when an index repeats, the last write in
-// row-major order of the indices wins). Out-of-range indices are dropped.
-var (
-	ScatterAdd = scatter("scatter_add")
-	Scatter    = scatter("scatter")
-)
-
-func checkStarts(in []aval, rank int) {
-	checkLen("start indices", len(in), rank)
-	for _, a := range in {
-		if len(a.Shape) != 0 || a.DType != backend.Int64 {
-			interp.Panicf("start indices must be i64 scalars")
-		}
-	}
-}
-
-// DynamicSlice takes a slice of sizes DynamicSliceParams.Sizes of operand
-// 0 starting at the i64 scalar operands 1… (one per dimension). Starts are
-// clamped so the slice fits, as in XLA.
-var DynamicSlice = interp.NewPrim("dynamic_slice", interp.Pure, func(params any, in []aval) []aval {
-	if len(in) < 1 {
-		interp.Panicf("needs an operand")
-	}
-	sizes := params.(DynamicSliceParams).Sizes
-	r := len(in[0].Shape)
-	checkLen("sizes", len(sizes), r)
-	checkStarts(in[1:], r)
-	for k, s := range sizes {
-		if s < 0 || s > in[0].Shape[k] {
-			interp.Panicf("slice size %d out of range for dimension %d of size %d", s, k, in[0].Shape[k])
-		}
-	}
-	return one(aval{Shape: append([]int{}, sizes...), DType: in[0].DType})
-})
-
-// DynamicUpdateSlice returns operand 0 with operand 1 written at the i64
-// scalar starts 2… (clamped so the update fits).
-var DynamicUpdateSlice = interp.NewPrim("dynamic_update_slice", interp.Pure, func(_ any, in []aval) []aval {
-	if len(in) < 2 {
-		interp.Panicf("needs an operand and an update")
-	}
-	r := len(in[0].Shape)
-	if len(in[1].Shape) != r || in[1].DType != in[0].DType {
-		interp.Panicf("update must have the operand's rank and dtype")
-	}
-	checkStarts(in[2:], r)
-	for k, s := range in[1].Shape {
-		if s > in[0].Shape[k] {
-			interp.Panicf("update dimension %d of size %d exceeds the operand's %d", k, s, in[0].Shape[k])
-		}
-	}
-	return one(in[0])
-})
-
-// DotShape checks dot_general's dimensions and returns the result shape.
-// It panics with *interp.Error when they do not fit or the result is too
-// large (see backend.CheckedSize).
-func DotShape(p DotParams, a, b []int) []int {
-	if len(p.LhsContract) != len(p.RhsContract) || len(p.LhsBatch) != len(p.RhsBatch) {
-		interp.Panicf("contracting and batch dimension lists must pair up")
-	}
-	used := func(dims []int, rank int, lists ...[]int) []bool {
-		u := make([]bool, rank)
-		for _, l := range lists {
-			for _, d := range l {
-				checkAxis(d, rank)
-				if u[d] {
-					interp.Panicf("dimension %d used twice", d)
-				}
-				u[d] = true
-			}
-		}
-		return u
-	}
-	ua := used(a, len(a), p.LhsContract, p.LhsBatch)
-	ub := used(b, len(b), p.RhsContract, p.RhsBatch)
-	var out []int
-	for i := range p.LhsBatch {
-		da, db := a[p.LhsBatch[i]], b[p.RhsBatch[i]]
-		if da != db {
-			interp.Panicf("batch dimensions %d and %d differ: %d vs %d", p.LhsBatch[i], p.RhsBatch[i], da, db)
-		}
-		out = append(out, da)
-	}
-	for i := range p.LhsContract {
-		da, db := a[p.LhsContract[i]], b[p.RhsContract[i]]
-		if da != db {
-			interp.Panicf("contracting dimensions %d and %d differ: %d vs %d", p.LhsContract[i], p.RhsContract[i], da, db)
-		}
-	}
-	for k, d := range a {
-		if !ua[k] {
-			out = append(out, d)
-		}
-	}
-	for k, d := range b {
-		if !ub[k] {
-			out = append(out, d)
-		}
-	}
-	if out == nil {
-		out = []int{}
-	}
-	checkShape(out)
-	return out
-}
-
-// DotGeneral is a general tensor contraction (see DotParams). Operands
-// have one numeric dtype.
-var DotGeneral = interp.NewPrim("dot_general", interp.Pure, func(params any, in []aval) []aval {
-	checkArity(in, 2)
-	if in[0].DType != in[1].DType {
-		interp.Panicf("operands must have one dtype")
-	}
-	checkClass(numeric, in[0])
-	return one(aval{Shape: DotShape(params.(DotParams), in[0].Shape, in[1].Shape), DType: in[0].DType})
-})

@@ -16,7 +16,7 @@ func init() {
 			register(p, ElementwiseRule(p))
 		}
 	}
-	for _, p := range []*interp.Prim{prims.Where, prims.ConvertElementType, prims.Threefry2x32} {
+	for _, p := range []*interp.Prim{prims.Where, prims.ConvertElementType} {
 		register(p, ElementwiseRule(p))
 	}
 }

@@ -25,27 +25,6 @@ func sortRule(size int, params any, args []*T, dims []int) ([]*T, []int) {
 	return outs, od
 }
 
-// Scans (cumprod, cumlogsumexp, cummax, cummin) keep the batch dimension
-// where it is, like cumsum; every result has it.
-func init() {
-	for _, p := range []*interp.Prim{prims.Cumprod, prims.Cumlogsumexp, prims.Cummax, prims.Cummin} {
-		register(p, scanRule(p))
-	}
-}
-
-func scanRule(p *interp.Prim) Rule {
-	return func(_ int, params any, args []*T, dims []int) ([]*T, []int) {
-		cp := params.(prims.CumsumParams)
-		cp.Axis = physAxis(cp.Axis, dims[0])
-		outs := interp.Bind(p, cp, args[0])
-		od := make([]int, len(outs))
-		for k := range od {
-			od[k] = dims[0]
-		}
-		return outs, od
-	}
-}
-
 // searchsorted: both operands get the batch dimension first (an unbatched
 // one broadcast), which becomes a leading dimension of the sorted
 // operand's rows, so each lane searches its own.

@@ -180,3 +180,44 @@ func addScans(m map[*interp.Prim]func(*suite)) {
 	m[prims.Cummax] = runScan(prims.Cummax, argValues, refCumExtremum(true))
 	m[prims.Cummin] = runScan(prims.Cummin, argValues, refCumExtremum(false))
 }
+
+func runCumsum(s *suite) {
+	p := prims.Cumsum
+	dts := accepted(p, prims.CumsumParams{Axis: 0}, sameAvals(1, []int{2}))
+	for _, dt := range allDTypes {
+		if !slices.Contains(dts, dt) {
+			s.expectError(describe(p.Name, dt, []int{2}, "(a dtype the rule rejects)"), func() {
+				interp.Bind1(p, prims.CumsumParams{}, s.operand(dt, []int{2}, contiguous, finiteValues).t)
+			})
+			continue
+		}
+		one := func(x operand, params prims.CumsumParams) {
+			desc := describe(p.Name, dt, x.a.shape, params, "x="+x.l.String())
+			s.try(desc, func() {
+				want, allow := refCumsum(x.a, params.Axis, params.Reverse)
+				s.expect(check{desc: desc, allow: allow}, interp.Bind1(p, params, x.t), want)
+			})
+		}
+		for _, shape := range reduceShapes {
+			for axis := range shape {
+				for _, rev := range []bool{false, true} {
+					for _, l := range layoutsFor(shape) {
+						one(s.operand(dt, shape, l, sumValues), prims.CumsumParams{Axis: axis, Reverse: rev})
+					}
+				}
+			}
+		}
+		one(s.operand(dt, bigShape, contiguous, sumValues.finite()), prims.CumsumParams{Axis: 0})
+		one(s.operand(dt, []int{300, 250}, contiguous, sumValues.finite()), prims.CumsumParams{Axis: 0, Reverse: true})
+		one(s.operand(dt, []int{300, 250}, contiguous, sumValues.finite()), prims.CumsumParams{Axis: 1})
+	}
+	x := s.operand(dts[0], []int{2, 3}, contiguous, finiteValues).t
+	for _, axis := range []int{2, -1} {
+		s.expectError(fmt.Sprintf("cumsum of [2,3] along axis %d", axis), func() {
+			interp.Bind1(p, prims.CumsumParams{Axis: axis}, x)
+		})
+	}
+	s.expectError("cumsum of a rank-0 tensor", func() {
+		interp.Bind1(p, prims.CumsumParams{Axis: 0}, s.operand(dts[0], nil, contiguous, finiteValues).t)
+	})
+}

@@ -1,11 +1,43 @@
 package prims
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 )
+
+// The cumulative family: cumsum, cumprod, cummax, cummin and
+// cumlogsumexp along one axis.
+
+// CumsumParams are the parameters of cumsum: the axis, and whether the sum
+// runs from the end.
+type CumsumParams struct {
+	Axis    int
+	Reverse bool
+}
+
+func (p CumsumParams) String() string {
+	return fmt.Sprintf("axis=%d reverse=%v", p.Axis, p.Reverse)
+}
+
+// Cumsum is the inclusive cumulative sum along CumsumParams.Axis.
+var Cumsum = interp.NewPrim("cumsum", interp.Pure, func(params any, in []aval) []aval {
+	checkArity(in, 1)
+	checkClass(numeric, in[0])
+	checkAxis(params.(CumsumParams).Axis, len(in[0].Shape))
+	return one(in[0])
+})
+
+func init() {
+	defSameJVP(Cumsum)
+	defTranspose(Cumsum, linear1, func(params any, ct *tensor, _ []*tensor, _ []bool) []*tensor {
+		cp := params.(CumsumParams)
+		cp.Reverse = !cp.Reverse
+		return []*tensor{interp.Bind1(Cumsum, cp, ct)}
+	})
+}
 
 // Cumulative scans beyond cumsum (lax.cumprod, cummax, cummin,
 // cumlogsumexp), all with CumsumParams (the axis, and whether the scan

@@ -6,19 +6,13 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// Reductions, scans and shape primitives. Those with one operand keep the
-// batch dimension where it is and rewrite their axis parameters for the
-// physical operand (physAxis), so no transpose is added and view
-// primitives stay views; reshape keeps the batch in place when the reshape
-// does not cross it and moves it to the front otherwise.
+// Shape primitives. Those with one operand keep the batch dimension
+// where it is and rewrite their axis parameters for the physical operand
+// (physAxis), so no transpose is added and view primitives stay views;
+// reshape keeps the batch in place when the reshape does not cross it and
+// moves it to the front otherwise.
 
 func init() {
-	for _, p := range []*interp.Prim{prims.ReduceSum, prims.ReduceMax, prims.ReduceMin, prims.ReduceProd} {
-		register(p, reduceRule(p))
-	}
-	register(prims.ArgMax, argRule(prims.ArgMax))
-	register(prims.ArgMin, argRule(prims.ArgMin))
-	register(prims.Cumsum, cumsumRule)
 	register(prims.BroadcastInDim, broadcastRule)
 	register(prims.Reshape, reshapeRule)
 	register(prims.OptimizationBarrier, func(size int, params any, vals []*interp.Tensor, dims []int) ([]*interp.Tensor, []int) {
@@ -29,42 +23,6 @@ func init() {
 	register(prims.Rev, revRule)
 	register(prims.Pad, padRule)
 	register(prims.Concatenate, concatenateRule)
-}
-
-func one(x *T, d int) ([]*T, []int) { return []*T{x}, []int{d} }
-
-// reduceRule reduces the physical axes; the batch dimension shifts left
-// by the number of reduced axes before it.
-func reduceRule(p *interp.Prim) Rule {
-	return func(_ int, params any, args []*T, dims []int) ([]*T, []int) {
-		d := dims[0]
-		axes := params.(prims.ReduceParams).Axes
-		od := d
-		for _, a := range axes {
-			if a < d {
-				od--
-			}
-		}
-		return one(interp.Bind1(p, prims.ReduceParams{Axes: physAxes(axes, d)}, args[0]), od)
-	}
-}
-
-func argRule(p *interp.Prim) Rule {
-	return func(_ int, params any, args []*T, dims []int) ([]*T, []int) {
-		d := dims[0]
-		a := physAxis(params.(prims.AxisParams).Axis, d)
-		od := d
-		if a < d {
-			od--
-		}
-		return one(interp.Bind1(p, prims.AxisParams{Axis: a}, args[0]), od)
-	}
-}
-
-func cumsumRule(_ int, params any, args []*T, dims []int) ([]*T, []int) {
-	cp := params.(prims.CumsumParams)
-	cp.Axis = physAxis(cp.Axis, dims[0])
-	return one(interp.Bind1(prims.Cumsum, cp, args[0]), dims[0])
 }
 
 // broadcastRule maps the operand's batch dimension to a new result
