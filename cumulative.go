@@ -5,11 +5,10 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// Scans and reductions. The cumulative products, extrema and
-// log-sum-exps are primitives (prims.Cumprod, Cummax, Cummin,
-// Cumlogsumexp) with sequential kernels; their derivatives are written
-// with other primitives (see prims/scan.go). The NaN-aware reductions
-// and the corrected variance are composites.
+// Cumulative operations along one axis: Cumsum, Cumprod, Cummax, Cummin
+// and LogCumSumExp. Each is one primitive (prims.Cumsum, Cumprod,
+// Cummax, Cummin, Cumlogsumexp) with a sequential kernel; their
+// derivatives are written with other primitives (see prims/scan.go).
 
 // ScanOption is an option of Cumprod, Cummax, Cummin and LogCumSumExp.
 type ScanOption interface{ applyScan(*scanConfig) }
@@ -88,99 +87,13 @@ func LogCumSumExp(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	return interp.Bind1(prims.Cumlogsumexp, p, toFloat(x))
 }
 
-// Ddof is the delta degrees of freedom of a variance: the sum of squared
-// deviations is divided by n − Ddof (numpy's ddof, torch's correction).
-// Ddof(1).Var(x, axes...) is the unbiased sample variance; Ddof(0).Var is
-// Var. The methods compose with Keep: Keep(Ddof(1).Std, x, 0).
-type Ddof int
-
-// Var returns the variance of x over axes with d degrees of freedom
-// removed: Sum((x − Mean(x))²) / max(n − d, 0), as numpy's var(ddof=d),
-// so n ≤ d gives +Inf, or NaN where every deviation is zero or n is 0.
-// Integer and bool tensors give f64. See Sum for axes and Keep; it panics
-// as Sum does.
-func (d Ddof) Var(x *Tensor, axes ...int) *Tensor {
-	const op = "peel.Ddof.Var"
+// Cumsum returns the inclusive cumulative sum of x along axis (negative
+// counts from the end); bool tensors are summed as i64. It panics with
+// *Error if x is nil or the axis is out of range.
+func Cumsum(x *Tensor, axis int) *Tensor {
+	const op = "peel.Cumsum"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
-	if h, ok := halfFloat(x); ok {
-		return AsType(d.Var(AsType(x, Float32), axes...), h)
-	}
-	ax := reduceAxes(op, axes, x.Rank())
-	return correctedVariance(toFloat(x), ax, int(d))
-}
-
-// Std returns Sqrt(d.Var(x, axes...)); it panics as Sum does.
-func (d Ddof) Std(x *Tensor, axes ...int) *Tensor {
-	const op = "peel.Ddof.Std"
-	defer interp.Annotate(op)
-	checkTensor(op, x)
-	if h, ok := halfFloat(x); ok {
-		return AsType(d.Std(AsType(x, Float32), axes...), h)
-	}
-	ax := reduceAxes(op, axes, x.Rank())
-	return un(prims.Sqrt, correctedVariance(toFloat(x), ax, int(d)))
-}
-
-// correctedVariance is variance with the divisor n − ddof (at least 0).
-func correctedVariance(x *Tensor, ax []int, ddof int) *Tensor {
-	if ddof == 0 {
-		return variance(x, ax, false)
-	}
-	m := broadcastTo(mean(x, ax, true), x.Shape())
-	dev := bin(prims.Sub, x, m)
-	s := reduceBind(prims.ReduceSum, bin(prims.Mul, dev, dev), ax, false)
-	return bin(prims.Div, s, fill(float64(max(reducedSize(x.Shape(), ax)-ddof, 0)), s))
-}
-
-// CountNonzero returns the number (i64) of nonzero (for bool, true)
-// elements of x over axes, as numpy's count_nonzero; NaN is nonzero. See
-// Sum for axes and Keep; it panics as Sum does.
-func CountNonzero(x *Tensor, axes ...int) *Tensor {
-	const op = "peel.CountNonzero"
-	defer interp.Annotate(op)
-	checkTensor(op, x)
-	ax := reduceAxes(op, axes, x.Rank())
-	return reduceBind(prims.ReduceSum, boolToInt(truth(x)), ax, false)
-}
-
-// withoutNaN returns x with its NaNs replaced by 0 and the mask of the
-// others (nil for integer and bool x, which have none).
-func withoutNaN(x *Tensor) (*Tensor, *Tensor) {
-	if !x.DType().IsFloat() {
-		return x, nil
-	}
-	ok := bin(prims.Eq, x, x)
-	return sel(ok, x, fill(0, x)), ok
-}
-
-// NanSum returns the sum of x over axes treating NaN as zero, as numpy's
-// nansum (so it is 0 where every element is NaN); ±Inf still count. Its
-// derivative is zero at the NaNs. Bool tensors are summed as i64. See
-// Sum for axes and Keep; it panics as Sum does.
-func NanSum(x *Tensor, axes ...int) *Tensor {
-	const op = "peel.NanSum"
-	defer interp.Annotate(op)
-	checkTensor(op, x)
-	ax := reduceAxes(op, axes, x.Rank())
-	y, _ := withoutNaN(boolToInt(x))
-	return reduceBind(prims.ReduceSum, y, ax, false)
-}
-
-// NanMean returns the mean of the non-NaN elements of x over axes, as
-// numpy's nanmean: NaN where there are none. Integer and bool tensors
-// give f64. See Sum for axes and Keep; it panics as Sum does.
-func NanMean(x *Tensor, axes ...int) *Tensor {
-	const op = "peel.NanMean"
-	defer interp.Annotate(op)
-	checkTensor(op, x)
-	if h, ok := halfFloat(x); ok {
-		return AsType(NanMean(AsType(x, Float32), axes...), h)
-	}
-	ax := reduceAxes(op, axes, x.Rank())
-	x = toFloat(x)
-	y, ok := withoutNaN(x)
-	s := reduceBind(prims.ReduceSum, y, ax, false)
-	cnt := reduceBind(prims.ReduceSum, interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: x.DType()}, ok), ax, false)
-	return bin(prims.Div, s, cnt)
+	a := normAxis(op, axis, x.Rank())
+	return interp.Bind1(prims.Cumsum, prims.CumsumParams{Axis: a}, boolToInt(x))
 }
