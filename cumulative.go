@@ -1,6 +1,7 @@
 package peel
 
 import (
+	"github.com/peel-ml/peel/internal/scanopt"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -10,38 +11,61 @@ import (
 // Cummax, Cummin, Cumlogsumexp) with a sequential kernel; their
 // derivatives are written with other primitives (see prims/scan.go).
 
-// ScanOption is an option of Cumprod, Cummax, Cummin and LogCumSumExp.
-type ScanOption interface{ applyScan(*scanConfig) }
+// ScanOption configures a scan along an axis. One option type serves
+// every scan: the cumulative operations (Cumsum, Cumprod, Cummax, Cummin,
+// LogCumSumExp) and transforms.Scan take the same options, as JAX's
+// reverse=True serves both cumsum and lax.scan. Reverse is the option of
+// both; transforms.Length, transforms.Unroll and transforms.StepRemat are
+// read by transforms.Scan only, and a cumulative operation given one
+// panics with *Error. Only peel's own packages implement ScanOption (its
+// method's argument is internal).
+type ScanOption interface{ ApplyScan(*scanopt.Config) }
 
-type scanConfig struct{ reverse bool }
+// scanOption is a ScanOption of this package.
+type scanOption func(*scanopt.Config)
 
-type scanOption func(*scanConfig)
+// ApplyScan sets what the option sets in c.
+func (f scanOption) ApplyScan(c *scanopt.Config) { f(c) }
 
-func (f scanOption) applyScan(c *scanConfig) { f(c) }
+// Reverse runs a scan from the end: for a cumulative operation, element
+// i combines elements i, i+1, …, n−1 of the axis; for transforms.Scan,
+// the steps run from the last slice of xs to the first, and the ys are
+// still stacked in the order of xs (ys[i] is the y of the step on xs[i]).
+func Reverse() ScanOption { return scanOption(func(c *scanopt.Config) { c.Reverse = true }) }
 
-// Reverse runs a scan from the end of the axis: element i combines
-// elements i, i+1, …, n−1.
-func Reverse() ScanOption { return scanOption(func(c *scanConfig) { c.reverse = true }) }
-
-// scanParams checks x and the axis and returns the scan's parameters.
+// scanParams checks x, the axis and the options (nil ones are skipped)
+// and returns the scan's parameters.
 func scanParams(op string, x *Tensor, axis int, opts []ScanOption) prims.CumsumParams {
 	checkTensor(op, x)
 	a := normAxis(op, axis, x.Rank())
-	var c scanConfig
+	c := scanopt.New()
 	for _, o := range opts {
 		if o != nil {
-			o.applyScan(&c)
+			o.ApplyScan(&c)
 		}
 	}
-	return prims.CumsumParams{Axis: a, Reverse: c.reverse}
+	if c.ScanOnly != "" {
+		errorf(op, "%s is an option of transforms.Scan only", c.ScanOnly)
+	}
+	return prims.CumsumParams{Axis: a, Reverse: c.Reverse}
+}
+
+// Cumsum returns the inclusive cumulative sum of x along axis (negative
+// counts from the end; Reverse() runs from the end); bool tensors are
+// summed as i64. It panics with *Error if x is nil, the axis is out of
+// range or an option is transforms.Scan's only.
+func Cumsum(x *Tensor, axis int, opts ...ScanOption) *Tensor {
+	const op = "peel.Cumsum"
+	defer interp.Annotate(op)
+	p := scanParams(op, x, axis, opts)
+	return interp.Bind1(prims.Cumsum, p, boolToInt(x))
 }
 
 // Cumprod returns the inclusive cumulative product of x along axis
 // (negative counts from the end; Reverse() runs from the end); bool
 // tensors multiply as i64, and integers wrap as int64 arithmetic does.
 // Its derivative is exact where x holds zeros (it is computed without
-// division). It panics with *Error if x is nil or the axis is out of
-// range.
+// division). It panics with *Error as Cumsum does.
 func Cumprod(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	const op = "peel.Cumprod"
 	defer interp.Annotate(op)
@@ -54,8 +78,7 @@ func Cumprod(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 // maximum.accumulate: NaN propagates from its position on. Its
 // derivative reaches, at each position, the first occurrence of the
 // running maximum in scan order (ties go to the earliest element, or
-// with Reverse() to the last). It panics with *Error if x is nil or the
-// axis is out of range.
+// with Reverse() to the last). It panics with *Error as Cumsum does.
 func Cummax(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	const op = "peel.Cummax"
 	defer interp.Annotate(op)
@@ -78,22 +101,11 @@ func Cummin(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 // needlessly), numpy's logaddexp.accumulate and torch's logcumsumexp;
 // Reverse() runs from the end. Integer and bool tensors give f64. Where
 // the terms combined are all −∞ (or +∞) the result is −∞ (+∞) with a
-// finite derivative, not NaN; NaN propagates. It panics with *Error if x
-// is nil or the axis is out of range.
+// finite derivative, not NaN; NaN propagates. It panics with *Error as
+// Cumsum does.
 func LogCumSumExp(x *Tensor, axis int, opts ...ScanOption) *Tensor {
 	const op = "peel.LogCumSumExp"
 	defer interp.Annotate(op)
 	p := scanParams(op, x, axis, opts)
 	return interp.Bind1(prims.Cumlogsumexp, p, toFloat(x))
-}
-
-// Cumsum returns the inclusive cumulative sum of x along axis (negative
-// counts from the end); bool tensors are summed as i64. It panics with
-// *Error if x is nil or the axis is out of range.
-func Cumsum(x *Tensor, axis int) *Tensor {
-	const op = "peel.Cumsum"
-	defer interp.Annotate(op)
-	checkTensor(op, x)
-	a := normAxis(op, axis, x.Rank())
-	return interp.Bind1(prims.Cumsum, prims.CumsumParams{Axis: a}, boolToInt(x))
 }

@@ -42,3 +42,9 @@ func TestNanReductions(t *testing.T) {
 	check(t, "Any axis", peel.AsType(peel.Any(b, 1), peel.Int64), peel.Int64, []int{2}, []float64{1, 1}, 0)
 	check(t, "All axis", peel.AsType(peel.All(b, 1), peel.Int64), peel.Int64, []int{2}, []float64{0, 1}, 0)
 }
+
+func TestStatsErrors(t *testing.T) {
+	x := peel.Zeros(peel.Float64, 2, 3)
+	wantError(t, "peel.Ddof.Var", func() { peel.Ddof(1).Var(x, 0, 0) }, "repeated")
+	wantError(t, "peel.NanSum", func() { peel.NanSum(x, 5) }, "axis 5")
+}

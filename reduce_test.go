@@ -298,7 +298,7 @@ func TestSoftmax(t *testing.T) {
 	for _, op := range []struct {
 		name string
 		f    func(*peel.Tensor, int) *peel.Tensor
-	}{{"Softmax", peel.Softmax}, {"LogSoftmax", peel.LogSoftmax}, {"Cumsum", peel.Cumsum}} {
+	}{{"Softmax", peel.Softmax}, {"LogSoftmax", peel.LogSoftmax}, {"Cumsum", func(x *peel.Tensor, a int) *peel.Tensor { return peel.Cumsum(x, a) }}} {
 		wantError(t, "peel."+op.name, func() { op.f(x, 2) }, "axis 2")
 		wantError(t, "peel."+op.name, func() { op.f(x, -3) }, "axis -3")
 		wantError(t, "peel."+op.name, func() { op.f(nil, 0) }, "nil")
