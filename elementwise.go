@@ -10,54 +10,6 @@ import (
 // are done in this layer so the primitives stay strict, and no function
 // reads tensor data, so all of them work under every transform.
 
-// sameTensors returns x and y as tensors when both are non-nil tensors of
-// one dtype and shape (the fast path that needs no promotion).
-func sameTensors(x, y any) (*Tensor, *Tensor, bool) {
-	a, ok := x.(*Tensor)
-	if !ok || a == nil {
-		return nil, nil, false
-	}
-	b, ok := y.(*Tensor)
-	if !ok || b == nil || a.DType() != b.DType() || !interp.ShapeEqual(a.Shape(), b.Shape()) {
-		return nil, nil, false
-	}
-	return a, b, true
-}
-
-// arith applies a numeric binary primitive with promotion and
-// broadcasting, rejecting bool operands.
-func arith(op string, p *interp.Prim, x, y any) *Tensor {
-	a, b := numericOperands(op, x, y)
-	return bin(p, a, b)
-}
-
-// numericOperands promotes and broadcasts x and y for an arithmetic
-// function, which bool operands do not take.
-func numericOperands(op string, x, y any) (*Tensor, *Tensor) {
-	if a, b, ok := sameTensors(x, y); ok && a.DType() != Bool {
-		return a, b
-	}
-	ts, d := operands(op, x, y)
-	if d == Bool {
-		errorf(op, "operands are bool; convert them with AsType(x, peel.Int64) or use the Logical functions")
-	}
-	return ts[0], ts[1]
-}
-
-// floatBinary applies a floating-point binary primitive; integer and bool
-// operands are promoted to f64 first.
-func floatBinary(op string, p *interp.Prim, x, y any) *Tensor {
-	if a, b, ok := sameTensors(x, y); ok && a.DType().IsFloat() {
-		return bin(p, a, b)
-	}
-	d := resultDType(op, []any{x, y})
-	if !d.IsFloat() {
-		d = Float64
-	}
-	ts := operandsAs(op, d, x, y)
-	return bin(p, ts[0], ts[1])
-}
-
 // Add returns x + y elementwise, with numpy broadcasting and peel's dtype
 // promotion (Go scalars are weakly typed). It panics with *Error if an
 // operand is nil or not a tensor or Go number, if both operands are bool,
@@ -198,23 +150,6 @@ func Atan2(x, y any) *Tensor {
 	return floatBinary("peel.Atan2", prims.Atan2, x, y)
 }
 
-// logicalOperand panics unless v is a bool tensor or a Go bool.
-func logicalOperand(op string, i int, v any) {
-	switch t := v.(type) {
-	case bool:
-		return
-	case *Tensor:
-		if t == nil {
-			errorf(op, "operand %d is a nil tensor", i)
-		}
-		if t.DType() == Bool {
-			return
-		}
-		errorf(op, "operand %d has dtype %v, not bool (compare it first, e.g. NotEqual(x, 0))", i, t.DType())
-	}
-	errorf(op, "operand %d has type %T; want a bool *peel.Tensor or a Go bool", i, v)
-}
-
 // LogicalAnd returns x && y elementwise. Operands are bool tensors or Go
 // bools; it panics with *Error on any other operand or if the shapes do
 // not broadcast.
@@ -279,35 +214,6 @@ func Greater(x, y any) *Tensor {
 func GreaterEqual(x, y any) *Tensor {
 	defer interp.Annotate("peel.GreaterEqual")
 	return binary("peel.GreaterEqual", prims.Ge, x, y)
-}
-
-// numericUnary applies a numeric unary primitive, rejecting bool tensors.
-func numericUnary(op string, p *interp.Prim, x *Tensor) *Tensor {
-	checkTensor(op, x)
-	if x.DType() == Bool {
-		errorf(op, "tensor is bool; convert it with AsType(x, peel.Int64) or use LogicalNot")
-	}
-	return un(p, x)
-}
-
-// floatUnary applies a floating-point unary primitive; integer and bool
-// tensors are converted to f64 first.
-func floatUnary(op string, p *interp.Prim, x *Tensor) *Tensor {
-	checkTensor(op, x)
-	return un(p, toFloat(x))
-}
-
-// rounding applies floor, ceil or round: floats are rounded, integer
-// tensors are copied unchanged and bool tensors are converted to f64.
-func rounding(op string, x *Tensor, f func(*Tensor) *Tensor) *Tensor {
-	checkTensor(op, x)
-	switch x.DType() {
-	case Int64, Int32, Uint8:
-		return un(prims.Copy, x)
-	case Bool:
-		x = toFloat(x)
-	}
-	return f(x)
 }
 
 // Neg returns -x elementwise. It panics with *Error if x is nil or bool.

@@ -12,8 +12,10 @@ import (
 // operandsAs, scalarOn, resultDType), broadcasts them to one shape
 // (broadcastShapes, broadcastTo, broadcastExact), makes constants shaped
 // like them (fill, constView, constantOn), and binds the one- and
-// two-operand primitives (un, bin, sel). The primitives stay strict:
-// promotion and broadcasting happen here, once.
+// two-operand primitives (un, bin, sel); arith, floatBinary, numericUnary,
+// floatUnary, logicalOperand and rounding are the whole operand handling
+// of the elementwise operations (elementwise.go, special.go). The
+// primitives stay strict: promotion and broadcasting happen here, once.
 //
 // An operand of a peel function is a *Tensor or a Go scalar (bool, int,
 // int32, int64, float32, float64). Go scalars are weakly typed, as Python
@@ -349,4 +351,98 @@ func broadcastExact(op, what string, t *Tensor, shape []int) *Tensor {
 // view) to shape.
 func constView(be backend.Backend, v any, d DType, shape []int) *Tensor {
 	return broadcastTo(scalarOn(be, v, d), shape)
+}
+
+// sameTensors returns x and y as tensors when both are non-nil tensors of
+// one dtype and shape (the fast path that needs no promotion).
+func sameTensors(x, y any) (*Tensor, *Tensor, bool) {
+	a, ok := x.(*Tensor)
+	if !ok || a == nil {
+		return nil, nil, false
+	}
+	b, ok := y.(*Tensor)
+	if !ok || b == nil || a.DType() != b.DType() || !interp.ShapeEqual(a.Shape(), b.Shape()) {
+		return nil, nil, false
+	}
+	return a, b, true
+}
+
+// arith applies a numeric binary primitive with promotion and
+// broadcasting, rejecting bool operands.
+func arith(op string, p *interp.Prim, x, y any) *Tensor {
+	a, b := numericOperands(op, x, y)
+	return bin(p, a, b)
+}
+
+// numericOperands promotes and broadcasts x and y for an arithmetic
+// function, which bool operands do not take.
+func numericOperands(op string, x, y any) (*Tensor, *Tensor) {
+	if a, b, ok := sameTensors(x, y); ok && a.DType() != Bool {
+		return a, b
+	}
+	ts, d := operands(op, x, y)
+	if d == Bool {
+		errorf(op, "operands are bool; convert them with AsType(x, peel.Int64) or use the Logical functions")
+	}
+	return ts[0], ts[1]
+}
+
+// floatBinary applies a floating-point binary primitive; integer and bool
+// operands are promoted to f64 first.
+func floatBinary(op string, p *interp.Prim, x, y any) *Tensor {
+	if a, b, ok := sameTensors(x, y); ok && a.DType().IsFloat() {
+		return bin(p, a, b)
+	}
+	d := resultDType(op, []any{x, y})
+	if !d.IsFloat() {
+		d = Float64
+	}
+	ts := operandsAs(op, d, x, y)
+	return bin(p, ts[0], ts[1])
+}
+
+// logicalOperand panics unless v is a bool tensor or a Go bool.
+func logicalOperand(op string, i int, v any) {
+	switch t := v.(type) {
+	case bool:
+		return
+	case *Tensor:
+		if t == nil {
+			errorf(op, "operand %d is a nil tensor", i)
+		}
+		if t.DType() == Bool {
+			return
+		}
+		errorf(op, "operand %d has dtype %v, not bool (compare it first, e.g. NotEqual(x, 0))", i, t.DType())
+	}
+	errorf(op, "operand %d has type %T; want a bool *peel.Tensor or a Go bool", i, v)
+}
+
+// numericUnary applies a numeric unary primitive, rejecting bool tensors.
+func numericUnary(op string, p *interp.Prim, x *Tensor) *Tensor {
+	checkTensor(op, x)
+	if x.DType() == Bool {
+		errorf(op, "tensor is bool; convert it with AsType(x, peel.Int64) or use LogicalNot")
+	}
+	return un(p, x)
+}
+
+// floatUnary applies a floating-point unary primitive; integer and bool
+// tensors are converted to f64 first.
+func floatUnary(op string, p *interp.Prim, x *Tensor) *Tensor {
+	checkTensor(op, x)
+	return un(p, toFloat(x))
+}
+
+// rounding applies floor, ceil or round: floats are rounded, integer
+// tensors are copied unchanged and bool tensors are converted to f64.
+func rounding(op string, x *Tensor, f func(*Tensor) *Tensor) *Tensor {
+	checkTensor(op, x)
+	switch x.DType() {
+	case Int64, Int32, Uint8:
+		return un(prims.Copy, x)
+	case Bool:
+		x = toFloat(x)
+	}
+	return f(x)
 }
