@@ -367,6 +367,14 @@ func Reciprocal(x *Tensor) *Tensor {
 	return bin(prims.Div, fill(1, x), x)
 }
 
+// StopGradient returns x as a constant for differentiation: its value
+// flows, its derivative is zero (the stop_gradient primitive, JAX's
+// lax.stop_gradient, torch's detach). It panics with *Error if x is nil.
+func StopGradient(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.StopGradient")
+	return interp.Bind1(prims.StopGradient, nil, x)
+}
+
 // Where returns x where cond is true and y elsewhere. cond is a bool
 // tensor; x and y are tensors or Go scalars, promoted together; all three
 // broadcast. It panics with *Error if cond is nil or not bool, if x or y is

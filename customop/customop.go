@@ -372,8 +372,14 @@ func (o *Op) wrap(f func(xs ...*peel.Tensor) *peel.Tensor) func(any, []*peel.Ten
 // Name returns the op's name.
 func (o *Op) Name() string { return o.name }
 
-// Prim returns the op's primitive, as it appears in graphs.
-func (o *Op) Prim() *interp.Prim { return o.prim }
+// Prim returns the op's primitive, as it appears in graphs, or nil for a
+// nil op.
+func (o *Op) Prim() *interp.Prim {
+	if o == nil {
+		return nil
+	}
+	return o.prim
+}
 
 // Call applies the op. It panics with *peel.Error when the number of operands
 // is not the op's arity, or when the op rejects them.

@@ -5,7 +5,6 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/interp"
-	"github.com/peel-ml/peel/prims"
 )
 
 // call flattens f: A → B into a function over leaves.
@@ -451,13 +450,6 @@ func tangentMap[A, B any](op string, lin *linearized, def, outDef *treeDef) func
 		}
 		return build[B](outDef, lin.apply(tl))
 	}
-}
-
-// StopGradient returns x as a constant for differentiation: its value
-// flows, its derivative is zero.
-func StopGradient(x *peel.Tensor) *peel.Tensor {
-	defer interp.Annotate("transforms.StopGradient")
-	return interp.Bind1(prims.StopGradient, nil, x)
 }
 
 // Graph is a staged program (interp.Graph): Eval runs it (under any

@@ -248,7 +248,11 @@ func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOpti
 		treeErrorf(op, "the function is nil")
 	}
 	if len(cfg.fuse) > 0 {
-		cfg.passes = append(cfg.passes, compiler.ReplaceComposites(cfg.fuse...))
+		ops := make([]compiler.Op, len(cfg.fuse))
+		for i, o := range cfg.fuse {
+			ops[i] = o
+		}
+		cfg.passes = append(cfg.passes, compiler.ReplaceComposites(ops...))
 	}
 	cfg.passes = append(cfg.passes, compiler.DefaultPasses()...)
 	cfg.donate = normArgnums(op, "Donate", cfg.donate, nargs)
