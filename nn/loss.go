@@ -180,7 +180,7 @@ func picked(x, idx *peel.Tensor) *peel.Tensor {
 // with probability targets, optax's softmax_cross_entropy). The
 // per-sample loss -Σ_c t_c·log_softmax(logits)_c, with t the one-hot of
 // the index or the given probabilities, is computed stably from
-// LogSoftmax and reduced over the samples. LabelSmoothing(eps) replaces
+// peel.LogSoftmax and reduced over the samples. LabelSmoothing(eps) replaces
 // t by (1-eps)·t + eps/C. Class indices are checked as peel.TakeAlongAxis
 // checks them (a concrete index outside [-C, C) panics; negative indices
 // count from the end; there is no ignore_index). NaN logits give NaN.
@@ -215,7 +215,7 @@ func CrossEntropy(logits, target *peel.Tensor, opts ...LossOption) *peel.Tensor 
 // NLL returns the negative log-likelihood of i64 class indices target
 // [...] under log-probabilities logProbs [..., C] (classes last; torch's
 // nll_loss has them on axis 1): -logProbs[..., target], reduced. It
-// expects log-probabilities (LogSoftmax's output) and does not check
+// expects log-probabilities (peel.LogSoftmax's output) and does not check
 // them. It panics with a *peel.Error if an operand is nil, logProbs is
 // not float or rank 0, target is not i64 of shape logProbs.shape[:-1],
 // a concrete index lies outside [-C, C), or an option is invalid

@@ -80,10 +80,13 @@
 //
 // Options follow one style: each family has its option interface
 // (VmapOption, JacobianOption, GradOption, GradArgsOption,
-// FunctionalizeOption, GraphOption, CompileOption, ScanOption), and an option
+// FunctionalizeOption, GraphOption, CompileOption), and an option
 // meaning the same to several (ChunkSize, Argnums, the GradOptions for
 // GradArgs2/3) satisfies each, so an option a transform has no use for
-// does not compile.
+// does not compile. Scan takes peel.ScanOption, the option type of the
+// cumulative operations (peel.Cumsum, …): peel.Reverse() serves both,
+// and a cumulative operation given one of Scan's own (Length, Unroll,
+// StepRemat) panics with *peel.Error.
 //
 // In-place operations on differentiated tensors, through views too, give
 // the gradient of their out-of-place forms: the autodiff interpreters

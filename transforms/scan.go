@@ -11,6 +11,7 @@ import (
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/internal/lru"
+	"github.com/peel-ml/peel/internal/scanopt"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -724,8 +725,11 @@ func init() {
 	batching.Register(scanLin, scanBatch(scanLin))
 }
 
-// ScanOption configures Scan.
-type ScanOption interface{ applyScan(*scanConfig) }
+// Scan's options are peel.ScanOption values, the options of the
+// cumulative operations (peel.Cumsum, …) too: peel.Reverse() makes Scan
+// iterate from the last slice of xs to the first (the ys are still
+// stacked in the order of xs: ys[i] is the y of the step on xs[i]);
+// Length, Unroll and StepRemat are Scan's own.
 
 type scanConfig struct {
 	reverse bool
@@ -734,29 +738,43 @@ type scanConfig struct {
 	policy  *SavePolicy
 }
 
-type scanOptionFunc func(*scanConfig)
+// scanConfigOf applies opts in order.
+func scanConfigOf(opts []peel.ScanOption) scanConfig {
+	c := scanopt.New()
+	for _, o := range opts {
+		o.ApplyScan(&c)
+	}
+	p, _ := c.Policy.(*SavePolicy)
+	return scanConfig{reverse: c.Reverse, length: c.Length, unroll: c.Unroll, policy: p}
+}
 
-func (f scanOptionFunc) applyScan(c *scanConfig) { f(c) }
+// scanOnly is an option that only Scan reads, named name.
+type scanOnly struct {
+	name string
+	set  func(*scanopt.Config)
+}
 
-// Reverse makes Scan iterate from the last slice of xs to the first. The
-// ys are still stacked in the order of xs: ys[i] is the y of the step on
-// xs[i].
-func Reverse() ScanOption { return scanOptionFunc(func(c *scanConfig) { c.reverse = true }) }
+// ApplyScan sets the option in c.
+func (o scanOnly) ApplyScan(c *scanopt.Config) { o.set(c); c.ScanOnly = o.name }
 
 // Length sets the number of steps of Scan. It is required when xs has
 // no leaves (each step then gets xs itself); otherwise it must equal
 // the leading size of xs's leaves.
-func Length(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.length = n }) }
+func Length(n int) peel.ScanOption {
+	return scanOnly{"transforms.Length", func(c *scanopt.Config) { c.Length = n }}
+}
 
 // Unroll makes Scan's loop body run n steps of f per iteration, as JAX's
 // scan(unroll=n): the traced body holds n copies of f, and the loop runs
 // length/n iterations. When n does not divide the length, the remaining
-// length%n steps run after them (before them in xs's order with Reverse)
-// as one more scan of a single iteration whose body holds that many
-// copies; n at least the length unrolls the whole loop into one body.
-// The steps and their order are those of Unroll(1), the default. Scan
-// panics with *peel.Error when n is less than 1.
-func Unroll(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.unroll = n }) }
+// length%n steps run after them (before them in xs's order with
+// peel.Reverse()) as one more scan of a single iteration whose body holds
+// that many copies; n at least the length unrolls the whole loop into
+// one body. The steps and their order are those of Unroll(1), the
+// default. Scan panics with *peel.Error when n is less than 1.
+func Unroll(n int) peel.ScanOption {
+	return scanOnly{"transforms.Unroll", func(c *scanopt.Config) { c.Unroll = n }}
+}
 
 // StepRemat makes a gradient of Scan save, of each step, only what
 // policy allows of the values f computes, and recompute the rest in the
@@ -764,8 +782,8 @@ func Unroll(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.un
 // as a scan of a checkpointed function). Without it a gradient saves
 // every residual that changes from step to step. With Unroll the policy
 // applies to each iteration's n steps together.
-func StepRemat(policy SavePolicy) ScanOption {
-	return scanOptionFunc(func(c *scanConfig) { p := policy; c.policy = &p })
+func StepRemat(policy SavePolicy) peel.ScanOption {
+	return scanOnly{"transforms.StepRemat", func(c *scanopt.Config) { p := policy; c.Policy = &p }}
 }
 
 // Scan is JAX's lax.scan: it loops f over the leading axis of xs,
@@ -779,8 +797,8 @@ func StepRemat(policy SavePolicy) ScanOption {
 //
 // where xs[i] is the tree of the i-th slices (along axis 0) of xs's
 // leaves, which must all have the same leading size (the length), and ys
-// is the tree of f's y leaves stacked along a new axis 0. With Reverse
-// the steps run from i = length-1 down to 0.
+// is the tree of f's y leaves stacked along a new axis 0. With
+// peel.Reverse() the steps run from i = length-1 down to 0.
 //
 // f is traced once, on the types of init's leaves and of one slice of
 // xs's leaves, and may capture tensors (captured tracers of an enclosing
@@ -816,16 +834,13 @@ func StepRemat(policy SavePolicy) ScanOption {
 // too large (their size overflows int or exceeds the allocation limit,
 // peel.SetMaxAllocBytes; checked before the first step); otherwise it
 // panics as f does.
-func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOption) (C, Y) {
+func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...peel.ScanOption) (C, Y) {
 	const op = "transforms.Scan"
 	defer interp.Annotate(op)
 	if f == nil {
 		treeErrorf(op, "f must not be nil")
 	}
-	cfg := scanConfig{length: -1, unroll: 1}
-	for _, o := range opts {
-		o.applyScan(&cfg)
-	}
+	cfg := scanConfigOf(opts)
 	if cfg.unroll < 1 {
 		treeErrorf(op, "Unroll must be at least 1, got %d", cfg.unroll)
 	}

@@ -1,6 +1,7 @@
 package peel_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -118,40 +119,40 @@ func TestLogCumSumExpGradient(t *testing.T) {
 	check(t, "grad at -inf", g0, peel.Float64, []int{3}, []float64{2, 1, 1}, 0)
 }
 
-func TestCorrectedVariance(t *testing.T) {
-	x := peel.FromFloat64s([]float64{1, 2, 3, 4, 6, 8}, 2, 3)
-	check(t, "Var keeps its call form", peel.Var(x, 1), peel.Float64, []int{2}, []float64{2.0 / 3, 8.0 / 3}, 1e-15)
-	check(t, "Ddof(0) is Var", peel.Ddof(0).Var(x, 1), peel.Float64, []int{2}, []float64{2.0 / 3, 8.0 / 3}, 1e-15)
-	check(t, "Ddof(1).Var", peel.Ddof(1).Var(x, 1), peel.Float64, []int{2}, []float64{1, 4}, 1e-15)
-	check(t, "Ddof(1).Std", peel.Ddof(1).Std(x, -1), peel.Float64, []int{2}, []float64{1, 2}, 1e-15)
-	check(t, "Keep(Ddof(1).Var)", peel.Keep(peel.Ddof(1).Var, x, 1), peel.Float64, []int{2, 1}, []float64{1, 4}, 1e-15)
-	check(t, "n ≤ ddof", peel.Ddof(3).Var(x, 1), peel.Float64, []int{2}, []float64{math.Inf(1), math.Inf(1)}, 0)
-	check(t, "n = ddof, no spread", peel.Ddof(1).Var(f64s(2)), peel.Float64, []int{}, []float64{nan}, 0)
-	check(t, "ints", peel.Ddof(1).Var(peel.FromInt64s([]int64{1, 3}, 2)), peel.Float64, []int{}, []float64{2}, 0)
-}
-
-func TestNanReductions(t *testing.T) {
-	x := peel.FromFloat64s([]float64{1, nan, 3, nan, nan, nan}, 2, 3)
-	check(t, "CountNonzero", peel.CountNonzero(peel.FromFloat64s([]float64{0, 1, nan, -2}, 2, 2), 1), peel.Int64, []int{2}, []float64{1, 2}, 0)
-	check(t, "CountNonzero all", peel.CountNonzero(peel.FromBools([]bool{true, false, true}, 3)), peel.Int64, []int{}, []float64{2}, 0)
-	check(t, "NanSum", peel.NanSum(x, 1), peel.Float64, []int{2}, []float64{4, 0}, 0)
-	check(t, "NanSum ints", peel.NanSum(peel.FromInt64s([]int64{1, 2}, 2)), peel.Int64, []int{}, []float64{3}, 0)
-	check(t, "NanMean", peel.NanMean(x, 1), peel.Float64, []int{2}, []float64{2, nan}, 0)
-	check(t, "NanMean all", peel.NanMean(x), peel.Float64, []int{}, []float64{2}, 0)
-	g := transforms.Grad(func(v *peel.Tensor) *peel.Tensor { return peel.NanMean(v) })(f64s(1, nan, 3))
-	check(t, "NanMean grad", g, peel.Float64, []int{3}, []float64{0.5, 0, 0.5}, 0)
-	// Any and All take axes too.
-	b := peel.FromBools([]bool{true, false, true, true}, 2, 2)
-	check(t, "Any axis", peel.AsType(peel.Any(b, 1), peel.Int64), peel.Int64, []int{2}, []float64{1, 1}, 0)
-	check(t, "All axis", peel.AsType(peel.All(b, 1), peel.Int64), peel.Int64, []int{2}, []float64{0, 1}, 0)
-}
-
-func TestScanErrors(t *testing.T) {
+func TestCumulativeErrors(t *testing.T) {
 	x := peel.Zeros(peel.Float64, 2, 3)
 	wantError(t, "peel.Cumprod", func() { peel.Cumprod(x, 2) }, "axis 2")
 	wantError(t, "peel.Cummax", func() { peel.Cummax(nil, 0) }, "nil")
 	wantError(t, "peel.Cummin", func() { peel.Cummin(peel.Scalar(1.0), 0) }, "axis 0")
 	wantError(t, "peel.LogCumSumExp", func() { peel.LogCumSumExp(x, -3) }, "axis -3")
-	wantError(t, "peel.Ddof.Var", func() { peel.Ddof(1).Var(x, 0, 0) }, "repeated")
-	wantError(t, "peel.NanSum", func() { peel.NanSum(x, 5) }, "axis 5")
+	// Scan's own options are refused by the cumulative operations.
+	wantError(t, "peel.Cumsum", func() { peel.Cumsum(x, 0, transforms.Length(2)) }, "transforms.Length", "transforms.Scan only")
+	wantError(t, "peel.Cumprod", func() { peel.Cumprod(x, 0, peel.Reverse(), transforms.Unroll(2)) }, "transforms.Unroll")
+	wantError(t, "peel.Cummax", func() { peel.Cummax(x, 0, transforms.StepRemat(transforms.NothingSaveable)) }, "transforms.StepRemat")
+}
+
+// TestReverseServesCumsumAndScan checks that one option list configures
+// a cumulative operation and transforms.Scan alike: a reversed Scan that
+// accumulates its xs is the reversed Cumsum.
+func TestReverseServesCumsumAndScan(t *testing.T) {
+	x := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	for _, opts := range [][]peel.ScanOption{nil, {peel.Reverse()}} {
+		_, ys := transforms.Scan(func(c, xi *peel.Tensor) (*peel.Tensor, *peel.Tensor) {
+			c = peel.Add(c, xi)
+			return c, c
+		}, peel.Zeros(peel.Float64, 3), x, opts...)
+		want := peel.Cumsum(x, 0, opts...)
+		check(t, fmt.Sprintf("Scan %d options", len(opts)), ys, peel.Float64, []int{2, 3}, want.Float64s(), 0)
+	}
+}
+
+func TestCumsum(t *testing.T) {
+	x := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	check(t, "axis 1", peel.Cumsum(x, 1), peel.Float64, []int{2, 3}, []float64{1, 3, 6, 4, 9, 15}, 0)
+	check(t, "axis -2", peel.Cumsum(x, -2), peel.Float64, []int{2, 3}, []float64{1, 2, 3, 5, 7, 9}, 0)
+	check(t, "i64", peel.Cumsum(peel.FromInt64s([]int64{1, -2, 3}), 0), peel.Int64, []int{3}, []float64{1, -1, 2}, 0)
+	check(t, "f32", peel.Cumsum(peel.FromFloat32s([]float32{0.5, 0.25}), -1), peel.Float32, []int{2}, []float64{0.5, 0.75}, 0)
+	check(t, "reverse", peel.Cumsum(x, 1, peel.Reverse()), peel.Float64, []int{2, 3}, []float64{6, 5, 3, 15, 11, 6}, 0)
+	check(t, "reverse axis 0, nil option", peel.Cumsum(x, 0, nil, peel.Reverse()), peel.Float64, []int{2, 3}, []float64{5, 7, 9, 4, 5, 6}, 0)
+	check(t, "bool reverse", peel.Cumsum(peel.FromBools([]bool{true, false, true}), 0, peel.Reverse()), peel.Int64, []int{3}, []float64{2, 1, 1}, 0)
 }

@@ -1,6 +1,8 @@
 package peel
 
 import (
+	"math"
+
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -162,4 +164,104 @@ func GLU(x *Tensor, axis int) *Tensor {
 	first := interp.Bind1(prims.Slice, lo, x)
 	second := interp.Bind1(prims.Slice, hi, x)
 	return bin(prims.Mul, first, un(prims.Logistic, second))
+}
+
+// ReLU returns max(x, 0) elementwise. It panics with *Error if x is nil or
+// bool.
+func ReLU(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.ReLU")
+	checkTensor("peel.ReLU", x)
+	if x.DType() == Bool {
+		errorf("peel.ReLU", "tensor is bool")
+	}
+	// select(x <= 0, 0, x): NaN stays NaN, and the derivative at 0 is 0
+	// as in JAX and torch (max(x, 0) would split it, giving ½).
+	zero := fill(0, x)
+	return interp.Bind1(prims.Where, nil, bin(prims.Le, x, zero), zero, x)
+}
+
+// geluLimit is where GELU and GELUTanh have reached their asymptotes in
+// float32 and float64 alike: Φ(10) = 1 − 7.6e-24 and
+// tanh(√(2/π)·(10 + 0.044715·10³)) = tanh(43.6) both round to 1, so
+// beyond ±10 the functions are x and −0 (the true values below −10,
+// about −1e-22 and less, are lost to cancellation in ½ + ½·erf as well).
+const geluLimit = 10
+
+// geluClamp limits x to [−geluLimit, geluLimit] with select, so that
+// beyond the limits the argument of the gate is a constant with a zero
+// tangent. The gate's derivative is then not multiplied by a huge x (a
+// reverse-mode cotangent x·ct that overflows times a derivative of 0
+// was NaN), and x³ never overflows. (Maximum and Minimum would not do:
+// their derivative weights multiply an infinite cotangent by zero.)
+func geluClamp(x *Tensor) *Tensor {
+	hi, lo := fill(geluLimit, x), fill(-geluLimit, x)
+	c := sel(bin(prims.Gt, x, hi), hi, x)
+	return sel(bin(prims.Lt, c, lo), lo, c)
+}
+
+// gated returns x·(½ + ½·g): the gate ½ + ½·g is in [0, 1] for g in
+// [−1, 1], so the product never overflows (½·x·(1 + g) did, for x above
+// MaxFloat/2).
+func gated(x, g *Tensor) *Tensor {
+	half := fill(0.5, x)
+	return bin(prims.Mul, x, bin(prims.Add, bin(prims.Mul, g, half), half))
+}
+
+// GELU returns the Gaussian error linear unit in its exact form,
+// x·Φ(x) = x·(½ + ½·erf(x/√2)), elementwise (integer and bool tensors
+// give f64). It is finite for every finite x, with GELU(x) = x above 10
+// and −0 below −10, and so are its derivatives. It panics with *Error if
+// x is nil.
+func GELU(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.GELU")
+	checkTensor("peel.GELU", x)
+	x = toFloat(x)
+	xc := geluClamp(x)
+	return gated(x, un(prims.Erf, bin(prims.Mul, xc, fill(1/math.Sqrt2, x))))
+}
+
+// GELUTanh returns the tanh approximation of GELU,
+// x·(½ + ½·tanh(√(2/π)·(x + 0.044715·x³))), elementwise. It is finite
+// for every finite x, as GELU is, and panics as GELU does.
+func GELUTanh(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.GELUTanh")
+	checkTensor("peel.GELUTanh", x)
+	x = toFloat(x)
+	xc := geluClamp(x)
+	// √(2/π)·xc·(1 + 0.044715·xc²)
+	p := bin(prims.Add, bin(prims.Mul, bin(prims.Mul, xc, xc), fill(0.044715, x)), fill(1, x))
+	inner := bin(prims.Mul, bin(prims.Mul, xc, p), fill(math.Sqrt(2/math.Pi), x))
+	return gated(x, un(prims.Tanh, inner))
+}
+
+// softplus computes log(1 + e**x) for a float tensor as
+// x + log1p(e**-x) where x > 0 and log1p(e**x) elsewhere, each branch fed
+// only the inputs it is accurate and finite for. Unlike max(x, 0) +
+// log1p(e**-|x|) it has no kink, so its derivatives of every order are
+// right at 0.
+func softplus(x *Tensor) *Tensor {
+	zero := fill(0, x)
+	pos := bin(prims.Gt, x, zero)
+	xp := interp.Bind1(prims.Where, nil, pos, x, zero)
+	xn := interp.Bind1(prims.Where, nil, pos, zero, x)
+	big := bin(prims.Add, xp, un(prims.Log1p, un(prims.Exp, un(prims.Neg, xp))))
+	small := un(prims.Log1p, un(prims.Exp, xn))
+	return interp.Bind1(prims.Where, nil, pos, big, small)
+}
+
+// Softplus returns log(1 + e**x) elementwise, computed stably for every x
+// (integer and bool tensors give f64). It panics with *Error if x is nil.
+func Softplus(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.Softplus")
+	checkTensor("peel.Softplus", x)
+	return softplus(toFloat(x))
+}
+
+// LogSigmoid returns log(Sigmoid(x)) elementwise, computed stably as
+// -Softplus(-x). It panics as Softplus does.
+func LogSigmoid(x *Tensor) *Tensor {
+	defer interp.Annotate("peel.LogSigmoid")
+	checkTensor("peel.LogSigmoid", x)
+	x = toFloat(x)
+	return un(prims.Neg, softplus(un(prims.Neg, x)))
 }

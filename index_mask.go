@@ -1,16 +1,14 @@
 package peel
 
 import (
-	"math"
-
-	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
 
-// This file holds more indexing operations (issue 17): masked fills and
-// selections with static result sizes, advanced-index writes, and
-// pairwise distances. Each is a composite of existing primitives.
+// Masked and advanced-index operations: masked fills and selections with
+// static result sizes (MaskedFill, MaskedSelect, Nonzero) and
+// advanced-index writes (IndexPut), with their in-place forms. Each is a
+// composite of existing primitives.
 
 // valueOperand converts v (a Go scalar or a tensor) to x's dtype and
 // broadcasts it to shape exactly. A tensor whose dtype would promote past
@@ -31,12 +29,6 @@ func valueOperand(op, what string, x *Tensor, v any, shape []int) *Tensor {
 		t = scalarOn(backendFor(x), v, x.DType())
 	}
 	return broadcastExact(op, what, t, shape)
-}
-
-// constView returns v converted to d, on backend be, broadcast (as a
-// view) to shape.
-func constView(be backend.Backend, v any, d DType, shape []int) *Tensor {
-	return broadcastTo(scalarOn(be, v, d), shape)
 }
 
 // boolMask checks that mask is a bool tensor.
@@ -228,80 +220,6 @@ func IndexPut(x *Tensor, indices []*Tensor, values any, accumulate bool) *Tensor
 		p = prims.ScatterAdd
 	}
 	return reshapeView(interp.Bind1(p, prims.AxisParams{Axis: 0}, xf, lin, u), x.Shape())
-}
-
-// Cdist returns the p-norm distances between the rows of x1 and x2, as
-// torch's cdist: x1 is [..., P, M] and x2 [..., R, M] (batch dimensions
-// broadcast) and out[..., i, j] = ‖x1[..., i, :] - x2[..., j, :]‖_p, of
-// shape [..., P, R]. p is in [0, ∞]: p = 0 counts the differing
-// coordinates, p = ∞ takes the largest absolute difference (0 for M = 0).
-// Integer operands give f64. The distances are computed from the
-// differences directly (exact, with memory for [..., P, R, M]; torch's
-// matrix-product shortcut for p = 2 is not used). Derivatives follow
-// torch's convention: at a zero distance the gradient is 0 (a
-// subgradient), not NaN, for every p, and a zero coordinate difference
-// contributes 0 for p < 1; p = 0 has no derivative. Cdist panics with
-// *Error when an operand is nil or bool or has rank below 2, the last
-// dimensions differ, the batch dimensions do not broadcast, or p is
-// negative or NaN.
-func Cdist(x1, x2 *Tensor, p float64) *Tensor {
-	const op = "peel.Cdist"
-	defer interp.Annotate(op)
-	checkTensor(op, x1)
-	checkTensor(op, x2)
-	if x1.DType() == Bool || x2.DType() == Bool {
-		errorf(op, "operands %s and %s: bool has no distance (convert with AsType)", x1.TypeString(), x2.TypeString())
-	}
-	if x1.Rank() < 2 || x2.Rank() < 2 {
-		errorf(op, "operands %s and %s must have rank at least 2 ([..., rows, features])", x1.TypeString(), x2.TypeString())
-	}
-	if math.IsNaN(p) || p < 0 {
-		errorf(op, "p = %v; need p in [0, ∞]", p)
-	}
-	m1, m2 := x1.Shape()[x1.Rank()-1], x2.Shape()[x2.Rank()-1]
-	if m1 != m2 {
-		errorf(op, "operands %s and %s differ in their last (feature) dimension", x1.TypeString(), x2.TypeString())
-	}
-	d := PromoteTypes(x1.DType(), x2.DType())
-	if !d.IsFloat() {
-		d = Float64
-	}
-	a := Unsqueeze(AsType(x1, d), -2)
-	b := Unsqueeze(AsType(x2, d), -3)
-	ts, _ := operands(op, a, b)
-	diff := bin(prims.Sub, ts[0], ts[1])
-	last := []int{diff.Rank() - 1}
-	sum := func(t *Tensor) *Tensor { return reduceBind(prims.ReduceSum, t, last, false) }
-	switch {
-	case p == 0:
-		return sum(AsType(bin(prims.Ne, diff, zerosOf(diff)), d))
-	case p == 1:
-		return sum(un(prims.Abs, diff))
-	case math.IsInf(p, 1):
-		if m1 == 0 {
-			return sum(diff)
-		}
-		return reduceBind(prims.ReduceMax, un(prims.Abs, diff), last, false)
-	}
-	var s *Tensor
-	if p == 2 {
-		s = sum(bin(prims.Mul, diff, diff))
-	} else {
-		ad := un(prims.Abs, diff)
-		nz := bin(prims.Gt, ad, zerosOf(ad))
-		safe := sel(nz, ad, fill(1, ad))
-		s = sum(sel(nz, bin(prims.Pow, safe, fill(p, ad)), zerosOf(ad)))
-	}
-	// The double select keeps the derivative finite at s = 0.
-	pos := bin(prims.Gt, s, zerosOf(s))
-	safe := sel(pos, s, fill(1, s))
-	var r *Tensor
-	if p == 2 {
-		r = un(prims.Sqrt, safe)
-	} else {
-		r = bin(prims.Pow, safe, fill(1/p, s))
-	}
-	return sel(pos, r, zerosOf(s))
 }
 
 // IndexPutInPlace writes values into dst at the positions selected by

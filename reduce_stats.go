@@ -5,87 +5,68 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// Scans and reductions. The cumulative products, extrema and
-// log-sum-exps are primitives (prims.Cumprod, Cummax, Cummin,
-// Cumlogsumexp) with sequential kernels; their derivatives are written
-// with other primitives (see prims/cumulative.go). The NaN-aware reductions
-// and the corrected variance are composites.
+// Statistics built on the reductions: Mean, Var and Std (Ddof for the
+// corrected estimators), and the counting and NaN-aware reductions
+// CountNonzero, NanSum and NanMean. Each is a composite of the reduction
+// primitives.
 
-// ScanOption is an option of Cumprod, Cummax, Cummin and LogCumSumExp.
-type ScanOption interface{ applyScan(*scanConfig) }
+// mean averages a float tensor over normalized axes (NaN over an empty
+// axis, as numpy).
+func mean(x *Tensor, ax []int, keepDims bool) *Tensor {
+	s := reduceBind(prims.ReduceSum, x, ax, keepDims)
+	return bin(prims.Div, s, fill(float64(reducedSize(x.Shape(), ax)), s))
+}
 
-type scanConfig struct{ reverse bool }
+// variance is the population variance of a float tensor over normalized
+// axes.
+func variance(x *Tensor, ax []int, keepDims bool) *Tensor {
+	m := broadcastTo(mean(x, ax, true), x.Shape())
+	d := bin(prims.Sub, x, m)
+	return mean(bin(prims.Mul, d, d), ax, keepDims)
+}
 
-type scanOption func(*scanConfig)
-
-func (f scanOption) applyScan(c *scanConfig) { f(c) }
-
-// Reverse runs a scan from the end of the axis: element i combines
-// elements i, i+1, …, n−1.
-func Reverse() ScanOption { return scanOption(func(c *scanConfig) { c.reverse = true }) }
-
-// scanParams checks x and the axis and returns the scan's parameters.
-func scanParams(op string, x *Tensor, axis int, opts []ScanOption) prims.CumsumParams {
+// Mean returns the arithmetic mean of x over axes; integer and bool
+// tensors give f64, f16 and bf16 ones are computed in f32 and rounded
+// once (as are Var, Std, Norm, LogSumExp, Softmax and LogSoftmax), and
+// the mean over an empty axis is NaN. See Sum for axes and Keep; it
+// panics as Sum does.
+func Mean(x *Tensor, axes ...int) *Tensor {
+	const op = "peel.Mean"
+	defer interp.Annotate(op)
 	checkTensor(op, x)
-	a := normAxis(op, axis, x.Rank())
-	var c scanConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyScan(&c)
-		}
+	if h, ok := halfFloat(x); ok {
+		return AsType(Mean(AsType(x, Float32), axes...), h)
 	}
-	return prims.CumsumParams{Axis: a, Reverse: c.reverse}
+	ax := reduceAxes(op, axes, x.Rank())
+	return mean(toFloat(x), ax, false)
 }
 
-// Cumprod returns the inclusive cumulative product of x along axis
-// (negative counts from the end; Reverse() runs from the end); bool
-// tensors multiply as i64, and integers wrap as int64 arithmetic does.
-// Its derivative is exact where x holds zeros (it is computed without
-// division). It panics with *Error if x is nil or the axis is out of
-// range.
-func Cumprod(x *Tensor, axis int, opts ...ScanOption) *Tensor {
-	const op = "peel.Cumprod"
+// Var returns the population variance (ddof 0) of x over axes, the mean
+// of the squared deviations from the mean; integer and bool tensors give
+// f64. Ddof(1).Var is the sample variance (another divisor). It panics as
+// Sum does.
+func Var(x *Tensor, axes ...int) *Tensor {
+	const op = "peel.Var"
 	defer interp.Annotate(op)
-	p := scanParams(op, x, axis, opts)
-	return interp.Bind1(prims.Cumprod, p, boolToInt(x))
+	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Var(AsType(x, Float32), axes...), h)
+	}
+	ax := reduceAxes(op, axes, x.Rank())
+	return variance(toFloat(x), ax, false)
 }
 
-// Cummax returns the running maximum of x along axis (negative counts
-// from the end; Reverse() runs from the end), as numpy's
-// maximum.accumulate: NaN propagates from its position on. Its
-// derivative reaches, at each position, the first occurrence of the
-// running maximum in scan order (ties go to the earliest element, or
-// with Reverse() to the last). It panics with *Error if x is nil or the
-// axis is out of range.
-func Cummax(x *Tensor, axis int, opts ...ScanOption) *Tensor {
-	const op = "peel.Cummax"
+// Std returns the population standard deviation (ddof 0), Sqrt(Var(x));
+// Ddof(1).Std is the sample one. It panics as Sum does.
+func Std(x *Tensor, axes ...int) *Tensor {
+	const op = "peel.Std"
 	defer interp.Annotate(op)
-	p := scanParams(op, x, axis, opts)
-	return interp.Bind(prims.Cummax, p, x)[0]
-}
-
-// Cummin returns the running minimum of x along axis; it treats NaN and
-// ties and panics as Cummax does.
-func Cummin(x *Tensor, axis int, opts ...ScanOption) *Tensor {
-	const op = "peel.Cummin"
-	defer interp.Annotate(op)
-	p := scanParams(op, x, axis, opts)
-	return interp.Bind(prims.Cummin, p, x)[0]
-}
-
-// LogCumSumExp returns log(Cumsum(Exp(x), axis)) computed stably (each
-// step combines the running value a with the next element b as
-// max(a, b) + log1p(exp(−|a − b|)), so nothing overflows or underflows
-// needlessly), numpy's logaddexp.accumulate and torch's logcumsumexp;
-// Reverse() runs from the end. Integer and bool tensors give f64. Where
-// the terms combined are all −∞ (or +∞) the result is −∞ (+∞) with a
-// finite derivative, not NaN; NaN propagates. It panics with *Error if x
-// is nil or the axis is out of range.
-func LogCumSumExp(x *Tensor, axis int, opts ...ScanOption) *Tensor {
-	const op = "peel.LogCumSumExp"
-	defer interp.Annotate(op)
-	p := scanParams(op, x, axis, opts)
-	return interp.Bind1(prims.Cumlogsumexp, p, toFloat(x))
+	checkTensor(op, x)
+	if h, ok := halfFloat(x); ok {
+		return AsType(Std(AsType(x, Float32), axes...), h)
+	}
+	ax := reduceAxes(op, axes, x.Rank())
+	return un(prims.Sqrt, variance(toFloat(x), ax, false))
 }
 
 // Ddof is the delta degrees of freedom of a variance: the sum of squared

@@ -1,8 +1,6 @@
 package peel
 
 import (
-	"math"
-
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -11,82 +9,6 @@ import (
 // applied with interp.Bind: promotion, broadcasting and dtype conversion
 // are done in this layer so the primitives stay strict, and no function
 // reads tensor data, so all of them work under every transform.
-
-// checkTensor panics with *Error naming op if x is nil.
-func checkTensor(op string, x *Tensor) {
-	if x == nil {
-		errorf(op, "nil tensor")
-	}
-}
-
-// un applies a unary primitive.
-func un(p *interp.Prim, x *Tensor) *Tensor { return interp.Bind1(p, nil, x) }
-
-// bin applies a binary primitive to operands of one shape and dtype.
-func bin(p *interp.Prim, x, y *Tensor) *Tensor { return interp.Bind1(p, nil, x, y) }
-
-// toFloat converts integer and bool tensors to f64 (numpy's rule for
-// functions defined on floats only); float tensors are returned as is.
-func toFloat(x *Tensor) *Tensor {
-	if x.DType().IsFloat() {
-		return x
-	}
-	return interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: Float64}, x)
-}
-
-// fill returns the constant v with like's dtype, broadcast (as a view) to
-// like's shape. It is meant as an operand of pure primitives.
-func fill(v float64, like *Tensor) *Tensor {
-	return broadcastTo(constantOn(backendFor(like), v, like.DType()), like.Shape())
-}
-
-// sameTensors returns x and y as tensors when both are non-nil tensors of
-// one dtype and shape (the fast path that needs no promotion).
-func sameTensors(x, y any) (*Tensor, *Tensor, bool) {
-	a, ok := x.(*Tensor)
-	if !ok || a == nil {
-		return nil, nil, false
-	}
-	b, ok := y.(*Tensor)
-	if !ok || b == nil || a.DType() != b.DType() || !interp.ShapeEqual(a.Shape(), b.Shape()) {
-		return nil, nil, false
-	}
-	return a, b, true
-}
-
-// arith applies a numeric binary primitive with promotion and
-// broadcasting, rejecting bool operands.
-func arith(op string, p *interp.Prim, x, y any) *Tensor {
-	a, b := numericOperands(op, x, y)
-	return bin(p, a, b)
-}
-
-// numericOperands promotes and broadcasts x and y for an arithmetic
-// function, which bool operands do not take.
-func numericOperands(op string, x, y any) (*Tensor, *Tensor) {
-	if a, b, ok := sameTensors(x, y); ok && a.DType() != Bool {
-		return a, b
-	}
-	ts, d := operands(op, x, y)
-	if d == Bool {
-		errorf(op, "operands are bool; convert them with AsType(x, peel.Int64) or use the Logical functions")
-	}
-	return ts[0], ts[1]
-}
-
-// floatBinary applies a floating-point binary primitive; integer and bool
-// operands are promoted to f64 first.
-func floatBinary(op string, p *interp.Prim, x, y any) *Tensor {
-	if a, b, ok := sameTensors(x, y); ok && a.DType().IsFloat() {
-		return bin(p, a, b)
-	}
-	d := resultDType(op, []any{x, y})
-	if !d.IsFloat() {
-		d = Float64
-	}
-	ts := operandsAs(op, d, x, y)
-	return bin(p, ts[0], ts[1])
-}
 
 // Add returns x + y elementwise, with numpy broadcasting and peel's dtype
 // promotion (Go scalars are weakly typed). It panics with *Error if an
@@ -138,9 +60,6 @@ func FloorDiv(x, y any) *Tensor {
 	_, fix := floorFix(a, b)
 	return sel(fix, bin(prims.Sub, q, fill(1, q)), q)
 }
-
-// sel applies select: a where cond is true, b elsewhere.
-func sel(cond, a, b *Tensor) *Tensor { return interp.Bind1(prims.Where, nil, cond, a, b) }
 
 // floorFix returns the truncated remainder r of integers a / b and where
 // truncated division differs from floor division: r is nonzero and its
@@ -231,23 +150,6 @@ func Atan2(x, y any) *Tensor {
 	return floatBinary("peel.Atan2", prims.Atan2, x, y)
 }
 
-// logicalOperand panics unless v is a bool tensor or a Go bool.
-func logicalOperand(op string, i int, v any) {
-	switch t := v.(type) {
-	case bool:
-		return
-	case *Tensor:
-		if t == nil {
-			errorf(op, "operand %d is a nil tensor", i)
-		}
-		if t.DType() == Bool {
-			return
-		}
-		errorf(op, "operand %d has dtype %v, not bool (compare it first, e.g. NotEqual(x, 0))", i, t.DType())
-	}
-	errorf(op, "operand %d has type %T; want a bool *peel.Tensor or a Go bool", i, v)
-}
-
 // LogicalAnd returns x && y elementwise. Operands are bool tensors or Go
 // bools; it panics with *Error on any other operand or if the shapes do
 // not broadcast.
@@ -312,35 +214,6 @@ func Greater(x, y any) *Tensor {
 func GreaterEqual(x, y any) *Tensor {
 	defer interp.Annotate("peel.GreaterEqual")
 	return binary("peel.GreaterEqual", prims.Ge, x, y)
-}
-
-// numericUnary applies a numeric unary primitive, rejecting bool tensors.
-func numericUnary(op string, p *interp.Prim, x *Tensor) *Tensor {
-	checkTensor(op, x)
-	if x.DType() == Bool {
-		errorf(op, "tensor is bool; convert it with AsType(x, peel.Int64) or use LogicalNot")
-	}
-	return un(p, x)
-}
-
-// floatUnary applies a floating-point unary primitive; integer and bool
-// tensors are converted to f64 first.
-func floatUnary(op string, p *interp.Prim, x *Tensor) *Tensor {
-	checkTensor(op, x)
-	return un(p, toFloat(x))
-}
-
-// rounding applies floor, ceil or round: floats are rounded, integer
-// tensors are copied unchanged and bool tensors are converted to f64.
-func rounding(op string, x *Tensor, f func(*Tensor) *Tensor) *Tensor {
-	checkTensor(op, x)
-	switch x.DType() {
-	case Int64, Int32, Uint8:
-		return un(prims.Copy, x)
-	case Bool:
-		x = toFloat(x)
-	}
-	return f(x)
 }
 
 // Neg returns -x elementwise. It panics with *Error if x is nil or bool.
@@ -557,102 +430,26 @@ func Clip(x *Tensor, lo, hi any) *Tensor {
 	return out
 }
 
-// ReLU returns max(x, 0) elementwise. It panics with *Error if x is nil or
-// bool.
-func ReLU(x *Tensor) *Tensor {
-	defer interp.Annotate("peel.ReLU")
-	checkTensor("peel.ReLU", x)
-	if x.DType() == Bool {
-		errorf("peel.ReLU", "tensor is bool")
+// AsType converts x to dtype d: float → int truncates toward zero and
+// saturates to d's range (±Inf and out-of-range values to its extremes,
+// NaN → 0), int → narrower int wraps around, conversions to a float dtype
+// round to nearest even once (to ±Inf past the largest finite value:
+// 65504 for Float16), widening is exact, and nonzero (NaN included) →
+// true. This is the one conversion rule of peel (backend/convert.go):
+// every constructor (Full, Ones, FullLike, Arange, Linspace, a Go scalar
+// operand) and every constant a transform's rule makes converts a float
+// the same way, so Full(d, v) equals AsType(Scalar(v), d). Saturation is
+// XLA's rule; Go, C and numpy leave out-of-range conversions to the
+// hardware (+Inf → MinInt64 on amd64). It returns x itself when it already has
+// dtype d, and panics with *Error when x is nil or d is not a valid
+// dtype.
+func AsType(x *Tensor, d DType) *Tensor {
+	defer interp.Annotate("peel.AsType")
+	if x == nil {
+		errorf("peel.AsType", "nil tensor")
 	}
-	// select(x <= 0, 0, x): NaN stays NaN, and the derivative at 0 is 0
-	// as in JAX and torch (max(x, 0) would split it, giving ½).
-	zero := fill(0, x)
-	return interp.Bind1(prims.Where, nil, bin(prims.Le, x, zero), zero, x)
-}
-
-// geluLimit is where GELU and GELUTanh have reached their asymptotes in
-// float32 and float64 alike: Φ(10) = 1 − 7.6e-24 and
-// tanh(√(2/π)·(10 + 0.044715·10³)) = tanh(43.6) both round to 1, so
-// beyond ±10 the functions are x and −0 (the true values below −10,
-// about −1e-22 and less, are lost to cancellation in ½ + ½·erf as well).
-const geluLimit = 10
-
-// geluClamp limits x to [−geluLimit, geluLimit] with select, so that
-// beyond the limits the argument of the gate is a constant with a zero
-// tangent. The gate's derivative is then not multiplied by a huge x (a
-// reverse-mode cotangent x·ct that overflows times a derivative of 0
-// was NaN), and x³ never overflows. (Maximum and Minimum would not do:
-// their derivative weights multiply an infinite cotangent by zero.)
-func geluClamp(x *Tensor) *Tensor {
-	hi, lo := fill(geluLimit, x), fill(-geluLimit, x)
-	c := sel(bin(prims.Gt, x, hi), hi, x)
-	return sel(bin(prims.Lt, c, lo), lo, c)
-}
-
-// gated returns x·(½ + ½·g): the gate ½ + ½·g is in [0, 1] for g in
-// [−1, 1], so the product never overflows (½·x·(1 + g) did, for x above
-// MaxFloat/2).
-func gated(x, g *Tensor) *Tensor {
-	half := fill(0.5, x)
-	return bin(prims.Mul, x, bin(prims.Add, bin(prims.Mul, g, half), half))
-}
-
-// GELU returns the Gaussian error linear unit in its exact form,
-// x·Φ(x) = x·(½ + ½·erf(x/√2)), elementwise (integer and bool tensors
-// give f64). It is finite for every finite x, with GELU(x) = x above 10
-// and −0 below −10, and so are its derivatives. It panics with *Error if
-// x is nil.
-func GELU(x *Tensor) *Tensor {
-	defer interp.Annotate("peel.GELU")
-	checkTensor("peel.GELU", x)
-	x = toFloat(x)
-	xc := geluClamp(x)
-	return gated(x, un(prims.Erf, bin(prims.Mul, xc, fill(1/math.Sqrt2, x))))
-}
-
-// GELUTanh returns the tanh approximation of GELU,
-// x·(½ + ½·tanh(√(2/π)·(x + 0.044715·x³))), elementwise. It is finite
-// for every finite x, as GELU is, and panics as GELU does.
-func GELUTanh(x *Tensor) *Tensor {
-	defer interp.Annotate("peel.GELUTanh")
-	checkTensor("peel.GELUTanh", x)
-	x = toFloat(x)
-	xc := geluClamp(x)
-	// √(2/π)·xc·(1 + 0.044715·xc²)
-	p := bin(prims.Add, bin(prims.Mul, bin(prims.Mul, xc, xc), fill(0.044715, x)), fill(1, x))
-	inner := bin(prims.Mul, bin(prims.Mul, xc, p), fill(math.Sqrt(2/math.Pi), x))
-	return gated(x, un(prims.Tanh, inner))
-}
-
-// softplus computes log(1 + e**x) for a float tensor as
-// x + log1p(e**-x) where x > 0 and log1p(e**x) elsewhere, each branch fed
-// only the inputs it is accurate and finite for. Unlike max(x, 0) +
-// log1p(e**-|x|) it has no kink, so its derivatives of every order are
-// right at 0.
-func softplus(x *Tensor) *Tensor {
-	zero := fill(0, x)
-	pos := bin(prims.Gt, x, zero)
-	xp := interp.Bind1(prims.Where, nil, pos, x, zero)
-	xn := interp.Bind1(prims.Where, nil, pos, zero, x)
-	big := bin(prims.Add, xp, un(prims.Log1p, un(prims.Exp, un(prims.Neg, xp))))
-	small := un(prims.Log1p, un(prims.Exp, xn))
-	return interp.Bind1(prims.Where, nil, pos, big, small)
-}
-
-// Softplus returns log(1 + e**x) elementwise, computed stably for every x
-// (integer and bool tensors give f64). It panics with *Error if x is nil.
-func Softplus(x *Tensor) *Tensor {
-	defer interp.Annotate("peel.Softplus")
-	checkTensor("peel.Softplus", x)
-	return softplus(toFloat(x))
-}
-
-// LogSigmoid returns log(Sigmoid(x)) elementwise, computed stably as
-// -Softplus(-x). It panics as Softplus does.
-func LogSigmoid(x *Tensor) *Tensor {
-	defer interp.Annotate("peel.LogSigmoid")
-	checkTensor("peel.LogSigmoid", x)
-	x = toFloat(x)
-	return un(prims.Neg, softplus(un(prims.Neg, x)))
+	if x.DType() == d {
+		return x
+	}
+	return interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: d}, x)
 }
