@@ -159,11 +159,18 @@ var Sinc = withReference(unary("sinc", floats), Reference{F: sinc, D: sincDeriva
 func init() {
 	// sinc′(x) = (cos(πx) − sinc(x))/x, and 0 at x = 0. The quotient is
 	// taken at x = 1 where x = 0, so no NaN reaches a derivative of it.
+	// At x = 0 the tangent is sinc′'s Maclaurin polynomial
+	// −π²x/3 + π⁴x³/30 − π⁶x⁵/840 (value 0), so derivatives of the rule
+	// itself are right there too: sinc″(0) = −π²/3, up to the sixth
+	// derivative.
 	defScaleJVP(Sinc, func(x, y *tensor) *tensor {
 		zero := eq(x, constLike(0, x))
 		xs := sel(zero, constLike(1, x), x)
 		c := interp.Bind1(Cos, nil, mul(constLike(math.Pi, xs), xs))
-		return sel(zero, constLike(0, x), div(sub(c, y), xs))
+		x2 := mul(x, x)
+		pi2 := math.Pi * math.Pi
+		poly := mul(x, add(constLike(-pi2/3, x), mul(x2, add(constLike(pi2*pi2/30, x), mul(x2, constLike(-pi2*pi2*pi2/840, x))))))
+		return sel(zero, poly, div(sub(c, y), xs))
 	})
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Registry entries of the shape and index operations of issue 17
-// (shape_more.go, index_more.go, scatter_reduce.go in package peel).
+// (shape_matrix.go, shape_rearrange.go, shape.go, index_mask.go, scatter_reduce.go in package peel).
 
 // sampled builds a Samples function from a seed and a body.
 func sampled(seed uint64, body func(g *Gen) []Sample) func() []Sample {

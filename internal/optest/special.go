@@ -8,7 +8,7 @@ import (
 	"github.com/peel-ml/peel/backend"
 )
 
-// Registry entries of special.go and activation.go. Sample ranges keep
+// Registry entries of special.go and elementwise_activation.go. Sample ranges keep
 // clear of poles and domain edges (the edge samples, with ±Inf and NaN,
 // are checked against the reference but skipped by the autodiff sweeps);
 // tolerances are the defaults (1e-12 relative for f64, 2e-6 for f32)
@@ -376,7 +376,7 @@ func shiftOp(name string, f func(x, y any) *T, ref func(x, s int64) int64) Op {
 	}
 }
 
-// activationOps are the entries of activation.go.
+// activationOps are the entries of elementwise_activation.go.
 func activationOps() []Op {
 	glu := func(axis int) Op {
 		return Op{
