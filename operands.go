@@ -193,7 +193,7 @@ func hostScalar(be backend.Backend, data any) *Tensor {
 func operandBackend(vals ...any) backend.Backend {
 	for _, v := range vals {
 		if t, ok := v.(*Tensor); ok && t != nil && t.IsConcrete() {
-			_, be := t.Array()
+			_, be := interp.ArrayOf(t)
 			return be
 		}
 	}
@@ -301,7 +301,7 @@ func binary(op string, p *interp.Prim, x, y any) *Tensor {
 // t's own for a concrete tensor, the default one otherwise.
 func backendFor(t *Tensor) backend.Backend {
 	if t.IsConcrete() {
-		_, be := t.Array()
+		_, be := interp.ArrayOf(t)
 		return be
 	}
 	return interp.DefaultBackend()

@@ -89,10 +89,10 @@ func (c *compiledGraph) blockable(args []*tensor) (backend.Backend, bool) {
 	}
 	var be backend.Backend
 	check := func(t *tensor, v *interp.Var) bool {
-		if t == nil || !t.IsConcrete() || (t.ViewInfo() != nil && !t.ViewInfo().Base.IsConcrete()) || !t.Aval().Equal(v.Aval) {
+		if t == nil || !t.IsConcrete() || (interp.ViewInfo(t) != nil && !interp.ViewInfo(t).Base.IsConcrete()) || !interp.AvalOf(t).Equal(v.Aval) {
 			return false
 		}
-		_, tbe := t.Array()
+		_, tbe := interp.ArrayOf(t)
 		if be == nil {
 			be = tbe
 		}
@@ -123,11 +123,11 @@ func (c *compiledGraph) blockable(args []*tensor) (backend.Backend, bool) {
 // blockArray returns the whole-array form a block is cut from: a itself
 // when it is contiguous or a broadcast scalar, else a contiguous copy.
 func blockArray(t *tensor) backend.Array {
-	a, _ := t.Array()
+	a, _ := interp.ArrayOf(t)
 	if a.IsContiguous() || a.IsSplat() {
 		return a
 	}
-	a, _ = interp.Contiguous(t).Array()
+	a, _ = interp.ArrayOf(interp.Contiguous(t))
 	return a
 }
 
@@ -162,7 +162,7 @@ func (c *compiledGraph) run(be backend.Backend, args []*tensor) []*tensor {
 	for i, k := range g.ConstVals {
 		for j, v := range g.Out {
 			if v == g.Consts[i] {
-				res[j] = k.Snapshot()
+				res[j] = interp.Snapshot(k)
 			}
 		}
 	}

@@ -43,7 +43,7 @@ func ctTensor(data any, shape ...int) *interp.Tensor {
 // shape: a zero-stride view.
 func ctSplat(v any, shape ...int) *interp.Tensor {
 	s := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: shape, Dims: []int{}}, ctTensor(v))
-	if a, _ := s.Array(); !a.IsSplat() {
+	if a, _ := interp.ArrayOf(s); !a.IsSplat() {
 		panic("ctSplat: not a splat")
 	}
 	return s
@@ -51,7 +51,7 @@ func ctSplat(v any, shape ...int) *interp.Tensor {
 
 // ctHost returns t's elements in row-major order.
 func ctHost(t *interp.Tensor) any {
-	a, be := t.Array()
+	a, be := interp.ArrayOf(t)
 	return be.ToHost(a)
 }
 
@@ -175,7 +175,7 @@ func ctInput(rng *rand.Rand, dt backend.DType, layout int, shape ...int) *interp
 		flat := ctTensor(ctData(rng, dt, n+3), n+3)
 		x = interp.Bind1(prims.Slice, prims.SliceParams{Start: []int{3}, Limit: []int{n + 3}, Stride: []int{1}}, flat)
 		x = interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: shape}, x)
-		if a, _ := x.Array(); !a.IsContiguous() || a.Offset != 3 {
+		if a, _ := interp.ArrayOf(x); !a.IsContiguous() || a.Offset != 3 {
 			panic("ctInput: offset layout is not contiguous at offset 3")
 		}
 	case ctStrided:
@@ -186,7 +186,7 @@ func ctInput(rng *rand.Rand, dt backend.DType, layout int, shape ...int) *interp
 			flat := ctTensor(ctData(rng, dt, 2*n), 2*n)
 			x = interp.Bind1(prims.Slice, prims.SliceParams{Start: []int{0}, Limit: []int{2 * n}, Stride: []int{2}}, flat)
 		}
-		if a, _ := x.Array(); a.IsContiguous() && n > 1 {
+		if a, _ := interp.ArrayOf(x); a.IsContiguous() && n > 1 {
 			panic("ctInput: strided layout is contiguous")
 		}
 	default:
@@ -345,7 +345,7 @@ func TestCompileRandomPrograms(t *testing.T) {
 		avals := make([]interp.Aval, nIn)
 		for i := range args {
 			args[i] = ctInput(rng, dt, rapid.IntRange(0, ctLayouts-1).Draw(t, "layout"), shape...)
-			avals[i] = args[i].Aval()
+			avals[i] = interp.AvalOf(args[i])
 		}
 		ops := make([]ctOp, 0, len(ctOps))
 		for _, o := range ctOps {
@@ -439,7 +439,7 @@ func TestCompileThreadCounts(t *testing.T) {
 		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 			p := ctBind(prims.Exp, ctBind(prims.Neg, ctBind(prims.Mul, a[0], a[0])))
 			return []*interp.Tensor{ctBind(prims.Max, ctBind(prims.Tanh, a[1]), p), ctBind(prims.Logistic, ctBind(prims.Sub, a[0], a[1]))}
-		}, x.Aval(), y.Aval())
+		}, interp.AvalOf(x), interp.AvalOf(y))
 		var first []*interp.Tensor
 		for _, th := range []int{1, 3, 0} {
 			cpu.SetThreads(th)
@@ -523,7 +523,7 @@ func TestCompileStridedInputs(t *testing.T) {
 			}
 			avals := make([]interp.Aval, len(args))
 			for i, a := range args {
-				avals[i] = a.Aval()
+				avals[i] = interp.AvalOf(a)
 			}
 			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 				y := ctBind(prims.Sub, ctBind(prims.Mul, a[0], a[1]), a[2])
@@ -564,7 +564,7 @@ func TestCompileFallback(t *testing.T) {
 			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 				y := ctBind(ctProbe, a[0])
 				return []*interp.Tensor{y, interp.Bind1(prims.ReduceSum, prims.ReduceParams{Axes: []int{0}}, y)}
-			}, x.Aval()),
+			}, interp.AvalOf(x)),
 			args: []*interp.Tensor{x}, sizes: []int{n},
 		},
 		{
@@ -572,21 +572,21 @@ func TestCompileFallback(t *testing.T) {
 			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 				d := interp.Bind1(prims.DotGeneral, prims.DotParams{LhsContract: []int{1}, RhsContract: []int{1}}, a[0], a[0])
 				return []*interp.Tensor{ctBind(ctProbe, d)}
-			}, m.Aval()),
+			}, interp.AvalOf(m)),
 			args: []*interp.Tensor{m}, sizes: []int{128 * 128},
 		},
 		{
 			name: "mismatched shapes",
 			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 				return []*interp.Tensor{ctBind(ctProbe, a[0]), ctBind(ctProbe, a[1])}
-			}, x.Aval(), m.Aval()),
+			}, interp.AvalOf(x), interp.AvalOf(m)),
 			args: []*interp.Tensor{x, m}, sizes: []int{n, 128 * 160},
 		},
 		{
 			name: "output of another shape",
 			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 				return []*interp.Tensor{ctBind(ctProbe, a[0]), a[1]}
-			}, x.Aval(), m.Aval()),
+			}, interp.AvalOf(x), interp.AvalOf(m)),
 			args: []*interp.Tensor{x, m}, sizes: []int{n},
 		},
 		{
@@ -594,7 +594,7 @@ func TestCompileFallback(t *testing.T) {
 			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 				b := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{n}, Dims: []int{}}, a[1])
 				return []*interp.Tensor{ctBind(ctProbe, ctBind(prims.Add, a[0], b))}
-			}, x.Aval(), ctAval(backend.Float64)),
+			}, interp.AvalOf(x), ctAval(backend.Float64)),
 			args: []*interp.Tensor{x, ctTensor([]float64{3})}, sizes: []int{n},
 		},
 		{
@@ -602,7 +602,7 @@ func TestCompileFallback(t *testing.T) {
 			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 				y := ctBind(ctProbe, a[0])
 				return []*interp.Tensor{interp.Bind1(prims.Where, nil, ctBind(prims.Lt, a[0], y), a[0], y)}
-			}, x.Aval()),
+			}, interp.AvalOf(x)),
 			args: []*interp.Tensor{x}, sizes: []int{n},
 		},
 	}
@@ -625,7 +625,7 @@ func TestCompileErrors(t *testing.T) {
 	x := ctTensor(make([]float64, n), n)
 	g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 		return []*interp.Tensor{ctBind(prims.Add, a[0], a[1])}
-	}, x.Aval(), x.Aval())
+	}, interp.AvalOf(x), interp.AvalOf(x))
 	c := autodiff.CompileGraph(g)
 	if autodiff.GraphOf(c) != g {
 		t.Errorf("compiledGraph.graph is not the graph")
@@ -678,7 +678,7 @@ func TestCompileKernelPanic(t *testing.T) {
 			x := ctTensor(data, n)
 			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 				return []*interp.Tensor{ctBind(prims.Neg, ctBind(ctFail, ctBind(prims.Abs, a[0])))}
-			}, x.Aval())
+			}, interp.AvalOf(x))
 			err := interp.Catch(func() { autodiff.CompileGraph(g).Eval(x) })
 			var e *interp.Error
 			if !errors.As(err, &e) || !strings.Contains(e.Error(), "is 13") {
@@ -705,7 +705,7 @@ func TestCompileNoKernel(t *testing.T) {
 		x := ctTensor(make([]float64, n), n)
 		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 			return []*interp.Tensor{ctBind(ctNoKernel, ctBind(prims.Exp, a[0]))}
-		}, x.Aval())
+		}, interp.AvalOf(x))
 		want := interp.Catch(func() { g.Eval(x) })
 		var got error
 		func() {
@@ -880,7 +880,7 @@ func TestCompileWholeComposite(t *testing.T) {
 		x := ctInput(rand.New(rand.NewPCG(1, uint64(n))), backend.Float64, ctContiguous, n)
 		y := ctInput(rand.New(rand.NewPCG(2, uint64(n))), backend.Float64, ctContiguous, n)
 		for _, p := range []*interp.Prim{ctTanhMul, ctOuter} {
-			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{ctBind(p, a[0], a[1])} }, x.Aval(), y.Aval())
+			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{ctBind(p, a[0], a[1])} }, interp.AvalOf(x), interp.AvalOf(y))
 			if len(g.Eqns) != 1 || g.Eqns[0].Prim != p {
 				t.Fatalf("%s: the trace is not one equation:\n%v", p.Name, g)
 			}
@@ -888,7 +888,7 @@ func TestCompileWholeComposite(t *testing.T) {
 		}
 		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
 			return []*interp.Tensor{ctBind(prims.Neg, ctBind(ctKernel, a[0]))}
-		}, x.Aval())
+		}, interp.AvalOf(x))
 		for i, v := range autodiff.CompileGraph(g).Eval(x)[0].Float64s() {
 			if v != -42 {
 				t.Fatalf("kernel n=%d: element %d = %v, want -42", n, i, v)
@@ -911,7 +911,7 @@ func TestCompileConstantsByValue(t *testing.T) {
 			v := interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{3, 1}}, w)
 			interp.Bind(prims.CopyInPlace, nil, v, ctSplat([]float64{10}, 3, 1))
 		},
-		"through another box": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, w.NewBox(), ten) },
+		"through another box": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, interp.NewBox(w), ten) },
 	}
 	for name, write := range writes {
 		t.Run(name, func(t *testing.T) {

@@ -59,7 +59,7 @@ func newCompositeLin() *interp.Prim {
 		c := params.(CompositeParams)
 		out := make([]interp.Aval, len(c.fout))
 		for k, i := range c.fout {
-			out[k] = c.outs[i].Aval()
+			out[k] = interp.AvalOf(c.outs[i])
 		}
 		return out
 	})
@@ -76,7 +76,7 @@ func newCompositeLin() *interp.Prim {
 			_, touts := c.p.JVP(c.params, c.primals, full)
 			res := make([]*tensor, len(c.fout))
 			for k, i := range c.fout {
-				res[k] = ZerosIfNil(touts[i], c.outs[i].Aval())
+				res[k] = ZerosIfNil(touts[i], interp.AvalOf(c.outs[i]))
 			}
 			return res
 		}
@@ -109,7 +109,7 @@ func newCompositeLin() *interp.Prim {
 				panic(&interp.Error{Prim: c.p.Name, Msg: "the VJP rule returned " + strconv.Itoa(len(got)) + " cotangents for " + strconv.Itoa(len(c.primals)) + " operands"})
 			}
 			for k, i := range c.diff {
-				if got[i] != nil && !got[i].Aval().Equal(c.primals[i].Aval()) {
+				if got[i] != nil && !interp.AvalOf(got[i]).Equal(interp.AvalOf(c.primals[i])) {
 					panic(&interp.Error{Prim: c.p.Name, Msg: "the VJP rule's cotangent " + strconv.Itoa(i) + " is " + got[i].TypeString() + ", but the operand is " + c.primals[i].TypeString()})
 				}
 				if linear[k] {
@@ -122,7 +122,7 @@ func newCompositeLin() *interp.Prim {
 		if vg := c.compiledVJP(); vg != nil {
 			in := append([]*tensor(nil), c.primals...)
 			for k, i := range c.fout {
-				in = append(in, ZerosIfNil(cts[k], c.outs[i].Aval()))
+				in = append(in, ZerosIfNil(cts[k], interp.AvalOf(c.outs[i])))
 			}
 			got = vg.Eval(in...)
 		} else {
@@ -184,7 +184,7 @@ func (c CompositeParams) compiled(kind string, extra []interp.Aval, rule func(pr
 	}
 	avals := make([]interp.Aval, 0, len(c.primals)+len(extra))
 	for _, x := range c.primals {
-		avals = append(avals, x.Aval())
+		avals = append(avals, interp.AvalOf(x))
 	}
 	avals = append(avals, extra...)
 	b.WriteByte(':')
@@ -217,7 +217,7 @@ func (c CompositeParams) compiled(kind string, extra []interp.Aval, rule func(pr
 func (c CompositeParams) compiledVJP() *compiledGraph {
 	extra := make([]interp.Aval, len(c.fout))
 	for k, i := range c.fout {
-		extra[k] = c.outs[i].Aval()
+		extra[k] = interp.AvalOf(c.outs[i])
 	}
 	return c.compiled("vjp", extra, func(primals, cts []*tensor) []*tensor {
 		got := c.vjp(primals, cts)
@@ -241,7 +241,7 @@ func (c CompositeParams) jvp(primals, tangents []*tensor) []*tensor {
 	for k, i := range c.fout {
 		res[k] = touts[i]
 		if res[k] == nil {
-			res[k] = Zeros(c.outs[i].Aval())
+			res[k] = Zeros(interp.AvalOf(c.outs[i]))
 		}
 	}
 	return res
@@ -252,7 +252,7 @@ func (c CompositeParams) jvp(primals, tangents []*tensor) []*tensor {
 func (c CompositeParams) compiledJVP() *compiledGraph {
 	extra := make([]interp.Aval, len(c.diff))
 	for k, i := range c.diff {
-		extra[k] = c.primals[i].Aval()
+		extra[k] = interp.AvalOf(c.primals[i])
 	}
 	return c.compiled("jvp", extra, c.jvp)
 }
@@ -287,7 +287,7 @@ func compositeJVP(p *interp.Prim, params any, primals, tangents []*tensor) (outs
 	// a captured tensor it read) must not change it.
 	saved := make([]*tensor, len(primals))
 	for i, x := range primals {
-		saved[i] = x.Snapshot()
+		saved[i] = interp.Snapshot(x)
 	}
 	c := CompositeParams{p: p, params: params, primals: saved, outs: outs}
 	var lt []*tensor

@@ -52,13 +52,13 @@ type jvpStore struct{ j *jvpInterp }
 
 func (s jvpStore) Own(x *tensor) bool      { return s.j.own(x) }
 func (s jvpStore) Value(x *tensor) *tensor { return x }
-func (s jvpStore) Set(x, v *tensor)        { x.Rebind(s.j.asOwn(v)) }
+func (s jvpStore) Set(x, v *tensor)        { interp.Rebind(x, s.j.asOwn(v)) }
 
 // Adopt makes lower box x a value of this level with a zero tangent.
 func (s jvpStore) Adopt(x *tensor) {
-	below := x.NewBox()
+	below := interp.NewBox(x)
 	s.j.adopted.Add(x, below)
-	x.Rebind(interp.NewTracer(x.Aval(), &jvpTracer{level: s.j.level, primal: below}))
+	interp.Rebind(x, interp.NewTracer(interp.AvalOf(x), &jvpTracer{level: s.j.level, primal: below}))
 }
 
 // finish gives the function's inputs (the boxes JVP made, with the
@@ -96,13 +96,13 @@ func (j *jvpInterp) wrap(primal, tangent *tensor) *tensor {
 	if tangent == nil || !primal.DType().IsFloat() {
 		return primal
 	}
-	return interp.NewTracer(primal.Aval(), &jvpTracer{level: j.level, primal: primal, tangent: tangent})
+	return interp.NewTracer(interp.AvalOf(primal), &jvpTracer{level: j.level, primal: primal, tangent: tangent})
 }
 
 // unpack returns the primal and tangent of x at this level; values of
 // lower levels are constants (nil tangent).
 func (j *jvpInterp) unpack(x *tensor) (primal, tangent *tensor) {
-	if tr, ok := x.Tracer().(*jvpTracer); ok && tr.level == j.level {
+	if tr, ok := interp.TracerOf(x).(*jvpTracer); ok && tr.level == j.level {
 		return tr.primal, tr.tangent
 	}
 	return x, nil
@@ -128,7 +128,7 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 		if tangents[0] != nil {
 			outs, touts = p.JVP(params, primals, tangents)
 		}
-		r := interp.NewTracer(outs[0].Aval(), &jvpTracer{level: j.level, primal: outs[0], tangent: touts[0]})
+		r := interp.NewTracer(interp.AvalOf(outs[0]), &jvpTracer{level: j.level, primal: outs[0], tangent: touts[0]})
 		j.aliases.MarkView(p, params, args[0], r)
 		return []*tensor{r}
 	}
@@ -147,7 +147,7 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 	if len(outs) == 1 && len(touts) == 1 && touts[0] != nil && outs[0].DType().IsFloat() {
 		// One allocation for the payload, the box and the result slice.
 		r := &jvpOne{tr: jvpTracer{level: j.level, primal: outs[0], tangent: touts[0]}}
-		r.t = interp.TracerValue(outs[0].Aval(), &r.tr)
+		r.t = interp.TracerValue(interp.AvalOf(outs[0]), &r.tr)
 		r.res[0] = &r.t
 		return r.res[:]
 	}
@@ -175,11 +175,11 @@ func (j *jvpInterp) asOwn(v *tensor) *tensor {
 	if j.own(v) {
 		return v
 	}
-	return interp.NewTracer(v.Aval(), &jvpTracer{level: j.level, primal: v})
+	return interp.NewTracer(interp.AvalOf(v), &jvpTracer{level: j.level, primal: v})
 }
 
 func (j *jvpInterp) own(x *tensor) bool {
-	tr, ok := x.Tracer().(*jvpTracer)
+	tr, ok := interp.TracerOf(x).(*jvpTracer)
 	return ok && tr.level == j.level
 }
 
@@ -210,7 +210,7 @@ func Zeros(a interp.Aval) *interp.Tensor {
 // they live at x's level when x is a tracer.
 func ZerosLike(x *interp.Tensor) *interp.Tensor {
 	if x.IsConcrete() {
-		return Zeros(x.Aval())
+		return Zeros(interp.AvalOf(x))
 	}
 	z := interp.NewConcrete(interp.DefaultBackend(), backend.Array{Buf: interp.DefaultBackend().Alloc(x.DType(), 1), Shape: []int{}})
 	return interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: x.Shape(), Dims: []int{}}, z)
@@ -241,7 +241,7 @@ func JVP(name string, f func([]*interp.Tensor) []*interp.Tensor, primals, tangen
 		if p.DType().IsFloat() {
 			// Even with a zero tangent a float input belongs to this
 			// level, so that writes into it are tracked.
-			in[i] = interp.NewTracer(p.Aval(), &jvpTracer{level: j.level, primal: p, tangent: tangents[i]})
+			in[i] = interp.NewTracer(interp.AvalOf(p), &jvpTracer{level: j.level, primal: p, tangent: tangents[i]})
 		}
 	}
 	res := func() []*tensor {

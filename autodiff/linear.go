@@ -31,7 +31,7 @@ type Linearized struct {
 func Linearize(name string, f func([]*interp.Tensor) []*interp.Tensor, primals []*interp.Tensor) *Linearized {
 	lin := &Linearized{In: make([]interp.Aval, len(primals))}
 	for i, p := range primals {
-		lin.In[i] = p.Aval()
+		lin.In[i] = interp.AvalOf(p)
 	}
 	lin.Graph = interp.TraceAvals(name, func(tin []*tensor) []*tensor {
 		tangents := make([]*tensor, len(tin))
@@ -47,7 +47,7 @@ func Linearize(name string, f func([]*interp.Tensor) []*interp.Tensor, primals [
 		for i, t := range touts {
 			if t == nil {
 				lin.zeroOut[i] = true
-				t = Zeros(outs[i].Aval())
+				t = Zeros(interp.AvalOf(outs[i]))
 			}
 			res[i] = t
 		}

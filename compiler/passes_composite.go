@@ -357,7 +357,7 @@ func constEqual(a, b *interp.Tensor) bool {
 	if a == b {
 		return true
 	}
-	if !a.Aval().Equal(b.Aval()) {
+	if !interp.AvalOf(a).Equal(interp.AvalOf(b)) {
 		return false
 	}
 	ka, okA := constBytes(a)

@@ -19,7 +19,7 @@ func TestDonatable(t *testing.T) {
 	sl := interp.Bind1(prims.Slice, prims.SliceParams{Start: []int{1}, Limit: []int{3}, Stride: []int{1}}, w)
 	fresh := ctTensor([]float64{1, 2}, 2)
 	shared := ctTensor([]float64{1, 2}, 2)
-	snap := shared.Snapshot()
+	snap := interp.Snapshot(shared)
 	cases := []struct {
 		name string
 		t    *interp.Tensor

@@ -191,7 +191,7 @@ func cmpPrimNames(g *interp.Graph) []string {
 func TestWholeRecordedAsOneEquation(t *testing.T) {
 	x := ctTensor([]float64{-1, 0.5, 2}, 3)
 	y := ctTensor([]float64{3, -2, 0.25}, 3)
-	av := x.Aval()
+	av := interp.AvalOf(x)
 	cases := []struct {
 		name      string
 		p         *interp.Prim

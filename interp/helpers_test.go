@@ -30,7 +30,7 @@ func ctTensor(data any, shape ...int) *interp.Tensor {
 // shape: a zero-stride view.
 func ctSplat(v any, shape ...int) *interp.Tensor {
 	s := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: shape, Dims: []int{}}, ctTensor(v))
-	if a, _ := s.Array(); !a.IsSplat() {
+	if a, _ := interp.ArrayOf(s); !a.IsSplat() {
 		panic("ctSplat: not a splat")
 	}
 	return s
@@ -38,7 +38,7 @@ func ctSplat(v any, shape ...int) *interp.Tensor {
 
 // ctHost returns t's elements in row-major order.
 func ctHost(t *interp.Tensor) any {
-	a, be := t.Array()
+	a, be := interp.ArrayOf(t)
 	return be.ToHost(a)
 }
 

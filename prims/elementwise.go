@@ -405,10 +405,10 @@ var Where = interp.NewPrim("select", interp.Pure, func(_ any, in []aval) []aval 
 
 func init() {
 	defJVP(Where, func(_ any, x, t []*tensor, _ *tensor) *tensor {
-		return sel(x[0], orZeros(t[1], x[1].Aval()), orZeros(t[2], x[2].Aval()))
+		return sel(x[0], orZeros(t[1], interp.AvalOf(x[1])), orZeros(t[2], interp.AvalOf(x[2])))
 	})
 	defTranspose(Where, []bool{false, true, true}, func(_ any, ct *tensor, args []*tensor, linear []bool) []*tensor {
-		z := zerosLike(ct.Aval())
+		z := zerosLike(interp.AvalOf(ct))
 		res := make([]*tensor, 3)
 		if linear[1] {
 			res[1] = sel(args[0], ct, z)

@@ -299,7 +299,7 @@ func zerosLike(a interp.Aval) *tensor { return full(0, a) }
 
 // constLike returns a tensor of like's shape and dtype filled with v (see
 // full).
-func constLike(v float64, like *tensor) *tensor { return full(v, like.Aval()) }
+func constLike(v float64, like *tensor) *tensor { return full(v, interp.AvalOf(like)) }
 
 // Zeros returns a tensor of zeros of aval a, built with primitives (a
 // concrete rank-0 zero broadcast with broadcast_in_dim), for interpreters

@@ -51,7 +51,7 @@ func gatherTranspose(params any, ct *tensor, args []*tensor, _ []bool) []*tensor
 	axis := params.(AxisParams).Axis
 	x, idx := args[0], args[1]
 	idx = clampIndices(idx, x.Shape()[axis])
-	return []*tensor{interp.Bind1(ScatterAdd, params, zerosLike(x.Aval()), idx, ct), nil}
+	return []*tensor{interp.Bind1(ScatterAdd, params, zerosLike(interp.AvalOf(x)), idx, ct), nil}
 }
 
 func scatter(name string) *interp.Prim {
@@ -85,10 +85,10 @@ func init() {
 		if t[2] == nil {
 			return t[0]
 		}
-		return interp.Bind1(ScatterAdd, params, orZeros(t[0], x[0].Aval()), x[1], t[2])
+		return interp.Bind1(ScatterAdd, params, orZeros(t[0], interp.AvalOf(x[0])), x[1], t[2])
 	})
 	defJVP(Scatter, func(params any, x, t []*tensor, _ *tensor) *tensor {
-		return interp.Bind1(Scatter, params, orZeros(t[0], x[0].Aval()), x[1], orZeros(t[2], x[2].Aval()))
+		return interp.Bind1(Scatter, params, orZeros(t[0], interp.AvalOf(x[0])), x[1], orZeros(t[2], interp.AvalOf(x[2])))
 	})
 	defTranspose(ScatterAdd, []bool{true, false, true}, scatterAddTranspose)
 	defTranspose(Scatter, []bool{true, false, true}, scatterTranspose)
@@ -104,7 +104,7 @@ func scatterAddTranspose(params any, ct *tensor, args []*tensor, linear []bool) 
 		idx := args[1]
 		g := interp.Bind1(Gather, params, ct, idx)
 		keep := indexMaskFor(inRange(idx, ct.Shape()[axis]), g.Shape(), axis)
-		res[2] = sel(keep, g, zerosLike(g.Aval()))
+		res[2] = sel(keep, g, zerosLike(interp.AvalOf(g)))
 	}
 	return only(linear, res...)
 }
@@ -117,13 +117,13 @@ func scatterTranspose(params any, ct *tensor, args []*tensor, linear []bool) []*
 	res := make([]*tensor, 3)
 	idx := args[1]
 	if linear[0] {
-		res[0] = interp.Bind1(Scatter, params, ct, idx, zerosLike(args[2].Aval()))
+		res[0] = interp.Bind1(Scatter, params, ct, idx, zerosLike(interp.AvalOf(args[2])))
 	}
 	if linear[2] {
 		axis := params.(AxisParams).Axis
 		g := interp.Bind1(Gather, params, ct, idx)
 		keep := indexMaskFor(scatterWinners(idx, ct.Shape()[axis]), g.Shape(), axis)
-		res[2] = sel(keep, g, zerosLike(g.Aval()))
+		res[2] = sel(keep, g, zerosLike(interp.AvalOf(g)))
 	}
 	return res
 }
@@ -165,7 +165,7 @@ func init() {
 	defSameJVP(DynamicSlice)
 	defTranspose(DynamicSlice, linearFirst, func(_ any, ct *tensor, args []*tensor, _ []bool) []*tensor {
 		res := make([]*tensor, len(args))
-		dus := append([]*tensor{zerosLike(args[0].Aval()), ct}, args[1:]...)
+		dus := append([]*tensor{zerosLike(interp.AvalOf(args[0])), ct}, args[1:]...)
 		res[0] = interp.Bind1(DynamicUpdateSlice, nil, dus...)
 		return res
 	})
@@ -192,7 +192,7 @@ var DynamicUpdateSlice = interp.NewPrim("dynamic_update_slice", interp.Pure, fun
 
 func init() {
 	defJVP(DynamicUpdateSlice, func(params any, x, t []*tensor, _ *tensor) *tensor {
-		args := append([]*tensor{orZeros(t[0], x[0].Aval()), orZeros(t[1], x[1].Aval())}, x[2:]...)
+		args := append([]*tensor{orZeros(t[0], interp.AvalOf(x[0])), orZeros(t[1], interp.AvalOf(x[1]))}, x[2:]...)
 		return interp.Bind1(DynamicUpdateSlice, params, args...)
 	})
 	defTranspose(DynamicUpdateSlice, []bool{true, true, false}, dusTranspose)
@@ -204,7 +204,7 @@ func dusTranspose(_ any, ct *tensor, args []*tensor, linear []bool) []*tensor {
 	res := make([]*tensor, len(args))
 	u, starts := args[1], args[2:]
 	if linear[0] {
-		res[0] = interp.Bind1(DynamicUpdateSlice, nil, append([]*tensor{ct, zerosLike(u.Aval())}, starts...)...)
+		res[0] = interp.Bind1(DynamicUpdateSlice, nil, append([]*tensor{ct, zerosLike(interp.AvalOf(u))}, starts...)...)
 	}
 	if linear[1] {
 		res[1] = interp.Bind1(DynamicSlice, DynamicSliceParams{Sizes: append([]int{}, u.Shape()...)}, append([]*tensor{ct}, starts...)...)

@@ -405,7 +405,7 @@ func PadLen(d, low, high, interior int) (int, error) {
 
 func init() {
 	defJVP(Pad, func(params any, x, t []*tensor, _ *tensor) *tensor {
-		return interp.Bind1(Pad, params, orZeros(t[0], x[0].Aval()), orZeros(t[1], x[1].Aval()))
+		return interp.Bind1(Pad, params, orZeros(t[0], interp.AvalOf(x[0])), orZeros(t[1], interp.AvalOf(x[1])))
 	})
 	defTranspose(Pad, linear2, padTranspose)
 }
@@ -480,7 +480,7 @@ func init() {
 	defJVP(Concatenate, func(params any, x, t []*tensor, _ *tensor) *tensor {
 		ts := make([]*tensor, len(x))
 		for i := range x {
-			ts[i] = orZeros(t[i], x[i].Aval())
+			ts[i] = orZeros(t[i], interp.AvalOf(x[i]))
 		}
 		return interp.Bind1(Concatenate, params, ts...)
 	})

@@ -243,7 +243,7 @@ func convTranspose(params any, ct *tensor, args []*tensor, linear []bool) []*ten
 	x, w := args[0], args[1]
 	res := make([]*tensor, 2)
 	if x.Size() == 0 || w.Size() == 0 || ct.Size() == 0 {
-		res[i] = zerosLike(args[i].Aval())
+		res[i] = zerosLike(interp.AvalOf(args[i]))
 		return res
 	}
 	p := params.(ConvParams).Normalized(x.Rank() - 2)
@@ -456,7 +456,7 @@ func reduceWindowSumTranspose(params any, ct *tensor, args []*tensor, _ []bool) 
 	x := args[0]
 	r := x.Rank()
 	if x.Size() == 0 || ct.Size() == 0 {
-		return []*tensor{zerosLike(x.Aval())}
+		return []*tensor{zerosLike(interp.AvalOf(x))}
 	}
 	p := params.(WindowParams).Normalized(r)
 	pp := PadParams{Low: make([]int, r), High: make([]int, r), Interior: make([]int, r)}
@@ -480,7 +480,7 @@ func reduceWindowMaxJVP(params any, x, t []*tensor, out *tensor) *tensor {
 	r := x[0].Rank()
 	p := params.(WindowParams).Normalized(r)
 	if out.Size() == 0 {
-		return zerosLike(out.Aval())
+		return zerosLike(interp.AvalOf(out))
 	}
 	pp := PadParams{Low: p.PadLo, High: p.PadHi, Interior: make([]int, r)}
 	xp := interp.Bind1(Pad, pp, x[0], scalarConst(math.Inf(-1), x[0].DType()))
@@ -499,7 +499,7 @@ func reduceWindowMaxJVP(params any, x, t []*tensor, out *tensor) *tensor {
 	// window's maximum (a NaN counts as the maximum, as
 	// reduce_window_max propagates it).
 	var tangent *tensor
-	zero := zerosLike(out.Aval())
+	zero := zerosLike(interp.AvalOf(out))
 	taken := full(0, interp.Aval{Shape: out.Shape(), DType: backend.Bool})
 	for k := range taps {
 		v := tapSlice(xp, k)

@@ -90,7 +90,7 @@ func valueAndGrad(op string, f func([]*tensor) []*tensor, leaves []*tensor, name
 	defer lin.Release()
 	out := lin.Outs[0]
 	cts := make([]*tensor, len(lin.Outs)) // no cotangent for the aux leaves
-	cts[0] = ones(out.Aval())
+	cts[0] = ones(interp.AvalOf(out))
 	if cfg.compileBackward {
 		cts = transposeCompiled(lin, cts)
 	} else {
@@ -268,7 +268,7 @@ func pullback[A, B any](op string, lin *autodiff.Linearized, def, outDef *treeDe
 		sameStructure(op, outDef.Proto().Interface(), cdef.Proto().Interface())
 		full := make([]*tensor, len(lin.Outs))
 		for i, c := range cts {
-			if !c.Aval().Equal(lin.Outs[i].Aval()) {
+			if !interp.AvalOf(c).Equal(interp.AvalOf(lin.Outs[i])) {
 				treeErrorf(op, "cotangent %s is %s, but the output is %s", cdef.LeafName("(the whole cotangent)", i), c.TypeString(), lin.Outs[i].TypeString())
 			}
 			if c.DType().IsFloat() {
@@ -353,7 +353,7 @@ func oneHot(k, n int) []bool {
 // differs from its primal's.
 func checkTangents(op string, given, primals []*tensor, name func(int) string) {
 	for i, t := range given {
-		if !t.Aval().Equal(primals[i].Aval()) {
+		if !interp.AvalOf(t).Equal(interp.AvalOf(primals[i])) {
 			treeErrorf(op, "tangent %s is %s, but its primal is %s", name(i), t.TypeString(), primals[i].TypeString())
 		}
 	}
@@ -379,7 +379,7 @@ func jvpRunFlat(fl func([]*tensor) []*tensor, leaves []*tensor, tangents func() 
 	outs, touts = autodiff.JVP("jvp", checked, leaves, tryTangents(tangents, len(leaves)))
 	avals := make([]interp.Aval, len(outs))
 	for i, o := range outs {
-		avals[i] = o.Aval()
+		avals[i] = interp.AvalOf(o)
 	}
 	return outs, fillZeros(touts, avals)
 }
@@ -447,7 +447,7 @@ func tangentMap[A, B any](op string, lin *autodiff.Linearized, def, outDef *tree
 		tl, tdef := flatten(op, t)
 		sameStructure(op, def.Proto().Interface(), tdef.Proto().Interface())
 		for i, x := range tl {
-			if !x.Aval().Equal(lin.In[i]) {
+			if !interp.AvalOf(x).Equal(lin.In[i]) {
 				treeErrorf(op, "tangent %s is %s, but its primal is %s", tdef.LeafName("(the whole tangent)", i), x.TypeString(), lin.In[i])
 			}
 		}

@@ -55,7 +55,7 @@ func compileBackward(g *interp.Graph, cts []*tensor) program {
 	var avals []interp.Aval
 	for _, c := range cts {
 		if c != nil {
-			avals = append(avals, c.Aval())
+			avals = append(avals, interp.AvalOf(c))
 		}
 	}
 	for _, v := range g.Consts {
@@ -97,7 +97,7 @@ func backwardKey(g *interp.Graph, cts []*tensor) (string, bool) {
 		case !c.IsConcrete():
 			return "", false
 		default:
-			b.WriteString(interp.AvalsKey([]interp.Aval{c.Aval()}))
+			b.WriteString(interp.AvalsKey([]interp.Aval{interp.AvalOf(c)}))
 			b.WriteByte(',')
 		}
 	}

@@ -157,7 +157,7 @@ func checkpointFlat(f func([]*tensor) []*tensor, policy SavePolicy, plans *planC
 	return func(leaves []*tensor) []*tensor {
 		avals := make([]interp.Aval, len(leaves))
 		for i, l := range leaves {
-			avals[i] = l.Aval()
+			avals[i] = interp.AvalOf(l)
 		}
 		// f is traced through Functionalize, as Compile traces it, so
 		// in-place writes (through views, into tensors f makes, into
@@ -378,7 +378,7 @@ func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
 				continue
 			}
 			if t == nil {
-				t = autodiff.Zeros(outs[i].Aval())
+				t = autodiff.Zeros(interp.AvalOf(outs[i]))
 			}
 			res = append(res, t)
 		}
@@ -601,7 +601,7 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 	for _, v := range p.consts {
 		// Snapshots, as traced constants are: a later in-place write
 		// into an argument does not reach the backward pass.
-		lin.ConstVals = append(lin.ConstVals, env[v].Snapshot())
+		lin.ConstVals = append(lin.ConstVals, interp.Snapshot(env[v]))
 	}
 	for k, e := range j.Eqns {
 		if p.recompute[k] || !p.known[k] {
@@ -808,7 +808,7 @@ func isSplat(t *tensor) bool {
 	if !t.IsConcrete() || t.Rank() == 0 {
 		return false
 	}
-	arr, _ := t.Array()
+	arr, _ := interp.ArrayOf(t)
 	if len(arr.Strides) != len(arr.Shape) {
 		return false
 	}

@@ -98,7 +98,7 @@ func batchedParams[P any](cache *lru.Cache[string, P], name string, size int, va
 	for i, v := range vals {
 		b.WriteByte(',')
 		b.WriteString(strconv.Itoa(dims[i]))
-		avals[i] = v.Aval()
+		avals[i] = interp.AvalOf(v)
 	}
 	b.WriteByte(':')
 	b.WriteString(interp.AvalsKey(avals))

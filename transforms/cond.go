@@ -550,7 +550,7 @@ func switchTree[A, R any](op string, idx *tensor, branches []func(A) R, names []
 	leaves, def := flatten(op, operands)
 	avals := make([]interp.Aval, len(leaves))
 	for i, l := range leaves {
-		avals[i] = l.Aval()
+		avals[i] = interp.AvalOf(l)
 	}
 	n := len(branches)
 	calls := make([]*customCall, n)
@@ -591,7 +591,7 @@ func switchTree[A, R any](op string, idx *tensor, branches []func(A) R, names []
 				continue
 			}
 			for _, t := range cs {
-				in = append(in, &interp.Var{ID: next, Aval: t.Aval()})
+				in = append(in, &interp.Var{ID: next, Aval: interp.AvalOf(t)})
 				next++
 			}
 		}

@@ -98,7 +98,7 @@ func jacobianNamed(op, name string, forward bool, fl func([]*tensor) []*tensor, 
 		copy(all, cts)
 		in := lin.Transpose(all)
 		for i := range in {
-			in[i] = autodiff.ZerosIfNil(in[i], leaves[i].Aval())
+			in[i] = autodiff.ZerosIfNil(in[i], interp.AvalOf(leaves[i]))
 		}
 		return in
 	}, basis, axes, func([]*tensor) []int { return outAxes }, nil)

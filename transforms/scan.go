@@ -297,8 +297,8 @@ func sharesMemory(a, b *tensor) bool {
 	if a == b || interp.SameStorage(a, b) {
 		return true
 	}
-	x, _ := a.Array()
-	y, _ := b.Array()
+	x, _ := interp.ArrayOf(a)
+	y, _ := interp.ArrayOf(b)
 	rx, ry := reflect.ValueOf(x.Buf), reflect.ValueOf(y.Buf)
 	if rx.Kind() != reflect.Slice || ry.Kind() != reflect.Slice {
 		return true
@@ -330,7 +330,7 @@ func scanEvalImpl(params any, args []*tensor) []*tensor {
 	// captured tensor, say) on every run: copy the xs and the constants
 	// once, before the loop.
 	for i := s.nCarry; i < len(args); i++ {
-		if a, _ := args[i].Array(); !a.IsContiguous() {
+		if a, _ := interp.ArrayOf(args[i]); !a.IsContiguous() {
 			args[i] = interp.Contiguous(args[i])
 		}
 	}
@@ -338,7 +338,7 @@ func scanEvalImpl(params any, args []*tensor) []*tensor {
 	// only when the operands live there too.
 	onDefault := true
 	for _, a := range args {
-		if _, be := a.Array(); be != interp.DefaultBackend() {
+		if _, be := interp.ArrayOf(a); be != interp.DefaultBackend() {
 			onDefault = false
 		}
 	}
@@ -687,7 +687,7 @@ func scanBatched(prim *interp.Prim, size int, params any, vals []*tensor, dims [
 				v = peel.MoveAxis(v, d, 0)
 			}
 			ops[i], bodyDims[i] = v, 0
-			avals[i] = interp.Placeholder(v.Aval())
+			avals[i] = interp.Placeholder(interp.AvalOf(v))
 		case i < nC+nX:
 			// The scanned axis stays 0: a batch dimension goes to 1, and
 			// the body sees the slices batched at 0.
@@ -702,7 +702,7 @@ func scanBatched(prim *interp.Prim, size int, params any, vals []*tensor, dims [
 			avals[i] = interp.Placeholder(interp.Aval{Shape: v.Shape()[1:], DType: v.DType()})
 		default:
 			ops[i], bodyDims[i] = v, d
-			avals[i] = interp.Placeholder(v.Aval())
+			avals[i] = interp.Placeholder(interp.AvalOf(v))
 		}
 	}
 	bp := batchedParams(&s.batched, "scan", size, avals, bodyDims, func(xs []*tensor) []*tensor { return s.body.Eval(xs...) },
@@ -876,7 +876,7 @@ func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...peel.S
 	}
 	st := &scanStepper[C, X, Y]{op: op, f: f, cdef: cdef, xdef: xdef, cc: &customCall{op: op, in: cdef}, cy: &customCall{op: op}, policy: cfg.policy}
 	for _, l := range cl {
-		st.cavals = append(st.cavals, l.Aval())
+		st.cavals = append(st.cavals, interp.AvalOf(l))
 	}
 	u := min(cfg.unroll, length)
 	if u <= 1 {
@@ -936,7 +936,7 @@ func (st *scanStepper[C, X, Y]) step(carry, x []*tensor) ([]*tensor, []*tensor) 
 		treeErrorf(op, "f must return a carry of init's structure: %s", d)
 	}
 	for i, l := range cl {
-		if got := l.Aval(); !got.Equal(st.cavals[i]) {
+		if got := interp.AvalOf(l); !got.Equal(st.cavals[i]) {
 			treeErrorf(op, "f returns %v at carry path %s but init has %v: the carry must keep its shapes and dtypes", got, pathOr(st.cc.out.Paths()[i]), st.cavals[i])
 		}
 	}
@@ -944,7 +944,7 @@ func (st *scanStepper[C, X, Y]) step(carry, x []*tensor) ([]*tensor, []*tensor) 
 	if st.ydef == nil {
 		st.ydef = st.cy.out
 		for _, l := range yl {
-			st.yavals = append(st.yavals, l.Aval())
+			st.yavals = append(st.yavals, interp.AvalOf(l))
 		}
 		return cl, yl
 	}
@@ -952,7 +952,7 @@ func (st *scanStepper[C, X, Y]) step(carry, x []*tensor) ([]*tensor, []*tensor) 
 		treeErrorf(op, "f must return a y of one structure at every step: %s", d)
 	}
 	for i, l := range yl {
-		if got := l.Aval(); !got.Equal(st.yavals[i]) {
+		if got := interp.AvalOf(l); !got.Equal(st.yavals[i]) {
 			treeErrorf(op, "f returns %v at y path %s but %v at an earlier step: the y must keep its shapes and dtypes", got, pathOr(st.cy.out.Paths()[i]), st.yavals[i])
 		}
 	}

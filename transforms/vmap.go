@@ -213,7 +213,7 @@ func vmapRun(size int, fl func([]*tensor) []*tensor, inputs []*tensor, axes []in
 		}
 		a := oax[i]
 		if a == unmapped {
-			if tr := o.Tracer(); tr != nil && tr.Level() == b.Level() {
+			if tr := interp.TracerOf(o); tr != nil && tr.Level() == b.Level() {
 				treeErrorf("transforms.Vmap", "result %s is batched but its out axis is NoAxis", names.outName(i))
 			}
 			res[i] = o

@@ -98,7 +98,7 @@ func whileRun(w *whileParams, args []*tensor) []*tensor {
 	in := append([]*tensor(nil), args...)
 	for {
 		p := w.cond.Eval(in...)[0]
-		if p.IsStaged() {
+		if interp.IsStaged(p) {
 			e := interp.Errorf("a while loop cannot be decomposed into the primitives of its steps (MakeGraph with Decompose): its number of steps is known only when it runs")
 			e.Ops = []string{"transforms.WhileLoop"}
 			panic(e)

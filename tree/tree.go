@@ -6,6 +6,7 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/internal/treeimpl"
+	"github.com/peel-ml/peel/interp"
 )
 
 // flat flattens t for op, panicking with *peel.Error on an invalid tree.
@@ -120,7 +121,7 @@ func Stack[A any](ts []A) A {
 		col := make([]*peel.Tensor, len(ts))
 		for k := range ts {
 			col[k] = all[k][i]
-			if !col[k].Aval().Equal(col[0].Aval()) {
+			if !interp.AvalOf(col[k]).Equal(interp.AvalOf(col[0])) {
 				treeimpl.Errorf(op, "%s is %s in tree %d but %s in tree 0", def.LeafName("the tree (one tensor)", i), col[k].TypeString(), k, col[0].TypeString())
 			}
 		}
