@@ -3,10 +3,10 @@ package tree
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/internal/treeimpl"
-	"github.com/peel-ml/peel/interp"
 )
 
 // flat flattens t for op, panicking with *peel.Error on an invalid tree.
@@ -121,7 +121,7 @@ func Stack[A any](ts []A) A {
 		col := make([]*peel.Tensor, len(ts))
 		for k := range ts {
 			col[k] = all[k][i]
-			if !interp.AvalOf(col[k]).Equal(interp.AvalOf(col[0])) {
+			if col[k].DType() != col[0].DType() || !slices.Equal(col[k].Shape(), col[0].Shape()) {
 				treeimpl.Errorf(op, "%s is %s in tree %d but %s in tree 0", def.LeafName("the tree (one tensor)", i), col[k].TypeString(), k, col[0].TypeString())
 			}
 		}

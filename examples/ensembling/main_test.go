@@ -7,7 +7,6 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/examples/internal/reftest"
-	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/tree"
 )
 
@@ -56,7 +55,7 @@ func TestTrainEnsembleEqualsLoop(t *testing.T) {
 
 func closeTo(t *testing.T, what string, got, want *peel.Tensor) {
 	t.Helper()
-	if !interp.AvalOf(got).Equal(interp.AvalOf(want)) {
+	if got.TypeString() != want.TypeString() {
 		t.Fatalf("%s: %s, want %s", what, got.TypeString(), want.TypeString())
 	}
 	g, w := peel.AsType(got, peel.Float64).Float64s(), peel.AsType(want, peel.Float64).Float64s()
