@@ -146,6 +146,6 @@ func ExampleUseBackend() {
 	// cpu
 	// kernel exp
 	// [2.7182818 7.3890561]
-	// peel.Add: add: operands live on different backends (cpu, logging) at backend_test.go:140
+	// peel.Add: add: operands live on different backends (cpu, logging) at backend_test.go:141
 	// cpu
 }
