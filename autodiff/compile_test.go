@@ -16,6 +16,7 @@ import (
 	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/internal/interptest"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -25,99 +26,6 @@ import (
 // the same arguments: the blocked evaluation runs the same kernels on the
 // same elements, so the results must agree bit for bit (NaNs compare
 // equal whatever their payload).
-
-// Sizes around the blocked evaluation's parameters (autodiff/compile.go).
-const (
-	ctBlock = 4096        // elements per block
-	ctMin   = 4 * ctBlock // smallest fused size
-)
-
-// ctTensor returns a contiguous tensor holding data (a []bool, []int64,
-// []float32 or []float64) with the given shape.
-func ctTensor(data any, shape ...int) *interp.Tensor {
-	be := cpu.New()
-	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data), Shape: shape})
-}
-
-// ctSplat broadcasts the one-element slice v, as a rank-0 tensor, to
-// shape: a zero-stride view.
-func ctSplat(v any, shape ...int) *interp.Tensor {
-	s := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: shape, Dims: []int{}}, ctTensor(v))
-	if a, _ := interp.ArrayOf(s); !a.IsSplat() {
-		panic("ctSplat: not a splat")
-	}
-	return s
-}
-
-// ctHost returns t's elements in row-major order.
-func ctHost(t *interp.Tensor) any {
-	a, be := interp.ArrayOf(t)
-	return be.ToHost(a)
-}
-
-func ctDiffSlice[T comparable](got, want []T, same func(a, b T) bool) string {
-	if len(got) != len(want) {
-		return fmt.Sprintf("got %d elements, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if !same(got[i], want[i]) {
-			return fmt.Sprintf("element %d: got %v, want %v", i, got[i], want[i])
-		}
-	}
-	return ""
-}
-
-// ctDiff describes the first difference between two host slices, or
-// returns "" when they are equal bit for bit (any NaN equals any NaN).
-func ctDiff(got, want any) string {
-	eq := func(a, b int64) bool { return a == b }
-	switch w := want.(type) {
-	case []float64:
-		if g, ok := got.([]float64); ok {
-			return ctDiffSlice(g, w, func(a, b float64) bool {
-				return math.Float64bits(a) == math.Float64bits(b) || (a != a && b != b)
-			})
-		}
-	case []float32:
-		if g, ok := got.([]float32); ok {
-			return ctDiffSlice(g, w, func(a, b float32) bool {
-				return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
-			})
-		}
-	case []int64:
-		if g, ok := got.([]int64); ok {
-			return ctDiffSlice(g, w, eq)
-		}
-	case []bool:
-		if g, ok := got.([]bool); ok {
-			return ctDiffSlice(g, w, func(a, b bool) bool { return a == b })
-		}
-	}
-	return fmt.Sprintf("got %T, want %T", got, want)
-}
-
-type ctFataler interface {
-	Fatalf(format string, args ...any)
-}
-
-// ctSameResults fails unless got and want hold the same tensors' types
-// and elements.
-func ctSameResults(t ctFataler, what string, got, want []*interp.Tensor) {
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d results, want %d", what, len(got), len(want))
-	}
-	for i := range want {
-		if !got[i].IsConcrete() {
-			t.Fatalf("%s: result %d is not concrete", what, i)
-		}
-		if got[i].TypeString() != want[i].TypeString() {
-			t.Fatalf("%s: result %d is %s, want %s", what, i, got[i].TypeString(), want[i].TypeString())
-		}
-		if d := ctDiff(ctHost(got[i]), ctHost(want[i])); d != "" {
-			t.Fatalf("%s: result %d: %s", what, i, d)
-		}
-	}
-}
 
 // ctData returns n random elements of dtype dt: floats in [-3, 3) with a
 // few zeros of both signs, infinities and NaNs; integers in [-20, 20].
@@ -172,7 +80,7 @@ func ctInput(rng *rand.Rand, dt backend.DType, layout int, shape ...int) *interp
 	var x *interp.Tensor
 	switch layout {
 	case ctOffset:
-		flat := ctTensor(ctData(rng, dt, n+3), n+3)
+		flat := interptest.Tensor(ctData(rng, dt, n+3), n+3)
 		x = interp.Bind1(prims.Slice, prims.SliceParams{Start: []int{3}, Limit: []int{n + 3}, Stride: []int{1}}, flat)
 		x = interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: shape}, x)
 		if a, _ := interp.ArrayOf(x); !a.IsContiguous() || a.Offset != 3 {
@@ -180,17 +88,17 @@ func ctInput(rng *rand.Rand, dt backend.DType, layout int, shape ...int) *interp
 		}
 	case ctStrided:
 		if len(shape) == 2 {
-			tr := ctTensor(ctData(rng, dt, n), shape[1], shape[0])
+			tr := interptest.Tensor(ctData(rng, dt, n), shape[1], shape[0])
 			x = interp.Bind1(prims.Transpose, prims.TransposeParams{Perm: []int{1, 0}}, tr)
 		} else {
-			flat := ctTensor(ctData(rng, dt, 2*n), 2*n)
+			flat := interptest.Tensor(ctData(rng, dt, 2*n), 2*n)
 			x = interp.Bind1(prims.Slice, prims.SliceParams{Start: []int{0}, Limit: []int{2 * n}, Stride: []int{2}}, flat)
 		}
 		if a, _ := interp.ArrayOf(x); a.IsContiguous() && n > 1 {
 			panic("ctInput: strided layout is contiguous")
 		}
 	default:
-		x = ctTensor(ctData(rng, dt, n), shape...)
+		x = interptest.Tensor(ctData(rng, dt, n), shape...)
 	}
 	return x
 }
@@ -198,16 +106,16 @@ func ctInput(rng *rand.Rand, dt backend.DType, layout int, shape ...int) *interp
 // ctCompare evaluates g with Graph.Eval and compiledGraph.Eval on args and
 // fails unless the results agree bit for bit and the arguments are
 // unchanged. It returns the compiled results.
-func ctCompare(t ctFataler, what string, g *interp.Graph, args ...*interp.Tensor) []*interp.Tensor {
+func ctCompare(t interptest.Fataler, what string, g *interp.Graph, args ...*interp.Tensor) []*interp.Tensor {
 	before := make([]any, len(args))
 	for i, a := range args {
-		before[i] = ctHost(a)
+		before[i] = interptest.Host(a)
 	}
 	want := g.Eval(args...)
 	got := autodiff.CompileGraph(g).Eval(args...)
-	ctSameResults(t, what, got, want)
+	interptest.SameResults(t, what, got, want)
 	for i, a := range args {
-		if d := ctDiff(ctHost(a), before[i]); d != "" {
+		if d := interptest.Diff(interptest.Host(a), before[i]); d != "" {
 			t.Fatalf("%s: argument %d changed: %s", what, i, d)
 		}
 	}
@@ -216,7 +124,7 @@ func ctCompare(t ctFataler, what string, g *interp.Graph, args ...*interp.Tensor
 
 // The probe is an elementwise primitive (x ↦ 2x, floats) whose cpu
 // kernel records the size of every call: blocked evaluation calls it on
-// blocks of ctBlock elements, Graph.Eval once on the whole array.
+// blocks of interptest.Block elements, Graph.Eval once on the whole array.
 var (
 	ctProbeMu    sync.Mutex
 	ctProbeSizes []int
@@ -263,25 +171,14 @@ func ctProbed(f func()) []int {
 // ctBlocks returns the sorted block sizes of an n-element blocked run.
 func ctBlocks(n int) []int {
 	var s []int
-	if r := n % ctBlock; r != 0 {
+	if r := n % interptest.Block; r != 0 {
 		s = append(s, r)
 	}
-	for range n / ctBlock {
-		s = append(s, ctBlock)
+	for range n / interptest.Block {
+		s = append(s, interptest.Block)
 	}
 	return s
 }
-
-func ctBind(p *interp.Prim, args ...*interp.Tensor) *interp.Tensor {
-	return interp.Bind1(p, nil, args...)
-}
-
-// ctTrace traces f on example arguments of the given types.
-func ctTrace(f func(a []*interp.Tensor) []*interp.Tensor, avals ...interp.Aval) *interp.Graph {
-	return interp.TraceAvals("trace", f, avals)
-}
-
-func ctAval(dt backend.DType, shape ...int) interp.Aval { return interp.Aval{Shape: shape, DType: dt} }
 
 // ctOp is one operation of a random program.
 type ctOp struct {
@@ -310,8 +207,8 @@ func ctPrimOf(name string) *interp.Prim {
 }
 
 var (
-	ctSmallShapes = [][]int{{1}, {7}, {3, 5}, {100}, {ctBlock}, {ctMin - 1}, {2, 70}}
-	ctLargeShapes = [][]int{{ctMin}, {ctMin + 1}, {4, ctBlock + 1}, {5*ctBlock + 3}, {160, 128}}
+	ctSmallShapes = [][]int{{1}, {7}, {3, 5}, {100}, {interptest.Block}, {interptest.Min - 1}, {2, 70}}
+	ctLargeShapes = [][]int{{interptest.Min}, {interptest.Min + 1}, {4, interptest.Block + 1}, {5*interptest.Block + 3}, {160, 128}}
 )
 
 // TestCompileRandomPrograms draws elementwise programs over one to three
@@ -335,10 +232,10 @@ func TestCompileRandomPrograms(t *testing.T) {
 
 		var consts []*interp.Tensor
 		for range rapid.IntRange(0, 2).Draw(t, "full consts") {
-			consts = append(consts, ctTensor(ctData(rng, dt, n), shape...))
+			consts = append(consts, interptest.Tensor(ctData(rng, dt, n), shape...))
 		}
 		for range rapid.IntRange(0, 2).Draw(t, "splat consts") {
-			consts = append(consts, ctSplat(ctScalar(rng, dt), shape...))
+			consts = append(consts, interptest.Splat(ctScalar(rng, dt), shape...))
 		}
 		nIn := rapid.IntRange(1, 3).Draw(t, "inputs")
 		args := make([]*interp.Tensor, nIn)
@@ -354,7 +251,7 @@ func TestCompileRandomPrograms(t *testing.T) {
 			}
 		}
 		steps := rapid.IntRange(1, 8).Draw(t, "steps")
-		g := ctTrace(func(in []*interp.Tensor) []*interp.Tensor {
+		g := interptest.Trace(func(in []*interp.Tensor) []*interp.Tensor {
 			vals := append(slices.Clone(in), consts...)
 			pick := func(bools bool, label string) *interp.Tensor {
 				var idx []int
@@ -403,26 +300,26 @@ func TestCompileRandomPrograms(t *testing.T) {
 func TestCompileBlocks(t *testing.T) {
 	defer cpu.SetThreads(0)
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{ctMin - 1, ctMin, ctMin + 1, 5*ctBlock + 3, 8 * ctBlock} {
+	for _, n := range []int{interptest.Min - 1, interptest.Min, interptest.Min + 1, 5*interptest.Block + 3, 8 * interptest.Block} {
 		for _, th := range []int{1, 3, 0} {
 			cpu.SetThreads(th)
-			c := ctTensor(ctData(rng, backend.Float64, n), n)
-			s := ctSplat([]float64{0.5}, n)
-			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-				y := ctBind(prims.Add, ctBind(ctProbe, a[0]), c)
-				return []*interp.Tensor{ctBind(prims.Tanh, ctBind(prims.Mul, y, s))}
-			}, ctAval(backend.Float64, n))
-			x := ctTensor(ctData(rng, backend.Float64, n), n)
+			c := interptest.Tensor(ctData(rng, backend.Float64, n), n)
+			s := interptest.Splat([]float64{0.5}, n)
+			g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+				y := interptest.Bind(prims.Add, interptest.Bind(ctProbe, a[0]), c)
+				return []*interp.Tensor{interptest.Bind(prims.Tanh, interptest.Bind(prims.Mul, y, s))}
+			}, interptest.Aval(backend.Float64, n))
+			x := interptest.Tensor(ctData(rng, backend.Float64, n), n)
 			var got []*interp.Tensor
 			sizes := ctProbed(func() { got = autodiff.CompileGraph(g).Eval(x) })
 			want := []int{n}
-			if n >= ctMin {
+			if n >= interptest.Min {
 				want = ctBlocks(n)
 			}
 			if !slices.Equal(sizes, want) {
 				t.Errorf("n=%d threads=%d: probe calls of sizes %v, want %v", n, th, sizes, want)
 			}
-			ctSameResults(t, fmt.Sprintf("n=%d threads=%d", n, th), got, g.Eval(x))
+			interptest.SameResults(t, fmt.Sprintf("n=%d threads=%d", n, th), got, g.Eval(x))
 		}
 	}
 }
@@ -432,13 +329,13 @@ func TestCompileBlocks(t *testing.T) {
 func TestCompileThreadCounts(t *testing.T) {
 	defer cpu.SetThreads(0)
 	rng := rand.New(rand.NewPCG(3, 4))
-	n := 6*ctBlock + 17
+	n := 6*interptest.Block + 17
 	for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
 		x := ctInput(rng, dt, ctContiguous, n)
 		y := ctInput(rng, dt, ctStrided, n)
-		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-			p := ctBind(prims.Exp, ctBind(prims.Neg, ctBind(prims.Mul, a[0], a[0])))
-			return []*interp.Tensor{ctBind(prims.Max, ctBind(prims.Tanh, a[1]), p), ctBind(prims.Logistic, ctBind(prims.Sub, a[0], a[1]))}
+		g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+			p := interptest.Bind(prims.Exp, interptest.Bind(prims.Neg, interptest.Bind(prims.Mul, a[0], a[0])))
+			return []*interp.Tensor{interptest.Bind(prims.Max, interptest.Bind(prims.Tanh, a[1]), p), interptest.Bind(prims.Logistic, interptest.Bind(prims.Sub, a[0], a[1]))}
 		}, interp.AvalOf(x), interp.AvalOf(y))
 		var first []*interp.Tensor
 		for _, th := range []int{1, 3, 0} {
@@ -447,7 +344,7 @@ func TestCompileThreadCounts(t *testing.T) {
 			if first == nil {
 				first = got
 			} else {
-				ctSameResults(t, fmt.Sprintf("%v threads=%d vs 1", dt, th), got, first)
+				interptest.SameResults(t, fmt.Sprintf("%v threads=%d vs 1", dt, th), got, first)
 			}
 		}
 	}
@@ -457,14 +354,14 @@ func TestCompileThreadCounts(t *testing.T) {
 // constant (full or splat) or the same var twice, in a fused graph.
 func TestCompileOutputsAliasing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	n := 5*ctBlock + 1
-	c := ctTensor(ctData(rng, backend.Float64, n), n)
-	s := ctSplat([]float64{-1.25}, n)
-	g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-		y := ctBind(prims.Add, ctBind(prims.Mul, a[0], c), s)
-		z := ctBind(prims.Lt, y, a[1])
+	n := 5*interptest.Block + 1
+	c := interptest.Tensor(ctData(rng, backend.Float64, n), n)
+	s := interptest.Splat([]float64{-1.25}, n)
+	g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+		y := interptest.Bind(prims.Add, interptest.Bind(prims.Mul, a[0], c), s)
+		z := interptest.Bind(prims.Lt, y, a[1])
 		return []*interp.Tensor{a[0], c, y, y, s, z, a[1], y}
-	}, ctAval(backend.Float64, n), ctAval(backend.Float64, n))
+	}, interptest.Aval(backend.Float64, n), interptest.Aval(backend.Float64, n))
 	if len(g.Consts) != 2 || len(g.Eqns) != 3 {
 		t.Fatalf("unexpected graph:\n%v", g)
 	}
@@ -488,18 +385,18 @@ func TestCompileOutputsAliasing(t *testing.T) {
 		}
 	}
 	cBefore := c.Float64s()
-	interp.Bind(prims.AddInPlace, nil, got[1], ctBind(prims.Add, got[1], got[1]))
-	interp.Bind(prims.AddInPlace, nil, want[1], ctBind(prims.Add, want[1], want[1]))
-	if d := ctDiff(ctHost(c), cBefore); d != "" {
+	interp.Bind(prims.AddInPlace, nil, got[1], interptest.Bind(prims.Add, got[1], got[1]))
+	interp.Bind(prims.AddInPlace, nil, want[1], interptest.Bind(prims.Add, want[1], want[1]))
+	if d := interptest.Diff(interptest.Host(c), cBefore); d != "" {
 		t.Errorf("writing a constant output changed the traced tensor: %s", d)
 	}
-	ctSameResults(t, "after writing constant outputs", autodiff.CompileGraph(g).Eval(x, w), g.Eval(x, w))
-	if d := ctDiff(ctHost(g.Eval(x, w)[1]), cBefore); d != "" {
+	interptest.SameResults(t, "after writing constant outputs", autodiff.CompileGraph(g).Eval(x, w), g.Eval(x, w))
+	if d := interptest.Diff(interptest.Host(g.Eval(x, w)[1]), cBefore); d != "" {
 		t.Errorf("writing a constant output changed the graph: %s", d)
 	}
 
 	// Only inputs and constants: no equations.
-	id := ctTrace(func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{a[0], c, a[0]} }, ctAval(backend.Float64, n))
+	id := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{a[0], c, a[0]} }, interptest.Aval(backend.Float64, n))
 	got = ctCompare(t, "identity", id, x)
 	if got[0] != x || got[2] != x {
 		t.Errorf("identity graph does not return its argument")
@@ -518,23 +415,23 @@ func TestCompileStridedInputs(t *testing.T) {
 			args := []*interp.Tensor{
 				ctInput(rng, dt, ctStrided, shape...),
 				ctInput(rng, dt, ctOffset, shape...),
-				ctSplat(ctScalar(rng, dt), shape...),
+				interptest.Splat(ctScalar(rng, dt), shape...),
 				ctInput(rng, dt, ctContiguous, shape...),
 			}
 			avals := make([]interp.Aval, len(args))
 			for i, a := range args {
 				avals[i] = interp.AvalOf(a)
 			}
-			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-				y := ctBind(prims.Sub, ctBind(prims.Mul, a[0], a[1]), a[2])
-				return []*interp.Tensor{ctBind(prims.Max, y, a[3]), ctBind(prims.Add, a[2], a[0])}
+			g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+				y := interptest.Bind(prims.Sub, interptest.Bind(prims.Mul, a[0], a[1]), a[2])
+				return []*interp.Tensor{interptest.Bind(prims.Max, y, a[3]), interptest.Bind(prims.Add, a[2], a[0])}
 			}, avals...)
 			ctCompare(t, fmt.Sprintf("%v threads=%d", dt, th), g, args...)
 			// A float64 oracle for the first element of the transposed input.
 			if dt == backend.Float64 {
 				got := autodiff.CompileGraph(g).Eval(args...)[1].Float64s()
-				x0 := ctHost(args[0]).([]float64)
-				s := ctHost(args[2]).([]float64)
+				x0 := interptest.Host(args[0]).([]float64)
+				s := interptest.Host(args[2]).([]float64)
 				for i := range got {
 					if w := s[i] + x0[i]; math.Float64bits(w) != math.Float64bits(got[i]) && !(math.IsNaN(w) && math.IsNaN(got[i])) {
 						t.Fatalf("threads=%d: element %d = %v, want %v", th, i, got[i], w)
@@ -550,9 +447,9 @@ func TestCompileStridedInputs(t *testing.T) {
 // Graph.Eval.
 func TestCompileFallback(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	n := 5 * ctBlock
-	x := ctTensor(ctData(rng, backend.Float64, n), n)
-	m := ctTensor(ctData(rng, backend.Float64, 128*160), 128, 160)
+	n := 5 * interptest.Block
+	x := interptest.Tensor(ctData(rng, backend.Float64, n), n)
+	m := interptest.Tensor(ctData(rng, backend.Float64, 128*160), 128, 160)
 	cases := []struct {
 		name  string
 		g     *interp.Graph
@@ -561,47 +458,47 @@ func TestCompileFallback(t *testing.T) {
 	}{
 		{
 			name: "reduce_sum",
-			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-				y := ctBind(ctProbe, a[0])
+			g: interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+				y := interptest.Bind(ctProbe, a[0])
 				return []*interp.Tensor{y, interp.Bind1(prims.ReduceSum, prims.ReduceParams{Axes: []int{0}}, y)}
 			}, interp.AvalOf(x)),
 			args: []*interp.Tensor{x}, sizes: []int{n},
 		},
 		{
 			name: "dot_general",
-			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+			g: interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
 				d := interp.Bind1(prims.DotGeneral, prims.DotParams{LhsContract: []int{1}, RhsContract: []int{1}}, a[0], a[0])
-				return []*interp.Tensor{ctBind(ctProbe, d)}
+				return []*interp.Tensor{interptest.Bind(ctProbe, d)}
 			}, interp.AvalOf(m)),
 			args: []*interp.Tensor{m}, sizes: []int{128 * 128},
 		},
 		{
 			name: "mismatched shapes",
-			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-				return []*interp.Tensor{ctBind(ctProbe, a[0]), ctBind(ctProbe, a[1])}
+			g: interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{interptest.Bind(ctProbe, a[0]), interptest.Bind(ctProbe, a[1])}
 			}, interp.AvalOf(x), interp.AvalOf(m)),
 			args: []*interp.Tensor{x, m}, sizes: []int{n, 128 * 160},
 		},
 		{
 			name: "output of another shape",
-			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-				return []*interp.Tensor{ctBind(ctProbe, a[0]), a[1]}
+			g: interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{interptest.Bind(ctProbe, a[0]), a[1]}
 			}, interp.AvalOf(x), interp.AvalOf(m)),
 			args: []*interp.Tensor{x, m}, sizes: []int{n},
 		},
 		{
 			name: "broadcast in graph",
-			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+			g: interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
 				b := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{n}, Dims: []int{}}, a[1])
-				return []*interp.Tensor{ctBind(ctProbe, ctBind(prims.Add, a[0], b))}
-			}, interp.AvalOf(x), ctAval(backend.Float64)),
-			args: []*interp.Tensor{x, ctTensor([]float64{3})}, sizes: []int{n},
+				return []*interp.Tensor{interptest.Bind(ctProbe, interptest.Bind(prims.Add, a[0], b))}
+			}, interp.AvalOf(x), interptest.Aval(backend.Float64)),
+			args: []*interp.Tensor{x, interptest.Tensor([]float64{3})}, sizes: []int{n},
 		},
 		{
 			name: "select",
-			g: ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-				y := ctBind(ctProbe, a[0])
-				return []*interp.Tensor{interp.Bind1(prims.Where, nil, ctBind(prims.Lt, a[0], y), a[0], y)}
+			g: interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+				y := interptest.Bind(ctProbe, a[0])
+				return []*interp.Tensor{interp.Bind1(prims.Where, nil, interptest.Bind(prims.Lt, a[0], y), a[0], y)}
 			}, interp.AvalOf(x)),
 			args: []*interp.Tensor{x}, sizes: []int{n},
 		},
@@ -621,10 +518,10 @@ func TestCompileFallback(t *testing.T) {
 
 // TestCompileErrors checks that bad arguments fail as with Graph.Eval.
 func TestCompileErrors(t *testing.T) {
-	n := ctMin
-	x := ctTensor(make([]float64, n), n)
-	g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-		return []*interp.Tensor{ctBind(prims.Add, a[0], a[1])}
+	n := interptest.Min
+	x := interptest.Tensor(make([]float64, n), n)
+	g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+		return []*interp.Tensor{interptest.Bind(prims.Add, a[0], a[1])}
 	}, interp.AvalOf(x), interp.AvalOf(x))
 	c := autodiff.CompileGraph(g)
 	if autodiff.GraphOf(c) != g {
@@ -634,9 +531,9 @@ func TestCompileErrors(t *testing.T) {
 		{x},
 		{x, x, x},
 		{x, nil},
-		{x, ctTensor(make([]float64, n-1), n-1)},
-		{x, ctTensor(make([]float32, n), n)},
-		{x, ctTensor(make([]float64, n), n/2, 2)},
+		{x, interptest.Tensor(make([]float64, n-1), n-1)},
+		{x, interptest.Tensor(make([]float32, n), n)},
+		{x, interptest.Tensor(make([]float64, n), n/2, 2)},
 	} {
 		want := interp.Catch(func() { g.Eval(args...) })
 		got := interp.Catch(func() { c.Eval(args...) })
@@ -669,15 +566,15 @@ var ctFail = func() *interp.Prim {
 // reaches the caller of compiledGraph.Eval, at every thread count.
 func TestCompileKernelPanic(t *testing.T) {
 	defer cpu.SetThreads(0)
-	n := 7*ctBlock + 5
+	n := 7*interptest.Block + 5
 	for _, th := range []int{1, 3, 0} {
 		cpu.SetThreads(th)
-		for _, at := range []int{0, 3 * ctBlock, n - 1} {
+		for _, at := range []int{0, 3 * interptest.Block, n - 1} {
 			data := make([]float64, n)
 			data[at] = 13
-			x := ctTensor(data, n)
-			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-				return []*interp.Tensor{ctBind(prims.Neg, ctBind(ctFail, ctBind(prims.Abs, a[0])))}
+			x := interptest.Tensor(data, n)
+			g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{interptest.Bind(prims.Neg, interptest.Bind(ctFail, interptest.Bind(prims.Abs, a[0])))}
 			}, interp.AvalOf(x))
 			err := interp.Catch(func() { autodiff.CompileGraph(g).Eval(x) })
 			var e *interp.Error
@@ -701,10 +598,10 @@ var ctNoKernel = func() *interp.Prim {
 // TestCompileNoKernel checks that a primitive without a kernel fails
 // with the same *Error under compiledGraph.Eval as under Graph.Eval.
 func TestCompileNoKernel(t *testing.T) {
-	for _, n := range []int{10, ctMin, 5*ctBlock + 1} {
-		x := ctTensor(make([]float64, n), n)
-		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-			return []*interp.Tensor{ctBind(ctNoKernel, ctBind(prims.Exp, a[0]))}
+	for _, n := range []int{10, interptest.Min, 5*interptest.Block + 1} {
+		x := interptest.Tensor(make([]float64, n), n)
+		g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+			return []*interp.Tensor{interptest.Bind(ctNoKernel, interptest.Bind(prims.Exp, a[0]))}
 		}, interp.AvalOf(x))
 		want := interp.Catch(func() { g.Eval(x) })
 		var got error
@@ -726,24 +623,24 @@ func TestCompileNoKernel(t *testing.T) {
 // constants of an enclosing trace) falls back to Graph.Eval: the
 // enclosing trace records the same equations.
 func TestCompileTracers(t *testing.T) {
-	n := 5*ctBlock + 7
+	n := 5*interptest.Block + 7
 	rng := rand.New(rand.NewPCG(11, 12))
-	c := ctTensor(ctData(rng, backend.Float64, n), n)
-	av := ctAval(backend.Float64, n)
-	inner := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-		y := ctBind(prims.Tanh, ctBind(prims.Mul, a[0], c))
-		return []*interp.Tensor{ctBind(prims.Add, y, a[1]), y}
+	c := interptest.Tensor(ctData(rng, backend.Float64, n), n)
+	av := interptest.Aval(backend.Float64, n)
+	inner := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+		y := interptest.Bind(prims.Tanh, interptest.Bind(prims.Mul, a[0], c))
+		return []*interp.Tensor{interptest.Bind(prims.Add, y, a[1]), y}
 	}, av, av)
 	comp := autodiff.CompileGraph(inner)
-	x := ctTensor(ctData(rng, backend.Float64, n), n)
+	x := interptest.Tensor(ctData(rng, backend.Float64, n), n)
 	outer := func(eval func(args ...*interp.Tensor) []*interp.Tensor, mixed bool) *interp.Graph {
-		return ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
+		return interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
 			second := a[0]
 			if mixed {
 				second = x // a concrete argument next to a tracer
 			}
-			r := eval(ctBind(prims.Neg, a[0]), second)
-			return []*interp.Tensor{ctBind(prims.Exp, r[0]), r[1]}
+			r := eval(interptest.Bind(prims.Neg, a[0]), second)
+			return []*interp.Tensor{interptest.Bind(prims.Exp, r[0]), r[1]}
 		}, av)
 	}
 	for _, mixed := range []bool{false, true} {
@@ -762,10 +659,10 @@ func TestCompileTracers(t *testing.T) {
 	// there on concrete arguments.
 	var want, got *interp.Graph
 	for _, compiled := range []bool{false, true} {
-		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-			k := ctBind(prims.Exp, a[0])
-			in := ctTrace(func(b []*interp.Tensor) []*interp.Tensor {
-				return []*interp.Tensor{ctBind(prims.Mul, b[0], k)}
+		g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+			k := interptest.Bind(prims.Exp, a[0])
+			in := interptest.Trace(func(b []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{interptest.Bind(prims.Mul, b[0], k)}
 			}, av)
 			eval := in.Eval
 			if compiled {
@@ -790,12 +687,12 @@ func TestCompileConcurrent(t *testing.T) {
 	defer cpu.SetThreads(0)
 	cpu.SetThreads(3)
 	rng := rand.New(rand.NewPCG(13, 14))
-	n := 6*ctBlock + 9
-	c := ctSplat([]float32{0.75}, n)
-	g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-		y := ctBind(prims.Tanh, ctBind(prims.Add, ctBind(prims.Mul, a[0], c), a[1]))
-		return []*interp.Tensor{ctBind(prims.Mul, y, y), ctBind(prims.Gt, y, a[1])}
-	}, ctAval(backend.Float32, n), ctAval(backend.Float32, n))
+	n := 6*interptest.Block + 9
+	c := interptest.Splat([]float32{0.75}, n)
+	g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+		y := interptest.Bind(prims.Tanh, interptest.Bind(prims.Add, interptest.Bind(prims.Mul, a[0], c), a[1]))
+		return []*interp.Tensor{interptest.Bind(prims.Mul, y, y), interptest.Bind(prims.Gt, y, a[1])}
+	}, interptest.Aval(backend.Float32, n), interptest.Aval(backend.Float32, n))
 	comp := autodiff.CompileGraph(g)
 	const workers = 4
 	var args [workers][2]*interp.Tensor
@@ -813,7 +710,7 @@ func TestCompileConcurrent(t *testing.T) {
 			for range 3 {
 				got := comp.Eval(args[w][0], args[w][1])
 				for i := range got {
-					if d := ctDiff(ctHost(got[i]), ctHost(want[w][i])); d != "" {
+					if d := interptest.Diff(interptest.Host(got[i]), interptest.Host(want[w][i])); d != "" {
 						errs <- fmt.Errorf("goroutine %d result %d: %s", w, i, d)
 						return
 					}
@@ -856,13 +753,13 @@ func ctWhole(name string, impl func(a []*interp.Tensor) *interp.Tensor, kernel f
 
 var (
 	ctTanhMul = ctWhole("autodifftest.whole.tanhmul", func(a []*interp.Tensor) *interp.Tensor {
-		return ctBind(prims.Mul, ctBind(prims.Tanh, a[0]), a[1])
+		return interptest.Bind(prims.Mul, interptest.Bind(prims.Tanh, a[0]), a[1])
 	}, nil)
 	ctOuter = ctWhole("autodifftest.whole.outer", func(a []*interp.Tensor) *interp.Tensor {
-		return ctBind(prims.Add, ctBind(ctTanhMul, a[0], a[1]), a[0])
+		return interptest.Bind(prims.Add, interptest.Bind(ctTanhMul, a[0], a[1]), a[0])
 	}, nil)
 	ctKernel = ctWhole("autodifftest.whole.kernel", func(a []*interp.Tensor) *interp.Tensor {
-		return ctBind(prims.Copy, a[0])
+		return interptest.Bind(prims.Copy, a[0])
 	}, func(out []backend.Array) {
 		d := cpu.Float64s(out[0])
 		for i := range d {
@@ -876,18 +773,18 @@ var (
 // gives Graph.Eval's results, and that a whole composite with a kernel
 // runs its kernel (not fused, but the same result).
 func TestCompileWholeComposite(t *testing.T) {
-	for _, n := range []int{3, ctMin + 3} {
+	for _, n := range []int{3, interptest.Min + 3} {
 		x := ctInput(rand.New(rand.NewPCG(1, uint64(n))), backend.Float64, ctContiguous, n)
 		y := ctInput(rand.New(rand.NewPCG(2, uint64(n))), backend.Float64, ctContiguous, n)
 		for _, p := range []*interp.Prim{ctTanhMul, ctOuter} {
-			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{ctBind(p, a[0], a[1])} }, interp.AvalOf(x), interp.AvalOf(y))
+			g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{interptest.Bind(p, a[0], a[1])} }, interp.AvalOf(x), interp.AvalOf(y))
 			if len(g.Eqns) != 1 || g.Eqns[0].Prim != p {
 				t.Fatalf("%s: the trace is not one equation:\n%v", p.Name, g)
 			}
-			ctSameResults(t, fmt.Sprintf("%s n=%d compiled", p.Name, n), autodiff.CompileGraph(g).Eval(x, y), g.Eval(x, y))
+			interptest.SameResults(t, fmt.Sprintf("%s n=%d compiled", p.Name, n), autodiff.CompileGraph(g).Eval(x, y), g.Eval(x, y))
 		}
-		g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-			return []*interp.Tensor{ctBind(prims.Neg, ctBind(ctKernel, a[0]))}
+		g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+			return []*interp.Tensor{interptest.Bind(prims.Neg, interptest.Bind(ctKernel, a[0]))}
 		}, interp.AvalOf(x))
 		for i, v := range autodiff.CompileGraph(g).Eval(x)[0].Float64s() {
 			if v != -42 {
@@ -902,26 +799,26 @@ func TestCompileWholeComposite(t *testing.T) {
 // tensors later, directly, through a view, or through another box
 // sharing the memory (issue 11, D6).
 func TestCompileConstantsByValue(t *testing.T) {
-	f64 := ctAval(backend.Float64, 3)
-	x := ctTensor([]float64{1, 2, 3}, 3)
-	ten := ctSplat([]float64{10}, 3)
+	f64 := interptest.Aval(backend.Float64, 3)
+	x := interptest.Tensor([]float64{1, 2, 3}, 3)
+	ten := interptest.Splat([]float64{10}, 3)
 	writes := map[string]func(w *interp.Tensor){
 		"direct": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, w, ten) },
 		"through a view": func(w *interp.Tensor) {
 			v := interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{3, 1}}, w)
-			interp.Bind(prims.CopyInPlace, nil, v, ctSplat([]float64{10}, 3, 1))
+			interp.Bind(prims.CopyInPlace, nil, v, interptest.Splat([]float64{10}, 3, 1))
 		},
 		"through another box": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, interp.NewBox(w), ten) },
 	}
 	for name, write := range writes {
 		t.Run(name, func(t *testing.T) {
-			w := ctTensor([]float64{1, 1, 1}, 3)
-			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-				return []*interp.Tensor{ctBind(prims.Mul, a[0], w)}
+			w := interptest.Tensor([]float64{1, 1, 1}, 3)
+			g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{interptest.Bind(prims.Mul, a[0], w)}
 			}, f64)
 			write(w)
-			ctSameResults(t, "compiledGraph.Eval after the write", autodiff.CompileGraph(g).Eval(x), []*interp.Tensor{ctTensor([]float64{1, 2, 3}, 3)})
-			ctSameResults(t, "the written tensor", []*interp.Tensor{w}, []*interp.Tensor{ctTensor([]float64{10, 10, 10}, 3)})
+			interptest.SameResults(t, "compiledGraph.Eval after the write", autodiff.CompileGraph(g).Eval(x), []*interp.Tensor{interptest.Tensor([]float64{1, 2, 3}, 3)})
+			interptest.SameResults(t, "the written tensor", []*interp.Tensor{w}, []*interp.Tensor{interptest.Tensor([]float64{10, 10, 10}, 3)})
 		})
 	}
 }
