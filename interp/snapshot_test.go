@@ -31,16 +31,7 @@ func sameF64(t *testing.T, what string, got, want []float64) {
 func TestGraphConstantsByValue(t *testing.T) {
 	f64 := interptest.Aval(backend.Float64, 3)
 	x := interptest.Tensor([]float64{1, 2, 3}, 3)
-	ten := interptest.Splat([]float64{10}, 3)
-	writes := map[string]func(w *interp.Tensor){
-		"direct": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, w, ten) },
-		"through a view": func(w *interp.Tensor) {
-			v := interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{3, 1}}, w)
-			interp.Bind(prims.CopyInPlace, nil, v, interptest.Splat([]float64{10}, 3, 1))
-		},
-		"through another box": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, interp.NewBox(w), ten) },
-	}
-	for name, write := range writes {
+	for name, write := range interptest.Writes() {
 		t.Run(name, func(t *testing.T) {
 			w := interptest.Tensor([]float64{1, 1, 1}, 3)
 			g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {

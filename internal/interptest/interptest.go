@@ -118,3 +118,18 @@ func Trace(f func(a []*interp.Tensor) []*interp.Tensor, avals ...interp.Aval) *i
 
 // Aval returns the abstract value of dtype dt and the shape.
 func Aval(dt backend.DType, shape ...int) interp.Aval { return interp.Aval{Shape: shape, DType: dt} }
+
+// Writes are the ways a test writes 10s into a tensor w of shape [3]
+// after tracing with it: directly, through a view, and through another
+// box sharing its memory.
+func Writes() map[string]func(w *interp.Tensor) {
+	ten := Splat([]float64{10}, 3)
+	return map[string]func(w *interp.Tensor){
+		"direct": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, w, ten) },
+		"through a view": func(w *interp.Tensor) {
+			v := interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{3, 1}}, w)
+			interp.Bind(prims.CopyInPlace, nil, v, Splat([]float64{10}, 3, 1))
+		},
+		"through another box": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, interp.NewBox(w), ten) },
+	}
+}
