@@ -10,6 +10,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/transforms"
 )
 
@@ -29,7 +30,7 @@ func (b *countingBackend) Exec(op backend.Op, params any, in, out []backend.Arra
 
 // backendOf returns the backend a concrete tensor lives on.
 func backendOf(x *peel.Tensor) backend.Backend {
-	_, be := x.Array()
+	_, be := interp.ArrayOf(x)
 	return be
 }
 
@@ -145,6 +146,6 @@ func ExampleUseBackend() {
 	// cpu
 	// kernel exp
 	// [2.7182818 7.3890561]
-	// peel.Add: add: operands live on different backends (cpu, logging) at backend_test.go:140
+	// peel.Add: add: operands live on different backends (cpu, logging) at backend_test.go:141
 	// cpu
 }

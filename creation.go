@@ -11,99 +11,9 @@ import (
 // Creation functions. Their results are concrete tensors with buffers of
 // their own (never zero-stride broadcasts), so users may write into them.
 
-// backendFor returns the backend constants combined with t should live on:
-// t's own for a concrete tensor, the default one otherwise.
-func backendFor(t *Tensor) backend.Backend {
-	if t.IsConcrete() {
-		_, be := t.Array()
-		return be
-	}
-	return interp.DefaultBackend()
-}
-
 // hostFill returns a host slice of n elements of dtype d, all equal to
 // v converted by the one conversion rule (backend.HostFill; see AsType).
 func hostFill(v float64, d DType, n int) any { return backend.HostFill(v, d, n) }
-
-// constantOn returns a rank-0 concrete tensor of dtype d holding v on be.
-func constantOn(be backend.Backend, v float64, d DType) *Tensor {
-	return interp.NewConcrete(be, backend.Array{Buf: backend.FromOwnedHost(be, hostFill(v, d, 1)), Shape: []int{}})
-}
-
-// shapeSize returns the number of elements of shape, panicking with
-// *Error naming op when a dimension is negative or the shape is too large
-// (see backend.CheckedSize).
-func shapeSize(op string, shape []int) int {
-	n, err := backend.CheckedSize(shape)
-	if err != nil {
-		errorf(op, "%v", err)
-	}
-	return n
-}
-
-// allocShape checks a new buffer of dtype dt and the given shape before
-// anything is allocated: it panics with *Error naming op when a dimension
-// is negative, the shape is too large, or the buffer exceeds the
-// allocation limit (see SetMaxAllocBytes). It returns a copy of shape
-// (rank 0 for an empty shape) and its number of elements.
-func allocShape(op string, dt DType, shape []int) ([]int, int) {
-	n, err := backend.AllocSize(dt, shape)
-	if err != nil {
-		errorf(op, "%v", err)
-	}
-	return append([]int{}, shape...), n
-}
-
-// checkResult checks the shape of an op's result of dtype dt as
-// allocShape does when every input is concrete (the result will be
-// allocated now), and only its size otherwise (a traced result is not
-// allocated by the trace).
-func checkResult(op string, dt DType, shape []int, inputs ...*Tensor) {
-	for _, t := range inputs {
-		if !t.IsConcrete() {
-			shapeSize(op, shape)
-			return
-		}
-	}
-	allocShape(op, dt, shape)
-}
-
-// MaxAllocBytes returns the allocation limit: the largest buffer, in
-// bytes, that a constructor or an operation may allocate. It is
-// DefaultMaxAllocBytes unless SetMaxAllocBytes changed it.
-func MaxAllocBytes() int64 { return backend.MaxAllocBytes() }
-
-// SetMaxAllocBytes sets the allocation limit to n bytes and returns the
-// previous limit. Every buffer is checked before it is allocated (by the
-// constructors, and by the backends for the results of operations): one
-// larger than the limit panics with an *Error saying "too large" that
-// names the shape, dtype, size in bytes and limit, instead of exhausting
-// memory. A negative n leaves the limit unchanged (SetMaxAllocBytes(-1)
-// reports it); n = 0 restores the default. The limit is global and safe
-// to change concurrently.
-func SetMaxAllocBytes(n int64) int64 { return backend.SetMaxAllocBytes(n) }
-
-// DefaultMaxAllocBytes returns the default allocation limit: the
-// physical memory of the machine (the total RAM, or the cgroup memory
-// limit when it is lower, on Linux; hw.memsize on macOS), or 64 GiB where
-// it is not known. No single allocation above it could succeed.
-func DefaultMaxAllocBytes() int64 { return backend.DefaultMaxAllocBytes() }
-
-// checkDType panics with *Error naming op unless d is a valid dtype.
-func checkDType(op string, d DType) {
-	if !d.IsValid() {
-		errorf(op, "invalid dtype %v", d)
-	}
-}
-
-// newConcrete returns a concrete tensor of the given shape holding the host
-// slice data on the default backend. data must be a slice the caller has
-// just made and no one else holds: it is adopted, not copied, where the
-// backend allows (backend.FromOwnedHost).
-func newConcrete(data any, shape []int) *Tensor {
-	be := interp.DefaultBackend()
-	return interp.NewConcrete(be, backend.Array{Buf: backend.FromOwnedHost(be, data), Shape: shape})
-}
 
 // Scalar returns a rank-0 tensor holding v: a float64 gives f64, a float32
 // f32, a Go integer (int, int8…int64, uint8…uint32) i64 and a bool bool. It
@@ -214,13 +124,6 @@ func hostFloats(f []float64, d DType) any {
 	return backend.HostConvert(f, d)
 }
 
-func checkNumericDType(op string, dt DType) {
-	checkDType(op, dt)
-	if dt == Bool {
-		errorf(op, "dtype bool is not numeric")
-	}
-}
-
 func checkFinite(op string, vals ...float64) {
 	for _, v := range vals {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -329,4 +232,105 @@ func Eye(dt DType, n int) *Tensor {
 		}
 	}
 	return newConcrete(data, []int{n, n})
+}
+
+// fromHost returns a tensor holding a copy of data, n elements of dtype
+// dt, with the given shape (1-D for nil). It panics with *Error naming op
+// when the shape is invalid or too large, when the data do not fill it,
+// or when the copy exceeds the allocation limit.
+func fromHost(op string, dt DType, data any, n int, shape []int) *Tensor {
+	if shape == nil {
+		shape = []int{n}
+	}
+	size, err := backend.AllocSize(dt, shape)
+	if err != nil {
+		errorf(op, "%v", err)
+	}
+	if size != n {
+		errorf(op, "%d data elements do not fill shape %v (%d elements)", n, shape, size)
+	}
+	shape = append([]int{}, shape...)
+	be := interp.DefaultBackend()
+	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data), Shape: shape})
+}
+
+// FromFloat64s returns a float64 tensor holding a copy of data with the
+// given shape; with no shape it is 1-D. It panics with *Error if a
+// dimension is negative, data does not fill the shape, or the shape or
+// the copy is too large (its number of elements overflows int, or the
+// copy exceeds the allocation limit, SetMaxAllocBytes).
+func FromFloat64s(data []float64, shape ...int) *Tensor {
+	return fromHost("peel.FromFloat64s", Float64, data, len(data), shapeArg(shape))
+}
+
+// FromFloat32s is FromFloat64s for float32 data.
+func FromFloat32s(data []float32, shape ...int) *Tensor {
+	return fromHost("peel.FromFloat32s", Float32, data, len(data), shapeArg(shape))
+}
+
+// FromInt64s is FromFloat64s for int64 data.
+func FromInt64s(data []int64, shape ...int) *Tensor {
+	return fromHost("peel.FromInt64s", Int64, data, len(data), shapeArg(shape))
+}
+
+// FromBools is FromFloat64s for bool data.
+func FromBools(data []bool, shape ...int) *Tensor {
+	return fromHost("peel.FromBools", Bool, data, len(data), shapeArg(shape))
+}
+
+// shapeArg maps a missing variadic shape to nil (1-D) and an explicit
+// empty one (rank 0) to a non-nil empty slice.
+func shapeArg(shape []int) []int {
+	if shape == nil {
+		return nil
+	}
+	return shape
+}
+
+// FromInt32s is FromFloat64s for int32 data: an Int32 tensor.
+func FromInt32s(data []int32, shape ...int) *Tensor {
+	return fromHost("peel.FromInt32s", Int32, data, len(data), shapeArg(shape))
+}
+
+// FromUint8s is FromFloat64s for uint8 data: a Uint8 tensor.
+func FromUint8s(data []uint8, shape ...int) *Tensor {
+	return fromHost("peel.FromUint8s", Uint8, data, len(data), shapeArg(shape))
+}
+
+// FromFloat16s returns a Float16 tensor of data rounded to binary16
+// (to nearest even, ±Inf past 65504, NaN kept), with the given shape;
+// it panics as FromFloat64s does.
+func FromFloat16s(data []float32, shape ...int) *Tensor {
+	h := make([]backend.F16, len(data))
+	for i, v := range data {
+		h[i] = backend.F16FromFloat32(v)
+	}
+	return fromHost("peel.FromFloat16s", Float16, h, len(h), shapeArg(shape))
+}
+
+// FromBFloat16s returns a BFloat16 tensor of data rounded to bfloat16
+// (to nearest even, NaN kept), with the given shape; it panics as
+// FromFloat64s does.
+func FromBFloat16s(data []float32, shape ...int) *Tensor {
+	h := make([]backend.BF16, len(data))
+	for i, v := range data {
+		h[i] = backend.BF16FromFloat32(v)
+	}
+	return fromHost("peel.FromBFloat16s", BFloat16, h, len(h), shapeArg(shape))
+}
+
+// iotaI64 returns the i64 tensor of the given shape whose elements are
+// their index along dim.
+func iotaI64(shape []int, dim int) *Tensor {
+	return interp.Bind1(prims.Iota, prims.IotaParams{DType: Int64, Shape: shape, Dim: dim})
+}
+
+// hostIndices returns the i64 constant data of the given shape on be.
+func hostIndices(be backend.Backend, data []int64, shape []int) *Tensor {
+	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data), Shape: append([]int{}, shape...)})
+}
+
+// fillI64 returns the i64 constant v broadcast to [n] on backend be.
+func fillI64(be backend.Backend, v int64, n int) *Tensor {
+	return broadcastTo(constantOn(be, float64(v), Int64), []int{n})
 }

@@ -16,7 +16,7 @@ func ownsBuffer(t *testing.T, name string, x *peel.Tensor) {
 		t.Errorf("%s: result is not concrete", name)
 		return
 	}
-	arr, _ := x.Array()
+	arr, _ := interp.ArrayOf(x)
 	if arr.Overlaps() || !arr.IsContiguous() || arr.Buf.Len() != x.Size() || arr.Offset != 0 {
 		t.Errorf("%s: result is not a buffer of its own: shape %v strides %v offset %d buffer %d", name, arr.Shape, arr.Strides, arr.Offset, arr.Buf.Len())
 	}

@@ -67,3 +67,36 @@ func TestErrorTable(t *testing.T) {
 		})
 	}
 }
+
+// TestAnnotate checks that peel.Annotate, deferred by a library's op,
+// names it after the ops below it, records the user's call site, leaves
+// other panic values alone and does nothing without a panic.
+func TestAnnotate(t *testing.T) {
+	op := func(x *peel.Tensor) *peel.Tensor {
+		defer peel.Annotate("mylib.Op")
+		return peel.MatMul(x, x)
+	}
+	err := peel.Catch(func() { op(peel.Ones(peel.Float64, 2, 3)) })
+	var e *peel.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v, want a *peel.Error", err)
+	}
+	if got := strings.Join(e.Ops, " "); got != "peel.MatMul mylib.Op" {
+		t.Errorf("Ops = %q, want peel.MatMul then mylib.Op", got)
+	}
+	if !strings.HasPrefix(e.Error(), "mylib.Op > peel.MatMul: ") || !strings.HasSuffix(e.File, "errors_test.go") {
+		t.Errorf("error %q at %s, want it to start with the op chain and name errors_test.go", e.Error(), e.File)
+	}
+	if got := op(peel.Ones(peel.Float64, 2, 2)).Shape(); len(got) != 2 {
+		t.Errorf("no panic: shape %v", got)
+	}
+	defer func() {
+		if r := recover(); r != "other" {
+			t.Errorf("recovered %v, want the panic value unchanged", r)
+		}
+	}()
+	func() {
+		defer peel.Annotate("mylib.Other")
+		panic("other")
+	}()
+}

@@ -592,3 +592,81 @@ func FuzzConv(f *testing.F) {
 		}
 	})
 }
+
+// FuzzShapeMore calls the issue-17 shape and index ops with
+// fuzzer-chosen shapes and integer arguments (offsets, axes, shifts,
+// counts, sizes, indices): each returns a well-formed tensor or panics
+// with a *peel.Error naming it, never a runtime panic.
+func FuzzShapeMore(f *testing.F) {
+	fuzzLimit(f)
+	// op, rank, s0, s1, s2, a, b, c.
+	f.Add(uint8(0), uint8(2), uint8(2), uint8(3), uint8(0), math.MinInt, 0, 0)
+	f.Add(uint8(2), uint8(1), uint8(3), uint8(0), uint8(0), math.MaxInt, 0, 0)
+	f.Add(uint8(2), uint8(1), uint8(3), uint8(0), uint8(0), math.MinInt, 0, 0)
+	f.Add(uint8(3), uint8(2), uint8(2), uint8(3), uint8(0), math.MinInt, math.MaxInt, 1)
+	f.Add(uint8(5), uint8(2), uint8(2), uint8(3), uint8(0), 1<<62, 0, 1)
+	f.Add(uint8(5), uint8(2), uint8(2), uint8(3), uint8(0), math.MaxInt, 1, 0)
+	f.Add(uint8(6), uint8(1), uint8(4), uint8(0), uint8(0), math.MaxInt, 0, 0)
+	f.Add(uint8(9), uint8(2), uint8(2), uint8(3), uint8(0), math.MaxInt, -1, 0)
+	f.Add(uint8(10), uint8(2), uint8(2), uint8(3), uint8(0), 1, math.MinInt, 0)
+	f.Add(uint8(11), uint8(2), uint8(2), uint8(3), uint8(0), math.MaxInt, 0, 0)
+	f.Fuzz(func(t *testing.T, op, rank, s0, s1, s2 uint8, a, b, c int) {
+		x := fuzzTensor(rank, s0, s1, s2)
+		idx := smI([]int64{int64(a), int64(b)}, 2)
+		var name string
+		var run func() *peel.Tensor
+		switch op % 12 {
+		case 0:
+			name, run = "peel.Tril", func() *peel.Tensor { return peel.Tril(x, a) }
+		case 1:
+			name, run = "peel.Diagonal", func() *peel.Tensor { return peel.Diagonal(x, a, b, c) }
+		case 2:
+			name, run = "peel.Diag", func() *peel.Tensor { return peel.Diag(x, a) }
+		case 3:
+			name, run = "peel.Roll", func() *peel.Tensor { return peel.Roll(x, a, b, c) }
+		case 4:
+			name, run = "peel.Rot90", func() *peel.Tensor { return peel.Rot90(x, a, [2]int{b, c}) }
+		case 5:
+			name, run = "peel.RepeatInterleave", func() *peel.Tensor { return peel.RepeatInterleave(x, []int{a}, b) }
+		case 6:
+			name, run = "peel.Chunk", func() *peel.Tensor { return flatCat(peel.Chunk(x, a, b)) }
+		case 7:
+			name, run = "peel.Trace", func() *peel.Tensor { return peel.Trace(x, a) }
+		case 8:
+			name, run = "peel.MaskedSelect", func() *peel.Tensor {
+				return peel.MaskedSelect(x, peel.FromBools([]bool{true}), a, 0)
+			}
+		case 9:
+			name, run = "peel.Nonzero", func() *peel.Tensor { return flatCat(peel.Nonzero(x, a, int64(b))) }
+		case 10:
+			name, run = "peel.IndexPut", func() *peel.Tensor { return peel.IndexPut(x, []*peel.Tensor{idx}, 1.0, c%2 == 0) }
+		default:
+			name, run = "peel.ScatterReduce", func() *peel.Tensor {
+				if x.Rank() == 0 {
+					return peel.ScatterReduce(x, smI([]int64{int64(a)}), x, b, "amax", true)
+				}
+				i := peel.Reshape(idx, append([]int{2}, make([]int, x.Rank()-1)...)[:1]...)
+				for range x.Rank() - 1 {
+					i = peel.Unsqueeze(i, -1)
+				}
+				return peel.ScatterReduce(x, i, peel.Scalar(2.0), b, "prod", c%2 == 0)
+			}
+		}
+		var y *peel.Tensor
+		if fuzzCall(t, name, func() { y = run() }) {
+			fuzzCheck(t, name, y)
+		}
+	})
+}
+
+// flatCat concatenates flattened pieces (a scalar zero for none).
+func flatCat(ts []*peel.Tensor) *peel.Tensor {
+	if len(ts) == 0 {
+		return peel.Scalar(0.0)
+	}
+	f := make([]*peel.Tensor, len(ts))
+	for i, t := range ts {
+		f[i] = peel.AsType(peel.Flatten(t), peel.Float64)
+	}
+	return peel.Concat(f, 0)
+}

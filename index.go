@@ -13,12 +13,6 @@ import (
 // tensor) the primitives' own rules apply: gathers clamp out-of-range
 // indices and scatters drop them.
 
-// filledView returns a tensor of the given shape whose elements all are
-// v, as a broadcast view of a rank-0 constant.
-func filledView(v any, d DType, shape []int) *Tensor {
-	return broadcastTo(scalarTensor(v, d), shape)
-}
-
 // intIndices returns integer indices as i64: i32 and u8 index tensors
 // are converted (exactly), others returned as they are for mustIndices
 // to check.
@@ -68,35 +62,9 @@ func checkIndexRange(op string, idx *Tensor, n, axis int) {
 // wrapIndices maps negative indices into [0, n): i < 0 ? i+n : i.
 func wrapIndices(idx *Tensor, n int) *Tensor {
 	shape := idx.Shape()
-	neg := interp.Bind1(prims.Lt, nil, idx, filledView(int64(0), Int64, shape))
-	shifted := interp.Bind1(prims.Add, nil, idx, filledView(int64(n), Int64, shape))
+	neg := interp.Bind1(prims.Lt, nil, idx, constView(nil, int64(0), Int64, shape))
+	shifted := interp.Bind1(prims.Add, nil, idx, constView(nil, int64(n), Int64, shape))
 	return interp.Bind1(prims.Where, nil, neg, shifted, idx)
-}
-
-// castTo converts t to dtype d, panicking with *Error naming op when the
-// promoted dtype of d and t's is not d (a source that would need a wider
-// destination, as torch's "result type Float can't be cast to Long").
-func castTo(op, what string, t *Tensor, d DType) *Tensor {
-	if r := PromoteTypes(d, t.DType()); r != d {
-		errorf(op, "result type %v of the %s %s can't be cast to the destination's dtype %v", r, what, t.TypeString(), d)
-	}
-	return AsType(t, d)
-}
-
-// broadcastExact broadcasts t to shape, panicking with *Error naming op
-// when t's shape does not broadcast to exactly shape.
-func broadcastExact(op, what string, t *Tensor, shape []int) *Tensor {
-	ok := t.Rank() <= len(shape)
-	for i, d := range t.Shape() {
-		if !ok {
-			break
-		}
-		ok = d == 1 || d == shape[len(shape)-t.Rank()+i]
-	}
-	if !ok {
-		errorf(op, "the %s %s cannot be broadcast to shape %v", what, t.TypeString(), shape)
-	}
-	return broadcastTo(t, shape)
 }
 
 // Take takes the slices of x at the i64 indices idx along axis (numpy's
@@ -158,9 +126,9 @@ func linearIndices(idx3 *Tensor, n int) *Tensor {
 	shape := idx3.Shape()
 	p := interp.Bind1(prims.Iota, prims.IotaParams{DType: Int64, Shape: shape, Dim: 0})
 	s := interp.Bind1(prims.Iota, prims.IotaParams{DType: Int64, Shape: shape, Dim: 2})
-	lin := interp.Bind1(prims.Mul, nil, p, filledView(int64(n), Int64, shape))
+	lin := interp.Bind1(prims.Mul, nil, p, constView(nil, int64(n), Int64, shape))
 	lin = interp.Bind1(prims.Add, nil, lin, idx3)
-	lin = interp.Bind1(prims.Mul, nil, lin, filledView(int64(shape[2]), Int64, shape))
+	lin = interp.Bind1(prims.Mul, nil, lin, constView(nil, int64(shape[2]), Int64, shape))
 	return interp.Bind1(prims.Add, nil, lin, s)
 }
 

@@ -49,6 +49,27 @@ type Error = interp.Error
 // any other value propagate.
 func Catch(f func()) error { return interp.Catch(f) }
 
+// Annotate names a user-level op in errors. It is for library authors
+// writing a composite op of peel's functions: deferred first thing in
+// the op,
+//
+//	func Softsign(x *peel.Tensor) *peel.Tensor {
+//		defer peel.Annotate("mylib.Softsign")
+//		return peel.Div(x, peel.Add(peel.Abs(x), 1.0))
+//	}
+//
+// it appends name to the op chain of an *Error raised below it, so the
+// message reads "mylib.Softsign > peel.Div: …" and names the user's
+// call site, and re-panics. Panics with any other value pass through
+// unchanged. Annotate must be called directly by defer (as recover
+// must); called otherwise it does nothing.
+func Annotate(name string) {
+	if r := recover(); r != nil {
+		interp.AddOp(r, name)
+		panic(r)
+	}
+}
+
 // errorf panics with an *Error for the named user-level op.
 func errorf(op, format string, args ...any) {
 	e := interp.Errorf(format, args...)

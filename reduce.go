@@ -1,93 +1,18 @@
 package peel
 
 import (
-	"github.com/peel-ml/peel/backend"
 	"math"
-	"sort"
+
+	"github.com/peel-ml/peel/backend"
 
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
 
-// Reductions, scans and the normalizing functions built on them. Axes may
+// Reductions, arg-reductions and the normalizing functions built on them
+// (Softmax, LogSoftmax); the statistics are in reduce_stats.go. Axes may
 // be negative (counted from the end) and given in any order; nil axes
 // means every axis, an empty non-nil slice none.
-
-// normAxis normalizes a possibly negative axis of a tensor of rank rank to
-// 0 ≤ axis < rank, panicking with *Error naming op when it is out of
-// range.
-func normAxis(op string, axis, rank int) int {
-	if axis < -rank || axis >= rank {
-		errorf(op, "axis %d is out of range for a tensor of rank %d", axis, rank)
-	}
-	if axis < 0 {
-		axis += rank
-	}
-	return axis
-}
-
-// normAxes normalizes possibly negative axes of a tensor of rank rank,
-// keeping their order, and panics with *Error naming op when one is out of
-// range or repeated. The result is a new slice (empty, not nil, for no
-// axes).
-func normAxes(op string, axes []int, rank int) []int {
-	out := make([]int, len(axes))
-	seen := make([]bool, rank)
-	for i, a := range axes {
-		n := normAxis(op, a, rank)
-		if seen[n] {
-			errorf(op, "axis %d is repeated in %v", a, axes)
-		}
-		seen[n] = true
-		out[i] = n
-	}
-	return out
-}
-
-// keepReshape reshapes x (a fresh result) to shape, a reshape that only
-// inserts or removes size-1 dimensions; it binds nothing when the shape is
-// unchanged.
-func keepReshape(x *Tensor, shape []int) *Tensor {
-	if interp.ShapeEqual(x.Shape(), shape) {
-		return x
-	}
-	return interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: shape}, x)
-}
-
-// reduceAxes returns the axes a reduction of a rank-rank tensor runs over,
-// non-negative, sorted and distinct, as ReduceParams needs them. No axes
-// means all axes. It panics with *Error naming op on an axis out of range
-// or repeated.
-func reduceAxes(op string, axes []int, rank int) []int {
-	if len(axes) == 0 {
-		all := make([]int, rank)
-		for i := range all {
-			all[i] = i
-		}
-		return all
-	}
-	out := normAxes(op, axes, rank)
-	sort.Ints(out)
-	return out
-}
-
-// keptShape returns shape with the (sorted) reduced axes set to 1.
-func keptShape(shape, axes []int) []int {
-	out := append([]int{}, shape...)
-	for _, a := range axes {
-		out[a] = 1
-	}
-	return out
-}
-
-// reducedSize returns the number of elements each reduction combines.
-func reducedSize(shape, axes []int) int {
-	n := 1
-	for _, a := range axes {
-		n *= shape[a]
-	}
-	return n
-}
 
 // reduceBind applies reduction primitive p over the normalized axes and
 // re-inserts them as size-1 dimensions when keepDims is set.
@@ -179,65 +104,6 @@ func Min(x *Tensor, axes ...int) *Tensor {
 	return extremum("peel.Min", prims.ReduceMin, x, axes, false)
 }
 
-// mean averages a float tensor over normalized axes (NaN over an empty
-// axis, as numpy).
-func mean(x *Tensor, ax []int, keepDims bool) *Tensor {
-	s := reduceBind(prims.ReduceSum, x, ax, keepDims)
-	return bin(prims.Div, s, fill(float64(reducedSize(x.Shape(), ax)), s))
-}
-
-// variance is the population variance of a float tensor over normalized
-// axes.
-func variance(x *Tensor, ax []int, keepDims bool) *Tensor {
-	m := broadcastTo(mean(x, ax, true), x.Shape())
-	d := bin(prims.Sub, x, m)
-	return mean(bin(prims.Mul, d, d), ax, keepDims)
-}
-
-// Mean returns the arithmetic mean of x over axes; integer and bool
-// tensors give f64, f16 and bf16 ones are computed in f32 and rounded
-// once (as are Var, Std, Norm, LogSumExp, Softmax and LogSoftmax), and
-// the mean over an empty axis is NaN. See Sum for axes and Keep; it
-// panics as Sum does.
-func Mean(x *Tensor, axes ...int) *Tensor {
-	const op = "peel.Mean"
-	defer interp.Annotate(op)
-	checkTensor(op, x)
-	if h, ok := halfFloat(x); ok {
-		return AsType(Mean(AsType(x, Float32), axes...), h)
-	}
-	ax := reduceAxes(op, axes, x.Rank())
-	return mean(toFloat(x), ax, false)
-}
-
-// Var returns the population variance (ddof 0) of x over axes, the mean
-// of the squared deviations from the mean; integer and bool tensors give
-// f64. Ddof(1).Var is the sample variance (another divisor). It panics as
-// Sum does.
-func Var(x *Tensor, axes ...int) *Tensor {
-	const op = "peel.Var"
-	defer interp.Annotate(op)
-	checkTensor(op, x)
-	if h, ok := halfFloat(x); ok {
-		return AsType(Var(AsType(x, Float32), axes...), h)
-	}
-	ax := reduceAxes(op, axes, x.Rank())
-	return variance(toFloat(x), ax, false)
-}
-
-// Std returns the population standard deviation (ddof 0), Sqrt(Var(x));
-// Ddof(1).Std is the sample one. It panics as Sum does.
-func Std(x *Tensor, axes ...int) *Tensor {
-	const op = "peel.Std"
-	defer interp.Annotate(op)
-	checkTensor(op, x)
-	if h, ok := halfFloat(x); ok {
-		return AsType(Std(AsType(x, Float32), axes...), h)
-	}
-	ax := reduceAxes(op, axes, x.Rank())
-	return un(prims.Sqrt, variance(toFloat(x), ax, false))
-}
-
 // finiteOr0 replaces the non-finite elements of m by 0.
 func finiteOr0(m *Tensor) *Tensor {
 	finite := bin(prims.Lt, un(prims.Abs, m), fill(math.Inf(1), m))
@@ -308,17 +174,6 @@ func ArgMax(x *Tensor, axis ...int) *Tensor {
 func ArgMin(x *Tensor, axis ...int) *Tensor {
 	defer interp.Annotate("peel.ArgMin")
 	return argReduce("peel.ArgMin", prims.ArgMin, x, axis)
-}
-
-// Cumsum returns the inclusive cumulative sum of x along axis (negative
-// counts from the end); bool tensors are summed as i64. It panics with
-// *Error if x is nil or the axis is out of range.
-func Cumsum(x *Tensor, axis int) *Tensor {
-	const op = "peel.Cumsum"
-	defer interp.Annotate(op)
-	checkTensor(op, x)
-	a := normAxis(op, axis, x.Rank())
-	return interp.Bind1(prims.Cumsum, prims.CumsumParams{Axis: a}, boolToInt(x))
 }
 
 // shifted returns x minus its maximum along the normalized axis a (x is

@@ -6,24 +6,15 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// This file holds the shape operations. The view operations (Reshape,
-// Transpose, Permute, MoveAxis, Squeeze, Unsqueeze, Flatten, BroadcastTo,
-// Slice, Narrow, Select, Index, Split) are built only from the view
-// primitives (reshape, transpose, slice, broadcast_in_dim), so at eval
-// level their results alias the operand: a write into the result (CopyInto,
-// AddInPlace, …) is visible through the operand and every other alias.
-
-// indexArg normalizes a possibly negative index into a dimension of size
-// n, panicking with *Error naming op when it is out of range.
-func indexArg(op string, index, n, axis int) int {
-	if index < -n || index >= n {
-		errorf(op, "index %d is out of range for axis %d of size %d", index, axis, n)
-	}
-	if index < 0 {
-		index += n
-	}
-	return index
-}
+// Shape operations: views, joining and splitting, padding. The view
+// operations (Reshape, Transpose, Permute, MoveAxis, Squeeze, Unsqueeze,
+// Flatten, BroadcastTo, Meshgrid, Slice, Narrow, Select, Index, Split,
+// Unbind, Chunk) are built only from the view primitives (reshape,
+// transpose, slice, broadcast_in_dim), so at eval level their results
+// alias the operand: a write into the result (CopyInto, AddInPlace, …) is
+// visible through the operand and every other alias. The rearrangements
+// (Flip, Roll, Rot90, Tile, RepeatInterleave) are in shape_rearrange.go,
+// the matrix-structure operations in shape_matrix.go.
 
 // reshapeView binds the reshape primitive unless the shape is unchanged.
 func reshapeView(x *Tensor, shape []int) *Tensor {
@@ -91,15 +82,6 @@ func Reshape(x *Tensor, shape ...int) *Tensor {
 		errorf("peel.Reshape", "cannot reshape %s (%d elements) into shape %v (%d elements)", x.TypeString(), n, shape, known)
 	}
 	return reshapeView(x, out)
-}
-
-// permArg normalizes a permutation of rank axes, panicking with *Error
-// naming op when it is not one.
-func permArg(op string, perm []int, rank int) []int {
-	if len(perm) != rank {
-		errorf(op, "permutation %v has %d entries, tensor has rank %d", perm, len(perm), rank)
-	}
-	return normAxes(op, perm, rank)
 }
 
 // Transpose permutes x's axes: result axis i is x's axis perm[i] (negative
@@ -429,67 +411,6 @@ func Split(x *Tensor, sizes []int, axis int) []*Tensor {
 	return out
 }
 
-// Flip reverses the order of x's elements along the given axes (negative
-// counts from the end); with no axes it reverses every axis. The result is
-// a new tensor. Flip panics with *Error when x is nil or an axis is out of
-// range or repeated.
-func Flip(x *Tensor, axes ...int) *Tensor {
-	defer interp.Annotate("peel.Flip")
-	checkTensor("peel.Flip", x)
-	var ax []int
-	if len(axes) == 0 {
-		ax = make([]int, x.Rank())
-		for i := range ax {
-			ax[i] = i
-		}
-	} else {
-		ax = normAxes("peel.Flip", axes, x.Rank())
-	}
-	return interp.Bind1(prims.Rev, prims.RevParams{Axes: ax}, x)
-}
-
-// Tile repeats x reps[i] times along axis i, as numpy's tile: when reps is
-// shorter than x's rank it is padded with leading 1s, and when it is longer
-// x gets leading size-1 axes. The result is a new tensor. Tile panics with
-// *Error when x is nil, a repetition count is negative, or the result is
-// too large (its number of elements overflows int, or it exceeds the
-// allocation limit).
-func Tile(x *Tensor, reps ...int) *Tensor {
-	defer interp.Annotate("peel.Tile")
-	checkTensor("peel.Tile", x)
-	for _, r := range reps {
-		if r < 0 {
-			errorf("peel.Tile", "negative repetition count in %v", reps)
-		}
-	}
-	r := max(len(reps), x.Rank())
-	shape := make([]int, r)
-	rp := make([]int, r)
-	for i := range r {
-		shape[i], rp[i] = 1, 1
-	}
-	copy(shape[r-x.Rank():], x.Shape())
-	copy(rp[r-len(reps):], reps)
-	// Broadcast x (seen as shape) to [rp0, s0, rp1, s1, …], materialize,
-	// then merge each pair.
-	y := reshapeView(x, shape)
-	wide := make([]int, 2*r)
-	dims := make([]int, r)
-	out := make([]int, r)
-	for i := range r {
-		wide[2*i], wide[2*i+1] = rp[i], shape[i]
-		dims[i] = 2*i + 1
-		var ok bool
-		if out[i], ok = backend.MulSize(rp[i], shape[i]); !ok {
-			errorf("peel.Tile", "too large: %d repetitions of axis %d of size %d overflow int (input %s)", rp[i], i, shape[i], x.TypeString())
-		}
-	}
-	checkResult("peel.Tile", x.DType(), out, x)
-	y = interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: wide, Dims: dims}, y)
-	y = interp.Bind1(prims.Copy, nil, y)
-	return reshapeView(y, out)
-}
-
 // Pad pads x with value: pads[i] = {before, after} elements along axis i.
 // A negative count removes elements instead (crops). value is converted to
 // x's dtype as AsType converts it (saturating for integers). The
@@ -528,4 +449,123 @@ func Clone(x *Tensor) *Tensor {
 	defer interp.Annotate("peel.Clone")
 	checkTensor("peel.Clone", x)
 	return interp.Bind1(prims.Copy, nil, x)
+}
+
+// checkPieces panics with *Error naming op when n result tensors (views
+// of x, which may be a broadcast view of a huge shape) would not fit in
+// memory, counting one word each as a lower bound.
+func checkPieces(op string, n int, x *Tensor) {
+	if int64(n) > MaxAllocBytes()/8 {
+		errorf(op, "too large: %d result tensors of %s exceed the allocation limit", n, x.TypeString())
+	}
+}
+
+// Unbind returns the slices of x along axis, with the axis removed, as
+// torch's unbind: Select(x, axis, i) for each i. They are views of x; an
+// empty axis gives no tensors. Unbind panics with *Error when x is nil,
+// the axis is out of range, or the tensors would not fit in memory (an
+// axis of a huge broadcast view).
+func Unbind(x *Tensor, axis int) []*Tensor {
+	const op = "peel.Unbind"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	a := normAxis(op, axis, x.Rank())
+	n := x.Shape()[a]
+	shape := x.Shape()
+	rest := append(append([]int{}, shape[:a]...), shape[a+1:]...)
+	checkPieces(op, n, x)
+	out := make([]*Tensor, n)
+	for i := range out {
+		p := sliceAll(shape)
+		p.Start[a], p.Limit[a] = i, i+1
+		y := x
+		if n != 1 {
+			y = interp.Bind1(prims.Slice, p, x)
+		}
+		out[i] = reshapeView(y, rest)
+	}
+	return out
+}
+
+// Chunk splits x along axis into n pieces as torch's chunk: each piece
+// has ceil(size/n) elements along the axis except the last, which is
+// smaller, so fewer than n pieces come back when the size does not fill
+// them (size 5 in 4 chunks gives sizes 2, 2, 1). An empty axis gives n
+// empty pieces. The pieces are views of x. Chunk panics with *Error when
+// x is nil, n < 1, the axis is out of range, or the pieces would not fit
+// in memory (an empty axis in MaxInt pieces, a huge broadcast view).
+func Chunk(x *Tensor, n, axis int) []*Tensor {
+	const op = "peel.Chunk"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	if n < 1 {
+		errorf(op, "number of chunks %d must be at least 1", n)
+	}
+	a := normAxis(op, axis, x.Rank())
+	size := x.Shape()[a]
+	if size == 0 {
+		checkPieces(op, n, x)
+		out := make([]*Tensor, n)
+		for i := range out {
+			out[i] = x
+		}
+		return out
+	}
+	c := size/n + min(size%n, 1)
+	checkPieces(op, size/c+min(size%c, 1), x)
+	var out []*Tensor
+	for start := 0; start < size; start += c {
+		l := min(c, size-start)
+		if start == 0 && l == size {
+			out = append(out, x)
+			continue
+		}
+		p := sliceAll(x.Shape())
+		p.Start[a], p.Limit[a] = start, start+l
+		out = append(out, interp.Bind1(prims.Slice, p, x))
+	}
+	return out
+}
+
+// Meshgrid returns coordinate grids of the 1-D (or rank-0, taken as
+// length 1) tensors xs, as numpy's meshgrid: with indexing "ij" every
+// result has shape [len(xs[0]), len(xs[1]), ...] and result i varies
+// along axis i; with "xy" (Cartesian, numpy's default) the first two
+// axes are swapped, so for two inputs the results have shape [len(xs[1]),
+// len(xs[0])]. Each result keeps its input's dtype and is a broadcast
+// view of it (its elements share memory, so it cannot be written to; Clone
+// it first). No inputs give no results. Meshgrid panics with *Error when
+// indexing is neither "ij" nor "xy", a tensor is nil, or one has rank
+// above 1.
+func Meshgrid(indexing string, xs ...*Tensor) []*Tensor {
+	const op = "peel.Meshgrid"
+	defer interp.Annotate(op)
+	if indexing != "ij" && indexing != "xy" {
+		errorf(op, "indexing %q is neither \"ij\" nor \"xy\"", indexing)
+	}
+	shape := make([]int, len(xs))
+	for i, x := range xs {
+		if x == nil {
+			errorf(op, "tensor %d is nil", i)
+		}
+		if x.Rank() > 1 {
+			errorf(op, "tensor %d is %s; need rank 0 or 1", i, x.TypeString())
+		}
+		shape[i] = x.Size()
+	}
+	pos := make([]int, len(xs))
+	for i := range pos {
+		pos[i] = i
+	}
+	if indexing == "xy" && len(xs) >= 2 {
+		shape[0], shape[1] = shape[1], shape[0]
+		pos[0], pos[1] = 1, 0
+	}
+	shapeSize(op, shape)
+	out := make([]*Tensor, len(xs))
+	for i, x := range xs {
+		v := reshapeView(x, []int{x.Size()})
+		out[i] = interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: append([]int{}, shape...), Dims: []int{pos[i]}}, v)
+	}
+	return out
 }

@@ -10,9 +10,9 @@ import (
 	"pgregory.net/rapid"
 )
 
-// Test helpers shared by shape_test.go, index_test.go, linalg_test.go and
-// inplace_test.go. They are prefixed with sv to stay out of the way of the
-// other test files of the package.
+// Test helpers shared by shape_test.go, index_test.go, dot_test.go and
+// elementwise_inplace_test.go. They are prefixed with sv to stay out of
+// the way of the other test files of the package.
 
 // svSeq returns an f64 tensor of the given shape holding 0, 1, 2, … in
 // row-major order (rank 0 for an empty shape).

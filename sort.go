@@ -3,7 +3,6 @@ package peel
 import (
 	"math"
 
-	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -57,15 +56,10 @@ func sortAxis(op string, x *Tensor, axis int) int {
 	return normAxis(op, axis, x.Rank())
 }
 
-// iotaLike returns the positions along axis a in x's shape (i64).
-func iotaLike(x *Tensor, a int) *Tensor {
-	return interp.Bind1(prims.Iota, prims.IotaParams{DType: Int64, Shape: x.Shape(), Dim: a})
-}
-
 // sortWithIndices sorts x along the normalized axis a and returns the
 // sorted values and the positions they came from.
 func sortWithIndices(x *Tensor, a int, desc bool) (*Tensor, *Tensor) {
-	outs := interp.Bind(prims.Sort, prims.SortParams{Axis: a, Descending: desc}, x, iotaLike(x, a))
+	outs := interp.Bind(prims.Sort, prims.SortParams{Axis: a, Descending: desc}, x, iotaI64(x.Shape(), a))
 	return outs[0], outs[1]
 }
 
@@ -376,9 +370,4 @@ func Unique(x *Tensor, size int, fill float64) *Tensor {
 	pos := bin(prims.Sub, interp.Bind1(prims.Cumsum, prims.CumsumParams{Axis: 0}, boolToInt(first)), fillI64(be, 1, n))
 	pos = sel(first, pos, fillI64(be, int64(size), n))
 	return interp.Bind1(prims.Scatter, prims.AxisParams{Axis: 0}, out, pos, s)
-}
-
-// fillI64 returns the i64 constant v broadcast to [n] on backend be.
-func fillI64(be backend.Backend, v int64, n int) *Tensor {
-	return broadcastTo(constantOn(be, float64(v), Int64), []int{n})
 }

@@ -9,7 +9,7 @@ import (
 
 // Inverse trigonometric, hyperbolic, logarithmic and special functions,
 // and the floating-point predicates and manipulations of numpy. Like the
-// functions of math.go they convert integer and bool tensors to f64
+// functions of elementwise.go they convert integer and bool tensors to f64
 // where they are defined on floats only, and work under every transform.
 
 // Asin returns the arc sine elementwise, in [-π/2, π/2]; NaN outside

@@ -115,14 +115,14 @@ func (t *tracer) Level() *interp.Level { return t.level }
 // (interp.Snapshotter): a later write into the batched value, performed
 // on the physical value below, does not reach it.
 func (t *tracer) Snapshot() interp.Tracer {
-	return &tracer{level: t.level, val: t.val.Snapshot(), bdim: t.bdim, detached: t.detached, snapshot: true}
+	return &tracer{level: t.level, val: interp.Snapshot(t.val), bdim: t.bdim, detached: t.detached, snapshot: true}
 }
 
 // ReleaseSnapshot releases a snapshot payload's physical value
 // (interp.SnapshotReleaser).
 func (t *tracer) ReleaseSnapshot() {
 	if t.snapshot {
-		t.val.ReleaseSnapshot()
+		interp.ReleaseSnapshot(t.val)
 	}
 }
 
@@ -166,7 +166,7 @@ func (b *Interp) broadcastOperand(x *T, d int) *T {
 		return BroadcastBatch(x, b.size, d)
 	}
 	k := bcastKey{x, d}
-	gen, version := interp.BaseOf(x).Generation(), x.Version()
+	gen, version := interp.Generation(interp.BaseOf(x)), interp.Version(x)
 	e, ok := b.bcast[k]
 	switch {
 	case ok && e.gen == gen && e.version == version && e.val != nil:
@@ -297,7 +297,7 @@ func (b *Interp) Unbatched(x *T, outDim int) *T {
 }
 
 func (b *Interp) unpack(x *T) (*T, int) {
-	if tr, ok := x.Tracer().(*tracer); ok && tr.level == b.level {
+	if tr, ok := interp.TracerOf(x).(*tracer); ok && tr.level == b.level {
 		if tr.detached {
 			tr = b.refresh(x, tr)
 		}
@@ -312,13 +312,13 @@ func (b *Interp) unpack(x *T) (*T, int) {
 // generation moved on, see mutate), so reading x sees the write as an
 // eager alias would.
 func (b *Interp) refresh(x *T, tr *tracer) *tracer {
-	v := x.ViewInfo()
-	if v == nil || v.Gen == v.Base.Generation() {
+	v := interp.ViewInfo(x)
+	if v == nil || v.Gen == interp.Generation(v.Base) {
 		return tr
 	}
-	x.Rebind(interp.Replay(x))
-	v.Gen = v.Base.Generation()
-	return x.Tracer().(*tracer)
+	interp.Rebind(x, interp.Replay(x))
+	v.Gen = interp.Generation(v.Base)
+	return interp.TracerOf(x).(*tracer)
 }
 
 // Process applies p's batching rule to the operands' physical values.
@@ -364,7 +364,7 @@ func (b *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T)
 	}
 	if p.Kind == interp.ViewKind {
 		b.markDetached(args[0], vals[0], res[0])
-		if tr, ok := res[0].Tracer().(*tracer); ok && tr.level == b.level {
+		if tr, ok := interp.TracerOf(res[0]).(*tracer); ok && tr.level == b.level {
 			// The result is an alias of its operand, as eager's view
 			// is: a level above that adopts it, or writes through it,
 			// must reach its base (interp.MarkView).
@@ -378,15 +378,15 @@ func (b *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T)
 // eval level, so that an in-place write through it is refused rather than
 // lost.
 func (b *Interp) markDetached(arg, val, res *T) {
-	tr, ok := res.Tracer().(*tracer)
+	tr, ok := interp.TracerOf(res).(*tracer)
 	if !ok || tr.level != b.level {
 		return
 	}
-	if at, ok := arg.Tracer().(*tracer); ok && at.level == b.level && at.detached {
+	if at, ok := interp.TracerOf(arg).(*tracer); ok && at.level == b.level && at.detached {
 		tr.detached = true
 		return
 	}
-	if val.IsConcrete() && tr.val.IsConcrete() && tr.val.ViewInfo() == nil && tr.val != val {
+	if val.IsConcrete() && tr.val.IsConcrete() && interp.ViewInfo(tr.val) == nil && tr.val != val {
 		tr.detached = true
 	}
 }
@@ -396,7 +396,7 @@ func (b *Interp) markDetached(arg, val, res *T) {
 // batch dimension and written with the same primitive below, so writes
 // through views reach every alias.
 func (b *Interp) mutate(p *interp.Prim, params any, args, vals []*T, dims []int) []*T {
-	if tr, ok := args[0].Tracer().(*tracer); ok && tr.level == b.level && tr.detached {
+	if tr, ok := interp.TracerOf(args[0]).(*tracer); ok && tr.level == b.level && tr.detached {
 		panic(&interp.Error{Prim: p.Name, Msg: "in-place write through a view that vmap could not keep as an alias (its batched layout needed a copy): the write would not reach the base; wrap the function in Functionalize", Operands: []string{args[0].TypeString()}})
 	}
 	if dims[0] == NotMapped {
@@ -415,7 +415,7 @@ func (b *Interp) mutate(p *interp.Prim, params any, args, vals []*T, dims []int)
 	// Aliases of the destination's base see the write through their
 	// physical values, except detached views (copies): the generation
 	// tells them to recompute (refresh).
-	interp.BaseOf(args[0]).BumpGeneration()
+	interp.BumpGeneration(interp.BaseOf(args[0]))
 	return args[:1]
 }
 

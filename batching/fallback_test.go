@@ -69,7 +69,7 @@ func TestBroadcastCacheSeesWrites(t *testing.T) {
 	first := in.Unbatched(interp.Bind1(prims.Add, nil, x, c), 0).Float64s()
 	interp.Bind(prims.CopyInPlace, nil, c, mk(100, 200)) // a write below
 	second := in.Unbatched(interp.Bind1(prims.Add, nil, x, c), 0).Float64s()
-	c.Rebind(mk(1000, 2000)) // a content change without a write
+	interp.Rebind(c, mk(1000, 2000)) // a content change without a write
 	third := in.Unbatched(interp.Bind1(prims.Add, nil, x, c), 0).Float64s()
 	for i, w := range [][]float64{{11, 22, 13, 24}, {101, 202, 103, 204}, {1001, 2002, 1003, 2004}} {
 		got := [][]float64{first, second, third}[i]

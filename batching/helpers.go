@@ -155,3 +155,6 @@ func splitBatch(x *T, axis, size, n int) *T {
 // register sets p's rule. The interpreter checks the logical operands
 // with p's shape rule before calling it (see Interp.Process).
 func register(p *interp.Prim, r Rule) { Register(p, r) }
+
+// one returns the single result x with batch dimension d.
+func one(x *T, d int) ([]*T, []int) { return []*T{x}, []int{d} }

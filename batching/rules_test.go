@@ -781,7 +781,7 @@ func TestViewRulesAlias(t *testing.T) {
 					in := batching.New(size)
 					defer in.End()
 					y := interp.Bind1(c.prim, c.params, in.Batched(phys[0], d))
-					interp.Bind(prims.AddInPlace, nil, y, prims.Full(1, y.Aval()))
+					interp.Bind(prims.AddInPlace, nil, y, prims.Full(1, interp.AvalOf(y)))
 				})
 				if err != nil {
 					t.Fatalf("bdim %d: %v", d, err)

@@ -40,7 +40,7 @@ func rnnCell(p rnnParams, h, x *peel.Tensor) *peel.Tensor {
 }
 
 // rnnScanLoss is the loss with the steps in a Scan over xs (captured).
-func rnnScanLoss(xs *peel.Tensor, opts ...transforms.ScanOption) func(rnnParams) *peel.Tensor {
+func rnnScanLoss(xs *peel.Tensor, opts ...peel.ScanOption) func(rnnParams) *peel.Tensor {
 	return func(p rnnParams) *peel.Tensor {
 		h0 := peel.Zeros(p.Wh.DType(), rnnBatch, rnnHidden)
 		h, _ := transforms.Scan(func(h, x *peel.Tensor) (*peel.Tensor, struct{}) {
@@ -85,7 +85,7 @@ func rnnCheck(ref rnnParams, g *rnnParams) error {
 // rnnLosses builds the loss on xs: Scan's or the Go loop's.
 type rnnLosses func(xs *peel.Tensor) func(rnnParams) *peel.Tensor
 
-func rnnScan(opts ...transforms.ScanOption) rnnLosses {
+func rnnScan(opts ...peel.ScanOption) rnnLosses {
 	return func(xs *peel.Tensor) func(rnnParams) *peel.Tensor { return rnnScanLoss(xs, opts...) }
 }
 

@@ -77,7 +77,7 @@ func digitsData() (p digitsMLP, x, y *peel.Tensor) {
 func digitsStep(opt optim.Transformation[digitsMLP]) func(digitsState, digitsBatch) digitsOut {
 	return func(s digitsState, b digitsBatch) digitsOut {
 		loss := func(p digitsMLP) *peel.Tensor {
-			return nn.CrossEntropy(nn.Linear(p.L2, nn.ReLU(nn.Linear(p.L1, b.X))), b.Y)
+			return nn.CrossEntropy(nn.Linear(p.L2, peel.ReLU(nn.Linear(p.L1, b.X))), b.Y)
 		}
 		l, g := transforms.ValueAndGrad(loss)(s.Params)
 		u, o := opt.Update(g, s.Opt, s.Params)

@@ -7,8 +7,8 @@
 //     reshape/transpose/broadcast/convert chains (rules as data),
 //     transposes folded into matrix products' dimension numbers, and
 //     user-defined ops recovered from their written-out composites
-//     (ReplaceComposites), so code written with the plain composite gets
-//     the fused kernel.
+//     (ReplaceComposites, which takes any Op such as a *customop.Op), so
+//     code written with the plain composite gets the fused kernel.
 //   - Build turns the optimized graph into a Program: a flat instruction
 //     list that Run executes with the backend's kernels directly (no
 //     Bind, no levels), elementwise chains fused into blocked loops (with

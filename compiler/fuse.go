@@ -8,8 +8,8 @@ import (
 )
 
 // A fused group is a run of elementwise equations over one shape (the
-// blocked evaluation of interp.Compiled, generalized to groups inside any
-// graph). It runs block by block: every equation's kernel is applied to
+// blocked evaluation of autodiff's compiled rules, generalized to groups
+// inside any graph). It runs block by block: every equation's kernel is applied to
 // a block of interp.FuseBlock elements before the next block is read;
 // results used only inside the group live in per-worker block buffers
 // and are never materialized; blocks are spread over the backend's

@@ -5,10 +5,19 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/peel-ml/peel/customop"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
+
+// Op is a user-defined op as ReplaceComposites sees it: its primitive
+// (what a match is replaced by), its number of operands, and its
+// composite, the function of primitives whose staged graph is looked
+// for. *customop.Op implements it; Prim returns nil for a nil op.
+type Op interface {
+	Prim() *interp.Prim
+	Arity() int
+	Composite(xs ...*interp.Tensor) *interp.Tensor
+}
 
 // maxPatternTraces bounds the operand types ReplaceComposites tries per
 // op and graph (each is one trace of the op's composite, cached).
@@ -32,9 +41,9 @@ const maxPatternTraces = 256
 // subgraph. The pass should run first, on the graph as traced, since
 // other passes may rewrite the composite's equations. It panics with
 // *interp.Error if an op is nil. The pass is safe for concurrent use.
-func ReplaceComposites(ops ...*customop.Op) Pass {
+func ReplaceComposites(ops ...Op) Pass {
 	for i, o := range ops {
-		if o == nil {
+		if o == nil || o.Prim() == nil {
 			panic(&interp.Error{Ops: []string{"compiler.ReplaceComposites"}, Msg: "op " + strconv.Itoa(i) + " is nil"})
 		}
 	}
@@ -50,7 +59,7 @@ type patternKey struct {
 // patterns caches the staged composites of a ReplaceComposites pass, at
 // most maxPatterns (op, operand types) pairs.
 type patterns struct {
-	ops []*customop.Op
+	ops []Op
 	mu  sync.Mutex // held while staging a missing pattern
 	m   *lru.Cache[patternKey, *pattern]
 }
@@ -61,7 +70,7 @@ const maxPatterns = 1024
 
 // pattern is an op's composite staged at some operand types.
 type pattern struct {
-	op    *customop.Op
+	op    Op
 	g     *interp.Graph
 	root  *interp.Eqn
 	out   interp.Aval
@@ -89,7 +98,7 @@ func (c *patterns) get(i int, avals []interp.Aval) *pattern {
 	return p
 }
 
-func stagePattern(op *customop.Op, avals []interp.Aval) (p *pattern) {
+func stagePattern(op Op, avals []interp.Aval) (p *pattern) {
 	defer func() {
 		if recover() != nil {
 			p = nil
@@ -348,7 +357,7 @@ func constEqual(a, b *interp.Tensor) bool {
 	if a == b {
 		return true
 	}
-	if !a.Aval().Equal(b.Aval()) {
+	if !interp.AvalOf(a).Equal(interp.AvalOf(b)) {
 		return false
 	}
 	ka, okA := constBytes(a)

@@ -110,11 +110,17 @@ func TestReplaceCompositesTwoOperands(t *testing.T) {
 	}
 }
 
+// A user-defined op is a compiler.Op as it is.
+var _ compiler.Op = (*customop.Op)(nil)
+
 func TestReplaceCompositesNilOp(t *testing.T) {
-	err := interp.Catch(func() { compiler.ReplaceComposites(mylib.Gelu, nil) })
-	var pe *peel.Error
-	if !errors.As(err, &pe) {
-		t.Errorf("error %v, want *peel.Error", err)
+	var none *customop.Op
+	for _, op := range []compiler.Op{nil, none} {
+		err := interp.Catch(func() { compiler.ReplaceComposites(mylib.Gelu, op) })
+		var pe *peel.Error
+		if !errors.As(err, &pe) {
+			t.Errorf("op %#v: error %v, want *peel.Error", op, err)
+		}
 	}
 }
 

@@ -36,7 +36,7 @@ func CSE(g *interp.Graph) *interp.Graph {
 	for i, c := range g.Consts {
 		t := g.ConstVals[i]
 		if k, ok := constKey(t); ok {
-			_, be := t.Array()
+			_, be := interp.ArrayOf(t)
 			if w, dup := seen[k]; dup && sameBackend(w.be, be) {
 				sub[c] = w.v
 				continue
@@ -131,8 +131,8 @@ func constBytes(t *interp.Tensor) (string, bool) {
 	if !t.IsConcrete() {
 		return "", false
 	}
-	arr, be := t.Array()
-	b := []byte(interp.AvalsKey([]interp.Aval{t.Aval()}) + "|" + be.Name() + "|")
+	arr, be := interp.ArrayOf(t)
+	b := []byte(interp.AvalsKey([]interp.Aval{interp.AvalOf(t)}) + "|" + be.Name() + "|")
 	switch h := be.ToHost(arr).(type) {
 	case []float64:
 		for _, v := range h {

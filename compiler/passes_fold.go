@@ -82,7 +82,7 @@ func foldEqn(e *interp.Eqn, constVal map[*interp.Var]*interp.Tensor, mut map[*in
 		}
 		// A snapshot, as Graph.Eval passes constants: the evaluation may
 		// not change the graph's values.
-		args[i] = c.Snapshot()
+		args[i] = interp.Snapshot(c)
 	}
 	defer func() {
 		if recover() != nil {
@@ -94,7 +94,7 @@ func foldEqn(e *interp.Eqn, constVal map[*interp.Var]*interp.Tensor, mut map[*in
 		return nil
 	}
 	for i, r := range res {
-		if r == nil || !r.IsConcrete() || !r.Aval().Equal(e.Out[i].Aval) {
+		if r == nil || !r.IsConcrete() || !interp.AvalOf(r).Equal(e.Out[i].Aval) {
 			return nil
 		}
 	}

@@ -91,7 +91,7 @@ func (b *graphBuilder) input(dt peel.DType, shape ...int) *interp.Var {
 }
 
 func (b *graphBuilder) constant(t *T) *interp.Var {
-	v := b.newVar(t.Aval())
+	v := b.newVar(interp.AvalOf(t))
 	b.g.Consts = append(b.g.Consts, v)
 	b.g.ConstVals = append(b.g.ConstVals, t)
 	return v

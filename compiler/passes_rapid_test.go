@@ -104,7 +104,7 @@ func drawProgram(t *rapid.T) *program {
 		for j, a := range e.args {
 			var cands []int
 			for k, v := range pool {
-				if v.Aval().Equal(a.Aval()) {
+				if interp.AvalOf(v).Equal(interp.AvalOf(a)) {
 					cands = append(cands, k)
 				}
 			}

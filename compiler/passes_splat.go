@@ -71,7 +71,7 @@ func splatValue(t *interp.Tensor) *interp.Tensor {
 	if t == nil || !t.IsConcrete() {
 		return nil
 	}
-	arr, be := t.Array()
+	arr, be := interp.ArrayOf(t)
 	if len(arr.Strides) == len(arr.Shape) && len(arr.Shape) > 0 {
 		// A broadcast view (every stride 0, as eager broadcasting of a
 		// scalar makes): its one element, whatever its size.

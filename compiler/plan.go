@@ -42,8 +42,8 @@ func Build(g *interp.Graph) *Program {
 		if c == nil || !c.IsConcrete() {
 			panic(&Error{Ops: []string{"compiler.Build"}, Msg: "constant " + strconv.Itoa(i) + " is not a concrete tensor"})
 		}
-		snap := c.Snapshot()
-		arr, be := snap.Array()
+		snap := interp.Snapshot(c)
+		arr, be := interp.ArrayOf(snap)
 		if p.be == nil {
 			p.be = be
 		} else if be != p.be {

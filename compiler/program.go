@@ -262,10 +262,10 @@ func (p *Program) RunInto(args []*interp.Tensor, donate []bool, dst []*interp.Te
 		if d == nil {
 			continue
 		}
-		if i >= len(p.outs) || !d.IsConcrete() || !d.Aval().Equal(p.outAval(i)) {
+		if i >= len(p.outs) || !d.IsConcrete() || !interp.AvalOf(d).Equal(p.outAval(i)) {
 			panic(&Error{Ops: []string{"Program.RunInto"}, Msg: "destination " + strconv.Itoa(i) + " must be a concrete tensor of the result's type", Operands: []string{d.TypeString()}})
 		}
-		if arr, be := d.Array(); be != p.be || !arr.IsContiguous() {
+		if arr, be := interp.ArrayOf(d); be != p.be || !arr.IsContiguous() {
 			panic(&Error{Ops: []string{"Program.RunInto"}, Msg: "destination " + strconv.Itoa(i) + " must be contiguous, on the program's backend", Operands: []string{d.TypeString()}})
 		}
 	}
@@ -282,7 +282,7 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 	}
 	for i, a := range args {
 		v := g.In[i]
-		if a == nil || !a.Aval().Equal(v.Aval) {
+		if a == nil || !interp.AvalOf(a).Equal(v.Aval) {
 			panic(&Error{Ops: []string{"Program.Run"}, Msg: "input " + strconv.Itoa(i) + " must be " + v.Aval.String(), Operands: []string{a.TypeString()}})
 		}
 		if !a.IsConcrete() {
@@ -295,7 +295,7 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 	}
 	rs := pl.pool.Get().(*runState)
 	for i, a := range args {
-		arr, be := a.Array()
+		arr, be := interp.ArrayOf(a)
 		if be != p.be {
 			panic(&Error{Ops: []string{"Program.Run"}, Msg: "input " + strconv.Itoa(i) + " lives on backend " + be.Name() + ", the program on " + p.be.Name(), Operands: []string{a.TypeString()}})
 		}
@@ -316,7 +316,7 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 				into = make([]bool, len(p.outs))
 			}
 			into[i] = true
-			arr, _ := d.Array()
+			arr, _ := interp.ArrayOf(d)
 			rs.into[p.vals[o.idx].root] = arr
 		}
 	}
@@ -330,15 +330,15 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 		case into != nil && into[i]:
 			res[i] = dst[i]
 		case o.kind == outInput:
-			res[i] = args[o.idx].Snapshot()
+			res[i] = interp.Snapshot(args[o.idx])
 		case o.kind == outConst:
-			res[i] = p.consts[o.idx].Snapshot()
+			res[i] = interp.Snapshot(p.consts[o.idx])
 		default:
 			res[i] = interp.NewConcrete(p.be, p.array(rs, o.idx))
 		}
 		if i < len(dst) && dst[i] != nil && res[i] != dst[i] {
-			to, _ := dst[i].Array()
-			from, _ := res[i].Array()
+			to, _ := interp.ArrayOf(dst[i])
+			from, _ := interp.ArrayOf(res[i])
 			p.be.Copy(to, from)
 			res[i] = dst[i]
 		}
@@ -439,7 +439,7 @@ func (p *Program) fallback(rs *runState, in *instr) {
 		outs = interp.Eval(pr, in.params, args)
 	}
 	for i, v := range in.out {
-		src, _ := outs[i].Array()
+		src, _ := interp.ArrayOf(outs[i])
 		p.be.Copy(p.array(rs, v), src)
 	}
 }

@@ -119,10 +119,10 @@ func BenchmarkExecFloor(b *testing.B) {
 	g := interp.Trace(func(in []*peel.Tensor) []*peel.Tensor {
 		return []*peel.Tensor{peel.Sub(peel.Tanh(peel.Add(peel.Mul(in[0], a), bb)), c)}
 	}, []*peel.Tensor{x})
-	xa, be := x.Array()
-	aa, _ := a.Array()
-	ba, _ := bb.Array()
-	ca, _ := c.Array()
+	xa, be := interp.ArrayOf(x)
+	aa, _ := interp.ArrayOf(a)
+	ba, _ := interp.ArrayOf(bb)
+	ca, _ := interp.ArrayOf(c)
 	s0 := []backend.Array{{Buf: be.Alloc(peel.Float64, 8), Shape: []int{8}}}
 	s1 := []backend.Array{{Buf: be.Alloc(peel.Float64, 8), Shape: []int{8}}}
 	ops := g.Eqns

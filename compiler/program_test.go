@@ -55,7 +55,7 @@ func bitsOf(t *peel.Tensor) []uint64 {
 // sameBits reports how got differs from want ("" when equal bit for bit,
 // with equal types).
 func sameBits(got, want *peel.Tensor) string {
-	if !got.Aval().Equal(want.Aval()) {
+	if !interp.AvalOf(got).Equal(interp.AvalOf(want)) {
 		return fmt.Sprintf("type %s, want %s", got.TypeString(), want.TypeString())
 	}
 	g, w := bitsOf(got), bitsOf(want)
@@ -390,7 +390,7 @@ func TestRunErrors(t *testing.T) {
 		{"nil", []*peel.Tensor{nil}},
 		{"shape", []*peel.Tensor{peel.FromFloat64s(seqValues(6, 1), 6)}},
 		{"dtype", []*peel.Tensor{peel.AsType(x, peel.Float32)}},
-		{"tracer", []*peel.Tensor{interp.NewTracer(x.Aval(), fakeTracer{})}},
+		{"tracer", []*peel.Tensor{interp.NewTracer(interp.AvalOf(x), fakeTracer{})}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -473,7 +473,7 @@ func kernelAllocs(f func([]*peel.Tensor) *peel.Tensor, args ...*peel.Tensor) flo
 	in := make([]backend.Array, len(args))
 	var be backend.Backend
 	for i, a := range args {
-		in[i], be = interp.Contiguous(a).Array()
+		in[i], be = interp.ArrayOf(interp.Contiguous(a))
 	}
 	o := e.Out[0].Aval
 	out := []backend.Array{{Buf: be.Alloc(o.DType, o.Size()), Shape: o.Shape}}

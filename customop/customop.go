@@ -313,7 +313,7 @@ func Define(name string, arity int, composite func(xs ...*peel.Tensor) *peel.Ten
 				ts[i] = t
 			}
 			t := jvp(primals, out, ts)
-			if t == nil || !t.Aval().Equal(out.Aval()) {
+			if t == nil || !interp.AvalOf(t).Equal(interp.AvalOf(out)) {
 				panic(&peel.Error{Ops: []string{name}, Msg: "the JVP rule must return a tangent of the result's type " + out.TypeString() + " (got " + t.TypeString() + ")"})
 			}
 			return []*peel.Tensor{out}, []*peel.Tensor{t}
@@ -372,8 +372,14 @@ func (o *Op) wrap(f func(xs ...*peel.Tensor) *peel.Tensor) func(any, []*peel.Ten
 // Name returns the op's name.
 func (o *Op) Name() string { return o.name }
 
-// Prim returns the op's primitive, as it appears in graphs.
-func (o *Op) Prim() *interp.Prim { return o.prim }
+// Prim returns the op's primitive, as it appears in graphs, or nil for a
+// nil op.
+func (o *Op) Prim() *interp.Prim {
+	if o == nil {
+		return nil
+	}
+	return o.prim
+}
 
 // Call applies the op. It panics with *peel.Error when the number of operands
 // is not the op's arity, or when the op rejects them.

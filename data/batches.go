@@ -5,7 +5,6 @@ import (
 	"iter"
 
 	"github.com/peel-ml/peel"
-	"github.com/peel-ml/peel/interp"
 )
 
 // fail panics with a *peel.Error naming op.
@@ -20,7 +19,7 @@ func fail(op, format string, args ...any) {
 // not a concrete key or n is negative.
 func Shuffle(key *peel.Tensor, n int) []int {
 	const op = "data.Shuffle"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	if key != nil && !key.IsConcrete() {
 		fail(op, "the key is traced; Shuffle needs a concrete key")
 	}
@@ -73,7 +72,7 @@ func Batches(key *peel.Tensor, batchSize int, dropLast bool, tensors ...*peel.Te
 	var order []int64
 	if key != nil {
 		func() {
-			defer interp.Annotate(op)
+			defer peel.Annotate(op)
 			if !key.IsConcrete() {
 				fail(op, "the key is traced; Batches needs a concrete key")
 			}

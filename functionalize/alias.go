@@ -64,7 +64,7 @@ func (a *Aliases) MarkView(p *interp.Prim, params any, x, r *T) {
 // A lower alias of a base of this level is adopted first.
 func (a *Aliases) Use(x *T) *T {
 	if !a.Store.Own(x) {
-		if v := x.ViewInfo(); v == nil || !a.Store.Own(v.Base) {
+		if v := interp.ViewInfo(x); v == nil || !a.Store.Own(v.Base) {
 			return x
 		}
 		a.Adopt(x)
@@ -75,13 +75,13 @@ func (a *Aliases) Use(x *T) *T {
 // Current returns own box x's value, recomputing it from its base first
 // when x is a view whose base was written since.
 func (a *Aliases) Current(x *T) *T {
-	v := x.ViewInfo()
-	if v == nil || v.Gen == v.Base.Generation() {
+	v := interp.ViewInfo(x)
+	if v == nil || v.Gen == interp.Generation(v.Base) {
 		return a.Store.Value(x)
 	}
 	parent := a.Current(v.Parent)
 	a.Store.Set(x, a.View(v.Prim, v.Params, parent))
-	v.Gen = v.Base.Generation()
+	v.Gen = interp.Generation(v.Base)
 	return a.Store.Value(x)
 }
 
@@ -96,10 +96,10 @@ func (a *Aliases) Adopt(x *T) {
 	if a.Store.Own(x) {
 		return
 	}
-	if v := x.ViewInfo(); v != nil {
+	if v := interp.ViewInfo(x); v != nil {
 		stale := a.Store.Own(v.Base)
 		a.Adopt(v.Parent)
-		v.Gen = v.Base.Generation()
+		v.Gen = interp.Generation(v.Base)
 		if stale {
 			v.Gen = staleGen
 		}
@@ -121,7 +121,7 @@ func (a *Aliases) Write(p *interp.Prim, params any, args []*T) {
 			// A lower box written into dst (copy_'s source) is taken
 			// by value: a later write into that box, or its adoption
 			// by this level, must not change dst.
-			vals[i] = x.Snapshot()
+			vals[i] = interp.Snapshot(x)
 		}
 	}
 	a.Assign(p, dst, interp.OutOfPlace(p, params, vals))
@@ -132,10 +132,10 @@ func (a *Aliases) Write(p *interp.Prim, params any, args []*T) {
 // every other alias is recomputed when next used. p, the mutation, is
 // named in errors.
 func (a *Aliases) Assign(p *interp.Prim, x, v *T) {
-	vi := x.ViewInfo()
+	vi := interp.ViewInfo(x)
 	if vi == nil {
 		a.Store.Set(x, v)
-		x.BumpGeneration()
+		interp.BumpGeneration(x)
 		return
 	}
 	parent := a.Current(vi.Parent)
@@ -145,5 +145,5 @@ func (a *Aliases) Assign(p *interp.Prim, x, v *T) {
 	}
 	a.Assign(p, vi.Parent, newParent)
 	a.Store.Set(x, v)
-	vi.Gen = vi.Base.Generation()
+	vi.Gen = interp.Generation(vi.Base)
 }

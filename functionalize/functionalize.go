@@ -79,9 +79,9 @@ func New(removeViews bool) *Interp {
 type store struct{ f *Interp }
 
 func (s store) Own(x *T) bool { return s.f.own(x) }
-func (s store) Value(x *T) *T { return x.Tracer().(*tracer).val }
+func (s store) Value(x *T) *T { return interp.TracerOf(x).(*tracer).val }
 func (s store) Set(x, v *T) {
-	tr := x.Tracer().(*tracer)
+	tr := interp.TracerOf(x).(*tracer)
 	tr.val = v
 	if in := tr.in; in != nil {
 		// An argument root, or the caller's tensor linked to it: both
@@ -90,15 +90,15 @@ func (s store) Set(x, v *T) {
 		in.written = true
 		s.f.link(in)
 		if x == in.user {
-			in.box.BumpGeneration()
+			interp.BumpGeneration(in.box)
 		} else if in.linked {
-			in.user.BumpGeneration()
+			interp.BumpGeneration(in.user)
 		}
 	}
 }
 func (s store) Adopt(x *T) {
 	for _, in := range s.f.inputs {
-		if in.user == x && x.ViewInfo() == nil {
+		if in.user == x && interp.ViewInfo(x) == nil {
 			// The caller's tensor of an argument, written as captured:
 			// it is that argument.
 			if s.f.link(in); s.f.own(x) {
@@ -106,8 +106,8 @@ func (s store) Adopt(x *T) {
 			}
 		}
 	}
-	below := x.NewBox()
-	x.Rebind(interp.NewTracer(x.Aval(), &tracer{level: s.f.level, val: below}))
+	below := interp.NewBox(x)
+	interp.Rebind(x, interp.NewTracer(interp.AvalOf(x), &tracer{level: s.f.level, val: below}))
 	s.f.adopted.Add(x, below)
 }
 
@@ -122,7 +122,7 @@ func (f *Interp) Level() *interp.Level { return f.level }
 
 // Wrap returns x as a value of this level (an input of the function).
 func (f *Interp) Wrap(x *T) *T {
-	return interp.NewTracer(x.Aval(), &tracer{level: f.level, val: x})
+	return interp.NewTracer(interp.AvalOf(x), &tracer{level: f.level, val: x})
 }
 
 // WrapInputs returns the function's argument leaves as values of this
@@ -222,13 +222,13 @@ func shareRoots(roots []*T) bool {
 func (f *Interp) wrapInput(orig, user *T) *input {
 	in := &input{orig: orig, user: user}
 	val := orig
-	if user == orig && orig.ViewInfo() == nil {
+	if user == orig && interp.ViewInfo(orig) == nil {
 		// orig may be linked (its box then holds this level's value), so
 		// the value below is a box of its content: copy_'s result is
 		// its source itself, and values below must not change.
-		val = orig.NewBox()
+		val = interp.NewBox(orig)
 	}
-	in.box = interp.NewTracer(orig.Aval(), &tracer{level: f.level, val: val, in: in})
+	in.box = interp.NewTracer(interp.AvalOf(orig), &tracer{level: f.level, val: val, in: in})
 	f.inputs = append(f.inputs, in)
 	return in
 }
@@ -239,7 +239,7 @@ func (f *Interp) replayView(x *T, wrapped map[*T]*T) *T {
 	if w, ok := wrapped[x]; ok {
 		return w
 	}
-	v := x.ViewInfo()
+	v := interp.ViewInfo(x)
 	w := interp.Bind1(v.Prim, v.Params, f.replayView(v.Parent, wrapped))
 	wrapped[x] = w
 	return w
@@ -253,12 +253,12 @@ func (f *Interp) replayView(x *T, wrapped map[*T]*T) *T {
 // the call is what eager code does to it too.
 func (f *Interp) link(in *input) {
 	u := in.user
-	if in.linked || u == nil || u == in.box || u.ViewInfo() != nil || f.own(u) {
+	if in.linked || u == nil || u == in.box || interp.ViewInfo(u) != nil || f.own(u) {
 		return
 	}
 	in.linked = true
-	in.userOld = u.NewBox()
-	u.Rebind(in.box)
+	in.userOld = interp.NewBox(u)
+	interp.Rebind(u, in.box)
 }
 
 // Unwrap returns the value below of a result of the function.
@@ -276,7 +276,7 @@ func (f *Interp) End(inputs []*T, originals []*T) {
 	defer f.level.End()
 	f.endInputs()
 	for i, in := range inputs {
-		tr, ok := in.Tracer().(*tracer)
+		tr, ok := interp.TracerOf(in).(*tracer)
 		if !ok || tr.level != f.level || tr.val == originals[i] {
 			continue // never written
 		}
@@ -286,8 +286,8 @@ func (f *Interp) End(inputs []*T, originals []*T) {
 		// A tensor from before the function that it wrote with a value
 		// that is not concrete: a program tracing the function may take
 		// the write over (OnCapturedWrite).
-		return box.ViewInfo() == nil && !(box.IsConcrete() && final.IsConcrete()) &&
-			box.BornBefore(f.start) && f.OnCapturedWrite != nil && f.OnCapturedWrite(box, final)
+		return interp.ViewInfo(box) == nil && !(box.IsConcrete() && final.IsConcrete()) &&
+			interp.BornBefore(box, f.start) && f.OnCapturedWrite != nil && f.OnCapturedWrite(box, final)
 	})
 }
 
@@ -315,13 +315,13 @@ func (f *Interp) endInputs() {
 func (f *Interp) unlinkInputs() {
 	for _, in := range f.inputs {
 		if in.linked {
-			in.user.Rebind(in.userOld)
+			interp.Rebind(in.user, in.userOld)
 		}
 	}
 }
 
 func (f *Interp) own(x *T) bool {
-	tr, ok := x.Tracer().(*tracer)
+	tr, ok := interp.TracerOf(x).(*tracer)
 	return ok && tr.level == f.level
 }
 
@@ -359,7 +359,7 @@ func (f *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T)
 	}
 	res := make([]*T, len(outs))
 	for i, o := range outs {
-		res[i] = interp.NewTracer(o.Aval(), &tracer{level: f.level, val: o})
+		res[i] = interp.NewTracer(interp.AvalOf(o), &tracer{level: f.level, val: o})
 	}
 	if p.Kind == interp.ViewKind {
 		f.aliases.MarkView(p, params, args[0], res[0])

@@ -50,9 +50,9 @@ func (a *Adopted) End(final func(*T) *T, take func(box, final *T) bool) {
 	boxes := a.boxes
 	a.Restore()
 	for i, box := range boxes {
-		if v := box.ViewInfo(); v != nil && containsBox(boxes, v.Base) {
-			if box.IsStaged() {
-				box.Rebind(finals[i]) // staging keeps no aliases
+		if v := interp.ViewInfo(box); v != nil && containsBox(boxes, v.Base) {
+			if interp.IsStaged(box) {
+				interp.Rebind(box, finals[i]) // staging keeps no aliases
 			}
 			continue
 		}
@@ -67,7 +67,7 @@ func (a *Adopted) End(final func(*T) *T, take func(box, final *T) bool) {
 // nothing (the level's function panicked), and forgets them.
 func (a *Adopted) Restore() {
 	for _, box := range a.boxes {
-		box.Rebind(a.below[box])
+		interp.Rebind(box, a.below[box])
 	}
 	a.boxes, a.below = nil, nil
 }
@@ -94,8 +94,8 @@ func containsBox(boxes []*T, x *T) bool {
 // staged holds the traced value. It panics with *Error where the write
 // is refused.
 func WriteBack(orig, v *T) {
-	if orig.IsStaged() || (orig.IsConcrete() && !v.IsConcrete() && !interp.AdoptsWrites(v)) {
-		orig.Rebind(v)
+	if interp.IsStaged(orig) || (orig.IsConcrete() && !v.IsConcrete() && !interp.AdoptsWrites(v)) {
+		interp.Rebind(orig, v)
 		return
 	}
 	interp.Bind(prims.CopyInPlace, nil, orig, v)

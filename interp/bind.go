@@ -83,7 +83,7 @@ func Bind(p *Prim, params any, args ...*Tensor) []*Tensor {
 	if top == nil {
 		return Eval(p, params, args)
 	}
-	defer annotateLevel(top)
+	defer AnnotateLevel(top)
 	if replayed != nil {
 		return top.interp.Process(top, p, params, replayed)
 	}
@@ -128,8 +128,11 @@ func Bind1(p *Prim, params any, args ...*Tensor) *Tensor {
 	return Bind(p, params, args...)[0]
 }
 
-// annotateLevel records the level in an *Error that does not name one yet.
-func annotateLevel(l *Level) {
+// AnnotateLevel is deferred by an interpreter around code that runs at
+// level l (a user's function, a rule): when that code panics with an
+// *Error, it records l in the error (Error.NoteLevel) and panics again
+// with it; any other panic passes through unchanged.
+func AnnotateLevel(l *Level) {
 	r := recover()
 	if r == nil {
 		return

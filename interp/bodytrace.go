@@ -56,11 +56,11 @@ type bodyScope struct {
 
 // EpochMark moves the epoch on and returns it: every box made from now
 // on is born at or after the mark, every box made before it before
-// (Tensor.BornBefore).
+// (BornBefore).
 func EpochMark() uint64 { return epoch.Add(1) }
 
 // BornBefore reports whether t's box was made before mark (EpochMark).
-func (t *Tensor) BornBefore(mark uint64) bool { return t.born < mark }
+func BornBefore(t *Tensor, mark uint64) bool { return t.born < mark }
 
 // born is the birth stamp of a box made now.
 func born() uint64 { return epoch.Load() }

@@ -1,27 +1,46 @@
 package interp
 
-import "github.com/peel-ml/peel/backend"
+import (
+	"runtime"
 
-// This file exports, for package compiler, the pieces of eval and of the
-// blocked evaluation (Compiled) that a compiled program reuses, so the
-// layout and blocking rules live in one place.
+	"github.com/peel-ml/peel/backend"
+)
+
+// This file exports, for package compiler and the compiled rules of
+// package autodiff, the pieces of eval and of blocked evaluation that a
+// compiled program reuses, so the layout and blocking rules live in one
+// place.
 
 // FuseBlock is the number of elements per block of a blocked (fused)
-// evaluation (see Compiled).
-const FuseBlock = fuseBlock
+// evaluation: small enough that a few dozen intermediates of one block
+// stay in a core's L2 cache, large enough that per-block dispatch is
+// negligible.
+const FuseBlock = 4096
 
 // FuseMin is the smallest array for which a blocked evaluation spreads
 // its blocks over several goroutines.
-const FuseMin = fuseMin
+const FuseMin = 4 * FuseBlock
 
 // CutBlock returns elements [lo, lo+shape[0]) of a, a contiguous array
 // or a broadcast scalar (IsSplat), as a one-dimensional array: the block
 // a fused equation reads. shape is the block's shape, one dimension.
-func CutBlock(a backend.Array, lo int, shape []int) backend.Array { return cut(a, lo, shape) }
+func CutBlock(a backend.Array, lo int, shape []int) backend.Array {
+	if a.Strides != nil && a.IsSplat() && a.Size() > 1 {
+		return backend.Array{Buf: a.Buf, Shape: shape, Strides: zeroStride, Offset: a.Offset}
+	}
+	return backend.Array{Buf: a.Buf, Shape: shape, Offset: a.Offset + lo}
+}
+
+var zeroStride = []int{0}
 
 // BackendThreads returns how many goroutines be's kernels use: its
 // Threads method if it has one, else GOMAXPROCS.
-func BackendThreads(be backend.Backend) int { return threadsOf(be) }
+func BackendThreads(be backend.Backend) int {
+	if t, ok := be.(interface{ Threads() int }); ok {
+		return max(1, t.Threads())
+	}
+	return runtime.GOMAXPROCS(0)
+}
 
 // ViewArray returns the strided array that view primitive p makes of a,
 // sharing a's buffer, as eval does for a view. ok is false when no

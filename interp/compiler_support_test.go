@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/internal/interptest"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -13,13 +14,13 @@ import (
 // contiguous over its whole buffer and shares its memory with no
 // snapshot.
 func TestDonatable(t *testing.T) {
-	w := ctTensor([]float64{1, 2, 3, 4}, 4)
+	w := interptest.Tensor([]float64{1, 2, 3, 4}, 4)
 	view := interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{2, 2}}, w)
 	tr := interp.Bind1(prims.Transpose, prims.TransposeParams{Perm: []int{1, 0}}, view)
 	sl := interp.Bind1(prims.Slice, prims.SliceParams{Start: []int{1}, Limit: []int{3}, Stride: []int{1}}, w)
-	fresh := ctTensor([]float64{1, 2}, 2)
-	shared := ctTensor([]float64{1, 2}, 2)
-	snap := shared.Snapshot()
+	fresh := interptest.Tensor([]float64{1, 2}, 2)
+	shared := interptest.Tensor([]float64{1, 2}, 2)
+	snap := interp.Snapshot(shared)
 	cases := []struct {
 		name string
 		t    *interp.Tensor

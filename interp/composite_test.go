@@ -10,6 +10,7 @@ import (
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/internal/interptest"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -20,7 +21,7 @@ import (
 // cmpAdd binds add on operands of different shapes: it panics with an
 // *interp.Error.
 func cmpAdd() {
-	interp.Bind1(prims.Add, nil, ctTensor([]float64{1, 2}, 2), ctTensor([]float64{1, 2, 3}, 3))
+	interp.Bind1(prims.Add, nil, interptest.Tensor([]float64{1, 2}, 2), interptest.Tensor([]float64{1, 2, 3}, 3))
 }
 
 // cmpNested runs f inside deferred Decomposing calls for names,
@@ -58,7 +59,7 @@ func TestDecomposingChain(t *testing.T) {
 		base := "add: operands must have equal shapes and dtypes (primitives do not broadcast or promote) (f64[2], f64[3])"
 		// The call site is cmpAdd's Bind, the innermost frame outside
 		// peel's non-test code.
-		if got, want := e.Error(), base+c.msg+" at composite_test.go:23"; got != want {
+		if got, want := e.Error(), base+c.msg+" at composite_test.go:24"; got != want {
 			t.Errorf("%v: message %q, want %q", c.names, got, want)
 		}
 	}
@@ -68,12 +69,12 @@ func TestDecomposingChain(t *testing.T) {
 // "[transform, level N]" part and the user-level op chain precedes the
 // message.
 func TestDecomposingUnderTrace(t *testing.T) {
-	x := ctTensor([]float64{1, 2}, 2)
+	x := interptest.Tensor([]float64{1, 2}, 2)
 	err := interp.Catch(func() {
 		interp.Trace(func(a []*interp.Tensor) []*interp.Tensor {
 			defer interp.Annotate("mylib.Outer")
 			cmpNested([]string{"mylib.outer", "mylib.inner"}, func() {
-				interp.Bind1(prims.Add, nil, a[0], ctTensor([]float64{1, 2, 3}, 3))
+				interp.Bind1(prims.Add, nil, a[0], interptest.Tensor([]float64{1, 2, 3}, 3))
 			})
 			return a
 		}, []*interp.Tensor{x})
@@ -139,19 +140,19 @@ func TestDecomposingPassesOtherPanics(t *testing.T) {
 var (
 	cmpAbstractCalls int
 	cmpTanhMul       = cmpComposite("interptest.whole.tanhmul", true, func(a []*interp.Tensor) *interp.Tensor {
-		return ctBind(prims.Mul, ctBind(prims.Tanh, a[0]), a[1])
+		return interptest.Bind(prims.Mul, interptest.Bind(prims.Tanh, a[0]), a[1])
 	})
 	cmpOuter = cmpComposite("interptest.whole.outer", true, func(a []*interp.Tensor) *interp.Tensor {
-		return ctBind(prims.Add, ctBind(cmpTanhMul, a[0], a[1]), a[0])
+		return interptest.Bind(prims.Add, interptest.Bind(cmpTanhMul, a[0], a[1]), a[0])
 	})
 	cmpLoose = cmpComposite("interptest.whole.loose", false, func(a []*interp.Tensor) *interp.Tensor {
-		return ctBind(prims.Mul, ctBind(prims.Tanh, a[0]), a[1])
+		return interptest.Bind(prims.Mul, interptest.Bind(prims.Tanh, a[0]), a[1])
 	})
 	// cmpKernel has a cpu kernel (x ↦ 42) that Eval prefers to its
 	// decomposition (x ↦ x).
 	cmpKernel = func() *interp.Prim {
 		p := cmpComposite("interptest.whole.kernel", true, func(a []*interp.Tensor) *interp.Tensor {
-			return ctBind(prims.Copy, a[0])
+			return interptest.Bind(prims.Copy, a[0])
 		})
 		cpu.New().RegisterKernel(p.Op, func(_ any, _, out []backend.Array) {
 			d := cpu.Float64s(out[0])
@@ -189,9 +190,9 @@ func cmpPrimNames(g *interp.Graph) []string {
 }
 
 func TestWholeRecordedAsOneEquation(t *testing.T) {
-	x := ctTensor([]float64{-1, 0.5, 2}, 3)
-	y := ctTensor([]float64{3, -2, 0.25}, 3)
-	av := x.Aval()
+	x := interptest.Tensor([]float64{-1, 0.5, 2}, 3)
+	y := interptest.Tensor([]float64{3, -2, 0.25}, 3)
+	av := interp.AvalOf(x)
 	cases := []struct {
 		name      string
 		p         *interp.Prim
@@ -202,11 +203,11 @@ func TestWholeRecordedAsOneEquation(t *testing.T) {
 		{"nested whole", cmpOuter, []string{"interptest.whole.outer"}, []string{"tanh", "mul", "add"}},
 		{"not whole", cmpLoose, []string{"tanh", "mul"}, []string{"tanh", "mul"}},
 	}
-	direct := ctBind(prims.Add, ctBind(prims.Mul, ctBind(prims.Tanh, x), y), x)
+	direct := interptest.Bind(prims.Add, interptest.Bind(prims.Mul, interptest.Bind(prims.Tanh, x), y), x)
 	for _, c := range cases {
-		f := func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{ctBind(c.p, a[0], a[1])} }
+		f := func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{interptest.Bind(c.p, a[0], a[1])} }
 		calls := cmpAbstractCalls
-		g := ctTrace(f, av, av)
+		g := interptest.Trace(f, av, av)
 		if c.p.Whole && cmpAbstractCalls == calls {
 			t.Errorf("%s: Abstract not consulted for a whole composite", c.name)
 		}
@@ -227,18 +228,19 @@ func TestWholeRecordedAsOneEquation(t *testing.T) {
 		// Evaluating the one-equation graph decomposes eagerly (no
 		// kernel): the same values as the decomposed graph.
 		got := g.Eval(x, y)
-		ctSameResults(t, c.name, got, gd.Eval(x, y))
-		ctSameResults(t, c.name+" compiled", g.Compile().Eval(x, y), got)
+		interptest.SameResults(t, c.name, got, gd.Eval(x, y))
 		if c.p == cmpOuter {
-			ctSameResults(t, c.name+" vs direct", got, []*interp.Tensor{direct})
+			interptest.SameResults(t, c.name+" vs direct", got, []*interp.Tensor{direct})
 		}
 	}
 
 	// The whole composite's Abstract decides its operands; a decomposing
 	// trace reports the failing primitive of the decomposition instead.
-	z := ctAval(backend.Float64, 4)
-	f := func(a []*interp.Tensor) []*interp.Tensor { return []*interp.Tensor{ctBind(cmpTanhMul, a[0], a[1])} }
-	wantErr(t, func() { ctTrace(f, av, z) }, "interptest.whole.tanhmul", "operands f64[3] and f64[4] differ", "[in trace]")
+	z := interptest.Aval(backend.Float64, 4)
+	f := func(a []*interp.Tensor) []*interp.Tensor {
+		return []*interp.Tensor{interptest.Bind(cmpTanhMul, a[0], a[1])}
+	}
+	wantErr(t, func() { interptest.Trace(f, av, z) }, "interptest.whole.tanhmul", "operands f64[3] and f64[4] differ", "[in trace]")
 	e := wantErr(t, func() { interp.TraceAvals("trace", f, []interp.Aval{av, z}, interp.DecomposeOps()) }, "mul", "[in trace]")
 	if e.Prim != "mul" {
 		t.Errorf("decomposing trace failed in %q, want mul", e.Prim)
@@ -249,8 +251,8 @@ func TestWholeRecordedAsOneEquation(t *testing.T) {
 // runs the kernel eagerly and from a one-equation graph, and its
 // decomposition under DecomposeOps.
 func TestWholeKernel(t *testing.T) {
-	n := ctMin + 3
-	x := ctTensor(make([]float64, n), n)
+	n := interptest.Min + 3
+	x := interptest.Tensor(make([]float64, n), n)
 	check := func(what string, r *interp.Tensor, want float64) {
 		t.Helper()
 		for i, v := range r.Float64s() {
@@ -259,17 +261,15 @@ func TestWholeKernel(t *testing.T) {
 			}
 		}
 	}
-	check("eager", ctBind(cmpKernel, x), 42)
+	check("eager", interptest.Bind(cmpKernel, x), 42)
 	f := func(a []*interp.Tensor) []*interp.Tensor {
-		return []*interp.Tensor{ctBind(prims.Neg, ctBind(cmpKernel, a[0]))}
+		return []*interp.Tensor{interptest.Bind(prims.Neg, interptest.Bind(cmpKernel, a[0]))}
 	}
 	g := interp.Trace(f, []*interp.Tensor{x})
 	if got := cmpPrimNames(g); !slices.Equal(got, []string{"interptest.whole.kernel", "neg"}) {
 		t.Fatalf("trace records %v", got)
 	}
 	check("graph", g.Eval(x)[0], -42)
-	// Not fused (a composite), but the same result.
-	check("compiled graph", g.Compile().Eval(x)[0], -42)
 	gd := interp.Trace(f, []*interp.Tensor{x}, interp.DecomposeOps())
 	if got := strings.Join(cmpPrimNames(gd), " "); got != "copy neg" {
 		t.Fatalf("decomposing trace records %v", got)

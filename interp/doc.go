@@ -27,14 +27,14 @@
 // mutation primitive (copy_, add_, …) written through any alias is seen by
 // all. Interpreters that cannot share memory replay views from their base.
 //
-// # Composites and compiled graphs
+// # Composites
 //
 // A primitive with Impl is a composite: interpreters without a rule for
 // it decompose it. One marked Whole (a user-defined op) is instead
 // recorded whole by the staging interpreter and run by a backend's fused
-// kernel when it has one. Graph.Compile prepares a graph for repeated
-// evaluation; a graph of elementwise equations over one shape then runs
-// block by block in cache-sized pieces across the backend's threads.
+// kernel when it has one. Blocked evaluation of elementwise graphs (in
+// package compiler and in autodiff's compiled rules) shares its block
+// size and helpers from here (FuseBlock, CutBlock, BackendThreads).
 //
 // # Errors
 //

@@ -345,11 +345,21 @@ func (e *Error) WithOperands(ts ...*Tensor) *Error {
 //	}
 func Annotate(name string) {
 	if r := recover(); r != nil {
-		if e, ok := r.(*Error); ok {
-			e.Ops = pushName(e.Ops, name)
-			e.captureSite()
-		}
+		AddOp(r, name)
 		panic(r)
+	}
+}
+
+// AddOp appends name to the op chain of r, a recovered panic value, when
+// r is an *Error (and records the user's call site if it is not known
+// yet); any other value is left alone. It is what Annotate does with the
+// value it recovers, for forwarders in other packages (peel.Annotate),
+// which must call recover themselves: recover works only in the deferred
+// function itself.
+func AddOp(r any, name string) {
+	if e, ok := r.(*Error); ok {
+		e.Ops = pushName(e.Ops, name)
+		e.captureSite()
 	}
 }
 

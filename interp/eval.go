@@ -202,7 +202,7 @@ func evalView(be backend.Backend, p *Prim, params any, x *Tensor, out Aval) *Ten
 // Contiguous returns a concrete tensor with x's elements in a fresh
 // contiguous buffer (x itself if it already owns a contiguous layout).
 func Contiguous(x *Tensor) *Tensor {
-	arr, be := x.Array()
+	arr, be := ArrayOf(x)
 	if arr.IsContiguous() && arr.Offset == 0 && arr.Buf.Len() == arr.Size() {
 		return x
 	}

@@ -25,7 +25,7 @@ type Eqn struct {
 // It is what the staging interpreter records, and what linearization,
 // compilation and compiled backward passes work on. A Graph is immutable
 // once built; methods that transform it return a new one. Its constants
-// are snapshots (Tensor.Snapshot): in-place writes into the tensors they
+// are snapshots (Snapshot): in-place writes into the tensors they
 // were traced from, made after tracing, do not change the graph.
 type Graph struct {
 	In     []*Var
@@ -40,7 +40,7 @@ type Graph struct {
 }
 
 // ReleaseConstants gives up the graph's hold on its constants' memory
-// (see Tensor.Snapshot), so that a later in-place write into a tensor it
+// (see Snapshot), so that a later in-place write into a tensor it
 // captured copies nothing. Transforms call it on graphs they built and
 // no longer need (the linear graph of a gradient, once transposed).
 // Afterwards the graph must not be used: Eval panics with *Error.
@@ -65,7 +65,7 @@ func (g *Graph) Eval(args ...*Tensor) []*Tensor {
 	env := make(map[*Var]*Tensor, len(g.In)+len(g.Consts)+len(g.Eqns))
 	for i, v := range g.In {
 		a := args[i]
-		if a == nil || !a.Aval().Equal(v.Aval) {
+		if a == nil || !AvalOf(a).Equal(v.Aval) {
 			panic(&Error{Ops: []string{"Graph.Eval"}, Msg: "input " + strconv.Itoa(i) + " must be " + v.Aval.String(), Operands: []string{a.TypeString()}})
 		}
 		env[v] = a
@@ -74,7 +74,7 @@ func (g *Graph) Eval(args ...*Tensor) []*Tensor {
 		// A snapshot, so that a result aliasing a constant (the constant
 		// itself, or a view of it) can be written without changing the
 		// graph.
-		env[v] = g.ConstVals[i].Snapshot()
+		env[v] = Snapshot(g.ConstVals[i])
 	}
 	in := make([]*Tensor, 0, 4)
 	for _, e := range g.Eqns {

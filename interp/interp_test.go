@@ -181,7 +181,7 @@ func TestEvalViewsAlias(t *testing.T) {
 	base := f64([]float64{0, 1, 2, 3, 4, 5}, 2, 3)
 	tr := interp.Bind1(prims.Transpose, prims.TransposeParams{Perm: []int{1, 0}}, base) // [3,2]
 	row := interp.Bind1(prims.Slice, prims.SliceParams{Start: []int{1, 0}, Limit: []int{2, 2}, Stride: []int{1, 1}}, tr)
-	if row.ViewInfo() == nil || row.ViewInfo().Base != base {
+	if interp.ViewInfo(row) == nil || interp.ViewInfo(row).Base != base {
 		t.Fatal("view does not record its base")
 	}
 	interp.Bind(prims.CopyInPlace, nil, row, f64([]float64{10, 40}, 1, 2))

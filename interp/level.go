@@ -103,7 +103,7 @@ func (placeholderTracer) Level() *Level { return placeholderLevel }
 func Placeholder(a Aval) *Tensor { return NewTracer(a, placeholderTracer{}) }
 
 // IsPlaceholder reports whether t was made by Placeholder.
-func (t *Tensor) IsPlaceholder() bool {
+func IsPlaceholder(t *Tensor) bool {
 	_, ok := t.tr.(placeholderTracer)
 	return ok
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/internal/interptest"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -13,18 +14,18 @@ import (
 // binding it (alone or with concrete operands) or reading it panics with
 // *Error, never a nil dereference in a kernel (issue 11, item 11).
 func TestPlaceholderNeverReachesAKernel(t *testing.T) {
-	ph := interp.Placeholder(ctAval(backend.Float64, 3))
-	if ph.IsConcrete() || !ph.IsPlaceholder() {
-		t.Fatalf("placeholder: IsConcrete %v, IsPlaceholder %v", ph.IsConcrete(), ph.IsPlaceholder())
+	ph := interp.Placeholder(interptest.Aval(backend.Float64, 3))
+	if ph.IsConcrete() || !interp.IsPlaceholder(ph) {
+		t.Fatalf("placeholder: IsConcrete %v, IsPlaceholder %v", ph.IsConcrete(), interp.IsPlaceholder(ph))
 	}
-	x := ctTensor([]float64{1, 2, 3}, 3)
+	x := interptest.Tensor([]float64{1, 2, 3}, 3)
 	for name, f := range map[string]func(){
-		"unary":          func() { ctBind(prims.Neg, ph) },
-		"with concrete":  func() { ctBind(prims.Add, x, ph) },
+		"unary":          func() { interptest.Bind(prims.Neg, ph) },
+		"with concrete":  func() { interptest.Bind(prims.Add, x, ph) },
 		"view":           func() { interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{3, 1}}, ph) },
 		"mutation":       func() { interp.Bind(prims.CopyInPlace, nil, x, ph) },
 		"read":           func() { ph.Float64s() },
-		"nil tracer box": func() { interp.NewTracer(ctAval(backend.Float64, 3), nil) },
+		"nil tracer box": func() { interp.NewTracer(interptest.Aval(backend.Float64, 3), nil) },
 	} {
 		err := interp.Catch(f)
 		if err == nil {

@@ -2,6 +2,7 @@ package interp
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/peel-ml/peel/backend"
@@ -122,7 +123,17 @@ type Prim struct {
 	// NonDifferentiable marks primitives whose outputs have zero tangents
 	// (comparisons, argmax, floor, …).
 	NonDifferentiable bool
+
+	// pkg is the import path of the package that registered the
+	// primitive (see Package).
+	pkg string
 }
+
+// Package returns the import path of the package whose code registered p
+// (the caller of NewPrim): "github.com/peel-ml/peel/prims" for peel's
+// primitive set, the package of customop for user-defined ops, "" when
+// it is not known.
+func (p *Prim) Package() string { return p.pkg }
 
 // ElementwiseRule is the shape and dtype rule of an elementwise primitive,
 // as data.
@@ -160,10 +171,21 @@ func NewPrim(name string, kind Kind, abstract func(params any, in []Aval) []Aval
 	if _, dup := byName[name]; dup {
 		panic(fmt.Sprintf("interp: primitive %q registered twice", name))
 	}
-	p := &Prim{Op: backend.Op{ID: len(registry), Name: name}, Kind: kind, Abstract: abstract}
+	p := &Prim{Op: backend.Op{ID: len(registry), Name: name}, Kind: kind, Abstract: abstract, pkg: callerPackage()}
 	registry = append(registry, p)
 	byName[name] = p
 	return p
+}
+
+// callerPackage returns the import path of the package of NewPrim's
+// caller.
+func callerPackage() string {
+	var pc [1]uintptr
+	if runtime.Callers(3, pc[:]) == 0 {
+		return ""
+	}
+	f, _ := runtime.CallersFrames(pc[:]).Next()
+	return funcPackage(f.Function)
 }
 
 // Prims returns every registered primitive in ID order.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/internal/interptest"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -28,26 +29,16 @@ func sameF64(t *testing.T, what string, got, want []float64) {
 // directly, through a view, or through another box sharing the memory
 // (issue 11, D6).
 func TestGraphConstantsByValue(t *testing.T) {
-	f64 := ctAval(backend.Float64, 3)
-	x := ctTensor([]float64{1, 2, 3}, 3)
-	ten := ctSplat([]float64{10}, 3)
-	writes := map[string]func(w *interp.Tensor){
-		"direct": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, w, ten) },
-		"through a view": func(w *interp.Tensor) {
-			v := interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{3, 1}}, w)
-			interp.Bind(prims.CopyInPlace, nil, v, ctSplat([]float64{10}, 3, 1))
-		},
-		"through another box": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, w.NewBox(), ten) },
-	}
-	for name, write := range writes {
+	f64 := interptest.Aval(backend.Float64, 3)
+	x := interptest.Tensor([]float64{1, 2, 3}, 3)
+	for name, write := range interptest.Writes() {
 		t.Run(name, func(t *testing.T) {
-			w := ctTensor([]float64{1, 1, 1}, 3)
-			g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-				return []*interp.Tensor{ctBind(prims.Mul, a[0], w)}
+			w := interptest.Tensor([]float64{1, 1, 1}, 3)
+			g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+				return []*interp.Tensor{interptest.Bind(prims.Mul, a[0], w)}
 			}, f64)
 			write(w)
 			sameF64(t, "Graph.Eval after the write", f64s(g.Eval(x)[0]), []float64{1, 2, 3})
-			sameF64(t, "Compiled.Eval after the write", f64s(g.Compile().Eval(x)[0]), []float64{1, 2, 3})
 			sameF64(t, "the written tensor", f64s(w), []float64{10, 10, 10})
 		})
 	}
@@ -58,13 +49,13 @@ func TestGraphConstantsByValue(t *testing.T) {
 // D11: staging cached constants per box by a version that in-place writes
 // did not change).
 func TestConstantWrittenBetweenUses(t *testing.T) {
-	w := ctTensor([]float64{1, 1, 1}, 3)
-	g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-		e := ctBind(prims.Mul, a[0], w)
-		interp.Bind(prims.AddInPlace, nil, w, ctSplat([]float64{3}, 3))
-		return []*interp.Tensor{ctBind(prims.Add, e, ctBind(prims.Mul, w, a[0]))}
-	}, ctAval(backend.Float64, 3))
-	x := ctTensor([]float64{1, 2, 3}, 3)
+	w := interptest.Tensor([]float64{1, 1, 1}, 3)
+	g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+		e := interptest.Bind(prims.Mul, a[0], w)
+		interp.Bind(prims.AddInPlace, nil, w, interptest.Splat([]float64{3}, 3))
+		return []*interp.Tensor{interptest.Bind(prims.Add, e, interptest.Bind(prims.Mul, w, a[0]))}
+	}, interptest.Aval(backend.Float64, 3))
+	x := interptest.Tensor([]float64{1, 2, 3}, 3)
 	sameF64(t, "Graph.Eval", f64s(g.Eval(x)[0]), []float64{5, 10, 15})
 	if len(g.Consts) != 2 {
 		t.Errorf("graph has %d constants, want 2:\n%v", len(g.Consts), g)
@@ -74,16 +65,16 @@ func TestConstantWrittenBetweenUses(t *testing.T) {
 // TestSnapshotCopyOnWrite: a snapshot shares memory until either side is
 // written; each side's writes are its own, and views follow their base.
 func TestSnapshotCopyOnWrite(t *testing.T) {
-	w := ctTensor([]float64{1, 2, 3, 4}, 4)
+	w := interptest.Tensor([]float64{1, 2, 3, 4}, 4)
 	view := interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: []int{2, 2}}, w)
-	s := w.Snapshot()
-	interp.Bind(prims.MulInPlace, nil, view, ctSplat([]float64{2}, 2, 2))
+	s := interp.Snapshot(w)
+	interp.Bind(prims.MulInPlace, nil, view, interptest.Splat([]float64{2}, 2, 2))
 	sameF64(t, "base after a write through its view", f64s(w), []float64{2, 4, 6, 8})
 	sameF64(t, "snapshot", f64s(s), []float64{1, 2, 3, 4})
-	interp.Bind(prims.AddInPlace, nil, s, ctSplat([]float64{1}, 4))
+	interp.Bind(prims.AddInPlace, nil, s, interptest.Splat([]float64{1}, 4))
 	sameF64(t, "snapshot after its own write", f64s(s), []float64{2, 3, 4, 5})
 	sameF64(t, "base after the snapshot's write", f64s(w), []float64{2, 4, 6, 8})
-	interp.Bind(prims.AddInPlace, nil, w, ctSplat([]float64{1}, 4))
+	interp.Bind(prims.AddInPlace, nil, w, interptest.Splat([]float64{1}, 4))
 	sameF64(t, "view after a write into its base", f64s(view), []float64{3, 5, 7, 9})
 }
 
@@ -91,8 +82,8 @@ func TestSnapshotCopyOnWrite(t *testing.T) {
 // capture one tensor write nothing shared but an atomic count (run under
 // -race), and every graph keeps its value.
 func TestConcurrentTracesShareConstant(t *testing.T) {
-	w := ctTensor([]float64{1, 2, 3}, 3)
-	x := ctTensor([]float64{1, 1, 1}, 3)
+	w := interptest.Tensor([]float64{1, 2, 3}, 3)
+	x := interptest.Tensor([]float64{1, 1, 1}, 3)
 	var wg sync.WaitGroup
 	errs := make(chan string, 16)
 	for range 16 {
@@ -100,9 +91,9 @@ func TestConcurrentTracesShareConstant(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 200 {
-				g := ctTrace(func(a []*interp.Tensor) []*interp.Tensor {
-					return []*interp.Tensor{ctBind(prims.Mul, a[0], w)}
-				}, ctAval(backend.Float64, 3))
+				g := interptest.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+					return []*interp.Tensor{interptest.Bind(prims.Mul, a[0], w)}
+				}, interptest.Aval(backend.Float64, 3))
 				got := f64s(g.Eval(x)[0])
 				if got[0] != 1 || got[1] != 2 || got[2] != 3 {
 					errs <- "wrong value"

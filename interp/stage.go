@@ -173,7 +173,7 @@ func (t *stageTracer) Level() *Level { return t.s.level }
 
 // IsStaged reports whether t is a value being recorded by a staging level
 // (Trace), whose graph would record an in-place write as an equation.
-func (t *Tensor) IsStaged() bool {
+func IsStaged(t *Tensor) bool {
 	_, ok := t.tr.(*stageTracer)
 	return ok
 }
@@ -189,7 +189,7 @@ func (s *stager) newVar(a Aval) *Var {
 // constants.
 //
 // A constant is recorded by value: the graph keeps a snapshot of t
-// (Tensor.Snapshot), so neither a later Rebind of t (an interpreter's
+// (Snapshot), so neither a later Rebind of t (an interpreter's
 // out-of-place mutation) nor a later in-place write into t's memory at
 // eval level changes the graph. The snapshot shares t's buffer
 // copy-on-write, so lifting copies nothing and touches nothing of t but
@@ -224,13 +224,13 @@ func (s *stager) varOf(t *Tensor) *Var {
 			}
 		}
 	}
-	v := s.newVar(t.Aval())
+	v := s.newVar(AvalOf(t))
 	s.consts[t] = constRec{v: v, version: t.version, blk: blk}
 	if s.sources != nil {
 		s.liftedFrom[v] = t
 	}
 	s.g.Consts = append(s.g.Consts, v)
-	s.g.ConstVals = append(s.g.ConstVals, t.Snapshot())
+	s.g.ConstVals = append(s.g.ConstVals, Snapshot(t))
 	return v
 }
 
@@ -316,7 +316,7 @@ func Trace(f func(args []*Tensor) []*Tensor, example []*Tensor, opts ...TraceOpt
 		if x == nil {
 			panic(&Error{Ops: []string{"interp.Trace"}, Msg: "example argument " + itoa(i) + " is nil"})
 		}
-		avals[i] = x.Aval()
+		avals[i] = AvalOf(x)
 	}
 	return TraceAvals("trace", f, avals, opts...)
 }
@@ -353,7 +353,7 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 		in[i] = s.tracer(v)
 	}
 	outs := func() []*Tensor {
-		defer annotateLevel(s.level)
+		defer AnnotateLevel(s.level)
 		return f(in)
 	}()
 	for _, o := range outs {

@@ -128,7 +128,7 @@ func FindLevelData[D any](ts ...*Tensor) (d D, ok bool) {
 // updates in place when a mutation is answered (vmap writes a batched
 // value's physical tensor below; functionalize replaces a box's current
 // value in its payload): Snapshot returns a payload holding the current
-// content that later writes do not reach (Tensor.Snapshot).
+// content that later writes do not reach (Snapshot).
 type Snapshotter interface {
 	Snapshot() Tracer
 }
@@ -145,7 +145,7 @@ type SnapshotReleaser interface {
 // it was taken of is written without a copy; t must not be used
 // afterwards. Interpreters' snapshot payloads (SnapshotReleaser) call it
 // on the snapshots they hold.
-func (t *Tensor) ReleaseSnapshot() { t.release() }
+func ReleaseSnapshot(t *Tensor) { t.release() }
 
 // Materializer is implemented by tracers whose value can be computed on
 // demand (the lazy interpreter of a compiled function with graph
@@ -173,6 +173,13 @@ func (t *Tensor) materialized() *Tensor {
 // exactly one level. Shape and DType always report the logical shape. A
 // tensor made by a view primitive records its base and the view that made
 // it (see View). Shapes returned by Shape are shared: do not modify them.
+//
+// Its methods are the user's (peel.Tensor is this type). What
+// interpreters do to a box — read its tracer or array (TracerOf,
+// ArrayOf, AvalOf), replace its content (Rebind), record and follow views
+// (SetViewInfo, ViewInfo, Generation, BumpGeneration, Version), snapshot
+// it (Snapshot, ReleaseSnapshot) — are package functions of interp, so
+// `go doc peel.Tensor` lists only the user's API.
 type Tensor struct {
 	shape []int
 	dtype DType
@@ -316,7 +323,7 @@ func (t *Tensor) arrayInto(dst *backend.Array) {
 // physical value, functionalize replaces its current value), the
 // tracer's own snapshot. Staging uses snapshots for graph constants, so a
 // Graph keeps the values its constants had when they were traced.
-func (t *Tensor) Snapshot() *Tensor {
+func Snapshot(t *Tensor) *Tensor {
 	if t.tr != nil {
 		tr := t.tr
 		if s, ok := tr.(Snapshotter); ok {
@@ -392,29 +399,29 @@ func (t *Tensor) Rank() int { return len(t.shape) }
 // Size returns the number of elements.
 func (t *Tensor) Size() int { return backend.ShapeSize(t.shape) }
 
-// Aval returns the tensor's shape and dtype.
-func (t *Tensor) Aval() Aval { return Aval{t.shape, t.dtype} }
+// AvalOf returns the tensor's shape and dtype.
+func AvalOf(t *Tensor) Aval { return Aval{t.shape, t.dtype} }
 
 // TypeString formats the shape and dtype as "f64[2,3]".
 func (t *Tensor) TypeString() string {
 	if t == nil {
 		return "nil"
 	}
-	return t.Aval().String()
+	return AvalOf(t).String()
 }
 
 // IsConcrete reports whether the content is a concrete array.
 func (t *Tensor) IsConcrete() bool { return t.tr == nil }
 
-// Tracer returns the tracer payload, or nil for a concrete tensor.
-func (t *Tensor) Tracer() Tracer { return t.tr }
+// TracerOf returns the tracer payload, or nil for a concrete tensor.
+func TracerOf(t *Tensor) Tracer { return t.tr }
 
-// Array returns the concrete array and its backend. It panics with *Error
+// ArrayOf returns the concrete array and its backend. It panics with *Error
 // if t is a tracer.
-func (t *Tensor) Array() (backend.Array, backend.Backend) {
+func ArrayOf(t *Tensor) (backend.Array, backend.Backend) {
 	if t.tr != nil {
 		if c := t.materialized(); c != nil {
-			return c.Array()
+			return ArrayOf(c)
 		}
 		panic(t.tracedReadError("read"))
 	}
@@ -422,26 +429,26 @@ func (t *Tensor) Array() (backend.Array, backend.Backend) {
 }
 
 // ViewInfo returns how t was made from its base, or nil if t is not a view.
-func (t *Tensor) ViewInfo() *View { return t.view }
+func ViewInfo(t *Tensor) *View { return t.view }
 
 // SetViewInfo records that t is a view. Interpreters call it on the result
 // of a view primitive.
-func (t *Tensor) SetViewInfo(v *View) { t.view = v }
+func SetViewInfo(t *Tensor, v *View) { t.view = v }
 
 // Generation returns the number of times t (as a base) has been mutated.
-func (t *Tensor) Generation() uint64 { return t.gen }
+func Generation(t *Tensor) uint64 { return t.gen }
 
 // Version counts the times t's content was replaced (Rebind): with the
 // base's Generation it tells whether a value derived from t is stale.
-func (t *Tensor) Version() uint64 { return t.version }
+func Version(t *Tensor) uint64 { return t.version }
 
 // BumpGeneration records a mutation of base t.
-func (t *Tensor) BumpGeneration() { t.gen++ }
+func BumpGeneration(t *Tensor) { t.gen++ }
 
 // NewBox returns a new box holding t's current content (concrete array or
 // tracer), without t's view record. Interpreters that adopt a box use it
 // to keep the content the box had below their level.
-func (t *Tensor) NewBox() *Tensor {
+func NewBox(t *Tensor) *Tensor {
 	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: t.st, be: t.be, tr: t.tr, born: born()}
 }
 
@@ -449,7 +456,7 @@ func (t *Tensor) NewBox() *Tensor {
 // tracer). It is how a mutation performed out of place by an interpreter
 // becomes visible through the box t. The logical shape and dtype must
 // agree.
-func (t *Tensor) Rebind(src *Tensor) {
+func Rebind(t *Tensor, src *Tensor) {
 	if !ShapeEqual(t.shape, src.shape) || t.dtype != src.dtype {
 		panic(Errorf("rebind: shape or dtype changes from %s to %s", t.TypeString(), src.TypeString()))
 	}
@@ -566,5 +573,5 @@ func OwnValue(v *Tensor) *Tensor {
 		v.be.Copy(dst, v.array())
 		return concreteTensor(v.be, dst)
 	}
-	return v.Snapshot()
+	return Snapshot(v)
 }

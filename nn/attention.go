@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/peel-ml/peel"
-	"github.com/peel-ml/peel/interp"
 )
 
 // maskValue is the logit given to masked-out positions: the lowest finite
@@ -29,7 +28,7 @@ func maskValue(dt peel.DType) float64 {
 // not broadcast.
 func ScaledDotProductAttention(q, k, v, mask *peel.Tensor) *peel.Tensor {
 	const op = "nn.ScaledDotProductAttention"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	needFloat(op, "query", q)
 	needFloat(op, "key", k)
 	needFloat(op, "value", v)
@@ -63,7 +62,7 @@ type MultiHeadAttentionParams struct{ Query, Key, Value, Out LinearParams }
 // (with opts). It panics as InitLinear does.
 func InitMultiHeadAttention(key *peel.Tensor, dt peel.DType, dim int, opts ...LayerOption) MultiHeadAttentionParams {
 	const op = "nn.InitMultiHeadAttention"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	ks := peel.SplitKeys(key, 4)
 	return MultiHeadAttentionParams{
 		Query: InitLinear(ks[0], dt, dim, dim, opts...),
@@ -86,7 +85,7 @@ func InitMultiHeadAttention(key *peel.Tensor, dt peel.DType, dim int, opts ...La
 // shapes do not fit, or as ScaledDotProductAttention does.
 func MultiHeadAttention(p MultiHeadAttentionParams, q, k, v *peel.Tensor, numHeads int, mask *peel.Tensor) *peel.Tensor {
 	const op = "nn.MultiHeadAttention"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	needFloat(op, "query", q)
 	needFloat(op, "key", k)
 	needFloat(op, "value", v)

@@ -7,7 +7,7 @@
 // transforms.Vmap maps a layer over a batch or over an ensemble of
 // params, and transforms.Compile compiles a training step.
 //
-// The package has four parts:
+// The package has three parts:
 //
 //   - initializers (Initializer: Zeros, Ones, Constant, Uniform, Normal,
 //     TruncatedNormal, the variance-scaling family GlorotUniform,
@@ -19,9 +19,11 @@
 //     default (Reduce selects sum, none or batch mean);
 //   - layers (Linear, Conv2D, Embedding, LayerNorm, RMSNorm, BatchNorm,
 //     Dropout, MultiHeadAttention and ScaledDotProductAttention) with
-//     their Init functions;
-//   - activations, thin wrappers of peel's (ReLU, GELU, Sigmoid, Softmax,
-//     …), so that a model reads in one vocabulary.
+//     their Init functions.
+//
+// Activations, softmax, one-hot encoding and pooling are peel's own
+// functions (peel.ReLU, peel.GELU, peel.Sigmoid, peel.Softmax,
+// peel.OneHot, peel.MaxPool2D, …), under one name each.
 //
 // Layouts follow flax where flax and torch differ: a Linear weight is
 // [in, out] (y = x·W + b, no transpose), features are the last axis of

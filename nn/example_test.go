@@ -26,7 +26,7 @@ func initMLP(key *peel.Tensor, in, hidden, classes int) MLP {
 }
 
 func (m MLP) apply(x *peel.Tensor) *peel.Tensor {
-	h := nn.ReLU(nn.LayerNorm(m.Norm, nn.Linear(m.L1, x)))
+	h := peel.ReLU(nn.LayerNorm(m.Norm, nn.Linear(m.L1, x)))
 	return nn.Linear(m.L2, h)
 }
 

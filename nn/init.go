@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/peel-ml/peel"
-	"github.com/peel-ml/peel/interp"
 )
 
 // An Initializer returns a tensor of the given float dtype and shape
@@ -58,7 +57,7 @@ func Constant(v float64) Initializer {
 // bounds, a bad key, dtype or shape).
 func Uniform(lo, hi float64) Initializer {
 	return func(key *peel.Tensor, dt peel.DType, shape ...int) *peel.Tensor {
-		defer interp.Annotate("nn.Uniform")
+		defer peel.Annotate("nn.Uniform")
 		checkInit("nn.Uniform", dt, shape)
 		return peel.UniformRange(key, dt, lo, hi, shape...)
 	}
@@ -70,7 +69,7 @@ func Uniform(lo, hi float64) Initializer {
 // (std negative or not finite, a bad key, dtype or shape).
 func Normal(std float64) Initializer {
 	return func(key *peel.Tensor, dt peel.DType, shape ...int) *peel.Tensor {
-		defer interp.Annotate("nn.Normal")
+		defer peel.Annotate("nn.Normal")
 		checkInit("nn.Normal", dt, shape)
 		return peel.NormalScaled(key, dt, 0, std, shape...)
 	}
@@ -84,7 +83,7 @@ func Normal(std float64) Initializer {
 func TruncatedNormal(std float64) Initializer {
 	return func(key *peel.Tensor, dt peel.DType, shape ...int) *peel.Tensor {
 		const op = "nn.TruncatedNormal"
-		defer interp.Annotate(op)
+		defer peel.Annotate(op)
 		checkInit(op, dt, shape)
 		if !(std >= 0) || math.IsInf(std, 0) {
 			fail(op, "standard deviation %v is negative or not finite", std)
@@ -180,7 +179,7 @@ func VarianceScaling(scale float64, mode FanMode, dist Distribution, axes ...Fan
 	}
 	return func(key *peel.Tensor, dt peel.DType, shape ...int) *peel.Tensor {
 		const op = "nn.VarianceScaling"
-		defer interp.Annotate(op)
+		defer peel.Annotate(op)
 		checkInit(op, dt, shape)
 		if !(scale >= 0) || math.IsInf(scale, 0) {
 			fail(op, "scale %v is negative or not finite", scale)
@@ -297,7 +296,7 @@ func LecunUniform(axes ...FanAxes) Initializer {
 func Orthogonal(gain float64) Initializer {
 	return func(key *peel.Tensor, dt peel.DType, shape ...int) *peel.Tensor {
 		const op = "nn.Orthogonal"
-		defer interp.Annotate(op)
+		defer peel.Annotate(op)
 		checkInit(op, dt, shape)
 		if len(shape) < 2 {
 			fail(op, "shape %v has rank below 2", shape)

@@ -5,8 +5,6 @@ import (
 	"slices"
 
 	"github.com/peel-ml/peel"
-	"github.com/peel-ml/peel/interp"
-	"github.com/peel-ml/peel/transforms"
 )
 
 // A LayerOption configures a layer's Init.
@@ -61,7 +59,7 @@ type LinearParams struct{ W, B *peel.Tensor }
 // option is nil.
 func InitLinear(key *peel.Tensor, dt peel.DType, in, out int, opts ...LayerOption) LinearParams {
 	const op = "nn.InitLinear"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := layerOptions(op, LecunNormal(), opts)
 	if in < 0 || out < 0 {
 		fail(op, "negative size (in %d, out %d)", in, out)
@@ -79,7 +77,7 @@ func InitLinear(key *peel.Tensor, dt peel.DType, in, out int, opts ...LayerOptio
 // last axis is not in.
 func Linear(p LinearParams, x *peel.Tensor) *peel.Tensor {
 	const op = "nn.Linear"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	need(op, "input", x)
 	need(op, "weight W", p.W)
 	if p.W.Rank() != 2 {
@@ -111,7 +109,7 @@ type Conv2DParams struct{ W, B *peel.Tensor }
 // is invalid, or an option is nil.
 func InitConv2D(key *peel.Tensor, dt peel.DType, in, out, kh, kw, groups int, opts ...LayerOption) Conv2DParams {
 	const op = "nn.InitConv2D"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := layerOptions(op, LecunNormal(ConvAxes), opts)
 	if groups == 0 {
 		groups = 1
@@ -136,7 +134,7 @@ func InitConv2D(key *peel.Tensor, dt peel.DType, in, out, kh, kw, groups int, op
 // does, and if W is nil or B is not [O].
 func Conv2D(p Conv2DParams, x *peel.Tensor, opts ...peel.ConvOption) *peel.Tensor {
 	const op = "nn.Conv2D"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	need(op, "input", x)
 	need(op, "weight W", p.W)
 	y := peel.Conv2D(x, p.W, opts...)
@@ -159,7 +157,7 @@ type EmbeddingParams struct{ Table *peel.Tensor }
 // float, the key is invalid, or an option is nil.
 func InitEmbedding(key *peel.Tensor, dt peel.DType, num, dim int, opts ...LayerOption) EmbeddingParams {
 	const op = "nn.InitEmbedding"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := layerOptions(op, Normal(1), opts)
 	if num < 0 || dim < 0 {
 		fail(op, "negative size (num %d, dim %d)", num, dim)
@@ -175,7 +173,7 @@ func InitEmbedding(key *peel.Tensor, dt peel.DType, num, dim int, opts ...LayerO
 // range).
 func Embedding(p EmbeddingParams, idx *peel.Tensor) *peel.Tensor {
 	const op = "nn.Embedding"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	need(op, "table", p.Table)
 	need(op, "indices", idx)
 	if p.Table.Rank() != 2 {
@@ -228,7 +226,7 @@ type LayerNormParams struct{ Scale, Bias *peel.Tensor }
 // dt is not float.
 func InitLayerNorm(dt peel.DType, shape ...int) LayerNormParams {
 	const op = "nn.InitLayerNorm"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	if len(shape) == 0 {
 		fail(op, "empty normalized shape")
 	}
@@ -269,7 +267,7 @@ func normShape(op string, x, scale, bias *peel.Tensor) int {
 // option is invalid.
 func LayerNorm(p LayerNormParams, x *peel.Tensor, opts ...NormOption) *peel.Tensor {
 	const op = "nn.LayerNorm"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := normOptions(op, 1e-5, opts)
 	k := normShape(op, x, p.Scale, p.Bias)
 	axes := lastAxes(x.Rank(), k)
@@ -292,7 +290,7 @@ type RMSNormParams struct{ Scale *peel.Tensor }
 // ones. It panics as InitLayerNorm does.
 func InitRMSNorm(dt peel.DType, shape ...int) RMSNormParams {
 	const op = "nn.InitRMSNorm"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	if len(shape) == 0 {
 		fail(op, "empty normalized shape")
 	}
@@ -306,7 +304,7 @@ func InitRMSNorm(dt peel.DType, shape ...int) RMSNormParams {
 // invalid.
 func RMSNorm(p RMSNormParams, x *peel.Tensor, opts ...NormOption) *peel.Tensor {
 	const op = "nn.RMSNorm"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := normOptions(op, 1e-6, opts)
 	need(op, "scale", p.Scale)
 	k := normShape(op, x, p.Scale, nil)
@@ -329,7 +327,7 @@ type BatchNormState struct{ Mean, Var *peel.Tensor }
 // panics with a *peel.Error if c is negative or dt is not float.
 func InitBatchNorm(dt peel.DType, c int) (BatchNormParams, BatchNormState) {
 	const op = "nn.InitBatchNorm"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	if c < 0 {
 		fail(op, "negative number of channels %d", c)
 	}
@@ -352,7 +350,7 @@ func InitBatchNorm(dt peel.DType, c int) (BatchNormParams, BatchNormState) {
 // has fewer than 2 values per channel, or an option is invalid.
 func BatchNorm(p BatchNormParams, s BatchNormState, x *peel.Tensor, train bool, opts ...NormOption) (*peel.Tensor, BatchNormState) {
 	const op = "nn.BatchNorm"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := normOptions(op, 1e-5, opts)
 	needFloat(op, "input", x)
 	if x.Rank() < 2 {
@@ -390,8 +388,8 @@ func BatchNorm(p BatchNormParams, s BatchNormState, x *peel.Tensor, train bool, 
 		mean = peel.Mean(x, axes...)
 		variance = peel.Mean(peel.Square(peel.Sub(x, bc(mean))), axes...)
 		m := c.momentum
-		bm := transforms.StopGradient(mean)
-		bv := transforms.StopGradient(peel.Mul(variance, float64(n)/float64(n-1)))
+		bm := peel.StopGradient(mean)
+		bv := peel.StopGradient(peel.Mul(variance, float64(n)/float64(n-1)))
 		next = BatchNormState{
 			Mean: peel.Add(peel.Mul(s.Mean, 1-m), peel.Mul(bm, m)),
 			Var:  peel.Add(peel.Mul(s.Var, 1-m), peel.Mul(bv, m)),
@@ -412,7 +410,7 @@ func BatchNorm(p BatchNormParams, s BatchNormState, x *peel.Tensor, train bool, 
 // key is invalid.
 func Dropout(key, x *peel.Tensor, rate float64, train bool) *peel.Tensor {
 	const op = "nn.Dropout"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	needFloat(op, "input", x)
 	if !(rate >= 0 && rate <= 1) {
 		fail(op, "rate %v is outside [0, 1]", rate)

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/peel-ml/peel"
-	"github.com/peel-ml/peel/interp"
 )
 
 // Reduction says how a loss reduces its per-element (or per-sample)
@@ -101,7 +100,7 @@ func pair(op string, pred, target *peel.Tensor) {
 // invalid.
 func MSE(pred, target *peel.Tensor, opts ...LossOption) *peel.Tensor {
 	const op = "nn.MSE"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := lossOptions(op, opts)
 	pair(op, pred, target)
 	return reduce(peel.Square(peel.Sub(pred, target)), c.reduction)
@@ -112,7 +111,7 @@ func MSE(pred, target *peel.Tensor, opts ...LossOption) *peel.Tensor {
 // 0. It treats shapes and dtypes and panics as MSE does.
 func L1(pred, target *peel.Tensor, opts ...LossOption) *peel.Tensor {
 	const op = "nn.L1"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := lossOptions(op, opts)
 	pair(op, pred, target)
 	return reduce(peel.Abs(peel.Sub(pred, target)), c.reduction)
@@ -125,7 +124,7 @@ func L1(pred, target *peel.Tensor, opts ...LossOption) *peel.Tensor {
 // as MSE does, and if delta is not positive and finite.
 func Huber(pred, target *peel.Tensor, delta float64, opts ...LossOption) *peel.Tensor {
 	const op = "nn.Huber"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := lossOptions(op, opts)
 	pair(op, pred, target)
 	if !(delta > 0) || math.IsInf(delta, 0) {
@@ -181,7 +180,7 @@ func picked(x, idx *peel.Tensor) *peel.Tensor {
 // with probability targets, optax's softmax_cross_entropy). The
 // per-sample loss -Σ_c t_c·log_softmax(logits)_c, with t the one-hot of
 // the index or the given probabilities, is computed stably from
-// LogSoftmax and reduced over the samples. LabelSmoothing(eps) replaces
+// peel.LogSoftmax and reduced over the samples. LabelSmoothing(eps) replaces
 // t by (1-eps)·t + eps/C. Class indices are checked as peel.TakeAlongAxis
 // checks them (a concrete index outside [-C, C) panics; negative indices
 // count from the end; there is no ignore_index). NaN logits give NaN.
@@ -190,7 +189,7 @@ func picked(x, idx *peel.Tensor) *peel.Tensor {
 // is invalid.
 func CrossEntropy(logits, target *peel.Tensor, opts ...LossOption) *peel.Tensor {
 	const op = "nn.CrossEntropy"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := lossOptions(op, opts)
 	indices := classTargets(op, logits, target, true)
 	a := logits.Rank() - 1
@@ -216,14 +215,14 @@ func CrossEntropy(logits, target *peel.Tensor, opts ...LossOption) *peel.Tensor 
 // NLL returns the negative log-likelihood of i64 class indices target
 // [...] under log-probabilities logProbs [..., C] (classes last; torch's
 // nll_loss has them on axis 1): -logProbs[..., target], reduced. It
-// expects log-probabilities (LogSoftmax's output) and does not check
+// expects log-probabilities (peel.LogSoftmax's output) and does not check
 // them. It panics with a *peel.Error if an operand is nil, logProbs is
 // not float or rank 0, target is not i64 of shape logProbs.shape[:-1],
 // a concrete index lies outside [-C, C), or an option is invalid
 // (LabelSmoothing is CrossEntropy's only).
 func NLL(logProbs, target *peel.Tensor, opts ...LossOption) *peel.Tensor {
 	const op = "nn.NLL"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := lossOptions(op, opts)
 	if c.smoothing != 0 {
 		fail(op, "LabelSmoothing applies to CrossEntropy only")
@@ -241,7 +240,7 @@ func NLL(logProbs, target *peel.Tensor, opts ...LossOption) *peel.Tensor {
 // [0, 1] are not checked.
 func BinaryCrossEntropyWithLogits(logits, target *peel.Tensor, opts ...LossOption) *peel.Tensor {
 	const op = "nn.BinaryCrossEntropyWithLogits"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := lossOptions(op, opts)
 	pair(op, logits, target)
 	return reduce(peel.Sub(peel.Softplus(logits), peel.Mul(logits, target)), c.reduction)
@@ -260,7 +259,7 @@ func BinaryCrossEntropyWithLogits(logits, target *peel.Tensor, opts ...LossOptio
 // shapes and dtypes and panics as MSE does.
 func KLDiv(input, target *peel.Tensor, opts ...LossOption) *peel.Tensor {
 	const op = "nn.KLDiv"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := lossOptions(op, opts)
 	if c.smoothing != 0 {
 		fail(op, "LabelSmoothing applies to CrossEntropy only")

@@ -167,7 +167,7 @@ func TestCrossEntropy(t *testing.T) {
 		wantP := ceRef(x.Float64s(), n, c, nil, pr.Float64s(), eps)
 		assertClose(t, "CE probs", CrossEntropy(x, pr, LabelSmoothing(eps), Reduce(ReduceNone)), wantP, []int{n}, fwdTol, 1e-14)
 		// Labels and their one-hot agree.
-		assertSame(t, "CE labels vs one-hot", CrossEntropy(x, y, LabelSmoothing(eps)), CrossEntropy(x, OneHot(y, c, peel.Float64), LabelSmoothing(eps)), 1e-12, 1e-14)
+		assertSame(t, "CE labels vs one-hot", CrossEntropy(x, y, LabelSmoothing(eps)), CrossEntropy(x, peel.OneHot(y, c, peel.Float64), LabelSmoothing(eps)), 1e-12, 1e-14)
 		checkGradFD(t, "CE", func(x *peel.Tensor) *peel.Tensor { return CrossEntropy(x, y, LabelSmoothing(eps)) }, x, fdRtol, fdAtol)
 		checkGradFD(t, "CE probs", func(p *peel.Tensor) *peel.Tensor { return CrossEntropy(x, p, LabelSmoothing(eps)) }, pr, fdRtol, fdAtol)
 	}
@@ -212,7 +212,7 @@ func TestNLL(t *testing.T) {
 	}
 	// NLL of LogSoftmax is CrossEntropy.
 	x := tensor(10, n, c)
-	assertSame(t, "NLL∘LogSoftmax vs CE", NLL(LogSoftmax(x, -1), y), CrossEntropy(x, y), 1e-12, 1e-14)
+	assertSame(t, "NLL∘LogSoftmax vs CE", NLL(peel.LogSoftmax(x, -1), y), CrossEntropy(x, y), 1e-12, 1e-14)
 	checkGradFD(t, "NLL", func(lp *peel.Tensor) *peel.Tensor { return NLL(lp, y) }, lp, fdRtol, fdAtol)
 	got := transformsVmap2(func(x, y *peel.Tensor) *peel.Tensor { return NLL(x, y) }, lp, y)
 	assertClose(t, "NLL vmap", got, per, []int{n}, fwdTol, 1e-14)

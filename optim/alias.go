@@ -1,8 +1,8 @@
 package optim
 
 import (
+	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/internal/treeimpl"
-	"github.com/peel-ml/peel/interp"
 )
 
 // SGD returns stochastic gradient descent with learning rate lr, a
@@ -14,7 +14,7 @@ import (
 // Momentum and for invalid hyperparameters.
 func SGD[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 	const op = "optim.SGD"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := configure(op, config{}, opts, "Momentum", "Nesterov")
 	if c.nesterov && !c.hasMomentum {
 		treeimpl.Errorf(op, "Nesterov needs a Momentum")
@@ -34,7 +34,7 @@ func SGD[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 // for invalid hyperparameters.
 func Adam[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 	const op = "optim.Adam"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := configure(op, adamDefaults, opts, "Betas", "Eps", "EpsRoot")
 	return alias(op, Chain(scaleByAdam[P]("optim.ScaleByAdam", c), scaleByLR[P]("optim.ScaleByLearningRate", lr)))
 }
@@ -46,7 +46,7 @@ func Adam[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 // panics with *peel.Error for invalid hyperparameters.
 func AdamW[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 	const op = "optim.AdamW"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	d := adamDefaults
 	d.weightDecay = 1e-4
 	c := configure(op, d, opts, "Betas", "Eps", "EpsRoot", "WeightDecay", "WeightDecayMask")
@@ -67,7 +67,7 @@ func AdamW[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 // hyperparameters.
 func RMSProp[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 	const op = "optim.RMSProp"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := configure(op, config{decay: 0.9, eps: 1e-8}, opts, "Decay", "Eps", "Centered", "Momentum", "Nesterov")
 	if c.nesterov && !c.hasMomentum {
 		treeimpl.Errorf(op, "Nesterov needs a Momentum")
@@ -93,7 +93,7 @@ func RMSProp[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 // hyperparameters.
 func Adagrad[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 	const op = "optim.Adagrad"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := configure(op, config{initAcc: 0.1, eps: 1e-7}, opts, "InitialAccumulator", "Eps")
 	return alias(op, Chain(scaleByRSS[P]("optim.ScaleByRSS", c.initAcc, c.eps), scaleByLR[P]("optim.ScaleByLearningRate", lr)))
 }
@@ -106,7 +106,7 @@ func Adagrad[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 // hyperparameters.
 func Lion[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 	const op = "optim.Lion"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	c := configure(op, config{b1: 0.9, b2: 0.99, weightDecay: 1e-3}, opts, "Betas", "WeightDecay", "WeightDecayMask")
 	return alias(op, Chain(
 		scaleByLion[P]("optim.ScaleByLion", c.b1, c.b2),

@@ -8,7 +8,6 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/internal/treeimpl"
-	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/tree"
 )
 
@@ -59,12 +58,12 @@ type transformation[P any] struct {
 }
 
 func (t *transformation[P]) Init(params P) State {
-	defer interp.Annotate(t.name)
+	defer peel.Annotate(t.name)
 	return t.init(params)
 }
 
 func (t *transformation[P]) Update(grads P, state State, params P) (P, State) {
-	defer interp.Annotate(t.name)
+	defer peel.Annotate(t.name)
 	return t.update(grads, state, params)
 }
 
@@ -117,7 +116,7 @@ func Chain[P any](ts ...Transformation[P]) Transformation[P] {
 // of leaves does not broadcast to the parameter's shape.
 func ApplyUpdates[P any](params, updates P) P {
 	const op = "optim.ApplyUpdates"
-	defer interp.Annotate(op)
+	defer peel.Annotate(op)
 	sameTree(op, "params", "updates", params, updates)
 	return tree.MapN(func(x []*peel.Tensor) *peel.Tensor {
 		p, u := x[0], x[1]

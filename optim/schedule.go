@@ -5,7 +5,6 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/internal/treeimpl"
-	"github.com/peel-ml/peel/interp"
 )
 
 // A Schedule maps a step count (an int64 tensor, a scalar, or one count
@@ -36,7 +35,7 @@ func Constant(v float64) Schedule {
 	const op = "optim.Constant"
 	checkFinite(op, "the value", v)
 	return func(count *peel.Tensor) *peel.Tensor {
-		defer interp.Annotate(op)
+		defer peel.Annotate(op)
 		return peel.FullLike(steps(op, count), v)
 	}
 }
@@ -59,7 +58,7 @@ func polynomial(op string, init, end, power float64, n int) Schedule {
 		treeimpl.Errorf(op, "the number of steps is %d; it must be positive", n)
 	}
 	return func(count *peel.Tensor) *peel.Tensor {
-		defer interp.Annotate(op)
+		defer peel.Annotate(op)
 		t := peel.Clip(steps(op, count), 0.0, float64(n))
 		frac := peel.Sub(1.0, peel.Div(t, float64(n)))
 		return peel.Add(peel.Mul(peel.Pow(frac, power), init-end), end)
@@ -89,7 +88,7 @@ func cosine(op string, init float64, n int, alpha float64) Schedule {
 		treeimpl.Errorf(op, "the number of decay steps is %d; it must be positive", n)
 	}
 	return func(count *peel.Tensor) *peel.Tensor {
-		defer interp.Annotate(op)
+		defer peel.Annotate(op)
 		t := peel.Minimum(steps(op, count), float64(n))
 		c := peel.Mul(peel.Add(peel.Cos(peel.Mul(t, math.Pi/float64(n))), 1.0), 0.5)
 		return peel.Mul(peel.Add(peel.Mul(c, 1-alpha), alpha), init)
@@ -111,7 +110,7 @@ func ExponentialDecay(init float64, transitionSteps int, rate float64, staircase
 		treeimpl.Errorf(op, "the number of transition steps is %d; it must be positive", transitionSteps)
 	}
 	return func(count *peel.Tensor) *peel.Tensor {
-		defer interp.Annotate(op)
+		defer peel.Annotate(op)
 		t := peel.Maximum(steps(op, count), 0.0)
 		e := peel.Div(t, float64(transitionSteps))
 		if staircase {
@@ -170,7 +169,7 @@ func join(op string, schedules []Schedule, boundaries []int) Schedule {
 	schedules = append([]Schedule(nil), schedules...)
 	boundaries = append([]int(nil), boundaries...)
 	return func(count *peel.Tensor) *peel.Tensor {
-		defer interp.Annotate(op)
+		defer peel.Annotate(op)
 		steps(op, count)
 		out := schedules[0](count)
 		for i, b := range boundaries {

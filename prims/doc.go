@@ -19,10 +19,13 @@
 // out-of-range indices, and dynamic slices clamp their starts so the slice
 // fits, as in XLA.
 //
-// Differentiation rules live beside the primitives (jvp.go, transpose.go):
-// a JVP rule for every differentiable primitive and a transpose rule for
-// every linear one, all written with interp.Bind so they are themselves
-// transformable. Primitives marked NonDifferentiable have zero tangents:
+// The primitives are filed by family (elementwise.go, random.go,
+// reduce.go, cumulative.go, shape.go, index.go, scatter_reduce.go,
+// dot.go, window.go, linalg.go, sort.go, special.go; helpers.go holds
+// what they share). Each primitive's definition is followed by the init
+// that sets its differentiation rules: a JVP rule for every
+// differentiable primitive and a transpose rule for every linear one,
+// all written with interp.Bind so they are themselves transformable. Primitives marked NonDifferentiable have zero tangents:
 // floor, ceil, round, floor_divide, not, and, or, the comparisons, argmax,
 // argmin, iota, threefry2x32, searchsorted, shift_left and
 // shift_right_arithmetic; sign and stop_gradient have JVP rules whose

@@ -206,12 +206,12 @@ const farBand = 1 << 60
 // tril keeps the elements on and below diagonal k (j − i ≤ k), zeros
 // elsewhere (by select, so Inf and NaN elsewhere do not leak).
 func tril(x *tensor, k int) *tensor {
-	return sel(bandMask(x.Shape(), -farBand, k), x, zerosLike(x.Aval()))
+	return sel(bandMask(x.Shape(), -farBand, k), x, zerosLike(interp.AvalOf(x)))
 }
 
 // triu keeps the elements on and above diagonal k (j − i ≥ k).
 func triu(x *tensor, k int) *tensor {
-	return sel(bandMask(x.Shape(), k, farBand), x, zerosLike(x.Aval()))
+	return sel(bandMask(x.Shape(), k, farBand), x, zerosLike(interp.AvalOf(x)))
 }
 
 // diagPart returns the diagonals [..., min(m, n)] of matrices [..., m, n].
@@ -225,7 +225,7 @@ func diagPart(x *tensor) *tensor {
 		lim[r-2], lim[r-1] = k, k
 		sq = interp.Bind1(Slice, SliceParams{Start: make([]int, r), Limit: lim, Stride: ones(r)}, x)
 	}
-	d := sel(bandMask(sq.Shape(), 0, 0), sq, zerosLike(sq.Aval()))
+	d := sel(bandMask(sq.Shape(), 0, 0), sq, zerosLike(interp.AvalOf(sq)))
 	return reduceSum(d, []int{r - 1})
 }
 
@@ -240,12 +240,12 @@ func diagEmbed(v *tensor) *tensor {
 		dims[i] = i
 	}
 	b := broadcastInDim(v, shape, dims)
-	return sel(bandMask(shape, 0, 0), b, zerosLike(b.Aval()))
+	return sel(bandMask(shape, 0, 0), b, zerosLike(interp.AvalOf(b)))
 }
 
 // eyeLike returns identity matrices of x's shape and dtype (square).
 func eyeLike(x *tensor) *tensor {
-	return sel(bandMask(x.Shape(), 0, 0), constLike(1, x), zerosLike(x.Aval()))
+	return sel(bandMask(x.Shape(), 0, 0), constLike(1, x), zerosLike(interp.AvalOf(x)))
 }
 
 // rowVec broadcasts v [..., k] to [..., m, k] (v's element j in column
@@ -547,7 +547,7 @@ func pinvImpl(params any, args []*tensor) []*tensor {
 	smax := interp.Bind1(ReduceMax, ReduceParams{Axes: []int{r - 2}}, s)
 	cut := mul(broadcastInDim(smax, s.Shape(), seqInts(r-2)), constLike(params.(PinvParams).RTol, s))
 	keep := interp.Bind1(Gt, nil, s, cut)
-	sinv := sel(keep, div(constLike(1, s), sel(keep, s, constLike(1, s))), zerosLike(s.Aval()))
+	sinv := sel(keep, div(constLike(1, s), sel(keep, s, constLike(1, s))), zerosLike(interp.AvalOf(s)))
 	return []*tensor{mm(mul(mT(vt), rowVec(sinv, n)), mT(u))}
 }
 
@@ -618,13 +618,13 @@ func detJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	sh := a.Shape()
 	r := len(sh)
 	if sh[r-1] == 0 {
-		return outs, []*tensor{zerosLike(outs[0].Aval())}
+		return outs, []*tensor{zerosLike(interp.AvalOf(outs[0]))}
 	}
 	res := interp.Bind(LU, nil, a)
 	lu, piv, perm := res[0], res[1], res[2]
 	dt := lu.DType()
 	d := diagPart(lu)
-	zero := eq(d, zerosLike(d.Aval()))
+	zero := eq(d, zerosLike(interp.AvalOf(d)))
 	nz := reduceSum(convert(zero, backend.Int64), []int{r - 2})
 	// c = the product of the nonzero pivots; U′ = U with zero pivots 1.
 	d1 := sel(zero, constLike(1, d), d)
@@ -636,7 +636,7 @@ func detJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	toMat := func(x *tensor) *tensor { return broadcastInDim(x, sh, batchDims) }
 	rank1 := mm(ui, mul(colVec(convert(zero, dt), sh[r-1]), ui)) // U′⁻¹·E·U′⁻¹
 	adjU := sel(toMat(eq(nz, constLike(0, nz))), ui,
-		sel(toMat(eq(nz, constLike(1, nz))), rank1, zerosLike(ui.Aval())))
+		sel(toMat(eq(nz, constLike(1, nz))), rank1, zerosLike(interp.AvalOf(ui))))
 	adjU = mul(adjU, toMat(mul(c, pivotSign(piv, dt))))
 	lp := triSolve(TriangularSolveParams{Lower: true, LeftSide: true, UnitDiagonal: true}, lu, permutationMatrix(perm, dt)) // L⁻¹·P
 	adj := mm(adjU, lp)

@@ -74,7 +74,7 @@ func randBools(r *rand.Rand, shape ...int) *T {
 
 // vals returns a float tensor's elements as float64s.
 func vals(t *T) []float64 {
-	a, be := t.Array()
+	a, be := interp.ArrayOf(t)
 	switch v := be.ToHost(a).(type) {
 	case []float64:
 		return v
@@ -194,6 +194,13 @@ func jvpCases() []jvpCase {
 				x = awayFromZero(r, u.lo, u.hi, s...)
 			}
 			cs = append(cs, jvpCase{name: fmt.Sprint(s), prim: u.p, args: []*T{x}, zero: u.p == prims.StopGradient})
+		}
+	}
+	// Every primitive with a Reference, on its [Lo, Hi].
+	for _, p := range prims.References() {
+		ref, _ := prims.ReferenceOf(p)
+		for _, s := range shapes {
+			cs = append(cs, jvpCase{name: fmt.Sprint(s), prim: p, args: []*T{uniform(r, ref.Lo, ref.Hi, s...)}})
 		}
 	}
 	for _, s := range shapes {
@@ -434,8 +441,8 @@ func TestJVPRules(t *testing.T) {
 				outs, touts := c.prim.JVP(c.params, c.args, v)
 				checkClose(t, "primal", outs[0], vals(want[0]), 0)
 				tan := touts[0]
-				if tan != nil && !tan.Aval().Equal(want[0].Aval()) {
-					t.Fatalf("tangent is %v, want %v", tan.Aval(), want[0].Aval())
+				if tan != nil && !interp.AvalOf(tan).Equal(interp.AvalOf(want[0])) {
+					t.Fatalf("tangent is %v, want %v", interp.AvalOf(tan), interp.AvalOf(want[0]))
 				}
 				if c.zero {
 					if tan != nil {
@@ -472,8 +479,8 @@ func TestJVPRulesFloat32(t *testing.T) {
 			if touts[0] == nil {
 				return
 			}
-			if !touts[0].Aval().Equal(want.Aval()) {
-				t.Fatalf("tangent is %v, want %v", touts[0].Aval(), want.Aval())
+			if !interp.AvalOf(touts[0]).Equal(interp.AvalOf(want)) {
+				t.Fatalf("tangent is %v, want %v", interp.AvalOf(touts[0]), interp.AvalOf(want))
 			}
 			_, ref := c.prim.JVP(c.params, c.args, castAll(v))
 			checkClose(t, "tangent in float32 (loose)", touts[0], vals(ref[0]), 1e-3)
@@ -514,6 +521,8 @@ func TestJVPSpecialValues(t *testing.T) {
 	checkClose(t, "max with NaN", tan(prims.Max, nil, []*T{nan, scalarVec(1)}, []*T{one(1), one(1)}), []float64{0}, 0)
 
 	checkClose(t, "abs at 0", tan(prims.Abs, nil, []*T{f64([]float64{0}, 1)}, []*T{one(1)}), []float64{0}, 0)
+	// sinc′ = (cos(πx) − sinc(x))/x, and 0 at 0.
+	checkClose(t, "sinc′", tan(prims.Sinc, nil, []*T{f64([]float64{0, 0.5, -1, 2}, 4)}, []*T{one(4)}), []float64{0, -4 / math.Pi, 1, 0.5}, 1e-15)
 
 	// pow: d/dx x^y = 0 where y = 0; d/dy x^y = 0 where x = 0.
 	px, py := f64([]float64{0, 0, 2, 0}, 4), f64([]float64{0, 2, 0, 0.5}, 4)
@@ -568,7 +577,7 @@ type dualInterp struct{}
 func (dualInterp) Process(l *interp.Level, p *interp.Prim, params any, args []*T) []*T {
 	primals, tangents := make([]*T, len(args)), make([]*T, len(args))
 	for i, a := range args {
-		if d, ok := a.Tracer().(*dualTracer); ok && d.l == l {
+		if d, ok := interp.TracerOf(a).(*dualTracer); ok && d.l == l {
 			primals[i], tangents[i] = d.primal, d.tangent
 		} else {
 			primals[i] = a
@@ -586,7 +595,7 @@ func (dualInterp) Process(l *interp.Level, p *interp.Prim, params any, args []*T
 	}
 	res := make([]*T, len(outs))
 	for i, o := range outs {
-		res[i] = interp.NewTracer(o.Aval(), &dualTracer{l, o, touts[i]})
+		res[i] = interp.NewTracer(interp.AvalOf(o), &dualTracer{l, o, touts[i]})
 	}
 	return res
 }
@@ -611,11 +620,11 @@ func TestJVPRulesSecondOrder(t *testing.T) {
 			l := interp.NewLevel("test-jvp", dualInterp{})
 			duals := make([]*T, len(c.args))
 			for i, a := range c.args {
-				duals[i] = interp.NewTracer(a.Aval(), &dualTracer{l, a, w[i]})
+				duals[i] = interp.NewTracer(interp.AvalOf(a), &dualTracer{l, a, w[i]})
 			}
 			var hv *T
 			if tan := g(duals); tan != nil {
-				if d, ok := tan.Tracer().(*dualTracer); ok && d.l == l {
+				if d, ok := interp.TracerOf(tan).(*dualTracer); ok && d.l == l {
 					hv = d.tangent
 				}
 			}
@@ -677,7 +686,7 @@ func (r *linRecorder) varOf(l *interp.Level, t *T) (int, bool) {
 	if t == nil {
 		return 0, false
 	}
-	v, ok := t.Tracer().(*linVar)
+	v, ok := interp.TracerOf(t).(*linVar)
 	if !ok || v.l != l {
 		return 0, false
 	}
@@ -726,7 +735,7 @@ func (r *linRecorder) transpose(l *interp.Level, out int, ct *T) []*T {
 		for i, a := range eq.args {
 			args[i] = a
 			if eq.linear[i] {
-				args[i] = interp.Placeholder(a.Aval())
+				args[i] = interp.Placeholder(interp.AvalOf(a))
 			}
 		}
 		for i, g := range eq.p.Transpose(eq.params, outCts, args, eq.linear) {
@@ -760,7 +769,7 @@ func TestVJPThroughRules(t *testing.T) {
 				l := interp.NewLevel("test-linearize", rec)
 				vars := make([]*T, len(c.args))
 				for _, i := range which {
-					vars[i] = rec.newVar(l, c.args[i].Aval())
+					vars[i] = rec.newVar(l, interp.AvalOf(c.args[i]))
 				}
 				_, touts := c.prim.JVP(c.params, c.args, vars)
 				v := directions(r, c.args, which)
@@ -785,8 +794,8 @@ func TestVJPThroughRules(t *testing.T) {
 				for _, i := range which {
 					id, _ := rec.varOf(l, vars[i])
 					if g := cts[id]; g != nil {
-						if !g.Aval().Equal(c.args[i].Aval()) {
-							t.Fatalf("cotangent of operand %d is %v, want %v", i, g.Aval(), c.args[i].Aval())
+						if !interp.AvalOf(g).Equal(interp.AvalOf(c.args[i])) {
+							t.Fatalf("cotangent of operand %d is %v, want %v", i, interp.AvalOf(g), interp.AvalOf(c.args[i]))
 						}
 						rhs += dot(g, v[i])
 					}
@@ -987,9 +996,9 @@ func TestTransposeRules(t *testing.T) {
 					args[i] = a
 					if c.linear[i] {
 						if ph.tr == nil {
-							args[i] = interp.Placeholder(a.Aval())
+							args[i] = interp.Placeholder(interp.AvalOf(a))
 						} else {
-							args[i] = interp.NewTracer(a.Aval(), ph.tr)
+							args[i] = interp.NewTracer(interp.AvalOf(a), ph.tr)
 						}
 					}
 				}
@@ -1005,8 +1014,8 @@ func TestTransposeRules(t *testing.T) {
 						}
 						continue
 					}
-					if g != nil && !g.Aval().Equal(c.args[i].Aval()) {
-						t.Fatalf("%s: cotangent %d is %v, want %v", ph.name, i, g.Aval(), c.args[i].Aval())
+					if g != nil && !interp.AvalOf(g).Equal(interp.AvalOf(c.args[i])) {
+						t.Fatalf("%s: cotangent %d is %v, want %v", ph.name, i, interp.AvalOf(g), interp.AvalOf(c.args[i]))
 					}
 					rhs += dot(g, ts[i])
 				}
@@ -1041,7 +1050,7 @@ func TestTransposeRulesFloat32(t *testing.T) {
 			for i, a := range c.args {
 				args[i] = toF32(a)
 				if c.linear[i] {
-					args[i] = interp.Placeholder(args[i].Aval())
+					args[i] = interp.Placeholder(interp.AvalOf(args[i]))
 				}
 			}
 			params := c.params
@@ -1055,8 +1064,8 @@ func TestTransposeRulesFloat32(t *testing.T) {
 			y := interp.Bind1(c.prim, params, in...)
 			ct := toF32(uniform(r, -1, 1, y.Shape()...))
 			for i, g := range c.prim.Transpose(params, []*T{ct}, args, c.linear) {
-				if g != nil && !g.Aval().Equal(args[i].Aval()) {
-					t.Errorf("cotangent %d is %v, want %v", i, g.Aval(), args[i].Aval())
+				if g != nil && !interp.AvalOf(g).Equal(interp.AvalOf(args[i])) {
+					t.Errorf("cotangent %d is %v, want %v", i, interp.AvalOf(g), interp.AvalOf(args[i]))
 				}
 			}
 		})
@@ -1150,8 +1159,8 @@ func TestZeros(t *testing.T) {
 		{Shape: []int{3}, DType: interp.Bool},
 	} {
 		z := prims.Zeros(a)
-		if !z.Aval().Equal(a) {
-			t.Errorf("Zeros(%v) is %v", a, z.Aval())
+		if !interp.AvalOf(z).Equal(a) {
+			t.Errorf("Zeros(%v) is %v", a, interp.AvalOf(z))
 		}
 		if a.DType.IsFloat() {
 			checkClose(t, "Zeros", z, make([]float64, z.Size()), 0)

@@ -57,7 +57,7 @@ func scatterMulJVP(params any, x, t []*tensor, _ *tensor) *tensor {
 		d := mul(t[2], others(upd, zupd, g(cnt), g(nzp), g(zp), g(zs)))
 		base := a
 		if base == nil {
-			base = zerosLike(op.Aval())
+			base = zerosLike(interp.AvalOf(op))
 		}
 		return interp.Bind1(ScatterAdd, params, base, idx, d)
 	}
@@ -83,7 +83,7 @@ func scatterExtremumJVP(params any, x, t []*tensor, out *tensor) *tensor {
 	if t[2] != nil {
 		base := num
 		if base == nil {
-			base = zerosLike(op.Aval())
+			base = zerosLike(interp.AvalOf(op))
 		}
 		num = interp.Bind1(ScatterAdd, params, base, idx, sel(mupd, t[2], constLike(0, upd)))
 	}

@@ -100,9 +100,9 @@ func TakeAlongAxis(x, idx *tensor, axis int) *tensor {
 	sh := []int{p, m, s}
 	pi := interp.Bind1(Iota, IotaParams{DType: backend.Int64, Shape: sh, Dim: 0})
 	si := interp.Bind1(Iota, IotaParams{DType: backend.Int64, Shape: sh, Dim: 2})
-	lin := mul(pi, full(float64(n), pi.Aval()))
+	lin := mul(pi, full(float64(n), interp.AvalOf(pi)))
 	lin = add(lin, i3)
-	lin = mul(lin, full(float64(s), pi.Aval()))
+	lin = mul(lin, full(float64(s), interp.AvalOf(pi)))
 	lin = add(lin, si)
 	flat := reshape(x, []int{p * n * s})
 	g := interp.Bind1(Gather, AxisParams{Axis: 0}, flat, lin)

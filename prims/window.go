@@ -1,11 +1,93 @@
 package prims
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 )
+
+// ConvParams are the parameters of conv_general_dilated, whose operands
+// and result have fixed layouts: lhs [N, C, spatial…], rhs [O, C/G,
+// kernel spatial…] and result [N/BG, O, spatial…], G being
+// FeatureGroupCount and BG BatchGroupCount. Each slice has one entry per spatial dimension; a
+// nil slice means the default (strides and dilations 1, padding 0).
+//
+//   - Strides: the window's step over the padded lhs (≥ 1).
+//   - PadLo, PadHi: elements added before and after each spatial
+//     dimension of the (dilated) lhs; negative values remove elements.
+//   - LhsDilation: the lhs is dilated by inserting LhsDilation−1 zeros
+//     between its elements (≥ 1; a transposed convolution).
+//   - RhsDilation: the kernel's taps are RhsDilation apart (≥ 1; an
+//     atrous convolution).
+//   - FeatureGroupCount: the lhs features and the result features are
+//     split into G groups; result group g sees only lhs group g (≥ 1; 0
+//     means 1).
+//   - BatchGroupCount: the lhs batch and the result features are split
+//     into BG groups; result feature group b sees only lhs batch group b,
+//     and the result's batch is N/BG (≥ 1; 0 means 1). A convolution
+//     with batch groups is one with feature groups of a rearranged lhs
+//     ([BG·Nb, C, …] → [Nb, BG·C, …]); a kernel gradient with feature
+//     groups is one. At most one of the two counts exceeds 1.
+type ConvParams struct {
+	Strides           []int
+	PadLo, PadHi      []int
+	LhsDilation       []int
+	RhsDilation       []int
+	FeatureGroupCount int
+	BatchGroupCount   int
+}
+
+func (p ConvParams) String() string {
+	return fmt.Sprintf("strides=%v pad=(%v,%v) lhs_dilation=%v rhs_dilation=%v groups=%d",
+		p.Strides, p.PadLo, p.PadHi, p.LhsDilation, p.RhsDilation, max(p.FeatureGroupCount, 1))
+}
+
+// Normalized returns p for nd spatial dimensions with every default made
+// explicit: nil slices become ones (strides, dilations) or zeros
+// (padding), and group counts of 0 become 1. It does not validate p
+// (ConvShape does).
+func (p ConvParams) Normalized(nd int) ConvParams {
+	fill := func(s []int, v int) []int {
+		if s != nil {
+			return s
+		}
+		out := make([]int, nd)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	return ConvParams{
+		Strides: fill(p.Strides, 1), PadLo: fill(p.PadLo, 0), PadHi: fill(p.PadHi, 0),
+		LhsDilation: fill(p.LhsDilation, 1), RhsDilation: fill(p.RhsDilation, 1),
+		FeatureGroupCount: max(p.FeatureGroupCount, 1), BatchGroupCount: max(p.BatchGroupCount, 1),
+	}
+}
+
+// WindowParams are the parameters of reduce_window_sum and
+// reduce_window_max: per operand dimension the window size (≥ 1), the
+// window's step (≥ 1) and the padding before and after (elements with
+// the reduction's identity, 0 or −∞; negative values remove elements).
+// Nil Strides, PadLo and PadHi mean 1, 0 and 0. Result dimension d has
+// one element per window position: ⌊(padded − window)/stride⌋ + 1, or 0
+// when the window is longer than the padded dimension.
+type WindowParams struct {
+	Window, Strides []int
+	PadLo, PadHi    []int
+}
+
+func (p WindowParams) String() string {
+	return fmt.Sprintf("window=%v strides=%v pad=(%v,%v)", p.Window, p.Strides, p.PadLo, p.PadHi)
+}
+
+// Normalized returns p with nil Strides, PadLo and PadHi made explicit
+// for a rank-r operand. It does not validate p (WindowShape does).
+func (p WindowParams) Normalized(r int) WindowParams {
+	c := ConvParams{Strides: p.Strides, PadLo: p.PadLo, PadHi: p.PadHi}.Normalized(r)
+	return WindowParams{Window: p.Window, Strides: c.Strides, PadLo: c.PadLo, PadHi: c.PadHi}
+}
 
 // Windowed primitives: convolution (conv_general_dilated) and
 // reductions over windows (reduce_window_sum, reduce_window_max).
@@ -109,6 +191,21 @@ var ConvGeneralDilated = interp.NewPrim("conv_general_dilated", interp.Pure, fun
 	return one(aval{Shape: ConvShape(params.(ConvParams), in[0].Shape, in[1].Shape), DType: in[0].DType})
 })
 
+func init() {
+	defJVP(ConvGeneralDilated, func(params any, x, t []*tensor, _ *tensor) *tensor {
+		// Bilinear: conv(dlhs, rhs) + conv(lhs, drhs).
+		var a, b *tensor
+		if t[0] != nil {
+			a = interp.Bind1(ConvGeneralDilated, params, t[0], x[1])
+		}
+		if t[1] != nil {
+			b = interp.Bind1(ConvGeneralDilated, params, x[0], t[1])
+		}
+		return addNil(a, b)
+	})
+	defTranspose(ConvGeneralDilated, linear2, convTranspose)
+}
+
 // conv binds conv_general_dilated.
 func conv(p ConvParams, lhs, rhs *tensor) *tensor {
 	return interp.Bind1(ConvGeneralDilated, p, lhs, rhs)
@@ -146,7 +243,7 @@ func convTranspose(params any, ct *tensor, args []*tensor, linear []bool) []*ten
 	x, w := args[0], args[1]
 	res := make([]*tensor, 2)
 	if x.Size() == 0 || w.Size() == 0 || ct.Size() == 0 {
-		res[i] = zerosLike(args[i].Aval())
+		res[i] = zerosLike(interp.AvalOf(args[i]))
 		return res
 	}
 	p := params.(ConvParams).Normalized(x.Rank() - 2)
@@ -344,6 +441,12 @@ var (
 	ReduceWindowMax = windowReduction("reduce_window_max")
 )
 
+func init() {
+	defSameJVP(ReduceWindowSum)
+	defJVP(ReduceWindowMax, reduceWindowMaxJVP)
+	defTranspose(ReduceWindowSum, linear1, reduceWindowSumTranspose)
+}
+
 // reduceWindowSumTranspose spreads each cotangent element over its
 // window: the cotangent dilated by the strides and padded so that window
 // position k′ of element i covers the result that window tap
@@ -353,7 +456,7 @@ func reduceWindowSumTranspose(params any, ct *tensor, args []*tensor, _ []bool) 
 	x := args[0]
 	r := x.Rank()
 	if x.Size() == 0 || ct.Size() == 0 {
-		return []*tensor{zerosLike(x.Aval())}
+		return []*tensor{zerosLike(interp.AvalOf(x))}
 	}
 	p := params.(WindowParams).Normalized(r)
 	pp := PadParams{Low: make([]int, r), High: make([]int, r), Interior: make([]int, r)}
@@ -377,7 +480,7 @@ func reduceWindowMaxJVP(params any, x, t []*tensor, out *tensor) *tensor {
 	r := x[0].Rank()
 	p := params.(WindowParams).Normalized(r)
 	if out.Size() == 0 {
-		return zerosLike(out.Aval())
+		return zerosLike(interp.AvalOf(out))
 	}
 	pp := PadParams{Low: p.PadLo, High: p.PadHi, Interior: make([]int, r)}
 	xp := interp.Bind1(Pad, pp, x[0], scalarConst(math.Inf(-1), x[0].DType()))
@@ -396,7 +499,7 @@ func reduceWindowMaxJVP(params any, x, t []*tensor, out *tensor) *tensor {
 	// window's maximum (a NaN counts as the maximum, as
 	// reduce_window_max propagates it).
 	var tangent *tensor
-	zero := zerosLike(out.Aval())
+	zero := zerosLike(interp.AvalOf(out))
 	taken := full(0, interp.Aval{Shape: out.Shape(), DType: backend.Bool})
 	for k := range taps {
 		v := tapSlice(xp, k)

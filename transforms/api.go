@@ -4,9 +4,11 @@ import (
 	"reflect"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/interp"
-	"github.com/peel-ml/peel/prims"
 )
+
+type tensor = interp.Tensor
 
 // call flattens f: A → B into a function over leaves.
 func flatFn[A, B any](op string, f func(A) B, inDef *treeDef, outDef **treeDef) func([]*tensor) []*tensor {
@@ -42,7 +44,7 @@ func ones(a interp.Aval) *tensor {
 func fillZeros(cts []*tensor, like []interp.Aval) []*tensor {
 	for i, c := range cts {
 		if c == nil {
-			cts[i] = zeros(like[i])
+			cts[i] = autodiff.Zeros(like[i])
 		}
 	}
 	return cts
@@ -75,26 +77,26 @@ func valueAndGrad(op string, f func([]*tensor) []*tensor, leaves []*tensor, name
 		}
 		return outs
 	}
-	lin := linearizeFlat("grad", scalar, leaves)
+	lin := autodiff.Linearize("grad", scalar, leaves)
 	if policy == nil {
 		// A gradient of captured values in a compiled function finds its
 		// default policy through the result instead: run again with it.
-		if policy, plans = compiledRemat(lin.outs[0]); policy != nil {
-			lin.release()
+		if policy, plans = compiledRemat(lin.Outs[0]); policy != nil {
+			lin.Release()
 			f = checkpointFlat(plain, *policy, plans)
-			lin = linearizeFlat("grad", scalar, leaves)
+			lin = autodiff.Linearize("grad", scalar, leaves)
 		}
 	}
-	defer lin.release()
-	out := lin.outs[0]
-	cts := make([]*tensor, len(lin.outs)) // no cotangent for the aux leaves
-	cts[0] = ones(out.Aval())
+	defer lin.Release()
+	out := lin.Outs[0]
+	cts := make([]*tensor, len(lin.Outs)) // no cotangent for the aux leaves
+	cts[0] = ones(interp.AvalOf(out))
 	if cfg.compileBackward {
-		cts = lin.transposeCompiled(cts)
+		cts = transposeCompiled(lin, cts)
 	} else {
-		cts = lin.transpose(cts)
+		cts = lin.Transpose(cts)
 	}
-	return out, fillZeros(cts[:len(leaves)], lin.in), lin.outs[1:]
+	return out, fillZeros(cts[:len(leaves)], lin.In), lin.Outs[1:]
 }
 
 // valueAndGradAs is ValueAndGrad with errors naming op.
@@ -221,8 +223,8 @@ func VJP[A, B any](f func(A) B, primals A) (B, func(B) A) {
 func vjpAs[A, B any](op string, f func(A) B, primals A) (B, func(B) A) {
 	leaves, def := flatten(op, primals)
 	var outDef *treeDef
-	lin := linearizeFlat("vjp", flatFn(op, f, def, &outDef), leaves)
-	return build[B](outDef, lin.outs), pullback[A, B](op, lin, def, outDef)
+	lin := autodiff.Linearize("vjp", flatFn(op, f, def, &outDef), leaves)
+	return build[B](outDef, lin.Outs), pullback[A, B](op, lin, def, outDef)
 }
 
 // VJPAux is VJP for a function that also returns auxiliary data (JAX's
@@ -237,8 +239,8 @@ func VJPAux[A, B, X any](f func(A) (B, X), primals A) (B, func(B) A, X) {
 	var outDef *treeDef
 	var aux auxResult[X]
 	n := 0
-	lin := linearizeFlat("vjp", withAux(op, f, def, &outDef, &n, &aux), leaves)
-	return build[B](outDef, lin.outs[:n]), pullback[A, B](op, lin, def, outDef), aux.result(lin.outs[n:])
+	lin := autodiff.Linearize("vjp", withAux(op, f, def, &outDef, &n, &aux), leaves)
+	return build[B](outDef, lin.Outs[:n]), pullback[A, B](op, lin, def, outDef), aux.result(lin.Outs[n:])
 }
 
 // withAux flattens f: A → (B, X) into a function over leaves that
@@ -260,20 +262,20 @@ func withAux[A, B, X any](op string, f func(A) (B, X), def *treeDef, outDef **tr
 // (further results, aux leaves, get no cotangent). The function it
 // returns panics with *Error naming op when the cotangent differs from
 // the value in structure, shape or dtype.
-func pullback[A, B any](op string, lin *linearized, def, outDef *treeDef) func(B) A {
+func pullback[A, B any](op string, lin *autodiff.Linearized, def, outDef *treeDef) func(B) A {
 	return func(ct B) A {
 		cts, cdef := flatten(op, ct)
 		sameStructure(op, outDef.Proto().Interface(), cdef.Proto().Interface())
-		full := make([]*tensor, len(lin.outs))
+		full := make([]*tensor, len(lin.Outs))
 		for i, c := range cts {
-			if !c.Aval().Equal(lin.outs[i].Aval()) {
-				treeErrorf(op, "cotangent %s is %s, but the output is %s", cdef.LeafName("(the whole cotangent)", i), c.TypeString(), lin.outs[i].TypeString())
+			if !interp.AvalOf(c).Equal(interp.AvalOf(lin.Outs[i])) {
+				treeErrorf(op, "cotangent %s is %s, but the output is %s", cdef.LeafName("(the whole cotangent)", i), c.TypeString(), lin.Outs[i].TypeString())
 			}
 			if c.DType().IsFloat() {
 				full[i] = c
 			}
 		}
-		return build[A](def, fillZeros(lin.transpose(full), lin.in))
+		return build[A](def, fillZeros(lin.Transpose(full), lin.In))
 	}
 }
 
@@ -351,7 +353,7 @@ func oneHot(k, n int) []bool {
 // differs from its primal's.
 func checkTangents(op string, given, primals []*tensor, name func(int) string) {
 	for i, t := range given {
-		if !t.Aval().Equal(primals[i].Aval()) {
+		if !interp.AvalOf(t).Equal(interp.AvalOf(primals[i])) {
 			treeErrorf(op, "tangent %s is %s, but its primal is %s", name(i), t.TypeString(), primals[i].TypeString())
 		}
 	}
@@ -374,10 +376,10 @@ func jvpRunFlat(fl func([]*tensor) []*tensor, leaves []*tensor, tangents func() 
 		tangents()
 		return fl(in)
 	}
-	outs, touts = jvpFlat("jvp", checked, leaves, tryTangents(tangents, len(leaves)))
+	outs, touts = autodiff.JVP("jvp", checked, leaves, tryTangents(tangents, len(leaves)))
 	avals := make([]interp.Aval, len(outs))
 	for i, o := range outs {
-		avals[i] = o.Aval()
+		avals[i] = interp.AvalOf(o)
 	}
 	return outs, fillZeros(touts, avals)
 }
@@ -411,8 +413,8 @@ func Linearize[A, B any](f func(A) B, primals A) (B, func(A) B) {
 	const op = "transforms.Linearize"
 	leaves, def := flatten(op, primals)
 	var outDef *treeDef
-	lin := linearizeFlat("linearize", flatFn(op, f, def, &outDef), leaves)
-	return build[B](outDef, lin.outs), tangentMap[A, B](op, lin, def, outDef)
+	lin := autodiff.Linearize("linearize", flatFn(op, f, def, &outDef), leaves)
+	return build[B](outDef, lin.Outs), tangentMap[A, B](op, lin, def, outDef)
 }
 
 // LinearizeAux is Linearize for a function that also returns auxiliary
@@ -427,37 +429,30 @@ func LinearizeAux[A, B, X any](f func(A) (B, X), primals A) (B, func(A) B, X) {
 	var outDef *treeDef
 	var aux auxResult[X]
 	n := 0
-	lin := linearizeFlat("linearize", withAux(op, f, def, &outDef, &n, &aux), leaves)
-	x := aux.result(lin.outs[n:])
+	lin := autodiff.Linearize("linearize", withAux(op, f, def, &outDef, &n, &aux), leaves)
+	x := aux.result(lin.Outs[n:])
 	// The tangent map keeps the value's tangents only.
-	g := *lin.g
+	g := *lin.Graph
 	g.Out = g.Out[:n]
-	lin.g, lin.outs = g.DCE(), lin.outs[:n]
-	return build[B](outDef, lin.outs), tangentMap[A, B](op, lin, def, outDef), x
+	lin.Graph, lin.Outs = g.DCE(), lin.Outs[:n]
+	return build[B](outDef, lin.Outs), tangentMap[A, B](op, lin, def, outDef), x
 }
 
 // tangentMap returns lin's tangent map on trees: def is the argument's
 // definition, outDef the result's. The function it returns panics with
 // *Error naming op when a tangent differs from the argument in
 // structure, shape or dtype.
-func tangentMap[A, B any](op string, lin *linearized, def, outDef *treeDef) func(A) B {
+func tangentMap[A, B any](op string, lin *autodiff.Linearized, def, outDef *treeDef) func(A) B {
 	return func(t A) B {
 		tl, tdef := flatten(op, t)
 		sameStructure(op, def.Proto().Interface(), tdef.Proto().Interface())
 		for i, x := range tl {
-			if !x.Aval().Equal(lin.in[i]) {
-				treeErrorf(op, "tangent %s is %s, but its primal is %s", tdef.LeafName("(the whole tangent)", i), x.TypeString(), lin.in[i])
+			if !interp.AvalOf(x).Equal(lin.In[i]) {
+				treeErrorf(op, "tangent %s is %s, but its primal is %s", tdef.LeafName("(the whole tangent)", i), x.TypeString(), lin.In[i])
 			}
 		}
-		return build[B](outDef, lin.apply(tl))
+		return build[B](outDef, lin.Apply(tl))
 	}
-}
-
-// StopGradient returns x as a constant for differentiation: its value
-// flows, its derivative is zero.
-func StopGradient(x *peel.Tensor) *peel.Tensor {
-	defer interp.Annotate("transforms.StopGradient")
-	return interp.Bind1(prims.StopGradient, nil, x)
 }
 
 // Graph is a staged program (interp.Graph): Eval runs it (under any

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
@@ -25,14 +26,14 @@ var backwardPrograms = lru.New[string, program](maxBackwardPrograms)
 
 const maxBackwardPrograms = 1024
 
-// transposeCompiled is transpose with the backward pass run as a
+// transposeCompiled is l.Transpose with the backward pass run as a
 // compiled program, when l's structure allows it (see backwardKey) and
-// every cotangent and constant is concrete; otherwise it is transpose.
-func (l *linearized) transposeCompiled(cts []*tensor) []*tensor {
-	g := l.g
+// every cotangent and constant is concrete; otherwise it is l.Transpose.
+func transposeCompiled(l *autodiff.Linearized, cts []*tensor) []*tensor {
+	g := l.Graph
 	key, ok := backwardKey(g, cts)
 	if !ok {
-		return l.transpose(cts)
+		return l.Transpose(cts)
 	}
 	var args []*tensor
 	for _, c := range cts {
@@ -54,7 +55,7 @@ func compileBackward(g *interp.Graph, cts []*tensor) program {
 	var avals []interp.Aval
 	for _, c := range cts {
 		if c != nil {
-			avals = append(avals, c.Aval())
+			avals = append(avals, interp.AvalOf(c))
 		}
 	}
 	for _, v := range g.Consts {
@@ -70,10 +71,10 @@ func compileBackward(g *interp.Graph, cts []*tensor) program {
 			}
 		}
 		h := &interp.Graph{In: g.In, Consts: g.Consts, ConstVals: in[k:], Eqns: g.Eqns, Out: g.Out}
-		res := transposeGraph(h, ct)
+		res := autodiff.TransposeGraph(h, ct)
 		for i, r := range res {
 			if r == nil {
-				res[i] = zeros(g.In[i].Aval)
+				res[i] = autodiff.Zeros(g.In[i].Aval)
 			}
 		}
 		return res
@@ -96,7 +97,7 @@ func backwardKey(g *interp.Graph, cts []*tensor) (string, bool) {
 		case !c.IsConcrete():
 			return "", false
 		default:
-			b.WriteString(interp.AvalsKey([]interp.Aval{c.Aval()}))
+			b.WriteString(interp.AvalsKey([]interp.Aval{interp.AvalOf(c)}))
 			b.WriteByte(',')
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/peel-ml/peel"
-	"github.com/peel-ml/peel/examples/customop/mylib"
 	"github.com/peel-ml/peel/transforms"
 )
 
@@ -17,25 +16,6 @@ import (
 
 // cacheShapes returns a float64 vector of n elements in [-2, 2].
 func cacheShapes(n int) *T { return peel.Linspace(peel.Float64, -2, 2, n) }
-
-// TestCompiledRulesCacheBounded: the compiled JVP rules of a user-defined
-// op, keyed by operand types.
-func TestCompiledRulesCacheBounded(t *testing.T) {
-	const bound = 4
-	defer transforms.SetCompiledRulesMax(bound)()
-	grad := transforms.Grad(sumOf(mylib.Gelu.Call))
-	oracle := transforms.Grad(sumOf(mylib.GeluComposite))
-	for _, n := range append(sizesUpTo(1, 3*bound), 1, 2, 3) { // 1, 2, 3 again after eviction
-		x := cacheShapes(n)
-		near(t, "Grad(Gelu) on "+x.TypeString(), grad(x).Float64s(), oracle(x).Float64s(), 1e-12)
-		if got := transforms.CompiledRulesLen(); got > bound {
-			t.Fatalf("after %d elements: %d compiled rules cached, over the bound %d", n, got, bound)
-		}
-	}
-	if transforms.CompiledRulesLen() == 0 {
-		t.Fatal("no compiled rule cached: the test does not exercise the cache")
-	}
-}
 
 // TestBackwardProgramsCacheBounded: the compiled backward programs of
 // CompileBackward, keyed by the linearized graph's structure and types.

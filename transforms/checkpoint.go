@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/functionalize"
 	"github.com/peel-ml/peel/internal/lru"
@@ -31,7 +32,7 @@ import (
 // the residuals the policy does not save, become one linear graph L:
 // its constants are f's arguments and the saved residuals, and it holds
 // the recomputation as equations on them. L is bound as checkpoint_lin,
-// one linear equation whose transpose is L's (transposeGraph evaluates
+// one linear equation whose transpose is L's (autodiff.TransposeGraph evaluates
 // L's equations on constants, the recomputation, before transposing the
 // rest), so the recomputation runs in the backward pass, and with Bind:
 // checkpointed gradients compose with Vmap, Jacrev and Grad(Grad).
@@ -156,7 +157,7 @@ func checkpointFlat(f func([]*tensor) []*tensor, policy SavePolicy, plans *planC
 	return func(leaves []*tensor) []*tensor {
 		avals := make([]interp.Aval, len(leaves))
 		for i, l := range leaves {
-			avals[i] = l.Aval()
+			avals[i] = interp.AvalOf(l)
 		}
 		// f is traced through Functionalize, as Compile traces it, so
 		// in-place writes (through views, into tensors f makes, into
@@ -180,7 +181,7 @@ func checkpointFlat(f func([]*tensor) []*tensor, policy SavePolicy, plans *planC
 				defer fi.End(nil, nil)
 				w := fi.WrapInputs(in, nil, nil)
 				outs := func() []*tensor {
-					defer annotate(fi.Level())
+					defer interp.AnnotateLevel(fi.Level())
 					return f(w)
 				}()
 				for i, o := range outs {
@@ -370,14 +371,14 @@ func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
 				k++
 			}
 		}
-		outs, touts := jvpFlat("checkpoint", func(xs []*tensor) []*tensor { return evalInlined(g, xs, true) }, in[:n], tangents)
+		outs, touts := autodiff.JVP("checkpoint", func(xs []*tensor) []*tensor { return evalInlined(g, xs, true) }, in[:n], tangents)
 		res := append([]*tensor(nil), outs...)
 		for i, t := range touts {
 			if !outs[i].DType().IsFloat() {
 				continue
 			}
 			if t == nil {
-				t = zeros(outs[i].Aval())
+				t = autodiff.Zeros(interp.AvalOf(outs[i]))
 			}
 			res = append(res, t)
 		}
@@ -416,7 +417,7 @@ type ckptPlan struct {
 func newPlan(j *interp.Graph, n, nOut, nArgs int, policy SavePolicy) *ckptPlan {
 	p := &ckptPlan{j: j, n: n, nOut: nOut, known: make([]bool, len(j.Eqns)), recompute: make([]bool, len(j.Eqns))}
 	for _, e := range j.Eqns {
-		if e.Prim == customVJPLin || e.Prim == compositeLin {
+		if e.Prim == customVJPLin || e.Prim == autodiff.CompositeLin {
 			p.inline = true
 			return p
 		}
@@ -557,7 +558,7 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 	}
 	p := c.plan(has)
 	if p.inline {
-		return jvpFlat("checkpoint", func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs, false) }, primals, tangents)
+		return autodiff.JVP("checkpoint", func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs, false) }, primals, tangents)
 	}
 	j := p.j
 	// The forward pass: the planned known equations at the primals,
@@ -600,7 +601,7 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 	for _, v := range p.consts {
 		// Snapshots, as traced constants are: a later in-place write
 		// into an argument does not reach the backward pass.
-		lin.ConstVals = append(lin.ConstVals, env[v].Snapshot())
+		lin.ConstVals = append(lin.ConstVals, interp.Snapshot(env[v]))
 	}
 	for k, e := range j.Eqns {
 		if p.recompute[k] || !p.known[k] {
@@ -662,7 +663,7 @@ var checkpointLin = func() *interp.Prim {
 	}
 	p.Transpose = func(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
 		defer interp.Decomposing("checkpoint")
-		got := transposeGraph(withBarriers(params.(*ckptLinParams).graph), cts)
+		got := autodiff.TransposeGraph(withBarriers(params.(*ckptLinParams).graph), cts)
 		res := make([]*tensor, len(args))
 		for i := range args {
 			if linear[i] {
@@ -807,7 +808,7 @@ func isSplat(t *tensor) bool {
 	if !t.IsConcrete() || t.Rank() == 0 {
 		return false
 	}
-	arr, _ := t.Array()
+	arr, _ := interp.ArrayOf(t)
 	if len(arr.Strides) != len(arr.Shape) {
 		return false
 	}
@@ -830,24 +831,24 @@ func SavedResiduals[A, R any](f func(A) R, x A) []Residual {
 	defer interp.Annotate(op)
 	leaves, def := flatten(op, x)
 	c := &customCall{op: op, in: def}
-	lin := linearizeFlat(op, func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, leaves)
-	defer lin.release()
+	lin := autodiff.Linearize(op, func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, leaves)
+	defer lin.Release()
 	var res []Residual
 	add := func(t *tensor, source string) {
 		res = append(res, Residual{Shape: t.Shape(), DType: t.DType(), Source: source, Splat: isSplat(t)})
 	}
-	for _, t := range lin.g.ConstVals {
+	for _, t := range lin.Graph.ConstVals {
 		add(t, "saved by the linearization")
 	}
-	for _, e := range lin.g.Eqns {
+	for _, e := range lin.Graph.Eqns {
 		switch p := e.Params.(type) {
 		case *ckptLinParams:
 			for i, t := range p.graph.ConstVals {
 				add(t, p.sources[i])
 			}
-		case compositeParams:
-			for _, t := range p.primals {
-				add(t, "operand of "+p.p.Name+" (its backward pass recomputes from its operands)")
+		case autodiff.CompositeParams:
+			for _, t := range p.Operands() {
+				add(t, "operand of "+p.Prim().Name+" (its backward pass recomputes from its operands)")
 			}
 		}
 	}
@@ -863,10 +864,10 @@ func Recomputed[A, R any](f func(A) R, x A) []string {
 	defer interp.Annotate(op)
 	leaves, def := flatten(op, x)
 	c := &customCall{op: op, in: def}
-	lin := linearizeFlat(op, func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, leaves)
-	defer lin.release()
+	lin := autodiff.Linearize(op, func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, leaves)
+	defer lin.Release()
 	var names []string
-	for _, e := range lin.g.Eqns {
+	for _, e := range lin.Graph.Eqns {
 		p, ok := e.Params.(*ckptLinParams)
 		if !ok {
 			continue

@@ -248,7 +248,11 @@ func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOpti
 		treeErrorf(op, "the function is nil")
 	}
 	if len(cfg.fuse) > 0 {
-		cfg.passes = append(cfg.passes, compiler.ReplaceComposites(cfg.fuse...))
+		ops := make([]compiler.Op, len(cfg.fuse))
+		for i, o := range cfg.fuse {
+			ops[i] = o
+		}
+		cfg.passes = append(cfg.passes, compiler.ReplaceComposites(ops...))
 	}
 	cfg.passes = append(cfg.passes, compiler.DefaultPasses()...)
 	cfg.donate = normArgnums(op, "Donate", cfg.donate, nargs)
@@ -324,7 +328,7 @@ func (c *Compiled[A, R]) Call(x A) R {
 	sig := signature{desc: def.Proto().Type().String(), paths: def.Paths(), statics: statics}
 	concrete := true
 	for i, l := range leaves {
-		sig.avals = append(sig.avals, l.Aval())
+		sig.avals = append(sig.avals, interp.AvalOf(l))
 		if !l.IsConcrete() {
 			concrete = false
 		}
@@ -525,8 +529,8 @@ func aliasPattern(leaves []*tensor, static []bool) string {
 			continue
 		}
 		fmt.Fprintf(&b, "|%d~%d:%s", i, first, interp.BaseOf(l).TypeString())
-		for x := l; x.ViewInfo() != nil; x = x.ViewInfo().Parent {
-			v := x.ViewInfo()
+		for x := l; interp.ViewInfo(x) != nil; x = interp.ViewInfo(x).Parent {
+			v := interp.ViewInfo(x)
 			fmt.Fprintf(&b, "<%s%v", v.Prim.Name, v.Params)
 		}
 	}
@@ -721,7 +725,7 @@ func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []
 	users := e.args(leaves)
 	avals := make([]interp.Aval, len(users))
 	for j, u := range users {
-		avals[j] = u.Aval()
+		avals[j] = interp.AvalOf(u)
 	}
 	e.lifts = nil
 	opts := append(c.cfg.traceOptions(), interp.RecordConstSources(&e.sources), interp.InputTensors(users, &e.lifts), interp.WatchWrites(eager))
@@ -755,7 +759,7 @@ func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []
 		fi := functionalize.New(false)
 		var finals []*tensor
 		fi.OnCapturedWrite = func(box, final *tensor) bool {
-			if !box.IsConcrete() || !final.IsStaged() {
+			if !box.IsConcrete() || !interp.IsStaged(final) {
 				return false
 			}
 			*found = append(*found, box)
@@ -767,7 +771,7 @@ func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []
 			defer fi.End(nil, nil)
 			w := fi.WrapInputs(append(all, in[len(e.inputs):]...), wrapUsers, wrapLink)
 			outs := func() []*tensor {
-				defer annotate(fi.Level())
+				defer interp.AnnotateLevel(fi.Level())
 				return fl(w[:len(leaves)])
 			}()
 			for i, o := range outs {
@@ -789,7 +793,7 @@ func replayViews(x *tensor, staged map[*tensor]*tensor) *tensor {
 	if s, ok := staged[x]; ok {
 		return s
 	}
-	v := x.ViewInfo()
+	v := interp.ViewInfo(x)
 	s := interp.Bind1(v.Prim, v.Params, replayViews(v.Parent, staged))
 	staged[x] = s
 	return s
@@ -1028,7 +1032,7 @@ func (c *Compiled[A, R]) Explain(x A) string {
 	var inputs []int
 	for i, l := range leaves {
 		if !static[i] {
-			in = append(in, l.Aval())
+			in = append(in, interp.AvalOf(l))
 			inputs = append(inputs, i)
 		}
 	}

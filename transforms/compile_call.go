@@ -47,9 +47,9 @@ func newCallParams(name string, g *interp.Graph) *callParams {
 
 func (c *callParams) String() string { return c.name + "#" + strconv.FormatInt(c.id, 10) }
 
-// ruleKey identifies the program for the cache of compiled derivative
-// rules (compositeParams.compiled).
-func (c *callParams) ruleKey() string { return "compiled#" + strconv.FormatInt(c.id, 10) }
+// RuleKey identifies the program for the cache of compiled derivative
+// rules of composites (autodiff.RuleKeyer).
+func (c *callParams) RuleKey() string { return "compiled#" + strconv.FormatInt(c.id, 10) }
 
 var compiledCall = func() *interp.Prim {
 	p := interp.NewPrim("compiled_call", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
@@ -98,7 +98,7 @@ func batchedParams[P any](cache *lru.Cache[string, P], name string, size int, va
 	for i, v := range vals {
 		b.WriteByte(',')
 		b.WriteString(strconv.Itoa(dims[i]))
-		avals[i] = v.Aval()
+		avals[i] = interp.AvalOf(v)
 	}
 	b.WriteByte(':')
 	b.WriteString(interp.AvalsKey(avals))

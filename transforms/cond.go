@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/treeimpl"
@@ -163,7 +164,7 @@ func condJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	c := params.(*condParams)
 	idx, ops, tops := primals[0], primals[1:], tangents[1:]
 	branchJVP := func(g *interp.Graph) ([]*tensor, []*tensor) {
-		return jvpFlat("cond", func(xs []*tensor) []*tensor { return g.Eval(xs...) }, ops, tops)
+		return autodiff.JVP("cond", func(xs []*tensor) []*tensor { return g.Eval(xs...) }, ops, tops)
 	}
 	if k, ok := concreteBranch(idx, len(c.branches)); ok {
 		return branchJVP(c.branches[k])
@@ -215,7 +216,7 @@ func condJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		for k := range touts {
 			t := touts[k][i]
 			if t == nil {
-				t = zerosLike(outs[k][i])
+				t = autodiff.ZerosLike(outs[k][i])
 			}
 			ts = append(ts, []*tensor{t})
 		}
@@ -282,7 +283,7 @@ func (c *condParams) plan(has []bool) *condPlan {
 			for _, v := range q.consts {
 				z := fresh(interp.Aval{DType: v.Aval.DType})
 				f.Consts = append(f.Consts, z)
-				f.ConstVals = append(f.ConstVals, zeros(z.Aval))
+				f.ConstVals = append(f.ConstVals, autodiff.Zeros(z.Aval))
 				if len(v.Aval.Shape) > 0 {
 					bz := fresh(v.Aval)
 					f.Eqns = append(f.Eqns, &interp.Eqn{Prim: prims.BroadcastInDim, Params: prims.BroadcastParams{Shape: v.Aval.Shape, Dims: []int{}}, In: []*interp.Var{z}, Out: []*interp.Var{bz}})
@@ -358,10 +359,10 @@ func condLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) 
 				for j, o := range ctPos {
 					full[o] = in[len(consts)+j]
 				}
-				got := transposeGraph(h, full)
+				got := autodiff.TransposeGraph(h, full)
 				for j, ct := range got {
 					if ct == nil {
-						got[j] = zeros(h.In[j].Aval)
+						got[j] = autodiff.Zeros(h.In[j].Aval)
 					}
 				}
 				return got
@@ -549,7 +550,7 @@ func switchTree[A, R any](op string, idx *tensor, branches []func(A) R, names []
 	leaves, def := flatten(op, operands)
 	avals := make([]interp.Aval, len(leaves))
 	for i, l := range leaves {
-		avals[i] = l.Aval()
+		avals[i] = interp.AvalOf(l)
 	}
 	n := len(branches)
 	calls := make([]*customCall, n)
@@ -590,7 +591,7 @@ func switchTree[A, R any](op string, idx *tensor, branches []func(A) R, names []
 				continue
 			}
 			for _, t := range cs {
-				in = append(in, &interp.Var{ID: next, Aval: t.Aval()})
+				in = append(in, &interp.Var{ID: next, Aval: interp.AvalOf(t)})
 				next++
 			}
 		}

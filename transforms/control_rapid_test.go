@@ -185,9 +185,9 @@ func (p ctlProgram) finish(br brancher, c []*T, ys, s *T) *T {
 // results runs the program with Scan and Cond: the final carries and the
 // ys.
 func (p ctlProgram) results(a ctlArgs) ([]*T, *T) {
-	opts := []transforms.ScanOption{transforms.Unroll(p.unroll)}
+	opts := []peel.ScanOption{transforms.Unroll(p.unroll)}
 	if p.reverse {
-		opts = append(opts, transforms.Reverse())
+		opts = append(opts, peel.Reverse())
 	}
 	return transforms.Scan(func(c []*T, x *T) ([]*T, *T) { return p.step(withCond, c, x, a.W) }, a.Init, a.Xs, opts...)
 }

@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
@@ -53,7 +54,7 @@ var customJVPCall = func() *interp.Prim {
 		ts := make([]*tensor, len(tangents))
 		for i, t := range tangents {
 			if t == nil {
-				t = zerosLike(primals[i])
+				t = autodiff.ZerosLike(primals[i])
 			}
 			ts[i] = t
 		}
@@ -130,7 +131,7 @@ var customVJPLin = func() *interp.Prim {
 		}
 		for i, c := range full {
 			if c == nil {
-				full[i] = zeros(lp.out[i])
+				full[i] = autodiff.Zeros(lp.out[i])
 			}
 		}
 		got := checkCotangents(lp.op, lp.bwd(lp.res, full), lp.in, lp.argName)
@@ -190,7 +191,7 @@ var customVJPCall = func() *interp.Prim {
 func topLevel(xs []*tensor) *interp.Level {
 	var top *interp.Level
 	for _, x := range xs {
-		if tr := x.Tracer(); tr != nil {
+		if tr := interp.TracerOf(x); tr != nil {
 			if l := tr.Level(); l.Alive() && (top == nil || l.ID() > top.ID()) {
 				top = l
 			}
@@ -216,7 +217,7 @@ func checkCaptured(op, what string, top *interp.Level, xs []*tensor, name func(i
 		if x == nil {
 			continue
 		}
-		if tr := x.Tracer(); tr != nil && tr.Level().Alive() && tr.Level().ID() >= top.ID() {
+		if tr := interp.TracerOf(x); tr != nil && tr.Level().Alive() && tr.Level().ID() >= top.ID() {
 			treeErrorf(op, "%s at %s belongs to the %s applying the rule: the rule captures a tensor of that %s instead of receiving it in its argument, and its derivative would be lost; pass the tensor in the argument", what, name(i), tr.Level().Name(), tr.Level().Name())
 		}
 	}
@@ -249,17 +250,17 @@ func forwardLevelAbove(x *tensor, top *interp.Level) *interp.Level {
 	for len(stack) > 0 {
 		t := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if t == nil || t.Tracer() == nil {
+		if t == nil || interp.TracerOf(t) == nil {
 			continue
 		}
-		l := t.Tracer().Level()
+		l := interp.TracerOf(t).Level()
 		if !l.Alive() || (top != nil && l.ID() <= top.ID()) {
 			continue
 		}
-		if _, is := t.Tracer().(*jvpTracer); is && (found == nil || l.ID() > found.ID()) {
+		if autodiff.IsForwardTracer(interp.TracerOf(t)) && (found == nil || l.ID() > found.ID()) {
 			found = l
 		}
-		if w, is := t.Tracer().(interp.Wrapper); is {
+		if w, is := interp.TracerOf(t).(interp.Wrapper); is {
 			stack = w.Wrapped(stack)
 		}
 	}
@@ -269,7 +270,7 @@ func forwardLevelAbove(x *tensor, top *interp.Level) *interp.Level {
 func avalsOf(xs []*tensor) []interp.Aval {
 	a := make([]interp.Aval, len(xs))
 	for i, x := range xs {
-		a[i] = x.Aval()
+		a[i] = interp.AvalOf(x)
 	}
 	return a
 }
@@ -287,7 +288,7 @@ func checkCotangents(op string, got []*tensor, in []interp.Aval, name func(int) 
 		if g == nil || !in[i].DType.IsFloat() {
 			continue
 		}
-		if !g.Aval().Equal(in[i]) {
+		if !interp.AvalOf(g).Equal(in[i]) {
 			treeErrorf(op, "bwd's cotangent for %s is %s, but the argument leaf is %s", name(i), g.TypeString(), in[i])
 		}
 		out[i] = g
@@ -475,7 +476,7 @@ func customJVP[A, R any](op string, f func(A) R, jvp func(primals, tangents A) (
 						touts[i] = nil
 					case touts[i] == nil:
 						treeErrorf(op, "the JVP rule returned a nil tangent at result path %s (only leaves that are not float may have nil tangents)", pathOr(paths[i]))
-					case !touts[i].Aval().Equal(o.Aval()):
+					case !interp.AvalOf(touts[i]).Equal(interp.AvalOf(o)):
 						treeErrorf(op, "the JVP rule's tangent at result path %s is %s, but the result leaf is %s", pathOr(paths[i]), touts[i].TypeString(), o.TypeString())
 					}
 				}
@@ -642,7 +643,7 @@ func vmapped(size int, dims []int, fn func([]*tensor) []*tensor) func([]*tensor)
 // laneAval is the type of one lane of physical value x batched at dim.
 func laneAval(x *tensor, dim int) interp.Aval {
 	if dim == batching.NotMapped {
-		return x.Aval()
+		return interp.AvalOf(x)
 	}
 	shape := append(append([]int{}, x.Shape()[:dim]...), x.Shape()[dim+1:]...)
 	return interp.Aval{Shape: shape, DType: x.DType()}
@@ -720,7 +721,7 @@ func init() {
 					got := checkCotangents(cp.op, cp.bwd(xs[:nres], xs[nres:]), lane, cp.argName)
 					r := make([]*tensor, len(fin))
 					for k, i := range fin {
-						r[k] = zeroIfNil(got[i], lane[i])
+						r[k] = autodiff.ZerosIfNil(got[i], lane[i])
 					}
 					return r
 				})

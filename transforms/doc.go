@@ -1,20 +1,9 @@
-// Package transforms holds peel's function transforms and the autodiff
-// interpreters behind them.
-//
-// Forward mode is an interpreter level whose tracers carry a primal and a
-// tangent (nil for a symbolic zero, never materialized; integer and bool
-// values carry none). Each primitive's JVP rule (package prims) computes
-// both with Bind, so rules are themselves transformable.
-//
-// Reverse mode is linearize + transpose. Linearization enters a staging
-// level and a forward-mode level inside it, with the staging level's
-// inputs as tangents: every primal operation involves no staging tracer
-// and runs eagerly on the level below, while every tangent operation is
-// recorded into a linear interp.Graph. Transposing that graph (walking it
-// backward, accumulating cotangents, applying each linear primitive's
-// transpose rule with Bind) gives the VJP. Because everything is bound,
-// Grad(Grad(f)) and Jacfwd(Jacrev(f)) need no special cases, and levels
-// keep nested perturbations apart.
+// Package transforms holds peel's function transforms: differentiation
+// (Grad, VJP, JVP, Linearize, the Jacobians, Hessian, over the
+// interpreters of package autodiff), Vmap (package batching),
+// Functionalize (package functionalize), MakeGraph and Compile (package
+// compiler), and the primitives of control flow, checkpointing, custom
+// rules and hooks, whose rules are closures over that machinery.
 //
 // Transforms take and return trees: a *peel.Tensor, or slices, arrays,
 // string-keyed maps, pointers, interfaces and structs (exported fields)
@@ -91,10 +80,13 @@
 //
 // Options follow one style: each family has its option interface
 // (VmapOption, JacobianOption, GradOption, GradArgsOption,
-// FunctionalizeOption, GraphOption, CompileOption, ScanOption), and an option
+// FunctionalizeOption, GraphOption, CompileOption), and an option
 // meaning the same to several (ChunkSize, Argnums, the GradOptions for
 // GradArgs2/3) satisfies each, so an option a transform has no use for
-// does not compile.
+// does not compile. Scan takes peel.ScanOption, the option type of the
+// cumulative operations (peel.Cumsum, …): peel.Reverse() serves both,
+// and a cumulative operation given one of Scan's own (Length, Unroll,
+// StepRemat) panics with *peel.Error.
 //
 // In-place operations on differentiated tensors, through views too, give
 // the gradient of their out-of-place forms: the autodiff interpreters
@@ -107,7 +99,7 @@
 // Ops defined with customop.Define are primitives to every transform here:
 // autodiff runs the op itself for the primal (its fused kernel) and
 // derives tangents and cotangents from its composite, staged once per
-// operand types and compiled (interp.Compiled), so the backward pass
+// operand types and compiled (package autodiff), so the backward pass
 // recomputes what it needs from the saved operands; Vmap uses the op's
 // batching rule or decomposes it; MakeGraph records it as one equation
 // unless given Decompose.

@@ -4,16 +4,6 @@ package transforms
 // global caches' sizes and bounds, and the caches a compiled function
 // holds.
 
-// SetCompiledRulesMax bounds the cache of user-defined ops' compiled
-// rules at n entries and returns a function restoring the bound.
-func SetCompiledRulesMax(n int) (restore func()) {
-	old := compiledRules.SetMax(n)
-	return func() { compiledRules.SetMax(old) }
-}
-
-// CompiledRulesLen returns the number of compiled rules cached.
-func CompiledRulesLen() int { return compiledRules.Len() }
-
 // SetBackwardProgramsMax bounds the cache of compiled backward programs
 // at n entries and returns a function restoring the bound.
 func SetBackwardProgramsMax(n int) (restore func()) {

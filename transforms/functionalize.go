@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"github.com/peel-ml/peel/functionalize"
+	"github.com/peel-ml/peel/interp"
 )
 
 // Functionalize returns f with its mutations made pure: every in-place
@@ -34,7 +35,7 @@ func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B
 		}()
 		var outDef *treeDef
 		outs := func() []*tensor {
-			defer annotate(fi.Level())
+			defer interp.AnnotateLevel(fi.Level())
 			return flatFn(op, f, def, &outDef)(in)
 		}()
 		for i, o := range outs {
@@ -42,7 +43,7 @@ func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B
 		}
 		ended = true
 		func() {
-			defer annotate(fi.Level())
+			defer interp.AnnotateLevel(fi.Level())
 			fi.End(nil, nil)
 		}()
 		return build[B](outDef, outs)

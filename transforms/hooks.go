@@ -15,7 +15,7 @@ import (
 // it. It is the primitive hook: the identity on values; its JVP binds
 // hook_lin on the tangent, a linear primitive whose forward map is the
 // identity (hooks are for the backward pass) and whose transpose calls
-// the function. The backward pass is transposeGraph, eager or traced
+// the function. The backward pass is autodiff.TransposeGraph, eager or traced
 // under Compile, so a hook runs at the same point in both: once per
 // backward pass, when the cotangent of its value is complete (every use
 // of the value has contributed), in reverse order of the computation.
@@ -66,7 +66,7 @@ func init() {
 		if r == nil {
 			return []*tensor{ct}
 		}
-		if !r.Aval().Equal(ct.Aval()) {
+		if !interp.AvalOf(r).Equal(interp.AvalOf(ct)) {
 			treeErrorf("transforms.Hook", "the hook returned %s for a cotangent of %s: it must return a tensor of the cotangent's shape and dtype, or nil to keep it", r.TypeString(), ct.TypeString())
 		}
 		return []*tensor{r}
@@ -127,7 +127,7 @@ func runGradHooks(op string, cfg *gradConfig, grads []*tensor, path func(i int) 
 			if r == nil {
 				continue
 			}
-			if !r.Aval().Equal(g.Aval()) {
+			if !interp.AvalOf(r).Equal(interp.AvalOf(g)) {
 				treeErrorf(op, "the OnGradient hook returned %s for the gradient of %s (%s): it must return a tensor of the gradient's shape and dtype, or nil", r.TypeString(), path(i), g.TypeString())
 			}
 			grads[i] = r

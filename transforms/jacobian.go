@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -45,9 +46,9 @@ func jacobianNamed(op, name string, forward bool, fl func([]*tensor) []*tensor, 
 		}
 		return outs
 	}
-	lin := linearizeFlat(name, checked, leaves)
-	defer lin.release()
-	ys := lin.outs[:nDiff]
+	lin := autodiff.Linearize(name, checked, leaves)
+	defer lin.Release()
+	ys := lin.Outs[:nDiff]
 	jac = make([][]*tensor, len(ys))
 	for k := range jac {
 		jac[k] = make([]*tensor, len(leaves))
@@ -62,10 +63,10 @@ func jacobianNamed(op, name string, forward bool, fl func([]*tensor) []*tensor, 
 	if outSize == 0 || inSize == 0 {
 		for k, y := range ys {
 			for i, x := range leaves {
-				jac[k][i] = zeros(interp.Aval{Shape: jacobianShape(y.Shape(), x.Shape()), DType: x.DType()})
+				jac[k][i] = autodiff.Zeros(interp.Aval{Shape: jacobianShape(y.Shape(), x.Shape()), DType: x.DType()})
 			}
 		}
-		return jac, lin.outs[nDiff:]
+		return jac, lin.Outs[nDiff:]
 	}
 	vcfg := cfg.vmap()
 	if forward {
@@ -77,7 +78,7 @@ func jacobianNamed(op, name string, forward bool, fl func([]*tensor) []*tensor, 
 		for k, y := range ys {
 			outAxes[k] = y.Rank()
 		}
-		cols := vmapFlat(op, vcfg, func(ts []*tensor) []*tensor { return lin.apply(ts)[:nDiff] }, basis, axes,
+		cols := vmapFlat(op, vcfg, func(ts []*tensor) []*tensor { return lin.Apply(ts)[:nDiff] }, basis, axes,
 			func([]*tensor) []int { return outAxes }, nil)
 		for k, y := range ys {
 			off := 0
@@ -86,18 +87,18 @@ func jacobianNamed(op, name string, forward bool, fl func([]*tensor) []*tensor, 
 				off += x.Size()
 			}
 		}
-		return jac, lin.outs[nDiff:]
+		return jac, lin.Outs[nDiff:]
 	}
 	// Reverse: one lane per output element, the batch first.
 	basis := identityBlocks(outSize, ys)
 	axes := make([]int, len(basis))
 	outAxes := make([]int, len(leaves))
 	rows := vmapFlat(op, vcfg, func(cts []*tensor) []*tensor {
-		all := make([]*tensor, len(lin.outs)) // no cotangent for aux outputs
+		all := make([]*tensor, len(lin.Outs)) // no cotangent for aux outputs
 		copy(all, cts)
-		in := lin.transpose(all)
+		in := lin.Transpose(all)
 		for i := range in {
-			in[i] = zeroIfNil(in[i], leaves[i].Aval())
+			in[i] = autodiff.ZerosIfNil(in[i], interp.AvalOf(leaves[i]))
 		}
 		return in
 	}, basis, axes, func([]*tensor) []int { return outAxes }, nil)
@@ -108,7 +109,7 @@ func jacobianNamed(op, name string, forward bool, fl func([]*tensor) []*tensor, 
 			off += y.Size()
 		}
 	}
-	return jac, lin.outs[nDiff:]
+	return jac, lin.Outs[nDiff:]
 }
 
 // identityBlocks splits the columns of an n×n identity among like's

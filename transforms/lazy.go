@@ -70,13 +70,13 @@ func newLazy(name string, segments *segmentCache) *lazyInterp {
 
 // wrap returns a value of the interpreter holding the concrete x.
 func (l *lazyInterp) wrap(x *tensor) *tensor {
-	return interp.NewTracer(x.Aval(), &lazyTracer{l: l, val: x})
+	return interp.NewTracer(interp.AvalOf(x), &lazyTracer{l: l, val: x})
 }
 
 // value returns x's concrete value, running the pending segment if x is
 // in it; tensors of other levels are returned as they are.
 func (l *lazyInterp) value(x *tensor) *tensor {
-	if tr, ok := x.Tracer().(*lazyTracer); ok && tr.l == l {
+	if tr, ok := interp.TracerOf(x).(*lazyTracer); ok && tr.l == l {
 		if tr.val == nil {
 			l.run()
 		}
@@ -94,7 +94,7 @@ func (l *lazyInterp) newVar(a interp.Aval) *interp.Var {
 // varOf returns the segment var standing for x: a pending value's own,
 // or a constant for a computed value or any other tensor.
 func (l *lazyInterp) varOf(x *tensor) *interp.Var {
-	if tr, ok := x.Tracer().(*lazyTracer); ok && tr.l == l {
+	if tr, ok := interp.TracerOf(x).(*lazyTracer); ok && tr.l == l {
 		if tr.val == nil {
 			return tr.v
 		}
@@ -103,10 +103,10 @@ func (l *lazyInterp) varOf(x *tensor) *interp.Var {
 	if v, ok := l.constOf[x]; ok {
 		return v
 	}
-	v := l.newVar(x.Aval())
+	v := l.newVar(interp.AvalOf(x))
 	l.constOf[x] = v
 	l.consts = append(l.consts, v)
-	l.constVals = append(l.constVals, x.Snapshot())
+	l.constVals = append(l.constVals, interp.Snapshot(x))
 	return v
 }
 
@@ -236,7 +236,7 @@ func Opaque[A, R any](f func(A) R) func(A) R {
 		leaves, def := flatten(op, a)
 		concrete := make([]*tensor, len(leaves))
 		for i, x := range leaves {
-			if tr, ok := x.Tracer().(*lazyTracer); ok {
+			if tr, ok := interp.TracerOf(x).(*lazyTracer); ok {
 				if tr.val == nil {
 					tr.l.flush("opaque function " + breakCause())
 				}
@@ -244,7 +244,7 @@ func Opaque[A, R any](f func(A) R) func(A) R {
 				continue
 			}
 			if !x.IsConcrete() {
-				x.Array() // a traced read: a graph break under Compile, an *Error otherwise
+				interp.ArrayOf(x) // a traced read: a graph break under Compile, an *Error otherwise
 			}
 			concrete[i] = x
 		}

@@ -7,9 +7,11 @@ import (
 	"sync/atomic"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/internal/lru"
+	"github.com/peel-ml/peel/internal/scanopt"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -45,7 +47,7 @@ import (
 //     stacked residuals, then the xs tangents present; constants: the
 //     captured tensors' tangents present), marked linear, maps the
 //     tangents. scan_lin's transpose is a scan in the other direction of
-//     the body's transpose (transposeGraph, traced once): its carries
+//     the body's transpose (autodiff.TransposeGraph, traced once): its carries
 //     are the carry cotangent and running sums of the captured tensors'
 //     cotangents, its xs the residuals and the ys' cotangents, its ys
 //     the xs tangents' cotangents. So forward mode, reverse mode (Grad,
@@ -59,7 +61,7 @@ import (
 //     scan takes it as a constant too). There is no save policy. Should J
 //     hold a linear equation with values in its parameters (a
 //     CustomVJP's custom_vjp_lin, which no graph can return), the rule
-//     differentiates the loop step by step instead (jvpFlat of the
+//     differentiates the loop step by step instead (autodiff.JVP of the
 //     loop), which unrolls the derivative;
 //   - its batching rule binds scan again with the body vmapped
 //     (batchedParams): every carry leaf is batched at 0 (an unbatched
@@ -221,7 +223,7 @@ func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []b
 	if into && s.length > 0 {
 		stacked, dst = make([]*tensor, nY), make([]*tensor, len(g.Out))
 		for j := range stacked {
-			stacked[j] = zeros(stackedAval(s.length, g.Out[nC+j].Aval))
+			stacked[j] = autodiff.Zeros(stackedAval(s.length, g.Out[nC+j].Aval))
 		}
 	} else {
 		for j := range ys {
@@ -258,7 +260,7 @@ func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []b
 		case stacked != nil:
 			res = append(res, stacked[j])
 		case s.length == 0:
-			res = append(res, zeros(stackedAval(0, g.Out[nC+j].Aval)))
+			res = append(res, autodiff.Zeros(stackedAval(0, g.Out[nC+j].Aval)))
 		default:
 			res = append(res, peel.Stack(y, 0))
 		}
@@ -295,8 +297,8 @@ func sharesMemory(a, b *tensor) bool {
 	if a == b || interp.SameStorage(a, b) {
 		return true
 	}
-	x, _ := a.Array()
-	y, _ := b.Array()
+	x, _ := interp.ArrayOf(a)
+	y, _ := interp.ArrayOf(b)
 	rx, ry := reflect.ValueOf(x.Buf), reflect.ValueOf(y.Buf)
 	if rx.Kind() != reflect.Slice || ry.Kind() != reflect.Slice {
 		return true
@@ -328,7 +330,7 @@ func scanEvalImpl(params any, args []*tensor) []*tensor {
 	// captured tensor, say) on every run: copy the xs and the constants
 	// once, before the loop.
 	for i := s.nCarry; i < len(args); i++ {
-		if a, _ := args[i].Array(); !a.IsContiguous() {
+		if a, _ := interp.ArrayOf(args[i]); !a.IsContiguous() {
 			args[i] = interp.Contiguous(args[i])
 		}
 	}
@@ -336,7 +338,7 @@ func scanEvalImpl(params any, args []*tensor) []*tensor {
 	// only when the operands live there too.
 	onDefault := true
 	for _, a := range args {
-		if _, be := a.Array(); be != interp.DefaultBackend() {
+		if _, be := interp.ArrayOf(a); be != interp.DefaultBackend() {
 			onDefault = false
 		}
 	}
@@ -382,7 +384,7 @@ func scanJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	}
 	p := s.plan(has)
 	if p.fwd == nil {
-		return jvpFlat("scan", func(in []*tensor) []*tensor { return scanRun(s, in) }, primals, tangents)
+		return autodiff.JVP("scan", func(in []*tensor) []*tensor { return scanRun(s, in) }, primals, tangents)
 	}
 	nOut := len(g.Out)
 	fwd := interp.Bind(scanPrim, p.fwd, primals...)
@@ -396,7 +398,7 @@ func scanJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		if has[i] {
 			t := tangents[i]
 			if t == nil {
-				t = zerosLike(primals[i])
+				t = autodiff.ZerosLike(primals[i])
 			}
 			args = append(args, t)
 		}
@@ -558,18 +560,18 @@ func scanLinTranspose(params any, cts []*tensor, args []*tensor, linear []bool) 
 	for i := 0; i < nC; i++ {
 		c := cts[i]
 		if c == nil {
-			c = zeros(g.Out[i].Aval)
+			c = autodiff.Zeros(g.Out[i].Aval)
 		}
 		in = append(in, c)
 	}
 	for i := 0; i < nK; i++ {
-		in = append(in, zeros(g.In[nC+s.nX+nI+i].Aval))
+		in = append(in, autodiff.Zeros(g.In[nC+s.nX+nI+i].Aval))
 	}
 	in = append(in, args[nC:nC+nR]...)
 	for j := 0; j < nY; j++ {
 		c := cts[nC+j]
 		if c == nil {
-			c = zeros(stackedAval(s.length, g.Out[nC+j].Aval))
+			c = autodiff.Zeros(stackedAval(s.length, g.Out[nC+j].Aval))
 		}
 		in = append(in, c)
 	}
@@ -632,10 +634,10 @@ func (s *scanParams) transpose() *scanParams {
 			}
 			h.In = append(append(append([]*interp.Var(nil), g.In[:nC]...), g.In[nC+nR:nX]...), g.In[nX+nI:]...)
 			full := append(append([]*tensor(nil), in[:nC]...), in[nC+nK+nR:nC+nK+nR+nY]...)
-			got := transposeGraph(h, full)
+			got := autodiff.TransposeGraph(h, full)
 			for j, ct := range got {
 				if ct == nil {
-					got[j] = zeros(h.In[j].Aval)
+					got[j] = autodiff.Zeros(h.In[j].Aval)
 				}
 			}
 			out := append([]*tensor(nil), got[:nC]...)
@@ -685,7 +687,7 @@ func scanBatched(prim *interp.Prim, size int, params any, vals []*tensor, dims [
 				v = peel.MoveAxis(v, d, 0)
 			}
 			ops[i], bodyDims[i] = v, 0
-			avals[i] = interp.Placeholder(v.Aval())
+			avals[i] = interp.Placeholder(interp.AvalOf(v))
 		case i < nC+nX:
 			// The scanned axis stays 0: a batch dimension goes to 1, and
 			// the body sees the slices batched at 0.
@@ -700,7 +702,7 @@ func scanBatched(prim *interp.Prim, size int, params any, vals []*tensor, dims [
 			avals[i] = interp.Placeholder(interp.Aval{Shape: v.Shape()[1:], DType: v.DType()})
 		default:
 			ops[i], bodyDims[i] = v, d
-			avals[i] = interp.Placeholder(v.Aval())
+			avals[i] = interp.Placeholder(interp.AvalOf(v))
 		}
 	}
 	bp := batchedParams(&s.batched, "scan", size, avals, bodyDims, func(xs []*tensor) []*tensor { return s.body.Eval(xs...) },
@@ -723,8 +725,11 @@ func init() {
 	batching.Register(scanLin, scanBatch(scanLin))
 }
 
-// ScanOption configures Scan.
-type ScanOption interface{ applyScan(*scanConfig) }
+// Scan's options are peel.ScanOption values, the options of the
+// cumulative operations (peel.Cumsum, …) too: peel.Reverse() makes Scan
+// iterate from the last slice of xs to the first (the ys are still
+// stacked in the order of xs: ys[i] is the y of the step on xs[i]);
+// Length, Unroll and StepRemat are Scan's own.
 
 type scanConfig struct {
 	reverse bool
@@ -733,29 +738,43 @@ type scanConfig struct {
 	policy  *SavePolicy
 }
 
-type scanOptionFunc func(*scanConfig)
+// scanConfigOf applies opts in order.
+func scanConfigOf(opts []peel.ScanOption) scanConfig {
+	c := scanopt.New()
+	for _, o := range opts {
+		o.ApplyScan(&c)
+	}
+	p, _ := c.Policy.(*SavePolicy)
+	return scanConfig{reverse: c.Reverse, length: c.Length, unroll: c.Unroll, policy: p}
+}
 
-func (f scanOptionFunc) applyScan(c *scanConfig) { f(c) }
+// scanOnly is an option that only Scan reads, named name.
+type scanOnly struct {
+	name string
+	set  func(*scanopt.Config)
+}
 
-// Reverse makes Scan iterate from the last slice of xs to the first. The
-// ys are still stacked in the order of xs: ys[i] is the y of the step on
-// xs[i].
-func Reverse() ScanOption { return scanOptionFunc(func(c *scanConfig) { c.reverse = true }) }
+// ApplyScan sets the option in c.
+func (o scanOnly) ApplyScan(c *scanopt.Config) { o.set(c); c.ScanOnly = o.name }
 
 // Length sets the number of steps of Scan. It is required when xs has
 // no leaves (each step then gets xs itself); otherwise it must equal
 // the leading size of xs's leaves.
-func Length(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.length = n }) }
+func Length(n int) peel.ScanOption {
+	return scanOnly{"transforms.Length", func(c *scanopt.Config) { c.Length = n }}
+}
 
 // Unroll makes Scan's loop body run n steps of f per iteration, as JAX's
 // scan(unroll=n): the traced body holds n copies of f, and the loop runs
 // length/n iterations. When n does not divide the length, the remaining
-// length%n steps run after them (before them in xs's order with Reverse)
-// as one more scan of a single iteration whose body holds that many
-// copies; n at least the length unrolls the whole loop into one body.
-// The steps and their order are those of Unroll(1), the default. Scan
-// panics with *peel.Error when n is less than 1.
-func Unroll(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.unroll = n }) }
+// length%n steps run after them (before them in xs's order with
+// peel.Reverse()) as one more scan of a single iteration whose body holds
+// that many copies; n at least the length unrolls the whole loop into
+// one body. The steps and their order are those of Unroll(1), the
+// default. Scan panics with *peel.Error when n is less than 1.
+func Unroll(n int) peel.ScanOption {
+	return scanOnly{"transforms.Unroll", func(c *scanopt.Config) { c.Unroll = n }}
+}
 
 // StepRemat makes a gradient of Scan save, of each step, only what
 // policy allows of the values f computes, and recompute the rest in the
@@ -763,8 +782,8 @@ func Unroll(n int) ScanOption { return scanOptionFunc(func(c *scanConfig) { c.un
 // as a scan of a checkpointed function). Without it a gradient saves
 // every residual that changes from step to step. With Unroll the policy
 // applies to each iteration's n steps together.
-func StepRemat(policy SavePolicy) ScanOption {
-	return scanOptionFunc(func(c *scanConfig) { p := policy; c.policy = &p })
+func StepRemat(policy SavePolicy) peel.ScanOption {
+	return scanOnly{"transforms.StepRemat", func(c *scanopt.Config) { p := policy; c.Policy = &p }}
 }
 
 // Scan is JAX's lax.scan: it loops f over the leading axis of xs,
@@ -778,8 +797,8 @@ func StepRemat(policy SavePolicy) ScanOption {
 //
 // where xs[i] is the tree of the i-th slices (along axis 0) of xs's
 // leaves, which must all have the same leading size (the length), and ys
-// is the tree of f's y leaves stacked along a new axis 0. With Reverse
-// the steps run from i = length-1 down to 0.
+// is the tree of f's y leaves stacked along a new axis 0. With
+// peel.Reverse() the steps run from i = length-1 down to 0.
 //
 // f is traced once, on the types of init's leaves and of one slice of
 // xs's leaves, and may capture tensors (captured tracers of an enclosing
@@ -815,16 +834,13 @@ func StepRemat(policy SavePolicy) ScanOption {
 // too large (their size overflows int or exceeds the allocation limit,
 // peel.SetMaxAllocBytes; checked before the first step); otherwise it
 // panics as f does.
-func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOption) (C, Y) {
+func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...peel.ScanOption) (C, Y) {
 	const op = "transforms.Scan"
 	defer interp.Annotate(op)
 	if f == nil {
 		treeErrorf(op, "f must not be nil")
 	}
-	cfg := scanConfig{length: -1, unroll: 1}
-	for _, o := range opts {
-		o.applyScan(&cfg)
-	}
+	cfg := scanConfigOf(opts)
 	if cfg.unroll < 1 {
 		treeErrorf(op, "Unroll must be at least 1, got %d", cfg.unroll)
 	}
@@ -860,7 +876,7 @@ func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...ScanOp
 	}
 	st := &scanStepper[C, X, Y]{op: op, f: f, cdef: cdef, xdef: xdef, cc: &customCall{op: op, in: cdef}, cy: &customCall{op: op}, policy: cfg.policy}
 	for _, l := range cl {
-		st.cavals = append(st.cavals, l.Aval())
+		st.cavals = append(st.cavals, interp.AvalOf(l))
 	}
 	u := min(cfg.unroll, length)
 	if u <= 1 {
@@ -920,7 +936,7 @@ func (st *scanStepper[C, X, Y]) step(carry, x []*tensor) ([]*tensor, []*tensor) 
 		treeErrorf(op, "f must return a carry of init's structure: %s", d)
 	}
 	for i, l := range cl {
-		if got := l.Aval(); !got.Equal(st.cavals[i]) {
+		if got := interp.AvalOf(l); !got.Equal(st.cavals[i]) {
 			treeErrorf(op, "f returns %v at carry path %s but init has %v: the carry must keep its shapes and dtypes", got, pathOr(st.cc.out.Paths()[i]), st.cavals[i])
 		}
 	}
@@ -928,7 +944,7 @@ func (st *scanStepper[C, X, Y]) step(carry, x []*tensor) ([]*tensor, []*tensor) 
 	if st.ydef == nil {
 		st.ydef = st.cy.out
 		for _, l := range yl {
-			st.yavals = append(st.yavals, l.Aval())
+			st.yavals = append(st.yavals, interp.AvalOf(l))
 		}
 		return cl, yl
 	}
@@ -936,7 +952,7 @@ func (st *scanStepper[C, X, Y]) step(carry, x []*tensor) ([]*tensor, []*tensor) 
 		treeErrorf(op, "f must return a y of one structure at every step: %s", d)
 	}
 	for i, l := range yl {
-		if got := l.Aval(); !got.Equal(st.yavals[i]) {
+		if got := interp.AvalOf(l); !got.Equal(st.yavals[i]) {
 			treeErrorf(op, "f returns %v at y path %s but %v at an earlier step: the y must keep its shapes and dtypes", got, pathOr(st.cy.out.Paths()[i]), st.yavals[i])
 		}
 	}

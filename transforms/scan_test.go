@@ -57,9 +57,9 @@ func scanEqual(t *testing.T, what string, got, want *T) {
 func TestScanMatchesLoop(t *testing.T) {
 	init, xs := f64(0.1, -0.2, 0.3), scanXs()
 	for _, rev := range []bool{false, true} {
-		var opts []transforms.ScanOption
+		var opts []peel.ScanOption
 		if rev {
-			opts = append(opts, transforms.Reverse())
+			opts = append(opts, peel.Reverse())
 		}
 		c, ys := transforms.Scan(scanStep, init, xs, opts...)
 		wc, wys := goScan(scanStep, init, xs, rev)
@@ -123,9 +123,9 @@ func scanLossWith(run func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T)) 
 
 func scanRunner(rev bool) func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
 	return func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
-		var opts []transforms.ScanOption
+		var opts []peel.ScanOption
 		if rev {
-			opts = append(opts, transforms.Reverse())
+			opts = append(opts, peel.Reverse())
 		}
 		return transforms.Scan(f, init, xs, opts...)
 	}
@@ -362,7 +362,7 @@ func TestScanStagedDerivatives(t *testing.T) {
 func TestScanJacobians(t *testing.T) {
 	x := f64(0.1, -0.2, 0.3)
 	f := func(init *T) *T {
-		c, ys := transforms.Scan(scanStep, init, scanXs(), transforms.Reverse())
+		c, ys := transforms.Scan(scanStep, init, scanXs(), peel.Reverse())
 		return peel.Add(c, peel.Sum(ys[1], 0))
 	}
 	w := func(init *T) *T {
@@ -467,7 +467,7 @@ func TestScanMoreCompositions(t *testing.T) {
 	near(t, "zero-length grad", transforms.Grad(z)(a.Init).Float64s(), peel.Mul(a.Init, 2.0).Float64s(), 0)
 	// A compiled Vmap.
 	inits := peel.FromFloat64s([]float64{0.1, -0.2, 0.3, 1, 2, -3}, 2, 3)
-	run := func(init *T) *T { c, _ := transforms.Scan(scanStep, init, scanXs(), transforms.Reverse()); return c }
+	run := func(init *T) *T { c, _ := transforms.Scan(scanStep, init, scanXs(), peel.Reverse()); return c }
 	goRun := func(init *T) *T { c, _ := goScan(scanStep, init, scanXs(), true); return c }
 	near(t, "compiled vmap", transforms.Compile(transforms.Vmap(run)).Call(inits).Float64s(),
 		peel.Stack([]*T{goRun(peel.Index(inits, 0)), goRun(peel.Index(inits, 1))}, 0).Float64s(), 0)
@@ -559,9 +559,9 @@ func unrollArgs() scanArgs {
 
 func unrollRunner(rev bool, n int) func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
 	return func(f func(c, x *T) (*T, []*T), init, xs *T) (*T, []*T) {
-		opts := []transforms.ScanOption{transforms.Unroll(n)}
+		opts := []peel.ScanOption{transforms.Unroll(n)}
 		if rev {
-			opts = append(opts, transforms.Reverse())
+			opts = append(opts, peel.Reverse())
 		}
 		return transforms.Scan(f, init, xs, opts...)
 	}
@@ -675,7 +675,7 @@ func TestScanUnrollEdges(t *testing.T) {
 		return scanCarry{H: h, N: peel.Add(c.N, peel.Scalar(int64(1)))}, map[string]*T{"h": h, "b": peel.Mul(x.B, 2.0)}
 	}
 	for _, rev := range []bool{false, true} {
-		opts := []transforms.ScanOption{transforms.Reverse()}
+		opts := []peel.ScanOption{peel.Reverse()}
 		if !rev {
 			opts = nil
 		}
@@ -873,7 +873,7 @@ func TestScanStepRemat(t *testing.T) {
 		z := peel.Tanh(peel.Add(peel.MatMul(h, w), x))
 		return peel.Mul(peel.Exp(peel.Mul(z, 0.5)), z), z
 	}
-	loss := func(opts ...transforms.ScanOption) func(*T) *T {
+	loss := func(opts ...peel.ScanOption) func(*T) *T {
 		return func(h0 *T) *T {
 			h, ys := transforms.Scan(body, h0, xs, opts...)
 			return peel.Add(peel.Sum(peel.Mul(h, h)), peel.Sum(peel.Sin(ys)))

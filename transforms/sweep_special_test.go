@@ -3,7 +3,7 @@ package transforms_test
 import "math"
 
 // Kinks and second-derivative checks of the ops of special.go and
-// activation.go, merged into the sweep's tables.
+// elementwise_activation.go, merged into the sweep's tables.
 func init() {
 	for name, k := range map[string]func(a []*T, y *T) bool{
 		"peel.Trunc": func(a []*T, _ *T) bool { return nearInteger(a[0], 1) },

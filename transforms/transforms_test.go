@@ -215,7 +215,7 @@ func TestIgnoredInputHasZeroGradient(t *testing.T) {
 }
 
 func TestStopGradient(t *testing.T) {
-	f := func(x *T) *T { return peel.Sum(peel.Mul(x, transforms.StopGradient(x))) }
+	f := func(x *T) *T { return peel.Sum(peel.Mul(x, peel.StopGradient(x))) }
 	near(t, "stop gradient", transforms.Grad(f)(f64(2, 3)).Float64s(), []float64{2, 3}, 0)
 }
 

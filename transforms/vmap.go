@@ -202,7 +202,7 @@ func vmapRun(size int, fl func([]*tensor) []*tensor, inputs []*tensor, axes []in
 		}
 	}
 	outs := func() []*tensor {
-		defer annotate(b.Level())
+		defer interp.AnnotateLevel(b.Level())
 		return fl(in)
 	}()
 	oax := outAxes(outs)
@@ -213,7 +213,7 @@ func vmapRun(size int, fl func([]*tensor) []*tensor, inputs []*tensor, axes []in
 		}
 		a := oax[i]
 		if a == unmapped {
-			if tr := o.Tracer(); tr != nil && tr.Level() == b.Level() {
+			if tr := interp.TracerOf(o); tr != nil && tr.Level() == b.Level() {
 				treeErrorf("transforms.Vmap", "result %s is batched but its out axis is NoAxis", names.outName(i))
 			}
 			res[i] = o
@@ -369,11 +369,3 @@ func checkAxis(op, which string, axis int, path string, t *peel.Tensor) {
 
 // noAxisHint ends the message of an in axis out of range for its leaf.
 const noAxisHint = "; to pass the leaf unmapped (the same value for every lane), give it transforms.NoAxis in InAxes"
-
-// zeroIfNil returns c, or zeros of a when c is a symbolic zero.
-func zeroIfNil(c *tensor, a interp.Aval) *tensor {
-	if c == nil {
-		return zeros(a)
-	}
-	return c
-}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/treeimpl"
@@ -97,7 +98,7 @@ func whileRun(w *whileParams, args []*tensor) []*tensor {
 	in := append([]*tensor(nil), args...)
 	for {
 		p := w.cond.Eval(in...)[0]
-		if p.IsStaged() {
+		if interp.IsStaged(p) {
 			e := interp.Errorf("a while loop cannot be decomposed into the primitives of its steps (MakeGraph with Decompose): its number of steps is known only when it runs")
 			e.Ops = []string{"transforms.WhileLoop"}
 			panic(e)
@@ -188,7 +189,7 @@ func whileJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 		}
 		t := tangents[i]
 		if t == nil {
-			t = zerosLike(primals[i])
+			t = autodiff.ZerosLike(primals[i])
 		}
 		traced = traced || !t.IsConcrete()
 		args = append(args, t)
@@ -271,13 +272,13 @@ func (w *whileParams) jvp(has []bool) *whileParams {
 		// compiled call) runs as its decomposition, since its derivative
 		// (composite_lin) would hold values of this trace, dead once it
 		// returns, in its parameters.
-		outs, touts := jvpFlat("while", func(a []*tensor) []*tensor { return evalInlined(w.body, a, true) }, ps, ts)
+		outs, touts := autodiff.JVP("while", func(a []*tensor) []*tensor { return evalInlined(w.body, a, true) }, ps, ts)
 		res := append([]*tensor(nil), outs...)
 		for i := 0; i < nC; i++ {
 			if has[i] {
 				t := touts[i]
 				if t == nil {
-					t = zerosLike(outs[i])
+					t = autodiff.ZerosLike(outs[i])
 				}
 				res = append(res, t)
 			}
@@ -445,7 +446,7 @@ func init() {
 	whilePrim.JVP = whileJVP
 	whileLin.Impl = whileLinImpl
 	whileLin.JVP = func(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
-		return jvpFlat("while", func(in []*tensor) []*tensor { return whileLinImpl(params, in) }, primals, tangents)
+		return autodiff.JVP("while", func(in []*tensor) []*tensor { return whileLinImpl(params, in) }, primals, tangents)
 	}
 	whileLin.Transpose = whileLinTranspose
 	batching.Register(whilePrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {

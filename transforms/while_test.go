@@ -152,7 +152,7 @@ func TestWhileLoopReverseModeError(t *testing.T) {
 	}, msg...)
 	// A gradient that does not reach the loop is fine.
 	g := transforms.Grad(func(x *T) *T {
-		_ = whileGeo(w, 20)(transforms.StopGradient(x))
+		_ = whileGeo(w, 20)(peel.StopGradient(x))
 		return peel.Sum(peel.Mul(x, x))
 	})(x)
 	near(t, "grad beside", g.Float64s(), []float64{1, 2}, 0)

@@ -3,6 +3,7 @@ package tree
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/internal/treeimpl"
@@ -120,7 +121,7 @@ func Stack[A any](ts []A) A {
 		col := make([]*peel.Tensor, len(ts))
 		for k := range ts {
 			col[k] = all[k][i]
-			if !col[k].Aval().Equal(col[0].Aval()) {
+			if col[k].DType() != col[0].DType() || !slices.Equal(col[k].Shape(), col[0].Shape()) {
 				treeimpl.Errorf(op, "%s is %s in tree %d but %s in tree 0", def.LeafName("the tree (one tensor)", i), col[k].TypeString(), k, col[0].TypeString())
 			}
 		}

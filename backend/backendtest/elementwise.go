@@ -56,6 +56,20 @@ var unaryOps = []unaryOp{
 	{prim: prims.StopGradient, f: func(x float64) float64 { return x }, i: func(x int64) int64 { return x }, b: func(x bool) bool { return x }, vals: copyValues, signedZero: true},
 }
 
+// referenceOp is the case of an elementwise primitive that carries its
+// float64 meaning as data (prims.Reference) and has no case in unaryOps:
+// its kernel is checked against Reference.F, within the error allowed by
+// the condition number x·Reference.D(x), on random arguments in [Lo, Hi]
+// and the float edge values.
+func referenceOp(p *interp.Prim) unaryOp {
+	r, _ := prims.ReferenceOf(p)
+	return unaryOp{
+		prim: p, kind: transcOp, f: r.F,
+		cond: func(x, _ float64) float64 { return x * r.D(x) },
+		vals: values{lo: r.Lo, hi: r.Hi, special: with(100, -100, 1000.5)},
+	}
+}
+
 // Value sets of the unary primitives.
 var (
 	roundValues = values{lo: -10, hi: 10, special: with(0.49999997, -0.49999997, 0.49999999999999994, 1.5, -1.5, 2.5, -0.5, 3, -4,

@@ -199,7 +199,7 @@ func runCholesky(s *suite) {
 				desc := describe(p.Name, dt, shape, "x="+l.String())
 				s.try(desc, func() {
 					got := interp.Bind1(p, nil, x.t)
-					if !got.Aval().Equal(interp.Aval{Shape: shape, DType: dt}) {
+					if !interp.AvalOf(got).Equal(interp.Aval{Shape: shape, DType: dt}) {
 						s.failf("%s: result %v", desc, got.TypeString())
 						return
 					}
@@ -281,7 +281,7 @@ func runTriangularSolve(s *suite) {
 						desc := describe(p.Name, dt, shape, params, "b="+fmtShape(bshape), "a="+l.String())
 						s.try(desc, func() {
 							got := interp.Bind1(p, params, x.t, y.t)
-							if !got.Aval().Equal(interp.Aval{Shape: bshape, DType: dt}) {
+							if !interp.AvalOf(got).Equal(interp.Aval{Shape: bshape, DType: dt}) {
 								s.failf("%s: result %v", desc, got.TypeString())
 								return
 							}

@@ -13,6 +13,11 @@ func registry() map[*interp.Prim]func(*suite) {
 	for _, u := range unaryOps {
 		m[u.prim] = u.run
 	}
+	for _, p := range prims.References() {
+		if _, ok := m[p]; !ok {
+			m[p] = referenceOp(p).run
+		}
+	}
 	pure := map[*interp.Prim]binaryOp{}
 	for _, o := range binaryOps {
 		m[o.prim] = o.run

@@ -239,7 +239,7 @@ func runConvertStorage(s *suite) {
 						x = interp.Bind1(prims.Rev, prims.RevParams{Axes: []int{0}}, x)
 					}
 					y := interp.Bind1(p, prims.ConvertParams{DType: to}, x)
-					arr, be := y.Array()
+					arr, be := interp.ArrayOf(y)
 					if arr.Buf.DType() != to {
 						s.failf("%s: result dtype %v", desc, arr.Buf.DType())
 						return
@@ -296,7 +296,7 @@ func runStorageKernels(s *suite) {
 		return interp.NewConcrete(s.b, backend.Array{Buf: s.b.FromHost(h), Shape: []int{n}})
 	}
 	read := func(t *interp.Tensor) []float64 {
-		arr, be := t.Array()
+		arr, be := interp.ArrayOf(t)
 		return hostFloats(be.ToHost(arr))
 	}
 	check := func(desc string, got []float64, want ...float64) {
@@ -346,7 +346,7 @@ func runStorageKernels(s *suite) {
 				// A direct kernel is allowed only if it matches Exec,
 				// which the compiler's sweeps check; it must run.
 				x := mk([]backend.F16{1, 2, 3}, 3)
-				xa, _ := x.Array()
+				xa, _ := interp.ArrayOf(x)
 				out := backend.Array{Buf: s.b.Alloc(backend.Float16, 3), Shape: []int{3}}
 				d([]backend.Array{xa, xa}, []backend.Array{out})
 			}

@@ -44,7 +44,7 @@ func (s *suite) viewCase(p *interp.Prim, params any, x operand) {
 			s.expect(check{desc: desc + ", as a kernel operand (copy)", signedZero: true}, interp.Bind1(prims.Copy, nil, v), want)
 		}
 		// Write through the view.
-		alias := v.ViewInfo() != nil
+		alias := interp.ViewInfo(v) != nil
 		mc := make([]int, len(m))
 		for k, j := range m {
 			mc[k] = x.m[j]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
 )
 
 // Buffers are plain Go slices; each dtype has its own type so kernels
@@ -89,6 +90,20 @@ func setResolver(p *interp.Prim, r resolver) {
 	regs[p] = e
 }
 
+// registerReferences gives every elementwise primitive with a
+// prims.Reference and no kernel of its own the loop of its float64
+// meaning (computed in float64, rounded to the result's dtype), so a new
+// primitive needs no CPU code unless it wants a faster kernel. It runs
+// once, when the kernel table is built, after every init function.
+func registerReferences() {
+	for _, p := range prims.References() {
+		if _, ok := regs[p]; !ok {
+			r, _ := prims.ReferenceOf(p)
+			registerUnary(p, costHeavy, floatMapLoops(r.F))
+		}
+	}
+}
+
 // Backend is the CPU backend: pure Go kernels over Go slices, with BLAS
 // from gonum (or OpenBLAS with -tags openblas). It is safe for concurrent
 // use.
@@ -128,6 +143,7 @@ func (b *Backend) kernels() []entry {
 // that kernels is inlined into Exec).
 func (b *Backend) buildKernels() []entry {
 	b.once.Do(func() {
+		registerReferences()
 		var n int
 		for p := range regs {
 			n = max(n, p.ID+1)

@@ -36,7 +36,7 @@ func ewTransposed[T any](data []T, m, n int) *interp.Tensor {
 		}
 	}
 	v := interp.Bind1(prims.Transpose, prims.TransposeParams{Perm: []int{1, 0}}, ewTensor(tr, n, m))
-	if a, _ := v.Array(); a.IsContiguous() && m > 1 && n > 1 {
+	if a, _ := interp.ArrayOf(v); a.IsContiguous() && m > 1 && n > 1 {
 		panic("transposed view is contiguous")
 	}
 	return v
@@ -50,7 +50,7 @@ func ewSplat(v any, shape ...int) *interp.Tensor {
 
 // ewHost returns t's elements in row-major order.
 func ewHost(t *interp.Tensor) any {
-	a, be := t.Array()
+	a, be := interp.ArrayOf(t)
 	return be.ToHost(a)
 }
 

@@ -8,8 +8,8 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// Kernels of reduce_sum, reduce_max, reduce_min, reduce_prod, argmax,
-// argmin and cumsum.
+// Kernels of reduce_sum, reduce_max, reduce_min, reduce_prod, argmax
+// and argmin.
 //
 // Accumulation: float32 sums, products and cumulative sums accumulate in
 // float64; float64 sums along a contiguous run use pairwise summation.
@@ -24,7 +24,6 @@ func init() {
 	register(prims.ReduceMin, false, reduceKernel(prims.ReduceMin, opMin))
 	register(prims.ArgMax, false, argKernel(prims.ArgMax, true))
 	register(prims.ArgMin, false, argKernel(prims.ArgMin, false))
-	register(prims.Cumsum, false, cumsumKernel)
 }
 
 type reduceOp uint8
@@ -569,84 +568,4 @@ func runArg[T any](d []int64, x []T, n, inner int, sc argScan[T]) {
 			q += m
 		}
 	})
-}
-
-// ---------------------------------------------------------------------------
-// cumsum
-
-func cumsumKernel(params any, in, out []backend.Array) {
-	cp := params.(prims.CumsumParams)
-	x := in[0]
-	if cp.Axis < 0 || cp.Axis >= len(x.Shape) {
-		interp.Panicf("cpu: cumsum axis %d out of range for shape %v", cp.Axis, x.Shape)
-	}
-	_, n, inner := axisSplit(x.Shape, cp.Axis)
-	switch x.Buf.(type) {
-	case i64Buf:
-		runCumsum[int64, int64](i64s(out[0]), i64s(x), n, inner, cp.Reverse)
-	case f32Buf:
-		runCumsum[float32, float64](f32s(out[0]), f32s(x), n, inner, cp.Reverse)
-	case f64Buf:
-		runCumsum[float64, float64](f64s(out[0]), f64s(x), n, inner, cp.Reverse)
-	default:
-		badDType(prims.Cumsum, x.Buf.DType())
-	}
-}
-
-// runCumsum computes the inclusive cumulative sum of x (outer×n×inner)
-// along n into d, accumulating in A.
-func runCumsum[T, A elemNum](d, x []T, n, inner int, reverse bool) {
-	if len(d) == 0 {
-		return
-	}
-	cols := len(d) / n // outer×inner columns
-	parallelFor(cols, n, func(lo, hi int) {
-		if inner == 1 {
-			for q := lo; q < hi; q++ {
-				cumsumRun[T, A](d[q*n:(q+1)*n], x[q*n:(q+1)*n], reverse)
-			}
-			return
-		}
-		acc := make([]A, min(inner, hi-lo))
-		for q := lo; q < hi; {
-			o, j := q/inner, q%inner
-			m := min(inner-j, hi-q)
-			base := o*n*inner + j
-			a := acc[:m]
-			clear(a)
-			for k := range n {
-				r := k
-				if reverse {
-					r = n - 1 - k
-				}
-				off := base + r*inner
-				cumsumRow(d[off:off+m], x[off:off+m], a)
-			}
-			q += m
-		}
-	})
-}
-
-func cumsumRun[T, A elemNum](d, x []T, reverse bool) {
-	x = x[:len(d)]
-	var s A
-	if reverse {
-		for i := len(x) - 1; i >= 0; i-- {
-			s += A(x[i])
-			d[i] = T(s)
-		}
-		return
-	}
-	for i, v := range x {
-		s += A(v)
-		d[i] = T(s)
-	}
-}
-
-func cumsumRow[T, A elemNum](d, x []T, acc []A) {
-	x, acc = x[:len(d)], acc[:len(d)]
-	for i, v := range x {
-		acc[i] += A(v)
-		d[i] = T(acc[i])
-	}
 }

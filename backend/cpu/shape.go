@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
 
@@ -18,6 +19,7 @@ func registerShapeKernels() bool {
 	register(prims.Pad, false, pad)
 	register(prims.Concatenate, false, concatenate)
 	register(prims.Rev, false, rev)
+	register(prims.Iota, false, iotaKernel)
 	return true
 }
 
@@ -128,4 +130,42 @@ func rev(params any, in, out []backend.Array) {
 		st[k] = -st[k]
 	}
 	copyStrided(out[0], backend.Array{Buf: x.Buf, Shape: x.Shape, Strides: st, Offset: off})
+}
+
+// ---------------------------------------------------------------------------
+// iota
+
+func iotaKernel(params any, _, out []backend.Array) {
+	p := params.(prims.IotaParams)
+	o := out[0]
+	if len(o.Shape) == 0 || p.Dim < 0 || p.Dim >= len(o.Shape) {
+		interp.Panicf("cpu: iota dimension %d out of range for shape %v", p.Dim, o.Shape)
+	}
+	switch o.Buf.(type) {
+	case i64Buf:
+		iotaFill(i64s(o), o.Shape, p.Dim)
+	case f32Buf:
+		iotaFill(f32s(o), o.Shape, p.Dim)
+	case f64Buf:
+		iotaFill(f64s(o), o.Shape, p.Dim)
+	default:
+		badDType(prims.Iota, o.Buf.DType())
+	}
+}
+
+// iotaFill sets d (of the given shape) to each element's index along dim.
+func iotaFill[T elemNum](d []T, shape []int, dim int) {
+	if len(d) == 0 {
+		return
+	}
+	n := shape[dim]
+	inner := backend.ShapeSize(shape[dim+1:])
+	block := n * inner
+	// The first block holds 0…n-1 repeated inner times; the others copy it.
+	for k := range n {
+		fillSlice(d[k*inner:(k+1)*inner], T(k))
+	}
+	for lo := block; lo < len(d); lo += block {
+		copy(d[lo:lo+block], d[:block])
+	}
 }

@@ -137,7 +137,7 @@ func initMLP(key *peel.Tensor) MLP {
 
 // predict returns the logits [n, 10] of the images x [n, 64].
 func predict(p MLP, x *peel.Tensor) *peel.Tensor {
-	return nn.Linear(p.L2, nn.ReLU(nn.Linear(p.L1, x)))
+	return nn.Linear(p.L2, peel.ReLU(nn.Linear(p.L1, x)))
 }
 
 // State is what the training step carries from one step to the next.

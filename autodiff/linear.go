@@ -1,0 +1,222 @@
+package autodiff
+
+import (
+	"strconv"
+
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Linearized is the result of linearizing a function at a point: the
+// primal outputs, computed eagerly, and the tangent map as a linear graph
+// from input tangents to output tangents.
+type Linearized struct {
+	// Outs are the primal outputs.
+	Outs []*interp.Tensor
+	// Graph is the tangent map: one input per primal input (its tangent),
+	// one output per primal output.
+	Graph *interp.Graph
+	// In are the input tangents' types (the primal inputs' types).
+	In []interp.Aval
+	// zeroOut marks outputs whose tangent is identically zero.
+	zeroOut []bool
+}
+
+// Linearize linearizes f at primals under levels named name (the
+// transform named in errors). A staging level is entered
+// first and a forward-mode level inside it; the input tangents are the
+// staging level's inputs, so every tangent operation is recorded while
+// every primal operation (which involves no staging tracer) runs eagerly.
+// Only float inputs get tangents. It panics as JVP does.
+func Linearize(name string, f func([]*interp.Tensor) []*interp.Tensor, primals []*interp.Tensor) *Linearized {
+	lin := &Linearized{In: make([]interp.Aval, len(primals))}
+	for i, p := range primals {
+		lin.In[i] = interp.AvalOf(p)
+	}
+	lin.Graph = interp.TraceAvals(name, func(tin []*tensor) []*tensor {
+		tangents := make([]*tensor, len(tin))
+		for i, t := range tin {
+			if primals[i].DType().IsFloat() {
+				tangents[i] = t
+			}
+		}
+		outs, touts := JVP(name, f, primals, tangents)
+		lin.Outs = outs
+		lin.zeroOut = make([]bool, len(outs))
+		res := make([]*tensor, len(outs))
+		for i, t := range touts {
+			if t == nil {
+				lin.zeroOut[i] = true
+				t = Zeros(interp.AvalOf(outs[i]))
+			}
+			res[i] = t
+		}
+		return res
+	}, lin.In)
+	return lin
+}
+
+// Release gives up the linear graph's hold on the memory of the values
+// it saved (interp.Graph.ReleaseConstants): called when the graph is no
+// longer needed, so a later in-place write into a captured tensor (an
+// optimizer step) copies nothing.
+func (l *Linearized) Release() { l.Graph.ReleaseConstants() }
+
+// Apply evaluates the tangent map (forward): the output tangents of the
+// input tangents. It panics with *interp.Error as interp.Graph.Eval does.
+func (l *Linearized) Apply(tangents []*interp.Tensor) []*interp.Tensor {
+	return l.Graph.Eval(tangents...)
+}
+
+// Transpose runs the linear graph backward: given output cotangents (nil
+// for zero) it returns input cotangents (nil for zero). Each equation's
+// transpose rule is applied with Bind, so the backward pass is itself
+// transformable. It panics as TransposeGraph does.
+func (l *Linearized) Transpose(cts []*interp.Tensor) []*interp.Tensor {
+	return TransposeGraph(l.Graph, cts)
+}
+
+// TransposeGraph transposes g, a graph that is linear in its inputs
+// (its equations that read no input are evaluated first: a
+// checkpoint's recomputation): given output cotangents (nil for zero)
+// it returns input cotangents (nil for zero), each transpose rule
+// applied with Bind. Vars are indexed by ID (dense within a graph)
+// rather than hashed. It panics with *interp.Error if a primitive on
+// the linear path has no transpose rule or is not linear in an operand
+// that depends on the inputs.
+func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
+	n := g.IDBound()
+	linear := make([]bool, n)
+	env := make([]*tensor, n)
+	ct := make([]*tensor, n)
+	for _, v := range g.In {
+		linear[v.ID] = true
+	}
+	for i, v := range g.Consts {
+		env[v.ID] = g.ConstVals[i]
+	}
+	// The linear vars, from the structure alone; then when each value
+	// computed here is last read: by the non-linear equations of the
+	// forward sweep (lastFwd) and by the transpose rules of the backward
+	// sweep (firstLin, the smallest index: that sweep runs backward).
+	eqLinear := make([]bool, len(g.Eqns))
+	for k, e := range g.Eqns {
+		for _, v := range e.In {
+			if linear[v.ID] {
+				eqLinear[k] = true
+			}
+		}
+		if eqLinear[k] {
+			for _, v := range e.Out {
+				linear[v.ID] = true
+			}
+		}
+	}
+	lastFwd, firstLin := make([]int32, n), make([]int32, n)
+	for i := range firstLin {
+		lastFwd[i], firstLin[i] = -1, -1
+	}
+	for k, e := range g.Eqns {
+		for _, v := range e.In {
+			switch {
+			case linear[v.ID]:
+			case eqLinear[k]:
+				if firstLin[v.ID] < 0 {
+					firstLin[v.ID] = int32(k)
+				}
+			default:
+				lastFwd[v.ID] = int32(k)
+			}
+		}
+	}
+	// Forward: evaluate the non-linear equations (a checkpoint's
+	// recomputation), dropping each value once neither sweep reads it.
+	for k, e := range g.Eqns {
+		if eqLinear[k] {
+			continue
+		}
+		in := make([]*tensor, len(e.In))
+		for i, v := range e.In {
+			in[i] = env[v.ID]
+		}
+		outs := interp.Bind(e.Prim, e.Params, in...)
+		for i, v := range e.Out {
+			env[v.ID] = outs[i]
+		}
+		for _, v := range e.In {
+			if lastFwd[v.ID] == int32(k) && firstLin[v.ID] < 0 {
+				env[v.ID] = nil
+			}
+		}
+	}
+	accum := func(v *interp.Var, c *tensor) {
+		if c == nil {
+			return
+		}
+		if old := ct[v.ID]; old != nil {
+			c = interp.Bind1(prims.Add, nil, old, c)
+		}
+		ct[v.ID] = c
+	}
+	for i, v := range g.Out {
+		if linear[v.ID] {
+			accum(v, cts[i])
+		}
+	}
+	var args []*tensor
+	var lin []bool
+	var outCts []*tensor
+	for k := len(g.Eqns) - 1; k >= 0; k-- {
+		if !eqLinear[k] {
+			continue
+		}
+		e := g.Eqns[k]
+		outCts = outCts[:0]
+		anyCt := false
+		for _, v := range e.Out {
+			outCts = append(outCts, ct[v.ID])
+			anyCt = anyCt || ct[v.ID] != nil
+			ct[v.ID] = nil
+		}
+		if !anyCt {
+			continue
+		}
+		if e.Prim.Transpose == nil {
+			panic(&interp.Error{Prim: e.Prim.Name, Msg: "no transpose rule: reverse-mode differentiation through this primitive is not supported"})
+		}
+		args, lin = args[:0], lin[:0]
+		for i, v := range e.In {
+			if linear[v.ID] {
+				if !prims.LinearIn(e.Prim, i) {
+					panic(&interp.Error{Prim: e.Prim.Name, Msg: "operand " + strconv.Itoa(i) + " depends on a tangent but the primitive is not linear in it: a JVP rule is not linear in its tangents"})
+				}
+				args = append(args, placeholder(v))
+				lin = append(lin, true)
+			} else {
+				args = append(args, env[v.ID])
+				lin = append(lin, false)
+			}
+		}
+		inCts := e.Prim.Transpose(e.Params, outCts, args, lin)
+		for i, v := range e.In {
+			if lin[i] && i < len(inCts) {
+				accum(v, inCts[i])
+			}
+		}
+		for i, v := range e.In {
+			if !lin[i] && firstLin[v.ID] == int32(k) {
+				args[i] = nil
+				env[v.ID] = nil // its last reader in this sweep
+			}
+		}
+	}
+	res := make([]*tensor, len(g.In))
+	for i, v := range g.In {
+		res[i] = ct[v.ID]
+	}
+	return res
+}
+
+// placeholder stands for a linear operand in a transpose rule: its shape
+// and dtype only (see the transpose contract in prims/helpers.go).
+func placeholder(v *interp.Var) *tensor { return interp.Placeholder(v.Aval) }

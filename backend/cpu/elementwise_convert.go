@@ -1,0 +1,107 @@
+package cpu
+
+import (
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Kernel of convert_element_type.
+
+func init() {
+	register(prims.ConvertElementType, true, convertKernel)
+}
+
+// ---------------------------------------------------------------------------
+// convert_element_type
+//
+// Every conversion follows the one rule of backend/convert.go (float to
+// integer truncates toward zero, saturates, NaN → 0; nonzero → true), by
+// calling its functions.
+
+func convertKernel(_ any, in, out []backend.Array) {
+	x, o := in[0], out[0]
+	switch xb := x.Buf.(type) {
+	case boolBuf:
+		switch o.Buf.(type) {
+		case boolBuf:
+			runConvert(bools(o), x, xb, copyLoop[bool])
+		case i64Buf:
+			runConvert(i64s(o), x, xb, fromBoolLoop[int64])
+		case f32Buf:
+			runConvert(f32s(o), x, xb, fromBoolLoop[float32])
+		case f64Buf:
+			runConvert(f64s(o), x, xb, fromBoolLoop[float64])
+		}
+	case i64Buf:
+		switch o.Buf.(type) {
+		case boolBuf:
+			runConvert(bools(o), x, xb, toBoolLoop[int64])
+		case i64Buf:
+			runConvert(i64s(o), x, xb, copyLoop[int64])
+		case f32Buf:
+			runConvert(f32s(o), x, xb, numConvLoop[int64, float32])
+		case f64Buf:
+			runConvert(f64s(o), x, xb, numConvLoop[int64, float64])
+		}
+	case f32Buf:
+		switch o.Buf.(type) {
+		case boolBuf:
+			runConvert(bools(o), x, xb, toBoolLoop[float32])
+		case i64Buf:
+			runConvert(i64s(o), x, xb, floatToIntLoop[float32])
+		case f32Buf:
+			runConvert(f32s(o), x, xb, copyLoop[float32])
+		case f64Buf:
+			runConvert(f64s(o), x, xb, numConvLoop[float32, float64])
+		}
+	case f64Buf:
+		switch o.Buf.(type) {
+		case boolBuf:
+			runConvert(bools(o), x, xb, toBoolLoop[float64])
+		case i64Buf:
+			runConvert(i64s(o), x, xb, floatToIntLoop[float64])
+		case f32Buf:
+			runConvert(f32s(o), x, xb, numConvLoop[float64, float32])
+		case f64Buf:
+			runConvert(f64s(o), x, xb, copyLoop[float64])
+		}
+	default:
+		badDType(prims.ConvertElementType, x.Buf.DType())
+	}
+}
+
+func runConvert[S, D any](d []D, x backend.Array, buf []S, f func(d []D, a []S)) {
+	runUnary(prims.ConvertElementType, f, costCheap, d, buf, &x)
+}
+
+func fromBoolLoop[D elemNum](d []D, a []bool) {
+	a = a[:len(d)]
+	for i, x := range a {
+		var v D
+		if x {
+			v = 1
+		}
+		d[i] = v
+	}
+}
+
+func toBoolLoop[S elemNum](d []bool, a []S) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = x != 0
+	}
+}
+
+func numConvLoop[S, D elemNum](d []D, a []S) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = D(x)
+	}
+}
+
+func floatToIntLoop[S elemFloat](d []int64, a []S) {
+	a = a[:len(d)]
+	for i, x := range a {
+		d[i] = backend.FloatToInt64(float64(x))
+	}
+}

@@ -1,0 +1,36 @@
+package batching
+
+import (
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// Scans (cumsum, cumprod, cumlogsumexp, cummax, cummin) keep the batch
+// dimension where it is and rewrite their axis for the physical operand;
+// every result has it.
+
+func init() {
+	register(prims.Cumsum, cumsumRule)
+	for _, p := range []*interp.Prim{prims.Cumprod, prims.Cumlogsumexp, prims.Cummax, prims.Cummin} {
+		register(p, scanRule(p))
+	}
+}
+
+func cumsumRule(_ int, params any, args []*T, dims []int) ([]*T, []int) {
+	cp := params.(prims.CumsumParams)
+	cp.Axis = physAxis(cp.Axis, dims[0])
+	return one(interp.Bind1(prims.Cumsum, cp, args[0]), dims[0])
+}
+
+func scanRule(p *interp.Prim) Rule {
+	return func(_ int, params any, args []*T, dims []int) ([]*T, []int) {
+		cp := params.(prims.CumsumParams)
+		cp.Axis = physAxis(cp.Axis, dims[0])
+		outs := interp.Bind(p, cp, args[0])
+		od := make([]int, len(outs))
+		for k := range od {
+			od[k] = dims[0]
+		}
+		return outs, od
+	}
+}

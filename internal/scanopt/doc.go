@@ -1,0 +1,30 @@
+// Package scanopt holds what a peel.ScanOption sets. One option type
+// serves every scan along an axis: the cumulative operations of package
+// peel (Cumsum, Cumprod, Cummax, Cummin, LogCumSumExp) and
+// transforms.Scan. peel.Reverse sets Reverse; transforms.Length, Unroll
+// and StepRemat set the fields only Scan reads, and name themselves in
+// ScanOnly so that a cumulative operation given one can refuse it. The
+// package is internal so that only peel's packages implement the option
+// interface (its method takes a *Config).
+package scanopt
+
+// Config is the configuration a list of scan options sets, applied in
+// order (a later option overrides an earlier one).
+type Config struct {
+	// Reverse runs the scan from the end of the axis (peel.Reverse).
+	Reverse bool
+	// Length is the number of steps of transforms.Scan, -1 when unset.
+	Length int
+	// Unroll is the number of steps per iteration of transforms.Scan.
+	Unroll int
+	// Policy is transforms.StepRemat's policy (a *transforms.SavePolicy),
+	// nil when unset.
+	Policy any
+	// ScanOnly names the last option applied that only transforms.Scan
+	// reads ("transforms.Length"), empty when there is none.
+	ScanOnly string
+}
+
+// New returns the configuration of no options: forward, Length unset,
+// Unroll 1.
+func New() Config { return Config{Length: -1, Unroll: 1} }
