@@ -74,6 +74,11 @@ type Reference struct {
 	// Lo and Hi bound the random arguments tests draw (edge values such
 	// as 0, ±Inf and NaN are drawn besides).
 	Lo, Hi float64
+	// Known are points {x, F(x)} whose values come from outside F
+	// (closed forms, published tables): F is the oracle of the default
+	// kernel and of the op registry, so these are what checks F itself
+	// (TestReferencesKnownValues). Each Reference needs at least two.
+	Known [][2]float64
 }
 
 var (
@@ -154,7 +159,10 @@ func init() {
 
 // Sinc is the normalized sinc, sin(πx)/(πx), and 1 at x = 0 (numpy's
 // sinc). Its kernel is its Reference unless a backend registers one.
-var Sinc = withReference(unary("sinc", floats), Reference{F: sinc, D: sincDerivative, Lo: -5, Hi: 5})
+var Sinc = withReference(unary("sinc", floats), Reference{F: sinc, D: sincDerivative, Lo: -5, Hi: 5,
+	// sin(πx) is exact at these x: sinc(½) = 2/π, sinc(¼) = 2√2/π,
+	// sinc(1/6) = 3/π, sinc(−5/2) = 2/(5π), sinc(1) = sinc(−3) = 0.
+	Known: [][2]float64{{0, 1}, {0.5, 2 / math.Pi}, {0.25, 2 * math.Sqrt2 / math.Pi}, {1.0 / 6, 3 / math.Pi}, {-2.5, 0.4 / math.Pi}, {1, 0}, {-3, 0}}})
 
 func init() {
 	// sinc′(x) = (cos(πx) − sinc(x))/x, and 0 at x = 0. The quotient is
