@@ -96,7 +96,7 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 				}
 			} else {
 				bufs.b = grow(bufs.b, np*nr*kb)
-				packB(bufs.b, b, boff, rhs.cs, rhs.fs, kb, nb, nr)
+				packBPar(par && (M+gemmMR-1)/gemmMR*np >= parPackTiles, bufs.b, b, boff, rhs.cs, rhs.fs, kb, nb, nr)
 			}
 			for ic := 0; ic < M; ic += gemmMC {
 				mb := min(gemmMC, M-ic)
@@ -114,7 +114,7 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 					g.asrc, g.lda = a[aoff:], lhs.cs
 				} else {
 					bufs.a = grow(bufs.a, mp*gemmMR*kb)
-					packA(bufs.a, a, aoff, lhs.fs, lhs.cs, mb, kb)
+					packAPar(par && mp*np >= parPackTiles, bufs.a, a, aoff, lhs.fs, lhs.cs, mb, kb)
 				}
 				g.ap, g.bp = bufs.a, bufs.b
 				if direct {
@@ -131,6 +131,44 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 			}
 		}
 	}
+}
+
+// packCost is the cost (in parallelFor's units, an add per element) of
+// packing one element: a strided gather and a store. parPackTiles is
+// the fewest tiles a packed panel serves for its packing to be split
+// across workers: a block of few tiles (a narrow product such as
+// 128×256×10) is over before a second worker pays for its wake-up.
+const (
+	packCost     = 4
+	parPackTiles = 128
+)
+
+// packAPar is packA, split across workers by panels when par is set and
+// the block is large enough: packing is a fifth of a large GEMM's time on
+// one thread, so a serial pack bounds its two-thread speed-up near 1.7×.
+func packAPar[T float32 | float64](par bool, ap, a []T, off, rs, cs, m, kb int) {
+	panels := (m + gemmMR - 1) / gemmMR
+	cost := gemmMR * kb * packCost
+	if !par || serial(panels, cost) {
+		packA(ap, a, off, rs, cs, m, kb)
+		return
+	}
+	parallelFor(panels, cost, func(lo, hi int) {
+		packA(ap[lo*gemmMR*kb:], a, off+lo*gemmMR*rs, rs, cs, min(m, hi*gemmMR)-lo*gemmMR, kb)
+	})
+}
+
+// packBPar is packB, split across workers by panels like packAPar.
+func packBPar[T float32 | float64](par bool, bp, b []T, off, rs, cs, kb, nb, nr int) {
+	panels := (nb + nr - 1) / nr
+	cost := nr * kb * packCost
+	if !par || serial(panels, cost) {
+		packB(bp, b, off, rs, cs, kb, nb, nr)
+		return
+	}
+	parallelFor(panels, cost, func(lo, hi int) {
+		packB(bp[lo*nr*kb:], b, off+lo*nr*cs, rs, cs, kb, min(nb, hi*nr)-lo*nr, nr)
+	})
 }
 
 // gemmBlock is one packed block of a GEMM: the tiles of result columns

@@ -15,7 +15,7 @@ import (
 // (AVX2, and AVX-512 where the CPU has it) against a float64 loop over
 // random sizes from 1 to 300 (primes and the kernels' panel widths and
 // their neighbours among them), both operands' transpositions, strided
-// and offset layouts, and batches. The data are small integers, so every
+// and offset layouts, batches, and 1 to 3 threads. The data are small integers, so every
 // sum is exact in float32 too.
 func TestGEMMKernelsRapid(t *testing.T) {
 	modes := []bool{false}
@@ -61,9 +61,40 @@ func TestGEMMKernelsRapid(t *testing.T) {
 				}
 				dt := rapid.SampledFrom([]backend.DType{backend.Float32, backend.Float64}).Draw(t, "dtype")
 				l := rapid.SampledFrom(stLayouts).Draw(t, "layout")
+				// The thread count splits the tiles and the packing of
+				// large blocks (packAPar, packBPar) across workers.
+				cpu.SetThreads(rapid.SampledFrom([]int{1, 2, 3}).Draw(t, "threads"))
+				defer cpu.SetThreads(0)
 				rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1))
 				dtRun(t, dt, l, dtData(rng, backend.ShapeSize(as)), as, dtData(rng, backend.ShapeSize(bs)), bs, p)
 			})
 		})
+	}
+}
+
+// TestGEMMParallelPacking checks products large enough that the packing
+// of A and B is split across workers (packAPar, packBPar), at 1 to 3
+// threads, against the float64 loop: sizes around the block sizes
+// (192-row A blocks, 256-wide B blocks), 2 KiB row strides (which are
+// packed, not read in place), every layout and both transpositions.
+func TestGEMMParallelPacking(t *testing.T) {
+	defer cpu.SetThreads(0)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, threads := range []int{1, 2, 3} {
+		cpu.SetThreads(threads)
+		for _, d := range [][3]int{{256, 512, 256}, {193, 257, 300}, {384, 33, 256}, {200, 300, 97}} {
+			m, n, k := d[0], d[1], d[2]
+			for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
+				for _, l := range stLayouts {
+					for _, ta := range []bool{false, true} {
+						as, p := []int{m, k}, prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
+						if ta {
+							as, p.LhsContract = []int{k, m}, []int{0}
+						}
+						dtRun(t, dt, l, dtData(rng, m*k), as, dtData(rng, k*n), []int{k, n}, p)
+					}
+				}
+			}
+		}
 	}
 }
