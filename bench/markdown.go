@@ -74,12 +74,18 @@ func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
 	}
 
 	withPeer := HasPeer(rows)
+	sp := newSpeedUps(ours(rows))
+	withSpeedUp := sp.any(ours(rows))
+	spHead, spRule := "", ""
+	if withSpeedUp {
+		spHead, spRule = " "+SpeedUpHeader+" |", " ---: |"
+	}
 	if withPeer {
-		fmt.Fprintf(b, "| workload | peel median | %s median | peel / %s | threads |\n", peer, peer)
-		b.WriteString("| --- | ---: | ---: | ---: | ---: |\n")
+		fmt.Fprintf(b, "| workload | peel median | %s median | peel / %s | threads |%s\n", peer, peer, spHead)
+		b.WriteString("| --- | ---: | ---: | ---: | ---: |" + spRule + "\n")
 	} else {
-		b.WriteString("| workload | peel median | threads |\n")
-		b.WriteString("| --- | ---: | ---: |\n")
+		b.WriteString("| workload | peel median | threads |" + spHead + "\n")
+		b.WriteString("| --- | ---: | ---: |" + spRule + "\n")
 	}
 	var failed []Record
 	for _, r := range rows {
@@ -93,8 +99,12 @@ func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
 				failed = append(failed, *o)
 			}
 		}
+		spCell := ""
+		if withSpeedUp {
+			spCell = " " + sp.cell(r.Ours) + " |"
+		}
 		if !withPeer {
-			fmt.Fprintf(b, "| %s | %s | %d |\n", name, med, r.Threads)
+			fmt.Fprintf(b, "| %s | %s | %d |%s\n", name, med, r.Threads, spCell)
 			continue
 		}
 		pmed := Dash
@@ -104,7 +114,7 @@ func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
 				failed = append(failed, *p)
 			}
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %d |\n", name, med, pmed, ratioCell(r), r.Threads)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %d |%s\n", name, med, pmed, ratioCell(r), r.Threads, spCell)
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(b, "\n%s: the result did not match the reference, so no time is reported:\n\n", Mismatch)

@@ -84,10 +84,21 @@ func ReadRecords(r io.Reader) ([]Record, error) {
 // the derived metric, allocations per run and peak heap growth.
 func WriteTable(w io.Writer, rs []Record) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\timpl\tthreads\tmedian\tmin–max\tIQR\tmetric\tallocs/run\tpeak heap\t")
-	for _, r := range rs {
+	ptrs := recordPtrs(rs)
+	sp := newSpeedUps(ptrs)
+	withSpeedUp := sp.any(ptrs)
+	head := "workload\timpl\tthreads\tmedian\tmin–max\tIQR\tmetric\tallocs/run\tpeak heap\t"
+	if withSpeedUp {
+		head += SpeedUpHeader + "\t"
+	}
+	fmt.Fprintln(tw, head)
+	for i, r := range rs {
+		extra := ""
+		if withSpeedUp {
+			extra = sp.cell(ptrs[i]) + "\t"
+		}
 		if r.Failed() {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t-\t-\t-\t-\t-\t\n", r.Workload, r.Impl, r.Threads, Mismatch)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t-\t-\t-\t-\t-\t%s\n", r.Workload, r.Impl, r.Threads, Mismatch, extra)
 			continue
 		}
 		iqr := "-"
@@ -102,10 +113,10 @@ func WriteTable(w io.Writer, rs []Record) error {
 		if r.Allocs >= 0 {
 			heap = heapCell(r)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s–%s\t%s\t%s %s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s–%s\t%s\t%s %s\t%s\t%s\t%s\n",
 			r.Workload, r.Impl, r.Threads, FormatNs(r.MedianNs),
 			FormatNs(r.MinNs), FormatNs(r.MaxNs), iqr,
-			formatMetric(r.Metric), r.Unit, allocs, heap)
+			formatMetric(r.Metric), r.Unit, allocs, heap, extra)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -247,7 +258,13 @@ func HasPeer(rows []Row) bool {
 // Mismatch, and its error is listed under the table.
 func WriteComparison(w io.Writer, rows []Row, peer string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "workload\timpl\tthreads\tmedian\tIQR\t%s\tIQR\tpeel/%s\tmetric\tallocs/run\tpeak heap\t\n", peer, peer)
+	sp := newSpeedUps(ours(rows))
+	withSpeedUp := sp.any(ours(rows))
+	head := fmt.Sprintf("workload\timpl\tthreads\tmedian\tIQR\t%s\tIQR\tpeel/%s\tmetric\tallocs/run\tpeak heap\t", peer, peer)
+	if withSpeedUp {
+		head += SpeedUpHeader + "\t"
+	}
+	fmt.Fprintln(tw, head)
 	var failed []Record
 	for _, r := range rows {
 		impl, med, iqr, metric, allocs, heap := "-", Dash, Dash, "-", "-", "-"
@@ -270,8 +287,12 @@ func WriteComparison(w io.Writer, rows []Row, peer string) error {
 				failed = append(failed, *p)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-			r.Workload, impl, r.Threads, med, iqr, pmed, piqr, ratioCell(r), metric, allocs, heap)
+		extra := ""
+		if withSpeedUp {
+			extra = sp.cell(r.Ours) + "\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Workload, impl, r.Threads, med, iqr, pmed, piqr, ratioCell(r), metric, allocs, heap, extra)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -329,4 +350,75 @@ func heapCell(r Record) string {
 		return formatBytes(float64(r.PeakHeap)) + " (live " + formatBytes(float64(r.LivePeak)) + ")"
 	}
 	return formatBytes(float64(r.PeakHeap))
+}
+
+// SpeedUpHeader is the title of the column that shows, on each
+// two-thread row, the one-thread median over the two-thread one of the
+// same workload and implementation (above 1: two threads are faster).
+const SpeedUpHeader = "2-thread speed-up"
+
+// speedUps holds the one-thread medians of a run, by workload and impl.
+type speedUps map[[2]string]float64
+
+// newSpeedUps collects the one-thread medians of rs (the first record of
+// each workload and impl wins, as in Pair).
+func newSpeedUps(rs []*Record) speedUps {
+	s := speedUps{}
+	for _, r := range rs {
+		if r == nil || r.Threads != 1 || r.Failed() || r.MedianNs <= 0 {
+			continue
+		}
+		if k := [2]string{r.Workload, r.Impl}; s[k] == 0 {
+			s[k] = r.MedianNs
+		}
+	}
+	return s
+}
+
+// SpeedUp returns r's two-thread speed-up: the one-thread median of r's
+// workload and impl over r's median, and false unless r was measured at
+// two threads and the run holds its one-thread record.
+func (s speedUps) SpeedUp(r *Record) (float64, bool) {
+	if r == nil || r.Threads != 2 || r.Failed() || r.MedianNs <= 0 {
+		return 0, false
+	}
+	one, ok := s[[2]string{r.Workload, r.Impl}]
+	return one / r.MedianNs, ok
+}
+
+// any reports whether some record of rs has a two-thread speed-up, so
+// tables of one-thread runs keep their columns.
+func (s speedUps) any(rs []*Record) bool {
+	for _, r := range rs {
+		if _, ok := s.SpeedUp(r); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// cell formats r's speed-up as "1.62×", or "-".
+func (s speedUps) cell(r *Record) string {
+	if v, ok := s.SpeedUp(r); ok {
+		return FormatRatio(v) + "×"
+	}
+	return "-"
+}
+
+// recordPtrs returns pointers to the records of rs.
+func recordPtrs(rs []Record) []*Record {
+	ps := make([]*Record, len(rs))
+	for i := range rs {
+		ps[i] = &rs[i]
+	}
+	return ps
+}
+
+// ours returns the records of the harness's side of rows.
+func ours(rows []Row) []*Record {
+	ps := make([]*Record, 0, len(rows))
+	for _, r := range rows {
+		ps = append(ps, r.Ours)
+	}
+	return ps
 }

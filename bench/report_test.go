@@ -88,14 +88,14 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 	want := "Test CPU, linux/amd64, 2 CPUs, go1.99, BLAS gonum, peer torch 1.13.0, command: `go run ./bench/cmd/peelbench -peer torch`\n" +
 		"\n" +
-		"| workload | peel median | torch median | peel / torch | threads |\n" +
-		"| --- | ---: | ---: | ---: | ---: |\n" +
-		"| tiny | 30µs | 120µs | 0.25 | 1 |\n" +
-		"| matmul | 20ms | 2.5ms | 8.00 | 1 |\n" +
-		"| matmul_gonum (gonum) | 19ms | — | — | 1 |\n" +
-		"| broken | MISMATCH | 5µs | - | 1 |\n" +
-		"| odd | 7µs | MISMATCH | - | 1 |\n" +
-		"| tiny | 31µs | 100µs | 0.31 | 2 |\n" +
+		"| workload | peel median | torch median | peel / torch | threads | 2-thread speed-up |\n" +
+		"| --- | ---: | ---: | ---: | ---: | ---: |\n" +
+		"| tiny | 30µs | 120µs | 0.25 | 1 | - |\n" +
+		"| matmul | 20ms | 2.5ms | 8.00 | 1 | - |\n" +
+		"| matmul_gonum (gonum) | 19ms | — | — | 1 | - |\n" +
+		"| broken | MISMATCH | 5µs | - | 1 | - |\n" +
+		"| odd | 7µs | MISMATCH | - | 1 | - |\n" +
+		"| tiny | 31µs | 100µs | 0.31 | 2 | 0.97× |\n" +
 		"\n" +
 		"MISMATCH: the result did not match the reference, so no time is reported:\n" +
 		"\n" +
@@ -130,6 +130,29 @@ func TestWriteComparison(t *testing.T) {
 		if !strings.Contains(out, s) {
 			t.Errorf("comparison table lacks %q:\n%s", s, out)
 		}
+	}
+	// Two-thread rows show their speed-up over the one-thread row of the
+	// same workload and impl (30µs / 31µs); one-thread runs have no such
+	// column.
+	if !strings.Contains(out, SpeedUpHeader) || !strings.Contains(out, "0.97×") {
+		t.Errorf("comparison table lacks the 2-thread speed-up:\n%s", out)
+	}
+	b.Reset()
+	rs := []Record{rec("chain", "peel", 1, 3e6), rec("chain", "peel", 2, 2e6), rec("chain", "gonum", 2, 1e6), rec("solo", "peel", 2, 1e6)}
+	if err := WriteTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if !strings.HasSuffix(strings.TrimSpace(lines[0]), SpeedUpHeader) || !strings.HasSuffix(strings.TrimSpace(lines[2]), "1.50×") ||
+		!strings.HasSuffix(strings.TrimSpace(lines[3]), "-") || !strings.HasSuffix(strings.TrimSpace(lines[4]), "-") {
+		t.Errorf("table's 2-thread speed-ups (want 1.50× for chain/peel only):\n%s", b.String())
+	}
+	b.Reset()
+	if err := WriteTable(&b, rs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), SpeedUpHeader) {
+		t.Errorf("a one-thread table has the speed-up column:\n%s", b.String())
 	}
 	// The table without a peer shows failures too.
 	b.Reset()
