@@ -74,8 +74,9 @@ func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
 	}
 
 	withPeer := HasPeer(rows)
-	sp := newSpeedUps(ours(rows))
-	withSpeedUp := sp.any(ours(rows))
+	mine := ours(rows)
+	sp := newSpeedUps(mine)
+	withSpeedUp := sp.any(mine)
 	spHead, spRule := "", ""
 	if withSpeedUp {
 		spHead, spRule = " "+SpeedUpHeader+" |", " ---: |"

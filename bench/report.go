@@ -258,8 +258,9 @@ func HasPeer(rows []Row) bool {
 // Mismatch, and its error is listed under the table.
 func WriteComparison(w io.Writer, rows []Row, peer string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	sp := newSpeedUps(ours(rows))
-	withSpeedUp := sp.any(ours(rows))
+	mine := ours(rows)
+	sp := newSpeedUps(mine)
+	withSpeedUp := sp.any(mine)
 	head := fmt.Sprintf("workload\timpl\tthreads\tmedian\tIQR\t%s\tIQR\tpeel/%s\tmetric\tallocs/run\tpeak heap\t", peer, peer)
 	if withSpeedUp {
 		head += SpeedUpHeader + "\t"

@@ -65,13 +65,31 @@ func runGather(s *suite) {
 }
 
 func runScatter(p *interp.Prim, add bool) func(*suite) {
+	v := copyValues
+	if add {
+		v = sumValues
+	}
+	return runScatterCases(p, v, !add, func(x, idx, upd array, axis int) (array, []float64) {
+		return refScatter(x, idx, upd, axis, add)
+	})
+}
+
+// runScatterCases checks the scatter-like primitive p (operand, i64
+// indices, updates, along an axis) against ref: the dtypes its rule
+// rejects are refused; every shape of gatherShapes along every axis with
+// every index shape, in cycled layouts; a large update of 500 rows; and
+// updates of the wrong shape or dtype and f64 indices are refused.
+// signedZero requires zeros of the reference's sign.
+func runScatterCases(p *interp.Prim, v values, signedZero bool, ref func(x, idx, upd array, axis int) (array, []float64)) func(*suite) {
 	return func(s *suite) {
 		dts := accepted(p, prims.AxisParams{Axis: 0}, func(dt backend.DType) []interp.Aval {
 			return []interp.Aval{{Shape: []int{2}, DType: dt}, {Shape: []int{3}, DType: backend.Int64}, {Shape: []int{3}, DType: dt}}
 		})
-		v := copyValues
-		if add {
-			v = sumValues
+		run := func(desc string, x, idx, upd operand, axis int) {
+			s.try(desc, func() {
+				want, allow := ref(x.a, idx.a, upd.a, axis)
+				s.expect(check{desc: desc, allow: allow, signedZero: signedZero}, interp.Bind1(p, prims.AxisParams{Axis: axis}, x.t, idx.t, upd.t), want)
+			})
 		}
 		for _, dt := range allDTypes {
 			if !slices.Contains(dts, dt) {
@@ -90,23 +108,15 @@ func runScatter(p *interp.Prim, add bool) func(*suite) {
 						x := s.operand(dt, shape, cycle(shape, i), v)
 						idx := s.operand(backend.Int64, ishape, cycle(ishape, i/2), indexValues(shape[axis]))
 						upd := s.operand(dt, ushape, cycle(ushape, i/3), v)
-						desc := describe(p.Name, dt, shape, fmt.Sprintf("axis=%d indices=%v", axis, idx.a),
-							"x="+x.l.String(), "idx="+idx.l.String(), "updates="+upd.l.String())
-						s.try(desc, func() {
-							want, allow := refScatter(x.a, idx.a, upd.a, axis, add)
-							s.expect(check{desc: desc, allow: allow, signedZero: !add}, interp.Bind1(p, prims.AxisParams{Axis: axis}, x.t, idx.t, upd.t), want)
-						})
+						run(describe(p.Name, dt, shape, fmt.Sprintf("axis=%d indices=%v", axis, idx.a),
+							"x="+x.l.String(), "idx="+idx.l.String(), "updates="+upd.l.String()), x, idx, upd, axis)
 					}
 				}
 			}
 			x := s.operand(dt, []int{300, 40}, contiguous, v.finite())
 			idx := s.operand(backend.Int64, []int{500}, contiguous, indexValues(300))
 			upd := s.operand(dt, []int{500, 40}, contiguous, v.finite())
-			desc := describe(p.Name, dt, x.a.shape, "axis=0, 500 indices")
-			s.try(desc, func() {
-				want, allow := refScatter(x.a, idx.a, upd.a, 0, add)
-				s.expect(check{desc: desc, allow: allow, signedZero: !add}, interp.Bind1(p, prims.AxisParams{Axis: 0}, x.t, idx.t, upd.t), want)
-			})
+			run(describe(p.Name, dt, x.a.shape, "axis=0, 500 indices"), x, idx, upd, 0)
 		}
 		f := func(dt backend.DType, shape ...int) *interp.Tensor {
 			return s.operand(dt, shape, contiguous, finiteValues).t
