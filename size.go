@@ -1,6 +1,9 @@
 package peel
 
-import "github.com/peel-ml/peel/backend"
+import (
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/interp"
+)
 
 // Sizes: the checked size of a shape and the allocation limit every
 // constructor and every result passes.
@@ -63,3 +66,45 @@ func SetMaxAllocBytes(n int64) int64 { return backend.SetMaxAllocBytes(n) }
 // limit when it is lower, on Linux; hw.memsize on macOS), or 64 GiB where
 // it is not known. No single allocation above it could succeed.
 func DefaultMaxAllocBytes() int64 { return backend.DefaultMaxAllocBytes() }
+
+// CacheStats counts the bytes of the default backend's caching
+// allocator (see MemoryStats).
+type CacheStats = backend.MemoryStats
+
+// MemoryStats returns the counters of the default backend's caching
+// allocator: the bytes of results handed out and not yet recycled
+// (InUse), held for reuse (Cached), the peak of InUse, the cache's limit,
+// its hits and misses, and the bytes it let go (Trimmed). Results of
+// eager operations of at least 32 KiB come from the cache and return to
+// it when the collector finds them unreachable; a reused buffer skips
+// Go's allocator and its zeroing. A backend without a cache reports
+// zeros.
+func MemoryStats() CacheStats {
+	if c, ok := interp.DefaultBackend().(backend.BufferCache); ok {
+		return c.MemoryStats()
+	}
+	return CacheStats{}
+}
+
+// SetCacheLimit sets the most bytes the default backend's caching
+// allocator keeps for reuse and returns the previous limit. A negative n
+// only reports it; n = 0 keeps nothing (every result goes back to the
+// collector). The default is an eighth of the physical memory or of the
+// Go memory limit (debug.SetMemoryLimit), and at most 2 GiB. A backend
+// without a cache returns 0.
+func SetCacheLimit(n int64) int64 {
+	if c, ok := interp.DefaultBackend().(backend.BufferCache); ok {
+		return c.SetCacheLimit(n)
+	}
+	return 0
+}
+
+// EmptyCache drops every buffer the default backend's caching allocator
+// keeps, leaving the memory to the collector, which returns it to the
+// operating system; the cache drops buffers unused for a whole
+// collection cycle by itself.
+func EmptyCache() {
+	if c, ok := interp.DefaultBackend().(backend.BufferCache); ok {
+		c.EmptyCache()
+	}
+}

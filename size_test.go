@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/peel-ml/peel"
 )
@@ -234,7 +236,7 @@ func ExampleSetMaxAllocBytes() {
 	defer peel.SetMaxAllocBytes(old)
 	err := peel.Catch(func() { peel.Zeros(peel.Float64, 1024, 1024) })
 	fmt.Println(err)
-	// Output: peel.Zeros: too large: f64[1024,1024] needs 8388608 bytes, over the allocation limit of 1048576 bytes (see peel.SetMaxAllocBytes) at size_test.go:235
+	// Output: peel.Zeros: too large: f64[1024,1024] needs 8388608 bytes, over the allocation limit of 1048576 bytes (see peel.SetMaxAllocBytes) at size_test.go:237
 }
 
 // TestOpResultTooLargeNamesShape: an operation whose result exceeds the
@@ -249,4 +251,116 @@ func TestOpResultTooLargeNamesShape(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "too large") || !strings.Contains(err.Error(), "[1048576,1024]") {
 		t.Fatalf("Clone of f64[1048576,1024] under a 1 MiB limit: %v", err)
 	}
+}
+
+// waitCache runs collections (and lets the cleanups they queue run)
+// until pred holds of the cache's counters, or gives up.
+func waitCache(pred func(peel.CacheStats) bool) bool {
+	for range 50 {
+		runtime.GC()
+		runtime.Gosched()
+		if pred(peel.MemoryStats()) {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+// TestCacheRecyclesUnreachableResults checks that an eager result of a
+// cached size goes back to the cache once unreachable, and that the next
+// result of its size reuses it.
+func TestCacheRecyclesUnreachableResults(t *testing.T) {
+	x := peel.Full(peel.Float32, 1, 1<<16)
+	y := peel.Exp(x) // 256 KiB: a cached size
+	if got := y.Float32s()[0]; got != float32(math.E) {
+		t.Fatalf("exp(1) = %v", got)
+	}
+	before := peel.MemoryStats()
+	y = nil
+	_ = y
+	if !waitCache(func(s peel.CacheStats) bool { return s.Cached > before.Cached }) {
+		t.Fatalf("an unreachable result was not recycled: %+v → %+v", before, peel.MemoryStats())
+	}
+	hits := peel.MemoryStats().Hits
+	z := peel.Mul(x, peel.Scalar(float32(3)))
+	if peel.MemoryStats().Hits <= hits {
+		t.Errorf("a result of a recycled size missed the cache: %+v", peel.MemoryStats())
+	}
+	for i, v := range z.Float32s() {
+		if v != 3 {
+			t.Fatalf("reused buffer: z[%d] = %v, want 3", i, v)
+		}
+	}
+}
+
+// TestCacheKeepsAliasedMemory checks that memory still reachable through
+// a view, a snapshot or a box sharing the storage is never handed out
+// again, however many results of its size are made and dropped.
+func TestCacheKeepsAliasedMemory(t *testing.T) {
+	const n = 1 << 15 // 256 KiB of f64
+	x := peel.Arange(peel.Float64, 0, n, 1)
+	y := peel.Add(x, peel.Scalar(1.0)) // cached
+	v := peel.Reshape(y, 2, n/2)       // a view of y's memory
+	c := peel.Clone(v)                 // a copy, for the other case below
+	w := peel.Add(x, peel.Scalar(2.0))
+	s := peel.StopGradient(w) // may share w's memory
+	peel.AddInPlace(c, peel.Scalar(1.0))
+	y, w = nil, nil
+	for range 20 {
+		for range 8 {
+			r := peel.Mul(x, peel.Scalar(-1.0)) // same size: takes any recycled buffer
+			_ = r
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	got := v.Float64s()
+	gs := s.Float64s()
+	gc := c.Float64s()
+	for i := range n {
+		if got[i] != float64(i)+1 || gs[i] != float64(i)+2 || gc[i] != float64(i)+2 {
+			t.Fatalf("element %d: view %v (want %v), stop-gradient %v (want %v), clone %v (want %v)", i, got[i], float64(i)+1, gs[i], float64(i)+2, gc[i], float64(i)+2)
+		}
+	}
+}
+
+// TestCacheLimit checks SetCacheLimit and EmptyCache.
+func TestCacheLimit(t *testing.T) {
+	old := peel.SetCacheLimit(-1)
+	defer peel.SetCacheLimit(old)
+	if old <= 0 {
+		t.Fatalf("default cache limit %d", old)
+	}
+	peel.SetCacheLimit(0)
+	x := peel.Full(peel.Float32, 1, 1<<16)
+	for range 4 {
+		_ = peel.Exp(x)
+	}
+	waitCache(func(s peel.CacheStats) bool { return false })
+	if st := peel.MemoryStats(); st.Cached != 0 || st.Limit != 0 {
+		t.Fatalf("a cache of limit 0 holds %d bytes: %+v", st.Cached, st)
+	}
+	peel.SetCacheLimit(old)
+	for range 4 {
+		_ = peel.Exp(x)
+	}
+	if !waitCache(func(s peel.CacheStats) bool { return s.Cached > 0 }) {
+		t.Fatalf("nothing cached: %+v", peel.MemoryStats())
+	}
+	peel.EmptyCache()
+	if st := peel.MemoryStats(); st.Cached != 0 {
+		t.Fatalf("after EmptyCache: %+v", st)
+	}
+}
+
+// Results of 32 KiB and more come from the caching allocator, and go
+// back to it when the collector finds them unreachable.
+func ExampleMemoryStats() {
+	x := peel.Full(peel.Float32, 1, 1<<16)
+	y := peel.Exp(x) // a 256 KiB result
+	st := peel.MemoryStats()
+	fmt.Println(st.InUse >= 256<<10, st.Limit > 0)
+	runtime.KeepAlive(y)
+	// Output: true true
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/peel-ml/peel/backend"
 	pool "github.com/peel-ml/peel/internal/workers"
 	"github.com/peel-ml/peel/interp"
+	"runtime"
 )
 
 // compiledGraph is a graph prepared for repeated evaluation: the
@@ -203,5 +204,7 @@ func (c *compiledGraph) run(be backend.Backend, args []*tensor) []*tensor {
 	}
 	// The pool re-panics a worker's panic here, after every worker ends.
 	pool.Run(workers, work)
+	// The inputs' arrays (whole) were read until the workers ended.
+	runtime.KeepAlive(args)
 	return res
 }

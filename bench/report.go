@@ -26,12 +26,16 @@ type Record struct {
 	Metric float64 `json:"metric"`
 	Unit   string  `json:"unit,omitempty"`
 	// Allocs is heap allocations per run; -1 when not measured.
-	Allocs        float64 `json:"allocs"`
-	Q1Ns          float64 `json:"q1_ns,omitempty"`
-	Q3Ns          float64 `json:"q3_ns,omitempty"`
-	Bytes         float64 `json:"bytes,omitempty"`
-	PeakHeap      uint64  `json:"peak_heap_bytes,omitempty"`
-	LivePeak      uint64  `json:"live_peak_bytes,omitempty"`
+	Allocs   float64 `json:"allocs"`
+	Q1Ns     float64 `json:"q1_ns,omitempty"`
+	Q3Ns     float64 `json:"q3_ns,omitempty"`
+	Bytes    float64 `json:"bytes,omitempty"`
+	PeakHeap uint64  `json:"peak_heap_bytes,omitempty"`
+	LivePeak uint64  `json:"live_peak_bytes,omitempty"`
+	// GCPercent is the collector's share of the busy CPU time while the
+	// samples ran, in percent (0 or absent in records from before it
+	// was measured, and for peers; -1 when the runtime did not say).
+	GCPercent     float64 `json:"gc_cpu_pct,omitempty"`
 	Reps          int     `json:"reps,omitempty"`
 	RunsPerSample int     `json:"runs_per_sample,omitempty"`
 	// Error says why the workload was not timed: its check failed ("wrong
@@ -87,7 +91,7 @@ func WriteTable(w io.Writer, rs []Record) error {
 	ptrs := recordPtrs(rs)
 	sp := newSpeedUps(ptrs)
 	withSpeedUp := sp.any(ptrs)
-	head := "workload\timpl\tthreads\tmedian\tmin–max\tIQR\tmetric\tallocs/run\tpeak heap\t"
+	head := "workload\timpl\tthreads\tmedian\tmin–max\tIQR\tmetric\tallocs/run\tpeak heap\tGC CPU\t"
 	if withSpeedUp {
 		head += SpeedUpHeader + "\t"
 	}
@@ -98,7 +102,7 @@ func WriteTable(w io.Writer, rs []Record) error {
 			extra = sp.cell(ptrs[i]) + "\t"
 		}
 		if r.Failed() {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t-\t-\t-\t-\t-\t%s\n", r.Workload, r.Impl, r.Threads, Mismatch, extra)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t-\t-\t-\t-\t-\t-\t%s\n", r.Workload, r.Impl, r.Threads, Mismatch, extra)
 			continue
 		}
 		iqr := "-"
@@ -113,10 +117,10 @@ func WriteTable(w io.Writer, rs []Record) error {
 		if r.Allocs >= 0 {
 			heap = heapCell(r)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s–%s\t%s\t%s %s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s–%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n",
 			r.Workload, r.Impl, r.Threads, FormatNs(r.MedianNs),
 			FormatNs(r.MinNs), FormatNs(r.MaxNs), iqr,
-			formatMetric(r.Metric), r.Unit, allocs, heap, extra)
+			formatMetric(r.Metric), r.Unit, allocs, heap, gcCell(r), extra)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -261,16 +265,16 @@ func WriteComparison(w io.Writer, rows []Row, peer string) error {
 	mine := ours(rows)
 	sp := newSpeedUps(mine)
 	withSpeedUp := sp.any(mine)
-	head := fmt.Sprintf("workload\timpl\tthreads\tmedian\tIQR\t%s\tIQR\tpeel/%s\tmetric\tallocs/run\tpeak heap\t", peer, peer)
+	head := fmt.Sprintf("workload\timpl\tthreads\tmedian\tIQR\t%s\tIQR\tpeel/%s\tmetric\tallocs/run\tpeak heap\tGC CPU\t", peer, peer)
 	if withSpeedUp {
 		head += SpeedUpHeader + "\t"
 	}
 	fmt.Fprintln(tw, head)
 	var failed []Record
 	for _, r := range rows {
-		impl, med, iqr, metric, allocs, heap := "-", Dash, Dash, "-", "-", "-"
+		impl, med, iqr, metric, allocs, heap, gc := "-", Dash, Dash, "-", "-", "-", "-"
 		if o := r.Ours; o != nil {
-			impl = o.Impl
+			impl, gc = o.Impl, gcCell(*o)
 			med, iqr = medianCell(*o), iqrCell(*o)
 			if o.Failed() {
 				failed = append(failed, *o)
@@ -292,8 +296,8 @@ func WriteComparison(w io.Writer, rows []Row, peer string) error {
 		if withSpeedUp {
 			extra = sp.cell(r.Ours) + "\t"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Workload, impl, r.Threads, med, iqr, pmed, piqr, ratioCell(r), metric, allocs, heap, extra)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Workload, impl, r.Threads, med, iqr, pmed, piqr, ratioCell(r), metric, allocs, heap, gc, extra)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -422,4 +426,13 @@ func ours(rows []Row) []*Record {
 		ps = append(ps, r.Ours)
 	}
 	return ps
+}
+
+// gcCell is the collector's share of the CPU while r's samples ran, or
+// "-" when it was not measured (or was nil).
+func gcCell(r Record) string {
+	if r.Failed() || r.GCPercent <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", r.GCPercent)
 }

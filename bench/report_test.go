@@ -147,6 +147,17 @@ func TestWriteComparison(t *testing.T) {
 		!strings.HasSuffix(strings.TrimSpace(lines[3]), "-") || !strings.HasSuffix(strings.TrimSpace(lines[4]), "-") {
 		t.Errorf("table's 2-thread speed-ups (want 1.50× for chain/peel only):\n%s", b.String())
 	}
+	// The collector's CPU share, where measured.
+	b.Reset()
+	withGC := rec("chain", "peel", 1, 3e6)
+	withGC.GCPercent = 3.25
+	if err := WriteTable(&b, []Record{withGC, rec("solo", "peel", 1, 1e6)}); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(b.String()), "\n")
+	if !strings.Contains(lines[0], "GC CPU") || !strings.HasSuffix(strings.TrimSpace(lines[1]), "3.2%") || !strings.HasSuffix(strings.TrimSpace(lines[2]), "-") {
+		t.Errorf("table's GC CPU column (want 3.2%% for chain, - for solo):\n%s", b.String())
+	}
 	b.Reset()
 	if err := WriteTable(&b, rs[:1]); err != nil {
 		t.Fatal(err)

@@ -62,6 +62,10 @@ type Result struct {
 	// LivePeak is the largest growth of the live heap seen during one
 	// run (Workload.LiveHeap; 0 when not measured).
 	LivePeak uint64
+	// GCPercent is the collector's share of the busy CPU time during the
+	// timed samples (runtime/metrics: GC CPU over GC and user CPU), in
+	// percent; -1 when the runtime did not report it.
+	GCPercent float64
 }
 
 // Record returns the JSON record of r.
@@ -72,7 +76,8 @@ func (r Result) Record() Record {
 		Q1Ns: r.Q1Ns, Q3Ns: r.Q3Ns,
 		Metric: r.Metric, Unit: r.Unit,
 		Allocs: r.Allocs, Bytes: r.Bytes, PeakHeap: r.PeakHeap, LivePeak: r.LivePeak,
-		Reps: len(r.SamplesNs), RunsPerSample: r.RunsPerSample,
+		GCPercent: r.GCPercent,
+		Reps:      len(r.SamplesNs), RunsPerSample: r.RunsPerSample,
 	}
 }
 
@@ -106,9 +111,11 @@ func Measure(w Workload, opt Options) (res Result, err error) {
 	}
 
 	samples := make([]float64, opt.Reps)
+	gc0, user0 := cpuClasses()
 	for i := range samples {
 		samples[i] = float64(timeRuns(run, n).Nanoseconds()) / float64(n)
 	}
+	gc1, user1 := cpuClasses()
 	slices.Sort(samples)
 
 	res = Result{
@@ -121,6 +128,10 @@ func Measure(w Workload, opt Options) (res Result, err error) {
 	}
 	if w.Metric != nil {
 		res.Metric = w.Metric(res.MedianNs)
+	}
+	res.GCPercent = -1
+	if busy := (gc1 - gc0) + (user1 - user0); busy > 0 {
+		res.GCPercent = 100 * (gc1 - gc0) / busy
 	}
 	res.Allocs, res.Bytes = allocsPerRun(run, max(1, min(n, 100)))
 	res.PeakHeap = peakHeap(run)
@@ -252,4 +263,16 @@ func livePeak(run func()) uint64 {
 		return p - base
 	}
 	return 0
+}
+
+// cpuClasses returns the CPU seconds the collector and the program's own
+// goroutines have used so far (runtime/metrics estimates, refreshed by
+// the runtime at each collection).
+func cpuClasses() (gc, user float64) {
+	m := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/user:cpu-seconds"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindFloat64 || m[1].Value.Kind() != metrics.KindFloat64 {
+		return 0, 0
+	}
+	return m[0].Value.Float64(), m[1].Value.Float64()
 }

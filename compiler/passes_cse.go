@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"reflect"
+	"runtime"
 	"slices"
 
 	"github.com/peel-ml/peel/backend"
@@ -133,7 +134,9 @@ func constBytes(t *interp.Tensor) (string, bool) {
 	}
 	arr, be := interp.ArrayOf(t)
 	b := []byte(interp.AvalsKey([]interp.Aval{interp.AvalOf(t)}) + "|" + be.Name() + "|")
-	switch h := be.ToHost(arr).(type) {
+	h := be.ToHost(arr)
+	runtime.KeepAlive(t)
+	switch h := h.(type) {
 	case []float64:
 		for _, v := range h {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))

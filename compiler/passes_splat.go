@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"math"
+	"runtime"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
@@ -80,7 +81,9 @@ func splatValue(t *interp.Tensor) *interp.Tensor {
 			zero = zero && s == 0
 		}
 		if zero {
-			return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(be.ToHost(backend.Array{Buf: arr.Buf, Shape: []int{}, Offset: arr.Offset})), Shape: []int{}})
+			one := be.ToHost(backend.Array{Buf: arr.Buf, Shape: []int{}, Offset: arr.Offset})
+			runtime.KeepAlive(t)
+			return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(one), Shape: []int{}})
 		}
 	}
 	if t.Size() > MaxFoldElements {

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"runtime"
 	"strconv"
 	"sync"
 
@@ -345,6 +346,10 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 	}
 	rs.clear(p, pl)
 	pl.pool.Put(rs)
+	// The inputs' and destinations' arrays (rs.inArr, rs.into) were
+	// read and written until here.
+	runtime.KeepAlive(args)
+	runtime.KeepAlive(dst)
 	return res
 }
 
@@ -442,6 +447,7 @@ func (p *Program) fallback(rs *runState, in *instr) {
 		src, _ := interp.ArrayOf(outs[i])
 		p.be.Copy(p.array(rs, v), src)
 	}
+	runtime.KeepAlive(outs)
 }
 
 // Direct kernels. A backend that implements backend.KernelResolver

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -478,10 +479,12 @@ func kernelAllocs(f func([]*peel.Tensor) *peel.Tensor, args ...*peel.Tensor) flo
 	o := e.Out[0].Aval
 	out := []backend.Array{{Buf: be.Alloc(o.DType, o.Size()), Shape: o.Shape}}
 	ins := make([]backend.Array, len(in))
-	return testing.AllocsPerRun(100, func() {
+	n := testing.AllocsPerRun(100, func() {
 		copy(ins, in)
 		be.Exec(e.Prim.Op, e.Params, ins, out)
 	})
+	runtime.KeepAlive(args)
+	return n
 }
 
 // TestTrailingSum: a sum over the last axis of a group's result is

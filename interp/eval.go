@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"runtime"
 	"sync"
 
 	"github.com/peel-ml/peel/backend"
@@ -53,13 +54,20 @@ func eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	f := newFrame(args)
 	res := make([]*Tensor, len(outs))
 	out := make([]backend.Array, len(outs))
+	cached := make([]bool, len(outs))
 	for i, o := range outs {
-		out[i] = backend.Array{Buf: alloc(be, o.DType, o.Shape), Shape: o.Shape}
+		var buf backend.Buffer
+		buf, cached[i] = allocResult(be, o.DType, o.Shape)
+		out[i] = backend.Array{Buf: buf, Shape: o.Shape}
 	}
 	be.Exec(p.Op, params, f.ins(len(args)), out)
+	runtime.KeepAlive(args)
 	f.release()
 	for i := range outs {
 		res[i] = concreteTensor(be, out[i])
+		if cached[i] {
+			recycleWhenUnreachable(res[i].st, be, out[i].Buf)
+		}
 	}
 	return res
 }
@@ -152,12 +160,20 @@ type result struct {
 func evalOne(be backend.Backend, p *Prim, params any, args []*Tensor, o Aval) []*Tensor {
 	checkKernel(be, p)
 	f := newFrame(args)
-	f.out[0] = backend.Array{Buf: alloc(be, o.DType, o.Shape), Shape: o.Shape}
+	buf, cached := allocResult(be, o.DType, o.Shape)
+	f.out[0] = backend.Array{Buf: buf, Shape: o.Shape}
 	be.Exec(p.Op, params, f.ins(len(args)), f.out[:])
+	// The operands' storages stay reachable until their kernel is done:
+	// a cached operand buffer found unreachable during Exec would be
+	// handed out again while the kernel reads it.
+	runtime.KeepAlive(args)
 	r := &result{t: Tensor{shape: shapeOf(o.Shape), dtype: o.DType, strides: f.out[0].Strides, offset: f.out[0].Offset, be: be, born: born()}}
 	r.st.init(f.out[0].Buf)
 	r.t.st = &r.st
 	r.res[0] = &r.t
+	if cached {
+		recycleWhenUnreachable(&r.st, be, buf)
+	}
 	f.release()
 	return r.res[:]
 }
@@ -208,6 +224,7 @@ func Contiguous(x *Tensor) *Tensor {
 	}
 	dst := backend.Array{Buf: alloc(be, x.dtype, x.shape), Shape: x.shape}
 	be.Copy(dst, arr)
+	runtime.KeepAlive(x)
 	return concreteTensor(be, dst)
 }
 
@@ -219,7 +236,7 @@ func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tens
 	// The value written: copy_'s source itself (Copy reads it in place,
 	// through a temporary where it overlaps the destination), else the
 	// pure primitive's result.
-	src := OutOfPlace(p, params, args).array()
+	val := OutOfPlace(p, params, args)
 	// Snapshots of this memory (graph constants, saved values) keep the
 	// values they were taken at: the write goes to a private copy.
 	dst.st.unshare(be, dst.dtype)
@@ -227,7 +244,9 @@ func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tens
 		dst.st.written = epoch.Add(1)
 		noteWrittenProvenance(dst, args[1:])
 	}
-	be.Copy(dst.array(), src)
+	be.Copy(dst.array(), val.array())
+	runtime.KeepAlive(val)
+	runtime.KeepAlive(args)
 	BaseOf(dst).gen++
 	return dst
 }
@@ -258,6 +277,47 @@ func alloc(be backend.Backend, dt DType, shape []int) backend.Buffer {
 	}
 	return be.Alloc(dt, n)
 }
+
+// allocResult allocates a kernel result's buffer: from the backend's
+// cache when it has one (backend.BufferCache; the elements are then
+// unspecified, which a kernel result allows), else zeroed by Alloc.
+// cached reports a buffer the caller must hand to recycleWhenUnreachable
+// with the storage that holds it. It refuses a buffer above the
+// allocation limit as alloc does.
+func allocResult(be backend.Backend, dt DType, shape []int) (buf backend.Buffer, cached bool) {
+	c, ok := be.(backend.BufferCache)
+	if !ok {
+		return alloc(be, dt, shape), false
+	}
+	n := backend.ShapeSize(shape)
+	if n >= allocCheckMin {
+		if err := backend.CheckAlloc(dt, n); err != nil {
+			if ae, ok := err.(*backend.AllocError); ok {
+				ae.Shape = shape
+			}
+			panic(&Error{Msg: err.Error()})
+		}
+	}
+	return c.AllocUninit(dt, n)
+}
+
+// recycled is what a storage's cleanup needs: the cache and the buffer.
+type recycled struct {
+	c   backend.BufferCache
+	buf backend.Buffer
+}
+
+// recycleWhenUnreachable gives buf back to be's cache once s, the
+// storage made to hold it, is unreachable. Every holder of buf's memory
+// keeps s reachable: the boxes, views and NewBox copies of the storage
+// point to s, snapshots to its first block (a field of s), and code that
+// reads a tensor's array (ArrayOf) keeps the tensor alive until it is
+// done (runtime.KeepAlive).
+func recycleWhenUnreachable(s *storage, be backend.Backend, buf backend.Buffer) {
+	runtime.AddCleanup(s, recycle, recycled{be.(backend.BufferCache), buf})
+}
+
+func recycle(r recycled) { r.c.Recycle(r.buf) }
 
 // MarkView records on r, the result of view primitive p applied to x at
 // an interpreter level, that r is an alias of x (View: base, parent,

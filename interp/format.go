@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -43,6 +44,7 @@ func (t *Tensor) String() string {
 	}
 	f := formatter{shape: t.shape, summarize: t.Size() > summarizeOver}
 	cell := cellFormatter(t.be.ToHost(t.array()), t.dtype)
+	runtime.KeepAlive(t)
 	f.strides = make([]int, len(t.shape))
 	s := 1
 	for k := len(t.shape) - 1; k >= 0; k-- {

@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -418,6 +419,14 @@ func TracerOf(t *Tensor) Tracer { return t.tr }
 
 // ArrayOf returns the concrete array and its backend. It panics with *Error
 // if t is a tracer.
+//
+// The array's buffer stays t's only while t is reachable: once the
+// collector finds t's storage unreachable, a cached buffer goes back to
+// its backend's cache (backend.BufferCache) and may be handed out again.
+// A caller that reads or writes the array after its last use of t
+// keeps t alive until it is done (runtime.KeepAlive(t)), or holds the
+// buffer through a tensor (NewConcrete does not: it makes a new
+// storage).
 func ArrayOf(t *Tensor) (backend.Array, backend.Backend) {
 	if t.tr != nil {
 		if c := t.materialized(); c != nil {
@@ -484,7 +493,9 @@ func (t *Tensor) host(op string) any {
 		e.Ops = []string{op}
 		panic(e)
 	}
-	return t.be.ToHost(t.array())
+	h := t.be.ToHost(t.array())
+	runtime.KeepAlive(t) // its buffer is read until ToHost returns
+	return h
 }
 
 // Float64s returns a copy of the elements as float64s in row-major order.
@@ -571,6 +582,7 @@ func OwnValue(v *Tensor) *Tensor {
 	if v.array().Overlaps() {
 		dst := backend.Array{Buf: v.be.Alloc(v.dtype, v.Size()), Shape: v.shape}
 		v.be.Copy(dst, v.array())
+		runtime.KeepAlive(v)
 		return concreteTensor(v.be, dst)
 	}
 	return Snapshot(v)

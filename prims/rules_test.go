@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/peel-ml/peel/backend"
@@ -75,7 +76,9 @@ func randBools(r *rand.Rand, shape ...int) *T {
 // vals returns a float tensor's elements as float64s.
 func vals(t *T) []float64 {
 	a, be := interp.ArrayOf(t)
-	switch v := be.ToHost(a).(type) {
+	h := be.ToHost(a)
+	runtime.KeepAlive(t)
+	switch v := h.(type) {
 	case []float64:
 		return v
 	case []float32:

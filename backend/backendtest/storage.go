@@ -3,6 +3,7 @@ package backendtest
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
@@ -245,6 +246,7 @@ func runConvertStorage(s *suite) {
 						return
 					}
 					got := hostFloats(be.ToHost(arr))
+					runtime.KeepAlive(y)
 					bad := 0
 					for k := range n {
 						src := k
@@ -297,7 +299,9 @@ func runStorageKernels(s *suite) {
 	}
 	read := func(t *interp.Tensor) []float64 {
 		arr, be := interp.ArrayOf(t)
-		return hostFloats(be.ToHost(arr))
+		h := be.ToHost(arr)
+		runtime.KeepAlive(t)
+		return hostFloats(h)
 	}
 	check := func(desc string, got []float64, want ...float64) {
 		if len(got) != len(want) {

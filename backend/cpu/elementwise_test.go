@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -51,7 +52,9 @@ func ewSplat(v any, shape ...int) *interp.Tensor {
 // ewHost returns t's elements in row-major order.
 func ewHost(t *interp.Tensor) any {
 	a, be := interp.ArrayOf(t)
-	return be.ToHost(a)
+	h := be.ToHost(a)
+	runtime.KeepAlive(t)
+	return h
 }
 
 // ewF64 converts t's elements to float64 (bools to 0/1).

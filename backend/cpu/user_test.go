@@ -443,17 +443,11 @@ func usrScaleKernel(_ any, in, out []backend.Array) {
 	case backend.Float32:
 		d, a := cpu.Float32s(out[0]), cpu.Float32s(in[0])
 		for i := range d {
-			if d[i] != 0 {
-				interp.Panicf("result not zeroed")
-			}
 			d[i] = 3 * a[i]
 		}
 	default:
 		d, a := cpu.Float64s(out[0]), cpu.Float64s(in[0])
 		for i := range d {
-			if d[i] != 0 {
-				interp.Panicf("result not zeroed")
-			}
 			d[i] = 3 * a[i]
 		}
 	}

@@ -3,6 +3,7 @@ package interptest
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
@@ -36,7 +37,9 @@ func Splat(v any, shape ...int) *interp.Tensor {
 // Host returns t's elements in row-major order.
 func Host(t *interp.Tensor) any {
 	a, be := interp.ArrayOf(t)
-	return be.ToHost(a)
+	h := be.ToHost(a)
+	runtime.KeepAlive(t)
+	return h
 }
 
 // diffSlice describes the first difference between got and want.

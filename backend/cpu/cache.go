@@ -1,0 +1,393 @@
+package cpu
+
+import (
+	"math"
+	"math/bits"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/peel-ml/peel/backend"
+)
+
+// The caching allocator (backend.BufferCache). Kernel results of at least
+// cacheMinBytes come from size-classed free lists, one per dtype and
+// class, and go back to them when the eval interpreter finds the storage
+// holding them unreachable (a runtime.AddCleanup on the storage). A
+// reused buffer is not zeroed: every kernel writes each element of its
+// results. Smaller buffers are left to Go's allocator, whose per-P caches
+// already serve them without a lock.
+//
+// Each list has its own mutex, held for a push or a pop, so goroutines
+// allocating different sizes or dtypes never wait for each other and
+// there is no lock common to every allocation.
+//
+// The cache is bounded: a buffer recycled while the cached bytes would
+// exceed the limit is dropped to the collector. At every collection the
+// cache also drops, in each list, the buffers that stayed unused since
+// the collection before (the list's low-water mark), so memory a program
+// stopped using goes back to the collector, and through its scavenger to
+// the operating system, within two cycles. Under a Go memory limit
+// (debug.SetMemoryLimit, GOMEMLIMIT) the default cache limit is an
+// eighth of it.
+
+// cacheMinBytes is the smallest buffer the cache keeps: Go's large-object
+// threshold, below which its own allocator is fast and does not zero a
+// whole span.
+const cacheMinBytes = 32 << 10
+
+// gcEvery is the fewest bytes of cached sizes handed out between two
+// collections the cache asks for. A collection of a small heap costs
+// about a third of a millisecond; 32 MiB is where measured eager chains
+// (peelbench chain_1m_f32, mlp_step_f32, coscos_grad_f32) ran fastest at
+// one and two threads: fewer bytes pay more collections, more bytes
+// leave more buffers in flight and fewer of them in the CPU's caches.
+const gcEvery = 32 << 20
+
+// classesPerDouble is how many size classes split each power of two:
+// rounding a size up to its class wastes under a quarter of it.
+const classesPerDouble = 4
+
+// numClasses covers sizes up to 2^62 bytes.
+const numClasses = 16 + (62-15+1)*classesPerDouble
+
+type freeList struct {
+	mu   sync.Mutex
+	bufs []backend.Buffer
+	// low is the fewest buffers the list held since the last trim.
+	low int
+}
+
+type bufferCache struct {
+	lists [backend.BFloat16 + 1][numClasses]freeList
+
+	inUse, cached, peak   atomic.Int64
+	limit                 atomic.Int64
+	hits, misses, trimmed atomic.Int64
+	// since counts the bytes handed out since the last collection;
+	// past gcEvery bytes, or past the bytes in use if those are more
+	// (the collector's own pacing, GOGC=100, applied to cached
+	// buffers), the allocating goroutine runs a collection (collecting
+	// is true meanwhile), so the buffers that became unreachable come
+	// back before fresh memory piles up.
+	since      atomic.Int64
+	collecting atomic.Bool
+	// poison, set by PEEL_CACHE_CHECK=1 (a testing mode), fills every
+	// recycled buffer with a pattern and caches every size, so a
+	// missing keep-alive (a buffer read after its storage was found
+	// unreachable) shows as wrong values in any test.
+	poison bool
+	minB   int
+}
+
+var cache = newBufferCache()
+
+func newBufferCache() *bufferCache {
+	c := &bufferCache{minB: cacheMinBytes}
+	if os.Getenv("PEEL_CACHE_CHECK") == "1" {
+		c.poison, c.minB = true, 1
+	}
+	c.limit.Store(defaultCacheLimit())
+	armTrim(c)
+	return c
+}
+
+// defaultCacheLimit is an eighth of the physical memory or of the Go
+// memory limit, whichever is less, and at most 2 GiB.
+func defaultCacheLimit() int64 {
+	l := backend.DefaultMaxAllocBytes() / 8
+	if m := debug.SetMemoryLimit(-1); m > 0 && m < math.MaxInt64 {
+		l = min(l, m/8)
+	}
+	return min(l, 2<<30)
+}
+
+// armTrim runs c.trim after the next collection, and again after each.
+func armTrim(c *bufferCache) {
+	runtime.AddCleanup(new(int64), func(c *bufferCache) {
+		c.trim()
+		armTrim(c)
+	}, c)
+}
+
+// sizeClass returns the class of a buffer of b ≥ 1 bytes and the class's
+// size in bytes: up to 32 KiB (which only the testing mode caches) b is
+// rounded up to a power of two, and above to a quarter of its power of
+// two.
+func sizeClass(b int) (int, int) {
+	if b <= 1<<15 {
+		k := bits.Len(uint(b - 1))
+		return k, 1 << k
+	}
+	k := bits.Len(uint(b-1)) - 1 // 2^k < b ≤ 2^(k+1)
+	step := 1 << (k - 2)
+	s := (b - 1<<k + step - 1) / step // 1..4
+	return 16 + (k-15)*classesPerDouble + s - 1, 1<<k + s*step
+}
+
+// get returns a buffer of n elements of dt, not zeroed, and whether it is
+// the cache's.
+func (c *bufferCache) get(dt backend.DType, n int) (backend.Buffer, bool) {
+	size := dt.Size()
+	b := n * size
+	if b < c.minB || int(dt) >= len(c.lists) || size == 0 {
+		return nil, false
+	}
+	cl, cb := sizeClass(b)
+	if s := c.since.Add(int64(cb)); s > gcEvery && s > c.inUse.Load()-s && c.collecting.CompareAndSwap(false, true) {
+		c.collect()
+	}
+	l := &c.lists[dt][cl]
+	l.mu.Lock()
+	var buf backend.Buffer
+	if k := len(l.bufs); k > 0 {
+		buf = l.bufs[k-1]
+		l.bufs[k-1] = nil
+		l.bufs = l.bufs[:k-1]
+		l.low = min(l.low, k-1)
+	}
+	l.mu.Unlock()
+	if buf != nil {
+		c.hits.Add(1)
+		c.cached.Add(-int64(cb))
+		c.notePeak(c.inUse.Add(int64(cb)))
+		return reslice(buf, n), true
+	}
+	c.misses.Add(1)
+	buf = makeBuf(dt, cb/size)
+	c.notePeak(c.inUse.Add(int64(cb)))
+	return reslice(buf, n), true
+}
+
+func (c *bufferCache) notePeak(v int64) {
+	for {
+		p := c.peak.Load()
+		if v <= p || c.peak.CompareAndSwap(p, v) {
+			return
+		}
+	}
+}
+
+// put returns a buffer get gave to its list, or drops it when the cache
+// is full.
+func (c *bufferCache) put(buf backend.Buffer) {
+	dt := buf.DType()
+	full := bufCap(buf)
+	cb := full * dt.Size()
+	cl, _ := sizeClass(cb)
+	c.inUse.Add(-int64(cb))
+	if c.cached.Add(int64(cb)) > c.limit.Load() {
+		c.cached.Add(-int64(cb))
+		c.trimmed.Add(int64(cb))
+		return
+	}
+	buf = reslice(buf, full)
+	if c.poison {
+		poisonBuf(buf)
+	}
+	l := &c.lists[dt][cl]
+	l.mu.Lock()
+	l.bufs = append(l.bufs, buf)
+	l.mu.Unlock()
+}
+
+// collect runs a collection, which finds the storages that became
+// unreachable and so returns their buffers (see armTrim).
+func (c *bufferCache) collect() {
+	runtime.GC()
+	c.since.Store(0)
+	c.collecting.Store(false)
+	// Let the cleanups the collection queued run, even on one P.
+	runtime.Gosched()
+}
+
+// trim drops from each list the buffers unused since the last trim.
+func (c *bufferCache) trim() {
+	c.since.Store(0)
+	for d := range c.lists {
+		for i := range c.lists[d] {
+			l := &c.lists[d][i]
+			l.mu.Lock()
+			if drop := l.low; drop > 0 {
+				var bytes int64
+				for _, b := range l.bufs[:drop] {
+					bytes += int64(bufCap(b) * b.DType().Size())
+				}
+				n := copy(l.bufs, l.bufs[drop:])
+				clear(l.bufs[n:])
+				l.bufs = l.bufs[:n]
+				c.cached.Add(-bytes)
+				c.trimmed.Add(bytes)
+			}
+			l.low = len(l.bufs)
+			l.mu.Unlock()
+		}
+	}
+}
+
+// empty drops every cached buffer.
+func (c *bufferCache) empty() {
+	for d := range c.lists {
+		for i := range c.lists[d] {
+			l := &c.lists[d][i]
+			l.mu.Lock()
+			var bytes int64
+			for _, b := range l.bufs {
+				bytes += int64(bufCap(b) * b.DType().Size())
+			}
+			l.bufs, l.low = nil, 0
+			l.mu.Unlock()
+			c.cached.Add(-bytes)
+			c.trimmed.Add(bytes)
+		}
+	}
+}
+
+func (c *bufferCache) stats() backend.MemoryStats {
+	return backend.MemoryStats{
+		InUse: c.inUse.Load(), Cached: c.cached.Load(), Peak: c.peak.Load(), Limit: c.limit.Load(),
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Trimmed: c.trimmed.Load(),
+	}
+}
+
+func makeBuf(dt backend.DType, n int) backend.Buffer {
+	switch dt {
+	case backend.Bool:
+		return make(boolBuf, n)
+	case backend.Int64:
+		return make(i64Buf, n)
+	case backend.Float32:
+		return make(f32Buf, n)
+	case backend.Float64:
+		return make(f64Buf, n)
+	}
+	return allocStorage(dt, n)
+}
+
+func bufCap(b backend.Buffer) int {
+	switch b := b.(type) {
+	case boolBuf:
+		return cap(b)
+	case i64Buf:
+		return cap(b)
+	case f32Buf:
+		return cap(b)
+	case f64Buf:
+		return cap(b)
+	case i32Buf:
+		return cap(b)
+	case u8Buf:
+		return cap(b)
+	case f16Buf:
+		return cap(b)
+	case bf16Buf:
+		return cap(b)
+	}
+	panic("cpu: recycling a buffer of another backend")
+}
+
+func reslice(b backend.Buffer, n int) backend.Buffer {
+	switch b := b.(type) {
+	case boolBuf:
+		return b[:n]
+	case i64Buf:
+		return b[:n]
+	case f32Buf:
+		return b[:n]
+	case f64Buf:
+		return b[:n]
+	case i32Buf:
+		return b[:n]
+	case u8Buf:
+		return b[:n]
+	case f16Buf:
+		return b[:n]
+	case bf16Buf:
+		return b[:n]
+	}
+	panic("cpu: recycling a buffer of another backend")
+}
+
+// poisonBuf fills b with a value no test expects: NaN for floats, a
+// large odd number for integers, true for booleans.
+func poisonBuf(b backend.Buffer) {
+	switch b := b.(type) {
+	case boolBuf:
+		for i := range b {
+			b[i] = true
+		}
+	case i64Buf:
+		for i := range b {
+			b[i] = -0x5eed_dead_beef
+		}
+	case f32Buf:
+		nan := float32(math.NaN())
+		for i := range b {
+			b[i] = nan
+		}
+	case f64Buf:
+		nan := math.NaN()
+		for i := range b {
+			b[i] = nan
+		}
+	case i32Buf:
+		for i := range b {
+			b[i] = -0x5eedbeef
+		}
+	case u8Buf:
+		for i := range b {
+			b[i] = 0xa5
+		}
+	case f16Buf:
+		for i := range b {
+			b[i] = 0x7e01
+		}
+	case bf16Buf:
+		for i := range b {
+			b[i] = 0x7fc1
+		}
+	}
+}
+
+// AllocUninit returns a buffer of n elements whose elements are
+// unspecified, from the cache when it is of a cached size (at least 32
+// KiB); it panics as Alloc does when the buffer exceeds the allocation
+// limit (backend.BufferCache).
+func (b *Backend) AllocUninit(dt backend.DType, n int) (backend.Buffer, bool) {
+	checkAlloc(dt, n)
+	if buf, ok := cache.get(dt, n); ok {
+		return buf, true
+	}
+	return b.Alloc(dt, n), false
+}
+
+// Recycle returns a buffer AllocUninit gave from the cache, which nothing
+// references any more (backend.BufferCache).
+func (*Backend) Recycle(buf backend.Buffer) { cache.put(buf) }
+
+// MemoryStats returns the caching allocator's counters
+// (backend.BufferCache).
+func (*Backend) MemoryStats() backend.MemoryStats { return cache.stats() }
+
+// SetCacheLimit sets the most bytes the caching allocator keeps for
+// reuse and returns the previous limit; n < 0 only reports it, n = 0
+// keeps nothing. Lowering it below the bytes cached drops them all
+// (backend.BufferCache). The cache is the process's: every cpu Backend
+// shares it.
+func (*Backend) SetCacheLimit(n int64) int64 {
+	old := cache.limit.Load()
+	if n < 0 {
+		return old
+	}
+	cache.limit.Store(n)
+	if cache.cached.Load() > n {
+		cache.empty()
+	}
+	return old
+}
+
+// EmptyCache drops every buffer the caching allocator keeps, leaving
+// them to the collector (backend.BufferCache).
+func (*Backend) EmptyCache() { cache.empty() }

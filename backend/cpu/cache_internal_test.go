@@ -1,0 +1,114 @@
+package cpu
+
+import (
+	"testing"
+
+	"github.com/peel-ml/peel/backend"
+	"pgregory.net/rapid"
+)
+
+// TestSizeClass checks the classes: a class holds its size, rounds up by
+// less than a quarter above 32 KiB, and sizes map to classes in order.
+func TestSizeClass(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.IntRange(1, 1<<40).Draw(t, "bytes")
+		cl, cb := sizeClass(b)
+		if cl < 0 || cl >= numClasses {
+			t.Fatalf("sizeClass(%d) = class %d, outside [0, %d)", b, cl, numClasses)
+		}
+		if cb < b {
+			t.Fatalf("sizeClass(%d): class size %d is smaller", b, cb)
+		}
+		if b > 1<<15 && 4*(cb-b) >= cb {
+			t.Fatalf("sizeClass(%d): class size %d wastes a quarter or more", b, cb)
+		}
+		if cl2, cb2 := sizeClass(cb); cl2 != cl || cb2 != cb {
+			t.Fatalf("sizeClass(%d) = %d, %d but its class size maps to %d, %d", b, cl, cb, cl2, cb2)
+		}
+		c := rapid.IntRange(1, 1<<40).Draw(t, "other")
+		if cl3, _ := sizeClass(c); (c < b && cl3 > cl) || (c > b && cl3 < cl) {
+			t.Fatalf("sizeClass out of order: %d → %d, %d → %d", b, cl, c, cl3)
+		}
+	})
+}
+
+// TestCacheCounts checks a private cache's lists and counters through
+// misses, hits, the limit, trims and emptying.
+func TestCacheCounts(t *testing.T) {
+	c := &bufferCache{minB: cacheMinBytes}
+	c.limit.Store(1 << 20)
+	if _, ok := c.get(backend.Float32, 100); ok {
+		t.Fatal("a 400-byte buffer came from the cache")
+	}
+	a, ok := c.get(backend.Float32, 10000) // 40000 bytes: class 40 KiB
+	if !ok || a.Len() != 10000 || bufCap(a) != 10240 {
+		t.Fatalf("get(f32, 10000) = len %d cap %d, %v", a.Len(), bufCap(a), ok)
+	}
+	st := c.stats()
+	if st.InUse != 40960 || st.Cached != 0 || st.Misses != 1 || st.Hits != 0 || st.Peak != 40960 {
+		t.Fatalf("after a miss: %+v", st)
+	}
+	a.(f32Buf)[9999] = 7
+	c.put(a)
+	if st = c.stats(); st.InUse != 0 || st.Cached != 40960 {
+		t.Fatalf("after a put: %+v", st)
+	}
+	b, _ := c.get(backend.Float32, 9000) // same class
+	if &b.(f32Buf)[0] != &a.(f32Buf)[0] || b.Len() != 9000 {
+		t.Fatal("a buffer of the same class was not reused")
+	}
+	if st = c.stats(); st.Hits != 1 || st.InUse != 40960 || st.Cached != 0 {
+		t.Fatalf("after a hit: %+v", st)
+	}
+	if d, _ := c.get(backend.Float64, 5000); c.stats().Misses != 2 || d.DType() != backend.Float64 {
+		t.Fatal("another dtype was served from the f32 list")
+	} else {
+		c.put(d)
+	}
+	// Over the limit: dropped.
+	big, _ := c.get(backend.Float64, 1<<17) // 1 MiB
+	c.put(b)
+	c.put(big)
+	if st = c.stats(); st.Cached != 2*40960 || st.Trimmed != 1<<20 {
+		t.Fatalf("a put over the limit: %+v", st)
+	}
+	// A trim drops what stayed unused since the previous trim.
+	c.trim() // low-water marks start at zero: nothing goes
+	if st = c.stats(); st.Cached != 2*40960 {
+		t.Fatalf("first trim: %+v", st)
+	}
+	c.trim() // the buffers were not taken since
+	if st = c.stats(); st.Cached != 0 || st.Trimmed != 1<<20+2*40960 {
+		t.Fatalf("second trim: %+v", st)
+	}
+	e, _ := c.get(backend.Float32, 10000)
+	c.put(e)
+	c.trim()
+	x, _ := c.get(backend.Float32, 10000) // taken between trims: kept
+	c.put(x)
+	c.trim()
+	if st = c.stats(); st.Cached != 40960 {
+		t.Fatalf("a buffer reused between trims was dropped: %+v", st)
+	}
+	c.empty()
+	if st = c.stats(); st.Cached != 0 {
+		t.Fatalf("after empty: %+v", st)
+	}
+}
+
+// TestCacheStorageDTypes checks every dtype's buffers through the cache.
+func TestCacheStorageDTypes(t *testing.T) {
+	c := &bufferCache{minB: 1, poison: true}
+	c.limit.Store(1 << 30)
+	for _, dt := range []backend.DType{backend.Bool, backend.Int64, backend.Float32, backend.Float64, backend.Int32, backend.Uint8, backend.Float16, backend.BFloat16} {
+		b, ok := c.get(dt, 3)
+		if !ok || b.Len() != 3 || b.DType() != dt {
+			t.Fatalf("%v: get = %v (len %d, %v)", dt, ok, b.Len(), b.DType())
+		}
+		c.put(b)
+		b2, _ := c.get(dt, 2)
+		if b2.Len() != 2 || b2.DType() != dt {
+			t.Fatalf("%v: reuse gave len %d %v", dt, b2.Len(), b2.DType())
+		}
+	}
+}
