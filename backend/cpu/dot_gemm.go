@@ -356,9 +356,9 @@ func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 	case narrow(p, 16, 32):
 		gemmNarrow(p, bi, c, a, b, bufs, par, gemm32)
 	case gemmWide && p.N >= 32:
-		gemmPacked(p, bi, c, a, b, 32, tile32w, bufs, par)
+		gemmRows(p, bi, c, a, b, 32, tile32w, bufs, &gemmPool32, par)
 	default:
-		gemmPacked(p, bi, c, a, b, 16, tile32, bufs, par)
+		gemmRows(p, bi, c, a, b, 16, tile32, bufs, &gemmPool32, par)
 	}
 	gemmPool32.Put(bufs)
 }
@@ -369,11 +369,49 @@ func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
 	case narrow(p, 8, 16):
 		gemmNarrow(p, bi, c, a, b, bufs, par, gemm64)
 	case gemmWide && p.N >= 16:
-		gemmPacked(p, bi, c, a, b, 16, tile64w, bufs, par)
+		gemmRows(p, bi, c, a, b, 16, tile64w, bufs, &gemmPool64, par)
 	default:
-		gemmPacked(p, bi, c, a, b, 8, tile64, bufs, par)
+		gemmRows(p, bi, c, a, b, 8, tile64, bufs, &gemmPool64, par)
 	}
 	gemmPool64.Put(bufs)
+}
+
+// gemmRows is gemmPacked, run on the workers as independent products of
+// contiguous row ranges when the product is large and tall enough: each
+// worker packs its own rows of A and, where B is packed rather than read
+// in place, its own copy of B's blocks. Splitting the tiles of every
+// block instead joins the workers twice per block (after packing, after
+// the tiles: 24 times for a 512² product), which held two threads to
+// 1.6× one thread's speed; independent row ranges run as two separate
+// products do (1.85×). B packed twice costs a block's packing per extra
+// worker, paid back only by enough rows: at least gemmMC per worker.
+func gemmRows[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, tile tileFunc[T], bufs *gemmBufs[T], pool *sync.Pool, par bool) {
+	w := 1
+	if par && !serial(p.M*p.N, p.K/4) {
+		w = min(Threads(), p.M/(2*gemmMR))
+		if !(p.rhs.fs == 1 && inPlaceStride[T](p.rhs.cs)) {
+			w = min(w, p.M/gemmMC)
+		}
+	}
+	if w < 2 {
+		gemmPacked(p, bi, c, a, b, nr, tile, bufs, par)
+		return
+	}
+	// Row ranges of whole tiles, as equal as tiles allow.
+	tiles := (p.M + gemmMR - 1) / gemmMR
+	fs := p.lhs.fs
+	runChunks(w, func(k int) {
+		r0 := tiles * k / w * gemmMR
+		r1 := min(p.M, tiles*(k+1)/w*gemmMR)
+		if r1 <= r0 {
+			return
+		}
+		q := *p
+		q.M = r1 - r0
+		bw := pool.Get().(*gemmBufs[T])
+		gemmPacked(&q, bi, c[r0*p.N:], a[r0*fs:], b, nr, tile, bw, false)
+		pool.Put(bw)
+	})
 }
 
 // narrow reports whether p's result is narrower than one panel of the

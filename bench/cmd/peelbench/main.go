@@ -298,6 +298,11 @@ func measureAll(ws []bench.Workload, counts []int, c config, python string) []be
 			}
 			recs = append(recs, prec)
 			prog.done(prec, &rec)
+			// torch's worker threads (libgomp, OpenBLAS) keep spinning
+			// on the cores for up to a tenth of a second after its last
+			// parallel region, which would take a core from the next
+			// peel measurement at two threads. Let them go to sleep.
+			time.Sleep(peerSettle)
 		}
 		if peer != nil {
 			peer.Close()
@@ -305,6 +310,9 @@ func measureAll(ws []bench.Workload, counts []int, c config, python string) []be
 	}
 	return recs
 }
+
+// peerSettle is the pause after each peer measurement (see above).
+const peerSettle = 300 * time.Millisecond
 
 func measurePeel(w bench.Workload, opt bench.Options) bench.Record {
 	r, err := bench.Measure(w, opt)
