@@ -95,6 +95,7 @@ func Build(g *interp.Graph) *Program {
 		sl := p.vals[o.idx]
 		arr := p.layout(o.idx)
 		p.ownOutput[i] = roots[sl.root] == 1 && arr.Offset == 0 && arr.IsContiguous() && arr.Size() == p.bufs[sl.root].n
+		p.bufs[sl.root].own = p.ownOutput[i]
 	}
 	p.finish()
 	p.base = p.newPlan(0)
@@ -671,6 +672,8 @@ type runState struct {
 	// physOff is where each buffer starts in phys (nonzero only for
 	// results computed into a caller's memory: into, by RunInto).
 	physOff []int
+	// cached marks output buffers the backend's cache gave this run.
+	cached  []bool
 	into    []backend.Array
 	inArr   []backend.Array
 	in, out []backend.Array
@@ -691,6 +694,7 @@ func (p *Program) newRunState(pl *plan) *runState {
 		arena:   make([]backend.Buffer, len(pl.arena)),
 		phys:    make([]backend.Buffer, len(p.bufs)),
 		physOff: make([]int, len(p.bufs)),
+		cached:  make([]bool, len(p.bufs)),
 		into:    make([]backend.Array, len(p.bufs)),
 		inArr:   make([]backend.Array, len(p.g.In)),
 		in:      make([]backend.Array, p.maxIn),
@@ -761,6 +765,9 @@ func (p *Program) bindBuffers(pl *plan, rs *runState) {
 			rs.phys[i] = rs.arena[w]
 		case w == placeOutput && rs.into[i].Buf != nil:
 			rs.phys[i], rs.physOff[i] = rs.into[i].Buf, rs.into[i].Offset
+		case w == placeOutput && p.bufs[i].own:
+			b := p.bufs[i]
+			rs.phys[i], rs.cached[i] = interp.AllocResult(p.be, b.dtype, b.n)
 		case w == placeOutput:
 			b := p.bufs[i]
 			rs.phys[i] = p.be.Alloc(b.dtype, b.n)
@@ -790,7 +797,7 @@ func (rs *runState) clear(p *Program, pl *plan) {
 		rs.tmpl[k] = backend.Array{}
 	}
 	for _, i := range pl.bound {
-		rs.phys[i], rs.physOff[i], rs.into[i] = nil, 0, backend.Array{}
+		rs.phys[i], rs.physOff[i], rs.into[i], rs.cached[i] = nil, 0, backend.Array{}, false
 	}
 	for i := range rs.inArr {
 		rs.inArr[i] = backend.Array{}

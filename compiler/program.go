@@ -115,6 +115,10 @@ type bufInfo struct {
 	scratch bool
 	// val is the slot of the buffer's own (contiguous) value.
 	val int
+	// own: the buffer is one result's whole memory (ownOutput), so a
+	// run takes it from the backend's cache (interp.AllocResult) and
+	// the result gives it back when unreachable (interp.NewResult).
+	own bool
 }
 
 type opKind uint8
@@ -334,6 +338,8 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 			res[i] = interp.Snapshot(args[o.idx])
 		case o.kind == outConst:
 			res[i] = interp.Snapshot(p.consts[o.idx])
+		case p.ownOutput[i] && rs.cached[p.vals[o.idx].root]:
+			res[i] = interp.NewResult(p.be, p.array(rs, o.idx))
 		default:
 			res[i] = interp.NewConcrete(p.be, p.array(rs, o.idx))
 		}

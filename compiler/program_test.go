@@ -416,6 +416,9 @@ func TestAllocsPerRun(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
+	if os.Getenv("PEEL_CACHE_CHECK") == "1" {
+		t.Skip("the cache's checking mode caches every result, whatever its size, with a cleanup each (run without it, as plain go test does)")
+	}
 	compiler.SetPoison(false)
 	defer compiler.SetPoison(true)
 	x := peel.FromFloat64s(seqValues(8, 1), 8)
@@ -700,6 +703,43 @@ func TestInPlaceGroup(t *testing.T) {
 	for i := range want {
 		if d := sameBits(got[i], want[i]); d != "" {
 			t.Fatalf("shared operand, result %d: %s\n%v", i, d, pb)
+		}
+	}
+}
+
+// TestOutputsRecycled: a run's own output buffers come from the
+// backend's cache and go back to it once the results are unreachable,
+// so later runs reuse them; an output sharing its buffer with another
+// output (a view of it) is not recycled while either is reachable.
+func TestOutputsRecycled(t *testing.T) {
+	const n = 1 << 14 // 128 KiB of f64: a cached size
+	x := peel.Arange(peel.Float64, 0, n, 1)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		y := peel.Mul(a[0], peel.Scalar(2.0))
+		return []*peel.Tensor{peel.Add(a[0], peel.Scalar(1.0)), y, peel.Reshape(y, 2, n/2)}
+	}, x)
+	p := compiler.Build(g)
+	keep := p.Run([]*peel.Tensor{x}, nil)
+	view := keep[2]
+	keep = nil
+	before := peel.MemoryStats()
+	for range 20 {
+		for range 4 {
+			r := p.Run([]*peel.Tensor{x}, nil)
+			if r[0].Float64s()[n-1] != n {
+				t.Fatal("wrong result")
+			}
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if after := peel.MemoryStats(); after.Hits <= before.Hits {
+		t.Errorf("no output buffer was reused: %+v → %+v", before, after)
+	}
+	got := view.Float64s()
+	for i, v := range got {
+		if v != 2*float64(i) {
+			t.Fatalf("the view output changed at %d: %v, want %v", i, v, 2*float64(i))
 		}
 	}
 }

@@ -278,6 +278,25 @@ func alloc(be backend.Backend, dt DType, shape []int) backend.Buffer {
 	return be.Alloc(dt, n)
 }
 
+// AllocResult allocates a buffer for a result of n elements whose every
+// element the caller will write (a compiled program's output): from the backend's cache when it has one, not
+// zeroed, else zeroed by Alloc. When cached is set, the caller must make
+// the buffer's one tensor with NewResult, which gives the buffer back to
+// the cache when that tensor's storage becomes unreachable. It panics
+// with *Error ("too large") above the allocation limit.
+func AllocResult(be backend.Backend, dt DType, n int) (buf backend.Buffer, cached bool) {
+	return allocResultN(be, dt, n, nil)
+}
+
+// NewResult returns a concrete tensor over arr, whose buffer AllocResult
+// gave from the cache and which nothing else uses: the buffer goes back
+// to the cache once the tensor's storage is unreachable.
+func NewResult(be backend.Backend, arr backend.Array) *Tensor {
+	t := concreteTensor(be, arr)
+	recycleWhenUnreachable(t.st, be, arr.Buf)
+	return t
+}
+
 // allocResult allocates a kernel result's buffer: from the backend's
 // cache when it has one (backend.BufferCache; the elements are then
 // unspecified, which a kernel result allows), else zeroed by Alloc.
@@ -285,14 +304,22 @@ func alloc(be backend.Backend, dt DType, shape []int) backend.Buffer {
 // with the storage that holds it. It refuses a buffer above the
 // allocation limit as alloc does.
 func allocResult(be backend.Backend, dt DType, shape []int) (buf backend.Buffer, cached bool) {
+	return allocResultN(be, dt, backend.ShapeSize(shape), shape)
+}
+
+// allocResultN is allocResult of n elements; shape, when known, names
+// the buffer in the error above the allocation limit.
+func allocResultN(be backend.Backend, dt DType, n int, shape []int) (buf backend.Buffer, cached bool) {
 	c, ok := be.(backend.BufferCache)
 	if !ok {
+		if shape == nil {
+			return be.Alloc(dt, n), false
+		}
 		return alloc(be, dt, shape), false
 	}
-	n := backend.ShapeSize(shape)
 	if n >= allocCheckMin {
 		if err := backend.CheckAlloc(dt, n); err != nil {
-			if ae, ok := err.(*backend.AllocError); ok {
+			if ae, ok := err.(*backend.AllocError); ok && shape != nil {
 				ae.Shape = shape
 			}
 			panic(&Error{Msg: err.Error()})
