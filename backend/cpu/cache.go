@@ -62,6 +62,10 @@ type freeList struct {
 
 type bufferCache struct {
 	lists [backend.BFloat16 + 1][numClasses]freeList
+	// held counts the buffers in each dtype's lists, so a trim skips
+	// the dtypes (usually all: small workloads cache nothing) that hold
+	// none without taking 208 locks each.
+	held [backend.BFloat16 + 1]atomic.Int64
 
 	inUse, cached, peak   atomic.Int64
 	limit                 atomic.Int64
@@ -147,6 +151,7 @@ func (c *bufferCache) get(dt backend.DType, n int) (backend.Buffer, bool) {
 		l.bufs[k-1] = nil
 		l.bufs = l.bufs[:k-1]
 		l.low = min(l.low, k-1)
+		c.held[dt].Add(-1)
 	}
 	l.mu.Unlock()
 	if buf != nil {
@@ -190,6 +195,7 @@ func (c *bufferCache) put(buf backend.Buffer) {
 	l := &c.lists[dt][cl]
 	l.mu.Lock()
 	l.bufs = append(l.bufs, buf)
+	c.held[dt].Add(1)
 	l.mu.Unlock()
 }
 
@@ -207,6 +213,10 @@ func (c *bufferCache) collect() {
 func (c *bufferCache) trim() {
 	c.since.Store(0)
 	for d := range c.lists {
+		if c.held[d].Load() == 0 {
+			// Every list of d is empty, and so is its low-water mark.
+			continue
+		}
 		for i := range c.lists[d] {
 			l := &c.lists[d][i]
 			l.mu.Lock()
@@ -218,6 +228,7 @@ func (c *bufferCache) trim() {
 				n := copy(l.bufs, l.bufs[drop:])
 				clear(l.bufs[n:])
 				l.bufs = l.bufs[:n]
+				c.held[d].Add(-int64(drop))
 				c.cached.Add(-bytes)
 				c.trimmed.Add(bytes)
 			}
@@ -237,6 +248,7 @@ func (c *bufferCache) empty() {
 			for _, b := range l.bufs {
 				bytes += int64(bufCap(b) * b.DType().Size())
 			}
+			c.held[d].Add(-int64(len(l.bufs)))
 			l.bufs, l.low = nil, 0
 			l.mu.Unlock()
 			c.cached.Add(-bytes)

@@ -77,6 +77,7 @@ func TestCacheCounts(t *testing.T) {
 	if st = c.stats(); st.Cached != 2*40960 {
 		t.Fatalf("first trim: %+v", st)
 	}
+	checkHeld(t, c)
 	c.trim() // the buffers were not taken since
 	if st = c.stats(); st.Cached != 0 || st.Trimmed != 1<<20+2*40960 {
 		t.Fatalf("second trim: %+v", st)
@@ -90,9 +91,26 @@ func TestCacheCounts(t *testing.T) {
 	if st = c.stats(); st.Cached != 40960 {
 		t.Fatalf("a buffer reused between trims was dropped: %+v", st)
 	}
+	checkHeld(t, c)
 	c.empty()
 	if st = c.stats(); st.Cached != 0 {
 		t.Fatalf("after empty: %+v", st)
+	}
+	checkHeld(t, c)
+}
+
+// checkHeld checks each dtype's count of cached buffers, which lets a
+// trim skip the dtypes that hold none, against its lists.
+func checkHeld(t *testing.T, c *bufferCache) {
+	t.Helper()
+	for d := range c.lists {
+		n := 0
+		for i := range c.lists[d] {
+			n += len(c.lists[d][i].bufs)
+		}
+		if h := c.held[d].Load(); h != int64(n) {
+			t.Errorf("dtype %v: held %d, lists hold %d", backend.DType(d), h, n)
+		}
 	}
 }
 
