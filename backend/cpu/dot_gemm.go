@@ -19,8 +19,9 @@ import (
 // instead (but for a narrow edge panel, and for strides that are
 // multiples of 2 KiB, which alias in the L1 cache): packing costs a
 // tenth of a product as small as an MLP layer's, whose panels are reused
-// only a few times. Tiles are independent, so a large product splits
-// its tiles across workers; batch elements small enough to run in
+// only a few times. A large product splits into row ranges, one
+// independent product per worker (gemmRows); a shorter one splits its
+// tiles across workers; batch elements small enough to run in
 // parallel (forBatches) each run serially. Packing reads the operands
 // through their strides, so any layout dotPlan accepts works without a
 // copy. Each result element is the sum of its products in order of the
