@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -236,7 +237,7 @@ func ExampleSetMaxAllocBytes() {
 	defer peel.SetMaxAllocBytes(old)
 	err := peel.Catch(func() { peel.Zeros(peel.Float64, 1024, 1024) })
 	fmt.Println(err)
-	// Output: peel.Zeros: too large: f64[1024,1024] needs 8388608 bytes, over the allocation limit of 1048576 bytes (see peel.SetMaxAllocBytes) at size_test.go:237
+	// Output: peel.Zeros: too large: f64[1024,1024] needs 8388608 bytes, over the allocation limit of 1048576 bytes (see peel.SetMaxAllocBytes) at size_test.go:238
 }
 
 // TestOpResultTooLargeNamesShape: an operation whose result exceeds the
@@ -363,4 +364,33 @@ func ExampleMemoryStats() {
 	fmt.Println(st.InUse >= 256<<10, st.Limit > 0)
 	runtime.KeepAlive(y)
 	// Output: true true
+}
+
+// TestCacheRespectsGCOff checks that the cache, which asks for a
+// collection after handing out 32 MiB, never does while the program has
+// turned collection off.
+func TestCacheRespectsGCOff(t *testing.T) {
+	old := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(old)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.NumGC
+	x := peel.Full(peel.Float32, 1, 1<<18) // 1 MiB results
+	for range 48 {
+		_ = peel.Exp(x)
+	}
+	runtime.ReadMemStats(&ms)
+	if ms.NumGC != before {
+		t.Errorf("%d collections ran with collection off", ms.NumGC-before)
+	}
+	debug.SetGCPercent(old)
+	runtime.ReadMemStats(&ms)
+	before = ms.NumGC
+	for range 48 {
+		_ = peel.Exp(x)
+	}
+	runtime.ReadMemStats(&ms)
+	if ms.NumGC == before {
+		t.Errorf("no collection after 48 MiB of cached results")
+	}
 }

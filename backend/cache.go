@@ -31,8 +31,10 @@ type BufferCache interface {
 // MemoryStats counts the bytes of a backend's caching allocator.
 type MemoryStats struct {
 	// InUse is the bytes of cached-size buffers handed out and not yet
-	// recycled (results of eager operations that are still reachable,
-	// or unreachable but not yet found so by the collector).
+	// recycled: results of eager operations that are still reachable,
+	// or unreachable but not yet found so by the collector (and the
+	// rare result whose kernel panicked, left to the collector and
+	// still counted).
 	InUse int64
 	// Cached is the bytes held for reuse.
 	Cached int64

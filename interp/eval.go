@@ -279,8 +279,8 @@ func alloc(be backend.Backend, dt DType, shape []int) backend.Buffer {
 }
 
 // AllocResult allocates a buffer for a result of n elements whose every
-// element the caller will write (a compiled program's output): from the backend's cache when it has one, not
-// zeroed, else zeroed by Alloc. When cached is set, the caller must make
+// element the caller will write (a compiled program's output): from the
+// backend's cache when it has one, not zeroed, else zeroed by Alloc. When cached is set, the caller must make
 // the buffer's one tensor with NewResult, which gives the buffer back to
 // the cache when that tensor's storage becomes unreachable. It panics
 // with *Error ("too large") above the allocation limit.

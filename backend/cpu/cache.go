@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 
@@ -71,11 +72,12 @@ type bufferCache struct {
 	limit                 atomic.Int64
 	hits, misses, trimmed atomic.Int64
 	// since counts the bytes handed out since the last collection;
-	// past gcEvery bytes, or past the bytes in use if those are more
-	// (the collector's own pacing, GOGC=100, applied to cached
+	// past gcEvery bytes, and past GOGC percent of the bytes in use
+	// before them (the collector's own pacing applied to cached
 	// buffers), the allocating goroutine runs a collection (collecting
 	// is true meanwhile), so the buffers that became unreachable come
-	// back before fresh memory piles up.
+	// back before fresh memory piles up. With collection off (GOGC=off)
+	// it never does.
 	since      atomic.Int64
 	collecting atomic.Bool
 	// poison, set by PEEL_CACHE_CHECK=1 (a testing mode), fills every
@@ -140,8 +142,17 @@ func (c *bufferCache) get(dt backend.DType, n int) (backend.Buffer, bool) {
 		return nil, false
 	}
 	cl, cb := sizeClass(b)
-	if s := c.since.Add(int64(cb)); s > gcEvery && s > c.inUse.Load()-s && c.collecting.CompareAndSwap(false, true) {
-		c.collect()
+	if backend.CheckAlloc(dt, cb/size) != nil {
+		// Rounded up to its class, the buffer would pass the
+		// allocation limit that its own size does not.
+		return nil, false
+	}
+	if s := c.since.Add(int64(cb)); s > gcEvery && c.collecting.CompareAndSwap(false, true) {
+		if gogc := gcPercent(); gogc >= 0 && s > (c.inUse.Load()-s)*gogc/100 {
+			c.collect()
+		} else {
+			c.collecting.Store(false)
+		}
 	}
 	l := &c.lists[dt][cl]
 	l.mu.Lock()
@@ -197,6 +208,22 @@ func (c *bufferCache) put(buf backend.Buffer) {
 	l.bufs = append(l.bufs, buf)
 	c.held[dt].Add(1)
 	l.mu.Unlock()
+}
+
+// gcPercent returns the collector's GOGC setting (debug.SetGCPercent,
+// the GOGC variable): -1 when collection is off, which the cache then
+// respects by never asking for one.
+func gcPercent() int64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 100
+	}
+	v := s[0].Value.Uint64()
+	if v > math.MaxInt32 {
+		return -1
+	}
+	return int64(min(v, 1<<20)) // no overflow when scaling the bytes in use
 }
 
 // collect runs a collection, which finds the storages that became
