@@ -1,10 +1,13 @@
 package data
 
 import (
+	"bufio"
+	"compress/gzip"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -120,6 +123,34 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*peel.Tensor, error) {
 	}
 	if dt == peel.Float32 {
 		t = peel.AsType(t, peel.Float32)
+	}
+	return t, nil
+}
+
+// LoadCSV reads the numeric CSV file at path as ReadCSV reads a reader,
+// transparently decompressing a gzipped file (recognized by its magic
+// bytes, whatever its name), as np.loadtxt does: one call in place of
+// opening, wrapping and closing. It returns ReadCSV's errors, and the
+// file's, each naming path.
+func LoadCSV(path string, opts CSVOptions) (*peel.Tensor, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("data.LoadCSV: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("data.LoadCSV: %s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	t, err := ReadCSV(r, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }

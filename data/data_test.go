@@ -2,10 +2,13 @@ package data
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -374,4 +377,39 @@ func FuzzReadNPY(f *testing.F) {
 			t.Fatalf("rewrite changed %v to %v", x, y)
 		}
 	})
+}
+
+// TestLoadCSV reads a plain and a gzipped file (the gzipped one named
+// .csv: the magic bytes decide), and reports a missing file and a bad
+// field with the path.
+func TestLoadCSV(t *testing.T) {
+	dir := t.TempDir()
+	text := "a,b\n1,2\n3,4.5\n"
+	plain := filepath.Join(dir, "plain.csv")
+	if err := os.WriteFile(plain, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte(text))
+	zw.Close()
+	zipped := filepath.Join(dir, "zipped.csv")
+	if err := os.WriteFile(zipped, zb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{plain, zipped} {
+		x, err := LoadCSV(p, CSVOptions{SkipRows: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if !slices.Equal(x.Shape(), []int{2, 2}) || !slices.Equal(x.Float64s(), []float64{1, 2, 3, 4.5}) {
+			t.Errorf("%s: %v %v", p, x.Shape(), x.Float64s())
+		}
+	}
+	if _, err := LoadCSV(filepath.Join(dir, "missing.csv"), CSVOptions{}); err == nil || !strings.Contains(err.Error(), "missing.csv") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := LoadCSV(plain, CSVOptions{}); err == nil || !strings.Contains(err.Error(), "plain.csv") {
+		t.Errorf("a header read as numbers: %v", err)
+	}
 }

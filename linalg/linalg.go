@@ -1,6 +1,7 @@
 package linalg
 
 import (
+	"fmt"
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -109,19 +110,43 @@ func Cholesky(a *peel.Tensor) *peel.Tensor {
 	return interp.Bind1(prims.Cholesky, nil, symmetrize(a))
 }
 
-// TriangularSolve solves op(a)·x = b for x when leftSide is set, x·op(a)
-// = b otherwise, where a [..., m, m] is triangular (its lower triangle is
-// read when lower is set, else its upper one), op(a) is aᵀ when
-// transposeA is set, and unitDiagonal takes a's diagonal as ones (it is
-// not read). b is [..., m, n] (left) or [..., n, m] (right); the batch
-// dimensions broadcast. The other triangle of a is never read. A zero
-// on the diagonal gives ±Inf or NaN. The result is linear in b.
-// TriangularSolve panics with *peel.Error when an operand is nil or of
-// rank below 2, a is not square, the sizes do not fit or the batch
-// dimensions do not broadcast.
-func TriangularSolve(a, b *peel.Tensor, lower, leftSide, transposeA, unitDiagonal bool) *peel.Tensor {
+// Triangle says which triangle of a triangular matrix TriangularSolve
+// reads, and how it solves; combine with |, as
+// linalg.Lower|linalg.Transposed. Exactly one of Lower and Upper must be
+// given.
+type Triangle uint8
+
+const (
+	// Lower reads a's lower triangle (with the diagonal).
+	Lower Triangle = 1 << iota
+	// Upper reads a's upper triangle (with the diagonal).
+	Upper
+	// RightSide solves x·op(a) = b instead of op(a)·x = b.
+	RightSide
+	// Transposed solves with op(a) = aᵀ instead of a.
+	Transposed
+	// UnitDiagonal takes a's diagonal as ones (it is not read).
+	UnitDiagonal
+)
+
+// TriangularSolve solves op(a)·x = b for x (x·op(a) = b with RightSide),
+// where a [..., m, m] is triangular: the triangle tri names (Lower or
+// Upper) is read and the other never is; op(a) is aᵀ with Transposed,
+// and UnitDiagonal takes a's diagonal as ones. b is [..., m, n] (or
+// [..., n, m] with RightSide); the batch dimensions broadcast. A zero on
+// the diagonal gives ±Inf or NaN. The result is linear in b. As
+// jax.scipy.linalg.solve_triangular(L, b, lower=True):
+// linalg.TriangularSolve(L, b, linalg.Lower). TriangularSolve panics
+// with *peel.Error when an operand is nil or of rank below 2, a is not
+// square, the sizes do not fit, the batch dimensions do not broadcast,
+// or tri does not name exactly one of Lower and Upper.
+func TriangularSolve(a, b *peel.Tensor, tri Triangle) *peel.Tensor {
 	const op = "linalg.TriangularSolve"
 	defer interp.Annotate(op)
+	if (tri&Lower != 0) == (tri&Upper != 0) || tri >= UnitDiagonal<<1 {
+		errorf(op, "say which triangle of a to read: linalg.Lower or linalg.Upper (got %s)", tri)
+	}
+	lower, leftSide, transposeA, unitDiagonal := tri&Lower != 0, tri&RightSide == 0, tri&Transposed != 0, tri&UnitDiagonal != 0
 	a = matrixArg(op, a, true)
 	b = matrixArg(op, b, false)
 	m := a.Shape()[a.Rank()-1]
@@ -320,4 +345,41 @@ func SVDVals(a *peel.Tensor) *peel.Tensor {
 	defer interp.Annotate(op)
 	a = matrixArg(op, a, false)
 	return interp.Bind1(prims.SVD, prims.SVDParams{ComputeUV: false}, a)
+}
+
+// CholeskySolve solves (L·Lᵀ)·x = b for x, given the lower Cholesky
+// factor L [..., m, m] of a symmetric positive-definite matrix (as
+// Cholesky returns it) and b [..., m, n]; the batch dimensions
+// broadcast. It is two triangular solves, L·y = b and Lᵀ·x = y, as
+// jax.scipy.linalg.cho_solve and torch.cholesky_solve compute it; the
+// upper triangle of L is never read. It panics with *peel.Error as
+// TriangularSolve does.
+func CholeskySolve(l, b *peel.Tensor) *peel.Tensor {
+	const op = "linalg.CholeskySolve"
+	defer interp.Annotate(op)
+	return TriangularSolve(l, TriangularSolve(l, b, Lower), Lower|Transposed)
+}
+
+// String names the flags set, as "Lower|Transposed" ("0" for none).
+func (t Triangle) String() string {
+	names := []string{"Lower", "Upper", "RightSide", "Transposed", "UnitDiagonal"}
+	s := ""
+	for i, n := range names {
+		if t&(1<<i) != 0 {
+			if s != "" {
+				s += "|"
+			}
+			s += n
+		}
+	}
+	if rest := t &^ (1<<len(names) - 1); rest != 0 {
+		if s != "" {
+			s += "|"
+		}
+		s += fmt.Sprintf("%#x", uint8(rest))
+	}
+	if s == "" {
+		return "0"
+	}
+	return s
 }

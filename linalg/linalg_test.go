@@ -117,9 +117,9 @@ func TestRapidFactorizations(t *testing.T) {
 			}
 		}
 		// TriangularSolve by L undoes the product.
-		closeTo(t, "TriangularSolve(L, L·b)", linalg.TriangularSolve(l, peel.MatMul(l, b), true, true, false, false), dense(b), 1e-9)
+		closeTo(t, "TriangularSolve(L, L·b)", linalg.TriangularSolve(l, peel.MatMul(l, b), linalg.Lower), dense(b), 1e-9)
 		bt := mT(b)
-		closeTo(t, "TriangularSolve(Lᵀ, bᵀ·Lᵀ) right", linalg.TriangularSolve(l, peel.MatMul(bt, mT(l)), true, false, true, false), dense(bt), 1e-9)
+		closeTo(t, "TriangularSolve(Lᵀ, bᵀ·Lᵀ) right", linalg.TriangularSolve(l, peel.MatMul(bt, mT(l)), linalg.Lower|linalg.RightSide|linalg.Transposed), dense(bt), 1e-9)
 
 		// QR: q·r = a, qᵀ·q = I.
 		q, r := linalg.QR(rect)
@@ -196,7 +196,7 @@ func TestBatchedMatchesLoop(t *testing.T) {
 		"Pinv":      linalg.Pinv,
 		"MatrixExp": func(x *T) *T { return linalg.MatrixExp(peel.Mul(x, 0.3)) },
 		"Nuc":       func(x *T) *T { return linalg.MatrixNorm(x, linalg.Nuc) },
-		"TriSolve":  func(x *T) *T { return linalg.TriangularSolve(x, b, false, true, true, false) },
+		"TriSolve":  func(x *T) *T { return linalg.TriangularSolve(x, b, linalg.Upper|linalg.Transposed) },
 	}
 	for name, f := range fns {
 		whole := f(a)
@@ -230,7 +230,7 @@ func TestBroadcastBatch(t *testing.T) {
 		t.Errorf("a·Solve(a, b) = %v, want b", back)
 	}
 	bm := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 1, 3, 2)
-	y := linalg.TriangularSolve(a, bm, false, true, false, false)
+	y := linalg.TriangularSolve(a, bm, linalg.Upper)
 	if s := y.Shape(); s[0] != 2 || s[1] != 3 || s[2] != 2 {
 		t.Fatalf("TriangularSolve([2,3,3], [1,3,2]) has shape %v", s)
 	}
@@ -381,7 +381,11 @@ func TestErrors(t *testing.T) {
 		{"linalg.Solve", func() { linalg.Solve(sq, peel.Zeros(peel.Float64, 2)) }},
 		{"linalg.Solve", func() { linalg.Solve(sq, peel.Scalar(1.0)) }},
 		{"linalg.Solve", func() { linalg.Solve(peel.Zeros(peel.Float64, 2, 3, 3), peel.Zeros(peel.Float64, 3, 3, 1)) }},
-		{"linalg.TriangularSolve", func() { linalg.TriangularSolve(sq, m23, true, true, false, false) }},
+		{"linalg.TriangularSolve", func() { linalg.TriangularSolve(sq, m23, linalg.Lower) }},
+		{"linalg.TriangularSolve", func() { linalg.TriangularSolve(sq, sq, linalg.Transposed) }},
+		{"linalg.TriangularSolve", func() { linalg.TriangularSolve(sq, sq, linalg.Lower|linalg.Upper) }},
+		{"linalg.TriangularSolve", func() { linalg.TriangularSolve(sq, sq, linalg.Lower|1<<6) }},
+		{"linalg.CholeskySolve", func() { linalg.CholeskySolve(sq, m23) }},
 		{"linalg.Lstsq", func() { linalg.Lstsq(m23, peel.Zeros(peel.Float64, 3)) }},
 		{"linalg.MatrixNorm", func() { linalg.MatrixNorm(m23, "3") }},
 		{"linalg.MatrixNorm", func() { linalg.MatrixNorm(peel.Zeros(peel.Float64, 0, 2), linalg.Spectral) }},
@@ -430,7 +434,7 @@ func TestNonFiniteNoPanic(t *testing.T) {
 				linalg.Det(a)
 				linalg.Pinv(a)
 				linalg.MatrixExp(a)
-				linalg.TriangularSolve(a, a, true, true, false, false)
+				linalg.TriangularSolve(a, a, linalg.Lower)
 			})
 			if err != nil {
 				t.Errorf("%v at %d: %v", v, pos, err)
@@ -460,5 +464,36 @@ func TestVectorNormEdges(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestTriangleString checks the flags' names in errors.
+func TestTriangleString(t *testing.T) {
+	for _, c := range []struct {
+		tri  linalg.Triangle
+		want string
+	}{
+		{0, "0"}, {linalg.Lower, "Lower"}, {linalg.Upper | linalg.Transposed | linalg.UnitDiagonal, "Upper|Transposed|UnitDiagonal"},
+		{linalg.Lower | linalg.RightSide | 1<<7, "Lower|RightSide|0x80"},
+	} {
+		if got := c.tri.String(); got != c.want {
+			t.Errorf("Triangle(%d).String() = %q, want %q", uint8(c.tri), got, c.want)
+		}
+	}
+	err := peel.Catch(func() { linalg.TriangularSolve(peel.Eye(peel.Float64, 2), peel.Eye(peel.Float64, 2), linalg.Transposed) })
+	if err == nil || !strings.Contains(err.Error(), "linalg.Lower or linalg.Upper (got Transposed)") {
+		t.Errorf("a solve naming no triangle: %v", err)
+	}
+}
+
+// TestCholeskySolve checks CholeskySolve(Cholesky(A), b) against A·x = b
+// on a symmetric positive-definite A, batched.
+func TestCholeskySolve(t *testing.T) {
+	a := peel.FromFloat64s([]float64{4, 2, 0.6, 2, 5, 1, 0.6, 1, 3, 2, 0, 0, 0, 3, 1, 0, 1, 4}, 2, 3, 3)
+	b := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 3, 2)
+	x := linalg.CholeskySolve(linalg.Cholesky(a), b)
+	ax := peel.MatMul(a, x)
+	for i := range 2 {
+		closeTo(t, "A·CholeskySolve(L, b)", peel.Select(ax, 0, i), dense(b), 1e-12)
 	}
 }

@@ -237,3 +237,38 @@ func SameStructure(a, b any) (bool, string) {
 	msg := treeimpl.StructureDiff(a, b)
 	return msg == "", msg
 }
+
+// GlobalNorm returns the Euclidean norm of all of t's leaves together,
+// √(Σ over leaves of Σ x²), as optax.global_norm does: a scalar of the
+// leaves' promoted dtype (float32 for a tree without leaves, whose norm
+// is 0). Gradient clipping by global norm scales every leaf by
+// min(1, c/GlobalNorm(grads)). It panics with *peel.Error if t is not a
+// valid tree.
+func GlobalNorm[A any](t A) *peel.Tensor {
+	leaves, _ := flat("tree.GlobalNorm", t)
+	if len(leaves) == 0 {
+		return peel.Zeros(peel.Float32)
+	}
+	var sq *peel.Tensor
+	for _, l := range leaves {
+		s := peel.Sum(peel.Square(l))
+		if sq == nil {
+			sq = s
+		} else {
+			sq = peel.Add(sq, s)
+		}
+	}
+	return peel.Sqrt(sq)
+}
+
+// Keys returns a tree with t's structure whose leaves are independent
+// PRNG keys split from key, one per leaf in tree order (leaf i gets row
+// i of peel.SplitKey(key, n)): JAX's random.split(key, n) zipped with
+// the leaves, for initializing or perturbing every parameter with a key
+// of its own. It panics with *peel.Error if t is not a valid tree or key
+// is not a key.
+func Keys[A any](key *peel.Tensor, t A) A {
+	const op = "tree.Keys"
+	leaves, def := flat(op, t)
+	return build[A](op, def, peel.SplitKeys(key, len(leaves)))
+}

@@ -225,3 +225,31 @@ func TestErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobalNormKeys checks GlobalNorm against the norm of the raveled
+// tree, and Keys against SplitKeys.
+func TestGlobalNormKeys(t *testing.T) {
+	p := mlp{Layers: []layer{{W: peel.FromFloat64s([]float64{3, 0, 0, 0}, 2, 2), B: peel.FromFloat64s([]float64{0, 4}, 2)}}, Scale: peel.Scalar(12.0)}
+	if got := tree.GlobalNorm(p).Float64s()[0]; got != 13 {
+		t.Errorf("GlobalNorm = %v, want 13", got)
+	}
+	flat, _ := tree.Ravel(p)
+	if got, want := tree.GlobalNorm(p).Float64s()[0], peel.Norm(flat).Float64s()[0]; got != want {
+		t.Errorf("GlobalNorm = %v, Norm(Ravel) = %v", got, want)
+	}
+	if got := tree.GlobalNorm([]*peel.Tensor{}); got.DType() != peel.Float32 || got.Float32s()[0] != 0 {
+		t.Errorf("GlobalNorm of no leaves = %v", got)
+	}
+	key := peel.Key(7)
+	ks := tree.Keys(key, p)
+	want := peel.SplitKeys(key, 3)
+	got := tree.Leaves(ks)
+	for i := range want {
+		if !slices.Equal(got[i].Int64s(), want[i].Int64s()) {
+			t.Errorf("key of leaf %d = %v, want %v", i, got[i].Int64s(), want[i].Int64s())
+		}
+	}
+	if ks.Name != p.Name || len(ks.Layers) != 1 {
+		t.Errorf("Keys changed the structure: %+v", ks)
+	}
+}

@@ -26,7 +26,6 @@
 package main
 
 import (
-	"compress/gzip"
 	"flag"
 	"fmt"
 	"log"
@@ -69,18 +68,9 @@ func findData(flagPath string) (string, error) {
 // load reads digits.csv.gz: the pixels x [n, 64] (float64, 0…16) and the
 // labels y [n] (int64).
 func load(path string) (x, y *peel.Tensor, err error) {
-	f, err := os.Open(path)
+	t, err := data.LoadCSV(path, data.CSVOptions{})
 	if err != nil {
 		return nil, nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	t, err := data.ReadCSV(zr, data.CSVOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if s := t.Shape(); s[1] != numPixels+1 {
 		return nil, nil, fmt.Errorf("%s: %d columns, want %d pixels and the label", path, s[1], numPixels+1)

@@ -314,6 +314,30 @@ func linalgSolveOps() []Op {
 		triSolveOp(false, true, true, false, 47),
 		triSolveOp(true, false, false, true, 48),
 		triSolveOp(false, false, true, true, 49),
+		{
+			Name: "linalg.CholeskySolve",
+			F:    func(a []*T) *T { return linalg.CholeskySolve(a[0], a[1]) },
+			Samples: func() []Sample {
+				g := NewGen(50)
+				return []Sample{
+					{Name: "f64[3,3]", Args: []*T{wellConditioned(g, f64, 3, 3), g.Tensor(f64, -2, 2, 3, 2)}},
+					{Name: "f64[2,4,4]", Args: []*T{wellConditioned(g, f64, 2, 4, 4), g.Tensor(f64, -2, 2, 2, 4, 3)}},
+					{Name: "f32[3,3]", Args: []*T{wellConditioned(g, f32, 3, 3), g.Tensor(f32, -2, 2, 3, 1)}},
+					{Name: "empty", Args: []*T{wellConditioned(g, f64, 2, 2), g.Tensor(f64, -2, 2, 2, 0)}},
+				}
+			},
+			Ref: func(a []Host) Host {
+				rows, cols := lastTwo(a[1])
+				return perMatrix2(a[0], a[1], rows, cols, func(am, b *mat.Dense) *mat.Dense {
+					l := triangle(am, true, false, false)
+					var llt mat.Dense
+					llt.Mul(l, l.T())
+					return solveRef(&llt, b)
+				})
+			},
+			Tol:            linalgTol,
+			Differentiable: true,
+		},
 	}
 }
 
@@ -363,7 +387,20 @@ func triSolveOp(lower, left, transpose, unit bool, seed uint64) Op {
 	return Op{
 		Name: fmt.Sprintf("linalg.TriangularSolve/lower=%v,left=%v,transpose=%v,unit=%v", lower, left, transpose, unit),
 		F: func(a []*T) *T {
-			return linalg.TriangularSolve(a[0], a[1], lower, left, transpose, unit)
+			tri := linalg.Upper
+			if lower {
+				tri = linalg.Lower
+			}
+			if !left {
+				tri |= linalg.RightSide
+			}
+			if transpose {
+				tri |= linalg.Transposed
+			}
+			if unit {
+				tri |= linalg.UnitDiagonal
+			}
+			return linalg.TriangularSolve(a[0], a[1], tri)
 		},
 		Samples: func() []Sample {
 			g := NewGen(seed)
