@@ -98,19 +98,48 @@ func diagonal(x *Tensor, offset, a1, a2 int) *Tensor {
 	return interp.Bind1(prims.Slice, p, flat)
 }
 
-// Diagonal returns the diagonal at offset of the matrices spanned by
-// axes axis1 and axis2 of x, as numpy's diagonal: both axes are removed
+// diagArgs reads Diagonal's and Trace's optional offset, axis1, axis2
+// (defaults 0, 0, 1, as numpy's, JAX's and torch's).
+func diagArgs(op string, opt []int) (offset, axis1, axis2 int) {
+	axis2 = 1
+	switch len(opt) {
+	case 3:
+		axis2 = opt[2]
+		fallthrough
+	case 2:
+		axis1 = opt[1]
+		fallthrough
+	case 1:
+		offset = opt[0]
+	case 0:
+	default:
+		errorf(op, "%d optional arguments (offset, axis1, axis2): want at most 3", len(opt))
+	}
+	if len(opt) == 2 {
+		errorf(op, "offset and axis1 %d without axis2: give both axes or neither", axis1)
+	}
+	return offset, axis1, axis2
+}
+
+// Diagonal returns the diagonal of the matrices spanned by two axes of
+// x; opt is the optional offset, axis1 and axis2, in that order
+// (defaults 0, 0 and 1, as numpy's, JAX's and torch's: Diagonal(x) is the
+// main diagonal of a matrix, Diagonal(x, 1) the one above it,
+// Diagonal(x, 0, -2, -1) the main diagonals of a batch of matrices), as
+// numpy's diagonal: both axes are removed
 // and the diagonal, x[..., i, i+offset] (offset ≥ 0) or x[..., i-offset,
 // i] (offset < 0), becomes the last axis of the result; it is empty when
 // the offset lies outside the matrix. The result is a view of x when x's
 // layout allows one (a strided slice of the flattened matrices, as when
 // they are x's last two, contiguous axes), otherwise a copy, as for
 // Reshape. Diagonal panics with *Error when x is nil, an axis is out of
-// range, or the two axes are the same.
-func Diagonal(x *Tensor, offset, axis1, axis2 int) *Tensor {
+// range, the two axes are the same, or opt has more than three values or
+// an offset and axis1 without axis2.
+func Diagonal(x *Tensor, opt ...int) *Tensor {
 	const op = "peel.Diagonal"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
+	offset, axis1, axis2 := diagArgs(op, opt)
 	a1 := normAxis(op, axis1, x.Rank())
 	a2 := normAxis(op, axis2, x.Rank())
 	if a1 == a2 {
@@ -119,18 +148,26 @@ func Diagonal(x *Tensor, offset, axis1, axis2 int) *Tensor {
 	return diagonal(x, offset, a1, a2)
 }
 
-// Trace returns the sum of the diagonal at offset of x's first two axes,
-// as numpy's trace: Sum(Diagonal(x, offset, 0, 1), -1), of shape
-// x.shape[2:] (bool sums as i64; an empty diagonal sums to 0). Trace
-// panics with *Error when x is nil or has rank below 2.
-func Trace(x *Tensor, offset int) *Tensor {
+// Trace returns the sum of a diagonal of x, as numpy's trace:
+// Sum(Diagonal(x, opt...), -1), with Diagonal's optional offset, axis1
+// and axis2 (defaults 0, 0, 1: Trace(x) is a matrix's trace, and of
+// x.shape[2:] for a higher rank); bool sums as i64, and an empty
+// diagonal sums to 0. Trace panics with *Error when x is nil or has rank
+// below 2, and as Diagonal does for opt.
+func Trace(x *Tensor, opt ...int) *Tensor {
 	const op = "peel.Trace"
 	defer interp.Annotate(op)
 	checkTensor(op, x)
 	if x.Rank() < 2 {
 		errorf(op, "operand %s has rank %d; need at least 2", x.TypeString(), x.Rank())
 	}
-	d := boolToInt(diagonal(x, offset, 0, 1))
+	offset, axis1, axis2 := diagArgs(op, opt)
+	a1 := normAxis(op, axis1, x.Rank())
+	a2 := normAxis(op, axis2, x.Rank())
+	if a1 == a2 {
+		errorf(op, "axis1 %d and axis2 %d are the same axis of %s", axis1, axis2, x.TypeString())
+	}
+	d := boolToInt(diagonal(x, offset, a1, a2))
 	return reduceBind(prims.ReduceSum, d, []int{d.Rank() - 1}, false)
 }
 
