@@ -174,13 +174,44 @@ func Unsqueeze(x *Tensor, axis int) *Tensor {
 	return reshapeView(x, out)
 }
 
-// Flatten returns x as a 1-D tensor (a rank-0 tensor becomes shape [1]).
-// It is a view of x when x's layout allows one, as for Reshape. Flatten
-// panics with *Error when x is nil.
-func Flatten(x *Tensor) *Tensor {
-	defer interp.Annotate("peel.Flatten")
-	checkTensor("peel.Flatten", x)
-	return reshapeView(x, []int{x.Size()})
+// Flatten merges axes start through end (inclusive) of x into one, as
+// torch.flatten(x, start, end): Flatten(x) makes x 1-D (a rank-0 tensor
+// becomes shape [1]), Flatten(x, 1) keeps the batch axis of a batch of
+// images and flattens each, Flatten(x, 1, 2) merges axes 1 and 2 only.
+// axes is the optional start (default 0) and end (default -1); negative
+// axes count from the end. It is a view of x when x's layout allows one,
+// as for Reshape. Flatten panics with *Error when x is nil, an axis is
+// out of range, end comes before start, or more than two axes are
+// given.
+func Flatten(x *Tensor, axes ...int) *Tensor {
+	const op = "peel.Flatten"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	if len(axes) > 2 {
+		errorf(op, "%d axes (start, end): want at most 2", len(axes))
+	}
+	if x.Rank() == 0 {
+		if len(axes) > 0 {
+			for _, a := range axes {
+				normAxis(op, a, 1)
+			}
+		}
+		return reshapeView(x, []int{1})
+	}
+	start, end := 0, x.Rank()-1
+	if len(axes) > 0 {
+		start = normAxis(op, axes[0], x.Rank())
+	}
+	if len(axes) > 1 {
+		end = normAxis(op, axes[1], x.Rank())
+	}
+	if end < start {
+		errorf(op, "end axis %d comes before start axis %d of %s", axes[1], axes[0], x.TypeString())
+	}
+	shape := x.Shape()
+	out := append([]int{}, shape[:start]...)
+	out = append(out, backend.ShapeSize(shape[start:end+1]))
+	return reshapeView(x, append(out, shape[end+1:]...))
 }
 
 // BroadcastTo broadcasts x to shape by numpy's rules: x's axes align with

@@ -317,6 +317,9 @@ func TestSqueezeUnsqueezeFlatten(t *testing.T) {
 	svErr(t, "peel.Unsqueeze", func() { Unsqueeze(x, 4) }, "out of range")
 	svErr(t, "peel.Unsqueeze", func() { Unsqueeze(x, -5) }, "out of range")
 	svErr(t, "peel.Flatten", func() { Flatten(nil) }, "nil")
+	svErr(t, "peel.Flatten", func() { Flatten(Zeros(Float64, 2, 3), 1, 0) }, "comes before")
+	svErr(t, "peel.Flatten", func() { Flatten(Zeros(Float64, 2, 3), 2) }, "out of range")
+	svErr(t, "peel.Flatten", func() { Flatten(Zeros(Float64, 2, 3), 0, 1, 1) }, "at most 2")
 }
 
 func TestBroadcastTo(t *testing.T) {
@@ -598,7 +601,8 @@ func TestViewsAlias(t *testing.T) {
 	}{
 		{"Reshape", []int{2, 3}, func(y *Tensor) *Tensor { return Reshape(y, 3, 2) }},
 		{"Reshape(-1)", []int{2, 3}, func(y *Tensor) *Tensor { return Reshape(y, -1) }},
-		{"Flatten", []int{2, 3}, Flatten},
+		{"Flatten", []int{2, 3}, func(y *Tensor) *Tensor { return Flatten(y) }},
+		{"Flatten(1)", []int{2, 3, 2}, func(y *Tensor) *Tensor { return Flatten(y, 1) }},
 		{"Transpose", []int{2, 3}, func(y *Tensor) *Tensor { return Transpose(y) }},
 		{"Permute", []int{2, 3, 2}, func(y *Tensor) *Tensor { return Permute(y, 2, 0, 1) }},
 		{"MoveAxis", []int{2, 3, 2}, func(y *Tensor) *Tensor { return MoveAxis(y, 0, -1) }},

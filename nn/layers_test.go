@@ -396,7 +396,7 @@ func (m cnn) logits(s BatchNormState, x *peel.Tensor) *peel.Tensor {
 	h := Conv2D(m.Conv, x, peel.ConvPadding(peel.SamePadding))
 	h, _ = BatchNorm(m.BN, s, h, false)
 	h = peel.MaxPool2D(peel.ReLU(h), [2]int{2, 2}, [2]int{2, 2}, peel.ValidPadding)
-	return Linear(m.Out, peel.Reshape(h, h.Shape()[0], -1))
+	return Linear(m.Out, peel.Flatten(h, 1))
 }
 
 // Per-sample gradients of a CNN (Vmap of Grad) agree with a loop of

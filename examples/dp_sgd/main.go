@@ -28,7 +28,7 @@ type Model struct{ W1, B1, W2, B2 *peel.Tensor }
 
 // model returns the logits [B, 10] of a batch of images x [B, 3, 4, 4].
 func model(p Model, x *peel.Tensor) *peel.Tensor {
-	h := peel.ReLU(peel.Add(peel.MatMul(peel.Reshape(x, x.Shape()[0], -1), p.W1), p.B1))
+	h := peel.ReLU(peel.Add(peel.MatMul(peel.Flatten(x, 1), p.W1), p.B1))
 	return peel.Add(peel.MatMul(h, p.W2), p.B2)
 }
 
@@ -41,7 +41,7 @@ func criterion(output, targets *peel.Tensor) *peel.Tensor {
 func computeNorms(sampleGrads Model) *peel.Tensor {
 	var norms []*peel.Tensor
 	for _, g := range tree.Leaves(sampleGrads) {
-		norms = append(norms, peel.Sqrt(peel.Sum(peel.Square(peel.Reshape(g, g.Shape()[0], -1)), 1)))
+		norms = append(norms, peel.Sqrt(peel.Sum(peel.Square(peel.Flatten(g, 1)), 1)))
 	}
 	return peel.Sqrt(peel.Sum(peel.Square(peel.Stack(norms, 0)), 0))
 }

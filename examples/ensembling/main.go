@@ -40,7 +40,7 @@ func newMLP(seed float64) MLP {
 
 // fmodel runs one model on a minibatch x [B, 1, 6, 6] and returns logits [B, 10].
 func fmodel(p MLP, x *peel.Tensor) *peel.Tensor {
-	x = peel.Reshape(x, x.Shape()[0], -1)
+	x = peel.Flatten(x, 1)
 	x = peel.ReLU(peel.Add(peel.MatMul(x, p.W1), p.B1))
 	x = peel.ReLU(peel.Add(peel.MatMul(x, p.W2), p.B2))
 	return peel.Add(peel.MatMul(x, p.W3), p.B3)

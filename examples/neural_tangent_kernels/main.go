@@ -27,7 +27,7 @@ type Net struct{ W1, B1, W2, B2, W3, B3 *peel.Tensor }
 
 // net runs a batch of images x [B, 3, 4, 4] and returns outputs [B, 5].
 func net(p Net, x *peel.Tensor) *peel.Tensor {
-	x = peel.Reshape(x, x.Shape()[0], -1)
+	x = peel.Flatten(x, 1)
 	x = peel.ReLU(peel.Add(peel.MatMul(x, p.W1), p.B1))
 	x = peel.ReLU(peel.Add(peel.MatMul(x, p.W2), p.B2))
 	return peel.Add(peel.MatMul(x, p.W3), p.B3)

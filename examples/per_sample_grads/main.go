@@ -26,7 +26,7 @@ type Model struct{ W1, B1, W2, B2 *peel.Tensor }
 
 // model runs a batch of images x [B, 1, 4, 4] and returns log-probabilities [B, 10].
 func model(p Model, x *peel.Tensor) *peel.Tensor {
-	h := peel.ReLU(peel.Add(peel.MatMul(peel.Reshape(x, x.Shape()[0], -1), p.W1), p.B1))
+	h := peel.ReLU(peel.Add(peel.MatMul(peel.Flatten(x, 1), p.W1), p.B1))
 	return peel.LogSoftmax(peel.Add(peel.MatMul(h, p.W2), p.B2), 1)
 }
 

@@ -87,8 +87,15 @@ func shapeOps() []Op {
 			}),
 		oneInput("peel.Unsqueeze/-1", func(x *T) *T { return peel.Unsqueeze(x, -1) }, [][]int{{}, {2, 3}}, allTypes,
 			func(h Host) Host { return reshapeRef(h, append(append([]int{}, h.Shape...), 1)...) }),
-		oneInput("peel.Flatten", peel.Flatten, [][]int{{}, {2, 3, 4}, {2, 0}}, allTypes,
+		oneInput("peel.Flatten", func(x *T) *T { return peel.Flatten(x) }, [][]int{{}, {2, 3, 4}, {2, 0}}, allTypes,
 			func(h Host) Host { return reshapeRef(h, h.Size()) }),
+		oneInput("peel.Flatten/1", func(x *T) *T { return peel.Flatten(x, 1) }, [][]int{{2, 3, 4}, {2, 0, 3}, {3, 1}}, allTypes,
+			func(h Host) Host { return reshapeRef(h, h.Shape[0], ShapeSizeOf(h.Shape[1:])) }),
+		oneInput("peel.Flatten/1,-2", func(x *T) *T { return peel.Flatten(x, 1, -2) }, [][]int{{2, 3, 4, 5}, {2, 3, 4}}, allTypes,
+			func(h Host) Host {
+				r := len(h.Shape)
+				return reshapeRef(h, append([]int{h.Shape[0], ShapeSizeOf(h.Shape[1 : r-1])}, h.Shape[r-1])...)
+			}),
 		oneInput("peel.BroadcastTo/[2,3,4]", func(x *T) *T { return peel.BroadcastTo(x, 2, 3, 4) }, [][]int{{}, {3, 1}, {4}}, allTypes,
 			func(h Host) Host {
 				return Map(h.DType, []Host{h, {Shape: []int{2, 3, 4}, Data: make([]float64, 24)}}, func(x []float64) float64 { return x[0] })
@@ -303,4 +310,13 @@ func shapeOps() []Op {
 		},
 	}
 	return ops
+}
+
+// ShapeSizeOf returns the number of elements of a shape (1 for []).
+func ShapeSizeOf(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }
