@@ -480,7 +480,9 @@ func TestTriangleString(t *testing.T) {
 			t.Errorf("Triangle(%d).String() = %q, want %q", uint8(c.tri), got, c.want)
 		}
 	}
-	err := peel.Catch(func() { linalg.TriangularSolve(peel.Eye(peel.Float64, 2), peel.Eye(peel.Float64, 2), linalg.Transposed) })
+	err := peel.Catch(func() {
+		linalg.TriangularSolve(peel.Eye(peel.Float64, 2), peel.Eye(peel.Float64, 2), linalg.Transposed)
+	})
 	if err == nil || !strings.Contains(err.Error(), "linalg.Lower or linalg.Upper (got Transposed)") {
 		t.Errorf("a solve naming no triangle: %v", err)
 	}
