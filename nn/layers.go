@@ -13,6 +13,7 @@ type LayerOption func(*layerConfig)
 type layerConfig struct {
 	weight, bias Initializer
 	noBias       bool
+	torch        bool
 }
 
 // WeightInit sets the initializer of a layer's weight.
@@ -24,6 +25,34 @@ func BiasInit(init Initializer) LayerOption { return func(c *layerConfig) { c.bi
 // NoBias makes Init leave the bias nil: the layer has none.
 func NoBias() LayerOption { return func(c *layerConfig) { c.noBias = true } }
 
+// TorchInit makes Init draw the params as torch's nn.Linear and
+// nn.Conv2d do by default, so a port starts from the same distribution
+// (for the same numbers, load torch's tensors): the weight by
+// kaiming_uniform_ with a = √5, which is uniform in ±1/√fan_in, and the
+// bias uniform in ±1/√fan_in too, fan_in being the inputs of one output
+// unit (in for Linear, in/groups·kh·kw for Conv2D). Layouts differ:
+// InitLinear's W is [in, out], the transpose of torch's weight [out,
+// in]; InitConv2D's is OIHW, as torch's. WeightInit and BiasInit given
+// after TorchInit override it.
+func TorchInit() LayerOption {
+	return func(c *layerConfig) { c.torch, c.weight, c.bias = true, nil, nil }
+}
+
+// torchInit fills in TorchInit's initializers for a layer of the given
+// fan-in and weight axes, where no later option replaced them.
+func (c *layerConfig) torchInit(fanIn int, axes FanAxes) {
+	if !c.torch {
+		return
+	}
+	if c.weight == nil {
+		c.weight = VarianceScaling(1.0/3, FanIn, DistUniform, axes)
+	}
+	if c.bias == nil {
+		b := 1 / math.Sqrt(float64(max(fanIn, 1)))
+		c.bias = Uniform(-b, b)
+	}
+}
+
 // layerOptions applies opts over the defaults weight and Zeros.
 func layerOptions(op string, weight Initializer, opts []LayerOption) layerConfig {
 	c := layerConfig{weight: weight, bias: Zeros}
@@ -33,7 +62,7 @@ func layerOptions(op string, weight Initializer, opts []LayerOption) layerConfig
 		}
 		o(&c)
 	}
-	if c.weight == nil || c.bias == nil {
+	if !c.torch && (c.weight == nil || c.bias == nil) {
 		fail(op, "nil Initializer")
 	}
 	return c
@@ -64,6 +93,7 @@ func InitLinear(key *peel.Tensor, dt peel.DType, in, out int, opts ...LayerOptio
 	if in < 0 || out < 0 {
 		fail(op, "negative size (in %d, out %d)", in, out)
 	}
+	c.torchInit(in, DenseAxes)
 	kw, kb := keys2(key)
 	p := LinearParams{W: c.weight(kw, dt, in, out)}
 	if !c.noBias {
@@ -120,6 +150,7 @@ func InitConv2D(key *peel.Tensor, dt peel.DType, in, out, kh, kw, groups int, op
 	if in%groups != 0 || out%groups != 0 {
 		fail(op, "groups %d do not divide the channels (in %d, out %d)", groups, in, out)
 	}
+	c.torchInit(in/groups*kh*kw, ConvAxes)
 	kW, kB := keys2(key)
 	p := Conv2DParams{W: c.weight(kW, dt, out, in/groups, kh, kw)}
 	if !c.noBias {

@@ -430,3 +430,33 @@ func TestCNNPerSampleGrads(t *testing.T) {
 	want := peel.Div(peel.Add(peel.Add(shifted(0, 0), shifted(0, 1)), peel.Add(shifted(1, 0), shifted(1, 1))), 4.0)
 	assertSame(t, "AvgPool2D", peel.AvgPool2D(x, [2]int{2, 2}, [2]int{1, 1}, pad), want, 1e-12, 1e-13)
 }
+
+// TestTorchInit: TorchInit draws weight and bias uniform in ±1/√fan_in
+// (torch's kaiming_uniform_(a=√5) and its bias rule), with fan_in the
+// inputs of one unit: in for Linear, in/groups·kh·kw for Conv2D; a
+// WeightInit after it wins.
+func TestTorchInit(t *testing.T) {
+	check := func(name string, x *peel.Tensor, fanIn int) {
+		t.Helper()
+		b := 1 / math.Sqrt(float64(fanIn))
+		v := x.Float64s()
+		lo, hi, sq := math.Inf(1), math.Inf(-1), 0.0
+		for _, e := range v {
+			lo, hi, sq = min(lo, e), max(hi, e), sq+e*e
+		}
+		std := math.Sqrt(sq / float64(len(v)))
+		if lo < -b || hi >= b || lo > -0.9*b || hi < 0.9*b || math.Abs(std-b/math.Sqrt(3)) > 0.1*b {
+			t.Errorf("%s: range [%v, %v], std %v; want uniform in ±%v (std %v)", name, lo, hi, std, b, b/math.Sqrt(3))
+		}
+	}
+	l := InitLinear(peel.Key(1), peel.Float64, 400, 300, TorchInit())
+	check("Linear W", l.W, 400)
+	check("Linear B", l.B, 400)
+	c := InitConv2D(peel.Key(2), peel.Float64, 8, 64, 5, 5, 2, TorchInit())
+	check("Conv2D W", c.W, 8/2*5*5)
+	check("Conv2D B", c.B, 8/2*5*5)
+	z := InitLinear(peel.Key(1), peel.Float64, 4, 3, TorchInit(), WeightInit(Zeros))
+	if s := peel.Sum(peel.Abs(z.W)).Float64s()[0]; s != 0 {
+		t.Errorf("WeightInit after TorchInit: |W| sums to %v", s)
+	}
+}
