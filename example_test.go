@@ -61,7 +61,7 @@ func ExampleConv2D() {
 	fmt.Println(y.Shape())
 	fmt.Println(peel.ConvTranspose2D(y, peel.Ones(peel.Float32, 3, 2, 3, 3), same, peel.ConvStrides(2)).Shape())
 	fmt.Println(peel.Conv2D(x, w).Shape(), peel.Conv2D(x, w).Float32s()[0]) // VALID: 2·3·3 ones per window
-	fmt.Println(peel.MaxPool2D(peel.Reshape(peel.Arange(peel.Float64, 0, 16, 1), 1, 1, 4, 4), [2]int{2, 2}, [2]int{}, peel.ValidPadding))
+	fmt.Println(peel.MaxPool2D(peel.Reshape(peel.Arange(peel.Float64, 0, 16, 1), 1, 1, 4, 4), 2))
 	// Output:
 	// [1 3 4 4]
 	// [1 3 2 2]

@@ -579,11 +579,11 @@ func FuzzConv(f *testing.F) {
 			}
 		case 2:
 			name, run = "peel.MaxPool2D", func() *peel.Tensor {
-				return peel.MaxPool2D(fill([]int{1, ch, 5, 5}), [2]int{ks, dil}, [2]int{stride, idil}, pad)
+				return peel.MaxPool2D(fill([]int{1, ch, 5, 5}), ks, peel.PoolWindow(ks, dil), peel.ConvStrides(stride, idil), peel.ConvPadding(pad))
 			}
 		case 3:
 			name, run = "peel.AvgPool2D", func() *peel.Tensor {
-				return peel.AvgPool2D(fill([]int{1, ch, 5, 5}), [2]int{ks, dil}, [2]int{stride, idil}, pad)
+				return peel.AvgPool2D(fill([]int{1, ch, 5, 5}), ks, peel.PoolWindow(ks, dil), peel.ConvStrides(stride, idil), peel.ConvPadding(pad))
 			}
 		}
 		var x *peel.Tensor

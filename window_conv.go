@@ -88,13 +88,23 @@ func (p Padding) resolve(op string, in, k, strides []int) (lo, hi []int) {
 
 // ConvOption is an option of Conv, Conv1D, Conv2D, Conv3D and
 // ConvTranspose2D: ConvStrides, ConvPadding, ConvDilation,
-// ConvInputDilation, ConvGroups, ConvBatchGroups.
+// ConvInputDilation, ConvGroups, ConvBatchGroups; and of the poolings
+// MaxPool2D and AvgPool2D: ConvStrides, ConvPadding and PoolWindow.
 type ConvOption interface{ applyConv(*convConfig) }
 
 type convConfig struct {
 	strides, dilation, inputDilation []int
 	padding                          Padding
 	groups, batchGroups              int
+	// window is PoolWindow's (pooling only).
+	window []int
+}
+
+// PoolWindow sets a pooling window of h×w elements, for windows that
+// are not square (MaxPool2D's and AvgPool2D's window argument is the
+// square's side). Pooling only.
+func PoolWindow(h, w int) ConvOption {
+	return convOption(func(c *convConfig) { c.window = []int{h, w} })
 }
 
 type convOption func(*convConfig)
@@ -204,6 +214,9 @@ func convOperands(op string, x, w *Tensor, rank int, opts []ConvOption) (*Tensor
 			errorf(op, "nil option")
 		}
 		o.applyConv(&c)
+	}
+	if c.window != nil {
+		errorf(op, "PoolWindow is an option of the poolings, not of a convolution")
 	}
 	if c.groups == 0 {
 		c.groups = 1

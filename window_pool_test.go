@@ -27,10 +27,10 @@ func TestMaxPool2DGrad(t *testing.T) {
 		{"3x3 stride 1 padded", [2]int{3, 3}, [2]int{1, 1}, peel.ExplicitPadding([2]int{1, 1}), [2]int{1, 1}},
 	} {
 		x := convRand(r, 2, 2, 5, 5)
-		y := peel.MaxPool2D(x, c.window, c.strides, c.pad)
+		y := peel.MaxPool2D(x, c.window[0], peel.PoolWindow(c.window[0], c.window[1]), peel.ConvStrides(c.strides[0], c.strides[1]), peel.ConvPadding(c.pad))
 		u := convRand(r, y.Shape()...)
 		g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor {
-			return peel.Sum(peel.Mul(peel.MaxPool2D(x, c.window, c.strides, c.pad), u))
+			return peel.Sum(peel.Mul(peel.MaxPool2D(x, c.window[0], peel.PoolWindow(c.window[0], c.window[1]), peel.ConvStrides(c.strides[0], c.strides[1]), peel.ConvPadding(c.pad)), u))
 		})(x)
 		s := c.strides
 		if s == [2]int{} {
@@ -71,10 +71,10 @@ func TestPoolVmapIsOnePrimitive(t *testing.T) {
 		f          func(*peel.Tensor) *peel.Tensor
 	}{
 		{"max", "reduce_window_max", func(x *peel.Tensor) *peel.Tensor {
-			return peel.MaxPool2D(x, [2]int{3, 3}, [2]int{2, 2}, peel.SamePadding)
+			return peel.MaxPool2D(x, 3, peel.ConvStrides(2), peel.ConvPadding(peel.SamePadding))
 		}},
 		{"avg", "reduce_window_sum", func(x *peel.Tensor) *peel.Tensor {
-			return peel.AvgPool2D(x, [2]int{2, 2}, [2]int{}, peel.ValidPadding)
+			return peel.AvgPool2D(x, 2)
 		}},
 	} {
 		vf := transforms.Vmap(c.f, transforms.InAxes(1))
@@ -97,17 +97,21 @@ func TestPoolErrors(t *testing.T) {
 		f     func()
 		wants []string
 	}{
-		{"nil", func() { peel.MaxPool2D(nil, [2]int{2, 2}, [2]int{}, peel.ValidPadding) }, []string{"peel.MaxPool2D", "nil"}},
-		{"rank", func() { peel.AvgPool2D(peel.Zeros(peel.Float64, 2, 4, 4), [2]int{2, 2}, [2]int{}, peel.ValidPadding) }, []string{"peel.AvgPool2D", "rank 4", "f64[2,4,4]"}},
+		{"nil", func() { peel.MaxPool2D(nil, 2) }, []string{"peel.MaxPool2D", "nil"}},
+		{"rank", func() { peel.AvgPool2D(peel.Zeros(peel.Float64, 2, 4, 4), 2) }, []string{"peel.AvgPool2D", "rank 4", "f64[2,4,4]"}},
 		{"bool", func() {
-			peel.MaxPool2D(peel.FromBools(make([]bool, 32), 1, 2, 4, 4), [2]int{2, 2}, [2]int{}, peel.ValidPadding)
+			peel.MaxPool2D(peel.FromBools(make([]bool, 32), 1, 2, 4, 4), 2)
 		}, []string{"peel.MaxPool2D", "bool"}},
-		{"window", func() { peel.MaxPool2D(x, [2]int{0, 2}, [2]int{}, peel.ValidPadding) }, []string{"peel.MaxPool2D", "window"}},
-		{"stride", func() { peel.MaxPool2D(x, [2]int{2, 2}, [2]int{-1, 1}, peel.ValidPadding) }, []string{"peel.MaxPool2D", "strides"}},
+		{"window", func() { peel.MaxPool2D(x, 2, peel.PoolWindow(0, 2)) }, []string{"peel.MaxPool2D", "window"}},
+		{"stride", func() { peel.MaxPool2D(x, 2, peel.ConvStrides(-1, 1)) }, []string{"peel.MaxPool2D", "strides"}},
 		{"pairs", func() {
-			peel.AvgPool2D(x, [2]int{2, 2}, [2]int{}, peel.ExplicitPadding([2]int{1, 1}, [2]int{1, 1}, [2]int{0, 0}))
+			peel.AvgPool2D(x, 2, peel.ConvPadding(peel.ExplicitPadding([2]int{1, 1}, [2]int{1, 1}, [2]int{0, 0})))
 		}, []string{"peel.AvgPool2D", "3 pairs"}},
-		{"removes", func() { peel.MaxPool2D(x, [2]int{2, 2}, [2]int{}, peel.ExplicitPadding([2]int{-3, -2})) }, []string{"peel.MaxPool2D", "removes more"}},
+		{"removes", func() { peel.MaxPool2D(x, 2, peel.ConvPadding(peel.ExplicitPadding([2]int{-3, -2}))) }, []string{"peel.MaxPool2D", "removes more"}},
+		{"dilation", func() { peel.MaxPool2D(x, 2, peel.ConvDilation(2)) }, []string{"peel.MaxPool2D", "only ConvStrides, ConvPadding and PoolWindow"}},
+		{"3 strides", func() { peel.AvgPool2D(x, 2, peel.ConvStrides(1, 1, 1)) }, []string{"peel.AvgPool2D", "one value or two"}},
+		{"nil option", func() { peel.AvgPool2D(x, 2, nil) }, []string{"peel.AvgPool2D", "nil option"}},
+		{"window of a conv", func() { peel.Conv2D(x, peel.Zeros(peel.Float64, 1, 2, 1, 1), peel.PoolWindow(2, 2)) }, []string{"peel.Conv2D", "PoolWindow"}},
 	}
 	for _, c := range cases {
 		err := peel.Catch(c.f)

@@ -51,7 +51,7 @@ func cnnLoss(p cnnParams, x, y *peel.Tensor) *peel.Tensor {
 	h := peel.Reshape(x, 1, 1, cnnHW, cnnHW)
 	h = peel.ReLU(peel.Add(peel.Conv2D(h, p.W1), peel.Reshape(p.B1, 1, cnnC1, 1, 1)))
 	h = peel.ReLU(peel.Add(peel.Conv2D(h, p.W2), peel.Reshape(p.B2, 1, cnnC2, 1, 1)))
-	h = peel.MaxPool2D(h, [2]int{2, 2}, [2]int{2, 2}, peel.ValidPadding)
+	h = peel.MaxPool2D(h, 2)
 	h = peel.Reshape(h, 1, cnnFlat)
 	h = peel.ReLU(peel.Add(peel.MatMul(h, p.W3), p.B3))
 	logits := peel.Add(peel.MatMul(h, p.W4), p.B4)

@@ -395,7 +395,7 @@ type cnn struct {
 func (m cnn) logits(s BatchNormState, x *peel.Tensor) *peel.Tensor {
 	h := Conv2D(m.Conv, x, peel.ConvPadding(peel.SamePadding))
 	h, _ = BatchNorm(m.BN, s, h, false)
-	h = peel.MaxPool2D(peel.ReLU(h), [2]int{2, 2}, [2]int{2, 2}, peel.ValidPadding)
+	h = peel.MaxPool2D(peel.ReLU(h), 2)
 	return Linear(m.Out, peel.Flatten(h, 1))
 }
 
@@ -428,7 +428,7 @@ func TestCNNPerSampleGrads(t *testing.T) {
 	// of it): a 2×2 mean at stride 1 is the mean of four shifted windows.
 	shifted := func(i, j int) *peel.Tensor { return peel.Narrow(peel.Narrow(x, 2, i, 3), 3, j, 3) }
 	want := peel.Div(peel.Add(peel.Add(shifted(0, 0), shifted(0, 1)), peel.Add(shifted(1, 0), shifted(1, 1))), 4.0)
-	assertSame(t, "AvgPool2D", peel.AvgPool2D(x, [2]int{2, 2}, [2]int{1, 1}, pad), want, 1e-12, 1e-13)
+	assertSame(t, "AvgPool2D", peel.AvgPool2D(x, 2, peel.ConvStrides(1), peel.ConvPadding(pad)), want, 1e-12, 1e-13)
 }
 
 // TestTorchInit: TorchInit draws weight and bias uniform in ±1/√fan_in

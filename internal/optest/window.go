@@ -279,10 +279,17 @@ func poolSamples(seed uint64, ints bool, shapes ...[]int) func() []Sample {
 
 func poolOps() []Op {
 	type w = [2]int
-	pool := func(name string, f func(*T, [2]int, [2]int, peel.Padding) *T, isMax bool, window, strides w, pad peel.Padding, lo, hi w, seed uint64) Op {
+	pool := func(name string, f func(*T, int, ...peel.ConvOption) *T, isMax bool, window, strides w, pad peel.Padding, lo, hi w, seed uint64) Op {
+		opts := []peel.ConvOption{peel.ConvPadding(pad)}
+		if window[0] != window[1] {
+			opts = append(opts, peel.PoolWindow(window[0], window[1]))
+		}
+		if strides != (w{}) {
+			opts = append(opts, peel.ConvStrides(strides[0], strides[1]))
+		}
 		return Op{
 			Name:    name,
-			F:       func(a []*T) *T { return f(a[0], window, strides, pad) },
+			F:       func(a []*T) *T { return f(a[0], window[0], opts...) },
 			Samples: poolSamples(seed, true, []int{2, 2, 5, 4}, []int{1, 1, 3, 3}, []int{0, 2, 4, 4}),
 			Ref: func(a []Host) Host {
 				s := strides
