@@ -110,9 +110,14 @@ func defaultCacheLimit() int64 {
 	return min(l, 2<<30)
 }
 
+// trimSentinel is the object whose collection runs a trim. It holds a
+// pointer so that it is not a tiny allocation, which shares its memory
+// block with other tiny objects and may live on with them.
+type trimSentinel struct{ _ *byte }
+
 // armTrim runs c.trim after the next collection, and again after each.
 func armTrim(c *bufferCache) {
-	runtime.AddCleanup(new(int64), func(c *bufferCache) {
+	runtime.AddCleanup(new(trimSentinel), func(c *bufferCache) {
 		c.trim()
 		armTrim(c)
 	}, c)
