@@ -340,6 +340,11 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 			res[i] = interp.Snapshot(p.consts[o.idx])
 		case p.ownOutput[i] && rs.cached[p.vals[o.idx].root]:
 			res[i] = interp.NewResult(p.be, p.array(rs, o.idx))
+		case pl.where[p.vals[o.idx].root] <= placeDonated && pl.where[p.vals[o.idx].root] != placeNone:
+			// In a donated input's memory: the result holds the
+			// input's storage, whose buffer the backend's cache takes
+			// back only when neither is reachable.
+			res[i] = interp.AliasOf(args[placeDonated-pl.where[p.vals[o.idx].root]], p.array(rs, o.idx))
 		default:
 			res[i] = interp.NewConcrete(p.be, p.array(rs, o.idx))
 		}

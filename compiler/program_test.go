@@ -743,3 +743,33 @@ func TestOutputsRecycled(t *testing.T) {
 		}
 	}
 }
+
+// TestDonatedOutputKeepsMemory: an output computed into a donated
+// input's buffer keeps that buffer when the caller drops the input (as
+// donation asks), however many results of its size are made after: the
+// input's storage, whose buffer the cache recycles when it becomes
+// unreachable, must live as long as the output.
+func TestDonatedOutputKeepsMemory(t *testing.T) {
+	const n = 1 << 14 // 128 KiB of f64: a cached size
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{peel.Mul(a[0], peel.Scalar(2.0))}
+	}, peel.Zeros(peel.Float64, n))
+	p := compiler.Build(g)
+	x := peel.Add(peel.Arange(peel.Float64, 0, n, 1), peel.Scalar(0.0)) // an eager, cached result
+	y := p.Run([]*peel.Tensor{x}, []bool{true})[0]
+	x = nil
+	_ = x
+	var keep []*peel.Tensor
+	for range 10 {
+		runtime.GC()
+		runtime.Gosched()
+		// Any buffer of this size the cache holds now goes to these.
+		keep = append(keep, peel.Mul(peel.Ones(peel.Float64, n), peel.Scalar(-1.0)))
+	}
+	for i, v := range y.Float64s() {
+		if v != 2*float64(i) {
+			t.Fatalf("output of a donated run at %d: %v, want %v", i, v, 2*float64(i))
+		}
+	}
+	runtime.KeepAlive(keep)
+}

@@ -359,6 +359,18 @@ func NewConcrete(be backend.Backend, arr backend.Array) *Tensor {
 	return concreteTensor(be, arr)
 }
 
+// AliasOf returns a concrete tensor with arr's layout over t's storage:
+// arr must index t's current buffer (a compiled program's result
+// computed into a donated input's memory). The result shares t's
+// memory as a view does, so the memory lives, and is not recycled, as
+// long as either does. It panics with *Error if t is not concrete.
+func AliasOf(t *Tensor, arr backend.Array) *Tensor {
+	if t.tr != nil || t.st == nil {
+		panic(&Error{Msg: "AliasOf: not a concrete tensor", Operands: []string{t.TypeString()}})
+	}
+	return &Tensor{shape: shapeOf(arr.Shape), dtype: arr.Buf.DType(), strides: arr.Strides, offset: arr.Offset, st: t.st, be: t.be, born: born()}
+}
+
 // NewTracer returns a tensor whose content is tracer tr with the given
 // logical abstract value. It panics with *Error if tr is nil (a tensor
 // known only by its type is a Placeholder).
