@@ -227,10 +227,15 @@ func peakHeap(run func()) uint64 {
 // each other closely, and a goroutine samples the live heap until the
 // run ends; a last cycle after the run counts what the run keeps.
 func livePeak(run func()) uint64 {
-	// The caching allocator's idle buffers are live heap until a
-	// collection trims them: emptied first, they are neither in the base
-	// nor dropped (shrinking the live heap) while run runs.
+	// Memory that is live now but let go by the collections during run
+	// would shrink the live heap under its sample: the caching
+	// allocator's idle buffers (trimmed at each collection) and the
+	// contents of sync.Pools (the packing buffers of the GEMMs, kernel
+	// frames: dropped at the second collection after their last use).
+	// Emptied first, they are neither in the base nor dropped while run
+	// runs.
 	peel.EmptyCache()
+	runtime.GC()
 	runtime.GC()
 	old := debug.SetGCPercent(2)
 	defer debug.SetGCPercent(old)
