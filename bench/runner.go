@@ -229,13 +229,18 @@ func peakHeap(run func()) uint64 {
 func livePeak(run func()) uint64 {
 	// Memory that is live now but let go by the collections during run
 	// would shrink the live heap under its sample: the caching
-	// allocator's idle buffers (trimmed at each collection) and the
-	// contents of sync.Pools (the packing buffers of the GEMMs, kernel
-	// frames: dropped at the second collection after their last use).
-	// Emptied first, they are neither in the base nor dropped while run
-	// runs.
-	peel.EmptyCache()
-	runtime.GC()
+	// allocator's buffers (those of results already unreachable come
+	// back through cleanups that run after a collection, and idle ones
+	// are trimmed at each collection) and the contents of sync.Pools
+	// (the GEMMs' packing buffers, kernel frames: dropped at the second
+	// collection after their last use). Collected, recycled and emptied
+	// first, they are neither in the base nor dropped while run runs.
+	for range 3 {
+		runtime.GC()
+		runtime.Gosched()
+		time.Sleep(time.Millisecond) // the cleanups the collection queued
+		peel.EmptyCache()
+	}
 	runtime.GC()
 	old := debug.SetGCPercent(2)
 	defer debug.SetGCPercent(old)
