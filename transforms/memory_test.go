@@ -123,15 +123,21 @@ func TestMemoryStable(t *testing.T) {
 	}
 }
 
-// heapAfterGC returns the live heap after two collections.
-// heapAfterGC returns the live heap after two collections, less the
-// bytes the caching allocator holds for reuse (bounded by its limit: a
-// cache, not a leak).
+// heapAfterGC returns the live heap after collections, without the
+// caching allocator's buffers (a cache bounded by its limit, not a
+// leak): the results found unreachable are recycled by cleanups that run
+// after a collection, so it collects, lets them run and empties the
+// cache three times over before the last collections.
 func heapAfterGC() uint64 {
+	for range 3 {
+		runtime.GC()
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+		peel.EmptyCache()
+	}
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.GC()
-	runtime.Gosched() // the cleanups that recycle buffers
 	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc - uint64(peel.MemoryStats().Cached)
+	return ms.HeapAlloc
 }
