@@ -54,7 +54,12 @@ func eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	f := newFrame(args)
 	res := make([]*Tensor, len(outs))
 	out := make([]backend.Array, len(outs))
-	cached := make([]bool, len(outs))
+	var few [4]bool // no allocation for the usual few results
+	cached := few[:0]
+	if len(outs) > len(few) {
+		cached = make([]bool, 0, len(outs))
+	}
+	cached = cached[:len(outs)]
 	for i, o := range outs {
 		var buf backend.Buffer
 		buf, cached[i] = allocResult(be, o.DType, o.Shape)

@@ -296,20 +296,6 @@ func (c *bufferCache) stats() backend.MemoryStats {
 	}
 }
 
-func makeBuf(dt backend.DType, n int) backend.Buffer {
-	switch dt {
-	case backend.Bool:
-		return make(boolBuf, n)
-	case backend.Int64:
-		return make(i64Buf, n)
-	case backend.Float32:
-		return make(f32Buf, n)
-	case backend.Float64:
-		return make(f64Buf, n)
-	}
-	return allocStorage(dt, n)
-}
-
 func bufCap(b backend.Buffer) int {
 	switch b := b.(type) {
 	case boolBuf:
@@ -399,12 +385,12 @@ func poisonBuf(b backend.Buffer) {
 // unspecified, from the cache when it is of a cached size (at least 32
 // KiB); it panics as Alloc does when the buffer exceeds the allocation
 // limit (backend.BufferCache).
-func (b *Backend) AllocUninit(dt backend.DType, n int) (backend.Buffer, bool) {
+func (*Backend) AllocUninit(dt backend.DType, n int) (backend.Buffer, bool) {
 	checkAlloc(dt, n)
 	if buf, ok := cache.get(dt, n); ok {
 		return buf, true
 	}
-	return b.Alloc(dt, n), false
+	return makeBuf(dt, n), false
 }
 
 // Recycle returns a buffer AllocUninit gave from the cache, which nothing

@@ -211,6 +211,12 @@ func (*Backend) Name() string { return "cpu" }
 // limit (backend.MaxAllocBytes), before any memory is touched.
 func (*Backend) Alloc(dt backend.DType, n int) backend.Buffer {
 	checkAlloc(dt, n)
+	return makeBuf(dt, n)
+}
+
+// makeBuf returns a zeroed buffer of n elements of dt, unchecked (Alloc
+// and the cache check the size first).
+func makeBuf(dt backend.DType, n int) backend.Buffer {
 	switch dt {
 	case backend.Bool:
 		return make(boolBuf, n)
