@@ -15,6 +15,16 @@ import (
 //	x.Item() float64     the one element of a size-1 tensor
 //	x.String()           numpy-like printing (fmt.Println(x))
 //
+// The common operations are methods too, so expressions read left to
+// right; each is this package's function of the same name:
+//
+//	x.Add(y) Sub Mul Div Pow Maximum Minimum   y a tensor or a Go number
+//	x.MatMul(w)  x.T()  x.Reshape(2, -1)  x.Flatten(1)
+//	x.Neg() Abs Exp Log Sqrt Square Tanh Sin Cos ReLU Sigmoid
+//	x.Sum(axes...) Mean Max Min            over every axis by default
+//
+// so 0.5·(Σz² + logdet) is z.Square().Sum().Add(logdet).Mul(0.5).
+//
 // Reading elements panics with *Error under a transform (a traced value
 // has no elements yet). Tensors are made by the constructors (Zeros,
 // FromFloat64s, Arange, …) and by every operation.

@@ -4,8 +4,13 @@
 // rules and errors the transforms use (see package transforms).
 //
 //   - Leaves, Paths and Unflatten take a tree apart and put it back.
-//   - Map and MapN apply a function leaf by leaf, to one tree or to
-//     several of one structure (an optimizer step over params and grads).
+//   - Map, Map2, Map3 and MapN apply a function leaf by leaf, to one tree
+//     or to two, three or n of one structure (an optimizer step over
+//     params and grads).
+//   - Tuple2, Tuple3 and Tuple4 (Pack2… and Unpack) are trees of several
+//     values, the several results of a transformed or compiled function.
+//   - GlobalNorm is the 2-norm of all leaves together (optax's
+//     global_norm); Keys gives every leaf its own PRNG key.
 //   - Stack and Unstack turn a slice of trees into one tree of stacked
 //     leaves and back (model ensembles under Vmap).
 //   - Ravel flattens a tree into one vector and returns the way back.

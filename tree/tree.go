@@ -66,6 +66,34 @@ func Map[A any](f func(*peel.Tensor) *peel.Tensor, t A) A {
 	return build[A](op, def, out)
 }
 
+// Map2 returns the tree of f applied to the corresponding leaves of a
+// and b, with a's structure and static parts: tree.Map2(func(p, g
+// *peel.Tensor) *peel.Tensor { return p.Sub(g.Mul(0.1)) }, params, grads)
+// is one SGD step. It panics with *peel.Error if a tree is invalid, the
+// two differ in structure, or f returns nil.
+func Map2[A any](f func(a, b *peel.Tensor) *peel.Tensor, a, b A) A {
+	const op = "tree.Map2"
+	all, def := flatAll(op, []A{a, b})
+	out := make([]*peel.Tensor, def.NumLeaves())
+	for i := range out {
+		out[i] = f(all[0][i], all[1][i])
+	}
+	return build[A](op, def, out)
+}
+
+// Map3 is Map2 for three trees of one structure (a, b and c): an
+// optimizer's update of params from grads and a state. It panics as Map2
+// does.
+func Map3[A any](f func(a, b, c *peel.Tensor) *peel.Tensor, a, b, c A) A {
+	const op = "tree.Map3"
+	all, def := flatAll(op, []A{a, b, c})
+	out := make([]*peel.Tensor, def.NumLeaves())
+	for i := range out {
+		out[i] = f(all[0][i], all[1][i], all[2][i])
+	}
+	return build[A](op, def, out)
+}
+
 // MapN returns the tree of f applied to the corresponding leaves of
 // trees ts (f gets one leaf of each, in order), with the first tree's
 // structure and static parts: tree.MapN(func(x []*peel.Tensor)

@@ -2,6 +2,7 @@ package tree_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -252,4 +253,29 @@ func TestGlobalNormKeys(t *testing.T) {
 	if ks.Name != p.Name || len(ks.Layers) != 1 {
 		t.Errorf("Keys changed the structure: %+v", ks)
 	}
+}
+
+// TestMap23 checks Map2 and Map3 against MapN, and that they refuse trees
+// of different structures.
+func TestMap23(t *testing.T) {
+	type pair struct{ A, B *peel.Tensor }
+	a := pair{peel.FromFloat64s([]float64{1, 2}), peel.Scalar(3.0)}
+	b := pair{peel.FromFloat64s([]float64{4, 5}), peel.Scalar(6.0)}
+	c := pair{peel.FromFloat64s([]float64{7, 8}), peel.Scalar(9.0)}
+	got2 := tree.Map2(func(x, y *peel.Tensor) *peel.Tensor { return x.Sub(y.Mul(2)) }, a, b)
+	want2 := tree.MapN(func(l []*peel.Tensor) *peel.Tensor { return peel.Sub(l[0], peel.Mul(l[1], 2)) }, a, b)
+	got3 := tree.Map3(func(x, y, z *peel.Tensor) *peel.Tensor { return x.Add(y).Mul(z) }, a, b, c)
+	want3 := tree.MapN(func(l []*peel.Tensor) *peel.Tensor { return peel.Mul(peel.Add(l[0], l[1]), l[2]) }, a, b, c)
+	for i, g := range append(tree.Leaves(got2), tree.Leaves(got3)...) {
+		w := append(tree.Leaves(want2), tree.Leaves(want3)...)[i]
+		if fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("leaf %d: %v, want %v", i, g, w)
+		}
+	}
+	defer func() {
+		if e, ok := recover().(*peel.Error); !ok || !strings.Contains(e.Error(), "tree.Map2") {
+			t.Fatalf("Map2 of trees of different structures: %v", e)
+		}
+	}()
+	tree.Map2(func(x, y *peel.Tensor) *peel.Tensor { return x }, []*peel.Tensor{a.A}, []*peel.Tensor{a.A, b.A})
 }
