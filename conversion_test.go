@@ -64,7 +64,7 @@ func TestOneConversionRule(t *testing.T) {
 		// with the host fill, checked above).
 		c := transforms.Compile(func(x *peel.Tensor) *peel.Tensor { return peel.AsType(x, dt) })
 		x := peel.FromFloat64s([]float64{v, -v, v / 3})
-		if got, want := c.Call(x), peel.AsType(x, dt); !sameElems(t, got, want) {
+		if got, want := c(x), peel.AsType(x, dt); !sameElems(t, got, want) {
 			rt.Fatalf("Compile(AsType(·, %v))(%v) = %v; eager %v", dt, x, got, want)
 		}
 

@@ -399,7 +399,7 @@ func TestHalfTransforms(t *testing.T) {
 		xs := peel.AsType(peel.FromFloat64s([]float64{1, 2.5, -3, 4, 5, 6}, 2, 3), d)
 		eager := peel.Stack([]*peel.Tensor{h(peel.Index(xs, 0)), h(peel.Index(xs, 1))}, 0)
 		v := transforms.Vmap(h)(xs)
-		c := transforms.Compile(h).Call(xs)
+		c := transforms.Compile(h)(xs)
 		for name, got := range map[string]*peel.Tensor{"vmap": v, "compile": c} {
 			want := eager
 			if name == "compile" {
@@ -484,9 +484,9 @@ func TestStorageStaticArgAndString(t *testing.T) {
 		c := transforms.Compile2(func(x, s *peel.Tensor) *peel.Tensor { traces++; return peel.Mul(x, s) }, transforms.StaticArgnums(1))
 		x := peel.AsType(peel.FromFloat64s([]float64{1, 2}), d)
 		two, three := peel.AsType(peel.Scalar(2.0), d), peel.AsType(peel.Scalar(3.0), d)
-		c.Call(x, two)
-		c.Call(x, two)
-		if got := c.Call(x, three); !sameElems(t, got, peel.Mul(x, three)) {
+		c(x, two)
+		c(x, two)
+		if got := c(x, three); !sameElems(t, got, peel.Mul(x, three)) {
 			t.Errorf("%v: compiled with static 3 gives %v", d, elems(t, got))
 		}
 		if traces != 2 {
@@ -527,7 +527,7 @@ func TestStorageInPlace(t *testing.T) {
 		eager := f(x)
 		for name, got := range map[string]*peel.Tensor{
 			"functionalize": transforms.Functionalize(f)(x),
-			"compile":       transforms.Compile(f).Call(x),
+			"compile":       transforms.Compile(f)(x),
 		} {
 			if got.DType() != d || !sameElems(t, got, eager) {
 				t.Errorf("%v %s: %v, eager %v", d, name, elems(t, got), elems(t, eager))

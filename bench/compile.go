@@ -132,8 +132,9 @@ func tinyChainCompiled() (func() (func(), func() transforms.CompileStats), func(
 	want := tinyChainWant(xs, as, bs, cs)
 	var out *peel.Tensor
 	compile := func() (func(), func() transforms.CompileStats) {
-		c := transforms.Compile(chain)
-		return func() { out = c.Call(x0) }, c.Stats
+		var cIns transforms.Inspector
+		c := transforms.Compile(chain, transforms.Inspect(&cIns))
+		return func() { out = c(x0) }, cIns.Stats
 	}
 	return compile, func() error { return compare(out.Float64s(), want, 1e-12, 1e-12) }
 }
@@ -144,8 +145,9 @@ func chainCompiled(dt peel.DType) compiledSetup {
 		x := fromFloats(randFloats(5, chainN, -2, 2), dt)
 		var out *peel.Tensor
 		compile := func() (func(), func() transforms.CompileStats) {
-			c := transforms.Compile(chainFn)
-			return func() { out = c.Call(x) }, c.Stats
+			var cIns transforms.Inspector
+			c := transforms.Compile(chainFn, transforms.Inspect(&cIns))
+			return func() { out = c(x) }, cIns.Stats
 		}
 		return compile, chainCheck(x, &out)
 	}
@@ -163,8 +165,9 @@ func geluCompiled(grad bool) compiledSetup {
 		}
 		var out *peel.Tensor
 		compile := func() (func(), func() transforms.CompileStats) {
-			c := transforms.Compile(f)
-			return func() { out = c.Call(x) }, c.Stats
+			var cIns transforms.Inspector
+			c := transforms.Compile(f, transforms.Inspect(&cIns))
+			return func() { out = c(x) }, cIns.Stats
 		}
 		return compile, geluCheck(xs, peel.Float32, grad, &out)
 	}
@@ -182,8 +185,9 @@ func perSampleGradCompiled() (func() (func(), func() transforms.CompileStats), f
 	vgrad := transforms.Vmap(grad)
 	var w1 *peel.Tensor
 	compile := func() (func(), func() transforms.CompileStats) {
-		c := transforms.Compile(vgrad)
-		return func() { w1 = c.Call(ex{X: x, Y: onehot}).W1 }, c.Stats
+		var cIns transforms.Inspector
+		c := transforms.Compile(vgrad, transforms.Inspect(&cIns))
+		return func() { w1 = c(ex{X: x, Y: onehot}).W1 }, cIns.Stats
 	}
 	check := func() error {
 		for _, i := range []int{0, mlpBatch - 1} {
@@ -365,8 +369,9 @@ func mlpStepCompiled() (func() (func(), func() transforms.CompileStats), func() 
 	eager := mlpStep(p, x, onehot)
 	var out stepResult
 	compile := func() (func(), func() transforms.CompileStats) {
-		c := transforms.Compile3(mlpStep)
-		return func() { out = c.Call(p, x, onehot) }, c.Stats
+		var cIns transforms.Inspector
+		c := transforms.Compile3(mlpStep, transforms.Inspect(&cIns))
+		return func() { out = c(p, x, onehot) }, cIns.Stats
 	}
 	check := func() error {
 		if err := checkStep(out, ref, loss); err != nil {
@@ -528,8 +533,9 @@ func mamlCompiled() (func() (func(), func() transforms.CompileStats), func() err
 	check, err := mamlRef(params, tasks)
 	var out mamlResult
 	compile := func() (func(), func() transforms.CompileStats) {
-		c := transforms.Compile2(mamlStep)
-		return func() { out = c.Call(params, tasks) }, c.Stats
+		var cIns transforms.Inspector
+		c := transforms.Compile2(mamlStep, transforms.Inspect(&cIns))
+		return func() { out = c(params, tasks) }, cIns.Stats
 	}
 	return compile, func() error {
 		if err != nil {

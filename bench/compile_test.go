@@ -61,9 +61,10 @@ func TestCompiledMeasuredWarm(t *testing.T) {
 		x := peel.FromFloat64s(randFloats(1, 64, -2, 2))
 		var out *peel.Tensor
 		compile := func() (func(), func() transforms.CompileStats) {
-			c := transforms.Compile(chainFn)
-			stats = append(stats, c.Stats)
-			return func() { out = c.Call(x) }, c.Stats
+			var cIns transforms.Inspector
+			c := transforms.Compile(chainFn, transforms.Inspect(&cIns))
+			stats = append(stats, cIns.Stats)
+			return func() { out = c(x) }, cIns.Stats
 		}
 		return compile, chainCheck(x, &out)
 	}
@@ -128,14 +129,15 @@ func TestMLPStepCheckCatchesErrors(t *testing.T) {
 // TestCheckHits checks that a compiled function that traced again fails
 // the compiled workloads' check.
 func TestCheckHits(t *testing.T) {
-	c := transforms.Compile(chainFn)
-	c.Call(peel.FromFloat64s(randFloats(1, 4, -1, 1)))
-	c.Call(peel.FromFloat64s(randFloats(1, 4, -1, 1)))
-	if err := checkHits(c.Stats()); err != nil {
+	var cIns transforms.Inspector
+	c := transforms.Compile(chainFn, transforms.Inspect(&cIns))
+	c(peel.FromFloat64s(randFloats(1, 4, -1, 1)))
+	c(peel.FromFloat64s(randFloats(1, 4, -1, 1)))
+	if err := checkHits(cIns.Stats()); err != nil {
 		t.Errorf("a function that hit the cache: %v", err)
 	}
-	c.Call(peel.FromFloat64s(randFloats(1, 5, -1, 1)))
-	if err := checkHits(c.Stats()); err == nil || !strings.Contains(err.Error(), "2 of 3 calls traced") {
+	c(peel.FromFloat64s(randFloats(1, 5, -1, 1)))
+	if err := checkHits(cIns.Stats()); err == nil || !strings.Contains(err.Error(), "2 of 3 calls traced") {
 		t.Errorf("a function that traced twice: %v", err)
 	}
 }

@@ -108,8 +108,9 @@ func rnnCompiled(loss rnnLosses, steps int) compiledSetup {
 		ref := rnnRef(steps)
 		var out rnnParams
 		compile := func() (func(), func() transforms.CompileStats) {
-			c := transforms.Compile(transforms.Grad(loss(xs)))
-			return func() { out = c.Call(p) }, c.Stats
+			var cIns transforms.Inspector
+			c := transforms.Compile(transforms.Grad(loss(xs)), transforms.Inspect(&cIns))
+			return func() { out = c(p) }, cIns.Stats
 		}
 		return compile, func() error { return rnnCheck(ref, &out) }
 	}

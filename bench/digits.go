@@ -97,7 +97,8 @@ func digitsEpoch() Workload {
 		Setup: func() (func(), func() error) {
 			p, x, y := digitsData()
 			opt := optim.Adam[digitsMLP](digitsLR)
-			step := transforms.Compile2(digitsStep(opt))
+			var stepIns transforms.Inspector
+			step := transforms.Compile2(digitsStep(opt), transforms.Inspect(&stepIns))
 			s0 := digitsState{p, opt.Init(p)}
 			key := peel.Key(87)
 			var first digitsOut
@@ -108,7 +109,7 @@ func digitsEpoch() Workload {
 				s := s0
 				losses = losses[:0]
 				for b := range data.Batches(key, digitsBatchSize, false, x, y) {
-					out := step.Call(s, digitsBatch{b[0], b[1]})
+					out := step(s, digitsBatch{b[0], b[1]})
 					if len(losses) == 0 {
 						first, firstBatch = out, digitsBatch{b[0], b[1]}
 					}
@@ -142,7 +143,7 @@ func digitsEpoch() Workload {
 						}
 					}
 				}
-				if st := step.Stats(); st.Misses > 2 || st.Uncompiled > 0 {
+				if st := stepIns.Stats(); st.Misses > 2 || st.Uncompiled > 0 {
 					return fmt.Errorf("not compiled code: %d of %d calls traced, %d ran uncompiled (last miss: %s)",
 						st.Misses, st.Calls, st.Uncompiled, st.LastMiss)
 				}

@@ -71,8 +71,9 @@ func cosCompiled(opts ...transforms.CompileOption) compiledSetup {
 		x, h := cosData()
 		var out cosInputs
 		compile := func() (func(), func() transforms.CompileStats) {
-			c := transforms.Compile(transforms.Grad(cosLoss), opts...)
-			return func() { out = c.Call(x) }, c.Stats
+			var cIns transforms.Inspector
+			c := transforms.Compile(transforms.Grad(cosLoss), append(opts, transforms.Inspect(&cIns))...)
+			return func() { out = c(x) }, cIns.Stats
 		}
 		return compile, func() error { return cosCheck(out, h) }
 	}
@@ -225,8 +226,9 @@ func tfCompiled(block func(tfLayer, *peel.Tensor) *peel.Tensor) compiledSetup {
 		p, check := tfData(peel.Float32), tfCheck(tfRef())
 		var out tfParams
 		compile := func() (func(), func() transforms.CompileStats) {
-			c := transforms.Compile(transforms.Grad(tfLoss(block)))
-			return func() { out = c.Call(p) }, c.Stats
+			var cIns transforms.Inspector
+			c := transforms.Compile(transforms.Grad(tfLoss(block)), transforms.Inspect(&cIns))
+			return func() { out = c(p) }, cIns.Stats
 		}
 		return compile, func() error { return check(out) }
 	}

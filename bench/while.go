@@ -87,8 +87,9 @@ func newtonWhileCompiled() (func() (func(), func() transforms.CompileStats), fun
 	a := peel.FromFloat64s(as)
 	var out *peel.Tensor
 	compile := func() (func(), func() transforms.CompileStats) {
-		c := transforms.Compile(transforms.Vmap(newtonWhile))
-		return func() { out = c.Call(a) }, c.Stats
+		var cIns transforms.Inspector
+		c := transforms.Compile(transforms.Vmap(newtonWhile), transforms.Inspect(&cIns))
+		return func() { out = c(a) }, cIns.Stats
 	}
 	return compile, func() error { return newtonCheck(out, roots) }
 }

@@ -281,7 +281,7 @@ func TestDegenerate(t *testing.T) {
 	}
 	// Compiled, Pinv stays one equation with its rule.
 	cp := transforms.Compile(linalg.Pinv)
-	gc := transforms.Grad(func(x *T) *T { return peel.Sum(cp.Call(x)) })(peel.Eye(peel.Float64, 3))
+	gc := transforms.Grad(func(x *T) *T { return peel.Sum(cp(x)) })(peel.Eye(peel.Float64, 3))
 	if !allClose(gc, g) {
 		t.Errorf("Grad of compiled Pinv at I = %v, want %v", gc, g)
 	}
@@ -414,7 +414,7 @@ func TestMatrixExpTraced(t *testing.T) {
 	a := peel.FromFloat64s([]float64{0.5, 40, -40, 0.1}, 2, 2)
 	eager := linalg.MatrixExp(a)
 	c := transforms.Compile(linalg.MatrixExp)
-	if got := c.Call(a); !allClose(got, eager) {
+	if got := c(a); !allClose(got, eager) {
 		t.Errorf("compiled MatrixExp = %v, eager %v", got, eager)
 	}
 }

@@ -50,7 +50,7 @@ func Example() {
 	})
 	first := loss(params, x, y).Item()
 	for range 50 {
-		params = step.Call(params, x, y)
+		params = step(params, x, y)
 	}
 	last := loss(params, x, y).Item()
 	fmt.Println("logits:", params.apply(x).Shape())

@@ -120,7 +120,7 @@ func checkCompile(t *testing.T, what string, f func(*peel.Tensor) *peel.Tensor, 
 	c := transforms.Compile(f)
 	want := f(x)
 	for range 2 {
-		assertSame(t, what+" compile vs eager", c.Call(x), want, 1e-12, 1e-12)
+		assertSame(t, what+" compile vs eager", c(x), want, 1e-12, 1e-12)
 	}
 }
 

@@ -306,7 +306,7 @@ func TestBatchNorm(t *testing.T) {
 		_, st := BatchNorm(p, s, x, true, Momentum(0.2))
 		return st
 	})
-	st := step.Call(x)
+	st := step(x)
 	assertClose(t, "BatchNorm compiled state", st.Var, wv, []int{c}, 1e-12, 1e-14)
 	// Vmap over a leading ensemble axis of inputs: per-member batch
 	// statistics.
@@ -420,7 +420,7 @@ func TestCNNPerSampleGrads(t *testing.T) {
 	// The mean of the per-sample gradients is the batch gradient.
 	avg := transforms.Grad3(loss)(m, x, y)
 	assertSame(t, "mean of per-sample grads", peel.Mean(per.BN.Scale, 0), avg.BN.Scale, 1e-12, 1e-13)
-	compiled := transforms.Compile3(transforms.Grad3(loss)).Call(m, x, y)
+	compiled := transforms.Compile3(transforms.Grad3(loss))(m, x, y)
 	assertSame(t, "compiled grad", compiled.Conv.W, avg.Conv.W, 1e-12, 1e-13)
 	checkTreeGrad(t, "CNN", func(m cnn) *peel.Tensor { return loss(m, x, y) }, m, fdRtol, fdAtol)
 	pad := peel.ValidPadding

@@ -37,7 +37,7 @@ func checkCompileTree[A any](t *testing.T, what string, f func(A) *peel.Tensor, 
 	c := transforms.Compile(f)
 	want := f(p)
 	for range 2 {
-		assertSame(t, what+" compile vs eager", c.Call(p), want, 1e-12, 1e-12)
+		assertSame(t, what+" compile vs eager", c(p), want, 1e-12, 1e-12)
 	}
 }
 

@@ -106,18 +106,19 @@ func TestCompiledStepEqualsEager(t *testing.T) {
 	for name, opt := range composedOpts() {
 		t.Run(name, func(t *testing.T) {
 			step := trainStep(opt, prob.loss)
-			cstep := transforms.Compile2(step)
+			var cstepIns transforms.Inspector
+			cstep := transforms.Compile2(step, transforms.Inspect(&cstepIns))
 			p := newModel(prob.x0)
 			s := opt.Init(p)
 			cp, cs := p, s
 			for it := range 8 {
 				o := step(p, s)
 				p, s = o.P, o.S
-				co := cstep.Call(cp, cs)
+				co := cstep(cp, cs)
 				cp, cs = co.P, co.S
 				closeTrees(t, fmt.Sprintf("step %d", it), stepOut{cp, cs}, stepOut{p, s}, 1e-13)
 			}
-			if st := cstep.Stats(); st.Misses != 1 || st.Hits != 7 {
+			if st := cstepIns.Stats(); st.Misses != 1 || st.Hits != 7 {
 				t.Errorf("compiled step: %d misses and %d hits, want 1 and 7 (last miss: %s)", st.Misses, st.Hits, st.LastMiss)
 			}
 		})
@@ -384,18 +385,19 @@ func TestCompiledEnsembleStep(t *testing.T) {
 		ps[k] = newModel(x)
 	}
 	vstep := transforms.Vmap2(trainStep(opt, prob.loss))
-	cstep := transforms.Compile2(vstep)
+	var cstepIns transforms.Inspector
+	cstep := transforms.Compile2(vstep, transforms.Inspect(&cstepIns))
 	p := tree.Stack(ps)
 	s := transforms.Vmap(opt.Init)(p)
 	cp, cs := p, s
 	for it := range 5 {
 		o := vstep(p, s)
 		p, s = o.P, o.S
-		co := cstep.Call(cp, cs)
+		co := cstep(cp, cs)
 		cp, cs = co.P, co.S
 		closeTrees(t, fmt.Sprintf("step %d", it), stepOut{cp, cs}, stepOut{p, s}, 1e-13)
 	}
-	if st := cstep.Stats(); st.Misses != 1 {
+	if st := cstepIns.Stats(); st.Misses != 1 {
 		t.Errorf("%d misses, want 1 (last: %s)", st.Misses, st.LastMiss)
 	}
 }

@@ -40,11 +40,12 @@ func TestRegressionAliasedArgumentLeaves(t *testing.T) {
 		{"two views of one tensor", views, []float64{6, 6}, []float64{2, 3, 3}},
 		{"apart", apart, []float64{2, 4, 6}, nil},
 	}
-	c := transforms.Compile(f)
+	var cIns transforms.Inspector
+	c := transforms.Compile(f, transforms.Inspect(&cIns))
 	for _, run := range []struct {
 		name string
 		g    func([2]*T) *T
-	}{{"eager", f}, {"Functionalize", transforms.Functionalize(f)}, {"Compile", c.Call}} {
+	}{{"eager", f}, {"Functionalize", transforms.Functionalize(f)}, {"Compile", c}} {
 		// Twice through the patterns: a compiled function alternates
 		// between its programs.
 		for range 2 {
@@ -57,7 +58,7 @@ func TestRegressionAliasedArgumentLeaves(t *testing.T) {
 			}
 		}
 	}
-	if s := c.Stats(); s.Signatures != 4 || s.Misses != 4 {
+	if s := cIns.Stats(); s.Signatures != 4 || s.Misses != 4 {
 		t.Errorf("compiled stats %+v: want 4 signatures, one per alias pattern, each traced once", s)
 	}
 }
@@ -67,12 +68,13 @@ func TestRegressionAliasedArgumentLeaves(t *testing.T) {
 // optimizer's state starts with shared zeros).
 func TestCompileAliasedReadOnly(t *testing.T) {
 	f := func(p [2]*T) *T { return peel.Add(peel.Mul(p[0], 2.0), p[1]) }
-	c := transforms.Compile(f)
+	var cIns transforms.Inspector
+	c := transforms.Compile(f, transforms.Inspect(&cIns))
 	x, y := peel.FromFloat64s([]float64{1, 2}, 2), peel.FromFloat64s([]float64{5, 7}, 2)
 	for _, p := range [][2]*T{{x, x}, {x, y}, {peel.Narrow(x, 0, 0, 2), x}, {y, y}} {
-		near(t, "result", c.Call(p).Float64s(), f(p).Float64s(), 0)
+		near(t, "result", c(p).Float64s(), f(p).Float64s(), 0)
 	}
-	if s := c.Stats(); s.Misses != 1 {
+	if s := cIns.Stats(); s.Misses != 1 {
 		t.Errorf("stats %+v: want one trace for every alias pattern of a function that writes no argument", s)
 	}
 }
@@ -99,7 +101,7 @@ func TestCompileAliasedManyLeaves(t *testing.T) {
 		pe, xe := mk()
 		want := f(pe).Float64s()
 		pc, xc := mk()
-		near(t, fmt.Sprintf("tied=%v: result", tied), c.Call(pc).Float64s(), want, 0)
+		near(t, fmt.Sprintf("tied=%v: result", tied), c(pc).Float64s(), want, 0)
 		near(t, fmt.Sprintf("tied=%v: leaf 0 after", tied), xc.Float64s(), xe.Float64s(), 0)
 	}
 }
@@ -116,11 +118,12 @@ func TestRegressionCompileCapturedWrite(t *testing.T) {
 		{"traced value", func(W, v *T) { peel.AddInPlace(W, peel.Div(v, v)) }},
 	} {
 		W := peel.FromFloat64s([]float64{1}, 1)
-		c := transforms.Compile(func(v *T) *T { tc.write(W, v); return peel.Mul(v, W) })
+		var cIns transforms.Inspector
+		c := transforms.Compile(func(v *T) *T { tc.write(W, v); return peel.Mul(v, W) }, transforms.Inspect(&cIns))
 		for k, want := range []float64{2, 3, 4} {
-			near(t, tc.name+": result", c.Call(peel.Ones(peel.Float64, 1)).Float64s(), []float64{want}, 0)
+			near(t, tc.name+": result", c(peel.Ones(peel.Float64, 1)).Float64s(), []float64{want}, 0)
 			near(t, tc.name+": W after the call", W.Float64s(), []float64{want}, 0)
-			if s := c.Stats(); s.Misses != 1 || s.Hits != int64(k) {
+			if s := cIns.Stats(); s.Misses != 1 || s.Hits != int64(k) {
 				t.Errorf("%s: stats after call %d: %+v, want one trace", tc.name, k+1, s)
 			}
 		}
@@ -135,14 +138,15 @@ func TestRegressionArgumentIsCaptured(t *testing.T) {
 		W := peel.FromFloat64s([]float64{1, 2, 3}, 3)
 		f := func(a *T) *T { peel.AddInPlace(a, 1.0); return peel.Mul(W, 1.0) }
 		g := transforms.Functionalize(f)
-		c := transforms.Compile(f)
+		var cIns transforms.Inspector
+		c := transforms.Compile(f, transforms.Inspect(&cIns))
 		if name == "Compile" {
-			g = c.Call
+			g = c
 		}
 		near(t, name+" call 1", g(W).Float64s(), []float64{2, 3, 4}, 0)
 		near(t, name+" call 2", g(W).Float64s(), []float64{3, 4, 5}, 0)
 		near(t, name+" W", W.Float64s(), []float64{3, 4, 5}, 0)
-		if s := c.Stats(); name == "Compile" && s.Misses != 1 {
+		if s := cIns.Stats(); name == "Compile" && s.Misses != 1 {
 			t.Errorf("compiled stats %+v: want one trace", s)
 		}
 	}
@@ -163,13 +167,13 @@ func TestCompileCapturedWriteUnderTransforms(t *testing.T) {
 	Wc, fc := mk()
 	c := transforms.Compile(fc)
 	for range 3 {
-		near(t, "Grad(Compile) vs Grad", transforms.Grad(c.Call)(x).Float64s(), transforms.Grad(fe)(x).Float64s(), 0)
+		near(t, "Grad(Compile) vs Grad", transforms.Grad(c)(x).Float64s(), transforms.Grad(fe)(x).Float64s(), 0)
 		near(t, "captured tensor after", Wc.Float64s(), We.Float64s(), 0)
 	}
 	Wv, fv := mk()
 	cv := transforms.Compile(fv)
 	xs := peel.FromFloat64s([]float64{0.5, 3, 1, 1}, 2, 2)
-	for name, g := range map[string]func(*T) *T{"Vmap(f)": fv, "Vmap(Compile(f))": cv.Call} {
+	for name, g := range map[string]func(*T) *T{"Vmap(f)": fv, "Vmap(Compile(f))": cv} {
 		err := interp.Catch(func() { transforms.Vmap(g)(xs) })
 		var pe *peel.Error
 		if !errors.As(err, &pe) || !strings.Contains(pe.Msg, "not batched") {

@@ -124,18 +124,19 @@ func TestArgnumsNegative(t *testing.T) {
 	// Compile's argument options take the same indices.
 	t.Run("Compile", func(t *testing.T) {
 		traces := 0
-		cs := transforms.Compile2(func(x, s *T) *T { traces++; return peel.Mul(x, s) }, transforms.StaticArgnums(-1))
-		near(t, "s=2", cs.Call(a, peel.Scalar(2.0)).Float64s(), peel.Mul(a, 2.0).Float64s(), 0)
-		near(t, "s=3", cs.Call(a, peel.Scalar(3.0)).Float64s(), peel.Mul(a, 3.0).Float64s(), 0)
-		near(t, "s=3 again", cs.Call(a, peel.Scalar(3.0)).Float64s(), peel.Mul(a, 3.0).Float64s(), 0)
+		var csIns transforms.Inspector
+		cs := transforms.Compile2(func(x, s *T) *T { traces++; return peel.Mul(x, s) }, transforms.StaticArgnums(-1), transforms.Inspect(&csIns))
+		near(t, "s=2", cs(a, peel.Scalar(2.0)).Float64s(), peel.Mul(a, 2.0).Float64s(), 0)
+		near(t, "s=3", cs(a, peel.Scalar(3.0)).Float64s(), peel.Mul(a, 3.0).Float64s(), 0)
+		near(t, "s=3 again", cs(a, peel.Scalar(3.0)).Float64s(), peel.Mul(a, 3.0).Float64s(), 0)
 		if traces != 2 {
 			t.Errorf("StaticArgnums(-1): %d traces, want 2 (one per static value)", traces)
 		}
-		if m := cs.Stats().LastMiss; m == "" {
+		if m := csIns.Stats().LastMiss; m == "" {
 			t.Errorf("StaticArgnums(-1): no miss reason")
 		}
 		cd := transforms.Compile2(func(x, y *T) *T { return peel.Add(x, y) }, transforms.Donate(-2))
-		near(t, "Donate(-2)", cd.Call(peel.Clone(a), b).Float64s(), peel.Add(a, b).Float64s(), 0)
+		near(t, "Donate(-2)", cd(peel.Clone(a), b).Float64s(), peel.Add(a, b).Float64s(), 0)
 		wantError(t, func() { transforms.Compile2(func(x, y *T) *T { return x }, transforms.StaticArgnums(-3)) }, "transforms.Compile2", "StaticArgnums index -3 is out of range")
 		wantError(t, func() { transforms.Compile2(func(x, y *T) *T { return x }, transforms.Donate(1, -1)) }, "transforms.Compile2", "Donate repeats argument 1")
 	})

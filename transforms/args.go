@@ -25,8 +25,25 @@ type args3[A, B, C any] struct {
 	Arg2 C `peeltree:"args[2]"`
 }
 
-func (args2[A, B]) isArgs()    {}
-func (args3[A, B, C]) isArgs() {}
+type args4[A, B, C, D any] struct {
+	Arg0 A `peeltree:"args[0]"`
+	Arg1 B `peeltree:"args[1]"`
+	Arg2 C `peeltree:"args[2]"`
+	Arg3 D `peeltree:"args[3]"`
+}
+
+type args5[A, B, C, D, E any] struct {
+	Arg0 A `peeltree:"args[0]"`
+	Arg1 B `peeltree:"args[1]"`
+	Arg2 C `peeltree:"args[2]"`
+	Arg3 D `peeltree:"args[3]"`
+	Arg4 E `peeltree:"args[4]"`
+}
+
+func (args2[A, B]) isArgs()          {}
+func (args3[A, B, C]) isArgs()       {}
+func (args4[A, B, C, D]) isArgs()    {}
+func (args5[A, B, C, D, E]) isArgs() {}
 
 // argsTuple marks the positional tuples (see resolveAxes).
 type argsTuple interface{ isArgs() }
@@ -60,14 +77,39 @@ func (t args3[A, B, C]) zeroed(sel []bool) args3[A, B, C] {
 	return t
 }
 
+//lint:ignore U1000 called through gradTuple's type constraint
+func (t args4[A, B, C, D]) zeroed(sel []bool) args4[A, B, C, D] {
+	return zeroedArgs(t, sel)
+}
+
+//lint:ignore U1000 called through gradTuple's type constraint
+func (t args5[A, B, C, D, E]) zeroed(sel []bool) args5[A, B, C, D, E] {
+	return zeroedArgs(t, sel)
+}
+
+// zeroedArgs sets the fields of tuple t whose arguments sel does not
+// select to their zero values.
+func zeroedArgs[T any](t T, sel []bool) T {
+	v := reflect.ValueOf(&t).Elem()
+	for i, ok := range sel {
+		if !ok {
+			f := v.Field(i)
+			f.SetZero()
+		}
+	}
+	return t
+}
+
 var (
 	first2 = []bool{true, false}
 	first3 = []bool{true, false, false}
+	first4 = []bool{true, false, false, false}
+	first5 = []bool{true, false, false, false, false}
 )
 
 // argPrefixes are the leaf-path prefixes of the positional arguments
 // (the tuples' peeltree tags).
-var argPrefixes = [...]string{"args[0]", "args[1]", "args[2]"}
+var argPrefixes = [...]string{"args[0]", "args[1]", "args[2]", "args[3]", "args[4]"}
 
 // argLeaves returns the indices of the tuple leaves that belong to the
 // selected arguments.

@@ -126,7 +126,7 @@ func TestGradOptions(t *testing.T) {
 	gelu := func(x *T) *T { return peel.Sum(mylib.Gelu.Call(x)) }
 	near(t, "user op", transforms.Grad(gelu, transforms.CompileBackward())(x).Float64s(), transforms.Grad(gelu)(x).Float64s(), 1e-12)
 	// Under Compile: the joint program, same results.
-	ckNear(t, "Compile(Grad(CompileBackward))", transforms.Compile(transforms.Grad(ckLoss, transforms.CompileBackward())).Call(p), want)
+	ckNear(t, "Compile(Grad(CompileBackward))", transforms.Compile(transforms.Grad(ckLoss, transforms.CompileBackward()))(p), want)
 }
 
 // sameFloats reports how got differs from want beyond tol (relative,

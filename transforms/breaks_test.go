@@ -26,24 +26,25 @@ func branchy(x *T) *T {
 }
 
 func TestGraphBreaks(t *testing.T) {
-	c := transforms.Compile(branchy)
+	var cIns transforms.Inspector
+	c := transforms.Compile(branchy, transforms.Inspect(&cIns))
 	for _, v := range [][]float64{{1, 2, 3}, {-1, -2, -3}, {0.1, 0.2, -0.1}, {5, 6, 7}, {1, 2, 3}} {
 		x := f64(v...)
-		near(t, "compiled", c.Call(x).Float64s(), branchy(x).Float64s(), 0)
+		near(t, "compiled", c(x).Float64s(), branchy(x).Float64s(), 0)
 	}
-	st := c.Stats()
+	st := cIns.Stats()
 	if len(st.GraphBreaks) == 0 || !strings.Contains(st.GraphBreaks[0], "Item") || !strings.Contains(st.GraphBreaks[0], "breaks_test.go") {
 		t.Errorf("GraphBreaks %q: want the Item read and this file's line", st.GraphBreaks)
 	}
 	if st.Misses != 1 {
 		t.Errorf("%d misses, want 1 (one signature)", st.Misses)
 	}
-	ex := c.Explain(f64(1, 2, 3))
+	ex := cIns.Explain(f64(1, 2, 3))
 	if !strings.Contains(ex, "break 1:") || !strings.Contains(ex, "segments compiled") {
 		t.Errorf("Explain does not list the breaks:\n%s", ex)
 	}
 	// Strict: the read is an error.
-	wantError(t, func() { transforms.Compile(branchy, transforms.Strict()).Call(f64(1, 2)) }, "cannot read")
+	wantError(t, func() { transforms.Compile(branchy, transforms.Strict())(f64(1, 2)) }, "cannot read")
 	// In place: an error in segments.
 	wantError(t, func() {
 		transforms.Compile(func(x *T) *T {
@@ -52,7 +53,7 @@ func TestGraphBreaks(t *testing.T) {
 				peel.AddInPlace(y, 1.0)
 			}
 			return y
-		}).Call(f64(1, 2))
+		})(f64(1, 2))
 	}, "in-place")
 }
 
@@ -75,10 +76,11 @@ func TestGraphBreakInBackward(t *testing.T) {
 	want := transforms.Grad(loss)(x)
 	wantLog, wantSeen := log, seen
 	log, seen = nil, nil
-	c := transforms.Compile(transforms.Grad(loss))
+	var cIns transforms.Inspector
+	c := transforms.Compile(transforms.Grad(loss), transforms.Inspect(&cIns))
 	for call := range 3 {
 		log, seen = nil, nil
-		near(t, "Compile(Grad) with a logging hook", c.Call(x).Float64s(), want.Float64s(), 1e-15)
+		near(t, "Compile(Grad) with a logging hook", c(x).Float64s(), want.Float64s(), 1e-15)
 		if call == 0 {
 			// The first call's trace ran the function up to the break
 			// before it ran in segments (see Compile).
@@ -89,7 +91,7 @@ func TestGraphBreakInBackward(t *testing.T) {
 		}
 		near(t, "the hook's cotangent", seen[0], wantSeen[0], 1e-15)
 	}
-	if len(c.Stats().GraphBreaks) == 0 {
+	if len(cIns.Stats().GraphBreaks) == 0 {
 		t.Error("no graph break recorded for the logging hook")
 	}
 }
@@ -106,7 +108,7 @@ func TestGraphBreaksConcurrent(t *testing.T) {
 			for k := range 20 {
 				v := float64(g*20+k)/50 - 1.5
 				x := f64(v, 2*v, -v)
-				got, want := c.Call(x).Float64s(), branchy(x).Float64s()
+				got, want := c(x).Float64s(), branchy(x).Float64s()
 				for i := range got {
 					if got[i] != want[i] {
 						t.Errorf("goroutine %d call %d: %v, want %v", g, k, got, want)
@@ -132,15 +134,16 @@ func TestOpaque(t *testing.T) {
 		return peel.FromFloat64s(v, x.Shape()...)
 	})
 	f := func(x *T) *T { return peel.Exp(host(peel.Mul(x, 3.0))) }
-	c := transforms.Compile(f)
+	var cIns transforms.Inspector
+	c := transforms.Compile(f, transforms.Inspect(&cIns))
 	for _, v := range [][]float64{{0.11, 0.27}, {0.5, -0.33}, {0.11, 0.27}} {
 		x := f64(v...)
-		near(t, "opaque", c.Call(x).Float64s(), f(x).Float64s(), 0)
+		near(t, "opaque", c(x).Float64s(), f(x).Float64s(), 0)
 	}
 	if calls != 3*2 {
 		t.Errorf("the opaque function ran %d times, want 6 (each call and each eager check; the first trace stops before it)", calls)
 	}
-	if bs := c.Stats().GraphBreaks; len(bs) == 0 || !strings.Contains(bs[0], "opaque") {
+	if bs := cIns.Stats().GraphBreaks; len(bs) == 0 || !strings.Contains(bs[0], "opaque") {
 		t.Errorf("GraphBreaks %q", bs)
 	}
 	wantError(t, func() { transforms.Grad(func(x *T) *T { return peel.Sum(host(x)) })(f64(1)) }, "cannot read")

@@ -45,19 +45,20 @@ func TestBackwardProgramsCacheBounded(t *testing.T) {
 // evicted and met again is traced again, not answered wrongly.
 func TestCompileSignaturesBounded(t *testing.T) {
 	f := func(x *T) *T { return peel.Add(peel.Mul(x, x), 1.0) }
-	c := transforms.Compile(f, transforms.RecompileLimit(1<<20))
-	bound := transforms.SignatureMax(c)
+	var cIns transforms.Inspector
+	c := transforms.Compile(f, transforms.RecompileLimit(1<<20), transforms.Inspect(&cIns))
+	bound := transforms.SignatureMax[*T, *T](&cIns)
 	for _, n := range sizesUpTo(1, bound+20) {
 		x := cacheShapes(n)
-		near(t, "Compile(f) on "+x.TypeString(), c.Call(x).Float64s(), f(x).Float64s(), 0)
+		near(t, "Compile(f) on "+x.TypeString(), c(x).Float64s(), f(x).Float64s(), 0)
 	}
-	if s := c.Stats(); s.Signatures > bound || s.Signatures < bound/2 {
+	if s := cIns.Stats(); s.Signatures > bound || s.Signatures < bound/2 {
 		t.Fatalf("%d signatures kept after %d shapes; the bound is %d", s.Signatures, bound+20, bound)
 	}
-	misses := c.Stats().Misses
+	misses := cIns.Stats().Misses
 	x := cacheShapes(1) // the least recently used: evicted
-	near(t, "Compile(f) on an evicted signature", c.Call(x).Float64s(), f(x).Float64s(), 0)
-	if got := c.Stats().Misses; got != misses+1 {
+	near(t, "Compile(f) on an evicted signature", c(x).Float64s(), f(x).Float64s(), 0)
+	if got := cIns.Stats().Misses; got != misses+1 {
 		t.Fatalf("the first signature was still cached (misses %d → %d): the test does not exercise eviction", misses, got)
 	}
 }
@@ -67,21 +68,22 @@ func TestCompileSignaturesBounded(t *testing.T) {
 // against a per-lane eager loop.
 func TestVmapOfCompiledBounded(t *testing.T) {
 	f := func(x *T) *T { return peel.Mul(peel.Sin(x), peel.Sum(x)) }
-	c := transforms.Compile(f)
+	var cIns transforms.Inspector
+	c := transforms.Compile(f, transforms.Inspect(&cIns))
 	var bound int
 	for size := 1; size <= 80; size++ {
 		xs := peel.Reshape(cacheShapes(3*size), size, 3)
-		got := transforms.Vmap(c.Call)(xs)
+		got := transforms.Vmap(c)(xs)
 		for i := range size {
 			near(t, "Vmap(Compile(f)) lane", peel.Select(got, 0, i).Float64s(), f(peel.Select(xs, 0, i)).Float64s(), 1e-15)
 		}
-		n, max := transforms.CallBatchedLens(c)
+		n, max := transforms.CallBatchedLens[*T, *T](&cIns)
 		if n > max {
 			t.Fatalf("after batch size %d: %d batched programs, over the bound %d", size, n, max)
 		}
 		bound = max
 	}
-	if n, _ := transforms.CallBatchedLens(c); n == 0 || bound >= 80 {
+	if n, _ := transforms.CallBatchedLens[*T, *T](&cIns); n == 0 || bound >= 80 {
 		t.Fatalf("%d batched programs with bound %d after 80 batch sizes: the test does not exercise eviction", n, bound)
 	}
 }

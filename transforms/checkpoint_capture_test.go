@@ -70,15 +70,16 @@ func TestCompileWriteIntoTensorMadeInside(t *testing.T) {
 		peel.AddInPlace(y, x)
 		return peel.Mul(y, x)
 	}
-	c := transforms.Compile(f)
+	var cIns transforms.Inspector
+	c := transforms.Compile(f, transforms.Inspect(&cIns))
 	ck := transforms.Checkpoint(f, transforms.NothingSaveable)
 	for call := range 3 {
 		x := peel.FromFloat64s([]float64{1, 2, float64(call)}, 3)
 		want := f(x).Float64s()
-		near(t, fmt.Sprintf("compiled call %d", call), c.Call(x).Float64s(), want, 1e-12)
+		near(t, fmt.Sprintf("compiled call %d", call), c(x).Float64s(), want, 1e-12)
 		near(t, fmt.Sprintf("checkpointed call %d", call), ck(x).Float64s(), want, 1e-12)
 	}
-	if s := c.Stats(); s.Misses != 1 {
+	if s := cIns.Stats(); s.Misses != 1 {
 		t.Fatalf("%d traces, want 1 (%s)", s.Misses, s.LastMiss)
 	}
 }

@@ -119,8 +119,8 @@ func TestCheckpointComposes(t *testing.T) {
 			near(t, "Jacrev", transforms.Jacrev(onX(blk))(p.X).Float64s(), transforms.Jacrev(onX(ckBlock))(p.X).Float64s(), 1e-12)
 			near(t, "Jacfwd", transforms.Jacfwd(onX(blk))(p.X).Float64s(), transforms.Jacfwd(onX(ckBlock))(p.X).Float64s(), 1e-12)
 			// Compile(Grad(Checkpoint)) and Grad(Compile(Checkpoint)).
-			ckNear(t, "Compile(Grad)", transforms.Compile(transforms.Grad(ck)).Call(p), transforms.Grad(ckLoss)(p))
-			ckNear(t, "Grad(Compile)", transforms.Grad(transforms.Compile(ck).Call)(p), transforms.Grad(ckLoss)(p))
+			ckNear(t, "Compile(Grad)", transforms.Compile(transforms.Grad(ck))(p), transforms.Grad(ckLoss)(p))
+			ckNear(t, "Grad(Compile)", transforms.Grad(transforms.Compile(ck))(p), transforms.Grad(ckLoss)(p))
 		})
 	}
 }
@@ -259,7 +259,7 @@ func TestCheckpointOfRules(t *testing.T) {
 	fs := map[string]func(*T) *T{
 		"user op":   func(x *T) *T { return peel.Sum(peel.Tanh(mylib.Gelu.Call(peel.Mul(x, 2.0)))) },
 		"CustomVJP": func(x *T) *T { return peel.Sum(peel.Tanh(sq(peel.Mul(x, 2.0)))) },
-		"compiled":  func(x *T) *T { return peel.Sum(peel.Tanh(inner.Call(peel.Mul(x, 2.0)))) },
+		"compiled":  func(x *T) *T { return peel.Sum(peel.Tanh(inner(peel.Mul(x, 2.0)))) },
 		"nested": func(x *T) *T {
 			return peel.Sum(transforms.Checkpoint(func(y *T) *T { return peel.Sin(peel.Mul(y, y)) }, transforms.DotsSaveable)(peel.Tanh(x)))
 		},
@@ -293,11 +293,12 @@ func TestMinCutGeluByHand(t *testing.T) {
 		return vg{v, g}
 	}
 	wv, wg := transforms.ValueAndGrad(loss)(x)
-	c := transforms.Compile(f, transforms.FuseOps(mylib.Gelu))
-	got := c.Call(x)
+	var cIns transforms.Inspector
+	c := transforms.Compile(f, transforms.FuseOps(mylib.Gelu), transforms.Inspect(&cIns))
+	got := c(x)
 	near(t, "value", got.V.Float64s(), wv.Float64s(), 1e-12)
 	near(t, "gradient", got.G.Float64s(), wg.Float64s(), 1e-12)
-	ex := c.Explain(x)
+	ex := cIns.Explain(x)
 	prog := ex[strings.Index(ex, "program:"):]
 	if !strings.Contains(prog, "mylib.gelu") {
 		t.Errorf("the compiled program does not run the fused op:\n%s", prog)
@@ -314,21 +315,22 @@ func TestRematUnderCompile(t *testing.T) {
 		V *T
 		G ckParams
 	}
-	step := func(opts ...transforms.GradOption) *transforms.Compiled[ckParams, vg] {
+	step := func(ins *transforms.Inspector, opts ...transforms.GradOption) func(ckParams) vg {
 		return transforms.Compile(func(q ckParams) vg {
 			v, g := transforms.ValueAndGrad(ckLoss, opts...)(q)
 			return vg{v, g}
-		})
+		}, transforms.Inspect(ins))
 	}
-	plain, remat := step(), step(transforms.Remat(transforms.NothingSaveable))
-	a, b := plain.Call(p), remat.Call(p)
+	var plainIns, rematIns transforms.Inspector
+	plain, remat := step(&plainIns), step(&rematIns, transforms.Remat(transforms.NothingSaveable))
+	a, b := plain(p), remat(p)
 	near(t, "value", b.V.Float64s(), a.V.Float64s(), 1e-12)
 	ckNear(t, "gradient", b.G, a.G)
-	dots := func(c *transforms.Compiled[ckParams, vg]) int {
+	dots := func(c *transforms.Inspector) int {
 		ex := c.Explain(p)
 		return strings.Count(ex[strings.Index(ex, "program:"):], "dot_general")
 	}
-	if dp, dr := dots(plain), dots(remat); dr <= dp {
+	if dp, dr := dots(&plainIns), dots(&rematIns); dr <= dp {
 		t.Errorf("the remat program has %d products, the plain one %d: the recomputation was merged away", dr, dp)
 	}
 }
@@ -372,20 +374,24 @@ func TestGradRematDefault(t *testing.T) {
 		return func(q ckParams) vg { v, g := transforms.ValueAndGrad(ckLoss, opts...)(q); return vg{v, g} }
 	}
 	nothing := transforms.GradRemat(transforms.NothingSaveable)
-	plain := transforms.Compile(grad())
-	def := transforms.Compile(grad(), nothing)
-	own := transforms.Compile(grad(transforms.Remat(transforms.EverythingSaveable)), nothing)
-	everything := transforms.Compile(grad(transforms.Remat(transforms.EverythingSaveable)))
-	for name, c := range map[string]*transforms.Compiled[ckParams, vg]{"plain": plain, "default": def, "own": own} {
-		r := c.Call(p)
+	var plainIns transforms.Inspector
+	plain := transforms.Compile(grad(), transforms.Inspect(&plainIns))
+	var defIns transforms.Inspector
+	def := transforms.Compile(grad(), nothing, transforms.Inspect(&defIns))
+	var ownIns transforms.Inspector
+	own := transforms.Compile(grad(transforms.Remat(transforms.EverythingSaveable)), nothing, transforms.Inspect(&ownIns))
+	var everythingIns transforms.Inspector
+	transforms.Compile(grad(transforms.Remat(transforms.EverythingSaveable)), transforms.Inspect(&everythingIns))
+	for name, c := range map[string]func(ckParams) vg{"plain": plain, "default": def, "own": own} {
+		r := c(p)
 		near(t, name+" value", r.V.Float64s(), wv.Float64s(), 1e-12)
 		ckNear(t, name, r.G, wg)
 	}
-	dp, dd := dots(plain.Explain(p)), dots(def.Explain(p))
+	dp, dd := dots(plainIns.Explain(p)), dots(defIns.Explain(p))
 	if dd <= dp {
 		t.Errorf("GradRemat(NothingSaveable): %d products, the plain program %d: the default was not applied", dd, dp)
 	}
-	if do, de := dots(own.Explain(p)), dots(everything.Explain(p)); do != de {
+	if do, de := dots(ownIns.Explain(p)), dots(everythingIns.Explain(p)); do != de {
 		t.Errorf("a gradient's own Remat: %d products, want %d as without GradRemat", do, de)
 	}
 
@@ -394,10 +400,12 @@ func TestGradRematDefault(t *testing.T) {
 		v, g := transforms.ValueAndGrad(func(q ckParams) *T { q.X = x; return ckLoss(q) })(p)
 		return vg{v, g}
 	}
-	cp, cd := transforms.Compile(captured), transforms.Compile(captured, nothing)
+	var cpIns, cdIns transforms.Inspector
+	transforms.Compile(captured, transforms.Inspect(&cpIns))
+	cd := transforms.Compile(captured, nothing, transforms.Inspect(&cdIns))
 	cw := captured(p.X)
-	ckNear(t, "captured", cd.Call(p.X).G, cw.G)
-	if a, b := dots(cp.Explain(p.X)), dots(cd.Explain(p.X)); b <= a {
+	ckNear(t, "captured", cd(p.X).G, cw.G)
+	if a, b := dots(cpIns.Explain(p.X)), dots(cdIns.Explain(p.X)); b <= a {
 		t.Errorf("captured leaves: %d products with GradRemat, %d without: the default was not applied", b, a)
 	}
 
@@ -407,11 +415,13 @@ func TestGradRematDefault(t *testing.T) {
 		v, g := transforms.ValueAndGrad(func(x *T) *T { q := p; q.X = x; return ckLoss(q) })(x)
 		return [2]*T{v, g}
 	})
-	vp, vd := transforms.Compile(lanes), transforms.Compile(lanes, nothing)
-	a, b := vd.Call(xs), lanes(xs)
+	var vpIns, vdIns transforms.Inspector
+	transforms.Compile(lanes, transforms.Inspect(&vpIns))
+	vd := transforms.Compile(lanes, nothing, transforms.Inspect(&vdIns))
+	a, b := vd(xs), lanes(xs)
 	near(t, "vmap value", a[0].Float64s(), b[0].Float64s(), 1e-12)
 	near(t, "vmap gradient", a[1].Float64s(), b[1].Float64s(), 1e-12)
-	if a, b := dots(vp.Explain(xs)), dots(vd.Explain(xs)); b <= a {
+	if a, b := dots(vpIns.Explain(xs)), dots(vdIns.Explain(xs)); b <= a {
 		t.Errorf("Vmap in Compile: %d products with GradRemat, %d without: the default was not applied", b, a)
 	}
 }

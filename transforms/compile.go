@@ -63,17 +63,24 @@ import (
 // Called with tracers (under Grad, Vmap, … of the compiled function), the
 // traced graph is evaluated with Bind, so a compiled function composes
 // with every transform in both orders; Compile(Grad(f)) compiles the
-// backward pass too. A Compiled is safe for concurrent use: calls that
-// hit the cache take no lock.
+// backward pass too. The compiled function is safe for concurrent use:
+// calls that hit the cache take no lock.
 //
-// The function Call returns panics as f does, and with *peel.Error for
-// an invalid argument tree.
-func Compile[A, R any](f func(A) R, opts ...CompileOption) *Compiled[A, R] {
-	return newCompiled("transforms.Compile", 1, f, opts)
+// The compiled function is a Go function of f's signature; Compile2 …
+// Compile5 compile functions of two to five arguments, and several
+// results are one tree (a struct, or tree.Tuple2 …). Inspect attaches an
+// Inspector, which reads the cache statistics (Stats) and shows the
+// traced and optimized program (Explain). The compiled function panics
+// as f does, and with *peel.Error for an invalid argument tree.
+//
+//	step := Compile3(func(p Params, s State, b Batch) tree.Tuple3[Params, State, *peel.Tensor] { … })
+//	params, state, loss = step(params, state, batch).Unpack()
+func Compile[A, R any](f func(A) R, opts ...CompileOption) func(A) R {
+	return newCompiled("transforms.Compile", 1, f, opts).Call
 }
 
-// Compiled is a function compiled by Compile: call it with Call.
-type Compiled[A, R any] struct {
+// compiled is a function compiled by Compile; Call runs it.
+type compiled[A, R any] struct {
 	op    string
 	nargs int
 	f     func(A) R
@@ -108,7 +115,7 @@ type compileCounters struct {
 }
 
 // Stats returns the cache statistics so far.
-func (c *Compiled[A, R]) Stats() CompileStats {
+func (c *compiled[A, R]) Stats() CompileStats {
 	s := CompileStats{
 		Calls: c.stats.calls.Load(), Hits: c.stats.hits.Load(), Misses: c.stats.misses.Load(),
 		Uncompiled: c.stats.uncompiled.Load(), TraceTime: time.Duration(c.stats.traceNs.Load()),
@@ -139,14 +146,15 @@ func (c *Compiled[A, R]) Stats() CompileStats {
 type CompileOption interface{ applyCompile(*compileConfig) }
 
 type compileConfig struct {
-	limit  int
-	strict bool
-	warn   func(string)
-	donate []int
-	static []int
-	fuse   []*customop.Op
-	passes []compiler.Pass // the pipeline, built once
-	grad   *gradDefaults   // GradRemat, the data of the trace's levels
+	inspect *Inspector
+	limit   int
+	strict  bool
+	warn    func(string)
+	donate  []int
+	static  []int
+	fuse    []*customop.Op
+	passes  []compiler.Pass // the pipeline, built once
+	grad    *gradDefaults   // GradRemat, the data of the trace's levels
 }
 
 // gradDefaults are a compiled function's defaults for the gradients
@@ -239,7 +247,7 @@ func StaticArgnums(argnums ...int) CompileOption {
 	return compileOpt(func(c *compileConfig) { c.static = a })
 }
 
-func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOption) *Compiled[A, R] {
+func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOption) *compiled[A, R] {
 	cfg := &compileConfig{limit: 8, warn: func(m string) { log.Print(m) }}
 	for _, o := range opts {
 		o.applyCompile(cfg)
@@ -257,7 +265,11 @@ func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOpti
 	cfg.passes = append(cfg.passes, compiler.DefaultPasses()...)
 	cfg.donate = normArgnums(op, "Donate", cfg.donate, nargs)
 	cfg.static = normArgnums(op, "StaticArgnums", cfg.static, nargs)
-	return &Compiled[A, R]{op: op, nargs: nargs, f: f, cfg: cfg, cache: lru.New[string, *compileEntry](maxSignatures)}
+	c := &compiled[A, R]{op: op, nargs: nargs, f: f, cfg: cfg, cache: lru.New[string, *compileEntry](maxSignatures)}
+	if ins := cfg.inspect; ins != nil {
+		ins.attach(op, c, c.Stats, func(args []any) string { return c.Explain(packArgs[A](op, nargs, args)) })
+	}
+	return c
 }
 
 // maxSignatures bounds the signatures a compiled function keeps traced:
@@ -321,7 +333,7 @@ type signature struct {
 }
 
 // Call runs the compiled function on x.
-func (c *Compiled[A, R]) Call(x A) R {
+func (c *compiled[A, R]) Call(x A) R {
 	c.stats.calls.Add(1)
 	leaves, def, statics := treeimpl.FlattenStatics(c.op, x)
 	static := c.staticLeaves(def)
@@ -379,7 +391,7 @@ func (c *Compiled[A, R]) Call(x A) R {
 // callInSegments runs a signature with graph breaks: under the lazy
 // interpreter on concrete arguments, f itself otherwise (under an
 // enclosing transform, whose tracers cannot be read either).
-func (c *Compiled[A, R]) callInSegments(e *compileEntry, def *treeDef, leaves []*tensor, concrete bool) R {
+func (c *compiled[A, R]) callInSegments(e *compileEntry, def *treeDef, leaves []*tensor, concrete bool) R {
 	var outDef *treeDef
 	fl := flatFn(c.op, c.f, def, &outDef)
 	if !concrete {
@@ -404,7 +416,7 @@ func tracedRead(err error) bool {
 
 // lookup returns the entry for key when its captured tensors are
 // unchanged (compileEntry.stale) for a call on leaves.
-func (c *Compiled[A, R]) lookup(key string, leaves []*tensor) *compileEntry {
+func (c *compiled[A, R]) lookup(key string, leaves []*tensor) *compileEntry {
 	e, ok := c.cache.Load(key)
 	if !ok || e.stale(leaves) != "" {
 		return nil
@@ -415,7 +427,7 @@ func (c *Compiled[A, R]) lookup(key string, leaves []*tensor) *compileEntry {
 // lookupUnaliased returns the entry of sig without its alias pattern
 // when it writes no argument, so aliasing among its arguments does not
 // matter (a function that only reads tied weights is one program).
-func (c *Compiled[A, R]) lookupUnaliased(sig signature, leaves []*tensor) *compileEntry {
+func (c *compiled[A, R]) lookupUnaliased(sig signature, leaves []*tensor) *compileEntry {
 	sig.alias = ""
 	if e := c.lookup(sig.key(), leaves); e != nil && !e.writesArgs {
 		return e
@@ -538,7 +550,7 @@ func aliasPattern(leaves []*tensor, static []bool) string {
 }
 
 // staticLeaves marks the leaves of static positional arguments.
-func (c *Compiled[A, R]) staticLeaves(def *treeDef) []bool {
+func (c *compiled[A, R]) staticLeaves(def *treeDef) []bool {
 	mark := make([]bool, def.NumLeaves())
 	if len(c.cfg.static) == 0 {
 		return mark
@@ -555,7 +567,7 @@ func (c *Compiled[A, R]) staticLeaves(def *treeDef) []bool {
 
 // argLeafIndices returns the leaves of the selected positional
 // arguments (all leaves of the one argument of a one-argument function).
-func (c *Compiled[A, R]) argLeafIndices(def *treeDef, sel []bool) []int {
+func (c *compiled[A, R]) argLeafIndices(def *treeDef, sel []bool) []int {
 	if c.nargs == 1 {
 		if !sel[0] {
 			return nil
@@ -573,7 +585,7 @@ func (c *Compiled[A, R]) argLeafIndices(def *treeDef, sel []bool) []int {
 // signature even when many goroutines miss at once) and caches it. When
 // tracing made writes of the call (first is not nil), first completes
 // the call: it returns f's results and makes the call's other writes.
-func (c *Compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []bool, sig signature, key string) (_ *compileEntry, first func() []*tensor) {
+func (c *compiled[A, R]) trace(x A, def *treeDef, leaves []*tensor, static []bool, sig signature, key string) (_ *compileEntry, first func() []*tensor) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.lookup(key, leaves); e != nil {
@@ -721,7 +733,7 @@ func writesLeaves(traced *interp.Graph, nOut, n int) bool {
 // captured tensors f writes with traced values that are not inputs yet
 // (their final values are the graph's last outputs), eager those that
 // eval wrote while f was traced (interp.WatchWrites).
-func (c *Compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []bool, def *treeDef, link []bool, found, eager *[]*tensor, nOut *int) *interp.Graph {
+func (c *compiled[A, R]) traceGraph(e *compileEntry, leaves []*tensor, static []bool, def *treeDef, link []bool, found, eager *[]*tensor, nOut *int) *interp.Graph {
 	users := e.args(leaves)
 	avals := make([]interp.Aval, len(users))
 	for j, u := range users {
@@ -801,7 +813,7 @@ func replayViews(x *tensor, staged map[*tensor]*tensor) *tensor {
 
 // finish optimizes and builds the traced graph of entry e (nOut results
 // then the inputs' final values), and publishes e.
-func (c *Compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *treeDef, key string, start time.Time) *compileEntry {
+func (c *compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *treeDef, key string, start time.Time) *compileEntry {
 	nOut := e.nOut
 	for _, v := range traced.ConstVals {
 		if !v.IsConcrete() {
@@ -847,7 +859,7 @@ func (c *Compiled[A, R]) finish(e *compileEntry, traced *interp.Graph, def *tree
 
 // missReason says why key missed the cache: how the signature differs
 // from the most similar one traced before.
-func (c *Compiled[A, R]) missReason(sig signature, key string, leaves []*tensor) string {
+func (c *compiled[A, R]) missReason(sig signature, key string, leaves []*tensor) string {
 	if c.cache.Len() == 0 {
 		return "first call"
 	}
@@ -1025,7 +1037,7 @@ func buildProgram(g *interp.Graph) program {
 // reused. It traces anew and does not touch the cache. For a function
 // with graph breaks it runs the function once on x, in segments, and
 // lists each break: the read and the line of the caller.
-func (c *Compiled[A, R]) Explain(x A) string {
+func (c *compiled[A, R]) Explain(x A) string {
 	leaves, def, _ := treeimpl.FlattenStatics(c.op, x)
 	static := c.staticLeaves(def)
 	var in []interp.Aval
@@ -1081,40 +1093,3 @@ func (c *Compiled[A, R]) Explain(x A) string {
 	}
 	return b.String()
 }
-
-// Explain is Compiled.Explain for the two arguments.
-func (c *Compiled2[A, B, R]) Explain(a A, b B) string { return c.c.Explain(args2[A, B]{a, b}) }
-
-// Explain is Compiled.Explain for the three arguments.
-func (c *Compiled3[A, B, C, R]) Explain(a A, b B, x C) string {
-	return c.c.Explain(args3[A, B, C]{a, b, x})
-}
-
-// Compile2 is Compile for a function of two arguments; Donate and
-// StaticArgnums name them by position.
-func Compile2[A, B, R any](f func(A, B) R, opts ...CompileOption) *Compiled2[A, B, R] {
-	return &Compiled2[A, B, R]{newCompiled("transforms.Compile2", 2, func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, opts)}
-}
-
-// Compiled2 is a function of two arguments compiled by Compile2.
-type Compiled2[A, B, R any] struct{ c *Compiled[args2[A, B], R] }
-
-// Call runs the compiled function.
-func (c *Compiled2[A, B, R]) Call(a A, b B) R { return c.c.Call(args2[A, B]{a, b}) }
-
-// Stats returns the cache statistics so far.
-func (c *Compiled2[A, B, R]) Stats() CompileStats { return c.c.Stats() }
-
-// Compile3 is Compile for a function of three arguments.
-func Compile3[A, B, C, R any](f func(A, B, C) R, opts ...CompileOption) *Compiled3[A, B, C, R] {
-	return &Compiled3[A, B, C, R]{newCompiled("transforms.Compile3", 3, func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, opts)}
-}
-
-// Compiled3 is a function of three arguments compiled by Compile3.
-type Compiled3[A, B, C, R any] struct{ c *Compiled[args3[A, B, C], R] }
-
-// Call runs the compiled function.
-func (c *Compiled3[A, B, C, R]) Call(a A, b B, x C) R { return c.c.Call(args3[A, B, C]{a, b, x}) }
-
-// Stats returns the cache statistics so far.
-func (c *Compiled3[A, B, C, R]) Stats() CompileStats { return c.c.Stats() }

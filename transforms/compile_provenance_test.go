@@ -59,10 +59,11 @@ func TestCompileEagerValuesOfCapturedTensors(t *testing.T) {
 			w := peel.FromFloat64s([]float64{1, 2, 3}, 3)
 			b := peel.FromFloat64s([]float64{0.5, -1, 2}, 3)
 			f := p.f(w, b)
-			c := transforms.Compile(f)
+			var cIns transforms.Inspector
+			c := transforms.Compile(f, transforms.Inspect(&cIns))
 			x := peel.FromFloat64s([]float64{0.1, 0.2, 0.3}, 3)
 			for call := range 4 {
-				near(t, fmt.Sprintf("call %d", call), c.Call(x).Float64s(), f(x).Float64s(), 1e-12)
+				near(t, fmt.Sprintf("call %d", call), c(x).Float64s(), f(x).Float64s(), 1e-12)
 				if call%2 == 0 {
 					peel.AddInPlace(w, 1.0)
 				} else {
@@ -70,11 +71,11 @@ func TestCompileEagerValuesOfCapturedTensors(t *testing.T) {
 				}
 			}
 			// Calls with nothing written in between run the program.
-			before := c.Stats().Misses
+			before := cIns.Stats().Misses
 			for range 3 {
-				near(t, "unchanged", c.Call(x).Float64s(), f(x).Float64s(), 1e-12)
+				near(t, "unchanged", c(x).Float64s(), f(x).Float64s(), 1e-12)
 			}
-			if s := c.Stats(); s.Misses != before+1 && s.Misses != before {
+			if s := cIns.Stats(); s.Misses != before+1 && s.Misses != before {
 				t.Fatalf("%d traces for three calls on unchanged captures (%s)", s.Misses-before, s.LastMiss)
 			}
 		})
@@ -97,10 +98,11 @@ func TestCompileEagerValuesOfManyCaptures(t *testing.T) {
 		}
 		return peel.Mul(x, acc)
 	}
-	c := transforms.Compile(f, transforms.RecompileLimit(100))
+	var cIns transforms.Inspector
+	c := transforms.Compile(f, transforms.RecompileLimit(100), transforms.Inspect(&cIns))
 	x := peel.FromFloat64s([]float64{2}, 1)
 	for call := range 3 {
-		near(t, fmt.Sprintf("call %d", call), c.Call(x).Float64s(), f(x).Float64s(), 1e-12)
+		near(t, fmt.Sprintf("call %d", call), c(x).Float64s(), f(x).Float64s(), 1e-12)
 		peel.AddInPlace(ws[70+call], 1.0)
 	}
 }
@@ -129,13 +131,14 @@ func TestCompileCapturedWriteNeverRead(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			we, be := peel.FromFloat64s([]float64{1, 2, 3}, 3), peel.FromFloat64s([]float64{0.5, 1, -1}, 3)
 			wc, bc := peel.Clone(we), peel.Clone(be)
-			fe, c := p.f(we, be), transforms.Compile(p.f(wc, bc))
+			var cIns transforms.Inspector
+			fe, c := p.f(we, be), transforms.Compile(p.f(wc, bc), transforms.Inspect(&cIns))
 			x := peel.FromFloat64s([]float64{0.1, 0.2, 0.3}, 3)
 			for call := range 4 {
-				near(t, fmt.Sprintf("call %d", call), c.Call(x).Float64s(), fe(x).Float64s(), 1e-12)
+				near(t, fmt.Sprintf("call %d", call), c(x).Float64s(), fe(x).Float64s(), 1e-12)
 				near(t, fmt.Sprintf("captured after call %d", call), wc.Float64s(), we.Float64s(), 1e-12)
 			}
-			if s := c.Stats(); s.Misses > 2 {
+			if s := cIns.Stats(); s.Misses > 2 {
 				t.Fatalf("%d traces for 4 calls (%s)", s.Misses, s.LastMiss)
 			}
 		})

@@ -35,23 +35,24 @@ func TestCompileMatchesEager(t *testing.T) {
 	p := cparams{W: lin2At(1).W, B: lin2At(1).B, Act: "tanh"}
 	traces := 0
 	f := func(p cparams, x *T) *T { traces++; return peel.Sum(cpredict(p, x), 1) }
-	c := transforms.Compile2(f)
+	var cIns transforms.Inspector
+	c := transforms.Compile2(f, transforms.Inspect(&cIns))
 	want := f(p, xs)
 	traces = 0
 	for i := 0; i < 3; i++ {
-		near(t, "Compile2", c.Call(p, xs).Float64s(), want.Float64s(), 0)
+		near(t, "Compile2", c(p, xs).Float64s(), want.Float64s(), 0)
 	}
 	if traces != 1 {
 		t.Errorf("f ran %d times for three calls with one signature, want 1 (the trace)", traces)
 	}
-	s := c.Stats()
+	s := cIns.Stats()
 	if s.Calls != 3 || s.Hits != 2 || s.Misses != 1 || s.Signatures != 1 || s.LastMiss != "first call" {
 		t.Errorf("stats %+v", s)
 	}
 	// A tree result.
 	type out struct{ Y, Z *T }
 	g := transforms.Compile(func(p cparams) out { return out{Y: cpredict(p, xs), Z: peel.Sum(p.W)} })
-	got := g.Call(p)
+	got := g(p)
 	near(t, "tree result Y", got.Y.Float64s(), cpredict(p, xs).Float64s(), 0)
 	near(t, "tree result Z", got.Z.Float64s(), peel.Sum(p.W).Float64s(), 0)
 }
@@ -60,26 +61,28 @@ func TestCompileMatchesEager(t *testing.T) {
 // and a captured tensor written in place is retraced, never stale.
 func TestCompileCacheMisses(t *testing.T) {
 	p := cparams{W: lin2At(1).W, B: lin2At(1).B, Act: "tanh"}
-	c := transforms.Compile2(func(p cparams, x *T) *T { return cpredict(p, x) })
-	c.Call(p, xs)
-	c.Call(p, peel.Ones(peel.Float64, 3, 2))
-	if m := c.Stats().LastMiss; !strings.Contains(m, "leaf args[1] changed from f64[2,2] to f64[3,2]") {
+	var cIns transforms.Inspector
+	c := transforms.Compile2(func(p cparams, x *T) *T { return cpredict(p, x) }, transforms.Inspect(&cIns))
+	c(p, xs)
+	c(p, peel.Ones(peel.Float64, 3, 2))
+	if m := cIns.Stats().LastMiss; !strings.Contains(m, "leaf args[1] changed from f64[2,2] to f64[3,2]") {
 		t.Errorf("shape miss: %q", m)
 	}
 	q := p
 	q.Act = "sin"
-	near(t, "static change", c.Call(q, xs).Float64s(), cpredict(q, xs).Float64s(), 0)
-	if m := c.Stats().LastMiss; !strings.Contains(m, `static value args[0].Act changed from "tanh" to "sin"`) {
+	near(t, "static change", c(q, xs).Float64s(), cpredict(q, xs).Float64s(), 0)
+	if m := cIns.Stats().LastMiss; !strings.Contains(m, `static value args[0].Act changed from "tanh" to "sin"`) {
 		t.Errorf("static miss: %q", m)
 	}
 
 	w := peel.FromFloat64s([]float64{1, 2})
-	scale := transforms.Compile(func(x *T) *T { return peel.Mul(x, w) })
+	var scaleIns transforms.Inspector
+	scale := transforms.Compile(func(x *T) *T { return peel.Mul(x, w) }, transforms.Inspect(&scaleIns))
 	x := peel.FromFloat64s([]float64{3, 4})
-	near(t, "captured", scale.Call(x).Float64s(), []float64{3, 8}, 0)
+	near(t, "captured", scale(x).Float64s(), []float64{3, 8}, 0)
 	peel.MulInPlace(w, 10.0) // an optimizer step on a captured parameter
-	near(t, "captured after an in-place write", scale.Call(x).Float64s(), []float64{30, 80}, 0)
-	if m := scale.Stats().LastMiss; !strings.Contains(m, "captured tensor 0 (f64[2]) changed") {
+	near(t, "captured after an in-place write", scale(x).Float64s(), []float64{30, 80}, 0)
+	if m := scaleIns.Stats().LastMiss; !strings.Contains(m, "captured tensor 0 (f64[2]) changed") {
 		t.Errorf("captured miss: %q", m)
 	}
 }
@@ -87,15 +90,16 @@ func TestCompileCacheMisses(t *testing.T) {
 // TestCompileRecompileLimit: traces beyond the limit warn with the reason.
 func TestCompileRecompileLimit(t *testing.T) {
 	var warnings []string
+	var cIns transforms.Inspector
 	c := transforms.Compile(func(x *T) *T { return peel.Sum(x) }, transforms.RecompileLimit(2),
-		transforms.OnWarning(func(m string) { warnings = append(warnings, m) }))
+		transforms.OnWarning(func(m string) { warnings = append(warnings, m) }), transforms.Inspect(&cIns))
 	for n := 1; n <= 4; n++ {
-		c.Call(peel.Ones(peel.Float64, n))
+		c(peel.Ones(peel.Float64, n))
 	}
 	if len(warnings) != 2 || !strings.Contains(warnings[0], "past RecompileLimit(2)") || !strings.Contains(warnings[0], "the argument changed from f64[2] to f64[3]") {
 		t.Errorf("warnings %q", warnings)
 	}
-	if s := c.Stats(); s.Signatures != 4 || s.Misses != 4 {
+	if s := cIns.Stats(); s.Signatures != 4 || s.Misses != 4 {
 		t.Errorf("stats %+v", s)
 	}
 }
@@ -114,7 +118,7 @@ func TestCompileMutation(t *testing.T) {
 	c := transforms.Compile(f)
 	for i := 0; i < 2; i++ {
 		want := f(eager)
-		got := c.Call(comp)
+		got := c(comp)
 		near(t, "result", got.Float64s(), want.Float64s(), 1e-15)
 		near(t, "W written back", comp.W.Float64s(), eager.W.Float64s(), 1e-15)
 		near(t, "B written back", comp.B.Float64s(), eager.B.Float64s(), 1e-15)
@@ -129,21 +133,21 @@ func TestCompileComposes(t *testing.T) {
 	batch := peel.FromFloat64s([]float64{0.1, 0.2, -0.3, 0.4, 0.5, -0.6, 0.7, 0.8, 0.9, -1.0, 1.1, 1.2}, 3, 2, 2)
 	wantG := transforms.Grad2(loss)(p, xs)
 	c := transforms.Compile2(loss)
-	sameLeaves(t, "Grad2(Compile2)", tree.Leaves(transforms.Grad2(c.Call)(p, xs)), tree.Leaves(wantG), 1e-14)
+	sameLeaves(t, "Grad2(Compile2)", tree.Leaves(transforms.Grad2(c)(p, xs)), tree.Leaves(wantG), 1e-14)
 	cg := transforms.Compile2(transforms.Grad2(loss))
 	for i := 0; i < 2; i++ {
-		sameLeaves(t, "Compile2(Grad2)", tree.Leaves(cg.Call(p, xs)), tree.Leaves(wantG), 1e-14)
+		sameLeaves(t, "Compile2(Grad2)", tree.Leaves(cg(p, xs)), tree.Leaves(wantG), 1e-14)
 	}
 	vg := transforms.Vmap2(transforms.Grad2(loss), transforms.InAxes(transforms.NoAxis, 0))
 	cvg := transforms.Compile2(vg)
-	sameLeaves(t, "Compile2(Vmap2(Grad2))", tree.Leaves(cvg.Call(p, batch)), tree.Leaves(vg(p, batch)), 1e-14)
-	sameLeaves(t, "Vmap2(Compile2)", []*T{transforms.Vmap2(c.Call, transforms.InAxes(transforms.NoAxis, 0))(p, batch)},
+	sameLeaves(t, "Compile2(Vmap2(Grad2))", tree.Leaves(cvg(p, batch)), tree.Leaves(vg(p, batch)), 1e-14)
+	sameLeaves(t, "Vmap2(Compile2)", []*T{transforms.Vmap2(c, transforms.InAxes(transforms.NoAxis, 0))(p, batch)},
 		[]*T{transforms.Vmap2(loss, transforms.InAxes(transforms.NoAxis, 0))(p, batch)}, 1e-14)
 	fx := func(x *T) *T { return predict(p, x) }
 	cf := transforms.Compile(fx)
-	sameLeaves(t, "Jacrev(Compile)", []*T{transforms.Jacrev(cf.Call)(xs)}, []*T{transforms.Jacrev(fx)(xs)}, 1e-14)
-	nested := transforms.Compile(func(x *T) *T { return peel.Exp(cf.Call(x)) })
-	sameLeaves(t, "nested Compile", []*T{nested.Call(xs)}, []*T{peel.Exp(fx(xs))}, 1e-14)
+	sameLeaves(t, "Jacrev(Compile)", []*T{transforms.Jacrev(cf)(xs)}, []*T{transforms.Jacrev(fx)(xs)}, 1e-14)
+	nested := transforms.Compile(func(x *T) *T { return peel.Exp(cf(x)) })
+	sameLeaves(t, "nested Compile", []*T{nested(xs)}, []*T{peel.Exp(fx(xs))}, 1e-14)
 	pad := func(x *T) *T {
 		y := peel.Zeros(x.DType(), x.Shape()[0]+2)
 		peel.CopyInto(peel.Narrow(y, 0, 1, x.Shape()[0]), x)
@@ -151,11 +155,11 @@ func TestCompileComposes(t *testing.T) {
 	}
 	cfun := transforms.Compile(transforms.Vmap(transforms.Functionalize(pad)))
 	rows := peel.Reshape(batch, 3, 4)
-	sameLeaves(t, "Compile(Vmap(Functionalize))", []*T{cfun.Call(rows)}, []*T{transforms.Vmap(transforms.Functionalize(pad))(rows)}, 0)
+	sameLeaves(t, "Compile(Vmap(Functionalize))", []*T{cfun(rows)}, []*T{transforms.Vmap(transforms.Functionalize(pad))(rows)}, 0)
 	// Under Grad, a compiled function closing over the differentiated
 	// value (a tracer constant) is evaluated, not cached.
 	gw := transforms.Grad(func(w *T) *T {
-		return transforms.Compile(func(x *T) *T { return peel.Sum(peel.Mul(x, w)) }).Call(xs)
+		return transforms.Compile(func(x *T) *T { return peel.Sum(peel.Mul(x, w)) })(xs)
 	})(peel.OnesLike(xs))
 	near(t, "Grad through a closure", gw.Float64s(), xs.Float64s(), 0)
 }
@@ -163,27 +167,29 @@ func TestCompileComposes(t *testing.T) {
 // TestCompileStaticArgnums: a static argument is keyed by value.
 func TestCompileStaticArgnums(t *testing.T) {
 	traces := 0
-	c := transforms.Compile2(func(x, s *T) *T { traces++; return peel.Mul(x, s) }, transforms.StaticArgnums(1))
+	var cIns transforms.Inspector
+	c := transforms.Compile2(func(x, s *T) *T { traces++; return peel.Mul(x, s) }, transforms.StaticArgnums(1), transforms.Inspect(&cIns))
 	x := peel.FromFloat64s([]float64{1, 2})
-	near(t, "s=2", c.Call(x, peel.Scalar(2.0)).Float64s(), []float64{2, 4}, 0)
-	near(t, "s=2 again", c.Call(x, peel.Scalar(2.0)).Float64s(), []float64{2, 4}, 0)
-	near(t, "s=3", c.Call(x, peel.Scalar(3.0)).Float64s(), []float64{3, 6}, 0)
+	near(t, "s=2", c(x, peel.Scalar(2.0)).Float64s(), []float64{2, 4}, 0)
+	near(t, "s=2 again", c(x, peel.Scalar(2.0)).Float64s(), []float64{2, 4}, 0)
+	near(t, "s=3", c(x, peel.Scalar(3.0)).Float64s(), []float64{3, 6}, 0)
 	if traces != 2 {
 		t.Errorf("%d traces, want 2 (one per static value)", traces)
 	}
-	if m := c.Stats().LastMiss; !strings.Contains(m, "static leaf args[1]") {
+	if m := cIns.Stats().LastMiss; !strings.Contains(m, "static leaf args[1]") {
 		t.Errorf("miss %q", m)
 	}
 	wantError(t, func() { transforms.Compile(func(x *T) *T { return x }, transforms.Donate(1)) }, "transforms.Compile", "out of range")
 	d := transforms.Compile2(func(x, y *T) *T { return peel.Add(x, y) }, transforms.Donate(0))
-	near(t, "donated", d.Call(peel.FromFloat64s([]float64{1, 2}), x).Float64s(), []float64{2, 4}, 0)
+	near(t, "donated", d(peel.FromFloat64s([]float64{1, 2}), x).Float64s(), []float64{2, 4}, 0)
 }
 
 // TestCompileConcurrent: many goroutines call one compiled function,
 // sharing captured and argument tensors (run under -race).
 func TestCompileConcurrent(t *testing.T) {
 	p := lin2At(1)
-	c := transforms.Compile2(func(p lin2, x *T) *T { return peel.Sum(predict(p, x)) })
+	var cIns transforms.Inspector
+	c := transforms.Compile2(func(p lin2, x *T) *T { return peel.Sum(predict(p, x)) }, transforms.Inspect(&cIns))
 	want := peel.Sum(predict(p, xs)).Item()
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
@@ -196,7 +202,7 @@ func TestCompileConcurrent(t *testing.T) {
 				if i%5 == g%5 {
 					x = peel.Concat([]*T{xs, xs}, 0) // another signature now and then
 				}
-				got := c.Call(p, x).Item()
+				got := c(p, x).Item()
 				w := want
 				if x != xs {
 					w = 2 * want
@@ -212,7 +218,7 @@ func TestCompileConcurrent(t *testing.T) {
 	for e := range errs {
 		t.Fatal(e)
 	}
-	if s := c.Stats(); s.Signatures != 2 || s.Calls != 160 {
+	if s := cIns.Stats(); s.Signatures != 2 || s.Calls != 160 {
 		t.Errorf("stats %+v", s)
 	}
 }
@@ -225,9 +231,9 @@ func TestCompiledIsOnePrimitive(t *testing.T) {
 	f := func(x *T) *T { traces++; return peel.Sum(peel.Tanh(peel.Mul(x, x))) }
 	c := transforms.Compile(f)
 	batch := peel.FromFloat64s([]float64{0.1, 0.2, -0.3, 0.4, 0.5, -0.6}, 3, 2)
-	v := transforms.Vmap(c.Call)
-	g := transforms.Grad(c.Call)
-	vg := transforms.Vmap(transforms.Grad(c.Call))
+	v := transforms.Vmap(c)
+	g := transforms.Grad(c)
+	vg := transforms.Vmap(transforms.Grad(c))
 	traces = 0
 	for i := 0; i < 3; i++ {
 		near(t, "Vmap(Compile)", v(batch).Float64s(), transforms.Vmap(f)(batch).Float64s(), 1e-15)
@@ -239,24 +245,25 @@ func TestCompiledIsOnePrimitive(t *testing.T) {
 	if traces != 9+2 {
 		t.Errorf("f ran %d times, want 11 (9 for the references, 2 traces)", traces)
 	}
-	gr := transforms.MakeGraph(c.Call, xs).String()
+	gr := transforms.MakeGraph(c, xs).String()
 	if strings.Count(gr, "compiled_call") != 1 {
 		t.Errorf("MakeGraph of a compiled function:\n%s", gr)
 	}
-	h := transforms.Hessian(func(x *T) *T { return c.Call(x) })(peel.FromFloat64s([]float64{0.3, -0.2}))
+	h := transforms.Hessian(func(x *T) *T { return c(x) })(peel.FromFloat64s([]float64{0.3, -0.2}))
 	near(t, "Hessian(Compile)", h.Float64s(), transforms.Hessian(f)(peel.FromFloat64s([]float64{0.3, -0.2})).Float64s(), 1e-14)
 }
 
 // TestCompileExplain: Explain prints the traced graph (and, once the
 // passes change it, each stage).
 func TestCompileExplain(t *testing.T) {
-	c := transforms.Compile(func(x *T) *T { return peel.Sum(peel.Tanh(x)) })
-	s := c.Explain(xs)
+	var cIns transforms.Inspector
+	transforms.Compile(func(x *T) *T { return peel.Sum(peel.Tanh(x)) }, transforms.Inspect(&cIns))
+	s := cIns.Explain(xs)
 	if !strings.Contains(s, "traced:") || !strings.Contains(s, "tanh") || !strings.Contains(s, "reduce_sum") {
 		t.Errorf("Explain:\n%s", s)
 	}
-	if c.Stats().Calls != 0 || c.Stats().Signatures != 0 {
-		t.Errorf("Explain touched the cache: %+v", c.Stats())
+	if cIns.Stats().Calls != 0 || cIns.Stats().Signatures != 0 {
+		t.Errorf("Explain touched the cache: %+v", cIns.Stats())
 	}
 }
 
@@ -271,7 +278,7 @@ func TestRapidCompileEqualsEager(t *testing.T) {
 		c := transforms.Compile2(p.run)
 		want := p.run(x, y)
 		for i := 0; i < 2; i++ {
-			got := c.Call(x, y)
+			got := c(x, y)
 			if !slices.Equal(got.Shape(), want.Shape()) {
 				rt.Fatalf("%s: shape %v, want %v", p, got.Shape(), want.Shape())
 			}
@@ -283,8 +290,8 @@ func TestRapidCompileEqualsEager(t *testing.T) {
 		wantG := transforms.Grad2(loss)(x, y)
 		cl := transforms.Compile2(loss)
 		for name, g := range map[string]*T{
-			"Grad2(Compile2)": transforms.Grad2(cl.Call)(x, y),
-			"Compile2(Grad2)": transforms.Compile2(transforms.Grad2(loss)).Call(x, y),
+			"Grad2(Compile2)": transforms.Grad2(cl)(x, y),
+			"Compile2(Grad2)": transforms.Compile2(transforms.Grad2(loss))(x, y),
 		} {
 			got, want := g.Float64s(), wantG.Float64s()
 			for k := range got {
@@ -300,12 +307,13 @@ func TestRapidCompileEqualsEager(t *testing.T) {
 // broadcast 0.5 of the forward and of the backward pass) does not make
 // every later call a miss.
 func TestCompileGradHitsCache(t *testing.T) {
-	c := transforms.Compile(transforms.Grad(func(x *T) *T { return peel.Sum(peel.Mul(peel.Mul(x, 0.5), x)) }))
+	var cIns transforms.Inspector
+	c := transforms.Compile(transforms.Grad(func(x *T) *T { return peel.Sum(peel.Mul(peel.Mul(x, 0.5), x)) }), transforms.Inspect(&cIns))
 	x := peel.FromFloat64s([]float64{1, 2, 3, 4})
 	for i := 0; i < 3; i++ {
-		near(t, "Compile(Grad)", c.Call(x).Float64s(), x.Float64s(), 1e-15)
+		near(t, "Compile(Grad)", c(x).Float64s(), x.Float64s(), 1e-15)
 	}
-	if s := c.Stats(); s.Misses != 1 || s.Hits != 2 {
+	if s := cIns.Stats(); s.Misses != 1 || s.Hits != 2 {
 		t.Errorf("stats %+v (last miss %q)", s, s.LastMiss)
 	}
 }
@@ -316,17 +324,19 @@ func TestCompileGradHitsCache(t *testing.T) {
 func TestCompileFuseOps(t *testing.T) {
 	x := peel.FromFloat64s([]float64{-2, -0.5, 0, 0.3, 1.7, 3}, 2, 3)
 	byHand := func(x *T) *T { return mylib.GeluComposite(x) } // seven plain peel ops
-	c := transforms.Compile(byHand, transforms.FuseOps(mylib.Gelu))
-	s := c.Explain(x)
+	var cIns transforms.Inspector
+	c := transforms.Compile(byHand, transforms.FuseOps(mylib.Gelu), transforms.Inspect(&cIns))
+	s := cIns.Explain(x)
 	if !strings.Contains(s, "mylib.gelu") || !strings.Contains(s, "tanh") {
 		t.Errorf("the traced graph (with tanh) should become mylib.gelu:\n%s", s)
 	}
-	plain := transforms.Compile(byHand)
-	if strings.Contains(plain.Explain(x), "mylib.gelu") {
+	var plainIns transforms.Inspector
+	transforms.Compile(byHand, transforms.Inspect(&plainIns))
+	if strings.Contains(plainIns.Explain(x), "mylib.gelu") {
 		t.Errorf("without FuseOps the composite must stay as written")
 	}
-	near(t, "fused", c.Call(x).Float64s(), byHand(x).Float64s(), 1e-15)
-	loss := func(x *T) *T { return peel.Sum(c.Call(x)) }
+	near(t, "fused", c(x).Float64s(), byHand(x).Float64s(), 1e-15)
+	loss := func(x *T) *T { return peel.Sum(c(x)) }
 	near(t, "Grad of fused", transforms.Grad(loss)(x).Float64s(), transforms.Grad(func(x *T) *T { return peel.Sum(byHand(x)) })(x).Float64s(), 1e-14)
 }
 
@@ -342,7 +352,7 @@ func TestCompileDonatedAndWritten(t *testing.T) {
 	c := transforms.Compile(f, transforms.Donate(0))
 	for i := 0; i < 2; i++ {
 		x := peel.FromFloat64s([]float64{1, 2, 3})
-		y := c.Call(x)
+		y := c(x)
 		near(t, "result", y.Float64s(), []float64{2, 4, 6}, 0)
 		near(t, "written back", x.Float64s(), []float64{2, 3, 4}, 0)
 	}

@@ -166,7 +166,7 @@ func TestCompileWritesDifferential(t *testing.T) {
 		n := rapid.IntRange(3, 5).Draw(rt, "calls")
 		want := runWrites(p, vals, n, func(f func([2]*T) *T) func([2]*T) *T { return f })
 		for name, wrap := range map[string]func(func([2]*T) *T) func([2]*T) *T{
-			"Compile":       func(f func([2]*T) *T) func([2]*T) *T { return transforms.Compile(f).Call },
+			"Compile":       func(f func([2]*T) *T) func([2]*T) *T { return transforms.Compile(f) },
 			"Functionalize": func(f func([2]*T) *T) func([2]*T) *T { return transforms.Functionalize(f) },
 		} {
 			got := runWrites(p, vals, n, wrap)

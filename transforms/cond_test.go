@@ -127,7 +127,7 @@ func TestCondCapturedGrad(t *testing.T) {
 		w := f64(0.5, 0.25, -1)
 		condEqual(t, "captured grad", transforms.Grad(withCond)(w), transforms.Grad(withIf)(w))
 		cw := transforms.Compile(transforms.Grad(withCond))
-		near(t, "compiled captured grad", cw.Call(w).Float64s(), transforms.Grad(withIf)(w).Float64s(), 1e-12)
+		near(t, "compiled captured grad", cw(w).Float64s(), transforms.Grad(withIf)(w).Float64s(), 1e-12)
 	}
 }
 
@@ -196,8 +196,8 @@ func TestCondCompile(t *testing.T) {
 	c := transforms.Compile(condF)
 	cg := transforms.Compile(transforms.Grad(condSum(condF)))
 	for _, x := range condInputs() {
-		near(t, "compiled", c.Call(x).Float64s(), ifF(x).Float64s(), 1e-12)
-		near(t, "compiled grad", cg.Call(x).Float64s(), transforms.Grad(condSum(condPick(x)))(x).Float64s(), 1e-12)
+		near(t, "compiled", c(x).Float64s(), ifF(x).Float64s(), 1e-12)
+		near(t, "compiled grad", cg(x).Float64s(), transforms.Grad(condSum(condPick(x)))(x).Float64s(), 1e-12)
 	}
 	g := transforms.MakeGraph(condF, f64(1, 2)).String()
 	if !strings.Contains(g, "cond[2 branches]") {
@@ -265,7 +265,7 @@ func TestCondMoreTransforms(t *testing.T) {
 		ifF := condPick(x)
 		condEqual(t, "jacfwd", transforms.Jacfwd(condF)(x), transforms.Jacfwd(ifF)(x))
 		condEqual(t, "hessian", transforms.Hessian(condSum(condF))(x), transforms.Hessian(condSum(ifF))(x))
-		gc := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Compile(condF).Call(x)) })(x)
+		gc := transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Compile(condF)(x)) })(x)
 		near(t, "grad(compile)", gc.Float64s(), transforms.Grad(condSum(ifF))(x).Float64s(), 1e-12)
 	}
 	// Operands batched along another axis.
@@ -275,7 +275,7 @@ func TestCondMoreTransforms(t *testing.T) {
 	condEqual(t, "vmap in axis 1", got, want)
 	// Compiled vmap with a batched predicate.
 	cv := transforms.Compile(transforms.Vmap(condF))
-	near(t, "compile(vmap)", cv.Call(peel.Transpose(xs)).Float64s(), want.Float64s(), 1e-12)
+	near(t, "compile(vmap)", cv(peel.Transpose(xs)).Float64s(), want.Float64s(), 1e-12)
 }
 
 // TestCondEagerGradIgnoresUntakenBranch: a branch not taken whose
@@ -309,7 +309,7 @@ func TestCondCapturedVmapAndCompiledSwitch(t *testing.T) {
 	branches := []func(*T) *T{condPos, condNeg, peel.Neg}
 	c := transforms.Compile2(func(k, x *T) *T { return transforms.Switch(k, branches, x) })
 	for _, k := range []int64{-1, 0, 1, 2, 3} {
-		near(t, "compiled switch", c.Call(peel.Scalar(k), x).Float64s(), branches[min(max(k, 0), 2)](x).Float64s(), 1e-12)
+		near(t, "compiled switch", c(peel.Scalar(k), x).Float64s(), branches[min(max(k, 0), 2)](x).Float64s(), 1e-12)
 	}
 }
 
@@ -323,8 +323,8 @@ func TestCondTracedGradRunsOneBranch(t *testing.T) {
 		return peel.Sum(transforms.Cond(peel.Greater(peel.Sum(x), 0.0), peel.Sqrt, func(x *T) *T { return peel.Mul(x, 2.0) }, x))
 	}
 	c := transforms.Compile(transforms.Grad(f))
-	condEqual(t, "compiled grad, not taken NaN", c.Call(f64(-1, -4)), f64(2, 2))
-	near(t, "compiled grad, sqrt", c.Call(f64(1, 4)).Float64s(), []float64{0.5, 0.25}, 1e-15)
+	condEqual(t, "compiled grad, not taken NaN", c(f64(-1, -4)), f64(2, 2))
+	near(t, "compiled grad, sqrt", c(f64(1, 4)).Float64s(), []float64{0.5, 0.25}, 1e-15)
 	g := transforms.MakeGraph(transforms.Grad(f), f64(1, 2)).String()
 	if strings.Count(g, "cond[2 branches]") != 2 || strings.Contains(g, "select") {
 		t.Errorf("want a forward and a backward cond and no select:\n%s", g)
@@ -333,18 +333,18 @@ func TestCondTracedGradRunsOneBranch(t *testing.T) {
 	for _, x := range condInputs() {
 		ifF := condPick(x)
 		h := transforms.Compile(transforms.Hessian(condSum(condF)))
-		near(t, "compiled hessian", h.Call(x).Float64s(), transforms.Hessian(condSum(ifF))(x).Float64s(), 1e-12)
+		near(t, "compiled hessian", h(x).Float64s(), transforms.Hessian(condSum(ifF))(x).Float64s(), 1e-12)
 		jr := transforms.Compile(transforms.Jacrev(condF))
-		near(t, "compiled jacrev", jr.Call(x).Float64s(), transforms.Jacrev(ifF)(x).Float64s(), 1e-12)
+		near(t, "compiled jacrev", jr(x).Float64s(), transforms.Jacrev(ifF)(x).Float64s(), 1e-12)
 		jf := transforms.Compile(transforms.Jacfwd(condF))
-		near(t, "compiled jacfwd", jf.Call(x).Float64s(), transforms.Jacfwd(ifF)(x).Float64s(), 1e-12)
+		near(t, "compiled jacfwd", jf(x).Float64s(), transforms.Jacfwd(ifF)(x).Float64s(), 1e-12)
 	}
 	xs := peel.FromFloat64s([]float64{0.5, -0.25, 2, -1.5, 0.25, -3, 1, 1, -1}, 3, 3)
 	gradIf := func(x *T) *T { return transforms.Grad(condSum(condPick(x)))(x) }
 	cv := transforms.Compile(transforms.Vmap(transforms.Grad(condSum(condF))))
-	near(t, "compile(vmap(grad))", cv.Call(xs).Float64s(), condStack(gradIf, xs).Float64s(), 1e-12)
+	near(t, "compile(vmap(grad))", cv(xs).Float64s(), condStack(gradIf, xs).Float64s(), 1e-12)
 	gv := transforms.Compile(transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(condF)(x)) }))
-	near(t, "compile(grad(vmap))", gv.Call(xs).Float64s(), condStack(gradIf, xs).Float64s(), 1e-12)
+	near(t, "compile(grad(vmap))", gv(xs).Float64s(), condStack(gradIf, xs).Float64s(), 1e-12)
 }
 
 // TestCondComposes: a CustomVJP in a branch (whose rule, here the true
@@ -373,7 +373,7 @@ func TestCondComposes(t *testing.T) {
 	for _, x := range condInputs() {
 		grad := func(f func(*T) *T) *T { return transforms.Grad(condSum(f))(x) }
 		cgrad := func(f func(*T) *T, opts ...transforms.GradOption) *T {
-			return transforms.Compile(transforms.Grad(condSum(f), opts...)).Call(x)
+			return transforms.Compile(transforms.Grad(condSum(f), opts...))(x)
 		}
 		vjpIf := condNeg
 		if peel.Sum(x).Item() > 0 {
@@ -413,7 +413,7 @@ func TestCondTracedGradZeroCotangent(t *testing.T) {
 		}
 		for name, g := range map[string]ops{
 			"eager":    transforms.Grad(f)(o),
-			"compiled": transforms.Compile(transforms.Grad(f)).Call(o),
+			"compiled": transforms.Compile(transforms.Grad(f))(o),
 		} {
 			near(t, name+" dx", g.X.Float64s(), wantX, 1e-12)
 			near(t, name+" dy", g.Y.Float64s(), wantY, 1e-12)
@@ -447,11 +447,11 @@ func TestCondCompiledForwardMode(t *testing.T) {
 	for _, x := range condInputs() {
 		ifF := condPick(x)
 		wy, wdy := transforms.JVP(ifF, x, peel.OnesLike(x))
-		got := jvp.Call(x)
+		got := jvp(x)
 		near(t, "compiled jvp primal", got[0].Float64s(), wy.Float64s(), 1e-12)
 		near(t, "compiled jvp tangent", got[1].Float64s(), wdy.Float64s(), 1e-12)
 		_, wl := transforms.JVP(ifF, x, peel.Mul(x, 3.0))
-		near(t, "compiled linearize", lin.Call(x).Float64s(), wl.Float64s(), 1e-12)
+		near(t, "compiled linearize", lin(x).Float64s(), wl.Float64s(), 1e-12)
 	}
 }
 
@@ -509,7 +509,7 @@ func TestCondGradVmapNan(t *testing.T) {
 	xs4 := peel.FromFloat64s([]float64{0, 4, 0, 0.25})
 	g = transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(captured)(x)) })(xs4)
 	nearFinite(t, "grad(vmap(cond)), x captured", g.Float64s(), []float64{0, 0.25, 0, 1}, 1e-15)
-	g = transforms.Compile(transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(captured)(x)) })).Call(xs4)
+	g = transforms.Compile(transforms.Grad(func(x *T) *T { return peel.Sum(transforms.Vmap(captured)(x)) }))(xs4)
 	nearFinite(t, "compile(grad(vmap(cond))), x captured", g.Float64s(), []float64{0, 0.25, 0, 1}, 1e-15)
 
 	// Three branches, each with an infinite derivative where another is
@@ -536,7 +536,7 @@ func TestCondGradVmapNan(t *testing.T) {
 	}
 	sumV := func(x *T) *T { return peel.Sum(transforms.Vmap(withSafe)(x)) }
 	nearFinite(t, "grad(vmap(switch))", transforms.Grad(sumV)(x).Float64s(), want, 1e-15)
-	nearFinite(t, "compile(grad(vmap(switch)))", transforms.Compile(transforms.Grad(sumV)).Call(x).Float64s(), want, 1e-15)
+	nearFinite(t, "compile(grad(vmap(switch)))", transforms.Compile(transforms.Grad(sumV))(x).Float64s(), want, 1e-15)
 	nearFinite(t, "vmap(grad(switch))", transforms.Vmap(transforms.Grad(withSafe))(x).Float64s(), want, 1e-15)
 	_, vjp := transforms.VJP(transforms.Vmap(withSafe), x)
 	nearFinite(t, "vjp(vmap(switch))", vjp(peel.OnesLike(x)).Float64s(), want, 1e-15)

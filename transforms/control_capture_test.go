@@ -52,10 +52,10 @@ var controlTransforms = []struct {
 	{"jvp", func(f func(*T) *T, x *T) *T { _, t := transforms.JVP(f, x, peel.OnesLike(x)); return t }},
 	{"jacfwd", func(f func(*T) *T, x *T) *T { return transforms.Jacfwd(f)(x) }},
 	{"grad", func(f func(*T) *T, x *T) *T { return transforms.Grad(func(x *T) *T { return peel.Sum(f(x)) })(x) }},
-	{"compile", func(f func(*T) *T, x *T) *T { return transforms.Compile(f).Call(x) }},
+	{"compile", func(f func(*T) *T, x *T) *T { return transforms.Compile(f)(x) }},
 	{"functionalize", func(f func(*T) *T, x *T) *T { return transforms.Functionalize(f)(x) }},
 	{"compile(vmap)", func(f func(*T) *T, x *T) *T {
-		return transforms.Compile(transforms.Vmap(f)).Call(peel.Stack([]*T{x, peel.Mul(x, 0.5)}, 0))
+		return transforms.Compile(transforms.Vmap(f))(peel.Stack([]*T{x, peel.Mul(x, 0.5)}, 0))
 	}},
 }
 

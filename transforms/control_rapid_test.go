@@ -347,7 +347,7 @@ func TestRapidControlCompile(t *testing.T) {
 		p := drawCtlProgram(t)
 		a := drawCtlArgs(t, p, 0)
 		t.Logf("%s", p)
-		ctlNear(t, "compiled", transforms.Compile(p.loss).Call(a), p.loss(a), 1e-12)
-		ctlArgsNear(t, "compiled grad", transforms.Compile(transforms.Grad(p.loss)).Call(a), transforms.Grad(p.loss)(a), 1e-12)
+		ctlNear(t, "compiled", transforms.Compile(p.loss)(a), p.loss(a), 1e-12)
+		ctlArgsNear(t, "compiled grad", transforms.Compile(transforms.Grad(p.loss))(a), transforms.Grad(p.loss)(a), 1e-12)
 	})
 }

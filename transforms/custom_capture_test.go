@@ -60,7 +60,7 @@ func TestCustomRuleCapturedTracerOfApplyingLevel(t *testing.T) {
 				transforms.Grad(func(c *T) *T { return peel.Sum(transforms.Functionalize(r.of(c))(k)) })(one)
 			}, "grad"},
 			{"Grad of Compile", func() {
-				transforms.Grad(func(c *T) *T { return peel.Sum(transforms.Compile(r.of(c)).Call(k)) })(one)
+				transforms.Grad(func(c *T) *T { return peel.Sum(transforms.Compile(r.of(c))(k)) })(one)
 			}, "grad"},
 			{"Grad of Checkpoint", func() {
 				transforms.Grad(func(c *T) *T { return peel.Sum(transforms.Checkpoint(r.of(c), transforms.MinCut)(k)) })(one)

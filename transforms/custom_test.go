@@ -1172,13 +1172,13 @@ func TestCustomRulesSurviveStaging(t *testing.T) {
 		want := []float64{0.4, 3.6} // round(x) + x
 		for how, g := range map[string]func(*T) *T{
 			"Grad":                 transforms.Grad(f),
-			"Compile(Grad)":        transforms.Compile(transforms.Grad(f)).Call,
-			"Grad(Compile)":        transforms.Grad(transforms.Compile(f).Call),
+			"Compile(Grad)":        transforms.Compile(transforms.Grad(f)),
+			"Grad(Compile)":        transforms.Grad(transforms.Compile(f)),
 			"Checkpoint":           transforms.Grad(transforms.Checkpoint(f, transforms.MinCut)),
 			"Remat":                transforms.Grad(f, transforms.Remat(transforms.NothingSaveable)),
 			"CompileBackward":      transforms.Grad(f, transforms.CompileBackward()),
 			"Cond":                 transforms.Grad(func(x *T) *T { return transforms.Cond(peel.Scalar(true), f, f, x) }),
-			"Compile(Grad(Cond))":  transforms.Compile(transforms.Grad(func(x *T) *T { return transforms.Cond(peel.Greater(peel.Sum(x), 0.0), f, f, x) })).Call,
+			"Compile(Grad(Cond))":  transforms.Compile(transforms.Grad(func(x *T) *T { return transforms.Cond(peel.Greater(peel.Sum(x), 0.0), f, f, x) })),
 			"Vmap(Grad) (per row)": func(x *T) *T { return transforms.Vmap(transforms.Grad(f))(peel.Reshape(x, 1, 2)) },
 		} {
 			near(t, name+" "+how, g(x).Float64s(), want, 1e-12)

@@ -86,13 +86,14 @@ func ExampleGradArgs2() {
 // Compile traces once per signature and runs the optimized program on
 // later calls; a call with another shape traces again and says why.
 func ExampleCompile() {
+	var fIns transforms.Inspector
 	f := transforms.Compile(func(x *peel.Tensor) *peel.Tensor {
 		return peel.Sum(peel.Mul(peel.Tanh(x), x))
-	})
-	fmt.Println(f.Call(peel.FromFloat64s([]float64{0, 1, 2})).Item() > 0)
-	f.Call(peel.FromFloat64s([]float64{3, 4, 5}))
-	f.Call(peel.FromFloat64s([]float64{1, 2}))
-	s := f.Stats()
+	}, transforms.Inspect(&fIns))
+	fmt.Println(f(peel.FromFloat64s([]float64{0, 1, 2})).Item() > 0)
+	f(peel.FromFloat64s([]float64{3, 4, 5}))
+	f(peel.FromFloat64s([]float64{1, 2}))
+	s := fIns.Stats()
 	fmt.Println(s.Calls, s.Hits, s.Misses)
 	fmt.Println(s.LastMiss)
 	// Output:

@@ -14,12 +14,17 @@ func SetBackwardProgramsMax(n int) (restore func()) {
 // BackwardProgramsLen returns the number of backward programs cached.
 func BackwardProgramsLen() int { return backwardPrograms.Len() }
 
-// SignatureMax returns the bound on c's traced signatures.
-func SignatureMax[A, R any](c *Compiled[A, R]) int { return c.cache.Max() }
+// SignatureMax returns the bound on the traced signatures of the
+// function ins inspects, compiled from a function of A.
+func SignatureMax[A, R any](ins *Inspector) int {
+	return ins.get("test").impl.(*compiled[A, R]).cache.Max()
+}
 
-// CallBatchedLens returns, over c's traced signatures, the largest
-// number of batched programs one holds and their bound.
-func CallBatchedLens[A, R any](c *Compiled[A, R]) (n, max int) {
+// CallBatchedLens returns, over the traced signatures of the function
+// ins inspects, the largest number of batched programs one holds and
+// their bound.
+func CallBatchedLens[A, R any](ins *Inspector) (n, max int) {
+	c := ins.get("test").impl.(*compiled[A, R])
 	c.cache.Range(func(_ string, e *compileEntry) bool {
 		if e.call != nil {
 			n, max = maxInt(n, e.call.batched.Len()), e.call.batched.Max()

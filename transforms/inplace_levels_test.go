@@ -117,7 +117,7 @@ func TestRegressionViewOfBatchedFromInnerTransform(t *testing.T) {
 			want := lvLanes(b.body, xs, ys)
 			ipWant(t, "vmap", want.Float64s(), func() []*T { return ipOne(transforms.Vmap2(b.body)(xs, ys)) })
 			ipWant(t, "compile_vmap", want.Float64s(), func() []*T {
-				return ipOne(transforms.Compile2(transforms.Vmap2(b.body)).Call(xs, ys))
+				return ipOne(transforms.Compile2(transforms.Vmap2(b.body))(xs, ys))
 			})
 		})
 	}
@@ -239,7 +239,7 @@ func TestRegressionWritesIntoArguments(t *testing.T) {
 			return []outcome{{transforms.Functionalize(transforms.Grad(lvScalar(lvProgram)))(x).Float64s(), grad, 1e-6}}
 		}},
 		{"compile_grad", func(x *T) []outcome {
-			return []outcome{{transforms.Compile(transforms.Grad(lvScalar(lvProgram))).Call(x).Float64s(), grad, 1e-6}}
+			return []outcome{{transforms.Compile(transforms.Grad(lvScalar(lvProgram)))(x).Float64s(), grad, 1e-6}}
 		}},
 	}
 	for _, c := range one {
@@ -467,7 +467,7 @@ func TestCapturedWritesUnderEveryTransform(t *testing.T) {
 			return transforms.Functionalize(transforms.Grad(lvScalar(f)))(x).Float64s(), grad
 		}},
 		{"compile_grad", func(f func(*T) *T, x *T) ([]float64, []float64) {
-			return transforms.Compile(transforms.Grad(lvScalar(f))).Call(x).Float64s(), grad
+			return transforms.Compile(transforms.Grad(lvScalar(f)))(x).Float64s(), grad
 		}},
 		{"grad_checkpoint", func(f func(*T) *T, x *T) ([]float64, []float64) {
 			return transforms.Grad(lvScalar(transforms.Checkpoint(f, transforms.NothingSaveable)))(x).Float64s(), grad
@@ -713,9 +713,9 @@ func TestInPlaceLevelSweep(t *testing.T) {
 								case "compile_grad":
 									// Compiled once, called per lane.
 									comp := transforms.Compile2(body)
-									got = peel.Stack([]*T{comp.Call(lane(xs, 0), lane(ys, 0)), comp.Call(lane(xs, 1), lane(ys, 1))}, 0)
+									got = peel.Stack([]*T{comp(lane(xs, 0), lane(ys, 0)), comp(lane(xs, 1), lane(ys, 1))}, 0)
 								case "compile_vmap_grad":
-									got = transforms.Compile2(transforms.Vmap2(body)).Call(xs, ys)
+									got = transforms.Compile2(transforms.Vmap2(body))(xs, ys)
 								case "vmap_grad_inaxes1":
 									// The batch in the middle of the
 									// physical values: views whose

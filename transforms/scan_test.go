@@ -235,7 +235,7 @@ func TestScanCompile(t *testing.T) {
 		return append([]*T{c}, ys...)
 	}
 	a := scanArgsValue()
-	got := transforms.Compile(run).Call(a)
+	got := transforms.Compile(run)(a)
 	want := run(a)
 	for j := range want {
 		scanEqual(t, "compiled", got[j], want[j])
@@ -251,7 +251,7 @@ func TestScanCompile(t *testing.T) {
 	}
 	// A compiled gradient.
 	loss, oracle := scanLossWith(scanRunner(false)), scanLossWith(goRunner(false))
-	cg := transforms.Compile(transforms.Grad(loss)).Call(a)
+	cg := transforms.Compile(transforms.Grad(loss))(a)
 	wg := transforms.Grad(oracle)(a)
 	near(t, "compiled grad init", cg.Init.Float64s(), wg.Init.Float64s(), 1e-12)
 	near(t, "compiled grad xs", cg.Xs.Float64s(), wg.Xs.Float64s(), 1e-12)
@@ -352,10 +352,10 @@ func TestScanStagedDerivatives(t *testing.T) {
 		}
 		// Compiled JVP and gradient against the Go loop's.
 		oracle := scanLossWith(goRunner(rev))
-		cj := transforms.Compile(func(a scanArgs) *T { _, d := transforms.JVP(loss, a, tan); return d }).Call(a)
+		cj := transforms.Compile(func(a scanArgs) *T { _, d := transforms.JVP(loss, a, tan); return d })(a)
 		_, wj := transforms.JVP(oracle, a, tan)
 		near(t, "compiled jvp", cj.Float64s(), wj.Float64s(), 1e-12)
-		scanArgsEqual(t, "compiled grad", transforms.Compile(transforms.Grad(loss)).Call(a), transforms.Grad(oracle)(a), 1e-12)
+		scanArgsEqual(t, "compiled grad", transforms.Compile(transforms.Grad(loss))(a), transforms.Grad(oracle)(a), 1e-12)
 	}
 }
 
@@ -469,7 +469,7 @@ func TestScanMoreCompositions(t *testing.T) {
 	inits := peel.FromFloat64s([]float64{0.1, -0.2, 0.3, 1, 2, -3}, 2, 3)
 	run := func(init *T) *T { c, _ := transforms.Scan(scanStep, init, scanXs(), peel.Reverse()); return c }
 	goRun := func(init *T) *T { c, _ := goScan(scanStep, init, scanXs(), true); return c }
-	near(t, "compiled vmap", transforms.Compile(transforms.Vmap(run)).Call(inits).Float64s(),
+	near(t, "compiled vmap", transforms.Compile(transforms.Vmap(run))(inits).Float64s(),
 		peel.Stack([]*T{goRun(peel.Index(inits, 0)), goRun(peel.Index(inits, 1))}, 0).Float64s(), 0)
 	// An int carry beside a float one, differentiated.
 	counted := func(init *T) *T {
@@ -520,7 +520,7 @@ func TestScanLocalMutation(t *testing.T) {
 	init := f64(0.1, -0.2, 0.3)
 	near(t, "mutation", f(init).Float64s(), w(init).Float64s(), 0)
 	near(t, "mutation grad", transforms.Grad(f)(init).Float64s(), transforms.Grad(w)(init).Float64s(), 1e-14)
-	near(t, "compiled mutation", transforms.Compile(f).Call(init).Float64s(), w(init).Float64s(), 1e-14)
+	near(t, "compiled mutation", transforms.Compile(f)(init).Float64s(), w(init).Float64s(), 1e-14)
 }
 
 // A cumulative sum: the carry is the running total, each y the total so
@@ -606,8 +606,8 @@ func TestScanUnroll(t *testing.T) {
 			near(t, what+" vmap", transforms.Vmap(vlanes(loss))(inits).Float64s(), transforms.Vmap(vlanes(base))(inits).Float64s(), 1e-14)
 			near(t, what+" vmap(grad)", transforms.Vmap(transforms.Grad(vlanes(loss)))(inits).Float64s(),
 				transforms.Vmap(transforms.Grad(vlanes(base)))(inits).Float64s(), 1e-13)
-			near(t, what+" compiled", transforms.Compile(loss).Call(a).Float64s(), base(a).Float64s(), 1e-14)
-			scanArgsEqual(t, what+" compiled grad", transforms.Compile(transforms.Grad(loss)).Call(a), transforms.Grad(base)(a), 1e-13)
+			near(t, what+" compiled", transforms.Compile(loss)(a).Float64s(), base(a).Float64s(), 1e-14)
+			scanArgsEqual(t, what+" compiled grad", transforms.Compile(transforms.Grad(loss))(a), transforms.Grad(base)(a), 1e-13)
 		}
 	}
 }
@@ -755,7 +755,7 @@ func TestScanHoistedResiduals(t *testing.T) {
 	}
 	want := transforms.Grad(oracle)(a)
 	eq("grad", transforms.Grad(loss)(a), want, 1e-13)
-	eq("compiled grad", transforms.Compile(transforms.Grad(loss)).Call(a), want, 1e-13)
+	eq("compiled grad", transforms.Compile(transforms.Grad(loss))(a), want, 1e-13)
 	hv := func(l func(args) *T) func(args) *T {
 		return func(a args) *T { g := transforms.Grad(l)(a); return peel.Add(peel.Sum(g.W), peel.Sum(g.Xs)) }
 	}
@@ -834,7 +834,7 @@ func TestScanCompiledBody(t *testing.T) {
 		want := oracle(init)
 		c := transforms.Compile(run)
 		for call := 0; call < 3; call++ {
-			got := c.Call(init)
+			got := c(init)
 			for j := range want {
 				near(t, fmt.Sprintf("%s: call %d result %d", name, call, j), got[j].Float64s(), want[j].Float64s(), 1e-14)
 			}
@@ -854,7 +854,7 @@ func TestScanCompiledBody(t *testing.T) {
 		wg := transforms.Grad(loss(oracle))(init)
 		cg := transforms.Compile(transforms.Grad(loss(run)))
 		for call := 0; call < 2; call++ {
-			g := cg.Call(init)
+			g := cg(init)
 			near(t, name+": compiled grad A", g.A.Float64s(), wg.A.Float64s(), 1e-13)
 			near(t, name+": compiled grad B", g.B.Float64s(), wg.B.Float64s(), 1e-13)
 		}
@@ -901,7 +901,7 @@ func TestScanStepRemat(t *testing.T) {
 	for _, c := range ckPolicies[1:] {
 		f := loss(transforms.StepRemat(c.policy))
 		near(t, c.name+" Grad", transforms.Grad(f)(h0).Float64s(), want, 1e-12)
-		near(t, c.name+" Compile(Grad)", transforms.Compile(transforms.Grad(f)).Call(h0).Float64s(), want, 1e-12)
+		near(t, c.name+" Compile(Grad)", transforms.Compile(transforms.Grad(f))(h0).Float64s(), want, 1e-12)
 		near(t, c.name+" Vmap(Grad)", transforms.Vmap(transforms.Grad(f))(lanes).Float64s(), wantLanes, 1e-12)
 		near(t, c.name+" JVP(Grad)", hvp(f), wantHVP, 1e-10)
 		if c.name == "nothing" {
@@ -930,10 +930,10 @@ func TestScanCompiledAccumulatesInPlace(t *testing.T) {
 		t.Skip("the race detector makes sync.Pool drop run states, which then allocate their arenas")
 	}
 	c := transforms.Compile(acc)
-	near(t, "accumulation", peel.AsType(c.Call(xs), peel.Float64).Float64s(), peel.AsType(acc(xs), peel.Float64).Float64s(), 1e-3)
+	near(t, "accumulation", peel.AsType(c(xs), peel.Float64).Float64s(), peel.AsType(acc(xs), peel.Float64).Float64s(), 1e-3)
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	c.Call(xs)
+	c(xs)
 	runtime.ReadMemStats(&m1)
 	// One 64 KiB carry per step would be 6.4 MiB; the products are made
 	// in the body's arena.
@@ -982,8 +982,8 @@ func TestLoopTooLarge(t *testing.T) {
 			{"grad", func() { transforms.Grad(f.f)(x) }},
 			{"jacfwd", func() { transforms.Jacfwd(f.f)(x) }},
 			{"vmap", func() { transforms.Vmap(f.f)(peel.FromFloat64s([]float64{1, 2})) }},
-			{"compile", func() { transforms.Compile(f.f).Call(x) }},
-			{"compile(grad)", func() { transforms.Compile(transforms.Grad(f.f)).Call(x) }},
+			{"compile", func() { transforms.Compile(f.f)(x) }},
+			{"compile(grad)", func() { transforms.Compile(transforms.Grad(f.f))(x) }},
 			{"functionalize", func() { transforms.Functionalize(f.f)(x) }},
 		} {
 			t.Run(f.name+"/"+tr.name, func(t *testing.T) { wantError(t, tr.run, "too large") })

@@ -111,13 +111,13 @@ func TestWhileLoopForwardMode(t *testing.T) {
 	// tangent) carries. A traced tangent: a while for the primals and
 	// while_lin (that while) for the tangents.
 	cj := transforms.Compile(func(x *T) *T { _, d := transforms.JVP(f, x, dx); return d })
-	near(t, "compiled jvp", cj.Call(x).Float64s(), wdy.Float64s(), 1e-14)
+	near(t, "compiled jvp", cj(x).Float64s(), wdy.Float64s(), 1e-14)
 	gr := transforms.MakeGraph(func(x *T) *T { y, d := transforms.JVP(f, x, dx); return peel.Add(y, d) }, x).String()
 	if strings.Count(gr, "= while[") != 1 || strings.Contains(gr, "while_lin") {
 		t.Fatalf("staged JVP graph with a concrete tangent: want one while:\n%s", gr)
 	}
 	jt := func(a [2]*T) *T { y, d := transforms.JVP(f, a[0], a[1]); return peel.Add(y, d) }
-	near(t, "compiled jvp, traced tangent", transforms.Compile(jt).Call([2]*T{x, dx}).Float64s(), peel.Add(wy, wdy).Float64s(), 1e-14)
+	near(t, "compiled jvp, traced tangent", transforms.Compile(jt)([2]*T{x, dx}).Float64s(), peel.Add(wy, wdy).Float64s(), 1e-14)
 	gr = transforms.MakeGraph(jt, [2]*T{x, dx}).String()
 	if strings.Count(gr, "= while[") != 1 || strings.Count(gr, "= while_lin[") != 1 {
 		t.Fatalf("staged JVP graph with a traced tangent: want one while and one while_lin:\n%s", gr)
@@ -144,7 +144,7 @@ func TestWhileLoopReverseModeError(t *testing.T) {
 	}, msg...)
 	wantError(t, func() { transforms.Jacrev(func(x *T) *T { return whileGeo(w, 20)(x) })(x) }, msg...)
 	wantError(t, func() { transforms.Hessian(loss)(x) }, msg...)
-	wantError(t, func() { transforms.Compile(transforms.Grad(loss)).Call(x) }, msg...)
+	wantError(t, func() { transforms.Compile(transforms.Grad(loss))(x) }, msg...)
 	wantError(t, func() { transforms.Grad(loss, transforms.CompileBackward())(x) }, msg...)
 	wantError(t, func() { transforms.Vmap(transforms.Grad(loss))(peel.Stack([]*T{x, x}, 0)) }, msg...)
 	wantError(t, func() {
@@ -243,15 +243,16 @@ func TestWhileLoopVmap(t *testing.T) {
 }
 
 func TestWhileLoopCompile(t *testing.T) {
-	c := transforms.Compile(func(a *T) newtonState { return cubeRoot(a, 1e-9) })
+	var cIns transforms.Inspector
+	c := transforms.Compile(func(a *T) newtonState { return cubeRoot(a, 1e-9) }, transforms.Inspect(&cIns))
 	for _, a := range []float64{1, 27, 1e6, 0.001} {
-		s := c.Call(peel.Scalar(a))
+		s := c(peel.Scalar(a))
 		x, k := goCubeRoot(a, 1e-9)
 		if s.X.Item() != x || int(s.K.Item()) != k {
 			t.Fatalf("compiled a=%v: x=%v k=%v, want %v %v", a, s.X.Item(), s.K.Item(), x, k)
 		}
 	}
-	if st := c.Stats(); st.Misses != 1 || st.Hits != 3 || len(st.GraphBreaks) != 0 {
+	if st := cIns.Stats(); st.Misses != 1 || st.Hits != 3 || len(st.GraphBreaks) != 0 {
 		t.Fatalf("a data-dependent trip count must not retrace: %+v", st)
 	}
 	g := transforms.MakeGraph(func(a *T) newtonState { return cubeRoot(a, 1e-9) }, peel.Scalar(2.0)).String()
@@ -262,9 +263,10 @@ func TestWhileLoopCompile(t *testing.T) {
 		t.Fatalf("the while equation should print its graphs:\n%s", g)
 	}
 	// WhileLoop inside Vmap inside Compile.
-	cv := transforms.Compile(transforms.Vmap(func(a *T) newtonState { return cubeRoot(a, 1e-9) }))
+	var cvIns transforms.Inspector
+	cv := transforms.Compile(transforms.Vmap(func(a *T) newtonState { return cubeRoot(a, 1e-9) }), transforms.Inspect(&cvIns))
 	for _, vals := range [][]float64{{1, 8, 1e6}, {0.5, 2000, 3}} {
-		s := cv.Call(f64(vals...))
+		s := cv(f64(vals...))
 		for i, a := range vals {
 			x, k := goCubeRoot(a, 1e-9)
 			if peel.Index(s.X, i).Item() != x || int(peel.Index(s.K, i).Item()) != k {
@@ -272,7 +274,7 @@ func TestWhileLoopCompile(t *testing.T) {
 			}
 		}
 	}
-	if st := cv.Stats(); st.Misses != 1 {
+	if st := cvIns.Stats(); st.Misses != 1 {
 		t.Fatalf("compiled vmap retraced: %+v", st)
 	}
 }
@@ -307,7 +309,7 @@ func TestWhileLoopNested(t *testing.T) {
 	}
 	ns := f64(6, 7, 27, 1)
 	vk := transforms.Vmap(collatz)(ns).K
-	ck := transforms.Compile(transforms.Vmap(collatz)).Call(ns).K
+	ck := transforms.Compile(transforms.Vmap(collatz))(ns).K
 	for i, n := range []int{6, 7, 27, 1} {
 		if int(peel.Index(vk, i).Item()) != goCollatz(n) || int(peel.Index(ck, i).Item()) != goCollatz(n) {
 			t.Fatalf("vmap collatz lane %d: %v / %v, want %d", i, peel.Index(vk, i).Item(), peel.Index(ck, i).Item(), goCollatz(n))
@@ -356,7 +358,7 @@ func TestWhileLoopNested(t *testing.T) {
 	_, d := transforms.JVP(outer(inner), c0, peel.OnesLike(c0))
 	_, wd := transforms.JVP(outerN(outerCount(c0)), c0, peel.OnesLike(c0))
 	near(t, "scan in while jvp", d.Float64s(), wd.Float64s(), 1e-12)
-	near(t, "compiled scan in while", transforms.Compile(outer(inner)).Call(c0).Float64s(), goOuter(c0).Float64s(), 0)
+	near(t, "compiled scan in while", transforms.Compile(outer(inner))(c0).Float64s(), goOuter(c0).Float64s(), 0)
 	ws, _ := transforms.Scan(func(c, x *T) (*T, *T) {
 		r := whileGeo(peel.Add(peel.Abs(x), 1.1), 20)(c)
 		return peel.Mul(r, 0.01), r
@@ -414,7 +416,7 @@ func TestWhileLoopFunctionalize(t *testing.T) {
 	near(t, "local mutation", transforms.WhileLoop(cond, body, x).Float64s(), want, 1e-15)
 	f := func(x *T) *T { return transforms.WhileLoop(cond, body, x) }
 	near(t, "functionalized", transforms.Functionalize(f)(x).Float64s(), want, 1e-15)
-	near(t, "compiled", transforms.Compile(f).Call(x).Float64s(), want, 1e-15)
+	near(t, "compiled", transforms.Compile(f)(x).Float64s(), want, 1e-15)
 	_, dx := transforms.JVP(f, x, peel.OnesLike(x))
 	_, wdx := transforms.JVP(loopN(count(x)), x, peel.OnesLike(x))
 	near(t, "jvp mutation", dx.Float64s(), wdx.Float64s(), 1e-14)
@@ -428,7 +430,7 @@ func TestWhileLoopFunctionalize(t *testing.T) {
 		return peel.Less(peel.Sum(d), 48.0)
 	}
 	near(t, "local mutation in cond", transforms.Functionalize(func(x *T) *T { return transforms.WhileLoop(condLocal, body, x) })(x).Float64s(), want, 1e-15)
-	near(t, "local mutation in cond, compiled", transforms.Compile(func(x *T) *T { return transforms.WhileLoop(condLocal, body, x) }).Call(x).Float64s(), want, 1e-15)
+	near(t, "local mutation in cond, compiled", transforms.Compile(func(x *T) *T { return transforms.WhileLoop(condLocal, body, x) })(x).Float64s(), want, 1e-15)
 	// A write into a captured tensor is refused, as in Scan.
 	w := f64(1, 2)
 	wantError(t, func() {
@@ -506,7 +508,7 @@ func TestWhileLoopRapid(t *testing.T) {
 			near(t, "eager", got, want[l*n:(l+1)*n], 0)
 		}
 		near(t, "vmap", transforms.Vmap(func(a [3]*T) *T { return affineWhile(a[0], a[1], a[2]) })([3]*T{X, M, B}).Float64s(), want, 0)
-		near(t, "compiled", compiled.Call([3]*T{peel.Index(X, 0), peel.Index(M, 0), peel.Index(B, 0)}).Float64s(), want[:n], 0)
+		near(t, "compiled", compiled([3]*T{peel.Index(X, 0), peel.Index(M, 0), peel.Index(B, 0)}).Float64s(), want[:n], 0)
 		// Forward mode against the same number of steps unrolled in Go.
 		x0, m0, b0 := peel.Index(X, 0), peel.Index(M, 0), peel.Index(B, 0)
 		steps := affineSteps(xs[:n], ms[:n], bs[:n])
@@ -608,7 +610,7 @@ func TestMap(t *testing.T) {
 		gr, wg := transforms.Grad(loss)(ins), transforms.Grad(wl)(ins)
 		near(t, "map grad A", gr.A.Float64s(), wg.A.Float64s(), 1e-14)
 		near(t, "map grad B", gr.B.Float64s(), wg.B.Float64s(), 1e-14)
-		near(t, "map compiled", transforms.Compile(m).Call(ins).Float64s(), loop(ins).Float64s(), 1e-14)
+		near(t, "map compiled", transforms.Compile(m)(ins).Float64s(), loop(ins).Float64s(), 1e-14)
 		stacked := in{A: peel.Stack([]*T{ins.A, peel.Neg(ins.A)}, 0), B: peel.Stack([]*T{ins.B, ins.B}, 0)}
 		vm := transforms.Vmap(m)(stacked)
 		near(t, "map vmap", peel.Index(vm, 1).Float64s(), loop(in{A: peel.Neg(ins.A), B: ins.B}).Float64s(), 1e-14)
@@ -652,7 +654,7 @@ func TestWhileLoopMoreCompositions(t *testing.T) {
 	}
 	ns := peel.FromInt64s([]int64{2, 5, 0, 3})
 	near(t, "pred batched by a captured tensor", transforms.Vmap(upTo)(ns).Float64s(), []float64{3, 31, 0, 7}, 0)
-	near(t, "compiled", transforms.Compile(transforms.Vmap(upTo)).Call(ns).Float64s(), []float64{3, 31, 0, 7}, 0)
+	near(t, "compiled", transforms.Compile(transforms.Vmap(upTo))(ns).Float64s(), []float64{3, 31, 0, 7}, 0)
 
 	// Forward mode of a WhileLoop in a Scan body (scan_lin holds while_lin).
 	w := f64(1.5, 1.25)
@@ -689,7 +691,7 @@ func TestWhileLoopMoreCompositions(t *testing.T) {
 	}
 	n := geoCount(w, 20, c0)
 	goBr := func(x *T) *T { return geoN(w, n)(x) }
-	cj := transforms.Compile(func(x *T) *T { _, d := transforms.JVP(br, x, f64(1, 0.5)); return d }).Call(c0)
+	cj := transforms.Compile(func(x *T) *T { _, d := transforms.JVP(br, x, f64(1, 0.5)); return d })(c0)
 	_, wj := transforms.JVP(goBr, c0, f64(1, 0.5))
 	near(t, "while in cond, compiled jvp", cj.Float64s(), wj.Float64s(), 1e-13)
 
@@ -741,7 +743,7 @@ func TestWhileLoopCustomOpForwardMode(t *testing.T) {
 			near(t, "jvp vs finite differences", tan.Float64s(), fd.Float64s(), 1e-6)
 			near(t, "jacfwd", transforms.Jacfwd(f)(x).Float64s(), transforms.Jacfwd(fori)(x).Float64s(), 1e-14)
 			cj := transforms.Compile(func(a [2]*T) [2]*T { p, t := transforms.JVP(f, a[0], a[1]); return [2]*T{p, t} })
-			got := cj.Call([2]*T{x, v})
+			got := cj([2]*T{x, v})
 			near(t, "compile(jvp) primal", got[0].Float64s(), wp.Float64s(), 1e-14)
 			near(t, "compile(jvp) tangent", got[1].Float64s(), wt.Float64s(), 1e-14)
 			near(t, "vmap(jacfwd)", transforms.Vmap(transforms.Jacfwd(f))(peel.Stack([]*T{x, x}, 0)).Float64s(),

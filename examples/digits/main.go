@@ -169,7 +169,7 @@ func train(xTrain, yTrain *peel.Tensor, epochs int) (MLP, []float64) {
 	for epoch := range epochs {
 		sum, n := 0.0, 0
 		for b := range data.Batches(peel.FoldIn(key, int64(epoch)), batchSize, false, xTrain, yTrain) {
-			out := step.Call(s, Batch{b[0], b[1]})
+			out := step(s, Batch{b[0], b[1]})
 			s = out.State
 			rows := b[0].Shape()[0]
 			sum += out.Loss.Item() * float64(rows)

@@ -124,7 +124,7 @@ func TestCompiledStepEqualsEager(t *testing.T) {
 	se, sc := State{p, opt.Init(p)}, State{p, opt.Init(p)}
 	var first, last float64
 	for i := range 5 {
-		oe, oc := eager(se, b), compiled.Call(sc, b)
+		oe, oc := eager(se, b), compiled(sc, b)
 		se, sc = oe.State, oc.State
 		le, lc := tree.Leaves(oe), tree.Leaves(oc)
 		for k := range le {

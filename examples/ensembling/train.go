@@ -70,15 +70,16 @@ func initMembers() []Member {
 // and returns their final states (stacked), the losses [steps, members]
 // and the compiled step's statistics.
 func trainEnsemble() (Member, *peel.Tensor, transforms.CompileStats) {
-	step := transforms.Compile2(transforms.Vmap2(trainStep))
+	var stepIns transforms.Inspector
+	step := transforms.Compile2(transforms.Vmap2(trainStep), transforms.Inspect(&stepIns))
 	ens := tree.Stack(initMembers())
 	var losses []*peel.Tensor
 	for s := range trainSteps {
-		out := step.Call(ens, trainBatches(s))
+		out := step(ens, trainBatches(s))
 		ens = out.Member
 		losses = append(losses, out.Loss)
 	}
-	return ens, peel.Stack(losses, 0), step.Stats()
+	return ens, peel.Stack(losses, 0), stepIns.Stats()
 }
 
 // trainLoop trains each member alone, eagerly, in a Go loop over members

@@ -73,11 +73,12 @@ func main() {
 
 	// Compiled: one program, whose while loop runs as many steps as each
 	// call needs.
-	c := transforms.Compile(solveAll)
+	var cIns transforms.Inspector
+	c := transforms.Compile(solveAll, transforms.Inspect(&cIns))
 	for _, vals := range [][]float64{{2, 3, 4}, {1e-6, 1e6, 1e12}} {
-		r := c.Call(peel.FromFloat64s(vals))
+		r := c(peel.FromFloat64s(vals))
 		fmt.Printf("compiled %v: ∛ %v, steps %v\n", vals, r.X.Float64s(), peel.AsType(r.Steps, peel.Float64).Float64s())
 	}
-	st := c.Stats()
+	st := cIns.Stats()
 	fmt.Printf("compiled calls %d, traces %d\n", st.Calls, st.Misses)
 }

@@ -58,16 +58,17 @@ func TestDerivative(t *testing.T) {
 // TestCompiled: the compiled solver agrees with the eager one on inputs
 // needing different numbers of steps, and traces once.
 func TestCompiled(t *testing.T) {
-	c := transforms.Compile(solveAll)
+	var cIns transforms.Inspector
+	c := transforms.Compile(solveAll, transforms.Inspect(&cIns))
 	for _, vals := range [][]float64{inputs[:4], inputs[4:8], inputs[8:]} {
-		got, want := c.Call(peel.FromFloat64s(vals)), solveAll(peel.FromFloat64s(vals))
+		got, want := c(peel.FromFloat64s(vals)), solveAll(peel.FromFloat64s(vals))
 		for i := range vals {
 			if peel.Index(got.X, i).Item() != peel.Index(want.X, i).Item() || peel.Index(got.Steps, i).Item() != peel.Index(want.Steps, i).Item() {
 				t.Fatalf("compiled lane %d of %v: %v (%v steps), eager %v (%v)", i, vals, peel.Index(got.X, i).Item(), peel.Index(got.Steps, i).Item(), peel.Index(want.X, i).Item(), peel.Index(want.Steps, i).Item())
 			}
 		}
 	}
-	if st := c.Stats(); st.Misses != 1 {
+	if st := cIns.Stats(); st.Misses != 1 {
 		t.Fatalf("traced %d times, want once", st.Misses)
 	}
 }

@@ -58,7 +58,7 @@ func check(t *testing.T, w *peel.Tensor, b Sample) map[int]int {
 	t.Helper()
 	losses := transforms.Vmap(func(s Sample) *peel.Tensor { return loss(w, s) })(b).Float64s()
 	grads := perSampleGrads(w, b)
-	compiled := transforms.Compile(func(b Sample) *peel.Tensor { return perSampleGrads(w, b) }).Call(b)
+	compiled := transforms.Compile(func(b Sample) *peel.Tensor { return perSampleGrads(w, b) })(b)
 	xv, n := b.X.Float64s(), w.Shape()[0]
 	pieces := map[int]int{}
 	for i, r := range residuals(w, b) {
