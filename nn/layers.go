@@ -14,7 +14,18 @@ type layerConfig struct {
 	weight, bias Initializer
 	noBias       bool
 	torch        bool
+	groups       int    // InitConv2D's channel groups; 0 is 1
+	kernel       [2]int // InitConv2D's kernel height and width, when KernelSize set them
 }
+
+// Groups splits a convolution's channels into n groups (InitConv2D;
+// torch's groups=n): each output channel sees in/n input channels. The
+// default is 1. Pass peel.ConvGroups(n) to Conv2D too.
+func Groups(n int) LayerOption { return func(c *layerConfig) { c.groups = n } }
+
+// KernelSize sets a convolution's kernel to h×w (InitConv2D), for a
+// kernel that is not square; torch's kernel_size=(h, w).
+func KernelSize(h, w int) LayerOption { return func(c *layerConfig) { c.kernel = [2]int{h, w} } }
 
 // WeightInit sets the initializer of a layer's weight.
 func WeightInit(init Initializer) LayerOption { return func(c *layerConfig) { c.weight = init } }
@@ -64,6 +75,9 @@ func layerOptions(op string, weight Initializer, opts []LayerOption) layerConfig
 	}
 	if !c.torch && (c.weight == nil || c.bias == nil) {
 		fail(op, "nil Initializer")
+	}
+	if op != "nn.InitConv2D" && (c.groups != 0 || c.kernel != [2]int{}) {
+		fail(op, "Groups and KernelSize are options of nn.InitConv2D")
 	}
 	return c
 }
@@ -132,17 +146,24 @@ func Linear(p LinearParams, x *peel.Tensor) *peel.Tensor {
 type Conv2DParams struct{ W, B *peel.Tensor }
 
 // InitConv2D returns the params of a Conv2D layer from in to out channels
-// with a kh×kw kernel and the given number of groups (1 if 0): W drawn
-// with LecunNormal(ConvAxes) (fan-in = in/groups·kh·kw), B zeros; the
-// options are InitLinear's. It panics with a *peel.Error if a size is
+// with a kernel×kernel kernel, as torch's nn.Conv2d(in, out, kernel):
+// W drawn with LecunNormal(ConvAxes) (fan-in = in/groups·kh·kw), B
+// zeros. Options: Groups(n) (default 1), KernelSize(h, w) for a kernel
+// that is not square, and InitLinear's (WeightInit, BiasInit, NoBias,
+// TorchInit). Strides, padding and dilation are Conv2D's options, given
+// where the layer runs. It panics with a *peel.Error if a size is
 // negative, groups does not divide in and out, dt is not float, the key
 // is invalid, or an option is nil.
-func InitConv2D(key *peel.Tensor, dt peel.DType, in, out, kh, kw, groups int, opts ...LayerOption) Conv2DParams {
+func InitConv2D(key *peel.Tensor, dt peel.DType, in, out, kernel int, opts ...LayerOption) Conv2DParams {
 	const op = "nn.InitConv2D"
 	defer peel.Annotate(op)
 	c := layerOptions(op, LecunNormal(ConvAxes), opts)
+	groups, kh, kw := c.groups, kernel, kernel
 	if groups == 0 {
 		groups = 1
+	}
+	if c.kernel != [2]int{} {
+		kh, kw = c.kernel[0], c.kernel[1]
 	}
 	if in < 0 || out < 0 || kh < 0 || kw < 0 || groups < 0 {
 		fail(op, "negative size (in %d, out %d, kernel %d×%d, groups %d)", in, out, kh, kw, groups)

@@ -98,7 +98,7 @@ func conv2DRef(x, w, b []float64, n, c, h, wd, o, kh, kw, s, pad int) ([]float64
 
 func TestConv2D(t *testing.T) {
 	const n, c, h, w, o, k = 2, 3, 5, 6, 4, 3
-	p := InitConv2D(peel.Key(3), peel.Float64, c, o, k, k, 1, BiasInit(Normal(1)))
+	p := InitConv2D(peel.Key(3), peel.Float64, c, o, k, BiasInit(Normal(1)))
 	x := tensor(30, n, c, h, w)
 	opts := []peel.ConvOption{peel.ConvStrides(2, 2), peel.ConvPadding(peel.ExplicitPadding([2]int{1, 1}, [2]int{1, 1}))}
 	want, shape := conv2DRef(x.Float64s(), p.W.Float64s(), p.B.Float64s(), n, c, h, w, o, k, k, 2, 1)
@@ -113,11 +113,15 @@ func TestConv2D(t *testing.T) {
 	if !slices.Equal(p.W.Shape(), []int{o, c, k, k}) || !slices.Equal(p.B.Shape(), []int{o}) {
 		t.Fatalf("InitConv2D shapes %v %v", p.W.Shape(), p.B.Shape())
 	}
-	g := InitConv2D(peel.Key(3), peel.Float64, 4, 6, 3, 3, 2)
+	g := InitConv2D(peel.Key(3), peel.Float64, 4, 6, 3, Groups(2))
 	if !slices.Equal(g.W.Shape(), []int{6, 2, 3, 3}) {
 		t.Fatalf("grouped InitConv2D shape %v", g.W.Shape())
 	}
-	mustPanic(t, "nn.InitConv2D", func() { InitConv2D(peel.Key(3), peel.Float64, 3, 4, 3, 3, 2) })
+	if r := InitConv2D(peel.Key(3), peel.Float64, 4, 6, 0, KernelSize(3, 5), Groups(2)); !slices.Equal(r.W.Shape(), []int{6, 2, 3, 5}) {
+		t.Fatalf("InitConv2D with KernelSize(3, 5): shape %v", r.W.Shape())
+	}
+	mustPanic(t, "nn.InitConv2D", func() { InitConv2D(peel.Key(3), peel.Float64, 3, 4, 3, Groups(2)) })
+	mustPanic(t, "nn.InitLinear", func() { InitLinear(peel.Key(3), peel.Float64, 3, 4, Groups(2)) })
 	mustPanic(t, "nn.Conv2D", func() { Conv2D(Conv2DParams{W: p.W, B: tensor(1, o+1)}, x) })
 	mustPanic(t, "nn.Conv2D", func() { Conv2D(p, tensor(1, n, c+1, h, w)) })
 }
@@ -374,7 +378,7 @@ func TestDropout(t *testing.T) {
 
 // A grouped Conv2D is the concatenation of the groups' convolutions.
 func TestConv2DGroups(t *testing.T) {
-	p := InitConv2D(peel.Key(12), peel.Float64, 4, 6, 3, 3, 2, BiasInit(Normal(1)))
+	p := InitConv2D(peel.Key(12), peel.Float64, 4, 6, 3, Groups(2), BiasInit(Normal(1)))
 	x := tensor(31, 2, 4, 5, 5)
 	got := Conv2D(p, x, peel.ConvGroups(2))
 	var parts []*peel.Tensor
@@ -404,7 +408,7 @@ func (m cnn) logits(s BatchNormState, x *peel.Tensor) *peel.Tensor {
 func TestCNNPerSampleGrads(t *testing.T) {
 	ks := peel.SplitKeys(peel.Key(20), 2)
 	bp, bs := InitBatchNorm(peel.Float64, 3)
-	m := cnn{Conv: InitConv2D(ks[0], peel.Float64, 2, 3, 3, 3, 1), BN: bp, Out: InitLinear(ks[1], peel.Float64, 3*2*2, 4)}
+	m := cnn{Conv: InitConv2D(ks[0], peel.Float64, 2, 3, 3), BN: bp, Out: InitLinear(ks[1], peel.Float64, 3*2*2, 4)}
 	x := tensor(90, 5, 2, 4, 4)
 	y := labels(91, 4, 5)
 	loss := func(m cnn, x, y *peel.Tensor) *peel.Tensor { return CrossEntropy(m.logits(bs, x), y) }
@@ -452,7 +456,7 @@ func TestTorchInit(t *testing.T) {
 	l := InitLinear(peel.Key(1), peel.Float64, 400, 300, TorchInit())
 	check("Linear W", l.W, 400)
 	check("Linear B", l.B, 400)
-	c := InitConv2D(peel.Key(2), peel.Float64, 8, 64, 5, 5, 2, TorchInit())
+	c := InitConv2D(peel.Key(2), peel.Float64, 8, 64, 5, Groups(2), TorchInit())
 	check("Conv2D W", c.W, 8/2*5*5)
 	check("Conv2D B", c.B, 8/2*5*5)
 	z := InitLinear(peel.Key(1), peel.Float64, 4, 3, TorchInit(), WeightInit(Zeros))
