@@ -17,16 +17,24 @@
 // is a tree too, returned with the values of its leaves, never
 // differentiated.
 //
-// Functions of two and three positional arguments transform directly:
-// Vmap2, Vmap3, Grad2, Grad3, ValueAndGrad2/3, GradAux2/3, VJP2/3,
-// JVP2/3, Jacrev2/3 and Jacfwd2/3 (the suffix counts arguments, as in
-// iter.Seq2; a second derivative is Grad(Grad(f))). The gradient and
-// Jacobian forms differentiate the first argument (JAX's default
-// argnums=0) and hold the others constant, so they compose with Vmap2/3
-// directly; GradArgs2/3, ValueAndGradArgs2/3, JacrevArgs2/3 and
-// JacfwdArgs2/3 differentiate the arguments Argnums selects (a negative
-// index counts from the end) and return one result per argument.
-// Leaf paths in errors read args[0].W, args[1]. Per-sample gradients:
+// Functions of several positional arguments transform directly: Vmap2
+// … Vmap5, Grad2 … Grad5, ValueAndGrad2 … 5, GradAux2 … 5, Compile2 …
+// Compile5, VJP2/3, JVP2/3, Jacrev2/3 and Jacfwd2/3 (the suffix counts
+// arguments, as in iter.Seq2; a second derivative is Grad(Grad(f))).
+// The gradient and Jacobian forms differentiate the first argument
+// (JAX's default argnums=0) and hold the others constant, so they
+// compose with the Vmap forms directly. Grad2At, Jacrev2At, Jacfwd2At
+// and their 3 forms differentiate one other argument and return its
+// derivative alone, so they compose too (the type parameter names the
+// argument's type):
+//
+//	hess := Jacfwd2At[*peel.Tensor](Jacrev2At[*peel.Tensor](u, 1), 1) // u(params, x): ∂²u/∂x²
+//
+// GradArgs2/3, ValueAndGradArgs2/3, JacrevArgs2/3 and JacfwdArgs2/3
+// differentiate the arguments Argnums selects (a negative index counts
+// from the end) and return one result per argument. Leaf paths in
+// errors read args[0].W, args[1]. Several results are one tree: a
+// struct, or tree.Tuple2 … Tuple4. Per-sample gradients:
 //
 //	grads := Vmap3(Grad3(loss), InAxes(NoAxis, 0, 0))(params, x, y)
 //
@@ -44,9 +52,11 @@
 // differentiated, int and bool leaves get no derivatives, and the rules
 // apply under every transform (under Vmap, to the batch).
 //
-// Compile (Compile2, Compile3) traces a function once per input
+// Compile (Compile2 … Compile5) traces a function once per input
 // signature, optimizes the graph with package compiler and runs the
-// program on later calls; a compiled function is one primitive
+// program on later calls. The compiled function is a Go function of the
+// same signature; an Inspector (the Inspect option) reads its cache
+// statistics and explains its program. A compiled function is one primitive
 // (compiled_call) to the transforms above it, so it composes with all of
 // them in both orders. A function that reads traced values runs in
 // compiled segments (graph breaks; Opaque marks a function to run as Go

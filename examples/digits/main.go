@@ -36,6 +36,7 @@ import (
 	"github.com/peel-ml/peel/nn"
 	"github.com/peel-ml/peel/optim"
 	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
 )
 
 const (
@@ -130,29 +131,16 @@ func predict(p MLP, x *peel.Tensor) *peel.Tensor {
 	return nn.Linear(p.L2, peel.ReLU(nn.Linear(p.L1, x)))
 }
 
-// State is what the training step carries from one step to the next.
-type State struct {
-	Params MLP
-	Opt    optim.State
-}
-
-// Batch is a minibatch: images [b, 64] and labels [b].
-type Batch struct{ X, Y *peel.Tensor }
-
-// StepOut is a step's result: the next state and the batch's loss.
-type StepOut struct {
-	State State
-	Loss  *peel.Tensor
-}
-
 // newStep returns the training step of opt: the mean cross-entropy of the
-// batch and its gradient, the optimizer's update and its application.
-func newStep(opt optim.Transformation[MLP]) func(State, Batch) StepOut {
-	return func(s State, b Batch) StepOut {
-		loss := func(p MLP) *peel.Tensor { return nn.CrossEntropy(predict(p, b.X), b.Y) }
-		l, grads := transforms.ValueAndGrad(loss)(s.Params)
-		updates, opt1 := opt.Update(grads, s.Opt, s.Params)
-		return StepOut{State{optim.ApplyUpdates(s.Params, updates), opt1}, l}
+// batch of images x [b, 64] and labels y [b] and its gradient, the
+// optimizer's update and its application. It returns the new params,
+// the new optimizer state and the batch's loss.
+func newStep(opt optim.Transformation[MLP]) func(MLP, optim.State, *peel.Tensor, *peel.Tensor) tree.Tuple3[MLP, optim.State, *peel.Tensor] {
+	return func(p MLP, s optim.State, x, y *peel.Tensor) tree.Tuple3[MLP, optim.State, *peel.Tensor] {
+		loss := func(p MLP) *peel.Tensor { return nn.CrossEntropy(predict(p, x), y) }
+		l, grads := transforms.ValueAndGrad(loss)(p)
+		updates, s := opt.Update(grads, s, p)
+		return tree.Pack3(optim.ApplyUpdates(p, updates), s, l)
 	}
 }
 
@@ -163,21 +151,21 @@ func train(xTrain, yTrain *peel.Tensor, epochs int) (MLP, []float64) {
 	key := peel.Key(7)
 	params := initMLP(peel.FoldIn(key, -1))
 	opt := optim.Adam[MLP](lr)
-	step := transforms.Compile2(newStep(opt))
-	s := State{params, opt.Init(params)}
+	step := transforms.Compile4(newStep(opt))
+	state := opt.Init(params)
 	var losses []float64
 	for epoch := range epochs {
 		sum, n := 0.0, 0
 		for b := range data.Batches(peel.FoldIn(key, int64(epoch)), batchSize, false, xTrain, yTrain) {
-			out := step(s, Batch{b[0], b[1]})
-			s = out.State
+			var loss *peel.Tensor
+			params, state, loss = step(params, state, b[0], b[1]).Unpack()
 			rows := b[0].Shape()[0]
-			sum += out.Loss.Item() * float64(rows)
+			sum += loss.Item() * float64(rows)
 			n += rows
 		}
 		losses = append(losses, sum/float64(n))
 	}
-	return s.Params, losses
+	return params, losses
 }
 
 // accuracy is the fraction of rows whose largest logit is the label's.

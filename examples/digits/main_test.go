@@ -117,15 +117,16 @@ func TestSplit(t *testing.T) {
 func TestCompiledStepEqualsEager(t *testing.T) {
 	x, y := synthetic(numRows)
 	xTrain, yTrain, _, _ := split(x, y)
-	b := Batch{peel.Narrow(xTrain, 0, 0, batchSize), peel.Narrow(yTrain, 0, 0, batchSize)}
+	bx, by := peel.Narrow(xTrain, 0, 0, batchSize), peel.Narrow(yTrain, 0, 0, batchSize)
 	opt := optim.Adam[MLP](lr)
 	p := initMLP(peel.Key(1))
-	eager, compiled := newStep(opt), transforms.Compile2(newStep(opt))
-	se, sc := State{p, opt.Init(p)}, State{p, opt.Init(p)}
+	eager, compiled := newStep(opt), transforms.Compile4(newStep(opt))
+	pe, se, pc, sc := p, opt.Init(p), p, opt.Init(p)
 	var first, last float64
 	for i := range 5 {
-		oe, oc := eager(se, b), compiled(sc, b)
-		se, sc = oe.State, oc.State
+		oe, oc := eager(pe, se, bx, by), compiled(pc, sc, bx, by)
+		pe, se, _ = oe.Unpack()
+		pc, sc, _ = oc.Unpack()
 		le, lc := tree.Leaves(oe), tree.Leaves(oc)
 		for k := range le {
 			g, w := peel.AsType(lc[k], peel.Float64).Float64s(), peel.AsType(le[k], peel.Float64).Float64s()
@@ -136,9 +137,9 @@ func TestCompiledStepEqualsEager(t *testing.T) {
 			}
 		}
 		if i == 0 {
-			first = oe.Loss.Item()
+			first = oe.V2.Item()
 		}
-		last = oe.Loss.Item()
+		last = oe.V2.Item()
 	}
 	if !(last < first) {
 		t.Errorf("loss on a fixed batch went from %v to %v over 5 steps", first, last)
