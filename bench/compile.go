@@ -227,7 +227,7 @@ func mlpStepLoss(p mlpParams, x, onehot *peel.Tensor) *peel.Tensor {
 // mlpStep is one SGD step: p − lr·∇loss(p).
 func mlpStep(p mlpParams, x, onehot *peel.Tensor) stepResult {
 	loss, g := transforms.ValueAndGrad3(mlpStepLoss)(p, x, onehot)
-	next := tree.MapN(func(t []*peel.Tensor) *peel.Tensor { return peel.Sub(t[0], peel.Mul(t[1], stepLR)) }, p, g)
+	next := tree.Map2(func(p, g *peel.Tensor) *peel.Tensor { return p.Sub(g.Mul(stepLR)) }, p, g)
 	return stepResult{Params: next, Loss: loss}
 }
 
@@ -421,7 +421,7 @@ func mamlMSE(x, y *peel.Tensor) *peel.Tensor { return peel.Mean(peel.Square(peel
 func mamlTaskLoss(params, task []*peel.Tensor) *peel.Tensor {
 	inner := func(p []*peel.Tensor, x, y *peel.Tensor) *peel.Tensor { return mamlMSE(mamlNet(p, x), y) }
 	g := transforms.Grad3(inner)(params, task[0], task[1])
-	adapted := tree.MapN(func(t []*peel.Tensor) *peel.Tensor { return peel.Sub(t[0], peel.Mul(t[1], mamlAlpha)) }, params, g)
+	adapted := tree.Map2(func(p, g *peel.Tensor) *peel.Tensor { return p.Sub(g.Mul(mamlAlpha)) }, params, g)
 	return mamlMSE(mamlNet(adapted, task[2]), task[3])
 }
 

@@ -118,8 +118,7 @@ func ApplyUpdates[P any](params, updates P) P {
 	const op = "optim.ApplyUpdates"
 	defer peel.Annotate(op)
 	sameTree(op, "params", "updates", params, updates)
-	return tree.MapN(func(x []*peel.Tensor) *peel.Tensor {
-		p, u := x[0], x[1]
+	return tree.Map2(func(p, u *peel.Tensor) *peel.Tensor {
 		if !slices.Equal(p.Shape(), u.Shape()) {
 			treeimpl.Errorf(op, "a parameter is %s but its update is %s", p.TypeString(), u.TypeString())
 		}

@@ -13,12 +13,12 @@ func map1[P any](t P, f func(x *peel.Tensor) *peel.Tensor) P { return tree.Map(f
 
 // map2 applies f to the corresponding leaves of a and b.
 func map2[P any](a, b P, f func(x, y *peel.Tensor) *peel.Tensor) P {
-	return tree.MapN(func(x []*peel.Tensor) *peel.Tensor { return f(x[0], x[1]) }, a, b)
+	return tree.Map2(f, a, b)
 }
 
 // map3 applies f to the corresponding leaves of a, b and c.
 func map3[P any](a, b, c P, f func(x, y, z *peel.Tensor) *peel.Tensor) P {
-	return tree.MapN(func(x []*peel.Tensor) *peel.Tensor { return f(x[0], x[1], x[2]) }, a, b, c)
+	return tree.Map3(f, a, b, c)
 }
 
 // ema is the moment update b·m + (1-b)·x.
