@@ -10,6 +10,7 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
 )
 
 func section(title string) {
@@ -35,6 +36,8 @@ func main() {
 	show("y = x*0.5 + r", y)
 	col := peel.FromFloat64s([]float64{10, 20}, 2, 1)
 	show("x + [[10], [20]]", peel.Add(x, col))
+	// The common operations are methods too, reading left to right.
+	show("x.Mul(0.5).Add(r).Square().Sum(1)", x.Mul(0.5).Add(r).Square().Sum(1))
 
 	section("Reductions")
 	show("Sum(x) over all axes", peel.Sum(x))
@@ -70,8 +73,8 @@ func main() {
 	type params struct{ W, B *peel.Tensor }
 	data := peel.FromFloat64s([]float64{1, 2, 3}, 3, 1)
 	loss := func(p params) *peel.Tensor {
-		pred := peel.Add(peel.MatMul(data, p.W), p.B)
-		return peel.Mean(peel.Square(peel.Sub(pred, 2.0)))
+		pred := data.MatMul(p.W).Add(p.B)
+		return pred.Sub(2.0).Square().Mean()
 	}
 	p := params{W: peel.FromFloat64s([]float64{0.5}, 1, 1), B: peel.Scalar(0.0)}
 	g := transforms.Grad(loss)(p)
@@ -92,6 +95,18 @@ func main() {
 	perExample := transforms.Vmap3(transforms.Grad3(exLoss), transforms.InAxes(transforms.NoAxis, 0, 0))
 	xs := peel.FromFloat64s([]float64{1, 2, 3}, 3, 1, 1)
 	show("per-example dloss/dW", perExample(p, xs, xs).W)
+
+	section("Compiling")
+	// Compile traces once per signature and runs an optimized program;
+	// the result is a Go function of the same signature.
+	sgd := transforms.Compile3(func(p params, x, y *peel.Tensor) params {
+		g := transforms.Grad3(exLoss)(p, x, y)
+		return tree.Map2(func(p, g *peel.Tensor) *peel.Tensor { return p.Sub(g.Mul(0.1)) }, p, g)
+	})
+	for range 20 {
+		p = sgd(p, peel.Select(xs, 0, 0), peel.Select(xs, 0, 0))
+	}
+	show("W after 20 compiled SGD steps on x = y = 1", p.W)
 
 	section("Functionalizing")
 	// pad writes into a tensor it creates: semantically pure, written
