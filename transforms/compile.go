@@ -201,8 +201,8 @@ func OnWarning(f func(msg string)) CompileOption {
 // Donate lets the compiled program reuse the buffers of the given
 // positional arguments (0-based; negative counts from the end) for its
 // results and intermediates: the caller gives them up, and must not read
-// them after the call. Compile panics with *peel.Error for an index out
-// of range or repeated.
+// them after the call. By default no argument is donated. Compile panics
+// with *peel.Error for an index out of range or repeated.
 func Donate(argnums ...int) CompileOption {
 	a := append([]int(nil), argnums...)
 	return compileOpt(func(c *compileConfig) { c.donate = a })
@@ -212,7 +212,8 @@ func Donate(argnums ...int) CompileOption {
 // given user-defined ops in the traced graph and replace each match by
 // the op (compiler.ReplaceComposites): code written with the plain
 // composite then runs the op's fused kernel, and its derivative is the
-// op's (recomputed from the operands, saving nothing else).
+// op's (recomputed from the operands, saving nothing else). By default
+// composites stay as written.
 func FuseOps(ops ...*customop.Op) CompileOption {
 	o := append([]*customop.Op(nil), ops...)
 	return compileOpt(func(c *compileConfig) { c.fuse = append(c.fuse, o...) })
@@ -221,6 +222,7 @@ func FuseOps(ops ...*customop.Op) CompileOption {
 // Strict makes a graph break an error: a compiled function that reads a
 // traced value (Item, Float64s, a Go if on data) panics with the read's
 // *peel.Error instead of running in segments (torch's fullgraph=True).
+// By default such a function runs in segments.
 func Strict() CompileOption { return compileOpt(func(c *compileConfig) { c.strict = true }) }
 
 // GradRemat makes policy the default of the gradients (Grad,
@@ -240,8 +242,9 @@ func GradRemat(policy SavePolicy) CompileOption {
 // StaticArgnums makes the given positional arguments (0-based; negative
 // counts from the end) static: their tensors are part of the signature
 // by value (a call with other values traces again) and constants of the
-// program. Compile panics with *peel.Error for an index out of range or
-// repeated.
+// program. By default every argument's tensors are inputs of the
+// program, part of the signature by shape and dtype only. Compile panics
+// with *peel.Error for an index out of range or repeated.
 func StaticArgnums(argnums ...int) CompileOption {
 	a := append([]int(nil), argnums...)
 	return compileOpt(func(c *compileConfig) { c.static = a })

@@ -80,7 +80,8 @@ func gradOpt(f func(*gradConfig)) BackwardOption { return BackwardOption{apply: 
 // cached. Gradients under another transform, and linear graphs holding
 // values in their equations (user-defined ops' rules, checkpoints,
 // compiled calls), are transposed eagerly as without the option; the
-// results are the same either way.
+// results are the same either way. By default the backward pass is
+// transposed eagerly, primitive by primitive.
 func CompileBackward() BackwardOption {
 	return gradOpt(func(c *gradConfig) { c.compileBackward = true })
 }
@@ -89,6 +90,8 @@ func CompileBackward() BackwardOption {
 // function computes and recompute the rest in the backward pass: the
 // gradient of Checkpoint(f, policy). Remat(MinCut) is AOTAutograd's
 // choice; under Compile the recomputation is compiled with the rest.
+// By default a gradient saves what linearize saves (under Compile,
+// GradRemat's policy when given).
 func Remat(policy SavePolicy) BackwardOption {
 	return gradOpt(func(c *gradConfig) { p := policy; c.remat, c.rematPlans = &p, newPlanCache() })
 }
@@ -139,7 +142,8 @@ func OutAxes(spec any) VmapOption {
 }
 
 // AxisSize sets the batch size; it is required when no argument is
-// mapped and must agree with the mapped arguments otherwise.
+// mapped and must agree with the mapped arguments otherwise. By default
+// the batch size is the mapped arguments' size along their axes.
 func AxisSize(n int) VmapOption { return vmapOpt(func(c *vmapConfig) { c.axisSize = n }) }
 
 // ChunkOption is ChunkSize's option, for Vmap and for the Jacobians.
@@ -147,8 +151,8 @@ type ChunkOption struct{ n int }
 
 // ChunkSize runs a batch (Vmap's lanes, a Jacobian's rows or columns)
 // in chunks of n and concatenates the results: the same result with
-// memory bounded by n lanes. n must be positive; the transform panics
-// with *peel.Error otherwise.
+// memory bounded by n lanes. By default the whole batch runs at once.
+// n must be positive; the transform panics with *peel.Error otherwise.
 func ChunkSize(n int) ChunkOption { return ChunkOption{n} }
 
 func (o ChunkOption) applyVmap(c *vmapConfig) { c.chunk, c.chunkSet = o.n, true }
@@ -181,7 +185,8 @@ func (removeViewsOpt) applyFunctionalize(c *functionalizeConfig) { c.removeViews
 
 // RemoveViews makes Functionalize also replace every view by a copy below
 // it (torch.func's remove="mutations_and_views"): each view primitive's
-// result is copied at once, so no value below aliases another.
+// result is copied at once, so no value below aliases another. By
+// default views stay views and only mutations are removed.
 func RemoveViews() FunctionalizeOption { return removeViewsOpt{} }
 
 type decomposeOpt struct{}
@@ -189,7 +194,7 @@ type decomposeOpt struct{}
 func (decomposeOpt) applyGraph(c *graphConfig) { c.decompose = true }
 
 // Decompose makes MakeGraph decompose user-defined ops into the
-// primitives of their composites.
+// primitives of their composites. By default each is one equation.
 func Decompose() GraphOption { return decomposeOpt{} }
 
 func vmapOptions(opts []VmapOption) *vmapConfig {
