@@ -27,7 +27,9 @@ func Groups(n int) LayerOption { return func(c *layerConfig) { c.groups = n } }
 // kernel that is not square; torch's kernel_size=(h, w).
 func KernelSize(h, w int) LayerOption { return func(c *layerConfig) { c.kernel = [2]int{h, w} } }
 
-// WeightInit sets the initializer of a layer's weight.
+// WeightInit sets the initializer of a layer's weight. The default is
+// each Init's own: LecunNormal for InitLinear and InitConv2D (flax's),
+// the standard normal for InitEmbedding (torch's).
 func WeightInit(init Initializer) LayerOption { return func(c *layerConfig) { c.weight = init } }
 
 // BiasInit sets the initializer of a layer's bias (Zeros by default).

@@ -40,7 +40,8 @@ func Reduce(r Reduction) LossOption { return func(c *lossConfig) { c.reduction =
 
 // LabelSmoothing sets the label smoothing of CrossEntropy: the target
 // distribution t becomes (1-eps)·t + eps/C over the C classes, as torch's
-// label_smoothing (and optax's smooth_labels). eps must lie in [0, 1].
+// label_smoothing (and optax's smooth_labels); the default is 0, no
+// smoothing. eps must lie in [0, 1].
 func LabelSmoothing(eps float64) LossOption { return func(c *lossConfig) { c.smoothing = eps } }
 
 // LogTarget says that KLDiv's target is given as log-probabilities
