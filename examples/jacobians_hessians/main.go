@@ -38,7 +38,7 @@ func run() map[string]*peel.Tensor {
 	const D = 16
 	weight := synth.Data(1, D, D)
 	bias := synth.Data(2, D)
-	x := synth.Data(3, D) // feature vector
+	x := synth.Data(3, D)
 
 	// The Jacobian row by row: one vector-Jacobian product per unit vector.
 	unitVectors := peel.Eye(peel.Float64, D)
@@ -126,7 +126,7 @@ func hvpRevrev(f func(*peel.Tensor) *peel.Tensor, primals, tangents *peel.Tensor
 func main() {
 	r := run()
 	fmt.Println(r["jacobian"].TypeString())
-	fmt.Println(peel.Select(r["jacobian"], 0, 0)) // show first row
+	fmt.Println(peel.Select(r["jacobian"], 0, 0)) // its first row
 	fmt.Println(r["ft_jac_weight"].TypeString(), r["ft_jac_bias"].TypeString())
 	fmt.Println(r["hess_api"].TypeString(), r["batch_hess"].TypeString())
 }
