@@ -1,14 +1,18 @@
 // Command jacobians_hessians ports the PyTorch tutorial "Jacobians,
 // Hessians, hvp, vhp, and more: composing function transforms"
-// (pytorch/tutorials, intermediate_source/jacobians_hessians.py) to peel:
-// Jacobians from VJP and Vmap, Jacrev and Jacfwd with respect to chosen
-// arguments, Hessians as Jacobians of Jacobians, batched Jacobians and
-// Hessians with Vmap, and Hessian-vector products forward-over-reverse and
-// reverse-over-reverse.
+// (pytorch/tutorials, intermediate_source/jacobians_hessians.py at commit
+// 14f19bbffcff42ee752897e57b4b96e4972d302f) to peel, cell by cell: the
+// Jacobian row by row and then by VJP and Vmap, Jacrev with respect to the
+// input and to (weight, bias), Jacfwd against Jacrev on a taller and a wider
+// layer, the Hessian three ways, batched Jacobians and Hessians, and
+// Hessian-vector products forward-over-reverse and reverse-over-reverse.
 //
-// The tutorial's timing cells are left out and its sizes are smaller.
-// Inputs are deterministic (package synth), so the numbers can be checked
-// against PyTorch (testdata/gen_reference.py).
+// What differs: the timing cells (Timer, get_perf) are left out, the sizes
+// are smaller (D 16 as in the tutorial; Din×Dout 4×32 and 32×4 instead of
+// 32×2048 and 2048×32, 12×4 instead of 512×32 for the Hessian, a batch of
+// 5 of 7→6 instead of 64 of 31→33, 32 instead of 2048 for the HVP), and
+// torch.randn is replaced by the deterministic synth.Data, so the numbers
+// can be checked against PyTorch (testdata/gen_reference.py).
 //
 //	go run ./examples/jacobians_hessians
 package main
@@ -19,66 +23,110 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/examples/internal/synth"
 	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
 )
 
-// predict is a linear layer with a tanh: F.linear(x, weight, bias).tanh().
+// predict is a linear layer with a tanh: F.linear(x, weight, bias).tanh(),
+// weight being [Dout, Din] as torch's.
 func predict(weight, bias, x *peel.Tensor) *peel.Tensor {
-	return peel.Tanh(peel.Add(peel.MatMul(x, peel.Transpose(weight)), bias))
+	return x.MatMul(weight.T()).Add(bias).Tanh()
 }
 
-// run computes every quantity of the tutorial, by name.
+// run computes the quantities of the tutorial, by the tutorial's names.
 func run() map[string]*peel.Tensor {
 	r := map[string]*peel.Tensor{}
 	const D = 16
-	weight, bias, x := peel.Mul(synth.Data(1, D, D), 0.3), synth.Data(2, D), synth.Data(3, D)
-	// px is predict as a function of x alone (functools.partial), for the
-	// weight and bias of the moment.
-	px := func(x *peel.Tensor) *peel.Tensor { return predict(weight, bias, x) }
-	// The Jacobian row by row: the VJP against each unit vector, vectorized.
-	_, vjpFn := transforms.VJP(px, x)
-	r["jac_vjp"] = transforms.Vmap(vjpFn)(peel.Eye(peel.Float64, D))
-	// Jacrev does that; Argnums picks the arguments (x is argument 2).
-	_, _, r["jac_x"] = transforms.JacrevArgs3(predict, transforms.Argnums(2))(weight, bias, x)
-	r["jac_weight"], r["jac_bias"], _ = transforms.JacrevArgs3(predict, transforms.Argnums(0, 1))(weight, bias, x)
-	// Forward mode computes the same Jacobian column by column.
-	_, _, r["jacfwd_x"] = transforms.JacfwdArgs3(predict, transforms.Argnums(2))(weight, bias, x)
+	weight := synth.Data(1, D, D)
+	bias := synth.Data(2, D)
+	x := synth.Data(3, D)
 
-	// Hessians: Jacobians of Jacobians, one per output element.
-	weight, bias, x = peel.Mul(synth.Data(4, 4, 12), 0.3), synth.Data(5, 4), synth.Data(6, 12)
-	r["hess_api"] = transforms.Hessian(px)(x)
-	r["hess_fwdfwd"] = transforms.Jacfwd(transforms.Jacfwd(px))(x)
-	r["hess_revrev"] = transforms.Jacrev(transforms.Jacrev(px))(x)
+	// The Jacobian row by row: one vector-Jacobian product per unit vector.
+	unitVectors := peel.Eye(peel.Float64, D)
+	computeJac := func(xp *peel.Tensor) *peel.Tensor {
+		var jacobianRows []*peel.Tensor
+		for _, vec := range tree.Unstack(unitVectors) {
+			_, vjpFn := transforms.VJP(func(xp *peel.Tensor) *peel.Tensor { return predict(weight, bias, xp) }, xp)
+			jacobianRows = append(jacobianRows, vjpFn(vec))
+		}
+		return peel.Stack(jacobianRows, 0)
+	}
+	r["jacobian"] = computeJac(x)
 
-	// Batched Jacobians and Hessians: Vmap over a batch of inputs.
-	weight, bias, x = peel.Mul(synth.Data(7, 6, 7), 0.3), synth.Data(8, 6), synth.Data(9, 5, 7)
-	r["batch_jac0"] = transforms.Vmap(transforms.Jacrev(px))(x)
+	// The same rows at once: Vmap over the unit vectors of a VJP.
+	_, vjpFn := transforms.VJP(func(x *peel.Tensor) *peel.Tensor { return predict(weight, bias, x) }, x)
+	r["ft_jacobian"] = transforms.Vmap(vjpFn)(unitVectors)
+
+	// Jacrev does that; argnum 2 is x; Argnums(0, 1) is (weight, bias).
+	r["ft_jacobian_jacrev"] = transforms.Jacrev3At[*peel.Tensor](predict, 2)(weight, bias, x)
+	r["ft_jac_weight"], r["ft_jac_bias"], _ = transforms.JacrevArgs3(predict, transforms.Argnums(0, 1))(weight, bias, x)
+
+	// Jacfwd (column by column) and Jacrev (row by row) agree; which is
+	// faster depends on whether the Jacobian is taller or wider.
+	Din, Dout := 4, 32
+	weight = synth.Data(4, Dout, Din)
+	bias = synth.Data(5, Dout)
+	x = synth.Data(6, Din)
+	r["jacfwd_taller"] = transforms.Jacfwd3At[*peel.Tensor](predict, 2)(weight, bias, x)
+	r["jacrev_taller"] = transforms.Jacrev3At[*peel.Tensor](predict, 2)(weight, bias, x)
+
+	Din, Dout = 32, 4
+	weight = synth.Data(7, Dout, Din)
+	bias = synth.Data(8, Dout)
+	x = synth.Data(9, Din)
+	r["jacfwd_wider"] = transforms.Jacfwd3At[*peel.Tensor](predict, 2)(weight, bias, x)
+	r["jacrev_wider"] = transforms.Jacrev3At[*peel.Tensor](predict, 2)(weight, bias, x)
+
+	// The Hessian is the Jacobian of the Jacobian: hessian(predict,
+	// argnums=2) is jacfwd(jacrev(predict)) with respect to x.
+	Din, Dout = 12, 4
+	weight = synth.Data(10, Dout, Din)
+	bias = synth.Data(11, Dout)
+	x = synth.Data(12, Din)
+	hessian := transforms.Jacfwd3At[*peel.Tensor](transforms.Jacrev3At[*peel.Tensor](predict, 2), 2)
+	r["hess_api"] = hessian(weight, bias, x)
+	r["hess_fwdfwd"] = transforms.Jacfwd3At[*peel.Tensor](transforms.Jacfwd3At[*peel.Tensor](predict, 2), 2)(weight, bias, x)
+	r["hess_revrev"] = transforms.Jacrev3At[*peel.Tensor](transforms.Jacrev3At[*peel.Tensor](predict, 2), 2)(weight, bias, x)
+
+	// Batch Jacobians and Hessians: Vmap over the batch of inputs only.
+	batchSize := 5
+	Din, Dout = 7, 6
+	weight = synth.Data(13, Dout, Din)
+	bias = synth.Data(14, Dout)
+	x = synth.Data(15, batchSize, Din)
+	inDims := transforms.InAxes(transforms.NoAxis, transforms.NoAxis, 0)
+	computeBatchJacobian := transforms.Vmap3(transforms.Jacrev3At[*peel.Tensor](predict, 2), inDims)
+	r["batch_jacobian0"] = computeBatchJacobian(weight, bias, x)
 	// Each output depends on its own input only: the Jacobian of the sum.
-	predictWithOutputSummed := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(px(x), 0) }
-	r["batch_jac1"] = peel.MoveAxis(transforms.Jacrev(predictWithOutputSummed)(x), 1, 0)
-	r["batch_hess"] = transforms.Vmap(transforms.Hessian(px))(x)
+	predictWithOutputSummed := func(weight, bias, x *peel.Tensor) *peel.Tensor { return predict(weight, bias, x).Sum(0) }
+	r["batch_jacobian1"] = peel.MoveAxis(transforms.Jacrev3At[*peel.Tensor](predictWithOutputSummed, 2)(weight, bias, x), 1, 0)
+	computeBatchHessian := transforms.Vmap3(hessian, inDims)
+	r["batch_hess"] = computeBatchHessian(weight, bias, x)
 
 	// Hessian-vector products without forming the Hessian.
-	hvp := func(f func(*peel.Tensor) *peel.Tensor, primals, tangents *peel.Tensor) *peel.Tensor {
-		_, t := transforms.JVP(transforms.Grad(f), primals, tangents)
-		return t
-	}
-	f := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Sin(x)) }
-	x, tangent := synth.Data(10, 32), synth.Data(11, 32)
-	r["hvp"] = hvp(f, x, tangent)
-	hvpRevrev := func(f func(*peel.Tensor) *peel.Tensor, primals, tangents *peel.Tensor) *peel.Tensor {
-		_, vjpFn := transforms.VJP(transforms.Grad(f), primals)
-		return vjpFn(tangents)
-	}
-	r["hvp_revrev"] = hvpRevrev(f, x, tangent)
-	r["hvp_api"] = transforms.HVP(f, x, tangent)
+	f := func(x *peel.Tensor) *peel.Tensor { return x.Sin().Sum() }
+	x = synth.Data(16, 32)
+	tangent := synth.Data(17, 32)
+	r["result"] = hvp(f, x, tangent)
+	r["result_hvp_revrev"] = hvpRevrev(f, x, tangent)
 	return r
+}
+
+// hvp is forward-over-reverse: the JVP of the gradient.
+func hvp(f func(*peel.Tensor) *peel.Tensor, primals, tangents *peel.Tensor) *peel.Tensor {
+	_, hvpOut := transforms.JVP(transforms.Grad(f), primals, tangents)
+	return hvpOut
+}
+
+// hvpRevrev is reverse-over-reverse, for functions forward mode cannot do.
+func hvpRevrev(f func(*peel.Tensor) *peel.Tensor, primals, tangents *peel.Tensor) *peel.Tensor {
+	_, vjpFn := transforms.VJP(transforms.Grad(f), primals)
+	return vjpFn(tangents)
 }
 
 func main() {
 	r := run()
-	for _, k := range []string{"jac_vjp", "jac_x", "jacfwd_x", "jac_weight", "jac_bias", "hess_api", "hess_revrev", "batch_jac0", "batch_jac1", "batch_hess", "hvp", "hvp_revrev"} {
-		fmt.Printf("%-12s %s\n", k, r[k].TypeString())
-	}
-	fmt.Println("first Jacobian row:", peel.Select(r["jac_x"], 0, 0))
-	fmt.Println("hvp[:4]:           ", peel.Narrow(r["hvp"], 0, 0, 4))
+	fmt.Println(r["jacobian"].TypeString())
+	fmt.Println(peel.Select(r["jacobian"], 0, 0)) // its first row
+	fmt.Println(r["ft_jac_weight"].TypeString(), r["ft_jac_bias"].TypeString())
+	fmt.Println(r["hess_api"].TypeString(), r["batch_hess"].TypeString())
 }

@@ -1,34 +1,44 @@
 """Reference numbers for examples/neural_tangent_kernels, computed with
-PyTorch by plain autograd: the gradient of every output of every sample with
-respect to all parameters, one torch.autograd.grad call each (no vmap, no
-torch.func), flattened into one Jacobian row; the NTK is then the matrix of
-dot products of those rows. Inputs come from synth.py, the twin of the Go
-synth package.
+PyTorch by plain autograd: the tutorial's CNN (F.conv2d three times, ReLU
+after the first two, flatten, linear; 8x8 images) on deterministic weights
+and images from synth.py (the twin of the Go synth package, with the seeds,
+shapes and scales of main_test.go), then the gradient of every output of
+every sample with respect to all parameters, one torch.autograd.grad call
+each (no vmap, no torch.func), flattened into one Jacobian row; the NTK is the
+matrix of dot products of those rows, pair of samples by pair of samples,
+and its trace and diagonal are read off it.
 
     /usr/bin/python3 examples/neural_tangent_kernels/testdata/gen_reference.py
 """
+import math
 import os
 import sys
 
 import torch
+import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "internal", "synth"))
 import synth  # noqa: E402
 
 d = synth.data
-x_train, x_test = d(1, 6, 3, 4, 4), d(2, 3, 3, 4, 4)
-params = [d(3, 48, 16) * 0.15, d(4, 16) * 0.1, d(5, 16, 16) * 0.25, d(6, 16) * 0.1,
-          d(7, 16, 5) * 0.25, d(8, 5) * 0.1]
+x_train, x_test = d(1, 4, 3, 8, 8), d(2, 2, 3, 8, 8)
+# Conv weights OIHW as torch's; the linear weight [in, out] as peel's nn.Linear.
+params = [
+    d(3, 32, 3, 3, 3) / math.sqrt(27), d(4, 32) / math.sqrt(27),
+    d(5, 32, 32, 3, 3) / math.sqrt(288), d(6, 32) / math.sqrt(288),
+    d(7, 32, 32, 3, 3) / math.sqrt(288), d(8, 32) / math.sqrt(288),
+    d(9, 128, 10) / math.sqrt(128), d(10, 10) / math.sqrt(128),
+]
 for p in params:
     p.requires_grad_()
 
 
 def net(x):
-    h = x.reshape(x.shape[0], -1)
-    h = torch.relu(h @ params[0] + params[1])
-    h = torch.relu(h @ params[2] + params[3])
-    return h @ params[4] + params[5]
+    h = torch.relu(F.conv2d(x, params[0], params[1]))
+    h = torch.relu(F.conv2d(h, params[2], params[3]))
+    h = F.conv2d(h, params[4], params[5]).flatten(1)
+    return h @ params[6] + params[7]
 
 
 def jacobian_rows(xs):
@@ -54,9 +64,11 @@ def ntk(x1, x2):
 full = ntk(x_train, x_test)
 test = ntk(x_test, x_train)
 synth.write(os.path.join(HERE, "reference.json"), {
+    "out_test": net(x_test),
     "full": full,
     "trace": torch.diagonal(full, dim1=2, dim2=3).sum(-1),
     "diagonal": torch.diagonal(full, dim1=2, dim2=3),
     "test": test,
     "test_trace": torch.diagonal(test, dim1=2, dim2=3).sum(-1),
+    "test_diagonal": torch.diagonal(test, dim1=2, dim2=3),
 })
