@@ -19,7 +19,7 @@ import (
 // right; each is this package's function of the same name:
 //
 //	x.Add(y) Sub Mul Div Pow Maximum Minimum   y a tensor or a Go number
-//	x.MatMul(w)  x.T()  x.Reshape(2, -1)  x.Flatten(1)
+//	x.MatMul(w)  x.T()  x.Reshape(2, -1)  x.Flatten(1)  x.Squeeze()  x.Unsqueeze(0)
 //	x.Neg() Abs Exp Log Sqrt Square Tanh Sin Cos ReLU Sigmoid
 //	x.Sum(axes...) Mean Max Min            over every axis by default
 //

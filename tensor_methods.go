@@ -13,5 +13,6 @@ func init() {
 		Neg:    Neg, Abs: Abs, Exp: Exp, Log: Log, Sqrt: Sqrt, Square: Square, Tanh: Tanh, Sin: Sin,
 		Cos: Cos, ReLU: ReLU, Sigmoid: Sigmoid,
 		Sum: Sum, Mean: Mean, Max: Max, Min: Min, Flatten: Flatten, Reshape: Reshape, Trans: Transpose,
+		Squeeze: Squeeze, Unsqueeze: Unsqueeze,
 	})
 }

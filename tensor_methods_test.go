@@ -46,6 +46,8 @@ func TestTensorMethods(t *testing.T) {
 		{"Reshape", x.Reshape(3, -1), peel.Reshape(x, 3, 2)},
 		{"Flatten", x.Flatten(), peel.Flatten(x)},
 		{"T", x.T(), peel.Transpose(x, 1, 0)},
+		{"Unsqueeze", x.Unsqueeze(1), peel.Reshape(x, 2, 1, 3)},
+		{"Squeeze", x.Unsqueeze(0).Squeeze(), x},
 		// A chain reads left to right: 0.5·(Σx² + 1).
 		{"Chain", x.Square().Sum().Add(1).Mul(0.5), peel.Mul(peel.Add(peel.Sum(peel.Square(x)), 1), 0.5)},
 	}

@@ -20,7 +20,7 @@ func TestTensorMethodsAreTheUsers(t *testing.T) {
 		// functions of the same names.
 		"Abs", "Add", "Cos", "Div", "Exp", "Flatten", "Log", "MatMul", "Max", "Maximum",
 		"Mean", "Min", "Minimum", "Mul", "Neg", "Pow", "ReLU", "Reshape", "Sigmoid", "Sin",
-		"Sqrt", "Square", "Sub", "Sum", "T", "Tanh",
+		"Sqrt", "Square", "Squeeze", "Sub", "Sum", "T", "Tanh", "Unsqueeze",
 	}
 	slices.Sort(user)
 	var got []string

@@ -18,6 +18,8 @@ type TensorOps struct {
 	Neg, Abs, Exp, Log, Sqrt, Square, Tanh, Sin  func(x *Tensor) *Tensor
 	Cos, ReLU, Sigmoid                           func(x *Tensor) *Tensor
 	Sum, Mean, Max, Min, Flatten, Reshape, Trans func(x *Tensor, ints ...int) *Tensor
+	Squeeze                                      func(x *Tensor, axes ...int) *Tensor
+	Unsqueeze                                    func(x *Tensor, axis int) *Tensor
 }
 
 var tensorOps *TensorOps
@@ -116,6 +118,13 @@ func (t *Tensor) Reshape(shape ...int) *Tensor { return ops().Reshape(t, shape..
 // default) merged into one (peel.Flatten): x.Flatten(1) is torch's
 // x.flatten(1).
 func (t *Tensor) Flatten(axes ...int) *Tensor { return ops().Flatten(t, axes...) }
+
+// Squeeze returns t without the given size-1 axes, all of them by default
+// (peel.Squeeze).
+func (t *Tensor) Squeeze(axes ...int) *Tensor { return ops().Squeeze(t, axes...) }
+
+// Unsqueeze returns t with a size-1 axis inserted at axis (peel.Unsqueeze).
+func (t *Tensor) Unsqueeze(axis int) *Tensor { return ops().Unsqueeze(t, axis) }
 
 // T returns t with its axes reversed (peel.Transpose with no
 // permutation), the transpose of a matrix; jax's x.T.

@@ -188,3 +188,18 @@ func jacobian3At[R, A, B, C any](op, name string, forward bool, f func(A, B, C) 
 		return field[R](jacobianTuple(op, name, forward, tf, args3[A, B, C]{a, b, c}, sel, cfg), k)
 	}
 }
+
+// Hessian2At is the Hessian of a scalar function of two arguments with
+// respect to argument argnum, which must be a tensor x, JAX's hessian(f,
+// argnums=argnum): the result has shape x.shape + x.shape. It is
+// Jacfwd2At[*peel.Tensor](Jacrev2At[*peel.Tensor](f, argnum), argnum)
+// and panics as they do.
+func Hessian2At[A, B any](f func(A, B) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B) *peel.Tensor {
+	return Jacfwd2At[*peel.Tensor](Jacrev2At[*peel.Tensor](f, argnum, opts...), argnum, opts...)
+}
+
+// Hessian3At is Hessian2At for a function of three arguments:
+// hessian(predict, argnums=2)(w, b, x) is Hessian3At(predict, 2)(w, b, x).
+func Hessian3At[A, B, C any](f func(A, B, C) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B, C) *peel.Tensor {
+	return Jacfwd3At[*peel.Tensor](Jacrev3At[*peel.Tensor](f, argnum, opts...), argnum, opts...)
+}

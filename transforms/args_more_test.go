@@ -121,6 +121,7 @@ func TestAtFormsCompose(t *testing.T) {
 	near(t, "Jacfwd2At(Jacrev2At)", hess(p, x).Float64s(), transforms.Hessian(closure)(x).Float64s(), 1e-14)
 	near(t, "Jacrev2At(Jacrev2At)", transforms.Jacrev2At[*T](transforms.Jacrev2At[*T](u, -1), 1)(p, x).Float64s(), transforms.Hessian(closure)(x).Float64s(), 1e-14)
 	near(t, "Grad2At", transforms.Grad2At[*T](u, 1)(p, x).Float64s(), transforms.Grad(closure)(x).Float64s(), 1e-14)
+	near(t, "Hessian2At", transforms.Hessian2At(u, 1)(p, x).Float64s(), transforms.Hessian(closure)(x).Float64s(), 1e-14)
 	g0 := transforms.Grad2At[mlp](u, 0)(p, x)
 	near(t, "Grad2At(0)", g0.W1.Float64s(), transforms.Grad2(u)(p, x).W1.Float64s(), 0)
 
@@ -150,6 +151,8 @@ func TestAtFormsCompose(t *testing.T) {
 		transforms.Jacrev(func(x *T) *T { return predict(wm, b, x) })(x).Float64s(), 1e-14)
 	near(t, "Jacfwd3At", transforms.Jacfwd3At[*T](predict, 1)(wm, b, x).Float64s(),
 		transforms.Jacrev(func(b *T) *T { return predict(wm, b, x) })(b).Float64s(), 1e-14)
+	near(t, "Hessian3At", transforms.Hessian3At(func(w, b, x *T) *T { return predict(w, b, x).Sum() }, 2)(wm, b, x).Float64s(),
+		transforms.Hessian(func(x *T) *T { return predict(wm, b, x).Sum() })(x).Float64s(), 1e-14)
 	near(t, "Grad3At", transforms.Grad3At[*T](func(w, b, x *T) *T { return predict(w, b, x).Sum() }, 2)(wm, b, x).Float64s(),
 		transforms.Grad(func(x *T) *T { return predict(wm, b, x).Sum() })(x).Float64s(), 1e-14)
 

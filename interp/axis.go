@@ -1,0 +1,72 @@
+package interp
+
+import "sync"
+
+// Named axes. A transform that binds an axis name (Vmap with an axis
+// name, a device of ShardMap) pushes an AxisFrame for the goroutine that
+// runs the function; collectives over that name (package dist) look it
+// up to find the axis's size and who answers them: a batching level, or
+// a device's communicator. Go has no goroutine-local storage, so the
+// frames are keyed by the goroutine's id (goid), as body traces are; only
+// the collectives read them, so no other primitive pays for them.
+
+// AxisFrame is one binding of an axis name.
+type AxisFrame struct {
+	// Name is the axis name ("batch", "data").
+	Name string
+	// Size is the number of lanes or devices along the axis.
+	Size int
+	// Level is the batching level that maps the axis, or nil for a
+	// device axis.
+	Level *Level
+	// Device is what answers the collectives of a device axis (the
+	// device's communicator and rank; package dist's), or nil.
+	Device any
+}
+
+var axisFrames sync.Map // goroutine id → *[]AxisFrame, innermost last
+
+// PushAxis binds f.Name for the calling goroutine until the returned
+// function is called (in the reverse order of the pushes). An inner
+// binding of a name shadows an outer one.
+func PushAxis(f AxisFrame) (pop func()) {
+	g := goid()
+	v, _ := axisFrames.LoadOrStore(g, new([]AxisFrame))
+	fs := v.(*[]AxisFrame)
+	*fs = append(*fs, f)
+	return func() {
+		*fs = (*fs)[:len(*fs)-1]
+		if len(*fs) == 0 {
+			axisFrames.Delete(g)
+		}
+	}
+}
+
+// LookupAxis returns the calling goroutine's innermost binding of name.
+func LookupAxis(name string) (AxisFrame, bool) {
+	v, ok := axisFrames.Load(goid())
+	if !ok {
+		return AxisFrame{}, false
+	}
+	fs := *v.(*[]AxisFrame)
+	for i := len(fs) - 1; i >= 0; i-- {
+		if fs[i].Name == name {
+			return fs[i], true
+		}
+	}
+	return AxisFrame{}, false
+}
+
+// BoundAxes returns the names the calling goroutine binds, outermost
+// first (for error messages).
+func BoundAxes() []string {
+	v, ok := axisFrames.Load(goid())
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, f := range *v.(*[]AxisFrame) {
+		names = append(names, f.Name)
+	}
+	return names
+}
