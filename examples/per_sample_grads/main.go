@@ -35,14 +35,14 @@ type SimpleCNN struct {
 	FC1, FC2     nn.LinearParams
 }
 
-// newSimpleCNN initializes the layers as torch's nn.Conv2d and nn.Linear do.
+// newSimpleCNN initializes the layers as torch's nn.Conv2d and nn.Linear do,
+// each with a key of its own.
 func newSimpleCNN(key *peel.Tensor) SimpleCNN {
-	keys := peel.SplitKeys(key, 4)
 	return SimpleCNN{
-		Conv1: nn.InitConv2D(keys[0], peel.Float64, 1, 4, 3, nn.TorchInit()),
-		Conv2: nn.InitConv2D(keys[1], peel.Float64, 4, 8, 3, nn.TorchInit()),
-		FC1:   nn.InitLinear(keys[2], peel.Float64, 72, 16, nn.TorchInit()),
-		FC2:   nn.InitLinear(keys[3], peel.Float64, 16, 10, nn.TorchInit()),
+		Conv1: nn.InitConv2D(peel.FoldIn(key, 1), peel.Float64, 1, 4, 3, nn.TorchInit()),
+		Conv2: nn.InitConv2D(peel.FoldIn(key, 2), peel.Float64, 4, 8, 3, nn.TorchInit()),
+		FC1:   nn.InitLinear(peel.FoldIn(key, 3), peel.Float64, 72, 16, nn.TorchInit()),
+		FC2:   nn.InitLinear(peel.FoldIn(key, 4), peel.Float64, 16, 10, nn.TorchInit()),
 	}
 }
 
