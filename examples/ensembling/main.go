@@ -1,18 +1,21 @@
 // Command ensembling ports the PyTorch tutorial "Model ensembling"
-// (pytorch/tutorials, intermediate_source/ensembling.py) to peel: the
-// parameters of several models of one architecture are stacked with
-// tree.Stack, and Vmap runs them all at once, each on its own minibatch or
-// all on the same one.
+// (pytorch/tutorials, intermediate_source/ensembling.py, read at commit
+// 1dc22dff39bc8f6c862783393b70ca1e1b8ed516) to peel: the parameters of
+// several models of one architecture are stacked with tree.Stack (torch's
+// stack_module_state), and Vmap runs them all at once, each on its own
+// minibatch or all on the same one, next to the tutorial's loops.
 //
-// The tutorial's three-layer MLP on 28×28 images is kept, on 6×6 images and
-// with narrower layers so that it runs in milliseconds. Inputs and initial
-// weights are deterministic (package synth), so the predictions can be
-// checked against PyTorch (testdata/gen_reference.py).
-//
-// Beyond the tutorial, train.go trains the ensemble: one model's Adam
-// training step (package optim) is vmapped over stacked params and stacked
-// optimizer states and compiled, and main_test.go checks it against
-// training each model alone.
+// The model is the tutorial's SimpleMLP (three linear layers with ReLU
+// between them) with torch's default initialization (nn.TorchInit), shrunk
+// so that it runs in milliseconds: 8×8 images instead of 28×28 (fc1 is 64→16
+// instead of 784→128, fc2 16→16, fc3 16→10), minibatches of 8 instead of 64,
+// 4 models instead of 10, on the CPU in float64. peel's model is a function
+// of its params (a SimpleMLP struct), so there are no buffers, no
+// functional_call and no meta-device base model; the tutorial's targets,
+// which it never uses, and its timings are left out. main_test.go checks the
+// predictions against PyTorch (testdata/gen_reference.py) and the vmapped
+// ones against the loops; train_test.go goes beyond the tutorial and trains
+// the ensemble with one compiled, vmapped Adam step.
 //
 //	go run ./examples/ensembling
 package main
@@ -21,59 +24,66 @@ import (
 	"fmt"
 
 	"github.com/peel-ml/peel"
-	"github.com/peel-ml/peel/examples/internal/synth"
+	"github.com/peel-ml/peel/nn"
 	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
 )
 
-// MLP is the parameters of one model: three linear layers.
-type MLP struct{ W1, B1, W2, B2, W3, B3 *peel.Tensor }
+// SimpleMLP holds the parameters of the tutorial's MLP.
+type SimpleMLP struct{ FC1, FC2, FC3 nn.LinearParams }
 
-// newMLP returns one model's initial parameters (nn.Linear's would be random).
-func newMLP(seed float64) MLP {
-	return MLP{
-		W1: peel.Mul(synth.Data(seed, 36, 16), 0.17), B1: peel.Mul(synth.Data(seed+1, 16), 0.1),
-		W2: peel.Mul(synth.Data(seed+2, 16, 16), 0.25), B2: peel.Mul(synth.Data(seed+3, 16), 0.1),
-		W3: peel.Mul(synth.Data(seed+4, 16, 10), 0.25), B3: peel.Mul(synth.Data(seed+5, 10), 0.1),
+// newSimpleMLP initializes the layers as torch's nn.Linear does, each with
+// a key of its own.
+func newSimpleMLP(key *peel.Tensor) SimpleMLP {
+	return SimpleMLP{
+		FC1: nn.InitLinear(peel.FoldIn(key, 1), peel.Float64, 64, 16, nn.TorchInit()),
+		FC2: nn.InitLinear(peel.FoldIn(key, 2), peel.Float64, 16, 16, nn.TorchInit()),
+		FC3: nn.InitLinear(peel.FoldIn(key, 3), peel.Float64, 16, 10, nn.TorchInit()),
 	}
 }
 
-// fmodel runs one model on a minibatch x [B, 1, 6, 6] and returns logits [B, 10].
-func fmodel(p MLP, x *peel.Tensor) *peel.Tensor {
-	x = peel.Flatten(x, 1)
-	x = peel.ReLU(peel.Add(peel.MatMul(x, p.W1), p.B1))
-	x = peel.ReLU(peel.Add(peel.MatMul(x, p.W2), p.B2))
-	return peel.Add(peel.MatMul(x, p.W3), p.B3)
+// fmodel is SimpleMLP's forward: images x [B, 1, 8, 8] to logits [B, 10].
+func fmodel(params SimpleMLP, x *peel.Tensor) *peel.Tensor {
+	x = x.Flatten(1)
+	x = nn.Linear(params.FC1, x).ReLU()
+	x = nn.Linear(params.FC2, x).ReLU()
+	return nn.Linear(params.FC3, x)
 }
 
-// run returns the ensemble's predictions with a different minibatch for
-// each model and with the same minibatch for all, both [numModels, 8, 10].
-func run() (diffMinibatch, sameMinibatch *peel.Tensor) {
-	const numModels = 4
-	data := synth.Data(1, 10, 8, 1, 6, 6) // 10 minibatches of 8 images
-	models := make([]MLP, numModels)
-	for i := range models {
-		models[i] = newMLP(float64(10 * i))
-	}
-	// One MLP whose every leaf has a leading dimension of numModels.
-	params := tree.Stack(models)
-	// Option 1: a different minibatch for each model; Vmap maps axis 0 of both.
+const numModels = 4
+
+// run returns the ensemble's predictions with a different minibatch for each
+// model and with the same one for all, by the tutorial's loops (numModels
+// tensors [8, 10]) and by Vmap ([numModels, 8, 10]).
+func run(models []SimpleMLP, data *peel.Tensor) (predictionsDiffMinibatchLoop, predictions2 []*peel.Tensor, predictions1Vmap, predictions2Vmap *peel.Tensor) {
+	// The tutorial's loops over the models. Option 1: a different minibatch
+	// for each model; option 2: the same minibatch for all.
 	minibatches := peel.Narrow(data, 0, 0, numModels)
-	diffMinibatch = transforms.Vmap2(fmodel)(params, minibatches)
-	// Option 2: the same minibatch for every model.
-	minibatch := peel.Select(data, 0, 0)
-	sameMinibatch = transforms.Vmap2(fmodel, transforms.InAxes(0, transforms.NoAxis))(params, minibatch)
-	return diffMinibatch, sameMinibatch
+	minibatch := peel.Index(data, 0)
+	predictionsDiffMinibatchLoop, predictions2 = make([]*peel.Tensor, numModels), make([]*peel.Tensor, numModels)
+	for i, model := range models {
+		predictionsDiffMinibatchLoop[i] = fmodel(model, peel.Index(minibatches, i))
+		predictions2[i] = fmodel(model, minibatch)
+	}
+	// vmap: the models' params stacked into one SimpleMLP whose every leaf
+	// has a leading dimension of numModels (torch's stack_module_state).
+	params := tree.Stack(models)
+	predictions1Vmap = transforms.Vmap2(fmodel)(params, minibatches)
+	// InAxes: map axis 0 of the params, share the minibatch (in_dims=(0, 0, None)).
+	predictions2Vmap = transforms.Vmap2(fmodel, transforms.InAxes(0, transforms.NoAxis))(params, minibatch)
+	return predictionsDiffMinibatchLoop, predictions2, predictions1Vmap, predictions2Vmap
 }
 
 func main() {
-	diff, same := run()
-	fmt.Println("stacked W1:", tree.Stack([]MLP{newMLP(0), newMLP(10)}).W1.TypeString(), "(2 models)")
-	fmt.Println("predictions, a minibatch per model:", diff.TypeString())
-	fmt.Println("predictions, one shared minibatch: ", same.TypeString())
-	fmt.Println("model 0, first image, shared minibatch:", peel.Index(same, 0, 0))
-	fmt.Println("ensemble average, first image:        ", peel.Mean(peel.Select(same, 1, 0), 0))
-	_, losses, _ := trainEnsemble()
-	fmt.Println("training the 4 models at once (Compile of Vmap of an Adam step), losses [step, model]:")
-	fmt.Println(losses)
+	keys := peel.SplitKeys(peel.Key(0), numModels+1) // torch.manual_seed(0)
+	data := peel.Normal(keys[0], peel.Float64, 10, 8, 1, 8, 8)
+	models := make([]SimpleMLP, numModels)
+	for i := range models {
+		models[i] = newSimpleMLP(keys[i+1])
+	}
+	_, _, predictions1Vmap, predictions2Vmap := run(models, data)
+	fmt.Println("stacked fc1 weight:", tree.Stack(models).FC1.W.TypeString())
+	fmt.Println("predictions, a minibatch per model:", predictions1Vmap.TypeString())
+	fmt.Println("predictions, one shared minibatch: ", predictions2Vmap.TypeString())
+	fmt.Println("ensemble average, first image:", peel.Index(predictions2Vmap.Mean(0), 0))
 }
