@@ -189,9 +189,10 @@ func jacobian3At[R, A, B, C any](op, name string, forward bool, f func(A, B, C) 
 	}
 }
 
-// Hessian2At is the Hessian of a scalar function of two arguments with
-// respect to argument argnum, which must be a tensor x, JAX's hessian(f,
-// argnums=argnum): the result has shape x.shape + x.shape. It is
+// Hessian2At is the Hessian of a function of two arguments with respect
+// to argument argnum, which must be a tensor x, JAX's hessian(f,
+// argnums=argnum): the result has shape f.shape + x.shape + x.shape
+// (x.shape + x.shape for a scalar f). It is
 // Jacfwd2At[*peel.Tensor](Jacrev2At[*peel.Tensor](f, argnum), argnum)
 // and panics as they do.
 func Hessian2At[A, B any](f func(A, B) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B) *peel.Tensor {

@@ -76,13 +76,13 @@ func run() map[string]*peel.Tensor {
 	r["jacfwd_wider"] = transforms.Jacfwd3At[*peel.Tensor](predict, 2)(weight, bias, x)
 	r["jacrev_wider"] = transforms.Jacrev3At[*peel.Tensor](predict, 2)(weight, bias, x)
 
-	// The Hessian is the Jacobian of the Jacobian: hessian(predict,
-	// argnums=2) is jacfwd(jacrev(predict)) with respect to x.
+	// The Hessian is the Jacobian of the Jacobian: Hessian3At(predict, 2)
+	// is Jacfwd3At(Jacrev3At(predict, 2), 2), with respect to x.
 	Din, Dout = 12, 4
 	weight = synth.Data(10, Dout, Din)
 	bias = synth.Data(11, Dout)
 	x = synth.Data(12, Din)
-	hessian := transforms.Jacfwd3At[*peel.Tensor](transforms.Jacrev3At[*peel.Tensor](predict, 2), 2)
+	hessian := transforms.Hessian3At(predict, 2)
 	r["hess_api"] = hessian(weight, bias, x)
 	r["hess_fwdfwd"] = transforms.Jacfwd3At[*peel.Tensor](transforms.Jacfwd3At[*peel.Tensor](predict, 2), 2)(weight, bias, x)
 	r["hess_revrev"] = transforms.Jacrev3At[*peel.Tensor](transforms.Jacrev3At[*peel.Tensor](predict, 2), 2)(weight, bias, x)
