@@ -319,7 +319,7 @@ func optCases() []optCase {
 		{"SGD/momentum", optim.SGD[model](0.02, optim.Momentum(0.9)), func() reference { return refSGD(constLR(0.02), 0.9, false) }},
 		{"SGD/nesterov", optim.SGD[model](0.02, optim.Momentum(0.8), optim.Nesterov()), func() reference { return refSGD(constLR(0.02), 0.8, true) }},
 		{"SGD/linear", optim.SGD[model](optim.LinearDecay(0.1, 0.01, 60)), func() reference { return refSGD(refPoly(0.1, 0.01, 1, 60), 0, false) }},
-		{"SGD/momentum/exponential", optim.SGD[model](optim.ExponentialDecay(0.03, 20, 0.5, true), optim.Momentum(0.8)), func() reference {
+		{"SGD/momentum/exponential", optim.SGD[model](optim.ExponentialDecay(0.03, 20, 0.5, optim.Staircase()), optim.Momentum(0.8)), func() reference {
 			return refSGD(func(t int) float64 { return 0.03 * math.Pow(0.5, math.Floor(float64(t)/20)) }, 0.8, false)
 		}},
 		{"Adam", optim.Adam[model](0.05), func() reference { return refAdam(constLR(0.05), 0.9, 0.999, 1e-8, 0, 0) }},
@@ -429,9 +429,12 @@ func TestScheduleFormulas(t *testing.T) {
 		{"PolynomialDecay", optim.PolynomialDecay(2, 0.5, 3, 70), refPoly(2, 0.5, 3, 70)},
 		{"PolynomialDecay/increasing", optim.PolynomialDecay(0.1, 1, 0.5, 25), refPoly(0.1, 1, 0.5, 25)},
 		{"CosineDecay", optim.CosineDecay(0.5, 100, 0), refCosine(0.5, 100, 0)},
-		{"ExponentialDecay", optim.ExponentialDecay(0.5, 30, 0.1, false), func(t int) float64 { return 0.5 * math.Pow(0.1, math.Max(0, float64(t))/30) }},
-		{"ExponentialDecay/staircase", optim.ExponentialDecay(2, 25, 0.5, true), func(t int) float64 { return 2 * math.Pow(0.5, math.Floor(math.Max(0, float64(t))/25)) }},
-		{"ExponentialDecay/growth", optim.ExponentialDecay(0.01, 10, 1.5, false), func(t int) float64 { return 0.01 * math.Pow(1.5, math.Max(0, float64(t))/10) }},
+		{"ExponentialDecay", optim.ExponentialDecay(0.5, 30, 0.1), func(t int) float64 { return 0.5 * math.Pow(0.1, math.Max(0, float64(t))/30) }},
+		{"ExponentialDecay/staircase", optim.ExponentialDecay(2, 25, 0.5, optim.Staircase()), func(t int) float64 { return 2 * math.Pow(0.5, math.Floor(math.Max(0, float64(t))/25)) }},
+		{"ExponentialDecay/begin+end", optim.ExponentialDecay(0.5, 30, 0.1, optim.TransitionBegin(20), optim.EndValue(0.1)), func(t int) float64 {
+			return math.Max(0.1, 0.5*math.Pow(0.1, math.Max(0, float64(t)-20)/30))
+		}},
+		{"ExponentialDecay/growth", optim.ExponentialDecay(0.01, 10, 1.5), func(t int) float64 { return 0.01 * math.Pow(1.5, math.Max(0, float64(t))/10) }},
 		{"CosineDecay/alpha", optim.CosineDecay(0.5, 60, 0.2), refCosine(0.5, 60, 0.2)},
 		{"WarmupCosineDecay", optim.WarmupCosineDecay(0.01, 1, 20, 100, 0.05), refWarmupCosine(0.01, 1, 20, 100, 0.05)},
 		{"Join", join, func(t int) float64 {

@@ -95,28 +95,71 @@ func cosine(op string, init float64, n int, alpha float64) Schedule {
 	}
 }
 
-// ExponentialDecay returns the schedule init·rate^(t/transitionSteps) at
-// step t >= 0, and init before (optax.exponential_decay); with staircase
-// the exponent is floored, so the value drops by rate every
-// transitionSteps steps. It panics with *peel.Error if transitionSteps <=
-// 0, rate <= 0 or a value is not finite.
-func ExponentialDecay(init float64, transitionSteps int, rate float64, staircase bool) Schedule {
+// DecayOption configures ExponentialDecay.
+type DecayOption func(*decayConfig)
+
+type decayConfig struct {
+	staircase bool
+	begin     int
+	end       float64
+	endSet    bool
+}
+
+// Staircase floors ExponentialDecay's exponent, so the value drops by
+// rate every transitionSteps steps (optax's staircase=True). By default
+// the decay is continuous.
+func Staircase() DecayOption { return func(c *decayConfig) { c.staircase = true } }
+
+// TransitionBegin holds ExponentialDecay at init for the first n steps
+// and starts the decay at step n (optax's transition_begin). The default
+// is 0.
+func TransitionBegin(n int) DecayOption { return func(c *decayConfig) { c.begin = n } }
+
+// EndValue bounds ExponentialDecay by v: below it when the schedule
+// decays (rate < 1), above it when it grows (optax's end_value). By
+// default the schedule is unbounded.
+func EndValue(v float64) DecayOption { return func(c *decayConfig) { c.end, c.endSet = v, true } }
+
+// ExponentialDecay returns the schedule init·rate^((t-begin)/transitionSteps)
+// at step t >= begin, and init before (optax.exponential_decay), begin
+// being TransitionBegin's (0 by default). Options: Staircase,
+// TransitionBegin, EndValue. It panics with *peel.Error if
+// transitionSteps <= 0, rate <= 0, TransitionBegin is negative or a value
+// is not finite.
+func ExponentialDecay(init float64, transitionSteps int, rate float64, opts ...DecayOption) Schedule {
 	const op = "optim.ExponentialDecay"
+	var c decayConfig
+	for _, o := range opts {
+		o(&c)
+	}
 	checkFinite(op, "init", init)
+	if c.endSet {
+		checkFinite(op, "end value", c.end)
+	}
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		treeimpl.Errorf(op, "the decay rate is %v; it must be finite and > 0", rate)
 	}
 	if transitionSteps <= 0 {
 		treeimpl.Errorf(op, "the number of transition steps is %d; it must be positive", transitionSteps)
 	}
+	if c.begin < 0 {
+		treeimpl.Errorf(op, "TransitionBegin is %d; it must be >= 0", c.begin)
+	}
 	return func(count *peel.Tensor) *peel.Tensor {
 		defer peel.Annotate(op)
-		t := peel.Maximum(steps(op, count), 0.0)
+		t := peel.Maximum(peel.Sub(steps(op, count), float64(c.begin)), 0.0)
 		e := peel.Div(t, float64(transitionSteps))
-		if staircase {
+		if c.staircase {
 			e = peel.Floor(e)
 		}
-		return peel.Mul(peel.Pow(rate, e), init)
+		v := peel.Mul(peel.Pow(rate, e), init)
+		switch {
+		case c.endSet && rate < 1:
+			v = peel.Maximum(v, c.end)
+		case c.endSet && rate > 1:
+			v = peel.Minimum(v, c.end)
+		}
+		return v
 	}
 }
 

@@ -131,9 +131,8 @@ func l2Norm(f func(Params, *peel.Tensor) *peel.Tensor, params Params) *peel.Tens
 }
 
 // exponentialDecay is the script's schedule at this port's initial rate:
-// from step 15000 on, the rate falls by 0.1 every 10000 steps.
-var exponentialDecay = optim.Join(
-	[]optim.Schedule{optim.Constant(1e-2), optim.ExponentialDecay(1e-2, 10000, 0.1, false)}, []int{15000})
+// from step 15000 on, the rate falls by 0.1 every 10000 steps, to 1e-7.
+var exponentialDecay = optim.ExponentialDecay(1e-2, 10000, 0.1, optim.TransitionBegin(15000), optim.EndValue(1e-7))
 
 var optimizer = optim.Adam[Params](exponentialDecay)
 
