@@ -12,31 +12,62 @@ import (
 	"github.com/peel-ml/peel/transforms"
 )
 
-// TestAgainstTorch runs the 300 meta-iterations and checks every meta-loss,
-// the meta-trained weights and the adapted predictions on the test task
-// against PyTorch (testdata/gen_reference.py: per-task autograd with
-// create_graph, torch.optim.Adam). 300 Adam steps through second
-// derivatives still agree to about 1e-12 relative.
+// TestAgainstTorch runs 300 meta-iterations (the compiled step) and
+// checks every meta-loss, the meta-trained weights and the adapted
+// predictions on the test grid against PyTorch (testdata/gen_reference.py:
+// per-task autograd with create_graph, torch.optim.Adam). 300 Adam steps
+// through second derivatives still agree to about 1e-12 relative.
 func TestAgainstTorch(t *testing.T) {
 	ref := reftest.Load(t, "testdata/reference.json")
-	losses, params, _, _, testF := run(300)
+	losses, params, _, _, testX, _, testF := run(300)
 	const rtol, atol = 1e-10, 1e-12
 	reftest.Close(t, "losses", peel.FromFloat64s(losses, len(losses)), ref["losses"], rtol, atol)
 	reftest.CloseTree(t, "params", params, ref, rtol, atol)
+	reftest.Close(t, "test_x", testX, ref["test_x"], 0, 1e-12)
 	reftest.Close(t, "test_f", testF, ref["test_f"], rtol, atol)
 }
 
-// TestOptimInnerLoopMatchesHandWritten: one step of plain optim.SGD at
-// alpha is the hand-written tree.MapN step of getLossForTask, for the
-// meta-loss and for its meta-gradient.
-func TestOptimInnerLoopMatchesHandWritten(t *testing.T) {
-	_, params, _, _, _ := run(0)
-	tasks := sampleTasks(1, 4, 20)
-	hand := func(params, tasks []*peel.Tensor) *peel.Tensor {
-		return peel.Mean(transforms.Vmap2(getLossForTask, transforms.InAxes(transforms.NoAxis, 0))(params, tasks))
+// MAML with the inner loop run by an optimizer from package optim, as
+// higher-order MAML libraries do: getLossForTaskWith adapts with steps
+// steps of opt, its state initialized inside the task loss, so the
+// meta-gradient differentiates through the optimizer's updates (a
+// momentum trace included).
+func getLossForTaskWith(opt optim.Transformation[[]*peel.Tensor], steps int) func(params []*peel.Tensor, x1, y1, x2, y2 *peel.Tensor) *peel.Tensor {
+	innerLoss := func(params []*peel.Tensor, x1, y1 *peel.Tensor) *peel.Tensor { return mseLoss(net(params, x1), y1) }
+	return func(params []*peel.Tensor, x1, y1, x2, y2 *peel.Tensor) *peel.Tensor {
+		p, state := params, opt.Init(params)
+		for range steps {
+			grads := transforms.Grad3(innerLoss)(p, x1, y1)
+			var updates []*peel.Tensor
+			updates, state = opt.Update(grads, state, p)
+			p = optim.ApplyUpdates(p, updates)
+		}
+		return mseLoss(net(p, x2), y2)
 	}
-	wl, wg := transforms.ValueAndGrad2(hand)(params, tasks)
-	gl, gg := transforms.ValueAndGrad2(metaLossWith(optim.SGD[[]*peel.Tensor](alpha), 1))(params, tasks)
+}
+
+// metaLossWith is the mean over the tasks (Vmap5, the params shared) of
+// getLossForTaskWith.
+func metaLossWith(opt optim.Transformation[[]*peel.Tensor], steps int) func(params []*peel.Tensor, x1, y1, x2, y2 *peel.Tensor) *peel.Tensor {
+	taskLoss := transforms.Vmap5(getLossForTaskWith(opt, steps), transforms.InAxes(transforms.NoAxis, 0, 0, 0, 0))
+	return func(params []*peel.Tensor, x1, y1, x2, y2 *peel.Tensor) *peel.Tensor {
+		return taskLoss(params, x1, y1, x2, y2).Mean()
+	}
+}
+
+// TestOptimInnerLoopMatchesHandWritten: one step of plain optim.SGD at
+// alpha is getLossForTask's hand-written step, for the meta-loss and for
+// its meta-gradient; and Vmap5 with the params unmapped is the tutorial's
+// Vmap4 of a closure.
+func TestOptimInnerLoopMatchesHandWritten(t *testing.T) {
+	_, params, _, _, _, _, _ := run(0)
+	x1, y1, x2, y2 := sampleTasks(10, numTasks, K)
+	hand := func(params []*peel.Tensor, x1, y1, x2, y2 *peel.Tensor) *peel.Tensor {
+		taskLoss := func(x1, y1, x2, y2 *peel.Tensor) *peel.Tensor { return getLossForTask(params, x1, y1, x2, y2) }
+		return transforms.Vmap4(taskLoss)(x1, y1, x2, y2).Mean()
+	}
+	wl, wg := transforms.ValueAndGrad5(hand)(params, x1, y1, x2, y2)
+	gl, gg := transforms.ValueAndGrad5(metaLossWith(optim.SGD[[]*peel.Tensor](alpha), 1))(params, x1, y1, x2, y2)
 	closeRel(t, "meta-loss", gl.Item(), wl.Item(), 1e-14)
 	for i := range wg {
 		g, w := gg[i].Float64s(), wg[i].Float64s()
@@ -47,26 +78,27 @@ func TestOptimInnerLoopMatchesHandWritten(t *testing.T) {
 }
 
 // TestMetaGradThroughOptimizer checks the meta-gradient through 3 inner
-// steps of optim.SGD with momentum against central differences of the
-// meta-loss in float64 (to 1e-7 relative; they agree to about 1e-8):
-// along random directions and along single coordinates, at the initial parameters and after 30 meta-iterations.
+// steps of optim.SGD with momentum 0.5 against central differences of
+// the meta-loss in float64 (to 1e-7 relative; they agree to about 1e-8):
+// along random directions and along single coordinates, at the initial
+// parameters and after 30 meta-iterations.
 func TestMetaGradThroughOptimizer(t *testing.T) {
-	tasks := sampleTasks(7, 4, 20)
-	metaLoss := metaLossWith(innerOpt, innerSteps)
+	x1, y1, x2, y2 := sampleTasks(70, numTasks, K)
+	metaLoss := metaLossWith(optim.SGD[[]*peel.Tensor](alpha, optim.Momentum(0.5)), 3)
 	r := rand.New(rand.NewPCG(18, 1))
 	for _, iters := range []int{0, 30} {
-		_, params, _, _, _ := run(iters)
-		loss, grads := metaGradOptim(params, tasks)
-		closeRel(t, fmt.Sprintf("after %d iterations: ValueAndGrad's value", iters), loss.Item(), metaLoss(params, tasks).Item(), 1e-14)
+		_, params, _, _, _, _, _ := run(iters)
+		loss, grads := transforms.ValueAndGrad5(metaLoss)(params, x1, y1, x2, y2)
+		closeRel(t, fmt.Sprintf("after %d iterations: ValueAndGrad's value", iters), loss.Item(), metaLoss(params, x1, y1, x2, y2).Item(), 1e-14)
 		// The meta-loss has kinks where an inner ReLU switches: a small
 		// step keeps the differences off them.
 		const eps = 1e-6
 		fd := func(dirs []*peel.Tensor) float64 {
 			plus, minus := make([]*peel.Tensor, len(params)), make([]*peel.Tensor, len(params))
 			for i, p := range params {
-				plus[i], minus[i] = peel.Add(p, peel.Mul(dirs[i], eps)), peel.Sub(p, peel.Mul(dirs[i], eps))
+				plus[i], minus[i] = p.Add(dirs[i].Mul(eps)), p.Sub(dirs[i].Mul(eps))
 			}
-			return (metaLoss(plus, tasks).Item() - metaLoss(minus, tasks).Item()) / (2 * eps)
+			return (metaLoss(plus, x1, y1, x2, y2).Item() - metaLoss(minus, x1, y1, x2, y2).Item()) / (2 * eps)
 		}
 		check := func(what string, dirs []*peel.Tensor) {
 			t.Helper()

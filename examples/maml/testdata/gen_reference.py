@@ -2,7 +2,8 @@
 autograd: each task's adaptation step is torch.autograd.grad with
 create_graph=True in a Python loop over the tasks (no vmap, no torch.func),
 the meta-gradient is .backward() through it, and the optimizer is
-torch.optim.Adam. Tasks come from synth.py, the twin of the Go synth package.
+torch.optim.Adam. Weights are [in, out] as in the Go port. Tasks come from
+synth.py, the twin of the Go synth package.
 
     /usr/bin/python3 examples/maml/testdata/gen_reference.py
 """
@@ -26,23 +27,22 @@ def net(params, x):
     return x @ params[4] + params[5]
 
 
-def sample_tasks(it):
-    s = 10.0 * it
-    amp = (d(s, NUM_TASKS, 1, 1) + 1) * 0.2 + 0.1
-    phase = (d(s + 1, NUM_TASKS, 1, 1) + 1) * (math.pi / 2)
-    x1, x2 = d(s + 2, NUM_TASKS, K, 1) * 5, d(s + 3, NUM_TASKS, K, 1) * 5
+def sample_tasks(seed):
+    amp = (d(seed, NUM_TASKS, 1, 1) + 1) * 0.2 + 0.1
+    phase = (d(seed + 1, NUM_TASKS, 1, 1) + 1) * (math.pi / 2)
+    x1, x2 = d(seed + 2, NUM_TASKS, K, 1) * 5, d(seed + 3, NUM_TASKS, K, 1) * 5
     return x1, amp * torch.sin(x1 + phase), x2, amp * torch.sin(x2 + phase)
 
 
 params = [d(-1, 1, 40), torch.zeros(40, dtype=torch.float64),
-          d(-2, 40, 40) * (1 / math.sqrt(40)), torch.zeros(40, dtype=torch.float64),
-          d(-3, 40, 1) * (1 / math.sqrt(40)), torch.zeros(1, dtype=torch.float64)]
+          d(-2, 40, 40) / math.sqrt(40), torch.zeros(40, dtype=torch.float64),
+          d(-3, 40, 1) / math.sqrt(40), torch.zeros(1, dtype=torch.float64)]
 for p in params:
     p.requires_grad_()
 opt = torch.optim.Adam(params, lr=1e-3)
 losses = []
-for it in range(1, ITERS + 1):
-    x1, y1, x2, y2 = sample_tasks(it)
+for it in range(ITERS):
+    x1, y1, x2, y2 = sample_tasks(10.0 * it)
     opt.zero_grad()
     task_losses = []
     for t in range(NUM_TASKS):
@@ -56,16 +56,17 @@ for it in range(1, ITERS + 1):
     losses.append(loss.item())
 
 t_a, t_b = 0.35, 1.2
-t_x = d(99, 4, 1) * 5
+t_x = d(12, 4, 1) * 5
 t_y = torch.sin(t_x + t_b) * t_a
 t_params = [p.detach().requires_grad_() for p in params]
 for _ in range(5):
     t_loss = (net(t_params, t_x) - t_y).abs().mean()
     grads = torch.autograd.grad(t_loss, t_params)
     t_params = [(p - ALPHA * g).detach().requires_grad_() for p, g in zip(t_params, grads)]
-test_x = torch.arange(-2 * math.pi, 2 * math.pi, 0.5, dtype=torch.float64).unsqueeze(1)
+test_x = torch.arange(-2 * math.pi, 2 * math.pi, 0.01, dtype=torch.float64).unsqueeze(1)
 
-out = {"losses": torch.tensor(losses, dtype=torch.float64), "test_f": net(t_params, test_x)}
+out = {"losses": torch.tensor(losses, dtype=torch.float64), "test_x": test_x,
+       "test_f": net(t_params, test_x)}
 for i, p in enumerate(params):
     out["params[%d]" % i] = p
 synth.write(os.path.join(HERE, "reference.json"), out)
