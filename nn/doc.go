@@ -17,7 +17,7 @@
 //   - losses (MSE, L1, Huber, CrossEntropy, NLL,
 //     BinaryCrossEntropyWithLogits, KLDiv), reducing to the mean by
 //     default (Reduce selects sum, none or batch mean);
-//   - layers (Linear, Conv2D, Embedding, LayerNorm, RMSNorm, BatchNorm,
+//   - layers (Linear, Conv2D, Embedding, LayerNorm, RMSNorm, GroupNorm, BatchNorm,
 //     Dropout, MultiHeadAttention and ScaledDotProductAttention) with
 //     their Init functions.
 //
