@@ -61,8 +61,8 @@ func Zeros(dt DType, shape ...int) *Tensor {
 	return interp.NewConcrete(be, backend.Array{Buf: be.Alloc(dt, n), Shape: s})
 }
 
-// Ones returns a new tensor filled with ones (true for bool); it panics as
-// Zeros does.
+// Ones returns a new tensor filled with ones (true for bool), of rank 0
+// when no shape is given; it panics as Zeros does.
 func Ones(dt DType, shape ...int) *Tensor {
 	defer interp.Annotate("peel.Ones")
 	checkDType("peel.Ones", dt)
@@ -74,7 +74,8 @@ func Ones(dt DType, shape ...int) *Tensor {
 // converts it (so Full(dt, v) equals AsType(Scalar(v), dt) broadcast):
 // to an integer dtype truncated toward zero and saturated to its range
 // (±Inf to its extremes, NaN to 0), to a float dtype rounded to nearest
-// even once, to bool v != 0. It panics as Zeros does.
+// even once, to bool v != 0. With no shape the result has rank 0. It
+// panics as Zeros does.
 func Full(dt DType, v float64, shape ...int) *Tensor {
 	defer interp.Annotate("peel.Full")
 	checkDType("peel.Full", dt)

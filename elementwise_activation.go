@@ -122,10 +122,11 @@ func Softsign(x *Tensor) *Tensor {
 
 // Logit returns log(x/(1 − x)) elementwise, the inverse of Sigmoid,
 // computed as log(x) − log1p(−x): -Inf at 0, +Inf at 1, NaN outside
-// [0, 1]. With eps (at most one, in [0, ½]) x is first limited to
-// [eps, 1 − eps], as torch's logit(x, eps), and the derivative is 0
-// outside that interval. It panics with *Error if x is nil, more than
-// one eps is given, or eps is outside [0, ½].
+// [0, 1]. Without eps (the default) x is used as it is; with eps (at most
+// one, in [0, ½]) x is first limited to [eps, 1 − eps], as torch's
+// logit(x, eps), and the derivative is 0 outside that interval. It panics
+// with *Error if x is nil, more than one eps is given, or eps is outside
+// [0, ½].
 func Logit(x *Tensor, eps ...float64) *Tensor {
 	const op = "peel.Logit"
 	defer interp.Annotate(op)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
 )
 
 // Binary functions broadcast and promote; Go scalars are weakly typed, so
@@ -46,7 +47,7 @@ func ExampleCatch() {
 	})
 	fmt.Println(err)
 	// Output:
-	// peel.MatMul: contracting dimensions differ: f64[2,3] has 3 columns, f64[4,5] has 4 rows at example_test.go:45
+	// peel.MatMul: contracting dimensions differ: f64[2,3] has 3 columns, f64[4,5] has 4 rows at example_test.go:46
 }
 
 // A 3×3 convolution with SAME padding keeps the image size; stride 2
@@ -69,4 +70,29 @@ func ExampleConv2D() {
 	// [1 3 2 2] 18
 	// [[[[ 5  7]
 	//    [13 15]]]]
+}
+
+// Tensors broadcast like numpy's arrays, views write through to their
+// base, and every function works under the transforms of package
+// transforms.
+func Example() {
+	x := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	b := peel.FromFloat64s([]float64{10, 20, 30})
+	y := x.Mul(2).Add(b) // b broadcasts over the rows
+	fmt.Println(y)
+	fmt.Println(y.Sum(1), y.Mean().Item())
+
+	row := peel.Select(x, 0, 1) // a view of the second row
+	peel.MulInPlace(row, -1)
+	fmt.Println(x)
+
+	loss := func(w *peel.Tensor) *peel.Tensor { return w.Square().Sum() }
+	fmt.Println(transforms.Grad(loss)(peel.FromFloat64s([]float64{1, -2})))
+	// Output:
+	// [[12 24 36]
+	//  [18 30 42]]
+	// [72 90] 27
+	// [[ 1  2  3]
+	//  [-4 -5 -6]]
+	// [ 2 -4]
 }

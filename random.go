@@ -77,12 +77,13 @@ func FoldIn(key *Tensor, data int64) *Tensor {
 	return interp.Bind1(prims.Concatenate, prims.AxisParams{Axis: 0}, one(ys[0]), one(ys[1]))
 }
 
-// Uniform returns a tensor of the given shape and floating-point dtype
-// whose elements are uniformly distributed in [0, 1): multiples of 2^-23
-// for Float32 (23 random bits), of 2^-53 for Float64 (53 random bits from
-// the two words). It panics with *Error if key is not a key, dt is not a
-// float dtype, a dimension is negative, or the sample is too large (its
-// number of elements overflows int, or it exceeds the allocation limit).
+// Uniform returns a tensor of the given shape (rank 0 when none is given)
+// and floating-point dtype whose elements are uniformly distributed in
+// [0, 1): multiples of 2^-23 for Float32 (23 random bits), of 2^-53 for
+// Float64 (53 random bits from the two words). It panics with *Error if
+// key is not a key, dt is not a float dtype, a dimension is negative, or
+// the sample is too large (its number of elements overflows int, or it
+// exceeds the allocation limit).
 func Uniform(key *Tensor, dt DType, shape ...int) *Tensor {
 	const op = "peel.Uniform"
 	rngCheckSample(op, key, dt, shape)
@@ -93,10 +94,10 @@ func Uniform(key *Tensor, dt DType, shape ...int) *Tensor {
 	return rngReshape(rngUniform(dt, y0, y1), shape)
 }
 
-// Normal returns a tensor of the given shape and floating-point dtype of
-// standard normal samples (mean 0, variance 1), by the Box–Muller
-// transform of two uniform samples. It panics with *Error in the cases
-// Uniform does.
+// Normal returns a tensor of the given shape (rank 0 when none is given)
+// and floating-point dtype of standard normal samples (mean 0, variance
+// 1), by the Box–Muller transform of two uniform samples. It panics with
+// *Error in the cases Uniform does.
 func Normal(key *Tensor, dt DType, shape ...int) *Tensor {
 	const op = "peel.Normal"
 	rngCheckSample(op, key, dt, shape)
@@ -129,13 +130,13 @@ func Normal(key *Tensor, dt DType, shape ...int) *Tensor {
 	return rngReshape(bind(prims.Mul, r, c), shape)
 }
 
-// Bernoulli returns a bool tensor of the given shape whose elements are
-// true with probability p, independently. p is resolved to multiples of
-// 2^-32: an element is true when a random 32-bit word is below
-// round(p·2^32), so p = 0 never and p = 1 always gives true. It panics
-// with *Error if key is not a key, p is outside [0, 1], a dimension is
-// negative, or the sample is too large (its number of elements overflows
-// int, or it exceeds the allocation limit).
+// Bernoulli returns a bool tensor of the given shape (rank 0 when none is
+// given) whose elements are true with probability p, independently. p is
+// resolved to multiples of 2^-32: an element is true when a random 32-bit
+// word is below round(p·2^32), so p = 0 never and p = 1 always gives
+// true. It panics with *Error if key is not a key, p is outside [0, 1], a
+// dimension is negative, or the sample is too large (its number of
+// elements overflows int, or it exceeds the allocation limit).
 func Bernoulli(key *Tensor, p float64, shape ...int) *Tensor {
 	const op = "peel.Bernoulli"
 	rngCheckKey(op, key)
@@ -278,12 +279,13 @@ func SplitKeys(key *Tensor, n int) []*Tensor {
 	return out
 }
 
-// UniformRange returns a tensor of the given shape and floating-point
-// dtype whose elements are uniformly distributed in [lo, hi): lo +
-// (hi-lo)·u for u = Uniform(key, dt, shape...), computed in dt and clamped
-// to the dt values in [lo, hi) (so rounding never gives hi). It panics
-// with *Error in the cases Uniform does, and if lo or hi is not finite,
-// lo ≥ hi, hi-lo overflows dt, or no value of dt lies in [lo, hi).
+// UniformRange returns a tensor of the given shape (rank 0 when none is
+// given) and floating-point dtype whose elements are uniformly
+// distributed in [lo, hi): lo + (hi-lo)·u for u = Uniform(key, dt,
+// shape...), computed in dt and clamped to the dt values in [lo, hi) (so
+// rounding never gives hi). It panics with *Error in the cases Uniform
+// does, and if lo or hi is not finite, lo ≥ hi, hi-lo overflows dt, or no
+// value of dt lies in [lo, hi).
 func UniformRange(key *Tensor, dt DType, lo, hi float64, shape ...int) *Tensor {
 	const op = "peel.UniformRange"
 	rngCheckSample(op, key, dt, shape)
@@ -310,11 +312,11 @@ func UniformRange(key *Tensor, dt DType, lo, hi float64, shape ...int) *Tensor {
 	return rngReshape(x, shape)
 }
 
-// NormalScaled returns a tensor of the given shape and floating-point
-// dtype of normal samples with the given mean and standard deviation:
-// mean + std·Normal(key, dt, shape...), computed in dt. It panics with
-// *Error in the cases Normal does, and if mean or std is not finite or
-// std is negative.
+// NormalScaled returns a tensor of the given shape (rank 0 when none is
+// given) and floating-point dtype of normal samples with the given mean
+// and standard deviation: mean + std·Normal(key, dt, shape...), computed
+// in dt. It panics with *Error in the cases Normal does, and if mean or
+// std is not finite or std is negative.
 func NormalScaled(key *Tensor, dt DType, mean, std float64, shape ...int) *Tensor {
 	const op = "peel.NormalScaled"
 	rngCheckSample(op, key, dt, shape)
@@ -328,15 +330,15 @@ func NormalScaled(key *Tensor, dt DType, mean, std float64, shape ...int) *Tenso
 	return bind(prims.Add, rngFill(mean, dt, s), bind(prims.Mul, rngFill(std, dt, s), z))
 }
 
-// RandInt returns an i64 tensor of the given shape whose elements are
-// uniformly distributed integers in [lo, hi). Element i is lo +
-// floor(R·(hi-lo) / 2^64), where R is the 64 random bits of element i
-// (the two words of its Threefry block; multiply-shift, computed exactly
-// in 16-bit limbs), so each value has probability within 2^-64 of
-// 1/(hi-lo): a relative bias below (hi-lo)·2^-64, at most 2^-32 for
-// ranges up to 2^32. Any range of int64 is allowed, [MinInt64, MaxInt64)
-// included. It panics with *Error if key is not a key, hi ≤ lo, a
-// dimension is negative, or the sample is too large (its number of
+// RandInt returns an i64 tensor of the given shape (rank 0 when none is
+// given) whose elements are uniformly distributed integers in [lo, hi).
+// Element i is lo + floor(R·(hi-lo) / 2^64), where R is the 64 random
+// bits of element i (the two words of its Threefry block; multiply-shift,
+// computed exactly in 16-bit limbs), so each value has probability within
+// 2^-64 of 1/(hi-lo): a relative bias below (hi-lo)·2^-64, at most 2^-32
+// for ranges up to 2^32. Any range of int64 is allowed, [MinInt64,
+// MaxInt64) included. It panics with *Error if key is not a key, hi ≤ lo,
+// a dimension is negative, or the sample is too large (its number of
 // elements overflows int, or it exceeds the allocation limit).
 func RandInt(key *Tensor, lo, hi int64, shape ...int) *Tensor {
 	const op = "peel.RandInt"
@@ -559,15 +561,15 @@ func Categorical(key *Tensor, logits *Tensor, axis int, shape ...int) *Tensor {
 	return ArgMax(Add(logits, rngReshape(g, ns)), pre+a)
 }
 
-// Choice returns an i64 tensor of the given shape of indices in [0, n):
-// uniform (RandInt(key, 0, n, shape...)) when p is nil, else drawn with
-// probabilities proportional to p, a floating-point tensor of shape [n]
-// of nonnegative weights that need not sum to 1 (Categorical(key, log p,
-// 0, shape...); a zero weight is never drawn, and negative or NaN weights
-// give unspecified indices). Samples are independent (with replacement).
-// It panics with *Error if key is not a key, n < 1, p is not a float
-// tensor of shape [n], a dimension is negative, or the sample is too
-// large.
+// Choice returns an i64 tensor of the given shape (rank 0 when none is
+// given) of indices in [0, n): uniform (RandInt(key, 0, n, shape...))
+// when p is nil, else drawn with probabilities proportional to p, a
+// floating-point tensor of shape [n] of nonnegative weights that need not
+// sum to 1 (Categorical(key, log p, 0, shape...); a zero weight is never
+// drawn, and negative or NaN weights give unspecified indices). Samples
+// are independent (with replacement). It panics with *Error if key is not
+// a key, n < 1, p is not a float tensor of shape [n], a dimension is
+// negative, or the sample is too large.
 func Choice(key *Tensor, n int, p *Tensor, shape ...int) *Tensor {
 	const op = "peel.Choice"
 	rngCheckKey(op, key)
@@ -589,17 +591,17 @@ func Choice(key *Tensor, n int, p *Tensor, shape ...int) *Tensor {
 	return Categorical(key, Log(p), 0, shape...)
 }
 
-// TruncatedNormal returns a tensor of the given shape and floating-point
-// dtype of standard normal samples truncated to [lo, hi] (infinite bounds
-// allowed): Φ⁻¹(u) for u uniform in [Φ(lo), Φ(hi)], computed in float64
-// (an interval above 0 is mirrored below it, where Φ keeps its relative
-// precision) and clamped to the dt values in [lo, hi], so every element
-// lies in [lo, hi]. Φ⁻¹ is Acklam's rational approximation of the normal
-// quantile (relative error below 1.15·10⁻⁹). Where the interval's
-// probability underflows float64 (bounds beyond about ±37) the samples
-// pile up at the bound nearer 0. It panics with *Error in the cases
-// Uniform does, and if lo or hi is NaN, lo ≥ hi, or no value of dt lies
-// in [lo, hi].
+// TruncatedNormal returns a tensor of the given shape (rank 0 when none
+// is given) and floating-point dtype of standard normal samples truncated
+// to [lo, hi] (infinite bounds allowed): Φ⁻¹(u) for u uniform in [Φ(lo),
+// Φ(hi)], computed in float64 (an interval above 0 is mirrored below it,
+// where Φ keeps its relative precision) and clamped to the dt values in
+// [lo, hi], so every element lies in [lo, hi]. Φ⁻¹ is Acklam's rational
+// approximation of the normal quantile (relative error below 1.15·10⁻⁹).
+// Where the interval's probability underflows float64 (bounds beyond
+// about ±37) the samples pile up at the bound nearer 0. It panics with
+// *Error in the cases Uniform does, and if lo or hi is NaN, lo ≥ hi, or
+// no value of dt lies in [lo, hi].
 func TruncatedNormal(key *Tensor, dt DType, lo, hi float64, shape ...int) *Tensor {
 	const op = "peel.TruncatedNormal"
 	rngCheckSample(op, key, dt, shape)

@@ -89,9 +89,10 @@ func MemoryStats() CacheStats {
 // SetCacheLimit sets the most bytes the default backend's caching
 // allocator keeps for reuse and returns the previous limit. A negative n
 // only reports it; n = 0 keeps nothing (every result goes back to the
-// collector). The default is an eighth of the physical memory or of the
-// Go memory limit (debug.SetMemoryLimit), and at most 2 GiB. A backend
-// without a cache returns 0.
+// collector). The CPU backend's default is an eighth of the physical
+// memory or of the Go memory limit in force when the program starts
+// (GOMEMLIMIT), whichever is less, and at most 2 GiB. A backend without a
+// cache returns 0.
 func SetCacheLimit(n int64) int64 {
 	if c, ok := interp.DefaultBackend().(backend.BufferCache); ok {
 		return c.SetCacheLimit(n)

@@ -292,8 +292,8 @@ func seqInts(n int) []int {
 	return s
 }
 
-// Side says which index SearchSorted returns for values equal to
-// elements of the sorted tensor.
+// Side says which index SearchSorted returns for values equal to elements
+// of the sorted tensor. Its zero value is SideLeft.
 type Side int
 
 const (

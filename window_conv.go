@@ -112,7 +112,8 @@ type convOption func(*convConfig)
 func (f convOption) applyConv(c *convConfig) { f(c) }
 
 // ConvStrides sets the window's step along each spatial dimension (one
-// value for all of them, or one per dimension; default 1).
+// value for all of them, or one per dimension; default 1 for a
+// convolution, and the window's size for MaxPool2D and AvgPool2D).
 func ConvStrides(s ...int) ConvOption {
 	s = append([]int{}, s...)
 	return convOption(func(c *convConfig) { c.strides = s })

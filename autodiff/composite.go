@@ -50,8 +50,8 @@ type RuleKeyer interface {
 }
 
 // CompositeLin is composite_lin, the linear primitive that is the tangent
-// of a composite differentiated as a whole (see above); its parameters
-// are CompositeParams.
+// of a composite differentiated as a whole (see the package
+// documentation); its parameters are CompositeParams.
 var CompositeLin = newCompositeLin()
 
 func newCompositeLin() *interp.Prim {

@@ -2,7 +2,7 @@ package backend
 
 import "fmt"
 
-// DType is the element type of an array.
+// DType is the element type of an array. Its zero value is Invalid.
 type DType uint8
 
 // The dtypes peel supports. The first five are compute dtypes, which

@@ -73,8 +73,9 @@ var (
 )
 
 // SetFallback sets what happens to a primitive with no batching rule and
-// returns the previous mode. Tests set FallbackError so every built-in
-// primitive is proven to have a real rule.
+// returns the previous mode. The default is FallbackWarn, as is every
+// mode other than FallbackError. Tests set FallbackError so every
+// built-in primitive is proven to have a real rule.
 func SetFallback(mode int32) int32 { return fallbackMode.Swap(mode) }
 
 // SetLogger sets where fallback warnings go; nil restores the standard

@@ -156,12 +156,18 @@ func mdEscape(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// ChartTitle is the title of the chart of rows: what the bars show, then
-// the machine and BLAS when meta names them.
+// ChartTitle is the title of the chart of rows: what the bars show (the
+// ratios to the peer meta.Peer names, "the peer" when it is empty,
+// where some row has a peer record), then the machine and BLAS when meta
+// names them.
 func ChartTitle(rows []Row, meta Meta) string {
 	title := "peel, median time per run"
 	if HasPeer(rows) {
-		title = "peel vs " + meta.Peer + ": ratio of medians (below 1: peel is faster)"
+		peer := meta.Peer
+		if peer == "" {
+			peer = "the peer"
+		}
+		title = "peel vs " + peer + ": ratio of medians (below 1: peel is faster)"
 	}
 	if meta.Machine != "" {
 		title += "\n" + meta.Machine

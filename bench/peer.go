@@ -206,10 +206,11 @@ func (p *Peer) Has(name string) bool { return p.has[name] }
 func (p *Peer) Err() error { return p.err }
 
 // Measure asks the peer to measure the named workload with opt (whose
-// Threads must be the peer's). A failed check comes back as a Record
-// with Error set and a nil error; the error is for a peer that no longer
-// answers (it died, broke the protocol or took far longer than opt
-// allows), after which the peer is closed and every later call fails.
+// Threads must be the peer's; its unset fields take the defaults of
+// Options). A failed check comes back as a Record with Error set and a
+// nil error; the error is for a peer that no longer answers (it died,
+// broke the protocol or took far longer than opt allows), after which the
+// peer is closed and every later call fails.
 func (p *Peer) Measure(name string, opt Options) (Record, error) {
 	if p.err != nil {
 		return Record{}, p.err

@@ -12,7 +12,9 @@ import (
 	"github.com/peel-ml/peel"
 )
 
-// Options control how the harness measures a workload.
+// Options control how the harness measures a workload. Reps, MinTime and
+// Warmup take their defaults when zero or negative, so the zero Options
+// take 10 samples over about a second after a 100ms warm-up.
 type Options struct {
 	// Reps is the number of timed samples (default 10).
 	Reps int
@@ -24,7 +26,7 @@ type Options struct {
 	// calibrates the runs per sample (default 100ms; at least 2 runs).
 	Warmup time.Duration
 	// Threads is recorded in the results; the caller sets GOMAXPROCS and
-	// the backend's threads (see SetThreads).
+	// the backend's threads (see cpu.SetThreads).
 	Threads int
 }
 
@@ -83,8 +85,9 @@ func (r Result) Record() Record {
 	}
 }
 
-// Measure checks w against its reference and then times it. It returns an
-// error, and no timing, when the check fails.
+// Measure checks w against its reference and then times it, with the
+// defaults of Options for opt's unset fields. It returns an error, and
+// no timing, when the check fails.
 func Measure(w Workload, opt Options) (res Result, err error) {
 	opt = opt.withDefaults()
 	run, check, err := setup(w)

@@ -27,7 +27,8 @@ type Workload struct {
 	// Doc says what is computed.
 	Doc string
 	// Unit names the derived metric ("ns/op", "ns/elem/op", "GFLOPS",
-	// "ns/elem") and Metric computes it from the time of one run.
+	// "ns/elem") and Metric computes it from the time of one run
+	// (without Metric the metric is 0).
 	Unit   string
 	Metric func(nsPerRun float64) float64
 	// Setup makes the inputs and returns the function that is timed and

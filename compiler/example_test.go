@@ -8,6 +8,24 @@ import (
 	"github.com/peel-ml/peel/interp"
 )
 
+// A traced graph is optimized and built into a Program, which runs it
+// on new arguments of the traced types: here the three elementwise
+// equations run as one fused loop.
+func Example() {
+	g := interp.Trace(func(xs []*peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{xs[0].Mul(2).Add(1).Tanh()}
+	}, []*peel.Tensor{peel.Zeros(peel.Float64, 3)})
+	opt, _ := compiler.Optimize(g, compiler.DefaultPasses(), false)
+	prog := compiler.Build(opt)
+	st := prog.Stats()
+	fmt.Printf("%d instruction, fused groups of %v equations\n", st.Instructions, st.FusedSizes)
+	out := prog.Run([]*peel.Tensor{peel.FromFloat64s([]float64{-0.5, 0, 0.5})}, nil)
+	fmt.Println(out[0])
+	// Output:
+	// 1 instruction, fused groups of [3] equations
+	// [         0 0.76159416 0.96402758]
+}
+
 // Optimize runs the passes and records each one's result: here the
 // transpose of w becomes the dot's dimension numbers, and the second,
 // identical product is merged into the first.

@@ -24,9 +24,9 @@ type Stage struct {
 	Graph *interp.Graph
 }
 
-// DefaultPasses returns the passes Optimize runs by default, in order:
-// SplatConstants, Simplify, FoldTransposeIntoDot, FoldConstants, CSE and
-// DCE. Fused
+// DefaultPasses returns the passes transforms.Compile gives Optimize, in
+// order: SplatConstants, Simplify, FoldTransposeIntoDot, FoldConstants,
+// CSE and DCE (Optimize itself runs only the passes it is given). Fused
 // user-defined ops are recovered only when asked for (ReplaceComposites,
 // which names the ops), and should run before the others, on the graph
 // as traced.
@@ -41,9 +41,11 @@ func DefaultPasses() []Pass {
 	}
 }
 
-// Optimize runs passes over g in order and returns the result. With
-// record set it also returns each pass's result, in order, for printing
-// (Graph.String before and after each pass). Optimize panics with
+// Optimize runs passes over g in order and returns the result; it has no
+// default passes (see DefaultPasses), so with none it returns g itself.
+// With record set it also returns each pass's result, in order, for
+// printing (Graph.String before and after each pass); without it the
+// stages are nil. Optimize panics with
 // *interp.Error when g is nil, a pass has no Run function, or a pass
 // returns nil or a graph whose inputs or outputs differ in number or
 // type from its argument's.

@@ -260,8 +260,10 @@ func (p *Program) Run(args []*interp.Tensor, donate []bool) []*interp.Tensor {
 // or a slice of one, that the caller fills): RunInto writes it without
 // the bookkeeping of an in-place write. A result the plan computes into
 // a buffer of its own is computed in dst directly; another (an input, a
-// constant, a view, a buffer two results share) is copied into it. It
-// panics as Run does, and with *Error when a dst does not fit.
+// constant, a view, a buffer two results share) is copied into it. dst
+// may be nil or shorter than the results: a result without a dst is
+// allocated as Run allocates it. It panics as Run does, and with *Error
+// when a dst does not fit.
 func (p *Program) RunInto(args []*interp.Tensor, donate []bool, dst []*interp.Tensor) []*interp.Tensor {
 	for i, d := range dst {
 		if d == nil {

@@ -50,6 +50,8 @@ type shapeEntry struct {
 
 // DecompositionTraits describe what a decomposition of an Op needs, so
 // that each interpreter that decomposes the op can pick one it handles.
+// The zero value describes a functional decomposition that eager
+// evaluation does not prefer.
 type DecompositionTraits uint8
 
 const (
@@ -61,7 +63,11 @@ const (
 	Mutates DecompositionTraits = 1 << iota
 	// Eager marks the decomposition eager evaluation runs when the
 	// tensors' backend has no fused kernel for the op (for example a
-	// mutating one that allocates less).
+	// mutating one that allocates less): the first so marked, the
+	// composite before those WithDecomposition added. When none is,
+	// eager evaluation runs the decomposition the transforms use: the
+	// composite, or, when the composite Mutates, the first functional
+	// decomposition added (the composite itself if there is none).
 	Eager
 )
 
@@ -223,7 +229,8 @@ func WithDecomposition(f func(xs ...*peel.Tensor) *peel.Tensor, traits Decomposi
 
 // CompositeTraits sets the traits of the composite itself: Mutates when
 // it writes in place, Eager when eager evaluation should run it rather
-// than a decomposition added with WithDecomposition.
+// than a decomposition added with WithDecomposition. Without it the
+// composite's traits are zero: functional, with no preference.
 func CompositeTraits(t DecompositionTraits) Option {
 	return option(func(c *config) { c.traits = t })
 }

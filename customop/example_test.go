@@ -50,3 +50,25 @@ func ExampleDefine() {
 	// example.softsign: float64 operands only (f32[1]) at example_test.go:33
 	// [0.0625      1   0.25]
 }
+
+// An op is defined once from its composite, an ordinary function of peel
+// operations, and is then one primitive to every transform: graphs keep
+// it as one equation, and Grad derives its derivative from the
+// composite.
+func Example() {
+	cube := customop.Define("example.cube", 1, func(xs ...*peel.Tensor) *peel.Tensor {
+		return peel.Mul(peel.Square(xs[0]), xs[0])
+	})
+	x := peel.FromFloat64s([]float64{1, 2, 3})
+	fmt.Println(cube.Call(x))
+	loss := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(cube.Call(x)) }
+	fmt.Println(transforms.Grad(loss)(x))
+	fmt.Println(transforms.MakeGraph(loss, x))
+	// Output:
+	// [ 1  8 27]
+	// [ 3 12 27]
+	// { lambda ; a:f64[3] .
+	//   let b:f64[3] = example.cube a
+	//       c:f64[] = reduce_sum[axes=[0]] b
+	//   in (c) }
+}

@@ -131,10 +131,11 @@ func (f *Interp) Wrap(x *T) *T {
 // view replayed from it, so a write through one is seen through the
 // others as eager code sees it (tied weights, a slice of another
 // argument). users, when not nil, are the caller's tensors the leaves
-// stand for (Compile passes staging inputs as leaves); link marks the
-// leaves whose caller's tensor is linked from the start, not on the
-// first write (Compile's captured tensors the function writes). End
-// gives the roots their final values.
+// stand for (Compile passes staging inputs as leaves; nil: the leaves
+// stand for themselves); link, when not nil, marks the leaves whose
+// caller's tensor is linked from the start, not on the first write
+// (Compile's captured tensors the function writes). End gives the roots
+// their final values.
 func (f *Interp) WrapInputs(leaves, users []*T, link []bool) []*T {
 	out := make([]*T, len(leaves))
 	roots := make([]*T, len(leaves))

@@ -65,9 +65,12 @@ func BornBefore(t *Tensor, mark uint64) bool { return t.born < mark }
 // born is the birth stamp of a box made now.
 func born() uint64 { return epoch.Load() }
 
-// BodyTrace makes the trace a body of control flow (see above): an
-// in-place write, while f runs, into a tensor made before the trace and
-// handled below it panics with *Error instead of happening once.
+// BodyTrace makes the trace a body of control flow (Cond's branches,
+// Scan's and WhileLoop's bodies: a graph traced once and run any number
+// of times): an in-place write, while f runs, into a tensor made before
+// the trace and handled below it panics with *Error instead of happening
+// once. Without it (the default) such a write happens once, while f is
+// traced.
 func BodyTrace() TraceOption { return func(s *stager) { s.body = true } }
 
 // beginBody registers the body trace of level l for the calling

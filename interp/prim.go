@@ -136,7 +136,9 @@ type Prim struct {
 func (p *Prim) Package() string { return p.pkg }
 
 // ElementwiseRule is the shape and dtype rule of an elementwise primitive,
-// as data.
+// as data: Arity operands of one shape and one dtype that Accepts (which
+// must be set) admits, and one result of that shape and dtype Result,
+// or the operands' dtype when Result is Invalid (the zero value).
 type ElementwiseRule struct {
 	Arity   int
 	Accepts func(DType) bool

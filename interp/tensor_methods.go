@@ -114,9 +114,9 @@ func (t *Tensor) Min(axes ...int) *Tensor { return ops().Min(t, axes...) }
 // (peel.Reshape).
 func (t *Tensor) Reshape(shape ...int) *Tensor { return ops().Reshape(t, shape...) }
 
-// Flatten returns t with axes start…end (all axes by default, end -1 by
-// default) merged into one (peel.Flatten): x.Flatten(1) is torch's
-// x.flatten(1).
+// Flatten returns t with axes start…end merged into one (peel.Flatten;
+// start 0 and end -1 by default, so x.Flatten() is 1-D): x.Flatten(1) is
+// torch's x.flatten(1).
 func (t *Tensor) Flatten(axes ...int) *Tensor { return ops().Flatten(t, axes...) }
 
 // Squeeze returns t without the given size-1 axes, all of them by default

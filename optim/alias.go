@@ -9,9 +9,9 @@ import (
 // float64 or a Schedule (optax.sgd, torch.optim.SGD without dampening):
 // the update is -lr·g, or with Momentum(m) -lr·t where t ← g + m·t (with
 // Nesterov(), -lr·(g + m·t)). Its state is a ChainState of the Trace's
-// TraceState (with Momentum) and the learning rate's state. Options:
-// Momentum, Nesterov. It panics with *peel.Error for Nesterov without
-// Momentum and for invalid hyperparameters.
+// TraceState (with Momentum) and the learning rate's state. Default: no
+// momentum. Options: Momentum, Nesterov. It panics with *peel.Error for
+// Nesterov without Momentum and for invalid hyperparameters.
 func SGD[P any, L LearningRate](lr L, opts ...Option) Transformation[P] {
 	const op = "optim.SGD"
 	defer peel.Annotate(op)

@@ -7,8 +7,10 @@ import (
 )
 
 // An Option sets a hyperparameter of an optimizer (SGD, Adam, AdamW,
-// RMSProp, Adagrad, Lion) or of ScaleByAdam and Trace. Each documents
-// the options it takes; giving it another one panics with *peel.Error.
+// RMSProp, Adagrad, Lion) or of ScaleByAdam and Trace, or of
+// AddDecayedWeights. Each documents the options it takes and their
+// defaults; giving it another one, or the zero Option, panics with
+// *peel.Error.
 type Option struct {
 	name  string
 	apply func(*config)
@@ -47,13 +49,14 @@ func Betas(b1, b2 float64) Option {
 }
 
 // Eps sets the term added to the denominator: outside the square root in
-// Adam and AdamW (default 1e-8), inside it in RMSProp (default 1e-8) and
-// Adagrad (default 1e-7). It must be finite and >= 0.
+// Adam, AdamW and ScaleByAdam (default 1e-8), inside it in RMSProp
+// (default 1e-8) and Adagrad (default 1e-7). It must be finite and >= 0.
 func Eps(eps float64) Option { return Option{"Eps", func(c *config) { c.eps = eps }} }
 
-// EpsRoot sets the term added to Adam's second moment inside the square
-// root (default 0): a positive value keeps the derivative of an Adam step
-// finite where a gradient is zero, for meta-gradients through the step.
+// EpsRoot sets the term added to the second moment inside the square
+// root in Adam, AdamW and ScaleByAdam (default 0): a positive value keeps
+// the derivative of an Adam step finite where a gradient is zero, for
+// meta-gradients through the step. It must be finite and >= 0.
 func EpsRoot(eps float64) Option { return Option{"EpsRoot", func(c *config) { c.epsRoot = eps }} }
 
 // WeightDecay sets the decoupled weight decay of AdamW (default 1e-4, as
@@ -67,7 +70,8 @@ func WeightDecay(wd float64) Option {
 // WeightDecayMask restricts the weight decay of AdamW, Lion and
 // AddDecayedWeights to the parameters whose tree path (as tree.Paths
 // writes it: ".Layers[0].W", `["bias"]`) keep returns true for; the
-// others are not decayed (optax's mask). keep must not be nil.
+// others are not decayed (optax's mask). Without it every parameter is
+// decayed. keep must not be nil.
 func WeightDecayMask(keep func(path string) bool) Option {
 	return Option{"WeightDecayMask", func(c *config) { c.decayMask = keep }}
 }

@@ -216,7 +216,9 @@ type AdamState[P any] struct {
 // does, before the learning rate (optax.scale_by_adam): with
 // m ← b1·m + (1-b1)·g, v ← b2·v + (1-b2)·g² and t the step (from 1), the
 // update is m̂/(√(v̂ + epsRoot) + eps) with m̂ = m/(1-b1^t), v̂ =
-// v/(1-b2^t). Options: Betas, Eps, EpsRoot.
+// v/(1-b2^t). Defaults: Betas(0.9, 0.999), Eps(1e-8), EpsRoot(0).
+// Options: Betas, Eps, EpsRoot. It panics with *peel.Error for invalid
+// hyperparameters.
 func ScaleByAdam[P any](opts ...Option) Transformation[P] {
 	const op = "optim.ScaleByAdam"
 	c := configure(op, adamDefaults, opts, "Betas", "Eps", "EpsRoot")

@@ -509,7 +509,8 @@ func svdJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 }
 
 // PinvParams are the parameters of pinv: singular values at most RTol
-// times the largest are taken as zero.
+// times the largest are taken as zero, so the zero value zeros only
+// those that are 0 (linalg.Pinv passes 10·max(m, n)·ε).
 type PinvParams struct{ RTol float64 }
 
 func (p PinvParams) String() string { return fmt.Sprintf("rtol=%g", p.RTol) }

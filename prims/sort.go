@@ -8,7 +8,8 @@ import (
 )
 
 // SortParams are the parameters of sort: the axis sorted along and the
-// direction. The sort is always stable.
+// direction (ascending unless Descending, so the zero value sorts axis 0
+// ascending). The sort is always stable.
 type SortParams struct {
 	Axis       int
 	Descending bool

@@ -405,7 +405,9 @@ func (*Backend) MemoryStats() backend.MemoryStats { return cache.stats() }
 // reuse and returns the previous limit; n < 0 only reports it, n = 0
 // keeps nothing. Lowering it below the bytes cached drops them all
 // (backend.BufferCache). The cache is the process's: every cpu Backend
-// shares it.
+// shares it. The default limit is an eighth of the physical memory or of
+// the Go memory limit in force when the program starts (GOMEMLIMIT),
+// whichever is less, and at most 2 GiB.
 func (*Backend) SetCacheLimit(n int64) int64 {
 	old := cache.limit.Load()
 	if n < 0 {

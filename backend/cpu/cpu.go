@@ -191,7 +191,9 @@ func SetThreads(n int) {
 	setBLASThreads(Threads())
 }
 
-// Threads returns the number of goroutines large kernels use.
+// Threads returns the number of goroutines large kernels use: the count
+// last given to SetThreads, or by default runtime.GOMAXPROCS(0) (also
+// after SetThreads(n) with n ≤ 0).
 func Threads() int {
 	if n := threads.Load(); n > 0 {
 		return int(n)

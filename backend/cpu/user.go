@@ -49,7 +49,8 @@ func dtypeOf(b backend.Buffer) backend.DType {
 // the backend's threads (SetThreads) when n is large enough to pay for
 // the goroutines, else on the calling goroutine. cost is the relative
 // work per element (1 for an add, about 10 for a transcendental
-// function): it scales down the size from which the work is split.
+// function; below 1 counts as 1): it scales down the size from which the
+// work is split.
 func ParallelFor(n, cost int, body func(lo, hi int)) { parallelFor(n, cost, body) }
 
 // Vectorized math for fused kernels: the loops the backend's own tanh,
