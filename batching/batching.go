@@ -48,6 +48,46 @@ func Register(p *interp.Prim, r Rule) {
 	table.Store(&t)
 }
 
+// NamedRule is a batching rule that also receives the axis name of the
+// level ("" for a level without one): the collectives reduce over the
+// batch when they name it, and the primitives that vmap a body of their
+// own (control flow, compiled calls) bind the same name at the body's
+// level, so a collective inside the body sees the same axis.
+type NamedRule func(axis string, size int, params any, args []*T, dims []int) (outs []*T, outDims []int)
+
+var (
+	namedRules = map[*interp.Prim]NamedRule{} // under rulesMu
+	// namedTable is namedRules indexed by primitive ID, rebuilt on
+	// registration, so the lookup on the dispatch path takes no lock.
+	namedTable atomic.Pointer[[]NamedRule]
+)
+
+// RegisterNamed sets p's named batching rule, which takes precedence
+// over a Rule. Registration is meant for package initialization.
+func RegisterNamed(p *interp.Prim, r NamedRule) {
+	rulesMu.Lock()
+	defer rulesMu.Unlock()
+	namedRules[p] = r
+	n := 0
+	for q := range namedRules {
+		n = max(n, q.ID+1)
+	}
+	t := make([]NamedRule, n)
+	for q, r := range namedRules {
+		t[q.ID] = r
+	}
+	namedTable.Store(&t)
+}
+
+// NamedRuleFor returns p's named batching rule, or nil.
+func NamedRuleFor(p *interp.Prim) NamedRule {
+	t := namedTable.Load()
+	if t == nil || p.ID >= len(*t) {
+		return nil
+	}
+	return (*t)[p.ID]
+}
+
 // RuleFor returns p's batching rule, or nil.
 func RuleFor(p *interp.Prim) Rule {
 	t := table.Load()
@@ -131,6 +171,9 @@ func (t *tracer) ReleaseSnapshot() {
 type Interp struct {
 	level *interp.Level
 	size  int
+	// name is the axis name the level binds ("" for none): collectives
+	// over it reduce or exchange across the batch (NamedRule).
+	name string
 	// bcast caches concrete unbatched operands of elementwise primitives
 	// broadcast to the batch and materialized (from their second use), by
 	// operand and batch dim,
@@ -204,6 +247,24 @@ func New(size int) *Interp {
 	in.level = interp.NewLevel("vmap", in)
 	return in
 }
+
+// NewNamed starts a vmap level of batch size size that binds the axis
+// name (JAX's vmap(axis_name=name)): collectives over name see the whole
+// batch. The caller pushes the axis frame (interp.PushAxis, with Index)
+// for the goroutine that runs the function, and must call End.
+func NewNamed(size int, name string) *Interp {
+	in := &Interp{size: size, name: name}
+	in.level = interp.NewLevel("vmap", in)
+	return in
+}
+
+// AxisName returns the axis name the level binds, or "".
+func (b *Interp) AxisName() string { return b.name }
+
+// Index returns the axis index of the level's lanes: the i64 scalar
+// that is i in lane i (a batched iota), what AxisIndex over the level's
+// name returns.
+func (b *Interp) Index() *T { return b.Batched(iotaI64(b.size), 0) }
 
 // Level returns the interpreter's level.
 func (b *Interp) Level() *interp.Level { return b.level }
@@ -346,6 +407,14 @@ func (b *Interp) Process(l *interp.Level, p *interp.Prim, params any, args []*T)
 		if _, ok := interp.ElementwiseAval(p, args); !ok {
 			interp.Abstract(p, params, args)
 		}
+	}
+	if nr := NamedRuleFor(p); nr != nil {
+		outs, odims := nr(b.name, b.size, params, vals, dims)
+		res := make([]*T, len(outs))
+		for i, o := range outs {
+			res[i] = b.Batched(o, odims[i])
+		}
+		return res
 	}
 	r := RuleFor(p)
 	if r == nil {

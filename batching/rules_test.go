@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/peel-ml/peel/backend"
@@ -698,6 +699,12 @@ func skipped(p *interp.Prim) bool {
 	return p.Kind == interp.Mutation || p.Impl != nil || p == prims.Iota
 }
 
+// collective reports whether p is a collective: its named rule is tested
+// in package dist, under Vmap with an axis name (TestCollectivesUnderVmap,
+// against the explicit computation over the batch), since it needs an
+// axis bound.
+func collective(p *interp.Prim) bool { return slices.Contains(prims.Collectives, p) }
+
 func TestEveryPrimitiveHasRule(t *testing.T) {
 	tested := map[*interp.Prim]bool{}
 	for _, c := range allCases() {
@@ -705,6 +712,12 @@ func TestEveryPrimitiveHasRule(t *testing.T) {
 	}
 	for _, p := range interp.Prims() {
 		if skipped(p) {
+			continue
+		}
+		if collective(p) {
+			if batching.NamedRuleFor(p) == nil {
+				t.Errorf("%s has no named batching rule", p.Name)
+			}
 			continue
 		}
 		if batching.RuleFor(p) == nil {

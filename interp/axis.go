@@ -22,6 +22,10 @@ type AxisFrame struct {
 	// Device is what answers the collectives of a device axis (the
 	// device's communicator and rank; package dist's), or nil.
 	Device any
+	// Index is the axis index as the function sees it (AxisIndex): a
+	// batched iota of Level for a named Vmap, a concrete scalar on a
+	// device, an input of the trace while ShardMap traces the function.
+	Index *Tensor
 }
 
 var axisFrames sync.Map // goroutine id → *[]AxisFrame, innermost last

@@ -36,6 +36,11 @@ func eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	if p.NoEval != "" {
 		panic(&Error{Prim: p.Name, Msg: p.NoEval})
 	}
+	if p.Impl == nil && p.EvalImpl != nil {
+		// A primitive whose evaluation is Go code rather than a kernel
+		// (the collectives: a device's communicator answers them).
+		return p.EvalImpl(params, append([]*Tensor(nil), args...))
+	}
 	be := evalBackend(p, args)
 	if out, ok := ElementwiseAval(p, args); ok {
 		return evalOne(be, p, params, args, out)

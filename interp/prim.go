@@ -85,7 +85,10 @@ type Prim struct {
 	Impl func(params any, args []*Tensor) []*Tensor
 	// EvalImpl, when set, is the decomposition Eval runs when the
 	// operands' backend has no kernel for the primitive (for example one
-	// that writes in place, fastest eagerly); Impl otherwise.
+	// that writes in place, fastest eagerly); Impl otherwise. For a
+	// primitive with no Impl, EvalImpl is its evaluation: Go code that
+	// Eval runs instead of a kernel (a collective, answered by the
+	// device that binds its axis).
 	EvalImpl func(params any, args []*Tensor) []*Tensor
 	// ImplMutates reports that Impl writes in place into tensors it
 	// creates: the functionalize interpreter decomposes such a primitive

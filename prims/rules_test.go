@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/peel-ml/peel/backend"
@@ -1113,6 +1114,16 @@ func TestRuleCoverage(t *testing.T) {
 		transTested[c.prim] = true
 	}
 	for _, p := range interp.Prims() {
+		if slices.Contains(prims.Collectives, p) {
+			// Their rules need an axis bound: package dist tests them
+			// under Vmap with an axis name (TestCollectiveDerivatives:
+			// JVP and Grad against finite differences, each transpose
+			// by <Ax, y> = <x, Aᵀy>).
+			if p.JVP == nil || (p != prims.Pmax && p != prims.Pmin && p.Transpose == nil) {
+				t.Errorf("%s: a collective without its JVP or transpose rule", p.Name)
+			}
+			continue
+		}
 		switch {
 		case p.Kind == interp.Mutation:
 			if p.Pure == nil {

@@ -762,9 +762,9 @@ func init() {
 	batching.Register(namePrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		return interp.Bind(namePrim, params, vals[0]), dims
 	})
-	batching.Register(checkpointPrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+	batching.RegisterNamed(checkpointPrim, func(axis string, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		c := params.(*ckptParams)
-		bp := batchedParams(&c.batched, "checkpoint", size, vals, dims, func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs, false) },
+		bp := batchedParams(&c.batched, "checkpoint", lanes{size, axis}, vals, dims, func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs, false) },
 			func(g *interp.Graph) *ckptParams { return &ckptParams{graph: g, policy: c.policy, nArgs: len(vals)} })
 		outs := interp.Bind(checkpointPrim, bp, vals...)
 		return outs, make([]int, len(outs))

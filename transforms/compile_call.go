@@ -77,23 +77,33 @@ var compiledCall = func() *interp.Prim {
 }()
 
 func init() {
-	batching.Register(compiledCall, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+	batching.RegisterNamed(compiledCall, func(axis string, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		c := params.(*callParams)
-		bp := batchedParams(&c.batched, "compile", size, vals, dims, func(xs []*tensor) []*tensor { return c.graph.Eval(xs...) },
+		bp := batchedParams(&c.batched, "compile", lanes{size, axis}, vals, dims, func(xs []*tensor) []*tensor { return c.graph.Eval(xs...) },
 			func(g *interp.Graph) *callParams { return newCallParams(c.name, optimize(g)) })
 		outs := interp.Bind(compiledCall, bp, vals...)
 		return outs, make([]int, len(outs))
 	})
 }
 
+// lanes is a vmap level's batch as the batching rule of a primitive
+// holding a body sees it: the batch size and the axis name the level
+// binds (""  for none), which the body's own vmap level binds too, so a
+// collective in the body sees the same axis.
+type lanes struct {
+	size int
+	axis string
+}
+
 // batchedParams is the batching rule of a primitive holding a graph
 // (compiled_call, checkpoint): the parameters build makes of fn vmapped
-// over vals at dims, traced once per batch size, dims and operand types
-// and cached in cache; the rule binds the primitive again with them, its
-// results batched at 0.
-func batchedParams[P any](cache *lru.Cache[string, P], name string, size int, vals []*tensor, dims []int, fn func([]*tensor) []*tensor, build func(*interp.Graph) P) P {
+// over vals at dims, traced once per batch size and axis name, dims and
+// operand types and cached in cache; the rule binds the primitive again
+// with them, its results batched at 0.
+func batchedParams[P any](cache *lru.Cache[string, P], name string, l lanes, vals []*tensor, dims []int, fn func([]*tensor) []*tensor, build func(*interp.Graph) P) P {
 	var b strings.Builder
-	b.WriteString(strconv.Itoa(size))
+	b.WriteString(strconv.Itoa(l.size))
+	b.WriteString(strconv.Quote(l.axis))
 	avals := make([]interp.Aval, len(vals))
 	for i, v := range vals {
 		b.WriteByte(',')
@@ -106,6 +116,6 @@ func batchedParams[P any](cache *lru.Cache[string, P], name string, size int, va
 	if p, ok := cache.Load(key); ok {
 		return p
 	}
-	p, _ := cache.LoadOrStore(key, build(interp.TraceAvals(name, vmapped(size, dims, fn), avals)))
+	p, _ := cache.LoadOrStore(key, build(interp.TraceAvals(name, vmapped(l, dims, fn), avals)))
 	return p
 }

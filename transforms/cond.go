@@ -389,20 +389,21 @@ func init() {
 	condPrim.JVP = condJVP
 	condLin.JVP = condJVP
 	condLin.Transpose = condLinTranspose
-	batching.Register(condPrim, condBatch(condPrim))
-	batching.Register(condLin, condBatch(condLin))
+	batching.RegisterNamed(condPrim, condBatch(condPrim))
+	batching.RegisterNamed(condLin, condBatch(condLin))
 }
 
 // condBatch is the batching rule of cond and cond_lin (see the top of
 // the file).
-func condBatch(prim *interp.Prim) batching.Rule {
-	return func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+func condBatch(prim *interp.Prim) batching.NamedRule {
+	return func(axis string, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		l := lanes{size, axis}
 		c := params.(*condParams)
 		ops, odims := vals[1:], dims[1:]
 		if dims[0] == batching.NotMapped {
 			gs := make([]*interp.Graph, len(c.branches))
 			for k, g := range c.branches {
-				gs[k] = batchedParams(&c.batched[k], "cond", size, ops, odims, func(xs []*tensor) []*tensor { return g.Eval(xs...) },
+				gs[k] = batchedParams(&c.batched[k], "cond", l, ops, odims, func(xs []*tensor) []*tensor { return g.Eval(xs...) },
 					func(b *interp.Graph) *interp.Graph { return b })
 			}
 			outs := interp.Bind(prim, newCondParams(gs), vals...)
@@ -414,7 +415,7 @@ func condBatch(prim *interp.Prim) batching.Rule {
 		outs := make([][]*tensor, len(c.branches))
 		for k, g := range c.branches {
 			in, indims := untakenStopped(idx, k, len(c.branches), size, ops, odims)
-			outs[k] = vmapped(size, indims, func(xs []*tensor) []*tensor { return g.Eval(xs...) })(in)
+			outs[k] = vmapped(l, indims, func(xs []*tensor) []*tensor { return g.Eval(xs...) })(in)
 		}
 		res := selectBranches(idx, outs)
 		return res, make([]int, len(res))

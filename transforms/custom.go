@@ -624,7 +624,7 @@ func customVJP[A, R, Res any](op string, f func(A) R, fwd func(A) (R, Res), bwd 
 // vmapped returns fn vectorized over a batch of size with the given
 // operand batch dims (batching.NotMapped for unbatched), every result
 // batched at 0.
-func vmapped(size int, dims []int, fn func([]*tensor) []*tensor) func([]*tensor) []*tensor {
+func vmapped(l lanes, dims []int, fn func([]*tensor) []*tensor) func([]*tensor) []*tensor {
 	axes := make([]int, len(dims))
 	for i, d := range dims {
 		axes[i] = d
@@ -632,7 +632,7 @@ func vmapped(size int, dims []int, fn func([]*tensor) []*tensor) func([]*tensor)
 			axes[i] = unmapped
 		}
 	}
-	cfg := &vmapConfig{axisSize: size}
+	cfg := &vmapConfig{axisSize: l.size, axisName: l.axis}
 	return func(in []*tensor) []*tensor {
 		return vmapFlat("transforms.Vmap", cfg, fn, in, append([]int(nil), axes...), func(outs []*tensor) []int {
 			return make([]int, len(outs))
@@ -650,13 +650,14 @@ func laneAval(x *tensor, dim int) interp.Aval {
 }
 
 func init() {
-	batching.Register(customJVPCall, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+	batching.RegisterNamed(customJVPCall, func(axis string, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		l := lanes{size, axis}
 		cp := params.(customJVPParams)
 		n := len(vals)
 		// The vmapped rule returns the result leaves and then the
 		// tangents of the float ones, listed in fout.
 		var fout []int
-		jvp := vmapped(size, append(append([]int{}, dims...), dims...), func(xs []*tensor) []*tensor {
+		jvp := vmapped(l, append(append([]int{}, dims...), dims...), func(xs []*tensor) []*tensor {
 			outs, touts := cp.jvp(xs[:n], xs[n:])
 			r := append([]*tensor(nil), outs...)
 			fout = fout[:0]
@@ -672,7 +673,7 @@ func init() {
 			op:      cp.op,
 			top:     topLevel(vals),
 			outName: cp.outName,
-			f:       vmapped(size, dims, cp.f),
+			f:       vmapped(l, dims, cp.f),
 			jvp: func(p, t []*tensor) ([]*tensor, []*tensor) {
 				r := jvp(append(append([]*tensor{}, p...), t...))
 				m := len(r) - len(fout)
@@ -686,7 +687,8 @@ func init() {
 		outs := interp.Bind(customJVPCall, bp, vals...)
 		return outs, make([]int, len(outs))
 	})
-	batching.Register(customVJPCall, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+	batching.RegisterNamed(customVJPCall, func(axis string, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		l := lanes{size, axis}
 		cp := params.(customVJPParams)
 		lane := make([]interp.Aval, len(vals))
 		var fin []int // the float argument leaves
@@ -697,7 +699,7 @@ func init() {
 			}
 		}
 		nOut := 0
-		fwd := vmapped(size, dims, func(xs []*tensor) []*tensor {
+		fwd := vmapped(l, dims, func(xs []*tensor) []*tensor {
 			outs, res := cp.fwd(xs)
 			nOut = len(outs)
 			return append(append([]*tensor(nil), outs...), res...)
@@ -707,7 +709,7 @@ func init() {
 			top:     topLevel(vals),
 			outName: cp.outName,
 			resName: cp.resName,
-			f:       vmapped(size, dims, cp.f),
+			f:       vmapped(l, dims, cp.f),
 			fwd: func(xs []*tensor) ([]*tensor, []*tensor) {
 				r := fwd(xs)
 				return r[:nOut], r[nOut:]
@@ -717,7 +719,7 @@ func init() {
 				// vmapped rule returns the cotangents of the float
 				// argument leaves.
 				nres := len(res)
-				bwd := vmapped(size, make([]int, nres+len(cts)), func(xs []*tensor) []*tensor {
+				bwd := vmapped(l, make([]int, nres+len(cts)), func(xs []*tensor) []*tensor {
 					got := checkCotangents(cp.op, cp.bwd(xs[:nres], xs[nres:]), lane, cp.argName)
 					r := make([]*tensor, len(fin))
 					for k, i := range fin {

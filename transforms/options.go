@@ -39,6 +39,7 @@ type vmapConfig struct {
 	outAxes  any
 	outSet   bool
 	axisSize int
+	axisName string
 	chunk    int
 	chunkSet bool
 }
@@ -145,6 +146,23 @@ func OutAxes(spec any) VmapOption {
 // mapped and must agree with the mapped arguments otherwise. By default
 // the batch size is the mapped arguments' size along their axes.
 func AxisSize(n int) VmapOption { return vmapOpt(func(c *vmapConfig) { c.axisSize = n }) }
+
+// AxisName names the mapped axis (JAX's vmap(axis_name=name)): inside
+// the function, collectives over the name (package dist: Psum, Pmean,
+// AllGather, …) see the whole batch, and dist.AxisIndex(name) is each
+// lane's index. Vmap(f, AxisName("i")) with dist.Psum(x, "i") inside
+// sums x over the batch and gives every lane the sum. Names nest: an
+// inner Vmap may bind another name, and a collective may name several
+// (dist.Psum(x, "i", "j")); an inner binding of the same name shadows
+// the outer. By default the axis has no name. It does not combine with
+// ChunkSize smaller than the batch (the transform panics with
+// *peel.Error: a collective must see every lane); name must not be "".
+func AxisName(name string) VmapOption {
+	if name == "" {
+		treeErrorf("transforms.AxisName", "the axis name is empty")
+	}
+	return vmapOpt(func(c *vmapConfig) { c.axisName = name })
+}
 
 // ChunkOption is ChunkSize's option, for Vmap and for the Jacobians.
 type ChunkOption struct{ n int }

@@ -658,13 +658,14 @@ func (s *scanParams) transpose() *scanParams {
 
 // scanBatch is the batching rule of scan and scan_lin (see the top of
 // the file).
-func scanBatch(prim *interp.Prim) batching.Rule {
-	return func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
-		return scanBatched(prim, size, params, vals, dims)
+func scanBatch(prim *interp.Prim) batching.NamedRule {
+	return func(axis string, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		return scanBatched(prim, lanes{size, axis}, params, vals, dims)
 	}
 }
 
-func scanBatched(prim *interp.Prim, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+func scanBatched(prim *interp.Prim, l lanes, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+	size := l.size
 	s := params.(*scanParams)
 	nC, nX := s.nCarry, s.nX
 	ops := make([]*tensor, len(vals))
@@ -705,7 +706,7 @@ func scanBatched(prim *interp.Prim, size int, params any, vals []*tensor, dims [
 			avals[i] = interp.Placeholder(interp.AvalOf(v))
 		}
 	}
-	bp := batchedParams(&s.batched, "scan", size, avals, bodyDims, func(xs []*tensor) []*tensor { return s.body.Eval(xs...) },
+	bp := batchedParams(&s.batched, "scan", l, avals, bodyDims, func(xs []*tensor) []*tensor { return s.body.Eval(xs...) },
 		func(g *interp.Graph) *scanParams {
 			return &scanParams{body: g, nCarry: nC, nX: nX, nRes: s.nRes, nInv: s.nInv, length: s.length, reverse: s.reverse, policy: s.policy}
 		})
@@ -721,8 +722,8 @@ func init() {
 	scanPrim.JVP = scanJVP
 	scanLin.JVP = scanJVP
 	scanLin.Transpose = scanLinTranspose
-	batching.Register(scanPrim, scanBatch(scanPrim))
-	batching.Register(scanLin, scanBatch(scanLin))
+	batching.RegisterNamed(scanPrim, scanBatch(scanPrim))
+	batching.RegisterNamed(scanLin, scanBatch(scanLin))
 }
 
 // Scan's options are peel.ScanOption values, the options of the

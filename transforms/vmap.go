@@ -137,8 +137,11 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*tensor) []*tensor, inputs [
 	if cfg.chunkSet && cfg.chunk <= 0 {
 		treeErrorf(op, "ChunkSize must be positive, not %d", cfg.chunk)
 	}
+	if cfg.axisName != "" && cfg.chunkSet && cfg.chunk < size {
+		treeErrorf(op, "ChunkSize %d with AxisName(%q): a collective over the axis must see the whole batch of %d, not a chunk", cfg.chunk, cfg.axisName, size)
+	}
 	if !cfg.chunkSet || cfg.chunk >= size {
-		return vmapRun(size, fl, inputs, axes, outAxes, names)
+		return vmapRun(size, cfg.axisName, fl, inputs, axes, outAxes, names)
 	}
 	// Chunks: run each on a slice of the mapped inputs and concatenate.
 	var parts [][]*tensor
@@ -152,7 +155,7 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*tensor) []*tensor, inputs [
 				in[i] = peel.Slice(x, axes[i], lo, hi, 1)
 			}
 		}
-		outs := vmapRun(hi-lo, fl, in, axes, func(o []*tensor) []int {
+		outs := vmapRun(hi-lo, "", fl, in, axes, func(o []*tensor) []int {
 			if oax == nil {
 				oax = outAxes(o)
 			}
@@ -189,9 +192,16 @@ func (n *vmapNames) outName(i int) string {
 	return n.out.LeafName("(the whole result)", i)
 }
 
-// vmapRun runs fl once at a vmap level of the given size.
-func vmapRun(size int, fl func([]*tensor) []*tensor, inputs []*tensor, axes []int, outAxes func([]*tensor) []int, names *vmapNames) []*tensor {
+// vmapRun runs fl once at a vmap level of the given size, which binds
+// the axis name when it is not "": the calling goroutine's frame for the
+// name (interp.PushAxis) points collectives and AxisIndex at the level
+// while fl runs.
+func vmapRun(size int, name string, fl func([]*tensor) []*tensor, inputs []*tensor, axes []int, outAxes func([]*tensor) []int, names *vmapNames) []*tensor {
 	b := batching.New(size)
+	if name != "" {
+		b = batching.NewNamed(size, name)
+		defer interp.PushAxis(interp.AxisFrame{Name: name, Size: size, Level: b.Level(), Index: b.Index()})()
+	}
 	defer b.End()
 	in := make([]*tensor, len(inputs))
 	for i, x := range inputs {

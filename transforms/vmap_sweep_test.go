@@ -804,10 +804,11 @@ var vmapRuleless = map[string]string{
 // TestVmapEveryPrimitiveHasRule lists the registered primitives that
 // Vmap would reject: neither a mutation (batched natively), nor a
 // composite (decomposed), nor unevaluable (NoEval: it only exists to be
-// transposed), nor given a batching rule.
+// transposed), nor given a batching rule (a named one for the
+// collectives).
 func TestVmapEveryPrimitiveHasRule(t *testing.T) {
 	for _, p := range interp.Prims() {
-		if p.Kind == interp.Mutation || p.Impl != nil || p.NoEval != "" || batching.RuleFor(p) != nil {
+		if p.Kind == interp.Mutation || p.Impl != nil || p.NoEval != "" || batching.RuleFor(p) != nil || batching.NamedRuleFor(p) != nil {
 			continue
 		}
 		if _, ok := vmapRuleless[p.Name]; ok {

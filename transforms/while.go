@@ -325,7 +325,7 @@ func dependsOn(g *interp.Graph, dep []bool) []bool {
 
 // vmappedAt is vmapped with out dims odims (0 or batching.NotMapped for
 // a result that depends on no batched operand).
-func vmappedAt(size int, dims, odims []int, fn func([]*tensor) []*tensor) func([]*tensor) []*tensor {
+func vmappedAt(l lanes, dims, odims []int, fn func([]*tensor) []*tensor) func([]*tensor) []*tensor {
 	axes := make([]int, len(dims))
 	for i, d := range dims {
 		axes[i] = d
@@ -339,7 +339,7 @@ func vmappedAt(size int, dims, odims []int, fn func([]*tensor) []*tensor) func([
 			oax[i] = unmapped
 		}
 	}
-	cfg := &vmapConfig{axisSize: size}
+	cfg := &vmapConfig{axisSize: l.size, axisName: l.axis}
 	return func(in []*tensor) []*tensor {
 		return vmapFlat("transforms.Vmap", cfg, fn, in, append([]int(nil), axes...), func([]*tensor) []int {
 			return append([]int(nil), oax...)
@@ -369,7 +369,8 @@ func (b *batchedWhile) operands(nC int, ops []*tensor) []*tensor {
 // of the file): the batched while's parameters, its operands and the
 // batch dims of its first results (the carry leaves; with a batched
 // predicate, the lanes' predicates follow).
-func (w *whileParams) batch(size int, vals []*tensor, dims []int) (*whileParams, []*tensor, []int) {
+func (w *whileParams) batch(l lanes, vals []*tensor, dims []int) (*whileParams, []*tensor, []int) {
+	size := l.size
 	nC := w.nCarry
 	bat := make([]bool, len(vals))
 	for i, d := range dims {
@@ -400,6 +401,7 @@ func (w *whileParams) batch(size int, vals []*tensor, dims []int) (*whileParams,
 	}
 	var b strings.Builder
 	b.WriteString(strconv.Itoa(size))
+	b.WriteString(l.axis)
 	for _, d := range in {
 		b.WriteByte(',')
 		b.WriteString(strconv.Itoa(d))
@@ -415,8 +417,8 @@ func (w *whileParams) batch(size int, vals []*tensor, dims []int) (*whileParams,
 	if predBatched {
 		pd = 0
 	}
-	cond := interp.TraceAvals("while", vmappedAt(size, in, []int{pd}, func(xs []*tensor) []*tensor { return w.cond.Eval(xs...) }), avals)
-	body := interp.TraceAvals("while", vmappedAt(size, in, out, func(xs []*tensor) []*tensor { return w.body.Eval(xs...) }), avals)
+	cond := interp.TraceAvals("while", vmappedAt(l, in, []int{pd}, func(xs []*tensor) []*tensor { return w.cond.Eval(xs...) }), avals)
+	body := interp.TraceAvals("while", vmappedAt(l, in, out, func(xs []*tensor) []*tensor { return w.body.Eval(xs...) }), avals)
 	bw := &batchedWhile{p: &whileParams{cond: cond, body: body, nCarry: nC}}
 	if predBatched {
 		// The lanes' predicates are one more carry: the loop runs while
@@ -449,13 +451,13 @@ func init() {
 		return autodiff.JVP("while", func(in []*tensor) []*tensor { return whileLinImpl(params, in) }, primals, tangents)
 	}
 	whileLin.Transpose = whileLinTranspose
-	batching.Register(whilePrim, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
-		np, ops, out := params.(*whileParams).batch(size, vals, dims)
+	batching.RegisterNamed(whilePrim, func(axis string, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+		np, ops, out := params.(*whileParams).batch(lanes{size, axis}, vals, dims)
 		return interp.Bind(whilePrim, np, ops...)[:len(out)], out
 	})
-	batching.Register(whileLin, func(size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
+	batching.RegisterNamed(whileLin, func(axis string, size int, params any, vals []*tensor, dims []int) ([]*tensor, []int) {
 		lp := params.(*whileLinParams)
-		np, ops, out := lp.w.batch(size, vals, dims)
+		np, ops, out := lp.w.batch(lanes{size, axis}, vals, dims)
 		return interp.Bind(whileLin, &whileLinParams{w: np, lo: lp.lo, hi: lp.hi}, ops...), out[lp.lo:lp.hi]
 	})
 }

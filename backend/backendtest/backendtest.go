@@ -60,8 +60,12 @@ func Run(t *testing.T, b backend.Backend) {
 // may still have a fused kernel for one marked Whole (see fusedKernel).
 // A primitive with NoEval is never evaluated, only transformed (a linear
 // map that only has a transpose rule).
+//
+// A primitive whose evaluation is Go code (EvalImpl without Impl: the
+// collectives, answered by the device that binds their axis) needs no
+// kernel either.
 func needsKernel(p *interp.Prim) bool {
-	return p.Impl == nil && p.NoEval == ""
+	return p.Impl == nil && p.NoEval == "" && p.EvalImpl == nil
 }
 
 // fusedKernel reports whether b has a fused kernel for composite p: eval

@@ -1,0 +1,41 @@
+package dist_test
+
+import (
+	"fmt"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/dist"
+	"github.com/peel-ml/peel/transforms"
+)
+
+// Each row of xs is a lane of a Vmap that names its axis "i": a
+// collective over "i" sees every lane.
+func Example() {
+	xs := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6}, 3, 2)
+	normalize := func(x *peel.Tensor) *peel.Tensor { return x.Div(dist.Psum(x, "i")) }
+	fmt.Println(transforms.Vmap(normalize, transforms.AxisName("i"))(xs))
+
+	// Each lane's value goes to the next lane (a ring), and every lane
+	// learns its index.
+	shift := func(x *peel.Tensor) *peel.Tensor { return dist.Ppermute(x, "i", [][2]int{{0, 1}, {1, 2}, {2, 0}}) }
+	fmt.Println(transforms.Vmap(shift, transforms.AxisName("i"))(xs))
+	fmt.Println(transforms.Vmap(func(x *peel.Tensor) *peel.Tensor { return dist.AxisIndex("i") }, transforms.AxisName("i"))(xs))
+
+	// Gradients go through collectives: here of Σ_lanes Σ psum(x²).
+	loss := func(xs *peel.Tensor) *peel.Tensor {
+		f := func(x *peel.Tensor) *peel.Tensor { return dist.Psum(x.Square(), "i").Sum() }
+		return transforms.Vmap(f, transforms.AxisName("i"))(xs).Sum()
+	}
+	fmt.Println(transforms.Grad(loss)(xs))
+	// Output:
+	// [[0.11111111 0.16666667]
+	//  [0.33333333 0.33333333]
+	//  [0.55555556        0.5]]
+	// [[5 6]
+	//  [1 2]
+	//  [3 4]]
+	// [0 1 2]
+	// [[ 6 12]
+	//  [18 24]
+	//  [30 36]]
+}
