@@ -1,0 +1,245 @@
+package dist
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// AxisSpec is one named axis of a Mesh and its number of devices.
+type AxisSpec struct {
+	Name string
+	Size int
+}
+
+// MeshAxis returns the mesh axis name of size devices.
+func MeshAxis(name string, size int) AxisSpec { return AxisSpec{name, size} }
+
+// Mesh is a set of devices arranged along named axes, JAX's Mesh: the
+// devices of a {"data": 2, "model": 2} mesh are the four coordinates
+// (d, m), numbered row-major (device 1 is (0, 1)). A device of the
+// in-process engine is a goroutine; collectives along an axis connect the
+// devices that differ only in that axis's coordinate (a Communicator per
+// axis and line of devices).
+type Mesh struct {
+	axes []AxisSpec
+}
+
+// NewMesh returns the in-process mesh of the given axes, 1-D
+// (MeshAxis("data", 2)) or more. It panics with *peel.Error when there is
+// no axis, a name is empty or repeated, or a size is not positive.
+func NewMesh(axes ...AxisSpec) *Mesh {
+	const op = "dist.NewMesh"
+	if len(axes) == 0 {
+		meshErrorf(op, "no axis")
+	}
+	for i, a := range axes {
+		if a.Name == "" {
+			meshErrorf(op, "axis %d has no name", i)
+		}
+		if a.Size <= 0 {
+			meshErrorf(op, "axis %q has size %d", a.Name, a.Size)
+		}
+		for _, b := range axes[:i] {
+			if b.Name == a.Name {
+				meshErrorf(op, "axis %q is named twice", a.Name)
+			}
+		}
+	}
+	return &Mesh{axes: slices.Clone(axes)}
+}
+
+func meshErrorf(op, format string, args ...any) {
+	err := interp.Errorf(format, args...)
+	err.Ops = []string{op}
+	panic(err)
+}
+
+// Axes returns the mesh's axes, in order.
+func (m *Mesh) Axes() []AxisSpec { return slices.Clone(m.axes) }
+
+// Size returns the number of devices.
+func (m *Mesh) Size() int {
+	n := 1
+	for _, a := range m.axes {
+		n *= a.Size
+	}
+	return n
+}
+
+// AxisSize returns the size of the named axis, or 0 when the mesh has no
+// such axis.
+func (m *Mesh) AxisSize(name string) int {
+	for _, a := range m.axes {
+		if a.Name == name {
+			return a.Size
+		}
+	}
+	return 0
+}
+
+// Coords returns device d's coordinates along the axes.
+func (m *Mesh) Coords(d int) []int {
+	c := make([]int, len(m.axes))
+	for i := len(m.axes) - 1; i >= 0; i-- {
+		c[i] = d % m.axes[i].Size
+		d /= m.axes[i].Size
+	}
+	return c
+}
+
+// Device returns the number of the device at coordinates c.
+func (m *Mesh) Device(c []int) int {
+	d := 0
+	for i, a := range m.axes {
+		d = d*a.Size + c[i]
+	}
+	return d
+}
+
+func (m *Mesh) String() string {
+	parts := make([]string, len(m.axes))
+	for i, a := range m.axes {
+		parts[i] = fmt.Sprintf("%q: %d", a.Name, a.Size)
+	}
+	return "Mesh{" + strings.Join(parts, ", ") + "}"
+}
+
+// Run runs fn once on every device of the mesh, concurrently, each in a
+// goroutine that binds the mesh's axis names (so collectives over them
+// and AxisIndex work inside fn), and returns when all have returned. A
+// device that panics makes every device's pending and later collectives
+// fail (none waits forever), and Run re-panics with the first device's
+// error, naming the device; so does a device whose collective fails.
+// Devices get results of their own and share nothing they did not
+// exchange; fn may keep per-device state in its closure, indexed by d.
+func (m *Mesh) Run(fn func(d int)) {
+	n := m.Size()
+	// One group per axis and line of devices: the devices that differ
+	// only in that axis's coordinate.
+	groups := make([]map[string]*group, len(m.axes))
+	for i, a := range m.axes {
+		groups[i] = map[string]*group{}
+		for d := range n {
+			k := lineKey(m.Coords(d), i)
+			if groups[i][k] == nil {
+				groups[i][k] = newGroup(a.Size, a.Name)
+			}
+		}
+	}
+	var all []*group
+	for _, gs := range groups {
+		for _, g := range gs {
+			all = append(all, g)
+		}
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for d := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := m.Coords(d)
+			mine := make([]*group, len(m.axes))
+			for i, a := range m.axes {
+				g := groups[i][lineKey(c, i)]
+				mine[i] = g
+				dev := &device{comm: &inproc{g: g, rank: c[i]}, axis: a.Name}
+				idx := peel.FromInt64s([]int64{int64(c[i])})
+				defer interp.PushAxis(interp.AxisFrame{Name: a.Name, Size: a.Size, Device: dev, Index: peel.Reshape(idx)})()
+			}
+			defer func() {
+				if r := recover(); r != nil {
+					err, ok := r.(error)
+					if !ok {
+						err = fmt.Errorf("%v", r)
+					}
+					errs[d] = err
+					for _, g := range all {
+						g.fail(fmt.Errorf("device %d %v failed: %w", d, c, err))
+					}
+					return
+				}
+				for i, g := range mine {
+					g.finish(c[i])
+				}
+			}()
+			fn(d)
+		}()
+	}
+	wg.Wait()
+	for d, err := range errs {
+		if err != nil {
+			if e, ok := err.(*peel.Error); ok {
+				e.Msg = fmt.Sprintf("device %d %v of %v: %s", d, m.Coords(d), m, e.Msg)
+				panic(e)
+			}
+			panic(interp.Errorf("device %d %v of %v: %v", d, m.Coords(d), m, err))
+		}
+	}
+	runtime.KeepAlive(groups)
+}
+
+// lineKey identifies the line of devices along axis i through
+// coordinates c: c with its i-th coordinate left out.
+func lineKey(c []int, i int) string {
+	var b strings.Builder
+	for k, v := range c {
+		if k != i {
+			fmt.Fprintf(&b, "%d,", v)
+		}
+	}
+	return b.String()
+}
+
+// device answers the collectives over one mesh axis for one device
+// (prims.Device) with its communicator.
+type device struct {
+	comm Communicator
+	axis string
+}
+
+func (d *device) Collective(p *interp.Prim, params any, x *peel.Tensor) *peel.Tensor {
+	c := d.comm
+	n := c.Size()
+	switch p {
+	case prims.Psum:
+		return c.AllReduce(x, Sum)
+	case prims.Pmax:
+		return c.AllReduce(x, Max)
+	case prims.Pmin:
+		return c.AllReduce(x, Min)
+	case prims.AllGather:
+		gp := params.(prims.GatherParams)
+		g := peel.MoveAxis(c.AllGather(x), 0, gp.Dim) // the pieces at Dim
+		if gp.Tiled {
+			g = peel.Flatten(g, gp.Dim, gp.Dim+1)
+		}
+		return g
+	case prims.PsumScatter:
+		gp := params.(prims.GatherParams)
+		if gp.Tiled {
+			s := x.Shape()
+			x = peel.Reshape(x, slices.Concat(s[:gp.Dim], []int{n, s[gp.Dim] / n}, s[gp.Dim+1:])...)
+		}
+		return c.ReduceScatter(peel.MoveAxis(x, gp.Dim, 0))
+	case prims.AllToAll:
+		ap := params.(prims.AllToAllParams)
+		s := x.Shape()
+		blocks := peel.Reshape(x, slices.Concat(s[:ap.Split], []int{n, s[ap.Split] / n}, s[ap.Split+1:])...)
+		got := c.AllToAll(peel.MoveAxis(blocks, ap.Split, 0)) // [senders, …x with Split shrunk]
+		// The senders join Concat as its outer part.
+		got = peel.MoveAxis(got, 0, ap.Concat)
+		return peel.Flatten(got, ap.Concat, ap.Concat+1)
+	case prims.Ppermute:
+		return c.Permute(x, params.(prims.PermuteParams).Perm)
+	}
+	interp.Panicf("%s is not a collective", p.Name)
+	return nil
+}
