@@ -251,44 +251,62 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 	if spec == nil {
 		spec = 0
 	}
-	var out []int
-	var walkSpec func(spec any, v reflect.Value, path string)
-	walkSpec = func(spec any, v reflect.Value, path string) {
+	return resolvePrefix(op, which+" axes", spec, v, "give a tensor an int or NoAxis", func(spec any, path string, v reflect.Value) ([]int, bool) {
+		var out []int
 		switch s := spec.(type) {
 		case int:
-			n := 0
 			walk(op, v, path, func(lp string, t *peel.Tensor) {
-				n++
 				checkAxis(op, which, s, lp, t)
 				out = append(out, s)
 			})
-			if n == 0 {
+			if len(out) == 0 {
 				treeErrorf(op, "%s axis %d is given for %s, which holds no tensor", which, s, pathOr(path))
 			}
-			return
+			return out, true
 		case noAxis, nil:
 			walk(op, v, path, func(string, *peel.Tensor) { out = append(out, unmapped) })
+			return out, true
+		}
+		return nil, false
+	})
+}
+
+// resolvePrefix resolves spec, a prefix tree of leaf specs over the tree
+// v ([]any for a slice, an array or the positional tuple of several
+// arguments; map[string]any for a map or a struct, by key or exported
+// field name), into one value per tensor leaf of v, in leaf order: leaf
+// answers a spec that covers a whole subtree (ok false for a spec that is
+// not a leaf spec), with the values of that subtree's leaves. what names
+// the spec in errors ("in axes", "in specs") and hint says what a tensor
+// takes. It panics with *Error naming op and the path when the spec does
+// not match the tree.
+func resolvePrefix[L any](op, what string, spec any, v reflect.Value, hint string, leaf func(spec any, path string, v reflect.Value) ([]L, bool)) []L {
+	var out []L
+	var walkSpec func(spec any, v reflect.Value, path string)
+	walkSpec = func(spec any, v reflect.Value, path string) {
+		if vals, ok := leaf(spec, path, v); ok {
+			out = append(out, vals...)
 			return
 		}
 		switch spec.(type) {
 		case []any, map[string]any:
 		default:
-			treeErrorf(op, "%s axes: unsupported spec %T at %s (use an int, NoAxis, nil, []any or map[string]any)", which, spec, pathOr(path))
+			treeErrorf(op, "%s: unsupported spec %T at %s (%s; []any or map[string]any for a subtree)", what, spec, pathOr(path), hint)
 		}
 		kind := "[]any"
 		if _, ok := spec.(map[string]any); ok {
 			kind = "map[string]any"
 		}
 		if v.Type() == tensorType {
-			treeErrorf(op, "%s axes: %s is a tensor, which a %s spec does not match: give a tensor an int or NoAxis", which, pathOr(path), kind)
+			treeErrorf(op, "%s: %s is a tensor, which a %s spec does not match: %s", what, pathOr(path), kind, hint)
 		}
 		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 			if v.IsNil() {
-				treeErrorf(op, "%s axes: %s is nil, which a %s spec does not match", which, pathOr(path), kind)
+				treeErrorf(op, "%s: %s is nil, which a %s spec does not match", what, pathOr(path), kind)
 			}
 			v = v.Elem()
 			if v.Type() == tensorType {
-				treeErrorf(op, "%s axes: %s is a tensor, which a %s spec does not match: give a tensor an int or NoAxis", which, pathOr(path), kind)
+				treeErrorf(op, "%s: %s is a tensor, which a %s spec does not match: %s", what, pathOr(path), kind, hint)
 			}
 		}
 		switch s := spec.(type) {
@@ -300,10 +318,10 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 				return
 			}
 			if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
-				treeErrorf(op, "%s axes: %s is a %v, which a []any spec does not match", which, pathOr(path), v.Type())
+				treeErrorf(op, "%s: %s is a %v, which a []any spec does not match", what, pathOr(path), v.Type())
 			}
 			if v.Len() != len(s) {
-				treeErrorf(op, "%s axes: %s is a %v of length %d, which a []any of length %d does not match", which, pathOr(path), v.Type(), v.Len(), len(s))
+				treeErrorf(op, "%s: %s is a %v of length %d, which a []any of length %d does not match", what, pathOr(path), v.Type(), v.Len(), len(s))
 			}
 			for i := range s {
 				walkSpec(s[i], v.Index(i), fmt.Sprintf("%s[%d]", path, i))
@@ -313,13 +331,13 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 			switch v.Kind() {
 			case reflect.Map:
 				if v.Type().Key().Kind() != reflect.String {
-					treeErrorf(op, "%s axes: %s is a map with %v keys, which a map[string]any spec does not match", which, pathOr(path), v.Type().Key())
+					treeErrorf(op, "%s: %s is a map with %v keys, which a map[string]any spec does not match", what, pathOr(path), v.Type().Key())
 				}
 				for _, k := range sortedKeys(v) {
 					have[k.String()] = true
 					sub, ok := s[k.String()]
 					if !ok {
-						treeErrorf(op, "%s axes: no entry for key %q of %s", which, k.String(), pathOr(path))
+						treeErrorf(op, "%s: no entry for key %q of %s", what, k.String(), pathOr(path))
 					}
 					walkSpec(sub, v.MapIndex(k), fmt.Sprintf("%s[%q]", path, k.String()))
 				}
@@ -335,12 +353,12 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 					}
 					have[t.Field(i).Name] = true
 					if !ok {
-						treeErrorf(op, "%s axes: no entry for field %s of %s", which, t.Field(i).Name, pathOr(path))
+						treeErrorf(op, "%s: no entry for field %s of %s", what, t.Field(i).Name, pathOr(path))
 					}
 					walkSpec(sub, v.Field(i), treeimpl.FieldPath(path, t.Field(i)))
 				}
 			default:
-				treeErrorf(op, "%s axes: %s is a %v, which a map[string]any spec does not match", which, pathOr(path), v.Type())
+				treeErrorf(op, "%s: %s is a %v, which a map[string]any spec does not match", what, pathOr(path), v.Type())
 			}
 			if len(have) != len(s) {
 				var extra []string
@@ -350,11 +368,11 @@ func resolveAxes(op, which string, spec any, v reflect.Value) []int {
 					}
 				}
 				sort.Strings(extra)
-				what := "key"
+				kind := "key"
 				if v.Kind() == reflect.Struct {
-					what = "exported field"
+					kind = "exported field"
 				}
-				treeErrorf(op, "%s axes: the spec has an entry %q, but %s (a %v) has no such %s", which, extra[0], pathOr(path), v.Type(), what)
+				treeErrorf(op, "%s: the spec has an entry %q, but %s (a %v) has no such %s", what, extra[0], pathOr(path), v.Type(), kind)
 			}
 		}
 	}
