@@ -7,6 +7,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/examples/internal/reftest"
 	"github.com/peel-ml/peel/examples/internal/synth"
+	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
 )
 
@@ -101,4 +102,26 @@ func maxRelErr(got *peel.Tensor, ref reftest.Value) float64 {
 		worst = max(worst, math.Abs(g-w)/max(math.Abs(w), 1e-3))
 	}
 	return worst
+}
+
+// BenchmarkTutorial times the tutorial's two vmapped predictions as run
+// makes them, at main's sizes, in float64: 4 SimpleMLPs 64→16→16→10
+// (stacked beforehand by tree.Stack, as stack_module_state is a setup step
+// in the tutorial), each on its own minibatch of 8 images 1×8×8, then all
+// on one shared minibatch. testdata/time_torch.py times vmap(fmodel) at
+// the same sizes.
+func BenchmarkTutorial(b *testing.B) {
+	keys := peel.SplitKeys(peel.Key(0), numModels+1)
+	data := peel.Normal(keys[0], peel.Float64, 10, 8, 1, 8, 8)
+	models := make([]SimpleMLP, numModels)
+	for i := range models {
+		models[i] = newSimpleMLP(keys[i+1])
+	}
+	params := tree.Stack(models)
+	minibatches := peel.Narrow(data, 0, 0, numModels)
+	minibatch := peel.Index(data, 0)
+	for b.Loop() {
+		transforms.Vmap2(fmodel)(params, minibatches)
+		transforms.Vmap2(fmodel, transforms.InAxes(0, transforms.NoAxis))(params, minibatch)
+	}
 }

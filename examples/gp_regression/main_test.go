@@ -6,6 +6,7 @@ import (
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/examples/internal/reftest"
+	"github.com/peel-ml/peel/optim"
 	"github.com/peel-ml/peel/transforms"
 )
 
@@ -77,5 +78,29 @@ func TestTrainAgainstTorch(t *testing.T) {
 	reftest.Close(t, "var_every20", peel.FromFloat64s(every20, 10, 10), ref["var_every20"], 1e-10, 1e-12)
 	if nlml0 := ref["nlml0"].Data[0]; !(ref["nlml_trained"].Data[0] < nlml0-5) {
 		t.Errorf("the fit lowered the negative log marginal likelihood only from %g to %g", nlml0, ref["nlml_trained"].Data[0])
+	}
+}
+
+// BenchmarkTutorial times the fit and the posterior as main computes them,
+// without the printing: 100 steps (main runs 1000) from the initial
+// hyperparameters, each the compiled gradFun of the negative log marginal
+// likelihood and an optim.Adam update at 0.01, then the posterior mean and
+// covariance, at main's sizes, in float64: 7 training points, 200 test
+// points. gradFun is compiled before the timing starts.
+// testdata/time_torch.py times 100 torch.optim.Adam steps on the same
+// likelihood and the posterior.
+func BenchmarkTutorial(b *testing.B) {
+	const steps = 100
+	x, y, xtest := data()
+	gradFun(initial(), x, y) // compile
+	opt := optim.Adam[Params](0.01)
+	for b.Loop() {
+		params := initial()
+		optState := opt.Init(params)
+		for range steps {
+			updates, next := opt.Update(gradFun(params, x, y), optState, params)
+			params, optState = optim.ApplyUpdates(params, updates), next
+		}
+		gp(params, x, y, xtest)
 	}
 }

@@ -65,3 +65,22 @@ func TestMainShapes(t *testing.T) {
 		t.Errorf("the two methods differ by %g (NTK scale %g)", diff, scale)
 	}
 }
+
+// BenchmarkTutorial times main's four NTK computations at main's sizes, in
+// float32: 20 train and 5 test images 3×8×8, the CNN 3→32→32→32 channels
+// and a linear layer 128→10, from main's random init; the Jacobian
+// contraction (train × test) with compute "full" and "trace", then
+// (test × train) "full" by the Jacobian contraction and by NTK-vector
+// products. testdata/time_torch.py times the same four calls in PyTorch.
+func BenchmarkTutorial(b *testing.B) {
+	keys := peel.SplitKeys(peel.Key(0), 3)
+	xTrain := peel.Normal(keys[0], peel.Float32, 20, 3, 8, 8)
+	xTest := peel.Normal(keys[1], peel.Float32, 5, 3, 8, 8)
+	params := newCNN(keys[2])
+	for b.Loop() {
+		empiricalNTKJacobianContraction(fnetSingle, params, xTrain, xTest, "full")
+		empiricalNTKJacobianContraction(fnetSingle, params, xTrain, xTest, "trace")
+		empiricalNTKJacobianContraction(fnetSingle, params, xTest, xTrain, "full")
+		empiricalNTKNTKVPs(fnetSingle, params, xTest, xTrain, "full")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/examples/internal/reftest"
 	"github.com/peel-ml/peel/examples/internal/synth"
+	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
 )
 
@@ -103,4 +104,20 @@ func maxRelErr(got any, ref map[string]reftest.Value, prefix string) float64 {
 		}
 	}
 	return worst
+}
+
+// BenchmarkTutorial times the tutorial's main computation, the per-sample
+// gradients by Vmap3(Grad3(computeLoss)) over one batch, at main's sizes:
+// a batch of 8 images 1×10×10, float64, the SimpleCNN 1→4→8 channels, fc1
+// 72→16, fc2 16→10, from main's random init. testdata/time_torch.py times
+// vmap(grad(compute_loss)) in PyTorch at the same sizes.
+func BenchmarkTutorial(b *testing.B) {
+	keys := peel.SplitKeys(peel.Key(0), 3)
+	data := peel.Normal(keys[0], peel.Float64, batchSize, 1, 10, 10)
+	targets := peel.RandInt(keys[1], 0, 10, batchSize)
+	params := newSimpleCNN(keys[2])
+	ftComputeSampleGrad := transforms.Vmap3(transforms.Grad3(computeLoss), transforms.InAxes(transforms.NoAxis, 0, 0))
+	for b.Loop() {
+		ftComputeSampleGrad(params, data, targets)
+	}
 }
