@@ -65,6 +65,7 @@ func Workloads() []Workload {
 	ws = append(ws, convWorkloads()...)
 	ws = append(ws, perSampleCNN(false), perSampleCNN(true))
 	ws = append(ws, digitsEpoch())
+	ws = append(ws, distWorkloads()...)
 	return placeCompiled(ws, compiledWorkloadList())
 }
 

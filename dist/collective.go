@@ -42,16 +42,9 @@ func gatherOptions(opts []GatherOption) gatherConfig {
 	return c
 }
 
-// frame returns the binding of name for the calling goroutine, naming op
-// in the error when there is none.
-func frame(op, name string) interp.AxisFrame {
-	var f interp.AxisFrame
-	err := interp.Catch(func() { f = prims.LookupAxis(name) })
-	if err != nil {
-		panic(err)
-	}
-	return f
-}
+// frame returns the binding of name for the calling goroutine (op's
+// annotation names op in the error when there is none).
+func frame(op, name string) interp.AxisFrame { return prims.LookupAxis(name) }
 
 func checkX(op string, x *peel.Tensor) {
 	if x == nil {
@@ -59,7 +52,9 @@ func checkX(op string, x *peel.Tensor) {
 	}
 }
 
-func reduceParams(op string, names []string) prims.CollectiveParams {
+// reduceParams returns the parameters of a reduction over names and the
+// names' bindings.
+func reduceParams(op string, names []string) (prims.CollectiveParams, []interp.AxisFrame) {
 	if len(names) == 0 {
 		interp.Panicf("no axis name")
 	}
@@ -70,19 +65,25 @@ func reduceParams(op string, names []string) prims.CollectiveParams {
 				interp.Panicf("axis name %q is given twice", n)
 			}
 		}
-		p.Sizes[i] = frame(op, n).Size
 	}
-	return p
+	frames := prims.LookupAxes(names...)
+	for i, f := range frames {
+		p.Sizes[i] = f.Size
+	}
+	return p, frames
+}
+
+func reduce(op string, p *interp.Prim, x *peel.Tensor, names []string) *peel.Tensor {
+	defer peel.Annotate(op)
+	checkX(op, x)
+	params, frames := reduceParams(op, names)
+	return prims.BindCollectiveIn(p, params, x, frames)
 }
 
 // Psum returns the sum of x over the lanes or devices of the named axes:
 // every one gets the same total. With several names it sums over all of
 // them (a 2-D mesh's both axes).
-func Psum(x *peel.Tensor, names ...string) *peel.Tensor {
-	defer peel.Annotate("dist.Psum")
-	checkX("dist.Psum", x)
-	return prims.BindCollective(prims.Psum, reduceParams("dist.Psum", names), x)
-}
+func Psum(x *peel.Tensor, names ...string) *peel.Tensor { return reduce("dist.Psum", prims.Psum, x, names) }
 
 // Pmean returns the mean of x over the lanes or devices of the named
 // axes (Psum divided by their number); integer operands are summed and
@@ -90,31 +91,23 @@ func Psum(x *peel.Tensor, names ...string) *peel.Tensor {
 func Pmean(x *peel.Tensor, names ...string) *peel.Tensor {
 	defer peel.Annotate("dist.Pmean")
 	checkX("dist.Pmean", x)
-	p := reduceParams("dist.Pmean", names)
+	p, frames := reduceParams("dist.Pmean", names)
 	n := 1
 	for _, s := range p.Sizes {
 		n *= s
 	}
-	return peel.Div(prims.BindCollective(prims.Psum, p, x), float64(n))
+	return peel.Div(prims.BindCollectiveIn(prims.Psum, p, x, frames), float64(n))
 }
 
 // Pmax returns the elementwise maximum of x over the named axes; its
 // derivative is shared equally by the lanes that attain it.
-func Pmax(x *peel.Tensor, names ...string) *peel.Tensor {
-	defer peel.Annotate("dist.Pmax")
-	checkX("dist.Pmax", x)
-	return prims.BindCollective(prims.Pmax, reduceParams("dist.Pmax", names), x)
-}
+func Pmax(x *peel.Tensor, names ...string) *peel.Tensor { return reduce("dist.Pmax", prims.Pmax, x, names) }
 
 // Pmin returns the elementwise minimum of x over the named axes.
-func Pmin(x *peel.Tensor, names ...string) *peel.Tensor {
-	defer peel.Annotate("dist.Pmin")
-	checkX("dist.Pmin", x)
-	return prims.BindCollective(prims.Pmin, reduceParams("dist.Pmin", names), x)
-}
+func Pmin(x *peel.Tensor, names ...string) *peel.Tensor { return reduce("dist.Pmin", prims.Pmin, x, names) }
 
-func gatherParams(op string, x *peel.Tensor, name string, c gatherConfig, newAxis bool) prims.GatherParams {
-	f := frame(op, name)
+func gatherParams(op string, x *peel.Tensor, f interp.AxisFrame, c gatherConfig, newAxis bool) prims.GatherParams {
+	name := f.Name
 	r := x.Rank()
 	if newAxis {
 		r++
@@ -137,7 +130,8 @@ func AllGather(x *peel.Tensor, name string, opts ...GatherOption) *peel.Tensor {
 	defer peel.Annotate("dist.AllGather")
 	checkX("dist.AllGather", x)
 	c := gatherOptions(opts)
-	return prims.BindCollective(prims.AllGather, gatherParams("dist.AllGather", x, name, c, !c.tiled), x)
+	f := frame("dist.AllGather", name)
+	return prims.BindCollectiveIn(prims.AllGather, gatherParams("dist.AllGather", x, f, c, !c.tiled), x, []interp.AxisFrame{f})
 }
 
 // PsumScatter returns block i, along the array axis OnAxis gives (0 by
@@ -148,7 +142,8 @@ func AllGather(x *peel.Tensor, name string, opts ...GatherOption) *peel.Tensor {
 func PsumScatter(x *peel.Tensor, name string, opts ...GatherOption) *peel.Tensor {
 	defer peel.Annotate("dist.PsumScatter")
 	checkX("dist.PsumScatter", x)
-	return prims.BindCollective(prims.PsumScatter, gatherParams("dist.PsumScatter", x, name, gatherOptions(opts), false), x)
+	f := frame("dist.PsumScatter", name)
+	return prims.BindCollectiveIn(prims.PsumScatter, gatherParams("dist.PsumScatter", x, f, gatherOptions(opts), false), x, []interp.AxisFrame{f})
 }
 
 // AllToAll cuts array axis split of x into as many blocks as the named
@@ -171,7 +166,7 @@ func AllToAll(x *peel.Tensor, name string, split, concat int) *peel.Tensor {
 			*a += r
 		}
 	}
-	return prims.BindCollective(prims.AllToAll, prims.AllToAllParams{Axis: name, Size: f.Size, Split: split, Concat: concat}, x)
+	return prims.BindCollectiveIn(prims.AllToAll, prims.AllToAllParams{Axis: name, Size: f.Size, Split: split, Concat: concat}, x, []interp.AxisFrame{f})
 }
 
 // Ppermute sends x from lane or device src to dst for each pair {src,
@@ -186,7 +181,7 @@ func Ppermute(x *peel.Tensor, name string, perm [][2]int) *peel.Tensor {
 	checkX(op, x)
 	f := frame(op, name)
 	prims.CheckPerm(perm, f.Size)
-	return prims.BindCollective(prims.Ppermute, prims.PermuteParams{Axis: name, Size: f.Size, Perm: append([][2]int(nil), perm...)}, x)
+	return prims.BindCollectiveIn(prims.Ppermute, prims.PermuteParams{Axis: name, Size: f.Size, Perm: append([][2]int(nil), perm...)}, x, []interp.AxisFrame{f})
 }
 
 // AxisIndex returns the index (an i64 scalar) of the calling lane or

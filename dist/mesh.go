@@ -119,7 +119,51 @@ func (m *Mesh) String() string {
 // error, naming the device; so does a device whose collective fails.
 // Devices get results of their own and share nothing they did not
 // exchange; fn may keep per-device state in its closure, indexed by d.
-func (m *Mesh) Run(fn func(d int)) {
+func (m *Mesh) Run(fn func(d int)) { m.RunDevices(func(dv *Device) { fn(dv.Index) }) }
+
+// Device is one device of a running mesh, as RunDevices gives it to
+// the function: its number, its coordinates, and its collectives.
+type Device struct {
+	// Index is the device's number, Coords its coordinates along the
+	// mesh's axes.
+	Index  int
+	Coords []int
+	axes   map[string]*device
+}
+
+// Collective applies collective primitive p (package prims' collective
+// family) to the device's operand x over the axes params name, as
+// evaluating it on the device would, without looking up the goroutine's
+// axis bindings (ShardMap's device programs answer their collectives
+// through it). It panics with *peel.Error when the mesh lacks an axis,
+// and as the collectives do.
+func (dv *Device) Collective(p *interp.Prim, params any, x *peel.Tensor) *peel.Tensor {
+	at := func(name string) *device {
+		d, ok := dv.axes[name]
+		if !ok {
+			interp.Panicf("%s over axis %q, which the mesh does not have", p.Name, name)
+		}
+		return d
+	}
+	switch pp := params.(type) {
+	case prims.CollectiveParams:
+		for k, name := range pp.Axes {
+			x = at(name).Collective(p, prims.CollectiveParams{Axes: []string{name}, Sizes: []int{pp.Sizes[k]}}, x)
+		}
+		return x
+	case prims.GatherParams:
+		return at(pp.Axis).Collective(p, params, x)
+	case prims.AllToAllParams:
+		return at(pp.Axis).Collective(p, params, x)
+	case prims.PermuteParams:
+		return at(pp.Axis).Collective(p, params, x)
+	}
+	interp.Panicf("%s is not a collective", p.Name)
+	return nil
+}
+
+// RunDevices is Run that gives fn the Device.
+func (m *Mesh) RunDevices(fn func(dv *Device)) {
 	n := m.Size()
 	// One group per axis and line of devices: the devices that differ
 	// only in that axis's coordinate.
@@ -147,13 +191,16 @@ func (m *Mesh) Run(fn func(d int)) {
 			defer wg.Done()
 			c := m.Coords(d)
 			mine := make([]*group, len(m.axes))
+			frames := make([]interp.AxisFrame, len(m.axes))
+			dv := &Device{Index: d, Coords: c, axes: map[string]*device{}}
 			for i, a := range m.axes {
 				g := groups[i][lineKey(c, i)]
 				mine[i] = g
 				dev := &device{comm: &inproc{g: g, rank: c[i]}, axis: a.Name}
-				idx := peel.FromInt64s([]int64{int64(c[i])})
-				defer interp.PushAxis(interp.AxisFrame{Name: a.Name, Size: a.Size, Device: dev, Index: peel.Reshape(idx)})()
+				dv.axes[a.Name] = dev
+				frames[i] = interp.AxisFrame{Name: a.Name, Size: a.Size, Device: dev, Index: indexScalar(c[i])}
 			}
+			defer interp.PushAxis(frames...)()
 			defer func() {
 				if r := recover(); r != nil {
 					err, ok := r.(error)
@@ -170,7 +217,7 @@ func (m *Mesh) Run(fn func(d int)) {
 					g.finish(c[i])
 				}
 			}()
-			fn(d)
+			fn(dv)
 		}()
 	}
 	wg.Wait()
@@ -185,6 +232,9 @@ func (m *Mesh) Run(fn func(d int)) {
 	}
 	runtime.KeepAlive(groups)
 }
+
+// indexScalar returns the i64 scalar i.
+func indexScalar(i int) *peel.Tensor { return peel.Reshape(peel.FromInt64s([]int64{int64(i)})) }
 
 // lineKey identifies the line of devices along axis i through
 // coordinates c: c with its i-th coordinate left out.

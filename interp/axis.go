@@ -30,16 +30,18 @@ type AxisFrame struct {
 
 var axisFrames sync.Map // goroutine id → *[]AxisFrame, innermost last
 
-// PushAxis binds f.Name for the calling goroutine until the returned
-// function is called (in the reverse order of the pushes). An inner
-// binding of a name shadows an outer one.
-func PushAxis(f AxisFrame) (pop func()) {
+// PushAxis binds the frames' names for the calling goroutine until the
+// returned function is called (in the reverse order of the pushes). An
+// inner binding of a name shadows an outer one. Reading the goroutine's
+// id costs a traceback (microseconds), so bind all of a transform's
+// names with one call.
+func PushAxis(frames ...AxisFrame) (pop func()) {
 	g := goid()
 	v, _ := axisFrames.LoadOrStore(g, new([]AxisFrame))
 	fs := v.(*[]AxisFrame)
-	*fs = append(*fs, f)
+	*fs = append(*fs, frames...)
 	return func() {
-		*fs = (*fs)[:len(*fs)-1]
+		*fs = (*fs)[:len(*fs)-len(frames)]
 		if len(*fs) == 0 {
 			axisFrames.Delete(g)
 		}
@@ -48,17 +50,37 @@ func PushAxis(f AxisFrame) (pop func()) {
 
 // LookupAxis returns the calling goroutine's innermost binding of name.
 func LookupAxis(name string) (AxisFrame, bool) {
-	v, ok := axisFrames.Load(goid())
-	if !ok {
+	fs, missing := LookupAxes(name)
+	if missing != "" {
 		return AxisFrame{}, false
 	}
-	fs := *v.(*[]AxisFrame)
-	for i := len(fs) - 1; i >= 0; i-- {
-		if fs[i].Name == name {
-			return fs[i], true
+	return fs[0], true
+}
+
+// LookupAxes returns the calling goroutine's innermost binding of each
+// name (one reading of the goroutine's id for all), or the first name
+// that is not bound.
+func LookupAxes(names ...string) (frames []AxisFrame, missing string) {
+	v, ok := axisFrames.Load(goid())
+	if !ok {
+		if len(names) == 0 {
+			return nil, ""
 		}
+		return nil, names[0]
 	}
-	return AxisFrame{}, false
+	fs := *v.(*[]AxisFrame)
+	frames = make([]AxisFrame, len(names))
+outer:
+	for k, name := range names {
+		for i := len(fs) - 1; i >= 0; i-- {
+			if fs[i].Name == name {
+				frames[k] = fs[i]
+				continue outer
+			}
+		}
+		return nil, name
+	}
+	return frames, ""
 }
 
 // BoundAxes returns the names the calling goroutine binds, outermost

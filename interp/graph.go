@@ -55,7 +55,14 @@ func (g *Graph) ReleaseConstants() {
 // order. Because it uses Bind, evaluating a graph under a transform
 // transforms it. It panics with *Error if the arguments' shapes or dtypes
 // differ from the graph's inputs.
-func (g *Graph) Eval(args ...*Tensor) []*Tensor {
+func (g *Graph) Eval(args ...*Tensor) []*Tensor { return g.EvalHook(nil, args...) }
+
+// EvalHook is Eval with a hook that may answer an equation itself: it
+// gets the equation's primitive, parameters and operands, and returns
+// the results and true, or false to let Bind answer (a device answers
+// its collectives this way, without looking up its goroutine's axis
+// bindings). A nil hook is Eval.
+func (g *Graph) EvalHook(hook func(p *Prim, params any, in []*Tensor) ([]*Tensor, bool), args ...*Tensor) []*Tensor {
 	if g.released {
 		panic(&Error{Ops: []string{"Graph.Eval"}, Msg: "the graph's constants were released (ReleaseConstants)"})
 	}
@@ -82,7 +89,14 @@ func (g *Graph) Eval(args ...*Tensor) []*Tensor {
 		for _, v := range e.In {
 			in = append(in, env[v])
 		}
-		outs := Bind(e.Prim, e.Params, in...)
+		var outs []*Tensor
+		answered := false
+		if hook != nil {
+			outs, answered = hook(e.Prim, e.Params, in)
+		}
+		if !answered {
+			outs = Bind(e.Prim, e.Params, in...)
+		}
 		for i, v := range e.Out {
 			env[v] = outs[i]
 		}

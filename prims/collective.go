@@ -297,9 +297,13 @@ func axesOf(params any) []string {
 // LookupAxis returns the calling goroutine's binding of the axis name,
 // and panics with *interp.Error naming the names that are bound when
 // there is none.
-func LookupAxis(name string) interp.AxisFrame {
-	f, ok := interp.LookupAxis(name)
-	if !ok {
+func LookupAxis(name string) interp.AxisFrame { return LookupAxes(name)[0] }
+
+// LookupAxes is LookupAxis for several names, with one reading of the
+// goroutine's id.
+func LookupAxes(names ...string) []interp.AxisFrame {
+	fs, name := interp.LookupAxes(names...)
+	if name != "" {
 		bound := interp.BoundAxes()
 		hint := "none is bound here"
 		if len(bound) > 0 {
@@ -307,7 +311,7 @@ func LookupAxis(name string) interp.AxisFrame {
 		}
 		interp.Panicf("axis name %q is not bound by any enclosing Vmap (with AxisName) or ShardMap: %s", name, hint)
 	}
-	return f
+	return fs
 }
 
 func quoteAll(s []string) []string {
@@ -326,8 +330,14 @@ func quoteAll(s []string) []string {
 // instead of being answered below it. The rules of the collectives and
 // package dist apply collectives through it.
 func BindCollective(p *interp.Prim, params any, x *tensor) *tensor {
-	for _, name := range axesOf(params) {
-		x = liftToAxis(x, LookupAxis(name))
+	return BindCollectiveIn(p, params, x, LookupAxes(axesOf(params)...))
+}
+
+// BindCollectiveIn is BindCollective with the bindings of the axes the
+// params name, in order, already looked up (LookupAxes).
+func BindCollectiveIn(p *interp.Prim, params any, x *tensor, frames []interp.AxisFrame) *tensor {
+	for _, f := range frames {
+		x = liftToAxis(x, f)
 	}
 	return interp.Bind1(p, params, x)
 }
@@ -357,26 +367,26 @@ func liftToAxis(x *tensor, f interp.AxisFrame) *tensor {
 func evalCollective(p *interp.Prim) func(params any, args []*tensor) []*tensor {
 	return func(params any, args []*tensor) []*tensor {
 		x := args[0]
+		names := axesOf(params)
+		frames := LookupAxes(names...)
 		if cp, ok := params.(CollectiveParams); ok {
 			// One axis at a time: a reduction over several is the
 			// reduction over each in turn.
 			for k, name := range cp.Axes {
 				one := CollectiveParams{Axes: []string{name}, Sizes: []int{cp.Sizes[k]}}
-				x = deviceOf(p, name).Collective(p, one, x)
+				x = deviceOf(p, frames[k]).Collective(p, one, x)
 			}
 			return []*tensor{x}
 		}
-		return []*tensor{deviceOf(p, axesOf(params)[0]).Collective(p, params, x)}
+		return []*tensor{deviceOf(p, frames[0]).Collective(p, params, x)}
 	}
 }
 
-// deviceOf returns the device that answers collective p over name for
-// the calling goroutine.
-func deviceOf(p *interp.Prim, name string) Device {
-	f := LookupAxis(name)
+// deviceOf returns the device that answers collective p over f's axis.
+func deviceOf(p *interp.Prim, f interp.AxisFrame) Device {
 	if d, ok := f.Device.(Device); ok {
 		return d
 	}
-	interp.Panicf("%s over axis %q reached evaluation with a value its Vmap level does not see (internal: collectives are applied through BindCollective)", p.Name, name)
+	interp.Panicf("%s over axis %q reached evaluation with a value its Vmap level does not see (internal: collectives are applied through BindCollective)", p.Name, f.Name)
 	return nil
 }

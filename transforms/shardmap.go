@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/peel-ml/peel/dist"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
 )
 
 // ShardMap returns f mapped over the devices of mesh (JAX's shard_map):
@@ -143,9 +145,11 @@ func traceShardBody(op string, mesh *dist.Mesh, fl func([]*tensor) []*tensor, av
 	}
 	n := len(avals)
 	g := interp.TraceAvals("shard_map", func(vals []*tensor) []*tensor {
+		frames := make([]interp.AxisFrame, len(axes))
 		for i, a := range axes {
-			defer interp.PushAxis(interp.AxisFrame{Name: a.Name, Size: a.Size, Index: vals[n+i]})()
+			frames[i] = interp.AxisFrame{Name: a.Name, Size: a.Size, Index: vals[n+i]}
 		}
+		defer interp.PushAxis(frames...)()
 		return Functionalize(fl)(vals[:n])
 	}, in, interp.BodyTrace())
 	for _, c := range g.ConstVals {
@@ -317,7 +321,14 @@ func shardMapRun(params any, args []*tensor) []*tensor {
 	}
 	func() {
 		defer interp.Decomposing(p.name)
-		p.mesh.Run(func(d int) { outs[d] = p.body.Eval(ins[d]...) })
+		p.mesh.RunDevices(func(dv *dist.Device) {
+			outs[dv.Index] = p.body.EvalHook(func(q *interp.Prim, params any, in []*tensor) ([]*tensor, bool) {
+				if !slices.Contains(prims.Collectives, q) {
+					return nil, false
+				}
+				return []*tensor{dv.Collective(q, params, in[0])}, true
+			}, ins[dv.Index]...)
+		})
 	}()
 	res := make([]*tensor, len(p.out))
 	for j := range res {
@@ -351,9 +362,13 @@ func shardMapLanes(params any, args []*tensor) []*tensor {
 	var run func(level int, in []*tensor) []*tensor
 	run = func(level int, in []*tensor) []*tensor {
 		if level == len(axes) {
-			idx := make([]*tensor, len(axes))
+			names := make([]string, len(axes))
 			for i, a := range axes {
-				f, _ := interp.LookupAxis(a.Name)
+				names[i] = a.Name
+			}
+			frames, _ := interp.LookupAxes(names...)
+			idx := make([]*tensor, len(axes))
+			for i, f := range frames {
 				idx[i] = f.Index
 			}
 			return p.body.Eval(append(append([]*tensor(nil), in...), idx...)...)
@@ -402,9 +417,11 @@ func (p *shardParams) traceDerived(in []dist.Layout, dts []interp.DType, fn func
 	}
 	n := len(in)
 	return interp.TraceAvals("shard_map", func(vals []*tensor) []*tensor {
+		frames := make([]interp.AxisFrame, len(axes))
 		for i, a := range axes {
-			defer interp.PushAxis(interp.AxisFrame{Name: a.Name, Size: a.Size, Index: vals[n+i]})()
+			frames[i] = interp.AxisFrame{Name: a.Name, Size: a.Size, Index: vals[n+i]}
 		}
+		defer interp.PushAxis(frames...)()
 		return fn(vals[:n], vals[n:])
 	}, avals)
 }
