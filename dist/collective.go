@@ -83,7 +83,9 @@ func reduce(op string, p *interp.Prim, x *peel.Tensor, names []string) *peel.Ten
 // Psum returns the sum of x over the lanes or devices of the named axes:
 // every one gets the same total. With several names it sums over all of
 // them (a 2-D mesh's both axes).
-func Psum(x *peel.Tensor, names ...string) *peel.Tensor { return reduce("dist.Psum", prims.Psum, x, names) }
+func Psum(x *peel.Tensor, names ...string) *peel.Tensor {
+	return reduce("dist.Psum", prims.Psum, x, names)
+}
 
 // Pmean returns the mean of x over the lanes or devices of the named
 // axes (Psum divided by their number); integer operands are summed and
@@ -101,10 +103,14 @@ func Pmean(x *peel.Tensor, names ...string) *peel.Tensor {
 
 // Pmax returns the elementwise maximum of x over the named axes; its
 // derivative is shared equally by the lanes that attain it.
-func Pmax(x *peel.Tensor, names ...string) *peel.Tensor { return reduce("dist.Pmax", prims.Pmax, x, names) }
+func Pmax(x *peel.Tensor, names ...string) *peel.Tensor {
+	return reduce("dist.Pmax", prims.Pmax, x, names)
+}
 
 // Pmin returns the elementwise minimum of x over the named axes.
-func Pmin(x *peel.Tensor, names ...string) *peel.Tensor { return reduce("dist.Pmin", prims.Pmin, x, names) }
+func Pmin(x *peel.Tensor, names ...string) *peel.Tensor {
+	return reduce("dist.Pmin", prims.Pmin, x, names)
+}
 
 func gatherParams(op string, x *peel.Tensor, f interp.AxisFrame, c gatherConfig, newAxis bool) prims.GatherParams {
 	name := f.Name
