@@ -32,4 +32,24 @@
 // over both) and an inner binding of a name shadows an outer one. A
 // collective over a name no enclosing Vmap binds panics with *peel.Error
 // naming the name and the names that are bound.
+//
+// # Devices
+//
+// A Mesh is a set of devices along named axes (NewMesh(MeshAxis("data",
+// 2), MeshAxis("model", 2))). transforms.ShardMap runs a function on
+// every device, each on its blocks of the arguments as specs say
+// (P("data", nil): rows split over "data"; P(): all of it), and
+// assembles the results; inside, the collectives over the mesh's axes
+// connect the devices. The devices of NewMesh's in-process engine are
+// goroutines that run concurrently and exchange values through shared
+// memory (a Communicator per mesh axis and line of devices); reductions
+// combine values in rank order, so results are the same on every run and
+// every device. A device that fails makes every other device's
+// collectives fail (none waits forever) and the ShardMap re-raises the
+// error naming the device. Mesh.Run runs plain Go code on the devices
+// the same way.
+//
+// The Communicator interface (AllReduce, AllGather, ReduceScatter,
+// AllToAll, Permute, Barrier) is all a device needs from its engine, so
+// another engine (MPI across processes) runs the same programs.
 package dist

@@ -39,3 +39,28 @@ func Example() {
 	//  [18 24]
 	//  [30 36]]
 }
+
+// A mesh of two in-process devices: each runs the function on its half
+// of the rows, and Psum over the mesh axis adds their partial sums.
+func ExampleMesh() {
+	mesh := dist.NewMesh(dist.MeshAxis("data", 2))
+	x := peel.FromFloat64s([]float64{1, 2, 3, 4, 5, 6, 7, 8}, 4, 2)
+	total := transforms.ShardMap(func(x *peel.Tensor) *peel.Tensor {
+		return dist.Psum(x.Sum(0), "data") // x is this device's 2 rows
+	}, mesh, dist.P("data", nil), dist.P())(x)
+	fmt.Println(mesh, total)
+
+	// The gradient runs on the devices too.
+	g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor {
+		return transforms.ShardMap(func(x *peel.Tensor) *peel.Tensor {
+			return dist.Psum(x.Square().Sum(), "data")
+		}, mesh, dist.P("data", nil), dist.P())(x)
+	})(x)
+	fmt.Println(g)
+	// Output:
+	// Mesh{"data": 2} [16 20]
+	// [[ 2  4]
+	//  [ 6  8]
+	//  [10 12]
+	//  [14 16]]
+}
