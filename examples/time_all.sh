@@ -12,7 +12,7 @@
 #
 # Environment: RUNS (1), BENCHTIME (go test -benchtime, 2s), MINTIME (the
 # torch scripts' --mintime, 2), PYTHON (/usr/bin/python3, else python3),
-# EXAMPLES (the tutorials to time, space-separated; all six).
+# EXAMPLES (the tutorials to time, space-separated; all eight).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +23,7 @@ if [ -z "${PYTHON:-}" ]; then
 	PYTHON=python3
 	[ -x /usr/bin/python3 ] && PYTHON=/usr/bin/python3
 fi
-EXAMPLES=${EXAMPLES:-"per_sample_grads ensembling jacobians_hessians neural_tangent_kernels pinn gp_regression"}
+EXAMPLES=${EXAMPLES:-"per_sample_grads ensembling jacobians_hessians neural_tangent_kernels pinn gp_regression maml dp_sgd"}
 
 torch=yes
 if ! "$PYTHON" -c 'import torch

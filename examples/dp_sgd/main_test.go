@@ -2,11 +2,13 @@ package main
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/data"
 	"github.com/peel-ml/peel/examples/internal/reftest"
+	"github.com/peel-ml/peel/optim"
 	"github.com/peel-ml/peel/tree"
 )
 
@@ -91,5 +93,37 @@ func TestNoise(t *testing.T) {
 	}
 	if math.Abs(mean) > 5*std/math.Sqrt(n) || math.Abs(sd/std-1) > 0.05 {
 		t.Errorf("noise mean %.4f, std %.4f; want N(0, %g²)", mean, sd, std)
+	}
+}
+
+// BenchmarkTutorial times one training epoch of DP-SGD at main's sizes, in
+// float64: the 512 training images 3×16×16 in 8 shuffled batches of 64,
+// the ResNet of main (the 7×7 stride-2 stem to 8 channels, GroupNorm with 4
+// groups, 3×3 max pooling, a BasicBlock of 8 channels and a strided one of
+// 16 with a 1×1 convolution shortcut, average pooling, Linear 16→10), and
+// per batch what train does to the weights: the per-sample gradients (the
+// compiled Vmap3 of GradAux3, perSampleGrads), clipping at norm 1 and
+// noise with sigma 1 (clipAndAccumulateAndAddNoise), and Adam's step (lr
+// 1e-3), without the losses, the accuracy and the printing. The batches
+// are drawn and perSampleGrads compiled before the timing.
+// testdata/time_torch.py times the tutorial's epoch of the same steps.
+func BenchmarkTutorial(b *testing.B) {
+	args := Args{BatchSize: 64, LR: 1e-3, Sigma: 1, MaxPerSampleGradNorm: 1, Optim: "Adam"}
+	keys := peel.SplitKeys(peel.FoldIn(peel.Key(0), 1), 2) // epoch 1's, as in main
+	trainImages, trainTargets := CIFAR10(true, 512)
+	batches := slices.Collect(data.Batches(keys[0], args.BatchSize, true, trainImages, trainTargets))
+	model0 := resnet([]int{1, 1}, []int{8, 16}, 10)
+	optimizer := newOptimizer(args)
+	optState0 := optimizer.Init(model0)
+	perSampleGrads(model0, batches[0][0], batches[0][1]) // compile
+	for b.Loop() {
+		model, optState := model0, optState0
+		for i, batch := range batches {
+			sampleGrads, _ := perSampleGrads(model, batch[0], batch[1]).Unpack()
+			grads := clipAndAccumulateAndAddNoise(sampleGrads, args.MaxPerSampleGradNorm, args.Sigma, peel.FoldIn(keys[1], int64(i)))
+			var updates ResNet
+			updates, optState = optimizer.Update(grads, optState, model)
+			model = optim.ApplyUpdates(model, updates)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/peel-ml/peel/examples/internal/reftest"
 	"github.com/peel-ml/peel/optim"
 	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
 )
 
 // TestAgainstTorch runs 300 meta-iterations (the compiled step) and
@@ -150,5 +151,43 @@ func closeRel(t *testing.T, what string, got, want, rtol float64) {
 	t.Helper()
 	if d := math.Abs(got - want); !(d <= rtol*(math.Abs(want)+1e-12)) {
 		t.Errorf("%s = %.17g, want %.17g", what, got, want)
+	}
+}
+
+// BenchmarkTutorial times 20 of run's meta-iterations from the initial
+// params, at main's sizes, in float64: the 1→40→40→1 ReLU MLP, 4 tasks of
+// K = 20 examples each (x1, y1 for the adaptation step at alpha 0.1, x2,
+// y2 for the adapted loss), the compiled meta-step (Compile5 of
+// ValueAndGrad5 of the Vmap5 meta-loss, as in run) and Adam's update
+// (lr 1e-3, uncompiled, as in run), without reading the losses. The 20
+// iterations' tasks are drawn before the timing, and the step is compiled
+// before it. testdata/time_torch.py times the tutorial's 20 iterations:
+// vmap of the task loss with grad inside, loss.backward() and
+// torch.optim.Adam.
+func BenchmarkTutorial(b *testing.B) {
+	const iters = 20
+	_, params0, _, _, _, _, _ := run(0)
+	tasks := make([][4]*peel.Tensor, iters)
+	for it := range tasks {
+		x1, y1, x2, y2 := sampleTasks(float64(10*it), numTasks, K)
+		tasks[it] = [4]*peel.Tensor{x1, y1, x2, y2}
+	}
+	metaLoss := func(params []*peel.Tensor, x1, y1, x2, y2 *peel.Tensor) *peel.Tensor {
+		return transforms.Vmap5(getLossForTask, transforms.InAxes(transforms.NoAxis, 0, 0, 0, 0))(params, x1, y1, x2, y2).Mean()
+	}
+	step := transforms.Compile5(func(params []*peel.Tensor, x1, y1, x2, y2 *peel.Tensor) tree.Tuple2[*peel.Tensor, []*peel.Tensor] {
+		return tree.Pack2(transforms.ValueAndGrad5(metaLoss)(params, x1, y1, x2, y2))
+	})
+	opt := optim.Adam[[]*peel.Tensor](1e-3)
+	optState0 := opt.Init(params0)
+	step(params0, tasks[0][0], tasks[0][1], tasks[0][2], tasks[0][3]) // compile
+	for b.Loop() {
+		params, optState := params0, optState0
+		for _, task := range tasks {
+			_, grads := step(params, task[0], task[1], task[2], task[3]).Unpack()
+			var updates []*peel.Tensor
+			updates, optState = opt.Update(grads, optState, params)
+			params = optim.ApplyUpdates(params, updates)
+		}
 	}
 }
