@@ -63,7 +63,7 @@ func psumWorkloads() []Workload {
 				return run, check
 			},
 		}, Workload{
-			Name: "psum_" + sizeName(bytes) + "_2dev", Impl: "go",
+			Name: "psum_" + sizeName(bytes) + "_2dev_copy", Impl: "go",
 			Doc:  fmt.Sprintf("Go copy() of %d f32: the bandwidth bound", n),
 			Unit: "GB/s", Metric: perGBs(bytes),
 			Setup: func() (func(), func() error) {
