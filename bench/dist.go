@@ -84,18 +84,22 @@ func psumWorkloads() []Workload {
 }
 
 // The data-parallel step: the digits MLP (64-64-10, f32) on a global
-// batch of 512 rows, the batch split over the mesh axis "data", each
-// device's gradient averaged with dist.Pmean, one Adam step; compiled.
-const dpRows = 512
-
-func dpStep(devices int) Workload {
+// batch of rows (the digits stand-in repeated), the batch split over the
+// mesh axis "data", each device's gradient averaged with dist.Pmean, one
+// Adam step; compiled.
+func dpStep(devices, dpRows int) Workload {
 	return Workload{
-		Name: fmt.Sprintf("digits_dp_step_%ddev", devices), Impl: "peel",
+		Name: fmt.Sprintf("digits_dp_step_%d_%ddev", dpRows, devices), Impl: "peel",
 		Doc:  fmt.Sprintf("a data-parallel training step of the digits MLP 64-64-10 (f32) on a global batch of %d rows split over %d in-process devices (ShardMap, Pmean of the gradients, Adam), compiled", dpRows, devices),
 		Unit: "ms", Metric: perMs,
 		Setup: func() (func(), func() error) {
 			p, x, y := digitsData()
-			x, y = peel.Narrow(peel.Concat([]*peel.Tensor{x, x}, 0), 0, 0, dpRows), peel.Narrow(peel.Concat([]*peel.Tensor{y, y}, 0), 0, 0, dpRows)
+			reps := (dpRows + x.Shape()[0] - 1) / x.Shape()[0]
+			xs, ys := make([]*peel.Tensor, reps), make([]*peel.Tensor, reps)
+			for i := range reps {
+				xs[i], ys[i] = x, y
+			}
+			x, y = peel.Narrow(peel.Concat(xs, 0), 0, 0, dpRows), peel.Narrow(peel.Concat(ys, 0), 0, 0, dpRows)
 			mesh := dist.NewMesh(dist.MeshAxis("data", devices))
 			opt := optim.Adam[digitsMLP](digitsLR)
 			state := opt.Init(p)
@@ -138,5 +142,5 @@ func dpStep(devices int) Workload {
 }
 
 func distWorkloads() []Workload {
-	return append(psumWorkloads(), dpStep(1), dpStep(2))
+	return append(psumWorkloads(), dpStep(1, 512), dpStep(2, 512), dpStep(1, 8192), dpStep(2, 8192))
 }
