@@ -67,7 +67,6 @@ func ShardMap3[A, B, C, R any](f func(A, B, C) R, mesh *dist.Mesh, inSpecs, outS
 	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
 }
 
-var specType = reflect.TypeFor[dist.Spec]()
 
 // resolveSpecs gives each tensor leaf of v its spec from the prefix tree
 // spec.
