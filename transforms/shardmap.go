@@ -67,7 +67,6 @@ func ShardMap3[A, B, C, R any](f func(A, B, C) R, mesh *dist.Mesh, inSpecs, outS
 	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
 }
 
-
 // resolveSpecs gives each tensor leaf of v its spec from the prefix tree
 // spec.
 func resolveSpecs(op, what string, spec any, v reflect.Value) []dist.Spec {
