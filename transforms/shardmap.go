@@ -5,14 +5,12 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/dist"
-	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -33,8 +31,9 @@ import (
 // slice, struct or map; nil means dist.P() (replicated). ShardMap2 and
 // ShardMap3 take one spec per argument in a []any (or one for all).
 //
-// f is traced once per argument signature into a graph (so it must not
-// read traced values), and the devices run that graph. ShardMap is one
+// f is traced on every call into one device's program (so it must not
+// read traced values; Compile keeps the trace), and the devices run that
+// program. ShardMap is one
 // primitive to the transforms: Grad, JVP, VJP and the Jacobians
 // differentiate it with the devices (the forward and the backward pass
 // each run as a ShardMap of the body's derivative), Vmap maps it, and
@@ -51,19 +50,19 @@ import (
 // which makes every device's collectives fail too (no device waits
 // forever), naming the device.
 func ShardMap[A, R any](f func(A) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A) R {
-	return shardMapTree("transforms.ShardMap", 1, f, mesh, inSpecs, outSpecs)
+	return shardMapTree("transforms.ShardMap", f, mesh, inSpecs, outSpecs)
 }
 
 // ShardMap2 is ShardMap for a function of two arguments: inSpecs is a
 // []any of one spec per argument, or one spec for both.
 func ShardMap2[A, B, R any](f func(A, B) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B) R {
-	g := shardMapTree("transforms.ShardMap2", 2, func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, mesh, inSpecs, outSpecs)
+	g := shardMapTree("transforms.ShardMap2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, mesh, inSpecs, outSpecs)
 	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
 }
 
 // ShardMap3 is ShardMap2 for a function of three arguments.
 func ShardMap3[A, B, C, R any](f func(A, B, C) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B, C) R {
-	g := shardMapTree("transforms.ShardMap3", 3, func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, mesh, inSpecs, outSpecs)
+	g := shardMapTree("transforms.ShardMap3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, mesh, inSpecs, outSpecs)
 	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
 }
 
@@ -87,38 +86,25 @@ func resolveSpecs(op, what string, spec any, v reflect.Value) []dist.Spec {
 	})
 }
 
-// shardTrace is one traced signature of a ShardMap'd function.
-type shardTrace struct {
-	params *shardParams
-	outDef *treeDef
-}
-
-func shardMapTree[A, R any](op string, nargs int, f func(A) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A) R {
+func shardMapTree[A, R any](op string, f func(A) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A) R {
 	if f == nil {
 		treeErrorf(op, "the function is nil")
 	}
 	if mesh == nil {
 		treeErrorf(op, "the mesh is nil")
 	}
-	var cache sync.Map // signature → *shardTrace
 	return func(x A) R {
-		leaves, def, statics := treeimpl.FlattenStatics(op, x)
+		leaves, def := flatten(op, x)
 		specs := resolveSpecs(op, "in specs", inSpecs, def.Proto())
 		in := make([]dist.Layout, len(leaves))
-		var key strings.Builder
-		fmt.Fprintf(&key, "%T%v%v", x, def.Paths(), statics)
-		for i, l := range leaves {
-			in[i] = specs[i].Check(op, def.LeafName("the argument", i), mesh, l.Shape())
-			fmt.Fprintf(&key, "|%s%v", interp.AvalOf(l), specs[i])
-		}
-		if t, ok := cache.Load(key.String()); ok {
-			st := t.(*shardTrace)
-			return build[R](st.outDef, interp.Bind(shardMapPrim, st.params, leaves...))
-		}
 		avals := make([]interp.Aval, len(leaves))
 		for i, l := range leaves {
+			in[i] = specs[i].Check(op, def.LeafName("the argument", i), mesh, l.Shape())
 			avals[i] = interp.Aval{Shape: in[i].ShardShape(), DType: l.DType()}
 		}
+		// Traced on every call, so the tensors f captures are read as
+		// they are now (Compile keeps the trace for its own calls, with
+		// its checks that what it captured is unchanged).
 		var outDef *treeDef
 		body := traceShardBody(op, mesh, flatFn(op, f, def, &outDef), avals)
 		ospecs := resolveSpecs(op, "out specs", outSpecs, outDef.Proto())
@@ -126,9 +112,7 @@ func shardMapTree[A, R any](op string, nargs int, f func(A) R, mesh *dist.Mesh, 
 		for j, v := range body.Out {
 			out[j] = ospecs[j].Grow(op, outDef.LeafName("the result", j), mesh, v.Aval.Shape)
 		}
-		p := newShardParams(op, mesh, body, in, out)
-		st, _ := cache.LoadOrStore(key.String(), &shardTrace{params: p, outDef: outDef})
-		return build[R](st.(*shardTrace).outDef, interp.Bind(shardMapPrim, st.(*shardTrace).params, leaves...))
+		return build[R](outDef, interp.Bind(shardMapPrim, newShardParams(op, mesh, body, in, out), leaves...))
 	}
 }
 

@@ -174,3 +174,17 @@ func TestShardMapErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestShardMapCapturedWrite: a tensor the function captures, written in
+// place between calls, is read as it is at each call (never a stale
+// copy of an earlier call's).
+func TestShardMapCapturedWrite(t *testing.T) {
+	mesh := dist.NewMesh(dist.MeshAxis("data", 2))
+	w := smData(0.4, 3)
+	f := transforms.ShardMap(func(x *T) *T { return dist.Psum(x.Mul(w).Sum(0), "data") }, mesh, dist.P("data"), dist.P())
+	x := smData(0.6, 4, 3)
+	for k := range 3 {
+		smNear(t, "call after a write", f(x), x.Mul(w).Sum(0), 1e-14)
+		peel.AddInPlace(w, float64(k+1))
+	}
+}
