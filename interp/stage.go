@@ -114,6 +114,41 @@ func (s *stager) reportWritten(b *Tensor) {
 	*s.written = append(*s.written, b)
 }
 
+// noteNestedConst tells the traces of the calling goroutine that record
+// their constants' sources (a compiled function being traced) and
+// enclose trace s (a body of control flow, a ShardMap's device program,
+// traced inside the compiled function) that s holds concrete t as a
+// constant: the enclosing graph holds s's graph, so a later write into t
+// (or into what t was computed from) must make it trace again, as a
+// constant of its own would. Without this, a compiled function whose
+// Scan body captured a tensor ran with the body's stale copy after the
+// tensor was written in place.
+func noteNestedConst(s *stager, t *Tensor) {
+	for _, sc := range scopes() {
+		w := sc.watch
+		if w == nil || w == s || w.sources == nil || w.level.id >= s.level.id {
+			continue
+		}
+		if b := BaseOf(t); b.born < w.start && b.tr == nil {
+			// Captured from outside the compiled function (a view of
+			// such a tensor: its base).
+			if !containsTensor(w.derived, b) {
+				w.derived = append(w.derived, b)
+			}
+			continue
+		}
+		if memFrom(t) != nil {
+			from, unknown := derivedFrom(t, w.start)
+			w.underived = w.underived || unknown
+			for _, u := range from {
+				if !containsTensor(w.derived, u) {
+					w.derived = append(w.derived, u)
+				}
+			}
+		}
+	}
+}
+
 // InputLift is a captured tensor a trace read as its input Input
 // (InputTensors).
 type InputLift struct {
@@ -228,6 +263,9 @@ func (s *stager) varOf(t *Tensor) *Var {
 	s.consts[t] = constRec{v: v, version: t.version, blk: blk}
 	if s.sources != nil {
 		s.liftedFrom[v] = t
+	}
+	if t.tr == nil && watching.Load() != 0 {
+		noteNestedConst(s, t)
 	}
 	s.g.Consts = append(s.g.Consts, v)
 	s.g.ConstVals = append(s.g.ConstVals, Snapshot(t))

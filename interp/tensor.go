@@ -334,7 +334,17 @@ func Snapshot(t *Tensor) *Tensor {
 	}
 	b := t.st.cur
 	b.refs.Add(1)
-	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: &storage{buf: t.st.buf, cur: b}, be: t.be, born: born()}
+	st := &storage{buf: t.st.buf, cur: b}
+	if watching.Load() != 0 {
+		// While a compiled function is traced, a snapshot remembers what
+		// it was taken of (provenance.go), so a trace nested in it that
+		// holds the snapshot as a constant makes the compiled function
+		// depend on the original (noteNestedConst).
+		p := &provenance{}
+		p.add(t)
+		st.from = p
+	}
+	return &Tensor{shape: t.shape, dtype: t.dtype, strides: t.strides, offset: t.offset, st: st, be: t.be, born: born()}
 }
 
 // View records how a view tensor was made from its base, so interpreters
