@@ -37,15 +37,21 @@ func Register(p *interp.Prim, r Rule) {
 	rulesMu.Lock()
 	defer rulesMu.Unlock()
 	rules[p] = r
+	storeTable(rules, &table)
+}
+
+// storeTable stores in t the rules of m indexed by primitive ID, so that
+// the lookup on the dispatch path takes no lock.
+func storeTable[R any](m map[*interp.Prim]R, t *atomic.Pointer[[]R]) {
 	n := 0
-	for q := range rules {
+	for q := range m {
 		n = max(n, q.ID+1)
 	}
-	t := make([]Rule, n)
-	for q, r := range rules {
-		t[q.ID] = r
+	s := make([]R, n)
+	for q, r := range m {
+		s[q.ID] = r
 	}
-	table.Store(&t)
+	t.Store(&s)
 }
 
 // NamedRule is a batching rule that also receives the axis name of the
@@ -68,15 +74,7 @@ func RegisterNamed(p *interp.Prim, r NamedRule) {
 	rulesMu.Lock()
 	defer rulesMu.Unlock()
 	namedRules[p] = r
-	n := 0
-	for q := range namedRules {
-		n = max(n, q.ID+1)
-	}
-	t := make([]NamedRule, n)
-	for q, r := range namedRules {
-		t[q.ID] = r
-	}
-	namedTable.Store(&t)
+	storeTable(namedRules, &namedTable)
 }
 
 // NamedRuleFor returns p's named batching rule, or nil.

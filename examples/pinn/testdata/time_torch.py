@@ -15,40 +15,16 @@ run eagerly, where peel's are compiled.)
 Prints, for each thread count (one process each, since the BLAS reads its
 thread count when torch loads), the median time of the 100 steps.
 """
-import argparse
 import os
-import subprocess
 import sys
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
-ap.add_argument("--mintime", type=float, default=2.0, help="timed seconds per thread count")
-ARGS = ap.parse_args()
-COUNTS = [int(n) for n in ARGS.threads.split(",")]
-if len(COUNTS) > 1:
-    for n in COUNTS:
-        subprocess.run([sys.executable, __file__, "--threads", str(n), "--mintime", str(ARGS.mintime)], check=True)
-    sys.exit(0)
-THREADS = COUNTS[0]
-# Debian's torch multiplies matrices in OpenBLAS, which takes its thread
-# count from the environment once, when it loads. OpenMP threads that
-# spin while they wait stall every parallel region whenever another
-# process holds a core (up to 100x slower on a shared 2-core machine), so
-# they sleep unless OMP_WAIT_POLICY says otherwise.
-os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(THREADS)
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "internal", "torchtime"))
+import torchtime  # noqa: E402
+
+THREADS = torchtime.setup(__file__)
+report = torchtime.report
 
 import torch  # noqa: E402
-from torch.utils.benchmark import Timer  # noqa: E402
-
-
-def report(name, fn):
-    """Warms fn up, then prints the median time of a call over ARGS.mintime seconds."""
-    fn()
-    fn()
-    m = Timer("fn()", globals={"fn": fn}, num_threads=THREADS).blocked_autorange(min_run_time=ARGS.mintime)
-    print(f"torch {name} threads={THREADS}: {m.median * 1e3:.4g} ms/iter "
-          f"(median of {len(m.times)} blocks of {m.number_per_run}; torch {torch.__version__})")
 
 
 import math  # noqa: E402
