@@ -325,3 +325,25 @@ func addOr(a, b *T) *T {
 	}
 	return a.Add(b)
 }
+
+// TestInvariantOperands: collectives of values that do not vary along
+// the axis (a captured tensor, a constant, of any dtype, bool included)
+// are answered by the axis's level: Psum gives size·x, AllGather the
+// copies.
+func TestInvariantOperands(t *testing.T) {
+	c := data(0.5, 3)
+	xs := data(0.1, 4, 3)
+	got := transforms.Vmap(func(x *T) *T { return dist.Psum(c, "i").Add(x.Mul(0)) }, transforms.AxisName("i"))(xs)
+	for i := range 4 {
+		near(t, "Psum of a captured tensor", peel.Select(got, 0, i), c.Mul(4), 1e-15)
+	}
+	b := peel.Greater(c, 0.0)
+	gb := transforms.Vmap(func(x *T) *T { return dist.AllGather(b, "i") }, transforms.AxisName("i"))(xs)
+	if fmt.Sprint(gb.Shape()) != "[4 4 3]" || fmt.Sprint(peel.Select(peel.Select(gb, 0, 2), 0, 3).Bools()) != fmt.Sprint(b.Bools()) {
+		t.Errorf("AllGather of a captured bool tensor: %v", gb)
+	}
+	n := transforms.Vmap(func(x *T) *T { return dist.Psum(peel.FromInt64s([]int64{2, 3}), "i") }, transforms.AxisName("i"))(xs)
+	if fmt.Sprint(peel.Select(n, 0, 1).Int64s()) != "[8 12]" {
+		t.Errorf("Psum of an i64 constant: %v", n)
+	}
+}

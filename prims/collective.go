@@ -355,6 +355,15 @@ func liftToAxis(x *tensor, f interp.AxisFrame) *tensor {
 	if xt := interp.TracerOf(x); xt != nil && xt.Level() == it.Level() {
 		return x
 	}
+	if x.DType() == interp.Bool {
+		// x ∨ false, the false a value of the level (index = -1 never
+		// holds).
+		never := eq(f.Index, scalarConst(-1, f.Index.DType()))
+		if len(x.Shape()) > 0 {
+			never = broadcastInDim(never, x.Shape(), []int{})
+		}
+		return interp.Bind1(Or, nil, x, never)
+	}
 	zero := mul(convert(f.Index, x.DType()), scalarConst(0, x.DType()))
 	if len(x.Shape()) > 0 {
 		zero = broadcastInDim(zero, x.Shape(), []int{})
