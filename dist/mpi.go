@@ -1,0 +1,300 @@
+//go:build mpi
+
+package dist
+
+/*
+#cgo pkg-config: ompi-c
+#include <mpi.h>
+#include <stdlib.h>
+
+static int peel_init(int *provided) { return MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, provided); }
+static int peel_initialized(void) { int f = 0; MPI_Initialized(&f); return f; }
+static int peel_finalized(void) { int f = 0; MPI_Finalized(&f); return f; }
+static MPI_Comm peel_world(void) { return MPI_COMM_WORLD; }
+static MPI_Datatype peel_dtype(int k) {
+	switch (k) {
+	case 0: return MPI_DOUBLE;
+	case 1: return MPI_FLOAT;
+	case 2: return MPI_INT64_T;
+	case 3: return MPI_INT32_T;
+	case 4: return MPI_UINT8_T;
+	}
+	return MPI_DATATYPE_NULL;
+}
+static MPI_Op peel_op(int k) {
+	switch (k) {
+	case 0: return MPI_SUM;
+	case 1: return MPI_MAX;
+	case 2: return MPI_MIN;
+	}
+	return MPI_OP_NULL;
+}
+static int peel_allreduce(MPI_Comm c, void *in, void *out, int n, int dt, int op) {
+	return MPI_Allreduce(in, out, n, peel_dtype(dt), peel_op(op), c);
+}
+static int peel_allgather(MPI_Comm c, void *in, void *out, int n, int dt) {
+	return MPI_Allgather(in, n, peel_dtype(dt), out, n, peel_dtype(dt), c);
+}
+static int peel_reduce_scatter(MPI_Comm c, void *in, void *out, int n, int dt) {
+	return MPI_Reduce_scatter_block(in, out, n, peel_dtype(dt), MPI_SUM, c);
+}
+static int peel_alltoall(MPI_Comm c, void *in, void *out, int n, int dt) {
+	return MPI_Alltoall(in, n, peel_dtype(dt), out, n, peel_dtype(dt), c);
+}
+static int peel_sendrecv(MPI_Comm c, void *in, int dst, void *out, int src, int n, int dt) {
+	return MPI_Sendrecv(in, n, peel_dtype(dt), dst, 7, out, n, peel_dtype(dt), src, 7, c, MPI_STATUS_IGNORE);
+}
+static int peel_barrier(MPI_Comm c) { return MPI_Barrier(c); }
+static int peel_split(MPI_Comm c, int color, int key, MPI_Comm *out) { return MPI_Comm_split(c, color, key, out); }
+static int peel_rank(MPI_Comm c) { int r = -1; MPI_Comm_rank(c, &r); return r; }
+static int peel_size(MPI_Comm c) { int s = -1; MPI_Comm_size(c, &s); return s; }
+static void peel_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+static int peel_finalize(void) { return MPI_Finalize(); }
+static void peel_errors_return(void) { MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); }
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/interp"
+)
+
+// MPI: the processes of an mpirun job as devices (build tag mpi). MPI is
+// initialized with MPI_THREAD_MULTIPLE, so any goroutine may call a
+// collective; each call holds no Go lock across MPI, and the calling
+// goroutine is locked to its OS thread for the call (runtime.LockOSThread
+// inside cgo calls is implicit: a cgo call runs on the goroutine's
+// thread until it returns). Buffers passed to MPI are Go slices pinned for
+// the call by cgo's rules (Go memory passed as a pointer argument is not
+// moved while the call runs).
+
+var (
+	mpiOnce  sync.Once
+	mpiWorld *mpiComm
+)
+
+// MPIEnabled reports whether this build has the MPI engine (the mpi tag).
+const MPIEnabled = true
+
+// World returns the communicator of every process of the job, initializing
+// MPI on first use (MPI_Init_thread with MPI_THREAD_MULTIPLE). A program
+// started without mpirun is a job of one process. It panics with
+// *peel.Error when MPI cannot be initialized or does not provide
+// MPI_THREAD_MULTIPLE.
+func World() Communicator {
+	mpiOnce.Do(func() {
+		if C.peel_initialized() == 0 {
+			var provided C.int
+			if rc := C.peel_init(&provided); rc != 0 {
+				meshErrorf("dist.World", "MPI_Init_thread failed (error %d)", int(rc))
+			}
+			if provided < C.MPI_THREAD_MULTIPLE {
+				meshErrorf("dist.World", "MPI provides thread level %d, not MPI_THREAD_MULTIPLE", int(provided))
+			}
+			C.peel_errors_return()
+		}
+		w := C.peel_world()
+		mpiWorld = &mpiComm{c: w, rank: int(C.peel_rank(w)), size: int(C.peel_size(w))}
+	})
+	return mpiWorld
+}
+
+// Finalize ends MPI (MPI_Finalize); call it once, when the program is done
+// with every communicator.
+func Finalize() {
+	if C.peel_initialized() != 0 && C.peel_finalized() == 0 {
+		C.peel_finalize()
+	}
+}
+
+// Abort ends every process of the job with the exit code (MPI_Abort): a
+// process that fails must not leave the others waiting in a collective.
+func Abort(code int) {
+	fmt.Fprintf(os.Stderr, "dist: aborting the MPI job (exit code %d)\n", code)
+	C.peel_abort(C.int(code))
+}
+
+// mpiComm is a Communicator over an MPI communicator.
+type mpiComm struct {
+	c          C.MPI_Comm
+	rank, size int
+}
+
+func (m *mpiComm) Rank() int { return m.rank }
+func (m *mpiComm) Size() int { return m.size }
+
+// Split returns the communicator of the members with the same color,
+// ranked by key (MPI_Comm_split): a 2-D mesh's per-axis communicators.
+func (m *mpiComm) Split(color, key int) Communicator {
+	var out C.MPI_Comm
+	if rc := C.peel_split(m.c, C.int(color), C.int(key), &out); rc != 0 {
+		meshErrorf("dist.Split", "MPI_Comm_split failed (error %d)", int(rc))
+	}
+	return &mpiComm{c: out, rank: int(C.peel_rank(out)), size: int(C.peel_size(out))}
+}
+
+// hostBuf is x's elements in a host slice MPI can read, and the MPI
+// datatype code; half floats travel as f32 (reduced in f32, rounded back
+// by the caller), bools as u8.
+type hostBuf struct {
+	data  any
+	ptr   unsafe.Pointer
+	n     int
+	dt    C.int
+	orig  peel.DType
+	shape []int
+}
+
+func toHost(x *peel.Tensor) hostBuf {
+	h := hostBuf{orig: x.DType(), shape: x.Shape(), n: x.Size()}
+	switch x.DType() {
+	case peel.Float64:
+		s := x.Float64s()
+		h.data, h.dt = s, 0
+	case peel.Float32, peel.Float16, peel.BFloat16:
+		s := peel.AsType(x, peel.Float32).Float32s()
+		h.data, h.dt = s, 1
+	case peel.Int64:
+		s := x.Int64s()
+		h.data, h.dt = s, 2
+	case peel.Int32:
+		s := x.Int32s()
+		h.data, h.dt = s, 3
+	case peel.Uint8, peel.Bool:
+		s := peel.AsType(x, peel.Uint8).Uint8s()
+		h.data, h.dt = s, 4
+	default:
+		interp.Panicf("MPI: dtype %v is not supported", x.DType())
+	}
+	h.ptr = slicePtr(h.data)
+	return h
+}
+
+// like returns a zeroed host buffer of n elements of h's MPI datatype.
+func (h hostBuf) like(n int) hostBuf {
+	o := hostBuf{n: n, dt: h.dt, orig: h.orig}
+	switch h.dt {
+	case 0:
+		o.data = make([]float64, n)
+	case 1:
+		o.data = make([]float32, n)
+	case 2:
+		o.data = make([]int64, n)
+	case 3:
+		o.data = make([]int32, n)
+	case 4:
+		o.data = make([]uint8, n)
+	}
+	o.ptr = slicePtr(o.data)
+	return o
+}
+
+// tensor returns h as a tensor of shape and h's original dtype.
+func (h hostBuf) tensor(shape ...int) *peel.Tensor {
+	var t *peel.Tensor
+	switch s := h.data.(type) {
+	case []float64:
+		t = peel.FromFloat64s(s, shape...)
+	case []float32:
+		t = peel.FromFloat32s(s, shape...)
+	case []int64:
+		t = peel.FromInt64s(s, shape...)
+	case []int32:
+		t = peel.FromInt32s(s, shape...)
+	case []uint8:
+		t = peel.FromUint8s(s, shape...)
+	}
+	if t.DType() != h.orig {
+		t = peel.AsType(t, h.orig)
+	}
+	return t
+}
+
+func slicePtr(s any) unsafe.Pointer {
+	switch s := s.(type) {
+	case []float64:
+		if len(s) > 0 {
+			return unsafe.Pointer(&s[0])
+		}
+	case []float32:
+		if len(s) > 0 {
+			return unsafe.Pointer(&s[0])
+		}
+	case []int64:
+		if len(s) > 0 {
+			return unsafe.Pointer(&s[0])
+		}
+	case []int32:
+		if len(s) > 0 {
+			return unsafe.Pointer(&s[0])
+		}
+	case []uint8:
+		if len(s) > 0 {
+			return unsafe.Pointer(&s[0])
+		}
+	}
+	return nil
+}
+
+func check(what string, rc C.int) {
+	if rc != 0 {
+		meshErrorf("dist (MPI)", "%s failed with MPI error %d", what, int(rc))
+	}
+}
+
+func (m *mpiComm) AllReduce(x *peel.Tensor, op ReduceOp) *peel.Tensor {
+	in := toHost(x)
+	out := in.like(in.n)
+	check("MPI_Allreduce", C.peel_allreduce(m.c, in.ptr, out.ptr, C.int(in.n), in.dt, C.int(op)))
+	return out.tensor(in.shape...)
+}
+
+func (m *mpiComm) AllGather(x *peel.Tensor) *peel.Tensor {
+	in := toHost(x)
+	out := in.like(in.n * m.size)
+	check("MPI_Allgather", C.peel_allgather(m.c, in.ptr, out.ptr, C.int(in.n), in.dt))
+	return out.tensor(append([]int{m.size}, in.shape...)...)
+}
+
+func (m *mpiComm) ReduceScatter(x *peel.Tensor) *peel.Tensor {
+	if x.Rank() == 0 || x.Shape()[0] != m.size {
+		interp.Panicf("ReduceScatter: the operand %s needs a leading axis of %d blocks", x.TypeString(), m.size)
+	}
+	in := toHost(x)
+	out := in.like(in.n / m.size)
+	check("MPI_Reduce_scatter_block", C.peel_reduce_scatter(m.c, in.ptr, out.ptr, C.int(in.n/m.size), in.dt))
+	return out.tensor(in.shape[1:]...)
+}
+
+func (m *mpiComm) AllToAll(x *peel.Tensor) *peel.Tensor {
+	if x.Rank() == 0 || x.Shape()[0] != m.size {
+		interp.Panicf("AllToAll: the operand %s needs a leading axis of %d blocks", x.TypeString(), m.size)
+	}
+	in := toHost(x)
+	out := in.like(in.n)
+	check("MPI_Alltoall", C.peel_alltoall(m.c, in.ptr, out.ptr, C.int(in.n/m.size), in.dt))
+	return out.tensor(in.shape...)
+}
+
+func (m *mpiComm) Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor {
+	in := toHost(x)
+	out := in.like(in.n)
+	dst, src := C.int(C.MPI_PROC_NULL), C.int(C.MPI_PROC_NULL)
+	for _, p := range perm {
+		if p[0] == m.rank {
+			dst = C.int(p[1])
+		}
+		if p[1] == m.rank {
+			src = C.int(p[0])
+		}
+	}
+	check("MPI_Sendrecv", C.peel_sendrecv(m.c, in.ptr, dst, out.ptr, src, C.int(in.n), in.dt))
+	return out.tensor(in.shape...)
+}
+
+func (m *mpiComm) Barrier() { check("MPI_Barrier", C.peel_barrier(m.c)) }

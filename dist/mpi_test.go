@@ -1,0 +1,72 @@
+package dist_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/dist"
+)
+
+// rankData is rank r's operand in TestWorldCollectives: every process can
+// make every rank's, so each checks its own results without the others.
+func rankData(r, n int, dt peel.DType) *T {
+	return peel.AsType(data(float64(r)+0.5, n, 3), dt)
+}
+
+// TestWorldCollectives checks every Communicator collective of the job's
+// processes (World: MPI with the mpi build tag, run under mpirun -np 2 and
+// -np 3 by CI; one process otherwise) against the result computed from
+// every rank's operand, for f64, f32 and i64 (exact: every rank adds in
+// the same order only in MPI's own reductions, so floats compare to
+// rounding).
+func TestWorldCollectives(t *testing.T) {
+	w := dist.World()
+	r, n := w.Rank(), w.Size()
+	t.Logf("rank %d of %d (MPI build: %v)", r, n, dist.MPIEnabled)
+	for _, dt := range []peel.DType{peel.Float64, peel.Float32, peel.Int64} {
+		t.Run(dt.String(), func(t *testing.T) {
+			all := make([]*T, n)
+			for k := range n {
+				all[k] = rankData(k, n, dt)
+			}
+			f64 := func(x *T) *T { return peel.AsType(x, peel.Float64) }
+			tol := 1e-12
+			if dt == peel.Float32 {
+				tol = 1e-5
+			}
+			sum := all[0]
+			for _, a := range all[1:] {
+				sum = peel.Add(sum, a)
+			}
+			near(t, "AllReduce(sum)", f64(w.AllReduce(all[r], dist.Sum)), f64(sum), tol)
+			near(t, "AllReduce(max)", f64(w.AllReduce(all[r], dist.Max)), f64(peel.Max(peel.Stack(all, 0), 0)), 0)
+			near(t, "AllGather", f64(w.AllGather(all[r])), f64(peel.Stack(all, 0)), 0)
+			// ReduceScatter and AllToAll take n blocks: rank r's operand
+			// stacked n times, scaled by the block index.
+			blocks := func(k int) *T {
+				bs := make([]*T, n)
+				for j := range n {
+					bs[j] = peel.Mul(all[k], int64(j+1))
+				}
+				return peel.Stack(bs, 0)
+			}
+			wantRS := peel.Mul(sum, int64(r+1))
+			near(t, "ReduceScatter", f64(w.ReduceScatter(blocks(r))), f64(wantRS), tol)
+			got := make([]*T, n)
+			for k := range n {
+				got[k] = peel.Mul(all[k], int64(r+1))
+			}
+			near(t, "AllToAll", f64(w.AllToAll(blocks(r))), f64(peel.Stack(got, 0)), 0)
+			ring := make([][2]int, n)
+			for k := range n {
+				ring[k] = [2]int{k, (k + 1) % n}
+			}
+			near(t, "Permute (ring)", f64(w.Permute(all[r], ring)), f64(all[(r+n-1)%n]), 0)
+			w.Barrier()
+		})
+	}
+	if s := fmt.Sprint(dist.World().Size()); s != fmt.Sprint(n) {
+		t.Fatalf("World changed size: %s", s)
+	}
+}
