@@ -2,6 +2,7 @@ package dist
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -29,6 +30,94 @@ func MeshAxis(name string, size int) AxisSpec { return AxisSpec{name, size} }
 // axis and line of devices).
 type Mesh struct {
 	axes []AxisSpec
+	// proc, for a mesh of processes (NewProcessMesh), is this process's
+	// device and its communicators; nil for the in-process engine.
+	proc *procDevice
+}
+
+// procDevice is this process's device of a process mesh: its number
+// (its rank in the world), and one communicator per mesh axis.
+type procDevice struct {
+	index int
+	world Communicator
+	comms []Communicator
+}
+
+// splitter is a Communicator that can split into sub-communicators
+// (MPI_Comm_split).
+type splitter interface {
+	Split(color, key int) Communicator
+}
+
+// NewProcessMesh returns the mesh whose devices are the processes of
+// the job (World: mpirun's processes with the mpi build tag), device d
+// the process of rank d, so the product of the axes' sizes must be the
+// number of processes. Each process runs its own device: ShardMap on
+// it runs the program on this process's blocks, with the collectives
+// over MPI (one communicator per mesh axis, split from the world), and
+// assembles the results from every process's blocks, so every process
+// gets the whole result as on one machine. It panics with *peel.Error as
+// NewMesh does, and when the sizes do not multiply to the number of
+// processes.
+func NewProcessMesh(axes ...AxisSpec) *Mesh {
+	const op = "dist.NewProcessMesh"
+	m := NewMesh(axes...)
+	w := World()
+	if m.Size() != w.Size() {
+		meshErrorf(op, "%v has %d devices, but the job has %d processes (mpirun -np %d)", m, m.Size(), w.Size(), m.Size())
+	}
+	pd := &procDevice{index: w.Rank(), world: w, comms: make([]Communicator, len(m.axes))}
+	c := m.Coords(w.Rank())
+	for i := range m.axes {
+		if w.Size() == 1 {
+			pd.comms[i] = w
+			continue
+		}
+		sp, ok := w.(splitter)
+		if !ok {
+			meshErrorf(op, "the world communicator cannot split into the mesh's axes")
+		}
+		// The line of devices along axis i through c: those with c's
+		// other coordinates (color), ranked by their coordinate on i.
+		color := 0
+		for k, a := range m.axes {
+			if k != i {
+				color = color*a.Size + c[k]
+			}
+		}
+		pd.comms[i] = sp.Split(color, c[i])
+	}
+	m.proc = pd
+	return m
+}
+
+// Local returns the devices this process runs: every device of an
+// in-process mesh, this process's alone of a process mesh.
+func (m *Mesh) Local() []int {
+	if m.proc != nil {
+		return []int{m.proc.index}
+	}
+	out := make([]int, m.Size())
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// Gather returns, on every process, the value x of every device: the
+// local values of an in-process mesh (xs[d] for device d), or the
+// processes' values exchanged (each process passes its device's value
+// at xs[its index]). Every process of a process mesh must call it.
+func (m *Mesh) Gather(xs []*peel.Tensor) []*peel.Tensor {
+	if m.proc == nil {
+		return xs
+	}
+	g := m.proc.world.AllGather(xs[m.proc.index])
+	out := make([]*peel.Tensor, m.Size())
+	for d := range out {
+		out[d] = peel.Select(g, 0, d)
+	}
+	return out
 }
 
 // NewMesh returns the in-process mesh of the given axes, 1-D
@@ -164,6 +253,10 @@ func (dv *Device) Collective(p *interp.Prim, params any, x *peel.Tensor) *peel.T
 
 // RunDevices is Run that gives fn the Device.
 func (m *Mesh) RunDevices(fn func(dv *Device)) {
+	if m.proc != nil {
+		m.runProcess(fn)
+		return
+	}
 	n := m.Size()
 	// One group per axis and line of devices: the devices that differ
 	// only in that axis's coordinate.
@@ -231,6 +324,32 @@ func (m *Mesh) RunDevices(fn func(dv *Device)) {
 		}
 	}
 	runtime.KeepAlive(groups)
+}
+
+// runProcess runs fn on this process's device of a process mesh, in the
+// calling goroutine. A panic aborts the job (Abort): the other
+// processes would otherwise wait in a collective forever.
+func (m *Mesh) runProcess(fn func(dv *Device)) {
+	p := m.proc
+	c := m.Coords(p.index)
+	dv := &Device{Index: p.index, Coords: c, axes: map[string]*device{}}
+	frames := make([]interp.AxisFrame, len(m.axes))
+	for i, a := range m.axes {
+		dev := &device{comm: p.comms[i], axis: a.Name}
+		dv.axes[a.Name] = dev
+		frames[i] = interp.AxisFrame{Name: a.Name, Size: a.Size, Device: dev, Index: indexScalar(c[i])}
+	}
+	defer interp.PushAxis(frames...)()
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "dist: device %d %v of %v failed: %v\n", p.index, c, m, r)
+			if p.world.Size() > 1 {
+				Abort(1)
+			}
+			panic(r)
+		}
+	}()
+	fn(dv)
 }
 
 // indexScalar returns the i64 scalar i.

@@ -294,7 +294,8 @@ func shardMapRun(params any, args []*tensor) []*tensor {
 	n := p.mesh.Size()
 	outs := make([][]*tensor, n)
 	ins := make([][]*tensor, n)
-	for d := range n {
+	local := p.mesh.Local() // every device in process; this process's of a process mesh
+	for _, d := range local {
 		ins[d] = make([]*tensor, 0, len(args)+len(p.mesh.Axes()))
 		for i, x := range args {
 			ins[d] = append(ins[d], p.blockOf(x, p.in[i], d, p.divide[i]))
@@ -312,6 +313,21 @@ func shardMapRun(params any, args []*tensor) []*tensor {
 			}, ins[dv.Index]...)
 		})
 	}()
+	if len(local) < n {
+		// A process mesh: every process gets every device's blocks.
+		for j := range p.out {
+			xs := make([]*tensor, n)
+			for _, d := range local {
+				xs[d] = outs[d][j]
+			}
+			for d, x := range p.mesh.Gather(xs) {
+				if outs[d] == nil {
+					outs[d] = make([]*tensor, len(p.out))
+				}
+				outs[d][j] = x
+			}
+		}
+	}
 	res := make([]*tensor, len(p.out))
 	for j := range res {
 		res[j] = p.assemble(j, outs, true)
