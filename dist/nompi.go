@@ -2,6 +2,8 @@
 
 package dist
 
+import "os"
+
 // MPIEnabled reports whether this build has the MPI engine (the mpi
 // tag); without it, World is a job of one process.
 const MPIEnabled = false
@@ -17,4 +19,4 @@ func Finalize() {}
 
 // Abort ends every process of the job with the exit code (MPI_Abort,
 // with the mpi build tag); without it, this process.
-func Abort(code int) { exit(code) }
+func Abort(code int) { os.Exit(code) }
