@@ -23,7 +23,8 @@ import (
 // axes (package dist) connecting them, and the results are assembled
 // from the devices' blocks as outSpecs says. A result whose spec leaves
 // a mesh axis out is claimed equal on the devices along it: ShardMap
-// takes one copy and panics with *peel.Error when the copies differ.
+// takes one copy and, on an in-process mesh, panics with *peel.Error when
+// the copies differ.
 //
 // inSpecs and outSpecs are prefix trees of dist.Spec over the argument
 // and the result, as InAxes and OutAxes are over Vmap's: a Spec applies
@@ -328,9 +329,14 @@ func shardMapRun(params any, args []*tensor) []*tensor {
 			}
 		}
 	}
+	// The copies of a block claimed equal are checked in process, where
+	// every device reduces in the same order; MPI's reductions may round
+	// differently on different processes (MPI recommends, but does not
+	// require, the same result everywhere), so a process mesh reads the
+	// first holder's copy unchecked.
 	res := make([]*tensor, len(p.out))
 	for j := range res {
-		res[j] = p.assemble(j, outs, true)
+		res[j] = p.assemble(j, outs, len(local) == n)
 	}
 	return res
 }
