@@ -61,6 +61,13 @@ func ShardMap2[A, B, R any](f func(A, B) R, mesh *dist.Mesh, inSpecs, outSpecs a
 	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
 }
 
+// ShardMap4 is ShardMap2 for a function of four arguments (params,
+// optimizer state, x, y).
+func ShardMap4[A, B, C, D, R any](f func(A, B, C, D) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B, C, D) R {
+	g := shardMapTree("transforms.ShardMap4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, mesh, inSpecs, outSpecs)
+	return func(a A, b B, c C, d D) R { return g(args4[A, B, C, D]{a, b, c, d}) }
+}
+
 // ShardMap3 is ShardMap2 for a function of three arguments.
 func ShardMap3[A, B, C, R any](f func(A, B, C) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B, C) R {
 	g := shardMapTree("transforms.ShardMap3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, mesh, inSpecs, outSpecs)
