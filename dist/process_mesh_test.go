@@ -2,6 +2,7 @@ package dist_test
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -51,4 +52,24 @@ func TestWorldShardMap(t *testing.T) {
 		scale[i] = float64(i/6 + 1)
 	}
 	near(t, "rows scaled by their process's index", rows, x.Mul(peel.FromFloat64s(scale, 6*n, 1)), 0)
+}
+
+// TestWorldFault is run by CI under mpirun with PEEL_MPI_FAULT=1 (it
+// skips otherwise): rank 1 panics inside a device of the process mesh
+// while the others wait in a collective. The panic must end the whole
+// job with a non-zero exit (Abort), within a bounded time, never a hang:
+// CI checks mpirun's exit status and its timeout.
+func TestWorldFault(t *testing.T) {
+	if os.Getenv("PEEL_MPI_FAULT") == "" {
+		t.Skip("run by CI under mpirun with PEEL_MPI_FAULT=1")
+	}
+	w := dist.World()
+	mesh := dist.NewProcessMesh(dist.MeshAxis("data", w.Size()))
+	mesh.Run(func(d int) {
+		if d == 1 {
+			panic("rank 1 fails on purpose")
+		}
+		dist.Psum(data(1, 4), "data")
+	})
+	t.Fatalf("rank %d: the job went on after rank 1 failed", w.Rank())
 }
