@@ -2,6 +2,7 @@ package peel_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,7 +53,7 @@ func TestTensorMethods(t *testing.T) {
 		{"Chain", x.Square().Sum().Add(1).Mul(0.5), peel.Mul(peel.Add(peel.Sum(peel.Square(x)), 1), 0.5)},
 	}
 	for _, c := range cases {
-		if !sameShape(c.got.Shape(), c.want.Shape()) {
+		if !slices.Equal(c.got.Shape(), c.want.Shape()) {
 			t.Errorf("%s: shape %v, want %v", c.name, c.got.Shape(), c.want.Shape())
 			continue
 		}
@@ -63,18 +64,6 @@ func TestTensorMethods(t *testing.T) {
 			}
 		}
 	}
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestTensorMethodErrors: a method's misuse names the user-level op and

@@ -1,6 +1,7 @@
 package transforms_test
 
 import (
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -61,7 +62,7 @@ func TestRapidShardMap(t *testing.T) {
 }
 
 func smNearT(t *rapid.T, what string, got, want *T, tol float64) {
-	if !sameShape(got.Shape(), want.Shape()) {
+	if !slices.Equal(got.Shape(), want.Shape()) {
 		t.Fatalf("%s: shape %v, want %v", what, got.Shape(), want.Shape())
 	}
 	g, w := got.Float64s(), want.Float64s()

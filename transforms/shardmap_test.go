@@ -2,6 +2,7 @@ package transforms_test
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,22 +25,10 @@ func smData(seed float64, shape ...int) *T {
 
 func smNear(t *testing.T, what string, got, want *T, tol float64) {
 	t.Helper()
-	if !sameShape(got.Shape(), want.Shape()) {
+	if !slices.Equal(got.Shape(), want.Shape()) {
 		t.Fatalf("%s: shape %v, want %v", what, got.Shape(), want.Shape())
 	}
 	near(t, what, got.Float64s(), want.Float64s(), tol)
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestShardMapBasics: ShardMap over 1-D and 2-D meshes equals the same
