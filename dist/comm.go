@@ -54,7 +54,25 @@ type Communicator interface {
 	Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor
 	// Barrier returns when every member has called it.
 	Barrier()
+	// IAllReduce starts AllReduce and returns its Request, whose Wait
+	// gives the result: the caller computes while the reduction runs
+	// (MPI_Iallreduce). Members start their collectives, blocking or not,
+	// in the same order; x must not be written until Wait returns.
+	IAllReduce(x *peel.Tensor, op ReduceOp) Request
 }
+
+// Request is a started non-blocking collective.
+type Request interface {
+	// Wait returns the collective's result once it has completed (at
+	// once if it has); it may be called more than once. It panics with
+	// *peel.Error as the blocking collective does.
+	Wait() *peel.Tensor
+}
+
+// doneRequest is a Request that completed when it started.
+type doneRequest struct{ r *peel.Tensor }
+
+func (d doneRequest) Wait() *peel.Tensor { return d.r }
 
 // group is the shared state of one in-process communicator: the
 // members' deposits of the current round. Slots are double-buffered by
@@ -212,6 +230,13 @@ func (c *inproc) Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor {
 }
 
 func (c *inproc) Barrier() { c.g.exchange(c.rank, "Barrier", nil) }
+
+// IAllReduce of the in-process engine completes at once: the devices
+// share memory, so the rendezvous is the whole cost and there is
+// nothing to overlap.
+func (c *inproc) IAllReduce(x *peel.Tensor, op ReduceOp) Request {
+	return doneRequest{c.AllReduce(x, op)}
+}
 
 func (c *inproc) checkBlocks(what string, x *peel.Tensor) {
 	if x.Rank() == 0 || x.Shape()[0] != c.g.n {

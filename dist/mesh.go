@@ -251,6 +251,18 @@ func (dv *Device) Collective(p *interp.Prim, params any, x *peel.Tensor) *peel.T
 	return nil
 }
 
+// Comm returns the device's communicator along the mesh axis name: the
+// members are the devices that differ from this one only in that axis's
+// coordinate, ranked by it. A data-parallel step (package dist/ddp)
+// takes it. It panics with *peel.Error when the mesh has no such axis.
+func (dv *Device) Comm(name string) Communicator {
+	d, ok := dv.axes[name]
+	if !ok {
+		meshErrorf("dist.Device.Comm", "the mesh has no axis %q", name)
+	}
+	return d.comm
+}
+
 // RunDevices is Run that gives fn the Device.
 func (m *Mesh) RunDevices(fn func(dv *Device)) {
 	if m.proc != nil {

@@ -44,6 +44,11 @@ static int peel_alltoall(MPI_Comm c, void *in, void *out, int n, int dt) {
 static int peel_sendrecv(MPI_Comm c, void *in, int dst, void *out, int src, int n, int dt) {
 	return MPI_Sendrecv(in, n, peel_dtype(dt), dst, 7, out, n, peel_dtype(dt), src, 7, c, MPI_STATUS_IGNORE);
 }
+static int peel_iallreduce(MPI_Comm c, void *in, void *out, int n, int dt, int op, MPI_Request *req) {
+	return MPI_Iallreduce(in, out, n, peel_dtype(dt), peel_op(op), c, req);
+}
+static int peel_test(MPI_Request *req, int *done) { return MPI_Test(req, done, MPI_STATUS_IGNORE); }
+static int peel_wait(MPI_Request *req) { return MPI_Wait(req, MPI_STATUS_IGNORE); }
 static int peel_barrier(MPI_Comm c) { return MPI_Barrier(c); }
 static int peel_split(MPI_Comm c, int color, int key, MPI_Comm *out) { return MPI_Comm_split(c, color, key, out); }
 static int peel_rank(MPI_Comm c) { int r = -1; MPI_Comm_rank(c, &r); return r; }
@@ -57,7 +62,10 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"runtime"
+	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/peel-ml/peel"
@@ -295,6 +303,107 @@ func (m *mpiComm) Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor {
 	}
 	check("MPI_Sendrecv", C.peel_sendrecv(m.c, in.ptr, dst, out.ptr, src, C.int(in.n), in.dt))
 	return out.tensor(in.shape...)
+}
+
+// IAllReduce starts MPI_Iallreduce on x's elements and returns its
+// request. The operand and result buffers are pinned (runtime.Pinner)
+// until the request completes, as MPI reads and writes them after the
+// call returns. Open MPI advances a non-blocking collective only inside
+// MPI calls, so a progress goroutine tests the pending requests
+// (MPI_Test) while they are outstanding, sleeping between tests, and the
+// collective proceeds while the caller computes (torch's gloo backend
+// does the same with its own threads).
+func (m *mpiComm) IAllReduce(x *peel.Tensor, op ReduceOp) Request {
+	in := toHost(x)
+	out := in.like(in.n)
+	r := &mpiRequest{in: in, out: out, done: make(chan struct{})}
+	if in.n > 0 {
+		r.pin.Pin(in.ptr)
+		r.pin.Pin(out.ptr)
+	}
+	r.req = (*C.MPI_Request)(C.malloc(C.size_t(unsafe.Sizeof(C.MPI_Request(nil)))))
+	check("MPI_Iallreduce", C.peel_iallreduce(m.c, in.ptr, out.ptr, C.int(in.n), in.dt, C.int(op), r.req))
+	progress.add(r)
+	return r
+}
+
+// mpiRequest is a started non-blocking collective.
+type mpiRequest struct {
+	in, out hostBuf
+	pin     runtime.Pinner
+	req     *C.MPI_Request // C memory: MPI keeps its handle there
+	rc      C.int
+	done    chan struct{} // closed when the request has completed
+}
+
+// Wait returns the result once the collective has completed; a second
+// Wait returns the same tensor. It panics with *peel.Error when the
+// collective failed.
+func (r *mpiRequest) Wait() *peel.Tensor {
+	<-r.done
+	check("MPI_Iallreduce", r.rc)
+	return r.out.tensor(r.in.shape...)
+}
+
+// progress drives the pending requests of the process.
+var progress = &progressLoop{}
+
+type progressLoop struct {
+	mu      sync.Mutex
+	pending []*mpiRequest
+	running bool
+}
+
+func (p *progressLoop) add(r *mpiRequest) {
+	p.mu.Lock()
+	p.pending = append(p.pending, r)
+	start := !p.running
+	p.running = true
+	p.mu.Unlock()
+	if start {
+		go p.loop()
+	}
+}
+
+// loop tests the pending requests until none is left, then exits (the
+// next add starts it again). A request completes when MPI_Test says so
+// or fails; its buffers are unpinned and its waiters released.
+func (p *progressLoop) loop() {
+	pause := time.Microsecond
+	for {
+		p.mu.Lock()
+		reqs := slices.Clone(p.pending)
+		p.mu.Unlock()
+		progressed := false
+		for _, r := range reqs {
+			var flag C.int
+			rc := C.peel_test(r.req, &flag)
+			if rc == 0 && flag == 0 {
+				continue
+			}
+			r.rc = rc
+			r.pin.Unpin()
+			C.free(unsafe.Pointer(r.req))
+			p.mu.Lock()
+			p.pending = slices.DeleteFunc(p.pending, func(q *mpiRequest) bool { return q == r })
+			p.mu.Unlock()
+			close(r.done)
+			progressed = true
+		}
+		p.mu.Lock()
+		if len(p.pending) == 0 {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		if progressed {
+			pause = time.Microsecond
+		} else if pause < 100*time.Microsecond {
+			pause *= 2
+		}
+		time.Sleep(pause)
+	}
 }
 
 func (m *mpiComm) Barrier() { check("MPI_Barrier", C.peel_barrier(m.c)) }

@@ -63,6 +63,13 @@ func TestWorldCollectives(t *testing.T) {
 				ring[k] = [2]int{k, (k + 1) % n}
 			}
 			near(t, "Permute (ring)", f64(w.Permute(all[r], ring)), f64(all[(r+n-1)%n]), 0)
+			// Non-blocking: two started before either is waited for,
+			// waited for in the other order.
+			r1 := w.IAllReduce(all[r], dist.Sum)
+			r2 := w.IAllReduce(peel.Neg(all[r]), dist.Max)
+			near(t, "IAllReduce(max)", f64(r2.Wait()), f64(peel.Max(peel.Stack(all, 0).Neg(), 0)), 0)
+			near(t, "IAllReduce(sum)", f64(r1.Wait()), f64(sum), tol)
+			near(t, "IAllReduce(sum) waited twice", f64(r1.Wait()), f64(sum), tol)
 			w.Barrier()
 		})
 	}
