@@ -163,13 +163,21 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 			accum(v, cts[i])
 		}
 	}
+	// Equations of primitives marked TransposeEarly (backward hooks) are
+	// transposed as soon as their results' cotangents are complete:
+	// right after the earliest equation that reads one of their results
+	// (the last such reader the backward sweep meets), or before the
+	// sweep when none does. The result is the same as in plain reverse
+	// order up to the order in which cotangents are summed.
+	earlyAt := earlyTransposes(g, eqLinear, linear)
+	var done []bool
+	if earlyAt != nil {
+		done = make([]bool, len(g.Eqns))
+	}
 	var args []*tensor
 	var lin []bool
 	var outCts []*tensor
-	for k := len(g.Eqns) - 1; k >= 0; k-- {
-		if !eqLinear[k] {
-			continue
-		}
+	transpose := func(k int) {
 		e := g.Eqns[k]
 		outCts = outCts[:0]
 		anyCt := false
@@ -179,7 +187,7 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 			ct[v.ID] = nil
 		}
 		if !anyCt {
-			continue
+			return
 		}
 		if e.Prim.Transpose == nil {
 			panic(&interp.Error{Prim: e.Prim.Name, Msg: "no transpose rule: reverse-mode differentiation through this primitive is not supported"})
@@ -210,11 +218,71 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 			}
 		}
 	}
+	early := func(at int) {
+		for _, j := range earlyAt[at] {
+			transpose(j)
+			done[j] = true
+		}
+	}
+	early(len(g.Eqns))
+	for k := len(g.Eqns) - 1; k >= 0; k-- {
+		if !eqLinear[k] || done != nil && done[k] {
+			continue
+		}
+		transpose(k)
+		if earlyAt != nil {
+			early(k)
+		}
+	}
 	res := make([]*tensor, len(g.In))
 	for i, v := range g.In {
 		res[i] = ct[v.ID]
 	}
 	return res
+}
+
+// earlyTransposes returns, for the linear equations of g whose primitive
+// is TransposeEarly and whose operands are all linear, the point of the
+// backward sweep after which each can be transposed: the index of the
+// earliest linear equation that reads one of its results, or len(g.Eqns)
+// when none does (its cotangents are complete before the sweep). Keys
+// list the equations in descending order. It is nil when g has none.
+func earlyTransposes(g *interp.Graph, eqLinear, linear []bool) map[int][]int {
+	var at map[int][]int
+	for j := len(g.Eqns) - 1; j >= 0; j-- {
+		e := g.Eqns[j]
+		if !eqLinear[j] || !e.Prim.TransposeEarly {
+			continue
+		}
+		allLinear := true
+		for _, v := range e.In {
+			allLinear = allLinear && linear[v.ID]
+		}
+		if !allLinear {
+			continue
+		}
+		outs := map[*interp.Var]bool{}
+		for _, v := range e.Out {
+			outs[v] = true
+		}
+		r := len(g.Eqns)
+		for k := j + 1; k < len(g.Eqns) && r == len(g.Eqns); k++ {
+			if !eqLinear[k] {
+				continue
+			}
+			for _, v := range g.Eqns[k].In {
+				if outs[v] {
+					r = k
+					break
+				}
+			}
+		}
+		if at == nil {
+			at = map[int][]int{}
+		}
+		at[r] = append(at[r], j)
+	}
+	return at
 }
 
 // placeholder stands for a linear operand in a transpose rule: its shape

@@ -24,7 +24,8 @@ const maxConstKey = 1 << 12
 // compared bit for bit) become one. Every pure and view primitive is
 // deterministic in peel (random numbers are functions of explicit keys,
 // so two draws are merged only when their keys and counters are the same
-// values), so only mutation equations, and equations that read or define
+// values), so only mutation equations, equations of primitives that act
+// outside their results (Prim.Effect), and equations that read or define
 // a value written in place, are never merged.
 func CSE(g *interp.Graph) *interp.Graph {
 	sub := map[*interp.Var]*interp.Var{}
@@ -61,7 +62,7 @@ func CSE(g *interp.Graph) *interp.Graph {
 		if in, ok := substitute(e.In, sub); ok {
 			e = &interp.Eqn{Prim: e.Prim, Params: e.Params, In: in, Out: e.Out}
 		}
-		if e.Prim.Kind == interp.Mutation || touches(e, mut) {
+		if e.Prim.Kind == interp.Mutation || e.Prim.Effect || touches(e, mut) {
 			out.Eqns = append(out.Eqns, e)
 			continue
 		}

@@ -20,7 +20,7 @@ const MaxFoldElements = 1 << 16
 // equations fold entirely. Equations are evaluated with interp.Bind on
 // the constants' values, so a folded constant is exactly what evaluating
 // the graph computes. Mutation equations, primitives that refuse
-// evaluation (Prim.NoEval), equations that read or define a value
+// evaluation (Prim.NoEval) or act outside their results (Prim.Effect), equations that read or define a value
 // written in place, and equations whose evaluation fails are left as
 // they are. Random numbers are computed from explicit keys, so a draw is
 // folded only when its keys are themselves constants.
@@ -61,7 +61,7 @@ func FoldConstants(g *interp.Graph) *interp.Graph {
 // foldEqn returns e's results computed from the constants' values, or
 // nil when e is not folded.
 func foldEqn(e *interp.Eqn, constVal map[*interp.Var]*interp.Tensor, mut map[*interp.Var]bool) (vals []*interp.Tensor) {
-	if e.Prim.Kind == interp.Mutation || e.Prim.NoEval != "" || touches(e, mut) {
+	if e.Prim.Kind == interp.Mutation || e.Prim.NoEval != "" || e.Prim.Effect || touches(e, mut) {
 		return nil
 	}
 	if e.Prim == prims.BroadcastInDim && e.In[0].Aval.Size() == 1 {

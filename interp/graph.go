@@ -109,8 +109,9 @@ func (g *Graph) EvalHook(hook func(p *Prim, params any, in []*Tensor) ([]*Tensor
 }
 
 // DCE returns the graph without equations whose results are never used
-// and constants that are never read. Mutation equations are kept: they
-// have effects on their destination.
+// and constants that are never read. Mutation equations are kept (they
+// have effects on their destination), and so are those of primitives
+// that act outside their results (Prim.Effect).
 func (g *Graph) DCE() *Graph {
 	live := map[*Var]bool{}
 	for _, v := range g.Out {
@@ -119,7 +120,7 @@ func (g *Graph) DCE() *Graph {
 	keep := make([]bool, len(g.Eqns))
 	for i := len(g.Eqns) - 1; i >= 0; i-- {
 		e := g.Eqns[i]
-		used := e.Prim.Kind == Mutation
+		used := e.Prim.Kind == Mutation || e.Prim.Effect
 		for _, v := range e.Out {
 			used = used || live[v]
 		}

@@ -107,6 +107,12 @@ type Prim struct {
 	// of Impl, recomputed from the saved operands) — see package
 	// transforms.
 	VJP VJPRule
+	// Effect marks a primitive whose evaluation acts outside its
+	// results (it starts or completes communication with other
+	// processes): graph passes neither fold it at compile time, nor merge
+	// two of its equations, nor drop one whose results are unused, so it
+	// runs exactly where and as often as it was traced.
+	Effect bool
 	// NoEval, when set, is why Eval refuses the primitive: it only exists
 	// to be transformed (a linear map that only has a transpose rule).
 	NoEval string
@@ -120,6 +126,12 @@ type Prim struct {
 	JVP JVPRule
 	// Transpose is the rule for linear primitives.
 	Transpose TransposeRule
+	// TransposeEarly makes the backward sweep transpose the primitive as
+	// soon as its results' cotangents are complete (every reader has
+	// been transposed) instead of at its place in reverse order: a
+	// backward hook, which then sees a parameter's gradient as early as
+	// it exists. It applies when every operand is linear.
+	TransposeEarly bool
 	// Linear reports, for each operand, whether the primitive is linear in
 	// it with the others held constant; nil if it is linear in none.
 	Linear []bool

@@ -17,6 +17,7 @@ import (
 	_ "github.com/peel-ml/peel/compiler"
 	_ "github.com/peel-ml/peel/customop"
 	_ "github.com/peel-ml/peel/data"
+	_ "github.com/peel-ml/peel/dist/ddp"
 	_ "github.com/peel-ml/peel/linalg"
 	_ "github.com/peel-ml/peel/nn"
 	_ "github.com/peel-ml/peel/optim"

@@ -799,6 +799,12 @@ func checkVmapGrad(t *testing.T, op optest.Op, s optest.Sample, limit int) {
 // vmapRuleless are the registered primitives that need no batching rule.
 var vmapRuleless = map[string]string{
 	"iota": "it takes no operands, so vmap never sees it with a batched one",
+	// The effects of a data-parallel step: ddp.ValueAndGrad documents
+	// that it is not vmappable (a batched bucket would need its wait to
+	// know the batch, and a lane-wise all-reduce is one all-reduce of the
+	// batch anyway).
+	"allreduce_start": "dist/ddp's step is not vmappable",
+	"allreduce_wait":  "dist/ddp's step is not vmappable",
 }
 
 // TestVmapEveryPrimitiveHasRule lists the registered primitives that

@@ -1,0 +1,222 @@
+package ddp
+
+import (
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/dist"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
+)
+
+// Default bucket sizes, torch DDP's: a small first bucket, so the first
+// reduction starts early in the backward pass, then 25 MiB.
+const (
+	DefaultFirstBucketBytes = 1 << 20
+	DefaultBucketBytes      = 25 << 20
+)
+
+// Option configures ValueAndGrad.
+type Option func(*config)
+
+type config struct {
+	first, rest int
+	overlap     bool
+}
+
+// BucketBytes sets the size at which a bucket of gradients is closed and
+// its all-reduce started, for every bucket but the first (default
+// DefaultBucketBytes). It panics with *peel.Error when n < 1.
+func BucketBytes(n int) Option {
+	if n < 1 {
+		interp.Panicf("ddp.BucketBytes(%d): the size must be positive", n)
+	}
+	return func(c *config) { c.rest = n }
+}
+
+// FirstBucketBytes sets the first bucket's size (default
+// DefaultFirstBucketBytes). It panics with *peel.Error when n < 1.
+func FirstBucketBytes(n int) Option {
+	if n < 1 {
+		interp.Panicf("ddp.FirstBucketBytes(%d): the size must be positive", n)
+	}
+	return func(c *config) { c.first = n }
+}
+
+// NoOverlap starts every bucket's all-reduce after the backward pass
+// instead of as soon as its gradients are complete: the same result,
+// with the communication not hidden (for measuring what overlap gains).
+func NoOverlap() Option { return func(c *config) { c.overlap = false } }
+
+// ValueAndGrad returns a function that computes loss's value and its
+// gradient with respect to the parameters p, each averaged over the
+// members of comm (every member calls it with the same parameters and
+// its own part of the batch, as in torch's DistributedDataParallel): the
+// gradient of the mean loss over the members' parts, when the parts are
+// equal in size.
+//
+// The gradients are all-reduced in buckets while the backward pass runs.
+// Each parameter leaf is watched by a transforms.Hook; when its
+// gradient is complete (in reverse order of use: the last layer's
+// first) it joins the open bucket of its dtype, and a bucket that
+// reaches its size (FirstBucketBytes, then BucketBytes) is concatenated
+// and its all-reduce started (Communicator.IAllReduce) at once, so the
+// reduction of the last layers' gradients overlaps the backward pass of
+// the first layers. After the backward pass the remaining buckets and
+// the loss are started, and every result is waited for and divided by
+// the number of members. Buckets follow the order in which the backward
+// pass completes gradients, which is the same on every member.
+//
+// The communication is primitives of the program, so the returned
+// function can be compiled (transforms.Compile) and runs the same
+// schedule; compiled against comm, a program communicates over comm
+// only. Members must call it in the same order with the same parameter
+// structure. It is not itself differentiable or vmappable. It panics
+// with *peel.Error when comm is nil, as transforms.ValueAndGrad does,
+// and when a collective fails.
+func ValueAndGrad[P any](loss func(P) *peel.Tensor, comm dist.Communicator, opts ...Option) func(P) (*peel.Tensor, P) {
+	cfg := configOf("ddp.ValueAndGrad", comm, opts)
+	return func(p P) (*peel.Tensor, P) { return step(comm, cfg, loss, p) }
+}
+
+// ValueAndGrad2 is ValueAndGrad for a loss of the parameters and one
+// more argument (the batch), differentiated with respect to the first.
+func ValueAndGrad2[P, X any](loss func(P, X) *peel.Tensor, comm dist.Communicator, opts ...Option) func(P, X) (*peel.Tensor, P) {
+	cfg := configOf("ddp.ValueAndGrad2", comm, opts)
+	return func(p P, x X) (*peel.Tensor, P) {
+		return step(comm, cfg, func(p P) *peel.Tensor { return loss(p, x) }, p)
+	}
+}
+
+// ValueAndGrad3 is ValueAndGrad for a loss of the parameters and two
+// more arguments (inputs and targets), differentiated with respect to
+// the first.
+func ValueAndGrad3[P, X, Y any](loss func(P, X, Y) *peel.Tensor, comm dist.Communicator, opts ...Option) func(P, X, Y) (*peel.Tensor, P) {
+	cfg := configOf("ddp.ValueAndGrad3", comm, opts)
+	return func(p P, x X, y Y) (*peel.Tensor, P) {
+		return step(comm, cfg, func(p P) *peel.Tensor { return loss(p, x, y) }, p)
+	}
+}
+
+func configOf(op string, comm dist.Communicator, opts []Option) config {
+	if comm == nil {
+		interp.Panicf("%s: the communicator is nil", op)
+	}
+	cfg := config{first: DefaultFirstBucketBytes, rest: DefaultBucketBytes, overlap: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
+}
+
+// step is one data-parallel value and gradient.
+func step[P any](comm dist.Communicator, cfg config, loss func(P) *peel.Tensor, p P) (*peel.Tensor, P) {
+	b := &buckets{comm: comm, cfg: cfg, open: map[peel.DType]*bucket{}}
+	hooked := func(p P) *peel.Tensor {
+		ls := tree.Leaves(p)
+		b.seen = make([]bool, len(ls))
+		for i := range ls {
+			ls[i] = transforms.Hook(ls[i], func(ct *peel.Tensor) *peel.Tensor {
+				b.ready(i, ct)
+				return nil
+			})
+		}
+		return loss(tree.Unflatten(p, ls))
+	}
+	l, g := transforms.ValueAndGrad(hooked)(p)
+	gs := tree.Leaves(g)
+	// Leaves whose hook did not run (a gradient that is zero, known
+	// without a backward pass) join the last buckets, as every member
+	// has them too.
+	for i, x := range gs {
+		if !b.seen[i] {
+			b.ready(i, x)
+		}
+	}
+	for _, dt := range b.order {
+		b.close(dt)
+	}
+	for _, k := range b.closed { // those not started yet, in order
+		if k.run.site == nil {
+			b.begin(k)
+		}
+	}
+	ls := start(comm, dist.Sum, l)
+	n := float64(comm.Size())
+	for _, k := range b.closed {
+		flat := k.run.wait().Div(n)
+		off := 0
+		for j, i := range k.leaves {
+			size := interp.AvalOf(k.parts[j]).Size()
+			gs[i] = peel.Narrow(flat, 0, off, size).Reshape(k.parts[j].Shape()...)
+			off += size
+		}
+	}
+	return ls.wait().Div(n), tree.Unflatten(g, gs)
+}
+
+// buckets are the gradients of one step, grouped for all-reduce.
+type buckets struct {
+	comm   dist.Communicator
+	cfg    config
+	seen   []bool
+	open   map[peel.DType]*bucket
+	order  []peel.DType // dtypes in the order their first bucket opened
+	closed []*bucket    // in the order they closed
+}
+
+// bucket is gradients of one dtype all-reduced together.
+type bucket struct {
+	leaves []int
+	parts  []*peel.Tensor
+	bytes  int
+	run    started
+}
+
+// ready adds leaf i's complete gradient g to the open bucket of its
+// dtype and starts the bucket when it is full.
+func (b *buckets) ready(i int, g *peel.Tensor) {
+	if b.seen[i] {
+		return
+	}
+	b.seen[i] = true
+	dt := g.DType()
+	k := b.open[dt]
+	if k == nil {
+		k = &bucket{}
+		b.open[dt] = k
+		b.order = append(b.order, dt)
+	}
+	k.leaves = append(k.leaves, i)
+	k.parts = append(k.parts, g)
+	k.bytes += g.Size() * dt.Size()
+	limit := b.cfg.rest
+	if len(b.closed) == 0 {
+		limit = b.cfg.first
+	}
+	if k.bytes >= limit {
+		b.close(dt)
+	}
+}
+
+// close ends dtype dt's open bucket and, when overlapping, starts its
+// all-reduce.
+func (b *buckets) close(dt peel.DType) {
+	k := b.open[dt]
+	if k == nil {
+		return
+	}
+	delete(b.open, dt)
+	b.closed = append(b.closed, k)
+	if b.cfg.overlap {
+		b.begin(k)
+	}
+}
+
+// begin starts bucket k's all-reduce.
+func (b *buckets) begin(k *bucket) {
+	flat := make([]*peel.Tensor, len(k.parts))
+	for j, g := range k.parts {
+		flat[j] = g.Reshape(-1)
+	}
+	k.run = start(b.comm, dist.Sum, peel.Concat(flat, 0))
+}

@@ -1,0 +1,234 @@
+package ddp_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/dist"
+	"github.com/peel-ml/peel/dist/ddp"
+	"github.com/peel-ml/peel/nn"
+	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
+)
+
+// mlp is a three-layer model with a leaf of another dtype and a leaf the
+// loss does not use, to exercise per-dtype buckets and zero gradients.
+type mlp struct {
+	L1, L2, L3 nn.LinearParams
+	Scale      *peel.Tensor // f32, multiplies the logits
+	Unused     *peel.Tensor
+}
+
+func newMLP(dt peel.DType) mlp {
+	ks := peel.SplitKeys(peel.Key(3), 3)
+	return mlp{
+		nn.InitLinear(ks[0], dt, 8, 16), nn.InitLinear(ks[1], dt, 16, 16), nn.InitLinear(ks[2], dt, 16, 4),
+		peel.FromFloat32s([]float32{1.5}), peel.Zeros(dt, 3),
+	}
+}
+
+func loss(p mlp, x, y *peel.Tensor) *peel.Tensor {
+	h := nn.Linear(p.L2, nn.Linear(p.L1, x).Tanh()).Tanh()
+	logits := nn.Linear(p.L3, h).Mul(peel.AsType(p.Scale, x.DType()))
+	return nn.CrossEntropy(logits, y)
+}
+
+func batch(dt peel.DType, n int) (x, y *peel.Tensor) {
+	xs := make([]float64, n*8)
+	ys := make([]int64, n)
+	for i := range xs {
+		xs[i] = math.Sin(0.7*float64(i) + 0.1)
+	}
+	for i := range ys {
+		ys[i] = int64(i*7) % 4
+	}
+	return peel.AsType(peel.FromFloat64s(xs, n, 8), dt), peel.FromInt64s(ys, n)
+}
+
+// recorder is a Communicator that logs the all-reduces started on it.
+type recorder struct {
+	dist.Communicator
+	log *[]string
+	mu  *sync.Mutex
+}
+
+func (r recorder) IAllReduce(x *peel.Tensor, op dist.ReduceOp) dist.Request {
+	r.mu.Lock()
+	*r.log = append(*r.log, fmt.Sprintf("allreduce %s", x.TypeString()))
+	r.mu.Unlock()
+	return r.Communicator.IAllReduce(x, op)
+}
+
+func maxDiff(t *testing.T, a, b mlp) float64 {
+	t.Helper()
+	d := 0.0
+	for i, x := range tree.Leaves(a) {
+		y := tree.Leaves(b)[i]
+		xs, ys := peel.AsType(x, peel.Float64).Float64s(), peel.AsType(y, peel.Float64).Float64s()
+		for k := range xs {
+			d = math.Max(d, math.Abs(xs[k]-ys[k]))
+		}
+	}
+	return d
+}
+
+// TestValueAndGradEqualsOneDevice checks data-parallel gradients on the
+// devices of an in-process mesh against the gradient of the whole batch
+// on one device (float64, to 1e-12), eagerly and compiled, with and
+// without overlap, with one bucket and with a bucket per leaf.
+func TestValueAndGradEqualsOneDevice(t *testing.T) {
+	const n = 12
+	x, y := batch(peel.Float64, n)
+	p := newMLP(peel.Float64)
+	wantL, wantG := transforms.ValueAndGrad3(loss)(p, x, y)
+	for _, devices := range []int{1, 2, 3} {
+		for _, compiled := range []bool{false, true} {
+			for _, opts := range []struct {
+				name string
+				o    []ddp.Option
+			}{
+				{"default", nil},
+				{"bucket-per-leaf", []ddp.Option{ddp.FirstBucketBytes(1), ddp.BucketBytes(1)}},
+				{"small-buckets", []ddp.Option{ddp.FirstBucketBytes(600), ddp.BucketBytes(1200)}},
+				{"no-overlap", []ddp.Option{ddp.NoOverlap(), ddp.FirstBucketBytes(1), ddp.BucketBytes(1)}},
+			} {
+				t.Run(fmt.Sprintf("%ddev/compiled=%v/%s", devices, compiled, opts.name), func(t *testing.T) {
+					mesh := dist.NewMesh(dist.MeshAxis("data", devices))
+					per := n / devices
+					ls := make([]*peel.Tensor, devices)
+					gs := make([]mlp, devices)
+					mesh.RunDevices(func(dv *dist.Device) {
+						f := ddp.ValueAndGrad3(loss, dv.Comm("data"), opts.o...)
+						if compiled {
+							f = uncompile(transforms.Compile3(tuple(f)))
+						}
+						xb, yb := peel.Narrow(x, 0, dv.Index*per, per), peel.Narrow(y, 0, dv.Index*per, per)
+						for range 2 { // a compiled step runs its program again
+							ls[dv.Index], gs[dv.Index] = f(p, xb, yb)
+						}
+					})
+					for d := range devices {
+						if e := math.Abs(ls[d].Item() - wantL.Item()); e > 1e-12 {
+							t.Errorf("device %d: loss %v, want %v", d, ls[d].Item(), wantL.Item())
+						}
+						if e := maxDiff(t, gs[d], wantG); e > 1e-12 {
+							t.Errorf("device %d: gradient differs from one device's by %g", d, e)
+						}
+						if gs[d].Scale.DType() != peel.Float32 {
+							t.Errorf("device %d: Scale's gradient is %s", d, gs[d].Scale.TypeString())
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestBucketsStartDuringBackward checks the overlap: with a bucket per
+// leaf, the last layer's gradient is all-reduced before the backward pass
+// reaches the first layer (a Hook on the first layer's output logs when
+// it does), and the buckets go in reverse order of use.
+func TestBucketsStartDuringBackward(t *testing.T) {
+	x, y := batch(peel.Float64, 6)
+	p := newMLP(peel.Float64)
+	var log []string
+	mu := &sync.Mutex{}
+	probe := func(p mlp, x, y *peel.Tensor) *peel.Tensor {
+		h1 := transforms.Hook(nn.Linear(p.L1, x), func(ct *peel.Tensor) *peel.Tensor {
+			mu.Lock()
+			log = append(log, "backward reaches layer 1")
+			mu.Unlock()
+			return nil
+		})
+		h := nn.Linear(p.L2, h1.Tanh()).Tanh()
+		return nn.CrossEntropy(nn.Linear(p.L3, h).Mul(peel.AsType(p.Scale, x.DType())), y)
+	}
+	for _, overlap := range []bool{true, false} {
+		log = nil
+		mesh := dist.NewMesh(dist.MeshAxis("data", 2))
+		mesh.RunDevices(func(dv *dist.Device) {
+			comm := dv.Comm("data")
+			if dv.Index == 0 {
+				comm = recorder{comm, &log, mu}
+			}
+			opts := []ddp.Option{ddp.FirstBucketBytes(1), ddp.BucketBytes(1)}
+			if !overlap {
+				opts = append(opts, ddp.NoOverlap())
+			}
+			ddp.ValueAndGrad3(probe, comm, opts...)(p, peel.Narrow(x, 0, 3*dv.Index, 3), peel.Narrow(y, 0, 3*dv.Index, 3))
+		})
+		got := strings.Join(log, "\n")
+		layer1 := strings.Index(got, "backward reaches layer 1")
+		first := strings.Index(got, "allreduce")
+		if overlap && (first < 0 || first > layer1) {
+			t.Errorf("overlap: no all-reduce started before the backward pass reached layer 1:\n%s", got)
+		}
+		if !overlap && first < layer1 {
+			t.Errorf("NoOverlap: an all-reduce started during the backward pass:\n%s", got)
+		}
+		// Reverse order of use: the f32 Scale and L3's gradients come
+		// first (f32[1] then f64[4] and f64[16,4]), L1's last.
+		if overlap && !strings.HasPrefix(got, "allreduce f32[1]\n") {
+			t.Errorf("the first bucket is not the last-used leaf's:\n%s", got)
+		}
+		t.Logf("overlap=%v:\n%s", overlap, got)
+	}
+}
+
+// TestCompiledStartsBeforeBackwardEnds checks the compiled program's
+// order: the first all-reduce starts before the last matrix product of
+// the backward pass, and every wait comes after it.
+func TestCompiledStartsBeforeBackwardEnds(t *testing.T) {
+	x, y := batch(peel.Float64, 6)
+	p := newMLP(peel.Float64)
+	mesh := dist.NewMesh(dist.MeshAxis("data", 1))
+	mesh.RunDevices(func(dv *dist.Device) {
+		var ins transforms.Inspector
+		f := transforms.Compile3(tuple(ddp.ValueAndGrad3(loss, dv.Comm("data"), ddp.FirstBucketBytes(1), ddp.BucketBytes(1))), transforms.Inspect(&ins))
+		f(p, x, y)
+		prog := ins.Explain(p, x, y)
+		prog = prog[strings.LastIndex(prog, "program:"):]
+		lines := strings.Split(prog, "\n")
+		firstStart, lastDot, firstWait := -1, -1, -1
+		for i, l := range lines {
+			switch {
+			case strings.Contains(l, "allreduce_start") && firstStart < 0:
+				firstStart = i
+			case strings.Contains(l, "allreduce_wait") && firstWait < 0:
+				firstWait = i
+			case strings.Contains(l, "dot_general"):
+				lastDot = i
+			}
+		}
+		if firstStart < 0 || lastDot < 0 || firstWait < 0 || !(firstStart < lastDot && lastDot < firstWait) {
+			t.Errorf("first start at line %d, last dot_general at %d, first wait at %d:\n%s", firstStart, lastDot, firstWait, prog)
+		}
+	})
+}
+
+type step = func(mlp, *peel.Tensor, *peel.Tensor) (*peel.Tensor, mlp)
+
+// tuple and uncompile convert a step to and from the one-result form
+// Compile takes.
+func tuple(f step) func(mlp, *peel.Tensor, *peel.Tensor) tree.Tuple2[*peel.Tensor, mlp] {
+	return func(p mlp, x, y *peel.Tensor) tree.Tuple2[*peel.Tensor, mlp] { return tree.Pack2(f(p, x, y)) }
+}
+
+func uncompile(f func(mlp, *peel.Tensor, *peel.Tensor) tree.Tuple2[*peel.Tensor, mlp]) step {
+	return func(p mlp, x, y *peel.Tensor) (*peel.Tensor, mlp) { return f(p, x, y).Unpack() }
+}
+
+func TestValueAndGradErrors(t *testing.T) {
+	err := peel.Catch(func() { ddp.ValueAndGrad3(loss, nil) })
+	if _, ok := err.(*peel.Error); !ok || !strings.Contains(err.Error(), "ddp.ValueAndGrad3") {
+		t.Errorf("nil communicator: %v", err)
+	}
+	err = peel.Catch(func() { ddp.BucketBytes(0) })
+	if _, ok := err.(*peel.Error); !ok {
+		t.Errorf("BucketBytes(0): %v", err)
+	}
+}

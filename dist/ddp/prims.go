@@ -1,0 +1,98 @@
+package ddp
+
+import (
+	"sync"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/dist"
+	"github.com/peel-ml/peel/interp"
+)
+
+// The communication of a data-parallel step as primitives, so that the
+// same code runs eagerly (each equation evaluated as it is bound) and
+// under transforms.Compile (recorded, and run by the program in the
+// order traced). They are effects (interp.Prim.Effect): no pass folds,
+// merges or drops them. They have no derivative or batching rule: they
+// act on gradients, after differentiation.
+
+// site is one all-reduce site of a traced step: its communicator and
+// reduction, and the requests started there and not yet waited for
+// (first in, first out: a program runs its start before its wait, and
+// the members of a communicator run steps one at a time).
+type site struct {
+	comm dist.Communicator
+	op   dist.ReduceOp
+	mu   sync.Mutex
+	reqs []dist.Request
+}
+
+func (s *site) String() string { return "allreduce(" + s.op.String() + ")" }
+
+func (s *site) push(r dist.Request) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, r)
+	s.mu.Unlock()
+}
+
+func (s *site) pop() dist.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reqs) == 0 {
+		interp.Panicf("ddp: an all-reduce is waited for but was not started (a step's program ran its waits without its starts)")
+	}
+	r := s.reqs[0]
+	s.reqs = s.reqs[1:]
+	return r
+}
+
+// waitParams are allreduce_wait's: the site, and the result's type.
+type waitParams struct {
+	site *site
+	aval interp.Aval
+}
+
+func (p waitParams) String() string { return p.site.String() + " -> " + p.aval.String() }
+
+// startPrim starts the all-reduce of its operand (Communicator.IAllReduce)
+// and returns a token, an i64 scalar, that its wait takes.
+var startPrim = interp.NewPrim("allreduce_start", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+	return []interp.Aval{{DType: peel.Int64}}
+})
+
+// waitPrim waits for the all-reduce its token started and returns the
+// result.
+var waitPrim = interp.NewPrim("allreduce_wait", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+	return []interp.Aval{params.(waitParams).aval}
+})
+
+func init() {
+	startPrim.Effect = true
+	startPrim.EvalImpl = func(params any, args []*interp.Tensor) []*interp.Tensor {
+		s := params.(*site)
+		s.push(s.comm.IAllReduce(args[0], s.op))
+		return []*interp.Tensor{peel.Scalar(int64(0))}
+	}
+	waitPrim.Effect = true
+	waitPrim.EvalImpl = func(params any, args []*interp.Tensor) []*interp.Tensor {
+		return []*interp.Tensor{params.(waitParams).site.pop().Wait()}
+	}
+}
+
+// started is an all-reduce started at a site: wait gives its result.
+type started struct {
+	site  *site
+	token *peel.Tensor
+	aval  interp.Aval
+}
+
+// start starts the all-reduce of x over comm; eagerly it is under way
+// when start returns, traced it is an equation of the program.
+func start(comm dist.Communicator, op dist.ReduceOp, x *peel.Tensor) started {
+	s := &site{comm: comm, op: op}
+	return started{s, interp.Bind1(startPrim, s, x), interp.AvalOf(x)}
+}
+
+// wait returns the all-reduce's result.
+func (st started) wait() *peel.Tensor {
+	return interp.Bind1(waitPrim, waitParams{st.site, st.aval}, st.token)
+}
