@@ -53,7 +53,7 @@ func init() {
 	})
 	hookLin.Linear = []bool{true}
 	hookLin.TransposeEarly = true // the user's function sees the cotangent as soon as it is complete
-	hookLin.Whole = true // one equation of the linear graph, transposed whole
+	hookLin.Whole = true          // one equation of the linear graph, transposed whole
 	hookLin.Impl = func(params any, args []*tensor) []*tensor {
 		return []*tensor{interp.Bind1(prims.Copy, nil, args[0])}
 	}
