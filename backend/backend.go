@@ -227,6 +227,16 @@ type HostAdopter interface {
 	AdoptHost(data any) Buffer
 }
 
+// HostViewer is implemented by backends whose buffers are host slices:
+// HostView returns the slice that is buf itself, not a copy (the type
+// FromHost takes for its dtype), or nil when buf is not one. A caller
+// hands the memory to code outside Go (an MPI call) without copying it;
+// it must not write into a buffer that holds a tensor's value, and keeps
+// the buffer's tensor reachable while it uses the slice.
+type HostViewer interface {
+	HostView(buf Buffer) any
+}
+
 // FromOwnedHost returns a buffer of b holding data, a slice the caller
 // has just made and gives up (a constructor's fill, a constant's one
 // element): adopted without a copy where b is a HostAdopter, else copied

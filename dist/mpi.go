@@ -69,6 +69,7 @@ import (
 	"unsafe"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -146,9 +147,13 @@ func (m *mpiComm) Split(color, key int) Communicator {
 	return &mpiComm{c: out, rank: int(C.peel_rank(out)), size: int(C.peel_size(out))}
 }
 
-// hostBuf is x's elements in a host slice MPI can read, and the MPI
-// datatype code; half floats travel as f32 (reduced in f32, rounded back
-// by the caller), bools as u8.
+// hostBuf is a tensor's elements in a host slice MPI reads or writes,
+// and the MPI datatype code. Where the tensor's backend keeps host slices
+// (backend.HostViewer: the CPU backend) and the dtype is one MPI has,
+// the slice is the tensor's own buffer, not a copy: an operand is read
+// in place, and a result is written into a buffer from the backend's
+// cache that becomes the result tensor. Half floats travel as f32
+// (reduced in f32, rounded back once), bools as u8: those are copies.
 type hostBuf struct {
 	data  any
 	ptr   unsafe.Pointer
@@ -156,26 +161,55 @@ type hostBuf struct {
 	dt    C.int
 	orig  peel.DType
 	shape []int
+	keep  *peel.Tensor // the operand whose buffer data is
+	// A result's buffer, when it is a backend buffer.
+	be     backend.Backend
+	buf    backend.Buffer
+	cached bool
+}
+
+// mpiDType returns the MPI datatype code of dt, and false for a dtype
+// that travels converted (half floats as f32, bool as u8).
+func mpiDType(dt peel.DType) (C.int, bool) {
+	switch dt {
+	case peel.Float64:
+		return 0, true
+	case peel.Float32:
+		return 1, true
+	case peel.Int64:
+		return 2, true
+	case peel.Int32:
+		return 3, true
+	case peel.Uint8:
+		return 4, true
+	}
+	return 0, false
 }
 
 func toHost(x *peel.Tensor) hostBuf {
 	h := hostBuf{orig: x.DType(), shape: x.Shape(), n: x.Size()}
+	dt, native := mpiDType(x.DType())
+	if native {
+		arr, be := interp.ArrayOf(x)
+		if hv, ok := be.(backend.HostViewer); ok && arr.IsContiguous() {
+			if data := hv.HostView(arr.Buf); data != nil {
+				h.data, h.dt, h.keep = subSlice(data, arr.Offset, h.n), dt, x
+				h.ptr = slicePtr(h.data)
+				return h
+			}
+		}
+	}
 	switch x.DType() {
 	case peel.Float64:
-		s := x.Float64s()
-		h.data, h.dt = s, 0
+		h.data, h.dt = x.Float64s(), 0
 	case peel.Float32, peel.Float16, peel.BFloat16:
-		s := peel.AsType(x, peel.Float32).Float32s()
-		h.data, h.dt = s, 1
+		h.data, h.dt = peel.AsType(x, peel.Float32).Float32s(), 1
 	case peel.Int64:
-		s := x.Int64s()
-		h.data, h.dt = s, 2
+		h.data, h.dt = x.Int64s(), 2
 	case peel.Int32:
-		s := x.Int32s()
-		h.data, h.dt = s, 3
+		h.data, h.dt = x.Int32s(), 3
 	case peel.Uint8, peel.Bool:
-		s := peel.AsType(x, peel.Uint8).Uint8s()
-		h.data, h.dt = s, 4
+		h.data, h.dt = peel.AsType(x, peel.Uint8).Uint8s(), 4
 	default:
 		interp.Panicf("MPI: dtype %v is not supported", x.DType())
 	}
@@ -183,9 +217,40 @@ func toHost(x *peel.Tensor) hostBuf {
 	return h
 }
 
-// like returns a zeroed host buffer of n elements of h's MPI datatype.
+// subSlice returns data[off : off+n].
+func subSlice(data any, off, n int) any {
+	switch s := data.(type) {
+	case []float64:
+		return s[off : off+n]
+	case []float32:
+		return s[off : off+n]
+	case []int64:
+		return s[off : off+n]
+	case []int32:
+		return s[off : off+n]
+	case []uint8:
+		return s[off : off+n]
+	}
+	panic(fmt.Sprintf("dist: host slice %T", data))
+}
+
+// like returns a host buffer of n elements of h's MPI datatype for a
+// result MPI writes in full: a buffer of the default backend where it
+// can be (its elements unspecified until MPI writes them), else a new
+// zeroed slice.
 func (h hostBuf) like(n int) hostBuf {
 	o := hostBuf{n: n, dt: h.dt, orig: h.orig}
+	if dt, native := mpiDType(h.orig); native {
+		be := interp.DefaultBackend()
+		if hv, ok := be.(backend.HostViewer); ok {
+			buf, cached := interp.AllocResult(be, dt2peel(dt), n)
+			if data := hv.HostView(buf); data != nil {
+				o.data, o.be, o.buf, o.cached = data, be, buf, cached
+				o.ptr = slicePtr(o.data)
+				return o
+			}
+		}
+	}
 	switch h.dt {
 	case 0:
 		o.data = make([]float64, n)
@@ -202,8 +267,20 @@ func (h hostBuf) like(n int) hostBuf {
 	return o
 }
 
+// dt2peel is the peel dtype of an MPI datatype code.
+func dt2peel(dt C.int) peel.DType {
+	return [...]peel.DType{peel.Float64, peel.Float32, peel.Int64, peel.Int32, peel.Uint8}[dt]
+}
+
 // tensor returns h as a tensor of shape and h's original dtype.
 func (h hostBuf) tensor(shape ...int) *peel.Tensor {
+	if h.buf != nil {
+		arr := backend.Array{Buf: h.buf, Shape: slices.Clone(shape)}
+		if h.cached {
+			return interp.NewResult(h.be, arr)
+		}
+		return interp.NewConcrete(h.be, arr)
+	}
 	var t *peel.Tensor
 	switch s := h.data.(type) {
 	case []float64:
@@ -259,6 +336,7 @@ func (m *mpiComm) AllReduce(x *peel.Tensor, op ReduceOp) *peel.Tensor {
 	in := toHost(x)
 	out := in.like(in.n)
 	check("MPI_Allreduce", C.peel_allreduce(m.c, in.ptr, out.ptr, C.int(in.n), in.dt, C.int(op)))
+	runtime.KeepAlive(in.keep)
 	return out.tensor(in.shape...)
 }
 
@@ -266,6 +344,7 @@ func (m *mpiComm) AllGather(x *peel.Tensor) *peel.Tensor {
 	in := toHost(x)
 	out := in.like(in.n * m.size)
 	check("MPI_Allgather", C.peel_allgather(m.c, in.ptr, out.ptr, C.int(in.n), in.dt))
+	runtime.KeepAlive(in.keep)
 	return out.tensor(append([]int{m.size}, in.shape...)...)
 }
 
@@ -276,6 +355,7 @@ func (m *mpiComm) ReduceScatter(x *peel.Tensor) *peel.Tensor {
 	in := toHost(x)
 	out := in.like(in.n / m.size)
 	check("MPI_Reduce_scatter_block", C.peel_reduce_scatter(m.c, in.ptr, out.ptr, C.int(in.n/m.size), in.dt))
+	runtime.KeepAlive(in.keep)
 	return out.tensor(in.shape[1:]...)
 }
 
@@ -286,6 +366,7 @@ func (m *mpiComm) AllToAll(x *peel.Tensor) *peel.Tensor {
 	in := toHost(x)
 	out := in.like(in.n)
 	check("MPI_Alltoall", C.peel_alltoall(m.c, in.ptr, out.ptr, C.int(in.n/m.size), in.dt))
+	runtime.KeepAlive(in.keep)
 	return out.tensor(in.shape...)
 }
 
@@ -302,6 +383,10 @@ func (m *mpiComm) Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor {
 		}
 	}
 	check("MPI_Sendrecv", C.peel_sendrecv(m.c, in.ptr, dst, out.ptr, src, C.int(in.n), in.dt))
+	runtime.KeepAlive(in.keep)
+	if src == C.MPI_PROC_NULL { // nothing received: zeros, as the other engines give
+		return peel.ZerosLike(x)
+	}
 	return out.tensor(in.shape...)
 }
 

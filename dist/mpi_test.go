@@ -73,6 +73,31 @@ func TestWorldCollectives(t *testing.T) {
 			w.Barrier()
 		})
 	}
+	// Operands that are views (an offset into a buffer, a transpose)
+	// and dtypes that travel converted (f16 as f32, bool as u8).
+	t.Run("views-and-converted", func(t *testing.T) {
+		big := rankData(r, n+2, peel.Float64) // [n+2, 3]
+		want := peel.Narrow(rankData(0, n+2, peel.Float64), 0, 1, n)
+		for k := 1; k < n; k++ {
+			want = peel.Add(want, peel.Narrow(rankData(k, n+2, peel.Float64), 0, 1, n))
+		}
+		near(t, "AllReduce(offset view)", w.AllReduce(peel.Narrow(big, 0, 1, n), dist.Sum), want, 1e-12)
+		near(t, "AllReduce(transpose)", w.AllReduce(peel.Transpose(peel.Narrow(big, 0, 1, n)), dist.Sum), peel.Transpose(want), 1e-12)
+		h := w.AllReduce(peel.AsType(peel.Narrow(big, 0, 1, n), peel.Float16), dist.Sum)
+		if h.DType() != peel.Float16 {
+			t.Errorf("AllReduce of f16 gave %s", h.TypeString())
+		}
+		near(t, "AllReduce(f16)", peel.AsType(h, peel.Float64), want, 1e-2*float64(n))
+		// The max of the ranks' masks: the elements where any rank's
+		// value passes the threshold.
+		thr := 0.5 + float64(n-1)
+		anyAbove := peel.Greater(peel.Narrow(rankData(0, n+2, peel.Float64), 0, 1, n), thr)
+		for k := 1; k < n; k++ {
+			anyAbove = peel.LogicalOr(anyAbove, peel.Greater(peel.Narrow(rankData(k, n+2, peel.Float64), 0, 1, n), thr))
+		}
+		b := w.AllReduce(peel.Greater(peel.Narrow(big, 0, 1, n), thr), dist.Max)
+		near(t, "AllReduce(bool, max)", peel.AsType(b, peel.Float64), peel.AsType(anyAbove, peel.Float64), 0)
+	})
 	if s := fmt.Sprint(dist.World().Size()); s != fmt.Sprint(n) {
 		t.Fatalf("World changed size: %s", s)
 	}

@@ -260,6 +260,30 @@ func (*Backend) FromHost(data any) backend.Buffer {
 	panic(fmt.Sprintf("cpu: FromHost of %T", data))
 }
 
+// HostView returns buf's elements as the slice buf is (no copy), or nil
+// for a buffer of another backend (backend.HostViewer).
+func (*Backend) HostView(buf backend.Buffer) any {
+	switch b := buf.(type) {
+	case boolBuf:
+		return []bool(b)
+	case i64Buf:
+		return []int64(b)
+	case f32Buf:
+		return []float32(b)
+	case f64Buf:
+		return []float64(b)
+	case i32Buf:
+		return []int32(b)
+	case u8Buf:
+		return []uint8(b)
+	case f16Buf:
+		return []backend.F16(b)
+	case bf16Buf:
+		return []backend.BF16(b)
+	}
+	return nil
+}
+
 // AdoptHost returns a host slice of a type FromHost takes as a buffer
 // without copying it (backend.HostAdopter); it panics as FromHost
 // does.

@@ -1,0 +1,235 @@
+//go:build mpi
+
+package main
+
+/*
+#cgo pkg-config: ompi-c
+#include <mpi.h>
+#include <stdlib.h>
+#include <time.h>
+
+// direct_allreduce times iters MPI_Allreduce calls (sum, float) of n
+// elements on buffers of its own, after a barrier, in nanoseconds.
+static double direct_allreduce(int n, int iters) {
+	float *in = malloc(sizeof(float) * (size_t)n), *out = malloc(sizeof(float) * (size_t)n);
+	for (int i = 0; i < n; i++) in[i] = (float)(i % 7);
+	struct timespec a, b;
+	MPI_Barrier(MPI_COMM_WORLD);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (int k = 0; k < iters; k++) MPI_Allreduce(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	free(in);
+	free(out);
+	return (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+}
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/bench"
+	"github.com/peel-ml/peel/dist"
+	"github.com/peel-ml/peel/dist/ddp"
+	"github.com/peel-ml/peel/nn"
+	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
+)
+
+var sizes = []int{4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20}
+
+func sizeName(b int) string {
+	if b >= 1<<20 {
+		return fmt.Sprintf("%dmb", b>>20)
+	}
+	return fmt.Sprintf("%dkb", b>>10)
+}
+
+type result struct {
+	rec  bench.Record
+	note string
+}
+
+func main() {
+	reps := flag.Int("reps", 7, "timed samples per workload")
+	steps := flag.Int("steps", 10, "training steps per sample of the step workloads")
+	jsonOut := flag.String("json", "", "write JSON records (rank 0) to this file")
+	only := flag.String("only", "", `"allreduce" or "step": measure only those workloads`)
+	flag.Parse()
+	cpu.SetThreads(1)
+	w := dist.World()
+	defer dist.Finalize()
+	var out []result
+	if *only != "step" && w.Size() > 1 {
+		out = append(out, allReduce(w, *reps)...)
+	}
+	if *only != "allreduce" {
+		out = append(out, stepWorkloads(w, *reps, *steps)...)
+	}
+	if w.Rank() != 0 {
+		return
+	}
+	fmt.Printf("%d rank(s), kernels on 1 thread\n", w.Size())
+	for _, r := range out {
+		fmt.Printf("%-40s %-5s %12s  %8.3g %-6s %s\n", r.rec.Workload, r.rec.Impl, bench.FormatNs(r.rec.MedianNs), r.rec.Metric, r.rec.Unit, r.note)
+	}
+	if *jsonOut != "" {
+		f, err := os.Create(*jsonOut)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		enc := json.NewEncoder(f)
+		for _, r := range out {
+			enc.Encode(r.rec)
+		}
+		f.Close()
+	}
+}
+
+// record is the median of samples (ns per run) as a Record.
+func record(name, impl string, ranks int, samples []float64, metric func(ns float64) float64, unit string) bench.Record {
+	slices.Sort(samples)
+	med := samples[len(samples)/2]
+	return bench.Record{
+		Workload: name, Impl: impl, Threads: 1, MedianNs: med, MinNs: samples[0], MaxNs: samples[len(samples)-1],
+		Q1Ns: samples[len(samples)/4], Q3Ns: samples[3*len(samples)/4],
+		Metric: metric(med), Unit: unit, Allocs: -1, Reps: len(samples),
+	}
+}
+
+// agree returns the largest of every rank's value, so that all ranks
+// report one time (the slowest rank's).
+func agree(w dist.Communicator, ns float64) float64 {
+	return w.AllReduce(peel.FromFloat64s([]float64{ns}), dist.Max).Float64s()[0]
+}
+
+// allReduce times peel's AllReduce and the direct MPI_Allreduce loop
+// on each size, alternating the two in every sample.
+func allReduce(w dist.Communicator, reps int) []result {
+	var out []result
+	for _, bytes := range sizes {
+		n := bytes / 4
+		iters := max(3, min(200, (256<<20)/bytes))
+		xs := make([]float32, n)
+		for i := range xs {
+			xs[i] = float32(i % 7)
+		}
+		x := peel.FromFloat32s(xs, n)
+		want := float32(w.Size())
+		var peelNs, mpiNs []float64
+		for s := -1; s < reps; s++ { // sample -1 warms up
+			w.Barrier()
+			t := time.Now()
+			var r *peel.Tensor
+			for range iters {
+				r = w.AllReduce(x, dist.Sum)
+			}
+			p := agree(w, float64(time.Since(t).Nanoseconds())/float64(iters))
+			if got := r.Float32s()[1]; got != want {
+				fmt.Fprintf(os.Stderr, "allreduce: element 1 is %v, want %v\n", got, want)
+				os.Exit(1)
+			}
+			m := agree(w, float64(C.direct_allreduce(C.int(n), C.int(iters)))/float64(iters))
+			if s >= 0 {
+				peelNs, mpiNs = append(peelNs, p), append(mpiNs, m)
+			}
+		}
+		name := fmt.Sprintf("allreduce_%s_%drank", sizeName(bytes), w.Size())
+		gbs := func(ns float64) float64 { return float64(bytes) / ns }
+		pr := record(name, "peel", w.Size(), peelNs, gbs, "GB/s")
+		mr := record(name, "mpi", w.Size(), mpiNs, gbs, "GB/s")
+		out = append(out,
+			result{pr, fmt.Sprintf("peel/direct MPI_Allreduce %.3f", pr.MedianNs/mr.MedianNs)},
+			result{mr, "direct MPI_Allreduce loop"})
+	}
+	return out
+}
+
+// MLP is the benchmark's model, 784-1024-1024-10 with ReLU.
+type MLP struct{ L1, L2, L3 nn.LinearParams }
+
+func loss(p MLP, x, y *peel.Tensor) *peel.Tensor {
+	h := nn.Linear(p.L2, nn.Linear(p.L1, x).ReLU()).ReLU()
+	return nn.CrossEntropy(nn.Linear(p.L3, h), y)
+}
+
+const batch, lr = 256, 0.01
+
+func stepWorkloads(w dist.Communicator, reps, steps int) []result {
+	ks := peel.SplitKeys(peel.Key(5), 4)
+	p0 := MLP{nn.InitLinear(ks[0], peel.Float32, 784, 1024), nn.InitLinear(ks[1], peel.Float32, 1024, 1024), nn.InitLinear(ks[2], peel.Float32, 1024, 10)}
+	x := peel.Uniform(peel.FoldIn(ks[3], int64(w.Rank())), peel.Float32, batch, 784)
+	y := peel.Rem(peel.Arange(peel.Int64, 0, batch, 1), int64(10))
+	// self is this rank alone: the same step with nothing to exchange,
+	// run on every rank at once (the same contention for the cores).
+	self := w.(interface {
+		Split(color, key int) dist.Communicator
+	}).Split(w.Rank(), 0)
+	mk := func(comm dist.Communicator, opts ...ddp.Option) func(MLP, *peel.Tensor, *peel.Tensor) tree.Tuple2[MLP, *peel.Tensor] {
+		grad := ddp.ValueAndGrad3(loss, comm, opts...)
+		return func(p MLP, x, y *peel.Tensor) tree.Tuple2[MLP, *peel.Tensor] {
+			l, g := grad(p, x, y)
+			return tree.Pack2(tree.Map2(func(p, g *peel.Tensor) *peel.Tensor { return p.Sub(g.Mul(lr)) }, p, g), l)
+		}
+	}
+	type variant struct {
+		name string
+		f    func(MLP, *peel.Tensor, *peel.Tensor) tree.Tuple2[MLP, *peel.Tensor]
+	}
+	vs := []variant{
+		{"eager", mk(w)},
+		{"eager_nooverlap", mk(w, ddp.NoOverlap())},
+		{"compiled", transforms.Compile3(mk(w))},
+		{"compiled_nooverlap", transforms.Compile3(mk(w, ddp.NoOverlap()))},
+		{"compiled_compute_only", transforms.Compile3(mk(self))},
+	}
+	var out []result
+	perStep := func(ns float64) float64 { return ns / 1e6 }
+	for _, v := range vs {
+		var samples []float64
+		for s := -1; s < reps; s++ {
+			p := p0
+			w.Barrier()
+			t := time.Now()
+			for range steps {
+				p, _ = v.f(p, x, y).Unpack()
+			}
+			tree.Leaves(p)[0].Float32s() // wait for the last step
+			ns := agree(w, float64(time.Since(t).Nanoseconds())/float64(steps))
+			if s >= 0 {
+				samples = append(samples, ns)
+			}
+		}
+		name := fmt.Sprintf("ddp_mlp_step_%s_%drank", v.name, w.Size())
+		out = append(out, result{record(name, "peel", w.Size(), samples, perStep, "ms/step"), ""})
+	}
+	// The communication alone: the all-reduce of the gradients' bytes.
+	var n int
+	for _, l := range tree.Leaves(p0) {
+		n += l.Size()
+	}
+	g := peel.Zeros(peel.Float32, n)
+	var samples []float64
+	for s := -1; s < reps; s++ {
+		w.Barrier()
+		t := time.Now()
+		for range steps {
+			w.AllReduce(g, dist.Sum)
+		}
+		ns := agree(w, float64(time.Since(t).Nanoseconds())/float64(steps))
+		if s >= 0 {
+			samples = append(samples, ns)
+		}
+	}
+	name := fmt.Sprintf("ddp_mlp_allreduce_grads_%drank", w.Size())
+	out = append(out, result{record(name, "peel", w.Size(), samples, perStep, "ms/step"), fmt.Sprintf("%d f32 (%.1f MB)", n, float64(n*4)/1e6)})
+	return out
+}
