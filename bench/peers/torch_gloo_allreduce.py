@@ -1,11 +1,15 @@
-"""The peer of peelbench's psum_<size>_2dev workloads: torch.distributed's
-all_reduce (sum, gloo backend) of a float32 tensor of each size across
-two processes on this machine, the median of repeated calls after a
-warm-up, printed as time per call and GB/s of one process's operand.
+"""The peer of mpibench's allreduce_<size>_<n>rank workloads (and of
+peelbench's in-process psum_<size>_2dev ones): torch.distributed's
+all_reduce (sum, gloo backend) of a float32 tensor of 4 KB ... 64 MB
+across `world` processes on this machine. Each sample times a loop of
+calls after a barrier; the record is the slowest rank's median time per
+call, with GB/s of one rank's operand, one JSON record per line in
+peelbench's format.
 
-    /usr/bin/python3 bench/peers/torch_gloo_allreduce.py [--reps 50]
+    /usr/bin/python3 bench/peers/torch_gloo_allreduce.py [--world 2 --reps 7]
 """
 import argparse
+import json
 import os
 import statistics
 import time
@@ -14,32 +18,54 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-SIZES = [1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 26]
+SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
 
 
-def worker(rank, reps, port):
+def name(size, world):
+    s = f"{size >> 20}mb" if size >= 1 << 20 else f"{size >> 10}kb"
+    return f"allreduce_{s}_{world}rank"
+
+
+def worker(rank, world, reps, port, out):
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    recs = []
     for size in SIZES:
         x = torch.ones(size // 4, dtype=torch.float32)
-        n = max(3, min(reps, (1 << 28) // size))
-        times = []
-        for i in range(n + 2):
+        iters = max(3, min(200, (256 << 20) // size))
+        samples = []
+        for s in range(reps + 1):  # the first sample warms up
             dist.barrier()
             t = time.perf_counter()
-            dist.all_reduce(x)
-            if i >= 2:
-                times.append(time.perf_counter() - t)
-        m = statistics.median(times)
-        if rank == 0:
-            print(f"psum_{size >> 20}mb_2dev" if size >= 1 << 20 else f"psum_{size >> 10}kb_2dev",
-                  f"torch gloo all_reduce: {m * 1e6:.1f} us, {size / m / 1e9:.3g} GB/s")
+            for _ in range(iters):
+                dist.all_reduce(x)
+            ns = torch.tensor([(time.perf_counter() - t) * 1e9 / iters], dtype=torch.float64)
+            dist.all_reduce(ns, op=dist.ReduceOp.MAX)
+            if s > 0:
+                samples.append(ns.item())
+        samples.sort()
+        med = statistics.median(samples)
+        recs.append({"workload": name(size, world), "impl": "torch", "threads": 1,
+                     "median_ns": med, "min_ns": samples[0], "max_ns": samples[-1],
+                     "metric": size / med, "unit": "GB/s", "allocs": -1, "reps": len(samples)})
+    if rank == 0:
+        with open(out, "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--port", type=int, default=29511)
+    ap.add_argument("--out", default="/dev/stdout")
     a = ap.parse_args()
-    mp.spawn(worker, args=(a.reps, 29511), nprocs=2)
+    tmp = a.out if a.out != "/dev/stdout" else os.path.join(os.environ.get("TMPDIR", "/tmp"), f"torch_gloo_{os.getpid()}.jsonl")
+    mp.spawn(worker, args=(a.world, a.reps, a.port, tmp), nprocs=a.world)
+    if a.out == "/dev/stdout":
+        with open(tmp) as f:
+            print(f.read(), end="")
+        os.remove(tmp)

@@ -3,7 +3,8 @@
 // Communicator next to a direct MPI_Allreduce loop on the same buffers
 // (peel's overhead), and one data-parallel training step of an MLP
 // (784-1024-1024-10, batch 256 per rank, float32, SGD) with
-// dist/ddp.ValueAndGrad, eager and compiled, with and without overlap,
+// dist/ddp.ValueAndGrad, compiled (ddp_mlp_step_<n>rank) and eager
+// (…_eager_…), with and without overlap (…_nooverlap_…),
 // next to the same step on one rank alone (compute only) and the
 // all-reduce of its gradients alone (communication only). Every rank
 // measures; rank 0 prints a table and, with -json, writes JSON records

@@ -9,6 +9,7 @@
 //	go run ./bench/cmd/peelbench -threads 1,2 -json out.jsonl
 //	go run ./bench/cmd/peelbench -peer torch -threads 1 -md out.md -plot out.png
 //	go run ./bench/cmd/peelbench -json new.jsonl -compare old.jsonl -threshold 1.10
+//	go run ./bench/cmd/peelbench -dist 2 -peer torch   # MPI: all-reduce, data-parallel step
 //
 // -threads sets runtime.GOMAXPROCS and the CPU backend's kernel threads
 // (cpu.SetThreads) for each listed count in turn.
@@ -21,6 +22,11 @@
 // loads), and the table gains torch's median and the ratio peel/torch
 // (below 1: peel is faster). Without a python3 that has torch, peelbench
 // says how to install it and measures peel alone.
+//
+// -dist n builds bench/cmd/mpibench with the mpi tag and runs it under
+// mpirun at 1 and n ranks (peel's all-reduce beside a direct
+// MPI_Allreduce loop, and the data-parallel MLP step of dist/ddp), with
+// -peer torch beside torch.distributed over gloo at the same rank counts.
 //
 // A workload whose result does not match its reference shows MISMATCH
 // instead of a time. The exit status is 1 when any workload (peel's or
@@ -61,6 +67,7 @@ type config struct {
 	threshold        float64
 	peer, python     string
 	list             bool
+	dist             int
 }
 
 // Exit statuses besides 0.
@@ -85,6 +92,7 @@ func main() {
 	flag.StringVar(&c.python, "python", "", "with -peer torch: the Python interpreter (default: /usr/bin/python3, then python3 on PATH)")
 	flag.StringVar(&c.from, "from", "", "measure nothing: report the records of this -json file (with -md, -plot, -compare)")
 	flag.BoolVar(&c.list, "list", false, "list the workloads and exit")
+	flag.IntVar(&c.dist, "dist", 0, "measure the MPI workloads (bench/cmd/mpibench under mpirun) at 1 and this many ranks instead, with -peer torch beside torch.distributed over gloo")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "peelbench: unexpected arguments %q\n", flag.Args())
@@ -98,6 +106,9 @@ func main() {
 }
 
 func run(c config) (int, error) {
+	if c.dist > 0 {
+		return runDist(c)
+	}
 	re, err := regexp.Compile(c.run)
 	if err != nil {
 		return exitFailed, fmt.Errorf("-run: %w", err)
