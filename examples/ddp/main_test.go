@@ -10,7 +10,8 @@ import (
 )
 
 // TestDataParallelEqualsOneDevice: training data-parallel on in-process
-// meshes of 2 and 3 devices (the same program the MPI job runs, on
+// meshes of 2 and 3 devices, with ShardMap and Pmean and with
+// ddp.ValueAndGrad3, (the same program the MPI job runs, on
 // goroutines) gives every epoch's loss and the final parameters of one
 // device on the whole batch, to 1e-12 in float64 and 1e-6 in float32.
 // CI also runs the program under mpirun -np 2 and -np 3 and compares its
@@ -21,12 +22,16 @@ func TestDataParallelEqualsOneDevice(t *testing.T) {
 		if dt == peel.Float32 {
 			tol = 1e-6
 		}
-		one, l1 := train(dist.NewMesh(dist.MeshAxis("data", 1)), dt, 2)
-		for _, n := range []int{2, 3} {
-			p, l := train(dist.NewMesh(dist.MeshAxis("data", n)), dt, 2)
+		one, l1 := train(dist.NewMesh(dist.MeshAxis("data", 1)), dt, 2, false)
+		for _, c := range []struct {
+			n      int
+			useDDP bool
+		}{{1, true}, {2, false}, {2, true}, {3, false}, {3, true}} {
+			n := c.n
+			p, l := train(dist.NewMesh(dist.MeshAxis("data", n)), dt, 2, c.useDDP)
 			for k := range l1 {
 				if d := math.Abs(l[k] - l1[k]); d > tol*(1+math.Abs(l1[k])) {
-					t.Errorf("%v, %d devices: epoch %d loss %v, one device %v", dt, n, k, l[k], l1[k])
+					t.Errorf("%v, %d devices (ddp %v): epoch %d loss %v, one device %v", dt, n, c.useDDP, k, l[k], l1[k])
 				}
 			}
 			a, b := tree.Leaves(p), tree.Leaves(one)
@@ -34,7 +39,7 @@ func TestDataParallelEqualsOneDevice(t *testing.T) {
 				x, y := peel.AsType(a[i], peel.Float64).Float64s(), peel.AsType(b[i], peel.Float64).Float64s()
 				for j := range x {
 					if d := math.Abs(x[j] - y[j]); d > tol*(1+math.Abs(y[j])) {
-						t.Fatalf("%v, %d devices: parameter %s[%d] = %v, one device %v", dt, n, tree.Paths(p)[i], j, x[j], y[j])
+						t.Fatalf("%v, %d devices (ddp %v): parameter %s[%d] = %v, one device %v", dt, n, c.useDDP, tree.Paths(p)[i], j, x[j], y[j])
 					}
 				}
 			}
