@@ -76,11 +76,8 @@ func unsharded(o zeroOpt, p zmlp, x, y *peel.Tensor, n, steps int) []zmlp {
 	for range steps {
 		var sum zmlp
 		for r := range n {
-			g := transforms.Grad3(zloss)(p, x, y)
-			if n > 1 {
-				xr, yr := part(x, y, r, n)
-				g = transforms.Grad3(zloss)(p, xr, yr)
-			}
+			xr, yr := part(x, y, r, n)
+			g := transforms.Grad3(zloss)(p, xr, yr)
 			if r == 0 {
 				sum = g
 			} else {
