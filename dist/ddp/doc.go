@@ -23,4 +23,24 @@
 // Compared with dist.Pmean inside transforms.ShardMap (the JAX way, see
 // examples/ddp), ValueAndGrad needs no mesh or specs and overlaps the
 // reduction with the backward pass; both give the same numbers.
+//
+// ShardOptimizer is ZeRO stage 1 (DeepSpeed's ZeRO-1, torch's
+// ZeroRedundancyOptimizer): every member keeps only its 1/N of the
+// optimizer state. Each step takes the members' own gradients (not
+// all-reduced), reduce-scatters them, so each member gets the mean
+// gradient of its shard of the flattened parameters, updates that shard
+// with the wrapped optimizer, and all-gathers the updated shards:
+//
+//	z := ddp.ShardOptimizer[Params](optim.Adam[*peel.Tensor](1e-3), world)
+//	state := z.Init(params) // this member's shard of Adam's moments
+//	for ... {
+//		params, state = z.Step(params, transforms.Grad3(loss)(params, x, y), state)
+//	}
+//
+// The result is the wrapped optimizer's on one device with the mean
+// gradient, for optimizers that act element by element (SGD, momentum,
+// Adam, AdamW, RMSProp, ...); transformations that look across elements
+// or leaves (global-norm clipping, per-layer trust ratios, masks by
+// path) are not equal sharded. The collectives are effect primitives
+// too (ddp_reduce_scatter, ddp_all_gather), so a compiled step runs them.
 package ddp
