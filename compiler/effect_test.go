@@ -67,4 +67,3 @@ func TestEffectOperandOutlivesInstruction(t *testing.T) {
 		}
 	}
 }
-

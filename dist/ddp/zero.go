@@ -256,21 +256,18 @@ var allGatherPrim = interp.NewPrim("ddp_all_gather", interp.Pure, func(params an
 	return []interp.Aval{params.(collParams).aval}
 })
 
-// The operand is copied before it is handed to the communicator: in a
-// compiled program it lives in the program's arena, whose buffers are
-// reused as soon as the equation is done, and the in-process engine's
-// members read each other's operands after the rendezvous, so a member
-// that finishes first could overwrite what a slower one still reads.
-// The copy is the operand's own, kept alive by the communicator as long
-// as it reads it.
+// The operand is the communicator's to keep: the in-process engine's
+// members read each other's operands after the rendezvous. A compiled
+// program hands an effect copies of its arena buffers (see
+// compiler.Program), and an eager operand is an immutable tensor.
 func init() {
 	reduceScatterPrim.Effect = true
 	reduceScatterPrim.EvalImpl = func(params any, args []*interp.Tensor) []*interp.Tensor {
-		return []*interp.Tensor{params.(collParams).comm.ReduceScatter(peel.Clone(args[0]))}
+		return []*interp.Tensor{params.(collParams).comm.ReduceScatter(args[0])}
 	}
 	allGatherPrim.Effect = true
 	allGatherPrim.EvalImpl = func(params any, args []*interp.Tensor) []*interp.Tensor {
-		return []*interp.Tensor{params.(collParams).comm.AllGather(peel.Clone(args[0]))}
+		return []*interp.Tensor{params.(collParams).comm.AllGather(args[0])}
 	}
 }
 
