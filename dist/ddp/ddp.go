@@ -69,8 +69,9 @@ func NoOverlap() Option { return func(c *config) { c.overlap = false } }
 // The communication is primitives of the program, so the returned
 // function can be compiled (transforms.Compile) and runs the same
 // schedule; compiled against comm, a program communicates over comm
-// only. Members must call it in the same order with the same parameter
-// structure. It is not itself differentiable or vmappable. It panics
+// only. With one member there is nothing to exchange, and it is
+// transforms.ValueAndGrad. Members must call it in the same order with
+// the same parameter structure. It is not itself differentiable or vmappable. It panics
 // with *peel.Error when comm is nil, as transforms.ValueAndGrad does,
 // and when a collective fails.
 func ValueAndGrad[P any](loss func(P) *peel.Tensor, comm dist.Communicator, opts ...Option) func(P) (*peel.Tensor, P) {
@@ -110,6 +111,11 @@ func configOf(op string, comm dist.Communicator, opts []Option) config {
 
 // step is one data-parallel value and gradient.
 func step[P any](comm dist.Communicator, cfg config, loss func(P) *peel.Tensor, p P) (*peel.Tensor, P) {
+	if comm.Size() == 1 {
+		// One member: its loss and gradient are the means, with nothing
+		// to exchange.
+		return transforms.ValueAndGrad(loss)(p)
+	}
 	b := &buckets{comm: comm, cfg: cfg, open: map[peel.DType]*bucket{}}
 	hooked := func(p P) *peel.Tensor {
 		ls := tree.Leaves(p)
@@ -141,17 +147,25 @@ func step[P any](comm dist.Communicator, cfg config, loss func(P) *peel.Tensor, 
 		}
 	}
 	ls := start(comm, dist.Sum, l)
+	// The mean: each leaf's part of the sum divided by N (one pass that
+	// writes the leaf, fused with the slice when compiled).
 	n := float64(comm.Size())
+	mean := func(x *peel.Tensor) *peel.Tensor {
+		if n == 1 {
+			return x
+		}
+		return x.Div(n)
+	}
 	for _, k := range b.closed {
-		flat := k.run.wait().Div(n)
+		flat := k.run.wait()
 		off := 0
 		for j, i := range k.leaves {
 			size := interp.AvalOf(k.parts[j]).Size()
-			gs[i] = peel.Narrow(flat, 0, off, size).Reshape(k.parts[j].Shape()...)
+			gs[i] = mean(peel.Narrow(flat, 0, off, size).Reshape(k.parts[j].Shape()...))
 			off += size
 		}
 	}
-	return ls.wait().Div(n), tree.Unflatten(g, gs)
+	return mean(ls.wait()), tree.Unflatten(g, gs)
 }
 
 // buckets are the gradients of one step, grouped for all-reduce.

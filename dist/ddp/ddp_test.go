@@ -185,27 +185,46 @@ func TestBucketsStartDuringBackward(t *testing.T) {
 func TestCompiledStartsBeforeBackwardEnds(t *testing.T) {
 	x, y := batch(peel.Float64, 6)
 	p := newMLP(peel.Float64)
-	mesh := dist.NewMesh(dist.MeshAxis("data", 1))
+	mesh := dist.NewMesh(dist.MeshAxis("data", 2))
+	progs := make([]string, 2)
 	mesh.RunDevices(func(dv *dist.Device) {
 		var ins transforms.Inspector
 		f := transforms.Compile3(tuple(ddp.ValueAndGrad3(loss, dv.Comm("data"), ddp.FirstBucketBytes(1), ddp.BucketBytes(1))), transforms.Inspect(&ins))
-		f(p, x, y)
-		prog := ins.Explain(p, x, y)
-		prog = prog[strings.LastIndex(prog, "program:"):]
-		lines := strings.Split(prog, "\n")
-		firstStart, lastDot, firstWait := -1, -1, -1
-		for i, l := range lines {
-			switch {
-			case strings.Contains(l, "allreduce_start") && firstStart < 0:
-				firstStart = i
-			case strings.Contains(l, "allreduce_wait") && firstWait < 0:
-				firstWait = i
-			case strings.Contains(l, "dot_general"):
-				lastDot = i
-			}
+		xb, yb := peel.Narrow(x, 0, 3*dv.Index, 3), peel.Narrow(y, 0, 3*dv.Index, 3)
+		f(p, xb, yb)
+		progs[dv.Index] = ins.Explain(p, xb, yb)
+	})
+	prog := progs[0][strings.LastIndex(progs[0], "program:"):]
+	lines := strings.Split(prog, "\n")
+	firstStart, lastDot, firstWait := -1, -1, -1
+	for i, l := range lines {
+		switch {
+		case strings.Contains(l, "allreduce_start") && firstStart < 0:
+			firstStart = i
+		case strings.Contains(l, "allreduce_wait") && firstWait < 0:
+			firstWait = i
+		case strings.Contains(l, "dot_general"):
+			lastDot = i
 		}
-		if firstStart < 0 || lastDot < 0 || firstWait < 0 || !(firstStart < lastDot && lastDot < firstWait) {
-			t.Errorf("first start at line %d, last dot_general at %d, first wait at %d:\n%s", firstStart, lastDot, firstWait, prog)
+	}
+	if firstStart < 0 || lastDot < 0 || firstWait < 0 || !(firstStart < lastDot && lastDot < firstWait) {
+		t.Errorf("first start at line %d, last dot_general at %d, first wait at %d:\n%s", firstStart, lastDot, firstWait, prog)
+	}
+}
+
+// TestOneMemberIsPlainGradient: with one member there is nothing to
+// exchange, and the step is the plain gradient (no effect in the
+// compiled program).
+func TestOneMemberIsPlainGradient(t *testing.T) {
+	x, y := batch(peel.Float64, 6)
+	p := newMLP(peel.Float64)
+	mesh := dist.NewMesh(dist.MeshAxis("data", 1))
+	mesh.RunDevices(func(dv *dist.Device) {
+		var ins transforms.Inspector
+		f := transforms.Compile3(tuple(ddp.ValueAndGrad3(loss, dv.Comm("data"))), transforms.Inspect(&ins))
+		f(p, x, y)
+		if prog := ins.Explain(p, x, y); strings.Contains(prog, "allreduce") {
+			t.Errorf("one member's program communicates:\n%s", prog)
 		}
 	})
 }

@@ -1,0 +1,76 @@
+package ddp_test
+
+import (
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/dist"
+	"github.com/peel-ml/peel/dist/ddp"
+	"github.com/peel-ml/peel/nn"
+	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
+)
+
+type bigMLP struct{ L1, L2, L3 nn.LinearParams }
+
+func bigLoss(p bigMLP, x, y *peel.Tensor) *peel.Tensor {
+	h := nn.Linear(p.L2, nn.Linear(p.L1, x).ReLU()).ReLU()
+	return nn.CrossEntropy(nn.Linear(p.L3, h), y)
+}
+
+// BenchmarkBigStep is one SGD step of a 784-1024-1024-10 MLP (f32, batch
+// 256, kernels on one thread) with the plain gradient and with
+// ddp.ValueAndGrad3 over a 2-device in-process mesh (device 0's time;
+// the devices share the cores), eager and compiled: the cost of the
+// buckets. The MPI numbers come from bench/cmd/mpibench.
+func BenchmarkBigStep(b *testing.B) {
+	cpu.SetThreads(1)
+	ks := peel.SplitKeys(peel.Key(5), 4)
+	p0 := bigMLP{nn.InitLinear(ks[0], peel.Float32, 784, 1024), nn.InitLinear(ks[1], peel.Float32, 1024, 1024), nn.InitLinear(ks[2], peel.Float32, 1024, 10)}
+	x := peel.Uniform(ks[3], peel.Float32, 256, 784)
+	y := peel.Rem(peel.Arange(peel.Int64, 0, 256, 1), int64(10))
+	mk := func(grad func(bigMLP, *peel.Tensor, *peel.Tensor) (*peel.Tensor, bigMLP)) func(bigMLP, *peel.Tensor, *peel.Tensor) tree.Tuple2[bigMLP, *peel.Tensor] {
+		return func(p bigMLP, x, y *peel.Tensor) tree.Tuple2[bigMLP, *peel.Tensor] {
+			l, g := grad(p, x, y)
+			return tree.Pack2(tree.Map2(func(p, g *peel.Tensor) *peel.Tensor { return p.Sub(g.Mul(0.01)) }, p, g), l)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		f    func(bigMLP, *peel.Tensor, *peel.Tensor) tree.Tuple2[bigMLP, *peel.Tensor]
+	}{
+		{"plain-eager", mk(transforms.ValueAndGrad3(bigLoss))},
+		{"plain-compiled", transforms.Compile3(mk(transforms.ValueAndGrad3(bigLoss)))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := p0
+			for b.Loop() {
+				p, _ = c.f(p, x, y).Unpack()
+			}
+		})
+	}
+	for _, compiled := range []bool{false, true} {
+		name := "ddp-2dev-eager"
+		if compiled {
+			name = "ddp-2dev-compiled"
+		}
+		b.Run(name, func(b *testing.B) {
+			mesh := dist.NewMesh(dist.MeshAxis("data", 2))
+			mesh.RunDevices(func(dv *dist.Device) {
+				f := mk(ddp.ValueAndGrad3(bigLoss, dv.Comm("data")))
+				if compiled {
+					f = transforms.Compile3(f)
+				}
+				p := p0
+				f(p, x, y) // warm up (and compile)
+				if dv.Index == 0 {
+					b.ResetTimer()
+				}
+				for range b.N {
+					p, _ = f(p, x, y).Unpack()
+				}
+			})
+		})
+	}
+}
