@@ -273,8 +273,9 @@ func TestSetTimeoutNegative(t *testing.T) {
 
 // BenchmarkWorldAllReduce is an AllReduce of 4 f64 over the world (one
 // process under go test: the watchdog's bookkeeping and the host copies,
-// no communication), with the watchdog on and off: -benchmem shows what
-// the watchdog adds in allocations (nothing).
+// no communication; under mpirun also the guard, or the check), with the
+// watchdog on and off: -benchmem shows what the watchdog and the guard
+// add in allocations (nothing; the check mode adds 2).
 func BenchmarkWorldAllReduce(b *testing.B) {
 	w := dist.World()
 	x := data(1, 4)
