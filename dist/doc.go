@@ -52,4 +52,47 @@
 // The Communicator interface (AllReduce, AllGather, ReduceScatter,
 // AllToAll, Permute, Barrier) is all a device needs from its engine, so
 // another engine (MPI across processes) runs the same programs.
+//
+// # MPI
+//
+// With the mpi build tag, World is the processes of an mpirun job and
+// NewProcessMesh makes them a mesh, one device each. MPI runs with
+// MPI_THREAD_MULTIPLE: any goroutine may call a collective, and a cgo
+// call runs on the calling goroutine's OS thread until it returns, so
+// MPI sees one thread per call. Members must make their collectives in
+// the same order.
+//
+// Every collective first makes the members agree on the call: without
+// the check mode, an all-reduce of 64 bytes (the collective, reduction,
+// dtype and element count, and their negations, under MPI_MAX), so that
+// operands of different sizes stop every member with a *peel.Error
+// instead of reaching MPI (Open MPI 4.1 reports a small excess as
+// truncation on one member only, gives another a wrong result, and
+// writes a large one past the receiving buffer). Barrier is this
+// agreement. A job of one process skips it.
+//
+// The check mode (SetCheck, or PEEL_DIST_CHECK=1) replaces the guard by
+// an all-gather of a fixed record of each member's call (collective and
+// reduction, dtype, communicator size, shape up to 8 dimensions, element
+// count, a hash of Permute's pairs): a disagreement panics on every
+// member with a *peel.Error naming the collective, rank 0 and the first
+// rank that differs, and their operands ("dist (MPI): AllReduce(sum):
+// rank 0 has f32[3,4] but rank 1 has f32[4,3]"). It costs an all-gather
+// of 128 bytes per member per collective, so it is a debug mode, off by
+// default.
+//
+// A watchdog times every blocking call (AllReduce, AllGather,
+// ReduceScatter, AllToAll, Permute, Barrier, Split, IAllReduce's start
+// and Request.Wait): when one has not completed after the timeout
+// (SetTimeout, or PEEL_DIST_TIMEOUT, a Go duration; DefaultTimeout, 10
+// minutes, unless set; 0 turns it off), the process prints the
+// collective, its operand, its rank and communicator size and how long
+// it waited to stderr, and aborts the job (Abort: MPI_Abort, every
+// process ends non-zero). One goroutine scans a table of the calls in
+// flight; a call adds a lock and a clock read on entry and exit and no
+// allocation. A process that panics in a device of a process mesh
+// aborts the job too; one that exits (os.Exit, a crash) ends the job
+// through mpirun, which kills the other processes. MPI cannot cancel a
+// collective, so neither case can be recovered from in the other
+// processes: they end.
 package dist

@@ -4,6 +4,10 @@ package dist
 
 /*
 #cgo pkg-config: ompi-c
+#cgo noescape peel_allreduce
+#cgo nocallback peel_allreduce
+#cgo noescape peel_allgather
+#cgo nocallback peel_allgather
 #include <mpi.h>
 #include <stdlib.h>
 
@@ -49,7 +53,6 @@ static int peel_iallreduce(MPI_Comm c, void *in, void *out, int n, int dt, int o
 }
 static int peel_test(MPI_Request *req, int *done) { return MPI_Test(req, done, MPI_STATUS_IGNORE); }
 static int peel_wait(MPI_Request *req) { return MPI_Wait(req, MPI_STATUS_IGNORE); }
-static int peel_barrier(MPI_Comm c) { return MPI_Barrier(c); }
 static int peel_split(MPI_Comm c, int color, int key, MPI_Comm *out) { return MPI_Comm_split(c, color, key, out); }
 static int peel_rank(MPI_Comm c) { int r = -1; MPI_Comm_rank(c, &r); return r; }
 static int peel_size(MPI_Comm c) { int s = -1; MPI_Comm_size(c, &s); return s; }
@@ -140,6 +143,9 @@ func (m *mpiComm) Size() int { return m.size }
 // Split returns the communicator of the members with the same color,
 // ranked by key (MPI_Comm_split): a 2-D mesh's per-axis communicators.
 func (m *mpiComm) Split(color, key int) Communicator {
+	k := call{c: cSplit}
+	defer watch.end(watch.begin(m, k))
+	m.agree(k)
 	var out C.MPI_Comm
 	if rc := C.peel_split(m.c, C.int(color), C.int(key), &out); rc != 0 {
 		meshErrorf("dist.Split", "MPI_Comm_split failed (error %d)", int(rc))
@@ -332,7 +338,25 @@ func check(what string, rc C.int) {
 	}
 }
 
+// allReduceMaxInt64 is MPI_Allreduce (MPI_MAX) of int64s, for the
+// guard (mpi_fault.go).
+func (m *mpiComm) allReduceMaxInt64(in, out []int64) {
+	check("MPI_Allreduce", C.peel_allreduce(m.c, unsafe.Pointer(&in[0]), unsafe.Pointer(&out[0]), C.int(len(in)), 2, C.int(Max)))
+}
+
+// allGatherInt64 is MPI_Allgather of int64s, for the check mode
+// (mpi_fault.go).
+func (m *mpiComm) allGatherInt64(in, out []int64) {
+	check("MPI_Allgather", C.peel_allgather(m.c, unsafe.Pointer(&in[0]), unsafe.Pointer(&out[0]), C.int(len(in)), 2))
+}
+
+// Every collective below is timed by the watchdog (watch.begin and
+// end) and agreed on by the members (agree) before it reaches MPI.
+
 func (m *mpiComm) AllReduce(x *peel.Tensor, op ReduceOp) *peel.Tensor {
+	k := callOf(cAllReduce, op, x)
+	defer watch.end(watch.begin(m, k))
+	m.agree(k)
 	in := toHost(x)
 	out := in.like(in.n)
 	check("MPI_Allreduce", C.peel_allreduce(m.c, in.ptr, out.ptr, C.int(in.n), in.dt, C.int(op)))
@@ -341,6 +365,9 @@ func (m *mpiComm) AllReduce(x *peel.Tensor, op ReduceOp) *peel.Tensor {
 }
 
 func (m *mpiComm) AllGather(x *peel.Tensor) *peel.Tensor {
+	k := callOf(cAllGather, 0, x)
+	defer watch.end(watch.begin(m, k))
+	m.agree(k)
 	in := toHost(x)
 	out := in.like(in.n * m.size)
 	check("MPI_Allgather", C.peel_allgather(m.c, in.ptr, out.ptr, C.int(in.n), in.dt))
@@ -349,6 +376,9 @@ func (m *mpiComm) AllGather(x *peel.Tensor) *peel.Tensor {
 }
 
 func (m *mpiComm) ReduceScatter(x *peel.Tensor) *peel.Tensor {
+	k := callOf(cReduceScatter, 0, x)
+	defer watch.end(watch.begin(m, k))
+	m.agree(k)
 	if x.Rank() == 0 || x.Shape()[0] != m.size {
 		interp.Panicf("ReduceScatter: the operand %s needs a leading axis of %d blocks", x.TypeString(), m.size)
 	}
@@ -360,6 +390,9 @@ func (m *mpiComm) ReduceScatter(x *peel.Tensor) *peel.Tensor {
 }
 
 func (m *mpiComm) AllToAll(x *peel.Tensor) *peel.Tensor {
+	k := callOf(cAllToAll, 0, x)
+	defer watch.end(watch.begin(m, k))
+	m.agree(k)
 	if x.Rank() == 0 || x.Shape()[0] != m.size {
 		interp.Panicf("AllToAll: the operand %s needs a leading axis of %d blocks", x.TypeString(), m.size)
 	}
@@ -371,6 +404,10 @@ func (m *mpiComm) AllToAll(x *peel.Tensor) *peel.Tensor {
 }
 
 func (m *mpiComm) Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor {
+	k := callOf(cPermute, 0, x)
+	k.perm = perm
+	defer watch.end(watch.begin(m, k))
+	m.agree(k)
 	in := toHost(x)
 	out := in.like(in.n)
 	dst, src := C.int(C.MPI_PROC_NULL), C.int(C.MPI_PROC_NULL)
@@ -399,9 +436,12 @@ func (m *mpiComm) Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor {
 // collective proceeds while the caller computes (torch's gloo backend
 // does the same with its own threads).
 func (m *mpiComm) IAllReduce(x *peel.Tensor, op ReduceOp) Request {
+	k := callOf(cIAllReduce, op, x)
+	defer watch.end(watch.begin(m, k))
+	m.agree(k)
 	in := toHost(x)
 	out := in.like(in.n)
-	r := &mpiRequest{in: in, out: out, done: make(chan struct{})}
+	r := &mpiRequest{m: m, op: op, in: in, out: out, done: make(chan struct{})}
 	if in.n > 0 {
 		r.pin.Pin(in.ptr)
 		r.pin.Pin(out.ptr)
@@ -414,6 +454,8 @@ func (m *mpiComm) IAllReduce(x *peel.Tensor, op ReduceOp) Request {
 
 // mpiRequest is a started non-blocking collective.
 type mpiRequest struct {
+	m       *mpiComm
+	op      ReduceOp
 	in, out hostBuf
 	pin     runtime.Pinner
 	req     *C.MPI_Request // C memory: MPI keeps its handle there
@@ -425,6 +467,8 @@ type mpiRequest struct {
 // Wait returns the same tensor. It panics with *peel.Error when the
 // collective failed.
 func (r *mpiRequest) Wait() *peel.Tensor {
+	k := call{c: cIAllReduce, op: r.op, hasX: true, dt: r.in.orig, shape: r.in.shape, wait: true}
+	defer watch.end(watch.begin(r.m, k))
 	<-r.done
 	check("MPI_Iallreduce", r.rc)
 	return r.out.tensor(r.in.shape...)
@@ -491,4 +535,14 @@ func (p *progressLoop) loop() {
 	}
 }
 
-func (m *mpiComm) Barrier() { check("MPI_Barrier", C.peel_barrier(m.c)) }
+// Barrier returns when every member has called it. With more than one
+// member, the members' agreement on the call (agree: an all-reduce or,
+// in check mode, an all-gather) is itself the barrier.
+func (m *mpiComm) Barrier() {
+	k := call{c: cBarrier}
+	defer watch.end(watch.begin(m, k))
+	if m.size == 1 {
+		return
+	}
+	m.agree(k)
+}

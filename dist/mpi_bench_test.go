@@ -10,10 +10,10 @@ import (
 	"github.com/peel-ml/peel/dist"
 )
 
-// BenchmarkWorldAllReduce is the cost of AllReduce through peel's MPI
+// BenchmarkWorldAllReduceSizes is the cost of AllReduce through peel's MPI
 // communicator (a job of one process when run without mpirun: MPI's own
 // cost is then a copy, so this is mostly peel's overhead).
-func BenchmarkWorldAllReduce(b *testing.B) {
+func BenchmarkWorldAllReduceSizes(b *testing.B) {
 	w := dist.World()
 	for _, n := range []int{1 << 10, 1 << 18} {
 		x := peel.Zeros(peel.Float32, n)
