@@ -57,8 +57,16 @@ type Communicator interface {
 	// IAllReduce starts AllReduce and returns its Request, whose Wait
 	// gives the result: the caller computes while the reduction runs
 	// (MPI_Iallreduce). Members start their collectives, blocking or not,
-	// in the same order; x must not be written until Wait returns.
+	// in the same order. x is read while the reduction runs: it must not
+	// be written until Wait returns.
 	IAllReduce(x *peel.Tensor, op ReduceOp) Request
+	// IAllReduceInPlace is IAllReduce for a tensor the caller gives up:
+	// the engine may reduce in x's own memory (the MPI engine does, with
+	// MPI_IN_PLACE, when x is a whole tensor and no view; the result is
+	// then x itself), which saves allocating the result. x must be the
+	// caller's alone, and is not to be used again but through Wait's
+	// result.
+	IAllReduceInPlace(x *peel.Tensor, op ReduceOp) Request
 }
 
 // Request is a started non-blocking collective.
@@ -236,6 +244,12 @@ func (c *inproc) Barrier() { c.g.exchange(c.rank, "Barrier", nil) }
 // nothing to overlap.
 func (c *inproc) IAllReduce(x *peel.Tensor, op ReduceOp) Request {
 	return doneRequest{c.AllReduce(x, op)}
+}
+
+// IAllReduceInPlace of the in-process engine is IAllReduce: the other
+// devices read x during the rendezvous.
+func (c *inproc) IAllReduceInPlace(x *peel.Tensor, op ReduceOp) Request {
+	return c.IAllReduce(x, op)
 }
 
 func (c *inproc) checkBlocks(what string, x *peel.Tensor) {

@@ -10,6 +10,10 @@ package dist
 #cgo nocallback peel_allgather
 #include <mpi.h>
 #include <stdlib.h>
+#include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 static int peel_init(int *provided) { return MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, provided); }
 static int peel_initialized(void) { int f = 0; MPI_Initialized(&f); return f; }
@@ -49,9 +53,22 @@ static int peel_sendrecv(MPI_Comm c, void *in, int dst, void *out, int src, int 
 	return MPI_Sendrecv(in, n, peel_dtype(dt), dst, 7, out, n, peel_dtype(dt), src, 7, c, MPI_STATUS_IGNORE);
 }
 static int peel_iallreduce(MPI_Comm c, void *in, void *out, int n, int dt, int op, MPI_Request *req) {
-	return MPI_Iallreduce(in, out, n, peel_dtype(dt), peel_op(op), c, req);
+	return MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, n, peel_dtype(dt), peel_op(op), c, req);
 }
 static int peel_test(MPI_Request *req, int *done) { return MPI_Test(req, done, MPI_STATUS_IGNORE); }
+// peel_fine_sleeps makes the calling thread's sleeps end within about
+// 1 µs of their time (Linux's timer slack; 50 µs by default).
+static void peel_fine_sleeps(void) {
+#ifdef __linux__
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+#endif
+}
+// peel_nap sleeps about 1 µs (10–20 µs in practice): the progress
+// goroutine's pause between rounds of tests.
+static void peel_nap(void) {
+	struct timespec ts = {0, 1000};
+	nanosleep(&ts, NULL);
+}
 static int peel_wait(MPI_Request *req) { return MPI_Wait(req, MPI_STATUS_IGNORE); }
 static int peel_split(MPI_Comm c, int color, int key, MPI_Comm *out) { return MPI_Comm_split(c, color, key, out); }
 static int peel_rank(MPI_Comm c) { int r = -1; MPI_Comm_rank(c, &r); return r; }
@@ -68,7 +85,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"time"
 	"unsafe"
 
 	"github.com/peel-ml/peel"
@@ -168,6 +184,7 @@ type hostBuf struct {
 	orig  peel.DType
 	shape []int
 	keep  *peel.Tensor // the operand whose buffer data is
+	whole bool         // data is all of keep's buffer and keep is no view: it may take the result
 	// A result's buffer, when it is a backend buffer.
 	be     backend.Backend
 	buf    backend.Buffer
@@ -200,6 +217,7 @@ func toHost(x *peel.Tensor) hostBuf {
 		if hv, ok := be.(backend.HostViewer); ok && arr.IsContiguous() {
 			if data := hv.HostView(arr.Buf); data != nil {
 				h.data, h.dt, h.keep = subSlice(data, arr.Offset, h.n), dt, x
+				h.whole = arr.Offset == 0 && arr.Buf.Len() == h.n && interp.ViewInfo(x) == nil
 				h.ptr = slicePtr(h.data)
 				return h
 			}
@@ -436,18 +454,35 @@ func (m *mpiComm) Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor {
 // collective proceeds while the caller computes (torch's gloo backend
 // does the same with its own threads).
 func (m *mpiComm) IAllReduce(x *peel.Tensor, op ReduceOp) Request {
+	return m.iallreduce(x, op, false)
+}
+
+// IAllReduceInPlace is IAllReduce that reduces in x's memory
+// (MPI_IN_PLACE) when x is a whole tensor of the CPU backend and no
+// view: x is then the result.
+func (m *mpiComm) IAllReduceInPlace(x *peel.Tensor, op ReduceOp) Request {
+	return m.iallreduce(x, op, true)
+}
+
+func (m *mpiComm) iallreduce(x *peel.Tensor, op ReduceOp, donated bool) Request {
 	k := callOf(cIAllReduce, op, x)
 	defer watch.end(watch.begin(m, k))
 	m.agree(k)
 	in := toHost(x)
-	out := in.like(in.n)
-	r := &mpiRequest{m: m, op: op, in: in, out: out, done: make(chan struct{})}
+	r := &mpiRequest{m: m, op: op, in: in, done: make(chan struct{})}
+	if donated && in.whole {
+		// The caller gave x up: reduce in place (MPI_IN_PLACE), and x is
+		// the result. No buffer to allocate, and none that is cold.
+		r.out, r.result = in, x
+	} else {
+		r.out = in.like(in.n)
+	}
 	if in.n > 0 {
 		r.pin.Pin(in.ptr)
-		r.pin.Pin(out.ptr)
+		r.pin.Pin(r.out.ptr)
 	}
 	r.req = (*C.MPI_Request)(C.malloc(C.size_t(unsafe.Sizeof(C.MPI_Request(nil)))))
-	check("MPI_Iallreduce", C.peel_iallreduce(m.c, in.ptr, out.ptr, C.int(in.n), in.dt, C.int(op), r.req))
+	check("MPI_Iallreduce", C.peel_iallreduce(m.c, in.ptr, r.out.ptr, C.int(in.n), in.dt, C.int(op), r.req))
 	progress.add(r)
 	return r
 }
@@ -461,6 +496,8 @@ type mpiRequest struct {
 	req     *C.MPI_Request // C memory: MPI keeps its handle there
 	rc      C.int
 	done    chan struct{} // closed when the request has completed
+	once    sync.Once
+	result  *peel.Tensor // the result, made once
 }
 
 // Wait returns the result once the collective has completed; a second
@@ -469,14 +506,32 @@ type mpiRequest struct {
 func (r *mpiRequest) Wait() *peel.Tensor {
 	k := call{c: cIAllReduce, op: r.op, hasX: true, dt: r.in.orig, shape: r.in.shape, wait: true}
 	defer watch.end(watch.begin(r.m, k))
+	// The waiter has nothing else to do: it takes the request over from
+	// the progress goroutine and completes it itself (MPI_Wait), without
+	// the goroutine's polling delay.
+	if progress.take(r) {
+		r.complete(C.peel_wait(r.req))
+	}
 	<-r.done
 	check("MPI_Iallreduce", r.rc)
-	return r.out.tensor(r.in.shape...)
+	r.once.Do(func() {
+		if r.result == nil {
+			r.result = r.out.tensor(r.in.shape...)
+		}
+	})
+	return r.result
 }
 
 // progress drives the pending requests of the process.
 var progress = &progressLoop{}
 
+// progressLoop is the goroutine that tests the pending requests, on an
+// OS thread of its own whose sleeps are fine-grained (a 1 µs timer slack:
+// Go's timers and the default slack sleep 0.1–1 ms on a virtual
+// machine, which would let a bucket's reduction stall between its
+// rounds). Its mutex guards pending and serializes every MPI_Test and
+// the hand-over of a request to Wait: MPI forbids testing one request
+// from two threads at once.
 type progressLoop struct {
 	mu      sync.Mutex
 	pending []*mpiRequest
@@ -494,45 +549,52 @@ func (p *progressLoop) add(r *mpiRequest) {
 	}
 }
 
-// loop tests the pending requests until none is left, then exits (the
-// next add starts it again). A request completes when MPI_Test says so
-// or fails; its buffers are unpinned and its waiters released.
+// loop tests the pending requests about every 15 µs until none is left,
+// then exits (the next add starts it again). A request completes when
+// MPI_Test says so or fails.
 func (p *progressLoop) loop() {
-	pause := time.Microsecond
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	C.peel_fine_sleeps()
 	for {
 		p.mu.Lock()
-		reqs := slices.Clone(p.pending)
-		p.mu.Unlock()
-		progressed := false
-		for _, r := range reqs {
+		p.pending = slices.DeleteFunc(p.pending, func(r *mpiRequest) bool {
 			var flag C.int
 			rc := C.peel_test(r.req, &flag)
 			if rc == 0 && flag == 0 {
-				continue
+				return false
 			}
-			r.rc = rc
-			r.pin.Unpin()
-			C.free(unsafe.Pointer(r.req))
-			p.mu.Lock()
-			p.pending = slices.DeleteFunc(p.pending, func(q *mpiRequest) bool { return q == r })
-			p.mu.Unlock()
-			close(r.done)
-			progressed = true
-		}
-		p.mu.Lock()
+			r.complete(rc)
+			return true
+		})
 		if len(p.pending) == 0 {
 			p.running = false
 			p.mu.Unlock()
 			return
 		}
 		p.mu.Unlock()
-		if progressed {
-			pause = time.Microsecond
-		} else if pause < 100*time.Microsecond {
-			pause *= 2
-		}
-		time.Sleep(pause)
+		C.peel_nap()
 	}
+}
+
+// take removes r from the pending requests for its waiter to complete
+// it (MPI_Wait), and reports whether it did: false when r has completed
+// or another waiter took it.
+func (p *progressLoop) take(r *mpiRequest) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.pending)
+	p.pending = slices.DeleteFunc(p.pending, func(q *mpiRequest) bool { return q == r })
+	return len(p.pending) < n
+}
+
+// complete records the request's outcome, frees what MPI held, and
+// releases its waiters.
+func (r *mpiRequest) complete(rc C.int) {
+	r.rc = rc
+	r.pin.Unpin()
+	C.free(unsafe.Pointer(r.req))
+	close(r.done)
 }
 
 // Barrier returns when every member has called it. With more than one

@@ -70,6 +70,16 @@ func TestWorldCollectives(t *testing.T) {
 			near(t, "IAllReduce(max)", f64(r2.Wait()), f64(peel.Max(peel.Stack(all, 0).Neg(), 0)), 0)
 			near(t, "IAllReduce(sum)", f64(r1.Wait()), f64(sum), tol)
 			near(t, "IAllReduce(sum) waited twice", f64(r1.Wait()), f64(sum), tol)
+			near(t, "IAllReduce left its operand alone", f64(all[r]), f64(rankData(r, n, dt)), 0)
+			// In place: the operand given up becomes the result.
+			mine := peel.Clone(all[r])
+			r3 := w.IAllReduceInPlace(mine, dist.Sum)
+			near(t, "IAllReduceInPlace(sum)", f64(r3.Wait()), f64(sum), tol)
+			if dist.MPIEnabled && n > 1 && r3.Wait() != mine {
+				t.Errorf("IAllReduceInPlace of a whole tensor did not reduce in place")
+			}
+			view := peel.Narrow(peel.Concat([]*T{all[r], all[r]}, 0), 0, n, n)
+			near(t, "IAllReduceInPlace of a view", f64(w.IAllReduceInPlace(view, dist.Sum).Wait()), f64(sum), tol)
 			w.Barrier()
 		})
 	}

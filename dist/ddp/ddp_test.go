@@ -56,11 +56,11 @@ type recorder struct {
 	mu  *sync.Mutex
 }
 
-func (r recorder) IAllReduce(x *peel.Tensor, op dist.ReduceOp) dist.Request {
+func (r recorder) IAllReduceInPlace(x *peel.Tensor, op dist.ReduceOp) dist.Request {
 	r.mu.Lock()
 	*r.log = append(*r.log, fmt.Sprintf("allreduce %s", x.TypeString()))
 	r.mu.Unlock()
-	return r.Communicator.IAllReduce(x, op)
+	return r.Communicator.IAllReduceInPlace(x, op)
 }
 
 func maxDiff(t *testing.T, a, b mlp) float64 {

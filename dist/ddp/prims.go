@@ -69,7 +69,9 @@ func init() {
 	startPrim.Effect = true
 	startPrim.EvalImpl = func(params any, args []*interp.Tensor) []*interp.Tensor {
 		s := params.(*site)
-		s.push(s.comm.IAllReduce(args[0], s.op))
+		// The operand is this bucket's own (a concatenation eagerly, a
+		// copy in a compiled program), so the engine may reduce in it.
+		s.push(s.comm.IAllReduceInPlace(args[0], s.op))
 		return []*interp.Tensor{peel.Scalar(int64(0))}
 	}
 	waitPrim.Effect = true
