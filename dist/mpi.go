@@ -38,7 +38,7 @@ static MPI_Op peel_op(int k) {
 	return MPI_OP_NULL;
 }
 static int peel_allreduce(MPI_Comm c, void *in, void *out, int n, int dt, int op) {
-	return MPI_Allreduce(in, out, n, peel_dtype(dt), peel_op(op), c);
+	return MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, n, peel_dtype(dt), peel_op(op), c);
 }
 static int peel_allgather(MPI_Comm c, void *in, void *out, int n, int dt) {
 	return MPI_Allgather(in, n, peel_dtype(dt), out, n, peel_dtype(dt), c);
@@ -488,6 +488,16 @@ func (m *mpiComm) iallreduce(x *peel.Tensor, op ReduceOp, donated bool) Request 
 	} else {
 		r.out = in.like(in.n)
 	}
+	if !progress.thread {
+		// No core to spare for progress: the reduction runs now, with
+		// MPI's blocking algorithm (faster than the non-blocking one for
+		// large buckets: 4.9 against 7.3 ms for 16 MB at 2 processes
+		// here), and the request is complete when it starts.
+		r.rc = C.peel_allreduce(m.c, in.ptr, r.out.ptr, C.int(in.n), in.dt, C.int(op))
+		runtime.KeepAlive(in.keep)
+		close(r.done)
+		return r
+	}
 	if in.n > 0 {
 		r.pin.Pin(in.ptr)
 		r.pin.Pin(r.out.ptr)
@@ -547,15 +557,16 @@ type progressLoop struct {
 	mu      sync.Mutex
 	pending []*mpiRequest
 	running bool
-	// thread: a goroutine advances the requests; otherwise they advance
-	// when a request starts (each start tests the pending ones) and in
-	// Wait.
+	// thread: a goroutine advances the requests; otherwise a request
+	// completes when it starts (MPI_Allreduce).
 	thread bool
 }
 
-// progressThread reports whether the requests get a progress goroutine:
-// PEEL_MPI_PROGRESS=thread or =wait says; by default, when this machine
-// has a core beyond one per local process. Shared-memory communication
+// progressThread reports whether non-blocking requests get a progress
+// goroutine (MPI_Iallreduce, advanced while the caller computes) or
+// complete when they start (MPI_Allreduce): PEEL_MPI_PROGRESS=thread or
+// =wait says; by default a goroutine when this machine has a core beyond
+// one per local process. Shared-memory communication
 // is the CPU's own work, so on a machine whose cores all compute (two
 // processes on two cores) a thread polling beside them slows the
 // computation by more than it overlaps (measured: a data-parallel step
@@ -576,12 +587,6 @@ func progressThread(localProcs int) bool {
 
 func (p *progressLoop) add(r *mpiRequest) {
 	p.mu.Lock()
-	if !p.thread {
-		p.testLocked()
-		p.pending = append(p.pending, r)
-		p.mu.Unlock()
-		return
-	}
 	p.pending = append(p.pending, r)
 	start := !p.running
 	p.running = true
