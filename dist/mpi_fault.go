@@ -198,8 +198,20 @@ func (w *watchdog) loop() {
 // the call's collective, reduction, dtype and element count with their
 // negations, so that a member with an operand of another size, which
 // MPI may write past a buffer for, stops with an error on every member.
-// A job of one process has nothing to agree on.
+// A job of one process has nothing to agree on. Reductions deferred on m
+// (IAllReduce without a progress goroutine) run first, in start order,
+// so that every process makes the same MPI calls in the same order.
 func (m *mpiComm) agree(k call) {
+	if m.size == 1 {
+		return
+	}
+	m.flush(nil) // the reductions started before this call run first
+	m.agreeNow(k)
+}
+
+// agreeNow is agree without running the deferred reductions first (a
+// deferred reduction's own guard).
+func (m *mpiComm) agreeNow(k call) {
 	if m.size == 1 {
 		return
 	}
