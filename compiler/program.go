@@ -443,16 +443,17 @@ func (p *Program) exec(rs *runState, in *instr) {
 // fallback evaluates one equation with interp.Eval on tensors over the
 // operands' arrays and copies the results into their planned buffers.
 // A mutation primitive is answered out of place: the destination is not
-// written. An effect (Prim.Effect) gets copies of its operands: it may
-// use them after the instruction (a started all-reduce reads its
-// operand while the program goes on, another process's member of an
-// in-process collective reads it after this one returns), and the arena
-// reuses an operand's buffer once its last reader has run.
+// written. An effect (Prim.Effect) gets copies of its operands unless it
+// borrows them (Prim.BorrowsOperands): it may use them after the
+// instruction (a started all-reduce reads its operand while the program
+// goes on, another process's member of an in-process collective reads
+// it after this one returns), and the arena reuses an operand's buffer
+// once its last reader has run.
 func (p *Program) fallback(rs *runState, in *instr) {
 	args := make([]*interp.Tensor, len(in.in))
 	for i, v := range in.in {
 		args[i] = interp.NewConcrete(p.be, p.array(rs, v))
-		if in.prim.Effect {
+		if in.prim.Effect && !in.prim.BorrowsOperands {
 			args[i] = interp.Bind1(prims.Copy, nil, args[i])
 		}
 	}

@@ -113,6 +113,10 @@ type Prim struct {
 	// two of its equations, nor drop one whose results are unused, so it
 	// runs exactly where and as often as it was traced.
 	Effect bool
+	// BorrowsOperands, for an effect, says that it reads its operands
+	// only while it is evaluated (what it keeps, it copies): a compiled
+	// program then hands it its buffers as they are, instead of copies.
+	BorrowsOperands bool
 	// NoEval, when set, is why Eval refuses the primitive: it only exists
 	// to be transformed (a linear map that only has a transpose rule).
 	NoEval string

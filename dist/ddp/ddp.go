@@ -165,7 +165,7 @@ func step[P any](comm dist.Communicator, cfg config, loss func(P) *peel.Tensor, 
 			off += size
 		}
 	}
-	return mean(ls.wait()), tree.Unflatten(g, gs)
+	return mean(ls.wait().Reshape(l.Shape()...)), tree.Unflatten(g, gs)
 }
 
 // buckets are the gradients of one step, grouped for all-reduce.
@@ -228,9 +228,5 @@ func (b *buckets) close(dt peel.DType) {
 
 // begin starts bucket k's all-reduce.
 func (b *buckets) begin(k *bucket) {
-	flat := make([]*peel.Tensor, len(k.parts))
-	for j, g := range k.parts {
-		flat[j] = g.Reshape(-1)
-	}
-	k.run = start(b.comm, dist.Sum, peel.Concat(flat, 0))
+	k.run = start(b.comm, dist.Sum, k.parts...)
 }

@@ -112,6 +112,9 @@ func TestValueAndGradEqualsOneDevice(t *testing.T) {
 						}
 					})
 					for d := range devices {
+						if ls[d].Rank() != 0 {
+							t.Errorf("device %d: the loss is %s, not a scalar", d, ls[d].TypeString())
+						}
 						if e := math.Abs(ls[d].Item() - wantL.Item()); e > 1e-12 {
 							t.Errorf("device %d: loss %v, want %v", d, ls[d].Item(), wantL.Item())
 						}

@@ -53,8 +53,11 @@ type waitParams struct {
 
 func (p waitParams) String() string { return p.site.String() + " -> " + p.aval.String() }
 
-// startPrim starts the all-reduce of its operand (Communicator.IAllReduce)
-// and returns a token, an i64 scalar, that its wait takes.
+// startPrim concatenates its operands (a bucket's gradients, flattened)
+// into a vector of its own, starts its all-reduce in place
+// (Communicator.IAllReduceInPlace) and returns a token, an i64 scalar,
+// that its wait takes. It borrows its operands (the concatenation is
+// the copy it keeps), so a compiled program does not copy them first.
 var startPrim = interp.NewPrim("allreduce_start", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 	return []interp.Aval{{DType: peel.Int64}}
 })
@@ -67,11 +70,16 @@ var waitPrim = interp.NewPrim("allreduce_wait", interp.Pure, func(params any, in
 
 func init() {
 	startPrim.Effect = true
+	startPrim.BorrowsOperands = true
 	startPrim.EvalImpl = func(params any, args []*interp.Tensor) []*interp.Tensor {
 		s := params.(*site)
-		// The operand is this bucket's own (a concatenation eagerly, a
-		// copy in a compiled program), so the engine may reduce in it.
-		s.push(s.comm.IAllReduceInPlace(args[0], s.op))
+		flat := make([]*peel.Tensor, len(args))
+		for i, a := range args {
+			flat[i] = a.Reshape(-1)
+		}
+		// The concatenation is this bucket's own, so the engine may
+		// reduce in it.
+		s.push(s.comm.IAllReduceInPlace(peel.Concat(flat, 0), s.op))
 		return []*interp.Tensor{peel.Scalar(int64(0))}
 	}
 	waitPrim.Effect = true
@@ -87,11 +95,16 @@ type started struct {
 	aval  interp.Aval
 }
 
-// start starts the all-reduce of x over comm; eagerly it is under way
-// when start returns, traced it is an equation of the program.
-func start(comm dist.Communicator, op dist.ReduceOp, x *peel.Tensor) started {
+// start starts the all-reduce of the concatenation of the flattened xs
+// over comm (one dtype); eagerly it is under way when start returns,
+// traced it is an equation of the program.
+func start(comm dist.Communicator, op dist.ReduceOp, xs ...*peel.Tensor) started {
 	s := &site{comm: comm, op: op}
-	return started{s, interp.Bind1(startPrim, s, x), interp.AvalOf(x)}
+	n := 0
+	for _, x := range xs {
+		n += x.Size()
+	}
+	return started{s, interp.Bind1(startPrim, s, xs...), interp.Aval{Shape: []int{n}, DType: xs[0].DType()}}
 }
 
 // wait returns the all-reduce's result.
