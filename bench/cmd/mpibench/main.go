@@ -133,7 +133,7 @@ func allReduce(w dist.Communicator, reps int) []result {
 		x := peel.FromFloat32s(xs, n)
 		want := float32(w.Size())
 		var peelNs, inNs, mpiNs []float64
-		acc := peel.Clone(x) // reduced in place, again and again
+		acc := peel.Clone(x)         // reduced in place, again and again
 		for s := -1; s < reps; s++ { // sample -1 warms up
 			w.Barrier()
 			t := time.Now()
