@@ -81,6 +81,20 @@
 // of 128 bytes per member per collective, so it is a debug mode, off by
 // default.
 //
+// Operands are read where they lie and results written into buffers of
+// the CPU backend's cache, with no copy in Go (half floats travel as f32,
+// bools as u8). IAllReduce and IAllReduceInPlace (MPI_IN_PLACE on a
+// tensor given up) start a reduction and return a Request. Where the
+// machine has a core to spare beyond one per local process, they run
+// MPI_Iallreduce and a progress goroutine advances it (MPI_Test on a
+// locked OS thread, about every 15 µs) while the caller computes; Wait
+// completes it with MPI_Wait. Where it has not (two processes on two
+// cores), polling beside the computation costs more than it hides,
+// because shared-memory communication is the CPU's own work: the
+// reduction is deferred to its Wait, or to the next collective on the
+// communicator, in start order, and runs as MPI_Allreduce.
+// PEEL_MPI_PROGRESS=thread or =wait chooses.
+//
 // A watchdog times every blocking call (AllReduce, AllGather,
 // ReduceScatter, AllToAll, Permute, Barrier, Split, IAllReduce's start
 // and Request.Wait): when one has not completed after the timeout

@@ -805,6 +805,10 @@ var vmapRuleless = map[string]string{
 	// batch anyway).
 	"allreduce_start": "dist/ddp's step is not vmappable",
 	"allreduce_wait":  "dist/ddp's step is not vmappable",
+	// ZeRO-1's collectives act on a member's flattened parameters and
+	// gradients, after differentiation.
+	"ddp_reduce_scatter": "dist/ddp's sharded optimizer step is not vmappable",
+	"ddp_all_gather":     "dist/ddp's sharded optimizer step is not vmappable",
 }
 
 // TestVmapEveryPrimitiveHasRule lists the registered primitives that
