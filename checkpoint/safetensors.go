@@ -1,0 +1,509 @@
+package checkpoint
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"unsafe"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/tree"
+)
+
+// FormatVersion is the version of peel's use of safetensors that Save
+// writes into the metadata ("format_version").
+const FormatVersion = "1"
+
+// maxHeader bounds the JSON header Load accepts (safetensors' own
+// readers refuse headers above 100 MB).
+const maxHeader = 100 << 20
+
+// dtypeNames maps peel's dtypes to safetensors' names.
+var dtypeNames = map[peel.DType]string{
+	peel.Float64: "F64", peel.Float32: "F32", peel.Float16: "F16", peel.BFloat16: "BF16",
+	peel.Int64: "I64", peel.Int32: "I32", peel.Uint8: "U8", peel.Bool: "BOOL",
+}
+
+func dtypeOf(name string) (peel.DType, bool) {
+	for dt, n := range dtypeNames {
+		if n == name {
+			return dt, true
+		}
+	}
+	return 0, false
+}
+
+// entry is a tensor's line of the header.
+type entry struct {
+	DType       string   `json:"dtype"`
+	Shape       []int    `json:"shape"`
+	DataOffsets [2]int64 `json:"data_offsets"`
+}
+
+// Name returns the tensor name Save gives a leaf of tree path p: p
+// without its leading dot, or "." for a tree that is one tensor.
+func Name(p string) string {
+	if p == "" {
+		return "."
+	}
+	return strings.TrimPrefix(p, ".")
+}
+
+func errorf(op, format string, args ...any) *peel.Error {
+	return &peel.Error{Ops: []string{op}, Msg: fmt.Sprintf(format, args...)}
+}
+
+// peelVersion is the version of the peel module in this binary's build
+// information ("(devel)" when built inside the module).
+func peelVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if bi.Main.Path == "github.com/peel-ml/peel" {
+		return bi.Main.Version
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/peel-ml/peel" {
+			return d.Version
+		}
+	}
+	return "unknown"
+}
+
+// Save writes the tensor leaves of t to path as a safetensors file,
+// atomically: into a temporary file in path's directory, synced, then
+// renamed over path (and the directory synced), so that path holds
+// either its old content or the whole new checkpoint. The metadata
+// records the format and its version, peel's version, and meta's
+// entries (which must not use those keys). It returns a *peel.Error
+// when t is not a tree of concrete tensors or two leaves would get one
+// name, and the file system's error when writing fails (the temporary
+// file is then removed).
+func Save(path string, t any, meta ...map[string]string) error {
+	const op = "checkpoint.Save"
+	var leaves []*peel.Tensor
+	var paths []string
+	if err := peel.Catch(func() { leaves, paths = tree.Leaves(t), tree.Paths(t) }); err != nil {
+		return err
+	}
+	md := map[string]string{"format": "peel", "format_version": FormatVersion, "peel_version": peelVersion()}
+	for _, m := range meta {
+		for k, v := range m {
+			if _, taken := md[k]; taken {
+				return errorf(op, "metadata key %q is Save's own", k)
+			}
+			md[k] = v
+		}
+	}
+	header := map[string]any{"__metadata__": md}
+	type part struct {
+		t    *peel.Tensor
+		size int64
+	}
+	parts := make([]part, len(leaves))
+	var off int64
+	for i, l := range leaves {
+		name := Name(paths[i])
+		if !l.IsConcrete() {
+			return errorf(op, "leaf %s is traced (%s): Save needs concrete tensors", paths[i], l.TypeString())
+		}
+		if _, dup := header[name]; dup {
+			return errorf(op, "two leaves would be saved as %q", name)
+		}
+		dt := l.DType()
+		size := int64(l.Size()) * int64(dt.Size())
+		header[name] = entry{DType: dtypeNames[dt], Shape: slices.Clone(l.Shape()), DataOffsets: [2]int64{off, off + size}}
+		parts[i] = part{l, size}
+		off += size
+	}
+	head, err := json.Marshal(header)
+	if err != nil {
+		return errorf(op, "encoding the header: %v", err)
+	}
+	// The data start at a multiple of 8 bytes: pad the header with spaces
+	// (allowed by the format).
+	for (8+len(head))%8 != 0 {
+		head = append(head, ' ')
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("%s: writing %s: %w", op, path, err)
+	}
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(head)))
+	if _, err := f.Write(n[:]); err != nil {
+		return fail(err)
+	}
+	if _, err := f.Write(head); err != nil {
+		return fail(err)
+	}
+	for _, p := range parts {
+		if _, err := f.Write(leBytes(p.t)); err != nil {
+			return fail(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if d, err := os.Open(dir); err == nil { // the rename itself durable
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// leBytes returns t's elements as little-endian bytes, row-major (a
+// bool as 0 or 1).
+func leBytes(t *peel.Tensor) []byte {
+	arr, be := interp.ArrayOf(t)
+	return toLE(be.ToHost(arr))
+}
+
+// toLE returns the bytes of a host slice in little-endian order.
+func toLE(s any) []byte {
+	b := rawBytes(s)
+	if nativeLE {
+		return b
+	}
+	out := slices.Clone(b)
+	swap(out, elemSize(s))
+	return out
+}
+
+var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// rawBytes returns the memory of a host slice as bytes (no copy).
+func rawBytes(s any) []byte {
+	switch v := s.(type) {
+	case []float64:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 8*len(v))
+	case []float32:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
+	case []int64:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 8*len(v))
+	case []int32:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
+	case []uint8:
+		return v
+	case []bool:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v))
+	case []backend.F16:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 2*len(v))
+	case []backend.BF16:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 2*len(v))
+	}
+	panic(fmt.Sprintf("checkpoint: host slice %T", s))
+}
+
+func elemSize(s any) int {
+	switch s.(type) {
+	case []float64, []int64:
+		return 8
+	case []float32, []int32:
+		return 4
+	case []backend.F16, []backend.BF16:
+		return 2
+	}
+	return 1
+}
+
+// swap reverses the bytes of each k-byte element of b.
+func swap(b []byte, k int) {
+	for i := 0; i+k <= len(b); i += k {
+		slices.Reverse(b[i : i+k])
+	}
+}
+
+// File is an open safetensors file: its header, checked, and the file
+// to read tensors from.
+type File struct {
+	f        io.ReaderAt
+	closer   io.Closer
+	path     string
+	dataOff  int64
+	entries  map[string]entry
+	Metadata map[string]string
+}
+
+// Open opens a safetensors file and checks its header: a length within
+// the file (and at most 100 MB), JSON naming each tensor's dtype, shape
+// and byte range, ranges that lie in the data, match their dtype and
+// shape, and cover the data without overlap. It returns a *peel.Error
+// naming what is wrong, or the file system's error.
+func Open(path string) (*File, error) {
+	const op = "checkpoint.Open"
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	c, perr := parseHeader(f, st.Size())
+	if perr != nil {
+		f.Close()
+		perr.Msg = path + ": " + perr.Msg
+		return nil, perr
+	}
+	c.path, c.closer = path, f
+	return c, nil
+}
+
+// parseHeader reads and checks the header of a file of size bytes.
+func parseHeader(r io.ReaderAt, size int64) (*File, *peel.Error) {
+	const op = "checkpoint.Open"
+	var n [8]byte
+	if _, err := r.ReadAt(n[:], 0); err != nil {
+		return nil, errorf(op, "not a safetensors file: %d bytes, shorter than the header length", size)
+	}
+	hl := binary.LittleEndian.Uint64(n[:])
+	if hl > maxHeader || int64(hl) > size-8 {
+		return nil, errorf(op, "the header length %d exceeds the file's %d bytes (or 100 MB): truncated or not safetensors", hl, size)
+	}
+	head := make([]byte, hl)
+	if _, err := r.ReadAt(head, 8); err != nil {
+		return nil, errorf(op, "reading the header: %v", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(head, &raw); err != nil {
+		return nil, errorf(op, "the header is not a JSON object: %v", err)
+	}
+	c := &File{f: r, dataOff: 8 + int64(hl), entries: map[string]entry{}}
+	dataLen := size - c.dataOff
+	type span struct {
+		name       string
+		start, end int64
+	}
+	var spans []span
+	for name, msg := range raw {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(msg, &c.Metadata); err != nil {
+				return nil, errorf(op, "__metadata__ is not an object of strings: %v", err)
+			}
+			continue
+		}
+		var e entry
+		dec := json.NewDecoder(strings.NewReader(string(msg)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			return nil, errorf(op, "tensor %q: %v", name, err)
+		}
+		dt, ok := dtypeOf(e.DType)
+		if !ok {
+			return nil, errorf(op, "tensor %q: dtype %q is not one peel has (F64, F32, F16, BF16, I64, I32, U8, BOOL)", name, e.DType)
+		}
+		if e.Shape == nil {
+			e.Shape = []int{}
+		}
+		count := int64(1)
+		for _, d := range e.Shape {
+			if d < 0 || (d > 0 && count > math.MaxInt64/int64(d)/8) {
+				return nil, errorf(op, "tensor %q: shape %v is negative or too large", name, e.Shape)
+			}
+			count *= int64(d)
+		}
+		s, t := e.DataOffsets[0], e.DataOffsets[1]
+		if s < 0 || t < s || t > dataLen {
+			return nil, errorf(op, "tensor %q: bytes [%d, %d) lie outside the %d bytes of data (truncated?)", name, s, t, dataLen)
+		}
+		if t-s != count*int64(dt.Size()) {
+			return nil, errorf(op, "tensor %q: %s%v needs %d bytes but has [%d, %d)", name, e.DType, e.Shape, count*int64(dt.Size()), s, t)
+		}
+		c.entries[name] = e
+		spans = append(spans, span{name, s, t})
+	}
+	sort.Slice(spans, func(i, j int) bool {
+		return spans[i].start < spans[j].start || spans[i].start == spans[j].start && spans[i].end < spans[j].end
+	})
+	var at int64
+	for _, sp := range spans {
+		if sp.start != at && !(sp.start == sp.end && sp.start <= at) {
+			if sp.start < at {
+				return nil, errorf(op, "tensor %q's bytes [%d, %d) overlap another tensor's", sp.name, sp.start, sp.end)
+			}
+			return nil, errorf(op, "bytes [%d, %d) of the data belong to no tensor", at, sp.start)
+		}
+		at = max(at, sp.end)
+	}
+	if at != dataLen {
+		return nil, errorf(op, "the data has %d bytes but the tensors cover %d", dataLen, at)
+	}
+	return c, nil
+}
+
+// NewReader reads a safetensors file of size bytes from r (a file in
+// memory, a section of a larger file), checking its header as Open
+// does.
+func NewReader(r io.ReaderAt, size int64) (*File, error) {
+	c, err := parseHeader(r, size)
+	if err != nil {
+		return nil, err
+	}
+	c.path = "safetensors data"
+	return c, nil
+}
+
+// Close closes the file (nothing, for NewReader's).
+func (c *File) Close() error {
+	if c.closer == nil {
+		return nil
+	}
+	return c.closer.Close()
+}
+
+// Names returns the tensors' names, sorted.
+func (c *File) Names() []string {
+	names := make([]string, 0, len(c.entries))
+	for n := range c.entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Tensor reads the named tensor from the file into a new tensor (its
+// bytes read once, straight into the tensor's memory). It returns a
+// *peel.Error when the file has no such tensor or BOOL bytes other than
+// 0 and 1, and the file system's error when reading fails.
+func (c *File) Tensor(name string) (*peel.Tensor, error) {
+	const op = "checkpoint.File.Tensor"
+	e, ok := c.entries[name]
+	if !ok {
+		return nil, errorf(op, "%s has no tensor %q", c.path, name)
+	}
+	dt, _ := dtypeOf(e.DType)
+	n := 1
+	for _, d := range e.Shape {
+		n *= d
+	}
+	if err := backend.CheckAlloc(dt, n); err != nil {
+		return nil, errorf(op, "tensor %q: %v", name, err)
+	}
+	host := backend.HostSlice(dt, n)
+	b := rawBytes(host)
+	if _, err := c.f.ReadAt(b, c.dataOff+e.DataOffsets[0]); err != nil {
+		return nil, fmt.Errorf("%s: %s: tensor %q: %w", op, c.path, name, err)
+	}
+	if !nativeLE {
+		swap(b, elemSize(host))
+	}
+	if dt == peel.Bool {
+		for i, v := range b {
+			if v > 1 {
+				return nil, errorf(op, "tensor %q: byte %d of a BOOL tensor is %d, not 0 or 1", name, i, v)
+			}
+		}
+	}
+	be := interp.DefaultBackend()
+	return interp.NewConcrete(be, backend.Array{Buf: backend.FromOwnedHost(be, host), Shape: slices.Clone(e.Shape)}), nil
+}
+
+// Read returns every tensor of a safetensors file by name, and its
+// metadata, whatever wrote it (a torch state_dict saved with
+// safetensors). It returns the errors Open and File.Tensor return.
+func Read(path string) (map[string]*peel.Tensor, map[string]string, error) {
+	c, err := Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.Close()
+	out := map[string]*peel.Tensor{}
+	for _, name := range c.Names() {
+		t, err := c.Tensor(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		out[name] = t
+	}
+	return out, c.Metadata, nil
+}
+
+// Load reads the checkpoint at path into a tree of like's structure:
+// each leaf is the tensor named after its path (Name), checked against
+// like's leaf first. Every difference — a leaf the file lacks, a tensor
+// no leaf names, another shape or dtype — is reported by path in one
+// *peel.Error before any tensor is read. The file system's errors are
+// returned as they are.
+func Load[T any](path string, like T) (T, error) {
+	const op = "checkpoint.Load"
+	var zero T
+	var leaves []*peel.Tensor
+	var paths []string
+	if err := peel.Catch(func() { leaves, paths = tree.Leaves(like), tree.Paths(like) }); err != nil {
+		return zero, err
+	}
+	c, err := Open(path)
+	if err != nil {
+		return zero, err
+	}
+	defer c.Close()
+	var probs []string
+	seen := map[string]bool{}
+	for i, l := range leaves {
+		name := Name(paths[i])
+		seen[name] = true
+		e, ok := c.entries[name]
+		if !ok {
+			probs = append(probs, fmt.Sprintf("%s: missing from the file (want %s)", pathOr(paths[i]), l.TypeString()))
+			continue
+		}
+		dt, _ := dtypeOf(e.DType)
+		if dt != l.DType() || !slices.Equal(e.Shape, l.Shape()) {
+			probs = append(probs, fmt.Sprintf("%s: the file has %s%v, want %s", pathOr(paths[i]), dt, e.Shape, l.TypeString()))
+		}
+	}
+	for _, name := range c.Names() {
+		if !seen[name] {
+			probs = append(probs, fmt.Sprintf("%q: in the file but no leaf of the tree is named so", name))
+		}
+	}
+	if len(probs) > 0 {
+		return zero, errorf(op, "%s does not match the tree (%d differences):\n  %s", path, len(probs), strings.Join(probs, "\n  "))
+	}
+	out := make([]*peel.Tensor, len(leaves))
+	for i := range leaves {
+		if out[i], err = c.Tensor(Name(paths[i])); err != nil {
+			return zero, err
+		}
+	}
+	var res T
+	if err := peel.Catch(func() { res = tree.Unflatten(like, out) }); err != nil {
+		return zero, err
+	}
+	return res, nil
+}
+
+func pathOr(p string) string {
+	if p == "" {
+		return "(the root)"
+	}
+	return p
+}
