@@ -22,16 +22,28 @@
 // is much larger than the real digits' variation, so that it is not
 // trivially separable.
 //
-//	go run ./examples/digits [-data digits.csv.gz]
+// With -checkpoint FILE the run is resumable: every -every epochs it
+// saves the parameters, the Adam state and the epochs' losses to FILE
+// (package checkpoint: safetensors, written atomically), and a run that
+// finds FILE resumes from it. Each epoch's batch order is keyed by the
+// epoch's number, so a run stopped (-stop-after N, or killed) and
+// resumed ends with the parameters of an uninterrupted run, bit for bit.
+//
+//	go run ./examples/digits [-data digits.csv.gz] [-checkpoint run.safetensors [-every 5]]
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/checkpoint"
 	"github.com/peel-ml/peel/data"
 	"github.com/peel-ml/peel/nn"
 	"github.com/peel-ml/peel/optim"
@@ -144,17 +156,55 @@ func newStep(opt optim.Transformation[MLP]) func(MLP, optim.State, *peel.Tensor,
 	}
 }
 
+// resume says where a run keeps its checkpoint (path, "" for none),
+// how often it saves it (every epochs), and after how many epochs of
+// this run it stops early (stopAfter, 0 for never: a stand-in for a
+// crash).
+type resume struct {
+	path             string
+	every, stopAfter int
+}
+
+// saved is what a checkpoint holds: the parameters and the optimizer
+// state (the epochs done and their losses go in the metadata).
+type saved struct {
+	Params MLP
+	Opt    optim.State
+}
+
 // train trains the MLP for the given epochs and returns it and the mean
 // training loss of each epoch. The last minibatch of an epoch is short
-// (1437 = 22·64 + 29), so the compiled step has two signatures.
-func train(xTrain, yTrain *peel.Tensor, epochs int) (MLP, []float64) {
+// (1437 = 22·64 + 29), so the compiled step has two signatures. With a
+// checkpoint path it starts from the checkpoint there, if any, and saves
+// one every r.every epochs; it returns early (errStopped) after
+// r.stopAfter epochs.
+func train(xTrain, yTrain *peel.Tensor, epochs int, r resume) (MLP, []float64, error) {
 	key := peel.Key(7)
 	params := initMLP(peel.FoldIn(key, -1))
 	opt := optim.Adam[MLP](lr)
 	step := transforms.Compile4(newStep(opt))
 	state := opt.Init(params)
 	var losses []float64
-	for epoch := range epochs {
+	if r.path != "" {
+		f, err := checkpoint.Open(r.path)
+		switch {
+		case err == nil:
+			losses, err = parseLosses(f.Metadata["losses"])
+			f.Close()
+			if err != nil {
+				return MLP{}, nil, fmt.Errorf("%s: %w", r.path, err)
+			}
+			s, err := checkpoint.Load(r.path, saved{params, state})
+			if err != nil {
+				return MLP{}, nil, err
+			}
+			params, state = s.Params, s.Opt
+		case !errors.Is(err, fs.ErrNotExist):
+			return MLP{}, nil, err
+		}
+	}
+	ran := 0
+	for epoch := len(losses); epoch < epochs; epoch++ {
 		sum, n := 0.0, 0
 		for b := range data.Batches(peel.FoldIn(key, int64(epoch)), batchSize, false, xTrain, yTrain) {
 			var loss *peel.Tensor
@@ -164,8 +214,45 @@ func train(xTrain, yTrain *peel.Tensor, epochs int) (MLP, []float64) {
 			n += rows
 		}
 		losses = append(losses, sum/float64(n))
+		if r.path != "" && (epoch+1)%r.every == 0 {
+			meta := map[string]string{"epochs": strconv.Itoa(len(losses)), "losses": formatLosses(losses)}
+			if err := checkpoint.Save(r.path, saved{params, state}, meta); err != nil {
+				return MLP{}, nil, err
+			}
+		}
+		if ran++; r.stopAfter > 0 && ran == r.stopAfter && epoch+1 < epochs {
+			return params, losses, errStopped
+		}
 	}
-	return params, losses
+	return params, losses, nil
+}
+
+// errStopped is train's early stop (-stop-after).
+var errStopped = errors.New("stopped early (-stop-after); run again to resume from the checkpoint")
+
+// formatLosses and parseLosses keep the losses in the checkpoint's
+// metadata, exactly (%v prints a float64 that parses back to itself).
+func formatLosses(ls []float64) string {
+	s := make([]string, len(ls))
+	for i, l := range ls {
+		s[i] = strconv.FormatFloat(l, 'g', -1, 64)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseLosses(s string) ([]float64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return nil, fmt.Errorf("the checkpoint's losses: %w", err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // accuracy is the fraction of rows whose largest logit is the label's.
@@ -184,8 +271,8 @@ type Result struct {
 }
 
 // run trains on the data at path, or on the synthetic stand-in when path
-// is "".
-func run(path string) (Result, error) {
+// is "", resumably with r.
+func run(path string, r resume) (Result, error) {
 	var x, y *peel.Tensor
 	if path == "" {
 		x, y = synthetic(numRows)
@@ -196,14 +283,24 @@ func run(path string) (Result, error) {
 		}
 	}
 	xTrain, yTrain, xTest, yTest := split(x, y)
-	p, losses := train(xTrain, yTrain, epochs)
+	p, losses, err := train(xTrain, yTrain, epochs, r)
+	if err != nil {
+		return Result{Losses: losses}, err
+	}
 	acc, correct := accuracy(p, xTest, yTest)
 	return Result{Synthetic: path == "", Losses: losses, TestAcc: acc, Correct: correct, Tests: yTest.Shape()[0]}, nil
 }
 
 func main() {
 	dataFlag := flag.String("data", "", "digits.csv.gz (default $PEEL_DIGITS, else "+DebianDigits+")")
+	var r resume
+	flag.StringVar(&r.path, "checkpoint", "", "save a checkpoint to this file every -every epochs, and resume from it when it exists")
+	flag.IntVar(&r.every, "every", 5, "epochs between checkpoints")
+	flag.IntVar(&r.stopAfter, "stop-after", 0, "stop after this many epochs of this run (0: never), to resume later")
 	flag.Parse()
+	if r.every < 1 {
+		log.Fatal("-every must be at least 1")
+	}
 	path, err := findData(*dataFlag)
 	if err != nil {
 		log.Fatal(err)
@@ -214,12 +311,12 @@ func main() {
 	} else {
 		fmt.Println("data:", path)
 	}
-	r, err := run(path)
+	res, err := run(path, r)
+	for i, l := range res.Losses {
+		fmt.Printf("epoch %2d: train loss %.4f\n", i+1, l)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
-	for i, l := range r.Losses {
-		fmt.Printf("epoch %2d: train loss %.4f\n", i+1, l)
-	}
-	fmt.Printf("test accuracy: %.4f (%d of %d)\n", r.TestAcc, r.Correct, r.Tests)
+	fmt.Printf("test accuracy: %.4f (%d of %d)\n", res.TestAcc, res.Correct, res.Tests)
 }

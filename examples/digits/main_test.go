@@ -34,7 +34,7 @@ func checkRun(t *testing.T, r Result, minAcc float64) {
 
 // TestSynthetic trains on the synthetic stand-in, which needs no file.
 func TestSynthetic(t *testing.T) {
-	r, err := run("")
+	r, err := run("", resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestRealData(t *testing.T) {
 	if lo, hi := peel.Min(y).Item(), peel.Max(y).Item(); lo != 0 || hi != 9 {
 		t.Fatalf("labels in %v…%v, want 0…9", lo, hi)
 	}
-	r, err := run(path)
+	r, err := run(path, resume{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,5 +143,42 @@ func TestCompiledStepEqualsEager(t *testing.T) {
 	}
 	if !(last < first) {
 		t.Errorf("loss on a fixed batch went from %v to %v over 5 steps", first, last)
+	}
+}
+
+// TestResume: a run that checkpoints every 3 epochs, is stopped after 7
+// (its last checkpoint is epoch 6's) and then after 5 more epochs, and
+// is resumed to the end, ends with the parameters and losses of an
+// uninterrupted run, bit for bit (synthetic data: same data, same
+// keyed batch order, same Adam state).
+func TestResume(t *testing.T) {
+	x, y := synthetic(numRows)
+	xTrain, yTrain, _, _ := split(x, y)
+	want, wantLosses, err := train(xTrain, yTrain, epochs, resume{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "digits.safetensors")
+	r := resume{path: path, every: 3, stopAfter: 7}
+	if _, _, err := train(xTrain, yTrain, epochs, r); err != errStopped {
+		t.Fatalf("first run: %v, want errStopped", err)
+	}
+	r.stopAfter = 5 // resumes at epoch 6, stops after epoch 11 (checkpoint: 9)
+	if _, _, err := train(xTrain, yTrain, epochs, r); err != errStopped {
+		t.Fatalf("second run: %v, want errStopped", err)
+	}
+	r.stopAfter = 0
+	got, gotLosses, err := train(xTrain, yTrain, epochs, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range tree.Leaves(want) {
+		g := tree.Leaves(got)[i]
+		if !slices.Equal(g.Float32s(), w.Float32s()) {
+			t.Fatalf("parameter %s differs from the uninterrupted run's", tree.Paths(want)[i])
+		}
+	}
+	if !slices.Equal(gotLosses, wantLosses) {
+		t.Fatalf("losses %v, uninterrupted %v", gotLosses, wantLosses)
 	}
 }
