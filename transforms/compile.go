@@ -270,7 +270,9 @@ func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOpti
 	cfg.static = normArgnums(op, "StaticArgnums", cfg.static, nargs)
 	c := &compiled[A, R]{op: op, nargs: nargs, f: f, cfg: cfg, cache: lru.New[string, *compileEntry](maxSignatures)}
 	if ins := cfg.inspect; ins != nil {
-		ins.attach(op, c, c.Stats, func(args []any) string { return c.Explain(packArgs[A](op, nargs, args)) })
+		ins.attach(op, c, c.Stats,
+			func(args []any) string { return c.Explain(packArgs[A](op, nargs, args)) },
+			func(args []any) string { return c.DOT(packArgs[A](op, nargs, args)) })
 	}
 	return c
 }
@@ -1034,13 +1036,11 @@ func buildProgram(g *interp.Graph) program {
 	return compiler.Build(g)
 }
 
-// Explain returns, for x's signature, the traced graph, the graph after
-// each optimization pass that changed it, and the program that runs it
-// (MakeGraph's notation): what was simplified, fused and how memory is
-// reused. It traces anew and does not touch the cache. For a function
-// with graph breaks it runs the function once on x, in segments, and
-// lists each break: the read and the line of the caller.
-func (c *compiled[A, R]) Explain(x A) string {
+// traceSignature traces f for x's signature, as the cache would (static
+// leaves as constants). It returns the tracing error of a function with
+// graph breaks (a traced read) when the compile is not strict, and
+// panics with any other.
+func (c *compiled[A, R]) traceSignature(x A) (*interp.Graph, error) {
 	leaves, def, _ := treeimpl.FlattenStatics(c.op, x)
 	static := c.staticLeaves(def)
 	var in []interp.Aval
@@ -1065,7 +1065,37 @@ func (c *compiled[A, R]) Explain(x A) string {
 		if c.cfg.strict || !tracedRead(err) {
 			panic(err)
 		}
+		return nil, err
+	}
+	return g, nil
+}
+
+// DOT returns, for x's signature, the program that runs it in
+// Graphviz's language (compiler.Program.DOT). It panics with *peel.Error
+// when f has graph breaks (it has no one program).
+func (c *compiled[A, R]) DOT(x A) string {
+	g, err := c.traceSignature(x)
+	if err != nil {
+		treeErrorf(c.op+" (Inspector.DOT)", "the function has graph breaks, so it runs as several programs: %v", err)
+	}
+	opt, _ := optimizeStages(g, c.cfg.passes, false)
+	if p, ok := buildProgram(opt).(interface{ DOT(string) string }); ok {
+		return p.DOT(strings.TrimPrefix(c.op, "transforms."))
+	}
+	return opt.DOT(c.op)
+}
+
+// Explain returns, for x's signature, the traced graph, the graph after
+// each optimization pass that changed it, and the program that runs it
+// (MakeGraph's notation): what was simplified, fused and how memory is
+// reused. It traces anew and does not touch the cache. For a function
+// with graph breaks it runs the function once on x, in segments, and
+// lists each break: the read and the line of the caller.
+func (c *compiled[A, R]) Explain(x A) string {
+	g, err := c.traceSignature(x)
+	if err != nil {
 		// A graph break: run f in segments once (on x) to find them.
+		leaves, def, _ := treeimpl.FlattenStatics(c.op, x)
 		var b strings.Builder
 		b.WriteString("the function reads traced values, so it runs in segments, compiled separately (graph breaks):\n")
 		var segs segmentCache

@@ -46,6 +46,7 @@ type inspected struct {
 	impl    any // the compiled function (for the package's tests)
 	stats   func() CompileStats
 	explain func(args []any) string
+	dot     func(args []any) string
 }
 
 // Inspect attaches ins to the compiled function it is an option of. It
@@ -58,8 +59,8 @@ func Inspect(ins *Inspector) CompileOption {
 	return compileOpt(func(c *compileConfig) { c.inspect = ins })
 }
 
-func (ins *Inspector) attach(op string, impl any, stats func() CompileStats, explain func([]any) string) {
-	if !ins.state.CompareAndSwap(nil, &inspected{op, impl, stats, explain}) {
+func (ins *Inspector) attach(op string, impl any, stats func() CompileStats, explain, dot func([]any) string) {
+	if !ins.state.CompareAndSwap(nil, &inspected{op, impl, stats, explain, dot}) {
 		treeErrorf(op, "the Inspector is attached to another compiled function (%s) already: use one Inspector per Compile", ins.state.Load().op)
 	}
 }
@@ -86,6 +87,15 @@ func (ins *Inspector) Stats() CompileStats { return ins.get("Stats").stats() }
 // It panics with *peel.Error when ins is attached to nothing, or args
 // has the wrong number or types of arguments.
 func (ins *Inspector) Explain(args ...any) string { return ins.get("Explain").explain(args) }
+
+// DOT returns the program the compiled function runs for the signature
+// of args in Graphviz's language, to draw with `dot -Tsvg`: the inputs,
+// the kernels and the interpreter's equations as boxes, each fused group
+// as a cluster of its equations, and every value as an edge labelled
+// with its type and where it lives (arena buffer, output, view). It
+// panics as Explain does, and with *peel.Error when the function has
+// graph breaks.
+func (ins *Inspector) DOT(args ...any) string { return ins.get("DOT").dot(args) }
 
 // packArgs makes the argument (the tuple of nargs positional arguments,
 // or the one argument) of a compiled function from args.

@@ -29,7 +29,12 @@
 // epoch's number, so a run stopped (-stop-after N, or killed) and
 // resumed ends with the parameters of an uninterrupted run, bit for bit.
 //
-//	go run ./examples/digits [-data digits.csv.gz] [-checkpoint run.safetensors [-every 5]]
+// With -graph FILE.svg it draws the compiled step's program
+// (transforms.Inspector.DOT, drawn by Graphviz's dot when it is
+// installed, else written as FILE.dot): the kernels, the fused groups as
+// clusters, and every value with its type and buffer.
+//
+//	go run ./examples/digits [-data digits.csv.gz] [-checkpoint run.safetensors [-every 5]] [-graph step.svg]
 package main
 
 import (
@@ -39,6 +44,7 @@ import (
 	"io/fs"
 	"log"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 
@@ -255,6 +261,33 @@ func parseLosses(s string) ([]float64, error) {
 	return out, nil
 }
 
+// drawStep writes the compiled step's program for a full batch of 64 to
+// path as SVG, drawn by Graphviz's dot, or as DOT next to it (path with
+// .dot) when dot is not installed.
+func drawStep(path string) error {
+	var ins transforms.Inspector
+	opt := optim.Adam[MLP](lr)
+	step := transforms.Compile4(newStep(opt), transforms.Inspect(&ins))
+	p := initMLP(peel.Key(7))
+	x, y := peel.Zeros(peel.Float32, batchSize, 64), peel.Zeros(peel.Int64, batchSize)
+	s := opt.Init(p)
+	step(p, s, x, y)
+	dot := ins.DOT(p, s, x, y)
+	bin, err := exec.LookPath("dot")
+	if err != nil {
+		alt := strings.TrimSuffix(path, ".svg") + ".dot"
+		fmt.Printf("Graphviz's dot is not installed: writing %s (apt-get install graphviz, then dot -Tsvg %s)\n", alt, alt)
+		return os.WriteFile(alt, []byte(dot), 0o644)
+	}
+	cmd := exec.Command(bin, "-Tsvg", "-o", path)
+	cmd.Stdin = strings.NewReader(dot)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("dot: %v: %s", err, out)
+	}
+	fmt.Println("the compiled step's program:", path)
+	return nil
+}
+
 // accuracy is the fraction of rows whose largest logit is the label's.
 func accuracy(p MLP, x, y *peel.Tensor) (frac float64, correct int) {
 	hits := peel.Equal(peel.ArgMax(predict(p, x), 1), y)
@@ -297,6 +330,7 @@ func main() {
 	flag.StringVar(&r.path, "checkpoint", "", "save a checkpoint to this file every -every epochs, and resume from it when it exists")
 	flag.IntVar(&r.every, "every", 5, "epochs between checkpoints")
 	flag.IntVar(&r.stopAfter, "stop-after", 0, "stop after this many epochs of this run (0: never), to resume later")
+	graph := flag.String("graph", "", "draw the compiled training step's program to this .svg file (Graphviz's dot; a .dot file without it)")
 	flag.Parse()
 	if r.every < 1 {
 		log.Fatal("-every must be at least 1")
@@ -310,6 +344,11 @@ func main() {
 		fmt.Println("training on a synthetic stand-in of the same shape (10 class prototypes + noise)")
 	} else {
 		fmt.Println("data:", path)
+	}
+	if *graph != "" {
+		if err := drawStep(*graph); err != nil {
+			log.Fatal(err)
+		}
 	}
 	res, err := run(path, r)
 	for i, l := range res.Losses {
