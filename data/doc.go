@@ -1,7 +1,9 @@
 // Package data feeds tensors to a training loop: minibatch iteration in
 // a random order drawn from a PRNG key (Shuffle, Batches), and readers
 // and writers for numeric files (ReadCSV; ReadNPY and WriteNPY for
-// NumPy's .npy format).
+// NumPy's .npy format; ReadNPZ and WriteNPZ for its .npz archives of
+// named arrays, which numpy.load reads). Checkpoints of trees are
+// package checkpoint's (safetensors).
 //
 // Batches is a Go 1.23 range-over-func iterator:
 //
