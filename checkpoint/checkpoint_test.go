@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,24 +41,12 @@ func randTensor(t *rapid.T, dt peel.DType, shape []int, label string) *peel.Tens
 }
 
 func same(a, b *peel.Tensor) bool {
-	if a.DType() != b.DType() || !equalShape(a.Shape(), b.Shape()) {
+	if a.DType() != b.DType() || !slices.Equal(a.Shape(), b.Shape()) {
 		return false
 	}
 	x, y := peel.AsType(a, peel.Float64).Float64s(), peel.AsType(b, peel.Float64).Float64s()
 	for i := range x {
 		if math.Float64bits(x[i]) != math.Float64bits(y[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
 			return false
 		}
 	}
