@@ -570,8 +570,12 @@ func (r *mpiRequest) Wait() *peel.Tensor {
 	// The waiter has nothing else to do: it takes the request over from
 	// the progress goroutine and completes it itself (MPI_Wait), without
 	// the goroutine's polling delay.
-	if r.req == nil { // deferred (no progress goroutine)
-		r.m.flush(r)
+	if r.req == nil { // deferred (no progress goroutine): run it, and those started before it
+		select {
+		case <-r.done:
+		default:
+			r.m.flush(r)
+		}
 	} else if progress.take(r) {
 		r.complete(C.peel_wait(r.req))
 	}

@@ -71,6 +71,12 @@ func TestWorldCollectives(t *testing.T) {
 			near(t, "IAllReduce(sum)", f64(r1.Wait()), f64(sum), tol)
 			near(t, "IAllReduce(sum) waited twice", f64(r1.Wait()), f64(sum), tol)
 			near(t, "IAllReduce left its operand alone", f64(all[r]), f64(rankData(r, n, dt)), 0)
+			// A blocking collective between a start and its Wait: the
+			// started reduction goes first on every rank (deferred ones
+			// run before the next collective).
+			r4 := w.IAllReduce(all[r], dist.Sum)
+			near(t, "AllGather after a start", f64(w.AllGather(all[r])), f64(peel.Stack(all, 0)), 0)
+			near(t, "IAllReduce waited after an AllGather", f64(r4.Wait()), f64(sum), tol)
 			// In place: the operand given up becomes the result.
 			mine := peel.Clone(all[r])
 			r3 := w.IAllReduceInPlace(mine, dist.Sum)
