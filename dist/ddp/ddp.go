@@ -59,9 +59,11 @@ func NoOverlap() Option { return func(c *config) { c.overlap = false } }
 // gradient is complete (in reverse order of use: the last layer's
 // first) it joins the open bucket of its dtype, and a bucket that
 // reaches its size (FirstBucketBytes, then BucketBytes) is concatenated
-// and its all-reduce started (Communicator.IAllReduce) at once, so the
-// reduction of the last layers' gradients overlaps the backward pass of
-// the first layers. After the backward pass the remaining buckets and
+// and its all-reduce started (Communicator.IAllReduceInPlace) at once,
+// so the reduction of the last layers' gradients overlaps the backward
+// pass of the first layers where the engine can move data beside the
+// computation (over MPI, a machine with a core to spare; see package
+// dist: otherwise the reductions run when the backward pass ends). After the backward pass the remaining buckets and
 // the loss are started, and every result is waited for and divided by
 // the number of members. Buckets follow the order in which the backward
 // pass completes gradients, which is the same on every member.
