@@ -73,7 +73,8 @@ func NoOverlap() Option { return func(c *config) { c.overlap = false } }
 // schedule; compiled against comm, a program communicates over comm
 // only. With one member there is nothing to exchange, and it is
 // transforms.ValueAndGrad. Members must call it in the same order with
-// the same parameter structure. It is not itself differentiable or vmappable. It panics
+// the same parameter structure, one call at a time (its starts and waits
+// pair up in order, as the members' collectives must). It is not itself differentiable or vmappable. It panics
 // with *peel.Error when comm is nil, as transforms.ValueAndGrad does,
 // and when a collective fails.
 func ValueAndGrad[P any](loss func(P) *peel.Tensor, comm dist.Communicator, opts ...Option) func(P) (*peel.Tensor, P) {
