@@ -104,7 +104,7 @@ func main() {
 }
 
 // record is the median of samples (ns per run) as a Record.
-func record(name, impl string, ranks int, samples []float64, metric func(ns float64) float64, unit string) bench.Record {
+func record(name, impl string, samples []float64, metric func(ns float64) float64, unit string) bench.Record {
 	slices.Sort(samples)
 	med := samples[len(samples)/2]
 	return bench.Record{
@@ -161,11 +161,11 @@ func allReduce(w dist.Communicator, reps int) []result {
 		}
 		name := fmt.Sprintf("allreduce_%s_%drank", sizeName(bytes), w.Size())
 		gbs := func(ns float64) float64 { return float64(bytes) / ns }
-		pr := record(name, "peel", w.Size(), peelNs, gbs, "GB/s")
-		mr := record(name, "mpi", w.Size(), mpiNs, gbs, "GB/s")
+		pr := record(name, "peel", peelNs, gbs, "GB/s")
+		mr := record(name, "mpi", mpiNs, gbs, "GB/s")
 		iname := fmt.Sprintf("allreduce_inplace_%s_%drank", sizeName(bytes), w.Size())
-		ir := record(iname, "peel", w.Size(), inNs, gbs, "GB/s")
-		mr2 := record(iname, "mpi", w.Size(), mpiInNs, gbs, "GB/s")
+		ir := record(iname, "peel", inNs, gbs, "GB/s")
+		mr2 := record(iname, "mpi", mpiInNs, gbs, "GB/s")
 		out = append(out,
 			result{pr, fmt.Sprintf("AllReduce (a new result): peel/direct MPI_Allreduce %.3f", pr.MedianNs/mr.MedianNs)},
 			result{mr, "direct MPI_Allreduce loop"},
@@ -234,7 +234,7 @@ func stepWorkloads(w dist.Communicator, reps, steps int) []result {
 		if v.name != "" {
 			name = fmt.Sprintf("ddp_mlp_step_%s_%drank", v.name, w.Size())
 		}
-		out = append(out, result{record(name, "peel", w.Size(), samples, perStep, "ms/step"), ""})
+		out = append(out, result{record(name, "peel", samples, perStep, "ms/step"), ""})
 	}
 	// The communication alone: the all-reduce of the gradients' bytes.
 	var n int
@@ -255,6 +255,6 @@ func stepWorkloads(w dist.Communicator, reps, steps int) []result {
 		}
 	}
 	name := fmt.Sprintf("ddp_mlp_allreduce_grads_%drank", w.Size())
-	out = append(out, result{record(name, "peel", w.Size(), samples, perStep, "ms/step"), fmt.Sprintf("%d f32 (%.1f MB)", n, float64(n*4)/1e6)})
+	out = append(out, result{record(name, "peel", samples, perStep, "ms/step"), fmt.Sprintf("%d f32 (%.1f MB)", n, float64(n*4)/1e6)})
 	return out
 }
