@@ -12,23 +12,38 @@ import (
 // JVP rule, or that have a VJP rule: the primal is computed by binding
 // the op itself, so a fused kernel still runs and none of the
 // composite's intermediates are computed or saved; the tangent is a
-// linear primitive, composite_lin, holding the op's operands and results.
+// linear primitive, composite_lin, whose first operands are the op's
+// operands and results (residuals: constants of a linear graph, vars of
+// a staged one, never parameters, which a trace would record holding
+// its own tracers) and whose last operands are the tangents.
 // Its forward map is the op's JVP rule or the JVP of the composite, its
 // transpose the op's VJP rule or the VJP of the composite recomputed from
 // the saved operands. Both are written with Bind (through JVP and
 // Linearize), so derivatives of any order follow.
 
 // CompositeParams are composite_lin's parameters: the op, its parameters,
-// the operands and results of the primal call, and which operands have
-// tangents (composite_lin's operands are those tangents, in order) and
-// which results are floats (its results are their tangents).
+// the number of operands and results of the primal call (composite_lin's
+// first operands, then the tangents of the operands in diff, in order),
+// and which results are floats (its results are their tangents).
 type CompositeParams struct {
-	p       *interp.Prim
-	params  any
+	p      *interp.Prim
+	params any
+	nIn    int
+	nOut   int
+	diff   []int
+	fout   []int
+	// primals and outs are the residual operands of one application
+	// (set on a copy by the rules, never staged).
 	primals []*tensor
 	outs    []*tensor
-	diff    []int
-	fout    []int
+}
+
+// withOperands is c for composite_lin's operands args: the residuals set
+// from them, and the tangents returned.
+func (c CompositeParams) withOperands(args []*tensor) (CompositeParams, []*tensor) {
+	c.primals = args[:c.nIn:c.nIn]
+	c.outs = args[c.nIn : c.nIn+c.nOut : c.nIn+c.nOut]
+	return c, args[c.nIn+c.nOut:]
 }
 
 func (c CompositeParams) String() string { return c.p.Name }
@@ -36,9 +51,10 @@ func (c CompositeParams) String() string { return c.p.Name }
 // Prim returns the composite primitive whose tangent this is.
 func (c CompositeParams) Prim() *interp.Prim { return c.p }
 
-// Operands returns the primal call's operands, saved by value: the
+// NumResiduals returns the number of composite_lin's leading operands
+// that are the primal call's operands and results, saved by value: the
 // backward pass recomputes the composite from them.
-func (c CompositeParams) Operands() []*interp.Tensor { return c.primals }
+func (c CompositeParams) NumResiduals() int { return c.nIn + c.nOut }
 
 // RuleKeyer is implemented by the parameters of a composite primitive
 // whose value names its derivative rules (a compiled program): the
@@ -57,16 +73,21 @@ var CompositeLin = newCompositeLin()
 func newCompositeLin() *interp.Prim {
 	p := interp.NewPrim("composite_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 		c := params.(CompositeParams)
+		if len(in) != c.nIn+c.nOut+len(c.diff) {
+			panic(&interp.Error{Prim: "composite_lin", Msg: "takes " + strconv.Itoa(c.nIn+c.nOut+len(c.diff)) + " operands, got " + strconv.Itoa(len(in))})
+		}
 		out := make([]interp.Aval, len(c.fout))
 		for k, i := range c.fout {
-			out[k] = interp.AvalOf(c.outs[i])
+			out[k] = in[c.nIn+i]
 		}
 		return out
 	})
-	p.Linear = []bool{true} // in every operand
-	p.Whole = true          // staged as one equation: linearize must not decompose it
-	p.Impl = func(params any, tangents []*tensor) []*tensor {
-		c := params.(CompositeParams)
+	// Linear in the tangents; the residuals are never tangents (they are
+	// constants of a linear graph: the transpose gives them none).
+	p.Linear = []bool{true}
+	p.Whole = true // staged as one equation: linearize must not decompose it
+	p.Impl = func(params any, args []*tensor) []*tensor {
+		c, tangents := params.(CompositeParams).withOperands(args)
 		defer interp.Decomposing(c.p.Name)
 		if c.p.JVP != nil {
 			full := make([]*tensor, len(c.primals))
@@ -86,9 +107,16 @@ func newCompositeLin() *interp.Prim {
 		return c.jvp(c.primals, tangents)
 	}
 	p.Transpose = func(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
-		c := params.(CompositeParams)
+		c, _ := params.(CompositeParams).withOperands(args)
 		defer interp.Decomposing(c.p.Name)
+		for i := range c.nIn + c.nOut {
+			if linear[i] {
+				panic(&interp.Error{Prim: "composite_lin", Msg: "a residual operand (the primal call's operand or result) is linear"})
+			}
+		}
 		res := make([]*tensor, len(args))
+		linear = linear[c.nIn+c.nOut:]
+		lres := res[c.nIn+c.nOut:]
 		full := make([]*tensor, len(c.outs))
 		any := false
 		for k, i := range c.fout {
@@ -113,7 +141,7 @@ func newCompositeLin() *interp.Prim {
 					panic(&interp.Error{Prim: c.p.Name, Msg: "the VJP rule's cotangent " + strconv.Itoa(i) + " is " + got[i].TypeString() + ", but the operand is " + c.primals[i].TypeString()})
 				}
 				if linear[k] {
-					res[k] = got[i]
+					lres[k] = got[i]
 				}
 			}
 			return res
@@ -130,7 +158,7 @@ func newCompositeLin() *interp.Prim {
 		}
 		for k := range c.diff {
 			if linear[k] {
-				res[k] = got[k]
+				lres[k] = got[k]
 			}
 		}
 		return res
@@ -289,7 +317,7 @@ func compositeJVP(p *interp.Prim, params any, primals, tangents []*tensor) (outs
 	for i, x := range primals {
 		saved[i] = interp.Snapshot(x)
 	}
-	c := CompositeParams{p: p, params: params, primals: saved, outs: outs}
+	c := CompositeParams{p: p, params: params, nIn: len(saved), nOut: len(outs), primals: saved, outs: outs}
 	var lt []*tensor
 	for i, t := range tangents {
 		if t != nil {
@@ -306,7 +334,9 @@ func compositeJVP(p *interp.Prim, params any, primals, tangents []*tensor) (outs
 	if len(c.fout) == 0 {
 		return outs, touts
 	}
-	ts := interp.Bind(CompositeLin, c, lt...)
+	args := append(append(saved, outs...), lt...)
+	c.primals, c.outs = nil, nil
+	ts := interp.Bind(CompositeLin, c, args...)
 	for k, i := range c.fout {
 		touts[i] = ts[k]
 	}

@@ -8,11 +8,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
-	"unsafe"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
@@ -63,24 +61,6 @@ func errorf(op, format string, args ...any) *peel.Error {
 	return &peel.Error{Ops: []string{op}, Msg: fmt.Sprintf(format, args...)}
 }
 
-// peelVersion is the version of the peel module in this binary's build
-// information ("(devel)" when built inside the module).
-func peelVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if bi.Main.Path == "github.com/peel-ml/peel" {
-		return bi.Main.Version
-	}
-	for _, d := range bi.Deps {
-		if d.Path == "github.com/peel-ml/peel" {
-			return d.Version
-		}
-	}
-	return "unknown"
-}
-
 // Save writes the tensor leaves of t to path as a safetensors file,
 // atomically: into a temporary file in path's directory, synced, then
 // renamed over path (and the directory synced), so that path holds
@@ -97,7 +77,7 @@ func Save(path string, t any, meta ...map[string]string) error {
 	if err := peel.Catch(func() { leaves, paths = tree.Leaves(t), tree.Paths(t) }); err != nil {
 		return err
 	}
-	md := map[string]string{"format": "peel", "format_version": FormatVersion, "peel_version": peelVersion()}
+	md := map[string]string{"format": "peel", "format_version": FormatVersion, "peel_version": peel.Version()}
 	for _, m := range meta {
 		for k, v := range m {
 			if _, taken := md[k]; taken {
@@ -199,27 +179,7 @@ func toLE(s any) []byte {
 var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // rawBytes returns the memory of a host slice as bytes (no copy).
-func rawBytes(s any) []byte {
-	switch v := s.(type) {
-	case []float64:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 8*len(v))
-	case []float32:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
-	case []int64:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 8*len(v))
-	case []int32:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
-	case []uint8:
-		return v
-	case []bool:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v))
-	case []backend.F16:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 2*len(v))
-	case []backend.BF16:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 2*len(v))
-	}
-	panic(fmt.Sprintf("checkpoint: host slice %T", s))
-}
+func rawBytes(s any) []byte { return backend.HostBytes(s) }
 
 func elemSize(s any) int {
 	switch s.(type) {

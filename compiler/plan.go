@@ -28,11 +28,16 @@ type builder struct {
 // traced from do not change it. Build panics with *Error if g's
 // constants were released (Graph.ReleaseConstants), are tracers, or live
 // on different backends.
-func Build(g *interp.Graph) *Program {
+func Build(g *interp.Graph) *Program { return BuildOn(g, nil) }
+
+// BuildOn is Build for a program that runs on be (Build's choice when be
+// is nil): g's constants must live there, and a graph without constants
+// runs there rather than on the default backend.
+func BuildOn(g *interp.Graph, be backend.Backend) *Program {
 	if g.Released() {
 		panic(&Error{Ops: []string{"compiler.Build"}, Msg: "the graph's constants were released (ReleaseConstants)"})
 	}
-	p := &Program{g: g}
+	p := &Program{g: g, be: be}
 	b := &builder{p: p, vals: map[*interp.Var]int{}}
 	for i, v := range g.In {
 		b.vals[v] = p.newSlot(slot{kind: rootInput, root: i, shape: v.Aval.Shape, dtype: v.Aval.DType})

@@ -117,6 +117,11 @@ type Prim struct {
 	// only while it is evaluated (what it keeps, it copies): a compiled
 	// program then hands it its buffers as they are, instead of copies.
 	BorrowsOperands bool
+	// Codec writes the primitive's parameters into an exported program
+	// and reads them back (see ParamCodec); nil for a primitive whose
+	// parameters are always nil, or that cannot be exported (an equation
+	// with parameters and no codec makes the export fail).
+	Codec *ParamCodec
 	// NoEval, when set, is why Eval refuses the primitive: it only exists
 	// to be transformed (a linear map that only has a transpose rule).
 	NoEval string

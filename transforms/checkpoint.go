@@ -60,6 +60,10 @@ type SavePolicy struct {
 	name   string
 	save   func(SaveCandidate) bool // nil: save nothing
 	minCut bool
+	// builtin marks the policies of this package (by name in an
+	// exported program); names are SaveOnlyNames's.
+	builtin bool
+	names   []string
 }
 
 func (p SavePolicy) String() string {
@@ -112,7 +116,92 @@ func SaveOnlyNames(names ...string) SavePolicy {
 	for _, n := range names {
 		set[n] = true
 	}
-	return SaveIf("SaveOnlyNames"+fmt.Sprint(names), func(c SaveCandidate) bool { return c.Prim == namePrim.Name && set[c.Name] })
+	p := SaveIf("SaveOnlyNames"+fmt.Sprint(names), func(c SaveCandidate) bool { return c.Prim == namePrim.Name && set[c.Name] })
+	p.names = append([]string{}, names...)
+	return p
+}
+
+// builtinPolicies are the policies an exported program names.
+var builtinPolicies = func() map[string]*SavePolicy {
+	m := map[string]*SavePolicy{}
+	for _, p := range []*SavePolicy{&NothingSaveable, &EverythingSaveable, &DotsSaveable, &DotsWithNoBatchDimsSaveable, &MinCut} {
+		p.builtin = true
+		m[p.name] = p
+	}
+	return m
+}()
+
+// encodePolicy writes a policy into an exported program: by name, or
+// SaveOnlyNames's names; a policy of the user's own (SaveIf) holds a Go
+// function, which a file cannot.
+func encodePolicy(w *interp.ParamWriter, p SavePolicy) {
+	switch {
+	case p.name == "" || p.builtin:
+		w.Uint(1)
+		w.String(p.String())
+	case p.names != nil:
+		w.Uint(2)
+		w.Uint(uint64(len(p.names)))
+		for _, n := range p.names {
+			w.String(n)
+		}
+	default:
+		w.Fail("the checkpoint policy " + p.name + " is a Go function (SaveIf): only the policies of package transforms and SaveOnlyNames can be exported")
+	}
+}
+
+func decodePolicy(r *interp.ParamReader) SavePolicy {
+	switch r.Uint() {
+	case 1:
+		name := r.String()
+		if p, ok := builtinPolicies[name]; ok {
+			return *p
+		}
+		r.Failf("unknown checkpoint policy %q", name)
+	case 2:
+		names := make([]string, r.Len())
+		for i := range names {
+			names[i] = r.String()
+		}
+		return SaveOnlyNames(names...)
+	default:
+		r.Failf("a malformed checkpoint policy")
+	}
+	return SavePolicy{}
+}
+
+// checkpointCodec writes the checkpoint primitive's parameters: its
+// graph, the number of argument leaves and the policy.
+var checkpointCodec = &interp.ParamCodec{
+	Encode: func(w *interp.ParamWriter, params any) {
+		c := params.(*ckptParams)
+		w.Graph(c.graph)
+		w.Int(c.nArgs)
+		encodePolicy(w, c.policy)
+	},
+	Decode: func(r *interp.ParamReader) any {
+		g := r.Graph()
+		n := r.Int()
+		policy := decodePolicy(r)
+		if r.Err() != nil {
+			return nil
+		}
+		if n < 0 || n > len(g.In) {
+			r.Failf("a checkpoint of %d argument leaves with %d inputs", n, len(g.In))
+			return nil
+		}
+		return &ckptParams{graph: g, policy: policy, nArgs: n, shared: newPlanCache()}
+	},
+}
+
+var nameCodec = &interp.ParamCodec{
+	Encode: func(w *interp.ParamWriter, params any) { w.String(params.(nameParams).name) },
+	Decode: func(r *interp.ParamReader) any { return nameParams{r.String()} },
+}
+
+func init() {
+	checkpointPrim.Codec = checkpointCodec
+	namePrim.Codec = nameCodec
 }
 
 // Checkpoint returns f whose gradients save only what policy allows of
@@ -248,7 +337,9 @@ type ckptParams struct {
 func (*ckptParams) String() string { return "checkpoint" }
 
 var checkpointPrim = interp.NewPrim("checkpoint", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
-	return outAvals(params.(*ckptParams).graph)
+	g := params.(*ckptParams).graph
+	checkOperands("checkpoint", g, in)
+	return outAvals(g)
 })
 
 func outAvals(g *interp.Graph) []interp.Aval {
@@ -837,18 +928,29 @@ func SavedResiduals[A, R any](f func(A) R, x A) []Residual {
 	add := func(t *tensor, source string) {
 		res = append(res, Residual{Shape: t.Shape(), DType: t.DType(), Source: source, Splat: isSplat(t)})
 	}
-	for _, t := range lin.Graph.ConstVals {
-		add(t, "saved by the linearization")
+	// A composite's residual operands (its call's operands and results)
+	// are constants of the linear graph, named by the composite.
+	source := map[*interp.Var]string{}
+	for _, e := range lin.Graph.Eqns {
+		if p, ok := e.Params.(autodiff.CompositeParams); ok {
+			for _, v := range e.In[:p.NumResiduals()] {
+				if _, seen := source[v]; !seen {
+					source[v] = "operand or result of " + p.Prim().Name + " (its backward pass recomputes from them)"
+				}
+			}
+		}
+	}
+	for i, t := range lin.Graph.ConstVals {
+		s, ok := source[lin.Graph.Consts[i]]
+		if !ok {
+			s = "saved by the linearization"
+		}
+		add(t, s)
 	}
 	for _, e := range lin.Graph.Eqns {
-		switch p := e.Params.(type) {
-		case *ckptLinParams:
+		if p, ok := e.Params.(*ckptLinParams); ok {
 			for i, t := range p.graph.ConstVals {
 				add(t, p.sources[i])
-			}
-		case autodiff.CompositeParams:
-			for _, t := range p.Operands() {
-				add(t, "operand of "+p.Prim().Name+" (its backward pass recomputes from its operands)")
 			}
 		}
 	}

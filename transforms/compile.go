@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/compiler"
 	"github.com/peel-ml/peel/customop"
 	"github.com/peel-ml/peel/functionalize"
@@ -1031,9 +1032,12 @@ func optimizeStages(g *interp.Graph, passes []compiler.Pass, record bool) (*inte
 
 // buildProgram prepares g for repeated evaluation on concrete values.
 // The bodies of g's scans are compiled too, when they first run.
-func buildProgram(g *interp.Graph) program {
+func buildProgram(g *interp.Graph) program { return buildProgramOn(g, nil) }
+
+// buildProgramOn is buildProgram on backend be (compiler.BuildOn).
+func buildProgramOn(g *interp.Graph, be backend.Backend) program {
 	markCompiledScans(g)
-	return compiler.Build(g)
+	return compiler.BuildOn(g, be)
 }
 
 // traceSignature traces f for x's signature, as the cache would (static

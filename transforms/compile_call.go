@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
@@ -34,14 +35,18 @@ var callIDs atomic.Int64
 
 // newCallParams prepares g's program, unless a constant is a tracer (of
 // an enclosing transform): that graph is only ever evaluated with Bind.
-func newCallParams(name string, g *interp.Graph) *callParams {
+func newCallParams(name string, g *interp.Graph) *callParams { return newCallParamsOn(name, g, nil) }
+
+// newCallParamsOn is newCallParams for a program on backend be (the
+// backend of g's constants, else the default, when nil).
+func newCallParamsOn(name string, g *interp.Graph, be backend.Backend) *callParams {
 	c := &callParams{id: callIDs.Add(1), name: name, graph: g}
 	for _, v := range g.ConstVals {
 		if !v.IsConcrete() {
 			return c
 		}
 	}
-	c.prog = buildProgram(g)
+	c.prog = buildProgramOn(g, be)
 	return c
 }
 
@@ -54,6 +59,7 @@ func (c *callParams) RuleKey() string { return "compiled#" + strconv.FormatInt(c
 var compiledCall = func() *interp.Prim {
 	p := interp.NewPrim("compiled_call", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 		g := params.(*callParams).graph
+		checkOperands("compiled_call", g, in)
 		out := make([]interp.Aval, len(g.Out))
 		for i, v := range g.Out {
 			out[i] = v.Aval

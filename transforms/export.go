@@ -1,0 +1,466 @@
+package transforms
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/compiler"
+	"github.com/peel-ml/peel/functionalize"
+	"github.com/peel-ml/peel/internal/treeimpl"
+	"github.com/peel-ml/peel/interp"
+)
+
+// ExportVersion is the version of the exported-program format that
+// Export writes and LoadExported reads (docs/export-format.md). A file of
+// another version is refused with *peel.Error.
+const ExportVersion = 1
+
+// exportMagic opens every exported program.
+const exportMagic = "PEELPROG"
+
+// Exported is a program that Export traced and optimized, or that
+// LoadExported read from bytes: a function of tensors that runs
+// compiled without the Go code that traced it. Its arguments and
+// results are the leaves of the traced function's argument and result
+// trees, in tree order; In and Out name them. It is safe for concurrent
+// use.
+type Exported struct {
+	name     string
+	producer string
+	in, out  []ExportedLeaf
+	graph    *interp.Graph
+	data     []byte
+	call     *callParams // nil while constants are missing
+	be       backend.Backend
+}
+
+// ExportedLeaf is an argument or result of an Exported program: its leaf
+// path in the traced function's tree (".W", "args[0].B", "" for a lone
+// tensor), its shape and dtype.
+type ExportedLeaf struct {
+	Path  string
+	Shape []int
+	DType peel.DType
+}
+
+func (l ExportedLeaf) String() string {
+	return treeimpl.PathOr(l.Path) + " " + interp.Aval{Shape: l.Shape, DType: l.DType}.String()
+}
+
+// Export traces f at x, as Compile would, optimizes the graph and
+// returns it as an Exported program, whose Bytes LoadExported reads back
+// in a process that does not have f. x's tensors give the program's
+// argument shapes and dtypes; its other parts (ints, strings, struct
+// fields without tensors) are fixed at their values in x. Tensors f
+// captures, and values computed from them alone, become constants of
+// the program, stored in the file; weights to be shipped separately (in
+// a checkpoint) are arguments instead (Export2(loss, params, x)).
+//
+// Export panics with *peel.Error naming the reason when f cannot be one
+// exported program: it reads the value of a traced tensor (a graph
+// break), writes its argument or a captured tensor, communicates with
+// other processes, or binds a primitive whose parameters a file cannot
+// hold (a Go function: a gradient hook, a custom derivative rule, a
+// checkpoint policy made with SaveIf).
+func Export[A, R any](f func(A) R, x A) *Exported {
+	const op = "transforms.Export"
+	if f == nil {
+		treeErrorf(op, "f must not be nil")
+	}
+	return export(op, funcName(f), f, x)
+}
+
+// Export2 is Export for a function of two arguments (params, x); the
+// leaf paths of the first start with "args[0]", of the second with
+// "args[1]", as in the other transforms' messages.
+func Export2[A, B, R any](f func(A, B) R, a A, b B) *Exported {
+	const op = "transforms.Export2"
+	if f == nil {
+		treeErrorf(op, "f must not be nil")
+	}
+	return export(op, funcName(f), func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b})
+}
+
+func funcName(f any) string {
+	if fn := runtime.FuncForPC(reflect.ValueOf(f).Pointer()); fn != nil {
+		return fn.Name()
+	}
+	return "f"
+}
+
+func export[A, R any](op, name string, f func(A) R, x A) *Exported {
+	leaves, def, _ := treeimpl.FlattenStatics(op, x)
+	in := make([]interp.Aval, len(leaves))
+	for i, l := range leaves {
+		in[i] = interp.AvalOf(l)
+	}
+	var outDef *treeDef
+	var g *interp.Graph
+	nOut := 0
+	var capturedWrites, eagerWrites []*tensor
+	err := interp.Catch(func() {
+		g = interp.TraceAvals("export", func(vals []*tensor) []*tensor {
+			fi := functionalize.New(false)
+			fi.OnCapturedWrite = func(box, _ *tensor) bool {
+				capturedWrites = append(capturedWrites, box)
+				return true
+			}
+			w := fi.WrapInputs(vals, nil, nil)
+			ended := false
+			defer func() {
+				if !ended {
+					fi.Abort()
+				}
+			}()
+			outs := func() []*tensor {
+				defer interp.AnnotateLevel(fi.Level())
+				return flatFn(op, f, def, &outDef)(w)
+			}()
+			for i, o := range outs {
+				outs[i] = fi.Unwrap(o)
+			}
+			ended = true
+			func() {
+				defer interp.AnnotateLevel(fi.Level())
+				fi.End(nil, nil)
+			}()
+			nOut = len(outs)
+			// The inputs' final values: functionalize writes an input f
+			// wrote back into its box.
+			return append(outs, vals...)
+		}, in, interp.WatchWrites(&eagerWrites))
+	})
+	if err != nil {
+		var ie *interp.Error
+		if errors.As(err, &ie) && strings.HasPrefix(ie.Msg, "cannot read the value of a traced tensor") {
+			treeErrorf(op, "%s reads the value of a traced tensor, so it is not one program (a graph break): %v", name, err)
+		}
+		panic(err)
+	}
+	for j, v := range g.Out[nOut:] {
+		if v != g.In[j] {
+			treeErrorf(op, "%s writes %s: an exported program is a pure function; return the new value instead", name, def.LeafName("its argument", j))
+		}
+	}
+	g.Out = g.Out[:nOut]
+	if w := append(capturedWrites, eagerWrites...); len(w) > 0 {
+		treeErrorf(op, "%s writes a tensor it captures (%s): an exported program is a pure function; return the new value instead", name, w[0].TypeString())
+	}
+	for _, c := range g.ConstVals {
+		if !c.IsConcrete() {
+			treeErrorf(op, "%s captures a tracer of an enclosing transform: export it outside transforms", name)
+		}
+	}
+	opt, _ := compiler.Optimize(g.DCE(), compiler.DefaultPasses(), false)
+	body, encErr := interp.EncodeGraph(opt)
+	if encErr != nil {
+		treeErrorf(op, "%s cannot be exported: %v", name, encErr)
+	}
+	var b []byte
+	b = append(b, exportMagic...)
+	b = binary.AppendUvarint(b, ExportVersion)
+	b = appendString(b, peel.Version())
+	b = appendString(b, name)
+	b = binary.AppendUvarint(b, uint64(len(leaves)))
+	for _, p := range def.Paths() {
+		b = appendString(b, p)
+	}
+	b = binary.AppendUvarint(b, uint64(len(opt.Out)))
+	for _, p := range outDef.Paths() {
+		b = appendString(b, p)
+	}
+	b = binary.AppendUvarint(b, uint64(len(body)))
+	b = append(b, body...)
+	e, lerr := LoadExported(b)
+	if lerr != nil {
+		// The encoding is peel's own: a failure to read it back is a bug.
+		treeErrorf(op, "%s: the exported program does not load: %v", name, lerr)
+	}
+	return e
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// Bytes returns the program in the exported-program format.
+func (e *Exported) Bytes() []byte { return slices.Clone(e.data) }
+
+// WriteTo writes the program in the exported-program format to w.
+func (e *Exported) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(e.data)
+	return int64(n), err
+}
+
+// Name returns the name of the function that was exported (its Go
+// name, such as "main.predict").
+func (e *Exported) Name() string { return e.name }
+
+// Producer returns the version of peel that exported the program.
+func (e *Exported) Producer() string { return e.producer }
+
+// In returns the program's arguments.
+func (e *Exported) In() []ExportedLeaf { return slices.Clone(e.in) }
+
+// Out returns the program's results.
+func (e *Exported) Out() []ExportedLeaf { return slices.Clone(e.out) }
+
+// Graph returns the program's graph (for Graph.DOT and Graph.String).
+func (e *Exported) Graph() *interp.Graph { return e.graph }
+
+// String describes the program: its name and signature.
+func (e *Exported) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s(", e.name)
+	for i, l := range e.in {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(l.String())
+	}
+	b.WriteString(") -> (")
+	for i, l := range e.out {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(l.String())
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// Call runs the program on its argument leaves and returns its result
+// leaves. On concrete tensors it runs the compiled program; under a
+// transform (Vmap, Grad, JVP, Compile …) it is one primitive to the
+// transform, as a compiled function is: vmapped by batching its graph,
+// differentiated through its graph's rules, staged as one call. It
+// panics with *peel.Error naming the argument when the arguments'
+// number, shapes or dtypes differ from In.
+func (e *Exported) Call(args ...*peel.Tensor) []*peel.Tensor {
+	op := "transforms.Exported.Call (" + e.name + ")"
+	if len(args) != len(e.in) {
+		treeErrorf(op, "the program takes %d arguments (%s), got %d", len(e.in), e.signature(), len(args))
+	}
+	concrete := true
+	for i, a := range args {
+		l := e.in[i]
+		if a == nil {
+			treeErrorf(op, "argument %s is nil", treeimpl.PathOr(l.Path))
+		}
+		if !interp.AvalOf(a).Equal(interp.Aval{Shape: l.Shape, DType: l.DType}) {
+			treeErrorf(op, "argument %s must be %s, got %s", treeimpl.PathOr(l.Path), interp.Aval{Shape: l.Shape, DType: l.DType}, a.TypeString())
+		}
+		concrete = concrete && a.IsConcrete()
+	}
+	if concrete && e.call.prog != nil {
+		return e.call.prog.Run(args, nil)
+	}
+	return interp.Bind(compiledCall, e.call, args...)
+}
+
+func (e *Exported) signature() string {
+	parts := make([]string, len(e.in))
+	for i, l := range e.in {
+		parts[i] = l.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ExportedFunc returns the program as a function of the exported
+// function's types: A's tensor leaves are its arguments (their paths
+// must be In's), and its results fill a zero R (whose leaf paths must be
+// Out's: a tensor, a struct of tensors or of such structs, an array, a
+// tuple; a result tree with slices or maps needs Call). It panics with
+// *peel.Error when R's structure does not fit, and the function panics
+// as Call does and when A's paths differ from In's.
+func ExportedFunc[A, R any](e *Exported) func(A) R {
+	const op = "transforms.ExportedFunc"
+	def := e.resultDef(op, reflect.TypeFor[R]())
+	return func(x A) R {
+		leaves, d := treeimpl.Flatten(op, x)
+		e.checkPaths(op, d.Paths())
+		return build[R](def, e.Call(leaves...))
+	}
+}
+
+// ExportedFunc2 is ExportedFunc for a program Export2 made.
+func ExportedFunc2[A, B, R any](e *Exported) func(A, B) R {
+	const op = "transforms.ExportedFunc2"
+	def := e.resultDef(op, reflect.TypeFor[R]())
+	return func(a A, b B) R {
+		leaves, d := treeimpl.Flatten(op, args2[A, B]{a, b})
+		e.checkPaths(op, d.Paths())
+		return build[R](def, e.Call(leaves...))
+	}
+}
+
+func (e *Exported) checkPaths(op string, paths []string) {
+	same := len(paths) == len(e.in)
+	for i := 0; same && i < len(paths); i++ {
+		same = paths[i] == e.in[i].Path
+	}
+	if !same {
+		treeErrorf(op, "the argument's leaves differ from the program's: it takes %s", e.signature())
+	}
+}
+
+// resultDef is the structure of a zero value of type t, which must have
+// the program's result paths.
+func (e *Exported) resultDef(op string, t reflect.Type) *treeDef {
+	_, def := treeimpl.FlattenAs(op, reflect.Zero(t).Interface(), treeimpl.AuxTree)
+	paths := def.Paths()
+	same := len(paths) == len(e.out)
+	for i := 0; same && i < len(paths); i++ {
+		same = paths[i] == e.out[i].Path
+	}
+	if !same {
+		var want []string
+		for _, l := range e.out {
+			want = append(want, treeimpl.PathOr(l.Path))
+		}
+		treeErrorf(op, "the program's results are %v, but a %s has the leaves %v: use Exported.Call", want, t, paths)
+	}
+	return def
+}
+
+// LoadOption configures LoadExported.
+type LoadOption interface{ applyLoad(*loadConfig) }
+
+type loadConfig struct{ be backend.Backend }
+
+type loadOpt func(*loadConfig)
+
+func (o loadOpt) applyLoad(c *loadConfig) { o(c) }
+
+// OnBackend makes the loaded program run on be: its constants are placed
+// there, and its arguments must live there. The default is the default
+// backend.
+func OnBackend(be backend.Backend) LoadOption { return loadOpt(func(c *loadConfig) { c.be = be }) }
+
+// LoadExported reads a program Export wrote. It never panics: a file of
+// another format version, a primitive this binary does not have, or a
+// malformed, truncated or hostile file is a *peel.Error saying what and
+// where. Every equation is type-checked as it is read, every count is
+// bounded by the bytes that are left and every value's size by the
+// allocation limit, so reading allocates at most a few times the file's
+// size.
+func LoadExported(data []byte, opts ...LoadOption) (e *Exported, err error) {
+	const op = "transforms.LoadExported"
+	var cfg loadConfig
+	for _, o := range opts {
+		o.applyLoad(&cfg)
+	}
+	if cfg.be == nil {
+		cfg.be = interp.DefaultBackend()
+	}
+	fail := func(format string, args ...any) (*Exported, error) {
+		return nil, &peel.Error{Ops: []string{op}, Msg: fmt.Sprintf(format, args...)}
+	}
+	if !bytes.HasPrefix(data, []byte(exportMagic)) {
+		return fail("not an exported peel program (it does not start with %q)", exportMagic)
+	}
+	r := &fileReader{data: data, off: len(exportMagic)}
+	version := r.uint()
+	if r.err == nil && version != ExportVersion {
+		return fail("the program is in format version %d; this peel (%s) reads version %d: export it again with this version, or load it with the version that wrote it", version, peel.Version(), ExportVersion)
+	}
+	e = &Exported{be: cfg.be}
+	e.producer = r.string()
+	e.name = r.string()
+	inPaths := r.strings()
+	outPaths := r.strings()
+	n := r.uint()
+	if r.err == nil && n != uint64(len(data)-r.off) {
+		r.err = fmt.Errorf("the graph is %d bytes but %d follow", n, len(data)-r.off)
+	}
+	if r.err != nil {
+		return fail("malformed header: %v", r.err)
+	}
+	g, gerr := interp.DecodeGraph(data[r.off:], cfg.be)
+	if gerr != nil {
+		return fail("%s (exported by peel %s): graph: %v", e.name, e.producer, gerr)
+	}
+	if len(inPaths) != len(g.In) || len(outPaths) != len(g.Out) {
+		return fail("%s: the header names %d arguments and %d results, the graph has %d and %d", e.name, len(inPaths), len(outPaths), len(g.In), len(g.Out))
+	}
+	for i, v := range g.In {
+		e.in = append(e.in, ExportedLeaf{Path: inPaths[i], Shape: v.Aval.Shape, DType: v.Aval.DType})
+	}
+	for i, v := range g.Out {
+		e.out = append(e.out, ExportedLeaf{Path: outPaths[i], Shape: v.Aval.Shape, DType: v.Aval.DType})
+	}
+	e.graph = g
+	e.data = slices.Clone(data)
+	if cerr := interp.Catch(func() { e.call = newCallParamsOn(e.name, g, cfg.be) }); cerr != nil {
+		return fail("%s: %v", e.name, cerr)
+	}
+	return e, nil
+}
+
+// ReadExported reads a program Export wrote from r (see LoadExported).
+func ReadExported(r io.Reader, opts ...LoadOption) (*Exported, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return LoadExported(data, opts...)
+}
+
+// fileReader reads the header of an exported program; every count is
+// bounded by the bytes left.
+type fileReader struct {
+	data []byte
+	off  int
+	err  error
+}
+
+func (r *fileReader) uint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.data[r.off:])
+	if n <= 0 {
+		r.err = fmt.Errorf("byte %d: a malformed or truncated integer", r.off)
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *fileReader) count() int {
+	n := r.uint()
+	if r.err == nil && n > uint64(len(r.data)-r.off) {
+		r.err = fmt.Errorf("byte %d: a count of %d with %d bytes left", r.off, n, len(r.data)-r.off)
+		return 0
+	}
+	return int(n)
+}
+
+func (r *fileReader) string() string {
+	n := r.count()
+	if r.err != nil {
+		return ""
+	}
+	s := string(r.data[r.off : r.off+n])
+	r.off += n
+	return s
+}
+
+func (r *fileReader) strings() []string {
+	n := r.count()
+	out := make([]string, 0, n)
+	for range n {
+		out = append(out, r.string())
+	}
+	return out
+}

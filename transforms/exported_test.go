@@ -1,0 +1,262 @@
+package transforms_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/transforms"
+)
+
+type expMLP struct{ W1, B1, W2, B2 *peel.Tensor }
+
+func newExpMLP(seed int64) expMLP {
+	k := peel.SplitKeys(peel.Key(seed), 4)
+	return expMLP{
+		W1: peel.Normal(k[0], peel.Float64, 4, 8),
+		B1: peel.Normal(k[1], peel.Float64, 8),
+		W2: peel.Normal(k[2], peel.Float64, 8, 3),
+		B2: peel.Normal(k[3], peel.Float64, 3),
+	}
+}
+
+func (m expMLP) apply(x *peel.Tensor) *peel.Tensor {
+	h := peel.Tanh(peel.Add(peel.MatMul(x, m.W1), m.B1))
+	return peel.Add(peel.MatMul(h, m.W2), m.B2)
+}
+
+func expLoss(m expMLP, x *peel.Tensor) *peel.Tensor {
+	return peel.Mean(peel.Square(m.apply(x)))
+}
+
+// reload writes e's bytes and loads them back, as another process would.
+func reload(t *testing.T, e *transforms.Exported, opts ...transforms.LoadOption) *transforms.Exported {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := e.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	l, err := transforms.ReadExported(&buf, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func sameTensors(t *testing.T, what string, got, want []*peel.Tensor, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d results, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if !interp.AvalOf(got[i]).Equal(interp.AvalOf(want[i])) {
+			t.Fatalf("%s: result %d is %s, want %s", what, i, got[i].TypeString(), want[i].TypeString())
+		}
+		g, w := peel.AsType(got[i], peel.Float64).Float64s(), peel.AsType(want[i], peel.Float64).Float64s()
+		for j := range w {
+			if d := g[j] - w[j]; d > tol || d < -tol || g[j] != g[j] != (w[j] != w[j]) {
+				t.Fatalf("%s: result %d element %d = %v, want %v", what, i, j, g[j], w[j])
+			}
+		}
+	}
+}
+
+// TestExportRoundTrip: a model with captured weights, exported, written,
+// read back and run, equals the compiled function bit for bit; the
+// typed form rebuilds the result tree.
+func TestExportRoundTrip(t *testing.T) {
+	m := newExpMLP(1)
+	f := func(x *peel.Tensor) *peel.Tensor { return m.apply(x) }
+	x := peel.Normal(peel.Key(9), peel.Float64, 5, 4)
+	e := transforms.Export(f, x)
+	l := reload(t, e)
+	want := transforms.Compile(f)(x)
+	sameTensors(t, "Call", l.Call(x), []*peel.Tensor{want}, 0)
+	sameTensors(t, "ExportedFunc", []*peel.Tensor{transforms.ExportedFunc[*peel.Tensor, *peel.Tensor](l)(x)}, []*peel.Tensor{want}, 0)
+	if got := l.String(); !strings.Contains(got, "f64[5,4]") || !strings.Contains(got, "f64[5,3]") {
+		t.Fatalf("String = %q", got)
+	}
+	if l.Producer() == "" || !strings.Contains(l.Name(), "TestExportRoundTrip") {
+		t.Fatalf("Producer %q, Name %q", l.Producer(), l.Name())
+	}
+}
+
+// TestExport2Composes: the loaded program of a loss of (params, x)
+// composes with Grad, Vmap (per-example gradients) and Compile, and
+// equals the transforms of the original function.
+func TestExport2Composes(t *testing.T) {
+	m := newExpMLP(2)
+	x := peel.Normal(peel.Key(3), peel.Float64, 6, 4)
+	e := reload(t, transforms.Export2(expLoss, m, x))
+	if in := e.In(); len(in) != 5 || in[0].Path != "args[0].W1" || in[4].Path != "args[1]" {
+		t.Fatalf("In = %v", in)
+	}
+	loaded := transforms.ExportedFunc2[expMLP, *peel.Tensor, *peel.Tensor](e)
+	sameTensors(t, "value", []*peel.Tensor{loaded(m, x)}, []*peel.Tensor{expLoss(m, x)}, 1e-12)
+
+	g := transforms.Grad2(loaded)(m, x)
+	want := transforms.Grad2(expLoss)(m, x)
+	sameTensors(t, "Grad", []*peel.Tensor{g.W1, g.B1, g.W2, g.B2}, []*peel.Tensor{want.W1, want.B1, want.W2, want.B2}, 1e-12)
+
+	// Per-example gradients: the exported loss at one example of batch 1.
+	e1 := reload(t, transforms.Export2(expLoss, m, peel.Slice(x, 0, 0, 1, 1)))
+	loaded1 := transforms.ExportedFunc2[expMLP, *peel.Tensor, *peel.Tensor](e1)
+	per := func(f func(expMLP, *peel.Tensor) *peel.Tensor) expMLP {
+		return transforms.Vmap2(func(p expMLP, xi *peel.Tensor) expMLP {
+			return transforms.Grad2(f)(p, peel.Reshape(xi, 1, 4))
+		}, transforms.InAxes(nil, 0))(m, x)
+	}
+	pg, pw := per(loaded1), per(expLoss)
+	sameTensors(t, "Vmap(Grad)", []*peel.Tensor{pg.W1, pg.B2}, []*peel.Tensor{pw.W1, pw.B2}, 1e-12)
+
+	c := transforms.Compile2(func(p expMLP, x *peel.Tensor) *peel.Tensor { return peel.Mul(loaded(p, x), 2.0) })
+	sameTensors(t, "Compile", []*peel.Tensor{c(m, x)}, []*peel.Tensor{peel.Mul(expLoss(m, x), 2.0)}, 1e-12)
+}
+
+// TestExportControlFlow: loops, conditionals, checkpoints and compiled
+// calls inside the exported function are kept (their graphs travel in
+// the file) and run the same.
+func TestExportControlFlow(t *testing.T) {
+	w := peel.Normal(peel.Key(4), peel.Float64, 3, 3)
+	inner := transforms.Compile(func(x *peel.Tensor) *peel.Tensor { return peel.Sin(peel.MatMul(x, w)) })
+	f := func(x *peel.Tensor) []*peel.Tensor {
+		c, ys := transforms.Scan(func(c, xi *peel.Tensor) (*peel.Tensor, *peel.Tensor) {
+			n := peel.Tanh(peel.Add(peel.MatMul(peel.Reshape(c, 1, 3), w), xi))
+			return peel.Reshape(n, 3), peel.Sum(n)
+		}, peel.Zeros(peel.Float64, 3), x)
+		s := transforms.Cond(peel.Greater(peel.Sum(c), 0.0),
+			func(v *peel.Tensor) *peel.Tensor { return peel.Mul(v, 2.0) },
+			func(v *peel.Tensor) *peel.Tensor { return peel.Neg(v) }, c)
+		wl := transforms.WhileLoop(func(v *peel.Tensor) *peel.Tensor { return peel.Less(peel.Sum(peel.Abs(v)), 10.0) },
+			func(v *peel.Tensor) *peel.Tensor { return peel.Add(peel.Mul(v, 1.5), 0.25) }, s)
+		ck := transforms.Checkpoint(func(v *peel.Tensor) *peel.Tensor {
+			return transforms.Name(peel.Exp(peel.Cos(v)), "e")
+		}, transforms.SaveOnlyNames("e"))(wl)
+		return []*peel.Tensor{ys, inner(peel.Reshape(ck, 1, 3)), transforms.ForiLoop(0, 3, func(i, v *peel.Tensor) *peel.Tensor {
+			return peel.Add(v, peel.AsType(i, peel.Float64))
+		}, ck)}
+	}
+	x := peel.Normal(peel.Key(5), peel.Float64, 4, 3)
+	e := reload(t, transforms.Export(f, x))
+	var names []string
+	for _, q := range e.Graph().Eqns {
+		names = append(names, q.Prim.Name)
+	}
+	for _, p := range []string{"scan", "cond", "while"} {
+		if !strings.Contains(strings.Join(names, " "), p) {
+			t.Errorf("the exported graph has no %s: %v", p, names)
+		}
+	}
+	sameTensors(t, "control flow", e.Call(x), f(x), 1e-12)
+	// Forward-mode through the loaded loops.
+	dx := peel.OnesLike(x)
+	_, want := transforms.JVP(func(x *peel.Tensor) *peel.Tensor { return f(x)[0] }, x, dx)
+	cf := transforms.Compile(f)
+	_, want2 := transforms.JVP(func(x *peel.Tensor) *peel.Tensor { return cf(x)[0] }, x, dx)
+	sameTensors(t, "JVP compiled", []*peel.Tensor{want2}, []*peel.Tensor{want}, 1e-12)
+	_, got := transforms.JVP(func(x *peel.Tensor) *peel.Tensor { return e.Call(x)[0] }, x, dx)
+	sameTensors(t, "JVP", []*peel.Tensor{got}, []*peel.Tensor{want}, 1e-12)
+}
+
+// otherBackend is a backend of its own (a CPU backend behind another
+// type, so without its optional interfaces: no fused kernels, no host
+// views).
+type otherBackend struct{ backend.Backend }
+
+func onBackend(be backend.Backend, x *peel.Tensor) *peel.Tensor {
+	arr, from := interp.ArrayOf(x)
+	return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(from.ToHost(arr)), Shape: x.Shape()})
+}
+
+// TestExportOtherBackend: a program exported on the default backend runs
+// on another one, with its constants placed there.
+func TestExportOtherBackend(t *testing.T) {
+	m := newExpMLP(4)
+	f := func(x *peel.Tensor) *peel.Tensor { return peel.Softmax(m.apply(x), -1) }
+	x := peel.Normal(peel.Key(7), peel.Float64, 3, 4)
+	be := otherBackend{cpu.New()}
+	l := reload(t, transforms.Export(f, x), transforms.OnBackend(be))
+	xo := onBackend(be, x)
+	got := l.Call(xo)
+	if _, gb := interp.ArrayOf(got[0]); gb != backend.Backend(be) {
+		t.Fatalf("result on backend %v", gb)
+	}
+	sameTensors(t, "other backend", got, []*peel.Tensor{f(x)}, 1e-12)
+	if err := peel.Catch(func() { l.Call(x) }); err == nil {
+		t.Fatal("an argument on the default backend was accepted by a program on another")
+	}
+	// A graph without constants runs on the backend it was loaded for.
+	g := reload(t, transforms.Export(func(x *peel.Tensor) *peel.Tensor { return peel.Exp(x) }, x), transforms.OnBackend(be))
+	sameTensors(t, "no constants", g.Call(xo), []*peel.Tensor{peel.Exp(x)}, 0)
+}
+
+// TestExportErrors: what cannot be one exported program, and files that
+// are not ones, fail with *peel.Error saying why.
+func TestExportErrors(t *testing.T) {
+	x := peel.Normal(peel.Key(8), peel.Float64, 3)
+	captured := peel.Zeros(peel.Float64, 3)
+	for _, c := range []struct {
+		name string
+		f    func(x *peel.Tensor) *peel.Tensor
+		want string
+	}{
+		{"hook", func(x *peel.Tensor) *peel.Tensor {
+			return peel.Sin(transforms.Hook(x, func(ct *peel.Tensor) *peel.Tensor { return ct }))
+		}, "cannot be written into a file"},
+		{"writes its argument", func(x *peel.Tensor) *peel.Tensor { peel.AddInPlace(x, 1.0); return peel.Sin(x) }, "writes its argument"},
+		{"graph break", func(x *peel.Tensor) *peel.Tensor {
+			if peel.Sum(x).Item() > 0 {
+				return x
+			}
+			return peel.Neg(x)
+		}, "graph break"},
+		{"custom derivative", func(x *peel.Tensor) *peel.Tensor {
+			return transforms.CustomJVP(peel.Sin, func(p, t *peel.Tensor) (*peel.Tensor, *peel.Tensor) {
+				return peel.Sin(p), peel.Mul(peel.Cos(p), t)
+			})(x)
+		}, "cannot be written into a file"},
+		{"writes a captured tensor", func(x *peel.Tensor) *peel.Tensor {
+			peel.CopyInto(captured, x)
+			return peel.Sin(x)
+		}, "writes a tensor it captures"},
+	} {
+		err := peel.Catch(func() { transforms.Export(c.f, x) })
+		var pe *peel.Error
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a *peel.Error saying %q", c.name, err, c.want)
+		}
+	}
+
+	data := transforms.Export(peel.Sin, x).Bytes()
+	load := func(b []byte) error { _, err := transforms.LoadExported(b); return err }
+	check := func(what string, err error, want string) {
+		t.Helper()
+		var pe *peel.Error
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a *peel.Error saying %q", what, err, want)
+		}
+	}
+	// The version follows the magic.
+	v2 := bytes.Clone(data)
+	v2[8] = transforms.ExportVersion + 1
+	check("version", load(v2), "format version 2")
+	check("magic", load([]byte("PK\x03\x04")), "not an exported peel program")
+	unknown := bytes.Replace(data, []byte("\x03sin"), []byte("\x03sjn"), 1)
+	check("unknown primitive", load(unknown), `unknown primitive "sjn"`)
+	check("truncated", load(data[:len(data)-3]), "")
+	check("extra bytes", load(append(bytes.Clone(data), 0)), "")
+
+	// Arguments of the wrong type name the leaf.
+	e := transforms.Export2(expLoss, newExpMLP(1), peel.Zeros(peel.Float64, 2, 4))
+	err := peel.Catch(func() {
+		transforms.ExportedFunc2[expMLP, *peel.Tensor, *peel.Tensor](e)(newExpMLP(1), peel.Zeros(peel.Float64, 3, 4))
+	})
+	check("argument type", err, "argument args[1] must be f64[2,4]")
+	err = peel.Catch(func() { transforms.ExportedFunc[*peel.Tensor, []*peel.Tensor](e) })
+	check("result structure", err, "use Exported.Call")
+}
