@@ -76,6 +76,11 @@ func newCompositeLin() *interp.Prim {
 		if len(in) != c.nIn+c.nOut+len(c.diff) {
 			panic(&interp.Error{Prim: "composite_lin", Msg: "takes " + strconv.Itoa(c.nIn+c.nOut+len(c.diff)) + " operands, got " + strconv.Itoa(len(in))})
 		}
+		for k, i := range c.diff {
+			if t := in[c.nIn+c.nOut+k]; !t.Equal(in[i]) {
+				panic(&interp.Error{Prim: "composite_lin", Msg: "the tangent of operand " + strconv.Itoa(i) + " is " + t.String() + ", the operand " + in[i].String()})
+			}
+		}
 		out := make([]interp.Aval, len(c.fout))
 		for k, i := range c.fout {
 			out[k] = in[c.nIn+i]
@@ -342,3 +347,45 @@ func compositeJVP(p *interp.Prim, params any, primals, tangents []*tensor) (outs
 	}
 	return outs, touts
 }
+
+// compositeLinCodec writes composite_lin's parameters into an exported
+// program (a compiled JVP of a user-defined op or a compiled call): the
+// composite and its parameters, and the counts and index lists.
+var compositeLinCodec = &interp.ParamCodec{
+	Encode: func(w *interp.ParamWriter, params any) {
+		c := params.(CompositeParams)
+		w.Prim(c.p, c.params)
+		w.Int(c.nIn)
+		w.Int(c.nOut)
+		w.Ints(c.diff)
+		w.Ints(c.fout)
+	},
+	Decode: func(r *interp.ParamReader) any {
+		p, params := r.Prim()
+		c := CompositeParams{p: p, params: params, nIn: r.Int(), nOut: r.Int(), diff: r.Ints(), fout: r.Ints()}
+		if r.Err() != nil {
+			return nil
+		}
+		if p.Impl == nil {
+			r.Failf("composite_lin of %s, which is not a composite", p.Name)
+			return nil
+		}
+		if c.nIn < 0 || c.nOut < 0 || !increasing(c.diff, c.nIn) || !increasing(c.fout, c.nOut) {
+			r.Failf("composite_lin of %s with malformed operand lists", p.Name)
+			return nil
+		}
+		return c
+	},
+}
+
+// increasing reports whether xs are strictly increasing indices below n.
+func increasing(xs []int, n int) bool {
+	for i, x := range xs {
+		if x < 0 || x >= n || i > 0 && x <= xs[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+func init() { CompositeLin.Codec = compositeLinCodec }

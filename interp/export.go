@@ -85,6 +85,33 @@ func (w *ParamWriter) Graph(g *Graph) {
 	w.buf = append(w.buf, sub.buf...)
 }
 
+// Prim appends a primitive and its parameters, as an equation's are
+// written: for parameters that hold another primitive's (the tangent
+// of a composite). It fails when the parameters are not nil and the
+// primitive has no codec.
+func (w *ParamWriter) Prim(p *Prim, params any) {
+	if w.err != nil {
+		return
+	}
+	w.String(p.Name)
+	switch {
+	case params == nil:
+		w.buf = append(w.buf, 0)
+	case p.Codec == nil:
+		w.err = fmt.Errorf("%s has parameters (%s) that cannot be written into a file", p.Name, FormatParams(params))
+	default:
+		w.buf = append(w.buf, 1)
+		body := ParamWriter{g: w.g}
+		p.Codec.Encode(&body, params)
+		if body.err != nil {
+			w.err = fmt.Errorf("%s: %v", p.Name, body.err)
+			return
+		}
+		w.Uint(uint64(len(body.buf)))
+		w.buf = append(w.buf, body.buf...)
+	}
+}
+
 // Fail makes the export fail: the parameters hold something a file
 // cannot (a Go function, a communicator). why says what.
 func (w *ParamWriter) Fail(why string) {
@@ -104,6 +131,13 @@ type ParamReader struct {
 	// depth is the nesting of graphs (a loop body's loop's body).
 	depth int
 }
+
+// NewParamReader returns a reader of data (a file's header around an
+// encoded graph).
+func NewParamReader(data []byte) *ParamReader { return &ParamReader{data: data} }
+
+// Offset returns the number of bytes read.
+func (r *ParamReader) Offset() int { return r.off }
 
 // Err returns the first malformed value met, or nil.
 func (r *ParamReader) Err() error { return r.err }
@@ -224,6 +258,47 @@ func (r *ParamReader) Ints() []int {
 		v[i] = r.Int()
 	}
 	return v
+}
+
+// Prim reads a primitive and its parameters (ParamWriter.Prim). The
+// primitive must be registered in this program, and be one an exported
+// program may hold: not a mutation, an effect or one that cannot be
+// evaluated.
+func (r *ParamReader) Prim() (*Prim, any) {
+	name := r.String()
+	has := r.byte()
+	if r.err != nil {
+		return nil, nil
+	}
+	p := PrimByName(name)
+	switch {
+	case p == nil:
+		r.Failf("unknown primitive %q (is the package that defines it linked into this program?)", name)
+	case p.Kind == Mutation || p.Effect || p.NoEval != "":
+		r.Failf("primitive %s cannot appear in an exported program (it writes in place, communicates, or cannot be evaluated)", name)
+	case has > 1:
+		r.Failf("%s: a malformed parameter flag", name)
+	case has == 1 && p.Codec == nil:
+		r.Failf("primitive %s takes no parameters in this version of peel", name)
+	}
+	if r.err != nil || has == 0 {
+		return p, nil
+	}
+	n := r.Len()
+	if r.err != nil {
+		return nil, nil
+	}
+	pr := &ParamReader{data: r.data[r.off : r.off+n], be: r.be, depth: r.depth}
+	params := decodeParams(p, pr)
+	if pr.err == nil && pr.off != n {
+		pr.Failf("%d bytes after the parameters", n-pr.off)
+	}
+	if pr.err != nil {
+		r.Failf("%s: parameters: %v", name, pr.err)
+		return nil, nil
+	}
+	r.off += n
+	return p, params
 }
 
 // Graph reads a graph written by ParamWriter.Graph.
@@ -464,21 +539,9 @@ func (w *graphWriter) graph(g *Graph) error {
 			return fmt.Errorf("equation %d: %s cannot be evaluated: %s", k, p.Name, p.NoEval)
 		}
 		pw := ParamWriter{g: w}
-		pw.String(p.Name)
-		switch {
-		case e.Params == nil:
-			pw.buf = append(pw.buf, 0)
-		case p.Codec == nil:
-			return fmt.Errorf("equation %d: %s has parameters (%s) that cannot be written into a file", k, p.Name, FormatParams(e.Params))
-		default:
-			pw.buf = append(pw.buf, 1)
-			body := ParamWriter{g: w}
-			p.Codec.Encode(&body, e.Params)
-			if body.err != nil {
-				return fmt.Errorf("equation %d: %s: %v", k, p.Name, body.err)
-			}
-			pw.Uint(uint64(len(body.buf)))
-			pw.buf = append(pw.buf, body.buf...)
+		pw.Prim(p, e.Params)
+		if pw.err != nil {
+			return fmt.Errorf("equation %d: %v", k, pw.err)
 		}
 		w.buf = append(w.buf, pw.buf...)
 		w.uint(uint64(len(e.In)))
@@ -633,44 +696,12 @@ func (r *graphReader) constant(a Aval) *Tensor {
 }
 
 func (r *graphReader) eqn(k int) *Eqn {
-	name := r.String()
-	hasParams := r.byte()
+	p, params := r.Prim()
 	if r.err != nil {
+		r.err = fmt.Errorf("equation %d: %w", k, r.err)
 		return nil
 	}
-	p := PrimByName(name)
-	if p == nil {
-		r.Failf("equation %d: unknown primitive %q (is the package that defines it linked into this program?)", k, name)
-		return nil
-	}
-	switch {
-	case p.Kind == Mutation || p.Effect || p.NoEval != "":
-		r.Failf("equation %d: primitive %s cannot appear in an exported program (it writes in place, communicates, or cannot be evaluated)", k, name)
-		return nil
-	case hasParams > 1:
-		r.Failf("equation %d (%s): a malformed parameter flag", k, name)
-		return nil
-	case hasParams == 1 && p.Codec == nil:
-		r.Failf("equation %d: primitive %s takes no parameters in this version of peel", k, name)
-		return nil
-	}
-	var params any
-	if hasParams == 1 {
-		n := r.Len()
-		if r.err != nil {
-			return nil
-		}
-		pr := &ParamReader{data: r.data[r.off : r.off+n], be: r.be, depth: r.depth}
-		params = decodeParams(p, pr)
-		if pr.err == nil && pr.off != n {
-			pr.Failf("%d bytes after the parameters", n-pr.off)
-		}
-		if pr.err != nil {
-			r.Failf("equation %d (%s): parameters: %v", k, name, pr.err)
-			return nil
-		}
-		r.off += n
-	}
+	name := p.Name
 	e := &Eqn{Prim: p, Params: params}
 	for range r.Len() {
 		e.In = append(e.In, r.ref())

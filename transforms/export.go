@@ -369,24 +369,31 @@ func LoadExported(data []byte, opts ...LoadOption) (e *Exported, err error) {
 	if !bytes.HasPrefix(data, []byte(exportMagic)) {
 		return fail("not an exported peel program (it does not start with %q)", exportMagic)
 	}
-	r := &fileReader{data: data, off: len(exportMagic)}
-	version := r.uint()
-	if r.err == nil && version != ExportVersion {
+	r := interp.NewParamReader(data[len(exportMagic):])
+	version := r.Uint()
+	if r.Err() == nil && version != ExportVersion {
 		return fail("the program is in format version %d; this peel (%s) reads version %d: export it again with this version, or load it with the version that wrote it", version, peel.Version(), ExportVersion)
 	}
 	e = &Exported{be: cfg.be}
-	e.producer = r.string()
-	e.name = r.string()
-	inPaths := r.strings()
-	outPaths := r.strings()
-	n := r.uint()
-	if r.err == nil && n != uint64(len(data)-r.off) {
-		r.err = fmt.Errorf("the graph is %d bytes but %d follow", n, len(data)-r.off)
+	e.producer = r.String()
+	e.name = r.String()
+	inPaths := make([]string, r.Len())
+	for i := range inPaths {
+		inPaths[i] = r.String()
 	}
-	if r.err != nil {
-		return fail("malformed header: %v", r.err)
+	outPaths := make([]string, r.Len())
+	for i := range outPaths {
+		outPaths[i] = r.String()
 	}
-	g, gerr := interp.DecodeGraph(data[r.off:], cfg.be)
+	n := r.Uint()
+	off := len(exportMagic) + r.Offset()
+	if r.Err() == nil && n != uint64(len(data)-off) {
+		r.Failf("the graph is %d bytes but %d follow", n, len(data)-off)
+	}
+	if r.Err() != nil {
+		return fail("malformed header: %v", r.Err())
+	}
+	g, gerr := interp.DecodeGraph(data[off:], cfg.be)
 	if gerr != nil {
 		return fail("%s (exported by peel %s): graph: %v", e.name, e.producer, gerr)
 	}
@@ -414,53 +421,4 @@ func ReadExported(r io.Reader, opts ...LoadOption) (*Exported, error) {
 		return nil, err
 	}
 	return LoadExported(data, opts...)
-}
-
-// fileReader reads the header of an exported program; every count is
-// bounded by the bytes left.
-type fileReader struct {
-	data []byte
-	off  int
-	err  error
-}
-
-func (r *fileReader) uint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.data[r.off:])
-	if n <= 0 {
-		r.err = fmt.Errorf("byte %d: a malformed or truncated integer", r.off)
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *fileReader) count() int {
-	n := r.uint()
-	if r.err == nil && n > uint64(len(r.data)-r.off) {
-		r.err = fmt.Errorf("byte %d: a count of %d with %d bytes left", r.off, n, len(r.data)-r.off)
-		return 0
-	}
-	return int(n)
-}
-
-func (r *fileReader) string() string {
-	n := r.count()
-	if r.err != nil {
-		return ""
-	}
-	s := string(r.data[r.off : r.off+n])
-	r.off += n
-	return s
-}
-
-func (r *fileReader) strings() []string {
-	n := r.count()
-	out := make([]string, 0, n)
-	for range n {
-		out = append(out, r.string())
-	}
-	return out
 }

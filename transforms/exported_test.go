@@ -9,6 +9,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/examples/customop/mylib"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/transforms"
 )
@@ -259,4 +260,88 @@ func TestExportErrors(t *testing.T) {
 	check("argument type", err, "argument args[1] must be f64[2,4]")
 	err = peel.Catch(func() { transforms.ExportedFunc[*peel.Tensor, []*peel.Tensor](e) })
 	check("result structure", err, "use Exported.Call")
+}
+
+// TestExportCompositeTangent: the JVP of a user-defined op (its tangent
+// is composite_lin, which holds the op) exports, when the op is linked
+// into the loading program, and equals the JVP of the op.
+func TestExportCompositeTangent(t *testing.T) {
+	f := func(x *peel.Tensor) *peel.Tensor {
+		_, tan := transforms.JVP(func(x *peel.Tensor) *peel.Tensor { return mylib.Gelu.Call(x) }, x, peel.Cos(x))
+		return tan
+	}
+	x := peel.Normal(peel.Key(10), peel.Float64, 4, 5)
+	e := reload(t, transforms.Export(f, x))
+	found := false
+	for _, q := range e.Graph().Eqns {
+		found = found || q.Prim.Name == "composite_lin"
+	}
+	if !found {
+		t.Fatalf("no composite_lin in the exported graph:\n%v", e.Graph())
+	}
+	sameTensors(t, "JVP of a user-defined op", e.Call(x), []*peel.Tensor{f(x)}, 1e-12)
+}
+
+// FuzzLoadExported: no input makes LoadExported panic, fail with an
+// error other than *peel.Error, or read more constants than the file
+// holds; a program it accepts runs on zeros, or fails with *peel.Error
+// (loops are not run: a hostile loop may be endless, which is the
+// program's meaning, not a fault of the loader).
+func FuzzLoadExported(f *testing.F) {
+	m := newExpMLP(1)
+	x := peel.Normal(peel.Key(1), peel.Float64, 2, 4)
+	f.Add(transforms.Export(func(x *peel.Tensor) *peel.Tensor { return m.apply(x) }, x).Bytes())
+	f.Add(transforms.Export2(expLoss, m, x).Bytes())
+	f.Add(transforms.Export(func(x *peel.Tensor) *peel.Tensor {
+		return transforms.Cond(peel.Greater(peel.Sum(x), 0.0), peel.Exp, peel.Sin, peel.Reshape(x, 8))
+	}, x).Bytes())
+	f.Add(transforms.Export(func(x *peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{peel.ArgMax(x, 1), peel.Cumsum(x, 0), peel.AsType(x, peel.Float16), peel.Greater(x, 0.5)}
+	}, x).Bytes())
+	f.Add([]byte("PEELPROG"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := transforms.LoadExported(data)
+		if err != nil {
+			var pe *peel.Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("%T: %v, want a *peel.Error", err, err)
+			}
+			return
+		}
+		consts := 0
+		for _, c := range e.Graph().ConstVals {
+			consts += c.Size() * c.DType().Size()
+		}
+		if consts > len(data) {
+			t.Fatalf("%d bytes of constants from %d bytes", consts, len(data))
+		}
+		if bytes.Contains(data, []byte("while")) || bytes.Contains(data, []byte("scan")) {
+			return
+		}
+		// Run small programs only (a fuzzed shape may be as large as the
+		// allocation limit allows).
+		g := e.Graph()
+		size := 0
+		for _, v := range g.In {
+			size += v.Aval.Size()
+		}
+		for _, q := range g.Eqns {
+			for _, v := range q.Out {
+				size += v.Aval.Size()
+			}
+		}
+		if size > 1<<12 || len(g.Eqns) > 64 {
+			return
+		}
+		var args []*peel.Tensor
+		for _, l := range e.In() {
+			args = append(args, peel.Zeros(l.DType, l.Shape...))
+		}
+		if err := peel.Catch(func() { e.Call(args...) }); err != nil {
+			var pe *peel.Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("running: %T: %v", err, err)
+			}
+		}
+	})
 }
