@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 
 	"github.com/peel-ml/peel/backend"
 )
@@ -520,12 +521,7 @@ func (w *graphWriter) graph(g *Graph) error {
 		if c == nil || !c.IsConcrete() {
 			return fmt.Errorf("constant %d (%s) is not a concrete tensor (a tracer of an enclosing transform)", i, v.Aval)
 		}
-		arr, be := ArrayOf(c)
-		b := backend.HostBytes(be.ToHost(arr))
-		if !nativeLE {
-			b = swapped(b, v.Aval.DType.Size())
-		}
-		w.buf = append(w.buf, b...)
+		w.constant(c)
 	}
 	w.uint(uint64(len(g.Eqns)))
 	for k, e := range g.Eqns {
@@ -567,6 +563,32 @@ func (w *graphWriter) graph(g *Graph) error {
 		w.uint(uint64(id))
 	}
 	return nil
+}
+
+// constant appends a constant's elements: row-major (flag 0), or, for a
+// strided view of a smaller buffer (a bias broadcast to a batch while
+// the function was traced), that buffer with the view's offset and
+// strides (flag 1), so that the file holds the small tensor.
+func (w *graphWriter) constant(c *Tensor) {
+	arr, be := ArrayOf(c)
+	var host any
+	if n := arr.Buf.Len(); n < arr.Size() && arr.Strides != nil && !slices.ContainsFunc(arr.Strides, func(s int) bool { return s < 0 }) {
+		w.buf = append(w.buf, 1)
+		w.uint(uint64(n))
+		w.uint(uint64(arr.Offset))
+		for _, s := range arr.Strides {
+			w.uint(uint64(s))
+		}
+		host = be.ToHost(backend.Array{Buf: arr.Buf, Shape: []int{n}})
+	} else {
+		w.buf = append(w.buf, 0)
+		host = be.ToHost(arr)
+	}
+	b := backend.HostBytes(host)
+	if !nativeLE {
+		b = swapped(b, c.DType().Size())
+	}
+	w.buf = append(w.buf, b...)
 }
 
 var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
@@ -672,6 +694,46 @@ func (r *graphReader) graph() *Graph {
 
 func (r *graphReader) constant(a Aval) *Tensor {
 	n := a.Size()
+	var strides []int
+	offset := 0
+	switch r.byte() {
+	case 0:
+	case 1:
+		// A strided view of a buffer of n elements: every element it
+		// reaches lies in the buffer.
+		m := r.Uint()
+		off := r.Uint()
+		strides = make([]int, len(a.Shape))
+		last := off
+		for i := range strides {
+			st := r.Uint()
+			if r.err != nil {
+				return nil
+			}
+			if st > uint64(math.MaxInt32) || a.Shape[i] > 0 && last > math.MaxInt64-uint64(a.Shape[i]-1)*st {
+				r.Failf("a constant stride of %d", st)
+				return nil
+			}
+			strides[i] = int(st)
+			if a.Shape[i] > 0 {
+				last += uint64(a.Shape[i]-1) * st
+			}
+		}
+		if r.err != nil {
+			return nil
+		}
+		if m > uint64(n) || n > 0 && last >= m {
+			r.Failf("a strided constant of %d elements over a buffer of %d (offset %d)", n, m, off)
+			return nil
+		}
+		n, offset = int(m), int(off)
+	default:
+		r.Failf("a malformed constant layout")
+		return nil
+	}
+	if r.err != nil {
+		return nil
+	}
 	size := n * a.DType.Size()
 	if size > len(r.data)-r.off {
 		r.Failf("a constant of type %s (%d bytes) with %d bytes left", a, size, len(r.data)-r.off)
@@ -692,7 +754,7 @@ func (r *graphReader) constant(a Aval) *Tensor {
 			}
 		}
 	}
-	return NewConcrete(r.be, backend.Array{Buf: backend.FromOwnedHost(r.be, host), Shape: a.Shape})
+	return NewConcrete(r.be, backend.Array{Buf: backend.FromOwnedHost(r.be, host), Shape: a.Shape, Strides: strides, Offset: offset})
 }
 
 func (r *graphReader) eqn(k int) *Eqn {

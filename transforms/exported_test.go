@@ -82,6 +82,13 @@ func TestExportRoundTrip(t *testing.T) {
 	if got := l.String(); !strings.Contains(got, "f64[5,4]") || !strings.Contains(got, "f64[5,3]") {
 		t.Fatalf("String = %q", got)
 	}
+	// The biases, broadcast to the batch while f was traced, are stored
+	// as the biases (strided constants): 67 float64 parameters, 536
+	// bytes, where the broadcast ones would take 440 more (about 760 bytes
+	// in all, against 1200).
+	if n := len(e.Bytes()); n > 1000 {
+		t.Errorf("the program takes %d bytes:\n%v", n, l.Graph())
+	}
 	if l.Producer() == "" || !strings.Contains(l.Name(), "TestExportRoundTrip") {
 		t.Fatalf("Producer %q, Name %q", l.Producer(), l.Name())
 	}

@@ -34,7 +34,13 @@
 // installed, else written as FILE.dot): the kernels, the fused groups as
 // clusters, and every value with its type and buffer.
 //
-//	go run ./examples/digits [-data digits.csv.gz] [-checkpoint run.safetensors [-every 5]] [-graph step.svg]
+// With -export DIR it exports the trained classifier (transforms.Export:
+// the images [360, 64] in, the logits and the labels out, the weights
+// held in the program) to DIR/classify.peel, and the test set to
+// DIR/test.npz, for examples/peelrun, which runs the program without
+// this code.
+//
+//	go run ./examples/digits [-data digits.csv.gz] [-checkpoint run.safetensors [-every 5]] [-graph step.svg] [-export dir]
 package main
 
 import (
@@ -45,6 +51,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -301,6 +308,45 @@ type Result struct {
 	Losses         []float64 // mean training loss per epoch
 	TestAcc        float64
 	Correct, Tests int
+	// The trained parameters and the test set.
+	params       MLP
+	xTest, yTest *peel.Tensor
+}
+
+// Classified is what the exported classifier returns.
+type Classified struct{ Logits, Labels *peel.Tensor }
+
+// classifier is the trained classifier of images x [n, 64].
+func classifier(p MLP) func(x *peel.Tensor) Classified {
+	return func(x *peel.Tensor) Classified {
+		logits := predict(p, x)
+		return Classified{Logits: logits, Labels: peel.ArgMax(logits, 1)}
+	}
+}
+
+// exportClassifier writes the classifier of the test set's shape to
+// dir/classify.peel and the test set to dir/test.npz (x, y).
+func exportClassifier(dir string, r Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	e := transforms.Export(classifier(r.params), r.xTest)
+	if err := os.WriteFile(filepath.Join(dir, "classify.peel"), e.Bytes(), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "test.npz"))
+	if err != nil {
+		return err
+	}
+	if err := data.WriteNPZ(f, map[string]*peel.Tensor{"x": r.xTest, "y": r.yTest}); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("exported %s (%d bytes) to %s, and the test set to %s\n", e, len(e.Bytes()), filepath.Join(dir, "classify.peel"), filepath.Join(dir, "test.npz"))
+	return nil
 }
 
 // run trains on the data at path, or on the synthetic stand-in when path
@@ -321,7 +367,7 @@ func run(path string, r resume) (Result, error) {
 		return Result{Losses: losses}, err
 	}
 	acc, correct := accuracy(p, xTest, yTest)
-	return Result{Synthetic: path == "", Losses: losses, TestAcc: acc, Correct: correct, Tests: yTest.Shape()[0]}, nil
+	return Result{Synthetic: path == "", Losses: losses, TestAcc: acc, Correct: correct, Tests: yTest.Shape()[0], params: p, xTest: xTest, yTest: yTest}, nil
 }
 
 func main() {
@@ -331,6 +377,7 @@ func main() {
 	flag.IntVar(&r.every, "every", 5, "epochs between checkpoints")
 	flag.IntVar(&r.stopAfter, "stop-after", 0, "stop after this many epochs of this run (0: never), to resume later")
 	graph := flag.String("graph", "", "draw the compiled training step's program to this .svg file (Graphviz's dot; a .dot file without it)")
+	exportDir := flag.String("export", "", "export the trained classifier and the test set to this directory (for examples/peelrun)")
 	flag.Parse()
 	if r.every < 1 {
 		log.Fatal("-every must be at least 1")
@@ -358,4 +405,9 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("test accuracy: %.4f (%d of %d)\n", res.TestAcc, res.Correct, res.Tests)
+	if *exportDir != "" {
+		if err := exportClassifier(*exportDir, res); err != nil {
+			log.Fatal(err)
+		}
+	}
 }
