@@ -42,6 +42,26 @@ func TestSynthetic(t *testing.T) {
 		t.Fatal("not the synthetic run")
 	}
 	checkRun(t, r, 0.85)
+
+	// The exported classifier, read back, classifies the test set as the
+	// trained model does.
+	dir := t.TempDir()
+	if err := exportClassifier(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "classify.peel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := transforms.LoadExported(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := transforms.ExportedFunc[*peel.Tensor, Classified](e)(r.xTest)
+	correct := int(peel.Sum(peel.AsType(peel.Equal(got.Labels, r.yTest), peel.Int64)).Item())
+	if correct != r.Correct {
+		t.Fatalf("the exported classifier gets %d of %d right, the model %d", correct, r.Tests, r.Correct)
+	}
 }
 
 // TestRealData trains on scikit-learn's digits where the file is found
