@@ -62,6 +62,11 @@
 // compiled segments (graph breaks; Opaque marks a function to run as Go
 // code always).
 //
+// Export (Export2) writes a traced, optimized program as bytes in a
+// versioned format (docs/export-format.md); LoadExported reads it back,
+// in a process without the function's code, as an Exported program that
+// runs compiled and is a compiled call to the transforms above it.
+//
 // Checkpoint (and the Remat gradient option) choose what a gradient
 // saves for its backward pass and what it recomputes, with a SavePolicy
 // (MinCut is AOTAutograd's partitioner); SavedResiduals and Recomputed

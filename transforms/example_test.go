@@ -102,6 +102,29 @@ func ExampleCompile() {
 	// the argument changed from f64[3] to f64[2]
 }
 
+// Export writes a function as a program that runs without its Go code;
+// the loaded program composes with the transforms as a compiled
+// function does.
+func ExampleExport() {
+	w := peel.FromFloat64s([]float64{1, 2, 3})
+	predict := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Mul(peel.Tanh(x), w)) }
+	data := transforms.Export(predict, peel.Zeros(peel.Float64, 3)).Bytes()
+
+	e, err := transforms.LoadExported(data) // in another process, without predict
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(e.In()[0], "->", e.Out()[0])
+	f := transforms.ExportedFunc[*peel.Tensor, *peel.Tensor](e)
+	x := peel.FromFloat64s([]float64{0, 0.5, -1})
+	fmt.Printf("%.4f\n", f(x).Item())
+	fmt.Printf("%.4f\n", transforms.Grad(f)(x).Float64s())
+	// Output:
+	// (the root) f64[3] -> (the root) f64[]
+	// -1.3605
+	// [1.0000 1.5729 1.2599]
+}
+
 // Checkpoint makes a gradient recompute what its policy does not save:
 // with NothingSaveable, the gradient of tanh(x·x) keeps only x (and a
 // broadcast 1 of its derivative rule).

@@ -3,7 +3,9 @@ package transforms_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -351,4 +353,44 @@ func FuzzLoadExported(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestExportConcurrent: one loaded program called from several
+// goroutines, eagerly and under Grad and Vmap, gives each the same
+// results as alone (go test -race checks the sharing).
+func TestExportConcurrent(t *testing.T) {
+	m := newExpMLP(5)
+	x := peel.Normal(peel.Key(11), peel.Float64, 3, 4)
+	e := reload(t, transforms.Export2(expLoss, m, x))
+	f := transforms.ExportedFunc2[expMLP, *peel.Tensor, *peel.Tensor](e)
+	want := f(m, x).Item()
+	wantG := transforms.Grad2(f)(m, x).W1.Float64s()
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if g%2 == 0 {
+					if got := f(m, x).Item(); got != want {
+						errs <- fmt.Sprintf("goroutine %d: %v, want %v", g, got, want)
+					}
+					continue
+				}
+				got := transforms.Grad2(f)(m, x).W1.Float64s()
+				for i := range wantG {
+					if got[i] != wantG[i] {
+						errs <- fmt.Sprintf("goroutine %d: gradient %v, want %v", g, got[i], wantG[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
