@@ -114,25 +114,7 @@ func export[A, R any](op, name string, f func(A) R, x A) *Exported {
 				capturedWrites = append(capturedWrites, box)
 				return true
 			}
-			w := fi.WrapInputs(vals, nil, nil)
-			ended := false
-			defer func() {
-				if !ended {
-					fi.Abort()
-				}
-			}()
-			outs := func() []*tensor {
-				defer interp.AnnotateLevel(fi.Level())
-				return flatFn(op, f, def, &outDef)(w)
-			}()
-			for i, o := range outs {
-				outs[i] = fi.Unwrap(o)
-			}
-			ended = true
-			func() {
-				defer interp.AnnotateLevel(fi.Level())
-				fi.End(nil, nil)
-			}()
+			outs := runFunctionalized(fi, flatFn(op, f, def, &outDef), vals)
 			nOut = len(outs)
 			// The inputs' final values: functionalize writes an input f
 			// wrote back into its box.

@@ -25,27 +25,33 @@ func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B
 	return func(x A) B {
 		const op = "transforms.Functionalize"
 		leaves, def := flatten(op, x)
-		fi := functionalize.New(cfg.removeViews)
-		in := fi.WrapInputs(leaves, nil, nil)
-		ended := false
-		defer func() {
-			if !ended {
-				fi.Abort()
-			}
-		}()
 		var outDef *treeDef
-		outs := func() []*tensor {
-			defer interp.AnnotateLevel(fi.Level())
-			return flatFn(op, f, def, &outDef)(in)
-		}()
-		for i, o := range outs {
-			outs[i] = fi.Unwrap(o)
-		}
-		ended = true
-		func() {
-			defer interp.AnnotateLevel(fi.Level())
-			fi.End(nil, nil)
-		}()
+		outs := runFunctionalized(functionalize.New(cfg.removeViews), flatFn(op, f, def, &outDef), leaves)
 		return build[B](outDef, outs)
 	}
+}
+
+// runFunctionalized runs fl on in under the functionalize level fi,
+// which it ends (aborts on a panic), and returns fl's results unwrapped.
+func runFunctionalized(fi *functionalize.Interp, fl func([]*tensor) []*tensor, in []*tensor) []*tensor {
+	w := fi.WrapInputs(in, nil, nil)
+	ended := false
+	defer func() {
+		if !ended {
+			fi.Abort()
+		}
+	}()
+	outs := func() []*tensor {
+		defer interp.AnnotateLevel(fi.Level())
+		return fl(w)
+	}()
+	for i, o := range outs {
+		outs[i] = fi.Unwrap(o)
+	}
+	ended = true
+	func() {
+		defer interp.AnnotateLevel(fi.Level())
+		fi.End(nil, nil)
+	}()
+	return outs
 }
