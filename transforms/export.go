@@ -162,7 +162,7 @@ func export[A, R any](op, name string, f func(A) R, x A) *Exported {
 	}
 	b = binary.AppendUvarint(b, uint64(len(body)))
 	b = append(b, body...)
-	e, lerr := LoadExported(b)
+	e, lerr := loadExported(b, true, nil)
 	if lerr != nil {
 		// The encoding is peel's own: a failure to read it back is a bug.
 		treeErrorf(op, "%s: the exported program does not load: %v", name, lerr)
@@ -175,7 +175,7 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// Bytes returns the program in the exported-program format.
+// Bytes returns the program in the exported-program format (a copy).
 func (e *Exported) Bytes() []byte { return slices.Clone(e.data) }
 
 // WriteTo writes the program in the exported-program format to w.
@@ -336,7 +336,13 @@ func OnBackend(be backend.Backend) LoadOption { return loadOpt(func(c *loadConfi
 // bounded by the bytes that are left and every value's size by the
 // allocation limit, so reading allocates at most a few times the file's
 // size.
-func LoadExported(data []byte, opts ...LoadOption) (e *Exported, err error) {
+func LoadExported(data []byte, opts ...LoadOption) (*Exported, error) {
+	return loadExported(data, false, opts)
+}
+
+// loadExported is LoadExported; owned says that data is the caller's to
+// keep (no copy is made for Bytes).
+func loadExported(data []byte, owned bool, opts []LoadOption) (e *Exported, err error) {
 	const op = "transforms.LoadExported"
 	var cfg loadConfig
 	for _, o := range opts {
@@ -389,7 +395,10 @@ func LoadExported(data []byte, opts ...LoadOption) (e *Exported, err error) {
 		e.out = append(e.out, ExportedLeaf{Path: outPaths[i], Shape: v.Aval.Shape, DType: v.Aval.DType})
 	}
 	e.graph = g
-	e.data = slices.Clone(data)
+	e.data = data
+	if !owned {
+		e.data = slices.Clone(data)
+	}
 	if cerr := interp.Catch(func() { e.call = newCallParamsOn(e.name, g, cfg.be) }); cerr != nil {
 		return fail("%s: %v", e.name, cerr)
 	}
@@ -402,5 +411,5 @@ func ReadExported(r io.Reader, opts ...LoadOption) (*Exported, error) {
 	if err != nil {
 		return nil, err
 	}
-	return LoadExported(data, opts...)
+	return loadExported(data, true, opts)
 }
