@@ -92,6 +92,7 @@ type member struct {
 	kind   memberKind
 	prim   *interp.Prim
 	params any
+	site   *interp.Site // the equation's, for DOT
 	// block is the parameters applied to a block (a reduction's axes
 	// over rows × k); params otherwise.
 	block any
@@ -323,7 +324,7 @@ func (b *builder) fuse(e *interp.Eqn) bool {
 	b.vals[e.Out[0]] = out
 	g.defines[p.vals[out].root] = true
 	b.addExternal(src)
-	g.members = append(g.members, member{kind: memElem, prim: e.Prim, params: e.Params, block: e.Params, ins: ins, src: src, bc: bc, outSlot: out})
+	g.members = append(g.members, member{kind: memElem, prim: e.Prim, params: e.Params, site: e.Site, block: e.Params, ins: ins, src: src, bc: bc, outSlot: out})
 	return true
 }
 
@@ -384,7 +385,7 @@ func (b *builder) rowMember(e *interp.Eqn) bool {
 	g.defines[p.vals[out].root] = true
 	g.rowBufs[p.vals[out].root] = true
 	b.addExternal(src)
-	g.members = append(g.members, member{kind: memRow, prim: e.Prim, params: e.Params, block: e.Params, ins: ins, src: src, bc: make([]bcastKind, len(src)), outSlot: out})
+	g.members = append(g.members, member{kind: memRow, prim: e.Prim, params: e.Params, site: e.Site, block: e.Params, ins: ins, src: src, bc: make([]bcastKind, len(src)), outSlot: out})
 	return true
 }
 
@@ -424,7 +425,7 @@ func (b *builder) rowReduce(e *interp.Eqn) bool {
 	g.defines[p.vals[out].root] = true
 	g.rowBufs[p.vals[out].root] = true
 	b.addExternal([]int{src})
-	g.members = append(g.members, member{kind: memReduce, prim: e.Prim, params: e.Params, block: prims.ReduceParams{Axes: []int{1}}, ins: []int{s}, src: []int{src}, bc: []bcastKind{bcastNone}, outSlot: out})
+	g.members = append(g.members, member{kind: memReduce, prim: e.Prim, params: e.Params, site: e.Site, block: prims.ReduceParams{Axes: []int{1}}, ins: []int{s}, src: []int{src}, bc: []bcastKind{bcastNone}, outSlot: out})
 	return true
 }
 
@@ -455,7 +456,7 @@ func (b *builder) close() {
 				in[i] = b.materialize(in[i], true, binary)
 			}
 		}
-		b.emit(instr{kind: opKernel, prim: m.prim, params: m.params, in: in, out: []int{m.outSlot}})
+		b.emit(instr{kind: opKernel, prim: m.prim, params: m.params, site: m.site, in: in, out: []int{m.outSlot}})
 		return
 	}
 	out := make([]int, len(g.members))

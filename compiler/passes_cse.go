@@ -60,7 +60,7 @@ func CSE(g *interp.Graph) *interp.Graph {
 	changed := len(sub) > 0
 	for _, e := range g.Eqns {
 		if in, ok := substitute(e.In, sub); ok {
-			e = &interp.Eqn{Prim: e.Prim, Params: e.Params, In: in, Out: e.Out}
+			e = &interp.Eqn{Prim: e.Prim, Params: e.Params, In: in, Out: e.Out, Site: e.Site}
 		}
 		if e.Prim.Kind == interp.Mutation || e.Prim.Effect || touches(e, mut) {
 			out.Eqns = append(out.Eqns, e)

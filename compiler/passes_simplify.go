@@ -137,7 +137,7 @@ func (b *Builder) subst(e *interp.Eqn) *interp.Eqn {
 		for i, v := range in {
 			in[i] = resolve(v, b.sub)
 		}
-		return &interp.Eqn{Prim: e.Prim, Params: e.Params, In: in, Out: e.Out}
+		return &interp.Eqn{Prim: e.Prim, Params: e.Params, In: in, Out: e.Out, Site: e.Site}
 	}
 	return e
 }

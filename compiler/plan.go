@@ -272,7 +272,7 @@ func (b *builder) eqn(e *interp.Eqn) {
 	if !dir {
 		kind = opFallback
 	}
-	b.emit(instr{kind: kind, prim: pr, params: e.Params, in: in, out: out})
+	b.emit(instr{kind: kind, prim: pr, params: e.Params, site: e.Site, in: in, out: out})
 }
 
 // finish computes the buffers' lifetimes and the scratch of fused groups.

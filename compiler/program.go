@@ -136,6 +136,7 @@ type instr struct {
 	kind   opKind
 	prim   *interp.Prim
 	params any
+	site   *interp.Site // the equation's, for DOT
 	in     []int
 	out    []int
 	group  *group

@@ -12,7 +12,9 @@ import (
 // DOT renders the program in Graphviz's language, for `dot -Tsvg`: an
 // ellipse per input, a box per constant, a box per instruction (a
 // kernel, a copy, an equation evaluated by the interpreter), a cluster
-// per fused group holding its equations, and an edge per value from the
+// per fused group holding its equations (each box names the primitive,
+// its parameters and, when the trace recorded it, the user's op and
+// line: interp.RecordSites), and an edge per value from the
 // instruction that makes it to each that reads it, labelled with its
 // type and where it lives (an arena buffer, an output, a view).
 func (p *Program) DOT(title string) string {
@@ -63,6 +65,9 @@ func (p *Program) DOT(title string) string {
 				if s := interp.FormatParams(m.params); s != "" && m.kind != memReduce {
 					label += "\n" + s
 				}
+				if m.site != nil {
+					label += "\n" + m.site.String()
+				}
 				mid := id + "_" + strconv.Itoa(k)
 				fmt.Fprintf(&b, "    %s [shape=box, style=filled, fillcolor=aliceblue, label=%s];\n", mid, interp.DOTQuote(label))
 				if k > 0 {
@@ -86,6 +91,9 @@ func (p *Program) DOT(title string) string {
 			if s := interp.FormatParams(in.params); s != "" {
 				label += "\n" + s
 			}
+			if in.site != nil {
+				label += "\n" + in.site.String()
+			}
 			fmt.Fprintf(&b, "  %s [shape=box, label=%s];\n", id, interp.DOTQuote(strconv.Itoa(i)+" "+label))
 		case opCopy:
 			fmt.Fprintf(&b, "  %s [shape=box, style=dashed, label=%s];\n", id, interp.DOTQuote(strconv.Itoa(i)+" copy"))
@@ -93,6 +101,9 @@ func (p *Program) DOT(title string) string {
 			label := in.prim.Name
 			if s := interp.FormatParams(in.params); s != "" {
 				label += "\n" + s
+			}
+			if in.site != nil {
+				label += "\n" + in.site.String()
 			}
 			fmt.Fprintf(&b, "  %s [shape=box, style=filled, fillcolor=lightyellow, label=%s];\n", id, interp.DOTQuote(strconv.Itoa(i)+" eval "+label))
 		}

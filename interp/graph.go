@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -19,6 +20,27 @@ type Eqn struct {
 	Params any
 	In     []*Var
 	Out    []*Var
+	// Site is where the user's code made the equation, when the trace
+	// recorded it (RecordSites); passes that keep an equation's meaning
+	// keep its site.
+	Site *Site
+}
+
+// Site is where an equation came from: the user-level op, the outermost
+// of peel's functions that the user's code called ("nn.Linear",
+// "peel.MatMul", "transforms.Grad"), and the user's file and line.
+type Site struct {
+	Op   string
+	File string
+	Line int
+}
+
+// String formats s as "nn.Linear main.go:150".
+func (s *Site) String() string {
+	if s == nil {
+		return ""
+	}
+	return s.Op + " " + filepath.Base(s.File) + ":" + strconv.Itoa(s.Line)
 }
 
 // Graph is a small SSA program: inputs, constants, equations and outputs.

@@ -7,8 +7,9 @@ import (
 )
 
 // DOT renders g in Graphviz's language, for `dot -Tsvg`: an ellipse per
-// input, a box per constant and per equation (the primitive and its
-// parameters), a double octagon per output, and an edge per value from
+// input, a box per constant and per equation (the primitive, its
+// parameters and, when the trace recorded it, the user's op and line),
+// a double octagon per output, and an edge per value from
 // where it is made to where it is read, labelled with its type.
 func (g *Graph) DOT(title string) string {
 	var b strings.Builder
@@ -29,6 +30,9 @@ func (g *Graph) DOT(title string) string {
 		label := e.Prim.Name
 		if s := FormatParams(e.Params); s != "" {
 			label += "\n" + s
+		}
+		if e.Site != nil {
+			label += "\n" + e.Site.String()
 		}
 		fmt.Fprintf(&b, "  %s [shape=box, label=%s];\n", id, DOTQuote(label))
 		for _, v := range e.In {

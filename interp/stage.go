@@ -1,6 +1,10 @@
 package interp
 
-import "slices"
+import (
+	"runtime"
+	"slices"
+	"strings"
+)
 
 // stager is the staging interpreter: it records every primitive applied to
 // its tracers into a Graph instead of executing it.
@@ -39,6 +43,8 @@ type stager struct {
 	// says a lifted constant's provenance is unknown.
 	derived   []*Tensor
 	underived bool
+	// sites: record each equation's Site (RecordSites).
+	sites bool
 }
 
 // constRec is a lifted constant: its var, and the content it was lifted
@@ -52,6 +58,12 @@ type constRec struct {
 
 // TraceOption configures Trace and TraceAvals.
 type TraceOption func(*stager)
+
+// RecordSites makes the trace record, on each equation, the user-level
+// op and the line of the user's code that made it (Eqn.Site), for
+// renderings (Graph.DOT, compiler.Program.DOT). It costs a stack walk
+// per equation, so only traces made to be looked at ask for it.
+func RecordSites() TraceOption { return func(s *stager) { s.sites = true } }
 
 // DecomposeOps makes the trace decompose every composite, including those
 // marked Whole (user-defined ops), so the graph holds only primitives
@@ -316,6 +328,9 @@ func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tenso
 			res[i] = s.tracer(e.Out[i])
 		}
 	}
+	if s.sites {
+		e.Site = callerSite()
+	}
 	s.g.Eqns = append(s.g.Eqns, e)
 	switch p.Kind {
 	case Mutation:
@@ -436,4 +451,45 @@ func TraceAvals(name string, f func(args []*Tensor) []*Tensor, avals []Aval, opt
 		*s.sources = src
 	}
 	return g
+}
+
+// callerSite returns the site of the equation being staged: the first
+// frame of the user's code on the stack (userFrame), and the last
+// function of peel's module called before it (the user-level op), or
+// nil when the stack holds no user frame.
+func callerSite() *Site {
+	var pcs [64]uintptr
+	n := runtime.Callers(3, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	op := ""
+	for {
+		f, more := frames.Next()
+		if userFrame(f) {
+			if op == "" {
+				return nil
+			}
+			return &Site{Op: op, File: f.File, Line: f.Line}
+		}
+		if pkg := funcPackage(f.Function); pkg == modulePath || strings.HasPrefix(pkg, modulePath+"/") {
+			op = shortFuncName(f.Function)
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// shortFuncName is a function's name as a user writes it: without the
+// module's path, type parameters and closure suffixes
+// ("github.com/peel-ml/peel/transforms.Grad[...].func1" is
+// "transforms.Grad", a method "optim.(*transformation[...]).Update" is
+// "optim.transformation.Update", a Tensor method "Tensor.Tanh").
+func shortFuncName(fn string) string {
+	fn = strings.TrimPrefix(fn, modulePath+"/")
+	fn = strings.TrimPrefix(fn, "github.com/peel-ml/")
+	fn = strings.NewReplacer("[...]", "", "(*", "", ")", "", "interp.Tensor.", "Tensor.").Replace(fn)
+	if i := strings.Index(fn, ".func"); i >= 0 {
+		fn = fn[:i]
+	}
+	return fn
 }

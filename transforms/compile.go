@@ -1044,7 +1044,7 @@ func buildProgramOn(g *interp.Graph, be backend.Backend) program {
 // leaves as constants). It returns the tracing error of a function with
 // graph breaks (a traced read) when the compile is not strict, and
 // panics with any other.
-func (c *compiled[A, R]) traceSignature(x A) (*interp.Graph, error) {
+func (c *compiled[A, R]) traceSignature(x A, opts ...interp.TraceOption) (*interp.Graph, error) {
 	leaves, def, _ := treeimpl.FlattenStatics(c.op, x)
 	static := c.staticLeaves(def)
 	var in []interp.Aval
@@ -1063,7 +1063,7 @@ func (c *compiled[A, R]) traceSignature(x A) (*interp.Graph, error) {
 				all[i] = vals[j]
 			}
 			return Functionalize(flatFn(c.op, c.f, def, nil))(all)
-		}, in, c.cfg.traceOptions()...)
+		}, in, append(c.cfg.traceOptions(), opts...)...)
 	})
 	if err != nil {
 		if c.cfg.strict || !tracedRead(err) {
@@ -1078,7 +1078,7 @@ func (c *compiled[A, R]) traceSignature(x A) (*interp.Graph, error) {
 // Graphviz's language (compiler.Program.DOT). It panics with *peel.Error
 // when f has graph breaks (it has no one program).
 func (c *compiled[A, R]) DOT(x A) string {
-	g, err := c.traceSignature(x)
+	g, err := c.traceSignature(x, interp.RecordSites())
 	if err != nil {
 		treeErrorf(c.op+" (Inspector.DOT)", "the function has graph breaks, so it runs as several programs: %v", err)
 	}

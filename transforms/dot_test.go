@@ -1,13 +1,16 @@
 package transforms_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/nn"
 	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
@@ -24,6 +27,7 @@ func TestInspectorDOT(t *testing.T) {
 	x := peel.Ones(peel.Float32, 5, 8)
 	y := peel.FromInt64s([]int64{0, 1, 2, 3, 0})
 	var ins transforms.Inspector
+	_, _, line, _ := runtime.Caller(0) // the model is on line+3, the update on line+5
 	step := transforms.Compile3(func(p mlp, x, y *peel.Tensor) tree.Tuple2[mlp, *peel.Tensor] {
 		l, g := transforms.ValueAndGrad3(func(p mlp, x, y *peel.Tensor) *peel.Tensor {
 			return nn.CrossEntropy(nn.Linear(p.L2, nn.Linear(p.L1, x).Tanh()), y)
@@ -32,7 +36,8 @@ func TestInspectorDOT(t *testing.T) {
 	}, transforms.Inspect(&ins))
 	step(p, x, y)
 	dot := ins.DOT(p, x, y)
-	for _, want := range []string{"digraph", "in0 [shape=ellipse", "dot_general", "subgraph cluster_", "f32[5,16]", "doubleoctagon"} {
+	// The user's ops and lines (the trace records sites for DOT).
+	for _, want := range []string{"digraph", "in0 [shape=ellipse", "dot_general", "subgraph cluster_", "f32[5,16]", "doubleoctagon", fmt.Sprintf("nn.Linear dot_test.go:%d", line+3), fmt.Sprintf("nn.CrossEntropy dot_test.go:%d", line+3), fmt.Sprintf("Tensor.Sub dot_test.go:%d", line+5)} {
 		if !strings.Contains(dot, want) {
 			t.Errorf("the DOT lacks %q", want)
 		}
@@ -40,9 +45,9 @@ func TestInspectorDOT(t *testing.T) {
 	if strings.Count(dot, "{") != strings.Count(dot, "}") {
 		t.Errorf("unbalanced braces")
 	}
-	g := transforms.MakeGraph(func(x *peel.Tensor) *peel.Tensor { return x.Tanh().Sum() }, x)
+	g := interp.Trace(func(xs []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Sum(peel.Tanh(xs[0]))} }, []*peel.Tensor{x}, interp.RecordSites())
 	gdot := g.DOT("tanh_sum")
-	for _, want := range []string{"tanh", "reduce_sum", "in0 -> e0", "out0"} {
+	for _, want := range []string{"tanh", "reduce_sum", "in0 -> e0", "out0", "peel.Tanh dot_test.go:", "peel.Sum dot_test.go:"} {
 		if !strings.Contains(gdot, want) {
 			t.Errorf("the graph's DOT lacks %q:\n%s", want, gdot)
 		}
