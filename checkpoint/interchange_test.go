@@ -18,7 +18,11 @@ import (
 // nn.LinearParams (torch's weight is [out, in], peel's [in, out]) and
 // reproduces torch's recorded output to float32 rounding (1e-6).
 func TestTorchStateDict(t *testing.T) {
-	sd, md, err := checkpoint.Read("testdata/torch_mlp.safetensors")
+	dir := "testdata"
+	if d := os.Getenv("PEEL_TORCH_DIR"); d != "" {
+		dir = d // the script's files written afresh (CI)
+	}
+	sd, md, err := checkpoint.Read(filepath.Join(dir, "torch_mlp.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +30,7 @@ func TestTorchStateDict(t *testing.T) {
 		t.Errorf("metadata %v", md)
 	}
 	var rec struct{ X, Y [][]float64 }
-	b, err := os.ReadFile("testdata/torch_mlp.json")
+	b, err := os.ReadFile(filepath.Join(dir, "torch_mlp.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

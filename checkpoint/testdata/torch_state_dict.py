@@ -7,11 +7,16 @@ data_offsets per tensor, the raw little-endian bytes), and the model's
 input and output as torch_mlp.json. TestTorchStateDict loads the file
 into nn.LinearParams and reproduces the output.
 
-    /usr/bin/python3 checkpoint/testdata/torch_state_dict.py   (run from the repository root)
+    /usr/bin/python3 checkpoint/testdata/torch_state_dict.py [DIR]
+
+writes them next to this script, or into DIR (CI writes them afresh
+there, compares them with the recorded ones and runs the test on them:
+PEEL_TORCH_DIR=DIR go test ./checkpoint -run TestTorchStateDict).
 """
 import json
 import os
 import struct
+import sys
 
 import numpy as np
 import torch
@@ -43,8 +48,9 @@ def main():
     x = torch.linspace(-1, 1, 20).reshape(5, 4)
     with torch.no_grad():
         y = model(x)
-    write_safetensors(os.path.join(HERE, "torch_mlp.safetensors"), model.state_dict(), {"source": "torch " + torch.__version__})
-    with open(os.path.join(HERE, "torch_mlp.json"), "w") as f:
+    out = sys.argv[1] if len(sys.argv) > 1 else HERE
+    write_safetensors(os.path.join(out, "torch_mlp.safetensors"), model.state_dict(), {"source": "torch " + torch.__version__})
+    with open(os.path.join(out, "torch_mlp.json"), "w") as f:
         json.dump({"x": x.tolist(), "y": y.tolist(), "torch": torch.__version__}, f, indent=1)
         f.write("\n")
 
