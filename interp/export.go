@@ -451,13 +451,15 @@ func decodeValue(r *ParamReader, v reflect.Value) {
 }
 
 // EncodeGraph returns g in the exported-program encoding: its inputs'
-// and constants' types, each constant's bytes, its equations and its
-// outputs. It returns
-// an error naming the equation when a primitive's parameters cannot be
-// written (it has parameters and no ParamCodec, or the codec refuses
-// them), or when g holds a mutation, an effect or a tracer constant.
-func EncodeGraph(g *Graph) ([]byte, error) {
-	w := &graphWriter{}
+// and constants' types, each constant's bytes (unless omitConsts: then
+// its constants' values are left out, and the loader is given them;
+// nested graphs always hold theirs), its equations and its outputs. It
+// returns an error naming the equation when a primitive's parameters
+// cannot be written (it has parameters and no ParamCodec, or the codec
+// refuses them), or when g holds a mutation, an effect or a tracer
+// constant.
+func EncodeGraph(g *Graph, omitConsts bool) ([]byte, error) {
+	w := &graphWriter{omitConsts: omitConsts}
 	if err := w.graph(g); err != nil {
 		return nil, err
 	}
@@ -465,7 +467,8 @@ func EncodeGraph(g *Graph) ([]byte, error) {
 }
 
 // DecodeGraph reads a graph EncodeGraph wrote, placing its constants on
-// be. It never panics: a malformed or hostile
+// be; a constant the encoding left out is nil in ConstVals. It never
+// panics: a malformed or hostile
 // encoding is an error that says where it is wrong. Every equation is
 // type-checked (its primitive's Abstract on its operands must give the
 // recorded results), every value's size is checked against the
@@ -485,8 +488,9 @@ func DecodeGraph(data []byte, be backend.Backend) (*Graph, error) {
 }
 
 type graphWriter struct {
-	buf   []byte
-	depth int
+	buf        []byte
+	depth      int
+	omitConsts bool // the top graph's constant values are left out
 }
 
 func (w *graphWriter) uint(v uint64) { w.buf = binary.AppendUvarint(w.buf, v) }
@@ -518,6 +522,10 @@ func (w *graphWriter) graph(g *Graph) error {
 		def(v)
 		w.aval(v.Aval)
 		c := g.ConstVals[i]
+		if w.omitConsts && w.depth == 0 {
+			w.buf = append(w.buf, 2)
+			continue
+		}
 		if c == nil || !c.IsConcrete() {
 			return fmt.Errorf("constant %d (%s) is not a concrete tensor (a tracer of an enclosing transform)", i, v.Aval)
 		}
@@ -671,7 +679,7 @@ func (r *graphReader) graph() *Graph {
 			return nil
 		}
 		g.Consts = append(g.Consts, r.newVar(a))
-		g.ConstVals = append(g.ConstVals, r.constant(a))
+		g.ConstVals = append(g.ConstVals, r.constant(a)) // nil: left out
 		if r.err != nil {
 			return nil
 		}
@@ -698,6 +706,12 @@ func (r *graphReader) constant(a Aval) *Tensor {
 	offset := 0
 	switch r.byte() {
 	case 0:
+	case 2:
+		// Left out: the loader is given it.
+		if r.depth > 0 {
+			r.Failf("a constant of a nested graph without its value")
+		}
+		return nil
 	case 1:
 		// A strided view of a buffer of n elements: every element it
 		// reaches lies in the buffer.

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/peel-ml/peel"
@@ -38,6 +39,7 @@ type Exported struct {
 	producer string
 	in, out  []ExportedLeaf
 	graph    *interp.Graph
+	consts   []ExportedLeaf // the constants the file left out
 	data     []byte
 	call     *callParams // nil while constants are missing
 	be       backend.Backend
@@ -62,8 +64,9 @@ func (l ExportedLeaf) String() string {
 // argument shapes and dtypes; its other parts (ints, strings, struct
 // fields without tensors) are fixed at their values in x. Tensors f
 // captures, and values computed from them alone, become constants of
-// the program, stored in the file; weights to be shipped separately (in
-// a checkpoint) are arguments instead (Export2(loss, params, x)).
+// the program, stored in the file unless OmitConstants; weights that
+// change between programs are better arguments (Export2(loss, params,
+// x)).
 //
 // Export panics with *peel.Error naming the reason when f cannot be one
 // exported program: it reads the value of a traced tensor (a graph
@@ -71,23 +74,40 @@ func (l ExportedLeaf) String() string {
 // other processes, or binds a primitive whose parameters a file cannot
 // hold (a Go function: a gradient hook, a custom derivative rule, a
 // checkpoint policy made with SaveIf).
-func Export[A, R any](f func(A) R, x A) *Exported {
+func Export[A, R any](f func(A) R, x A, opts ...ExportOption) *Exported {
 	const op = "transforms.Export"
 	if f == nil {
 		treeErrorf(op, "f must not be nil")
 	}
-	return export(op, funcName(f), f, x)
+	return export(op, funcName(f), f, x, opts)
 }
+
+// ExportOption configures Export.
+type ExportOption interface{ applyExport(*exportConfig) }
+
+type exportConfig struct{ omitConsts bool }
+
+type exportOpt func(*exportConfig)
+
+func (o exportOpt) applyExport(c *exportConfig) { o(c) }
+
+// OmitConstants makes Export write the program without its constants'
+// values (their names, shapes and dtypes stay): a file of the program
+// alone, its weights shipped apart, in a checkpoint of
+// Exported.ConstantValues (checkpoint.Save), given back to
+// LoadExported with WithConstants. The constants are the optimized
+// graph's: the tensors f captures, or values computed from them alone.
+func OmitConstants() ExportOption { return exportOpt(func(c *exportConfig) { c.omitConsts = true }) }
 
 // Export2 is Export for a function of two arguments (params, x); the
 // leaf paths of the first start with "args[0]", of the second with
 // "args[1]", as in the other transforms' messages.
-func Export2[A, B, R any](f func(A, B) R, a A, b B) *Exported {
+func Export2[A, B, R any](f func(A, B) R, a A, b B, opts ...ExportOption) *Exported {
 	const op = "transforms.Export2"
 	if f == nil {
 		treeErrorf(op, "f must not be nil")
 	}
-	return export(op, funcName(f), func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b})
+	return export(op, funcName(f), func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b}, opts)
 }
 
 func funcName(f any) string {
@@ -97,7 +117,11 @@ func funcName(f any) string {
 	return "f"
 }
 
-func export[A, R any](op, name string, f func(A) R, x A) *Exported {
+func export[A, R any](op, name string, f func(A) R, x A, opts []ExportOption) *Exported {
+	var cfg exportConfig
+	for _, o := range opts {
+		o.applyExport(&cfg)
+	}
 	leaves, def, _ := treeimpl.FlattenStatics(op, x)
 	in := make([]interp.Aval, len(leaves))
 	for i, l := range leaves {
@@ -143,7 +167,7 @@ func export[A, R any](op, name string, f func(A) R, x A) *Exported {
 		}
 	}
 	opt, _ := compiler.Optimize(g.DCE(), compiler.DefaultPasses(), false)
-	body, encErr := interp.EncodeGraph(opt)
+	body, encErr := interp.EncodeGraph(opt, cfg.omitConsts)
 	if encErr != nil {
 		treeErrorf(op, "%s cannot be exported: %v", name, encErr)
 	}
@@ -162,13 +186,28 @@ func export[A, R any](op, name string, f func(A) R, x A) *Exported {
 	}
 	b = binary.AppendUvarint(b, uint64(len(body)))
 	b = append(b, body...)
-	e, lerr := loadExported(b, true, nil)
+	var lo []LoadOption
+	if cfg.omitConsts && len(opt.ConstVals) > 0 {
+		lo = append(lo, WithConstants(constNames(opt.ConstVals)))
+	}
+	e, lerr := loadExported(b, true, lo)
 	if lerr != nil {
 		// The encoding is peel's own: a failure to read it back is a bug.
 		treeErrorf(op, "%s: the exported program does not load: %v", name, lerr)
 	}
 	return e
 }
+
+// constNames names a program's constants "const0", "const1", ….
+func constNames(ts []*tensor) map[string]*tensor {
+	m := make(map[string]*tensor, len(ts))
+	for i, t := range ts {
+		m[constName(i)] = t
+	}
+	return m
+}
+
+func constName(i int) string { return "const" + strconv.Itoa(i) }
 
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
@@ -196,6 +235,21 @@ func (e *Exported) In() []ExportedLeaf { return slices.Clone(e.in) }
 
 // Out returns the program's results.
 func (e *Exported) Out() []ExportedLeaf { return slices.Clone(e.out) }
+
+// Constants returns the names ("const0", …), shapes and dtypes of the
+// constants the file was written without (OmitConstants), which
+// WithConstants gives: empty for a file that holds its constants.
+func (e *Exported) Constants() []ExportedLeaf { return slices.Clone(e.consts) }
+
+// ConstantValues returns the values of the constants the file was
+// written without, by name (for checkpoint.Save), when this program has
+// them (it was exported here, or loaded WithConstants); nil otherwise.
+func (e *Exported) ConstantValues() map[string]*peel.Tensor {
+	if len(e.consts) == 0 || e.call == nil {
+		return nil
+	}
+	return constNames(e.graph.ConstVals)
+}
 
 // Graph returns the program's graph (for Graph.DOT and Graph.String).
 func (e *Exported) Graph() *interp.Graph { return e.graph }
@@ -230,6 +284,9 @@ func (e *Exported) String() string {
 // number, shapes or dtypes differ from In.
 func (e *Exported) Call(args ...*peel.Tensor) []*peel.Tensor {
 	op := "transforms.Exported.Call (" + e.name + ")"
+	if e.call == nil {
+		treeErrorf(op, "the program was exported without its %d constants (OmitConstants): load it with WithConstants", len(e.consts))
+	}
 	if len(args) != len(e.in) {
 		treeErrorf(op, "the program takes %d arguments (%s), got %d", len(e.in), e.signature(), len(args))
 	}
@@ -318,7 +375,10 @@ func (e *Exported) resultDef(op string, t reflect.Type) *treeDef {
 // LoadOption configures LoadExported.
 type LoadOption interface{ applyLoad(*loadConfig) }
 
-type loadConfig struct{ be backend.Backend }
+type loadConfig struct {
+	be     backend.Backend
+	consts map[string]*peel.Tensor
+}
 
 type loadOpt func(*loadConfig)
 
@@ -328,6 +388,15 @@ func (o loadOpt) applyLoad(c *loadConfig) { o(c) }
 // there, and its arguments must live there. The default is the default
 // backend.
 func OnBackend(be backend.Backend) LoadOption { return loadOpt(func(c *loadConfig) { c.be = be }) }
+
+// WithConstants gives the constants of a program exported with
+// OmitConstants, by name ("const0", …: Exported.Constants), such as
+// checkpoint.Load(path, like) of a checkpoint.Save(path,
+// e.ConstantValues()), like made from Constants. They must live on the
+// program's backend.
+func WithConstants(ts map[string]*peel.Tensor) LoadOption {
+	return loadOpt(func(c *loadConfig) { c.consts = ts })
+}
 
 // LoadExported reads a program Export wrote. It never panics: a file of
 // another format version, a primitive this binary does not have, or a
@@ -394,10 +463,49 @@ func loadExported(data []byte, owned bool, opts []LoadOption) (e *Exported, err 
 	for i, v := range g.Out {
 		e.out = append(e.out, ExportedLeaf{Path: outPaths[i], Shape: v.Aval.Shape, DType: v.Aval.DType})
 	}
-	e.graph = g
 	e.data = data
 	if !owned {
 		e.data = slices.Clone(data)
+	}
+	omitted := slices.Contains(g.ConstVals, nil)
+	if omitted {
+		for i, v := range g.Consts {
+			e.consts = append(e.consts, ExportedLeaf{Path: constName(i), Shape: v.Aval.Shape, DType: v.Aval.DType})
+		}
+	}
+	e.graph = g
+	switch {
+	case len(cfg.consts) > 0 && !omitted:
+		return fail("%s: WithConstants gives constants to a program whose file holds them", e.name)
+	case omitted && len(cfg.consts) == 0:
+		return e, nil // Call refuses until WithConstants
+	case omitted:
+		var bad []string
+		vals := make([]*peel.Tensor, len(g.Consts))
+		for i, l := range e.consts {
+			t, ok := cfg.consts[l.Path]
+			switch {
+			case !ok || t == nil:
+				bad = append(bad, l.Path+" is missing")
+			case !t.IsConcrete() || !interp.AvalOf(t).Equal(interp.Aval{Shape: l.Shape, DType: l.DType}):
+				bad = append(bad, fmt.Sprintf("%s must be a concrete %s, got %s", l.Path, interp.Aval{Shape: l.Shape, DType: l.DType}, t.TypeString()))
+			default:
+				if _, be := interp.ArrayOf(t); be != cfg.be {
+					bad = append(bad, fmt.Sprintf("%s lives on backend %s, the program on %s", l.Path, be.Name(), cfg.be.Name()))
+				}
+			}
+			vals[i] = t
+		}
+		for name := range cfg.consts {
+			if !slices.ContainsFunc(e.consts, func(l ExportedLeaf) bool { return l.Path == name }) {
+				bad = append(bad, name+" is not a constant of the program")
+			}
+		}
+		if len(bad) > 0 {
+			slices.Sort(bad)
+			return fail("%s: WithConstants: %s", e.name, strings.Join(bad, "; "))
+		}
+		g.ConstVals = vals
 	}
 	if cerr := interp.Catch(func() { e.call = newCallParamsOn(e.name, g, cfg.be) }); cerr != nil {
 		return fail("%s: %v", e.name, cerr)

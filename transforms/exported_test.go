@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/checkpoint"
 	"github.com/peel-ml/peel/examples/customop/mylib"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/transforms"
@@ -301,6 +303,7 @@ func FuzzLoadExported(f *testing.F) {
 	x := peel.Normal(peel.Key(1), peel.Float64, 2, 4)
 	f.Add(transforms.Export(func(x *peel.Tensor) *peel.Tensor { return m.apply(x) }, x).Bytes())
 	f.Add(transforms.Export2(expLoss, m, x).Bytes())
+	f.Add(transforms.Export(func(x *peel.Tensor) *peel.Tensor { return m.apply(x) }, x, transforms.OmitConstants()).Bytes())
 	f.Add(transforms.Export(func(x *peel.Tensor) *peel.Tensor {
 		return transforms.Cond(peel.Greater(peel.Sum(x), 0.0), peel.Exp, peel.Sin, peel.Reshape(x, 8))
 	}, x).Bytes())
@@ -319,7 +322,9 @@ func FuzzLoadExported(f *testing.F) {
 		}
 		consts := 0
 		for _, c := range e.Graph().ConstVals {
-			consts += c.Size() * c.DType().Size()
+			if c != nil { // nil: left out (OmitConstants)
+				consts += c.Size() * c.DType().Size()
+			}
 		}
 		if consts > len(data) {
 			t.Fatalf("%d bytes of constants from %d bytes", consts, len(data))
@@ -392,5 +397,60 @@ func TestExportConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestExportOmitConstants: a program written without its constants is
+// smaller; it runs once they are given back by name (here through a
+// safetensors checkpoint), and refuses to run, or to load with wrong
+// ones, before.
+func TestExportOmitConstants(t *testing.T) {
+	m := newExpMLP(3)
+	f := func(x *peel.Tensor) *peel.Tensor { return m.apply(x) }
+	x := peel.Normal(peel.Key(6), peel.Float64, 2, 4)
+	e := transforms.Export(f, x, transforms.OmitConstants())
+	full := transforms.Export(f, x)
+	if len(e.Bytes()) >= len(full.Bytes())-500 {
+		t.Fatalf("without constants %d bytes, with %d", len(e.Bytes()), len(full.Bytes()))
+	}
+	weights := filepath.Join(t.TempDir(), "weights.safetensors")
+	if err := checkpoint.Save(weights, e.ConstantValues()); err != nil {
+		t.Fatal(err)
+	}
+	bare, err := transforms.LoadExported(e.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bare.ConstantValues() != nil || len(bare.Constants()) != len(e.Constants()) {
+		t.Fatalf("loaded without constants: %v, %v", bare.ConstantValues(), bare.Constants())
+	}
+	if err := peel.Catch(func() { bare.Call(x) }); err == nil || !strings.Contains(err.Error(), "WithConstants") {
+		t.Fatalf("calling without constants: %v", err)
+	}
+	// The loader knows the constants' names and types: a checked load.
+	like := map[string]*peel.Tensor{}
+	for _, c := range bare.Constants() {
+		like[c.Path] = peel.Zeros(c.DType, c.Shape...)
+	}
+	vals, err := checkpoint.Load(weights, like)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := transforms.LoadExported(e.Bytes(), transforms.WithConstants(vals))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTensors(t, "with constants", l.Call(x), []*peel.Tensor{f(x)}, 0)
+
+	// Wrong constants are all named.
+	bad := map[string]*peel.Tensor{"const0": peel.Zeros(peel.Float32, 1), "extra": x}
+	_, err = transforms.LoadExported(e.Bytes(), transforms.WithConstants(bad))
+	for _, want := range []string{"const0 must be a concrete", "const1 is missing", "extra is not a constant"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("wrong constants: %v, want it to say %q", err, want)
+		}
+	}
+	if _, err := transforms.LoadExported(full.Bytes(), transforms.WithConstants(vals)); err == nil {
+		t.Fatal("constants given to a program that holds them")
 	}
 }
