@@ -137,6 +137,10 @@ type ParamReader struct {
 // encoded graph).
 func NewParamReader(data []byte) *ParamReader { return &ParamReader{data: data} }
 
+// Backend returns the backend the loader places constants on (where the
+// program runs).
+func (r *ParamReader) Backend() backend.Backend { return r.be }
+
 // Offset returns the number of bytes read.
 func (r *ParamReader) Offset() int { return r.off }
 

@@ -251,7 +251,8 @@ func (e *Exported) ConstantValues() map[string]*peel.Tensor {
 	return constNames(e.graph.ConstVals)
 }
 
-// Graph returns the program's graph (for Graph.DOT and Graph.String).
+// Graph returns the program's graph (for Graph.DOT and Graph.String),
+// which must not be modified.
 func (e *Exported) Graph() *interp.Graph { return e.graph }
 
 // String describes the program: its name and signature.

@@ -59,7 +59,7 @@ var callCodec = &interp.ParamCodec{
 		if r.Err() != nil {
 			return nil
 		}
-		return newCallParams(name, g)
+		return newCallParamsOn(name, g, r.Backend())
 	},
 }
 

@@ -205,6 +205,20 @@ func TestExportOtherBackend(t *testing.T) {
 	// A graph without constants runs on the backend it was loaded for.
 	g := reload(t, transforms.Export(func(x *peel.Tensor) *peel.Tensor { return peel.Exp(x) }, x), transforms.OnBackend(be))
 	sameTensors(t, "no constants", g.Call(xo), []*peel.Tensor{peel.Exp(x)}, 0)
+
+	// So do the programs nested in it, which have no constants either: a
+	// scan's body and a compiled call (they were built for the default
+	// backend, and refused the operands, before).
+	inner := transforms.Compile(func(x *peel.Tensor) *peel.Tensor { return peel.Sin(x) })
+	nested := func(x *peel.Tensor) *peel.Tensor {
+		_, ys := transforms.Scan(func(c, xi *peel.Tensor) (*peel.Tensor, *peel.Tensor) {
+			n := peel.Add(c, peel.Tanh(xi))
+			return n, peel.Mul(n, 2.0)
+		}, peel.Zeros(peel.Float64, 4), x)
+		return inner(ys)
+	}
+	n := reload(t, transforms.Export(nested, x), transforms.OnBackend(be))
+	sameTensors(t, "nested programs", n.Call(xo), []*peel.Tensor{nested(x)}, 1e-12)
 }
 
 // TestExportErrors: what cannot be one exported program, and files that

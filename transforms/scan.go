@@ -100,6 +100,7 @@ type scanParams struct {
 	compiled atomic.Bool
 	progOnce sync.Once
 	prog     program
+	progBe   backend.Backend // the backend prog runs on
 }
 
 // markCompiledScans marks the scans of g, a graph a program is built
@@ -113,9 +114,11 @@ func markCompiledScans(g *interp.Graph) {
 }
 
 // bodyProgram returns the body's program when the scan is run by a
-// compiled program, built (optimized and planned) on first use; nil
-// otherwise, or when a constant of the body is a tracer.
-func (s *scanParams) bodyProgram() program {
+// compiled program, built (optimized and planned) on first use for
+// backend be, where its operands live; nil otherwise: when a constant of
+// the body is a tracer or lives elsewhere, or for operands on another
+// backend than the first use's (the body is then evaluated).
+func (s *scanParams) bodyProgram(be backend.Backend) program {
 	if !s.compiled.Load() {
 		return nil
 	}
@@ -124,9 +127,16 @@ func (s *scanParams) bodyProgram() program {
 			if !v.IsConcrete() {
 				return
 			}
+			if _, cb := interp.ArrayOf(v); cb != be {
+				return
+			}
 		}
-		s.prog = buildProgram(optimize(s.body))
+		s.progBe = be
+		s.prog = buildProgramOn(optimize(s.body), be)
 	})
+	if s.progBe != be {
+		return nil
+	}
 	return s.prog
 }
 
@@ -321,7 +331,11 @@ func scanImpl(params any, args []*tensor) []*tensor {
 // program holds runs its body's program at every step.
 func scanEvalImpl(params any, args []*tensor) []*tensor {
 	s := params.(*scanParams)
-	prog := s.bodyProgram()
+	be := interp.DefaultBackend()
+	if len(args) > 0 {
+		_, be = interp.ArrayOf(args[0])
+	}
+	prog := s.bodyProgram(be)
 	if prog == nil {
 		return scanImpl(params, args)
 	}
