@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/examples/customop/mylib"
 	"github.com/peel-ml/peel/transforms"
 )
 
@@ -52,6 +53,33 @@ func TestCompiledCallInsideStagedDerivative(t *testing.T) {
 		for i := range w {
 			if d := g[i] - w[i]; d > 1e-12 || d < -1e-12 || len(g) != len(w) {
 				t.Errorf("%s = %v, want %v", c.name, got, want)
+				break
+			}
+		}
+	}
+}
+
+// TestCompositeTangentHigherOrder: derivatives of order two and three
+// through composite_lin (a compiled call's and a user-defined op's
+// tangent), whose residuals are operands that have tangents of their
+// own there, equal those of the plain functions (float64, 1e-9).
+func TestCompositeTangentHigherOrder(t *testing.T) {
+	w := peel.Normal(peel.Key(4), peel.Float64, 3, 3)
+	plain := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Sin(peel.MatMul(peel.Reshape(x, 1, 3), w))) }
+	comp := transforms.Compile(plain)
+	gelu := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(mylib.Gelu.Call(x)) }
+	geluPlain := func(x *peel.Tensor) *peel.Tensor { return peel.Sum(mylib.GeluComposite(x)) }
+	x := peel.Normal(peel.Key(5), peel.Float64, 3)
+	for name, c := range map[string][2]*peel.Tensor{
+		"jacrev(jacfwd(grad))": {transforms.Jacrev(transforms.Jacfwd(transforms.Grad(comp)))(x), transforms.Jacrev(transforms.Jacfwd(transforms.Grad(plain)))(x)},
+		"jacrev(grad)":         {transforms.Jacrev(transforms.Grad(comp))(x), transforms.Jacrev(transforms.Grad(plain))(x)},
+		"gelu jacrev(jacfwd)":  {transforms.Jacrev(transforms.Jacfwd(transforms.Grad(gelu)))(x), transforms.Jacrev(transforms.Jacfwd(transforms.Grad(geluPlain)))(x)},
+		"gelu hessian":         {transforms.Hessian(gelu)(x), transforms.Hessian(geluPlain)(x)},
+	} {
+		g, wv := c[0].Float64s(), c[1].Float64s()
+		for i := range wv {
+			if d := g[i] - wv[i]; d > 1e-9 || d < -1e-9 {
+				t.Errorf("%s: %v vs %v", name, g, wv)
 				break
 			}
 		}
