@@ -54,8 +54,8 @@ func (w *ParamWriter) Float64(v float64) {
 	w.buf = binary.LittleEndian.AppendUint64(w.buf, math.Float64bits(v))
 }
 
-// String appends a string.
-func (w *ParamWriter) String(s string) {
+// Text appends a string.
+func (w *ParamWriter) Text(s string) {
 	w.Uint(uint64(len(s)))
 	w.buf = append(w.buf, s...)
 }
@@ -94,7 +94,7 @@ func (w *ParamWriter) Prim(p *Prim, params any) {
 	if w.err != nil {
 		return
 	}
-	w.String(p.Name)
+	w.Text(p.Name)
 	switch {
 	case params == nil:
 		w.buf = append(w.buf, 0)
@@ -231,8 +231,8 @@ func (r *ParamReader) Float64() float64 {
 	return v
 }
 
-// String reads a string.
-func (r *ParamReader) String() string {
+// Text reads a string.
+func (r *ParamReader) Text() string {
 	n := r.Len()
 	if r.err != nil {
 		return ""
@@ -270,7 +270,7 @@ func (r *ParamReader) Ints() []int {
 // program may hold: not a mutation, an effect or one that cannot be
 // evaluated.
 func (r *ParamReader) Prim() (*Prim, any) {
-	name := r.String()
+	name := r.Text()
 	has := r.byte()
 	if r.err != nil {
 		return nil, nil
@@ -390,7 +390,7 @@ func encodeValue(w *ParamWriter, v reflect.Value) {
 	case reflect.Float64:
 		w.Float64(v.Float())
 	case reflect.String:
-		w.String(v.String())
+		w.Text(v.String())
 	case reflect.Slice:
 		// nil and empty differ (an absent option and an empty list).
 		if v.IsNil() {
@@ -428,7 +428,7 @@ func decodeValue(r *ParamReader, v reflect.Value) {
 	case reflect.Float64:
 		v.SetFloat(r.Float64())
 	case reflect.String:
-		v.SetString(r.String())
+		v.SetString(r.Text())
 	case reflect.Slice:
 		n := r.Uint()
 		if r.err != nil || n == 0 {

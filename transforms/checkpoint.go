@@ -138,12 +138,12 @@ func encodePolicy(w *interp.ParamWriter, p SavePolicy) {
 	switch {
 	case p.name == "" || p.builtin:
 		w.Uint(1)
-		w.String(p.String())
+		w.Text(p.String())
 	case p.names != nil:
 		w.Uint(2)
 		w.Uint(uint64(len(p.names)))
 		for _, n := range p.names {
-			w.String(n)
+			w.Text(n)
 		}
 	default:
 		w.Fail("the checkpoint policy " + p.name + " is a Go function (SaveIf): only the policies of package transforms and SaveOnlyNames can be exported")
@@ -153,7 +153,7 @@ func encodePolicy(w *interp.ParamWriter, p SavePolicy) {
 func decodePolicy(r *interp.ParamReader) SavePolicy {
 	switch r.Uint() {
 	case 1:
-		name := r.String()
+		name := r.Text()
 		if p, ok := builtinPolicies[name]; ok {
 			return *p
 		}
@@ -161,7 +161,7 @@ func decodePolicy(r *interp.ParamReader) SavePolicy {
 	case 2:
 		names := make([]string, r.Len())
 		for i := range names {
-			names[i] = r.String()
+			names[i] = r.Text()
 		}
 		return SaveOnlyNames(names...)
 	default:
@@ -195,8 +195,8 @@ var checkpointCodec = &interp.ParamCodec{
 }
 
 var nameCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) { w.String(params.(nameParams).name) },
-	Decode: func(r *interp.ParamReader) any { return nameParams{r.String()} },
+	Encode: func(w *interp.ParamWriter, params any) { w.Text(params.(nameParams).name) },
+	Decode: func(r *interp.ParamReader) any { return nameParams{r.Text()} },
 }
 
 func init() {

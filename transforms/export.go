@@ -433,15 +433,15 @@ func loadExported(data []byte, owned bool, opts []LoadOption) (e *Exported, err 
 		return fail("the program is in format version %d; this peel (%s) reads version %d: export it again with this version, or load it with the version that wrote it", version, peel.Version(), ExportVersion)
 	}
 	e = &Exported{be: cfg.be}
-	e.producer = r.String()
-	e.name = r.String()
+	e.producer = r.Text()
+	e.name = r.Text()
 	inPaths := make([]string, r.Len())
 	for i := range inPaths {
-		inPaths[i] = r.String()
+		inPaths[i] = r.Text()
 	}
 	outPaths := make([]string, r.Len())
 	for i := range outPaths {
-		outPaths[i] = r.String()
+		outPaths[i] = r.Text()
 	}
 	n := r.Uint()
 	off := len(exportMagic) + r.Offset()

@@ -50,11 +50,11 @@ func checkOperands(name string, g *interp.Graph, in []interp.Aval) {
 var callCodec = &interp.ParamCodec{
 	Encode: func(w *interp.ParamWriter, params any) {
 		c := params.(*callParams)
-		w.String(c.name)
+		w.Text(c.name)
 		w.Graph(c.graph)
 	},
 	Decode: func(r *interp.ParamReader) any {
-		name := r.String()
+		name := r.Text()
 		g := r.Graph()
 		if r.Err() != nil {
 			return nil
