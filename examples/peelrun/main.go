@@ -8,9 +8,9 @@
 // prints the program's signature and each result's type and first
 // values.
 //
-//	go run ./examples/digits -export /tmp/digits     # writes classify.peel and test.npz
-//	go run ./examples/peelrun -program /tmp/digits/classify.peel -in /tmp/digits/test.npz -out /tmp/digits/out.npz
-//	python3 -c "import numpy as n; o=n.load('/tmp/digits/out.npz'); t=n.load('/tmp/digits/test.npz'); print((o['Labels']==t['y']).mean())"
+//	go run ./examples/digits -export digits-out     # writes classify.peel and test.npz
+//	go run ./examples/peelrun -program digits-out/classify.peel -in digits-out/test.npz -out digits-out/out.npz
+//	python3 -c "import numpy as n; o=n.load('digits-out/out.npz'); t=n.load('digits-out/test.npz'); print((o['Labels']==t['y']).mean())"
 package main
 
 import (
