@@ -61,13 +61,11 @@ func (p *Program) DOT(title string) string {
 			fmt.Fprintf(&b, "  subgraph cluster_%d {\n    style=rounded; color=steelblue; label=%s;\n", i,
 				interp.DOTQuote(fmt.Sprintf("%d fused[%d] over %s", i, len(in.group.members)-in.group.reductions, backend.FormatShapeCompact(in.group.shape))))
 			for k, m := range in.group.members {
-				label := m.prim.Name
-				if s := interp.FormatParams(m.params); s != "" && m.kind != memReduce {
-					label += "\n" + s
+				params := m.params
+				if m.kind == memReduce {
+					params = nil // the block's axes, not the equation's
 				}
-				if m.site != nil {
-					label += "\n" + m.site.String()
-				}
+				label := interp.DOTLabel(m.prim, params, m.site)
 				mid := id + "_" + strconv.Itoa(k)
 				fmt.Fprintf(&b, "    %s [shape=box, style=filled, fillcolor=aliceblue, label=%s];\n", mid, interp.DOTQuote(label))
 				if k > 0 {
@@ -87,25 +85,11 @@ func (p *Program) DOT(title string) string {
 			}
 			continue
 		case opKernel:
-			label := in.prim.Name
-			if s := interp.FormatParams(in.params); s != "" {
-				label += "\n" + s
-			}
-			if in.site != nil {
-				label += "\n" + in.site.String()
-			}
-			fmt.Fprintf(&b, "  %s [shape=box, label=%s];\n", id, interp.DOTQuote(strconv.Itoa(i)+" "+label))
+			fmt.Fprintf(&b, "  %s [shape=box, label=%s];\n", id, interp.DOTQuote(strconv.Itoa(i)+" "+interp.DOTLabel(in.prim, in.params, in.site)))
 		case opCopy:
 			fmt.Fprintf(&b, "  %s [shape=box, style=dashed, label=%s];\n", id, interp.DOTQuote(strconv.Itoa(i)+" copy"))
 		case opFallback:
-			label := in.prim.Name
-			if s := interp.FormatParams(in.params); s != "" {
-				label += "\n" + s
-			}
-			if in.site != nil {
-				label += "\n" + in.site.String()
-			}
-			fmt.Fprintf(&b, "  %s [shape=box, style=filled, fillcolor=lightyellow, label=%s];\n", id, interp.DOTQuote(strconv.Itoa(i)+" eval "+label))
+			fmt.Fprintf(&b, "  %s [shape=box, style=filled, fillcolor=lightyellow, label=%s];\n", id, interp.DOTQuote(strconv.Itoa(i)+" eval "+interp.DOTLabel(in.prim, in.params, in.site)))
 		}
 		for _, s := range in.in {
 			edge(s, id, "")

@@ -27,14 +27,7 @@ func (g *Graph) DOT(title string) string {
 	}
 	for k, e := range g.Eqns {
 		id := "e" + strconv.Itoa(k)
-		label := e.Prim.Name
-		if s := FormatParams(e.Params); s != "" {
-			label += "\n" + s
-		}
-		if e.Site != nil {
-			label += "\n" + e.Site.String()
-		}
-		fmt.Fprintf(&b, "  %s [shape=box, label=%s];\n", id, DOTQuote(label))
+		fmt.Fprintf(&b, "  %s [shape=box, label=%s];\n", id, DOTQuote(DOTLabel(e.Prim, e.Params, e.Site)))
 		for _, v := range e.In {
 			if src, ok := from[v]; ok {
 				fmt.Fprintf(&b, "  %s -> %s [label=%s];\n", src, id, DOTQuote(v.Aval.String()))
@@ -53,6 +46,19 @@ func (g *Graph) DOT(title string) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// DOTLabel is the label of an equation's box: the primitive's name, its
+// parameters (when not nil) and its site (when recorded), a line each.
+func DOTLabel(p *Prim, params any, site *Site) string {
+	label := p.Name
+	if s := FormatParams(params); s != "" {
+		label += "\n" + s
+	}
+	if site != nil {
+		label += "\n" + site.String()
+	}
+	return label
 }
 
 // DOTQuote quotes s as a Graphviz string (a newline becomes a line
