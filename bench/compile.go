@@ -114,6 +114,7 @@ func compiledWorkloadList() []Workload {
 		compiledWorkloads("maml_step_compiled", "Compile of "+mamlDoc,
 			"ms", perMs, mamlCompiled),
 		rematWorkloads(),
+		gptCompiledWorkloads(),
 		whileWorkloads(),
 		controlWorkloads(),
 	} {

@@ -66,6 +66,7 @@ func Workloads() []Workload {
 	ws = append(ws, perSampleCNN(false), perSampleCNN(true))
 	ws = append(ws, digitsEpoch())
 	ws = append(ws, distWorkloads()...)
+	ws = append(ws, gptWorkloads()...)
 	return placeCompiled(ws, compiledWorkloadList())
 }
 

@@ -748,6 +748,86 @@ def rnn_grad():
     return setup
 
 
+GPT_VOCAB, GPT_CONTEXT, GPT_LAYERS, GPT_HEADS, GPT_WIDTH = 96, 64, 2, 4, 64
+GPT_BATCH, GPT_SEQ, GPT_NEW, GPT_TOPK = 32, 64, 63, 10
+GPT_LR, GPT_WD, GPT_BETAS, GPT_CLIP = 1e-3, 0.1, (0.9, 0.99), 1.0
+
+
+def gpt_torch():
+    """examples/gpt/testdata/gpt_torch.py, the PyTorch twin of
+    examples/gpt/model (the repository root is two levels above this
+    file)."""
+    d = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                     "examples", "gpt", "testdata")
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    import gpt_torch as gt
+    return gt
+
+
+def gpt_model(gt):
+    """The GPT of peel's gpt_* workloads (vocabulary 96, context 64, 2
+    layers, 4 heads, width 64, no dropout), f32, initialized as
+    model.Init draws (from a seeded generator)."""
+    m = gt.GPT(GPT_VOCAB, GPT_CONTEXT, GPT_LAYERS, GPT_HEADS, GPT_WIDTH, dropout=0.0, dtype=torch.float32)
+    return gt.init(m, torch.Generator().manual_seed(91))
+
+
+def gpt_step():
+    """peel's gpt_step_f32: one training step of the GPT on a batch of 32
+    windows of 64 fixed random tokens: forward, mean cross-entropy,
+    loss.backward(), clipping to global norm 1 (by hand, as
+    optim.ClipByGlobalNorm: no epsilon), torch.optim.AdamW at 1e-3 with
+    betas (0.9, 0.99) and weight decay 0.1 on the Linear weights only.
+    The parameters and the optimizer state carry over from run to run."""
+    gt = gpt_torch()
+    model = gpt_model(gt)
+    model.train()
+    g = torch.Generator().manual_seed(92)
+    x = torch.randint(0, GPT_VOCAB, (GPT_BATCH, GPT_SEQ), generator=g)
+    y = torch.randint(0, GPT_VOCAB, (GPT_BATCH, GPT_SEQ), generator=g)
+    opt = gt.optimizer(model, GPT_WD, *GPT_BETAS)
+    out = [None]
+
+    def run():
+        out[0] = gt.train_step(model, opt, x, y, GPT_LR, GPT_CLIP)
+
+    def check():
+        if not math.isfinite(out[0]):
+            raise AssertionError(f"the GPT step's loss is {out[0]}")
+        if not all(torch.isfinite(p).all() for p in model.parameters()):
+            raise AssertionError("the GPT's parameters are not finite after the step")
+
+    return run, check
+
+
+def gpt_sample():
+    """peel's gpt_sample_token: 63 tokens after a 1-token prompt, batch 1,
+    temperature 1, top-k 10, with the KV cache (a prefill, then one token
+    a step attending to the cached positions), eval mode under
+    torch.no_grad(), drawn with torch.multinomial."""
+    gt = gpt_torch()
+    model = gpt_model(gt)
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    prompt = torch.ones(1, 1, dtype=torch.int64)  # token 1, as bench/gpt.go's prompt
+    g = torch.Generator().manual_seed(93)
+    out = [None]
+
+    def run():
+        out[0] = gt.generate(model, prompt, GPT_NEW, temperature=1.0, top_k=GPT_TOPK, generator=g)
+
+    def check():
+        t = out[0]
+        if tuple(t.shape) != (1, GPT_NEW) or t.dtype != torch.int64:
+            raise AssertionError(f"sampled {t.dtype}{list(t.shape)}, want int64[1, {GPT_NEW}]")
+        if not ((t >= 0) & (t < GPT_VOCAB)).all():
+            raise AssertionError(f"a sampled token is outside [0, {GPT_VOCAB})")
+
+    return run, check
+
+
 def compare(got, want, rtol, atol):
     for i, (g, w) in enumerate(zip(got, want)):
         if not abs(g - w) <= atol + rtol * abs(w):
@@ -920,6 +1000,8 @@ WORKLOADS = [
     ("per_sample_grad_cnn_f32", "ms", lambda ns: ns / 1e6, per_sample_cnn(False)),
     ("per_sample_grad_cnn_f32_loop", "ms", lambda ns: ns / 1e6, per_sample_cnn(True)),
     ("digits_mlp_epoch_f32", "ms", lambda ns: ns / 1e6, digits_epoch),
+    ("gpt_step_f32", "ms", lambda ns: ns / 1e6, gpt_step),
+    ("gpt_sample_token", "µs/token", lambda ns: ns / 1e3 / GPT_NEW, gpt_sample),
 ]
 
 # peel's compiled workloads are compared with torch eager (Debian's torch
@@ -942,7 +1024,9 @@ VARIANTS = {"mlp_step_f32_compile_backward": "mlp_step_f32", "coscos_grad_f32_mi
             "rnn_scan_grad_f32": "rnn_unrolled_grad_f32", "rnn_scan_grad_f32_compiled": "rnn_unrolled_grad_f32",
             "rnn_unrolled_grad_f32_compiled": "rnn_unrolled_grad_f32",
             "rnn_scan_grad_f32_compiled_unroll4": "rnn_unrolled_grad_f32",
-            "rnn_scan_grad_f32_compiled_unroll10": "rnn_unrolled_grad_f32"}
+            "rnn_scan_grad_f32_compiled_unroll10": "rnn_unrolled_grad_f32",
+            # The GPT step: torch eager answers peel's compiled step.
+            "gpt_step_f32_compiled": "gpt_step_f32"}
 WORKLOADS += [(name,) + w[1:] for name, base in VARIANTS.items() for w in WORKLOADS if w[0] == base]
 
 

@@ -102,6 +102,7 @@ type settings struct {
 	export    string
 	zero1     bool
 	quiet     bool
+	losses    bool
 }
 
 // remats are the -remat policies.
@@ -443,6 +444,9 @@ func (r *runner) run() (Result, error) {
 			return res, fmt.Errorf("step %d: the loss is %v", i, loss)
 		}
 		res.Losses = append(res.Losses, loss)
+		if s.losses {
+			r.out("loss %d %.17g\n", i, loss)
+		}
 		tokens += s.batch * c.Context
 		ran++
 		if s.logEvery > 0 && ((i+1)%s.logEvery == 0 || i+1 == s.steps) {
@@ -643,6 +647,7 @@ func parseFlags(args []string) (settings, error) {
 	threads := fl.Int("threads", 0, "kernel threads and GOMAXPROCS (0: all cores)")
 	cpuprofile := fl.String("cpuprofile", "", "write a CPU profile of the training to this file")
 	fl.BoolVar(&s.quiet, "quiet", false, "print nothing")
+	fl.BoolVar(&s.losses, "print-losses", false, "print every step's loss in full (\"loss STEP VALUE\"), for comparisons")
 	if err := fl.Parse(args); err != nil {
 		return s, err
 	}
