@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,10 +18,15 @@ import (
 )
 
 // torchScript is bench/peers/torch_func.py, embedded so that the harness
-// runs the peer that matches its own workloads from any directory.
+// runs the peer that matches its own workloads from any directory;
+// gptTorch is the module it imports, the PyTorch twin of examples/gpt's
+// model (which examples/gpt/testdata/torch_gpt.py imports too).
 //
 //go:embed peers/torch_func.py
 var torchScript []byte
+
+//go:embed peers/gpt_torch.py
+var gptTorch []byte
 
 // TorchInstallHint says how to get a python3 with torch on Debian and
 // Ubuntu.
@@ -132,26 +138,23 @@ type peerRequest struct {
 // StartTorch starts bench/peers/torch_func.py in --serve mode under
 // python with threads threads, and waits for its hello.
 func StartTorch(python string, threads int) (*Peer, error) {
-	f, err := os.CreateTemp("", "peel-torch_func-*.py")
+	dir, err := os.MkdirTemp("", "peel-torch-peer-*")
 	if err != nil {
 		return nil, err
 	}
-	script := f.Name()
-	if _, err := f.Write(torchScript); err != nil {
-		f.Close()
-		os.Remove(script)
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(script)
-		return nil, err
+	script := filepath.Join(dir, "torch_func.py")
+	for name, src := range map[string][]byte{"torch_func.py": torchScript, "gpt_torch.py": gptTorch} {
+		if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
 	}
 	p, err := startPeer(exec.Command(python, script, "--serve", "--threads", strconv.Itoa(threads)), 2*time.Minute)
 	if err != nil {
-		os.Remove(script)
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("torch peer: %w", err)
 	}
-	p.script = script
+	p.script = dir
 	return p, nil
 }
 
@@ -318,7 +321,7 @@ func (p *Peer) Close() error {
 		p.err = errors.New(p.Name + " peer: closed")
 	}
 	if p.script != "" {
-		os.Remove(p.script)
+		os.RemoveAll(p.script)
 		p.script = ""
 	}
 	return err

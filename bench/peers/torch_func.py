@@ -754,11 +754,9 @@ GPT_LR, GPT_WD, GPT_BETAS, GPT_CLIP = 1e-3, 0.1, (0.9, 0.99), 1.0
 
 
 def gpt_torch():
-    """examples/gpt/testdata/gpt_torch.py, the PyTorch twin of
-    examples/gpt/model (the repository root is two levels above this
-    file)."""
-    d = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                     "examples", "gpt", "testdata")
+    """gpt_torch.py beside this file (peelbench writes both into one
+    directory), the PyTorch twin of examples/gpt/model."""
+    d = os.path.dirname(os.path.abspath(__file__))
     if d not in sys.path:
         sys.path.insert(0, d)
     import gpt_torch as gt

@@ -1,4 +1,4 @@
-"""The reference run of examples/gpt/model in PyTorch (gpt_torch.py, the
+"""The reference run of examples/gpt/model in PyTorch (bench/peers/gpt_torch.py, the
 model's twin): a small GPT trained for 50 steps on a synthetic corpus,
 in float64 and in float32 from the same initial parameters, on the same
 batches. Writes into OUTDIR
@@ -40,7 +40,9 @@ import struct  # noqa: E402
 import torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+# The model is bench/peers/gpt_torch.py, which peelbench's torch peer
+# imports too (the repository root is three levels above this file).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "bench", "peers"))
 import gpt_torch  # noqa: E402
 
 CONFIG = {"vocab": 32, "context": 32, "layers": 2, "heads": 4, "width": 64}
