@@ -70,13 +70,16 @@ func gptCheck() func(out tree.Tuple3[model.Params, optim.State, *peel.Tensor]) e
 	}
 }
 
-func gptStepEager() Workload {
+// gptStepEager is the eager step, with each block checkpointed with
+// remat unless it is nil (examples/gpt's -remat). Its live heap's peak
+// is measured: what -remat is for.
+func gptStepEager(name, doc string, remat *transforms.SavePolicy) Workload {
 	return Workload{
-		Name: "gpt_step_f32", Impl: "peel", Doc: gptDoc + ", eager", Unit: "ms", Metric: perMs,
+		Name: name, Impl: "peel", Doc: gptDoc + ", eager" + doc, Unit: "ms", Metric: perMs, LiveHeap: true,
 		Setup: func() (func(), func() error) {
 			in := gptSetup(peel.Float32)
 			check := gptCheck()
-			step := model.NewStep(in.c, model.Optimizer(gptHyper()), nil)
+			step := model.NewStep(in.c, model.Optimizer(gptHyper()), remat)
 			var out tree.Tuple3[model.Params, optim.State, *peel.Tensor]
 			key := peel.Key(0)
 			return func() { out = step(in.p, in.s, in.x, in.y, key) }, func() error { return check(out) }
@@ -123,7 +126,12 @@ func gptSample() (func() (func(), func() transforms.CompileStats), func() error)
 // always: a sampler is a program run many times); the compiled step is
 // in compiledWorkloadList.
 func gptWorkloads() []Workload {
-	ws := []Workload{gptStepEager()}
+	ws := []Workload{
+		gptStepEager("gpt_step_f32", "", nil),
+		gptStepEager("gpt_step_f32_remat_dots", ", each block checkpointed with DotsSaveable", &transforms.DotsSaveable),
+		gptStepEager("gpt_step_f32_remat_mincut", ", each block checkpointed with MinCut", &transforms.MinCut),
+		gptStepEager("gpt_step_f32_remat_nothing", ", each block checkpointed with NothingSaveable", &transforms.NothingSaveable),
+	}
 	return append(ws, compiledWorkloads("gpt_sample_token", gptSampleDoc, "µs/token",
 		func(ns float64) float64 { return ns / 1e3 / gptSampleTokens }, gptSample)...)
 }

@@ -1271,7 +1271,7 @@ func init() {
 	registerUnary(prims.Tan, costHeavy, unaryLoops{f32: tanLoop[float32], f64: tanLoop[float64]})
 	registerUnary(prims.Tanh, costMath, unaryLoops{f32: tanh32Loop, f64: tanh64Loop})
 	registerUnary(prims.Logistic, costMath, unaryLoops{f32: logistic32Loop, f64: logisticLoop64})
-	registerUnary(prims.Erf, costHeavy, unaryLoops{f32: erfLoop[float32], f64: erfLoop[float64]})
+	registerUnary(prims.Erf, costMath, unaryLoops{f32: erf32Loop, f64: erfLoop[float64]})
 	registerUnary(prims.Not, costCheap, unaryLoops{b: notBoolLoop, i: notIntLoop})
 	registerUnary(prims.Copy, costCheap, unaryLoops{b: copyLoop[bool], i: copyLoop[int64], f32: copyLoop[float32], f64: copyLoop[float64]})
 	registerUnary(prims.StopGradient, costCheap, unaryLoops{b: copyLoop[bool], i: copyLoop[int64], f32: copyLoop[float32], f64: copyLoop[float64]})

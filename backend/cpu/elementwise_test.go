@@ -305,7 +305,7 @@ func ewSweep32(stride uint32, lim float32, fine int) []float32 {
 // every 1021st float32 bit pattern (~4.2M values, all binades, both signs,
 // subnormals, ±Inf, NaN) plus 1M evenly spaced values in each function's
 // interesting range. The maximum error observed is 1 ulp for exp, expm1,
-// logistic, tanh, log, sin and cos (relative error ≤ 1.2e-7); the
+// logistic, tanh, log, sin, cos and erf (relative error ≤ 1.2e-7); the
 // assertion allows 2 ulps.
 func TestFastMath32(t *testing.T) {
 	cases := []struct {
@@ -320,6 +320,7 @@ func TestFastMath32(t *testing.T) {
 		{prims.Log, math.Log, 4},
 		{prims.Sin, math.Sin, 40},
 		{prims.Cos, math.Cos, 40},
+		{prims.Erf, math.Erf, 5},
 	}
 	stride := uint32(1021)
 	fine := 1 << 20

@@ -1023,8 +1023,10 @@ VARIANTS = {"mlp_step_f32_compile_backward": "mlp_step_f32", "coscos_grad_f32_mi
             "rnn_unrolled_grad_f32_compiled": "rnn_unrolled_grad_f32",
             "rnn_scan_grad_f32_compiled_unroll4": "rnn_unrolled_grad_f32",
             "rnn_scan_grad_f32_compiled_unroll10": "rnn_unrolled_grad_f32",
-            # The GPT step: torch eager answers peel's compiled step.
-            "gpt_step_f32_compiled": "gpt_step_f32"}
+            # The GPT step: torch eager answers peel's compiled step and
+            # its checkpointed (remat) steps.
+            "gpt_step_f32_compiled": "gpt_step_f32", "gpt_step_f32_remat_dots": "gpt_step_f32",
+            "gpt_step_f32_remat_mincut": "gpt_step_f32", "gpt_step_f32_remat_nothing": "gpt_step_f32"}
 WORKLOADS += [(name,) + w[1:] for name, base in VARIANTS.items() for w in WORKLOADS if w[0] == base]
 
 
