@@ -178,9 +178,13 @@ func ArgMin(x *Tensor, axis ...int) *Tensor {
 
 // shifted returns x minus its maximum along the normalized axis a (x is
 // float and the axis is not empty). The shift does not change Softmax or
-// LogSoftmax in exact arithmetic, so its derivative is zero.
+// LogSoftmax in exact arithmetic, at any order of derivative, so the
+// maximum is a constant for differentiation (StopGradient, as
+// jax.nn.softmax does): its derivative, zero up to rounding, is not
+// computed (the maximum's JVP, a mask of the maximal elements and a
+// division by their count, was a third of Softmax's gradient).
 func shifted(x *Tensor, a int) *Tensor {
-	m := reduceBind(prims.ReduceMax, x, []int{a}, true)
+	m := reduceBind(prims.ReduceMax, interp.Bind1(prims.StopGradient, nil, x), []int{a}, true)
 	return bin(prims.Sub, x, broadcastTo(m, x.Shape()))
 }
 

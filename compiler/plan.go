@@ -238,6 +238,14 @@ func (b *builder) eqn(e *interp.Eqn) {
 		b.vals[e.Out[0]] = p.newSlot(slot{kind: sl.kind, root: sl.root, shape: e.Out[0].Aval.Shape, strides: arr.Strides, offset: arr.Offset, dtype: sl.dtype})
 		return
 	}
+	if pr == prims.StopGradient && len(e.In) == 1 && len(e.Out) == 1 {
+		// The identity on values (it only stops differentiation, which
+		// a program does not do): an alias of its operand, as a view
+		// is, so no kernel runs and no fused group grows.
+		sl := p.vals[b.vals[e.In[0]]]
+		b.vals[e.Out[0]] = p.newSlot(sl)
+		return
+	}
 	if b.fusable(e) && b.fuse(e) {
 		return
 	}

@@ -191,6 +191,31 @@ func TestChainFused(t *testing.T) {
 	}
 }
 
+// TestStopGradientAliases: stop_gradient runs no kernel in a program (it
+// is the identity on values); its result, read by a fused group, by a
+// reduction, returned beside its operand, or of an input, is its
+// operand's value.
+func TestStopGradientAliases(t *testing.T) {
+	x := peel.FromFloat64s(seqValues(12, 1), 3, 4)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		e := peel.Exp(a[0])
+		s := peel.StopGradient(e)
+		m := peel.Keep(peel.Max, peel.StopGradient(a[0]), -1)
+		return []*peel.Tensor{peel.Mul(peel.Sub(a[0], m), s), s, e, peel.StopGradient(a[0])}
+	}, x)
+	if count(g, "stop_gradient") != 3 {
+		t.Fatalf("the trace has %d stop_gradient, want 3:\n%v", count(g, "stop_gradient"), g)
+	}
+	p := checkProgram(t, g, []*peel.Tensor{x})
+	if strings.Contains(p.String(), "stop_gradient") {
+		t.Errorf("the program runs stop_gradient:\n%v", p)
+	}
+	out := p.Run([]*peel.Tensor{x}, nil)
+	if out[3] == x {
+		t.Errorf("an output aliases the input")
+	}
+}
+
 // TestViews: transposes, slices, broadcasts and reshapes feeding kernels
 // and fused groups.
 func TestViews(t *testing.T) {
