@@ -41,7 +41,8 @@ type entry struct {
 	// location (a broadcast scalar) without materializing them.
 	splat bool
 	// repeat: the kernel also accepts a contiguous block repeated along
-	// leading zero-stride dimensions (see repeatBlock).
+	// leading zero-stride dimensions (see repeatBlock), and one element
+	// per row broadcast along trailing ones (see rowSplat).
 	repeat bool
 	// strided: the kernel reads every operand through its strides (it
 	// copies them with copyStrided), so Exec materializes none.
@@ -378,7 +379,7 @@ func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
 	}
 	for i := range in {
 		a := &in[i]
-		if e.strided || a.Strides == nil || a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && repeatBlock(*a) > 0) {
+		if e.strided || a.Strides == nil || a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && (repeatBlock(*a) > 0 || rowSplat(*a) > 0)) {
 			continue
 		}
 		c := backend.Array{Buf: b.Alloc(a.Buf.DType(), a.Size()), Shape: a.Shape}

@@ -449,6 +449,10 @@ func runBinary[T, R any](p *interp.Prim, lp *binLoops[T, R], cost int, d []R, x,
 		return
 	}
 	if x.Strides != nil || y.Strides != nil {
+		if xk, yk := rowSplat(*x), rowSplat(*y); xk > 0 || yk > 0 {
+			runRowSplat(p, lp, cost, d, x, y, xb, yb, xk, yk)
+			return
+		}
 		if xk, yk := repeatBlock(*x), repeatBlock(*y); xk > 0 || yk > 0 {
 			runRepeat(*l, cost, d, *x, *y, xb, yb, xk, yk)
 			return
@@ -547,6 +551,91 @@ func runRepeat[T, R any](l binLoops[T, R], cost int, d []R, x, y backend.Array, 
 		return
 	}
 	parallelFor(blocks, max(1, cost*k), func(lo, hi int) { body(lo*k, hi*k) })
+}
+
+// minRowSplat is the shortest row read in place by runRowSplat: below it
+// one loop call per row costs more than materializing the operand.
+const minRowSplat = 16
+
+// rowSplat returns k when a holds one element per row of k ≥
+// minRowSplat elements: trailing zero-stride dimensions of k elements in
+// all (a [..., 1] operand broadcast along its last axes, as a row's
+// maximum, sum or mean is in softmax and the norms), over leading
+// dimensions that are contiguous (element r for row r, from a.Offset).
+// It returns 0 for every other layout, a whole splat included.
+func rowSplat(a backend.Array) int {
+	if a.Strides == nil {
+		return 0
+	}
+	j, k := len(a.Shape), 1
+	for ; j > 0; j-- {
+		d := j - 1
+		if a.Shape[d] == 1 {
+			continue
+		}
+		if a.Strides[d] != 0 {
+			break
+		}
+		k *= a.Shape[d]
+	}
+	if k < minRowSplat || j == 0 {
+		return 0
+	}
+	s := 1
+	for d := j - 1; d >= 0; d-- {
+		if a.Shape[d] == 1 {
+			continue
+		}
+		if a.Strides[d] != s {
+			return 0
+		}
+		s *= a.Shape[d]
+	}
+	if s == 1 { // one row: a splat
+		return 0
+	}
+	return k
+}
+
+// runRowSplat computes d = op(x, y) where x (xk > 0) or y (yk > 0) holds
+// one element per row of k (rowSplat) and the other operand is
+// contiguous: a tensor-scalar (or scalar-tensor) loop per row, reading
+// the row's element in place. Any other pairing materializes the row
+// operands and runs runBinary on contiguous arrays.
+func runRowSplat[T, R any](p *interp.Prim, lp *binLoops[T, R], cost int, d []R, x, y *backend.Array, xb, yb []T, xk, yk int) {
+	plain := func(a *backend.Array) bool { return a.Strides == nil || a.IsContiguous() }
+	if (xk > 0 && !plain(y)) || (yk > 0 && !plain(x)) {
+		dense := func(a *backend.Array, ab []T) (*backend.Array, []T) {
+			if plain(a) {
+				return a, ab
+			}
+			c := make([]T, a.Size())
+			stridedCopy(c, ab, backend.Array{Shape: a.Shape}, *a)
+			return &backend.Array{Shape: a.Shape}, c
+		}
+		x, xb = dense(x, xb)
+		y, yb = dense(y, yb)
+		runBinary(p, lp, cost, d, x, y, xb, yb)
+		return
+	}
+	l := lp.forSize(len(d))
+	k := max(xk, yk)
+	body := func(lo, hi int) { // rows [lo, hi)
+		for r := lo; r < hi; r++ {
+			dd := d[r*k : (r+1)*k]
+			if yk > 0 {
+				l.vs(dd, xb[x.Offset+r*k:x.Offset+(r+1)*k], yb[y.Offset+r])
+			} else {
+				l.sv(dd, xb[x.Offset+r], yb[y.Offset+r*k:y.Offset+(r+1)*k])
+			}
+		}
+	}
+	rows := len(d) / k
+	if serial(len(d), cost) {
+		body(0, rows)
+		return
+	}
+	parallelFor(rows, max(1, cost*k), body)
 }
 
 // swapVS turns a tensor-scalar loop of a commutative operation into its

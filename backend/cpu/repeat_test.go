@@ -10,9 +10,11 @@ import (
 )
 
 // TestRepeatedBlockOperands checks binary kernels on operands broadcast
-// along leading dimensions (read in place, block by block) against the
-// same operands materialized, for every combination with contiguous,
-// splat and repeated operands, including sizes that run in parallel.
+// along leading dimensions (read in place, block by block) and on
+// operands of one element per row broadcast along trailing dimensions
+// (read in place, row by row) against the same operands materialized,
+// for every combination with contiguous, splat, repeated and row
+// operands, including sizes that run in parallel.
 func TestRepeatedBlockOperands(t *testing.T) {
 	be := cpu.New()
 	mk := func(n int, shape ...int) *interp.Tensor {
@@ -38,13 +40,16 @@ func TestRepeatedBlockOperands(t *testing.T) {
 			"repeat":       bc(mk(3*64, 3, 64), shape...),
 			"repeat-row":   bc(mk(64, 1, 64), shape...),
 			"small-repeat": bc(mk(2, 1, 2), rows, 3*32, 2),
+			"row":          bc(mk(rows*3, rows, 3, 1), shape...),
+			"row-2d":       bc(mk(rows, rows, 1, 1), shape...),
+			"row-strided":  bc(interp.Bind1(prims.Slice, prims.SliceParams{Start: []int{0, 0, 0}, Limit: []int{rows, 3, 1}, Stride: []int{1, 1, 1}}, mk(rows*3*2, rows, 3, 2)), shape...),
 		}
 		small := operands["small-repeat"]
 		delete(operands, "small-repeat")
 		operands["small-repeat"] = interp.Bind1(prims.Reshape, prims.ReshapeParams{Shape: shape}, interp.Contiguous(small))
 		for xn, x := range operands {
 			for yn, y := range operands {
-				for _, p := range []*interp.Prim{prims.Sub, prims.Lt} {
+				for _, p := range []*interp.Prim{prims.Sub, prims.Div, prims.Lt} {
 					got := interp.Bind1(p, nil, x, y)
 					want := interp.Bind1(p, nil, interp.Contiguous(x), interp.Contiguous(y))
 					if p == prims.Lt {
