@@ -497,26 +497,49 @@ func repeatBlock(a backend.Array) int {
 	if a.Strides == nil {
 		return 0
 	}
-	j, k := len(a.Shape), 1
+	// The trailing dimensions are contiguous (k elements), the leading
+	// ones repeat them.
+	j, k := trailingDims(a, 1)
+	if !leadingDims(a, j, 0) || k < minRepeatBlock || k == a.Size() {
+		return 0
+	}
+	return k
+}
+
+// trailingDims returns the number j of a's leading dimensions left when its
+// trailing ones (size-1 dimensions skipped) have the strides of a
+// contiguous block (step 1) or of one broadcast element (step 0), and
+// the k elements those trailing dimensions hold.
+func trailingDims(a backend.Array, step int) (j, k int) {
+	j, k = len(a.Shape), 1
 	for ; j > 0; j-- {
 		d := j - 1
 		if a.Shape[d] == 1 {
 			continue
 		}
-		if a.Strides[d] != k {
+		if a.Strides[d] != k*step {
 			break
 		}
 		k *= a.Shape[d]
 	}
-	for d := 0; d < j; d++ {
-		if a.Shape[d] != 1 && a.Strides[d] != 0 {
-			return 0
+	return j, k
+}
+
+// leadingDims reports whether a's first j dimensions (size-1 dimensions
+// skipped) have the strides of a contiguous array (step 1) or are
+// broadcast (step 0).
+func leadingDims(a backend.Array, j, step int) bool {
+	s := 1
+	for d := j - 1; d >= 0; d-- {
+		if a.Shape[d] == 1 {
+			continue
 		}
+		if a.Strides[d] != s*step {
+			return false
+		}
+		s *= a.Shape[d]
 	}
-	if k < minRepeatBlock || k == a.Size() {
-		return 0
-	}
-	return k
+	return true
 }
 
 // runRepeat is runBinary with a repeated-block operand, read in place
@@ -567,31 +590,10 @@ func rowSplat(a backend.Array) int {
 	if a.Strides == nil {
 		return 0
 	}
-	j, k := len(a.Shape), 1
-	for ; j > 0; j-- {
-		d := j - 1
-		if a.Shape[d] == 1 {
-			continue
-		}
-		if a.Strides[d] != 0 {
-			break
-		}
-		k *= a.Shape[d]
-	}
-	if k < minRowSplat || j == 0 {
-		return 0
-	}
-	s := 1
-	for d := j - 1; d >= 0; d-- {
-		if a.Shape[d] == 1 {
-			continue
-		}
-		if a.Strides[d] != s {
-			return 0
-		}
-		s *= a.Shape[d]
-	}
-	if s == 1 { // one row: a splat
+	// The trailing dimensions broadcast one element over k, the leading
+	// ones hold the rows' elements contiguously.
+	j, k := trailingDims(a, 0)
+	if k < minRowSplat || j == 0 || !leadingDims(a, j, 1) || k == a.Size() {
 		return 0
 	}
 	return k
