@@ -117,10 +117,11 @@ type member struct {
 }
 
 // minPerRow is the shortest row for which an equation with a per-row
-// broadcast operand runs row by row (one kernel call per row) rather
-// than on the block after the broadcast is expanded into a block buffer:
-// below it, the calls cost more than the expansion.
-const minPerRow = 64
+// broadcast operand reads it in place, one element per row (perRow),
+// rather than after it is expanded into a block buffer: the CPU
+// backend's binary kernels read such an operand in place from rows of 16
+// on (minRowSplat in backend/cpu), and materialize it below.
+const minPerRow = 16
 
 // perRowPrim reports whether p's result is the same whether an operand
 // is a broadcast scalar or a contiguous array of that value (the CPU
@@ -715,7 +716,7 @@ func (p *Program) rowBlocks(rs *runState, w *worker, g *group, first, blocks, st
 			switch m.kind {
 			case memElem:
 				if m.perRow {
-					p.perRow(rs, w, g, m, lo, rlo, shape[0]/g.k)
+					p.perRow(rs, w, g, m, lo, rlo, shape2)
 					continue
 				}
 				for k, r := range m.in {
@@ -741,42 +742,40 @@ func (p *Program) rowBlocks(rs *runState, w *worker, g *group, first, blocks, st
 	}
 }
 
-// perRow applies elementwise member m to the nrows rows of the block at
-// element lo (row rlo) one row at a time, its per-row broadcast operands
-// read in place as broadcast scalars.
-func (p *Program) perRow(rs *runState, w *worker, g *group, m *member, lo, rlo, nrows int) {
+// perRow applies elementwise member m to the block at element lo (row
+// rlo, shape2 its rows × k) in one kernel call, its per-row broadcast
+// operands passed in place as one element per row (strides [1, 0]),
+// which the CPU backend's binary kernels read with a tensor-scalar loop
+// per row (rowSplat in backend/cpu): the same loops, so the same bits,
+// as one call per row with the value as a broadcast scalar, without the
+// per-call cost.
+func (p *Program) perRow(rs *runState, w *worker, g *group, m *member, lo, rlo int, shape2 []int) {
 	ins := w.in[:len(m.in)]
-	base := w.base[:len(m.in)]
 	for k, r := range m.in {
 		switch r.bcast {
 		case bcastCol:
-			base[k] = p.blockArray(rs, w, r, rlo, g.fullRows)
+			a := p.blockArray(rs, w, r, rlo, g.fullRows)
+			ins[k] = backend.Array{Buf: a.Buf, Shape: shape2, Strides: rowStride, Offset: a.Offset}
 		case bcastVec:
-			base[k] = backend.Array{Buf: w.scratch[r.exp]}
+			// The vector repeated over a full block's rows.
+			ins[k] = backend.Array{Buf: w.scratch[r.exp], Shape: shape2}
 		default:
-			base[k] = p.blockArray(rs, w, r, lo, g.full)
+			a := p.blockArray(rs, w, r, lo, g.full)
+			if a.Strides != nil { // a broadcast scalar
+				ins[k] = backend.Array{Buf: a.Buf, Shape: shape2, Strides: splatStride2, Offset: a.Offset}
+			} else {
+				ins[k] = backend.Array{Buf: a.Buf, Shape: shape2, Offset: a.Offset}
+			}
 		}
 	}
 	out := p.blockArray(rs, w, m.out, lo, g.full)
-	for j := range nrows {
-		for k, r := range m.in {
-			a := base[k]
-			switch {
-			case r.bcast == bcastCol:
-				ins[k] = backend.Array{Buf: a.Buf, Shape: g.rowShape, Strides: zeroStride, Offset: a.Offset + j}
-			case r.bcast == bcastVec:
-				ins[k] = backend.Array{Buf: a.Buf, Shape: g.rowShape, Offset: a.Offset}
-			case a.Strides != nil:
-				// A broadcast scalar.
-				ins[k] = backend.Array{Buf: a.Buf, Shape: g.rowShape, Strides: zeroStride, Offset: a.Offset}
-			default:
-				ins[k] = backend.Array{Buf: a.Buf, Shape: g.rowShape, Offset: a.Offset + j*g.k}
-			}
-		}
-		w.out[0] = backend.Array{Buf: out.Buf, Shape: g.rowShape, Offset: out.Offset + j*g.k}
-		p.be.Exec(m.prim.Op, m.block, ins, w.out)
-	}
+	w.out[0] = backend.Array{Buf: out.Buf, Shape: shape2, Offset: out.Offset}
+	p.be.Exec(m.prim.Op, m.block, ins, w.out)
 }
+
+// rowStride and splatStride2 are the strides of rows × k arrays of one
+// element per row and of one element in all.
+var rowStride, splatStride2 = []int{1, 0}, []int{0, 0}
 
 // broadcast returns the block at row rlo of an elementwise equation's
 // broadcast operand r: a vector's expansion, or a per-row value read in
