@@ -139,6 +139,16 @@ func causalMask(t int) *peel.Tensor {
 	return peel.GreaterEqual(peel.Reshape(i, t, 1), peel.Reshape(i, 1, t))
 }
 
+// maskBias is the additive form of the bool mask: 0 where a key may be
+// attended to, maskValue where not. Adding it masks as Where does (a
+// masked logit becomes the lowest finite value, or −Inf, and its weight
+// after the softmax exactly zero; the others are unchanged, x + 0 = x)
+// at the cost of an addition, whose gradient passes through unchanged
+// (a masked weight's gradient is zero through the softmax).
+func maskBias(mask *peel.Tensor, dt peel.DType) *peel.Tensor {
+	return peel.AsType(peel.Where(mask, 0.0, maskValue(dt)), dt)
+}
+
 // maskValue is the logit of a masked key: the lowest finite value, so
 // its weight after the softmax is exactly zero.
 func maskValue(dt peel.DType) float64 {
@@ -171,12 +181,13 @@ func merge(y *peel.Tensor) *peel.Tensor {
 	return peel.Reshape(peel.MoveAxis(y, 1, 2), s[0], s[2], s[1]*s[3])
 }
 
-// attend is softmax(q·kᵀ/√d, masked)·v with dropout of rate on the
-// weights: q [B, H, Tq, d], k and v [B, H, Tk, d], mask bool [Tq, Tk].
-func attend(q, k, v, mask, key *peel.Tensor, rate float64) *peel.Tensor {
+// attend is softmax(q·kᵀ/√d + bias)·v with dropout of rate on the
+// weights: q [B, H, Tq, d], k and v [B, H, Tk, d], bias [Tq, Tk] the
+// additive mask (maskBias).
+func attend(q, k, v, bias, key *peel.Tensor, rate float64) *peel.Tensor {
 	d := q.Shape()[3]
 	att := peel.Mul(peel.MatMul(q, peel.MoveAxis(k, -1, -2)), 1/math.Sqrt(float64(d)))
-	att = peel.Where(mask, att, maskValue(att.DType()))
+	att = peel.Add(att, bias)
 	att = dropout(key, peel.Softmax(att, -1), rate)
 	return peel.MatMul(att, v)
 }
@@ -191,9 +202,9 @@ func mlp(p MLP, x *peel.Tensor) *peel.Tensor {
 }
 
 // block runs one pre-LN block on x [B, T, C].
-func block(c Config, p Block, x, mask *peel.Tensor, ks blockKeys) *peel.Tensor {
+func block(c Config, p Block, x, bias *peel.Tensor, ks blockKeys) *peel.Tensor {
 	q, k, v := heads(nn.Linear(p.Attn.QKV, nn.LayerNorm(p.LN1, x)), c.Heads)
-	y := nn.Linear(p.Attn.Proj, merge(attend(q, k, v, mask, ks.Attn, c.Dropout)))
+	y := nn.Linear(p.Attn.Proj, merge(attend(q, k, v, bias, ks.Attn, c.Dropout)))
 	x = peel.Add(x, dropout(ks.Resid1, y, c.Dropout))
 	return peel.Add(x, dropout(ks.Resid2, mlp(p.MLP, nn.LayerNorm(p.LN2, x)), c.Dropout))
 }
@@ -243,13 +254,13 @@ func hidden(c Config, p Params, idx *peel.Tensor, o Options) *peel.Tensor {
 	}
 	x := peel.Add(nn.Embedding(nn.EmbeddingParams{Table: p.WTE}, idx), peel.Narrow(p.WPE, 0, 0, t))
 	x = dropout(key(0), x, c.Dropout)
-	mask := causalMask(t)
+	bias := maskBias(causalMask(t), c.DType)
 	run := func(a blockArgs) *peel.Tensor {
 		var bk blockKeys
 		if len(a.Keys) == 3 {
 			bk = blockKeys{a.Keys[0], a.Keys[1], a.Keys[2]}
 		}
-		return block(c, a.P, a.X, mask, bk)
+		return block(c, a.P, a.X, bias, bk)
 	}
 	if o.Remat != nil {
 		run = transforms.Checkpoint(run, *o.Remat)

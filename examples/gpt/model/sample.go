@@ -36,13 +36,13 @@ func Decode(c Config, p Params, idx, pos *peel.Tensor, cache []KV) (*peel.Tensor
 	// Query i (at pos+i) may attend to key j when j ≤ pos+i.
 	qpos := peel.Add(peel.Arange(peel.Int64, 0, float64(s), 1), pos)
 	kpos := peel.Arange(peel.Int64, 0, float64(c.Context), 1)
-	mask := peel.LessEqual(peel.Reshape(kpos, 1, c.Context), peel.Reshape(qpos, s, 1))
+	bias := maskBias(peel.LessEqual(peel.Reshape(kpos, 1, c.Context), peel.Reshape(qpos, s, 1)), c.DType)
 	at := []*peel.Tensor{zero, zero, pos, zero}
 	next := make([]KV, len(cache))
 	for l, b := range p.Blocks {
 		q, k, v := heads(nn.Linear(b.Attn.QKV, nn.LayerNorm(b.LN1, x)), c.Heads)
 		next[l] = KV{peel.DynamicUpdateSlice(cache[l].K, k, at), peel.DynamicUpdateSlice(cache[l].V, v, at)}
-		y := attend(q, next[l].K, next[l].V, mask, nil, 0)
+		y := attend(q, next[l].K, next[l].V, bias, nil, 0)
 		x = peel.Add(x, nn.Linear(b.Attn.Proj, merge(y)))
 		x = peel.Add(x, mlp(b.MLP, nn.LayerNorm(b.LN2, x)))
 	}
