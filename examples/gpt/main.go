@@ -727,7 +727,9 @@ func main() {
 	pprof.StopCPUProfile()
 	if runErr != nil {
 		if errors.Is(runErr, errStopped) {
-			fmt.Println(runErr)
+			if world.Rank() == 0 {
+				fmt.Println(runErr)
+			}
 			dist.Finalize()
 			return
 		}
