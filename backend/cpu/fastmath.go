@@ -344,7 +344,7 @@ func sinCos32(d, a []float32, q uint64) {
 	}
 }
 
-// erf in float32: odd, so erf32Loop evaluates |x| and puts the sign
+// erf in float32 (erf32Scalar): odd, so it evaluates |x| and puts the sign
 // back. Below 1/16 it is x·(c0 + c1x² + c2x⁴ + c3x⁶), the Taylor series
 // (the first term left out, x⁹/216·2/√π, is below 1.5e-12 relative).
 // On [1/16, erfLimit) it is a Taylor polynomial of degree 3 about the
@@ -357,7 +357,8 @@ func sinCos32(d, a []float32, q uint64) {
 // |erf⁽⁴⁾|·h⁴/24 is below 3e-12, far under a float32 ulp of erf ≥
 // 0.07. From erfLimit = 4 on, erf rounds to ±1 in float32 (erfc(4) ≈
 // 1.5e-8 is below half an ulp of 1). It replaces math.Erf (about 25 ns
-// an element) with a table lookup and 3 multiply-adds.
+// an element) with a table lookup and 3 multiply-adds; on CPUs with
+// AVX2 and FMA the SIMD kernel (erf32AVX2) runs instead.
 const (
 	erfLimit     = 4
 	erfIntervals = 1024
@@ -394,8 +395,19 @@ var erfSmallC = [4]float64{2 / math.SqrtPi, -2 / math.SqrtPi / 3, 2 / math.SqrtP
 // erfScale is erfIntervals/erfLimit: |x|·erfScale is |x|'s interval.
 const erfScale = erfIntervals / erfLimit
 
-// erf32Loop sets d[i] = erf(a[i]). len(a) ≥ len(d).
+// erf32Loop sets d[i] = erf(a[i]), with the SIMD kernel where the CPU
+// has one (simd64_amd64.s, in float64 lanes) and erf32Scalar otherwise.
+// len(a) ≥ len(d).
 func erf32Loop(d, a []float32) {
+	if haveSIMD {
+		erf32Vec(d, a)
+		return
+	}
+	erf32Scalar(d, a)
+}
+
+// erf32Scalar sets d[i] = erf(a[i]). len(a) ≥ len(d).
+func erf32Scalar(d, a []float32) {
 	a = a[:len(d)]
 	for i, x := range a {
 		b := math.Float32bits(x)

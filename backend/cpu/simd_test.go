@@ -33,6 +33,7 @@ import (
 //	tanh       1      1
 //	sin        1      1
 //	cos        1      1
+//	erf        1      1   (Intel Xeon, AVX-512 machine, AVX2+FMA kernel)
 //
 // (sin and cos: about 29k of the 2.5G inputs below 2^20 in magnitude are
 // 1 ulp off, the rest correctly rounded; larger ones, NaN and ±Inf are
@@ -88,6 +89,7 @@ var mathCases = []mathCase{
 	{"tanh", tanh32Vec, tanh32Scalar, math.Tanh, 10},
 	{"sin", sin32Vec, sin32Scalar, math.Sin, 40},
 	{"cos", cos32Vec, cos32Scalar, math.Cos, 40},
+	{"erf", erf32Vec, erf32Scalar, math.Erf, 7},
 }
 
 // specials32 are inputs every float32 function test includes.
@@ -279,6 +281,26 @@ func TestSIMDMathSpecial(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("%s(%v) = %v, want %v", c.name, c.x, got, c.want)
+		}
+	}
+	// erf's kernel works on groups of four (a shorter slice takes the
+	// portable loop): each special value four times.
+	for _, c := range []struct{ x, want float32 }{
+		{nan, nan}, {-nan, nan}, {inf, 1}, {-inf, -1}, {0, 0}, {negZero, negZero},
+		{1e-30, float32(1e-30 * 2 / math.SqrtPi)}, {-1e-30, float32(-1e-30 * 2 / math.SqrtPi)},
+		{math.SmallestNonzeroFloat32, math.SmallestNonzeroFloat32}, {6, 1}, {-7, -1},
+		{math.MaxFloat32, 1}, {-math.MaxFloat32, -1}, {1, float32(math.Erf(1))}, {-1, float32(math.Erf(-1))},
+	} {
+		d := make([]float32, 4)
+		erf32Vec(d, []float32{c.x, c.x, c.x, c.x})
+		for _, got := range d {
+			ok := got == c.want && math.Signbit(float64(got)) == math.Signbit(float64(c.want))
+			if c.want != c.want {
+				ok = got != got
+			}
+			if !ok {
+				t.Errorf("erf(%v) = %v, want %v", c.x, got, c.want)
+			}
 		}
 	}
 	// Subnormal results of exp and logistic, checked against the
