@@ -210,15 +210,13 @@ func gated(x, g *Tensor) *Tensor {
 
 // GELU returns the Gaussian error linear unit in its exact form,
 // x·Φ(x) = x·(½ + ½·erf(x/√2)), elementwise (integer and bool tensors
-// give f64). It is finite for every finite x, with GELU(x) = x above 10
-// and −0 below −10, and so are its derivatives. It panics with *Error if
-// x is nil.
+// give f64): one primitive (prims.GELU), whose derivative is another
+// (prims.GELUGrad), so it costs one pass forward and one backward. It is
+// finite for every finite x, x for large x and −0 for large negative x,
+// and so are its derivatives. It panics with *Error if x is nil.
 func GELU(x *Tensor) *Tensor {
 	defer interp.Annotate("peel.GELU")
-	checkTensor("peel.GELU", x)
-	x = toFloat(x)
-	xc := geluClamp(x)
-	return gated(x, un(prims.Erf, bin(prims.Mul, xc, fill(1/math.Sqrt2, x))))
+	return floatUnary("peel.GELU", prims.GELU, x)
 }
 
 // GELUTanh returns the tanh approximation of GELU,

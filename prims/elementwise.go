@@ -197,6 +197,63 @@ func sincDerivative(x float64) float64 {
 	return (math.Cos(math.Pi*x) - sinc(x)) / x
 }
 
+// GELU is the exact Gaussian error linear unit, x·Φ(x) with Φ the
+// standard normal distribution function (torch's gelu, jax.nn.gelu with
+// approximate=False): one primitive, so that a model's GELU is one
+// kernel forward and one multiplication backward (by GELUGrad, computed
+// with the forward) instead of a chain of elementwise operations and
+// their transposes, each a pass over memory in eager code.
+var GELU = withReference(unary("gelu", floats), Reference{F: gelu, D: geluDerivative, Lo: -6, Hi: 6,
+	// Φ(1) = 0.8413447460685429, Φ(2) = 0.9772498680518208 and
+	// Φ(−3) = 0.0013498980316301 (normal tables); GELU(0) = 0.
+	Known: [][2]float64{{0, 0}, {1, 0.8413447460685429}, {-1, -(1 - 0.8413447460685429)}, {2, 2 * 0.9772498680518208}, {-3, -3 * 0.0013498980316301}}})
+
+// GELUGrad is GELU's derivative, Φ(x) + x·φ(x) with φ the standard
+// normal density.
+var GELUGrad = withReference(unary("gelu_grad", floats), Reference{F: geluDerivative, D: geluSecond, Lo: -6, Hi: 6,
+	// φ(1) = e^(−½)/√(2π) = 0.24197072451914337.
+	Known: [][2]float64{{0, 0.5}, {1, 0.8413447460685429 + 0.24197072451914337}, {-1, 1 - 0.8413447460685429 - 0.24197072451914337}}})
+
+func init() {
+	defScaleJVP(GELU, func(x, _ *tensor) *tensor { return interp.Bind1(GELUGrad, nil, x) })
+	// GELU″(x) = φ(x)·(2 − x²), with x clamped to ±40 first: φ is 0
+	// there in float64, and the clamp keeps x² finite, so the product is
+	// 0 for every finite x (φ(x)·x² was 0·∞ past 1e154), at every order.
+	defScaleJVP(GELUGrad, func(x, _ *tensor) *tensor {
+		xc := interp.Bind1(Min, nil, interp.Bind1(Max, nil, x, constLike(-40, x)), constLike(40, x))
+		x2 := mul(xc, xc)
+		phi := scale(1/math.Sqrt(2*math.Pi), interp.Bind1(Exp, nil, scale(-0.5, x2)))
+		return mul(phi, sub(constLike(2, x), x2))
+	})
+}
+
+// gelu is GELU, −0 up to x = −40 (its limit, which it has reached in
+// float64 there; the formula's −∞·0 would be NaN at −∞).
+func gelu(x float64) float64 {
+	if x <= -40 {
+		return math.Copysign(0, -1)
+	}
+	return 0.5 * x * math.Erfc(-x/math.Sqrt2)
+}
+
+// geluDerivative is GELU′, 1 from x = 40 on and −0 up to x = −40 (its
+// limits, which it has reached in float64 there, GELU′ being negative
+// below −0.75), so ±Inf give them too (the formula's ±∞·0 would be NaN).
+func geluDerivative(x float64) float64 {
+	switch {
+	case x >= 40:
+		return 1
+	case x <= -40:
+		return math.Copysign(0, -1)
+	}
+	return 0.5*math.Erfc(-x/math.Sqrt2) + x*math.Exp(-x*x/2)/math.Sqrt(2*math.Pi)
+}
+
+func geluSecond(x float64) float64 {
+	x = math.Max(-40, math.Min(40, x))
+	return math.Exp(-x*x/2) / math.Sqrt(2*math.Pi) * (2 - x*x)
+}
+
 // Elementwise binary primitives. Operands have equal shapes and dtypes.
 var (
 	Add   = binary("add", numeric, sameType)

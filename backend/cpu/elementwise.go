@@ -1363,6 +1363,8 @@ func init() {
 	registerUnary(prims.Tanh, costMath, unaryLoops{f32: tanh32Loop, f64: tanh64Loop})
 	registerUnary(prims.Logistic, costMath, unaryLoops{f32: logistic32Loop, f64: logisticLoop64})
 	registerUnary(prims.Erf, costMath, unaryLoops{f32: erf32Loop, f64: erfLoop[float64]})
+	registerUnary(prims.GELU, costMath, unaryLoops{f32: gelu32Loop, f64: floatMap[float64](referenceF(prims.GELU))})
+	registerUnary(prims.GELUGrad, costMath, unaryLoops{f32: geluGrad32Loop, f64: floatMap[float64](referenceF(prims.GELUGrad))})
 	registerUnary(prims.Not, costCheap, unaryLoops{b: notBoolLoop, i: notIntLoop})
 	registerUnary(prims.Copy, costCheap, unaryLoops{b: copyLoop[bool], i: copyLoop[int64], f32: copyLoop[float32], f64: copyLoop[float64]})
 	registerUnary(prims.StopGradient, costCheap, unaryLoops{b: copyLoop[bool], i: copyLoop[int64], f32: copyLoop[float32], f64: copyLoop[float64]})

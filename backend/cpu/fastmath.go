@@ -1,6 +1,11 @@
 package cpu
 
-import "math"
+import (
+	"math"
+
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
 
 // Fast float32 transcendental functions.
 //
@@ -431,4 +436,40 @@ func erf32Scalar(d, a []float32) {
 			d[i] = x
 		}
 	}
+}
+
+// GELU and its derivative in float32 (prims.GELU, prims.GELUGrad): the
+// SIMD kernels where the CPU has them (gelu32AVX2, geluGrad32AVX2, in
+// float64 lanes), and otherwise the primitives' float64 References
+// (math.Erfc, math.Exp) rounded to float32.
+var (
+	gelu32Scalar     = floatMap[float32](referenceF(prims.GELU))
+	geluGrad32Scalar = floatMap[float32](referenceF(prims.GELUGrad))
+)
+
+// referenceF is p's prims.Reference formula.
+func referenceF(p *interp.Prim) func(float64) float64 {
+	r, ok := prims.ReferenceOf(p)
+	if !ok {
+		panic("cpu: " + p.Name + " has no prims.Reference")
+	}
+	return r.F
+}
+
+// gelu32Loop sets d[i] = GELU(a[i]). len(a) ≥ len(d).
+func gelu32Loop(d, a []float32) {
+	if haveSIMD {
+		gelu32Vec(d, a)
+		return
+	}
+	gelu32Scalar(d, a)
+}
+
+// geluGrad32Loop sets d[i] = GELU′(a[i]). len(a) ≥ len(d).
+func geluGrad32Loop(d, a []float32) {
+	if haveSIMD {
+		geluGrad32Vec(d, a)
+		return
+	}
+	geluGrad32Scalar(d, a)
 }

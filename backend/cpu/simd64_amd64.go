@@ -26,6 +26,15 @@ func logistic64AVX2(d, a []float64)
 //go:noescape
 func erf32AVX2(d, a []float32)
 
+// gelu32AVX2 and geluGrad32AVX2 set d[i] to GELU(a[i]) and GELU′(a[i])
+// like erf32AVX2.
+//
+//go:noescape
+func gelu32AVX2(d, a []float32)
+
+//go:noescape
+func geluGrad32AVX2(d, a []float32)
+
 // exp64Vec, tanh64Vec and logistic64Vec set d[i] = f(a[i]) with the
 // assembly kernels, chunk by chunk (unaryVec), and are called only when
 // haveSIMD is true. They panic if len(a) < len(d).
@@ -40,4 +49,20 @@ func erf32Vec(d, a []float32) {
 	n := len(d) &^ 3
 	unaryVec(erf32AVX2, d[:n], a[:n])
 	erf32Scalar(d[n:], a[n:])
+}
+
+// gelu32Vec and geluGrad32Vec are erf32Vec's kind of loop for GELU and
+// GELU′, their last few elements through the portable loops.
+func gelu32Vec(d, a []float32) {
+	a = a[:len(d)]
+	n := len(d) &^ 3
+	unaryVec(gelu32AVX2, d[:n], a[:n])
+	gelu32Scalar(d[n:], a[n:])
+}
+
+func geluGrad32Vec(d, a []float32) {
+	a = a[:len(d)]
+	n := len(d) &^ 3
+	unaryVec(geluGrad32AVX2, d[:n], a[:n])
+	geluGrad32Scalar(d[n:], a[n:])
 }

@@ -303,6 +303,30 @@ func TestSIMDMathSpecial(t *testing.T) {
 			}
 		}
 	}
+	// GELU and its derivative, in groups of four likewise.
+	for _, c := range []struct {
+		name    string
+		f       func(d, a []float32)
+		x, want float32
+	}{
+		{"gelu", gelu32Vec, nan, nan}, {"gelu", gelu32Vec, inf, inf}, {"gelu", gelu32Vec, -inf, negZero},
+		{"gelu", gelu32Vec, 0, 0}, {"gelu", gelu32Vec, negZero, negZero}, {"gelu", gelu32Vec, math.MaxFloat32, math.MaxFloat32},
+		{"gelu", gelu32Vec, -math.MaxFloat32, negZero}, {"gelu", gelu32Vec, 1e-30, 0.5e-30}, {"gelu", gelu32Vec, 20, 20},
+		{"gelu_grad", geluGrad32Vec, nan, nan}, {"gelu_grad", geluGrad32Vec, inf, 1}, {"gelu_grad", geluGrad32Vec, -inf, negZero},
+		{"gelu_grad", geluGrad32Vec, 0, 0.5}, {"gelu_grad", geluGrad32Vec, math.MaxFloat32, 1}, {"gelu_grad", geluGrad32Vec, -math.MaxFloat32, negZero},
+	} {
+		d := make([]float32, 4)
+		c.f(d, []float32{c.x, c.x, c.x, c.x})
+		for _, got := range d {
+			ok := got == c.want && math.Signbit(float64(got)) == math.Signbit(float64(c.want))
+			if c.want != c.want {
+				ok = got != got
+			}
+			if !ok {
+				t.Errorf("%s(%v) = %v, want %v", c.name, c.x, got, c.want)
+			}
+		}
+	}
 	// Subnormal results of exp and logistic, checked against the
 	// reference within the bound.
 	for x := float32(-103.9); x < -87; x += 0.0625 {

@@ -59,7 +59,7 @@ func elementwise() []Op {
 		unaryOp("peel.Erf", peel.Erf, math.Erf, floats, floatOf, -3, 3),
 		unaryOp("peel.Square", peel.Square, func(x float64) float64 { return x * x }, numerics, same, -5, 5),
 		unaryOp("peel.ReLU", peel.ReLU, func(x float64) float64 { return math.Max(x, 0) }, numerics, same, -5, 5),
-		unaryOp("peel.GELU", peel.GELU, func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }, floats, floatOf, -4, 4),
+		unaryOp("peel.GELU", peel.GELU, reference(prims.GELU), floats, floatOf, -4, 4),
 		unaryOp("peel.Softplus", peel.Softplus, func(x float64) float64 {
 			return math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x)))
 		}, floats, floatOf, -30, 30),
