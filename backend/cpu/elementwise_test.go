@@ -322,7 +322,7 @@ func TestFastMath32(t *testing.T) {
 		{prims.Sin, math.Sin, 40},
 		{prims.Cos, math.Cos, 40},
 		{prims.Erf, math.Erf, 5},
-		{prims.GELU, geluRef, 16},
+		{prims.GELU, referenceOf(prims.GELU), 16},
 	}
 	stride := uint32(1021)
 	fine := 1 << 20
@@ -354,23 +354,11 @@ func TestFastMath32(t *testing.T) {
 	}
 }
 
-// geluRef and geluGradRef are GELU and its derivative in float64, with
-// their limits at ±Inf.
-func geluRef(x float64) float64 {
-	if x <= -40 {
-		return math.Copysign(0, -1)
-	}
-	return 0.5 * x * math.Erfc(-x/math.Sqrt2)
-}
-
-func geluGradRef(x float64) float64 {
-	switch {
-	case x >= 40:
-		return 1
-	case x <= -40:
-		return math.Copysign(0, -1)
-	}
-	return 0.5*math.Erfc(-x/math.Sqrt2) + x*math.Exp(-x*x/2)/math.Sqrt(2*math.Pi)
+// referenceOf is p's float64 meaning (prims.Reference): GELU's and its
+// derivative's, with their limits at ±Inf.
+func referenceOf(p *interp.Prim) func(float64) float64 {
+	r, _ := prims.ReferenceOf(p)
+	return r.F
 }
 
 // TestGELUGrad32 checks gelu_grad's float32 kernel over the sweep of
@@ -386,7 +374,7 @@ func TestGELUGrad32(t *testing.T) {
 	got := ewHost(interp.Bind1(prims.GELUGrad, nil, ewTensor(in, len(in)))).([]float32)
 	var worst float64
 	for i, x := range in {
-		want := float32(geluGradRef(float64(x)))
+		want := float32(referenceOf(prims.GELUGrad)(float64(x)))
 		if got[i] == want || (got[i] != got[i] && want != want) {
 			continue
 		}

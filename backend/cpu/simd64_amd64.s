@@ -443,43 +443,93 @@ logisticDone:
 	VZEROUPPER
 	RET
 
-// erf of float32 lanes, evaluated in float64 four lanes at a time (the
-// result rounded once to float32): erf|x| = |x|·P(x²) below 1, P a
-// degree-7 fit of erf(a)/a in a² on [0, 1] (relative error 3.3e-11),
-// and 1 - e^(-a²)·u·H(u), u = 1/a, above, H a degree-10 fit of
-// erfc(a)·e^(a²)·a on u ∈ [1/6, 1] (relative error 8.4e-9; erfc(a) is
-// below 0.16 there, so erf's error is below 1.4e-9), with a clamped to
-// [1, 6] (erf rounds to 1 beyond 6 in float64, and so does the formula).
-// a² of a float32 is exact in float64, and e^(-a²) is EXPCORE's. The
-// fits were computed for peel (Lawson-reweighted least squares in
-// float64). Both branches run on every lane and a blend picks one; the
-// sign of x is put back last, so erf(-0) = -0; NaN lanes take the
-// polynomial branch, which keeps them NaN.
-CONST4(six64<>, 0x4018000000000000)  // 6
-CONST4(erfP0<>, 0x3ff20dd7504007ec)  // 1.128379167058024
-CONST4(erfP1<>, 0xbfd8127465fb949b)  // -0.3761263843465003
-CONST4(erfP2<>, 0x3fbce2f0798a0310)  // 0.11283781974090012
-CONST4(erfP3<>, 0xbf9b829a7a48c248)  // -0.026865400041233195
-CONST4(erfP4<>, 0x3f75628ede084b80)  // 0.0052209454302268865
-CONST4(erfP5<>, 0xbf4bcbe99d7d3c80)  // -0.0008482828807049453
-CONST4(erfP6<>, 0x3f1d8268e05f7800)  // 0.00011256947627155678
-CONST4(erfP7<>, 0xbee4383fc4882000)  // -9.641515263517086e-06
-CONST4(erfH0<>, 0x3fe20e4e81d6e2ab)  // 0.5642464195180613
-CONST4(erfH1<>, 0xbf5a7a2571273c00)  // -0.0016160359997348106
-CONST4(erfH2<>, 0xbfd0c62a6ee55766)  // -0.2620950777976446
-CONST4(erfH3<>, 0xbfc2119e72727805)  // -0.14116268718947836
-CONST4(erfH4<>, 0x3ff0b327798dc992)  // 1.043738817996744
-CONST4(erfH5<>, 0xbffb522882fcf8d9)  // -1.707558166191623
-CONST4(erfH6<>, 0x3ff8ed41a4f55260)  // 1.557923931473077
-CONST4(erfH7<>, 0xbfeaf845db962718)  // -0.8428067482757085
-CONST4(erfH8<>, 0x3fce4a6bc417df91)  // 0.23664614748826954
-CONST4(erfH9<>, 0xbf8cb79873357813)  // -0.014022055641074649
-CONST4(erfH10<>, 0xbf77646396008030) // -0.00571097279319592
+// erf, GELU and GELU′ of float32 lanes, evaluated in float64 four lanes
+// at a time and rounded once to float32. Two fits, computed for peel
+// (Lawson-reweighted least squares in float64):
+//
+//   - erf(a) = a·P(a²) for a < 1, P of degree 7 (relative error 3.3e-11);
+//   - erfc(c) = e^(-c²)·u·H(u), u = 1/c, for 1 ≤ c ≤ 11, H of degree 12
+//     fitted to erfc(c)·e^(c²)·c on u ∈ [1/11, 1] (relative error 1.8e-9).
+//
+// c² of a float32 (or of a float32 over √2, to within one rounding) is
+// exact or nearly so in float64, and e^(-c²) is EXPCORE's. Both branches
+// run on every lane and a blend picks one; NaN lanes take the polynomial
+// branch, which keeps them NaN.
+CONST4(eleven64<>, 0x4026000000000000)     // 11
+CONST4(rsqrt264<>, 0x3fe6a09e667f3bcc)     // 1/√2
+CONST4(negSixteen64<>, 0xc030000000000000) // -16
+CONST4(sixteen64<>, 0x4030000000000000)    // 16
+CONST4(invSqrt2Pi64<>, 0x3fd9884533d43651) // 1/√(2π)
+CONST4(erfP0<>, 0x3ff20dd7504007ec)        // 1.128379167058024
+CONST4(erfP1<>, 0xbfd8127465fb949b)        // -0.3761263843465003
+CONST4(erfP2<>, 0x3fbce2f0798a0310)        // 0.11283781974090012
+CONST4(erfP3<>, 0xbf9b829a7a48c248)        // -0.026865400041233195
+CONST4(erfP4<>, 0x3f75628ede084b80)        // 0.0052209454302268865
+CONST4(erfP5<>, 0xbf4bcbe99d7d3c80)        // -0.0008482828807049453
+CONST4(erfP6<>, 0x3f1d8268e05f7800)        // 0.00011256947627155678
+CONST4(erfP7<>, 0xbee4383fc4882000)        // -9.641515263517086e-06
+CONST4(erfcH0<>, 0x3fe20dd7f0cbe61c) // 0.564189882569909
+CONST4(erfcH1<>, 0xbec4ce5e0c7c0000) // -2.4802830899117723e-06
+CONST4(erfcH2<>, 0xbfd21145a2ede402) // -0.28230420027790626
+CONST4(erfcH3<>, 0x3f77d1c8855208e8) // 0.005815299305256462
+CONST4(erfcH4<>, 0x3fd67eefda12f770) // 0.35149761482522646
+CONST4(erfcH5<>, 0x3fe0a9eb6b5d69c2) // 0.5207421395273786
+CONST4(erfcH6<>, 0xc00bd5c48de33f69) // -3.479378803727674
+CONST4(erfcH7<>, 0x401cee8384ed3c6a) // 7.232923581104027
+CONST4(erfcH8<>, 0xc021cb1c4a60e429) // -8.896700214698358
+CONST4(erfcH9<>, 0x401c6ec70e2dd5eb) // 7.1081812110401
+CONST4(erfcH10<>, 0xc00d2fd30bd9ba8d) // -3.6483517576046496
+CONST4(erfcH11<>, 0x3ff19699874a44b2) // 1.099267509915347
+CONST4(erfcH12<>, 0xbfc2fb5ebe10ecec) // -0.14829620628902462
+
+// ERFP sets R = P(T) (erf(a)/a for T = a²). R and T are Y registers.
+#define ERFP(T, R) \
+	VMOVUPD     erfP7<>(SB), R; \
+	VFMADD213PD erfP6<>(SB), T, R; \
+	VFMADD213PD erfP5<>(SB), T, R; \
+	VFMADD213PD erfP4<>(SB), T, R; \
+	VFMADD213PD erfP3<>(SB), T, R; \
+	VFMADD213PD erfP2<>(SB), T, R; \
+	VFMADD213PD erfP1<>(SB), T, R; \
+	VFMADD213PD erfP0<>(SB), T, R
+
+// ERFC sets Y2 = e^(-b²) and Y5 = erfc(c), c = max(b, 1), for Y14 = b,
+// 0 ≤ b ≤ 11, with Y13 = 1 (below 1, Y5 is not erfc(b) but the e^(-b²)
+// that GELU′ needs is). Clobbers Y0–Y7 and Y14 (to u = 1/c).
+#define ERFC \
+	VMULPD      Y14, Y14, Y0; \
+	VXORPD      signMask64<>(SB), Y0, Y0; \
+	EXPCORE; \
+	VADDPD      Y3, Y2, Y2; \
+	EXPSCALE; \
+	VMULPD      Y4, Y2, Y2; \
+	VMULPD      Y1, Y2, Y2;    /* Y2 = e^(-b²) */ \
+	VMAXPD      Y14, Y13, Y14; /* c = max(1, b) */ \
+	VDIVPD      Y14, Y13, Y14; /* u = 1/c */ \
+	VMOVUPD     erfcH12<>(SB), Y5; \
+	VFMADD213PD erfcH11<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH10<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH9<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH8<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH7<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH6<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH5<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH4<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH3<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH2<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH1<>(SB), Y14, Y5; \
+	VFMADD213PD erfcH0<>(SB), Y14, Y5; \
+	VMULPD      Y14, Y5, Y5; \
+	VMULPD      Y2, Y5, Y5   /* erfc(c) */
+
+// The kernels below process len(d) rounded down to a multiple of 4 (the
+// caller does the rest), four float32 a loop: a VCVTPS2PD load and a
+// VCVTPD2PSY store around the float64 body.
 
 // func erf32AVX2(d, a []float32)
 //
-// It processes len(d) rounded down to a multiple of 4; the caller does
-// the rest.
+// erf|x| = a·P(a²) below 1 and 1 − erfc(min(a, 11)) above (erf rounds
+// to 1 long before 11); the sign of x is put back last, so erf(-0) = -0.
 TEXT ·erf32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    d_base+0(FP), DI
 	MOVQ    d_len+8(FP), CX
@@ -492,47 +542,14 @@ erfLoop:
 	VCVTPS2PD (SI), Y0
 	VANDPD    signMask64<>(SB), Y0, Y9 // the sign of x
 	VANDPD    absMask64<>(SB), Y0, Y8  // a = |x|
-
-	// Small branch: a·P(a²).
-	VMULPD      Y8, Y8, Y10 // t = a²
-	VMOVUPD     erfP7<>(SB), Y11
-	VFMADD213PD erfP6<>(SB), Y10, Y11
-	VFMADD213PD erfP5<>(SB), Y10, Y11
-	VFMADD213PD erfP4<>(SB), Y10, Y11
-	VFMADD213PD erfP3<>(SB), Y10, Y11
-	VFMADD213PD erfP2<>(SB), Y10, Y11
-	VFMADD213PD erfP1<>(SB), Y10, Y11
-	VFMADD213PD erfP0<>(SB), Y10, Y11
-	VMULPD      Y8, Y11, Y11 // Y11 = a·P(t)
-
-	// Large branch: 1 - e^(-c²)·u·H(u), c = min(max(a, 1), 6), u = 1/c.
-	VMAXPD  Y8, Y13, Y12 // max(1, a)
-	VMOVUPD six64<>(SB), Y14
-	VMINPD  Y12, Y14, Y12 // c
-	VDIVPD  Y12, Y13, Y14 // u = 1/c
-	VMULPD  Y12, Y12, Y0  // c², exact
-	VXORPD  signMask64<>(SB), Y0, Y0
-	EXPCORE
-	VADDPD  Y3, Y2, Y2 // s + lo
-	EXPSCALE
-	VMULPD  Y4, Y2, Y2
-	VMULPD  Y1, Y2, Y2 // Y2 = e^(-c²)
-	VMOVUPD erfH10<>(SB), Y5
-	VFMADD213PD erfH9<>(SB), Y14, Y5
-	VFMADD213PD erfH8<>(SB), Y14, Y5
-	VFMADD213PD erfH7<>(SB), Y14, Y5
-	VFMADD213PD erfH6<>(SB), Y14, Y5
-	VFMADD213PD erfH5<>(SB), Y14, Y5
-	VFMADD213PD erfH4<>(SB), Y14, Y5
-	VFMADD213PD erfH3<>(SB), Y14, Y5
-	VFMADD213PD erfH2<>(SB), Y14, Y5
-	VFMADD213PD erfH1<>(SB), Y14, Y5
-	VFMADD213PD erfH0<>(SB), Y14, Y5
-	VMULPD      Y14, Y5, Y5 // u·H(u)
-	VMULPD      Y2, Y5, Y5  // erfc(c)
-	VSUBPD      Y5, Y13, Y5 // 1 - erfc(c)
-
-	VCMPPD    $9, Y13, Y8, Y6 // !(a ≥ 1): small or NaN
+	VMULPD    Y8, Y8, Y10              // a²
+	ERFP(Y10, Y11)
+	VMULPD    Y8, Y11, Y11             // a·P(a²)
+	VMOVUPD   eleven64<>(SB), Y14
+	VMINPD    Y8, Y14, Y14             // min(11, a)
+	ERFC
+	VSUBPD    Y5, Y13, Y5              // 1 − erfc(c)
+	VCMPPD    $9, Y13, Y8, Y6          // !(a ≥ 1): small or NaN
 	VBLENDVPD Y6, Y11, Y5, Y5
 	VORPD     Y9, Y5, Y5
 	VCVTPD2PSY Y5, X0
@@ -546,79 +563,23 @@ erfDone:
 	VZEROUPPER
 	RET
 
-// GELU and its derivative of float32 lanes, in float64 four lanes at a
-// time (the result rounded once to float32): Φ(x) = ½ + ½·erf(x/√2)
-// where |x|/√2 < 1 (erf as in erf32AVX2), else Φ = ½·erfc(s) for x < 0
-// and 1 − ½·erfc(s) for x ≥ 0, s = |x|/√2, with erfc(s) = e^(-s²)·u·H(u),
-// u = 1/s and H a degree-12 fit of erfc(s)·e^(s²)·s on u ∈ [1/11, 1]
-// (relative error 1.8e-9; computed for peel like erf's), s clamped to
-// 11 (where Φ(x) is below 1e-53). The small values of Φ for x < 0 keep
-// their relative accuracy (no 1 − erf cancellation). GELU(x) =
-// max(x, −16)·Φ(x) (x below −16 gives −0, as the Reference, and −∞ no
-// NaN); GELU′(x) = Φ(x) + c·φ(x) with c = x clamped to ±16 and φ(x) =
-// e^(-s²)/√(2π) (e^(-s²) computed once, by EXPCORE, for both).
-CONST4(rsqrt264<>, 0x3fe6a09e667f3bcc)    // 1/√2
-CONST4(eleven64<>, 0x4026000000000000)    // 11
-CONST4(negSixteen64<>, 0xc030000000000000) // -16
-CONST4(sixteen64<>, 0x4030000000000000)   // 16
-CONST4(invSqrt2Pi64<>, 0x3fd9884533d43651) // 1/√(2π)
-CONST4(geluH0<>, 0x3fe20dd7f0cbe61c) // 0.564189882569909
-CONST4(geluH1<>, 0xbec4ce5e0c7c0000) // -2.4802830899117723e-06
-CONST4(geluH2<>, 0xbfd21145a2ede402) // -0.28230420027790626
-CONST4(geluH3<>, 0x3f77d1c8855208e8) // 0.005815299305256462
-CONST4(geluH4<>, 0x3fd67eefda12f770) // 0.35149761482522646
-CONST4(geluH5<>, 0x3fe0a9eb6b5d69c2) // 0.5207421395273786
-CONST4(geluH6<>, 0xc00bd5c48de33f69) // -3.479378803727674
-CONST4(geluH7<>, 0x401cee8384ed3c6a) // 7.232923581104027
-CONST4(geluH8<>, 0xc021cb1c4a60e429) // -8.896700214698358
-CONST4(geluH9<>, 0x401c6ec70e2dd5eb) // 7.1081812110401
-CONST4(geluH10<>, 0xc00d2fd30bd9ba8d) // -3.6483517576046496
-CONST4(geluH11<>, 0x3ff19699874a44b2) // 1.099267509915347
-CONST4(geluH12<>, 0xbfc2fb5ebe10ecec) // -0.14829620628902462
-
 // GELUPHI sets Y5 = Φ(x) and Y2 = e^(-min(s, 11)²), s = |x|/√2, for
-// Y8 = x, with Y13 = 1. Clobbers Y0–Y7, Y9–Y12 and Y14.
+// Y8 = x, with Y13 = 1: Φ = ½ + ½·erf(x/√2) where s < 1, else ½·erfc(s)
+// for x < 0 and 1 − ½·erfc(s) for x ≥ 0, s clamped to [1, 11] (Φ is
+// below 1e-53 past 11), so the small values of Φ for negative x keep
+// their relative accuracy (no 1 − erf cancellation). Clobbers Y0–Y7,
+// Y9–Y12 and Y14.
 #define GELUPHI \
 	VMULPD      rsqrt264<>(SB), Y8, Y10;  /* z = x/√2 */ \
 	VANDPD      absMask64<>(SB), Y10, Y9; /* s = |z| */ \
-	VMULPD      Y9, Y9, Y11;              /* s² */ \
-	VMOVUPD     erfP7<>(SB), Y12; \
-	VFMADD213PD erfP6<>(SB), Y11, Y12; \
-	VFMADD213PD erfP5<>(SB), Y11, Y12; \
-	VFMADD213PD erfP4<>(SB), Y11, Y12; \
-	VFMADD213PD erfP3<>(SB), Y11, Y12; \
-	VFMADD213PD erfP2<>(SB), Y11, Y12; \
-	VFMADD213PD erfP1<>(SB), Y11, Y12; \
-	VFMADD213PD erfP0<>(SB), Y11, Y12; \
-	VMULPD      Y10, Y12, Y12;            /* erf(z) for |z| < 1 */ \
+	VMULPD      Y9, Y9, Y11; \
+	ERFP(Y11, Y12); \
+	VMULPD      Y10, Y12, Y12;            /* erf(z) for s < 1 */ \
 	VMOVUPD     half64<>(SB), Y7; \
 	VFMADD213PD half64<>(SB), Y7, Y12;    /* Y12 = ½ + ½·erf(z) */ \
 	VMOVUPD     eleven64<>(SB), Y14; \
 	VMINPD      Y9, Y14, Y14;             /* min(11, s) */ \
-	VMULPD      Y14, Y14, Y0; \
-	VXORPD      signMask64<>(SB), Y0, Y0; \
-	EXPCORE; \
-	VADDPD      Y3, Y2, Y2; \
-	EXPSCALE; \
-	VMULPD      Y4, Y2, Y2; \
-	VMULPD      Y1, Y2, Y2;               /* Y2 = e^(-min(s, 11)²) */ \
-	VMAXPD      Y14, Y13, Y14;            /* c = max(1, min(11, s)) */ \
-	VDIVPD      Y14, Y13, Y14;            /* u = 1/c */ \
-	VMOVUPD     geluH12<>(SB), Y5; \
-	VFMADD213PD geluH11<>(SB), Y14, Y5; \
-	VFMADD213PD geluH10<>(SB), Y14, Y5; \
-	VFMADD213PD geluH9<>(SB), Y14, Y5; \
-	VFMADD213PD geluH8<>(SB), Y14, Y5; \
-	VFMADD213PD geluH7<>(SB), Y14, Y5; \
-	VFMADD213PD geluH6<>(SB), Y14, Y5; \
-	VFMADD213PD geluH5<>(SB), Y14, Y5; \
-	VFMADD213PD geluH4<>(SB), Y14, Y5; \
-	VFMADD213PD geluH3<>(SB), Y14, Y5; \
-	VFMADD213PD geluH2<>(SB), Y14, Y5; \
-	VFMADD213PD geluH1<>(SB), Y14, Y5; \
-	VFMADD213PD geluH0<>(SB), Y14, Y5; \
-	VMULPD      Y14, Y5, Y5; \
-	VMULPD      Y2, Y5, Y5;               /* erfc(c) */ \
+	ERFC; \
 	VMULPD      half64<>(SB), Y5, Y5;     /* ½·erfc(c): Φ for x < 0 */ \
 	VSUBPD      Y5, Y13, Y6;              /* 1 − ½·erfc(c): Φ for x ≥ 0 */ \
 	VBLENDVPD   Y8, Y5, Y6, Y6;           /* the sign of x picks */ \
@@ -627,8 +588,8 @@ CONST4(geluH12<>, 0xbfc2fb5ebe10ecec) // -0.14829620628902462
 
 // func gelu32AVX2(d, a []float32)
 //
-// It processes len(d) rounded down to a multiple of 4; the caller does
-// the rest.
+// GELU(x) = max(x, −16)·Φ(x): x below −16 gives −0, as the Reference
+// does, and −∞ no NaN.
 TEXT ·gelu32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    d_base+0(FP), DI
 	MOVQ    d_len+8(FP), CX
@@ -656,8 +617,9 @@ geluDone:
 
 // func geluGrad32AVX2(d, a []float32)
 //
-// It processes len(d) rounded down to a multiple of 4; the caller does
-// the rest.
+// GELU′(x) = Φ(x) + c·φ(x), c = x clamped to ±16 and φ(x) =
+// e^(-s²)/√(2π) (GELUPHI's exponential, exact for |x| < 15.5; past it
+// both terms have reached their limits in float32).
 TEXT ·geluGrad32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    d_base+0(FP), DI
 	MOVQ    d_len+8(FP), CX
@@ -672,8 +634,8 @@ geluGradLoop:
 	VMOVUPD     negSixteen64<>(SB), Y6
 	VMAXPD      Y8, Y6, Y6 // max(-16, x), NaN kept
 	VMOVUPD     sixteen64<>(SB), Y7
-	VMINPD      Y6, Y7, Y6 // c = min(16, …)
-	VMULPD      invSqrt2Pi64<>(SB), Y2, Y2 // φ(x) for |x| < 15.5
+	VMINPD      Y6, Y7, Y6 // c
+	VMULPD      invSqrt2Pi64<>(SB), Y2, Y2 // φ(x)
 	VFMADD231PD Y6, Y2, Y5 // Φ + c·φ
 	VCVTPD2PSY  Y5, X0
 	VMOVUPS     X0, (DI)
