@@ -338,7 +338,8 @@ func (r *runner) ckptPath() string {
 	return r.s.ckpt
 }
 
-// resume reads the checkpoint's metadata, if the file exists.
+// resumeMeta reads the checkpoint's metadata, or nil when there is no
+// checkpoint file yet.
 func (r *runner) resumeMeta() (meta map[string]string, err error) {
 	f, err := checkpoint.Open(r.ckptPath())
 	if errors.Is(err, fs.ErrNotExist) {
@@ -397,7 +398,9 @@ func (r *runner) run() (Result, error) {
 	if meta == nil {
 		c.Vocab = vocab.Size()
 	}
-	c.Check()
+	if err := peel.Catch(c.Check); err != nil {
+		return res, err
+	}
 	ds := model.NewDataset(toks)
 	st := r.newStepper(c)
 	params := model.Init(peel.FoldIn(key, 0), c)

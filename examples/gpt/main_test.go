@@ -314,3 +314,16 @@ func TestTorchParity(t *testing.T) {
 		}
 	}
 }
+
+// TestBadConfig: a configuration that does not fit is an error naming
+// the reason, not a panic.
+func TestBadConfig(t *testing.T) {
+	path := corpus(t, t.TempDir())
+	_, err := runArgs(t, "-data", path, "-heads", "3", "-steps", "1")
+	if err == nil || !strings.Contains(err.Error(), "3 heads do not divide the width 64") {
+		t.Errorf("got %v, want the heads that do not divide the width", err)
+	}
+	if _, err := runArgs(t, "-data", path, "-batch", "5", "-steps", "1", "-context", "8"); err != nil {
+		t.Errorf("an odd batch on one process: %v", err)
+	}
+}
