@@ -181,11 +181,10 @@ func ReLU(x *Tensor) *Tensor {
 	return interp.Bind1(prims.Where, nil, bin(prims.Le, x, zero), zero, x)
 }
 
-// geluLimit is where GELU and GELUTanh have reached their asymptotes in
-// float32 and float64 alike: Φ(10) = 1 − 7.6e-24 and
-// tanh(√(2/π)·(10 + 0.044715·10³)) = tanh(43.6) both round to 1, so
-// beyond ±10 the functions are x and −0 (the true values below −10,
-// about −1e-22 and less, are lost to cancellation in ½ + ½·erf as well).
+// geluLimit is where GELUTanh has reached its asymptotes in float32 and
+// float64 alike: tanh(√(2/π)·(10 + 0.044715·10³)) = tanh(43.6) rounds to
+// 1, so beyond ±10 the function is x and −0. (GELU is a primitive,
+// prims.GELU, and needs no clamp of its own.)
 const geluLimit = 10
 
 // geluClamp limits x to [−geluLimit, geluLimit] with select, so that

@@ -182,9 +182,15 @@ func ArgMin(x *Tensor, axis ...int) *Tensor {
 // maximum is a constant for differentiation (StopGradient, as
 // jax.nn.softmax does): its derivative, zero up to rounding, is not
 // computed (the maximum's JVP, a mask of the maximal elements and a
-// division by their count, was a third of Softmax's gradient).
+// division by their count, was a third of Softmax's gradient). A
+// concrete x has no derivative to stop, and there StopGradient would
+// only copy it.
 func shifted(x *Tensor, a int) *Tensor {
-	m := reduceBind(prims.ReduceMax, interp.Bind1(prims.StopGradient, nil, x), []int{a}, true)
+	src := x
+	if !x.IsConcrete() {
+		src = interp.Bind1(prims.StopGradient, nil, x)
+	}
+	m := reduceBind(prims.ReduceMax, src, []int{a}, true)
 	return bin(prims.Sub, x, broadcastTo(m, x.Shape()))
 }
 

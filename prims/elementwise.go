@@ -219,8 +219,12 @@ func init() {
 	// GELU″(x) = φ(x)·(2 − x²), with x clamped to ±40 first: φ is 0
 	// there in float64, and the clamp keeps x² finite, so the product is
 	// 0 for every finite x (φ(x)·x² was 0·∞ past 1e154), at every order.
+	// The clamp selects (as peel's geluClamp does), so beyond it x gets
+	// no cotangent at all rather than a zero weight times a huge one.
 	defScaleJVP(GELUGrad, func(x, _ *tensor) *tensor {
-		xc := interp.Bind1(Min, nil, interp.Bind1(Max, nil, x, constLike(-40, x)), constLike(40, x))
+		hi, lo := constLike(40, x), constLike(-40, x)
+		xc := sel(interp.Bind1(Gt, nil, x, hi), hi, x)
+		xc = sel(interp.Bind1(Lt, nil, xc, lo), lo, xc)
 		x2 := mul(xc, xc)
 		phi := scale(1/math.Sqrt(2*math.Pi), interp.Bind1(Exp, nil, scale(-0.5, x2)))
 		return mul(phi, sub(constLike(2, x), x2))

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/peel-ml/peel"
-	"github.com/peel-ml/peel/optim"
 	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
 )
@@ -167,5 +166,4 @@ func TestDecayMask(t *testing.T) {
 	if !slices.Equal(decayed, want) {
 		t.Errorf("decayed %v, want %v", decayed, want)
 	}
-	_ = optim.EmptyState{}
 }
