@@ -46,7 +46,7 @@ func conv2D(grad bool) Workload {
 	}
 	return Workload{
 		Name: name, Impl: "peel", Doc: doc,
-		Unit: "GFLOPS", Metric: func(ns float64) float64 { return flops / ns },
+		Unit: "GFLOPS", Metric: func(ns float64) float64 { return flops / ns }, FLOPs: flops,
 		Setup: func() (func(), func() error) {
 			xs, ws, us := convInputs()
 			shape := []int{convBatch, convCh, convHW, convHW}

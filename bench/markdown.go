@@ -23,6 +23,9 @@ type Meta struct {
 	Peer string
 	// Command is the command line that produced the run.
 	Command string
+	// Limits describes the machine's limits at each thread count of the
+	// run, one line each (LimitsLine).
+	Limits []string
 }
 
 // Machine describes this machine: the CPU model where the OS says it
@@ -72,6 +75,20 @@ func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
 	if len(head) > 0 {
 		fmt.Fprintf(b, "%s\n\n", strings.Join(head, ", "))
 	}
+	for _, l := range m.Limits {
+		fmt.Fprintf(b, "- %s\n", l)
+	}
+	if len(m.Limits) > 0 {
+		b.WriteString("\n")
+	}
+	roof := hasRoof(rows)
+	roofHead, roofRule := "", ""
+	if roof {
+		roofHead, roofRule = " peel of limit |", " ---: |"
+		if HasPeer(rows) {
+			roofHead, roofRule = " peel of limit | "+peerName(m.Peer, rows)+" of limit |", " ---: | ---: |"
+		}
+	}
 
 	withPeer := HasPeer(rows)
 	mine := ours(rows)
@@ -82,11 +99,11 @@ func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
 		spHead, spRule = " "+SpeedUpHeader+" |", " ---: |"
 	}
 	if withPeer {
-		fmt.Fprintf(b, "| workload | peel median | %s median | peel / %s | threads |%s\n", peer, peer, spHead)
-		b.WriteString("| --- | ---: | ---: | ---: | ---: |" + spRule + "\n")
+		fmt.Fprintf(b, "| workload | peel median | %s median | peel / %s | threads |%s%s\n", peer, peer, roofHead, spHead)
+		b.WriteString("| --- | ---: | ---: | ---: | ---: |" + roofRule + spRule + "\n")
 	} else {
-		b.WriteString("| workload | peel median | threads |" + spHead + "\n")
-		b.WriteString("| --- | ---: | ---: |" + spRule + "\n")
+		b.WriteString("| workload | peel median | threads |" + roofHead + spHead + "\n")
+		b.WriteString("| --- | ---: | ---: |" + roofRule + spRule + "\n")
 	}
 	var failed []Record
 	for _, r := range rows {
@@ -104,8 +121,15 @@ func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
 		if withSpeedUp {
 			spCell = " " + sp.cell(r.Ours) + " |"
 		}
+		roofCells := ""
+		if roof {
+			roofCells = " " + roofCell(r.Ours) + " |"
+			if withPeer {
+				roofCells += " " + roofCell(r.Peer) + " |"
+			}
+		}
 		if !withPeer {
-			fmt.Fprintf(b, "| %s | %s | %d |%s\n", name, med, r.Threads, spCell)
+			fmt.Fprintf(b, "| %s | %s | %d |%s%s\n", name, med, r.Threads, roofCells, spCell)
 			continue
 		}
 		pmed := Dash
@@ -115,7 +139,7 @@ func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
 				failed = append(failed, *p)
 			}
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %d |%s\n", name, med, pmed, ratioCell(r), r.Threads, spCell)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %d |%s%s\n", name, med, pmed, ratioCell(r), r.Threads, roofCells, spCell)
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(b, "\n%s: the result did not match the reference, so no time is reported:\n\n", Mismatch)
@@ -125,6 +149,17 @@ func WriteMarkdown(w io.Writer, rows []Row, m Meta) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// hasRoof reports whether any record of rows is measured against a
+// limit of the machine.
+func hasRoof(rows []Row) bool {
+	for _, r := range rows {
+		if r.Ours != nil && r.Ours.PctRoof > 0 || r.Peer != nil && r.Peer.PctRoof > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func prefixed(prefix, s string) string {

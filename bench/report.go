@@ -35,7 +35,15 @@ type Record struct {
 	// GCPercent is the collector's share of the busy CPU time while the
 	// samples ran, in percent (0 or absent in records from before it
 	// was measured, and for peers; -1 when the runtime did not say).
-	GCPercent     float64 `json:"gc_cpu_pct,omitempty"`
+	GCPercent float64 `json:"gc_cpu_pct,omitempty"`
+	// Roof names the machine's limit the workload is measured against
+	// ("peak f32", "peak f64", "bandwidth"), RoofRate is that limit at
+	// Threads (GFLOPS or GB/s, cpu.MeasureLimits) and PctRoof the
+	// median's rate as a percentage of it (see Roof); absent for
+	// workloads bound by neither.
+	Roof          string  `json:"roof,omitempty"`
+	RoofRate      float64 `json:"roof_rate,omitempty"`
+	PctRoof       float64 `json:"pct_roof,omitempty"`
 	Reps          int     `json:"reps,omitempty"`
 	RunsPerSample int     `json:"runs_per_sample,omitempty"`
 	// Error says why the workload was not timed: its check failed ("wrong
@@ -91,7 +99,7 @@ func WriteTable(w io.Writer, rs []Record) error {
 	ptrs := recordPtrs(rs)
 	sp := newSpeedUps(ptrs)
 	withSpeedUp := sp.any(ptrs)
-	head := "workload\timpl\tthreads\tmedian\tmin–max\tIQR\tmetric\tallocs/run\tpeak heap\tGC CPU\t"
+	head := "workload\timpl\tthreads\tmedian\tmin–max\tIQR\tmetric\tof limit\tallocs/run\tpeak heap\tGC CPU\t"
 	if withSpeedUp {
 		head += SpeedUpHeader + "\t"
 	}
@@ -102,7 +110,7 @@ func WriteTable(w io.Writer, rs []Record) error {
 			extra = sp.cell(ptrs[i]) + "\t"
 		}
 		if r.Failed() {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t-\t-\t-\t-\t-\t-\t%s\n", r.Workload, r.Impl, r.Threads, Mismatch, extra)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Workload, r.Impl, r.Threads, Mismatch, extra)
 			continue
 		}
 		iqr := "-"
@@ -117,10 +125,10 @@ func WriteTable(w io.Writer, rs []Record) error {
 		if r.Allocs >= 0 {
 			heap = heapCell(r)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s–%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s–%s\t%s\t%s %s\t%s\t%s\t%s\t%s\t%s\n",
 			r.Workload, r.Impl, r.Threads, FormatNs(r.MedianNs),
 			FormatNs(r.MinNs), FormatNs(r.MaxNs), iqr,
-			formatMetric(r.Metric), r.Unit, allocs, heap, gcCell(r), extra)
+			formatMetric(r.Metric), r.Unit, roofCell(&rs[i]), allocs, heap, gcCell(r), extra)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -265,7 +273,7 @@ func WriteComparison(w io.Writer, rows []Row, peer string) error {
 	mine := ours(rows)
 	sp := newSpeedUps(mine)
 	withSpeedUp := sp.any(mine)
-	head := fmt.Sprintf("workload\timpl\tthreads\tmedian\tIQR\t%s\tIQR\tpeel/%s\tmetric\tallocs/run\tpeak heap\tGC CPU\t", peer, peer)
+	head := fmt.Sprintf("workload\timpl\tthreads\tmedian\tIQR\t%s\tIQR\tpeel/%s\tmetric\tof limit\t%s of limit\tallocs/run\tpeak heap\tGC CPU\t", peer, peer, peer)
 	if withSpeedUp {
 		head += SpeedUpHeader + "\t"
 	}
@@ -296,8 +304,8 @@ func WriteComparison(w io.Writer, rows []Row, peer string) error {
 		if withSpeedUp {
 			extra = sp.cell(r.Ours) + "\t"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Workload, impl, r.Threads, med, iqr, pmed, piqr, ratioCell(r), metric, allocs, heap, gc, extra)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Workload, impl, r.Threads, med, iqr, pmed, piqr, ratioCell(r), metric, roofCell(r.Ours), roofCell(r.Peer), allocs, heap, gc, extra)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

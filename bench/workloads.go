@@ -36,6 +36,13 @@ type Workload struct {
 	// reference. Setup is called once per measurement; run is called
 	// many times.
 	Setup func() (run func(), check func() error)
+	// FLOPs is the floating-point operations of one run of a workload
+	// bound by arithmetic, in float64 when F64 is set and float32
+	// otherwise; Traffic the bytes one run must read and write, for a
+	// workload bound by memory. Reports give either as a percentage of
+	// the machine's limit (Roof); both are 0 for other workloads.
+	FLOPs, Traffic float64
+	F64            bool
 	// LiveHeap makes the harness also measure the peak of the live heap
 	// during one run (Result.LivePeak): the memory a run holds at once,
 	// which checkpoint policies change. It is slow (the collector runs
@@ -53,11 +60,14 @@ func Workloads() []Workload {
 		chain1M(peel.Float64),
 		copy1M(),
 		copyInto1M(),
+	}
+	ws = append(ws, memBoundWorkloads()...)
+	ws = append(ws, []Workload{
 		matmul(peel.Float32, false),
 		matmul(peel.Float64, false),
 		matmul(peel.Float32, true),
 		matmul(peel.Float64, true),
-	}
+	}...)
 	ws = append(ws, matmulShapeWorkloads()...)
 	ws = append(ws, autodiffWorkloads()...)
 	ws = append(ws, vmapWorkloads()...)
@@ -245,7 +255,7 @@ func copy1M() Workload {
 	return Workload{
 		Name: "copy_1m_f32", Impl: "go",
 		Doc:  "Go copy() of 1<<20 float32 (4 MiB read, 4 MiB written): the floor of a cheap op",
-		Unit: "ns/elem", Metric: perOp(chainN),
+		Unit: "ns/elem", Metric: perOp(chainN), Traffic: 8 * chainN,
 		Setup: func() (func(), func() error) {
 			src := toF32(randFloats(6, chainN, -1, 1))
 			dst := make([]float32, chainN)
@@ -270,7 +280,7 @@ func copyInto1M() Workload {
 	return Workload{
 		Name: "copyinto_1m_f32", Impl: "peel",
 		Doc:  "peel.CopyInto of 1<<20 float32 into a contiguous tensor (torch: dst.copy_(src))",
-		Unit: "ns/elem", Metric: perOp(chainN),
+		Unit: "ns/elem", Metric: perOp(chainN), Traffic: 8 * chainN,
 		Setup: func() (func(), func() error) {
 			xs := randFloats(6, chainN, -1, 1)
 			src := fromFloats(xs, peel.Float32)
@@ -296,6 +306,7 @@ func matmul(dt peel.DType, ref bool) Workload {
 		Name: "matmul512_" + dt.String(), Impl: "peel",
 		Doc:  fmt.Sprintf("%d×%d · %d×%d %v matrix product", matN, matN, matN, matN, dt),
 		Unit: "GFLOPS", Metric: gflops,
+		FLOPs: 2 * matN * matN * matN, F64: dt == peel.Float64,
 	}
 	if ref {
 		w.Name += "_gonum"
@@ -341,5 +352,5 @@ func matmul(dt peel.DType, ref bool) Workload {
 // checkMatmul compares c with a naive float64 product of the inputs (as
 // rounded to dt) at pseudo-random entries (checkMatShape).
 func checkMatmul(dt peel.DType, as, bs, c []float64) error {
-	return checkMatShape(matShape{1, matN, matN, matN}, dt, as, bs, c)
+	return checkMatShape(matShape{batch: 1, m: matN, k: matN, n: matN}, dt, as, bs, c)
 }

@@ -20,13 +20,25 @@ import xcpu "golang.org/x/sys/cpu"
 // result, with NaN, ±Inf, signed zeros, subnormal results and overflow
 // handled exactly.
 
-// haveSIMD reports whether the CPU and OS support the AVX2 and FMA
-// instructions the kernels use.
-var haveSIMD = xcpu.X86.HasAVX2 && xcpu.X86.HasFMA
+// bestPath is the widest kernel path the CPU and OS support: AVX-512
+// with AVX-512F (beside AVX2 and FMA), AVX2 with AVX2 and FMA.
+func bestPath() kernelPath {
+	switch {
+	case !xcpu.X86.HasAVX2 || !xcpu.X86.HasFMA:
+		return pathPurego
+	case xcpu.X86.HasAVX512F:
+		return pathAVX512
+	}
+	return pathAVX2
+}
 
-// haveAVX512 reports whether the CPU and OS also support AVX-512F (the
-// wide GEMM micro-kernels).
-var haveAVX512 = haveSIMD && xcpu.X86.HasAVX512F
+// haveSIMD reports whether the kernels use the AVX2 and FMA instructions:
+// the CPU and OS support them and PEEL_CPU does not ask for purego.
+var haveSIMD = cpuPath >= pathAVX2
+
+// haveAVX512 reports whether the kernels also use AVX-512F (the wide GEMM
+// micro-kernels and copies).
+var haveAVX512 = cpuPath >= pathAVX512
 
 // Assembly kernels. They read and write through their slices' pointers
 // without checking lengths: the unary ones process len(d) elements, the

@@ -9,6 +9,9 @@ package cpu
 
 const haveSIMD = false
 
+// bestPath is the portable loops: there are no assembly kernels here.
+func bestPath() kernelPath { return pathPurego }
+
 // haveAVX512 is false: no AVX-512 GEMM micro-kernels.
 const haveAVX512 = false
 

@@ -230,6 +230,69 @@ def copy_1m():
     return run, check
 
 
+def fill_1m():
+    dst = torch.zeros(CHAIN_N, dtype=torch.float32)
+
+    def run():
+        dst.fill_(0.5)
+
+    def check():
+        if not bool((dst == 0.5).all()):
+            raise AssertionError("fill differs")
+
+    return run, check
+
+
+def add_1m():
+    g = torch.Generator().manual_seed(61)
+    a = (torch.rand(CHAIN_N, generator=g, dtype=torch.float64) * 2 - 1).to(torch.float32)
+    b = (torch.rand(CHAIN_N, generator=g, dtype=torch.float64) * 2 - 1).to(torch.float32)
+    out = [None]
+
+    def run():
+        out[0] = torch.add(a, b)
+
+    def check():
+        if not torch.equal(out[0], a + b):
+            raise AssertionError("add differs")
+
+    return run, check
+
+
+def sum_1m():
+    g = torch.Generator().manual_seed(63)
+    x = (torch.rand(CHAIN_N, generator=g, dtype=torch.float64) * 2 - 1).to(torch.float32)
+    out = [None]
+
+    def run():
+        out[0] = torch.sum(x)
+
+    def check():
+        x64 = x.to(torch.float64)
+        if abs(float(out[0]) - float(x64.sum())) > 1e-6 * float(x64.abs().sum()):
+            raise AssertionError("sum differs")
+
+    return run, check
+
+
+TRANS_N = 1 << 10
+
+
+def transpose_1024():
+    g = torch.Generator().manual_seed(64)
+    x = (torch.rand(TRANS_N, TRANS_N, generator=g, dtype=torch.float64) * 2 - 1).to(torch.float32)
+    dst = torch.zeros(TRANS_N, TRANS_N, dtype=torch.float32)
+
+    def run():
+        dst.copy_(x.t())
+
+    def check():
+        if not torch.equal(dst, x.t().contiguous()):
+            raise AssertionError("transpose differs")
+
+    return run, check
+
+
 def matmul(dtype):
     """peel's matmul512_<dtype>: a 512x512 product (matmul_shape)."""
     return matmul_shape(1, MAT_N, MAT_N, MAT_N, dtype)
@@ -671,12 +734,21 @@ def maml_step():
     return run, check
 
 
-def matmul_shape(batch, m, k, n, dtype):
+def matmul_shape(batch, m, k, n, dtype, ta=False, tb=False):
+    """peel's matmul_<shape>: batch products of m×k by k×n; with ta the
+    left operand is stored k×m and multiplied as its transposed view
+    (a.mT), with tb the right one stored n×k (b.mT), as a backward pass
+    and attention's Q·Kᵀ have them."""
     def setup():
         g = torch.Generator().manual_seed(17)
         lead = (batch,) if batch > 1 else ()
-        a = (torch.rand(*lead, m, k, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
-        b = (torch.rand(*lead, k, n, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
+        ash, bsh = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
+        a = (torch.rand(*lead, *ash, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
+        b = (torch.rand(*lead, *bsh, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
+        if ta:
+            a = a.transpose(-1, -2)
+        if tb:
+            b = b.transpose(-1, -2)
         out = [None]
 
         def run():
@@ -699,8 +771,15 @@ def matmul_shape(batch, m, k, n, dtype):
 MAT_SHAPES = [(1, 64, 784, 128), (1, 128, 256, 10), (8, 64, 784, 128), (8, 128, 256, 10)]
 
 
-def mat_shape_name(batch, m, k, n, dt):
-    return "matmul_" + (f"b{batch}_" if batch > 1 else "") + f"{m}x{k}x{n}_{dt}"
+# The skinny products (bench/matmul_shapes.go): batch, m, k, n, ta, tb.
+SKINNY_SHAPES = [(1, 8, 512, 512, False, False), (1, 512, 16, 512, False, False),
+                 (32, 128, 64, 128, False, True), (32, 128, 128, 64, False, False),
+                 (1, 784, 64, 128, True, False), (1, 64, 128, 784, False, True)]
+
+
+def mat_shape_name(batch, m, k, n, dt, ta=False, tb=False):
+    t = ("_" + ("t" if ta else "n") + ("t" if tb else "n")) if ta or tb else ""
+    return "matmul_" + (f"b{batch}_" if batch > 1 else "") + f"{m}x{k}x{n}{t}_{dt}"
 
 
 RNN_HIDDEN, RNN_IN, RNN_BATCH, RNN_STEPS = 128, 128, 32, 100
@@ -961,6 +1040,10 @@ WORKLOADS = [
     ("chain_1m_f64", "ns/elem/op", lambda ns: ns / (CHAIN_N * CHAIN_OPS), chain_1m(torch.float64)),
     ("copy_1m_f32", "ns/elem", lambda ns: ns / CHAIN_N, copy_1m),
     ("copyinto_1m_f32", "ns/elem", lambda ns: ns / CHAIN_N, copy_1m),
+    ("fill_1m_f32", "ns/elem", lambda ns: ns / CHAIN_N, fill_1m),
+    ("add_1m_f32", "ns/elem", lambda ns: ns / CHAIN_N, add_1m),
+    ("sum_1m_f32", "ns/elem", lambda ns: ns / CHAIN_N, sum_1m),
+    ("transpose_1024_f32", "ns/elem", lambda ns: ns / (TRANS_N * TRANS_N), transpose_1024),
     ("matmul512_f32", "GFLOPS", lambda ns: 2 * MAT_N**3 / ns, matmul(torch.float32)),
     ("matmul512_f64", "GFLOPS", lambda ns: 2 * MAT_N**3 / ns, matmul(torch.float64)),
     ("tiny_chain_100_grad", "ns/op", lambda ns: ns / TINY_OPS, tiny_chain_grad),
@@ -979,6 +1062,10 @@ WORKLOADS = [
      matmul_shape(b, m, k, n, dtype))
     for dt, dtype in (("f32", torch.float32), ("f64", torch.float64))
     for b, m, k, n in MAT_SHAPES
+] + [
+    (mat_shape_name(b, m, k, n, "f32", ta, tb), "GFLOPS", (lambda f: lambda ns: f / ns)(2 * b * m * k * n),
+     matmul_shape(b, m, k, n, torch.float32, ta, tb))
+    for b, m, k, n, ta, tb in SKINNY_SHAPES
 ] + [
     ("gelu_" + ("grad_" if grad else "") + how + "_1m_" + name, "ns/elem",
      lambda ns: ns / (GELU_ROWS * GELU_COLS), gelu(dtype, how, grad))

@@ -198,7 +198,12 @@ func run(c config) (int, error) {
 	}
 	fmt.Println()
 
-	return report(c, measureAll(ws, counts, c, python), old, meta)
+	recs := measureAll(ws, counts, c, python, &meta)
+	fmt.Println()
+	for _, l := range meta.Limits {
+		fmt.Println(l)
+	}
+	return report(c, recs, old, meta)
 }
 
 // report prints the table of recs, writes the files asked for and
@@ -263,7 +268,11 @@ func report(c config, recs, old []bench.Record, meta bench.Meta) (int, error) {
 // count), back to back. Failed checks come back as records with Error
 // set; a peer that cannot start or stops answering is reported once and
 // the run goes on without it.
-func measureAll(ws []bench.Workload, counts []int, c config, python string) []bench.Record {
+//
+// Before each thread count it measures the machine's limits at that
+// count (cpu.MeasureLimits), adds them to meta and measures each
+// record against them (bench.Roof).
+func measureAll(ws []bench.Workload, counts []int, c config, python string, meta *bench.Meta) []bench.Record {
 	sides := 1
 	if python != "" {
 		sides = 2
@@ -276,6 +285,9 @@ func measureAll(ws []bench.Workload, counts []int, c config, python string) []be
 		runtime.GOMAXPROCS(n)
 		cpu.SetThreads(n)
 		opt := bench.Options{Reps: c.reps, MinTime: c.minTime, Warmup: c.warmup, Threads: n}
+		prog.describe(fmt.Sprintf("measuring this machine's limits, %s", bench.ThreadsPhrase(n)))
+		lim := cpu.MeasureLimits(n)
+		meta.Limits = append(meta.Limits, bench.LimitsLine(lim))
 		var peer *bench.Peer
 		if python != "" {
 			prog.describe(fmt.Sprintf("starting torch, %s", bench.ThreadsPhrase(n)))
@@ -289,6 +301,7 @@ func measureAll(ws []bench.Workload, counts []int, c config, python string) []be
 		for _, w := range ws {
 			prog.describe(fmt.Sprintf("%s · peel · %s", w.Name, bench.ThreadsPhrase(n)))
 			rec := measurePeel(w, opt)
+			bench.Roof(&rec, w, lim)
 			recs = append(recs, rec)
 			prog.done(rec, nil)
 			if sides == 1 {
@@ -307,6 +320,7 @@ func measureAll(ws []bench.Workload, counts []int, c config, python string) []be
 				prog.skip()
 				continue
 			}
+			bench.Roof(&prec, w, lim)
 			recs = append(recs, prec)
 			prog.done(prec, &rec)
 			// torch's worker threads (libgomp, OpenBLAS) keep spinning
