@@ -2,10 +2,12 @@ package bench
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/peel-ml/peel/backend/cpu"
 	"github.com/peel-ml/peel/internal/testsize"
 )
 
@@ -118,6 +120,16 @@ func BenchmarkWorkloads(b *testing.B) {
 				unit = "ns/tensor-op"
 			}
 			b.ReportMetric(w.Metric(ns), unit)
+			// Against the machine's limit at this many threads.
+			r := Record{MedianNs: ns}
+			Roof(&r, w, cpu.MeasureLimits(runtime.GOMAXPROCS(0)))
+			switch r.Roof {
+			case "":
+			case "bandwidth":
+				b.ReportMetric(r.PctRoof, "%bandwidth")
+			default:
+				b.ReportMetric(r.PctRoof, "%peak")
+			}
 		})
 	}
 }

@@ -43,6 +43,13 @@ func stridedCopy[T any](d, s []T, dst, src backend.Array) {
 		parallelFor(n, costCheap, func(lo, hi int) { copyElems(d[lo:hi], s[lo:hi]) })
 		return
 	}
+	if dst.IsContiguous() && isSplat(src) {
+		// A fill (peel.Fill, a broadcast scalar): memset-like doubling
+		// copies, not a store per element through the strides.
+		d, v := d[dst.Offset:dst.Offset+n], s[src.Offset]
+		parallelFor(n, costCheap, func(lo, hi int) { fillSlice(d[lo:hi], v) })
+		return
+	}
 	if len(dst.Shape) < 2 || serial(n, costCheap) {
 		stridedCopySerial(d, s, dst, src)
 		return
@@ -76,6 +83,10 @@ func stridedCopySerial[T any](d, s []T, dst, src backend.Array) {
 		return
 	}
 	ds, ss := dst.EffectiveStrides(), src.EffectiveStrides()
+	if r >= 2 && transposedPair(ds[r-2:], ss[r-2:]) {
+		transposeTiles(d, s, dst, src, ds, ss)
+		return
+	}
 	inner := shape[r-1]
 	dsi, ssi := ds[r-1], ss[r-1]
 	idx := make([]int, r)
@@ -95,6 +106,76 @@ func stridedCopySerial[T any](d, s []T, dst, src backend.Array) {
 		}
 		// Advance the outer index.
 		k := r - 2
+		for ; k >= 0; k-- {
+			idx[k]++
+			do += ds[k]
+			so += ss[k]
+			if idx[k] < shape[k] {
+				break
+			}
+			do -= ds[k] * shape[k]
+			so -= ss[k] * shape[k]
+			idx[k] = 0
+		}
+		if k < 0 {
+			return
+		}
+	}
+}
+
+// isSplat reports whether every element of a refers to its first (a
+// broadcast scalar: all strides zero).
+func isSplat(a backend.Array) bool {
+	if a.Strides == nil {
+		return a.Size() <= 1
+	}
+	for i, st := range a.Strides {
+		if st != 0 && a.Shape[i] > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// transposedPair reports whether the last two dimensions of a copy are
+// transposed between destination and source (strides ds and ss of the
+// two): one side contiguous along the last, the other along the one
+// before it. Element by element, one side then strides across a cache
+// line per element; by tiles (transposeTiles) both stay in L1.
+func transposedPair(ds, ss []int) bool {
+	return ds[1] == 1 && ss[0] == 1 && ss[1] != 1 || ss[1] == 1 && ds[0] == 1 && ds[1] != 1
+}
+
+// transposeTile is the side of the tiles of transposeTiles: a 16×16
+// tile touches 16 cache lines of each side.
+const transposeTile = 16
+
+// transposeTiles is stridedCopySerial for copies whose last two
+// dimensions are transposed (transposedPair): for each index of the
+// leading dimensions, the last two are copied tile by tile.
+func transposeTiles[T any](d, s []T, dst, src backend.Array, ds, ss []int) {
+	shape := dst.Shape
+	r := len(shape)
+	rows, cols := shape[r-2], shape[r-1]
+	dr, dc, sr, sc := ds[r-2], ds[r-1], ss[r-2], ss[r-1]
+	idx := make([]int, r-2)
+	do, so := dst.Offset, src.Offset
+	for {
+		for i0 := 0; i0 < rows; i0 += transposeTile {
+			i1 := min(i0+transposeTile, rows)
+			for j0 := 0; j0 < cols; j0 += transposeTile {
+				j1 := min(j0+transposeTile, cols)
+				for i := i0; i < i1; i++ {
+					p, q := do+i*dr+j0*dc, so+i*sr+j0*sc
+					for range j1 - j0 {
+						d[p] = s[q]
+						p += dc
+						q += sc
+					}
+				}
+			}
+		}
+		k := r - 3
 		for ; k >= 0; k-- {
 			idx[k]++
 			do += ds[k]

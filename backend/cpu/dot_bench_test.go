@@ -3,6 +3,7 @@ package cpu_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -39,8 +40,11 @@ func BenchmarkMatMul512(b *testing.B) {
 		return interp.NewConcrete(be, backend.Array{Buf: be.FromHost(data), Shape: []int{n, n}})
 	}
 	matmul := prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
+	lim := cpu.MeasureLimits(cpu.Threads())
 	gflops := func(b *testing.B) {
-		b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+		gf := 2 * n * n * n * float64(b.N) / b.Elapsed().Seconds() / 1e9
+		b.ReportMetric(gf, "GFLOPS")
+		b.ReportMetric(100*gf/lim.Peak(strings.HasPrefix(b.Name(), "BenchmarkMatMul512/f64")), "%peak")
 	}
 
 	b.Run("f64/peel", func(b *testing.B) {
@@ -131,6 +135,11 @@ func BenchmarkGEMMKernels(b *testing.B) {
 	be := cpu.New()
 	rng := rand.New(rand.NewPCG(9, 10))
 	matmul := prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
+	// Each micro-kernel against the peak of its own vector width.
+	peaks := map[[2]bool]float64{}
+	for _, k := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+		peaks[k] = cpu.PeakGFLOPS(k[0], k[1])
+	}
 	for _, s := range [][3]int{{512, 512, 512}, {64, 784, 128}, {128, 256, 10}, {128, 256, 20}, {128, 256, 40}, {32, 128, 128}} {
 		m, k, n := s[0], s[1], s[2]
 		for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
@@ -159,7 +168,9 @@ func BenchmarkGEMMKernels(b *testing.B) {
 					for b.Loop() {
 						interp.Bind1(prims.DotGeneral, matmul, x, y)
 					}
-					b.ReportMetric(2*float64(m*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+					gf := 2 * float64(m*k*n) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+					b.ReportMetric(gf, "GFLOPS")
+					b.ReportMetric(100*gf/peaks[[2]bool{wide, dt == backend.Float64}], "%peak")
 				})
 			}
 		}

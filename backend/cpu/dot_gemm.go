@@ -8,9 +8,9 @@ import (
 // Packed GEMM: where the CPU has AVX2 and FMA (haveSIMD), dot_general's
 // float GEMMs (M and N both above 1) run on peel's own micro-kernels
 // rather than gonum's (packedGEMM; -tags openblas keeps OpenBLAS's).
-// Each product is split, BLIS style, into column blocks of B (gemmNC),
-// those into blocks of the contracting dimension (gemmKC), and those into
-// row blocks of A (gemmMC). The block of B is packed into panels of NR
+// Each product is split, BLIS style, into column blocks of B (NC),
+// those into blocks of the contracting dimension (KC), and those into
+// row blocks of A (MC), sized from the CPU's caches (gemmBlocks). The block of B is packed into panels of NR
 // columns (16 float32 or 8 float64 with AVX2, 32 or 16 with AVX-512), the
 // block of A into panels of 6 rows, both zero-padded at the edges, and a
 // micro-kernel computes each 6×NR tile of C from one A panel and one B
@@ -25,14 +25,14 @@ import (
 // parallel (forBatches) each run serially. Packing reads the operands
 // through their strides, so any layout dotPlan accepts works without a
 // copy. Each result element is the sum of its products in order of the
-// contracting index, in FMA, one gemmKC block at a time: the usual GEMM
+// contracting index, in FMA, one KC block at a time: the usual GEMM
 // error bound.
 
 const (
-	gemmMR = 6   // rows of a tile
-	gemmKC = 256 // contracting block: a 6×256 A panel and a 256×16 float32 B panel fit in L1
-	gemmNC = 256 // column block of B packed at once (256 KiB of float32 at most)
-	gemmMC = 192 // row block of A packed at once (192 KiB of float32 at most)
+	gemmMR = 6 // rows of a tile
+	// gemmSplitRows is the fewest rows per worker for gemmRows to split
+	// a product whose B must be packed (each worker packs B too).
+	gemmSplitRows = 192
 )
 
 // usePacked reports whether p's GEMMs (float, not small, M and N above
@@ -66,9 +66,10 @@ func grow[T float32 | float64](s []T, n int) []T {
 }
 
 // tileFunc computes one tile with a micro-kernel: kb columns of 6 rows of
-// ap (lda apart) and kb rows of bp (ldb apart) into c (rows ldc apart),
-// of which rows×cols elements are kept, added to c when add is set.
-type tileFunc[T float32 | float64] func(kb int, ap []T, lda int, bp []T, ldb int, c []T, ldc, rows, cols int, add bool)
+// ap (lda apart; with arows, 6 rows of kb elements, lda apart) and kb
+// rows of bp (ldb apart) into c (rows ldc apart), of which rows×cols
+// elements are kept, added to c when add is set.
+type tileFunc[T float32 | float64] func(kb int, ap []T, lda int, arows bool, bp []T, ldb int, c []T, ldc, rows, cols int, add bool)
 
 // gemmPacked computes batch element bi of p into c (M×N, row-major) with
 // the micro-kernel of tile, whose panels are nr columns wide; par lets
@@ -77,6 +78,8 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 	M, N, K := p.M, p.N, p.K
 	lhs, rhs := &p.lhs, &p.rhs
 	lo, ro := lhs.off(bi), rhs.off(bi)
+	var z T
+	gemmKC, gemmNC, gemmMC := gemmBlocks(nr, int(unsafe.Sizeof(z)), cacheL1, cacheL2)
 	for jc := 0; jc < N; jc += gemmNC {
 		nb := min(gemmNC, N-jc)
 		np := (nb + nr - 1) / nr
@@ -106,14 +109,25 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 				g := gemmBlock[T]{c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, nr: nr, add: pc > 0 || p.acc, tile: tile}
 				// Likewise A with contiguous columns, but for a last
 				// panel of fewer than 6 rows.
-				if lhs.fs == 1 && inPlaceStride[T](lhs.cs) {
+				switch {
+				case lhs.fs == 1 && inPlaceStride[T](lhs.cs):
 					full := mb / gemmMR
 					bufs.a = grow(bufs.a, gemmMR*kb)
 					if full < mp {
 						packA(bufs.a, a, aoff+full*gemmMR, 1, lhs.cs, mb-full*gemmMR, kb)
 					}
 					g.asrc, g.lda = a[aoff:], lhs.cs
-				} else {
+				case lhs.cs == 1 && gemmRowsA:
+					// A with contiguous rows (row-major, the usual
+					// layout of activations) is read in place too, by
+					// the micro-kernels that broadcast from 6 rows.
+					full := mb / gemmMR
+					bufs.a = grow(bufs.a, gemmMR*kb)
+					if full < mp {
+						packA(bufs.a, a, aoff+full*gemmMR*lhs.fs, lhs.fs, 1, mb-full*gemmMR, kb)
+					}
+					g.asrc, g.lda, g.arows = a[aoff:], lhs.fs, true
+				default:
 					bufs.a = grow(bufs.a, mp*gemmMR*kb)
 					packAPar(par && mp*np >= parPackTiles, bufs.a, a, aoff, lhs.fs, lhs.cs, mb, kb)
 				}
@@ -183,7 +197,10 @@ type gemmBlock[T float32 | float64] struct {
 	M, N, jc, kb, mp      int
 	nr, lda, ldb          int
 	add                   bool
-	tile                  tileFunc[T]
+	// arows reads asrc as rows lda apart (A row-major) instead of
+	// columns.
+	arows bool
+	tile  tileFunc[T]
 }
 
 // tiles computes tiles [lo, hi), numbered column panel by column panel so
@@ -200,14 +217,17 @@ func (g *gemmBlock[T]) tiles(lo, hi int) {
 		case j0+nr <= g.N:
 			bp, ldb = g.bsrc[jp*nr:], g.ldb
 		}
-		ap, lda := g.ap, gemmMR
+		ap, lda, arows := g.ap, gemmMR, false
 		switch {
 		case g.asrc == nil:
 			ap = g.ap[ip*gemmMR*kb:]
-		case i0+gemmMR <= g.M:
+		case i0+gemmMR > g.M:
+		case g.arows:
+			ap, lda, arows = g.asrc[i0*g.lda:], g.lda, true
+		default:
 			ap, lda = g.asrc[i0:], g.lda
 		}
-		g.tile(kb, ap, lda, bp, ldb, g.c[i0*g.N+j0:], g.N,
+		g.tile(kb, ap, lda, arows, bp, ldb, g.c[i0*g.N+j0:], g.N,
 			min(gemmMR, g.M-i0), min(nr, g.N-j0), g.add)
 	}
 }
@@ -319,30 +339,50 @@ var gemmWide = haveAVX512
 // added to c when add is set.
 type microKernel[T float32 | float64] func(k int, a, b, c *T, ldc, lda, ldb int, add bool)
 
-// tileOf returns the tileFunc of a micro-kernel with panels nr wide: a
-// full tile is computed in place, an edge tile into a buffer and merged.
-func tileOf[T float32 | float64](nr int, kernel microKernel[T]) tileFunc[T] {
-	return func(kb int, ap []T, lda int, bp []T, ldb int, c []T, ldc, rows, cols int, add bool) {
-		_, _ = ap[(kb-1)*lda+gemmMR-1], bp[(kb-1)*ldb+nr-1]
-		if rows == gemmMR && cols == nr {
+// tileOf returns the tileFunc of a micro-kernel with panels nr wide and
+// its twin that reads A's rows in place: a full tile is computed in
+// place, an edge tile into a buffer and merged.
+func tileOf[T float32 | float64](nr int, kernel, kernelRows microKernel[T]) tileFunc[T] {
+	return func(kb int, ap []T, lda int, arows bool, bp []T, ldb int, c []T, ldc, rows, cols int, add bool) {
+		if arows {
+			_ = ap[(gemmMR-1)*lda+kb-1]
+		} else {
+			_ = ap[(kb-1)*lda+gemmMR-1]
+		}
+		_ = bp[(kb-1)*ldb+nr-1]
+		full := rows == gemmMR && cols == nr
+		if full {
 			_ = c[(gemmMR-1)*ldc+nr-1]
-			kernel(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
-			return
 		}
 		var buf [gemmMR * 32]T // the widest tile
-		t := buf[:gemmMR*nr]
-		kernel(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
-		mergeTile(c, ldc, t, nr, rows, cols, add)
+		t, ldt, addt := c, ldc, add
+		if !full {
+			t, ldt, addt = buf[:gemmMR*nr], nr, false
+		}
+		// Direct calls of the captured kernels, not through a variable:
+		// an indirect call would make buf escape, an allocation per tile.
+		if arows {
+			kernelRows(kb, &ap[0], &bp[0], &t[0], ldt, lda, ldb, addt)
+		} else {
+			kernel(kb, &ap[0], &bp[0], &t[0], ldt, lda, ldb, addt)
+		}
+		if !full {
+			mergeTile(c, ldc, t, nr, rows, cols, add)
+		}
 	}
 }
+
+// gemmRowsA turns on the micro-kernels that read a row-major A in place
+// (tests turn it off to check the packed path on the same products).
+var gemmRowsA = true
 
 // The tileFuncs of the AVX2 float32 and float64 micro-kernels, and of
 // the AVX-512 ones (w).
 var (
-	tile32  = tileOf(16, sgemm6x16AVX2)
-	tile64  = tileOf(8, dgemm6x8AVX2)
-	tile32w = tileOf(32, sgemm6x32AVX512)
-	tile64w = tileOf(16, dgemm6x16AVX512)
+	tile32  = tileOf(16, sgemm6x16AVX2, sgemm6x16AVX2Rows)
+	tile64  = tileOf(8, dgemm6x8AVX2, dgemm6x8AVX2Rows)
+	tile32w = tileOf(32, sgemm6x32AVX512, sgemm6x32AVX512Rows)
+	tile64w = tileOf(16, dgemm6x16AVX512, dgemm6x16AVX512Rows)
 )
 
 // gemm32 and gemm64 compute batch element bi of p into c with the packed
@@ -385,13 +425,14 @@ func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
 // the tiles: 24 times for a 512² product), which held two threads to
 // 1.6× one thread's speed; independent row ranges run as two separate
 // products do (1.85×). B packed twice costs a block's packing per extra
-// worker, paid back only by enough rows: at least gemmMC per worker.
+// worker, paid back only by enough rows: at least gemmSplitRows per
+// worker.
 func gemmRows[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, tile tileFunc[T], bufs *gemmBufs[T], pool *sync.Pool, par bool) {
 	w := 1
 	if par && !serial(p.M*p.N, p.K/4) {
 		w = min(Threads(), p.M/(2*gemmMR))
 		if !(p.rhs.fs == 1 && inPlaceStride[T](p.rhs.cs)) {
-			w = min(w, p.M/gemmMC)
+			w = min(w, p.M/gemmSplitRows)
 		}
 	}
 	if w < 2 {

@@ -20,3 +20,19 @@ func sgemm6x32AVX512(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
 
 //go:noescape
 func dgemm6x16AVX512(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
+
+// The same micro-kernels reading the A panel in place from 6 rows lda
+// elements apart (A row-major: each row's k elements contiguous), so a
+// row-major A is never packed.
+
+//go:noescape
+func sgemm6x16AVX2Rows(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
+
+//go:noescape
+func dgemm6x8AVX2Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
+
+//go:noescape
+func sgemm6x32AVX512Rows(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
+
+//go:noescape
+func dgemm6x16AVX512Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool)

@@ -20,3 +20,19 @@ func sgemm6x32AVX512(k int, a, b, c *float32, ldc, lda, ldb int, add bool) {
 func dgemm6x16AVX512(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
 	panic("cpu: no GEMM micro-kernel")
 }
+
+func sgemm6x16AVX2Rows(k int, a, b, c *float32, ldc, lda, ldb int, add bool) {
+	panic("cpu: no GEMM micro-kernel")
+}
+
+func dgemm6x8AVX2Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
+	panic("cpu: no GEMM micro-kernel")
+}
+
+func sgemm6x32AVX512Rows(k int, a, b, c *float32, ldc, lda, ldb int, add bool) {
+	panic("cpu: no GEMM micro-kernel")
+}
+
+func dgemm6x16AVX512Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
+	panic("cpu: no GEMM micro-kernel")
+}

@@ -21,3 +21,32 @@ func SetConvTaps(on bool) bool {
 	convTapsOn = on
 	return old
 }
+
+// PeakGFLOPS measures the FMA peak at one thread of the AVX2 kernels
+// (wide unset) or of the process's path (wide set), for benchmarks that
+// time each micro-kernel against its own limit.
+func PeakGFLOPS(wide, f64 bool) float64 {
+	p := cpuPath
+	if !wide {
+		p = min(p, pathAVX2)
+	}
+	return peak(p, f64, 1)
+}
+
+
+// SetGEMMCaches sets the cache sizes the GEMM's blocks derive from and
+// returns the previous ones, so that tests cross every block boundary
+// on small products whatever the machine's caches.
+func SetGEMMCaches(l1, l2 int) (int, int) {
+	o1, o2 := cacheL1, cacheL2
+	cacheL1, cacheL2 = l1, l2
+	return o1, o2
+}
+
+// SetRowsA turns the micro-kernels that read a row-major A in place on
+// or off and returns the previous setting.
+func SetRowsA(on bool) bool {
+	old := gemmRowsA
+	gemmRowsA = on
+	return old
+}

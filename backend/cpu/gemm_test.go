@@ -23,6 +23,10 @@ func TestGEMMKernelsRapid(t *testing.T) {
 		modes = append(modes, true)
 	}
 	defer cpu.SetWideGEMM(cpu.SetWideGEMM(false))
+	l1, l2 := cpu.SetGEMMCaches(0, 0)
+	cpu.SetGEMMCaches(l1, l2)
+	defer cpu.SetGEMMCaches(l1, l2)
+	defer cpu.SetRowsA(cpu.SetRowsA(true))
 	sizes := []int{1, 2, 5, 6, 7, 8, 13, 15, 16, 17, 31, 32, 33, 97, 127, 191, 193, 256, 257, 293, 300}
 	for _, wide := range modes {
 		name := "avx2"
@@ -61,6 +65,16 @@ func TestGEMMKernelsRapid(t *testing.T) {
 				}
 				dt := rapid.SampledFrom([]backend.DType{backend.Float32, backend.Float64}).Draw(t, "dtype")
 				l := rapid.SampledFrom(stLayouts).Draw(t, "layout")
+				// The blocks derive from the caches: this machine's, or
+				// small ones (KC 64, NC 256 for the widest panels), so
+				// that products of a few hundred cross every block.
+				if rapid.Bool().Draw(t, "small caches") {
+					cpu.SetGEMMCaches(16<<10, 128<<10)
+				} else {
+					cpu.SetGEMMCaches(l1, l2)
+				}
+				// A row-major A is read in place, or packed.
+				cpu.SetRowsA(rapid.Bool().Draw(t, "rows of A in place"))
 				// The thread count splits the tiles and the packing of
 				// large blocks (packAPar, packBPar) across workers.
 				cpu.SetThreads(rapid.SampledFrom([]int{1, 2, 3}).Draw(t, "threads"))

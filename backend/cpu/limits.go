@@ -60,8 +60,8 @@ func MeasureLimits(threads int) Limits {
 		return l
 	}
 	l := Limits{Path: Path(), Threads: threads}
-	l.PeakF32 = peak(false, threads)
-	l.PeakF64 = peak(true, threads)
+	l.PeakF32 = peak(cpuPath, false, threads)
+	l.PeakF64 = peak(cpuPath, true, threads)
 	l.Bandwidth = bandwidth(1<<20, threads, 20, 7)
 	l.BandwidthMem = bandwidth(32<<20, threads, 2, 3)
 	if limitsMemo.m == nil {
@@ -96,14 +96,14 @@ func together(threads int, body func(k int)) time.Duration {
 	return time.Since(t0)
 }
 
-// peak measures the FMA peak in GFLOPS at threads threads: the best of
-// seven runs of about 4 ms each.
-func peak(f64 bool, threads int) float64 {
+// peak measures the FMA peak of kernel path p in GFLOPS at threads
+// threads: the best of seven runs of about 4 ms each.
+func peak(p kernelPath, f64 bool, threads int) float64 {
 	// Calibrate the iterations of one run on one thread.
 	n := 1 << 12
 	for {
 		t0 := time.Now()
-		fmaLoop(f64, n)
+		fmaLoop(p, f64, n)
 		if d := time.Since(t0); d > time.Millisecond || n >= 1<<30 {
 			n = int(float64(n) * float64(4*time.Millisecond) / float64(max(d, 1)))
 			break
@@ -114,7 +114,7 @@ func peak(f64 bool, threads int) float64 {
 	best := 0.0
 	for range 7 {
 		var flops [64]float64
-		d := together(threads, func(k int) { flops[k%64] = fmaLoop(f64, n) })
+		d := together(threads, func(k int) { flops[k%64] = fmaLoop(p, f64, n) })
 		total := 0.0
 		for _, f := range flops[:min(threads, 64)] {
 			total += f

@@ -24,20 +24,21 @@ func fmaLoop64AVX512(n int)
 func triad32AVX2(a, b, c *float32, n int, s float32)
 
 // fmaLoop runs n iterations of 12 independent FMAs on the widest vectors
-// of the kernel path in use and returns the floating-point operations
-// done (an FMA counts two per lane).
-func fmaLoop(f64 bool, n int) float64 {
+// of kernel path p (at most the CPU's) and returns the floating-point
+// operations done (an FMA counts two per lane).
+func fmaLoop(p kernelPath, f64 bool, n int) float64 {
+	p = min(p, cpuPath)
 	lanes := 8
 	switch {
-	case cpuPath >= pathAVX512 && f64:
+	case p >= pathAVX512 && f64:
 		fmaLoop64AVX512(n)
-	case cpuPath >= pathAVX512:
+	case p >= pathAVX512:
 		fmaLoop32AVX512(n)
 		lanes = 16
-	case cpuPath >= pathAVX2 && f64:
+	case p >= pathAVX2 && f64:
 		fmaLoop64AVX2(n)
 		lanes = 4
-	case cpuPath >= pathAVX2:
+	case p >= pathAVX2:
 		fmaLoop32AVX2(n)
 	default:
 		return fmaLoopGo(f64, n)

@@ -12,7 +12,8 @@ import (
 // and argmin.
 //
 // Accumulation: float32 sums, products and cumulative sums accumulate in
-// float64; float64 sums along a contiguous run use pairwise summation.
+// float64 (contiguous runs of float32 with the AVX2 kernel sumWiden32);
+// float64 sums along a contiguous run use pairwise summation.
 // Results do not depend on the number of threads: work is split so every
 // output element is computed by one goroutine in a fixed order, and a
 // full reduction combines fixed-size blocks in order.
@@ -60,6 +61,9 @@ func reduceKernel(p *interp.Prim, op reduceOp) kernel {
 	rf64 := numReducer[float64, float64](op)
 	if op == opSum {
 		rf64.seg = sumSegPairwise
+		if haveSIMD {
+			rf32w.seg = sumWiden32
+		}
 	}
 	return func(params any, in, out []backend.Array) {
 		axes := params.(prims.ReduceParams).Axes

@@ -136,6 +136,20 @@ type simdFloat interface{ float32 | float64 }
 //go:noescape
 func addWiden32AVX2(acc []float64, s []float32)
 
+//go:noescape
+func sumWiden32AVX2(s []float32) float64
+
+// sumWiden32 returns acc plus the sum of s, each element converted to
+// float64 (a float32 sum's contiguous run), in chunks like the kernels
+// below.
+func sumWiden32(acc float64, s []float32) float64 {
+	n := len(s) &^ 15
+	for lo := 0; lo < n; lo += simdChunk {
+		acc += sumWiden32AVX2(s[lo:min(lo+simdChunk, n)])
+	}
+	return sumSeg(acc, s[n:])
+}
+
 //go:noinline
 func callWiden(acc []float64, s []float32) { addWiden32AVX2(acc, s) }
 

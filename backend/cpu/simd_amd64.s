@@ -706,3 +706,42 @@ addWidenLoop:
 addWidenDone:
 	VZEROUPPER
 	RET
+
+// func sumWiden32AVX2(s []float32) float64
+//
+// The sum of the first len(s) elements, a multiple of 16 (the caller
+// adds the rest), each converted to float64 (exactly) and added in four
+// float64 accumulators of four lanes, combined at the end.
+TEXT ·sumWiden32AVX2(SB), NOSPLIT, $0-32
+	MOVQ   s_base+0(FP), SI
+	MOVQ   s_len+8(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	SHRQ   $4, CX
+	JZ     sumWidenDone
+
+sumWidenLoop:
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD 16(SI), Y5
+	VCVTPS2PD 32(SI), Y6
+	VCVTPS2PD 48(SI), Y7
+	VADDPD    Y4, Y0, Y0
+	VADDPD    Y5, Y1, Y1
+	VADDPD    Y6, Y2, Y2
+	VADDPD    Y7, Y3, Y3
+	ADDQ      $64, SI
+	DECQ      CX
+	JNZ       sumWidenLoop
+
+sumWidenDone:
+	VADDPD       Y1, Y0, Y0
+	VADDPD       Y3, Y2, Y2
+	VADDPD       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD       X1, X0, X0
+	VHADDPD      X0, X0, X0
+	VMOVSD       X0, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -48,4 +48,5 @@ func mulVS64Vec(d, a []float64, s float64)           { mulVS(d, a, s) }
 func divVS64Vec(d, a []float64, s float64)           { divVS(d, a, s) }
 func divSV64Vec(d []float64, s float64, b []float64) { divSV(d, s, b) }
 
-func addWiden32Vec(acc []float64, s []float32) { sumVec(acc, s) }
+func addWiden32Vec(acc []float64, s []float32)    { sumVec(acc, s) }
+func sumWiden32(acc float64, s []float32) float64 { return sumSeg(acc, s) }

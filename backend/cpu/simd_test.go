@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -569,6 +570,26 @@ func BenchmarkSIMDLoops(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/elem")
 			})
+		}
+	}
+}
+
+// TestSumWiden32 checks the float32 sum kernel (float64 accumulators)
+// against a sequential float64 sum at lengths around its blocks of 16
+// and its chunks, within the bound of float64 summation in any order.
+func TestSumWiden32(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 33, 4095, 4096, 4097, 10000, 1 << 16} {
+		s := make([]float32, n)
+		want, mag := 0.0, 0.0
+		for i := range s {
+			s[i] = float32(r.NormFloat64() * math.Exp(4*r.NormFloat64()))
+			want += float64(s[i])
+			mag += math.Abs(float64(s[i]))
+		}
+		got := sumWiden32(0.5, s)
+		if d := math.Abs(got - (want + 0.5)); d > float64(n+1)*0x1p-52*(mag+0.5) {
+			t.Errorf("n=%d: sum %v, want %v (difference %v)", n, got, want+0.5, d)
 		}
 	}
 }

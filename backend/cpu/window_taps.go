@@ -188,7 +188,7 @@ func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, poo
 					for ip := range mp {
 						a := ag[(t*mp+ip)*g.cg*gemmMR:]
 						i0 := ip * gemmMR
-						tile(g.cg, a, gemmMR, bp, p.planeP, yu[i0*g.outSz+r*rowLen+x0:], g.outSz,
+						tile(g.cg, a, gemmMR, false, bp, p.planeP, yu[i0*g.outSz+r*rowLen+x0:], g.outSz,
 							min(gemmMR, g.og-i0), cols, t > 0)
 					}
 				}

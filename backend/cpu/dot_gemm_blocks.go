@@ -1,0 +1,78 @@
+package cpu
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// GEMM block sizes from the CPU's caches, not constants tuned on one
+// CPU (the analytical model of BLIS): the micro-kernel's B panel (KC rows
+// of NR elements) takes about half of the L1 data cache, leaving room for
+// the A panel's rows and the C tile; the packed block of B (KC×NC) about
+// half of the L2; the packed block of A (MC×KC, when A is not read in
+// place) a quarter of it. On a 48 KiB L1 and 2 MiB L2 (Sapphire Rapids)
+// the AVX-512 float32 kernel takes KC = 192, NC = 1344; on a 32 KiB L1
+// and 512 KiB L2 (Zen 2/3) the AVX2 one KC = 256, NC = 256.
+
+// cacheSizes are the per-core data cache sizes, in bytes, used for
+// blocking: Linux's report of cpu0's caches, else 32 KiB and 256 KiB,
+// the smallest of today's x86 servers.
+var cacheL1, cacheL2 = cacheSizes("/sys/devices/system/cpu/cpu0/cache")
+
+// cacheSizes reads the L1 data and L2 sizes from a Linux sysfs cache
+// directory (index*/level, type and size), with the defaults for any it
+// cannot read or that are implausible.
+func cacheSizes(dir string) (l1, l2 int) {
+	l1, l2 = 32<<10, 256<<10
+	for i := range 8 {
+		idx := dir + "/index" + strconv.Itoa(i) + "/"
+		level, err1 := os.ReadFile(idx + "level")
+		typ, err2 := os.ReadFile(idx + "type")
+		size, err3 := os.ReadFile(idx + "size")
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		n := parseCacheSize(strings.TrimSpace(string(size)))
+		if n <= 0 {
+			continue
+		}
+		switch t := strings.TrimSpace(string(typ)); strings.TrimSpace(string(level)) {
+		case "1":
+			if t == "Data" || t == "Unified" {
+				l1 = min(max(n, 16<<10), 256<<10)
+			}
+		case "2":
+			if t == "Unified" || t == "Data" {
+				l2 = min(max(n, 128<<10), 8<<20)
+			}
+		}
+	}
+	return l1, l2
+}
+
+// parseCacheSize parses sysfs's "48K", "2048K", "1M" (0 when malformed).
+func parseCacheSize(s string) int {
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "K"):
+		s, mult = s[:len(s)-1], 1<<10
+	case strings.HasSuffix(s, "M"):
+		s, mult = s[:len(s)-1], 1<<20
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > 1<<30/mult {
+		return 0
+	}
+	return n * mult
+}
+
+// gemmBlocks returns the contracting block kc, the column block nc and
+// the row block mc of a packed GEMM whose micro-kernel panels are nr
+// elements of size bytes wide, for caches of l1 and l2 bytes.
+func gemmBlocks(nr, size, l1, l2 int) (kc, nc, mc int) {
+	kc = min(max(l1/2/(nr*size)&^15, 64), 512)
+	nc = min(max(l2/2/(kc*size)/nr*nr, nr), 4096)
+	mc = min(max(l2/4/(kc*size)/gemmMR*gemmMR, gemmMR), 1020)
+	return kc, nc, mc
+}
