@@ -51,7 +51,7 @@ func TestGEMMBlocks(t *testing.T) {
 		nr, size, l1, l2 int
 		kc, nc           int
 	}{
-		{32, 4, 48 << 10, 2 << 20, 192, 1344}, // AVX-512 float32 on Sapphire Rapids
+		{32, 4, 48 << 10, 2 << 20, 192, 1344},  // AVX-512 float32 on Sapphire Rapids
 		{16, 4, 32 << 10, 512 << 10, 256, 256}, // AVX2 float32 on Zen 3
 		{8, 8, 32 << 10, 512 << 10, 256, 128},  // AVX2 float64 on Zen 3
 	} {

@@ -33,7 +33,6 @@ func PeakGFLOPS(wide, f64 bool) float64 {
 	return peak(p, f64, 1)
 }
 
-
 // SetGEMMCaches sets the cache sizes the GEMM's blocks derive from and
 // returns the previous ones, so that tests cross every block boundary
 // on small products whatever the machine's caches.
@@ -48,5 +47,13 @@ func SetGEMMCaches(l1, l2 int) (int, int) {
 func SetRowsA(on bool) bool {
 	old := gemmRowsA
 	gemmRowsA = on
+	return old
+}
+
+// SetNarrow turns the transposed path of narrow products on or off and
+// returns the previous setting.
+func SetNarrow(on bool) bool {
+	old := narrowOn
+	narrowOn = on
 	return old
 }

@@ -27,6 +27,7 @@ func TestGEMMKernelsRapid(t *testing.T) {
 	cpu.SetGEMMCaches(l1, l2)
 	defer cpu.SetGEMMCaches(l1, l2)
 	defer cpu.SetRowsA(cpu.SetRowsA(true))
+	defer cpu.SetNarrow(cpu.SetNarrow(true))
 	sizes := []int{1, 2, 5, 6, 7, 8, 13, 15, 16, 17, 31, 32, 33, 97, 127, 191, 193, 256, 257, 293, 300}
 	for _, wide := range modes {
 		name := "avx2"
@@ -75,6 +76,8 @@ func TestGEMMKernelsRapid(t *testing.T) {
 				}
 				// A row-major A is read in place, or packed.
 				cpu.SetRowsA(rapid.Bool().Draw(t, "rows of A in place"))
+				// Narrow products computed transposed, or directly.
+				cpu.SetNarrow(rapid.Bool().Draw(t, "narrow transposed"))
 				// The thread count splits the tiles and the packing of
 				// large blocks (packAPar, packBPar) across workers.
 				cpu.SetThreads(rapid.SampledFrom([]int{1, 2, 3}).Draw(t, "threads"))
