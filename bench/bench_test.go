@@ -104,6 +104,9 @@ var errWrong = errors.New("wrong")
 func BenchmarkWorkloads(b *testing.B) {
 	for _, w := range Workloads() {
 		b.Run(w.Name, func(b *testing.B) {
+			// The kernels' threads follow -cpu, as GOMAXPROCS does.
+			cpu.SetThreads(runtime.GOMAXPROCS(0))
+			defer cpu.SetThreads(0)
 			run, check := w.Setup()
 			if err := verify(w.Name, run, check); err != nil {
 				b.Fatal(err)

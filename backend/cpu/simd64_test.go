@@ -70,7 +70,10 @@ func (a m64DD) add(b m64DD) m64DD {
 func (a m64DD) neg() m64DD { return m64DD{-a.hi, -a.lo} }
 
 func (a m64DD) mul(b m64DD) m64DD {
-	p := a.hi * b.hi
+	// The conversions round each product on its own: Go may fuse an
+	// unconverted product into the addition that follows (arm64 does),
+	// which breaks the error-free transformations.
+	p := float64(a.hi * b.hi)
 	e := math.FMA(a.hi, b.hi, -p)
 	e += float64(a.hi*b.lo) + float64(a.lo*b.hi)
 	return m64Norm(p, e)
@@ -105,9 +108,9 @@ var (
 // finite x in [-800, 800].
 func m64RefExp(x float64) (int, m64DD) {
 	nf := math.Round(x / m64Ln2[0])
-	p1 := m64DD{nf * m64Ln2[0], math.FMA(nf, m64Ln2[0], -nf*m64Ln2[0])}
-	p2 := m64DD{nf * m64Ln2[1], math.FMA(nf, m64Ln2[1], -nf*m64Ln2[1])}
-	r := m64DD{x, 0}.add(p1.neg()).add(p2.neg()).add(m64DD{-nf * m64Ln2[2], 0})
+	p1 := m64DD{float64(nf * m64Ln2[0]), math.FMA(nf, m64Ln2[0], -float64(nf*m64Ln2[0]))}
+	p2 := m64DD{float64(nf * m64Ln2[1]), math.FMA(nf, m64Ln2[1], -float64(nf*m64Ln2[1]))}
+	r := m64DD{x, 0}.add(p1.neg()).add(p2.neg()).add(m64DD{float64(-nf * m64Ln2[2]), 0})
 	// e^r = (e^(r/64))^64, e^(r/64) from its Taylor series to degree 12.
 	r = r.ldexp(-6)
 	acc := m64InvFact[12]

@@ -309,10 +309,11 @@ func convByTapsT[T float32 | float64](g *convGeom, y, x, w []T) bool {
 	wt := make([]T, K*g.og)
 	ct := make([]T, g.outSz*m*g.og)
 	for gi := range g.g {
-		if !transposePadLhs(g, pitch, plane, m, xt, x, gi) {
+		// Fresh buffers are zero already: only later groups clear them.
+		if !transposePadLhs(g, pitch, plane, m, xt, x, gi, gi > 0) {
 			return false // the packed path recomputes every group
 		}
-		transposeKernel(g, pitch, plane, wt, w, gi)
+		transposeKernel(g, pitch, plane, wt, w, gi, gi > 0)
 		cost := 2 * m * g.og * K
 		run := func(q0, q1 int, par bool) {
 			qi := make([]int, g.nd)
@@ -352,9 +353,12 @@ func convByTapsT[T float32 | float64](g *convGeom, y, x, w []T) bool {
 // transposePadLhs writes group gi's lhs features into xt, zero-padded
 // and transposed: element (feature c, padded position pp, batch b) at
 // (c·plane + pp)·m + b, m ≥ N. It reports false, leaving xt partly
-// written, when an element is not finite.
-func transposePadLhs[T float32 | float64](g *convGeom, pitch []int, plane, m int, xt, x []T, gi int) bool {
-	clear(xt)
+// written, when an element is not finite. xt must be zero unless dirty
+// is set.
+func transposePadLhs[T float32 | float64](g *convGeom, pitch []int, plane, m int, xt, x []T, gi int, dirty bool) bool {
+	if dirty {
+		clear(xt)
+	}
 	last := g.nd - 1
 	inLast := g.in[last]
 	rows := g.inSz / inLast
@@ -398,9 +402,12 @@ func transposePadLhs[T float32 | float64](g *convGeom, pitch []int, plane, m int
 // transposeKernel writes group gi's kernel into wt, transposed with the
 // output features innermost: element (feature c, tap t, output feature
 // o) at (c·plane + L(t))·Og + o, L(t) the tap's offset in the padded
-// planes; rows of wt at no tap's offset are zero.
-func transposeKernel[T float32 | float64](g *convGeom, pitch []int, plane int, wt, w []T, gi int) {
-	clear(wt)
+// planes; rows of wt at no tap's offset are zero (wt must be zero
+// unless dirty is set).
+func transposeKernel[T float32 | float64](g *convGeom, pitch []int, plane int, wt, w []T, gi int, dirty bool) {
+	if dirty {
+		clear(wt)
+	}
 	offs := make([]int, g.kSz)
 	tap := make([]int, g.nd)
 	for t := range offs {
@@ -413,12 +420,22 @@ func transposeKernel[T float32 | float64](g *convGeom, pitch []int, plane int, w
 			offs[t] += tap[j] * g.rd[j] * pitch[j]
 		}
 	}
-	for o := range g.og {
-		for c := range g.cg {
-			row := w[((gi*g.og+o)*g.cg+c)*g.kSz:][:g.kSz]
-			base := c * plane
-			for t, v := range row {
-				wt[(base+offs[t])*g.og+o] = v
+	// By tiles of taps × output features: element by element, each
+	// write of a kernel row's taps lands Og elements from the last, a
+	// cache line each (a fifth of the kernel gradient of a 3×3, 64→64
+	// convolution went here); a tile's 16 destination rows stay in L1.
+	const tile = transposeTile
+	for c := range g.cg {
+		base := c * plane
+		for t0 := 0; t0 < g.kSz; t0 += tile {
+			t1 := min(t0+tile, g.kSz)
+			for o0 := 0; o0 < g.og; o0 += tile {
+				for o := o0; o < min(o0+tile, g.og); o++ {
+					row := w[((gi*g.og+o)*g.cg+c)*g.kSz:][t0:t1]
+					for t, v := range row {
+						wt[(base+offs[t0+t])*g.og+o] = v
+					}
+				}
 			}
 		}
 	}
