@@ -160,7 +160,16 @@ func transposeTiles[T any](d, s []T, dst, src backend.Array, ds, ss []int) {
 	dr, dc, sr, sc := ds[r-2], ds[r-1], ss[r-2], ss[r-1]
 	idx := make([]int, r-2)
 	do, so := dst.Offset, src.Offset
+	_, f32 := any(d).([]float32)
 	for {
+		// float32 by the AVX2 kernel's 8×8 blocks where it applies.
+		switch {
+		case !f32:
+		case dc == 1 && sr == 1 && transposeBlocks32(any(d).([]float32)[do:], dr, any(s).([]float32)[so:], sc, rows, cols):
+			goto next
+		case sc == 1 && dr == 1 && transposeBlocks32(any(d).([]float32)[do:], dc, any(s).([]float32)[so:], sr, cols, rows):
+			goto next
+		}
 		for i0 := 0; i0 < rows; i0 += transposeTile {
 			i1 := min(i0+transposeTile, rows)
 			for j0 := 0; j0 < cols; j0 += transposeTile {
@@ -175,6 +184,7 @@ func transposeTiles[T any](d, s []T, dst, src backend.Array, ds, ss []int) {
 				}
 			}
 		}
+	next:
 		k := r - 3
 		for ; k >= 0; k-- {
 			idx[k]++

@@ -35,3 +35,40 @@ func overlap[T any](d, s []T) bool {
 	pd, ps := uintptr(unsafe.Pointer(&d[0])), uintptr(unsafe.Pointer(&s[0]))
 	return pd < ps+n && ps < pd+n
 }
+
+// transpose8x8F32AVX2 transposes n 8×8 blocks of float32 (copy_amd64.s):
+// block b's rows are 8 elements at s + 8b + k·ls, its columns are
+// written as rows at d + 8b·ld + k·ld (k < 8; strides in elements).
+//
+//go:noescape
+func transpose8x8F32AVX2(d *float32, ld int, s *float32, ls int, n int)
+
+// transposeBlocks32 copies the rows×cols block of float32 whose element
+// (i, j) is s[i + j·ls] into d[i·ld + j] (a transpose: the source's
+// columns contiguous, the destination's rows), 8×8 blocks with the AVX2
+// kernel, and returns false, doing nothing, where the kernel does not
+// apply (no AVX2, or fewer than 8 rows and columns).
+func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int) bool {
+	if !haveSIMD || rows < 8 || cols < 8 || ld < cols || ls < rows {
+		return false
+	}
+	_ = d[(rows-1)*ld+cols-1]
+	_ = s[(cols-1)*ls+rows-1]
+	r8, c8 := rows&^7, cols&^7
+	// A strip of 8 destination columns (source rows 8 at a time) per
+	// call: each call is short, so the goroutine stays preemptible.
+	for j := 0; j < c8; j += 8 {
+		transpose8x8F32AVX2(&d[j], ld, &s[j*ls], ls, r8/8)
+	}
+	// The edges: the last columns of every row, the last rows.
+	for i := range rows {
+		j0 := c8
+		if i >= r8 {
+			j0 = 0
+		}
+		for j := j0; j < cols; j++ {
+			d[i*ld+j] = s[i+j*ls]
+		}
+	}
+	return true
+}

@@ -4,3 +4,6 @@ package cpu
 
 // copyElems copies s into d (of equal length).
 func copyElems[T any](d, s []T) { copy(d, s) }
+
+// transposeBlocks32 reports false: there is no vector transpose here.
+func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int) bool { return false }

@@ -156,3 +156,41 @@ func TestCopyElems(t *testing.T) {
 		}
 	}
 }
+
+// TestTransposeBlocks32 checks the 8×8-block transpose (AVX2 where the
+// CPU has it) against the element loop at sizes around its blocks,
+// with strides longer than the rows, and that it declines where it
+// does not apply.
+func TestTransposeBlocks32(t *testing.T) {
+	for _, rows := range []int{1, 7, 8, 9, 15, 16, 17, 33, 100} {
+		for _, cols := range []int{1, 7, 8, 9, 16, 31, 64} {
+			ld, ls := cols+3, rows+5
+			s := make([]float32, (cols-1)*ls+rows)
+			for i := range s {
+				s[i] = float32(i)
+			}
+			d := make([]float32, (rows-1)*ld+cols)
+			for i := range d {
+				d[i] = -1
+			}
+			if !transposeBlocks32(d, ld, s, ls, rows, cols) {
+				if haveSIMD && rows >= 8 && cols >= 8 {
+					t.Fatalf("%d×%d: declined", rows, cols)
+				}
+				continue
+			}
+			for i := range rows {
+				for j := range cols {
+					if got, want := d[i*ld+j], s[i+j*ls]; got != want {
+						t.Fatalf("%d×%d: d[%d,%d] = %v, want %v", rows, cols, i, j, got, want)
+					}
+				}
+				for j := cols; j < ld && i*ld+j < len(d); j++ {
+					if d[i*ld+j] != -1 {
+						t.Fatalf("%d×%d: wrote past row %d's end", rows, cols, i)
+					}
+				}
+			}
+		}
+	}
+}
