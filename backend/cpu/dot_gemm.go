@@ -33,6 +33,10 @@ const (
 	// gemmSplitRows is the fewest rows per worker for gemmRows to split
 	// a product whose B must be packed (each worker packs B too).
 	gemmSplitRows = 192
+	// gemmFewRows is the most rows of a product whose B is read in place
+	// whatever its stride: each B panel serves at most 4 tiles, too few
+	// to repay its packing.
+	gemmFewRows = 4 * gemmMR
 )
 
 // usePacked reports whether p's GEMMs (float, not small, M and N above
@@ -90,8 +94,11 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 			kb := min(kc, K-pc)
 			boff := ro + pc*rhs.cs + jc*rhs.fs
 			// B with contiguous rows is read in place, but for a last
-			// panel narrower than nr; other layouts are packed.
-			direct := rhs.fs == 1 && inPlaceStride[T](rhs.cs)
+			// panel narrower than nr; other layouts are packed. At
+			// strides that alias in L1 too when few row panels reuse
+			// each B panel: packing B cost an 8×512·512×512 product
+			// three times its arithmetic.
+			direct := rhs.fs == 1 && (inPlaceStride[T](rhs.cs) || M <= gemmFewRows)
 			if direct {
 				full := nb / nr
 				bufs.b = grow(bufs.b, nr*kb)
