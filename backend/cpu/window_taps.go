@@ -167,12 +167,18 @@ func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, poo
 	units := g.n * g.g
 	rowCost := 2 * g.og * rowLen * g.cg * g.kSz
 	// unitRows computes output rows [r0, r1) of unit u from its padded
-	// lhs xp.
+	// lhs xp. Each panel of a row accumulates over the taps in a
+	// contiguous scratch block (the features' tiles NR apart), copied
+	// into y once: tiles written in y itself would be rows a feature
+	// plane apart, at 1024 positions 4 KiB, which share L1 sets and were
+	// reloaded from L2 at every tap. Every tile is full: the plane holds
+	// the reads past a row's end (tapPlan), A's rows past Og are zero.
 	unitRows := func(u, r0, r1 int, xp []T) {
 		n, gi := u/g.g, u%g.g
 		yu := y[(n*g.o+gi*g.og)*g.outSz:]
 		ag := at[gi*ab : (gi+1)*ab]
 		q := make([]int, g.nd)
+		ct := make([]T, mp*gemmMR*p.nr)
 		for r := r0; r < r1; r++ {
 			// The row's start in the padded planes.
 			rr, base := r, 0
@@ -182,15 +188,16 @@ func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, poo
 				base += q[j] * p.pitch[j]
 			}
 			for x0 := 0; x0 < rowLen; x0 += p.nr {
-				cols := min(p.nr, rowLen-x0)
 				for t, off := range p.offs {
 					bp := xp[base+x0+off:]
 					for ip := range mp {
 						a := ag[(t*mp+ip)*g.cg*gemmMR:]
-						i0 := ip * gemmMR
-						tile(g.cg, a, gemmMR, false, bp, p.planeP, yu[i0*g.outSz+r*rowLen+x0:], g.outSz,
-							min(gemmMR, g.og-i0), cols, t > 0)
+						tile(g.cg, a, gemmMR, false, bp, p.planeP, ct[ip*gemmMR*p.nr:], p.nr, gemmMR, p.nr, t > 0)
 					}
+				}
+				cols := min(p.nr, rowLen-x0)
+				for o := range g.og {
+					copy(yu[o*g.outSz+r*rowLen+x0:][:cols], ct[o*p.nr:][:cols])
 				}
 			}
 		}
