@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/peel-ml/peel/backend"
@@ -321,8 +322,15 @@ func convByTapsT[T float32 | float64](g *convGeom, y, x, w []T) bool {
 			return false // the packed path recomputes every group
 		}
 		transposeKernel(g, pitch, plane, wt, w, gi, gi > 0)
-		cost := 2 * m * g.og * K
-		run := func(q0, q1 int, par bool) {
+		// The contraction in blocks of kb rows, each block's GEMMs for
+		// every position q together: the positions read the same Wt
+		// rows and Xt rows a few apart, so a block stays in L2 across
+		// them instead of both operands streaming from memory once per
+		// position (9 times for a 3×3 kernel).
+		var z T
+		kb := max(256, cacheL2/4/((m+g.og)*int(unsafe.Sizeof(z))))
+		cost := 2 * m * g.og * kb
+		run := func(k0, q0, q1 int, par bool) {
 			qi := make([]int, g.nd)
 			for q := q0; q < q1; q++ {
 				r, pos := q, 0
@@ -331,16 +339,18 @@ func convByTapsT[T float32 | float64](g *convGeom, y, x, w []T) bool {
 					r /= g.out[j]
 					pos += qi[j] * pitch[j]
 				}
-				p := dotPlan{B: 1, M: m, N: g.og, K: K,
-					lhs: dotOperand{arr: backend.Array{Offset: pos * m}, fs: 1, cs: m},
-					rhs: dotOperand{fs: 1, cs: g.og}}
+				p := dotPlan{B: 1, M: m, N: g.og, K: min(kb, K-k0), acc: k0 > 0,
+					lhs: dotOperand{arr: backend.Array{Offset: (pos + k0) * m}, fs: 1, cs: m},
+					rhs: dotOperand{arr: backend.Array{Offset: k0 * g.og}, fs: 1, cs: g.og}}
 				packedGEMMOf(&p, ct[q*m*g.og:(q+1)*m*g.og], xt, wt, par)
 			}
 		}
-		if g.outSz >= 2*Threads() {
-			parallelFor(g.outSz, cost, func(q0, q1 int) { run(q0, q1, false) })
-		} else {
-			run(0, g.outSz, true)
+		for k0 := 0; k0 < K; k0 += kb {
+			if g.outSz >= 2*Threads() {
+				parallelFor(g.outSz, cost, func(q0, q1 int) { run(k0, q0, q1, false) })
+			} else {
+				run(k0, 0, g.outSz, true)
+			}
 		}
 		// ct[q, b, o] into y[b, gi·Og + o, q].
 		for q := range g.outSz {
@@ -369,41 +379,48 @@ func transposePadLhs[T float32 | float64](g *convGeom, pitch []int, plane, m int
 	last := g.nd - 1
 	inLast := g.in[last]
 	rows := g.inSz / inLast
-	var acc T // Σ v·0: NaN once any v is Inf or NaN
-	idx := make([]int, g.nd)
 	const bb = 8 // batch elements transposed together
-	var src [bb][]T
-	for c := range g.cg {
-		clear(idx)
-		for r := range rows {
-			pp := g.lo[last]
-			for j := range last {
-				pp += (idx[j] + g.lo[j]) * pitch[j]
-			}
-			for b0 := 0; b0 < g.n; b0 += bb {
-				nb := min(bb, g.n-b0)
-				for k := range nb {
-					o := g.xoff(b0+k, gi) + c*g.inSz + r*inLast
-					src[k] = x[o : o+inLast]
+	// The features in parallel: each writes its own planes of xt.
+	var bad atomic.Bool
+	parallelFor(g.cg, 4*g.inSz*g.n, func(c0, c1 int) {
+		var acc T // Σ v·0: NaN once any v is Inf or NaN
+		idx := make([]int, g.nd)
+		var src [bb][]T
+		for c := c0; c < c1; c++ {
+			clear(idx)
+			for r := range rows {
+				pp := g.lo[last]
+				for j := range last {
+					pp += (idx[j] + g.lo[j]) * pitch[j]
 				}
-				for i := range inLast {
-					d := xt[((c*plane)+pp+i)*m+b0:][:nb]
-					for k := range d {
-						v := src[k][i]
-						acc += v * 0
-						d[k] = v
+				for b0 := 0; b0 < g.n; b0 += bb {
+					nb := min(bb, g.n-b0)
+					for k := range nb {
+						o := g.xoff(b0+k, gi) + c*g.inSz + r*inLast
+						src[k] = x[o : o+inLast]
+					}
+					for i := range inLast {
+						d := xt[((c*plane)+pp+i)*m+b0:][:nb]
+						for k := range d {
+							v := src[k][i]
+							acc += v * 0
+							d[k] = v
+						}
 					}
 				}
-			}
-			for j := last - 1; j >= 0; j-- {
-				if idx[j]++; idx[j] < g.in[j] {
-					break
+				for j := last - 1; j >= 0; j-- {
+					if idx[j]++; idx[j] < g.in[j] {
+						break
+					}
+					idx[j] = 0
 				}
-				idx[j] = 0
 			}
 		}
-	}
-	return acc == 0
+		if acc != 0 {
+			bad.Store(true)
+		}
+	})
+	return !bad.Load()
 }
 
 // transposeKernel writes group gi's kernel into wt, transposed with the
@@ -432,20 +449,22 @@ func transposeKernel[T float32 | float64](g *convGeom, pitch []int, plane int, w
 	// cache line each (a fifth of the kernel gradient of a 3×3, 64→64
 	// convolution went here); a tile's 16 destination rows stay in L1.
 	const tile = transposeTile
-	for c := range g.cg {
-		base := c * plane
-		for t0 := 0; t0 < g.kSz; t0 += tile {
-			t1 := min(t0+tile, g.kSz)
-			for o0 := 0; o0 < g.og; o0 += tile {
-				for o := o0; o < min(o0+tile, g.og); o++ {
-					row := w[((gi*g.og+o)*g.cg+c)*g.kSz:][t0:t1]
-					for t, v := range row {
-						wt[(base+offs[t0+t])*g.og+o] = v
+	parallelFor(g.cg, 4*g.kSz*g.og, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			base := c * plane
+			for t0 := 0; t0 < g.kSz; t0 += tile {
+				t1 := min(t0+tile, g.kSz)
+				for o0 := 0; o0 < g.og; o0 += tile {
+					for o := o0; o < min(o0+tile, g.og); o++ {
+						row := w[((gi*g.og+o)*g.cg+c)*g.kSz:][t0:t1]
+						for t, v := range row {
+							wt[(base+offs[t0+t])*g.og+o] = v
+						}
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // packedGEMMOf runs gemm32 or gemm64 on batch element 0 of p.
