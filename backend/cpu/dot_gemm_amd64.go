@@ -36,3 +36,20 @@ func sgemm6x32AVX512Rows(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
 
 //go:noescape
 func dgemm6x16AVX512Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
+
+// Tap micro-kernels (dot_gemm_amd64.s, dot_gemm512_amd64.s): a 6×NR
+// tile of C (rows ldc apart, overwritten) = the sum over ntaps taps of a
+// packed A panel (6 rows, k columns, at a + t·astride) times k rows of B
+// (ldb apart, at b + offs[t]); strides and offsets in elements.
+
+//go:noescape
+func sgemm6x16AVX2Taps(ntaps, k int, a, b *float32, offs *int, astride, ldb int, c *float32, ldc int)
+
+//go:noescape
+func dgemm6x8AVX2Taps(ntaps, k int, a, b *float64, offs *int, astride, ldb int, c *float64, ldc int)
+
+//go:noescape
+func sgemm6x32AVX512Taps(ntaps, k int, a, b *float32, offs *int, astride, ldb int, c *float32, ldc int)
+
+//go:noescape
+func dgemm6x16AVX512Taps(ntaps, k int, a, b *float64, offs *int, astride, ldb int, c *float64, ldc int)

@@ -149,12 +149,48 @@ func packTaps[T float32 | float64](g *convGeom, at, w []T, gi int) {
 	}
 }
 
+// tapsFunc computes one full 6×NR tile of a convolution by taps with a
+// tap micro-kernel: into c (rows ldc apart) the sum over the taps t of
+// the packed A panel of k input features at a[t·astride:] times the k
+// rows (ldb apart) of the padded planes at b[offs[t]:]. It panics when
+// a slice is too short.
+type tapsFunc[T float32 | float64] func(k int, a []T, astride int, b []T, offs []int, ldb int, c []T, ldc int)
+
+// tapsKernel is a tap micro-kernel (dot_gemm_amd64.go).
+type tapsKernel[T float32 | float64] func(ntaps, k int, a, b *T, offs *int, astride, ldb int, c *T, ldc int)
+
+// tapsOf returns the tapsFunc of a tap micro-kernel with panels nr wide.
+func tapsOf[T float32 | float64](nr int, kernel tapsKernel[T]) tapsFunc[T] {
+	return func(k int, a []T, astride int, b []T, offs []int, ldb int, c []T, ldc int) {
+		n := len(offs)
+		maxOff := 0
+		for _, o := range offs {
+			if o < 0 {
+				panic("cpu: negative tap offset")
+			}
+			maxOff = max(maxOff, o)
+		}
+		_ = a[(n-1)*astride+k*gemmMR-1]
+		_ = b[maxOff+(k-1)*ldb+nr-1]
+		_ = c[(gemmMR-1)*ldc+nr-1]
+		kernel(n, k, &a[0], &b[0], &offs[0], astride, ldb, &c[0], ldc)
+	}
+}
+
+// The tapsFuncs of the AVX2 and AVX-512 (w) tap micro-kernels.
+var (
+	taps32  = tapsOf(16, sgemm6x16AVX2Taps)
+	taps64  = tapsOf(8, dgemm6x8AVX2Taps)
+	taps32w = tapsOf(32, sgemm6x32AVX512Taps)
+	taps64w = tapsOf(16, dgemm6x16AVX512Taps)
+)
+
 // tapPools hold the workers' padded lhs buffers.
 var tapPool32, tapPool64 sync.Pool
 
 // convTaps computes g by taps with plan p (see tapPlan) and the tile
 // function of its panel width.
-func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, pool *sync.Pool, tile tileFunc[T]) {
+func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, pool *sync.Pool, taps tapsFunc[T]) {
 	last := g.nd - 1
 	mp := (g.og + gemmMR - 1) / gemmMR
 	ab := g.kSz * mp * g.cg * gemmMR
@@ -189,12 +225,8 @@ func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, poo
 				base += q[j] * p.pitch[j]
 			}
 			for x0 := 0; x0 < rowLen; x0 += p.nr {
-				for t, off := range p.offs {
-					bp := xp[base+x0+off:]
-					for ip := range mp {
-						a := ag[(t*mp+ip)*g.cg*gemmMR:]
-						tile(g.cg, a, gemmMR, false, bp, p.planeP, ct[ip*gemmMR*p.nr:], p.nr, gemmMR, p.nr, t > 0)
-					}
+				for ip := range mp {
+					taps(g.cg, ag[ip*g.cg*gemmMR:], mp*g.cg*gemmMR, xp[base+x0:], p.offs, p.planeP, ct[ip*gemmMR*p.nr:], p.nr)
 				}
 				cols := min(p.nr, rowLen-x0)
 				for o := range g.og {
@@ -247,15 +279,15 @@ func convByTaps[T float32 | float64](g *convGeom, y, x, w []T) bool {
 	}
 	switch yy := any(y).(type) {
 	case []float32:
-		t := tile32
+		t := taps32
 		if p.nr == 32 {
-			t = tile32w
+			t = taps32w
 		}
 		convTaps(g, p, yy, any(x).([]float32), any(w).([]float32), &tapPool32, t)
 	case []float64:
-		t := tile64
+		t := taps64
 		if p.nr == 16 {
-			t = tile64w
+			t = taps64w
 		}
 		convTaps(g, p, yy, any(x).([]float64), any(w).([]float64), &tapPool64, t)
 	}
