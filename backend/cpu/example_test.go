@@ -18,3 +18,13 @@ func Example() {
 	// Output:
 	// cpu [7 10 15 22]
 }
+
+// MeasureLimits measures this machine's limits at a number of threads:
+// a benchmark's rate as a fraction of them means the same on any
+// machine. (The figures vary by machine; this prints only their sense.)
+func ExampleMeasureLimits() {
+	l := cpu.MeasureLimits(1)
+	fmt.Println(l.Path == cpu.Path(), l.PeakF32 > 0, l.Bandwidth > 0)
+	// Output:
+	// true true true
+}
