@@ -105,22 +105,28 @@ func stridedCopySerial[T any](d, s []T, dst, src backend.Array) {
 			}
 		}
 		// Advance the outer index.
-		k := r - 2
-		for ; k >= 0; k-- {
-			idx[k]++
-			do += ds[k]
-			so += ss[k]
-			if idx[k] < shape[k] {
-				break
-			}
-			do -= ds[k] * shape[k]
-			so -= ss[k] * shape[k]
-			idx[k] = 0
-		}
-		if k < 0 {
+		if !nextIndex(idx[:r-1], shape, ds, ss, &do, &so) {
 			return
 		}
 	}
+}
+
+// nextIndex advances the index idx over the leading len(idx) dimensions
+// of shape, odometer fashion, moving the offsets do and so by the
+// strides ds and ss; it reports false after the last index.
+func nextIndex(idx, shape, ds, ss []int, do, so *int) bool {
+	for k := len(idx) - 1; k >= 0; k-- {
+		idx[k]++
+		*do += ds[k]
+		*so += ss[k]
+		if idx[k] < shape[k] {
+			return true
+		}
+		*do -= ds[k] * shape[k]
+		*so -= ss[k] * shape[k]
+		idx[k] = 0
+	}
+	return false
 }
 
 // isSplat reports whether every element of a refers to its first (a
@@ -185,19 +191,7 @@ func transposeTiles[T any](d, s []T, dst, src backend.Array, ds, ss []int) {
 			}
 		}
 	next:
-		k := r - 3
-		for ; k >= 0; k-- {
-			idx[k]++
-			do += ds[k]
-			so += ss[k]
-			if idx[k] < shape[k] {
-				break
-			}
-			do -= ds[k] * shape[k]
-			so -= ss[k] * shape[k]
-			idx[k] = 0
-		}
-		if k < 0 {
+		if !nextIndex(idx, shape, ds, ss, &do, &so) {
 			return
 		}
 	}
