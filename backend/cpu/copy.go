@@ -12,6 +12,11 @@ const (
 	copyWideMax = 8 << 20
 )
 
+// fillNTMin is the size, in bytes, from which fills store around the
+// caches (fillElems): a fill that large would evict them anyway, and a
+// normal store first reads each destination line.
+const fillNTMin = 4 << 20
+
 // copyStrided copies src into dst (same shape and dtype, any strides).
 func copyStrided(dst, src backend.Array) {
 	switch d := dst.Buf.(type) {
@@ -47,7 +52,7 @@ func stridedCopy[T any](d, s []T, dst, src backend.Array) {
 		// A fill (peel.Fill, a broadcast scalar): memset-like doubling
 		// copies, not a store per element through the strides.
 		d, v := d[dst.Offset:dst.Offset+n], s[src.Offset]
-		parallelFor(n, costCheap, func(lo, hi int) { fillSlice(d[lo:hi], v) })
+		parallelFor(n, costCheap, func(lo, hi int) { fillAny(d[lo:hi], v) })
 		return
 	}
 	if len(dst.Shape) < 2 || serial(n, costCheap) {
@@ -194,5 +199,22 @@ func transposeTiles[T any](d, s []T, dst, src backend.Array, ds, ss []int) {
 		if !nextIndex(idx, shape, ds, ss, &do, &so) {
 			return
 		}
+	}
+}
+
+// fillAny sets every element of d to v, by fillElems for the kernels'
+// element types and by doubling copies for the storage-only ones.
+func fillAny[T any](d []T, v T) {
+	switch dd := any(d).(type) {
+	case []float32:
+		fillElems(dd, any(v).(float32))
+	case []float64:
+		fillElems(dd, any(v).(float64))
+	case []int64:
+		fillElems(dd, any(v).(int64))
+	case []bool:
+		fillElems(dd, any(v).(bool))
+	default:
+		fillSlice(d, v)
 	}
 }

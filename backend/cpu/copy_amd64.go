@@ -72,3 +72,52 @@ func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int) boo
 	}
 	return true
 }
+
+// fillBytesAVX2 fills n bytes (a multiple of 128) at d with the 32-byte
+// pattern at pat (copy_amd64.s); nt makes the stores non-temporal, and
+// then d must be 32-byte aligned.
+//
+//go:noescape
+func fillBytesAVX2(d *byte, n int, pat *byte, nt bool)
+
+// fillElems sets every element of d to v: from 4 KiB on, of a type of 1,
+// 2, 4 or 8 bytes without pointers (the kernels' element types), by the
+// AVX2 store loop; otherwise by doubling copies.
+func fillElems[T bool | int64 | float32 | float64](d []T, v T) {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	n := len(d) * size
+	if !haveSIMD || n < 4<<10 {
+		fillSlice(d, v)
+		return
+	}
+	// The pattern: 32 bytes of v repeated.
+	var pat [32]T
+	for i := range 32 / size {
+		pat[i] = v
+	}
+	p := unsafe.Pointer(&d[0])
+	head := 0
+	nt := n >= fillNTMin
+	if nt {
+		// Non-temporal stores need 32-byte alignment: the elements
+		// before the first aligned one are stored by Go.
+		if mis := int(uintptr(p) & 31); mis != 0 {
+			head = (32 - mis) / size
+			if (32-mis)%size != 0 {
+				nt, head = false, 0 // elements not aligned to their size
+			}
+		}
+	}
+	for i := range head {
+		d[i] = v
+	}
+	body := (n - head*size) &^ 127
+	// In 1 MiB pieces, so the goroutine stays preemptible.
+	for off := 0; off < body; off += 1 << 20 {
+		fillBytesAVX2((*byte)(unsafe.Add(p, head*size+off)), min(1<<20, body-off), (*byte)(unsafe.Pointer(&pat[0])), nt)
+	}
+	for i := head + body/size; i < len(d); i++ {
+		d[i] = v
+	}
+}

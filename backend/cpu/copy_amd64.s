@@ -104,3 +104,41 @@ tloop:
 tdone:
 	VZEROUPPER
 	RET
+
+// func fillBytesAVX2(d *byte, n int, pat *byte, nt bool)
+//
+// Fills n bytes (a multiple of 128) at d with the 32-byte pattern at
+// pat, 128 bytes an iteration; with nt, the stores are non-temporal
+// (they skip the cache and its read of each destination line, for fills
+// larger than the caches) and d must be 32-byte aligned.
+TEXT ·fillBytesAVX2(SB), NOSPLIT, $0-25
+	MOVQ    d+0(FP), DI
+	MOVQ    n+8(FP), CX
+	MOVQ    pat+16(FP), SI
+	VMOVDQU (SI), Y0
+	SHRQ    $7, CX
+	JZ      fdone
+	MOVBLZX nt+24(FP), AX
+	TESTQ   AX, AX
+	JNE     fnt
+floop:
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y0, 32(DI)
+	VMOVDQU Y0, 64(DI)
+	VMOVDQU Y0, 96(DI)
+	ADDQ    $128, DI
+	DECQ    CX
+	JNE     floop
+	JMP     fdone
+fnt:
+	VMOVNTDQ Y0, (DI)
+	VMOVNTDQ Y0, 32(DI)
+	VMOVNTDQ Y0, 64(DI)
+	VMOVNTDQ Y0, 96(DI)
+	ADDQ     $128, DI
+	DECQ     CX
+	JNE      fnt
+	SFENCE
+fdone:
+	VZEROUPPER
+	RET

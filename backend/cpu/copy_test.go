@@ -194,3 +194,33 @@ func TestTransposeBlocks32(t *testing.T) {
 		}
 	}
 }
+
+// TestFillElems checks the vector fill at lengths and offsets around its
+// blocks and its non-temporal threshold, for each element type, and
+// that it writes nothing outside its slice.
+func TestFillElems(t *testing.T) {
+	check := func(name string, n, off int, fill func(lo, hi int), ok func(i int, inside bool) bool) {
+		fill(off, off+n)
+		for i := range off + n + 40 {
+			if !ok(i, i >= off && i < off+n) {
+				t.Fatalf("%s: n=%d off=%d: element %d wrong", name, n, off, i)
+			}
+		}
+	}
+	for _, n := range []int{0, 1, 1023, 1024, 1025, 4099, 1 << 20, fillNTMin/4 + 7} {
+		for _, off := range []int{0, 1, 3, 8} {
+			f := make([]float32, off+n+40)
+			check("float32", n, off, func(lo, hi int) { fillElems(f[lo:hi], 2.5) },
+				func(i int, in bool) bool { return f[i] == map[bool]float32{true: 2.5}[in] })
+			g := make([]float64, off+n+40)
+			check("float64", n, off, func(lo, hi int) { fillElems(g[lo:hi], -1.25) },
+				func(i int, in bool) bool { return g[i] == map[bool]float64{true: -1.25}[in] })
+			b := make([]bool, off+n+40)
+			check("bool", n, off, func(lo, hi int) { fillElems(b[lo:hi], true) },
+				func(i int, in bool) bool { return b[i] == in })
+			k := make([]int64, off+n+40)
+			check("int64", n, off, func(lo, hi int) { fillElems(k[lo:hi], -7) },
+				func(i int, in bool) bool { return k[i] == map[bool]int64{true: -7}[in] })
+		}
+	}
+}

@@ -155,10 +155,11 @@ func bandwidth(n, threads, reps, trials int) float64 {
 // scalar multiply-adds (what the portable kernels do), returning the
 // operations done.
 func fmaLoopGo(f64 bool, n int) float64 {
+	// KeepAlive keeps the loops, whose results nothing reads.
 	if f64 {
-		sink64 = fmaLoopGo64(n, 0.5, 1)
+		runtime.KeepAlive(fmaLoopGo64(n, 0.5, 1))
 	} else {
-		sink32 = fmaLoopGo32(n, 0.5, 1)
+		runtime.KeepAlive(fmaLoopGo32(n, 0.5, 1))
 	}
 	return float64(n) * 12 * 2
 }
@@ -184,12 +185,6 @@ func fmaLoopGo64(n int, m, s float64) float64 {
 	}
 	return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11
 }
-
-// Sinks keep the portable loop's results alive.
-var (
-	sink32 float32
-	sink64 float64
-)
 
 // triadGo is the portable triad.
 func triadGo(a, b, c []float32, s float32) {
