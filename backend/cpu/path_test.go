@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -49,8 +50,15 @@ func TestChoosePath(t *testing.T) {
 }
 
 // TestPathFlags checks that the kernel flags follow the chosen path: a
-// test run under PEEL_CPU=avx2 must not run the AVX-512 kernels.
+// test run under PEEL_CPU=avx2 must not run the AVX-512 kernels. It also
+// reads PEEL_CPU itself: the backend reads it while it initializes,
+// before go test records the variables a test reads, and without this
+// read go test's cache would answer PEEL_CPU=purego with the results of
+// a run under another path.
 func TestPathFlags(t *testing.T) {
+	if env := os.Getenv("PEEL_CPU"); env != "" && env != Path() {
+		t.Fatalf("PEEL_CPU=%s, but the kernels run the %s path", env, Path())
+	}
 	if haveSIMD != (cpuPath >= pathAVX2) || haveAVX512 != (cpuPath >= pathAVX512) {
 		t.Fatalf("path %v: haveSIMD %v, haveAVX512 %v", cpuPath, haveSIMD, haveAVX512)
 	}

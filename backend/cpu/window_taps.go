@@ -480,10 +480,29 @@ func transposeKernel[T float32 | float64](g *convGeom, pitch []int, plane int, w
 	// write of a kernel row's taps lands Og elements from the last, a
 	// cache line each (a fifth of the kernel gradient of a 3×3, 64→64
 	// convolution went here); a tile's 16 destination rows stay in L1.
+	// float32 kernels whose rows are runs of consecutive offsets (no
+	// dilation along the last dimension) go run by run through the AVX2
+	// 8×8-block transpose: run (c, t0…t0+L) of every output feature o is
+	// the L×Og block wt[(c·plane + offs[t0] + i)·Og + o] = w[…o…, t0+i].
+	w32, f32 := any(w).([]float32)
+	wt32, _ := any(wt).([]float32)
+	runLen := g.k[g.nd-1]
+	runs := f32 && haveSIMD && g.rd[g.nd-1] == 1 && runLen >= 8 && g.og >= 8
 	const tile = transposeTile
 	parallelFor(g.cg, 4*g.kSz*g.og, func(c0, c1 int) {
 		for c := c0; c < c1; c++ {
 			base := c * plane
+			if runs {
+				ls := g.cg * g.kSz // one output feature to the next in w
+				src := ((gi*g.og)*g.cg + c) * g.kSz
+				for t0 := 0; t0 < g.kSz; t0 += runLen {
+					d := wt32[(base+offs[t0])*g.og:]
+					if !transposeBlocks32(d, g.og, w32[src+t0:], ls, runLen, g.og) {
+						panic("cpu: transposeKernel: the block transpose declined")
+					}
+				}
+				continue
+			}
 			for t0 := 0; t0 < g.kSz; t0 += tile {
 				t1 := min(t0+tile, g.kSz)
 				for o0 := 0; o0 < g.og; o0 += tile {
