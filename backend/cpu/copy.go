@@ -171,14 +171,15 @@ func transposeTiles[T any](d, s []T, dst, src backend.Array, ds, ss []int) {
 	dr, dc, sr, sc := ds[r-2], ds[r-1], ss[r-2], ss[r-1]
 	idx := make([]int, r-2)
 	do, so := dst.Offset, src.Offset
-	_, f32 := any(d).([]float32)
+	d32, f32 := any(d).([]float32)
+	s32, _ := any(s).([]float32)
 	for {
 		// float32 by the AVX2 kernel's 8×8 blocks where it applies.
 		switch {
 		case !f32:
-		case dc == 1 && sr == 1 && transposeBlocks32(any(d).([]float32)[do:], dr, any(s).([]float32)[so:], sc, rows, cols):
+		case dc == 1 && sr == 1 && transposeBlocks32(d32[do:], dr, s32[so:], sc, rows, cols):
 			goto next
-		case sc == 1 && dr == 1 && transposeBlocks32(any(d).([]float32)[do:], dc, any(s).([]float32)[so:], sr, cols, rows):
+		case sc == 1 && dr == 1 && transposeBlocks32(d32[do:], dc, s32[so:], sr, cols, rows):
 			goto next
 		}
 		for i0 := 0; i0 < rows; i0 += transposeTile {

@@ -37,6 +37,7 @@ type convTapPlan struct {
 	pitch  []int // of the padded spatial dims
 	planeP int   // the padded plane's length, with slack
 	offs   []int // the offset in a plane of each kernel tap
+	maxOff int   // the largest of offs
 	nr     int   // the micro-kernel's panel width
 }
 
@@ -93,6 +94,7 @@ func tapPlan(g *convGeom, size int, wide bool) *convTapPlan {
 		lastRow += (g.out[j] - 1) * p.pitch[j]
 	}
 	lastPanel := (g.out[last] - 1) / p.nr * p.nr
+	p.maxOff = maxOff
 	p.planeP = max(plane, lastRow+lastPanel+maxOff+p.nr)
 	for p.planeP*size%2048 == 0 {
 		p.planeP++
@@ -152,24 +154,18 @@ func packTaps[T float32 | float64](g *convGeom, at, w []T, gi int) {
 // tapsFunc computes one full 6×NR tile of a convolution by taps with a
 // tap micro-kernel: into c (rows ldc apart) the sum over the taps t of
 // the packed A panel of k input features at a[t·astride:] times the k
-// rows (ldb apart) of the padded planes at b[offs[t]:]. It panics when
-// a slice is too short.
-type tapsFunc[T float32 | float64] func(k int, a []T, astride int, b []T, offs []int, ldb int, c []T, ldc int)
+// rows (ldb apart) of the padded planes at b[offs[t]:], maxOff the
+// largest of offs (non-negative; the plan's, not recomputed per tile).
+// It panics when a slice is too short.
+type tapsFunc[T float32 | float64] func(k int, a []T, astride int, b []T, offs []int, maxOff, ldb int, c []T, ldc int)
 
 // tapsKernel is a tap micro-kernel (dot_gemm_amd64.go).
 type tapsKernel[T float32 | float64] func(ntaps, k int, a, b *T, offs *int, astride, ldb int, c *T, ldc int)
 
 // tapsOf returns the tapsFunc of a tap micro-kernel with panels nr wide.
 func tapsOf[T float32 | float64](nr int, kernel tapsKernel[T]) tapsFunc[T] {
-	return func(k int, a []T, astride int, b []T, offs []int, ldb int, c []T, ldc int) {
+	return func(k int, a []T, astride int, b []T, offs []int, maxOff, ldb int, c []T, ldc int) {
 		n := len(offs)
-		maxOff := 0
-		for _, o := range offs {
-			if o < 0 {
-				panic("cpu: negative tap offset")
-			}
-			maxOff = max(maxOff, o)
-		}
 		_ = a[(n-1)*astride+k*gemmMR-1]
 		_ = b[maxOff+(k-1)*ldb+nr-1]
 		_ = c[(gemmMR-1)*ldc+nr-1]
@@ -226,7 +222,7 @@ func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, poo
 			}
 			for x0 := 0; x0 < rowLen; x0 += p.nr {
 				for ip := range mp {
-					taps(g.cg, ag[ip*g.cg*gemmMR:], mp*g.cg*gemmMR, xp[base+x0:], p.offs, p.planeP, ct[ip*gemmMR*p.nr:], p.nr)
+					taps(g.cg, ag[ip*g.cg*gemmMR:], mp*g.cg*gemmMR, xp[base+x0:], p.offs, p.maxOff, p.planeP, ct[ip*gemmMR*p.nr:], p.nr)
 				}
 				cols := min(p.nr, rowLen-x0)
 				for o := range g.og {
