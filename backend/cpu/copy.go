@@ -1,6 +1,10 @@
 package cpu
 
-import "github.com/peel-ml/peel/backend"
+import (
+	"unsafe"
+
+	"github.com/peel-ml/peel/backend"
+)
 
 // copyWideMin and copyWideMax bound the copies, in bytes, copyElems
 // gives the AVX-512 loop: below the first Go's copy is as fast, and above
@@ -55,8 +59,10 @@ func stridedCopy[T any](d, s []T, dst, src backend.Array) {
 		parallelFor(n, costCheap, func(lo, hi int) { fillAny(d[lo:hi], v) })
 		return
 	}
+	var z T
+	nt := n*int(unsafe.Sizeof(z)) >= fillNTMin
 	if len(dst.Shape) < 2 || serial(n, costCheap) {
-		stridedCopySerial(d, s, dst, src)
+		stridedCopySerial(d, s, dst, src, nt)
 		return
 	}
 	// Rows of the first dimension, as sub-arrays at their offsets.
@@ -67,12 +73,14 @@ func stridedCopy[T any](d, s []T, dst, src backend.Array) {
 	}
 	rows := dst.Shape[0]
 	parallelFor(rows, costCheap*(n/rows), func(lo, hi int) {
-		stridedCopySerial(d, s, sub(dst, ds, lo, hi), sub(src, ss, lo, hi))
+		stridedCopySerial(d, s, sub(dst, ds, lo, hi), sub(src, ss, lo, hi), nt)
 	})
 }
 
-// stridedCopySerial is stridedCopy on the calling goroutine.
-func stridedCopySerial[T any](d, s []T, dst, src backend.Array) {
+// stridedCopySerial is stridedCopy on the calling goroutine; nt says
+// the whole copy (of which this may be a part) is of fillNTMin bytes or
+// more, so its transposes may store around the caches.
+func stridedCopySerial[T any](d, s []T, dst, src backend.Array, nt bool) {
 	n := dst.Size()
 	if n == 0 {
 		return
@@ -89,7 +97,7 @@ func stridedCopySerial[T any](d, s []T, dst, src backend.Array) {
 	}
 	ds, ss := dst.EffectiveStrides(), src.EffectiveStrides()
 	if r >= 2 && transposedPair(ds[r-2:], ss[r-2:]) {
-		transposeTiles(d, s, dst, src, ds, ss)
+		transposeTiles(d, s, dst, src, ds, ss, nt)
 		return
 	}
 	inner := shape[r-1]
@@ -163,8 +171,9 @@ const transposeTile = 16
 
 // transposeTiles is stridedCopySerial for copies whose last two
 // dimensions are transposed (transposedPair): for each index of the
-// leading dimensions, the last two are copied tile by tile.
-func transposeTiles[T any](d, s []T, dst, src backend.Array, ds, ss []int) {
+// leading dimensions, the last two are copied tile by tile (nt as for
+// stridedCopySerial).
+func transposeTiles[T any](d, s []T, dst, src backend.Array, ds, ss []int, nt bool) {
 	shape := dst.Shape
 	r := len(shape)
 	rows, cols := shape[r-2], shape[r-1]
@@ -177,9 +186,9 @@ func transposeTiles[T any](d, s []T, dst, src backend.Array, ds, ss []int) {
 		// float32 by the AVX2 kernel's 8×8 blocks where it applies.
 		switch {
 		case !f32:
-		case dc == 1 && sr == 1 && transposeBlocks32(d32[do:], dr, s32[so:], sc, rows, cols):
+		case dc == 1 && sr == 1 && transposeBlocks32(d32[do:], dr, s32[so:], sc, rows, cols, nt):
 			goto next
-		case sc == 1 && dr == 1 && transposeBlocks32(d32[do:], dc, s32[so:], sr, cols, rows):
+		case sc == 1 && dr == 1 && transposeBlocks32(d32[do:], dc, s32[so:], sr, cols, rows, nt):
 			goto next
 		}
 		for i0 := 0; i0 < rows; i0 += transposeTile {

@@ -43,22 +43,95 @@ func overlap[T any](d, s []T) bool {
 //go:noescape
 func transpose8x8F32AVX2(d *float32, ld int, s *float32, ls int, n int)
 
+// transpose16x16F32AVX512 transposes n 16×16 blocks of float32 side
+// by side (copy_amd64.s): block b's rows are 16 elements at
+// s + (16b+k)·ls, its columns are written as the 16 elements at
+// d + 16b + k·ld (k < 16; strides in elements); nt makes the stores
+// non-temporal, and then d and ld·4 must be multiples of 64.
+//
+//go:noescape
+func transpose16x16F32AVX512(d *float32, ld int, s *float32, ls int, n int, nt bool)
+
+// transpose16x16F32AVX2 is transpose16x16F32AVX512 on AVX2, by way of
+// buf, 256 elements of scratch (copy_amd64.s); with nt, d and ld·4 must
+// be multiples of 64.
+//
+//go:noescape
+func transpose16x16F32AVX2(d *float32, ld int, s *float32, ls int, n int, nt bool, buf *float32)
+
 // transposeBlocks32 copies the rows×cols block of float32 whose element
 // (i, j) is s[i + j·ls] into d[i·ld + j] (a transpose: the source's
-// columns contiguous, the destination's rows), 8×8 blocks with the AVX2
-// kernel, and returns false, doing nothing, where the kernel does not
-// apply (no AVX2, or fewer than 8 rows and columns).
-func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int) bool {
+// columns contiguous, the destination's rows), and returns false, doing
+// nothing, where the vector kernels do not apply (no AVX2, or fewer than
+// 8 rows and columns).
+//
+// It goes by 16×16 blocks, a band of 16 destination rows per call: every
+// load and store is of a whole cache line (AVX-512) or of two halves
+// back to back (AVX2, through a scratch block), so each line of either
+// side is touched once. With nt (the caller's whole copy is of
+// fillNTMin bytes or more, and would evict the caches anyway), a
+// destination whose start and rows are 64-byte aligned is written by
+// non-temporal stores, as copy and fill write theirs: the transpose then
+// moves 8 bytes an element, not 12 (the destination's lines are not read
+// first). The edges go by 8×8 blocks and elements (transposeBlocks8).
+func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int, nt bool) bool {
 	if !haveSIMD || rows < 8 || cols < 8 || ld < cols || ls < rows {
 		return false
 	}
 	_ = d[(rows-1)*ld+cols-1]
 	_ = s[(cols-1)*ls+rows-1]
+	if rows < 16 || cols < 16 {
+		transposeBlocks8(d, ld, s, ls, rows, cols)
+		return true
+	}
+	r16, c16 := rows&^15, cols&^15
+	nt = nt && ld%16 == 0 && uintptr(unsafe.Pointer(&d[0]))%64 == 0
+	var buf [256]float32
+	for i := 0; i < r16; i += 16 {
+		if haveAVX512 {
+			transpose16x16F32AVX512(&d[i*ld], ld, &s[i], ls, c16/16, nt)
+		} else {
+			transpose16x16F32AVX2(&d[i*ld], ld, &s[i], ls, c16/16, nt, &buf[0])
+		}
+	}
+	if c16 < cols { // the last columns of the first r16 rows
+		transposeBlocks8(d[c16:], ld, s[c16*ls:], ls, r16, cols-c16)
+	}
+	if r16 < rows { // the last rows
+		transposeBlocks8(d[r16*ld:], ld, s[r16:], ls, rows-r16, cols)
+	}
+	return true
+}
+
+// transposeBlocks8 is transposeBlocks32 by the AVX2 kernel's 8×8
+// blocks, for any rows and cols (the element loop does what the blocks
+// leave). The blocks go in 16×16 tiles, bands of 16
+// destination rows in turn, a tile's blocks in the order that finishes
+// each destination line (two blocks side by side) and each source line
+// (two blocks one above the other) soonest: no line is left half-done
+// while the band moves on (at 4 KiB strides such lines do not survive in
+// L2 until the next band, and each would be moved twice).
+func transposeBlocks8(d []float32, ld int, s []float32, ls, rows, cols int) {
 	r8, c8 := rows&^7, cols&^7
-	// A strip of 8 destination columns (source rows 8 at a time) per
-	// call: each call is short, so the goroutine stays preemptible.
-	for j := 0; j < c8; j += 8 {
-		transpose8x8F32AVX2(&d[j], ld, &s[j*ls], ls, r8/8)
+	r16, c16 := rows&^15, cols&^15
+	block := func(i, j, n int) {
+		transpose8x8F32AVX2(&d[i*ld+j], ld, &s[j*ls+i], ls, n)
+	}
+	for i := 0; i < r16; i += 16 {
+		for j := 0; j < c16; j += 16 {
+			block(i, j, 1)
+			block(i, j+8, 1)
+			block(i+8, j, 1)
+			block(i+8, j+8, 1)
+		}
+		if c16 < c8 {
+			block(i, c16, 2)
+		}
+	}
+	if r16 < r8 {
+		for j := 0; j < c8; j += 8 {
+			block(r16, j, 1)
+		}
 	}
 	// The edges: the last columns of every row, the last rows.
 	for i := range rows {
@@ -70,7 +143,6 @@ func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int) boo
 			d[i*ld+j] = s[i+j*ls]
 		}
 	}
-	return true
 }
 
 // fillBytesAVX2 fills n bytes (a multiple of 128) at d with the 32-byte

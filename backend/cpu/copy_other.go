@@ -6,7 +6,9 @@ package cpu
 func copyElems[T any](d, s []T) { copy(d, s) }
 
 // transposeBlocks32 reports false: there is no vector transpose here.
-func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int) bool { return false }
+func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int, nt bool) bool {
+	return false
+}
 
 // fillElems sets every element of d to v.
 func fillElems[T bool | int64 | float32 | float64](d []T, v T) { fillSlice(d, v) }

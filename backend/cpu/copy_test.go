@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/peel-ml/peel/backend"
 	"pgregory.net/rapid"
@@ -157,23 +158,37 @@ func TestCopyElems(t *testing.T) {
 	}
 }
 
-// TestTransposeBlocks32 checks the 8×8-block transpose (AVX2 where the
-// CPU has it) against the element loop at sizes around its blocks,
-// with strides longer than the rows, and that it declines where it
-// does not apply.
+// TestTransposeBlocks32 checks the vector transpose (16×16 blocks, by
+// AVX-512 or AVX2, 8×8 blocks and elements at the edges) against the
+// element loop at sizes around its blocks, with strides longer than the
+// rows, with and without non-temporal stores (which apply where the
+// destination and its rows are 64-byte aligned: the shapes with ld a
+// multiple of 16 start there), and that it declines where it does not
+// apply.
 func TestTransposeBlocks32(t *testing.T) {
-	for _, rows := range []int{1, 7, 8, 9, 15, 16, 17, 33, 100} {
-		for _, cols := range []int{1, 7, 8, 9, 16, 31, 64} {
-			ld, ls := cols+3, rows+5
+	type shape struct{ rows, cols, ld, ls int }
+	var shapes []shape
+	for _, rows := range []int{1, 7, 8, 9, 15, 16, 17, 24, 33, 100} {
+		for _, cols := range []int{1, 7, 8, 9, 16, 24, 31, 40, 64} {
+			shapes = append(shapes, shape{rows, cols, cols + 3, rows + 5})
+		}
+	}
+	shapes = append(shapes, shape{48, 32, 48, 50}, shape{40, 33, 48, 40}, shape{1024, 1024, 1024, 1024}, shape{1040, 1027, 1040, 1041})
+	for _, sh := range shapes {
+		for _, nt := range []bool{false, true} {
+			rows, cols, ld, ls := sh.rows, sh.cols, sh.ld, sh.ls
 			s := make([]float32, (cols-1)*ls+rows)
 			for i := range s {
 				s[i] = float32(i)
 			}
-			d := make([]float32, (rows-1)*ld+cols)
-			for i := range d {
-				d[i] = -1
+			// d starts 64-byte aligned, with a guard element before it.
+			buf := make([]float32, (rows-1)*ld+cols+32)
+			off := 16 - int(uintptr(unsafe.Pointer(&buf[0]))%64)/4
+			d := buf[off : off+(rows-1)*ld+cols]
+			for i := range buf {
+				buf[i] = -1
 			}
-			if !transposeBlocks32(d, ld, s, ls, rows, cols) {
+			if !transposeBlocks32(d, ld, s, ls, rows, cols, nt) {
 				if haveSIMD && rows >= 8 && cols >= 8 {
 					t.Fatalf("%d×%d: declined", rows, cols)
 				}
@@ -182,13 +197,18 @@ func TestTransposeBlocks32(t *testing.T) {
 			for i := range rows {
 				for j := range cols {
 					if got, want := d[i*ld+j], s[i+j*ls]; got != want {
-						t.Fatalf("%d×%d: d[%d,%d] = %v, want %v", rows, cols, i, j, got, want)
+						t.Fatalf("%d×%d nt=%v: d[%d,%d] = %v, want %v", rows, cols, nt, i, j, got, want)
 					}
 				}
 				for j := cols; j < ld && i*ld+j < len(d); j++ {
 					if d[i*ld+j] != -1 {
-						t.Fatalf("%d×%d: wrote past row %d's end", rows, cols, i)
+						t.Fatalf("%d×%d nt=%v: wrote past row %d's end", rows, cols, nt, i)
 					}
+				}
+			}
+			for i, v := range buf {
+				if (i < off || i >= off+len(d)) && v != -1 {
+					t.Fatalf("%d×%d nt=%v: wrote outside d (element %d)", rows, cols, nt, i-off)
 				}
 			}
 		}

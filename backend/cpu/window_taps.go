@@ -493,7 +493,7 @@ func transposeKernel[T float32 | float64](g *convGeom, pitch []int, plane int, w
 				src := ((gi*g.og)*g.cg + c) * g.kSz
 				for t0 := 0; t0 < g.kSz; t0 += runLen {
 					d := wt32[(base+offs[t0])*g.og:]
-					if !transposeBlocks32(d, g.og, w32[src+t0:], ls, runLen, g.og) {
+					if !transposeBlocks32(d, g.og, w32[src+t0:], ls, runLen, g.og, false) {
 						panic("cpu: transposeKernel: the block transpose declined")
 					}
 				}
