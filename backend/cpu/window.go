@@ -15,7 +15,7 @@ import (
 var _ = registerConvKernels()
 
 func registerConvKernels() bool {
-	register(prims.ConvGeneralDilated, false, convGeneral)
+	registerStrided(prims.ConvGeneralDilated, convGeneral)
 	register(prims.ReduceWindowSum, false, reduceWindowKernel(false))
 	register(prims.ReduceWindowMax, false, reduceWindowKernel(true))
 	return true
@@ -52,15 +52,22 @@ type convGeom struct {
 	// batchGroups: the groups (g of them) split the lhs batch, not its
 	// features; n is the result's batch, the lhs's divided by g.
 	batchGroups bool
+	// lhsB and lhsF are the strides of the lhs's batch and feature
+	// dimensions, rhsO and rhsI of the kernel's output and input feature
+	// dimensions; their spatial dimensions are row-major. Only the
+	// transposed tap path (convByTapsT) reads operands whose leading
+	// strides are not the row-major ones; every other path gets
+	// contiguous operands.
+	lhsB, lhsF, rhsO, rhsI int
 }
 
 // xoff returns the offset in the lhs of the first feature that unit
 // (result batch element n, group gi) reads.
 func (g *convGeom) xoff(n, gi int) int {
 	if g.batchGroups {
-		return (gi*g.n + n) * g.c * g.inSz
+		return (gi*g.n + n) * g.lhsB
 	}
-	return (n*g.c + gi*g.cg) * g.inSz
+	return n*g.lhsB + gi*g.cg*g.lhsF
 }
 
 func newConvGeom(p prims.ConvParams, lhs, rhs, out []int) *convGeom {
@@ -78,6 +85,8 @@ func newConvGeom(p prims.ConvParams, lhs, rhs, out []int) *convGeom {
 	g.inStr = backend.ContiguousStrides(g.in)
 	g.inSz, g.kSz, g.outSz = backend.ShapeSize(g.in), backend.ShapeSize(g.k), backend.ShapeSize(g.out)
 	g.kk = g.cg * g.kSz
+	g.lhsB, g.lhsF = g.c*g.inSz, g.inSz
+	g.rhsO, g.rhsI = g.cg*g.kSz, g.kSz
 	g.direct = true
 	for j := range nd {
 		if g.k[j] != 1 || g.s[j] != 1 || g.lo[j] != 0 || p.PadHi[j] != 0 || g.ld[j] != 1 {
@@ -96,6 +105,38 @@ func convGeneral(params any, in, out []backend.Array) {
 		zero(out[0])
 		return
 	}
+	// Operands that are views with their two leading dimensions strided
+	// (a kernel gradient's lhs and cotangent, transposed batch for
+	// features) go to the transposed tap path as they are: it copies
+	// them once, transposed and padded, where materializing them first
+	// was a second copy of each (two 8 MiB copies and their fresh buffers
+	// in a 64→64 3×3 gradient on 32×32×32). Any other layout, or where
+	// that path does not apply, is materialized as Exec would.
+	if !in[0].IsContiguous() || !in[1].IsContiguous() {
+		lb, lf, lok := leadingStrides(in[0])
+		ro, ri, rok := leadingStrides(in[1])
+		if lok && rok {
+			sg := *g
+			sg.lhsB, sg.lhsF, sg.rhsO, sg.rhsI = lb, lf, ro, ri
+			switch out[0].Buf.(type) {
+			case f32Buf:
+				if convByTapsT(&sg, f32s(out[0]), spanOf(in[0].Buf.(f32Buf), in[0]), spanOf(in[1].Buf.(f32Buf), in[1])) {
+					return
+				}
+			case f64Buf:
+				if convByTapsT(&sg, f64s(out[0]), spanOf(in[0].Buf.(f64Buf), in[0]), spanOf(in[1].Buf.(f64Buf), in[1])) {
+					return
+				}
+			}
+		}
+		for i := range in[:2] {
+			if !in[i].IsContiguous() {
+				c := backend.Array{Buf: makeBuf(in[i].Buf.DType(), in[i].Size()), Shape: in[i].Shape}
+				copyStrided(c, in[i])
+				in[i] = c
+			}
+		}
+	}
 	switch out[0].Buf.(type) {
 	case f32Buf:
 		if !convByTaps(g, f32s(out[0]), f32s(in[0]), f32s(in[1])) {
@@ -109,6 +150,28 @@ func convGeneral(params any, in, out []backend.Array) {
 		panic("cpu: conv_general_dilated of dtype " + out[0].Buf.DType().String())
 	}
 }
+
+// leadingStrides returns the strides of a's first two dimensions when its
+// others are row-major contiguous (dimensions of size 1 aside) and every
+// stride is non-negative, and ok false otherwise.
+func leadingStrides(a backend.Array) (s0, s1 int, ok bool) {
+	st := a.EffectiveStrides()
+	want := 1
+	for j := len(a.Shape) - 1; j >= 2; j-- {
+		if a.Shape[j] != 1 && st[j] != want {
+			return 0, 0, false
+		}
+		want *= a.Shape[j]
+	}
+	if st[0] < 0 || st[1] < 0 {
+		return 0, 0, false
+	}
+	return st[0], st[1], true
+}
+
+// spanOf returns buf from a's offset on: the elements a strided view
+// reads, at their offsets from its first.
+func spanOf[T any](buf []T, a backend.Array) []T { return buf[a.Offset:] }
 
 var convPool32, convPool64 sync.Pool
 

@@ -424,7 +424,7 @@ func transposePadLhs[T float32 | float64](g *convGeom, pitch []int, plane, m int
 				for b0 := 0; b0 < g.n; b0 += bb {
 					nb := min(bb, g.n-b0)
 					for k := range nb {
-						o := g.xoff(b0+k, gi) + c*g.inSz + r*inLast
+						o := g.xoff(b0+k, gi) + c*g.lhsF + r*inLast
 						src[k] = x[o : o+inLast]
 					}
 					for i := range inLast {
@@ -489,8 +489,8 @@ func transposeKernel[T float32 | float64](g *convGeom, pitch []int, plane int, w
 		for c := c0; c < c1; c++ {
 			base := c * plane
 			if runs {
-				ls := g.cg * g.kSz // one output feature to the next in w
-				src := ((gi*g.og)*g.cg + c) * g.kSz
+				ls := g.rhsO // one output feature to the next in w
+				src := gi*g.og*g.rhsO + c*g.rhsI
 				for t0 := 0; t0 < g.kSz; t0 += runLen {
 					d := wt32[(base+offs[t0])*g.og:]
 					if !transposeBlocks32(d, g.og, w32[src+t0:], ls, runLen, g.og, false) {
@@ -503,7 +503,7 @@ func transposeKernel[T float32 | float64](g *convGeom, pitch []int, plane int, w
 				t1 := min(t0+tile, g.kSz)
 				for o0 := 0; o0 < g.og; o0 += tile {
 					for o := o0; o < min(o0+tile, g.og); o++ {
-						row := w[((gi*g.og+o)*g.cg+c)*g.kSz:][t0:t1]
+						row := w[(gi*g.og+o)*g.rhsO+c*g.rhsI:][t0:t1]
 						for t, v := range row {
 							wt[(base+offs[t0+t])*g.og+o] = v
 						}

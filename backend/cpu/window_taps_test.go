@@ -123,7 +123,43 @@ func TestConvTapsTRapid(t *testing.T) {
 		}
 		opts := []peel.ConvOption{peel.ConvDilation(p.RhsDilation...), peel.ConvPadding(peel.ExplicitPadding(pads...)), peel.ConvGroups(g)}
 		checkConvExact(rt, xv, wv, xs, ws, p, opts)
+		// The same operands as views with their leading dimensions
+		// swapped, as a kernel gradient passes them: read through their
+		// strides by this path, materialized by the others.
+		for _, dt := range []peel.DType{peel.Float64, peel.Float32} {
+			x := swappedView(xv, xs, dt, rapid.Bool().Draw(rt, "viewx"))
+			w := swappedView(wv, ws, dt, rapid.Bool().Draw(rt, "vieww"))
+			y := peel.Conv(x, w, opts...)
+			want := optest.ConvRef(optest.ToHost(x), optest.ToHost(w), p)
+			if msg := optest.Compare(optest.ToHost(y), want, 0); msg != "" {
+				rt.Fatalf("%v conv %v of views %v by %v: %s", dt, p, xs, ws, msg)
+			}
+		}
 	})
+}
+
+// swappedView returns the tensor of dtype dt, shape and values v (row-
+// major), as a view with its first two dimensions transposed (their
+// strides exchanged) when view is set, else contiguous.
+func swappedView(v []float64, shape []int, dt peel.DType, view bool) *peel.Tensor {
+	if !view {
+		return peel.AsType(peel.FromFloat64s(v, shape...), dt)
+	}
+	a, b := shape[0], shape[1]
+	inner := len(v) / (a * b)
+	sw := make([]float64, len(v))
+	for i := range a {
+		for j := range b {
+			copy(sw[(j*a+i)*inner:(j*a+i+1)*inner], v[(i*b+j)*inner:(i*b+j+1)*inner])
+		}
+	}
+	perm := make([]int, len(shape))
+	for i := range perm {
+		perm[i] = i
+	}
+	perm[0], perm[1] = 1, 0
+	swShape := append([]int{b, a}, shape[2:]...)
+	return peel.Transpose(peel.AsType(peel.FromFloat64s(sw, swShape...), dt), perm...)
 }
 
 // BenchmarkConvTapsT times the transposed tap path against the packed
