@@ -49,6 +49,9 @@ type Record struct {
 	// Error says why the workload was not timed: its check failed ("wrong
 	// result: …"), it panicked, or the peer could not run it.
 	Error string `json:"error,omitempty"`
+	// Breakdown is where the run's time went (peelbench -profile), for
+	// peel's records.
+	Breakdown *Breakdown `json:"breakdown,omitempty"`
 }
 
 // Failed reports whether r carries an error instead of a timing.

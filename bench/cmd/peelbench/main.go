@@ -23,6 +23,14 @@
 // (below 1: peel is faster). Without a python3 that has torch, peelbench
 // says how to install it and measures peel alone.
 //
+// -profile d also runs each of peel's workloads for d under the CPU
+// profiler and prints where its time goes, by category (bench.Categories:
+// GEMM, packing, convolution, elementwise, reductions, copies, zeroing,
+// dispatch, autodiff, allocation, GC, synchronization, …), with its
+// allocations per run; -json and -md keep the breakdowns.
+//
+//	go run ./bench/cmd/peelbench -run transformer_grad_f32 -threads 1,2 -profile 3s
+//
 // -dist n builds bench/cmd/mpibench with the mpi tag and runs it under
 // mpirun at 1 and n ranks (peel's all-reduce beside a direct
 // MPI_Allreduce loop, and the data-parallel MLP step of dist/ddp), with
@@ -68,6 +76,7 @@ type config struct {
 	peer, python     string
 	list             bool
 	dist             int
+	profile          time.Duration
 }
 
 // Exit statuses besides 0.
@@ -92,6 +101,7 @@ func main() {
 	flag.StringVar(&c.python, "python", "", "with -peer torch: the Python interpreter (default: /usr/bin/python3, then python3 on PATH)")
 	flag.StringVar(&c.from, "from", "", "measure nothing: report the records of this -json file (with -md, -plot, -compare)")
 	flag.BoolVar(&c.list, "list", false, "list the workloads and exit")
+	flag.DurationVar(&c.profile, "profile", 0, "also profile each of peel's workloads for this long and print where its time goes, by category")
 	flag.IntVar(&c.dist, "dist", 0, "measure the MPI workloads (bench/cmd/mpibench under mpirun) at 1 and this many ranks instead, with -peer torch beside torch.distributed over gloo")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -220,13 +230,30 @@ func report(c config, recs, old []bench.Record, meta bench.Meta) (int, error) {
 	if err != nil {
 		return exitFailed, err
 	}
+	if hasBreakdown(recs) {
+		fmt.Println("\nwhere the time goes (% of the CPU time the profiler saw):")
+		if err := bench.WriteBreakdowns(os.Stdout, recs); err != nil {
+			return exitFailed, err
+		}
+	}
 	if c.jsonOut != "" {
 		if err := writeFile(c.jsonOut, func(f *os.File) error { return bench.WriteRecords(f, recs) }); err != nil {
 			return exitFailed, err
 		}
 	}
 	if c.mdOut != "" {
-		if err := writeFile(c.mdOut, func(f *os.File) error { return bench.WriteMarkdown(f, rows, meta) }); err != nil {
+		if err := writeFile(c.mdOut, func(f *os.File) error {
+			if err := bench.WriteMarkdown(f, rows, meta); err != nil {
+				return err
+			}
+			if !hasBreakdown(recs) {
+				return nil
+			}
+			if _, err := fmt.Fprintln(f, "\nWhere the time goes (% of the CPU time the profiler saw):"); err != nil {
+				return err
+			}
+			return bench.WriteBreakdownsMarkdown(f, recs)
+		}); err != nil {
 			return exitFailed, err
 		}
 	}
@@ -302,6 +329,14 @@ func measureAll(ws []bench.Workload, counts []int, c config, python string, meta
 			prog.describe(fmt.Sprintf("%s · peel · %s", w.Name, bench.ThreadsPhrase(n)))
 			rec := measurePeel(w, opt)
 			bench.Roof(&rec, w, lim)
+			if c.profile > 0 && !rec.Failed() {
+				prog.describe(fmt.Sprintf("%s · profile · %s", w.Name, bench.ThreadsPhrase(n)))
+				if b, err := bench.ProfileWorkload(w, c.profile); err != nil {
+					prog.logf("peelbench: -profile: %v", err)
+				} else {
+					rec.Breakdown = &b
+				}
+			}
 			recs = append(recs, rec)
 			prog.done(rec, nil)
 			if sides == 1 {
@@ -345,6 +380,11 @@ func measurePeel(w bench.Workload, opt bench.Options) bench.Record {
 		return bench.FailedRecord(w, opt.Threads, err)
 	}
 	return r.Record()
+}
+
+// hasBreakdown reports whether any record carries a breakdown.
+func hasBreakdown(rs []bench.Record) bool {
+	return slices.ContainsFunc(rs, func(r bench.Record) bool { return r.Breakdown != nil })
 }
 
 func countFailed(rs []bench.Record) int {
