@@ -1,8 +1,6 @@
 package peel
 
 import (
-	"math"
-
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -181,32 +179,6 @@ func ReLU(x *Tensor) *Tensor {
 	return interp.Bind1(prims.Where, nil, bin(prims.Le, x, zero), zero, x)
 }
 
-// geluLimit is where GELUTanh has reached its asymptotes in float32 and
-// float64 alike: tanh(√(2/π)·(10 + 0.044715·10³)) = tanh(43.6) rounds to
-// 1, so beyond ±10 the function is x and −0. (GELU is a primitive,
-// prims.GELU, and needs no clamp of its own.)
-const geluLimit = 10
-
-// geluClamp limits x to [−geluLimit, geluLimit] with select, so that
-// beyond the limits the argument of the gate is a constant with a zero
-// tangent. The gate's derivative is then not multiplied by a huge x (a
-// reverse-mode cotangent x·ct that overflows times a derivative of 0
-// was NaN), and x³ never overflows. (Maximum and Minimum would not do:
-// their derivative weights multiply an infinite cotangent by zero.)
-func geluClamp(x *Tensor) *Tensor {
-	hi, lo := fill(geluLimit, x), fill(-geluLimit, x)
-	c := sel(bin(prims.Gt, x, hi), hi, x)
-	return sel(bin(prims.Lt, c, lo), lo, c)
-}
-
-// gated returns x·(½ + ½·g): the gate ½ + ½·g is in [0, 1] for g in
-// [−1, 1], so the product never overflows (½·x·(1 + g) did, for x above
-// MaxFloat/2).
-func gated(x, g *Tensor) *Tensor {
-	half := fill(0.5, x)
-	return bin(prims.Mul, x, bin(prims.Add, bin(prims.Mul, g, half), half))
-}
-
 // GELU returns the Gaussian error linear unit in its exact form,
 // x·Φ(x) = x·(½ + ½·erf(x/√2)), elementwise (integer and bool tensors
 // give f64): one primitive (prims.GELU), whose derivative is another
@@ -219,17 +191,14 @@ func GELU(x *Tensor) *Tensor {
 }
 
 // GELUTanh returns the tanh approximation of GELU,
-// x·(½ + ½·tanh(√(2/π)·(x + 0.044715·x³))), elementwise. It is finite
-// for every finite x, as GELU is, and panics as GELU does.
+// x·(½ + ½·tanh(√(2/π)·(x + 0.044715·x³))), elementwise (torch's gelu with
+// approximate='tanh', jax.nn.gelu's default): one primitive
+// (prims.GELUTanh) whose derivative is another (prims.GELUTanhGrad), one
+// pass forward and one backward. It is finite for every finite x, as GELU
+// is, and panics as GELU does.
 func GELUTanh(x *Tensor) *Tensor {
 	defer interp.Annotate("peel.GELUTanh")
-	checkTensor("peel.GELUTanh", x)
-	x = toFloat(x)
-	xc := geluClamp(x)
-	// √(2/π)·xc·(1 + 0.044715·xc²)
-	p := bin(prims.Add, bin(prims.Mul, bin(prims.Mul, xc, xc), fill(0.044715, x)), fill(1, x))
-	inner := bin(prims.Mul, bin(prims.Mul, xc, p), fill(math.Sqrt(2/math.Pi), x))
-	return gated(x, un(prims.Tanh, inner))
+	return floatUnary("peel.GELUTanh", prims.GELUTanh, x)
 }
 
 // softplus computes log(1 + e**x) for a float tensor as

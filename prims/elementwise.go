@@ -231,6 +231,118 @@ func init() {
 	})
 }
 
+// GELUTanh is the tanh approximation of GELU,
+// x·(½ + ½·tanh(u)) with u = √(2/π)·(x_c + 0.044715·x_c³) and x_c = x
+// clamped to ±GELUTanhLimit (torch's gelu with approximate='tanh',
+// jax.nn.gelu's default): one primitive, forward and backward (by
+// GELUTanhGrad), as GELU is, where the composite was eleven elementwise
+// passes forward. The gate ½ + ½·tanh(u) is computed as the logistic
+// σ(2u), which has no cancellation where the gate is small (x below −3).
+// Beyond the clamp the gate has reached 0 or 1 in float32 and float64,
+// so the value is x or −0 and the gate's argument has no derivative.
+var GELUTanh = withReference(unary("gelu_tanh", floats), Reference{F: geluTanh, D: geluTanhDerivative, Lo: -6, Hi: 6,
+	// torch.nn.functional.gelu(x, approximate='tanh') in float64.
+	Known: [][2]float64{{0, 0}, {1, 0.8411919906082768}, {-1, -0.15880800939172324}, {2, 1.954597694087775}, {-3, -0.0036373920817729943}}})
+
+// GELUTanhGrad is GELUTanh's derivative, σ(2u) + x·2σ(2u)σ(−2u)·u′
+// inside the clamp, the gate's constant 1 or 0 beyond it.
+var GELUTanhGrad = withReference(unary("gelu_tanh_grad", floats), Reference{F: geluTanhDerivative, D: geluTanhSecond, Lo: -6, Hi: 6,
+	// torch's autograd of the same, in float64.
+	Known: [][2]float64{{0, 0.5}, {1, 1.0829640838457826}, {-1, -0.08296408384578252}, {2, 1.0860992566236183}, {-3, -0.011584166630969648}}})
+
+// GELUTanhLimit is where GELUTanh has reached its asymptotes in float32
+// and float64 alike: tanh(√(2/π)·(10 + 0.044715·10³)) = tanh(43.6)
+// rounds to 1, so beyond ±10 the function is x and −0.
+const GELUTanhLimit = 10
+
+// The constants of GELUTanh: √(2/π) and the cubic's coefficient.
+const (
+	GELUTanhK = 0.7978845608028654
+	GELUTanhC = 0.044715
+)
+
+func init() {
+	defScaleJVP(GELUTanh, func(x, _ *tensor) *tensor { return interp.Bind1(GELUTanhGrad, nil, x) })
+	// GELUTanh″ inside the clamp, 0 beyond it (where the first
+	// derivative is the constant 1 or 0): with u as above, q = u′ =
+	// k·(1 + 3c·x²), t = tanh(u) = σ(2u) − σ(−2u) and s = 1 − t² =
+	// 4σ(2u)σ(−2u), GELUTanh″ = s·(q + x·(3kc·x − t·q²)). x is clamped
+	// first (select, so that beyond the clamp it gets no cotangent at
+	// all), which keeps x³ finite.
+	defScaleJVP(GELUTanhGrad, func(x, _ *tensor) *tensor {
+		hi, lo := constLike(GELUTanhLimit, x), constLike(-GELUTanhLimit, x)
+		out := interp.Bind1(Or, nil, interp.Bind1(Gt, nil, x, hi), interp.Bind1(Lt, nil, x, lo))
+		xc := sel(interp.Bind1(Gt, nil, x, hi), hi, x)
+		xc = sel(interp.Bind1(Lt, nil, xc, lo), lo, xc)
+		x2 := mul(xc, xc)
+		u2 := scale(2*GELUTanhK, mul(xc, add(constLike(1, x), scale(GELUTanhC, x2))))
+		sp := interp.Bind1(Logistic, nil, u2)
+		sm := interp.Bind1(Logistic, nil, interp.Bind1(Neg, nil, u2))
+		t := sub(sp, sm)
+		s := scale(4, mul(sp, sm))
+		q := scale(GELUTanhK, add(constLike(1, x), scale(3*GELUTanhC, x2)))
+		in := mul(s, add(q, mul(xc, sub(scale(3*GELUTanhK*GELUTanhC, xc), mul(t, mul(q, q))))))
+		return sel(out, constLike(0, x), in)
+	})
+}
+
+// sigmoid is the logistic function in float64, without cancellation.
+func sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}
+
+// geluTanhU returns 2u, twice GELUTanh's tanh argument, at x_c, and
+// u′ = k·(1 + 3c·x_c²).
+func geluTanhU(xc float64) (u2, du float64) {
+	return 2 * GELUTanhK * xc * (1 + GELUTanhC*xc*xc), GELUTanhK * (1 + 3*GELUTanhC*xc*xc)
+}
+
+// geluTanh is GELUTanh in float64: x beyond +10 and x·0 beyond −10 (the
+// gate's values there in float32 and float64 as ½ + ½·tanh(u), which σ(2u)
+// approaches but does not reach: σ(−87) is 1e−38, and huge x times it
+// would not be 0).
+func geluTanh(x float64) float64 {
+	switch {
+	case x > GELUTanhLimit:
+		return x
+	case x < -GELUTanhLimit:
+		return x * 0
+	}
+	u2, _ := geluTanhU(x) // NaN stays NaN
+	return x * sigmoid(u2)
+}
+
+// geluTanhDerivative is GELUTanh′ in float64: 1 beyond +10, −0 beyond −10
+// (the gate's constant values there; GELUTanh′ is negative below −0.75).
+func geluTanhDerivative(x float64) float64 {
+	switch {
+	case math.IsNaN(x):
+		return x
+	case x > GELUTanhLimit:
+		return 1
+	case x < -GELUTanhLimit:
+		return math.Copysign(0, -1)
+	}
+	u2, q := geluTanhU(x)
+	sp, sm := sigmoid(u2), sigmoid(-u2)
+	return sp + 2*x*sp*sm*q
+}
+
+// geluTanhSecond is GELUTanh″ in float64 (0 beyond the clamp).
+func geluTanhSecond(x float64) float64 {
+	if x > GELUTanhLimit || x < -GELUTanhLimit {
+		return 0
+	}
+	u2, q := geluTanhU(x)
+	sp, sm := sigmoid(u2), sigmoid(-u2)
+	t, s := sp-sm, 4*sp*sm
+	return s * (q + x*(3*GELUTanhK*GELUTanhC*x-t*q*q))
+}
+
 // gelu is GELU, −0 up to x = −40 (its limit, which it has reached in
 // float64 there; the formula's −∞·0 would be NaN at −∞).
 func gelu(x float64) float64 {

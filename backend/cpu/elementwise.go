@@ -1365,6 +1365,8 @@ func init() {
 	registerUnary(prims.Erf, costMath, unaryLoops{f32: erf32Loop, f64: erfLoop[float64]})
 	registerUnary(prims.GELU, costMath, unaryLoops{f32: gelu32Loop, f64: floatMap[float64](referenceF(prims.GELU))})
 	registerUnary(prims.GELUGrad, costMath, unaryLoops{f32: geluGrad32Loop, f64: floatMap[float64](referenceF(prims.GELUGrad))})
+	registerUnary(prims.GELUTanh, costMath, unaryLoops{f32: geluTanhLoop[float32], f64: geluTanhLoop[float64]})
+	registerUnary(prims.GELUTanhGrad, costMath, unaryLoops{f32: geluTanhGradLoop[float32], f64: geluTanhGradLoop[float64]})
 	registerUnary(prims.Not, costCheap, unaryLoops{b: notBoolLoop, i: notIntLoop})
 	registerUnary(prims.Copy, costCheap, unaryLoops{b: copyLoop[bool], i: copyLoop[int64], f32: copyLoop[float32], f64: copyLoop[float64]})
 	registerUnary(prims.StopGradient, costCheap, unaryLoops{b: copyLoop[bool], i: copyLoop[int64], f32: copyLoop[float32], f64: copyLoop[float64]})

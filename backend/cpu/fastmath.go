@@ -473,3 +473,89 @@ func geluGrad32Loop(d, a []float32) {
 	}
 	geluGrad32Scalar(d, a)
 }
+
+// geluTanhBlock is the number of elements geluTanhLoop and
+// geluTanhGradLoop take at a time: their logistic arguments, computed
+// into blocks on the stack, go through the logistic kernel in one call
+// and are used while still in L1.
+const geluTanhBlock = 256
+
+// logisticLoopOf is the logistic kernel of T (the SIMD one where the
+// CPU has it).
+func logisticLoopOf[T float32 | float64]() func(d, a []T) {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return any(logistic32Loop).(func(d, a []T))
+	}
+	return any(logisticLoop64).(func(d, a []T))
+}
+
+// geluTanhArgs sets u[i] to 2·k·x_c·(1 + c·x_c²), the logistic argument
+// of GELUTanh at x[i] clamped to ±GELUTanhLimit (NaN stays NaN).
+func geluTanhArgs[T float32 | float64](u, x []T) {
+	lim, k2, c := T(prims.GELUTanhLimit), T(2*prims.GELUTanhK), T(prims.GELUTanhC)
+	u = u[:len(x)]
+	for i, v := range x {
+		xc := max(-lim, min(lim, v))
+		u[i] = xc * (xc*xc*c + 1) * k2
+	}
+}
+
+// geluTanhLoop sets d[i] = GELUTanh(a[i]) = x·σ(2u) (prims.GELUTanh),
+// block by block: the clamped cubic, the logistic kernel, the product;
+// beyond the clamp x or x·0, as the reference has it.
+// len(a) ≥ len(d); d may be a.
+func geluTanhLoop[T float32 | float64](d, a []T) {
+	a = a[:len(d)]
+	sigma := logisticLoopOf[T]()
+	lim := T(prims.GELUTanhLimit)
+	var buf [geluTanhBlock]T
+	for off := 0; off < len(d); off += geluTanhBlock {
+		x := a[off:min(off+geluTanhBlock, len(a))]
+		s := buf[:len(x)]
+		geluTanhArgs(s, x)
+		sigma(s, s)
+		out := d[off : off+len(x)]
+		for i, v := range x {
+			switch {
+			case v > lim:
+				out[i] = v
+			case v < -lim:
+				out[i] = v * 0
+			default:
+				out[i] = v * s[i]
+			}
+		}
+	}
+}
+
+// geluTanhGradLoop sets d[i] = GELUTanh′(a[i]) = σ(2u) + 2x·σ(2u)σ(−2u)·u′
+// (prims.GELUTanhGrad) inside the clamp, the gate's constant 1 or −0
+// beyond it, as geluTanhLoop computes GELUTanh.
+func geluTanhGradLoop[T float32 | float64](d, a []T) {
+	a = a[:len(d)]
+	sigma := logisticLoopOf[T]()
+	lim, k, c3 := T(prims.GELUTanhLimit), T(prims.GELUTanhK), T(3*prims.GELUTanhC)
+	var bp, bm [geluTanhBlock]T
+	for off := 0; off < len(d); off += geluTanhBlock {
+		x := a[off:min(off+geluTanhBlock, len(a))]
+		sp, sm := bp[:len(x)], bm[:len(x)]
+		geluTanhArgs(sp, x)
+		for i, v := range sp {
+			sm[i] = -v
+		}
+		sigma(sp, sp)
+		sigma(sm, sm)
+		out := d[off : off+len(x)]
+		for i, v := range x {
+			switch {
+			case v > lim:
+				out[i] = 1
+			case v < -lim:
+				out[i] = T(math.Copysign(0, -1))
+			default:
+				out[i] = sp[i] + 2*v*sp[i]*sm[i]*(k*(1+c3*v*v))
+			}
+		}
+	}
+}
