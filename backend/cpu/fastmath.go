@@ -474,6 +474,25 @@ func geluGrad32Loop(d, a []float32) {
 	geluGrad32Scalar(d, a)
 }
 
+// geluTanh32Loop and geluTanhGrad32Loop are GELUTanh and its derivative
+// in float32: the AVX2 kernels where the CPU has them, else the block
+// loops below (which the kernels compute lane by lane).
+func geluTanh32Loop(d, a []float32) {
+	if haveSIMD {
+		geluTanh32Vec(d, a)
+		return
+	}
+	geluTanhLoop(d, a)
+}
+
+func geluTanhGrad32Loop(d, a []float32) {
+	if haveSIMD {
+		geluTanhGrad32Vec(d, a)
+		return
+	}
+	geluTanhGradLoop(d, a)
+}
+
 // geluTanhBlock is the number of elements geluTanhLoop and
 // geluTanhGradLoop take at a time: their logistic arguments, computed
 // into blocks on the stack, go through the logistic kernel in one call
@@ -496,7 +515,15 @@ func geluTanhArgs[T float32 | float64](u, x []T) {
 	lim, k2, c := T(prims.GELUTanhLimit), T(2*prims.GELUTanhK), T(prims.GELUTanhC)
 	u = u[:len(x)]
 	for i, v := range x {
-		xc := max(-lim, min(lim, v))
+		// Comparisons, not min and max, whose NaN handling costs a
+		// branch or two an element; NaN fails both and stays.
+		xc := v
+		if xc > lim {
+			xc = lim
+		}
+		if xc < -lim {
+			xc = -lim
+		}
 		u[i] = xc * (xc*xc*c + 1) * k2
 	}
 }

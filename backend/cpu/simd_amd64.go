@@ -54,6 +54,17 @@ func exp32AVX2(d, a []float32)
 //go:noescape
 func logistic32AVX2(d, a []float32)
 
+// geluTanh32AVX2 and geluTanhGrad32AVX2 set d[i] to GELUTanh(a[i]) and
+// GELUTanh′(a[i]) (prims.GELUTanh, prims.GELUTanhGrad), as
+// logistic32AVX2 sets the logistic: x·σ(2u) and σ(2u) + 2x·σ(2u)σ(−2u)·u′
+// with the same logistic (simd_amd64.s).
+//
+//go:noescape
+func geluTanh32AVX2(d, a []float32)
+
+//go:noescape
+func geluTanhGrad32AVX2(d, a []float32)
+
 // sinCos32AVX2 stops before the first block of 8 holding NaN, ±Inf or
 // |x| ≥ 2^20 and returns the number of elements done.
 //
@@ -220,8 +231,13 @@ func rdiv[T simdFloat](d, a []T, s T) { divSV(d, s, a) }
 func tanh32Vec(d, a []float32)     { unaryVec(tanh32AVX2, d, a) }
 func exp32Vec(d, a []float32)      { unaryVec(exp32AVX2, d, a) }
 func logistic32Vec(d, a []float32) { unaryVec(logistic32AVX2, d, a) }
-func sin32Vec(d, a []float32)      { sinCos32Vec(d, a, 0) }
-func cos32Vec(d, a []float32)      { sinCos32Vec(d, a, 1) }
+
+// geluTanh32Vec and geluTanhGrad32Vec set d[i] to GELUTanh(a[i]) and
+// GELUTanh′(a[i]) with the assembly kernels, chunk by chunk.
+func geluTanh32Vec(d, a []float32)     { unaryVec(geluTanh32AVX2, d, a) }
+func geluTanhGrad32Vec(d, a []float32) { unaryVec(geluTanhGrad32AVX2, d, a) }
+func sin32Vec(d, a []float32)          { sinCos32Vec(d, a, 0) }
+func cos32Vec(d, a []float32)          { sinCos32Vec(d, a, 1) }
 
 //go:noinline
 func callSinCos(d, a []float32, q uint64) int { return sinCos32AVX2(d, a, q) }

@@ -233,6 +233,25 @@ expDone:
 
 // func logistic32AVX2(d, a []float32)
 //
+// LOGISTIC8 sets Y0 = logistic(Y0) for every lane (NaN kept), with
+// Y11 = 104 (expHi) and Y13 = 1. Clobbers Y1–Y8.
+#define LOGISTIC8 \
+	VMOVAPS Y0, Y8 /* x */; \
+	VANDPS absMask<>(SB), Y0, Y0; \
+	VMINPS Y0, Y11, Y0 /* min(104, |x|), NaN kept */; \
+	VXORPS signMask<>(SB), Y0, Y0 /* -|x| */; \
+	EXP8 /* Y0 = e */; \
+	VADDPS Y13, Y0, Y4 /* dh = 1 + e */; \
+	VSUBPS Y13, Y4, Y5 /* dh - 1 (exact) */; \
+	VSUBPS Y5, Y0, Y5 /* dl = e - (dh - 1) (exact) */; \
+	VBLENDVPS Y8, Y0, Y13, Y6 /* num = x < 0 ? e : 1 (by the sign bit) */; \
+	VDIVPS Y4, Y13, Y7 /* 1/dh */; \
+	VMULPS Y7, Y6, Y1 /* q0 */; \
+	VFNMADD231PS Y4, Y1, Y6 /* num - q0·dh */; \
+	VFNMADD231PS Y5, Y1, Y6 /* ρ = num - q0·(dh + dl) */; \
+	VFMADD231PS Y7, Y6, Y1 /* q0 + ρ/dh */; \
+	VMOVAPS Y1, Y0
+
 // With e = e^-|x| (EXP8, so e is in (0, 1] and never overflows; it may be
 // subnormal), logistic(x) = 1/(1 + e) for x ≥ 0 and e/(1 + e) for x < 0.
 // The division is compensated: 1 + e is split exactly as dh + dl, the
@@ -251,21 +270,7 @@ logisticLoop:
 	VMOVUPS (SI), Y0
 
 logisticBlock:
-	VMOVAPS Y0, Y8                    // x
-	VANDPS  absMask<>(SB), Y0, Y0
-	VMINPS  Y0, Y11, Y0               // min(104, |x|), NaN kept
-	VXORPS  signMask<>(SB), Y0, Y0    // -|x|
-	EXP8                              // Y0 = e
-	VADDPS       Y13, Y0, Y4          // dh = 1 + e
-	VSUBPS       Y13, Y4, Y5          // dh - 1 (exact)
-	VSUBPS       Y5, Y0, Y5           // dl = e - (dh - 1) (exact)
-	VBLENDVPS    Y8, Y0, Y13, Y6      // num = x < 0 ? e : 1 (by the sign bit)
-	VDIVPS       Y4, Y13, Y7          // 1/dh
-	VMULPS       Y7, Y6, Y1           // q0
-	VFNMADD231PS Y4, Y1, Y6           // num - q0·dh
-	VFNMADD231PS Y5, Y1, Y6           // ρ = num - q0·(dh + dl)
-	VFMADD231PS  Y7, Y6, Y1           // q0 + ρ/dh
-	VMOVAPS      Y1, Y0
+	LOGISTIC8
 
 	CMPQ CX, $8
 	JB   logisticStoreTail
@@ -285,6 +290,136 @@ logisticStoreTail:
 	STORETAIL
 
 logisticDone:
+	VZEROUPPER
+	RET
+
+// Constants of GELUTanh (prims.GELUTanh): its clamp, the cubic's
+// coefficient c, 2k = 2·√(2/π), k and 3c, rounded to float32.
+CONST8(geluTLo<>, 0xc1200000)    // -10
+CONST8(geluTC<>, 0x3d372713)     // 0.044715
+CONST8(geluTK2<>, 0x3fcc422a)    // 2·√(2/π)
+CONST8(geluTK<>, 0x3f4c422a)     // √(2/π)
+CONST8(geluTC3<>, 0x3e095d4f)    // 3·0.044715
+
+// GELUTARG sets Y0 = 2u = 2k·x_c·(1 + c·x_c²) for x in Y9, x_c = x
+// clamped to ±10 (NaN kept). Clobbers Y1 and Y2.
+#define GELUTARG \
+	VMOVUPS     tanhMax<>(SB), Y1; \
+	VMINPS      Y9, Y1, Y0;                /* min(10, x), NaN kept */ \
+	VMOVUPS     geluTLo<>(SB), Y1; \
+	VMAXPS      Y0, Y1, Y0;                /* max(-10, ·), NaN kept */ \
+	VMULPS      Y0, Y0, Y1; \
+	VMOVUPS     geluTC<>(SB), Y2; \
+	VFMADD213PS one<>(SB), Y2, Y1;         /* 1 + c·x_c² */ \
+	VMULPS      Y0, Y1, Y0; \
+	VMULPS      geluTK2<>(SB), Y0, Y0
+
+// func geluTanh32AVX2(d, a []float32)
+//
+// d = GELUTanh(a) = x·σ(2u) lane by lane (as geluTanhLoop computes it),
+// with x·0 below -10, where σ(2u) has not quite reached 0.
+TEXT ·geluTanh32AVX2(SB), NOSPLIT, $32-48
+	MOVQ    d_base+0(FP), DI
+	MOVQ    d_len+8(FP), CX
+	MOVQ    a_base+24(FP), SI
+	VMOVUPS expHi<>(SB), Y11
+	VMOVUPS one<>(SB), Y13
+
+gtLoop:
+	CMPQ CX, $8
+	JB   gtTail
+	VMOVUPS (SI), Y0
+
+gtBlock:
+	VMOVAPS  Y0, Y9                   // x
+	GELUTARG
+	LOGISTIC8                         // Y0 = σ(2u)
+	VMULPS   Y0, Y9, Y0               // x·σ(2u)
+	VXORPS   Y10, Y10, Y10
+	VMULPS   Y10, Y9, Y10             // x·0
+	VMOVUPS  geluTLo<>(SB), Y12
+	VCMPPS   $1, Y12, Y9, Y12         // x < -10
+	VBLENDVPS Y12, Y10, Y0, Y0
+
+	CMPQ CX, $8
+	JB   gtStoreTail
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     gtLoop
+
+gtTail:
+	TESTQ CX, CX
+	JZ    gtDone
+	LOADTAIL
+	JMP gtBlock
+
+gtStoreTail:
+	STORETAIL
+
+gtDone:
+	VZEROUPPER
+	RET
+
+// func geluTanhGrad32AVX2(d, a []float32)
+//
+// d = GELUTanh′(a) = σ(2u) + 2x·σ(2u)·σ(−2u)·k(1 + 3c·x²) lane by lane,
+// 1 above 10 and −0 below −10 (as geluTanhGradLoop computes it).
+TEXT ·geluTanhGrad32AVX2(SB), NOSPLIT, $32-48
+	MOVQ    d_base+0(FP), DI
+	MOVQ    d_len+8(FP), CX
+	MOVQ    a_base+24(FP), SI
+	VMOVUPS expHi<>(SB), Y11
+	VMOVUPS one<>(SB), Y13
+
+ggLoop:
+	CMPQ CX, $8
+	JB   ggTail
+	VMOVUPS (SI), Y0
+
+ggBlock:
+	VMOVAPS  Y0, Y9                   // x
+	GELUTARG
+	VMOVAPS  Y0, Y14                  // 2u
+	LOGISTIC8
+	VMOVAPS  Y0, Y10                  // σ(2u)
+	VXORPS   signMask<>(SB), Y14, Y0  // −2u
+	LOGISTIC8                         // Y0 = σ(−2u)
+	VMULPS   Y10, Y0, Y0              // σ(2u)·σ(−2u)
+	VMULPS   Y9, Y9, Y1
+	VMOVUPS  geluTC3<>(SB), Y2
+	VFMADD213PS one<>(SB), Y2, Y1     // 1 + 3c·x²
+	VMULPS   geluTK<>(SB), Y1, Y1     // q
+	VMULPS   Y1, Y0, Y0
+	VADDPS   Y9, Y9, Y1               // 2x
+	VFMADD213PS Y10, Y1, Y0           // σ(2u) + 2x·σ·σ̄·q
+	VMOVUPS  tanhMax<>(SB), Y12
+	VCMPPS   $14, Y12, Y9, Y12        // x > 10
+	VBLENDVPS Y12, Y13, Y0, Y0        // 1
+	VMOVUPS  geluTLo<>(SB), Y12
+	VCMPPS   $1, Y12, Y9, Y12         // x < -10
+	VMOVUPS  signMask<>(SB), Y1       // −0
+	VBLENDVPS Y12, Y1, Y0, Y0
+
+	CMPQ CX, $8
+	JB   ggStoreTail
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     ggLoop
+
+ggTail:
+	TESTQ CX, CX
+	JZ    ggDone
+	LOADTAIL
+	JMP ggBlock
+
+ggStoreTail:
+	STORETAIL
+
+ggDone:
 	VZEROUPPER
 	RET
 

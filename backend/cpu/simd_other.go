@@ -18,11 +18,14 @@ const haveAVX512 = false
 func tanh32Vec(d, a []float32)     { tanh32Scalar(d, a) }
 func exp32Vec(d, a []float32)      { exp32Scalar(d, a) }
 func logistic32Vec(d, a []float32) { logistic32Scalar(d, a) }
-func sin32Vec(d, a []float32)      { sin32Scalar(d, a) }
-func cos32Vec(d, a []float32)      { cos32Scalar(d, a) }
-func erf32Vec(d, a []float32)      { erf32Scalar(d, a) }
-func gelu32Vec(d, a []float32)     { gelu32Scalar(d, a) }
-func geluGrad32Vec(d, a []float32) { geluGrad32Scalar(d, a) }
+
+func geluTanh32Vec(d, a []float32)     { geluTanhLoop(d, a) }
+func geluTanhGrad32Vec(d, a []float32) { geluTanhGradLoop(d, a) }
+func sin32Vec(d, a []float32)          { sin32Scalar(d, a) }
+func cos32Vec(d, a []float32)          { cos32Scalar(d, a) }
+func erf32Vec(d, a []float32)          { erf32Scalar(d, a) }
+func gelu32Vec(d, a []float32)         { gelu32Scalar(d, a) }
+func geluGrad32Vec(d, a []float32)     { geluGrad32Scalar(d, a) }
 
 func addVV32Vec(d, a, b []float32) { addVV(d, a, b) }
 func subVV32Vec(d, a, b []float32) { subVV(d, a, b) }

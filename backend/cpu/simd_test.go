@@ -315,6 +315,15 @@ func TestSIMDMathSpecial(t *testing.T) {
 		{"gelu", gelu32Vec, -math.MaxFloat32, negZero}, {"gelu", gelu32Vec, 1e-30, 0.5e-30}, {"gelu", gelu32Vec, 20, 20},
 		{"gelu_grad", geluGrad32Vec, nan, nan}, {"gelu_grad", geluGrad32Vec, inf, 1}, {"gelu_grad", geluGrad32Vec, -inf, negZero},
 		{"gelu_grad", geluGrad32Vec, 0, 0.5}, {"gelu_grad", geluGrad32Vec, math.MaxFloat32, 1}, {"gelu_grad", geluGrad32Vec, -math.MaxFloat32, negZero},
+		// The tanh approximation: x and x·0 beyond the clamp (−Inf·0 is
+		// NaN, as torch's formula gives), its derivative 1 and −0.
+		{"gelu_tanh", geluTanh32Vec, nan, nan}, {"gelu_tanh", geluTanh32Vec, inf, inf}, {"gelu_tanh", geluTanh32Vec, -inf, nan},
+		{"gelu_tanh", geluTanh32Vec, 0, 0}, {"gelu_tanh", geluTanh32Vec, negZero, negZero}, {"gelu_tanh", geluTanh32Vec, math.MaxFloat32, math.MaxFloat32},
+		{"gelu_tanh", geluTanh32Vec, -math.MaxFloat32, negZero}, {"gelu_tanh", geluTanh32Vec, -20, negZero}, {"gelu_tanh", geluTanh32Vec, 20, 20},
+		{"gelu_tanh", geluTanh32Vec, 1e-30, 0.5e-30},
+		{"gelu_tanh_grad", geluTanhGrad32Vec, nan, nan}, {"gelu_tanh_grad", geluTanhGrad32Vec, inf, 1}, {"gelu_tanh_grad", geluTanhGrad32Vec, -inf, negZero},
+		{"gelu_tanh_grad", geluTanhGrad32Vec, 0, 0.5}, {"gelu_tanh_grad", geluTanhGrad32Vec, 20, 1}, {"gelu_tanh_grad", geluTanhGrad32Vec, -20, negZero},
+		{"gelu_tanh_grad", geluTanhGrad32Vec, math.MaxFloat32, 1}, {"gelu_tanh_grad", geluTanhGrad32Vec, -math.MaxFloat32, negZero},
 	} {
 		d := make([]float32, 4)
 		c.f(d, []float32{c.x, c.x, c.x, c.x})
