@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -387,6 +388,18 @@ func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
 		in[i] = c
 	}
 	e.fn(params, in, out)
+}
+
+// nonNegative returns a, or a contiguous copy of it when one of its
+// strides is negative: for strided kernels (registerStrided) whose loops
+// walk their operands forward.
+func nonNegative(a backend.Array) backend.Array {
+	if a.Strides == nil || !slices.ContainsFunc(a.Strides, func(s int) bool { return s < 0 }) {
+		return a
+	}
+	c := backend.Array{Buf: makeBuf(a.Buf.DType(), a.Size()), Shape: a.Shape}
+	copyStrided(c, a)
+	return c
 }
 
 func equalInts(a, b []int) bool {

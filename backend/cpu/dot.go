@@ -15,7 +15,7 @@ import (
 var _ = registerDotKernels()
 
 func registerDotKernels() bool {
-	register(prims.DotGeneral, false, dotGeneral)
+	registerStrided(prims.DotGeneral, dotGeneral)
 	return true
 }
 
@@ -26,7 +26,12 @@ func registerDotKernels() bool {
 // are already laid out that way in memory (each group one run of strides,
 // as in [b, m, k], [b, k, m], [m, b, k], …) is read in place, with the
 // GEMM transpose flags and leading dimensions chosen to match; any other
-// layout is first permuted into a contiguous temporary.
+// layout is first permuted into a contiguous temporary. The kernel is
+// registered strided: views (a transposed key, attention heads split
+// out of the features, the transposes of a product's derivative) reach
+// it as they are, so an operand is copied once at most, and only where
+// its groups do not merge; an operand with a negative stride (the
+// conformance suite's reversed layouts) is made contiguous first.
 
 const (
 	// smallDot is the number of multiply-adds per batch element at or
@@ -41,7 +46,7 @@ const (
 // dotOperand is one operand of dot_general as a batch of matrices: the
 // element (batch b, free f, contracting c) is at buf[off(b) + f*fs + c*cs].
 type dotOperand struct {
-	arr    backend.Array // contiguous; possibly a permuted copy of the operand
+	arr    backend.Array // the operand (strides ≥ 0), or a permuted copy of it
 	fs, cs int           // strides of the merged free and contracting groups
 	bs     int           // stride of the merged batch group when offs is nil
 	offs   []int         // offsets of each batch element relative to arr.Offset, when the batch group does not merge
@@ -210,7 +215,7 @@ func (p *dotPlan) rhsGEMM() (blas.Transpose, int, bool) {
 
 func dotGeneral(params any, in, out []backend.Array) {
 	dp := params.(prims.DotParams)
-	a, b := in[0], in[1]
+	a, b := nonNegative(in[0]), nonNegative(in[1])
 	lf := freeDims(len(a.Shape), dp.LhsBatch, dp.LhsContract)
 	rf := freeDims(len(b.Shape), dp.RhsBatch, dp.RhsContract)
 	p := dotPlan{
