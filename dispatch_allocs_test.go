@@ -1,0 +1,49 @@
+//go:build !race
+
+package peel_test
+
+import (
+	"testing"
+
+	"github.com/peel-ml/peel"
+)
+
+// TestEagerAllocsPerOp bounds the heap allocations of an eager op on a
+// small tensor (a chain of 100 elementwise ops on f32[16], as peelbench's
+// tiny_chain_100): today three — the result tensor, its buffer and the
+// buffer's interface box. The bound catches a dispatch path that starts
+// allocating per op; lowering it is issue 41's goal of two. (Not under
+// the race detector, whose instrumentation allocates, nor in the cache's
+// checking mode.)
+func TestEagerAllocsPerOp(t *testing.T) {
+	skipInCheckMode(t) // the checking mode tracks every buffer it hands out
+	a := peel.Full(peel.Float32, 0.5, 16)
+	b := peel.Full(peel.Float32, 0.25, 16)
+	const ops = 100
+	chain := func() {
+		x := a
+		for range ops / 4 {
+			x = peel.Tanh(peel.Sub(peel.Mul(peel.Add(x, b), a), b))
+		}
+	}
+	chain()
+	perOp := testing.AllocsPerRun(20, chain) / ops
+	t.Logf("%.2f allocations per op", perOp)
+	if perOp > 3.05 {
+		t.Errorf("%.2f heap allocations per eager op on f32[16], want at most 3", perOp)
+	}
+}
+
+// BenchmarkEagerChain100 times and counts the allocations of the chain
+// of TestEagerAllocsPerOp.
+func BenchmarkEagerChain100(b *testing.B) {
+	x0 := peel.Full(peel.Float32, 0.5, 16)
+	y := peel.Full(peel.Float32, 0.25, 16)
+	b.ReportAllocs()
+	for b.Loop() {
+		x := x0
+		for range 25 {
+			x = peel.Tanh(peel.Sub(peel.Mul(peel.Add(x, y), x0), y))
+		}
+	}
+}
