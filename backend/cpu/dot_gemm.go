@@ -305,9 +305,14 @@ func packB[T float32 | float64](bp, b []T, off, rs, cs, kb, nb, nr int) {
 		cols := min(nr, nb-j0)
 		if rs == 1 && cols == nr && cs != 1 {
 			// Columns of B contiguous (a transposed operand, such as
-			// the Kᵀ of attention): read each column sequentially and
-			// scatter it into the panel, which stays in L1, rather than
-			// gather nr strided elements per row.
+			// the Kᵀ of attention or the Wᵀ of a backward pass): float32
+			// by the vector transpose's 16×16 blocks; otherwise read
+			// each column sequentially and scatter it into the panel,
+			// which stays in L1, rather than gather nr strided elements
+			// per row.
+			if p32, ok := any(panel).([]float32); ok && transposeBlocks32(p32, nr, any(b).([]float32)[off+j0*cs:], cs, kb, nr, false) {
+				continue
+			}
 			for j := 0; j < nr; j += 4 {
 				o := off + (j0+j)*cs
 				c0 := b[o : o+kb]
