@@ -80,6 +80,22 @@ func runSelect[T any](d []T, p, x, y backend.Array, pb []bool, xb, yb []T) {
 	l := selectLoops[T]{selectVV[T], selectSV[T], selectVS[T], selectSS[T]}
 	pr := pb[p.Offset : p.Offset+n]
 	xs, ys := isSplatIn(x), isSplatIn(y)
+	if serial(n, costCheap) {
+		// Directly: the closures below escape to the workers, an
+		// allocation per call that small selects (a vmapped loop's
+		// predicates) would pay for nothing.
+		switch {
+		case xs && ys:
+			l.ss(d, pr, xb[x.Offset], yb[y.Offset])
+		case xs:
+			l.sv(d, pr, xb[x.Offset], yb[y.Offset:y.Offset+n])
+		case ys:
+			l.vs(d, pr, xb[x.Offset:x.Offset+n], yb[y.Offset])
+		default:
+			l.vv(d, pr, xb[x.Offset:x.Offset+n], yb[y.Offset:y.Offset+n])
+		}
+		return
+	}
 	switch {
 	case xs && ys:
 		a, b := xb[x.Offset], yb[y.Offset]
