@@ -75,7 +75,7 @@ type CacheStats = backend.MemoryStats
 // allocator: the bytes of results handed out and not yet recycled
 // (InUse), held for reuse (Cached), the peak of InUse, the cache's limit,
 // its hits and misses, and the bytes it let go (Trimmed). Results of
-// eager operations of at least 32 KiB come from the cache and return to
+// eager operations of at least 4 KiB come from the cache and return to
 // it when the collector finds them unreachable; a reused buffer skips
 // Go's allocator and its zeroing. A backend without a cache reports
 // zeros.

@@ -395,7 +395,7 @@ func skipInCheckMode(t *testing.T) {
 	}
 }
 
-// Results of 32 KiB and more come from the caching allocator, and go
+// Results of 4 KiB and more come from the caching allocator, and go
 // back to it when the collector finds them unreachable.
 func ExampleMemoryStats() {
 	x := peel.Full(peel.Float32, 1, 1<<16)
