@@ -86,13 +86,12 @@ func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int, nt 
 	}
 	r16, c16 := rows&^15, cols&^15
 	nt = nt && ld%16 == 0 && uintptr(unsafe.Pointer(&d[0]))%64 == 0
-	var buf [256]float32
-	for i := 0; i < r16; i += 16 {
-		if haveAVX512 {
+	if haveAVX512 {
+		for i := 0; i < r16; i += 16 {
 			transpose16x16F32AVX512(&d[i*ld], ld, &s[i], ls, c16/16, nt)
-		} else {
-			transpose16x16F32AVX2(&d[i*ld], ld, &s[i], ls, c16/16, nt, &buf[0])
 		}
+	} else {
+		transposeBands16AVX2(d, ld, s, ls, r16, c16, nt)
 	}
 	if c16 < cols { // the last columns of the first r16 rows
 		transposeBlocks8(d[c16:], ld, s[c16*ls:], ls, r16, cols-c16)
@@ -101,6 +100,17 @@ func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int, nt 
 		transposeBlocks8(d[r16*ld:], ld, s[r16:], ls, rows-r16, cols)
 	}
 	return true
+}
+
+// transposeBands16AVX2 runs transpose16x16F32AVX2 over the r16×c16
+// block (multiples of 16), a band of 16 destination rows per call, with
+// its scratch block here (a stack array Go zeroes once per call, which
+// the AVX-512 path does not pay).
+func transposeBands16AVX2(d []float32, ld int, s []float32, ls, r16, c16 int, nt bool) {
+	var buf [256]float32
+	for i := 0; i < r16; i += 16 {
+		transpose16x16F32AVX2(&d[i*ld], ld, &s[i], ls, c16/16, nt, &buf[0])
+	}
 }
 
 // transposeBlocks8 is transposeBlocks32 by the AVX2 kernel's 8×8

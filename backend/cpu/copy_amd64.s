@@ -52,78 +52,38 @@
 	VMOVUPS Y14, off+384(BX) \
 	VMOVUPS Y15, off+448(BX)
 
+// UNBUFROW(OP, off, dst, dst32) copies the 64 bytes at off(BX) to dst
+// (and dst32, 32 bytes on) by two adjacent stores OP, through Y0 and Y1.
+#define UNBUFROW(OP, off, dst, dst32) \
+	VMOVUPS off(BX), Y0 \
+	VMOVUPS off+32(BX), Y1 \
+	OP Y0, dst \
+	OP Y1, dst32
+
 // UNBUF16(OP) copies buf's 16 rows of 64 bytes at BX to the rows at DI,
 // R8 bytes apart (R11 = 3·R8), each by two adjacent stores OP; it
 // clobbers AX, Y0 and Y1.
 #define UNBUF16(OP) \
 	MOVQ DI, AX \
-	VMOVUPS 0(BX), Y0 \
-	VMOVUPS 32(BX), Y1 \
-	OP Y0, (AX) \
-	OP Y1, 32(AX) \
-	VMOVUPS 64(BX), Y0 \
-	VMOVUPS 96(BX), Y1 \
-	OP Y0, (AX)(R8*1) \
-	OP Y1, 32(AX)(R8*1) \
-	VMOVUPS 128(BX), Y0 \
-	VMOVUPS 160(BX), Y1 \
-	OP Y0, (AX)(R8*2) \
-	OP Y1, 32(AX)(R8*2) \
-	VMOVUPS 192(BX), Y0 \
-	VMOVUPS 224(BX), Y1 \
-	OP Y0, (AX)(R11*1) \
-	OP Y1, 32(AX)(R11*1) \
+	UNBUFROW(OP, 0, (AX), 32(AX)) \
+	UNBUFROW(OP, 64, (AX)(R8*1), 32(AX)(R8*1)) \
+	UNBUFROW(OP, 128, (AX)(R8*2), 32(AX)(R8*2)) \
+	UNBUFROW(OP, 192, (AX)(R11*1), 32(AX)(R11*1)) \
 	LEAQ (AX)(R8*4), AX \
-	VMOVUPS 256(BX), Y0 \
-	VMOVUPS 288(BX), Y1 \
-	OP Y0, (AX) \
-	OP Y1, 32(AX) \
-	VMOVUPS 320(BX), Y0 \
-	VMOVUPS 352(BX), Y1 \
-	OP Y0, (AX)(R8*1) \
-	OP Y1, 32(AX)(R8*1) \
-	VMOVUPS 384(BX), Y0 \
-	VMOVUPS 416(BX), Y1 \
-	OP Y0, (AX)(R8*2) \
-	OP Y1, 32(AX)(R8*2) \
-	VMOVUPS 448(BX), Y0 \
-	VMOVUPS 480(BX), Y1 \
-	OP Y0, (AX)(R11*1) \
-	OP Y1, 32(AX)(R11*1) \
+	UNBUFROW(OP, 256, (AX), 32(AX)) \
+	UNBUFROW(OP, 320, (AX)(R8*1), 32(AX)(R8*1)) \
+	UNBUFROW(OP, 384, (AX)(R8*2), 32(AX)(R8*2)) \
+	UNBUFROW(OP, 448, (AX)(R11*1), 32(AX)(R11*1)) \
 	LEAQ (AX)(R8*4), AX \
-	VMOVUPS 512(BX), Y0 \
-	VMOVUPS 544(BX), Y1 \
-	OP Y0, (AX) \
-	OP Y1, 32(AX) \
-	VMOVUPS 576(BX), Y0 \
-	VMOVUPS 608(BX), Y1 \
-	OP Y0, (AX)(R8*1) \
-	OP Y1, 32(AX)(R8*1) \
-	VMOVUPS 640(BX), Y0 \
-	VMOVUPS 672(BX), Y1 \
-	OP Y0, (AX)(R8*2) \
-	OP Y1, 32(AX)(R8*2) \
-	VMOVUPS 704(BX), Y0 \
-	VMOVUPS 736(BX), Y1 \
-	OP Y0, (AX)(R11*1) \
-	OP Y1, 32(AX)(R11*1) \
+	UNBUFROW(OP, 512, (AX), 32(AX)) \
+	UNBUFROW(OP, 576, (AX)(R8*1), 32(AX)(R8*1)) \
+	UNBUFROW(OP, 640, (AX)(R8*2), 32(AX)(R8*2)) \
+	UNBUFROW(OP, 704, (AX)(R11*1), 32(AX)(R11*1)) \
 	LEAQ (AX)(R8*4), AX \
-	VMOVUPS 768(BX), Y0 \
-	VMOVUPS 800(BX), Y1 \
-	OP Y0, (AX) \
-	OP Y1, 32(AX) \
-	VMOVUPS 832(BX), Y0 \
-	VMOVUPS 864(BX), Y1 \
-	OP Y0, (AX)(R8*1) \
-	OP Y1, 32(AX)(R8*1) \
-	VMOVUPS 896(BX), Y0 \
-	VMOVUPS 928(BX), Y1 \
-	OP Y0, (AX)(R8*2) \
-	OP Y1, 32(AX)(R8*2) \
-	VMOVUPS 960(BX), Y0 \
-	VMOVUPS 992(BX), Y1 \
-	OP Y0, (AX)(R11*1) \
-	OP Y1, 32(AX)(R11*1)
+	UNBUFROW(OP, 768, (AX), 32(AX)) \
+	UNBUFROW(OP, 832, (AX)(R8*1), 32(AX)(R8*1)) \
+	UNBUFROW(OP, 896, (AX)(R8*2), 32(AX)(R8*2)) \
+	UNBUFROW(OP, 960, (AX)(R11*1), 32(AX)(R11*1))
 
 // TRANSPOSE16 loads the 16×16 block of float32 whose rows start at SI,
 // R9 bytes apart (R10 = 3·R9), and leaves its transpose's row r in Zr

@@ -357,9 +357,7 @@ func (b *Backend) Copy(dst, src backend.Array) {
 		return
 	}
 	if sameBuffer(dst.Buf, src.Buf) && !(src.Offset == dst.Offset && equalInts(src.EffectiveStrides(), dst.EffectiveStrides())) {
-		tmp := backend.Array{Buf: b.Alloc(src.Buf.DType(), src.Size()), Shape: src.Shape}
-		copyStrided(tmp, src)
-		src = tmp
+		src = b.contiguous(src)
 	}
 	copyStrided(dst, src)
 }
@@ -383,11 +381,19 @@ func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
 		if e.strided || a.Strides == nil || a.IsContiguous() || (e.splat && a.IsSplat()) || (e.repeat && (repeatBlock(*a) > 0 || rowSplat(*a) > 0)) {
 			continue
 		}
-		c := backend.Array{Buf: b.Alloc(a.Buf.DType(), a.Size()), Shape: a.Shape}
-		copyStrided(c, *a)
-		in[i] = c
+		in[i] = b.contiguous(*a)
 	}
 	e.fn(params, in, out)
+}
+
+// contiguous returns a row-major copy of a in a buffer from b's
+// allocator: how Exec materializes an operand its kernel cannot read in
+// place, and how strided kernels (registerStrided) materialize the
+// layouts they do not take.
+func (b *Backend) contiguous(a backend.Array) backend.Array {
+	c := backend.Array{Buf: b.Alloc(a.Buf.DType(), a.Size()), Shape: a.Shape}
+	copyStrided(c, a)
+	return c
 }
 
 // nonNegative returns a, or a contiguous copy of it when one of its
@@ -397,9 +403,7 @@ func nonNegative(a backend.Array) backend.Array {
 	if a.Strides == nil || !slices.ContainsFunc(a.Strides, func(s int) bool { return s < 0 }) {
 		return a
 	}
-	c := backend.Array{Buf: makeBuf(a.Buf.DType(), a.Size()), Shape: a.Shape}
-	copyStrided(c, a)
-	return c
+	return New().contiguous(a)
 }
 
 func equalInts(a, b []int) bool {

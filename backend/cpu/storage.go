@@ -246,9 +246,7 @@ func convertArray(b *Backend, dst, src backend.Array) {
 		return
 	}
 	if !src.IsContiguous() {
-		c := backend.Array{Buf: b.Alloc(src.Buf.DType(), n), Shape: src.Shape}
-		copyStrided(c, src)
-		src = c
+		src = b.contiguous(src)
 	}
 	so, do := src.Offset, dst.Offset
 	// Direct exact paths: widening to and narrowing from the compute

@@ -131,9 +131,7 @@ func convGeneral(params any, in, out []backend.Array) {
 		}
 		for i := range in[:2] {
 			if !in[i].IsContiguous() {
-				c := backend.Array{Buf: makeBuf(in[i].Buf.DType(), in[i].Size()), Shape: in[i].Shape}
-				copyStrided(c, in[i])
-				in[i] = c
+				in[i] = New().contiguous(in[i])
 			}
 		}
 	}
