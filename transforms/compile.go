@@ -1031,13 +1031,93 @@ func optimizeStages(g *interp.Graph, passes []compiler.Pass, record bool) (*inte
 }
 
 // buildProgram prepares g for repeated evaluation on concrete values.
-// The bodies of g's scans are compiled too, when they first run.
+// The sub-graphs of g's loops (a scan's body, a while's predicate and
+// body) are compiled too, when they first run.
 func buildProgram(g *interp.Graph) program { return buildProgramOn(g, nil) }
 
 // buildProgramOn is buildProgram on backend be (compiler.BuildOn).
 func buildProgramOn(g *interp.Graph, be backend.Backend) program {
-	markCompiledScans(g)
+	markCompiledLoops(g)
 	return compiler.BuildOn(g, be)
+}
+
+// loopParams are the parameters of a loop primitive whose sub-graphs
+// run as programs of their own when a compiled program holds the loop.
+type loopParams interface{ markCompiled() }
+
+// markCompiledLoops marks the loops of g, a graph a program is built
+// for: their sub-graphs are compiled too, on first use.
+func markCompiledLoops(g *interp.Graph) {
+	for _, e := range g.Eqns {
+		if l, ok := e.Params.(loopParams); ok {
+			l.markCompiled()
+		}
+	}
+}
+
+// subProgram is the program of a loop's sub-graph (a scan's body, a
+// while's predicate or body) when a compiled program holds the loop:
+// built (optimized and planned) once, on first use, so that each step
+// runs a planned, fused program instead of evaluating the graph
+// equation by equation.
+type subProgram struct {
+	compiled atomic.Bool
+	once     sync.Once
+	prog     program
+	be       backend.Backend // the backend prog runs on
+}
+
+// mark records that a compiled program holds the loop.
+func (s *subProgram) mark() { s.compiled.Store(true) }
+
+// loopTierSteps (a variable for tests only) is the number of steps after which an eager loop (a
+// scan or a while evaluated on concrete operands outside a compiled
+// program) compiles its sub-graphs, which it traced anyway, and runs its
+// remaining steps by their programs: building a program costs about two
+// or three eager steps of a small body (issue 41's Newton loop: 0.1 ms
+// against 40 µs a step), so a loop of a step or two never pays for it
+// and a longer one wins it back within a few steps. The programs compute
+// the bits eager evaluation computes (the executor's contract), so when
+// a loop tiers up is not observable but in its speed.
+var loopTierSteps = 2
+
+// subProgramsBuilt counts the sub-graph programs built (for tests).
+var subProgramsBuilt atomic.Int64
+
+// tier is get for an eager loop that has run steps steps so far: from
+// loopTierSteps on, the loop is marked as compiled.
+func (s *subProgram) tier(g *interp.Graph, be backend.Backend, steps int) program {
+	if steps >= loopTierSteps {
+		s.mark()
+	}
+	return s.get(g, be)
+}
+
+// get returns g's program for operands on backend be when the loop is
+// marked; nil otherwise: when a constant of g is a tracer or lives on
+// another backend, or for operands on another backend than the first
+// use's (g is then evaluated).
+func (s *subProgram) get(g *interp.Graph, be backend.Backend) program {
+	if !s.compiled.Load() {
+		return nil
+	}
+	s.once.Do(func() {
+		for _, v := range g.ConstVals {
+			if !v.IsConcrete() {
+				return
+			}
+			if _, cb := interp.ArrayOf(v); cb != be {
+				return
+			}
+		}
+		s.be = be
+		s.prog = buildProgramOn(optimize(g), be)
+		subProgramsBuilt.Add(1)
+	})
+	if s.be != be {
+		return nil
+	}
+	return s.prog
 }
 
 // traceSignature traces f for x's signature, as the cache would (static

@@ -4,6 +4,22 @@ package transforms
 // global caches' sizes and bounds, and the caches a compiled function
 // holds.
 
+// SetLoopTierSteps sets the number of steps after which an eager loop
+// runs its sub-graphs' programs (n < 0: never) and returns a function
+// restoring it.
+func SetLoopTierSteps(n int) (restore func()) {
+	old := loopTierSteps
+	if n < 0 {
+		n = int(^uint(0) >> 1)
+	}
+	loopTierSteps = n
+	return func() { loopTierSteps = old }
+}
+
+// SubProgramsBuilt returns the number of loop sub-graph programs built
+// so far.
+func SubProgramsBuilt() int64 { return subProgramsBuilt.Load() }
+
 // SetBackwardProgramsMax bounds the cache of compiled backward programs
 // at n entries and returns a function restoring the bound.
 func SetBackwardProgramsMax(n int) (restore func()) {

@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/autodiff"
@@ -32,7 +31,7 @@ import (
 //     scan[length n]: the loop is not unrolled into the program. A
 //     compiled program runs it by its Impl (EvalImpl), whose steps run
 //     the body's own program (optimized and built once, on first use:
-//     buildProgram marks the scans of the graphs it compiles), each step
+//     buildProgram marks the loops of the graphs it compiles), each step
 //     donating the carries the step before made (when no other result
 //     or operand overlaps their memory); non-contiguous xs and
 //     constants are copied once, not at every step;
@@ -94,51 +93,15 @@ type scanParams struct {
 	jvps          lru.Cache[string, *scanPlan]
 	transposeOnce sync.Once
 	transposed    *scanParams
-	// compiled is set when a compiled program holds the scan
-	// (markCompiledScans): evaluating it then runs the body's own
-	// program, prog, built once.
-	compiled atomic.Bool
-	progOnce sync.Once
-	prog     program
-	progBe   backend.Backend // the backend prog runs on
+	// bodyProg is the body's program when a compiled program holds the
+	// scan (markCompiledLoops): evaluating it then runs that program at
+	// every step.
+	bodyProg subProgram
 }
 
-// markCompiledScans marks the scans of g, a graph a program is built
-// for: their bodies are compiled too, on first use.
-func markCompiledScans(g *interp.Graph) {
-	for _, e := range g.Eqns {
-		if s, ok := e.Params.(*scanParams); ok {
-			s.compiled.Store(true)
-		}
-	}
-}
-
-// bodyProgram returns the body's program when the scan is run by a
-// compiled program, built (optimized and planned) on first use for
-// backend be, where its operands live; nil otherwise: when a constant of
-// the body is a tracer or lives elsewhere, or for operands on another
-// backend than the first use's (the body is then evaluated).
-func (s *scanParams) bodyProgram(be backend.Backend) program {
-	if !s.compiled.Load() {
-		return nil
-	}
-	s.progOnce.Do(func() {
-		for _, v := range s.body.ConstVals {
-			if !v.IsConcrete() {
-				return
-			}
-			if _, cb := interp.ArrayOf(v); cb != be {
-				return
-			}
-		}
-		s.progBe = be
-		s.prog = buildProgramOn(optimize(s.body), be)
-	})
-	if s.progBe != be {
-		return nil
-	}
-	return s.prog
-}
+// markCompiled marks the scan as held by a compiled program
+// (markCompiledLoops).
+func (s *scanParams) markCompiled() { s.bodyProg.mark() }
 
 func (s *scanParams) String() string {
 	r := "length " + strconv.Itoa(s.length)
@@ -328,14 +291,20 @@ func scanImpl(params any, args []*tensor) []*tensor {
 }
 
 // scanEvalImpl is scanImpl on concrete operands: a scan that a compiled
-// program holds runs its body's program at every step.
+// program holds, or an eager one of more than loopTierSteps steps, runs
+// its body's program at every step.
 func scanEvalImpl(params any, args []*tensor) []*tensor {
 	s := params.(*scanParams)
 	be := interp.DefaultBackend()
 	if len(args) > 0 {
 		_, be = interp.ArrayOf(args[0])
 	}
-	prog := s.bodyProgram(be)
+	if s.length > loopTierSteps {
+		// An eager scan long enough to win back the build runs its body's
+		// program too (subProgram.tier).
+		s.bodyProg.mark()
+	}
+	prog := s.bodyProg.get(s.body, be)
 	if prog == nil {
 		return scanImpl(params, args)
 	}

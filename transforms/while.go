@@ -65,6 +65,16 @@ type whileParams struct {
 	// while by layout.
 	jvps    lru.Cache[string, *whileParams]
 	batched lru.Cache[string, *batchedWhile]
+	// condProg and bodyProg are the graphs' programs when a compiled
+	// program holds the while (markCompiledLoops).
+	condProg, bodyProg subProgram
+}
+
+// markCompiled marks the while as held by a compiled program
+// (markCompiledLoops).
+func (w *whileParams) markCompiled() {
+	w.condProg.mark()
+	w.bodyProg.mark()
 }
 
 func (w *whileParams) String() string {
@@ -115,6 +125,66 @@ func whileImpl(params any, args []*tensor) []*tensor {
 	return whileRun(params.(*whileParams), args)
 }
 
+// whileEvalImpl is whileImpl on concrete operands: a while that a
+// compiled program holds runs its predicate's and its body's programs at
+// every step, each body step donating the carries the step before made
+// (as a compiled scan's steps do); an eager one does so from its
+// loopTierSteps-th step on (subProgram.tier).
+func whileEvalImpl(params any, args []*tensor) []*tensor {
+	defer interp.Decomposing("while")
+	w := params.(*whileParams)
+	be := interp.DefaultBackend()
+	if len(args) > 0 {
+		_, be = interp.ArrayOf(args[0])
+	}
+	nC := w.nCarry
+	in := append([]*tensor(nil), args...)
+	var donate, given []bool
+	// programs returns the loop's programs (both or neither), preparing
+	// the donation of carries and the constants on first success.
+	programs := func(cond, body program) (program, program) {
+		if cond == nil || body == nil {
+			return nil, nil
+		}
+		donate, given = make([]bool, nC), make([]bool, nC)
+		// A program copies an operand that is not contiguous on every
+		// run: copy the constants once, before the compiled steps.
+		for i := nC; i < len(in); i++ {
+			if a, _ := interp.ArrayOf(in[i]); !a.IsContiguous() {
+				in[i] = interp.Contiguous(in[i])
+			}
+		}
+		return cond, body
+	}
+	cond, body := programs(w.condProg.get(w.cond, be), w.bodyProg.get(w.body, be))
+	for step := 0; ; step++ {
+		var p *tensor
+		if cond != nil {
+			p = cond.Run(in, nil)[0]
+		} else {
+			p = w.cond.Eval(in...)[0]
+		}
+		if p.Item() == 0 {
+			return in[:nC:nC]
+		}
+		if body == nil {
+			// The predicate of the step that tiers up was evaluated: a
+			// loop ending there builds nothing.
+			cond, body = programs(w.condProg.tier(w.cond, be, step), w.bodyProg.tier(w.body, be, step))
+		}
+		if body == nil {
+			copy(in, w.body.Eval(in...))
+			continue
+		}
+		out := body.Run(in, donate)
+		copy(given, donate)
+		for c := range donate {
+			donate[c] = fresh(out[c], c, in, out, given)
+		}
+		copy(in, out)
+	}
+}
+
 // whileLinParams are while_lin's parameters: the JVP while (its carries
 // the primal carries, then the float carries' tangents) whose results
 // lo to hi (the tangents) are while_lin's.
@@ -124,6 +194,9 @@ type whileLinParams struct {
 }
 
 func (p *whileLinParams) String() string { return p.w.String() }
+
+// markCompiled marks the JVP while that while_lin runs (markCompiledLoops).
+func (p *whileLinParams) markCompiled() { p.w.markCompiled() }
 
 func whileLinImpl(params any, args []*tensor) []*tensor {
 	p := params.(*whileLinParams)
@@ -137,6 +210,7 @@ var whilePrim, whileLin = func() (*interp.Prim, *interp.Prim) {
 	p := interp.NewPrim("while", interp.Pure, whileAbstract)
 	p.Whole = true // one equation when staged
 	p.Impl = whileImpl
+	p.EvalImpl = whileEvalImpl
 	l := interp.NewPrim("while_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 		lp := params.(*whileLinParams)
 		return whileAbstract(lp.w, in)[lp.lo:lp.hi]
