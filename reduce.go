@@ -176,24 +176,6 @@ func ArgMin(x *Tensor, axis ...int) *Tensor {
 	return argReduce("peel.ArgMin", prims.ArgMin, x, axis)
 }
 
-// shifted returns x minus its maximum along the normalized axis a (x is
-// float and the axis is not empty). The shift does not change Softmax or
-// LogSoftmax in exact arithmetic, at any order of derivative, so the
-// maximum is a constant for differentiation (StopGradient, as
-// jax.nn.softmax does): its derivative, zero up to rounding, is not
-// computed (the maximum's JVP, a mask of the maximal elements and a
-// division by their count, was a third of Softmax's gradient). A
-// concrete x has no derivative to stop, and there StopGradient would
-// only copy it.
-func shifted(x *Tensor, a int) *Tensor {
-	src := x
-	if !x.IsConcrete() {
-		src = interp.Bind1(prims.StopGradient, nil, x)
-	}
-	m := reduceBind(prims.ReduceMax, src, []int{a}, true)
-	return bin(prims.Sub, x, broadcastTo(m, x.Shape()))
-}
-
 // Softmax returns Exp(x) normalized to sum to 1 along axis, computed
 // stably by subtracting the maximum first. Integer and bool tensors give
 // f64. It panics with *Error if x is nil or the axis is out of range.
@@ -205,13 +187,7 @@ func Softmax(x *Tensor, axis int) *Tensor {
 		return AsType(Softmax(AsType(x, Float32), axis), h)
 	}
 	a := normAxis(op, axis, x.Rank())
-	x = toFloat(x)
-	if x.Shape()[a] == 0 {
-		return un(prims.Copy, x)
-	}
-	e := un(prims.Exp, shifted(x, a))
-	s := reduceBind(prims.ReduceSum, e, []int{a}, true)
-	return bin(prims.Div, e, broadcastTo(s, x.Shape()))
+	return interp.Bind1(prims.Softmax, prims.AxisParams{Axis: a}, toFloat(x))
 }
 
 // LogSoftmax returns Log(Softmax(x, axis)) computed stably as
@@ -225,13 +201,7 @@ func LogSoftmax(x *Tensor, axis int) *Tensor {
 		return AsType(LogSoftmax(AsType(x, Float32), axis), h)
 	}
 	a := normAxis(op, axis, x.Rank())
-	x = toFloat(x)
-	if x.Shape()[a] == 0 {
-		return un(prims.Copy, x)
-	}
-	d := shifted(x, a)
-	s := reduceBind(prims.ReduceSum, un(prims.Exp, d), []int{a}, true)
-	return bin(prims.Sub, d, broadcastTo(un(prims.Log, s), x.Shape()))
+	return interp.Bind1(prims.LogSoftmax, prims.AxisParams{Axis: a}, toFloat(x))
 }
 
 // truth returns x != 0 as a bool tensor (x itself when it is bool).

@@ -5,14 +5,26 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// Scans (cumsum, cumprod, cumlogsumexp, cummax, cummin) keep the batch
-// dimension where it is and rewrite their axis for the physical operand;
-// every result has it.
+// Scans (cumsum, cumprod, cumlogsumexp, cummax, cummin) and softmax and
+// log_softmax keep the batch dimension where it is and rewrite their
+// axis for the physical operand; every result has it.
 
 func init() {
 	register(prims.Cumsum, cumsumRule)
 	for _, p := range []*interp.Prim{prims.Cumprod, prims.Cumlogsumexp, prims.Cummax, prims.Cummin} {
 		register(p, scanRule(p))
+	}
+	for _, p := range []*interp.Prim{prims.Softmax, prims.LogSoftmax} {
+		register(p, axisRule(p))
+	}
+}
+
+// axisRule is the rule of a one-result primitive along AxisParams.Axis.
+func axisRule(p *interp.Prim) Rule {
+	return func(_ int, params any, args []*T, dims []int) ([]*T, []int) {
+		ap := params.(prims.AxisParams)
+		ap.Axis = physAxis(ap.Axis, dims[0])
+		return one(interp.Bind1(p, ap, args[0]), dims[0])
 	}
 }
 

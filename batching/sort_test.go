@@ -40,6 +40,12 @@ func sortCases() []ruleCase {
 			cs = append(cs, ruleCase{prim: p, params: prims.CumsumParams{Axis: 0}, ops: []operand{op(dt, 0, 2)}})
 		}
 	}
+	for _, p := range []*interp.Prim{prims.Softmax, prims.LogSoftmax} {
+		for axis := range 3 {
+			cs = append(cs, ruleCase{prim: p, params: prims.AxisParams{Axis: axis}, ops: []operand{op(f64, 2, 3, 4)}})
+		}
+		cs = append(cs, ruleCase{prim: p, params: prims.AxisParams{Axis: 1}, ops: []operand{op(f64, 3, 0)}})
+	}
 	for _, dt := range []backend.DType{f64, i64} {
 		for _, right := range []bool{false, true} {
 			sp := prims.SearchParams{Right: right}

@@ -52,6 +52,7 @@ func ExampleOptimize() {
 	//   in (g) }
 	// splat-constants: 5 equations
 	// simplify: 5 equations
+	// expand-row-ops: 5 equations
 	// fold-transpose-into-dot: 3 equations
 	// fold-constants: 3 equations
 	// cse: 2 equations

@@ -2,6 +2,7 @@ package compiler_test
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -98,14 +99,15 @@ func TestRowGroups(t *testing.T) {
 }
 
 // TestRowGroupString: the printed program shows a group run by rows,
-// its reductions and its broadcast operands.
+// its reductions and its broadcast operands (softmax expanded by
+// ExpandRowOps: built from the graph as traced, it is one kernel).
 func TestRowGroupString(t *testing.T) {
 	x := peel.FromFloat64s(seqValues(12, 1), 3, 4)
 	v := peel.FromFloat64s(seqValues(4, 2), 4)
 	g := trace(func(in []*peel.Tensor) []*peel.Tensor {
 		return []*peel.Tensor{peel.Mul(peel.Softmax(in[0], -1), in[1])}
 	}, x, v)
-	s := compiler.Build(g).String()
+	s := compiler.Build(compiler.ExpandRowOps(g)).String()
 	for _, want := range []string{"fused[4] over [3,4] by rows", "reduce_max[rows of 4]", "reduce_sum[rows of 4]", "[per row]", "[per column]"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("String lacks %q:\n%s", want, s)
@@ -157,3 +159,48 @@ func TestRowGroupsConcurrent(t *testing.T) {
 }
 
 var _ = interp.FuseBlock
+
+// TestExpandRowOps: softmax and log_softmax along the last axis with rows
+// of at most a block are expanded into their definition, which the
+// program fuses by rows, computing the primitive's kernel bits (rows of
+// every length class of the kernels' loops, edge values); other axes and
+// longer rows stay one kernel.
+func TestExpandRowOps(t *testing.T) {
+	ops := []struct {
+		name string
+		f    func(x *peel.Tensor, axis int) *peel.Tensor
+	}{{"softmax", peel.Softmax}, {"log_softmax", peel.LogSoftmax}}
+	for _, op := range ops {
+		for _, dt := range []peel.DType{peel.Float32, peel.Float64} {
+			for _, c := range []struct {
+				shape    []int
+				axis     int
+				expanded bool
+			}{
+				{[]int{3, 5}, -1, true}, {[]int{4, 16}, -1, true}, {[]int{4, 24}, -1, true}, {[]int{2, 31}, -1, true},
+				{[]int{5, 33}, -1, true}, {[]int{2, 3, 200}, -1, true}, {[]int{7}, 0, true}, {[]int{2, 4096}, 1, true},
+				{[]int{2, 4097}, 1, false}, {[]int{6, 5}, 0, false}, {[]int{2, 3, 4}, 1, false},
+			} {
+				n := 1
+				for _, d := range c.shape {
+					n *= d
+				}
+				vals := seqValues(n, 3)
+				if n > 8 {
+					vals[1], vals[5], vals[7] = math.Inf(-1), 80, -1e30
+				}
+				x := peel.AsType(peel.FromFloat64s(vals, c.shape...), dt)
+				g := trace(func(in []*peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Mul(op.f(in[0], c.axis), 2.0)} }, x)
+				eg := compiler.ExpandRowOps(g)
+				if got := count(eg, op.name) == 0; got != c.expanded {
+					t.Fatalf("%s %v%v axis %d: expanded %v, want %v:\n%v", op.name, dt, c.shape, c.axis, got, c.expanded, eg)
+				}
+				want := g.Eval(x)
+				got := compiler.Build(eg).Run([]*peel.Tensor{x}, nil)
+				if d := sameBits(got[0], want[0]); d != "" {
+					t.Fatalf("%s %v%v axis %d: %s\n%v", op.name, dt, c.shape, c.axis, d, eg)
+				}
+			}
+		}
+	}
+}

@@ -25,7 +25,7 @@ type Stage struct {
 }
 
 // DefaultPasses returns the passes transforms.Compile gives Optimize, in
-// order: SplatConstants, Simplify, FoldTransposeIntoDot, FoldConstants,
+// order: SplatConstants, Simplify, ExpandRowOps, FoldTransposeIntoDot, FoldConstants,
 // CSE and DCE (Optimize itself runs only the passes it is given). Fused
 // user-defined ops are recovered only when asked for (ReplaceComposites,
 // which names the ops), and should run before the others, on the graph
@@ -34,6 +34,7 @@ func DefaultPasses() []Pass {
 	return []Pass{
 		{Name: "splat-constants", Run: SplatConstants},
 		{Name: "simplify", Run: Simplify},
+		{Name: "expand-row-ops", Run: ExpandRowOps},
 		{Name: "fold-transpose-into-dot", Run: FoldTransposeIntoDot},
 		{Name: "fold-constants", Run: FoldConstants},
 		{Name: "cse", Run: CSE},

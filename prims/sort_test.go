@@ -25,6 +25,12 @@ func sortJVPCases(r *rand.Rand) []jvpCase {
 		{prim: prims.Cummax, params: prims.CumsumParams{Axis: 0, Reverse: true}, args: []*T{uniform(r, -2, 2, 6)}},
 		{prim: prims.Cummin, params: prims.CumsumParams{Axis: 0}, args: []*T{uniform(r, -2, 2, 4, 2)}},
 		{prim: prims.Cummin, params: prims.CumsumParams{Axis: 0, Reverse: true}, args: []*T{uniform(r, -2, 2, 6)}},
+		{prim: prims.Softmax, params: prims.AxisParams{Axis: 1}, args: []*T{uniform(r, -3, 3, 3, 5)}},
+		{prim: prims.Softmax, params: prims.AxisParams{Axis: 0}, args: []*T{uniform(r, -3, 3, 4, 2)}},
+		{prim: prims.Softmax, params: prims.AxisParams{Axis: 0}, args: []*T{f64([]float64{-40, 0.5, 30, 30}, 4)}},
+		{prim: prims.LogSoftmax, params: prims.AxisParams{Axis: 1}, args: []*T{uniform(r, -3, 3, 3, 5)}},
+		{prim: prims.LogSoftmax, params: prims.AxisParams{Axis: 0}, args: []*T{uniform(r, -3, 3, 4, 2)}},
+		{prim: prims.LogSoftmax, params: prims.AxisParams{Axis: 0}, args: []*T{f64([]float64{-40, 0.5, 30, 30}, 4)}},
 	}
 }
 

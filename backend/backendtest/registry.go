@@ -44,6 +44,7 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.Sort] = runSort
 	m[prims.SearchSorted] = runSearchSorted
 	addScans(m)
+	addSoftmax(m)
 
 	m[prims.Transpose] = runView(prims.Transpose, transposeParams, badTranspose)
 	m[prims.Slice] = runView(prims.Slice, sliceParams, badSlice)
