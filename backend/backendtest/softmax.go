@@ -101,4 +101,3 @@ func addSoftmax(m map[*interp.Prim]func(*suite)) {
 	m[prims.Softmax] = runSoftmax(prims.Softmax, false)
 	m[prims.LogSoftmax] = runSoftmax(prims.LogSoftmax, true)
 }
-
