@@ -1,14 +1,17 @@
 package peel
 
 import (
+	"math"
+
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
 
 // Statistics built on the reductions: Mean, Var and Std (Ddof for the
 // corrected estimators), and the counting and NaN-aware reductions
-// CountNonzero, NanSum and NanMean. Each is a composite of the reduction
-// primitives.
+// CountNonzero, NanSum and NanMean, each a composite of the reduction
+// primitives; and the normalizations Standardize and RMSNormalize, each
+// a primitive of its own (one kernel pass).
 
 // mean averages a float tensor over normalized axes (NaN over an empty
 // axis, as numpy).
@@ -164,4 +167,41 @@ func NanMean(x *Tensor, axes ...int) *Tensor {
 	s := reduceBind(prims.ReduceSum, y, ax, false)
 	cnt := reduceBind(prims.ReduceSum, interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: x.DType()}, ok), ax, false)
 	return bin(prims.Div, s, cnt)
+}
+
+// Standardize returns x standardized over its last k axes:
+// (x − mean) / √(var + eps), with the mean and the population variance
+// taken over those axes (torch's layer_norm without its scale and bias;
+// jax.nn.standardize over trailing axes), as one kernel (prims.LayerNorm)
+// whose gradient reads the kernel's inverse deviations. Integer and bool
+// tensors give f64; f16 and bf16 ones are computed in f32 and rounded
+// once. It panics with *Error if x is nil, k is not in [1, rank], or eps
+// is negative or NaN.
+func Standardize(x *Tensor, k int, eps float64) *Tensor {
+	const op = "peel.Standardize"
+	defer interp.Annotate(op)
+	return normalize(op, prims.LayerNorm, x, k, eps)
+}
+
+// RMSNormalize returns x / √(mean(x²) + eps) over its last k axes (torch's
+// rms_norm without its scale), as one kernel (prims.RMSNorm). It treats
+// dtypes and panics as Standardize does.
+func RMSNormalize(x *Tensor, k int, eps float64) *Tensor {
+	const op = "peel.RMSNormalize"
+	defer interp.Annotate(op)
+	return normalize(op, prims.RMSNorm, x, k, eps)
+}
+
+func normalize(op string, p *interp.Prim, x *Tensor, k int, eps float64) *Tensor {
+	checkTensor(op, x)
+	if k < 1 || k > x.Rank() {
+		errorf(op, "cannot normalize over the last %d axes of %s (want 1 to its rank)", k, x.TypeString())
+	}
+	if eps < 0 || math.IsNaN(eps) {
+		errorf(op, "eps must be non-negative, got %v", eps)
+	}
+	if h, ok := halfFloat(x); ok {
+		return AsType(normalize(op, p, AsType(x, Float32), k, eps), h)
+	}
+	return interp.Bind(p, prims.NormParams{Axes: k, Eps: eps}, toFloat(x))[0]
 }

@@ -48,3 +48,37 @@ func TestStatsErrors(t *testing.T) {
 	wantError(t, "peel.Ddof.Var", func() { peel.Ddof(1).Var(x, 0, 0) }, "repeated")
 	wantError(t, "peel.NanSum", func() { peel.NanSum(x, 5) }, "axis 5")
 }
+
+func TestStandardize(t *testing.T) {
+	x := peel.FromFloat64s([]float64{1, 2, 3, 4, 2, 2, 2, 2}, 2, 4)
+	// Row 1: mean 2.5, variance 1.25; row 2: constant.
+	r := 1 / math.Sqrt(1.25+0.01)
+	check(t, "Standardize", peel.Standardize(x, 1, 0.01), peel.Float64, []int{2, 4}, []float64{-1.5 * r, -0.5 * r, 0.5 * r, 1.5 * r, 0, 0, 0, 0}, 1e-15)
+	all := peel.Standardize(x, 2, 0)
+	check(t, "Standardize over both axes: mean 0", peel.Mean(all), peel.Float64, []int{}, []float64{0}, 1e-15)
+	check(t, "Standardize over both axes: variance 1", peel.Var(all), peel.Float64, []int{}, []float64{1}, 1e-14)
+	q := 1 / math.Sqrt(7.5+0.01)
+	check(t, "RMSNormalize", peel.RMSNormalize(x, 1, 0.01), peel.Float64, []int{2, 4}, []float64{1 * q, 2 * q, 3 * q, 4 * q, 1 / math.Sqrt(4.01) * 2, 1 / math.Sqrt(4.01) * 2, 1 / math.Sqrt(4.01) * 2, 1 / math.Sqrt(4.01) * 2}, 1e-15)
+	check(t, "Standardize i64", peel.Standardize(peel.FromInt64s([]int64{1, 3}), 1, 0), peel.Float64, []int{2}, []float64{-1, 1}, 0)
+	h := peel.AsType(peel.FromFloat64s([]float64{1, 3}), peel.Float16)
+	if s := peel.Standardize(h, 1, 0); s.DType() != peel.Float16 {
+		t.Fatalf("Standardize of f16 gave %s", s.TypeString())
+	} else {
+		check(t, "Standardize f16 (in f32)", peel.AsType(s, peel.Float64), peel.Float64, []int{2}, []float64{-1, 1}, 0)
+	}
+	// The gradient: Standardize's rows sum to 0, so the gradient of the
+	// sum of its outputs is 0.
+	g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(peel.Standardize(x, 1, 0.01)) })(x)
+	check(t, "Grad Σ Standardize", g, peel.Float64, []int{2, 4}, make([]float64, 8), 1e-15)
+	for _, op := range []struct {
+		name string
+		f    func(*peel.Tensor, int, float64) *peel.Tensor
+	}{{"Standardize", peel.Standardize}, {"RMSNormalize", peel.RMSNormalize}} {
+		wantError(t, "peel."+op.name, func() { op.f(x, 0, 0) }, "last 0 axes")
+		wantError(t, "peel."+op.name, func() { op.f(x, 3, 0) }, "last 3 axes")
+		wantError(t, "peel."+op.name, func() { op.f(x, 1, -1) }, "eps")
+		wantError(t, "peel."+op.name, func() { op.f(x, 1, math.NaN()) }, "eps")
+		wantError(t, "peel."+op.name, func() { op.f(nil, 1, 0) }, "nil")
+		wantError(t, "peel."+op.name, func() { op.f(peel.Scalar(1.0), 1, 0) }, "last 1 axes")
+	}
+}

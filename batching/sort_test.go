@@ -46,6 +46,12 @@ func sortCases() []ruleCase {
 		}
 		cs = append(cs, ruleCase{prim: p, params: prims.AxisParams{Axis: 1}, ops: []operand{op(f64, 3, 0)}})
 	}
+	for _, p := range []*interp.Prim{prims.LayerNorm, prims.RMSNorm} {
+		for k := 1; k <= 3; k++ {
+			cs = append(cs, ruleCase{prim: p, params: prims.NormParams{Axes: k, Eps: 1e-3}, ops: []operand{op(f64, 2, 3, 4)}})
+		}
+		cs = append(cs, ruleCase{prim: p, params: prims.NormParams{Axes: 1, Eps: 1e-3}, ops: []operand{op(f64, 3, 0)}})
+	}
 	for _, dt := range []backend.DType{f64, i64} {
 		for _, right := range []bool{false, true} {
 			sp := prims.SearchParams{Right: right}

@@ -10,6 +10,7 @@ import (
 	"github.com/peel-ml/peel/backend/cpu"
 	"github.com/peel-ml/peel/compiler"
 	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
 )
 
 // layerNorm is a layer norm over the last axis written with peel ops:
@@ -201,6 +202,70 @@ func TestExpandRowOps(t *testing.T) {
 					t.Fatalf("%s %v%v axis %d: %s\n%v", op.name, dt, c.shape, c.axis, d, eg)
 				}
 			}
+		}
+	}
+}
+
+// TestExpandRowOpsNorms: layer_norm and rms_norm over the last axis are
+// expanded and fused by rows with a scale and a shift after them,
+// computing the kernels' bits for both results; over two axes they stay
+// one kernel.
+func TestExpandRowOpsNorms(t *testing.T) {
+	for _, rms := range []bool{false, true} {
+		name := "layer_norm"
+		if rms {
+			name = "rms_norm"
+		}
+		for _, dt := range []peel.DType{peel.Float32, peel.Float64} {
+			for _, c := range []struct {
+				shape    []int
+				k        int
+				expanded bool
+			}{
+				{[]int{3, 5}, 1, true}, {[]int{4, 16}, 1, true}, {[]int{2, 31}, 1, true}, {[]int{5, 33}, 1, true},
+				{[]int{2, 3, 200}, 1, true}, {[]int{7}, 1, true}, {[]int{2, 4096}, 1, true},
+				{[]int{2, 4097}, 1, false}, {[]int{2, 3, 4}, 2, false},
+			} {
+				n := 1
+				for _, d := range c.shape {
+					n *= d
+				}
+				k := c.shape[len(c.shape)-1]
+				x := peel.AsType(peel.FromFloat64s(seqValues(n, 3), c.shape...), dt)
+				a := peel.AsType(peel.FromFloat64s(seqValues(k, 0.5), k), dt)
+				f := func(in []*peel.Tensor) []*peel.Tensor {
+					if rms {
+						return []*peel.Tensor{peel.Mul(peel.RMSNormalize(in[0], c.k, 1e-5), in[1])}
+					}
+					return []*peel.Tensor{peel.Add(peel.Mul(peel.Standardize(in[0], c.k, 1e-5), in[1]), 0.25)}
+				}
+				g := trace(f, x, a)
+				eg := compiler.ExpandRowOps(g)
+				if got := count(eg, name) == 0; got != c.expanded {
+					t.Fatalf("%s %v%v k=%d: expanded %v, want %v:\n%v", name, dt, c.shape, c.k, got, c.expanded, eg)
+				}
+				want := g.Eval(x, a)
+				p := compiler.Build(eg)
+				if got := p.Run([]*peel.Tensor{x, a}, nil); sameBits(got[0], want[0]) != "" {
+					t.Fatalf("%s %v%v k=%d: %s\n%v", name, dt, c.shape, c.k, sameBits(got[0], want[0]), eg)
+				}
+				if st := p.Stats(); c.expanded && c.shape[len(c.shape)-1] > 1 && (st.Instructions != 1 || st.Fused != 1) {
+					t.Fatalf("%s %v%v: stats %+v, want one fused group\n%v", name, dt, c.shape, st, p)
+				}
+			}
+		}
+	}
+	// Both results of the primitive, expanded: the inverse deviations
+	// too.
+	x := peel.FromFloat64s(seqValues(60, 2), 4, 15)
+	g := trace(func(in []*peel.Tensor) []*peel.Tensor {
+		return interp.Bind(prims.LayerNorm, prims.NormParams{Axes: 1, Eps: 0.01}, in[0])
+	}, x)
+	want := g.Eval(x)
+	got := compiler.Build(compiler.ExpandRowOps(g)).Run([]*peel.Tensor{x}, nil)
+	for i := range want {
+		if d := sameBits(got[i], want[i]); d != "" {
+			t.Fatalf("layer_norm result %d: %s", i, d)
 		}
 	}
 }

@@ -82,6 +82,17 @@ type Builder struct {
 	mut     map[*interp.Var]bool
 	changed bool
 	depth   int
+	// consts and constVals are the constants the pass adds.
+	consts    []*interp.Var
+	constVals []*interp.Tensor
+}
+
+// Const returns a new constant var holding t, a concrete tensor.
+func (b *Builder) Const(t *interp.Tensor) *interp.Var {
+	v := b.NewVar(interp.AvalOf(t))
+	b.consts = append(b.consts, v)
+	b.constVals = append(b.constVals, t)
+	return v
 }
 
 func newBuilder(g *interp.Graph) *Builder {
@@ -148,7 +159,12 @@ func (b *Builder) graph() *interp.Graph {
 	for i, v := range b.g.Out {
 		out[i] = resolve(v, b.sub)
 	}
-	return &interp.Graph{In: b.g.In, Consts: b.g.Consts, ConstVals: b.g.ConstVals, Eqns: b.eqns, Out: out}
+	consts, vals := b.g.Consts, b.g.ConstVals
+	if len(b.consts) > 0 {
+		consts = append(consts[:len(consts):len(consts)], b.consts...)
+		vals = append(vals[:len(vals):len(vals)], b.constVals...)
+	}
+	return &interp.Graph{In: b.g.In, Consts: consts, ConstVals: vals, Eqns: b.eqns, Out: out}
 }
 
 // producerOf returns the equation producing v if it applies p.

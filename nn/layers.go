@@ -324,10 +324,7 @@ func LayerNorm(p LayerNormParams, x *peel.Tensor, opts ...NormOption) *peel.Tens
 	defer peel.Annotate(op)
 	c := normOptions(op, 1e-5, opts)
 	k := normShape(op, x, p.Scale, p.Bias)
-	axes := lastAxes(x.Rank(), k)
-	d := peel.Sub(x, peel.Keep(peel.Mean, x, axes...))
-	v := peel.Keep(peel.Mean, peel.Square(d), axes...)
-	y := peel.Mul(d, peel.Rsqrt(peel.Add(v, c.eps)))
+	y := peel.Standardize(x, k, c.eps)
 	if p.Scale != nil {
 		y = peel.Mul(y, p.Scale)
 	}
@@ -362,9 +359,7 @@ func RMSNorm(p RMSNormParams, x *peel.Tensor, opts ...NormOption) *peel.Tensor {
 	c := normOptions(op, 1e-6, opts)
 	need(op, "scale", p.Scale)
 	k := normShape(op, x, p.Scale, nil)
-	axes := lastAxes(x.Rank(), k)
-	ms := peel.Keep(peel.Mean, peel.Square(x), axes...)
-	return peel.Mul(peel.Mul(x, peel.Rsqrt(peel.Add(ms, c.eps))), p.Scale)
+	return peel.Mul(peel.RMSNormalize(x, k, c.eps), p.Scale)
 }
 
 // BatchNormParams are the learned params of BatchNorm: Scale and Bias

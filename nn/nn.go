@@ -26,12 +26,3 @@ func needFloat(op, what string, x *peel.Tensor) {
 		fail(op, "%s has dtype %v, not a float dtype", what, d)
 	}
 }
-
-// lastAxes returns the last k axes of a rank-r tensor, [r-k, …, r-1].
-func lastAxes(r, k int) []int {
-	axes := make([]int, k)
-	for i := range axes {
-		axes[i] = r - k + i
-	}
-	return axes
-}

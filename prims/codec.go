@@ -16,6 +16,7 @@ func init() {
 	}
 	set(interp.StructCodec[ReduceParams](), ReduceSum, ReduceMax, ReduceMin, ReduceProd)
 	set(interp.StructCodec[AxisParams](), ArgMax, ArgMin, Gather, ScatterAdd, Scatter, ScatterMul, ScatterMax, ScatterMin, Concatenate, Softmax, LogSoftmax)
+	set(interp.StructCodec[NormParams](), LayerNorm, RMSNorm)
 	set(interp.StructCodec[CumsumParams](), Cumsum, Cumprod, Cumlogsumexp, Cummax, Cummin)
 	set(interp.StructCodec[DynamicSliceParams](), DynamicSlice)
 	set(interp.StructCodec[TriangularSolveParams](), TriangularSolve)

@@ -31,6 +31,11 @@ func sortJVPCases(r *rand.Rand) []jvpCase {
 		{prim: prims.LogSoftmax, params: prims.AxisParams{Axis: 1}, args: []*T{uniform(r, -3, 3, 3, 5)}},
 		{prim: prims.LogSoftmax, params: prims.AxisParams{Axis: 0}, args: []*T{uniform(r, -3, 3, 4, 2)}},
 		{prim: prims.LogSoftmax, params: prims.AxisParams{Axis: 0}, args: []*T{f64([]float64{-40, 0.5, 30, 30}, 4)}},
+		{prim: prims.LayerNorm, params: prims.NormParams{Axes: 1, Eps: 1e-5}, args: []*T{uniform(r, -3, 3, 3, 5)}},
+		{prim: prims.LayerNorm, params: prims.NormParams{Axes: 2, Eps: 0.1}, args: []*T{uniform(r, -3, 3, 2, 3, 4)}},
+		{prim: prims.LayerNorm, params: prims.NormParams{Axes: 1, Eps: 0.5}, args: []*T{uniform(r, -3, 3, 6)}},
+		{prim: prims.RMSNorm, params: prims.NormParams{Axes: 1, Eps: 1e-6}, args: []*T{uniform(r, -3, 3, 3, 5)}},
+		{prim: prims.RMSNorm, params: prims.NormParams{Axes: 2, Eps: 0.1}, args: []*T{uniform(r, -3, 3, 2, 3, 4)}},
 	}
 }
 

@@ -45,6 +45,7 @@ func registry() map[*interp.Prim]func(*suite) {
 	m[prims.SearchSorted] = runSearchSorted
 	addScans(m)
 	addSoftmax(m)
+	addNorms(m)
 
 	m[prims.Transpose] = runView(prims.Transpose, transposeParams, badTranspose)
 	m[prims.Slice] = runView(prims.Slice, sliceParams, badSlice)

@@ -230,7 +230,52 @@ func reductionOps() []Op {
 			})
 		}
 	}
+	for _, k := range []int{1, 2} {
+		for _, nm := range []struct {
+			name   string
+			f      func(*T, int, float64) *T
+			center bool
+		}{{"peel.Standardize", peel.Standardize, true}, {"peel.RMSNormalize", peel.RMSNormalize, false}} {
+			k, nm := k, nm
+			ops = append(ops, Op{
+				Name:    fmt.Sprintf("%s/axes=%d", nm.name, k),
+				F:       func(a []*T) *T { return nm.f(a[0], k, 0.01) },
+				Samples: reduceSamples(floats, [][]int{{2, 3, 4}, {3, 5}, {4, 1}}),
+				Ref: func(a []Host) Host {
+					return normRef(a[0], k, 0.01, nm.center)
+				},
+				Tol:            1e-4,
+				Differentiable: true,
+			})
+		}
+	}
 	return ops
+}
+
+// normRef normalizes h over its last k axes: x − mean (when center)
+// scaled by 1/√(mean square + eps).
+func normRef(h Host, k int, eps float64, center bool) Host {
+	out := Host{Shape: h.Shape, DType: h.DType, Data: make([]float64, len(h.Data))}
+	n := backend.ShapeSize(h.Shape[len(h.Shape)-k:])
+	for lo := 0; lo < len(h.Data); lo += n {
+		row := h.Data[lo : lo+n]
+		m := 0.0
+		if center {
+			for _, v := range row {
+				m += v
+			}
+			m /= float64(n)
+		}
+		v := 0.0
+		for _, x := range row {
+			v += (x - m) * (x - m)
+		}
+		r := 1 / math.Sqrt(v/float64(n)+eps)
+		for i, x := range row {
+			out.Data[lo+i] = Round(h.DType, (x-m)*r)
+		}
+	}
+	return out
 }
 
 // axesName prints nil axes (all) apart from empty ones (none).
