@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,6 +194,23 @@ func (s *suite) robust(desc string, f func()) {
 func (s *suite) tensor(a array) *interp.Tensor {
 	shape := append([]int{}, a.shape...)
 	return interp.NewConcrete(s.b, backend.Array{Buf: s.b.FromHost(a.host()), Shape: shape})
+}
+
+// forUnaryDTypes runs each for every dtype whose [2] operand p's rule
+// accepts with params0, and expects the rule's error for the others; it
+// returns the accepted dtypes.
+func (s *suite) forUnaryDTypes(p *interp.Prim, params0 any, each func(dt backend.DType)) []backend.DType {
+	dts := accepted(p, params0, sameAvals(1, []int{2}))
+	for _, dt := range allDTypes {
+		if !slices.Contains(dts, dt) {
+			s.expectError(describe(p.Name, dt, []int{2}, "(a dtype the rule rejects)"), func() {
+				interp.Bind(p, params0, s.operand(dt, []int{2}, contiguous, finiteValues).t)
+			})
+			continue
+		}
+		each(dt)
+	}
+	return dts
 }
 
 // accepted returns the dtypes for which p's shape rule accepts the

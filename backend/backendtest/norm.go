@@ -3,7 +3,6 @@ package backendtest
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
@@ -24,14 +23,7 @@ var normValues = values{lo: -3, hi: 3, special: func(backend.DType) []float64 {
 func runNorm(p *interp.Prim, center bool) func(*suite) {
 	return func(s *suite) {
 		params0 := prims.NormParams{Axes: 1, Eps: 1e-5}
-		dts := accepted(p, params0, sameAvals(1, []int{2}))
-		for _, dt := range allDTypes {
-			if !slices.Contains(dts, dt) {
-				s.expectError(describe(p.Name, dt, []int{2}, "(a dtype the rule rejects)"), func() {
-					interp.Bind(p, params0, s.operand(dt, []int{2}, contiguous, finiteValues).t)
-				})
-				continue
-			}
+		dts := s.forUnaryDTypes(p, params0, func(dt backend.DType) {
 			one := func(x operand, params prims.NormParams) {
 				desc := describe(p.Name, dt, x.a.shape, params, "x="+x.l.String())
 				s.try(desc, func() {
@@ -57,7 +49,7 @@ func runNorm(p *interp.Prim, center bool) func(*suite) {
 			one(s.operand(dt, big, contiguous, finiteValues), prims.NormParams{Axes: 2, Eps: 1e-5})
 			// ε = 0 on rows that are not constant.
 			one(s.operand(dt, []int{4, 33}, contiguous, finiteValues), prims.NormParams{Axes: 1})
-		}
+		})
 		x := s.operand(dts[0], []int{2, 3}, contiguous, finiteValues).t
 		for _, k := range []int{0, 3, -1} {
 			s.expectError(fmt.Sprintf("%s of [2,3] over the last %d axes", p.Name, k), func() {

@@ -3,7 +3,8 @@ package backendtest
 import (
 	"fmt"
 	"math"
-	"slices"
+
+	"github.com/peel-ml/peel/backend"
 
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -16,14 +17,7 @@ import (
 func runSoftmax(p *interp.Prim, log bool) func(*suite) {
 	return func(s *suite) {
 		params0 := prims.AxisParams{Axis: 0}
-		dts := accepted(p, params0, sameAvals(1, []int{2}))
-		for _, dt := range allDTypes {
-			if !slices.Contains(dts, dt) {
-				s.expectError(describe(p.Name, dt, []int{2}, "(a dtype the rule rejects)"), func() {
-					interp.Bind(p, params0, s.operand(dt, []int{2}, contiguous, finiteValues).t)
-				})
-				continue
-			}
+		dts := s.forUnaryDTypes(p, params0, func(dt backend.DType) {
 			one := func(x operand, axis int) {
 				desc := describe(p.Name, dt, x.a.shape, prims.AxisParams{Axis: axis}, "x="+x.l.String())
 				s.try(desc, func() {
@@ -42,7 +36,7 @@ func runSoftmax(p *interp.Prim, log bool) func(*suite) {
 			one(s.operand(dt, big, contiguous, sumValues), 0)
 			one(s.operand(dt, big, contiguous, sumValues), 1)
 			one(s.operand(dt, big, contiguous, finiteValues), 1)
-		}
+		})
 		x := s.operand(dts[0], []int{2, 3}, contiguous, finiteValues).t
 		for _, axis := range []int{2, -1} {
 			s.expectError(fmt.Sprintf("%s of [2,3] along axis %d", p.Name, axis), func() {

@@ -41,59 +41,6 @@ func normKernel(p *interp.Prim, center bool) kernel {
 	}
 }
 
-// rowOps are the loops a normalization runs on a row: reduce_sum's sum
-// of a contiguous run, and the elementwise loops the kernels of sub and
-// mul run (the SIMD ones where the CPU has them and the row is long
-// enough, simdMin; the portable ones, the same bits, otherwise).
-type rowOps[T float32 | float64] struct {
-	sum          func([]T) T
-	subVS, mulVS func(d, a []T, s T)
-	mulVV        func(d, a, b []T)
-}
-
-func rowOps32() rowOps[float32] {
-	o := rowOps[float32]{sum: func(s []float32) float32 { return float32(sumSeg(0.0, s)) }, subVS: subVS[float32], mulVS: mulVS[float32], mulVV: mulVV[float32]}
-	if haveSIMD {
-		o.sum = func(s []float32) float32 { return float32(sumWiden32(0, s)) }
-		o.subVS = func(d, a []float32, s float32) { simdVS(subVS32Vec, subVS[float32], d, a, s) }
-		o.mulVS = func(d, a []float32, s float32) { simdVS(mulVS32Vec, mulVS[float32], d, a, s) }
-		o.mulVV = func(d, a, b []float32) {
-			if len(d) >= simdMin {
-				mulVV32Vec(d, a, b)
-				return
-			}
-			mulVV(d, a, b)
-		}
-	}
-	return o
-}
-
-func rowOps64() rowOps[float64] {
-	o := rowOps[float64]{sum: func(s []float64) float64 { return sumSegPairwise(0, s) }, subVS: subVS[float64], mulVS: mulVS[float64], mulVV: mulVV[float64]}
-	if haveSIMD {
-		o.subVS = func(d, a []float64, s float64) { simdVS(subVS64Vec, subVS[float64], d, a, s) }
-		o.mulVS = func(d, a []float64, s float64) { simdVS(mulVS64Vec, mulVS[float64], d, a, s) }
-		o.mulVV = func(d, a, b []float64) {
-			if len(d) >= simdMin {
-				mulVV64Vec(d, a, b)
-				return
-			}
-			mulVV(d, a, b)
-		}
-	}
-	return o
-}
-
-// simdVS runs vec on rows of at least simdMin elements, port on shorter
-// ones.
-func simdVS[T float32 | float64](vec, port func(d, a []T, s T), d, a []T, s T) {
-	if len(d) >= simdMin {
-		vec(d, a, s)
-		return
-	}
-	port(d, a, s)
-}
-
 // normRows normalizes the rows of n elements of x into d, their inverse
 // deviations into inv, in parallel.
 func normRows[T float32 | float64](d, inv, x []T, n int, eps T, center bool, o rowOps[T]) {

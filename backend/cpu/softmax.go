@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"math"
-
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -31,9 +29,9 @@ func softmaxKernel(p *interp.Prim, log bool) kernel {
 		}
 		switch x.Buf.(type) {
 		case f32Buf:
-			softmaxLines(f32s(out[0]), f32s(x), x.Shape, axis, log, softmaxRow32)
+			softmaxLines(f32s(out[0]), f32s(x), x.Shape, axis, log, rowOps32())
 		case f64Buf:
-			softmaxLines(f64s(out[0]), f64s(x), x.Shape, axis, log, softmaxRow64)
+			softmaxLines(f64s(out[0]), f64s(x), x.Shape, axis, log, rowOps64())
 		default:
 			badDType(p, x.Buf.DType())
 		}
@@ -42,7 +40,7 @@ func softmaxKernel(p *interp.Prim, log bool) kernel {
 
 // softmaxLines runs row (softmax or log-softmax of one contiguous line)
 // on every line of x (outer×n×inner) along n, in parallel.
-func softmaxLines[T float32 | float64](d, x []T, shape []int, axis int, log bool, row func(d, x []T, log bool)) {
+func softmaxLines[T float32 | float64](d, x []T, shape []int, axis int, log bool, o rowOps[T]) {
 	outer, n, inner := axisSplit(shape, axis)
 	lines := outer * inner
 	if lines*n == 0 {
@@ -51,13 +49,13 @@ func softmaxLines[T float32 | float64](d, x []T, shape []int, axis int, log bool
 	if inner == 1 {
 		if serial(lines, n*costMath) {
 			for q := 0; q < lines; q++ {
-				row(d[q*n:(q+1)*n], x[q*n:(q+1)*n], log)
+				softmaxRow(d[q*n:(q+1)*n], x[q*n:(q+1)*n], log, o)
 			}
 			return
 		}
 		parallelFor(lines, n*costMath, func(lo, hi int) {
 			for q := lo; q < hi; q++ {
-				row(d[q*n:(q+1)*n], x[q*n:(q+1)*n], log)
+				softmaxRow(d[q*n:(q+1)*n], x[q*n:(q+1)*n], log, o)
 			}
 		})
 		return
@@ -69,7 +67,7 @@ func softmaxLines[T float32 | float64](d, x []T, shape []int, axis int, log bool
 			for j, k := 0, start; j < n; j, k = j+1, k+inner {
 				xs[j] = x[k]
 			}
-			row(ds, xs, log)
+			softmaxRow(ds, xs, log, o)
 			for j, k := 0, start; j < n; j, k = j+1, k+inner {
 				d[k] = ds[j]
 			}
@@ -77,74 +75,17 @@ func softmaxLines[T float32 | float64](d, x []T, shape []int, axis int, log bool
 	})
 }
 
-// The row functions of softmaxLines: the SIMD loops where the CPU runs
-// them and rows are long enough (simdMin), the portable ones otherwise
-// (the same bits); the sums are reduce_sum's (sumWiden32 for float32
-// where the CPU has the SIMD kernel, pairwise for float64), so a
-// program that fuses softmax's definition by rows (compiler.ExpandRowOps)
-// computes these bits.
-func softmaxRow32(d, x []float32, log bool) {
-	simd := haveSIMD && len(x) >= simdMin
-	m := maxSeg(x[0], x)
-	if simd {
-		subVS32Vec(d, x, m)
-	} else {
-		subVS(d, x, m)
-	}
-	exp32Loop(d, d)
-	var s float64
-	if haveSIMD {
-		s = sumWiden32(0, d)
-	} else {
-		s = sumSeg(0.0, d)
-	}
-	s32 := float32(s)
+// softmaxRow sets d to softmax(x) (log-softmax with log set), x one
+// contiguous row.
+func softmaxRow[T float32 | float64](d, x []T, log bool, o rowOps[T]) {
+	m := o.max(x)
+	o.subVS(d, x, m)
+	o.exp(d, d)
+	s := o.sum(d)
 	if !log {
-		if simd {
-			divVS32Vec(d, d, s32)
-		} else {
-			divVS(d, d, s32)
-		}
+		o.divVS(d, d, s)
 		return
 	}
-	var ls [1]float32
-	ls[0] = s32
-	log32Loop(ls[:], ls[:])
-	if simd {
-		subVS32Vec(d, x, m)
-		subVS32Vec(d, d, ls[0])
-		return
-	}
-	for i, v := range x {
-		d[i] = (v - m) - ls[0]
-	}
-}
-
-func softmaxRow64(d, x []float64, log bool) {
-	simd := haveSIMD && len(x) >= simdMin
-	m := maxSeg(x[0], x)
-	if simd {
-		subVS64Vec(d, x, m)
-	} else {
-		subVS(d, x, m)
-	}
-	exp64Loop(d, d)
-	s := sumSegPairwise(0, d)
-	if !log {
-		if simd {
-			divVS64Vec(d, d, s)
-		} else {
-			divVS(d, d, s)
-		}
-		return
-	}
-	ls := math.Log(s)
-	if simd {
-		subVS64Vec(d, x, m)
-		subVS64Vec(d, d, ls)
-		return
-	}
-	for i, v := range x {
-		d[i] = (v - m) - ls
-	}
+	o.subVS(d, x, m)
+	o.subVS(d, d, o.log(s))
 }
