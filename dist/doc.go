@@ -106,7 +106,14 @@
 // flight; a call adds a lock and a clock read on entry and exit and no
 // allocation. A process that panics in a device of a process mesh
 // aborts the job too; one that exits (os.Exit, a crash) ends the job
-// through mpirun, which kills the other processes. MPI cannot cancel a
-// collective, so neither case can be recovered from in the other
+// through mpirun, which kills the other processes. A panic (a
+// *peel.Error included) that reaches a `defer dist.Finalize()` in main
+// (the defer statement calling Finalize itself, not a closure around
+// it) ends the job the same way, at once, with the panic's message, the
+// rank and the stack printed: Finalize recovers it and aborts, where
+// MPI_Finalize would have waited for processes that wait for this one.
+// That covers a panic in a loss under ddp.ValueAndGrad3 or in a ShardMap
+// body, which run on the caller's goroutine. MPI cannot cancel a
+// collective, so none of these can be recovered from in the other
 // processes: they end.
 package dist

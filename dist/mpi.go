@@ -93,6 +93,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"unsafe"
@@ -144,11 +145,35 @@ func World() Communicator {
 }
 
 // Finalize ends MPI (MPI_Finalize); call it once, when the program is done
-// with every communicator.
+// with every communicator, as `defer dist.Finalize()` in main. Deferred
+// so (called directly by the defer statement), it also ends the job when
+// the program panics: MPI_Finalize would wait for the other processes,
+// which wait in a collective for this one, so instead it prints the
+// panic's value (a *peel.Error's message), this process's rank and the
+// stack to stderr and aborts the job (Abort with exit code 2: every
+// process ends, non-zero). In a job of one process the panic goes on as
+// Go's own.
 func Finalize() {
+	if r := recover(); r != nil {
+		finalizePanic(r, debug.Stack())
+	}
 	if C.peel_initialized() != 0 && C.peel_finalized() == 0 {
 		C.peel_finalize()
 	}
+}
+
+// finalizePanic is Finalize's answer to a panic: the job ends, unless it
+// is of one process (or MPI never started), where the panic goes on.
+func finalizePanic(r any, stack []byte) {
+	if C.peel_initialized() == 0 || C.peel_finalized() != 0 || mpiWorld == nil || mpiWorld.size == 1 {
+		panic(r)
+	}
+	msg := fmt.Sprint(r)
+	if err, ok := r.(error); ok {
+		msg = err.Error()
+	}
+	fmt.Fprintf(os.Stderr, "dist: rank %d of %d: panic: %s\n\n%s\n", mpiWorld.rank, mpiWorld.size, msg, stack)
+	Abort(2)
 }
 
 // Abort ends every process of the job with the exit code (MPI_Abort): a

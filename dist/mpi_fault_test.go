@@ -289,3 +289,29 @@ func BenchmarkWorldAllReduce(b *testing.B) {
 		})
 	}
 }
+
+// TestWorldFaultPanic is run by CI under mpirun with PEEL_MPI_FAULT=panic
+// or =error (it skips otherwise), written as a program is, with
+// `defer dist.Finalize()`: rank 1 panics (=error: raises a *peel.Error,
+// a shape bug on one rank) while the others wait in an AllReduce.
+// Finalize, deferred, prints the panic with the rank and aborts the job;
+// before, MPI_Finalize waited for the others and the job hung until the
+// watchdog, the panic never printed. CI checks the exit status, that it
+// came within seconds, and the message.
+func TestWorldFaultPanic(t *testing.T) {
+	mode := os.Getenv("PEEL_MPI_FAULT")
+	if mode != "panic" && mode != "error" {
+		t.Skip("run by CI under mpirun with PEEL_MPI_FAULT=panic or =error")
+	}
+	w := dist.World()
+	defer dist.Finalize()
+	if w.Rank() == 1 {
+		time.Sleep(300 * time.Millisecond) // the others are in the AllReduce
+		if mode == "panic" {
+			panic("boom on rank 1")
+		}
+		peel.Reshape(peel.Ones(peel.Float64, 4), 3)
+	}
+	w.AllReduce(data(1, 4), dist.Sum)
+	t.Fatalf("rank %d: the AllReduce completed without rank 1", w.Rank())
+}

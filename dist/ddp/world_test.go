@@ -3,7 +3,9 @@ package ddp_test
 import (
 	"fmt"
 	"math"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/dist"
@@ -49,4 +51,45 @@ func TestWorldDataParallel(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestWorldFaultPanic is run by CI under mpirun with PEEL_MPI_FAULT=loss
+// or =shardmap (it skips otherwise), written as a program is, with
+// `defer dist.Finalize()`: rank 1 panics inside the loss of
+// ddp.ValueAndGrad3 (=shardmap: inside a ShardMap body on the process
+// mesh) while the others go on into the gradients' all-reduce. The
+// deferred Finalize prints the panic with the rank and aborts the job;
+// CI checks the exit status, that it came within seconds, and the
+// message.
+func TestWorldFaultPanic(t *testing.T) {
+	mode := os.Getenv("PEEL_MPI_FAULT")
+	if mode != "loss" && mode != "shardmap" {
+		t.Skip("run by CI under mpirun with PEEL_MPI_FAULT=loss or =shardmap")
+	}
+	w := dist.World()
+	defer dist.Finalize()
+	x, y := batch(peel.Float64, 4*w.Size())
+	xb, yb := peel.Narrow(x, 0, 4*w.Rank(), 4), peel.Narrow(y, 0, 4*w.Rank(), 4)
+	p := newMLP(peel.Float64)
+	if mode == "loss" {
+		f := ddp.ValueAndGrad3(func(p mlp, x, y *peel.Tensor) *peel.Tensor {
+			if w.Rank() == 1 {
+				time.Sleep(300 * time.Millisecond)
+				panic("the loss fails on rank 1")
+			}
+			return loss(p, x, y)
+		}, w)
+		f(p, xb, yb)
+	} else {
+		mesh := dist.NewProcessMesh(dist.MeshAxis("data", w.Size()))
+		f := transforms.ShardMap(func(x *peel.Tensor) *peel.Tensor {
+			if w.Rank() == 1 {
+				time.Sleep(300 * time.Millisecond)
+				panic("the ShardMap body fails on rank 1")
+			}
+			return dist.Pmean(peel.Sum(x), "data")
+		}, mesh, dist.P("data"), dist.P())
+		f(x)
+	}
+	t.Fatalf("rank %d: the step completed without rank 1", w.Rank())
 }
