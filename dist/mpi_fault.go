@@ -1,4 +1,4 @@
-//go:build mpi
+//go:build mpi && cgo
 
 package dist
 
