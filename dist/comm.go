@@ -54,6 +54,11 @@ type Communicator interface {
 	Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor
 	// Barrier returns when every member has called it.
 	Barrier()
+	// Broadcast returns member root's x to every member (MPI_Bcast):
+	// every member passes an x of root's shape and dtype (its values are
+	// not read but at root), as torch DDP puts rank 0's parameters on
+	// every rank before training.
+	Broadcast(x *peel.Tensor, root int) *peel.Tensor
 	// IAllReduce starts AllReduce and returns its Request, whose Wait
 	// gives the result: the caller computes while the reduction runs
 	// (MPI_Iallreduce). Members start their collectives, blocking or not,
@@ -238,6 +243,19 @@ func (c *inproc) Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor {
 }
 
 func (c *inproc) Barrier() { c.g.exchange(c.rank, "Barrier", nil) }
+
+func (c *inproc) Broadcast(x *peel.Tensor, root int) *peel.Tensor {
+	checkRoot(root, c.g.n)
+	ds := c.g.exchange(c.rank, fmt.Sprintf("Broadcast(root %d)", root), x)
+	return peel.Clone(ds[root].x)
+}
+
+// checkRoot panics when root is not a member of a communicator of n.
+func checkRoot(root, n int) {
+	if root < 0 || root >= n {
+		interp.Panicf("Broadcast from member %d of a communicator of %d", root, n)
+	}
+}
 
 // IAllReduce of the in-process engine completes at once: the devices
 // share memory, so the rendezvous is the whole cost and there is

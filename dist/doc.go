@@ -50,8 +50,9 @@
 // the same way.
 //
 // The Communicator interface (AllReduce, AllGather, ReduceScatter,
-// AllToAll, Permute, Barrier) is all a device needs from its engine, so
-// another engine (MPI across processes) runs the same programs.
+// AllToAll, Permute, Barrier, Broadcast, and the non-blocking
+// IAllReduce) is all a device needs from its engine, so another engine
+// (MPI across processes) runs the same programs.
 //
 // # MPI
 //

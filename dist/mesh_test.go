@@ -1,6 +1,7 @@
 package dist_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -153,5 +154,41 @@ func TestMeshStress(t *testing.T) {
 			t.Errorf("trial %d (device 1 fails at round %d): error %v", trial, fail, err)
 		}
 		mu.Unlock()
+	}
+}
+
+// TestCommBroadcast: every member of an in-process axis gets the root's
+// value, a fresh tensor, whichever member is the root; a root outside
+// the axis and a member passing another shape are *peel.Error.
+func TestCommBroadcast(t *testing.T) {
+	mesh := dist.NewMesh(dist.MeshAxis("data", 3))
+	for root := range 3 {
+		got := make([]*peel.Tensor, 3)
+		mesh.RunDevices(func(dv *dist.Device) {
+			x := peel.FromFloat64s([]float64{float64(dv.Index), 10 + float64(dv.Index)})
+			got[dv.Index] = dv.Comm("data").Broadcast(x, root)
+		})
+		for d, g := range got {
+			if v := g.Float64s(); v[0] != float64(root) || v[1] != 10+float64(root) {
+				t.Fatalf("device %d got %v from root %d", d, v, root)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name, want string
+		f          func(dv *dist.Device)
+	}{
+		{"root out of range", "Broadcast from member 3 of a communicator of 3", func(dv *dist.Device) {
+			dv.Comm("data").Broadcast(peel.Zeros(peel.Float64, 2), 3)
+		}},
+		{"shapes differ", "rank 0 has f64[2] but rank 1 has f64[3]", func(dv *dist.Device) {
+			dv.Comm("data").Broadcast(peel.Zeros(peel.Float64, 2+dv.Index), 0)
+		}},
+	} {
+		err := peel.Catch(func() { mesh.RunDevices(c.f) })
+		var pe *peel.Error
+		if !errors.As(err, &pe) || !strings.Contains(pe.Error(), c.want) {
+			t.Fatalf("%s: got %v, want a *peel.Error with %q", c.name, err, c.want)
+		}
 	}
 }

@@ -43,6 +43,9 @@ static int peel_allreduce(MPI_Comm c, void *in, void *out, int n, int dt, int op
 static int peel_allgather(MPI_Comm c, void *in, void *out, int n, int dt) {
 	return MPI_Allgather(in, n, peel_dtype(dt), out, n, peel_dtype(dt), c);
 }
+static int peel_bcast(MPI_Comm c, void *buf, int n, int dt, int root) {
+	return MPI_Bcast(buf, n, peel_dtype(dt), root, c);
+}
 static int peel_reduce_scatter(MPI_Comm c, void *in, void *out, int n, int dt) {
 	return MPI_Reduce_scatter_block(in, out, n, peel_dtype(dt), MPI_SUM, c);
 }
@@ -431,6 +434,25 @@ func (m *mpiComm) AllGather(x *peel.Tensor) *peel.Tensor {
 	check("MPI_Allgather", C.peel_allgather(m.c, in.ptr, out.ptr, C.int(in.n), in.dt))
 	runtime.KeepAlive(in.keep)
 	return out.tensor(append([]int{m.size}, in.shape...)...)
+}
+
+func (m *mpiComm) Broadcast(x *peel.Tensor, root int) *peel.Tensor {
+	checkRoot(root, m.size)
+	k := callOf(cBroadcast, 0, x)
+	k.perm = [][2]int{{root, root}} // the check mode compares the roots
+	defer watch.end(watch.begin(m, k))
+	m.agree(k)
+	in := toHost(x)
+	if m.rank == root {
+		// MPI_Bcast only reads the root's buffer.
+		check("MPI_Bcast", C.peel_bcast(m.c, in.ptr, C.int(in.n), in.dt, C.int(root)))
+		runtime.KeepAlive(in.keep)
+		return peel.Clone(x)
+	}
+	out := in.like(in.n)
+	check("MPI_Bcast", C.peel_bcast(m.c, out.ptr, C.int(in.n), in.dt, C.int(root)))
+	runtime.KeepAlive(in.keep)
+	return out.tensor(in.shape...)
 }
 
 func (m *mpiComm) ReduceScatter(x *peel.Tensor) *peel.Tensor {

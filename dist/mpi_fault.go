@@ -46,10 +46,11 @@ const (
 	cBarrier
 	cSplit
 	cIAllReduce
+	cBroadcast
 )
 
 var (
-	collNames       = [...]string{"?", "AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Permute", "Barrier", "Split", "IAllReduce"}
+	collNames       = [...]string{"?", "AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Permute", "Barrier", "Split", "IAllReduce", "Broadcast"}
 	allReduceNames  = [...]string{"AllReduce(sum)", "AllReduce(max)", "AllReduce(min)"}
 	iallReduceNames = [...]string{"IAllReduce(sum)", "IAllReduce(max)", "IAllReduce(min)"}
 	waitNames       = [...]string{"IAllReduce(sum) Wait", "IAllReduce(max) Wait", "IAllReduce(min) Wait"}

@@ -63,6 +63,15 @@ func TestWorldCollectives(t *testing.T) {
 				ring[k] = [2]int{k, (k + 1) % n}
 			}
 			near(t, "Permute (ring)", f64(w.Permute(all[r], ring)), f64(all[(r+n-1)%n]), 0)
+			for root := range n {
+				x := all[r]
+				got := w.Broadcast(x, root)
+				near(t, fmt.Sprintf("Broadcast from %d", root), f64(got), f64(all[root]), 0)
+				if got == x {
+					t.Errorf("Broadcast returned its operand itself")
+				}
+				near(t, "Broadcast left its operand alone", f64(x), f64(rankData(r, n, dt)), 0)
+			}
 			// Non-blocking: two started before either is waited for,
 			// waited for in the other order.
 			r1 := w.IAllReduce(all[r], dist.Sum)

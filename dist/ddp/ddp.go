@@ -74,19 +74,30 @@ func NoOverlap() Option { return func(c *config) { c.overlap = false } }
 // only. With one member there is nothing to exchange, and it is
 // transforms.ValueAndGrad. Members must call it in the same order with
 // the same parameter structure, one call at a time (its starts and waits
-// pair up in order, as the members' collectives must). It is not itself differentiable or vmappable. It panics
-// with *peel.Error when comm is nil, as transforms.ValueAndGrad does,
-// and when a collective fails.
+// pair up in order, as the members' collectives must). Its first call on
+// concrete parameters checks that every member passes the same ones (a
+// fingerprint of each leaf, all-gathered): members that start apart
+// stay apart, since the gradients are averaged (Broadcast puts one
+// member's on every member). It is not itself differentiable or
+// vmappable. It panics with *peel.Error when comm is nil, as
+// transforms.ValueAndGrad does, when the members' first parameters
+// differ (naming the leaf), and when a collective fails.
 func ValueAndGrad[P any](loss func(P) *peel.Tensor, comm dist.Communicator, opts ...Option) func(P) (*peel.Tensor, P) {
 	cfg := configOf("ddp.ValueAndGrad", comm, opts)
-	return func(p P) (*peel.Tensor, P) { return step(comm, cfg, loss, p) }
+	var sc syncCheck
+	return func(p P) (*peel.Tensor, P) {
+		sc.check("ddp.ValueAndGrad", comm, p)
+		return step(comm, cfg, loss, p)
+	}
 }
 
 // ValueAndGrad2 is ValueAndGrad for a loss of the parameters and one
 // more argument (the batch), differentiated with respect to the first.
 func ValueAndGrad2[P, X any](loss func(P, X) *peel.Tensor, comm dist.Communicator, opts ...Option) func(P, X) (*peel.Tensor, P) {
 	cfg := configOf("ddp.ValueAndGrad2", comm, opts)
+	var sc syncCheck
 	return func(p P, x X) (*peel.Tensor, P) {
+		sc.check("ddp.ValueAndGrad2", comm, p)
 		return step(comm, cfg, func(p P) *peel.Tensor { return loss(p, x) }, p)
 	}
 }
@@ -96,7 +107,9 @@ func ValueAndGrad2[P, X any](loss func(P, X) *peel.Tensor, comm dist.Communicato
 // the first.
 func ValueAndGrad3[P, X, Y any](loss func(P, X, Y) *peel.Tensor, comm dist.Communicator, opts ...Option) func(P, X, Y) (*peel.Tensor, P) {
 	cfg := configOf("ddp.ValueAndGrad3", comm, opts)
+	var sc syncCheck
 	return func(p P, x X, y Y) (*peel.Tensor, P) {
+		sc.check("ddp.ValueAndGrad3", comm, p)
 		return step(comm, cfg, func(p P) *peel.Tensor { return loss(p, x, y) }, p)
 	}
 }

@@ -1,6 +1,7 @@
 package ddp_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/peel-ml/peel/dist"
 	"github.com/peel-ml/peel/dist/ddp"
 	"github.com/peel-ml/peel/nn"
+	"github.com/peel-ml/peel/optim"
 	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
 )
@@ -252,5 +254,71 @@ func TestValueAndGradErrors(t *testing.T) {
 	err = peel.Catch(func() { ddp.BucketBytes(0) })
 	if _, ok := err.(*peel.Error); !ok {
 		t.Errorf("BucketBytes(0): %v", err)
+	}
+}
+
+// perturbed is p with its L2 weights changed by d (a member that
+// initialized its parameters with another seed).
+func perturbed(p mlp, d float64) mlp {
+	p.L2.W = peel.Add(p.L2.W, d)
+	return p
+}
+
+// TestMembersStartInSync: members whose parameters differ at the first
+// step get a *peel.Error naming the leaf, every one of them (no member
+// is left waiting), from ValueAndGrad3 and from ZeRO's Init; after
+// Broadcast of member 0's parameters they train as one process on the
+// whole batch would (float64, to 1e-12), eager and compiled (a traced
+// call checks nothing).
+func TestMembersStartInSync(t *testing.T) {
+	const n, rows = 3, 12
+	x, y := batch(peel.Float64, rows)
+	p0 := newMLP(peel.Float64)
+	wantL, wantG := transforms.ValueAndGrad3(loss)(p0, x, y)
+	mesh := dist.NewMesh(dist.MeshAxis("data", n))
+	errs := make([]error, n)
+	mesh.RunDevices(func(dv *dist.Device) {
+		errs[dv.Index] = peel.Catch(func() {
+			ddp.ValueAndGrad3(loss, dv.Comm("data"))(perturbed(p0, 0.01*float64(dv.Index)), x, y)
+		})
+	})
+	for d, err := range errs {
+		var pe *peel.Error
+		if !errors.As(err, &pe) || !strings.Contains(pe.Error(), "differ at the first step (leaf .L2.W: member 1's") || !strings.Contains(pe.Error(), "ddp.Broadcast") {
+			t.Fatalf("device %d: got %v, want the *peel.Error naming .L2.W", d, err)
+		}
+	}
+	mesh.RunDevices(func(dv *dist.Device) {
+		errs[dv.Index] = peel.Catch(func() {
+			ddp.ShardOptimizer[mlp](optim.SGD[*peel.Tensor](0.1), dv.Comm("data")).Init(perturbed(p0, 0.01*float64(dv.Index)))
+		})
+	})
+	for d, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "ddp.ZeRO.Init") || !strings.Contains(err.Error(), "leaf .L2.W") {
+			t.Fatalf("ZeRO.Init, device %d: got %v, want the *peel.Error naming .L2.W", d, err)
+		}
+	}
+	for _, compiled := range []bool{false, true} {
+		ls, gs := make([]*peel.Tensor, n), make([]mlp, n)
+		mesh.RunDevices(func(dv *dist.Device) {
+			c := dv.Comm("data")
+			p := ddp.Broadcast(perturbed(p0, 0.01*float64(dv.Index)), c, 0)
+			f := ddp.ValueAndGrad3(loss, c)
+			if compiled {
+				f = uncompile(transforms.Compile3(tuple(f)))
+			}
+			per := rows / n
+			ls[dv.Index], gs[dv.Index] = f(p, peel.Narrow(x, 0, dv.Index*per, per), peel.Narrow(y, 0, dv.Index*per, per))
+		})
+		for d := range n {
+			if e := math.Abs(ls[d].Item() - wantL.Item()); e > 1e-12 {
+				t.Fatalf("compiled=%v device %d: loss off by %g after Broadcast", compiled, d, e)
+			}
+			for i, g := range tree.Leaves(gs[d]) {
+				if e := peel.Max(peel.Abs(peel.Sub(peel.AsType(g, peel.Float64), peel.AsType(tree.Leaves(wantG)[i], peel.Float64)))).Item(); e > 1e-12 {
+					t.Fatalf("compiled=%v device %d leaf %d: gradient off by %g after Broadcast", compiled, d, i, e)
+				}
+			}
+		}
 	}
 }

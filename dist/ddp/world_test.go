@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/peel-ml/peel/dist"
 	"github.com/peel-ml/peel/dist/ddp"
 	"github.com/peel-ml/peel/transforms"
+	"github.com/peel-ml/peel/tree"
 )
 
 // TestWorldDataParallel checks ValueAndGrad3 over the job's processes
@@ -92,4 +94,34 @@ func TestWorldFaultPanic(t *testing.T) {
 		f(x)
 	}
 	t.Fatalf("rank %d: the step completed without rank 1", w.Rank())
+}
+
+// TestWorldMembersStartInSync is TestMembersStartInSync over the job's
+// processes (MPI under mpirun, CI): processes that seeded their
+// parameters differently all get the *peel.Error at the first step, and
+// after Broadcast they train as one process on the whole batch.
+func TestWorldMembersStartInSync(t *testing.T) {
+	const rows = 12
+	w := dist.World()
+	r, n := w.Rank(), w.Size()
+	x, y := batch(peel.Float64, rows)
+	p0 := newMLP(peel.Float64)
+	mine := perturbed(p0, 0.01*float64(r))
+	if n > 1 {
+		err := peel.Catch(func() { ddp.ValueAndGrad3(loss, w)(mine, x, y) })
+		if err == nil || !strings.Contains(err.Error(), "differ at the first step (leaf .L2.W: member 1's") {
+			t.Fatalf("rank %d: got %v, want the *peel.Error naming .L2.W", r, err)
+		}
+	}
+	wantL, wantG := transforms.ValueAndGrad3(loss)(p0, x, y)
+	per := rows / n
+	l, g := ddp.ValueAndGrad3(loss, w)(ddp.Broadcast(mine, w, 0), peel.Narrow(x, 0, r*per, per), peel.Narrow(y, 0, r*per, per))
+	if e := math.Abs(l.Item() - wantL.Item()); e > 1e-12 {
+		t.Fatalf("rank %d: loss off by %g after Broadcast", r, e)
+	}
+	for i, gl := range tree.Leaves(g) {
+		if e := peel.Max(peel.Abs(peel.Sub(peel.AsType(gl, peel.Float64), peel.AsType(tree.Leaves(wantG)[i], peel.Float64)))).Item(); e > 1e-12 {
+			t.Fatalf("rank %d leaf %d: gradient off by %g after Broadcast", r, i, e)
+		}
+	}
 }

@@ -79,12 +79,19 @@ func ShardOptimizer[P any](opt optim.Transformation[*peel.Tensor], comm dist.Com
 }
 
 // Init returns this member's state for params: the wrapped optimizer's
-// Init of this member's shard of each dtype's flattened parameters. It
-// communicates nothing. It panics with *peel.Error when params is not a
-// valid tree, and as the wrapped optimizer's Init does.
+// Init of this member's shard of each dtype's flattened parameters. On
+// concrete parameters it checks, with one all-gather of a fingerprint
+// per leaf, that every member passes the same ones: each member keeps
+// the shard of its own copy, so copies that differ would be mixed
+// silently. It panics with *peel.Error when params is not a valid tree,
+// when the members' parameters differ (naming the leaf; Broadcast puts
+// one member's on every member), and as the wrapped optimizer's Init
+// does.
 func (z *ZeRO[P]) Init(params P) ZeROState {
 	const op = "ddp.ZeRO.Init"
 	defer peel.Annotate(op)
+	var sc syncCheck
+	sc.check(op, z.comm, params)
 	leaves := tree.Leaves(params)
 	n, rank := z.comm.Size(), z.comm.Rank()
 	groups := shardLayout(leaves, n)

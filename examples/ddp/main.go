@@ -110,8 +110,11 @@ func newStep(mesh *dist.Mesh, opt optim.Transformation[MLP]) step {
 func train(mesh *dist.Mesh, dt peel.DType, epochs int, useDDP bool) (MLP, []float64) {
 	x, y := dataset(dt)
 	opt := optim.Adam[MLP](lr)
-	loop := func(step step, block func(*peel.Tensor) *peel.Tensor) (MLP, []float64) {
-		p := initMLP(dt)
+	// start is what a process does with its initial parameters: with
+	// ddp, take rank 0's (ddp.Broadcast), as torch's DDP does; every
+	// process here seeds the same, and ddp checks that they agree.
+	loop := func(step step, block func(*peel.Tensor) *peel.Tensor, start func(MLP) MLP) (MLP, []float64) {
+		p := start(initMLP(dt))
 		state := opt.Init(p)
 		var losses []float64
 		for epoch := range epochs {
@@ -127,7 +130,7 @@ func train(mesh *dist.Mesh, dt peel.DType, epochs int, useDDP bool) (MLP, []floa
 		return p, losses
 	}
 	if !useDDP {
-		return loop(newStep(mesh, opt), func(t *peel.Tensor) *peel.Tensor { return t })
+		return loop(newStep(mesh, opt), func(t *peel.Tensor) *peel.Tensor { return t }, func(p MLP) MLP { return p })
 	}
 	var p MLP
 	var losses []float64
@@ -135,7 +138,7 @@ func train(mesh *dist.Mesh, dt peel.DType, epochs int, useDDP bool) (MLP, []floa
 		comm := dv.Comm("data")
 		per := batchSize / comm.Size()
 		block := func(t *peel.Tensor) *peel.Tensor { return peel.Narrow(t, 0, comm.Rank()*per, per) }
-		q, l := loop(newDDPStep(comm, opt), block)
+		q, l := loop(newDDPStep(comm, opt), block, func(p MLP) MLP { return ddp.Broadcast(p, comm, 0) })
 		if dv.Index == mesh.Local()[0] {
 			p, losses = q, l
 		}
