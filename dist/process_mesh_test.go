@@ -1,8 +1,10 @@
 package dist_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -52,6 +54,18 @@ func TestWorldShardMap(t *testing.T) {
 		scale[i] = float64(i/6 + 1)
 	}
 	near(t, "rows scaled by their process's index", rows, x.Mul(peel.FromFloat64s(scale, 6*n, 1)), 0)
+	// A result claimed equal on every process (out spec P()) that is
+	// not: every process raises the same *peel.Error (before, a process
+	// mesh took rank 0's copy unchecked).
+	if n > 1 {
+		err := peel.Catch(func() {
+			transforms.ShardMap(func(x *T) *T { return x.Add(dist.AxisIndex("data")) }, mesh, dist.P(), dist.P())(x)
+		})
+		var pe *peel.Error
+		if !errors.As(err, &pe) || !strings.Contains(pe.Error(), "claimed equal on devices [0] and [1]") {
+			t.Fatalf("rank %d: got %v, want the *peel.Error of copies claimed equal that differ", dist.World().Rank(), err)
+		}
+	}
 }
 
 // TestWorldFault is run by CI under mpirun with PEEL_MPI_FAULT=1 (it

@@ -23,8 +23,9 @@ import (
 // axes (package dist) connecting them, and the results are assembled
 // from the devices' blocks as outSpecs says. A result whose spec leaves
 // a mesh axis out is claimed equal on the devices along it: ShardMap
-// takes one copy and, on an in-process mesh, panics with *peel.Error when
-// the copies differ.
+// takes one copy and panics with *peel.Error when the copies differ (on
+// a process mesh, by more than a reduction's rounding: MPI's processes
+// may add a Psum's parts in different orders).
 //
 // inSpecs and outSpecs are prefix trees of dist.Spec over the argument
 // and the result, as InAxes and OutAxes are over Vmap's: a Spec applies
@@ -201,10 +202,20 @@ func (p *shardParams) blockOf(x *tensor, l dist.Layout, d int, divide bool) *ten
 	return x
 }
 
+// copyCheck is how assemble compares the copies of a block claimed
+// equal: not at all, exactly, or up to a reduction's rounding.
+type copyCheck int
+
+const (
+	noCheck copyCheck = iota
+	exactCheck
+	roundingCheck
+)
+
 // assemble builds result j from the devices' blocks (outs[d][j]): each
 // block read from its first holder, or summed over its holders. check
-// compares the copies of a block claimed equal.
-func (p *shardParams) assemble(j int, outs [][]*tensor, check bool) *tensor {
+// says how the copies of a block claimed equal are compared.
+func (p *shardParams) assemble(j int, outs [][]*tensor, check copyCheck) *tensor {
 	l := p.out[j]
 	holders := map[string][]int{}
 	for d := range p.mesh.Size() {
@@ -224,9 +235,9 @@ func (p *shardParams) assemble(j int, outs [][]*tensor, check bool) *tensor {
 			return v
 		}
 		v := outs[ds[0]][j]
-		if check {
+		if check != noCheck {
 			for _, d := range ds[1:] {
-				if k, ok := firstDifference(v, outs[d][j]); !ok {
+				if k, ok := firstDifference(v, outs[d][j], check == roundingCheck); !ok {
 					treeErrorf(p.name, "result %d is claimed equal on devices %v and %v (out spec %v leaves their mesh axes out), but they differ at element %d: give it a spec that splits it, or make it equal (a Psum, a Pmean)",
 						j, p.mesh.Coords(ds[0]), p.mesh.Coords(d), l.Spec, k)
 				}
@@ -252,8 +263,12 @@ func (p *shardParams) assemble(j int, outs [][]*tensor, check bool) *tensor {
 }
 
 // firstDifference reports whether a and b (concrete, of one type) are
-// equal, NaNs included; otherwise the first element that differs.
-func firstDifference(a, b *tensor) (int, bool) {
+// equal, NaNs included; otherwise the first element that differs. With
+// rounding, float elements may differ by what summing n terms in another
+// order can: 64 units of the dtype's roundoff relative to the largest
+// magnitude of either block (a Psum over MPI, whose processes may add
+// the members' parts in different orders).
+func firstDifference(a, b *tensor, rounding bool) (int, bool) {
 	if !a.DType().IsFloat() {
 		x, y := peel.AsType(a, peel.Float64).Float64s(), peel.AsType(b, peel.Float64).Float64s()
 		for i := range x {
@@ -264,8 +279,22 @@ func firstDifference(a, b *tensor) (int, bool) {
 		return 0, true
 	}
 	x, y := peel.AsType(a, peel.Float64).Float64s(), peel.AsType(b, peel.Float64).Float64s()
+	tol := 0.0
+	if rounding {
+		big := 0.0
+		for i := range x {
+			if v := max(math.Abs(x[i]), math.Abs(y[i])); v > big && !math.IsInf(v, 0) {
+				big = v
+			}
+		}
+		u := 0x1p-53
+		if a.DType() != peel.Float64 {
+			u = 0x1p-24
+		}
+		tol = 64 * u * big
+	}
 	for i := range x {
-		if x[i] != y[i] && !(math.IsNaN(x[i]) && math.IsNaN(y[i])) {
+		if x[i] != y[i] && !(math.IsNaN(x[i]) && math.IsNaN(y[i])) && !(math.Abs(x[i]-y[i]) <= tol) {
 			return i, false
 		}
 	}
@@ -336,14 +365,18 @@ func shardMapRun(params any, args []*tensor) []*tensor {
 			}
 		}
 	}
-	// The copies of a block claimed equal are checked in process, where
-	// every device reduces in the same order; MPI's reductions may round
-	// differently on different processes (MPI recommends, but does not
-	// require, the same result everywhere), so a process mesh reads the
-	// first holder's copy unchecked.
+	// The copies of a block claimed equal are checked exactly in process,
+	// where every device reduces in the same order. Over MPI every
+	// process has every copy (gathered above) and checks them too, up to
+	// a reduction's rounding: MPI recommends, but does not require, that
+	// a reduction give every process the same bits.
+	check := exactCheck
+	if len(local) != n {
+		check = roundingCheck
+	}
 	res := make([]*tensor, len(p.out))
 	for j := range res {
-		res[j] = p.assemble(j, outs, len(local) == n)
+		res[j] = p.assemble(j, outs, check)
 	}
 	return res
 }
@@ -401,7 +434,7 @@ func shardMapLanes(params any, args []*tensor) []*tensor {
 	}
 	out := make([]*tensor, len(res))
 	for j := range out {
-		out[j] = p.assemble(j, outs, false)
+		out[j] = p.assemble(j, outs, noCheck)
 	}
 	return out
 }
