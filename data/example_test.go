@@ -41,3 +41,22 @@ func Example() {
 	// epoch 0 saw 5 rows
 	// epoch 1 saw 5 rows
 }
+
+// Seven examples dealt to the three members of a data-parallel job in
+// batches of two: every member gets three examples (the order padded
+// with its first two), so two batches of sizes 2 and 1, and no member
+// waits for another in a collective.
+func ExampleShardBatches() {
+	x := peel.FromFloat64s([]float64{0, 1, 2, 3, 4, 5, 6}, 7)
+	for rank := range 3 {
+		fmt.Print("member ", rank, ":")
+		for b := range data.ShardBatches(nil, 2, rank, 3, false, x) {
+			fmt.Print(" ", b[0].Float64s())
+		}
+		fmt.Println()
+	}
+	// Output:
+	// member 0: [0 3] [6]
+	// member 1: [1 4] [0]
+	// member 2: [2 5] [1]
+}

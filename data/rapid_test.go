@@ -93,3 +93,79 @@ func TestNPYRoundTripProperty(t *testing.T) {
 		}
 	})
 }
+
+// Property: ShardBatches gives every member of a job the same number of
+// batches of the same sizes; the members' examples together are every
+// example of the shared order, each once, when size divides n; padded
+// (each example at least once, the extra ones the order's first) or,
+// with dropLast, its tail left out (each at most once) otherwise; and a
+// member's share is the order dealt out in turn.
+func TestShardBatchesDealEvenly(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 40).Draw(rt, "n")
+		size := rapid.IntRange(1, 5).Draw(rt, "size")
+		bs := rapid.IntRange(1, 12).Draw(rt, "batch")
+		drop := rapid.Bool().Draw(rt, "dropLast")
+		key := peel.Key(int64(rapid.IntRange(0, 1000).Draw(rt, "seed")))
+		rows := make([]float64, n)
+		for i := range rows {
+			rows[i] = float64(i)
+		}
+		x := peel.FromFloat64s(rows, n, 1)
+		order := Shuffle(key, n)
+		count := map[int]int{}
+		var sizes [][]int
+		for r := range size {
+			var mine []int
+			var bsizes []int
+			for b := range ShardBatches(key, bs, r, size, drop, x) {
+				v := b[0].Float64s()
+				bsizes = append(bsizes, len(v))
+				for _, e := range v {
+					mine = append(mine, int(e))
+					count[int(e)]++
+				}
+			}
+			for j, e := range mine {
+				if k := r + j*size; e != order[k%n] {
+					rt.Fatalf("member %d example %d is %d, want the order's %d-th, %d", r, j, e, k, order[k%n])
+				}
+			}
+			sizes = append(sizes, bsizes)
+		}
+		for r := 1; r < size; r++ {
+			if !slices.Equal(sizes[r], sizes[0]) {
+				rt.Fatalf("member %d's batches %v, member 0's %v", r, sizes[r], sizes[0])
+			}
+		}
+		per := (n + size - 1) / size
+		if drop {
+			per = n / size
+		}
+		want := NumBatches(per, bs, drop)
+		if len(sizes[0]) != want {
+			rt.Fatalf("%d batches, want %d", len(sizes[0]), want)
+		}
+		for e := range n {
+			switch c := count[e]; {
+			case n%size == 0 && !drop && c != 1:
+				rt.Fatalf("example %d dealt %d times, want once", e, c)
+			case drop && c > 1, !drop && c < 1:
+				rt.Fatalf("example %d dealt %d times (dropLast %v)", e, c, drop)
+			}
+		}
+	})
+}
+
+func TestShardBatchesErrors(t *testing.T) {
+	x := peel.FromFloat64s([]float64{1, 2, 3}, 3)
+	for _, c := range [][2]int{{-1, 2}, {2, 2}, {0, 0}} {
+		err := peel.Catch(func() { ShardBatches(nil, 1, c[0], c[1], false, x) })
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte("data.ShardBatches")) {
+			t.Fatalf("rank %d of %d: got %v, want a *peel.Error naming data.ShardBatches", c[0], c[1], err)
+		}
+	}
+	if err := peel.Catch(func() { ShardBatches(nil, 0, 0, 1, false, x) }); err == nil {
+		t.Fatalf("batch size 0: no error")
+	}
+}
