@@ -49,6 +49,33 @@ type splitter interface {
 	Split(color, key int) Communicator
 }
 
+// Split returns the communicator of the members of c that pass the same
+// color, ranked by key (ties by their rank in c): MPI_Comm_split, for
+// process subgroups (the processes of one machine, a pipeline stage's
+// data-parallel group). Every member of c calls it, in the same order as
+// its other collectives. A process mesh's axes are split from the world
+// this way; a communicator of one member is its own subgroup. It panics
+// with *peel.Error when color is negative or c cannot split: an
+// in-process device's communicator of several members, whose subgroups
+// are the axes of its mesh (NewMesh with more axes, Device.Comm).
+func Split(c Communicator, color, key int) Communicator {
+	const op = "dist.Split"
+	if c == nil {
+		meshErrorf(op, "the communicator is nil")
+	}
+	if color < 0 {
+		meshErrorf(op, "color %d is negative (every member joins the group of its color)", color)
+	}
+	if c.Size() == 1 {
+		return c // a group of one
+	}
+	sp, ok := c.(splitter)
+	if !ok {
+		meshErrorf(op, "an in-process communicator cannot split: an in-process mesh's subgroups are its axes (NewMesh with one axis per group, Device.Comm)")
+	}
+	return sp.Split(color, key)
+}
+
 // NewProcessMesh returns the mesh whose devices are the processes of
 // the job (World: mpirun's processes with the mpi build tag), device d
 // the process of rank d, so the product of the axes' sizes must be the
@@ -73,10 +100,6 @@ func NewProcessMesh(axes ...AxisSpec) *Mesh {
 			pd.comms[i] = w
 			continue
 		}
-		sp, ok := w.(splitter)
-		if !ok {
-			meshErrorf(op, "the world communicator cannot split into the mesh's axes")
-		}
 		// The line of devices along axis i through c: those with c's
 		// other coordinates (color), ranked by their coordinate on i.
 		color := 0
@@ -85,7 +108,7 @@ func NewProcessMesh(axes ...AxisSpec) *Mesh {
 				color = color*a.Size + c[k]
 			}
 		}
-		pd.comms[i] = sp.Split(color, c[i])
+		pd.comms[i] = Split(w, color, c[i])
 	}
 	m.proc = pd
 	return m

@@ -2,6 +2,7 @@ package dist_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -126,4 +127,38 @@ func TestWorldCollectives(t *testing.T) {
 	if s := fmt.Sprint(dist.World().Size()); s != fmt.Sprint(n) {
 		t.Fatalf("World changed size: %s", s)
 	}
+}
+
+// TestWorldSplit: the job's processes split by the parity of their rank
+// (key: the rank reversed) reduce within their group only, ranked by
+// key; an in-process communicator and a negative color are *peel.Error.
+func TestWorldSplit(t *testing.T) {
+	w := dist.World()
+	r, n := w.Rank(), w.Size()
+	sub := dist.Split(w, r%2, -r)
+	var members []int
+	for k := n - 1; k >= 0; k-- {
+		if k%2 == r%2 {
+			members = append(members, k)
+		}
+	}
+	if sub.Size() != len(members) || members[sub.Rank()] != r {
+		t.Fatalf("rank %d: in a group of %d as member %d, want %d as member of %v", r, sub.Size(), sub.Rank(), len(members), members)
+	}
+	sum := 0.0
+	for _, k := range members {
+		sum += float64(k)
+	}
+	if got := sub.AllReduce(peel.FromFloat64s([]float64{float64(r)}), dist.Sum).Float64s()[0]; got != sum {
+		t.Fatalf("rank %d: the group's sum is %v, want %v", r, got, sum)
+	}
+	if err := peel.Catch(func() { dist.Split(w, -1, 0) }); err == nil || !strings.Contains(err.Error(), "color -1 is negative") {
+		t.Fatalf("negative color: got %v", err)
+	}
+	mesh := dist.NewMesh(dist.MeshAxis("data", 2))
+	mesh.RunDevices(func(dv *dist.Device) {
+		if err := peel.Catch(func() { dist.Split(dv.Comm("data"), 0, 0) }); err == nil || !strings.Contains(err.Error(), "cannot split") {
+			t.Errorf("in-process Split: got %v", err)
+		}
+	})
 }
