@@ -125,12 +125,90 @@ func configOf(op string, comm dist.Communicator, opts []Option) config {
 	return cfg
 }
 
+// AccumulateValueAndGrad3 is ValueAndGrad3 over several micro-batches
+// a step (gradient accumulation; torch's no_sync on all but the last):
+// the returned function computes the loss and the gradient of each
+// micro-batch (xs[j], ys[j]) but the last on this member alone, with no
+// communication, adds them up, and runs the last micro-batch's backward
+// pass as ValueAndGrad3 does, each gradient joining its bucket with the
+// sum of the earlier ones, so the step's one round of all-reduces
+// overlaps that last backward pass. It returns the mean loss over the
+// micro-batches and the members, and its gradient (when every member's
+// micro-batches are equal in size: the whole batch's mean loss). It
+// panics as ValueAndGrad3 does, and with *peel.Error when xs is empty or
+// xs and ys differ in length.
+func AccumulateValueAndGrad3[P, X, Y any](loss func(P, X, Y) *peel.Tensor, comm dist.Communicator, opts ...Option) func(p P, xs []X, ys []Y) (*peel.Tensor, P) {
+	const op = "ddp.AccumulateValueAndGrad3"
+	cfg := configOf(op, comm, opts)
+	var sc syncCheck
+	return func(p P, xs []X, ys []Y) (*peel.Tensor, P) {
+		if len(xs) == 0 || len(xs) != len(ys) {
+			e := interp.Errorf("%d micro-batches of inputs and %d of targets (want as many, at least one)", len(xs), len(ys))
+			e.Ops = []string{op}
+			panic(e)
+		}
+		sc.check(op, comm, p)
+		last := len(xs) - 1
+		var acc *accum
+		if last > 0 {
+			acc = &accum{k: len(xs)}
+			local := transforms.ValueAndGrad3(loss)
+			for j := range last {
+				l, g := local(p, xs[j], ys[j])
+				acc.add(l, tree.Leaves(g))
+			}
+		}
+		return stepAcc(comm, cfg, func(p P) *peel.Tensor { return loss(p, xs[last], ys[last]) }, p, acc)
+	}
+}
+
+// accum is what the micro-batches before a step's last add up: their
+// losses and gradients (leaves), and the number of micro-batches of the
+// step, the last included.
+type accum struct {
+	loss  *peel.Tensor
+	grads []*peel.Tensor
+	k     int
+}
+
+func (a *accum) add(l *peel.Tensor, gs []*peel.Tensor) {
+	if a.loss == nil {
+		a.loss, a.grads = l, gs
+		return
+	}
+	a.loss = peel.Add(a.loss, l)
+	for i, g := range gs {
+		a.grads[i] = peel.Add(a.grads[i], g)
+	}
+}
+
 // step is one data-parallel value and gradient.
 func step[P any](comm dist.Communicator, cfg config, loss func(P) *peel.Tensor, p P) (*peel.Tensor, P) {
+	return stepAcc(comm, cfg, loss, p, nil)
+}
+
+// stepAcc is step with the sums of earlier micro-batches added to the
+// loss and to each gradient before they are reduced, and the means taken
+// over the micro-batches too (acc nil: one micro-batch).
+func stepAcc[P any](comm dist.Communicator, cfg config, loss func(P) *peel.Tensor, p P, acc *accum) (*peel.Tensor, P) {
+	plus := func(i int, ct *peel.Tensor) *peel.Tensor {
+		if acc == nil {
+			return ct
+		}
+		return peel.Add(ct, acc.grads[i])
+	}
 	if comm.Size() == 1 {
 		// One member: its loss and gradient are the means, with nothing
 		// to exchange.
-		return transforms.ValueAndGrad(loss)(p)
+		l, g := transforms.ValueAndGrad(loss)(p)
+		if acc == nil {
+			return l, g
+		}
+		gs := tree.Leaves(g)
+		for i, x := range gs {
+			gs[i] = plus(i, x).Div(float64(acc.k))
+		}
+		return peel.Add(l, acc.loss).Div(float64(acc.k)), tree.Unflatten(g, gs)
 	}
 	b := &buckets{comm: comm, cfg: cfg, open: map[peel.DType]*bucket{}}
 	hooked := func(p P) *peel.Tensor {
@@ -138,7 +216,7 @@ func step[P any](comm dist.Communicator, cfg config, loss func(P) *peel.Tensor, 
 		b.seen = make([]bool, len(ls))
 		for i := range ls {
 			ls[i] = transforms.Hook(ls[i], func(ct *peel.Tensor) *peel.Tensor {
-				b.ready(i, ct)
+				b.ready(i, plus(i, ct))
 				return nil
 			})
 		}
@@ -151,8 +229,11 @@ func step[P any](comm dist.Communicator, cfg config, loss func(P) *peel.Tensor, 
 	// has them too.
 	for i, x := range gs {
 		if !b.seen[i] {
-			b.ready(i, x)
+			b.ready(i, plus(i, x))
 		}
+	}
+	if acc != nil {
+		l = peel.Add(l, acc.loss)
 	}
 	for _, dt := range b.order {
 		b.close(dt)
@@ -166,6 +247,9 @@ func step[P any](comm dist.Communicator, cfg config, loss func(P) *peel.Tensor, 
 	// The mean: each leaf's part of the sum divided by N (one pass that
 	// writes the leaf, fused with the slice when compiled).
 	n := float64(comm.Size())
+	if acc != nil {
+		n *= float64(acc.k)
+	}
 	mean := func(x *peel.Tensor) *peel.Tensor {
 		if n == 1 {
 			return x

@@ -322,3 +322,64 @@ func TestMembersStartInSync(t *testing.T) {
 		}
 	}
 }
+
+// TestAccumulateEqualsOneDevice: gradient accumulation over micro-batches
+// (AccumulateValueAndGrad3) on 1, 2 and 3 devices equals the whole
+// batch's loss and gradient on one device (float64, to 1e-12), with
+// default buckets and a bucket per leaf, and communicates one step's
+// all-reduces: as many as one ValueAndGrad3 step (the micro-batches but
+// the last exchange nothing).
+func TestAccumulateEqualsOneDevice(t *testing.T) {
+	const rows = 12
+	x, y := batch(peel.Float64, rows)
+	p := newMLP(peel.Float64)
+	wantL, wantG := transforms.ValueAndGrad3(loss)(p, x, y)
+	for _, devices := range []int{1, 2, 3} {
+		per := rows / devices
+		for _, micro := range []int{1, 2, per} {
+			for _, o := range [][]ddp.Option{nil, {ddp.FirstBucketBytes(1), ddp.BucketBytes(1)}} {
+				mesh := dist.NewMesh(dist.MeshAxis("data", devices))
+				ls := make([]*peel.Tensor, devices)
+				gs := make([]mlp, devices)
+				logs := make([][]string, 2*devices)
+				var mu sync.Mutex
+				mesh.RunDevices(func(dv *dist.Device) {
+					c := recorder{dv.Comm("data"), &logs[dv.Index], &mu}
+					var xs, ys []*peel.Tensor
+					for j := range micro {
+						m := per / micro
+						xs = append(xs, peel.Narrow(x, 0, dv.Index*per+j*m, m))
+						ys = append(ys, peel.Narrow(y, 0, dv.Index*per+j*m, m))
+					}
+					ls[dv.Index], gs[dv.Index] = ddp.AccumulateValueAndGrad3(loss, c, o...)(p, xs, ys)
+					one := recorder{dv.Comm("data"), &logs[devices+dv.Index], &mu}
+					ddp.ValueAndGrad3(loss, one, o...)(p, xs[0], ys[0])
+				})
+				for d := range devices {
+					if e := math.Abs(ls[d].Item() - wantL.Item()); e > 1e-12 {
+						t.Errorf("%d devices, %d micro-batches, device %d: loss %v, want %v", devices, micro, d, ls[d].Item(), wantL.Item())
+					}
+					// The f32 leaf (Scale) sums its micro-batches in f32.
+					f32, wantF := gs[d], wantG
+					f32.Scale = peel.Zeros(peel.Float32, 1)
+					wantF.Scale = f32.Scale
+					if e := maxDiff(t, f32, wantF); e > 1e-12 {
+						t.Errorf("%d devices, %d micro-batches, device %d: gradient differs from one device's by %g", devices, micro, d, e)
+					}
+					if e := math.Abs(float64(gs[d].Scale.Float32s()[0] - wantG.Scale.Float32s()[0])); e > 1e-6*math.Abs(float64(wantG.Scale.Float32s()[0])) {
+						t.Errorf("%d devices, %d micro-batches, device %d: Scale's gradient differs by %g", devices, micro, d, e)
+					}
+					if len(logs[d]) != len(logs[devices+d]) {
+						t.Errorf("%d devices, %d micro-batches: %d all-reduces, one step makes %d", devices, micro, len(logs[d]), len(logs[devices+d]))
+					}
+				}
+			}
+		}
+	}
+	err := peel.Catch(func() {
+		ddp.AccumulateValueAndGrad3(loss, dist.World())(p, []*peel.Tensor{x}, nil)
+	})
+	if err == nil || !strings.Contains(err.Error(), "1 micro-batches of inputs and 0 of targets") {
+		t.Fatalf("mismatched micro-batches: got %v", err)
+	}
+}

@@ -125,3 +125,33 @@ func TestWorldMembersStartInSync(t *testing.T) {
 		}
 	}
 }
+
+// TestWorldAccumulate is TestAccumulateEqualsOneDevice over the job's
+// processes: two micro-batches a step, one round of all-reduces, the
+// whole batch's loss and gradient (float64 leaves to 1e-12).
+func TestWorldAccumulate(t *testing.T) {
+	const rows = 12
+	w := dist.World()
+	r, n := w.Rank(), w.Size()
+	x, y := batch(peel.Float64, rows)
+	p := newMLP(peel.Float64)
+	wantL, wantG := transforms.ValueAndGrad3(loss)(p, x, y)
+	per := rows / n
+	m := per / 2
+	xs := []*peel.Tensor{peel.Narrow(x, 0, r*per, m), peel.Narrow(x, 0, r*per+m, per-m)}
+	ys := []*peel.Tensor{peel.Narrow(y, 0, r*per, m), peel.Narrow(y, 0, r*per+m, per-m)}
+	l, g := ddp.AccumulateValueAndGrad3(loss, w)(p, xs, ys)
+	if e := math.Abs(l.Item() - wantL.Item()); e > 1e-12 {
+		t.Fatalf("rank %d: loss off by %g", r, e)
+	}
+	for i, gl := range tree.Leaves(g) {
+		want := tree.Leaves(wantG)[i]
+		tol := 1e-12
+		if gl.DType() == peel.Float32 {
+			tol = 1e-5
+		}
+		if e := peel.Max(peel.Abs(peel.Sub(peel.AsType(gl, peel.Float64), peel.AsType(want, peel.Float64)))).Item(); e > tol {
+			t.Fatalf("rank %d leaf %d: gradient off by %g", r, i, e)
+		}
+	}
+}
