@@ -241,6 +241,24 @@ type NormOption func(*normConfig)
 
 type normConfig struct {
 	eps, momentum float64
+	// sum, for BatchNorm across devices, sums a statistic over them.
+	sum func(*peel.Tensor) *peel.Tensor
+}
+
+// SyncStats makes BatchNorm's training statistics those of the whole
+// batch across data-parallel devices (torch's SyncBatchNorm): sum adds a
+// per-device value over the devices, such as
+//
+//	func(t *peel.Tensor) *peel.Tensor { return dist.Psum(t, "data") }
+//
+// inside a ShardMap or a Vmap with an axis name. The counts, the sums
+// and, around the global mean, the squared deviations are summed, so the
+// mean and variance are the whole batch's (devices may hold batches of
+// different sizes), and the gradient flows through the sums as through
+// one device's statistics. nn does not name package dist: the caller
+// says which axis.
+func SyncStats(sum func(*peel.Tensor) *peel.Tensor) NormOption {
+	return func(c *normConfig) { c.sum = sum }
 }
 
 // Eps sets the ε added to the variance (1e-5 by default for LayerNorm
@@ -393,7 +411,8 @@ func InitBatchNorm(dt peel.DType, c int) (BatchNormParams, BatchNormState) {
 // update does not carry gradients (the batch statistics are
 // StopGradient-ed there, not in the output). In evaluation mode it
 // normalizes with the running state and returns it unchanged. Options:
-// Eps (1e-5), Momentum (0.1). Under Vmap the batch statistics are each
+// Eps (1e-5), Momentum (0.1), SyncStats (statistics over data-parallel
+// devices: SyncBatchNorm). Under Vmap the batch statistics are each
 // mapped example's. It panics with a *peel.Error if x is not float or
 // of rank below 2, a param or state tensor is nil or not [C], training
 // has fewer than 2 values per channel, or an option is invalid.
@@ -431,14 +450,26 @@ func BatchNorm(p BatchNormParams, s BatchNormState, x *peel.Tensor, train bool, 
 			axes = append(axes, i)
 			n *= x.Shape()[i]
 		}
-		if n < 2 {
-			fail(op, "input %v has %d value per channel; training needs at least 2", x.TypeString(), n)
+		var unbiased *peel.Tensor
+		if c.sum == nil {
+			if n < 2 {
+				fail(op, "input %v has %d value per channel; training needs at least 2", x.TypeString(), n)
+			}
+			mean = peel.Mean(x, axes...)
+			variance = peel.Mean(peel.Square(peel.Sub(x, bc(mean))), axes...)
+			unbiased = peel.Mul(variance, float64(n)/float64(n-1))
+		} else {
+			// The values per channel over every device, then the sums.
+			count := c.sum(peel.Full(x.DType(), float64(n)))
+			mean = peel.Div(c.sum(peel.Sum(x, axes...)), count)
+			variance = peel.Div(c.sum(peel.Sum(peel.Square(peel.Sub(x, bc(mean))), axes...)), count)
+			// n/(n-1) for the running variance: +Inf for one value per
+			// channel over every device.
+			unbiased = peel.Mul(variance, peel.Div(count, peel.Sub(count, 1.0)))
 		}
-		mean = peel.Mean(x, axes...)
-		variance = peel.Mean(peel.Square(peel.Sub(x, bc(mean))), axes...)
 		m := c.momentum
 		bm := peel.StopGradient(mean)
-		bv := peel.StopGradient(peel.Mul(variance, float64(n)/float64(n-1)))
+		bv := peel.StopGradient(unbiased)
 		next = BatchNormState{
 			Mean: peel.Add(peel.Mul(s.Mean, 1-m), peel.Mul(bm, m)),
 			Var:  peel.Add(peel.Mul(s.Var, 1-m), peel.Mul(bv, m)),
