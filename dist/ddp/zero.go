@@ -293,3 +293,73 @@ func allGather(comm dist.Communicator, x *peel.Tensor) *peel.Tensor {
 	a := interp.AvalOf(x)
 	return interp.Bind1(allGatherPrim, collParams{comm, interp.Aval{Shape: append([]int{comm.Size()}, a.Shape...), DType: a.DType}}, x)
 }
+
+// GatherState returns the whole optimizer state from every member's
+// shard: for each dtype of the parameters, the wrapped optimizer's state
+// as it would be over that dtype's whole flattened parameters (each
+// leaf of a shard's ShardSize elements all-gathered, its padding left
+// out; the other leaves, the step counts, as they are: equal on every
+// member). Every member gets it; one (rank 0) saves it with the
+// parameters (package checkpoint), and ScatterState resumes from it, in
+// a job of the same or another number of members. Every member calls it
+// with the same parameters structure. It panics with *peel.Error when
+// state is not a state of these parameters, or a collective fails.
+func (z *ZeRO[P]) GatherState(params P, state ZeROState) ZeROState {
+	const op = "ddp.ZeRO.GatherState"
+	defer peel.Annotate(op)
+	n := z.comm.Size()
+	groups := z.layoutFor(op, params, state)
+	whole := make(ZeROState, len(groups))
+	for k, g := range groups {
+		whole[k] = tree.Map(func(x *peel.Tensor) *peel.Tensor {
+			if x.Rank() != 1 || x.Shape()[0] != g.shard {
+				return x
+			}
+			all := x
+			if n > 1 {
+				all = peel.Reshape(z.comm.AllGather(x), -1)
+			}
+			return peel.Narrow(all, 0, 0, g.size)
+		}, state[k])
+	}
+	return whole
+}
+
+// ScatterState returns this member's shard of a whole state (the one
+// GatherState returned, in this job or one of another number of
+// members, read back from a checkpoint): each leaf of a dtype's whole
+// flattened size cut to this member's shard, padding included, the
+// others as they are. It communicates nothing. It panics with
+// *peel.Error when whole is not a whole state of these parameters.
+func (z *ZeRO[P]) ScatterState(params P, whole ZeROState) ZeROState {
+	const op = "ddp.ZeRO.ScatterState"
+	defer peel.Annotate(op)
+	n, rank := z.comm.Size(), z.comm.Rank()
+	groups := shardLayout(tree.Leaves(params), n)
+	if len(whole) != len(groups) {
+		zeroErrorf(op, "the state holds %d dtypes' states, but the parameters have %d dtypes (%s)", len(whole), len(groups), dtypesOf(groups))
+	}
+	state := make(ZeROState, len(groups))
+	for k, g := range groups {
+		state[k] = tree.Map(func(x *peel.Tensor) *peel.Tensor {
+			if x.Rank() != 1 || x.Shape()[0] != g.size {
+				return x
+			}
+			if pad := g.shard*n - g.size; pad > 0 {
+				x = peel.Concat([]*peel.Tensor{x, peel.Zeros(x.DType(), pad)}, 0)
+			}
+			return peel.Clone(peel.Narrow(x, 0, rank*g.shard, g.shard))
+		}, whole[k])
+	}
+	return state
+}
+
+// layoutFor returns params' shard layout, checking that state has a
+// state per dtype.
+func (z *ZeRO[P]) layoutFor(op string, params P, state ZeROState) []shardGroup {
+	groups := shardLayout(tree.Leaves(params), z.comm.Size())
+	if len(state) != len(groups) {
+		zeroErrorf(op, "the state holds %d shard states, but the parameters have %d dtypes (%s): not the state Init returned for them", len(state), len(groups), dtypesOf(groups))
+	}
+	return groups
+}
