@@ -65,6 +65,22 @@ func (r recorder) IAllReduceInPlace(x *peel.Tensor, op dist.ReduceOp) dist.Reque
 	return r.Communicator.IAllReduceInPlace(x, op)
 }
 
+// leafDiff returns the largest difference between the leaves of two
+// trees of one structure, over the float64 leaves and over the others
+// (float32: their own roundings).
+func leafDiff(a, b any) (d64, d32 float64) {
+	bs := tree.Leaves(b)
+	for i, x := range tree.Leaves(a) {
+		d := peel.Max(peel.Abs(peel.Sub(peel.AsType(x, peel.Float64), peel.AsType(bs[i], peel.Float64)))).Item()
+		if x.DType() == peel.Float64 {
+			d64 = math.Max(d64, d)
+		} else {
+			d32 = math.Max(d32, d)
+		}
+	}
+	return d64, d32
+}
+
 func maxDiff(t *testing.T, a, b mlp) float64 {
 	t.Helper()
 	d := 0.0

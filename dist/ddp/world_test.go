@@ -12,7 +12,6 @@ import (
 	"github.com/peel-ml/peel/dist"
 	"github.com/peel-ml/peel/dist/ddp"
 	"github.com/peel-ml/peel/transforms"
-	"github.com/peel-ml/peel/tree"
 )
 
 // TestWorldDataParallel checks ValueAndGrad3 over the job's processes
@@ -119,10 +118,8 @@ func TestWorldMembersStartInSync(t *testing.T) {
 	if e := math.Abs(l.Item() - wantL.Item()); e > 1e-12 {
 		t.Fatalf("rank %d: loss off by %g after Broadcast", r, e)
 	}
-	for i, gl := range tree.Leaves(g) {
-		if e := peel.Max(peel.Abs(peel.Sub(peel.AsType(gl, peel.Float64), peel.AsType(tree.Leaves(wantG)[i], peel.Float64)))).Item(); e > 1e-12 {
-			t.Fatalf("rank %d leaf %d: gradient off by %g after Broadcast", r, i, e)
-		}
+	if d64, d32 := leafDiff(g, wantG); d64 > 1e-12 || d32 > 1e-12 {
+		t.Fatalf("rank %d: gradient off by %g (float64 leaves), %g (float32) after Broadcast", r, d64, d32)
 	}
 }
 
@@ -144,14 +141,7 @@ func TestWorldAccumulate(t *testing.T) {
 	if e := math.Abs(l.Item() - wantL.Item()); e > 1e-12 {
 		t.Fatalf("rank %d: loss off by %g", r, e)
 	}
-	for i, gl := range tree.Leaves(g) {
-		want := tree.Leaves(wantG)[i]
-		tol := 1e-12
-		if gl.DType() == peel.Float32 {
-			tol = 1e-5
-		}
-		if e := peel.Max(peel.Abs(peel.Sub(peel.AsType(gl, peel.Float64), peel.AsType(want, peel.Float64)))).Item(); e > tol {
-			t.Fatalf("rank %d leaf %d: gradient off by %g", r, i, e)
-		}
+	if d64, d32 := leafDiff(g, wantG); d64 > 1e-12 || d32 > 1e-5 {
+		t.Fatalf("rank %d: gradient off by %g (float64 leaves), %g (float32)", r, d64, d32)
 	}
 }
