@@ -9,7 +9,9 @@ package dist
 #cgo noescape peel_allgather
 #cgo nocallback peel_allgather
 #include <mpi.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -26,10 +28,50 @@ static MPI_Datatype peel_dtype(int k) {
 	case 2: return MPI_INT64_T;
 	case 3: return MPI_INT32_T;
 	case 4: return MPI_UINT8_T;
+	case 5: return MPI_UINT16_T; // bfloat16's bits, reduced by the ops below
 	}
 	return MPI_DATATYPE_NULL;
 }
-static MPI_Op peel_op(int k) {
+// bfloat16 on the wire: MPI has no such type, so its bits travel as
+// 16-bit integers and its reductions are user-defined operations that
+// widen both operands to float (exact), combine them in float, and
+// round the result back to bfloat16 (to nearest, ties to even; NaN stays
+// NaN). A reduction over several processes rounds at each step of MPI's
+// algorithm, as torch's bf16 compression hook's all-reduce does.
+static float peel_bf2f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }
+static uint16_t peel_f2bf(float f) {
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); // NaN, quiet
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (uint16_t)(u >> 16);
+}
+static void peel_bf16_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	uint16_t *a = in, *b = inout;
+	for (int i = 0; i < *len; i++) b[i] = peel_f2bf(peel_bf2f(a[i]) + peel_bf2f(b[i]));
+}
+static void peel_bf16_max(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	uint16_t *a = in, *b = inout;
+	for (int i = 0; i < *len; i++) {
+		float x = peel_bf2f(a[i]), y = peel_bf2f(b[i]);
+		if (x != x || x > y) b[i] = a[i]; // NaN wins
+	}
+}
+static void peel_bf16_min(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	uint16_t *a = in, *b = inout;
+	for (int i = 0; i < *len; i++) {
+		float x = peel_bf2f(a[i]), y = peel_bf2f(b[i]);
+		if (x != x || x < y) b[i] = a[i];
+	}
+}
+static MPI_Op peel_bf16_ops[3];
+static void peel_make_ops(void) {
+	MPI_Op_create(peel_bf16_sum, 1, &peel_bf16_ops[0]);
+	MPI_Op_create(peel_bf16_max, 1, &peel_bf16_ops[1]);
+	MPI_Op_create(peel_bf16_min, 1, &peel_bf16_ops[2]);
+}
+static MPI_Op peel_op_for(int dt, int k) {
+	if (dt == 5) return (k >= 0 && k < 3) ? peel_bf16_ops[k] : MPI_OP_NULL;
 	switch (k) {
 	case 0: return MPI_SUM;
 	case 1: return MPI_MAX;
@@ -38,7 +80,7 @@ static MPI_Op peel_op(int k) {
 	return MPI_OP_NULL;
 }
 static int peel_allreduce(MPI_Comm c, void *in, void *out, int n, int dt, int op) {
-	return MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, n, peel_dtype(dt), peel_op(op), c);
+	return MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, n, peel_dtype(dt), peel_op_for(dt, op), c);
 }
 static int peel_allgather(MPI_Comm c, void *in, void *out, int n, int dt) {
 	return MPI_Allgather(in, n, peel_dtype(dt), out, n, peel_dtype(dt), c);
@@ -47,7 +89,7 @@ static int peel_bcast(MPI_Comm c, void *buf, int n, int dt, int root) {
 	return MPI_Bcast(buf, n, peel_dtype(dt), root, c);
 }
 static int peel_reduce_scatter(MPI_Comm c, void *in, void *out, int n, int dt) {
-	return MPI_Reduce_scatter_block(in, out, n, peel_dtype(dt), MPI_SUM, c);
+	return MPI_Reduce_scatter_block(in, out, n, peel_dtype(dt), peel_op_for(dt, 0), c);
 }
 static int peel_alltoall(MPI_Comm c, void *in, void *out, int n, int dt) {
 	return MPI_Alltoall(in, n, peel_dtype(dt), out, n, peel_dtype(dt), c);
@@ -56,7 +98,7 @@ static int peel_sendrecv(MPI_Comm c, void *in, int dst, void *out, int src, int 
 	return MPI_Sendrecv(in, n, peel_dtype(dt), dst, 7, out, n, peel_dtype(dt), src, 7, c, MPI_STATUS_IGNORE);
 }
 static int peel_iallreduce(MPI_Comm c, void *in, void *out, int n, int dt, int op, MPI_Request *req) {
-	return MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, n, peel_dtype(dt), peel_op(op), c, req);
+	return MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, n, peel_dtype(dt), peel_op_for(dt, op), c, req);
 }
 static int peel_test(MPI_Request *req, int *done) { return MPI_Test(req, done, MPI_STATUS_IGNORE); }
 // peel_fine_sleeps makes the calling thread's sleeps end within about
@@ -140,6 +182,7 @@ func World() Communicator {
 			}
 			C.peel_errors_return()
 		}
+		C.peel_make_ops()
 		w := C.peel_world()
 		mpiWorld = &mpiComm{c: w, rank: int(C.peel_rank(w)), size: int(C.peel_size(w))}
 		progress.thread = progressThread(int(C.peel_local_size()))
@@ -248,6 +291,8 @@ func mpiDType(dt peel.DType) (C.int, bool) {
 		return 3, true
 	case peel.Uint8:
 		return 4, true
+	case peel.BFloat16:
+		return 5, true
 	}
 	return 0, false
 }
@@ -297,6 +342,8 @@ func subSlice(data any, off, n int) any {
 		return s[off : off+n]
 	case []uint8:
 		return s[off : off+n]
+	case []backend.BF16:
+		return s[off : off+n]
 	}
 	panic(fmt.Sprintf("dist: host slice %T", data))
 }
@@ -307,7 +354,9 @@ func subSlice(data any, off, n int) any {
 // zeroed slice.
 func (h hostBuf) like(n int) hostBuf {
 	o := hostBuf{n: n, dt: h.dt, orig: h.orig}
-	if dt, native := mpiDType(h.orig); native {
+	// (A bfloat16 operand read through a copy travels as f32: its result
+	// is f32 too.)
+	if dt, native := mpiDType(h.orig); native && dt == h.dt {
 		be := interp.DefaultBackend()
 		if hv, ok := be.(backend.HostViewer); ok {
 			buf, cached := interp.AllocResult(be, dt2peel(dt), n)
@@ -329,6 +378,8 @@ func (h hostBuf) like(n int) hostBuf {
 		o.data = make([]int32, n)
 	case 4:
 		o.data = make([]uint8, n)
+	case 5:
+		o.data = make([]backend.BF16, n)
 	}
 	o.ptr = slicePtr(o.data)
 	return o
@@ -336,7 +387,7 @@ func (h hostBuf) like(n int) hostBuf {
 
 // dt2peel is the peel dtype of an MPI datatype code.
 func dt2peel(dt C.int) peel.DType {
-	return [...]peel.DType{peel.Float64, peel.Float32, peel.Int64, peel.Int32, peel.Uint8}[dt]
+	return [...]peel.DType{peel.Float64, peel.Float32, peel.Int64, peel.Int32, peel.Uint8, peel.BFloat16}[dt]
 }
 
 // tensor returns h as a tensor of shape and h's original dtype.
@@ -360,6 +411,12 @@ func (h hostBuf) tensor(shape ...int) *peel.Tensor {
 		t = peel.FromInt32s(s, shape...)
 	case []uint8:
 		t = peel.FromUint8s(s, shape...)
+	case []backend.BF16:
+		f := make([]float32, len(s))
+		for i, v := range s {
+			f[i] = v.Float32()
+		}
+		t = peel.FromBFloat16s(f, shape...) // exact: each value is a bfloat16
 	}
 	if t.DType() != h.orig {
 		t = peel.AsType(t, h.orig)
@@ -386,6 +443,10 @@ func slicePtr(s any) unsafe.Pointer {
 			return unsafe.Pointer(&s[0])
 		}
 	case []uint8:
+		if len(s) > 0 {
+			return unsafe.Pointer(&s[0])
+		}
+	case []backend.BF16:
 		if len(s) > 0 {
 			return unsafe.Pointer(&s[0])
 		}

@@ -31,3 +31,22 @@ func TestWorldFaultHangWait(t *testing.T) {
 	w.IAllReduce(x, Sum).Wait()
 	t.Fatalf("rank %d: the IAllReduce completed without rank 1", w.Rank())
 }
+
+// TestBFloat16Wire: a contiguous bfloat16 operand goes to MPI as its own
+// 16-bit elements (the datatype code of the user-defined reductions),
+// read in place, not widened to f32; a view is copied and travels as
+// f32, its result f32 too.
+func TestBFloat16Wire(t *testing.T) {
+	x := peel.AsType(peel.FromFloat64s([]float64{1, 2.5, -3, 1e30}), peel.BFloat16)
+	h := toHost(x)
+	if h.dt != 5 || h.keep != x {
+		t.Fatalf("a bfloat16 operand travels as datatype %d (kept in place: %v), want 5 in place", h.dt, h.keep == x)
+	}
+	if o := h.like(4); o.dt != 5 || o.buf == nil {
+		t.Fatalf("its result buffer: datatype %d, backend buffer %v", o.dt, o.buf != nil)
+	}
+	v := peel.Transpose(peel.Reshape(x, 2, 2)) // a strided view
+	if h := toHost(v); h.dt != 1 || h.like(4).dt != 1 {
+		t.Fatalf("a bfloat16 view travels as datatype %d, its result as %d; want 1 (f32) for both", h.dt, h.like(4).dt)
+	}
+}

@@ -22,11 +22,25 @@ import (
 type site struct {
 	comm dist.Communicator
 	op   dist.ReduceOp
+	// wire, when valid, is the dtype a float operand wider than it is
+	// reduced in (CommDType); the result comes back in the operand's.
+	wire peel.DType
 	mu   sync.Mutex
 	reqs []dist.Request
 }
 
-func (s *site) String() string { return "allreduce(" + s.op.String() + ")" }
+func (s *site) String() string {
+	if s.wire.IsValid() {
+		return "allreduce(" + s.op.String() + ", as " + s.wire.String() + ")"
+	}
+	return "allreduce(" + s.op.String() + ")"
+}
+
+// narrows reports whether the site reduces an operand of dtype dt in
+// its wire dtype.
+func (s *site) narrows(dt peel.DType) bool {
+	return s.wire.IsValid() && dt.IsFloat() && dt.Size() > s.wire.Size()
+}
 
 func (s *site) push(r dist.Request) {
 	s.mu.Lock()
@@ -79,12 +93,21 @@ func init() {
 		}
 		// The concatenation is this bucket's own, so the engine may
 		// reduce in it.
-		s.push(s.comm.IAllReduceInPlace(peel.Concat(flat, 0), s.op))
+		cat := peel.Concat(flat, 0)
+		if s.narrows(cat.DType()) {
+			cat = peel.AsType(cat, s.wire)
+		}
+		s.push(s.comm.IAllReduceInPlace(cat, s.op))
 		return []*interp.Tensor{peel.Scalar(int64(0))}
 	}
 	waitPrim.Effect = true
 	waitPrim.EvalImpl = func(params any, args []*interp.Tensor) []*interp.Tensor {
-		return []*interp.Tensor{params.(waitParams).site.pop().Wait()}
+		p := params.(waitParams)
+		r := p.site.pop().Wait()
+		if r.DType() != p.aval.DType {
+			r = peel.AsType(r, p.aval.DType) // back from the wire dtype
+		}
+		return []*interp.Tensor{r}
 	}
 }
 
@@ -99,7 +122,13 @@ type started struct {
 // over comm (one dtype); eagerly it is under way when start returns,
 // traced it is an equation of the program.
 func start(comm dist.Communicator, op dist.ReduceOp, xs ...*peel.Tensor) started {
-	s := &site{comm: comm, op: op}
+	return startAs(comm, op, peel.DType(0), xs...)
+}
+
+// startAs is start reducing in the wire dtype when it is valid and the
+// operands' is a wider float (CommDType).
+func startAs(comm dist.Communicator, op dist.ReduceOp, wire peel.DType, xs ...*peel.Tensor) started {
+	s := &site{comm: comm, op: op, wire: wire}
 	n := 0
 	for _, x := range xs {
 		n += x.Size()

@@ -145,3 +145,23 @@ func TestWorldAccumulate(t *testing.T) {
 		t.Fatalf("rank %d: gradient off by %g (float64 leaves), %g (float32)", r, d64, d32)
 	}
 }
+
+// TestWorldCommDType is TestCommDType over the job's processes: the
+// gradients travel over MPI as bfloat16 (reduced by the user-defined
+// operations) and come back within its rounding.
+func TestWorldCommDType(t *testing.T) {
+	const rows = 12
+	w := dist.World()
+	r, n := w.Rank(), w.Size()
+	x, y := batch(peel.Float64, rows)
+	p := newMLP(peel.Float64)
+	wantL, wantG := transforms.ValueAndGrad3(loss)(p, x, y)
+	per := rows / n
+	l, g := ddp.ValueAndGrad3(loss, w, ddp.CommDType(peel.BFloat16))(p, peel.Narrow(x, 0, r*per, per), peel.Narrow(y, 0, r*per, per))
+	if e := math.Abs(l.Item() - wantL.Item()); e > 1e-12 {
+		t.Fatalf("rank %d: loss off by %g", r, e)
+	}
+	if d64, d32 := leafDiff(g, wantG); d64 > 0.05 || d32 > 0.05 {
+		t.Fatalf("rank %d: bfloat16 gradients off by %g (float64 leaves), %g (float32)", r, d64, d32)
+	}
+}
