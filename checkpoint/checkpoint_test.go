@@ -197,6 +197,9 @@ func FuzzOpen(f *testing.F) {
 	seed, _ := os.ReadFile(path)
 	f.Add(seed)
 	f.Add([]byte{8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' '})
+	// A name that is not UTF-8, and offsets that are not a pair.
+	f.Add(safetensors("{\"a\xff\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", make([]byte, 8)))
+	f.Add(safetensors(`{"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8,8]}}`, make([]byte, 8)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := checkpoint.NewReader(bytes.NewReader(b), int64(len(b)))
 		if err != nil {

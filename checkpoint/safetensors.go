@@ -3,14 +3,18 @@ package checkpoint
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/backend"
@@ -43,9 +47,9 @@ func dtypeOf(name string) (peel.DType, bool) {
 
 // entry is a tensor's line of the header.
 type entry struct {
-	DType       string   `json:"dtype"`
-	Shape       []int    `json:"shape"`
-	DataOffsets [2]int64 `json:"data_offsets"`
+	DType       string  `json:"dtype"`
+	Shape       []int   `json:"shape"`
+	DataOffsets []int64 `json:"data_offsets"` // [begin, end): exactly two
 }
 
 // Name returns the tensor name Save gives a leaf of tree path p: p
@@ -66,10 +70,12 @@ func errorf(op, format string, args ...any) *peel.Error {
 // renamed over path (and the directory synced), so that path holds
 // either its old content or the whole new checkpoint. The metadata
 // records the format and its version, peel's version, and meta's
-// entries (which must not use those keys). It returns a *peel.Error
-// when t is not a tree of concrete tensors or two leaves would get one
-// name, and the file system's error when writing fails (the temporary
-// file is then removed).
+// entries (which must not use those keys). The file's mode is 0666
+// less the process's umask, as os.Create, torch and numpy make files.
+// It returns a *peel.Error when t is not a tree of concrete tensors, two
+// leaves would get one name, or a metadata key or value is not valid
+// UTF-8 (the header is UTF-8 JSON), and the file system's error when
+// writing fails (the temporary file is then removed).
 func Save(path string, t any, meta ...map[string]string) error {
 	const op = "checkpoint.Save"
 	var leaves []*peel.Tensor
@@ -82,6 +88,9 @@ func Save(path string, t any, meta ...map[string]string) error {
 		for k, v := range m {
 			if _, taken := md[k]; taken {
 				return errorf(op, "metadata key %q is Save's own", k)
+			}
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return errorf(op, "metadata %q: %q is not valid UTF-8, which the format's JSON header cannot hold", k, v)
 			}
 			md[k] = v
 		}
@@ -103,7 +112,10 @@ func Save(path string, t any, meta ...map[string]string) error {
 		}
 		dt := l.DType()
 		size := int64(l.Size()) * int64(dt.Size())
-		header[name] = entry{DType: dtypeNames[dt], Shape: slices.Clone(l.Shape()), DataOffsets: [2]int64{off, off + size}}
+		if !utf8.ValidString(name) {
+			return errorf(op, "leaf %s: its name is not valid UTF-8, which the format's JSON header cannot hold", paths[i])
+		}
+		header[name] = entry{DType: dtypeNames[dt], Shape: slices.Clone(l.Shape()), DataOffsets: []int64{off, off + size}}
 		parts[i] = part{l, size}
 		off += size
 	}
@@ -116,8 +128,7 @@ func Save(path string, t any, meta ...map[string]string) error {
 	for (8+len(head))%8 != 0 {
 		head = append(head, ' ')
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	f, err := createTemp(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -151,7 +162,7 @@ func Save(path string, t any, meta ...map[string]string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	if d, err := os.Open(dir); err == nil { // the rename itself durable
+	if d, err := os.Open(filepath.Dir(path)); err == nil { // the rename itself durable
 		d.Sync()
 		d.Close()
 	}
@@ -212,9 +223,10 @@ type File struct {
 }
 
 // Open opens a safetensors file and checks its header: a length within
-// the file (and at most 100 MB), JSON naming each tensor's dtype, shape
-// and byte range, ranges that lie in the data, match their dtype and
-// shape, and cover the data without overlap. It returns a *peel.Error
+// the file (and at most 100 MB), valid UTF-8 JSON naming each tensor's
+// dtype, shape and byte range (a [begin, end] pair), ranges that lie in
+// the data, match their dtype and shape, and cover the data without
+// overlap. It returns a *peel.Error
 // naming what is wrong, or the file system's error.
 func Open(path string) (*File, error) {
 	const op = "checkpoint.Open"
@@ -251,6 +263,11 @@ func parseHeader(r io.ReaderAt, size int64) (*File, *peel.Error) {
 	head := make([]byte, hl)
 	if _, err := r.ReadAt(head, 8); err != nil {
 		return nil, errorf(op, "reading the header: %v", err)
+	}
+	// The header is UTF-8 JSON; Go's decoder would replace invalid bytes
+	// with U+FFFD, changing names (two could become one) and metadata.
+	if !utf8.Valid(head) {
+		return nil, errorf(op, "the header is not valid UTF-8 (at byte %d of the header): a tensor name or a metadata value would be changed", invalidUTF8At(head))
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(head, &raw); err != nil {
@@ -289,6 +306,9 @@ func parseHeader(r io.ReaderAt, size int64) (*File, *peel.Error) {
 				return nil, errorf(op, "tensor %q: shape %v is negative or too large", name, e.Shape)
 			}
 			count *= int64(d)
+		}
+		if len(e.DataOffsets) != 2 {
+			return nil, errorf(op, "tensor %q: data_offsets has %d entries, not the [begin, end] pair of the format", name, len(e.DataOffsets))
 		}
 		s, t := e.DataOffsets[0], e.DataOffsets[1]
 		if s < 0 || t < s || t > dataLen {
@@ -418,6 +438,11 @@ func Load[T any](path string, like T) (T, error) {
 	var leaves []*peel.Tensor
 	var paths []string
 	if err := peel.Catch(func() { leaves, paths = tree.Leaves(like), tree.Paths(like) }); err != nil {
+		var pe *peel.Error
+		if errors.As(err, &pe) && strings.Contains(pe.Msg, "nil tensor") {
+			// A zero-valued tree (MLP{}): say what like is for.
+			return zero, errorf(op, "like has a nil leaf (%s): Load reads each leaf into a tensor of like's shape and dtype, so give it a tree of tensors, such as the model's initial parameters", pe.Msg)
+		}
 		return zero, err
 	}
 	c, err := Open(path)
@@ -466,4 +491,34 @@ func pathOr(p string) string {
 		return "(the root)"
 	}
 	return p
+}
+
+// invalidUTF8At returns the offset of b's first byte that is not part of
+// a valid UTF-8 sequence.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// createTemp creates a new file beside path for Save to write and rename,
+// named .<base>.tmp<random>, with mode 0666 less the process's umask, as
+// torch, numpy and os.Create make files (os.CreateTemp's 0600 would keep
+// a checkpoint from a serving process of another user).
+func createTemp(path string) (*os.File, error) {
+	dir, base := filepath.Dir(path), "."+filepath.Base(path)+".tmp"
+	for range 10000 {
+		name := filepath.Join(dir, base+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if os.IsExist(err) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("no free temporary name beside %s", path)
 }
