@@ -2,8 +2,8 @@ package checkpoint_test
 
 import (
 	"bytes"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
