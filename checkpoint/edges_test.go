@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,5 +93,66 @@ func TestLoadIntoZeroTree(t *testing.T) {
 	var pe *peel.Error
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "checkpoint.Load") || !strings.Contains(err.Error(), ".W") || !strings.Contains(err.Error(), "tree of tensors") {
 		t.Fatalf("got %v, want checkpoint.Load's error naming .W and what like needs", err)
+	}
+}
+
+// TestForeignDTypes: the format's dtypes peel has no type for are read
+// into the peel dtype that holds every value (I8, I16, U16 → i32; U32,
+// U64 → i64; F8_E5M2, F8_E4M3 → f32), checked at their extremes, and a
+// U64 beyond int64 is refused naming the tensor and the element. The
+// files are written by hand (little-endian), as other frameworks do.
+func TestForeignDTypes(t *testing.T) {
+	le := func(k int, vs ...uint64) []byte {
+		var b []byte
+		for _, v := range vs {
+			for j := range k {
+				b = append(b, byte(v>>(8*j)))
+			}
+		}
+		return b
+	}
+	for _, c := range []struct {
+		dtype string
+		data  []byte
+		want  []float64
+		dt    peel.DType
+	}{
+		{"I8", le(1, 0x80, 0x7f, 0xff, 0), []float64{-128, 127, -1, 0}, peel.Int32},
+		{"I16", le(2, 0x8000, 0x7fff, 0xffff, 1), []float64{-32768, 32767, -1, 1}, peel.Int32},
+		{"U16", le(2, 0xffff, 0, 1, 0x8000), []float64{65535, 0, 1, 32768}, peel.Int32},
+		{"U32", le(4, 0xffffffff, 0, 7, 0x80000000), []float64{4294967295, 0, 7, 2147483648}, peel.Int64},
+		{"U64", le(8, 1<<53, 0, 9, 12345), []float64{1 << 53, 0, 9, 12345}, peel.Int64},
+		{"F8_E5M2", []byte{0x3c, 0xc0, 0x7c, 0x01}, []float64{1, -2, math.Inf(1), 0x1p-16}, peel.Float32},
+		{"F8_E4M3", []byte{0x38, 0x7e, 0xb8, 0x01}, []float64{1, 448, -1, 0x1p-9}, peel.Float32},
+	} {
+		size := len(c.data) / 4
+		b := safetensors(fmt.Sprintf(`{"x":{"dtype":%q,"shape":[4],"data_offsets":[0,%d]}}`, c.dtype, 4*size), c.data)
+		f, err := checkpoint.NewReader(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.dtype, err)
+		}
+		x, err := f.Tensor("x")
+		if err != nil {
+			t.Fatalf("%s: %v", c.dtype, err)
+		}
+		if x.DType() != c.dt {
+			t.Fatalf("%s read as %v, want %v", c.dtype, x.DType(), c.dt)
+		}
+		got := peel.AsType(x, peel.Float64).Float64s()
+		for i, w := range c.want {
+			if got[i] != w {
+				t.Fatalf("%s element %d: %v, want %v", c.dtype, i, got[i], w)
+			}
+		}
+	}
+	nan := safetensors(`{"x":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}}`, []byte{0x7f})
+	f, _ := checkpoint.NewReader(bytes.NewReader(nan), int64(len(nan)))
+	if x, err := f.Tensor("x"); err != nil || !math.IsNaN(float64(x.Float32s()[0])) {
+		t.Fatalf("F8_E4M3 0x7f: %v %v, want NaN", x, err)
+	}
+	big := safetensors(`{"big":{"dtype":"U64","shape":[2],"data_offsets":[0,16]}}`, le(8, 3, 1<<63))
+	f, _ = checkpoint.NewReader(bytes.NewReader(big), int64(len(big)))
+	if _, err := f.Tensor("big"); err == nil || !strings.Contains(err.Error(), `tensor "big" (U64, read as i64): element 1 is 9223372036854775808`) {
+		t.Fatalf("U64 beyond int64: got %v", err)
 	}
 }

@@ -36,6 +36,97 @@ var dtypeNames = map[peel.DType]string{
 	peel.Int64: "I64", peel.Int32: "I32", peel.Uint8: "U8", peel.Bool: "BOOL",
 }
 
+// foreign are the dtypes of the format that peel does not have, read
+// into the peel dtype that holds every value exactly: size is the file's
+// bytes per element, decode converts the little-endian elements of b
+// into dst (a host slice of to), failing on a value to cannot hold.
+var foreign = map[string]struct {
+	size   int
+	to     peel.DType
+	decode func(b []byte, dst any) error
+}{
+	"I8": {1, peel.Int32, func(b []byte, dst any) error {
+		return decodeInts(b, 1, dst.([]int32), func(u uint64) int64 { return int64(int8(u)) })
+	}},
+	"I16": {2, peel.Int32, func(b []byte, dst any) error {
+		return decodeInts(b, 2, dst.([]int32), func(u uint64) int64 { return int64(int16(u)) })
+	}},
+	"U16": {2, peel.Int32, func(b []byte, dst any) error {
+		return decodeInts(b, 2, dst.([]int32), func(u uint64) int64 { return int64(u) })
+	}},
+	"U32": {4, peel.Int64, func(b []byte, dst any) error {
+		return decodeInts(b, 4, dst.([]int64), func(u uint64) int64 { return int64(u) })
+	}},
+	"U64": {8, peel.Int64, func(b []byte, dst any) error {
+		d := dst.([]int64)
+		for i := range d {
+			u := binary.LittleEndian.Uint64(b[8*i:])
+			if u > math.MaxInt64 {
+				return fmt.Errorf("element %d is %d, beyond int64's range (peel has no uint64)", i, u)
+			}
+			d[i] = int64(u)
+		}
+		return nil
+	}},
+	"F8_E5M2": {1, peel.Float32, func(b []byte, dst any) error {
+		// float8 e5m2 is float16's upper byte.
+		d := dst.([]float32)
+		for i, v := range b {
+			d[i] = backend.F16(uint16(v) << 8).Float32()
+		}
+		return nil
+	}},
+	"F8_E4M3": {1, peel.Float32, func(b []byte, dst any) error {
+		d := dst.([]float32)
+		for i, v := range b {
+			d[i] = e4m3(v)
+		}
+		return nil
+	}},
+}
+
+// decodeInts sets d[i] to the i-th little-endian integer of k bytes of
+// b, converted by conv.
+func decodeInts[T int32 | int64](b []byte, k int, d []T, conv func(uint64) int64) error {
+	for i := range d {
+		var u uint64
+		for j := k - 1; j >= 0; j-- {
+			u = u<<8 | uint64(b[k*i+j])
+		}
+		d[i] = T(conv(u))
+	}
+	return nil
+}
+
+// e4m3 is the value of a float8 e4m3 (the "fn" variant torch and
+// safetensors use: bias 7, no infinities, S.1111.111 is NaN).
+func e4m3(v uint8) float32 {
+	sign := float32(1)
+	if v&0x80 != 0 {
+		sign = -1
+	}
+	e, m := int(v>>3)&0xf, float64(v&7)
+	switch {
+	case e == 0xf && v&7 == 7:
+		return float32(math.NaN())
+	case e == 0:
+		return sign * float32(math.Ldexp(m/8, -6))
+	}
+	return sign * float32(math.Ldexp(1+m/8, e-7))
+}
+
+// fileDType returns the peel dtype a tensor of the format's dtype name
+// is read into, and the file's bytes per element.
+func fileDType(name string) (peel.DType, int, bool) {
+	if dt, ok := dtypeOf(name); ok {
+		return dt, dt.Size(), true
+	}
+	if f, ok := foreign[name]; ok {
+		return f.to, f.size, true
+	}
+	return 0, 0, false
+}
+
 func dtypeOf(name string) (peel.DType, bool) {
 	for dt, n := range dtypeNames {
 		if n == name {
@@ -293,9 +384,9 @@ func parseHeader(r io.ReaderAt, size int64) (*File, *peel.Error) {
 		if err := dec.Decode(&e); err != nil {
 			return nil, errorf(op, "tensor %q: %v", name, err)
 		}
-		dt, ok := dtypeOf(e.DType)
+		_, esize, ok := fileDType(e.DType)
 		if !ok {
-			return nil, errorf(op, "tensor %q: dtype %q is not one peel has (F64, F32, F16, BF16, I64, I32, U8, BOOL)", name, e.DType)
+			return nil, errorf(op, "tensor %q: dtype %q is not one of the format's (F64, F32, F16, BF16, F8_E5M2, F8_E4M3, I64, I32, I16, I8, U64, U32, U16, U8, BOOL)", name, e.DType)
 		}
 		if e.Shape == nil {
 			e.Shape = []int{}
@@ -314,8 +405,8 @@ func parseHeader(r io.ReaderAt, size int64) (*File, *peel.Error) {
 		if s < 0 || t < s || t > dataLen {
 			return nil, errorf(op, "tensor %q: bytes [%d, %d) lie outside the %d bytes of data (truncated?)", name, s, t, dataLen)
 		}
-		if t-s != count*int64(dt.Size()) {
-			return nil, errorf(op, "tensor %q: %s%v needs %d bytes but has [%d, %d)", name, e.DType, e.Shape, count*int64(dt.Size()), s, t)
+		if t-s != count*int64(esize) {
+			return nil, errorf(op, "tensor %q: %s%v needs %d bytes but has [%d, %d)", name, e.DType, e.Shape, count*int64(esize), s, t)
 		}
 		c.entries[name] = e
 		spans = append(spans, span{name, s, t})
@@ -370,16 +461,21 @@ func (c *File) Names() []string {
 }
 
 // Tensor reads the named tensor from the file into a new tensor (its
-// bytes read once, straight into the tensor's memory). It returns a
-// *peel.Error when the file has no such tensor or BOOL bytes other than
-// 0 and 1, and the file system's error when reading fails.
+// bytes read once, straight into the tensor's memory). The format's
+// dtypes peel has no type for, which other frameworks write, are read
+// into the peel dtype that holds each value exactly: I8, I16 and U16
+// into i32, U32 and U64 into i64, F8_E5M2 and F8_E4M3 into f32 (and
+// Load compares those dtypes with like's). It returns a *peel.Error
+// when the file has no such tensor, BOOL bytes other than 0 and 1, or a
+// U64 beyond int64 (naming the element), and the file system's error
+// when reading fails.
 func (c *File) Tensor(name string) (*peel.Tensor, error) {
 	const op = "checkpoint.File.Tensor"
 	e, ok := c.entries[name]
 	if !ok {
 		return nil, errorf(op, "%s has no tensor %q", c.path, name)
 	}
-	dt, _ := dtypeOf(e.DType)
+	dt, esize, _ := fileDType(e.DType)
 	n := 1
 	for _, d := range e.Shape {
 		n *= d
@@ -388,6 +484,18 @@ func (c *File) Tensor(name string) (*peel.Tensor, error) {
 		return nil, errorf(op, "tensor %q: %v", name, err)
 	}
 	host := backend.HostSlice(dt, n)
+	if f, ok := foreign[e.DType]; ok {
+		// Another framework's dtype: its bytes, converted.
+		b := make([]byte, n*esize)
+		if _, err := c.f.ReadAt(b, c.dataOff+e.DataOffsets[0]); err != nil {
+			return nil, fmt.Errorf("%s: %s: tensor %q: %w", op, c.path, name, err)
+		}
+		if err := f.decode(b, host); err != nil {
+			return nil, errorf(op, "tensor %q (%s, read as %v): %v", name, e.DType, dt, err)
+		}
+		be := interp.DefaultBackend()
+		return interp.NewConcrete(be, backend.Array{Buf: backend.FromOwnedHost(be, host), Shape: slices.Clone(e.Shape)}), nil
+	}
 	b := rawBytes(host)
 	if _, err := c.f.ReadAt(b, c.dataOff+e.DataOffsets[0]); err != nil {
 		return nil, fmt.Errorf("%s: %s: tensor %q: %w", op, c.path, name, err)
@@ -460,7 +568,7 @@ func Load[T any](path string, like T) (T, error) {
 			probs = append(probs, fmt.Sprintf("%s: missing from the file (want %s)", pathOr(paths[i]), l.TypeString()))
 			continue
 		}
-		dt, _ := dtypeOf(e.DType)
+		dt, _, _ := fileDType(e.DType)
 		if dt != l.DType() || !slices.Equal(e.Shape, l.Shape()) {
 			probs = append(probs, fmt.Sprintf("%s: the file has %s%v, want %s", pathOr(paths[i]), dt, e.Shape, l.TypeString()))
 		}
