@@ -324,10 +324,10 @@ func TestReadNPYErrors(t *testing.T) {
 		{"bad magic", []byte("NUMPY\x01\x00\x00\x00"), "magic"},
 		{"version", []byte("\x93NUMPY\x04\x00\x00\x00"), "version 4.0"},
 		{"short header", []byte("\x93NUMPY\x01\x00\x40\x00{'descr'"), "header"},
-		{"fortran", body("{'descr': '<f8', 'fortran_order': True, 'shape': (1,), }", eight), "Fortran"},
-		{"big endian", body("{'descr': '>f8', 'fortran_order': False, 'shape': (1,), }", eight), "unsupported dtype"},
-		{"int32", body("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", eight), "unsupported dtype"},
-		{"uint8", body("{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", eight), "unsupported dtype"},
+		{"int16", body("{'descr': '<i2', 'fortran_order': False, 'shape': (4,), }", eight), "unsupported dtype"},
+		{"unicode", body("{'descr': '<U1', 'fortran_order': False, 'shape': (2,), }", eight), "unsupported dtype"},
+		{"object", body("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", eight), "unsupported dtype"},
+		{"byte order", body("{'descr': '!f8', 'fortran_order': False, 'shape': (1,), }", eight), "unsupported dtype"},
 		{"structured", body("{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (1,), }", eight), "descr"},
 		{"missing key", body("{'descr': '<f8', 'shape': (1,), }", eight), "fortran_order"},
 		{"unknown key", body("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), 'x': 1}", eight), "unknown key"},
@@ -411,5 +411,63 @@ func TestLoadCSV(t *testing.T) {
 	}
 	if _, err := LoadCSV(plain, CSVOptions{}); err == nil || !strings.Contains(err.Error(), "plain.csv") {
 		t.Errorf("a header read as numbers: %v", err)
+	}
+}
+
+// TestReadNPYLayouts: the arrays NumPy writes by default in common cases
+// read as they mean: Fortran order (np.asfortranarray, a transposed
+// array saved as is) into peel's row-major layout, big-endian bytes, and
+// every dtype peel shares with NumPy (f2, f4, f8, i4, i8, u1, b1); the
+// shared dtypes round trip through WriteNPY. The bytes are written by
+// hand here; CI's numpy script checks the same against numpy itself.
+func TestReadNPYLayouts(t *testing.T) {
+	body := func(dict string, data []byte) []byte { return append(numpyHeader(dict), data...) }
+	// [[1, 2, 3], [4, 5, 6]] in Fortran order is 1 4 2 5 3 6.
+	var f8 []byte
+	for _, v := range []float64{1, 4, 2, 5, 3, 6} {
+		f8 = binary.LittleEndian.AppendUint64(f8, math.Float64bits(v))
+	}
+	x, err := ReadNPY(bytes.NewReader(body("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", f8)))
+	if err != nil || !slices.Equal(x.Shape(), []int{2, 3}) || !slices.Equal(x.Float64s(), []float64{1, 2, 3, 4, 5, 6}) {
+		t.Fatalf("Fortran order: %v %v", x, err)
+	}
+	var be []byte
+	for _, v := range []int32{-2, 70000} {
+		be = binary.BigEndian.AppendUint32(be, uint32(v))
+	}
+	x, err = ReadNPY(bytes.NewReader(body("{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }", be)))
+	if err != nil || x.DType() != peel.Int32 || !slices.Equal(x.Int32s(), []int32{-2, 70000}) {
+		t.Fatalf("big-endian i4: %v %v", x, err)
+	}
+	var bf []byte
+	for _, v := range []float64{0.5, -3} {
+		bf = binary.BigEndian.AppendUint64(bf, math.Float64bits(v))
+	}
+	// Fortran and big-endian together, rank 3: [2, 1, 1].
+	x, err = ReadNPY(bytes.NewReader(body("{'descr': '>f8', 'fortran_order': True, 'shape': (2, 1, 1), }", bf)))
+	if err != nil || !slices.Equal(x.Float64s(), []float64{0.5, -3}) {
+		t.Fatalf("big-endian Fortran f8: %v %v", x, err)
+	}
+	x, err = ReadNPY(bytes.NewReader(body("{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }", []byte{0x00, 0x3c, 0x00, 0xc0, 0x00, 0x7c})))
+	if err != nil || x.DType() != peel.Float16 || !slices.Equal(x.Float32s(), []float32{1, -2, float32(math.Inf(1))}) {
+		t.Fatalf("f2: %v %v", x, err)
+	}
+	for _, orig := range []*peel.Tensor{
+		peel.AsType(peel.FromFloat64s([]float64{1.5, -2, 65504}, 3), peel.Float16),
+		peel.FromInt32s([]int32{math.MinInt32, 0, math.MaxInt32}, 3),
+		peel.FromUint8s([]uint8{0, 7, 255}, 3),
+		peel.FromFloat32s([]float32{1, 2, 3, 4}, 2, 2),
+	} {
+		var buf bytes.Buffer
+		if err := WriteNPY(&buf, orig); err != nil {
+			t.Fatalf("WriteNPY %s: %v", orig.TypeString(), err)
+		}
+		back, err := ReadNPY(&buf)
+		if err != nil || back.DType() != orig.DType() || !slices.Equal(peel.AsType(back, peel.Float64).Float64s(), peel.AsType(orig, peel.Float64).Float64s()) {
+			t.Fatalf("%s round trip: %v %v", orig.TypeString(), back, err)
+		}
+	}
+	if err := WriteNPY(new(bytes.Buffer), peel.AsType(peel.FromFloat64s([]float64{1}), peel.BFloat16)); err == nil {
+		t.Fatal("WriteNPY of bf16: no error")
 	}
 }

@@ -7,35 +7,64 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
 )
 
 // npyMagic starts every .npy file.
 const npyMagic = "\x93NUMPY"
 
-// npyDescr maps the dtypes ReadNPY and WriteNPY support to NumPy's
-// little-endian type strings.
+// npyDescr maps the dtypes ReadNPY and WriteNPY support, those peel
+// shares with NumPy, to NumPy's little-endian type strings.
 var npyDescr = map[peel.DType]string{
+	peel.Float16: "<f2",
 	peel.Float32: "<f4",
 	peel.Float64: "<f8",
+	peel.Int32:   "<i4",
 	peel.Int64:   "<i8",
+	peel.Uint8:   "|u1",
 	peel.Bool:    "|b1",
 }
 
+// npyDType returns the peel dtype of a NumPy type string and whether its
+// bytes are big-endian: any byte order ('<', '>', '=' native, '|' not
+// applicable) of a dtype in npyDescr.
+func npyDType(descr string) (peel.DType, bool, bool) {
+	if len(descr) < 2 {
+		return 0, false, false
+	}
+	order, code := descr[0], descr[1:]
+	big := order == '>' || (order == '=' && !nativeLittle)
+	if order != '<' && order != '>' && order != '=' && order != '|' {
+		return 0, false, false
+	}
+	for dt, d := range npyDescr {
+		if d[1:] == code {
+			return dt, big && dt.Size() > 1, true
+		}
+	}
+	return 0, false, false
+}
+
+// nativeLittle reports whether this machine is little-endian (numpy's '='
+// byte order).
+var nativeLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
 // ReadNPY reads one array in NumPy's .npy format (versions 1.0, 2.0 and
-// 3.0) from r: a little-endian float32 ('<f4'), float64 ('<f8'), int64
-// ('<i8') or bool ('|b1') array in C order, of any shape (a rank-0 array
-// included). It reads exactly the header and the data, so several
-// arrays can follow each other in r. It returns an error for a missing
-// or malformed header, a Fortran-order array (fortran_order True), a
-// big-endian or other dtype (an int32 or uint8 array, a structured or
-// object dtype), a shape whose size overflows or exceeds
-// peel.MaxAllocBytes, bool bytes other than 0 and 1, or data shorter
-// than the shape (io.ErrUnexpectedEOF). It never panics on malformed
-// input.
+// 3.0) from r: a float16 ('f2'), float32 ('f4'), float64 ('f8'), int32
+// ('i4'), int64 ('i8'), uint8 ('u1') or bool ('b1') array, of either
+// byte order, in C or Fortran order (read into peel's row-major layout),
+// of any shape (a rank-0 array included). It reads exactly the header
+// and the data, so several arrays can follow each other in r. It
+// returns an error for a missing or malformed header, another dtype (a
+// structured, object or unicode one names itself), a shape whose size
+// overflows or exceeds peel.MaxAllocBytes, bool bytes other than 0 and
+// 1, or data shorter than the shape (io.ErrUnexpectedEOF). It never
+// panics on malformed input.
 func ReadNPY(r io.Reader) (*peel.Tensor, error) {
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
@@ -74,20 +103,9 @@ func ReadNPY(r io.Reader) (*peel.Tensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data.ReadNPY: %w", err)
 	}
-	var dt peel.DType
-	for d, s := range npyDescr {
-		if s == h.descr {
-			dt = d
-		}
-	}
-	if h.descr == "<b1" || h.descr == "=b1" || h.descr == ">b1" {
-		dt = peel.Bool
-	}
-	if dt == 0 {
-		return nil, fmt.Errorf("data.ReadNPY: unsupported dtype %q (want '<f4', '<f8', '<i8' or '|b1')", h.descr)
-	}
-	if h.fortran {
-		return nil, errors.New("data.ReadNPY: Fortran-order arrays are not supported (save with numpy.ascontiguousarray)")
+	dt, bigEndian, ok := npyDType(h.descr)
+	if !ok {
+		return nil, fmt.Errorf("data.ReadNPY: unsupported dtype %q (want f2, f4, f8, i4, i8, u1 or b1, of either byte order)", h.descr)
 	}
 	size := int64(1)
 	for _, d := range h.shape {
@@ -115,12 +133,31 @@ func ReadNPY(r io.Reader) (*peel.Tensor, error) {
 		return nil, fmt.Errorf("data.ReadNPY: %d data bytes for shape %v (%d bytes): %w", got, h.shape, nbytes, io.ErrUnexpectedEOF)
 	}
 	b := buf.Bytes()
+	if bigEndian {
+		k := dt.Size()
+		for i := 0; i+k <= len(b); i += k {
+			for j := 0; j < k/2; j++ {
+				b[i+j], b[i+k-1-j] = b[i+k-1-j], b[i+j]
+			}
+		}
+	}
 	n := int(size)
-	shape := h.shape
+	// A Fortran-order array's data are the C-order data of its reversed
+	// shape: read them so, then transpose.
+	shape := slices.Clone(h.shape)
+	if h.fortran {
+		slices.Reverse(shape)
+	}
 	var t *peel.Tensor
 	var boolErr error
 	err = peel.Catch(func() {
 		switch dt {
+		case peel.Float16:
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = backend.F16(binary.LittleEndian.Uint16(b[2*i:])).Float32()
+			}
+			t = peel.FromFloat16s(v, shape...) // exact: each value is a float16
 		case peel.Float32:
 			v := make([]float32, n)
 			for i := range v {
@@ -133,12 +170,20 @@ func ReadNPY(r io.Reader) (*peel.Tensor, error) {
 				v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
 			}
 			t = peel.FromFloat64s(v, shape...)
+		case peel.Int32:
+			v := make([]int32, n)
+			for i := range v {
+				v[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+			}
+			t = peel.FromInt32s(v, shape...)
 		case peel.Int64:
 			v := make([]int64, n)
 			for i := range v {
 				v[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
 			}
 			t = peel.FromInt64s(v, shape...)
+		case peel.Uint8:
+			t = peel.FromUint8s(slices.Clone(b[:n]), shape...)
 		case peel.Bool:
 			v := make([]bool, n)
 			for i, c := range b {
@@ -149,6 +194,13 @@ func ReadNPY(r io.Reader) (*peel.Tensor, error) {
 				v[i] = c == 1
 			}
 			t = peel.FromBools(v, shape...)
+		}
+		if h.fortran && len(shape) > 1 {
+			perm := make([]int, len(shape))
+			for i := range perm {
+				perm[i] = len(shape) - 1 - i
+			}
+			t = peel.Clone(peel.Transpose(t, perm...))
 		}
 	})
 	if err != nil {
@@ -319,9 +371,10 @@ func (p *npyParser) tuple() ([]int, error) {
 // WriteNPY writes the concrete tensor t to w in .npy format: version 1.0
 // (2.0 when the header does not fit in 65535 bytes), little-endian, C
 // order, with the header padded so that the data start at a multiple of
-// 64 bytes. Float32, Float64, Int64 and Bool tensors map to '<f4',
-// '<f8', '<i8' and '|b1'. It returns an error if t is nil or traced, or
-// writing fails.
+// 64 bytes. Float16, Float32, Float64, Int32, Int64, Uint8 and Bool
+// tensors map to '<f2', '<f4', '<f8', '<i4', '<i8', '|u1' and '|b1'
+// (NumPy has no bfloat16: convert it first). It returns an error if t is
+// nil or traced, of another dtype, or writing fails.
 func WriteNPY(w io.Writer, t *peel.Tensor) error {
 	if t == nil {
 		return errors.New("data.WriteNPY: nil tensor")
@@ -370,6 +423,20 @@ func WriteNPY(w io.Writer, t *peel.Tensor) error {
 	}
 	var data []byte
 	switch t.DType() {
+	case peel.Float16:
+		v := t.Float32s()
+		data = make([]byte, 2*len(v))
+		for i, e := range v {
+			binary.LittleEndian.PutUint16(data[2*i:], uint16(backend.F16FromFloat32(e))) // exact
+		}
+	case peel.Int32:
+		v := t.Int32s()
+		data = make([]byte, 4*len(v))
+		for i, e := range v {
+			binary.LittleEndian.PutUint32(data[4*i:], uint32(e))
+		}
+	case peel.Uint8:
+		data = slices.Clone(t.Uint8s())
 	case peel.Float32:
 		v := t.Float32s()
 		data = make([]byte, 4*len(v))

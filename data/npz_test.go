@@ -38,6 +38,9 @@ func TestNPZ(t *testing.T) {
 		"n": peel.FromInt64s([]int64{7, -8}),
 		"m": peel.Greater(peel.FromFloat64s([]float64{1, -1, 2}), 0.0),
 		"s": peel.Scalar(2.5),
+		"i": peel.FromInt32s([]int32{-5, 2147483647}),
+		"u": peel.FromUint8s([]uint8{0, 255, 9}),
+		"h": peel.AsType(peel.FromFloat64s([]float64{0.5, -65504}), peel.Float16),
 	}
 	var buf bytes.Buffer
 	if err := data.WriteNPZ(&buf, m); err != nil {
@@ -65,7 +68,13 @@ assert z["b"].dtype == np.float64 and z["b"].tolist() == [0.1, 0.2, 0.3]
 assert z["n"].dtype == np.int64 and z["n"].tolist() == [7, -8]
 assert z["m"].dtype == np.bool_ and z["m"].tolist() == [True, False, True]
 assert z["s"].shape == () and float(z["s"]) == 2.5
-np.savez_compressed(sys.argv[2], a=np.arange(6, dtype=np.float64).reshape(2, 3), k=np.array([3, 1], dtype=np.int64))
+assert z["i"].dtype == np.int32 and z["i"].tolist() == [-5, 2147483647]
+assert z["u"].dtype == np.uint8 and z["u"].tolist() == [0, 255, 9]
+assert z["h"].dtype == np.float16 and z["h"].tolist() == [0.5, -65504.0]
+a = np.arange(6, dtype=np.float64).reshape(2, 3)
+np.savez_compressed(sys.argv[2], a=a, k=np.array([3, 1], dtype=np.int64),
+    fortran=np.asfortranarray(a), transposed=a.T, big=a.astype(">f8"), bigi=np.array([-7, 300000], dtype=">i4"),
+    i4=np.array([-1, 2], dtype=np.int32), u1=np.array([250, 3], dtype=np.uint8), f2=np.array([1.5, -0.25], dtype=np.float16))
 print("ok")`
 	out2 := filepath.Join(dir, "numpy.npz")
 	if out, err := exec.Command(py, "-c", check, path, out2).CombinedOutput(); err != nil || string(out) != "ok\n" {
@@ -84,5 +93,25 @@ print("ok")`
 	}
 	if k := got["k"]; k == nil || !slices.Equal(k.Int64s(), []int64{3, 1}) {
 		t.Fatalf("k: %v", k)
+	}
+	// numpy's Fortran-order, transposed and big-endian arrays, and the
+	// dtypes peel shares with it, read as numpy means them.
+	for name, want := range map[string]struct {
+		shape []int
+		vals  []float64
+		dt    peel.DType
+	}{
+		"fortran":    {[]int{2, 3}, []float64{0, 1, 2, 3, 4, 5}, peel.Float64},
+		"transposed": {[]int{3, 2}, []float64{0, 3, 1, 4, 2, 5}, peel.Float64},
+		"big":        {[]int{2, 3}, []float64{0, 1, 2, 3, 4, 5}, peel.Float64},
+		"bigi":       {[]int{2}, []float64{-7, 300000}, peel.Int32},
+		"i4":         {[]int{2}, []float64{-1, 2}, peel.Int32},
+		"u1":         {[]int{2}, []float64{250, 3}, peel.Uint8},
+		"f2":         {[]int{2}, []float64{1.5, -0.25}, peel.Float16},
+	} {
+		x := got[name]
+		if x == nil || x.DType() != want.dt || !slices.Equal(x.Shape(), want.shape) || !slices.Equal(peel.AsType(x, peel.Float64).Float64s(), want.vals) {
+			t.Fatalf("numpy's %s: read %v, want %v%v %v", name, x, want.dt, want.shape, want.vals)
+		}
 	}
 }
