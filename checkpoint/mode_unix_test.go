@@ -33,3 +33,39 @@ func TestSaveFollowsUmask(t *testing.T) {
 		}
 	}
 }
+
+// TestSaveRemovesStaleTemporaries: a temporary left by a Save that was
+// killed (named as Save names them, locked by no one) is removed by the
+// next Save of the same path; one that a running Save holds (locked), a
+// file of another name and one of another target are left alone.
+func TestSaveRemovesStaleTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.safetensors")
+	stale := filepath.Join(dir, ".c.safetensors.tmp12345")
+	held := filepath.Join(dir, ".c.safetensors.tmp777")
+	others := []string{filepath.Join(dir, ".c.safetensors.tmpx1"), filepath.Join(dir, ".d.safetensors.tmp1"), filepath.Join(dir, "c.safetensors.tmp1")}
+	for _, name := range append([]string{stale, held}, others...) {
+		if err := os.WriteFile(name, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := os.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := syscall.Flock(int(h.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Save(path, map[string]*peel.Tensor{"w": peel.Ones(peel.Float32, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("the stale temporary is still there: %v", err)
+	}
+	for _, name := range append([]string{held}, others...) {
+		if _, err := os.Stat(name); err != nil {
+			t.Fatalf("%s was removed: %v", filepath.Base(name), err)
+		}
+	}
+}

@@ -163,6 +163,10 @@ func errorf(op, format string, args ...any) *peel.Error {
 // records the format and its version, peel's version, and meta's
 // entries (which must not use those keys). The file's mode is 0666
 // less the process's umask, as os.Create, torch and numpy make files.
+// A Save first removes the temporaries that Saves of the same path
+// killed mid-write left behind: on unix each Save holds an advisory lock
+// (flock) on its temporary until it has renamed it, and only unlocked
+// ones named as Save names them are removed.
 // It returns a *peel.Error when t is not a tree of concrete tensors, two
 // leaves would get one name, or a metadata key or value is not valid
 // UTF-8 (the header is UTF-8 JSON), and the file system's error when
@@ -245,11 +249,7 @@ func Save(path string, t any, meta ...map[string]string) error {
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := closeAndRename(f, tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -618,15 +618,44 @@ func invalidUTF8At(b []byte) int {
 // named .<base>.tmp<random>, with mode 0666 less the process's umask, as
 // torch, numpy and os.Create make files (os.CreateTemp's 0600 would keep
 // a checkpoint from a serving process of another user).
+//
+// It first removes the stale temporaries of path: files named so (a dot,
+// path's base name, ".tmp" and digits) that no Save holds locked, left by
+// a process killed while it saved. Each Save holds an advisory lock
+// (flock) on its temporary while it writes, so a Save running in another
+// process keeps its own; where flock is not available nothing is
+// removed.
 func createTemp(path string) (*os.File, error) {
 	dir, base := filepath.Dir(path), "."+filepath.Base(path)+".tmp"
+	removeStale(dir, base)
 	for range 10000 {
 		name := filepath.Join(dir, base+strconv.FormatUint(uint64(rand.Uint32()), 10))
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 		if os.IsExist(err) {
 			continue
 		}
+		if err == nil {
+			lockTemp(f)
+		}
 		return f, err
 	}
 	return nil, fmt.Errorf("no free temporary name beside %s", path)
+}
+
+// removeStale removes the files of dir named prefix and digits that no
+// process holds locked.
+func removeStale(dir, prefix string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		if name := filepath.Join(dir, e.Name()); unlocked(name) {
+			os.Remove(name)
+		}
+	}
 }
