@@ -123,6 +123,26 @@ func TestWorldMembersStartInSync(t *testing.T) {
 	}
 }
 
+// worldCase is the whole batch of rows rows and the MLP, the whole
+// batch's loss and gradient on one process (the oracle), and a function
+// checking a data-parallel result against them: the loss to 1e-12, the
+// float64 gradient leaves to tol64 and the float32 ones to tol32.
+func worldCase(t *testing.T, rows int) (x, y *peel.Tensor, p mlp, check func(what string, l *peel.Tensor, g mlp, tol64, tol32 float64)) {
+	x, y = batch(peel.Float64, rows)
+	p = newMLP(peel.Float64)
+	wantL, wantG := transforms.ValueAndGrad3(loss)(p, x, y)
+	r := dist.World().Rank()
+	return x, y, p, func(what string, l *peel.Tensor, g mlp, tol64, tol32 float64) {
+		t.Helper()
+		if e := math.Abs(l.Item() - wantL.Item()); e > 1e-12 {
+			t.Fatalf("rank %d, %s: loss off by %g", r, what, e)
+		}
+		if d64, d32 := leafDiff(g, wantG); d64 > tol64 || d32 > tol32 {
+			t.Fatalf("rank %d, %s: gradient off by %g (float64 leaves), %g (float32)", r, what, d64, d32)
+		}
+	}
+}
+
 // TestWorldAccumulate is TestAccumulateEqualsOneDevice over the job's
 // processes: two micro-batches a step, one round of all-reduces, the
 // whole batch's loss and gradient (float64 leaves to 1e-12).
@@ -130,20 +150,13 @@ func TestWorldAccumulate(t *testing.T) {
 	const rows = 12
 	w := dist.World()
 	r, n := w.Rank(), w.Size()
-	x, y := batch(peel.Float64, rows)
-	p := newMLP(peel.Float64)
-	wantL, wantG := transforms.ValueAndGrad3(loss)(p, x, y)
+	x, y, p, check := worldCase(t, rows)
 	per := rows / n
 	m := per / 2
 	xs := []*peel.Tensor{peel.Narrow(x, 0, r*per, m), peel.Narrow(x, 0, r*per+m, per-m)}
 	ys := []*peel.Tensor{peel.Narrow(y, 0, r*per, m), peel.Narrow(y, 0, r*per+m, per-m)}
 	l, g := ddp.AccumulateValueAndGrad3(loss, w)(p, xs, ys)
-	if e := math.Abs(l.Item() - wantL.Item()); e > 1e-12 {
-		t.Fatalf("rank %d: loss off by %g", r, e)
-	}
-	if d64, d32 := leafDiff(g, wantG); d64 > 1e-12 || d32 > 1e-5 {
-		t.Fatalf("rank %d: gradient off by %g (float64 leaves), %g (float32)", r, d64, d32)
-	}
+	check("two micro-batches", l, g, 1e-12, 1e-5)
 }
 
 // TestWorldCommDType is TestCommDType over the job's processes: the
@@ -153,15 +166,8 @@ func TestWorldCommDType(t *testing.T) {
 	const rows = 12
 	w := dist.World()
 	r, n := w.Rank(), w.Size()
-	x, y := batch(peel.Float64, rows)
-	p := newMLP(peel.Float64)
-	wantL, wantG := transforms.ValueAndGrad3(loss)(p, x, y)
+	x, y, p, check := worldCase(t, rows)
 	per := rows / n
 	l, g := ddp.ValueAndGrad3(loss, w, ddp.CommDType(peel.BFloat16))(p, peel.Narrow(x, 0, r*per, per), peel.Narrow(y, 0, r*per, per))
-	if e := math.Abs(l.Item() - wantL.Item()); e > 1e-12 {
-		t.Fatalf("rank %d: loss off by %g", r, e)
-	}
-	if d64, d32 := leafDiff(g, wantG); d64 > 0.05 || d32 > 0.05 {
-		t.Fatalf("rank %d: bfloat16 gradients off by %g (float64 leaves), %g (float32)", r, d64, d32)
-	}
+	check("gradients as bfloat16", l, g, 0.05, 0.05)
 }
