@@ -3,6 +3,7 @@ package prims
 import (
 	"fmt"
 
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -71,7 +72,7 @@ func init() {
 			for i := range axes {
 				axes[i] = len(shape) - k + i
 			}
-			n := constLike(float64(sizeOf(shape[len(shape)-k:])), r)
+			n := constLike(float64(backend.ShapeSize(shape[len(shape)-k:])), r)
 			mean := func(v *tensor) *tensor { return div(reduceSum(v, axes), n) }
 			back := func(v *tensor) *tensor { return unreduce(v, shape, axes) }
 			myt := mean(mul(y, t))
@@ -84,13 +85,4 @@ func init() {
 			return outs, []*tensor{ty, tr}
 		}
 	}
-}
-
-// sizeOf is the number of elements of shape.
-func sizeOf(shape []int) int {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	return n
 }
