@@ -251,6 +251,9 @@ func FuzzShapeOps(f *testing.F) {
 	f.Add(uint8(12), uint8(2), uint8(2), uint8(3), uint8(0), 0, uint8(2), 1<<62, 1<<62, 0, 0)             // Tile overflow
 	f.Add(uint8(12), uint8(2), uint8(2), uint8(3), uint8(0), 1<<40, uint8(1), 1<<30, 0, 0, 0)             // Tile of a huge view
 	f.Add(uint8(15), uint8(1), uint8(3), uint8(0), uint8(0), 1<<62, uint8(1), 0, 0, 0, 0)                 // Stack of huge views
+	f.Add(uint8(4), uint8(0), uint8(0), uint8(0), uint8(0), 0, uint8(4), math.MaxInt, 0, 2, 4)            // BroadcastTo MaxInt×0×2×4: empty, accepted
+	f.Add(uint8(12), uint8(2), uint8(1), uint8(0), uint8(0), 0, uint8(2), math.MaxInt, 5, 0, 0)           // Tile to MaxInt×0
+	f.Add(uint8(3), uint8(2), uint8(0), uint8(2), uint8(0), math.MaxInt, uint8(3), 2, 0, 1, 0)            // Transpose of an empty MaxInt×0×2 view
 	f.Fuzz(func(t *testing.T, op, rank, s0, s1, s2 uint8, huge int, nargs uint8, a, b, c, d int) {
 		x := fuzzTensor(rank, s0, s1, s2)
 		if huge != 0 {

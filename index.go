@@ -1,6 +1,7 @@
 package peel
 
 import (
+	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -132,18 +133,27 @@ func linearIndices(idx3 *Tensor, n int) *Tensor {
 	return interp.Bind1(prims.Add, nil, lin, s)
 }
 
-// split3 returns P = prod(shape[:a]) and S = prod(shape[a+1:]).
+// split3 returns P = prod(shape[:a]) and S = prod(shape[a+1:]). A side
+// whose product overflows belongs to a shape with no elements (whose
+// zero dimension is on the other side or at a), and is 0: the tensors
+// P and S shape are empty either way.
 func split3(shape []int, a int) (int, int) {
-	p, s := 1, 1
-	for k, d := range shape {
-		switch {
-		case k < a:
-			p *= d
-		case k > a:
-			s *= d
+	return productOr0(shape[:a]), productOr0(shape[a+1:])
+}
+
+// productOr0 returns the product of dims, or 0 when it overflows int,
+// which only the dimensions of a shape with no elements can do
+// (backend.CheckedSize): flattening such a shape with 0 in place of the
+// product keeps it empty.
+func productOr0(dims []int) int {
+	n := 1
+	for _, d := range dims {
+		var ok bool
+		if n, ok = backend.MulSize(n, d); !ok {
+			return 0
 		}
 	}
-	return p, s
+	return n
 }
 
 // TakeAlongAxis takes elements of x at the i64 indices idx along axis, as

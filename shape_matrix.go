@@ -84,6 +84,12 @@ func diagonal(x *Tensor, offset, a1, a2 int) *Tensor {
 	m, n := x.Shape()[a1], x.Shape()[a2]
 	batch := append([]int{}, y.Shape()[:r-2]...)
 	L := diagLen(m, n, offset)
+	if x.Size() == 0 && (L == 0 || backend.ShapeSize(batch) == 0) {
+		// An empty diagonal, or diagonals of no matrices: m·n may wrap
+		// (an empty shape's other dimensions need not fit in an int
+		// together), and the empty x, reshaped, is the result.
+		return reshapeView(x, append(batch, L))
+	}
 	flat := reshapeView(y, append(append([]int{}, batch...), m*n))
 	p := sliceAll(flat.Shape())
 	if L > 0 {

@@ -77,7 +77,7 @@ func TestSizeOverflowRefused(t *testing.T) {
 		{"Ones 2^62 x 2", func() { peel.Ones(peel.Float64, 1<<62, 2) }, []string{"peel.Ones", "too large"}},
 		{"Full 2 x 2^62", func() { peel.Full(peel.Int64, 1, 2, 1<<62) }, []string{"peel.Full", "too large"}},
 		{"Zeros MinInt", func() { peel.Zeros(peel.Float64, math.MinInt) }, []string{"peel.Zeros", "negative"}},
-		{"Zeros MaxInt MaxInt 0", func() { peel.Zeros(peel.Float64, math.MaxInt, math.MaxInt, 0) }, []string{"peel.Zeros", "too large"}},
+		{"Zeros MaxInt MaxInt 1", func() { peel.Zeros(peel.Float64, math.MaxInt, math.MaxInt, 1) }, []string{"peel.Zeros", "too large"}},
 		{"Reshape wraps to 6", func() { peel.Reshape(peel.Ones(peel.Float64, 6), 2305843009213693955, 4611686018427387906) }, []string{"peel.Reshape", "too large"}},
 		{"Reshape infer wraps", func() { peel.Reshape(peel.Zeros(peel.Float64, 0), -1, 1<<62, 4) }, []string{"peel.Reshape", "too large"}},
 		{"Reshape MinInt", func() { peel.Reshape(x23, math.MinInt) }, []string{"peel.Reshape", "negative"}},

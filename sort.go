@@ -161,7 +161,11 @@ func gatherLast(x *Tensor, ax []int) (*Tensor, []int) {
 		}
 	}
 	perm = append(perm, ax...)
-	n := reducedSize(x.Shape(), ax)
+	red0 := make([]int, len(ax))
+	for i, a := range ax {
+		red0[i] = x.Shape()[a]
+	}
+	n := productOr0(red0)
 	y := transposeView(x, perm)
 	return reshapeView(y, append(append([]int{}, rest...), n)), rest
 }

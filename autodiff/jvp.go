@@ -135,6 +135,15 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 	if !any || p.NonDifferentiable {
 		return interp.Bind(p, params, primals...)
 	}
+	if anyEmpty(primals) {
+		// An empty result has an empty tangent, a symbolic zero: no rule
+		// runs, so none meets the partial products of an empty
+		// operand's other dimensions, which may wrap
+		// (backend.CheckedSize).
+		if outs := interp.Bind(p, params, primals...); allEmpty(outs) {
+			return outs
+		}
+	}
 	var outs, touts []*tensor
 	switch {
 	case p.Impl != nil && (p.JVP == nil || p.VJP != nil):
@@ -160,6 +169,27 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 		res[i] = j.wrap(o, t)
 	}
 	return res
+}
+
+// anyEmpty reports whether a tensor of ts has no elements.
+func anyEmpty(ts []*tensor) bool {
+	for _, t := range ts {
+		if t.Size() == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// allEmpty reports whether ts is not empty and no tensor of it has
+// elements.
+func allEmpty(ts []*tensor) bool {
+	for _, t := range ts {
+		if t.Size() != 0 {
+			return false
+		}
+	}
+	return len(ts) > 0
 }
 
 // jvpOne is a one-result answer: payload, box and result slice.

@@ -146,7 +146,8 @@ func (a Array) Overlaps() bool {
 }
 
 // ContiguousStrides returns the row-major strides of shape, which must
-// have passed CheckedSize (so no stride overflows).
+// have passed CheckedSize: no stride of a shape with elements overflows;
+// those of an empty shape may wrap, and no element of it is addressed.
 func ContiguousStrides(shape []int) []int {
 	st := make([]int, len(shape))
 	s := 1

@@ -59,29 +59,39 @@ func (e *SizeError) Error() string {
 
 // CheckedSize returns the number of elements of shape, the product of
 // its dimensions (1 for rank 0). It returns a *SizeError when a dimension
-// is negative or when the product of the non-zero dimensions overflows
-// int: a shape with a zero dimension is refused too if its other
-// dimensions could not be laid out, so the row-major strides of every
-// accepted shape fit in an int.
+// is negative or when that product overflows int. A shape with a zero
+// dimension has no elements and is accepted whatever its other
+// dimensions are, as torch and numpy accept it.
+//
+// What code holding an accepted shape may assume: every product of
+// dimensions that includes a zero dimension is 0 (int arithmetic wraps
+// modulo 2^64, and 0 times anything is 0 there), and every product of the
+// dimensions of a shape with elements fits in an int. A product of some
+// of the dimensions of an empty shape that leaves out its zero
+// dimensions (an outer·inner split, a stride) may overflow and wrap, so
+// code that loops over such a product must first return when the shape
+// has no elements; no element of an empty shape is ever addressed.
 func CheckedSize(shape []int) (int, error) {
-	n, nz := 1, 1
+	n, empty, over := 1, false, false
 	for i, d := range shape {
-		if d < 0 {
+		switch {
+		case d < 0:
 			return 0, &SizeError{Shape: shape, Dim: i}
-		}
-		if d == 0 {
-			n = 0
-			continue
-		}
-		var ok bool
-		if nz, ok = MulSize(nz, d); !ok {
-			return 0, &SizeError{Shape: shape, Dim: -1}
+		case d == 0:
+			empty = true
+		case !over:
+			var ok bool
+			n, ok = MulSize(n, d)
+			over = !ok
 		}
 	}
-	if n == 0 {
+	switch {
+	case empty:
 		return 0, nil
+	case over:
+		return 0, &SizeError{Shape: shape, Dim: -1}
 	}
-	return nz, nil
+	return n, nil
 }
 
 // FormatShape formats shape as "[2 3]", as fmt's %v does.

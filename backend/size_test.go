@@ -64,7 +64,14 @@ func TestCheckedSize(t *testing.T) {
 		{[]int{1 << 32, 1 << 32}, 0, "too large"},
 		{[]int{1 << 62, 4}, 0, "too large"},
 		{[]int{2305843009213693955, 4611686018427387906}, 0, "too large"}, // wraps to 6
-		{[]int{math.MaxInt, math.MaxInt, 0}, 0, "too large"},              // strides would overflow
+		// A zero dimension empties any shape (issue 43, item 9): the
+		// element count is checked, not the product of the other
+		// dimensions.
+		{[]int{math.MaxInt, math.MaxInt, 0}, 0, ""},
+		{[]int{math.MaxInt, 0, 2, 4}, 0, ""},
+		{[]int{0, math.MaxInt, math.MaxInt}, 0, ""},
+		{[]int{1 << 62, 4, 0, -1}, 0, "negative dimension -1"},
+		{[]int{1 << 62, 4, 1}, 0, "too large"},
 		{[]int{2, -1}, 0, "negative dimension -1 in shape [2 -1]"},
 		{[]int{math.MinInt}, 0, "negative"},
 	}

@@ -197,10 +197,47 @@ func NewPrim(name string, kind Kind, abstract func(params any, in []Aval) []Aval
 	if _, dup := byName[name]; dup {
 		panic(fmt.Sprintf("interp: primitive %q registered twice", name))
 	}
-	p := &Prim{Op: backend.Op{ID: len(registry), Name: name}, Kind: kind, Abstract: abstract, pkg: callerPackage()}
+	p := &Prim{Op: backend.Op{ID: len(registry), Name: name}, Kind: kind, Abstract: sizedResults(abstract), pkg: callerPackage()}
 	registry = append(registry, p)
 	byName[name] = p
 	return p
+}
+
+// sizedResults wraps a shape rule so that every result shape it gives
+// passes backend.CheckedSize when an operand has no elements. A rule may
+// compute a result from an operand's dimensions without checking (every
+// product of the dimensions of a shape with elements fits in an int), but
+// an empty operand's other dimensions can multiply past math.MaxInt: the
+// sum over the zero axis of a MaxInt×0×2 operand is MaxInt×2. This
+// refuses such a result in one place, for every rule, with "too large".
+func sizedResults(abstract func(params any, in []Aval) []Aval) func(params any, in []Aval) []Aval {
+	if abstract == nil {
+		return nil
+	}
+	return func(params any, in []Aval) []Aval {
+		out := abstract(params, in)
+		for _, a := range in {
+			if !hasZeroDim(a.Shape) {
+				continue
+			}
+			for _, o := range out {
+				if _, err := backend.CheckedSize(o.Shape); err != nil {
+					panic(&Error{Msg: err.Error()})
+				}
+			}
+			break
+		}
+		return out
+	}
+}
+
+func hasZeroDim(shape []int) bool {
+	for _, d := range shape {
+		if d == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // callerPackage returns the import path of the package of NewPrim's

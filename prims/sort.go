@@ -96,6 +96,12 @@ func TakeAlongAxis(x, idx *tensor, axis int) *tensor {
 			interp.Panicf("take along axis: indices %v do not fit operand %v", is, xs)
 		}
 	}
+	if backend.ShapeSize(xs) == 0 && backend.ShapeSize(is) == 0 {
+		// Nothing to take, and p·n·s may have wrapped (an empty
+		// shape's other dimensions need not fit in an int together).
+		// The empty x, reshaped, keeps the result linear in x.
+		return reshape(x, is)
+	}
 	n, m := xs[axis], is[axis]
 	i3 := reshape(idx, []int{p, m, s})
 	sh := []int{p, m, s}

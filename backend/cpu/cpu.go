@@ -369,8 +369,13 @@ func (b *Backend) Has(op backend.Op) bool {
 }
 
 // Exec runs op's kernel, first materializing inputs the kernel cannot read
-// in place.
+// in place. A kernel whose results all have no elements is not run: it has
+// nothing to write, and the partial products of an empty shape's other
+// dimensions, which its loops would take, may wrap (backend.CheckedSize).
 func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
+	if allEmpty(out) {
+		return
+	}
 	e := &b.kernels()[op.ID]
 	if hasStorage(in, out) {
 		b.execStorage(e, op, params, in, out)
@@ -384,6 +389,26 @@ func (b *Backend) Exec(op backend.Op, params any, in, out []backend.Array) {
 		in[i] = b.contiguous(*a)
 	}
 	e.fn(params, in, out)
+}
+
+// allEmpty reports whether there is at least one result and none has
+// elements.
+func allEmpty(out []backend.Array) bool {
+	for _, o := range out {
+		if !hasZero(o.Shape) {
+			return false
+		}
+	}
+	return len(out) > 0
+}
+
+func hasZero(shape []int) bool {
+	for _, d := range shape {
+		if d == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // contiguous returns a row-major copy of a in a buffer from b's
