@@ -67,7 +67,36 @@ func Ones(dt DType, shape ...int) *Tensor {
 	defer interp.Annotate("peel.Ones")
 	checkDType("peel.Ones", dt)
 	s, n := allocShape("peel.Ones", dt, shape)
-	return newConcrete(hostFill(1, dt, n), s)
+	return filled(dt, 1, s, n)
+}
+
+// fillKernelMin is the element count from which filled fills on the
+// backend (in parallel, at the memory's bandwidth) rather than on the
+// host.
+const fillKernelMin = 1 << 16
+
+// filled returns a new concrete tensor of shape s (n elements) holding v
+// converted to dt. A large one is allocated by the backend, from its
+// buffer cache when it has one (not zeroed, so each page is written once,
+// by the fill), and filled by the backend's copy of a broadcast scalar,
+// which splits the stores across its threads.
+func filled(dt DType, v float64, s []int, n int) *Tensor {
+	if n < fillKernelMin {
+		return newConcrete(hostFill(v, dt, n), s)
+	}
+	be := interp.DefaultBackend()
+	buf, cached := interp.AllocResult(be, dt, n)
+	arr := backend.Array{Buf: buf, Shape: s}
+	if cached || v != 0 || math.Signbit(v) {
+		// +0 converts to all-zero bits in every dtype, which a fresh
+		// buffer already holds.
+		one := backend.FromOwnedHost(be, hostFill(v, dt, 1))
+		be.Copy(arr, backend.Array{Buf: one, Shape: s, Strides: make([]int, len(s))})
+	}
+	if cached {
+		return interp.NewResult(be, arr)
+	}
+	return interp.NewConcrete(be, arr)
 }
 
 // Full returns a new tensor filled with v converted to dt as AsType
@@ -80,7 +109,7 @@ func Full(dt DType, v float64, shape ...int) *Tensor {
 	defer interp.Annotate("peel.Full")
 	checkDType("peel.Full", dt)
 	s, n := allocShape("peel.Full", dt, shape)
-	return newConcrete(hostFill(v, dt, n), s)
+	return filled(dt, v, s, n)
 }
 
 // fullLike broadcasts the constant v to x's shape and copies it into a

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"testing"
 
@@ -289,5 +290,148 @@ func TestDTypeProperties(t *testing.T) {
 	}
 	if backend.Invalid.IsValid() || backend.DType(9).IsValid() {
 		t.Error("Invalid or dtype(9) is valid")
+	}
+}
+
+// TestHalfFromFloat32Agrees checks the bit-level float32 converters
+// against the float64 ones (float32 widens exactly, so both round once):
+// every exponent and sign with the fraction patterns around each
+// rounding boundary (ties, one below, one above, carries into the
+// exponent) and random fractions; with PEEL_EXHAUSTIVE=1 every one of
+// the 2³² float32 bit patterns.
+func TestHalfFromFloat32Agrees(t *testing.T) {
+	check := func(b uint32) bool {
+		x := math.Float32frombits(b)
+		if g, w := backend.F16FromFloat32(x), backend.F16FromFloat64(float64(x)); g != w && !(g.Float32() != g.Float32() && w.Float32() != w.Float32()) {
+			t.Errorf("F16FromFloat32(%#08x) = %#04x; F16FromFloat64 gives %#04x", b, uint16(g), uint16(w))
+			return false
+		}
+		if g, w := backend.BF16FromFloat32(x), backend.BF16FromFloat64(float64(x)); g != w && !(g.Float32() != g.Float32() && w.Float32() != w.Float32()) {
+			t.Errorf("BF16FromFloat32(%#08x) = %#04x; BF16FromFloat64 gives %#04x", b, uint16(g), uint16(w))
+			return false
+		}
+		return true
+	}
+	if os.Getenv("PEEL_EXHAUSTIVE") != "" {
+		for b := uint64(0); b < 1<<32; b++ {
+			if !check(uint32(b)) {
+				return
+			}
+		}
+		return
+	}
+	var fracs []uint32
+	for _, sh := range []uint{0, 1, 12, 13, 14, 15, 16, 17, 22} {
+		base := uint32(1) << sh
+		fracs = append(fracs, base-1, base, base+1, 0x7fffff&^(base-1), 0x7fffff&^base)
+	}
+	fracs = append(fracs, 0, 0x7fffff, 0x7fe000, 0x7ff000, 0x7fefff, 0x7ff001, 0x3ff000, 0x400000)
+	r := rand.New(rand.NewPCG(43, 10))
+	for range 64 {
+		fracs = append(fracs, r.Uint32()&0x7fffff)
+	}
+	for sign := uint32(0); sign < 2; sign++ {
+		for e := uint32(0); e < 256; e++ {
+			for _, f := range fracs {
+				if !check(sign<<31 | e<<23 | f&0x7fffff) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// TestHalfFromFloat64Agrees checks the bit-level float64 and int64
+// converters against roundHalf, the general rounding they replaced for
+// the normal range: every exponent and sign with the fraction patterns
+// around the rounding boundaries of both formats, random fractions, and
+// int64 values around every power of two; and the whole-slice
+// conversions against the scalar ones.
+func TestHalfFromFloat64Agrees(t *testing.T) {
+	f16 := func(v float64) uint16 { return backend.RoundHalf(v, 5, 10) }
+	bf16 := func(v float64) uint16 { return backend.RoundHalf(v, 8, 7) }
+	var fracs []uint64
+	for _, sh := range []uint{0, 1, 40, 41, 42, 43, 44, 45, 46, 51} {
+		base := uint64(1) << sh
+		fracs = append(fracs, base-1, base, base+1, (1<<52-1)&^(base-1), (1<<52-1)&^base)
+	}
+	r := rand.New(rand.NewPCG(43, 64))
+	for range 48 {
+		fracs = append(fracs, r.Uint64()&(1<<52-1))
+	}
+	var vals []float64
+	for sign := uint64(0); sign < 2; sign++ {
+		for e := uint64(0); e < 2048; e++ {
+			for _, f := range fracs {
+				vals = append(vals, math.Float64frombits(sign<<63|e<<52|f))
+			}
+		}
+	}
+	for _, v := range vals {
+		if g, w := uint16(backend.F16FromFloat64(v)), f16(v); g != w {
+			t.Fatalf("F16FromFloat64(%#016x) = %#04x; roundHalf gives %#04x", math.Float64bits(v), g, w)
+		}
+		if g, w := uint16(backend.BF16FromFloat64(v)), bf16(v); g != w {
+			t.Fatalf("BF16FromFloat64(%#016x) = %#04x; roundHalf gives %#04x", math.Float64bits(v), g, w)
+		}
+	}
+	var ints []int64
+	for sh := range 63 {
+		for _, d := range []int64{-1, 0, 1} {
+			ints = append(ints, int64(1)<<sh+d, -(int64(1)<<sh + d), int64(1)<<sh+int64(r.Uint32()))
+		}
+	}
+	ints = append(ints, math.MaxInt64, math.MinInt64, math.MinInt64+1, 65519, 65520, 65536, -65520)
+	for range 1000 {
+		ints = append(ints, int64(r.Uint64()), int64(r.Uint64()>>r.UintN(63)))
+	}
+	for _, v := range ints {
+		if g, w := uint16(backend.F16FromInt64(v)), f16(backend.IntForHalf(v)); g != w {
+			t.Fatalf("F16FromInt64(%d) = %#04x; want %#04x", v, g, w)
+		}
+		if g, w := uint16(backend.BF16FromInt64(v)), bf16(backend.IntForHalf(v)); g != w {
+			t.Fatalf("BF16FromInt64(%d) = %#04x; want %#04x", v, g, w)
+		}
+	}
+
+	// The whole-slice conversions equal the scalar ones element by
+	// element (NaNs included: both keep the same payload bits).
+	f32 := make([]float32, len(vals))
+	for i, v := range vals {
+		f32[i] = float32(v)
+	}
+	h := make([]backend.F16, len(vals))
+	bh := make([]backend.BF16, len(vals))
+	backend.F16sFromFloat64s(h, vals)
+	backend.BF16sFromFloat64s(bh, vals)
+	for i, v := range vals {
+		if h[i] != backend.F16FromFloat64(v) || bh[i] != backend.BF16FromFloat64(v) {
+			t.Fatalf("slice conversion of %v: %#04x, %#04x", v, h[i], bh[i])
+		}
+	}
+	backend.F16sFromFloat32s(h, f32)
+	backend.BF16sFromFloat32s(bh, f32)
+	for i, v := range f32 {
+		if h[i] != backend.F16FromFloat32(v) || bh[i] != backend.BF16FromFloat32(v) {
+			t.Fatalf("slice conversion of float32 %v: %#04x, %#04x", v, h[i], bh[i])
+		}
+	}
+	back32 := make([]float32, len(h))
+	back64 := make([]float64, len(h))
+	backend.F16sToFloat32s(back32, h)
+	backend.F16sToFloat64s(back64, h)
+	for i, x := range h {
+		if math.Float32bits(back32[i]) != math.Float32bits(x.Float32()) || math.Float64bits(back64[i]) != math.Float64bits(x.Float64()) {
+			t.Fatalf("slice widening of %#04x: %v, %v", x, back32[i], back64[i])
+		}
+	}
+	hi := make([]backend.F16, len(ints))
+	bhi := make([]backend.BF16, len(ints))
+	backend.F16sFromInt64s(hi, ints)
+	backend.BF16sFromInt64s(bhi, ints)
+	for i, v := range ints {
+		if hi[i] != backend.F16FromInt64(v) || bhi[i] != backend.BF16FromInt64(v) {
+			t.Fatalf("slice conversion of %d: %#04x, %#04x", v, hi[i], bhi[i])
+		}
 	}
 }

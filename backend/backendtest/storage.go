@@ -227,15 +227,25 @@ func runConvertStorage(s *suite) {
 	every := append(append([]backend.DType{}, allDTypes...), storageDTypes...)
 	for _, from := range every {
 		for _, to := range every {
-			if !from.IsStorage() && !to.IsStorage() {
-				continue // runConvert's cases
-			}
 			h, fs, is := storageSource(from)
-			n := max(len(fs), len(is))
-			for _, rev := range []bool{false, true} {
-				desc := fmt.Sprintf("convert_element_type %v[%d] to %v (reversed %v)", from, n, to, rev)
+			n0 := max(len(fs), len(is))
+			for _, variant := range []string{"contiguous", "reversed", "repeated"} {
+				rev, n, hv := variant == "reversed", n0, h
+				switch {
+				case variant == "repeated" && n0 < 8192:
+					// The edge values repeated past the sizes at which a
+					// backend changes its loops (tables, threads,
+					// vectors).
+					hv = repeatHost(h, (8192+n0-1)/n0+1)
+					n = n0 * ((8192+n0-1)/n0 + 1)
+				case !from.IsStorage() && !to.IsStorage():
+					continue // runConvert's cases
+				case variant == "repeated":
+					continue // already that large
+				}
+				desc := fmt.Sprintf("convert_element_type %v[%d] to %v (%s)", from, n, to, variant)
 				s.try(desc, func() {
-					x := interp.NewConcrete(s.b, backend.Array{Buf: s.b.FromHost(h), Shape: []int{n}})
+					x := interp.NewConcrete(s.b, backend.Array{Buf: s.b.FromHost(hv), Shape: []int{n}})
 					if rev {
 						x = interp.Bind1(prims.Rev, prims.RevParams{Axes: []int{0}}, x)
 					}
@@ -249,7 +259,7 @@ func runConvertStorage(s *suite) {
 					runtime.KeepAlive(y)
 					bad := 0
 					for k := range n {
-						src := k
+						src := k % n0
 						if rev {
 							src = n - 1 - k
 						}
@@ -288,6 +298,37 @@ func runConvertStorage(s *suite) {
 			s.failf("backendtest's 16-bit reference rounds %v to %v, want %v", c.x, got, c.want)
 		}
 	}
+}
+
+// repeatHost returns the host slice h repeated times times.
+func repeatHost(h any, times int) any {
+	switch h := h.(type) {
+	case []bool:
+		return repeat(h, times)
+	case []int64:
+		return repeat(h, times)
+	case []int32:
+		return repeat(h, times)
+	case []uint8:
+		return repeat(h, times)
+	case []float32:
+		return repeat(h, times)
+	case []float64:
+		return repeat(h, times)
+	case []backend.F16:
+		return repeat(h, times)
+	case []backend.BF16:
+		return repeat(h, times)
+	}
+	panic(fmt.Sprintf("backendtest: host slice %T", h))
+}
+
+func repeat[T any](h []T, times int) []T {
+	out := make([]T, 0, len(h)*times)
+	for range times {
+		out = append(out, h...)
+	}
+	return out
 }
 
 // runStorageKernels runs kernels on storage dtypes through the

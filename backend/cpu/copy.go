@@ -224,6 +224,14 @@ func fillAny[T any](d []T, v T) {
 		fillElems(dd, any(v).(int64))
 	case []bool:
 		fillElems(dd, any(v).(bool))
+	case []int32:
+		fillElems(dd, any(v).(int32))
+	case []uint8:
+		fillElems(dd, any(v).(uint8))
+	case []backend.F16:
+		fillElems(dd, any(v).(backend.F16))
+	case []backend.BF16:
+		fillElems(dd, any(v).(backend.BF16))
 	default:
 		fillSlice(d, v)
 	}

@@ -2,7 +2,11 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/peel-ml/peel/backend"
+)
 
 // copy512 copies n bytes, a multiple of 256, between non-overlapping
 // buffers (copy_amd64.s).
@@ -165,7 +169,7 @@ func fillBytesAVX2(d *byte, n int, pat *byte, nt bool)
 // fillElems sets every element of d to v: from 4 KiB on, of a type of 1,
 // 2, 4 or 8 bytes without pointers (the kernels' element types), by the
 // AVX2 store loop; otherwise by doubling copies.
-func fillElems[T bool | int64 | float32 | float64](d []T, v T) {
+func fillElems[T bool | int64 | float32 | float64 | int32 | uint8 | backend.F16 | backend.BF16](d []T, v T) {
 	var z T
 	size := int(unsafe.Sizeof(z))
 	n := len(d) * size

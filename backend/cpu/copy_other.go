@@ -2,6 +2,8 @@
 
 package cpu
 
+import "github.com/peel-ml/peel/backend"
+
 // copyElems copies s into d (of equal length).
 func copyElems[T any](d, s []T) { copy(d, s) }
 
@@ -11,4 +13,6 @@ func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int, nt 
 }
 
 // fillElems sets every element of d to v.
-func fillElems[T bool | int64 | float32 | float64](d []T, v T) { fillSlice(d, v) }
+func fillElems[T bool | int64 | float32 | float64 | int32 | uint8 | backend.F16 | backend.BF16](d []T, v T) {
+	fillSlice(d, v)
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
@@ -223,18 +224,28 @@ func (*Backend) Alloc(dt backend.DType, n int) backend.Buffer {
 func makeBuf(dt backend.DType, n int) backend.Buffer {
 	switch dt {
 	case backend.Bool:
-		return make(boolBuf, n)
+		return huge(make(boolBuf, n))
 	case backend.Int64:
-		return make(i64Buf, n)
+		return huge(make(i64Buf, n))
 	case backend.Float32:
-		return make(f32Buf, n)
+		return huge(make(f32Buf, n))
 	case backend.Float64:
-		return make(f64Buf, n)
+		return huge(make(f64Buf, n))
 	}
 	if b := allocStorage(dt, n); b != nil {
 		return b
 	}
 	panic(fmt.Sprintf("cpu: alloc of dtype %v", dt))
+}
+
+// huge advises a large buffer's pages as huge-page candidates
+// (adviseHuge) before its first write.
+func huge[T bool | int64 | float32 | float64 | int32 | uint8 | backend.F16 | backend.BF16, S ~[]T](b S) S {
+	var z T
+	if n := len(b) * int(unsafe.Sizeof(z)); n >= hugePageMin {
+		adviseHuge(unsafe.Pointer(unsafe.SliceData(b)), n)
+	}
+	return b
 }
 
 // FromHost copies a []bool, []int64, []float32, []float64, []int32,

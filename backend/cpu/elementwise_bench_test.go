@@ -217,3 +217,30 @@ func BenchmarkElementwiseScalarLoop(b *testing.B) {
 		ewPerElem(b, ewBenchN)
 	})
 }
+
+// BenchmarkConvert converts 1<<20 elements between the dtypes a model
+// moves between (through the real dispatch, result allocated), reporting
+// the bytes read and written per second:
+//
+//	go test ./backend/cpu/ -run '^$' -bench Convert -benchtime=200ms
+func BenchmarkConvert(b *testing.B) {
+	ewBenchSetup(b)
+	pairs := [][2]backend.DType{
+		{backend.Float32, backend.Float16}, {backend.Float16, backend.Float32},
+		{backend.Float32, backend.BFloat16}, {backend.BFloat16, backend.Float32},
+		{backend.Float64, backend.Float16}, {backend.Bool, backend.Float16},
+		{backend.Uint8, backend.Float32}, {backend.Int64, backend.BFloat16},
+		{backend.Float32, backend.Float64}, {backend.Bool, backend.Float32},
+	}
+	for _, p := range pairs {
+		b.Run(p[0].String()+"→"+p[1].String(), func(b *testing.B) {
+			x := interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: p[0]}, interp.NewConcrete(interp.DefaultBackend(),
+				backend.Array{Buf: interp.DefaultBackend().FromHost(ewBenchData(ewBenchN, -2, 2)), Shape: []int{ewBenchN}}))
+			b.SetBytes(int64(ewBenchN * (p[0].Size() + p[1].Size())))
+			for b.Loop() {
+				interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: p[1]}, x)
+			}
+			ewPerElem(b, ewBenchN)
+		})
+	}
+}

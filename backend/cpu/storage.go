@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"unsafe"
+
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/prims"
 )
@@ -38,13 +40,13 @@ func (b bf16Buf) DType() backend.DType { return backend.BFloat16 }
 func allocStorage(dt backend.DType, n int) backend.Buffer {
 	switch dt {
 	case backend.Int32:
-		return make(i32Buf, n)
+		return huge(make(i32Buf, n))
 	case backend.Uint8:
-		return make(u8Buf, n)
+		return huge(make(u8Buf, n))
 	case backend.Float16:
-		return make(f16Buf, n)
+		return huge(make(f16Buf, n))
 	case backend.BFloat16:
-		return make(bf16Buf, n)
+		return huge(make(bf16Buf, n))
 	}
 	return nil
 }
@@ -255,9 +257,7 @@ func convertArray(b *Backend, dst, src backend.Array) {
 	case f16Buf:
 		if d, ok := dst.Buf.(f32Buf); ok {
 			parallelFor(n, costCheap, func(lo, hi int) {
-				for i := lo; i < hi; i++ {
-					d[do+i] = s[so+i].Float32()
-				}
+				backend.F16sToFloat32s(d[do+lo:do+hi], s[so+lo:so+hi])
 			})
 			return
 		}
@@ -274,22 +274,21 @@ func convertArray(b *Backend, dst, src backend.Array) {
 		switch d := dst.Buf.(type) {
 		case f16Buf:
 			parallelFor(n, costCheap, func(lo, hi int) {
-				for i := lo; i < hi; i++ {
-					d[do+i] = backend.F16FromFloat32(s[so+i])
-				}
+				backend.F16sFromFloat32s(d[do+lo:do+hi], s[so+lo:so+hi])
 			})
 			return
 		case bf16Buf:
 			parallelFor(n, costCheap, func(lo, hi int) {
-				for i := lo; i < hi; i++ {
-					d[do+i] = backend.BF16FromFloat32(s[so+i])
-				}
+				backend.BF16sFromFloat32s(d[do+lo:do+hi], s[so+lo:so+hi])
 			})
 			return
 		}
 	}
 	if src.Buf.DType() == dst.Buf.DType() {
 		copyStrided(dst, src)
+		return
+	}
+	if convertByTable(src, dst, n) {
 		return
 	}
 	parallelFor(n, costCheap, func(lo, hi int) {
@@ -310,6 +309,71 @@ func convertArray(b *Backend, dst, src backend.Array) {
 	})
 }
 
+// convertByTable converts the n elements of a contiguous bool or u8 src
+// into dst by a table of the at most 256 values it can hold, each
+// converted once by the general path: one load per element, no branch
+// on the value (a random mask mispredicts half its branches). It reports
+// false for other sources, and for small conversions, where building
+// the table would cost more.
+func convertByTable(src, dst backend.Array, n int) bool {
+	var bytes []uint8
+	switch s := src.Buf.(type) {
+	case u8Buf:
+		bytes = s[src.Offset : src.Offset+n]
+	case boolBuf:
+		if n > 0 {
+			bytes = unsafe.Slice((*uint8)(unsafe.Pointer(&s[src.Offset])), n) // a Go bool is one byte, 0 or 1
+		}
+	default:
+		return false
+	}
+	if n < 4096 {
+		return false
+	}
+	var vals [256]int64
+	for i := range vals {
+		vals[i] = int64(i)
+	}
+	do := dst.Offset
+	switch d := dst.Buf.(type) {
+	case f64Buf:
+		tableConvert(d[do:do+n], bytes, vals[:])
+	case f32Buf:
+		tableConvert(d[do:do+n], bytes, vals[:])
+	case f16Buf:
+		tableConvert(d[do:do+n], bytes, vals[:])
+	case bf16Buf:
+		tableConvert(d[do:do+n], bytes, vals[:])
+	case i64Buf:
+		tableConvert(d[do:do+n], bytes, vals[:])
+	case i32Buf:
+		tableConvert(d[do:do+n], bytes, vals[:])
+	case u8Buf:
+		tableConvert(d[do:do+n], bytes, vals[:])
+	case boolBuf:
+		tableConvert(d[do:do+n], bytes, vals[:])
+	default:
+		return false
+	}
+	return true
+}
+
+// tableConvert sets d[i] to the conversion of the byte s[i], from a
+// table of the 256 byte values converted by writeInts.
+func tableConvert[T any, B interface {
+	~[]T
+	backend.Buffer
+}](d B, s []uint8, vals []int64) {
+	tab := make(B, 256)
+	writeInts(tab, 0, vals)
+	parallelFor(len(d), costCheap, func(lo, hi int) {
+		dd, ss := d[lo:hi], s[lo:hi]
+		for i, b := range ss {
+			dd[i] = tab[b]
+		}
+	})
+}
+
 // readFloats reads len(f) elements of a float buffer from offset off,
 // exactly.
 func readFloats(f []float64, buf backend.Buffer, off int) {
@@ -321,9 +385,7 @@ func readFloats(f []float64, buf backend.Buffer, off int) {
 			f[i] = float64(s[off+i])
 		}
 	case f16Buf:
-		for i := range f {
-			f[i] = float64(s[off+i].Float32())
-		}
+		backend.F16sToFloat64s(f, s[off:off+len(f)])
 	case bf16Buf:
 		for i := range f {
 			f[i] = float64(s[off+i].Float32())
@@ -370,13 +432,9 @@ func writeFloats(buf backend.Buffer, off int, f []float64) {
 			d[off+i] = float32(x)
 		}
 	case f16Buf:
-		for i, x := range f {
-			d[off+i] = backend.F16FromFloat64(x)
-		}
+		backend.F16sFromFloat64s(d[off:off+len(f)], f)
 	case bf16Buf:
-		for i, x := range f {
-			d[off+i] = backend.BF16FromFloat64(x)
-		}
+		backend.BF16sFromFloat64s(d[off:off+len(f)], f)
 	case i64Buf:
 		for i, x := range f {
 			d[off+i] = backend.FloatToInt64(x)
@@ -420,13 +478,9 @@ func writeInts(buf backend.Buffer, off int, v []int64) {
 			d[off+i] = float32(x)
 		}
 	case f16Buf:
-		for i, x := range v {
-			d[off+i] = backend.F16FromInt64(x)
-		}
+		backend.F16sFromInt64s(d[off:off+len(v)], v)
 	case bf16Buf:
-		for i, x := range v {
-			d[off+i] = backend.BF16FromInt64(x)
-		}
+		backend.BF16sFromInt64s(d[off:off+len(v)], v)
 	case boolBuf:
 		for i, x := range v {
 			d[off+i] = x != 0
