@@ -4,19 +4,19 @@ import "testing"
 
 var livePeakSink [][]byte
 
-// TestLivePeak checks livePeak on a run that keeps 16 MiB (counted)
+// TestLivePeak checks LivePeak on a run that keeps 16 MiB (counted)
 // against one that allocates 64 MiB of garbage a megabyte at a time
 // (collected as it goes, so far less than its total is ever live).
 func TestLivePeak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the collector continuously")
 	}
-	keep := livePeak(func() { livePeakSink = append(livePeakSink, make([]byte, 16<<20)) })
+	keep := LivePeak(func() { livePeakSink = append(livePeakSink, make([]byte, 16<<20)) })
 	if keep < 15<<20 { // other garbage may go in the same cycle
 		t.Errorf("a run keeping 16 MiB: live peak %d bytes", keep)
 	}
 	livePeakSink = nil
-	garbage := livePeak(func() {
+	garbage := LivePeak(func() {
 		for range 64 {
 			b := make([]byte, 1<<20)
 			b[0] = 1

@@ -141,7 +141,7 @@ func Measure(w Workload, opt Options) (res Result, err error) {
 	res.Allocs, res.Bytes = allocsPerRun(run, max(1, min(n, 100)))
 	res.PeakHeap = peakHeap(run)
 	if w.LiveHeap {
-		res.LivePeak = livePeak(run)
+		res.LivePeak = LivePeak(run)
 	}
 	// The timed runs must still give the right answer.
 	if err := verify(w.Name, run, check); err != nil {
@@ -224,12 +224,12 @@ func peakHeap(run func()) uint64 {
 	return m1.HeapAlloc - m0.HeapAlloc
 }
 
-// livePeak returns the largest growth of the live heap (the bytes the
+// LivePeak returns the largest growth of the live heap (the bytes the
 // collector found reachable at the end of a cycle) over the start seen
 // during one run. The collector runs at GOGC=2 for it, so cycles follow
 // each other closely, and a goroutine samples the live heap until the
 // run ends; a last cycle after the run counts what the run keeps.
-func livePeak(run func()) uint64 {
+func LivePeak(run func()) uint64 {
 	// Memory that is live now but let go by the collections during run
 	// would shrink the live heap under its sample: the caching
 	// allocator's buffers (those of results already unreachable come

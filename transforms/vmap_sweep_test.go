@@ -809,6 +809,11 @@ var vmapRuleless = map[string]string{
 	// gradients, after differentiation.
 	"ddp_reduce_scatter": "dist/ddp's sharded optimizer step is not vmappable",
 	"ddp_all_gather":     "dist/ddp's sharded optimizer step is not vmappable",
+	// ZeRO-3's gather acts on a member's shards: a Vmap inside the loss
+	// sees the gathered parts unbatched; batched shards (an ensemble of
+	// sharded models) are refused.
+	"fsdp_all_gather":   "ddp.Gather of batched shards is not vmappable",
+	"fsdp_mean_scatter": "ddp.Gather of batched shards is not vmappable",
 }
 
 // TestVmapEveryPrimitiveHasRule lists the registered primitives that

@@ -43,4 +43,38 @@
 // or leaves (global-norm clipping, per-layer trust ratios, masks by
 // path) are not equal sharded. The collectives are effect primitives
 // too (ddp_reduce_scatter, ddp_all_gather), so a compiled step runs them.
+//
+// Shard and Gather are ZeRO stage 3 (torch's FullyShardedDataParallel):
+// every member keeps only its shard of every parameter, so parameters,
+// gradients and an optimizer's state over the shards all take 1/N of the
+// memory. The loss takes the Sharded parameters and Gathers each part
+// where it uses it, inside a transforms.Checkpoint so that only that part
+// is whole at a time (the backward pass gathers it again):
+//
+//	sp := ddp.Shard(params, world) // this member's shards
+//	loss := func(sp ddp.Sharded[Model], x, y *peel.Tensor) *peel.Tensor {
+//		h := x
+//		for i := range len(sp.Shapes) / 2 { // a Block per layer
+//			h = transforms.Checkpoint(func(a tree.Tuple2[ddp.Sharded[Model], *peel.Tensor]) *peel.Tensor {
+//				b := ddp.Gather(a.V0, func(m Model) Block { return m.Blocks[i] })
+//				return b.Apply(a.V1)
+//			}, transforms.NothingSaveable)(tree.Pack2(sp, h))
+//		}
+//		return nn.CrossEntropy(h, y)
+//	}
+//	opt := optim.Adam[Model](1e-3)
+//	state := opt.Init(sp.Shards) // Adam's moments of the shards only
+//	for ... {
+//		g := transforms.Grad3(loss)(sp, x, y) // g.Shards: this member's shard of the mean gradient
+//		u, next := opt.Update(g.Shards, state, sp.Shards)
+//		sp.Shards, state = optim.ApplyUpdates(sp.Shards, u), next
+//	}
+//
+// Gather is the all-gather of the part's shards (fsdp_all_gather, one
+// collective per dtype of the part), whose transpose reduce-scatters the
+// part's gradient (fsdp_mean_scatter, the mean over the members), so the
+// step is eager or compiled as written. Unshard gives the whole
+// parameters (to evaluate or save), UnshardState and ShardState an
+// optimizer's state whole and back, for checkpoints that resume on
+// another number of members.
 package ddp

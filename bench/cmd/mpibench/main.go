@@ -48,6 +48,7 @@ import (
 	"github.com/peel-ml/peel/dist"
 	"github.com/peel-ml/peel/dist/ddp"
 	"github.com/peel-ml/peel/nn"
+	"github.com/peel-ml/peel/optim"
 	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
 )
@@ -81,6 +82,7 @@ func main() {
 	}
 	if *only != "allreduce" {
 		out = append(out, stepWorkloads(w, *reps, *steps)...)
+		out = append(out, shardedWorkloads(w, *reps, *steps)...)
 	}
 	if w.Rank() != 0 {
 		return
@@ -257,4 +259,126 @@ func stepWorkloads(w dist.Communicator, reps, steps int) []result {
 	name := fmt.Sprintf("ddp_mlp_allreduce_grads_%drank", w.Size())
 	out = append(out, result{record(name, "peel", samples, perStep, "ms/step"), fmt.Sprintf("%d f32 (%.1f MB)", n, float64(n*4)/1e6)})
 	return out
+}
+
+// shardedWorkloads are Adam steps of the MLP three ways: data-parallel
+// (every rank holds the parameters, their gradient and Adam's two
+// moments), ZeRO stage 1 (ddp.ShardOptimizer: the moments sharded) and
+// stage 3 (ddp.Shard and ddp.Gather: parameters, gradients and moments
+// sharded, each layer gathered where it is used, inside a Checkpoint).
+// Each row gives the compiled step's time and, in LivePeak, the peak
+// growth of the live heap over two eager steps from the unsharded
+// parameters (what a rank holds beyond them: its training state and the
+// step's transients), with the caching allocator off.
+func shardedWorkloads(w dist.Communicator, reps, steps int) []result {
+	ks := peel.SplitKeys(peel.Key(5), 4)
+	p0 := MLP{nn.InitLinear(ks[0], peel.Float32, 784, 1024), nn.InitLinear(ks[1], peel.Float32, 1024, 1024), nn.InitLinear(ks[2], peel.Float32, 1024, 10)}
+	x := peel.Uniform(peel.FoldIn(ks[3], int64(w.Rank())), peel.Float32, batch, 784)
+	y := peel.Rem(peel.Arange(peel.Int64, 0, batch, 1), int64(10))
+	const alr = 1e-3
+	type trainer struct {
+		name string
+		// start makes the training state from the parameters; step runs
+		// one step on it (eagerly, or compiled when compiled is set).
+		start func(compiled bool) func()
+	}
+	ddpGrad := ddp.ValueAndGrad3(loss, w)
+	ts := []trainer{
+		{"ddp_adam", func(compiled bool) func() {
+			opt := optim.Adam[MLP](alr)
+			step := func(p MLP, st optim.State, x, y *peel.Tensor) tree.Tuple2[MLP, optim.State] {
+				_, g := ddpGrad(p, x, y)
+				u, st := opt.Update(g, st, p)
+				return tree.Pack2(optim.ApplyUpdates(p, u), st)
+			}
+			if compiled {
+				step = transforms.Compile4(step)
+			}
+			p, st := p0, opt.Init(p0)
+			return func() { p, st = step(p, st, x, y).Unpack() }
+		}},
+		{"zero1_adam", func(compiled bool) func() {
+			z := ddp.ShardOptimizer[MLP](optim.Adam[*peel.Tensor](alr), w)
+			step := func(p MLP, st ddp.ZeROState, x, y *peel.Tensor) tree.Tuple2[MLP, ddp.ZeROState] {
+				return tree.Pack2(z.Step(p, transforms.Grad3(loss)(p, x, y), st))
+			}
+			if compiled {
+				step = transforms.Compile4(step)
+			}
+			p, st := p0, z.Init(p0)
+			return func() { p, st = step(p, st, x, y).Unpack() }
+		}},
+		{"zero3_adam", func(compiled bool) func() {
+			opt := optim.Adam[MLP](alr)
+			step := func(sp ddp.Sharded[MLP], st optim.State, x, y *peel.Tensor) tree.Tuple2[ddp.Sharded[MLP], optim.State] {
+				g := transforms.Grad3(shardedLoss)(sp, x, y)
+				u, st := opt.Update(g.Shards, st, sp.Shards)
+				sp.Shards = optim.ApplyUpdates(sp.Shards, u)
+				return tree.Pack2(sp, st)
+			}
+			if compiled {
+				step = transforms.Compile4(step)
+			}
+			sp := ddp.Shard(p0, w)
+			st := opt.Init(sp.Shards)
+			return func() { sp, st = step(sp, st, x, y).Unpack() }
+		}},
+	}
+	var out []result
+	perStep := func(ns float64) float64 { return ns / 1e6 }
+	for _, tr := range ts {
+		run := tr.start(true)
+		var samples []float64
+		for s := -1; s < reps; s++ {
+			w.Barrier()
+			t := time.Now()
+			for range steps {
+				run()
+			}
+			ns := agree(w, float64(time.Since(t).Nanoseconds())/float64(steps))
+			if s >= 0 {
+				samples = append(samples, ns)
+			}
+		}
+		w.Barrier()
+		// Without the caching allocator, whose idle buffers are live to
+		// the collector: the peak is then the tensors the step holds.
+		limit := peel.SetCacheLimit(0)
+		var keep func()
+		peak := bench.LivePeak(func() {
+			keep = tr.start(false)
+			keep()
+			keep()
+		})
+		peel.SetCacheLimit(limit)
+		w.Barrier()
+		peak = uint64(agreeMax(w, float64(peak)))
+		rec := record(fmt.Sprintf("%s_mlp_step_%drank", tr.name, w.Size()), "peel", samples, perStep, "ms/step")
+		rec.LivePeak = peak
+		out = append(out, result{rec, fmt.Sprintf("live heap peak over two eager steps: %.1f MB per rank", float64(peak)/1e6)})
+		_ = keep
+	}
+	return out
+}
+
+// shardedLoss is loss over fully sharded parameters, each layer gathered
+// inside a Checkpoint, so that only one layer is whole at a time.
+func shardedLoss(sp ddp.Sharded[MLP], x, y *peel.Tensor) *peel.Tensor {
+	layer := func(sel func(MLP) nn.LinearParams, relu bool) func(tree.Tuple2[ddp.Sharded[MLP], *peel.Tensor]) *peel.Tensor {
+		return transforms.Checkpoint(func(a tree.Tuple2[ddp.Sharded[MLP], *peel.Tensor]) *peel.Tensor {
+			h := nn.Linear(ddp.Gather(a.V0, sel), a.V1)
+			if relu {
+				h = h.ReLU()
+			}
+			return h
+		}, transforms.NothingSaveable)
+	}
+	h := layer(func(p MLP) nn.LinearParams { return p.L1 }, true)(tree.Pack2(sp, x))
+	h = layer(func(p MLP) nn.LinearParams { return p.L2 }, true)(tree.Pack2(sp, h))
+	return nn.CrossEntropy(layer(func(p MLP) nn.LinearParams { return p.L3 }, false)(tree.Pack2(sp, h)), y)
+}
+
+// agreeMax returns the largest v over the ranks.
+func agreeMax(w dist.Communicator, v float64) float64 {
+	return w.AllReduce(peel.Scalar(v), dist.Max).Item()
 }
