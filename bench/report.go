@@ -125,7 +125,7 @@ func WriteTable(w io.Writer, rs []Record) error {
 			allocs = formatCount(r.Allocs)
 		}
 		heap := "-"
-		if r.Allocs >= 0 {
+		if r.Allocs >= 0 || r.LivePeak > 0 {
 			heap = heapCell(r)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s–%s\t%s\t%s %s\t%s\t%s\t%s\t%s\t%s\n",
@@ -292,7 +292,10 @@ func WriteComparison(w io.Writer, rows []Row, peer string) error {
 			} else {
 				metric = formatMetric(o.Metric) + " " + o.Unit
 				if o.Allocs >= 0 {
-					allocs, heap = formatCount(o.Allocs), heapCell(*o)
+					allocs = formatCount(o.Allocs)
+				}
+				if o.Allocs >= 0 || o.LivePeak > 0 {
+					heap = heapCell(*o)
 				}
 			}
 		}
@@ -360,8 +363,12 @@ func FormatRatio(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// heapCell is a record's peak heap, with its live peak when measured.
+// heapCell is a record's peak heap, with its live peak when measured
+// (alone when the peak heap was not: mpibench's sharded steps).
 func heapCell(r Record) string {
+	if r.LivePeak > 0 && r.Allocs < 0 {
+		return "live " + formatBytes(float64(r.LivePeak))
+	}
 	if r.LivePeak > 0 {
 		return formatBytes(float64(r.PeakHeap)) + " (live " + formatBytes(float64(r.LivePeak)) + ")"
 	}
