@@ -1,7 +1,6 @@
 package ddp_test
 
 import (
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,35 +68,7 @@ func fsdpSteps(t *testing.T, o zeroOpt, comm dist.Communicator, compiled bool, p
 // with Adam and momentum over the shards, equals the whole optimizer on
 // one device with the mean gradient, to 1e-12 in f64, for 1, 2 and 3
 // members (shards padded: the leaves divide by neither 2 nor 3).
-func TestFSDPEqualsUnsharded(t *testing.T) {
-	const rows, steps = 12, 3
-	x, y := zbatch(rows)
-	p := newZMLP()
-	for _, o := range zeroOpts {
-		for _, n := range []int{1, 2, 3} {
-			want := unsharded(o, p, x, y, n, steps)
-			for _, compiled := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/%ddev/compiled=%v", o.name, n, compiled), func(t *testing.T) {
-					mesh := dist.NewMesh(dist.MeshAxis("data", n))
-					got := make([][]zmlp, n)
-					mesh.RunDevices(func(dv *dist.Device) {
-						got[dv.Index] = fsdpSteps(t, o, dv.Comm("data"), compiled, p, x, y, steps)
-					})
-					for d := range n {
-						for s := range steps {
-							if e := zeroDiff(got[d][s], want[s]); e > 1e-12 {
-								t.Errorf("device %d, step %d: parameters differ from the unsharded optimizer's by %g", d, s+1, e)
-							}
-						}
-					}
-					if e := zeroDiff(want[steps-1], p); e == 0 {
-						t.Errorf("the parameters did not move")
-					}
-				})
-			}
-		}
-	}
-}
+func TestFSDPEqualsUnsharded(t *testing.T) { testEqualsUnsharded(t, fsdpSteps) }
 
 // countingComm counts the all-gathers and reduce-scatters of the
 // communicator it wraps.
@@ -216,27 +187,7 @@ func TestFSDPErrors(t *testing.T) {
 // CI; a job of one process otherwise), eagerly and compiled: after each
 // of three steps every process's whole parameters (Unshard) equal the
 // whole optimizer's on one device with the mean gradient, to 1e-12.
-func TestWorldFSDP(t *testing.T) {
-	const rows, steps = 12, 3
-	w := dist.World()
-	r, n := w.Rank(), w.Size()
-	x, y := zbatch(rows)
-	p := newZMLP()
-	for _, o := range zeroOpts {
-		want := unsharded(o, p, x, y, n, steps)
-		for _, compiled := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/compiled=%v", o.name, compiled), func(t *testing.T) {
-				got := fsdpSteps(t, o, w, compiled, p, x, y, steps)
-				for s := range steps {
-					if e := zeroDiff(got[s], want[s]); e > 1e-12 {
-						t.Errorf("rank %d of %d, step %d: parameters differ from the unsharded optimizer's by %g", r, n, s+1, e)
-					}
-				}
-				w.Barrier()
-			})
-		}
-	}
-}
+func TestWorldFSDP(t *testing.T) { testWorldEqualsUnsharded(t, fsdpSteps) }
 
 // TestFSDPResumeOtherSize: two fully sharded steps on two members, the
 // parameters and the Adam state unsharded (as a checkpoint saves them,

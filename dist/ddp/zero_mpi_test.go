@@ -19,7 +19,13 @@ import (
 // process computes from every rank's part of the batch (to 1e-12: MPI
 // may add the members' gradients in another order than the oracle), and
 // its state holds only its shard.
-func TestWorldZeRO(t *testing.T) {
+func TestWorldZeRO(t *testing.T) { testWorldEqualsUnsharded(t, shardedSteps) }
+
+// testWorldEqualsUnsharded checks a sharded training over the job's
+// processes, eagerly and compiled, with each optimizer of zeroOpts: after
+// each of three steps every process's parameters equal the whole
+// optimizer's on one device with the mean gradient, to 1e-12.
+func testWorldEqualsUnsharded(t *testing.T, run shardedRun) {
 	const rows, steps = 12, 3 // 12 rows split evenly on 1, 2 and 3 processes
 	w := dist.World()
 	r, n := w.Rank(), w.Size()
@@ -33,7 +39,7 @@ func TestWorldZeRO(t *testing.T) {
 		want := unsharded(o, p, x, y, n, steps)
 		for _, compiled := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/compiled=%v", o.name, compiled), func(t *testing.T) {
-				got := shardedSteps(t, o, w, compiled, p, x, y, steps)
+				got := run(t, o, w, compiled, p, x, y, steps)
 				for s := range steps {
 					if e := zeroDiff(got[s], want[s]); e > 1e-12 {
 						t.Errorf("rank %d of %d, step %d: parameters differ from the unsharded optimizer's by %g", r, n, s+1, e)

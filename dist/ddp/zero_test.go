@@ -180,7 +180,21 @@ func zeroDiff(a, b zmlp) float64 {
 // mean gradient (to 1e-12; in process the sums go in rank order, so they
 // agree to rounding of the flattening alone, which is exact), and each
 // device's state holds only its shard.
-func TestZeROEqualsUnsharded(t *testing.T) {
+func TestZeROEqualsUnsharded(t *testing.T) { testEqualsUnsharded(t, shardedSteps) }
+
+// shardedRun runs steps sharded steps of an optimizer on one member of
+// comm, eagerly or compiled, each with the gradient of the member's part
+// of the batch, and returns the whole parameters after each step.
+type shardedRun func(t *testing.T, o zeroOpt, comm dist.Communicator, compiled bool, p zmlp, x, y *peel.Tensor, steps int) []zmlp
+
+// testEqualsUnsharded checks a sharded training (ZeRO-1 or ZeRO-3) on
+// the devices of in-process meshes of 1, 2 and 3 devices, eagerly and
+// compiled, with SGD with momentum and with Adam, over three steps:
+// after each step every device's parameters equal the whole optimizer's
+// on one device with the mean gradient, to 1e-12 (in process the sums go
+// in rank order, so they agree to the rounding of the flattening alone,
+// which is exact).
+func testEqualsUnsharded(t *testing.T, run shardedRun) {
 	const rows, steps = 12, 3
 	x, y := zbatch(rows)
 	p := newZMLP()
@@ -192,7 +206,7 @@ func TestZeROEqualsUnsharded(t *testing.T) {
 					mesh := dist.NewMesh(dist.MeshAxis("data", n))
 					got := make([][]zmlp, n)
 					mesh.RunDevices(func(dv *dist.Device) {
-						got[dv.Index] = shardedSteps(t, o, dv.Comm("data"), compiled, p, x, y, steps)
+						got[dv.Index] = run(t, o, dv.Comm("data"), compiled, p, x, y, steps)
 					})
 					for d := range n {
 						for s := range steps {
