@@ -92,10 +92,19 @@ func toBoolLoop[S elemNum](d []bool, a []S) {
 	}
 }
 
+// numConvLoop converts a into d four elements an iteration: fewer
+// loop instructions per element, and a loop long enough that where its
+// code falls (a 64-byte line boundary inside a five-instruction loop
+// cost f32→f64 a third of its speed) matters little.
 func numConvLoop[S, D elemNum](d []D, a []S) {
 	a = a[:len(d)]
-	for i, x := range a {
-		d[i] = D(x)
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s, t := a[i:i+4:i+4], d[i:i+4:i+4]
+		t[0], t[1], t[2], t[3] = D(s[0]), D(s[1]), D(s[2]), D(s[3])
+	}
+	for ; i < len(a); i++ {
+		d[i] = D(a[i])
 	}
 }
 
