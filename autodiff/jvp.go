@@ -135,11 +135,12 @@ func (j *jvpInterp) Process(l *interp.Level, p *interp.Prim, params any, args []
 	if !any || p.NonDifferentiable {
 		return interp.Bind(p, params, primals...)
 	}
-	if anyEmpty(primals) {
+	if !p.Effect && anyEmpty(primals) {
 		// An empty result has an empty tangent, a symbolic zero: no rule
 		// runs, so none meets the partial products of an empty
 		// operand's other dimensions, which may wrap
-		// (backend.CheckedSize).
+		// (backend.CheckedSize). (Not for an effect, which must run
+		// once: its rule binds it.)
 		if outs := interp.Bind(p, params, primals...); allEmpty(outs) {
 			return outs
 		}
