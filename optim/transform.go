@@ -86,7 +86,27 @@ type CountState struct{ Count *peel.Tensor }
 // from a zero norm). It panics with *peel.Error unless maxNorm is finite
 // and > 0.
 func ClipByGlobalNorm[P any](maxNorm float64) Transformation[P] {
-	const op = "optim.ClipByGlobalNorm"
+	return clipByGlobalNorm[P]("optim.ClipByGlobalNorm", maxNorm, nil)
+}
+
+// ClipByGlobalNormOver is ClipByGlobalNorm for updates held in parts by
+// several holders, each with its own P (the shards of fully sharded
+// training, ddp.Shard): sumOver takes this holder's sum of squares, a
+// scalar, and returns the sum over every holder (an all-reduce), so each
+// scales its part by the norm of the whole. ClipByGlobalNorm is
+// ClipByGlobalNormOver with no other holder. It panics with *peel.Error
+// unless maxNorm is finite and > 0, or when sumOver is nil.
+func ClipByGlobalNormOver[P any](maxNorm float64, sumOver func(sumSq *peel.Tensor) *peel.Tensor) Transformation[P] {
+	const op = "optim.ClipByGlobalNormOver"
+	if sumOver == nil {
+		treeimpl.Errorf(op, "sumOver is nil")
+	}
+	return clipByGlobalNorm[P](op, maxNorm, sumOver)
+}
+
+// clipByGlobalNorm is ClipByGlobalNorm named op, with the sum of squares
+// combined by sumOver when it is not nil.
+func clipByGlobalNorm[P any](op string, maxNorm float64, sumOver func(*peel.Tensor) *peel.Tensor) Transformation[P] {
 	if !(maxNorm > 0) || math.IsInf(maxNorm, 0) {
 		treeimpl.Errorf(op, "the maximum norm is %v; it must be finite and > 0", maxNorm)
 	}
@@ -110,6 +130,9 @@ func ClipByGlobalNorm[P any](maxNorm float64) Transformation[P] {
 				} else {
 					sq = peel.Add(sq, s)
 				}
+			}
+			if sumOver != nil {
+				sq = sumOver(sq)
 			}
 			// A zero norm has an infinite derivative, which would meet a
 			// zero cotangent (NaN): the root is taken of 1 there instead.

@@ -311,6 +311,29 @@ func TestClipByGlobalNorm(t *testing.T) {
 	}
 }
 
+// ClipByGlobalNormOver scales each holder's part by the norm of the
+// whole: two holders of the parts [3, 0] and [4] of the update, each
+// told the other's sum of squares, clip as ClipByGlobalNorm clips the
+// whole; a nil sumOver is refused by name.
+func TestClipByGlobalNormOver(t *testing.T) {
+	parts := [][]*peel.Tensor{{peel.FromFloat64s([]float64{3, 0})}, {peel.FromFloat64s([]float64{4})}}
+	sums := []float64{9, 16}
+	var got []float64
+	for i, part := range parts {
+		other := sums[1-i]
+		clip := optim.ClipByGlobalNormOver[[]*peel.Tensor](1, func(sq *peel.Tensor) *peel.Tensor { return peel.Add(sq, other) })
+		u, _ := clip.Update(part, clip.Init(part), nil)
+		got = append(got, u[0].Float64s()...)
+	}
+	if want := []float64{0.6, 0, 0.8}; math.Abs(got[0]-want[0]) > 1e-15 || got[1] != 0 || math.Abs(got[2]-want[2]) > 1e-15 {
+		t.Errorf("the parts clip to %v, want %v", got, want)
+	}
+	err := peel.Catch(func() { optim.ClipByGlobalNormOver[[]*peel.Tensor](1, nil) })
+	if err == nil || !strings.Contains(err.Error(), "optim.ClipByGlobalNormOver") {
+		t.Errorf("a nil sumOver gave %v", err)
+	}
+}
+
 // The initial states, and Vmap of Init over stacked params.
 func TestInitStates(t *testing.T) {
 	p := newModel(quadratic(1).x0)

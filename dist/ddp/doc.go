@@ -73,7 +73,10 @@
 // Gather is the all-gather of the part's shards (fsdp_all_gather, one
 // collective per dtype of the part), whose transpose reduce-scatters the
 // part's gradient (fsdp_mean_scatter, the mean over the members), so the
-// step is eager or compiled as written. Unshard gives the whole
+// step is eager or compiled as written. Optimizers see the shards with
+// the parameters' paths, so weight-decay masks by path hold; global-norm
+// clipping needs the norm of the whole gradient, which ClipByGlobalNorm
+// computes across the members. Unshard gives the whole
 // parameters (to evaluate or save), UnshardState and ShardState an
 // optimizer's state whole and back, for checkpoints that resume on
 // another number of members.

@@ -7,6 +7,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/dist"
 	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/optim"
 	"github.com/peel-ml/peel/tree"
 )
 
@@ -202,6 +203,25 @@ func mapShardLeaves[P, S any](op string, sp Sharded[P], t S, gather bool) S {
 		}
 	}
 	return tree.Unflatten(t, out)
+}
+
+// ClipByGlobalNorm is optim.ClipByGlobalNorm for fully sharded
+// gradients (the Shards of a Sharded gradient): every member scales its
+// shards by maxNorm/‖g‖ when the norm of the whole mean gradient, over
+// every member's shards, is at least maxNorm (the members' sums of
+// squares all-gathered and added in rank order, so every member scales
+// by the same factor; padding adds nothing). Chained before an optimizer
+// over the shards (optim.Chain(ddp.ClipByGlobalNorm[Model](1, comm),
+// optim.AdamW[Model](...))), the step equals the unsharded chain's. It
+// is a collective. It panics with *peel.Error as optim.ClipByGlobalNorm
+// does, and when comm is nil.
+func ClipByGlobalNorm[P any](maxNorm float64, comm dist.Communicator) optim.Transformation[P] {
+	if comm == nil {
+		zeroErrorf("ddp.ClipByGlobalNorm", "the communicator is nil")
+	}
+	return optim.ClipByGlobalNormOver[P](maxNorm, func(sq *peel.Tensor) *peel.Tensor {
+		return peel.Sum(fsdpGather(comm, sq))
+	})
 }
 
 // gatherer all-gathers shards of leaves of the whole shapes whole, and

@@ -250,3 +250,38 @@ func TestFSDPResumeOtherSize(t *testing.T) {
 		}
 	}
 }
+
+// TestFSDPClipAdamW: the GPT's optimizer over shards, global-norm
+// clipping (ddp.ClipByGlobalNorm: the norm of the whole mean gradient)
+// chained before AdamW whose weight decay is masked by the leaf's path
+// (the shards keep the parameters' paths), equals the unsharded chain on
+// one device with the mean gradient, to 1e-12, on 2 and 3 members, with
+// a maximum norm small enough that every step clips.
+func TestFSDPClipAdamW(t *testing.T) {
+	const rows, steps, maxNorm = 12, 3, 0.05
+	x, y := zbatch(rows)
+	p := newZMLP()
+	adamw := func() optim.Transformation[zmlp] {
+		return optim.AdamW[zmlp](0.05, optim.WeightDecay(0.1), optim.WeightDecayMask(func(path string) bool { return strings.HasSuffix(path, ".W") }))
+	}
+	for _, n := range []int{2, 3} {
+		o := zeroOpt{name: "clip-adamw", whole: optim.Chain(optim.ClipByGlobalNorm[zmlp](maxNorm), adamw())}
+		want := unsharded(o, p, x, y, n, steps)
+		if g := transforms.Grad3(zloss)(p, x, y); tree.GlobalNorm(g).Item() <= maxNorm {
+			t.Fatalf("the gradient's norm %g does not reach %g: nothing is clipped", tree.GlobalNorm(g).Item(), maxNorm)
+		}
+		got := make([][]zmlp, n)
+		dist.NewMesh(dist.MeshAxis("data", n)).RunDevices(func(dv *dist.Device) {
+			comm := dv.Comm("data")
+			so := zeroOpt{name: "clip-adamw", whole: optim.Chain(ddp.ClipByGlobalNorm[zmlp](maxNorm, comm), adamw())}
+			got[dv.Index] = fsdpSteps(t, so, comm, false, p, x, y, steps)
+		})
+		for d := range n {
+			for s := range steps {
+				if e := zeroDiff(got[d][s], want[s]); e > 1e-12 {
+					t.Errorf("%d members, device %d, step %d: parameters differ from the unsharded chain's by %g", n, d, s+1, e)
+				}
+			}
+		}
+	}
+}
