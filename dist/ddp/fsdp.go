@@ -78,16 +78,16 @@ func Shard[P any](params P, comm dist.Communicator) Sharded[P] {
 // backward pass, as in data-parallel training.
 //
 // Gather's derivative (fsdp_all_gather's transpose) reduce-scatters the
-// part's cotangent and divides it by N: a member's gradient in Shards is its shard of the mean, over
-// the members, of their losses' gradients, as ValueAndGrad averages
-// (each member's loss is the loss of its part of the batch). A leaf
-// gathered several times (tied weights) sums its derivatives. Gather is
-// a collective: every member calls it, with the same sel, in the same
-// order. A Vmap inside the loss sees the gathered part unbatched; shards
-// batched by a Vmap (an ensemble of sharded models) are refused. It
-// panics with *peel.Error when sel does not select leaves of
-// the parameters as they are (a computed value, another structure), or
-// a collective fails.
+// part's cotangent and divides it by N: a member's gradient in Shards is
+// its shard of the mean, over the members, of their losses' gradients,
+// as ValueAndGrad averages (each member's loss is the loss of its part
+// of the batch). A leaf gathered several times (tied weights) sums its
+// derivatives. Gather is a collective: every member calls it, with the
+// same sel, in the same order. A Vmap inside the loss sees the gathered
+// part unbatched; shards batched by a Vmap (an ensemble of sharded
+// models) are refused. It panics with *peel.Error when sel does not
+// select leaves of the parameters as they are (a computed value, another
+// structure), or a collective fails.
 func Gather[P, U any](sp Sharded[P], sel func(P) U) U {
 	const op = "ddp.Gather"
 	defer peel.Annotate(op)
