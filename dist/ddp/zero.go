@@ -195,7 +195,7 @@ func shardLayout(leaves []*peel.Tensor, n int) []shardGroup {
 		groups[k].size += x.Size()
 	}
 	for k := range groups {
-		groups[k].shard = (groups[k].size + n - 1) / n
+		groups[k].shard = shardLen(groups[k].size, n)
 	}
 	return groups
 }
@@ -203,14 +203,11 @@ func shardLayout(leaves []*peel.Tensor, n int) []shardGroup {
 // flat returns g's leaves of ls flattened into one vector, padded with
 // zeros to n shards.
 func (g shardGroup) flat(ls []*peel.Tensor, n int) *peel.Tensor {
-	parts := make([]*peel.Tensor, 0, len(g.leaves)+1)
-	for _, i := range g.leaves {
-		parts = append(parts, ls[i].Reshape(-1))
+	parts := make([]*peel.Tensor, len(g.leaves))
+	for j, i := range g.leaves {
+		parts[j] = ls[i].Reshape(-1)
 	}
-	if pad := g.shard*n - g.size; pad > 0 {
-		parts = append(parts, peel.Zeros(g.dt, pad))
-	}
-	return peel.Concat(parts, 0)
+	return padFlat(peel.Concat(parts, 0), g.shard*n)
 }
 
 // shardOf returns shard rank of g's leaves of ls.
