@@ -686,9 +686,12 @@ type runState struct {
 	// results computed into a caller's memory: into, by RunInto).
 	physOff []int
 	// cached marks output buffers the backend's cache gave this run.
-	cached  []bool
-	into    []backend.Array
-	inArr   []backend.Array
+	cached []bool
+	into   []backend.Array
+	inArr  []backend.Array
+	// inT holds the inputs read in place and not donated: an effect
+	// that borrows its operands gets them as they are (fallback).
+	inT     []*interp.Tensor
 	in, out []backend.Array
 	workers []*worker
 }
@@ -710,6 +713,7 @@ func (p *Program) newRunState(pl *plan) *runState {
 		cached:  make([]bool, len(p.bufs)),
 		into:    make([]backend.Array, len(p.bufs)),
 		inArr:   make([]backend.Array, len(p.g.In)),
+		inT:     make([]*interp.Tensor, len(p.g.In)),
 		in:      make([]backend.Array, p.maxIn),
 		out:     make([]backend.Array, p.maxOut),
 	}
@@ -815,6 +819,7 @@ func (rs *runState) clear(p *Program, pl *plan) {
 	for i := range rs.inArr {
 		rs.inArr[i] = backend.Array{}
 	}
+	clear(rs.inT)
 	clear(rs.in)
 	clear(rs.out)
 	for _, w := range rs.workers {

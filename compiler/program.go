@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -299,7 +300,8 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 		}
 	}
 	pl := p.base
-	if mask := p.donationMask(args, donate); mask != 0 {
+	mask := p.donationMask(args, donate)
+	if mask != 0 {
 		pl = p.planFor(mask)
 	}
 	rs := pl.pool.Get().(*runState)
@@ -312,6 +314,8 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 			c := backend.Array{Buf: p.be.Alloc(arr.Buf.DType(), arr.Size()), Shape: arr.Shape}
 			p.be.Copy(c, arr)
 			arr = c
+		} else if i >= 64 || mask&(1<<i) == 0 {
+			rs.inT[i] = a
 		}
 		rs.inArr[i] = arr
 	}
@@ -450,12 +454,21 @@ func (p *Program) exec(rs *runState, in *instr) {
 // goes on, another process's member of an in-process collective reads
 // it after this one returns), and the arena reuses an operand's buffer
 // once its last reader has run.
+//
+// An effect that borrows its operands gets an input read in place and not
+// donated as the caller's tensor itself, not a new tensor over its
+// memory, so it can tell the tensors it has seen (ddp's prefetched
+// all-gathers are keyed by the snapshots of their operands).
 func (p *Program) fallback(rs *runState, in *instr) {
 	args := make([]*interp.Tensor, len(in.in))
 	for i, v := range in.in {
-		args[i] = interp.NewConcrete(p.be, p.array(rs, v))
-		if in.prim.Effect && !in.prim.BorrowsOperands {
-			args[i] = interp.Bind1(prims.Copy, nil, args[i])
+		switch {
+		case in.prim.BorrowsOperands && p.wholeInput(rs, v):
+			args[i] = rs.inT[p.vals[v].root]
+		case in.prim.Effect && !in.prim.BorrowsOperands:
+			args[i] = interp.Bind1(prims.Copy, nil, interp.NewConcrete(p.be, p.array(rs, v)))
+		default:
+			args[i] = interp.NewConcrete(p.be, p.array(rs, v))
 		}
 	}
 	var outs []*interp.Tensor
@@ -471,6 +484,17 @@ func (p *Program) fallback(rs *runState, in *instr) {
 		p.be.Copy(p.array(rs, v), src)
 	}
 	runtime.KeepAlive(outs)
+}
+
+// wholeInput reports whether slot v is an input of this run read in
+// place and not donated (rs.inT), with the input's own layout.
+func (p *Program) wholeInput(rs *runState, v int) bool {
+	s := &p.vals[v]
+	if s.kind != rootInput || rs.inT[s.root] == nil {
+		return false
+	}
+	a := rs.inArr[s.root]
+	return s.offset == 0 && slices.Equal(s.shape, a.Shape) && slices.Equal(s.strides, a.Strides)
 }
 
 // Direct kernels. A backend that implements backend.KernelResolver

@@ -72,6 +72,11 @@ type Communicator interface {
 	// caller's alone, and is not to be used again but through Wait's
 	// result.
 	IAllReduceInPlace(x *peel.Tensor, op ReduceOp) Request
+	// IAllGather starts AllGather and returns its Request
+	// (MPI_Iallgather): a fully sharded model gathers the next part's
+	// parameters while it computes with this one. x is read while the
+	// gather runs: it must not be written until Wait returns.
+	IAllGather(x *peel.Tensor) Request
 }
 
 // Request is a started non-blocking collective.
@@ -203,8 +208,10 @@ func (c *inproc) AllReduce(x *peel.Tensor, op ReduceOp) *peel.Tensor {
 	return r
 }
 
-func (c *inproc) AllGather(x *peel.Tensor) *peel.Tensor {
-	ds := c.g.exchange(c.rank, "AllGather", x)
+func (c *inproc) AllGather(x *peel.Tensor) *peel.Tensor { return c.allGather("AllGather", x) }
+
+func (c *inproc) allGather(what string, x *peel.Tensor) *peel.Tensor {
+	ds := c.g.exchange(c.rank, what, x)
 	xs := make([]*peel.Tensor, len(ds))
 	for k, d := range ds {
 		xs[k] = d.x
@@ -268,6 +275,14 @@ func (c *inproc) IAllReduce(x *peel.Tensor, op ReduceOp) Request {
 // devices read x during the rendezvous.
 func (c *inproc) IAllReduceInPlace(x *peel.Tensor, op ReduceOp) Request {
 	return c.IAllReduce(x, op)
+}
+
+// IAllGather of the in-process engine completes at once, as IAllReduce
+// does. It is a collective of its own: a member that calls it while
+// another calls AllGather is told that their programs diverge, as over
+// MPI.
+func (c *inproc) IAllGather(x *peel.Tensor) Request {
+	return doneRequest{c.allGather("IAllGather", x)}
 }
 
 func (c *inproc) checkBlocks(what string, x *peel.Tensor) {

@@ -100,6 +100,9 @@ static int peel_sendrecv(MPI_Comm c, void *in, int dst, void *out, int src, int 
 static int peel_iallreduce(MPI_Comm c, void *in, void *out, int n, int dt, int op, MPI_Request *req) {
 	return MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, n, peel_dtype(dt), peel_op_for(dt, op), c, req);
 }
+static int peel_iallgather(MPI_Comm c, void *in, void *out, int n, int dt, MPI_Request *req) {
+	return MPI_Iallgather(in, n, peel_dtype(dt), out, n, peel_dtype(dt), c, req);
+}
 static int peel_test(MPI_Request *req, int *done) { return MPI_Test(req, done, MPI_STATUS_IGNORE); }
 // peel_fine_sleeps makes the calling thread's sleeps end within about
 // 1 µs of their time (Linux's timer slack; 50 µs by default).
@@ -587,26 +590,44 @@ func (m *mpiComm) IAllReduceInPlace(x *peel.Tensor, op ReduceOp) Request {
 	return m.iallreduce(x, op, true)
 }
 
+// IAllGather starts MPI_Iallgather on x's elements and returns its
+// request, advanced as IAllReduce's is.
+func (m *mpiComm) IAllGather(x *peel.Tensor) Request {
+	return m.istart(callOf(cIAllGather, 0, x), x, false)
+}
+
 func (m *mpiComm) iallreduce(x *peel.Tensor, op ReduceOp, donated bool) Request {
-	k := callOf(cIAllReduce, op, x)
+	return m.istart(callOf(cIAllReduce, op, x), x, donated)
+}
+
+// istart starts the non-blocking collective k (IAllReduce or
+// IAllGather) on x.
+func (m *mpiComm) istart(k call, x *peel.Tensor, donated bool) Request {
 	in := toHost(x)
-	r := &mpiRequest{m: m, op: op, in: in, done: make(chan struct{})}
-	if donated && in.whole {
+	r := &mpiRequest{m: m, k: k, in: in, done: make(chan struct{})}
+	switch {
+	case k.c == cIAllGather:
+		r.out = in.like(in.n * m.size)
+		r.shape = append([]int{m.size}, in.shape...)
+	case donated && in.whole:
 		// The caller gave x up: reduce in place (MPI_IN_PLACE), and x is
 		// the result. No buffer to allocate, and none that is cold.
 		r.out, r.result = in, x
-	} else {
+	default:
 		r.out = in.like(in.n)
 	}
+	if r.shape == nil {
+		r.shape = in.shape
+	}
 	if !progress.thread {
-		// No core to spare for progress: the reduction is deferred to its
-		// Wait, or to the next collective on m, whichever comes first
+		// No core to spare for progress: the collective is deferred to
+		// its Wait, or to the next collective on m, whichever comes first
 		// (in start order, so every process runs the same calls in the
-		// same order), and runs as MPI_Allreduce (faster than
-		// MPI_Iallreduce for large buckets: 4.9 against 7.3 ms for 16 MB
-		// at 2 processes here). Starting costs nothing, and no process
-		// waits for the others at the start.
-		r.k = k
+		// same order), and runs as the blocking collective
+		// (MPI_Allreduce is faster than MPI_Iallreduce for large
+		// buckets: 4.9 against 7.3 ms for 16 MB at 2 processes here).
+		// Starting costs nothing, and no process waits for the others at
+		// the start.
 		m.qmu.Lock()
 		m.queue = append(m.queue, r)
 		m.qmu.Unlock()
@@ -619,7 +640,11 @@ func (m *mpiComm) iallreduce(x *peel.Tensor, op ReduceOp, donated bool) Request 
 		r.pin.Pin(r.out.ptr)
 	}
 	r.req = (*C.MPI_Request)(C.malloc(C.size_t(unsafe.Sizeof(C.MPI_Request(nil)))))
-	check("MPI_Iallreduce", C.peel_iallreduce(m.c, in.ptr, r.out.ptr, C.int(in.n), in.dt, C.int(op), r.req))
+	if k.c == cIAllGather {
+		check("MPI_Iallgather", C.peel_iallgather(m.c, in.ptr, r.out.ptr, C.int(in.n), in.dt, r.req))
+	} else {
+		check("MPI_Iallreduce", C.peel_iallreduce(m.c, in.ptr, r.out.ptr, C.int(in.n), in.dt, C.int(k.op), r.req))
+	}
 	progress.add(r)
 	return r
 }
@@ -627,8 +652,9 @@ func (m *mpiComm) iallreduce(x *peel.Tensor, op ReduceOp, donated bool) Request 
 // mpiRequest is a started non-blocking collective.
 type mpiRequest struct {
 	m       *mpiComm
-	op      ReduceOp
+	k       call // the collective started, for the guard and the watchdog
 	in, out hostBuf
+	shape   []int // the result's
 	pin     runtime.Pinner
 	req     *C.MPI_Request // C memory: MPI keeps its handle there
 	rc      C.int
@@ -636,7 +662,6 @@ type mpiRequest struct {
 	done    chan struct{} // closed when the request has completed
 	once    sync.Once
 	result  *peel.Tensor // the result, made once
-	k       call         // a deferred request's call, for the guard and the watchdog
 }
 
 // flush runs m's deferred reductions in start order, through upto (all
@@ -665,7 +690,11 @@ func (r *mpiRequest) run() {
 		}
 	}()
 	r.m.agreeNow(r.k)
-	r.rc = C.peel_allreduce(r.m.c, r.in.ptr, r.out.ptr, C.int(r.in.n), r.in.dt, C.int(r.op))
+	if r.k.c == cIAllGather {
+		r.rc = C.peel_allgather(r.m.c, r.in.ptr, r.out.ptr, C.int(r.in.n), r.in.dt)
+	} else {
+		r.rc = C.peel_allreduce(r.m.c, r.in.ptr, r.out.ptr, C.int(r.in.n), r.in.dt, C.int(r.k.op))
+	}
 	runtime.KeepAlive(r.in.keep)
 }
 
@@ -673,7 +702,8 @@ func (r *mpiRequest) run() {
 // Wait returns the same tensor. It panics with *peel.Error when the
 // collective failed.
 func (r *mpiRequest) Wait() *peel.Tensor {
-	k := call{c: cIAllReduce, op: r.op, hasX: true, dt: r.in.orig, shape: r.in.shape, wait: true}
+	k := r.k
+	k.wait = true
 	defer watch.end(watch.begin(r.m, k))
 	// The waiter has nothing else to do: it takes the request over from
 	// the progress goroutine and completes it itself (MPI_Wait), without
@@ -691,10 +721,14 @@ func (r *mpiRequest) Wait() *peel.Tensor {
 	if r.err != nil {
 		panic(r.err)
 	}
-	check("MPI_Iallreduce", r.rc)
+	if r.k.c == cIAllGather {
+		check("MPI_Iallgather", r.rc)
+	} else {
+		check("MPI_Iallreduce", r.rc)
+	}
 	r.once.Do(func() {
 		if r.result == nil {
-			r.result = r.out.tensor(r.in.shape...)
+			r.result = r.out.tensor(r.shape...)
 		}
 	})
 	return r.result

@@ -47,10 +47,11 @@ const (
 	cSplit
 	cIAllReduce
 	cBroadcast
+	cIAllGather
 )
 
 var (
-	collNames       = [...]string{"?", "AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Permute", "Barrier", "Split", "IAllReduce", "Broadcast"}
+	collNames       = [...]string{"?", "AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Permute", "Barrier", "Split", "IAllReduce", "Broadcast", "IAllGather"}
 	allReduceNames  = [...]string{"AllReduce(sum)", "AllReduce(max)", "AllReduce(min)"}
 	iallReduceNames = [...]string{"IAllReduce(sum)", "IAllReduce(max)", "IAllReduce(min)"}
 	waitNames       = [...]string{"IAllReduce(sum) Wait", "IAllReduce(max) Wait", "IAllReduce(min) Wait"}
@@ -90,6 +91,8 @@ func codeName(c collCode, op ReduceOp, wait bool) string {
 		return waitNames[op]
 	case c == cIAllReduce && ok:
 		return iallReduceNames[op]
+	case c == cIAllGather && wait:
+		return "IAllGather Wait"
 	case c > 0 && int(c) < len(collNames):
 		return collNames[c]
 	}

@@ -99,6 +99,15 @@ func TestWorldCollectives(t *testing.T) {
 			if dist.MPIEnabled && n > 1 && r3.Wait() != mine {
 				t.Errorf("IAllReduceInPlace of a whole tensor did not reduce in place")
 			}
+			// IAllGather: two started, a blocking collective between,
+			// waited for in the other order.
+			g1 := w.IAllGather(all[r])
+			g2 := w.IAllGather(peel.Neg(all[r]))
+			near(t, "AllReduce after two IAllGathers", f64(w.AllReduce(all[r], dist.Sum)), f64(sum), tol)
+			near(t, "IAllGather (second)", f64(g2.Wait()), f64(peel.Neg(peel.Stack(all, 0))), 0)
+			near(t, "IAllGather (first)", f64(g1.Wait()), f64(peel.Stack(all, 0)), 0)
+			near(t, "IAllGather waited twice", f64(g1.Wait()), f64(peel.Stack(all, 0)), 0)
+			near(t, "IAllGather left its operand alone", f64(all[r]), f64(rankData(r, n, dt)), 0)
 			view := peel.Narrow(peel.Concat([]*T{all[r], all[r]}, 0), 0, n, n)
 			near(t, "IAllReduceInPlace of a view", f64(w.IAllReduceInPlace(view, dist.Sum).Wait()), f64(sum), tol)
 			w.Barrier()

@@ -148,6 +148,19 @@ type SnapshotReleaser interface {
 // on the snapshots they hold.
 func ReleaseSnapshot(t *Tensor) { t.release() }
 
+// ShowsSnapshot reports whether t shows the content of live snapshot
+// snap (of a concrete tensor): both concrete, over the same memory block
+// with the same layout. While the snapshot lives, a write into that
+// memory first moves the writer to a copy, so its block keeps the values
+// it had when the snapshot was taken: a cache keyed by snapshots (the
+// prefetched all-gathers of package dist/ddp) tells a tensor whose
+// values it holds from one written or replaced since.
+func ShowsSnapshot(snap, t *Tensor) bool {
+	return snap != nil && t != nil && snap.tr == nil && t.tr == nil && snap.st != nil && t.st != nil &&
+		snap.st.cur != nil && snap.st.cur == t.st.cur && snap.offset == t.offset &&
+		ShapeEqual(snap.shape, t.shape) && slices.Equal(snap.strides, t.strides) && snap.dtype == t.dtype
+}
+
 // Materializer is implemented by tracers whose value can be computed on
 // demand (the lazy interpreter of a compiled function with graph
 // breaks): reading such a tracer's elements (Item, Float64s, Array, …)

@@ -812,6 +812,7 @@ var vmapRuleless = map[string]string{
 	// ZeRO-3's gather acts on a member's shards: a Vmap inside the loss
 	// sees the gathered parts unbatched; batched shards (an ensemble of
 	// sharded models) are refused.
+	"fsdp_gather":       "ddp.Gather of batched shards is not vmappable",
 	"fsdp_all_gather":   "ddp.Gather of batched shards is not vmappable",
 	"fsdp_mean_scatter": "ddp.Gather of batched shards is not vmappable",
 }

@@ -22,6 +22,7 @@ type config struct {
 	first, rest int
 	overlap     bool
 	wire        peel.DType // CommDType; 0: the gradients' own
+	prefetch    bool       // Shard's (NoPrefetch clears it)
 }
 
 // CommDType makes the gradients travel as dt in their all-reduce, to
@@ -65,6 +66,11 @@ func FirstBucketBytes(n int) Option {
 // instead of as soon as its gradients are complete: the same result,
 // with the communication not hidden (for measuring what overlap gains).
 func NoOverlap() Option { return func(c *config) { c.overlap = false } }
+
+// NoPrefetch is Shard's option: its Gathers all-gather their part where
+// they are called, and start none ahead (for measuring what prefetching
+// gains, or to hold no second part whole). ValueAndGrad refuses it.
+func NoPrefetch() Option { return func(c *config) { c.prefetch = false } }
 
 // ValueAndGrad returns a function that computes loss's value and its
 // gradient with respect to the parameters p, each averaged over the
@@ -137,9 +143,12 @@ func configOf(op string, comm dist.Communicator, opts []Option) config {
 	if comm == nil {
 		interp.Panicf("%s: the communicator is nil", op)
 	}
-	cfg := config{first: DefaultFirstBucketBytes, rest: DefaultBucketBytes, overlap: true}
+	cfg := config{first: DefaultFirstBucketBytes, rest: DefaultBucketBytes, overlap: true, prefetch: true}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if !cfg.prefetch {
+		interp.Panicf("%s: NoPrefetch is ddp.Shard's option, not %s's", op, op)
 	}
 	return cfg
 }

@@ -33,21 +33,31 @@ type Sharded[P any] struct {
 	Shards P
 	// Shapes are the leaves' whole shapes, in tree order.
 	Shapes [][]int
-	// comm returns the communicator: a function, so that the tree walk
-	// of the transforms does not look into the engine's fields.
+	// comm returns the communicator, pf the prefetcher (nil with
+	// NoPrefetch): functions, so that the tree walk of the transforms
+	// does not look into them.
 	comm func() dist.Communicator
+	pf   func() *prefetcher
 }
 
 // Shard returns this member's shards of params over comm's members
 // (each member passes the same params, as after Broadcast; Shard checks
-// it on concrete parameters, as ZeRO.Init does). It panics with
-// *peel.Error when params is not a valid tree, comm is nil, or the
-// members' parameters differ.
-func Shard[P any](params P, comm dist.Communicator) Sharded[P] {
+// it on concrete parameters, as ZeRO.Init does). Its Gathers prefetch
+// (see Gather) unless opts has NoPrefetch, the one option it takes. It
+// panics with *peel.Error when params is not a valid tree, comm is nil,
+// the members' parameters differ, or an option is not Shard's.
+func Shard[P any](params P, comm dist.Communicator, opts ...Option) Sharded[P] {
 	const op = "ddp.Shard"
 	defer peel.Annotate(op)
 	if comm == nil {
 		zeroErrorf(op, "the communicator is nil")
+	}
+	cfg := config{prefetch: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg != (config{prefetch: cfg.prefetch}) {
+		zeroErrorf(op, "an option configures ddp.ValueAndGrad, not Shard: Shard takes NoPrefetch only")
 	}
 	var sc syncCheck
 	sc.check(op, comm, params)
@@ -60,7 +70,12 @@ func Shard[P any](params P, comm dist.Communicator) Sharded[P] {
 		s := shardLen(x.Size(), n)
 		shards[i] = peel.Narrow(padFlat(x, s*n), 0, rank*s, s)
 	}
-	return Sharded[P]{Shards: tree.Unflatten(params, shards), Shapes: shapes, comm: func() dist.Communicator { return comm }}
+	sp := Sharded[P]{Shards: tree.Unflatten(params, shards), Shapes: shapes, comm: func() dist.Communicator { return comm }}
+	if cfg.prefetch {
+		pf := &prefetcher{}
+		sp.pf = func() *prefetcher { return pf }
+	}
+	return sp
 }
 
 // Gather returns the part of the parameters that sel selects, whole: the
@@ -73,9 +88,23 @@ func Shard[P any](params P, comm dist.Communicator) Sharded[P] {
 // Call Gather where the part is used, inside a transforms.Checkpoint of
 // the computation that uses it, and only that part is whole at a time:
 // its forward all-gathers it and drops it when done, and the backward
-// pass all-gathers it again to recompute (torch FSDP's schedule, without
-// its prefetch). Outside a Checkpoint the whole part is saved for the
-// backward pass, as in data-parallel training.
+// pass all-gathers it again to recompute (torch FSDP's schedule).
+// Outside a Checkpoint the whole part is saved for the backward pass, as
+// in data-parallel training.
+//
+// Gathers prefetch, as torch FSDP's forward and backward prefetch do:
+// from a Sharded value's second step on, each Gather, eager or in a
+// compiled program, starts the all-gather of the part the step asks for
+// next (in the order the previous step asked for them, the backward
+// pass's recomputations included) before it returns, so the
+// communication runs while the caller computes, and at most one part
+// beyond the current one is whole. A step ends where its first part is
+// asked for with updated values; nothing is prefetched across one, and a
+// prefetched part whose shards were written since it started is
+// gathered again, never used stale. Shard's NoPrefetch turns it off.
+// The overlap needs the engine to advance a started collective while
+// the process computes (over MPI, a progress thread: see
+// dist.Communicator's IAllGather).
 //
 // Gather's derivative (fsdp_all_gather's transpose) reduce-scatters the
 // part's cotangent and divides it by N: a member's gradient in Shards is
@@ -105,27 +134,36 @@ func Gather[P, U any](sp Sharded[P], sel func(P) U) U {
 		shapes[i] = peel.BroadcastTo(peel.Zeros(x.DType()), sp.Shapes[i]...)
 	}
 	whole := tree.Leaves(sel(tree.Unflatten(sp.Shards, shapes)))
-	part := sel(sp.Shards)
-	mine := tree.Leaves(part)
+	partTree := sel(sp.Shards)
+	mine := tree.Leaves(partTree)
 	if len(mine) != len(whole) {
 		zeroErrorf(op, "sel selects %d shards but %d whole leaves: it must select a part of the parameters, not compute one", len(mine), len(whole))
 	}
 	comm := sp.comm()
 	n := comm.Size()
-	isShard := make(map[*peel.Tensor]bool, len(leaves))
-	for _, x := range leaves {
-		isShard[x] = true
+	index := make(map[*peel.Tensor]int, len(leaves))
+	for i, x := range leaves {
+		index[x] = i
 	}
 	isShape := make(map[*peel.Tensor]bool, len(shapes))
 	for _, x := range shapes {
 		isShape[x] = true
 	}
-	for i, x := range mine {
-		if w := whole[i]; !isShard[x] || !isShape[w] || x.Size() != shardLen(w.Size(), n) {
+	part := make([]int, len(mine))
+	avals := make([]interp.Aval, len(mine))
+	for j, x := range mine {
+		i, isShard := index[x]
+		if w := whole[j]; !isShard || !isShape[w] || x.Size() != shardLen(w.Size(), n) {
 			zeroErrorf(op, "sel returns a %s that is not a leaf of the parameters: it must select a part of them (a field, an element), not compute one", x.TypeString())
 		}
+		part[j] = i
+		avals[j] = interp.Aval{Shape: slices.Clone(whole[j].Shape()), DType: x.DType()}
 	}
-	return tree.Unflatten(part, gatherer{comm: comm, whole: whole}.gather(mine))
+	p := &partParams{gatherer: newGatherer(comm, avals), part: part, key: partKey(part)}
+	if sp.pf != nil {
+		p.pf = sp.pf()
+	}
+	return tree.Unflatten(partTree, interp.Bind(fsdpPartPrim, p, leaves...))
 }
 
 // Unshard returns the whole parameters from every member's shards (to
@@ -224,47 +262,66 @@ func ClipByGlobalNorm[P any](maxNorm float64, comm dist.Communicator) optim.Tran
 	})
 }
 
-// gatherer all-gathers shards of leaves of the whole shapes whole, and
+// gatherer all-gathers shards of leaves of the whole types whole, and
 // reduce-scatters their cotangents.
 type gatherer struct {
-	comm  dist.Communicator
-	whole []*peel.Tensor
+	comm   dist.Communicator
+	whole  []interp.Aval
+	groups [][]int // the indices of whole by dtype (byDType)
 }
 
-// byDType returns the indices of g.whole grouped by dtype, in the order
-// of each dtype's first leaf.
-func (g gatherer) byDType() [][]int {
-	var groups [][]int
+func newGatherer(comm dist.Communicator, whole []interp.Aval) gatherer {
+	g := gatherer{comm: comm, whole: whole}
 	at := map[peel.DType]int{}
-	for i, w := range g.whole {
-		k, ok := at[w.DType()]
+	for i, w := range whole {
+		k, ok := at[w.DType]
 		if !ok {
-			k = len(groups)
-			at[w.DType()] = k
-			groups = append(groups, nil)
+			k = len(g.groups)
+			at[w.DType] = k
+			g.groups = append(g.groups, nil)
 		}
-		groups[k] = append(groups[k], i)
+		g.groups[k] = append(g.groups[k], i)
 	}
-	return groups
+	return g
 }
 
-// gather all-gathers the shards of each dtype together (one collective
-// per dtype) and cuts the leaves out of the [N, Σ shard] result.
+// gather all-gathers the shards of each dtype together (one
+// fsdp_all_gather per dtype) and cuts the leaves out.
 func (g gatherer) gather(shards []*peel.Tensor) []*peel.Tensor {
-	n := g.comm.Size()
-	out := make([]*peel.Tensor, len(shards))
-	for _, idx := range g.byDType() {
+	cats := g.concats(shards)
+	for k, c := range cats {
+		cats[k] = fsdpGather(g.comm, c)
+	}
+	return g.cut(cats)
+}
+
+// concats returns the concatenation of the shards of each dtype, in the
+// order of each dtype's first leaf.
+func (g gatherer) concats(shards []*peel.Tensor) []*peel.Tensor {
+	cats := make([]*peel.Tensor, len(g.groups))
+	for k, idx := range g.groups {
 		parts := make([]*peel.Tensor, len(idx))
 		for j, i := range idx {
 			parts[j] = shards[i]
 		}
-		all := fsdpGather(g.comm, peel.Concat(parts, 0)) // [N, Σ s]
+		cats[k] = peel.Concat(parts, 0)
+	}
+	return cats
+}
+
+// cut cuts the leaves out of the all-gathered concatenations, [N, Σ s]
+// for each dtype.
+func (g gatherer) cut(alls []*peel.Tensor) []*peel.Tensor {
+	n := g.comm.Size()
+	out := make([]*peel.Tensor, len(g.whole))
+	for k, idx := range g.groups {
 		off := 0
 		for _, i := range idx {
 			w := g.whole[i]
-			s := shardLen(w.Size(), n)
-			flat := peel.Reshape(peel.Narrow(all, 1, off, s), -1)
-			out[i] = peel.Reshape(peel.Narrow(flat, 0, 0, w.Size()), w.Shape()...)
+			size := w.Size()
+			s := shardLen(size, n)
+			flat := peel.Reshape(peel.Narrow(alls[k], 1, off, s), -1)
+			out[i] = peel.Reshape(peel.Narrow(flat, 0, 0, size), w.Shape...)
 			off += s
 		}
 	}

@@ -1,6 +1,7 @@
 package ddp_test
 
 import (
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,6 +62,14 @@ func fsdpSteps(t *testing.T, o zeroOpt, comm dist.Communicator, compiled bool, p
 		sp, st = step(sp, st, xr, yr).Unpack()
 		out = append(out, ddp.Unshard(sp))
 	}
+	// A step of the prefetcher runs from an Unshard (the first Gather
+	// with updated values) to the next: Unshard, L1, L2, Scale and L2's
+	// recomputation. The first two are recorded; from the third on,
+	// every Gather but the first is served by a prefetch.
+	want := 4 * max(steps-2, 0)
+	if hits, misses, off := ddp.PrefetchCounts(sp); hits != want || misses != 0 || off {
+		t.Errorf("rank %d of %d (compiled %v): %d prefetches used, %d dropped (stopped %v), want %d and 0", comm.Rank(), n, compiled, hits, misses, off, want)
+	}
 	return out
 }
 
@@ -74,12 +83,17 @@ func TestFSDPEqualsUnsharded(t *testing.T) { testEqualsUnsharded(t, fsdpSteps) }
 // communicator it wraps.
 type countingComm struct {
 	dist.Communicator
-	gathers, scatters *atomic.Int64
+	gathers, scatters, prefetches *atomic.Int64
 }
 
 func (c countingComm) AllGather(x *peel.Tensor) *peel.Tensor {
 	c.gathers.Add(1)
 	return c.Communicator.AllGather(x)
+}
+
+func (c countingComm) IAllGather(x *peel.Tensor) dist.Request {
+	c.prefetches.Add(1)
+	return c.Communicator.IAllGather(x)
 }
 
 func (c countingComm) ReduceScatter(x *peel.Tensor) *peel.Tensor {
@@ -97,8 +111,8 @@ func TestFSDPGathersPerUse(t *testing.T) {
 	p := newZMLP()
 	mesh := dist.NewMesh(dist.MeshAxis("data", 1))
 	mesh.RunDevices(func(dv *dist.Device) {
-		var gathers, scatters atomic.Int64
-		sp := ddp.Shard(p, countingComm{dv.Comm("data"), &gathers, &scatters})
+		var gathers, scatters, prefetches atomic.Int64
+		sp := ddp.Shard(p, countingComm{dv.Comm("data"), &gathers, &scatters, &prefetches}, ddp.NoPrefetch())
 		gathers.Store(0)
 		transforms.Grad3(fsdpLoss)(sp, x, y)
 		// L2 twice, L1 and Scale once each; three parts' gradients.
@@ -110,7 +124,7 @@ func TestFSDPGathersPerUse(t *testing.T) {
 		f(sp, x, y)
 		prog := ins.Explain(sp, x, y)
 		prog = prog[strings.LastIndex(prog, "program:"):]
-		if c := strings.Count(prog, "fsdp_all_gather"); c != 4 {
+		if c := strings.Count(prog, "fsdp_gather["); c != 4 {
 			t.Errorf("the program has %d all-gathers, want 4:\n%s", c, prog)
 		}
 		if c := strings.Count(prog, "fsdp_mean_scatter"); c != 3 {
@@ -179,6 +193,121 @@ func TestFSDPErrors(t *testing.T) {
 	err := peel.Catch(func() { ddp.Gather(ddp.Sharded[zmlp]{Shards: p}, func(p zmlp) zmlp { return p }) })
 	if err == nil || !strings.Contains(err.Error(), "ddp.Shard") {
 		t.Errorf("a Sharded value not made by Shard gave %v", err)
+	}
+	mesh = dist.NewMesh(dist.MeshAxis("data", 1))
+	mesh.RunDevices(func(dv *dist.Device) {
+		err := peel.Catch(func() { ddp.Shard(p, dv.Comm("data"), ddp.BucketBytes(1<<20)) })
+		if err == nil || !strings.Contains(err.Error(), "ddp.Shard") || !strings.Contains(err.Error(), "NoPrefetch only") {
+			t.Errorf("Shard with a ValueAndGrad option gave %v", err)
+		}
+		err = peel.Catch(func() { ddp.ValueAndGrad3(zloss, dv.Comm("data"), ddp.NoPrefetch()) })
+		if err == nil || !strings.Contains(err.Error(), "ddp.ValueAndGrad3") || !strings.Contains(err.Error(), "NoPrefetch") {
+			t.Errorf("ValueAndGrad with NoPrefetch gave %v", err)
+		}
+	})
+}
+
+// TestFSDPPrefetch checks the prefetching schedule on two members,
+// eagerly and in a compiled step: the first step gathers its four parts
+// where they are asked for; from the second on, the step's first Gather
+// gathers and starts the next part's all-gather, and each later Gather
+// (L2, Scale, L2's recomputation for the backward pass) is served by the
+// one started before it and starts the next, so a step runs one blocking
+// all-gather and three started ahead, and no more all-gathers than
+// without prefetching. The parameters after four steps are bit-equal to
+// those without prefetching.
+func TestFSDPPrefetch(t *testing.T) {
+	x, y := zbatch(6)
+	p := newZMLP()
+	o := zeroOpts[1]
+	for _, compiled := range []bool{false, true} {
+		final := map[bool][]float64{}
+		for _, prefetch := range []bool{true, false} {
+			mesh := dist.NewMesh(dist.MeshAxis("data", 2))
+			got := make([][]float64, 2)
+			mesh.RunDevices(func(dv *dist.Device) {
+				var gathers, scatters, ahead atomic.Int64
+				comm := countingComm{dv.Comm("data"), &gathers, &scatters, &ahead}
+				var opts []ddp.Option
+				if !prefetch {
+					opts = append(opts, ddp.NoPrefetch())
+				}
+				sp := ddp.Shard(p, comm, opts...)
+				step := func(sp ddp.Sharded[zmlp], st optim.State, x, y *peel.Tensor) tree.Tuple2[ddp.Sharded[zmlp], optim.State] {
+					g := transforms.Grad3(fsdpLoss)(sp, x, y)
+					u, st := o.whole.Update(g.Shards, st, sp.Shards)
+					sp.Shards = optim.ApplyUpdates(sp.Shards, u)
+					return tree.Pack2(sp, st)
+				}
+				if compiled {
+					step = fsdpStep(transforms.Compile4(step))
+				}
+				st := o.whole.Init(sp.Shards)
+				xr, yr := part(x, y, dv.Index, 2)
+				for k := range 4 {
+					gathers.Store(0)
+					scatters.Store(0)
+					ahead.Store(0)
+					sp, st = step(sp, st, xr, yr).Unpack()
+					wantG, wantA := int64(4), int64(0)
+					if prefetch && k > 0 {
+						wantG, wantA = 1, 3
+					}
+					if g, a, s := gathers.Load(), ahead.Load(), scatters.Load(); g != wantG || a != wantA || s != 3 {
+						t.Errorf("compiled %v, prefetch %v, device %d, step %d: %d all-gathers, %d started ahead, %d reduce-scatters; want %d, %d and 3", compiled, prefetch, dv.Index, k+1, g, a, s, wantG, wantA)
+					}
+				}
+				if hits, misses, off := ddp.PrefetchCounts(sp); prefetch && (hits != 9 || misses != 0 || off) {
+					t.Errorf("compiled %v, device %d: %d prefetches used, %d dropped (stopped %v), want 9 and 0", compiled, dv.Index, hits, misses, off)
+				}
+				for _, l := range tree.Leaves(sp.Shards) {
+					got[dv.Index] = append(got[dv.Index], peel.AsType(l, peel.Float64).Float64s()...)
+				}
+			})
+			final[prefetch] = slices.Concat(got...)
+		}
+		if !slices.Equal(final[true], final[false]) {
+			t.Errorf("compiled %v: the parameters with prefetching differ from those without", compiled)
+		}
+	}
+}
+
+// TestFSDPPrefetchNeverStale: a shard written in place between two
+// Gathers, while the second part's all-gather was started ahead with
+// its old values, is gathered again: the second Gather returns the new
+// values, as without prefetching, and the prefetcher stops.
+func TestFSDPPrefetchNeverStale(t *testing.T) {
+	p := newZMLP()
+	for _, n := range []int{1, 2} {
+		mesh := dist.NewMesh(dist.MeshAxis("data", n))
+		mesh.RunDevices(func(dv *dist.Device) {
+			run := func(opts ...ddp.Option) (*peel.Tensor, int, int, bool) {
+				sp := ddp.Shard(p, dv.Comm("data"), opts...)
+				var w2 *peel.Tensor
+				for k := range 3 {
+					// An update: new shards with the same values.
+					sp.Shards = tree.Map(peel.Clone, sp.Shards)
+					ddp.Gather(sp, func(p zmlp) nn.LinearParams { return p.L1 })
+					if k == 2 { // the L2 all-gather is under way
+						peel.AddInPlace(sp.Shards.L2.W, 1.0)
+					}
+					w2 = ddp.Gather(sp, func(p zmlp) nn.LinearParams { return p.L2 }).W
+				}
+				hits, misses, off := ddp.PrefetchCounts(sp)
+				return w2, hits, misses, off
+			}
+			got, hits, misses, off := run()
+			want, _, _, _ := run(ddp.NoPrefetch())
+			if !slices.Equal(got.Float64s(), want.Float64s()) {
+				t.Errorf("%d members, device %d: L2 gathered after an in-place write differs from the gather without prefetching", n, dv.Index)
+			}
+			if d := peel.Sub(want, p.L2.W).Float64s(); d[0] != 1 {
+				t.Errorf("%d members, device %d: the write is not seen (difference %v)", n, dv.Index, d[0])
+			}
+			if hits != 1 || misses != 1 || !off {
+				t.Errorf("%d members, device %d: %d prefetches used, %d dropped (stopped %v), want 1 (the second pass), 1 and stopped", n, dv.Index, hits, misses, off)
+			}
+		})
 	}
 }
 
