@@ -79,6 +79,23 @@ type Communicator interface {
 	IAllGather(x *peel.Tensor) Request
 }
 
+// Overlapping reports whether comm's non-blocking collectives
+// (IAllReduce, IAllGather) proceed while the caller computes, so that
+// one started ahead hides its communication: over MPI with a progress
+// goroutine (a core to spare beyond one per local process, or
+// PEEL_MPI_PROGRESS=thread). The in-process engine completes them when
+// they start, and MPI without a core to spare defers them to their
+// Wait: false. A Communicator of another implementation is taken to
+// overlap.
+func Overlapping(comm Communicator) bool {
+	if o, ok := comm.(interface{ overlapping() bool }); ok {
+		return o.overlapping()
+	}
+	return true
+}
+
+func (c *inproc) overlapping() bool { return false }
+
 // Request is a started non-blocking collective.
 type Request interface {
 	// Wait returns the collective's result once it has completed (at

@@ -157,6 +157,21 @@ func TestMeshStress(t *testing.T) {
 	}
 }
 
+// TestOverlapping: the in-process engine completes a started collective
+// at once, so it does not overlap; a Communicator of another
+// implementation (here one wrapping it) is taken to.
+func TestOverlapping(t *testing.T) {
+	dist.NewMesh(dist.MeshAxis("data", 2)).RunDevices(func(dv *dist.Device) {
+		c := dv.Comm("data")
+		if dist.Overlapping(c) {
+			t.Errorf("the in-process engine says its collectives overlap")
+		}
+		if !dist.Overlapping(struct{ dist.Communicator }{c}) {
+			t.Errorf("a communicator of another implementation is not taken to overlap")
+		}
+	})
+}
+
 // TestCommBroadcast: every member of an in-process axis gets the root's
 // value, a fresh tensor, whichever member is the root; a root outside
 // the axis and a member passing another shape are *peel.Error.

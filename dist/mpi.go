@@ -590,6 +590,10 @@ func (m *mpiComm) IAllReduceInPlace(x *peel.Tensor, op ReduceOp) Request {
 	return m.iallreduce(x, op, true)
 }
 
+// overlapping reports whether started collectives progress while the
+// caller computes (Overlapping): with the progress goroutine.
+func (m *mpiComm) overlapping() bool { return progress.thread }
+
 // IAllGather starts MPI_Iallgather on x's elements and returns its
 // request, advanced as IAllReduce's is.
 func (m *mpiComm) IAllGather(x *peel.Tensor) Request {

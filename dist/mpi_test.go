@@ -1,6 +1,7 @@
 package dist_test
 
 import (
+	"os"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,6 +26,15 @@ func TestWorldCollectives(t *testing.T) {
 	w := dist.World()
 	r, n := w.Rank(), w.Size()
 	t.Logf("rank %d of %d (MPI build: %v)", r, n, dist.MPIEnabled)
+	// Started collectives overlap the caller's work with a progress
+	// goroutine only (forced either way by PEEL_MPI_PROGRESS); a job of
+	// one process without MPI is the in-process engine.
+	switch mode := os.Getenv("PEEL_MPI_PROGRESS"); {
+	case !dist.MPIEnabled && dist.Overlapping(w):
+		t.Errorf("the in-process world says its collectives overlap")
+	case dist.MPIEnabled && mode != "" && dist.Overlapping(w) != (mode == "thread"):
+		t.Errorf("PEEL_MPI_PROGRESS=%s but Overlapping is %v", mode, dist.Overlapping(w))
+	}
 	for _, dt := range []peel.DType{peel.Float64, peel.Float32, peel.Int64, peel.BFloat16} {
 		t.Run(dt.String(), func(t *testing.T) {
 			all := make([]*T, n)

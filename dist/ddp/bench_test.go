@@ -74,3 +74,57 @@ func BenchmarkBigStep(b *testing.B) {
 		})
 	}
 }
+
+// shardedBigLoss is bigLoss over fully sharded parameters, each layer
+// gathered inside a Checkpoint.
+func shardedBigLoss(sp ddp.Sharded[bigMLP], x, y *peel.Tensor) *peel.Tensor {
+	layer := func(h *peel.Tensor, sel func(bigMLP) nn.LinearParams, relu bool) *peel.Tensor {
+		return transforms.Checkpoint(func(a tree.Tuple2[ddp.Sharded[bigMLP], *peel.Tensor]) *peel.Tensor {
+			z := nn.Linear(ddp.Gather(a.V0, sel), a.V1)
+			if relu {
+				z = z.ReLU()
+			}
+			return z
+		}, transforms.NothingSaveable)(tree.Pack2(sp, h))
+	}
+	h := layer(x, func(p bigMLP) nn.LinearParams { return p.L1 }, true)
+	h = layer(h, func(p bigMLP) nn.LinearParams { return p.L2 }, true)
+	return nn.CrossEntropy(layer(h, func(p bigMLP) nn.LinearParams { return p.L3 }, false), y)
+}
+
+// BenchmarkFSDPStep is one SGD step of the 784-1024-1024-10 MLP fully
+// sharded over one in-process member (kernels on one thread), eager and
+// compiled, with the Gathers prefetching and without: what the
+// prefetcher costs where there is nothing to overlap.
+func BenchmarkFSDPStep(b *testing.B) {
+	cpu.SetThreads(1)
+	ks := peel.SplitKeys(peel.Key(5), 4)
+	p0 := bigMLP{nn.InitLinear(ks[0], peel.Float32, 784, 1024), nn.InitLinear(ks[1], peel.Float32, 1024, 1024), nn.InitLinear(ks[2], peel.Float32, 1024, 10)}
+	x := peel.Uniform(ks[3], peel.Float32, 256, 784)
+	y := peel.Rem(peel.Arange(peel.Int64, 0, 256, 1), int64(10))
+	step := func(sp ddp.Sharded[bigMLP], x, y *peel.Tensor) ddp.Sharded[bigMLP] {
+		g := transforms.Grad3(shardedBigLoss)(sp, x, y)
+		sp.Shards = tree.Map2(func(p, g *peel.Tensor) *peel.Tensor { return p.Sub(g.Mul(0.01)) }, sp.Shards, g.Shards)
+		return sp
+	}
+	for _, compiled := range []bool{false, true} {
+		for _, prefetch := range []bool{true, false} {
+			name := map[bool]string{false: "eager", true: "compiled"}[compiled] + map[bool]string{false: "-noprefetch", true: "-prefetch"}[prefetch]
+			b.Run(name, func(b *testing.B) {
+				mesh := dist.NewMesh(dist.MeshAxis("data", 1))
+				mesh.RunDevices(func(dv *dist.Device) {
+					sp := ddp.Shard(p0, dv.Comm("data"), ddp.Prefetch(prefetch))
+					f := step
+					if compiled {
+						f = transforms.Compile3(step)
+					}
+					sp = f(sp, x, y) // warm up (and compile)
+					b.ResetTimer()
+					for range b.N {
+						sp = f(sp, x, y)
+					}
+				})
+			})
+		}
+	}
+}

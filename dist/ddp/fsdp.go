@@ -33,8 +33,8 @@ type Sharded[P any] struct {
 	Shards P
 	// Shapes are the leaves' whole shapes, in tree order.
 	Shapes [][]int
-	// comm returns the communicator, pf the prefetcher (nil with
-	// NoPrefetch): functions, so that the tree walk of the transforms
+	// comm returns the communicator, pf the prefetcher (nil when its
+	// Gathers do not prefetch): functions, so that the tree walk of the transforms
 	// does not look into them.
 	comm func() dist.Communicator
 	pf   func() *prefetcher
@@ -43,7 +43,7 @@ type Sharded[P any] struct {
 // Shard returns this member's shards of params over comm's members
 // (each member passes the same params, as after Broadcast; Shard checks
 // it on concrete parameters, as ZeRO.Init does). Its Gathers prefetch
-// (see Gather) unless opts has NoPrefetch, the one option it takes. It
+// (see Gather) as opts's Prefetch says, the one option it takes. It
 // panics with *peel.Error when params is not a valid tree, comm is nil,
 // the members' parameters differ, or an option is not Shard's.
 func Shard[P any](params P, comm dist.Communicator, opts ...Option) Sharded[P] {
@@ -52,12 +52,12 @@ func Shard[P any](params P, comm dist.Communicator, opts ...Option) Sharded[P] {
 	if comm == nil {
 		zeroErrorf(op, "the communicator is nil")
 	}
-	cfg := config{prefetch: true}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg != (config{prefetch: cfg.prefetch}) {
-		zeroErrorf(op, "an option configures ddp.ValueAndGrad, not Shard: Shard takes NoPrefetch only")
+		zeroErrorf(op, "an option configures ddp.ValueAndGrad, not Shard: Shard takes Prefetch only")
 	}
 	var sc syncCheck
 	sc.check(op, comm, params)
@@ -71,7 +71,7 @@ func Shard[P any](params P, comm dist.Communicator, opts ...Option) Sharded[P] {
 		shards[i] = peel.Narrow(padFlat(x, s*n), 0, rank*s, s)
 	}
 	sp := Sharded[P]{Shards: tree.Unflatten(params, shards), Shapes: shapes, comm: func() dist.Communicator { return comm }}
-	if cfg.prefetch {
+	if cfg.prefetch > 0 || cfg.prefetch == 0 && dist.Overlapping(comm) {
 		pf := &prefetcher{}
 		sp.pf = func() *prefetcher { return pf }
 	}
@@ -101,10 +101,10 @@ func Shard[P any](params P, comm dist.Communicator, opts ...Option) Sharded[P] {
 // beyond the current one is whole. A step ends where its first part is
 // asked for with updated values; nothing is prefetched across one, and a
 // prefetched part whose shards were written since it started is
-// gathered again, never used stale. Shard's NoPrefetch turns it off.
-// The overlap needs the engine to advance a started collective while
-// the process computes (over MPI, a progress thread: see
-// dist.Communicator's IAllGather).
+// gathered again, never used stale. The overlap needs the engine to
+// advance a started collective while the process computes (over MPI, a
+// progress thread: dist.Overlapping), so by default Gathers prefetch
+// only on such a communicator; Shard's Prefetch option says otherwise.
 //
 // Gather's derivative (fsdp_all_gather's transpose) reduce-scatters the
 // part's cotangent and divides it by N: a member's gradient in Shards is

@@ -39,7 +39,7 @@ type fsdpStep = func(ddp.Sharded[zmlp], optim.State, *peel.Tensor, *peel.Tensor)
 // every shard holds 1/N of its leaf.
 func fsdpSteps(t *testing.T, o zeroOpt, comm dist.Communicator, compiled bool, p zmlp, x, y *peel.Tensor, steps int) []zmlp {
 	n := comm.Size()
-	sp := ddp.Shard(p, comm)
+	sp := ddp.Shard(p, comm, ddp.Prefetch(true)) // in process too
 	whole, shards := tree.Leaves(p), tree.Leaves(sp.Shards)
 	for i, s := range shards {
 		if want := (whole[i].Size() + n - 1) / n; s.Rank() != 1 || s.Size() != want || s.DType() != whole[i].DType() {
@@ -112,12 +112,22 @@ func TestFSDPGathersPerUse(t *testing.T) {
 	mesh := dist.NewMesh(dist.MeshAxis("data", 1))
 	mesh.RunDevices(func(dv *dist.Device) {
 		var gathers, scatters, prefetches atomic.Int64
-		sp := ddp.Shard(p, countingComm{dv.Comm("data"), &gathers, &scatters, &prefetches}, ddp.NoPrefetch())
+		sp := ddp.Shard(p, countingComm{dv.Comm("data"), &gathers, &scatters, &prefetches}, ddp.Prefetch(false))
 		gathers.Store(0)
 		transforms.Grad3(fsdpLoss)(sp, x, y)
 		// L2 twice, L1 and Scale once each; three parts' gradients.
 		if g, s := gathers.Load(), scatters.Load(); g != 4 || s != 3 {
 			t.Errorf("an eager step ran %d all-gathers and %d reduce-scatters, want 4 and 3", g, s)
+		}
+		// By default, Gathers over a communicator whose collectives do
+		// not overlap (the in-process engine) start none ahead.
+		byDefault := ddp.Shard(p, dv.Comm("data"))
+		for range 3 {
+			transforms.Grad3(fsdpLoss)(byDefault, x, y)
+			byDefault.Shards = tree.Map(peel.Clone, byDefault.Shards)
+		}
+		if hits, misses, _ := ddp.PrefetchCounts(byDefault); hits != 0 || misses != 0 {
+			t.Errorf("the in-process engine prefetched by default: %d prefetches used, %d dropped", hits, misses)
 		}
 		var ins transforms.Inspector
 		f := transforms.Compile3(transforms.Grad3(fsdpLoss), transforms.Inspect(&ins))
@@ -197,12 +207,12 @@ func TestFSDPErrors(t *testing.T) {
 	mesh = dist.NewMesh(dist.MeshAxis("data", 1))
 	mesh.RunDevices(func(dv *dist.Device) {
 		err := peel.Catch(func() { ddp.Shard(p, dv.Comm("data"), ddp.BucketBytes(1<<20)) })
-		if err == nil || !strings.Contains(err.Error(), "ddp.Shard") || !strings.Contains(err.Error(), "NoPrefetch only") {
+		if err == nil || !strings.Contains(err.Error(), "ddp.Shard") || !strings.Contains(err.Error(), "Prefetch only") {
 			t.Errorf("Shard with a ValueAndGrad option gave %v", err)
 		}
-		err = peel.Catch(func() { ddp.ValueAndGrad3(zloss, dv.Comm("data"), ddp.NoPrefetch()) })
-		if err == nil || !strings.Contains(err.Error(), "ddp.ValueAndGrad3") || !strings.Contains(err.Error(), "NoPrefetch") {
-			t.Errorf("ValueAndGrad with NoPrefetch gave %v", err)
+		err = peel.Catch(func() { ddp.ValueAndGrad3(zloss, dv.Comm("data"), ddp.Prefetch(true)) })
+		if err == nil || !strings.Contains(err.Error(), "ddp.ValueAndGrad3") || !strings.Contains(err.Error(), "Prefetch") {
+			t.Errorf("ValueAndGrad with Prefetch gave %v", err)
 		}
 	})
 }
@@ -228,11 +238,7 @@ func TestFSDPPrefetch(t *testing.T) {
 			mesh.RunDevices(func(dv *dist.Device) {
 				var gathers, scatters, ahead atomic.Int64
 				comm := countingComm{dv.Comm("data"), &gathers, &scatters, &ahead}
-				var opts []ddp.Option
-				if !prefetch {
-					opts = append(opts, ddp.NoPrefetch())
-				}
-				sp := ddp.Shard(p, comm, opts...)
+				sp := ddp.Shard(p, comm, ddp.Prefetch(prefetch))
 				step := func(sp ddp.Sharded[zmlp], st optim.State, x, y *peel.Tensor) tree.Tuple2[ddp.Sharded[zmlp], optim.State] {
 					g := transforms.Grad3(fsdpLoss)(sp, x, y)
 					u, st := o.whole.Update(g.Shards, st, sp.Shards)
@@ -296,8 +302,8 @@ func TestFSDPPrefetchNeverStale(t *testing.T) {
 				hits, misses, off := ddp.PrefetchCounts(sp)
 				return w2, hits, misses, off
 			}
-			got, hits, misses, off := run()
-			want, _, _, _ := run(ddp.NoPrefetch())
+			got, hits, misses, off := run(ddp.Prefetch(true))
+			want, _, _, _ := run(ddp.Prefetch(false))
 			if !slices.Equal(got.Float64s(), want.Float64s()) {
 				t.Errorf("%d members, device %d: L2 gathered after an in-place write differs from the gather without prefetching", n, dv.Index)
 			}

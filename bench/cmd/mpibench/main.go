@@ -265,7 +265,8 @@ func stepWorkloads(w dist.Communicator, reps, steps int) []result {
 // (every rank holds the parameters, their gradient and Adam's two
 // moments), ZeRO stage 1 (ddp.ShardOptimizer: the moments sharded) and
 // stage 3 (ddp.Shard and ddp.Gather: parameters, gradients and moments
-// sharded, each layer gathered where it is used, inside a Checkpoint).
+// sharded, each layer gathered where it is used, inside a Checkpoint;
+// with the next layer's all-gather prefetched, and without).
 // Each row gives the compiled step's time and, in LivePeak, the peak
 // growth of the live heap over two eager steps from the unsharded
 // parameters (what a rank holds beyond them: its training state and the
@@ -283,6 +284,24 @@ func shardedWorkloads(w dist.Communicator, reps, steps int) []result {
 		start func(compiled bool) func()
 	}
 	ddpGrad := ddp.ValueAndGrad3(loss, w)
+	// zero3 is the ZeRO-3 trainer with Shard's options opts.
+	zero3 := func(opts []ddp.Option) func(compiled bool) func() {
+		return func(compiled bool) func() {
+			opt := optim.Adam[MLP](alr)
+			step := func(sp ddp.Sharded[MLP], st optim.State, x, y *peel.Tensor) tree.Tuple2[ddp.Sharded[MLP], optim.State] {
+				g := transforms.Grad3(shardedLoss)(sp, x, y)
+				u, st := opt.Update(g.Shards, st, sp.Shards)
+				sp.Shards = optim.ApplyUpdates(sp.Shards, u)
+				return tree.Pack2(sp, st)
+			}
+			if compiled {
+				step = transforms.Compile4(step)
+			}
+			sp := ddp.Shard(p0, w, opts...)
+			st := opt.Init(sp.Shards)
+			return func() { sp, st = step(sp, st, x, y).Unpack() }
+		}
+	}
 	ts := []trainer{
 		{"ddp_adam", func(compiled bool) func() {
 			opt := optim.Adam[MLP](alr)
@@ -308,21 +327,9 @@ func shardedWorkloads(w dist.Communicator, reps, steps int) []result {
 			p, st := p0, z.Init(p0)
 			return func() { p, st = step(p, st, x, y).Unpack() }
 		}},
-		{"zero3_adam", func(compiled bool) func() {
-			opt := optim.Adam[MLP](alr)
-			step := func(sp ddp.Sharded[MLP], st optim.State, x, y *peel.Tensor) tree.Tuple2[ddp.Sharded[MLP], optim.State] {
-				g := transforms.Grad3(shardedLoss)(sp, x, y)
-				u, st := opt.Update(g.Shards, st, sp.Shards)
-				sp.Shards = optim.ApplyUpdates(sp.Shards, u)
-				return tree.Pack2(sp, st)
-			}
-			if compiled {
-				step = transforms.Compile4(step)
-			}
-			sp := ddp.Shard(p0, w)
-			st := opt.Init(sp.Shards)
-			return func() { sp, st = step(sp, st, x, y).Unpack() }
-		}},
+		{"zero3_adam", zero3(nil)},
+		{"zero3_adam_prefetch", zero3([]ddp.Option{ddp.Prefetch(true)})},
+		{"zero3_adam_noprefetch", zero3([]ddp.Option{ddp.Prefetch(false)})},
 	}
 	var out []result
 	perStep := func(ns float64) float64 { return ns / 1e6 }
