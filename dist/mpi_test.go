@@ -1,8 +1,8 @@
 package dist_test
 
 import (
-	"os"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
