@@ -19,6 +19,13 @@ func bigLoss(p bigMLP, x, y *peel.Tensor) *peel.Tensor {
 	return nn.CrossEntropy(nn.Linear(p.L3, h), y)
 }
 
+// bigSetup returns the MLP's parameters and a batch of 256 rows.
+func bigSetup() (p bigMLP, x, y *peel.Tensor) {
+	ks := peel.SplitKeys(peel.Key(5), 4)
+	p = bigMLP{nn.InitLinear(ks[0], peel.Float32, 784, 1024), nn.InitLinear(ks[1], peel.Float32, 1024, 1024), nn.InitLinear(ks[2], peel.Float32, 1024, 10)}
+	return p, peel.Uniform(ks[3], peel.Float32, 256, 784), peel.Rem(peel.Arange(peel.Int64, 0, 256, 1), int64(10))
+}
+
 // BenchmarkBigStep is one SGD step of a 784-1024-1024-10 MLP (f32, batch
 // 256, kernels on one thread) with the plain gradient and with
 // ddp.ValueAndGrad3 over a 2-device in-process mesh (device 0's time;
@@ -26,10 +33,7 @@ func bigLoss(p bigMLP, x, y *peel.Tensor) *peel.Tensor {
 // buckets. The MPI numbers come from bench/cmd/mpibench.
 func BenchmarkBigStep(b *testing.B) {
 	cpu.SetThreads(1)
-	ks := peel.SplitKeys(peel.Key(5), 4)
-	p0 := bigMLP{nn.InitLinear(ks[0], peel.Float32, 784, 1024), nn.InitLinear(ks[1], peel.Float32, 1024, 1024), nn.InitLinear(ks[2], peel.Float32, 1024, 10)}
-	x := peel.Uniform(ks[3], peel.Float32, 256, 784)
-	y := peel.Rem(peel.Arange(peel.Int64, 0, 256, 1), int64(10))
+	p0, x, y := bigSetup()
 	mk := func(grad func(bigMLP, *peel.Tensor, *peel.Tensor) (*peel.Tensor, bigMLP)) func(bigMLP, *peel.Tensor, *peel.Tensor) tree.Tuple2[bigMLP, *peel.Tensor] {
 		return func(p bigMLP, x, y *peel.Tensor) tree.Tuple2[bigMLP, *peel.Tensor] {
 			l, g := grad(p, x, y)
@@ -98,10 +102,7 @@ func shardedBigLoss(sp ddp.Sharded[bigMLP], x, y *peel.Tensor) *peel.Tensor {
 // prefetcher costs where there is nothing to overlap.
 func BenchmarkFSDPStep(b *testing.B) {
 	cpu.SetThreads(1)
-	ks := peel.SplitKeys(peel.Key(5), 4)
-	p0 := bigMLP{nn.InitLinear(ks[0], peel.Float32, 784, 1024), nn.InitLinear(ks[1], peel.Float32, 1024, 1024), nn.InitLinear(ks[2], peel.Float32, 1024, 10)}
-	x := peel.Uniform(ks[3], peel.Float32, 256, 784)
-	y := peel.Rem(peel.Arange(peel.Int64, 0, 256, 1), int64(10))
+	p0, x, y := bigSetup()
 	step := func(sp ddp.Sharded[bigMLP], x, y *peel.Tensor) ddp.Sharded[bigMLP] {
 		g := transforms.Grad3(shardedBigLoss)(sp, x, y)
 		sp.Shards = tree.Map2(func(p, g *peel.Tensor) *peel.Tensor { return p.Sub(g.Mul(0.01)) }, sp.Shards, g.Shards)

@@ -33,6 +33,21 @@ func fsdpLoss(sp ddp.Sharded[zmlp], x, y *peel.Tensor) *peel.Tensor {
 
 type fsdpStep = func(ddp.Sharded[zmlp], optim.State, *peel.Tensor, *peel.Tensor) tree.Tuple2[ddp.Sharded[zmlp], optim.State]
 
+// fsdpTrainStep returns a fully sharded step of the optimizer over the
+// shards, with the gradient of fsdpLoss, compiled or not.
+func fsdpTrainStep(o zeroOpt, compiled bool) fsdpStep {
+	step := func(sp ddp.Sharded[zmlp], st optim.State, x, y *peel.Tensor) tree.Tuple2[ddp.Sharded[zmlp], optim.State] {
+		g := transforms.Grad3(fsdpLoss)(sp, x, y)
+		u, st := o.whole.Update(g.Shards, st, sp.Shards)
+		sp.Shards = optim.ApplyUpdates(sp.Shards, u)
+		return tree.Pack2(sp, st)
+	}
+	if compiled {
+		return transforms.Compile4(step)
+	}
+	return step
+}
+
 // fsdpSteps runs steps fully sharded steps of the optimizer over the
 // shards on this member of comm, each with the gradient of its part of
 // the batch, and returns the whole parameters after each. It checks that
@@ -46,15 +61,7 @@ func fsdpSteps(t *testing.T, o zeroOpt, comm dist.Communicator, compiled bool, p
 			t.Errorf("rank %d of %d: leaf %d (%s) has a %s shard, want %d elements", comm.Rank(), n, i, whole[i].TypeString(), s.TypeString(), want)
 		}
 	}
-	step := func(sp ddp.Sharded[zmlp], st optim.State, x, y *peel.Tensor) tree.Tuple2[ddp.Sharded[zmlp], optim.State] {
-		g := transforms.Grad3(fsdpLoss)(sp, x, y)
-		u, st := o.whole.Update(g.Shards, st, sp.Shards)
-		sp.Shards = optim.ApplyUpdates(sp.Shards, u)
-		return tree.Pack2(sp, st)
-	}
-	if compiled {
-		step = fsdpStep(transforms.Compile4(step))
-	}
+	step := fsdpTrainStep(o, compiled)
 	st := o.whole.Init(sp.Shards)
 	xr, yr := part(x, y, comm.Rank(), n)
 	var out []zmlp
@@ -239,15 +246,7 @@ func TestFSDPPrefetch(t *testing.T) {
 				var gathers, scatters, ahead atomic.Int64
 				comm := countingComm{dv.Comm("data"), &gathers, &scatters, &ahead}
 				sp := ddp.Shard(p, comm, ddp.Prefetch(prefetch))
-				step := func(sp ddp.Sharded[zmlp], st optim.State, x, y *peel.Tensor) tree.Tuple2[ddp.Sharded[zmlp], optim.State] {
-					g := transforms.Grad3(fsdpLoss)(sp, x, y)
-					u, st := o.whole.Update(g.Shards, st, sp.Shards)
-					sp.Shards = optim.ApplyUpdates(sp.Shards, u)
-					return tree.Pack2(sp, st)
-				}
-				if compiled {
-					step = fsdpStep(transforms.Compile4(step))
-				}
+				step := fsdpTrainStep(o, compiled)
 				st := o.whole.Init(sp.Shards)
 				xr, yr := part(x, y, dv.Index, 2)
 				for k := range 4 {
