@@ -494,7 +494,8 @@ func (p *Program) wholeInput(rs *runState, v int) bool {
 		return false
 	}
 	a := rs.inArr[s.root]
-	return s.offset == 0 && slices.Equal(s.shape, a.Shape) && slices.Equal(s.strides, a.Strides)
+	return s.offset == 0 && slices.Equal(s.shape, a.Shape) &&
+		(slices.Equal(s.strides, a.Strides) || (backend.Array{Shape: s.shape, Strides: s.strides}).IsContiguous() && a.IsContiguous())
 }
 
 // Direct kernels. A backend that implements backend.KernelResolver

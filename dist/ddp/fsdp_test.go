@@ -419,3 +419,78 @@ func TestFSDPClipAdamW(t *testing.T) {
 		}
 	}
 }
+
+// TestFSDPPrefetchFrozenPart: where the first part is never updated
+// (a frozen embedding), a step of the prefetcher ends at the first part
+// that was, and the frozen part's gather is prefetched across the
+// update (its values unchanged): L2 gathered, L1 prefetched from the
+// fourth step on. Every gathered value equals the gather without
+// prefetching.
+func TestFSDPPrefetchFrozenPart(t *testing.T) {
+	p := newZMLP()
+	mesh := dist.NewMesh(dist.MeshAxis("data", 2))
+	mesh.RunDevices(func(dv *dist.Device) {
+		run := func(opt ddp.Option) ([]float64, int, int, bool) {
+			sp := ddp.Shard(p, dv.Comm("data"), opt)
+			var vals []float64
+			for range 6 {
+				l1 := ddp.Gather(sp, func(p zmlp) nn.LinearParams { return p.L1 })
+				l2 := ddp.Gather(sp, func(p zmlp) nn.LinearParams { return p.L2 })
+				vals = append(append(vals, l1.W.Float64s()...), l2.W.Float64s()...)
+				// Update L2 only.
+				sp.Shards.L2 = tree.Map(func(x *peel.Tensor) *peel.Tensor { return peel.Mul(x, 0.5) }, sp.Shards.L2)
+			}
+			hits, misses, off := ddp.PrefetchCounts(sp)
+			return vals, hits, misses, off
+		}
+		got, hits, misses, off := run(ddp.Prefetch(true))
+		want, _, _, _ := run(ddp.Prefetch(false))
+		if !slices.Equal(got, want) {
+			t.Errorf("device %d: the gathered values differ from those without prefetching", dv.Index)
+		}
+		if hits != 3 || misses != 0 || off {
+			t.Errorf("device %d: %d prefetches used, %d dropped (stopped %v), want 3 and 0", dv.Index, hits, misses, off)
+		}
+	})
+}
+
+// TestFSDPPrefetchDonated: a compiled step that donates the shards
+// (transforms.Donate) hands its Gathers new tensors over reused memory,
+// which the prefetcher cannot tell apart: it drops three prefetches in
+// a row and stops; the parameters equal those without prefetching.
+func TestFSDPPrefetchDonated(t *testing.T) {
+	x, y := zbatch(6)
+	p := newZMLP()
+	o := zeroOpts[1]
+	final := map[bool][]float64{}
+	for _, prefetch := range []bool{true, false} {
+		mesh := dist.NewMesh(dist.MeshAxis("data", 2))
+		got := make([][]float64, 2)
+		mesh.RunDevices(func(dv *dist.Device) {
+			sp := ddp.Shard(p, dv.Comm("data"), ddp.Prefetch(prefetch))
+			step := func(sp ddp.Sharded[zmlp], st optim.State, x, y *peel.Tensor) tree.Tuple2[ddp.Sharded[zmlp], optim.State] {
+				g := transforms.Grad3(fsdpLoss)(sp, x, y)
+				u, st := o.whole.Update(g.Shards, st, sp.Shards)
+				sp.Shards = optim.ApplyUpdates(sp.Shards, u)
+				return tree.Pack2(sp, st)
+			}
+			f := transforms.Compile4(step, transforms.Donate(0))
+			sp.Shards = tree.Map(peel.Clone, sp.Shards) // the caller's own, to give up
+			st := o.whole.Init(sp.Shards)
+			xr, yr := part(x, y, dv.Index, 2)
+			for range 4 {
+				sp, st = f(sp, st, xr, yr).Unpack()
+			}
+			if hits, misses, off := ddp.PrefetchCounts(sp); prefetch && (hits != 0 || misses != 3 || !off) {
+				t.Errorf("device %d: %d prefetches used, %d dropped (stopped %v), want 0, 3 and stopped", dv.Index, hits, misses, off)
+			}
+			for _, l := range tree.Leaves(sp.Shards) {
+				got[dv.Index] = append(got[dv.Index], peel.AsType(l, peel.Float64).Float64s()...)
+			}
+		})
+		final[prefetch] = slices.Concat(got...)
+	}
+	if !slices.Equal(final[true], final[false]) {
+		t.Errorf("the parameters of donated steps with prefetching differ from those without")
+	}
+}

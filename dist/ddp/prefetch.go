@@ -118,9 +118,11 @@ func partKey(part []int) string {
 // (torch FSDP's forward and backward prefetch, from the order it
 // records). It records the parts the Gathers of a step ask for, in
 // order, the recomputations of checkpointed parts for the backward pass
-// included; a step ends at the first Gather whose part shares a leaf
-// with the step's first part and shows it with other values (after the
-// optimizer's update: the next step's first Gather, or an Unshard). From the second step on,
+// included; a step ends at the first Gather that shows a leaf the step
+// has gathered before with other values (after the optimizer's update:
+// usually the next step's first Gather; where the first part is frozen,
+// the first one of a part that was updated, and the frozen part's next
+// gather is then prefetched across the update, its values unchanged). From the second step on,
 // while a step asks for the parts in the recorded order, each Gather
 // starts the next part's all-gather (IAllGather) before it returns, and
 // the next Gather waits for it instead of gathering. It never starts
@@ -132,10 +134,12 @@ func partKey(part []int) string {
 // holds snapshots of them (interp.Snapshot), under which any write into
 // their memory goes to a copy, and ShowsSnapshot compares. Otherwise it
 // is waited for and dropped (every member drops it alike: their programs
-// make the same calls), and the part is gathered then; a part whose
-// shards changed under a prefetch stops prefetching for good, as they
-// can only have been written during a step (or be tensors the prefetcher
-// cannot tell apart, such as a compiled program's donated inputs).
+// make the same calls), and the part is gathered then. A part whose
+// shards changed under a prefetch stops prefetching for good (they can
+// only have been written during a step), and so do maxMisses dropped
+// prefetches in a row (steps that do not repeat, or tensors the
+// prefetcher cannot tell apart: a compiled program's donated inputs are
+// new tensors over reused memory at every Gather).
 //
 // Every member of the communicator makes the same decisions: they run
 // the same program on their own shards, so their collectives start in
@@ -147,12 +151,18 @@ type prefetcher struct {
 	record []*partParams        // the last complete step's parts, in order
 	cur    []*partParams        // this step's so far
 	match  bool                 // cur is a prefix of record
-	first  map[int]*peel.Tensor // snapshots of the leaves of the step's first part
+	seen   map[int]*peel.Tensor // snapshots of the leaves the step has gathered, as it first did
 	next   *prefetched
 	// hits and misses count the Gathers served by a prefetch and those
-	// whose prefetch was dropped, for tests.
-	hits, misses int
+	// whose prefetch was dropped, for tests; streak counts the misses
+	// since the last hit.
+	hits, misses, streak int
 }
+
+// maxMisses is the prefetches in a row, none used, after which a
+// prefetcher stops: its steps do not repeat (or it cannot tell their
+// tensors apart), and each miss costs an all-gather.
+const maxMisses = 3
 
 // maxRecord bounds a recorded step: a loop that never updates the
 // parameters records no longer, and prefetches nothing.
@@ -170,25 +180,28 @@ func (f *prefetcher) gather(p *partParams, args []*interp.Tensor) []*interp.Tens
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.cur) > 0 && f.changed(args, p.part) {
-		// Leaves of the step's first part with other values: a new step.
+		// A leaf with other values than earlier in the step: a new step.
 		if len(f.cur) < maxRecord {
 			f.record = f.cur
 		} else {
 			f.record = nil
 		}
 		f.cur = nil
-		for _, s := range f.first {
+		for _, s := range f.seen {
 			interp.ReleaseSnapshot(s)
 		}
+		clear(f.seen)
 	}
 	if len(f.cur) == 0 {
-		f.first = make(map[int]*peel.Tensor, len(p.part))
-		for _, i := range p.part {
-			if f.first[i] == nil {
-				f.first[i] = interp.Snapshot(args[i])
-			}
-		}
 		f.match = len(f.record) > 0
+	}
+	if f.seen == nil {
+		f.seen = map[int]*peel.Tensor{}
+	}
+	for _, i := range p.part {
+		if f.seen[i] == nil {
+			f.seen[i] = interp.Snapshot(args[i])
+		}
 	}
 	pos := len(f.cur)
 	if pos < maxRecord {
@@ -204,9 +217,12 @@ func (f *prefetcher) gather(p *partParams, args []*interp.Tensor) []*interp.Tens
 		switch {
 		case nx.p.key != p.key:
 			f.misses++
+			f.streak++
+			f.off = f.streak >= maxMisses
 		case shows(nx.snaps, args, p.part):
 			out = res
 			f.hits++
+			f.streak = 0
 		default:
 			f.misses++
 			f.off = true
@@ -223,11 +239,11 @@ func (f *prefetcher) gather(p *partParams, args []*interp.Tensor) []*interp.Tens
 	return out
 }
 
-// changed reports whether a leaf of the part that the step's first part
-// has too shows other values than it did there.
+// changed reports whether a leaf of the part that the step has gathered
+// before shows other values than it did then.
 func (f *prefetcher) changed(args []*interp.Tensor, part []int) bool {
 	for _, i := range part {
-		if s := f.first[i]; s != nil && !interp.ShowsSnapshot(s, args[i]) {
+		if s := f.seen[i]; s != nil && !interp.ShowsSnapshot(s, args[i]) {
 			return true
 		}
 	}
