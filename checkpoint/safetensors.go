@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -546,11 +545,6 @@ func Load[T any](path string, like T) (T, error) {
 	var leaves []*peel.Tensor
 	var paths []string
 	if err := peel.Catch(func() { leaves, paths = tree.Leaves(like), tree.Paths(like) }); err != nil {
-		var pe *peel.Error
-		if errors.As(err, &pe) && strings.Contains(pe.Msg, "nil tensor") {
-			// A zero-valued tree (MLP{}): say what like is for.
-			return zero, errorf(op, "like has a nil leaf (%s): Load reads each leaf into a tensor of like's shape and dtype, so give it a tree of tensors, such as the model's initial parameters", pe.Msg)
-		}
 		return zero, err
 	}
 	c, err := Open(path)
@@ -573,13 +567,20 @@ func Load[T any](path string, like T) (T, error) {
 			probs = append(probs, fmt.Sprintf("%s: the file has %s%v, want %s", pathOr(paths[i]), dt, e.Shape, l.TypeString()))
 		}
 	}
+	unnamed := false
 	for _, name := range c.Names() {
 		if !seen[name] {
 			probs = append(probs, fmt.Sprintf("%q: in the file but no leaf of the tree is named so", name))
+			unnamed = true
 		}
 	}
+	n := len(probs)
+	if unnamed {
+		// Often a zero-valued tree (MLP{}): say what like is for.
+		probs = append(probs, "(a nil tensor in like is an empty subtree, not a leaf: Load reads each leaf into a tensor of like's shape and dtype, so give it a tree of tensors, such as the model's initial parameters)")
+	}
 	if len(probs) > 0 {
-		return zero, errorf(op, "%s does not match the tree (%d differences):\n  %s", path, len(probs), strings.Join(probs, "\n  "))
+		return zero, errorf(op, "%s does not match the tree (%d differences):\n  %s", path, n, strings.Join(probs, "\n  "))
 	}
 	out := make([]*peel.Tensor, len(leaves))
 	for i := range leaves {

@@ -3,6 +3,7 @@ package optim_test
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -470,5 +471,33 @@ func TestScheduleFormulas(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOptionalParameters: a parameter tree with a nil tensor (a layer
+// without bias) steps every optimizer as the same tree without the
+// field: the state and the updates have nil there too.
+func TestOptionalParameters(t *testing.T) {
+	type layer struct{ W, B *peel.Tensor }
+	type bare struct{ W *peel.Tensor }
+	w := peel.FromFloat64s([]float64{0.5, -1, 2})
+	g := peel.FromFloat64s([]float64{0.1, 0.2, -0.3})
+	opt := optim.Chain(optim.ClipByGlobalNorm[layer](0.2), optim.AdamW[layer](0.1))
+	ref := optim.Chain(optim.ClipByGlobalNorm[bare](0.2), optim.AdamW[bare](0.1))
+	p, st := layer{W: w}, opt.Init(layer{W: w})
+	q, rst := bare{W: w}, ref.Init(bare{W: w})
+	for range 3 {
+		var u layer
+		u, st = opt.Update(layer{W: g}, st, p)
+		if u.B != nil {
+			t.Fatalf("the update of the nil bias is %s", u.B.TypeString())
+		}
+		p = optim.ApplyUpdates(p, u)
+		var v bare
+		v, rst = ref.Update(bare{W: g}, rst, q)
+		q = optim.ApplyUpdates(q, v)
+	}
+	if p.B != nil || !slices.Equal(p.W.Float64s(), q.W.Float64s()) {
+		t.Errorf("with a nil bias: W = %v, B = %v; without the field: W = %v", p.W.Float64s(), p.B, q.W.Float64s())
 	}
 }

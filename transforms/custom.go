@@ -310,17 +310,17 @@ type customCall struct {
 }
 
 // outLeaves flattens r, the result of the user's function who, recording
-// its definition; a nil tree or a nil leaf is *Error naming the path.
+// its definition (a nil tensor in it is an empty subtree); a nil tree, or
+// a nil tensor as the whole result, is *Error.
 func (c *customCall) outLeaves(who string, r any) []*tensor {
-	if !reflect.ValueOf(r).IsValid() {
+	rv := reflect.ValueOf(r)
+	switch {
+	case !rv.IsValid():
 		treeErrorf(c.op, "%s returned nil, not a tree of tensors", who)
+	case rv.Type() == tensorType && rv.IsNil():
+		treeErrorf(c.op, "%s returned a nil tensor at result path (the root)", who)
 	}
-	leaves, def := flattenAs(c.op, r, auxTree)
-	for i, l := range leaves {
-		if l == nil {
-			treeErrorf(c.op, "%s returned a nil tensor at result path %s", who, pathOr(def.Paths()[i]))
-		}
-	}
+	leaves, def := flattenResult(c.op, r)
 	c.out = def
 	return leaves
 }
@@ -351,10 +351,10 @@ func (c *customCall) cotangentLeaves(g any, tuple bool) []*tensor {
 		}
 		g = cp.Interface()
 	}
-	if d := treeimpl.StructureDiff(c.in.Proto().Interface(), g); d != "" {
+	got, d := treeimpl.ProjectLeaves(c.op, c.in.Proto().Interface(), g)
+	if d != "" {
 		treeErrorf(c.op, "bwd must return a cotangent of the argument's structure: %s", d)
 	}
-	got, _ := flattenAs(c.op, g, auxTree)
 	if tuple {
 		for _, i := range argLeaves(c.in, zero) {
 			got[i] = nil
@@ -465,10 +465,10 @@ func customJVP[A, R any](op string, f func(A) R, jvp func(primals, tangents A) (
 			jvp: func(primals, tangents []*tensor) ([]*tensor, []*tensor) {
 				r, tr := jvp(build[A](def, primals), build[A](def, tangents))
 				outs := c.outLeaves("the JVP rule", r)
-				if d := treeimpl.StructureDiff(r, tr); d != "" {
+				touts, d := treeimpl.ProjectLeaves(op, r, tr)
+				if d != "" {
 					treeErrorf(op, "the JVP rule's tangent must have the result's structure: %s", d)
 				}
-				touts, _ := flattenAs(op, tr, auxTree)
 				paths := c.out.Paths()
 				for i, o := range outs {
 					switch {
@@ -595,12 +595,7 @@ func customVJP[A, R, Res any](op string, f func(A) R, fwd func(A) (R, Res), bwd 
 					c.resNil = true
 					return outs, nil
 				}
-				rl, rdef := flattenAs(op, res, auxTree)
-				for i, l := range rl {
-					if l == nil {
-						treeErrorf(op, "fwd returned a nil tensor at residual path %s", pathOr(rdef.Paths()[i]))
-					}
-				}
+				rl, rdef := flatten(op, res) // a nil tensor is an empty subtree
 				c.res = rdef
 				return outs, rl
 			},

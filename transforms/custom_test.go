@@ -547,12 +547,6 @@ func TestCustomRulesErrors(t *testing.T) {
 	)
 	// f and fwd returning nil leaves and trees.
 	nilSel := func(o layerOut) layerOut { o.Sel = nil; return o }
-	fNilSel := transforms.CustomVJP(func(a layerIn) layerOut { return nilSel(layerPlain(a)) }, layerFwd, layerBwd)
-	fwdNilH := transforms.CustomVJP(layerPlain, func(a layerIn) (layerOut, layerRes) {
-		o, r := layerFwd(a)
-		r.H = nil
-		return o, r
-	}, layerBwd)
 	fwdHidden := transforms.CustomVJP(ident, func(x *T) (*T, hidden) { return ident(x), hidden{X: x, y: x} }, func(r hidden, ct *T) *T { return ct })
 	nilTree := transforms.CustomVJP(func(x *T) any { return nil }, func(x *T) (any, any) { return nil, nil }, func(_ any, ct any) *T { return nil })
 	jvpNilSel := transforms.CustomJVP(func(a layerIn) layerOut { return layerPlain(a) }, func(p, t layerIn) (layerOut, layerOut) {
@@ -594,21 +588,15 @@ func TestCustomRulesErrors(t *testing.T) {
 		{"JVP rule nil tangent at .Z", func() { transforms.JVP(jvpNilZ, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "nil tangent", "result path .Z"}},
 		{"JVP rule nil tangent at .Z, Vmap of Grad", vmapGradOf(jvpNilZ), []string{"transforms.CustomJVP", "nil tangent", "result path .Z"}},
 		{"JVP rule tangent too short", func() { transforms.JVP(jvpShort, x, x) }, []string{"transforms.CustomJVP", "structure", "length"}},
-		{"JVP rule nil output at .Sel", func() { transforms.JVP(jvpNilSel, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "JVP rule", "nil tensor", "result path .Sel"}},
-		{"f nil at .Sel", func() { fNilSel(a) }, []string{"transforms.CustomVJP", "f returned a nil tensor", "result path .Sel"}},
-		{"f nil at .Sel, Vmap", func() {
-			transforms.Vmap(func(x *T) layerOut { a := a; a.X = x; return fNilSel(a) })(peel.Stack([]*T{a.X, a.X}, 0))
-		}, []string{"transforms.CustomVJP", "result path .Sel"}},
-		{"fwd nil at .Sel", gradOf(transforms.CustomVJP(layerPlain, func(a layerIn) (layerOut, layerRes) {
-			o, r := layerFwd(a)
-			return nilSel(o), r
-		}, layerBwd)), []string{"transforms.CustomVJP", "fwd returned a nil tensor", "result path .Sel"}},
-		{"fwd nil residual at .H", gradOf(fwdNilH), []string{"transforms.CustomVJP", "fwd", "residual path .H"}},
-		{"fwd nil residual at .H, Grad of Vmap", gradVmapOf(fwdNilH), []string{"transforms.CustomVJP", "residual path .H"}},
+		// A nil tensor in a result is an empty subtree; the JVP rule's
+		// tangent must then be nil there too.
+		{"JVP rule nil output at .Sel", func() { transforms.JVP(jvpNilSel, a, layerTangent(a, 1)) }, []string{"transforms.CustomJVP", "JVP rule", ".Sel", "nil tensor (an empty subtree)"}},
 		{"residual with a tensor in an unexported field", func() { transforms.Grad(func(x *T) *T { return sum(fwdHidden(x)) })(x) }, []string{"transforms.CustomVJP", "unexported field .y"}},
 		{"f returns nil", func() { nilTree(x) }, []string{"transforms.CustomVJP", "f returned nil"}},
 		{"fwd returns nil", func() { transforms.VJP(nilTree, x) }, []string{"transforms.CustomVJP", "fwd returned nil"}},
-		{"nil argument leaf at .X", func() { a := a; a.X = nil; layerWith(func(g layerIn) layerIn { return g })(a) }, []string{"transforms.CustomVJP", ".X", "nil tensor"}},
+		// A nil argument leaf is an empty subtree: f gets it nil, and
+		// the op that uses it says so.
+		{"nil argument leaf at .X", func() { a := a; a.X = nil; layerWith(func(g layerIn) layerIn { return g })(a) }, []string{"transforms.CustomVJP > peel.Mul", "nil tensor"}},
 		{"argument with a tensor in an unexported field", func() {
 			transforms.CustomJVP(func(h hidden) *T { return h.X }, func(p, t hidden) (*T, *T) { return p.X, t.X })(hidden{X: x, y: x})
 		}, []string{"transforms.CustomJVP", "unexported field .y"}},

@@ -325,22 +325,22 @@ func (e *Exported) signature() string {
 // as Call does and when A's paths differ from In's.
 func ExportedFunc[A, R any](e *Exported) func(A) R {
 	const op = "transforms.ExportedFunc"
-	def := e.resultDef(op, reflect.TypeFor[R]())
+	def, at := e.resultDef(op, reflect.TypeFor[R]())
 	return func(x A) R {
 		leaves, d := treeimpl.Flatten(op, x)
 		e.checkPaths(op, d.Paths())
-		return build[R](def, e.Call(leaves...))
+		return build[R](def, place(at, e.Call(leaves...)))
 	}
 }
 
 // ExportedFunc2 is ExportedFunc for a program Export2 made.
 func ExportedFunc2[A, B, R any](e *Exported) func(A, B) R {
 	const op = "transforms.ExportedFunc2"
-	def := e.resultDef(op, reflect.TypeFor[R]())
+	def, at := e.resultDef(op, reflect.TypeFor[R]())
 	return func(a A, b B) R {
 		leaves, d := treeimpl.Flatten(op, args2[A, B]{a, b})
 		e.checkPaths(op, d.Paths())
-		return build[R](def, e.Call(leaves...))
+		return build[R](def, place(at, e.Call(leaves...)))
 	}
 }
 
@@ -354,23 +354,42 @@ func (e *Exported) checkPaths(op string, paths []string) {
 	}
 }
 
-// resultDef is the structure of a zero value of type t, which must have
-// the program's result paths.
-func (e *Exported) resultDef(op string, t reflect.Type) *treeDef {
+// resultDef is the structure of a zero value of type t, whose tensors
+// are its leaves, and the program's result at each of them (-1: none, an
+// empty subtree of the exported function's result, left nil): t's
+// tensors must have the program's result paths among theirs, in order.
+func (e *Exported) resultDef(op string, t reflect.Type) (*treeDef, []int) {
 	_, def := treeimpl.FlattenAs(op, reflect.Zero(t).Interface(), treeimpl.AuxTree)
 	paths := def.Paths()
-	same := len(paths) == len(e.out)
-	for i := 0; same && i < len(paths); i++ {
-		same = paths[i] == e.out[i].Path
+	at := make([]int, len(paths))
+	j := 0
+	for i, p := range paths {
+		at[i] = -1
+		if j < len(e.out) && p == e.out[j].Path {
+			at[i] = j
+			j++
+		}
 	}
-	if !same {
+	if j < len(e.out) {
 		var want []string
 		for _, l := range e.out {
 			want = append(want, treeimpl.PathOr(l.Path))
 		}
 		treeErrorf(op, "the program's results are %v, but a %s has the leaves %v: use Exported.Call", want, t, paths)
 	}
-	return def
+	return def, at
+}
+
+// place puts the program's results where resultDef's positions say, nil
+// elsewhere.
+func place(at []int, res []*tensor) []*tensor {
+	out := make([]*tensor, len(at))
+	for i, j := range at {
+		if j >= 0 {
+			out[i] = res[j]
+		}
+	}
+	return out
 }
 
 // LoadOption configures LoadExported.

@@ -16,6 +16,12 @@
 //   - Ravel flattens a tree into one vector and returns the way back.
 //   - ZerosLike, OnesLike and SameStructure.
 //
+// A nil tensor inside a tree is an empty subtree, as JAX's None: no leaf
+// and no path, and nil again where a function rebuilds the tree, so an
+// optional field (a layer without bias) needs no struct of its own. Two
+// trees have the same structure only with nil tensors at the same
+// places. A nil tensor is not a tree by itself.
+//
 // A tensor in an unexported struct field is an error, never silently a
 // constant; so is a cycle. Every function panics with *peel.Error on an
 // invalid tree, naming the function and the leaf's path.

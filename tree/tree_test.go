@@ -3,6 +3,7 @@ package tree_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -197,7 +198,9 @@ func TestErrors(t *testing.T) {
 		want []string
 	}{
 		{"unexported tensor", func() { tree.Leaves(hidden{W: peel.Scalar(1.0), b: peel.Scalar(2.0)}) }, []string{"tree.Leaves", "unexported", ".b"}},
-		{"nil leaf", func() { tree.Map(peel.Exp, layer{W: peel.Scalar(1.0)}) }, []string{"tree.Map", ".B"}},
+		{"Map2 with a nil tensor in one tree only", func() {
+			tree.Map2(func(a, b *peel.Tensor) *peel.Tensor { return peel.Add(a, b) }, layer{W: peel.Scalar(1.0)}, layer{W: peel.Scalar(1.0), B: peel.Scalar(2.0)})
+		}, []string{"tree.Map2", ".B", "nil tensor (an empty subtree)"}},
 		{"Unflatten count", func() { tree.Unflatten(p, tree.Leaves(p)[:2]) }, []string{"tree.Unflatten", "5 leaves, got 2"}},
 		{"MapN structure", func() {
 			tree.MapN(func(x []*peel.Tensor) *peel.Tensor { return x[0] }, p, short)
@@ -278,4 +281,56 @@ func TestMap23(t *testing.T) {
 		}
 	}()
 	tree.Map2(func(x, y *peel.Tensor) *peel.Tensor { return x }, []*peel.Tensor{a.A}, []*peel.Tensor{a.A, b.A})
+}
+
+// optional is a tree with an optional tensor: nil is an empty subtree.
+type optional struct {
+	W, B *peel.Tensor
+	Rest []*peel.Tensor
+}
+
+// TestNilTensorsAreEmptySubtrees: every tree function treats a nil
+// tensor inside a tree as an empty subtree (JAX's None): no leaf, no
+// path, and nil again where it rebuilds the tree.
+func TestNilTensorsAreEmptySubtrees(t *testing.T) {
+	w := peel.FromFloat64s([]float64{1, 2})
+	o := optional{W: w, Rest: []*peel.Tensor{nil, peel.Scalar(3.0)}}
+	if n := len(tree.Leaves(o)); n != 2 {
+		t.Fatalf("Leaves: %d leaves, want 2", n)
+	}
+	if got := tree.Paths(o); !slices.Equal(got, []string{".W", ".Rest[1]"}) {
+		t.Errorf("Paths: %v", got)
+	}
+	check := func(name string, r optional) {
+		t.Helper()
+		if r.B != nil || len(r.Rest) != 2 || r.Rest[0] != nil || r.W == nil || r.Rest[1] == nil {
+			t.Errorf("%s: the nil tensors did not come back nil where they were: %+v", name, r)
+		}
+	}
+	check("Map", tree.Map(peel.Neg, o))
+	check("Map2", tree.Map2(func(a, b *peel.Tensor) *peel.Tensor { return peel.Add(a, b) }, o, o))
+	check("Unflatten", tree.Unflatten(o, tree.Leaves(o)))
+	check("ZerosLike", tree.ZerosLike(o))
+	st := tree.Stack([]optional{o, o})
+	check("Stack", st)
+	for _, u := range tree.Unstack(st) {
+		check("Unstack", u)
+	}
+	flat, back := tree.Ravel(o)
+	if flat.Size() != 3 {
+		t.Errorf("Ravel: %d elements, want 3", flat.Size())
+	}
+	check("Ravel's way back", back(flat))
+	if got := tree.GlobalNorm(o).Item(); math.Abs(got-math.Sqrt(14)) > 1e-15 {
+		t.Errorf("GlobalNorm = %v, want √14", got)
+	}
+	if ok, _ := tree.SameStructure(o, optional{W: w, Rest: []*peel.Tensor{nil, w}}); !ok {
+		t.Errorf("SameStructure: trees with nil at the same places differ")
+	}
+	if ok, diff := tree.SameStructure(o, optional{W: w, B: w, Rest: []*peel.Tensor{nil, w}}); ok || !strings.Contains(diff, ".B") {
+		t.Errorf("SameStructure: a tensor and a nil tensor at .B are the same structure (%q)", diff)
+	}
+	if err := peel.Catch(func() { tree.Leaves((*peel.Tensor)(nil)) }); err == nil {
+		t.Errorf("Leaves of a nil tensor: no error; a nil tensor is an empty subtree, not a tree")
+	}
 }

@@ -44,6 +44,9 @@ type Def struct {
 	proto  reflect.Value // the original value, for static parts
 	leaves int
 	desc   string
+	// nilLeaves: the tree was flattened as an AuxTree, whose nil tensors
+	// are leaves; elsewhere a nil tensor is an empty subtree.
+	nilLeaves bool
 	// paths are the leaves' paths (".W", "[1]", `["k"]`; "" for a tree
 	// that is one tensor), for error messages.
 	paths []string
@@ -70,7 +73,9 @@ const (
 	ArgTree Role = iota
 	// ResultTree is what the user's function returned.
 	ResultTree
-	// AuxTree is GradAux's auxiliary data: nil tensor leaves are kept.
+	// AuxTree is a tree whose nil tensors are leaves, not empty subtrees:
+	// GradAux's auxiliary data, a tangent or cotangent whose nil leaves
+	// are zeros (ProjectLeaves), a type's zero value.
 	AuxTree
 )
 
@@ -104,7 +109,7 @@ func FlattenAs(op string, v any, role Role) ([]*peel.Tensor, *Def) {
 		paths = append(paths, p)
 	}}
 	w.walk(rv, "")
-	return leaves, &Def{typ: rv.Type(), proto: rv, leaves: len(leaves), desc: Describe(rv.Type()), paths: paths}
+	return leaves, &Def{typ: rv.Type(), proto: rv, leaves: len(leaves), desc: Describe(rv.Type()), paths: paths, nilLeaves: role == AuxTree}
 }
 
 // Static is a static part of a tree: its path and its value printed
@@ -179,13 +184,18 @@ func (w *walker) walk(v reflect.Value, path string) {
 	t := v.Type()
 	if t == TensorType {
 		if v.IsNil() {
-			switch w.role {
-			case ResultTree:
+			// A nil tensor is an empty subtree (JAX's None): no leaf, and
+			// rebuilt as nil. A function whose whole result is one nil
+			// tensor returned nothing. In an AuxTree it is a leaf (a zero
+			// tangent, a nil aux tensor), rebuilt from the leaves.
+			switch {
+			case w.role == ResultTree && path == "":
 				Errorf(w.op, "the function returned a nil tensor at result path %s", PathOr(path))
-			case ArgTree:
-				Errorf(w.op, "tree leaf %s is a nil tensor", PathOr(path))
+			case w.role == ArgTree && path == "":
+				Errorf(w.op, "tree leaf %s is a nil tensor: inside a tree a nil tensor is an empty subtree, but it is not a tree itself", PathOr(path))
+			case w.role == AuxTree:
+				w.leaf(path, nil)
 			}
-			w.leaf(path, nil)
 			return
 		}
 		w.leaf(path, v.Interface().(*peel.Tensor))
@@ -414,14 +424,24 @@ func SortedKeys(v reflect.Value) []reflect.Value {
 
 // unflatten builds a value shaped like the tree def with leaves in order.
 func (d *Def) Unflatten(leaves []*peel.Tensor) reflect.Value {
-	i := 0
-	out := rebuild(d.proto, leaves, &i)
-	return out
+	r := rebuilder{leaves: leaves, nilLeaves: d.nilLeaves}
+	return r.rebuild(d.proto)
 }
 
-func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
+// rebuilder puts leaves, in order, where a tree's tensors are.
+type rebuilder struct {
+	leaves    []*peel.Tensor
+	i         int
+	nilLeaves bool // nil tensors are leaves (AuxTree), not empty subtrees
+}
+
+func (r *rebuilder) rebuild(v reflect.Value) reflect.Value {
+	leaves, i := r.leaves, &r.i
 	t := v.Type()
 	if t == TensorType {
+		if v.IsNil() && !r.nilLeaves {
+			return v // an empty subtree
+		}
 		l := leaves[*i]
 		*i++
 		return reflect.ValueOf(l)
@@ -436,13 +456,13 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 		}
 		out := reflect.MakeSlice(t, v.Len(), v.Len())
 		for k := 0; k < v.Len(); k++ {
-			out.Index(k).Set(rebuild(v.Index(k), leaves, i))
+			out.Index(k).Set(r.rebuild(v.Index(k)))
 		}
 		return out
 	case reflect.Array:
 		out := reflect.New(t).Elem()
 		for k := 0; k < v.Len(); k++ {
-			out.Index(k).Set(rebuild(v.Index(k), leaves, i))
+			out.Index(k).Set(r.rebuild(v.Index(k)))
 		}
 		return out
 	case reflect.Map:
@@ -451,7 +471,7 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 		}
 		out := reflect.MakeMapWithSize(t, v.Len())
 		for _, k := range SortedKeys(v) {
-			out.SetMapIndex(k, rebuild(v.MapIndex(k), leaves, i))
+			out.SetMapIndex(k, r.rebuild(v.MapIndex(k)))
 		}
 		return out
 	case reflect.Struct:
@@ -459,7 +479,7 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 		out.Set(v) // static fields, including unexported ones (which hold no tensor)
 		for k := 0; k < t.NumField(); k++ {
 			if t.Field(k).IsExported() {
-				out.Field(k).Set(rebuild(v.Field(k), leaves, i))
+				out.Field(k).Set(r.rebuild(v.Field(k)))
 			}
 		}
 		return out
@@ -468,14 +488,14 @@ func rebuild(v reflect.Value, leaves []*peel.Tensor, i *int) reflect.Value {
 			return v
 		}
 		out := reflect.New(t.Elem())
-		out.Elem().Set(rebuild(v.Elem(), leaves, i))
+		out.Elem().Set(r.rebuild(v.Elem()))
 		return out
 	case reflect.Interface:
 		if v.IsNil() {
 			return v
 		}
 		out := reflect.New(t).Elem()
-		out.Set(rebuild(v.Elem(), leaves, i))
+		out.Set(r.rebuild(v.Elem()))
 		return out
 	}
 	return v
@@ -504,17 +524,43 @@ func FieldPath(path string, f reflect.StructField) string {
 // trees a and b ("" when they have the same structure; leaf shapes are
 // not compared).
 func StructureDiff(a, b any) string {
-	return structDiff(reflect.ValueOf(a), reflect.ValueOf(b), "")
+	return structDiff(reflect.ValueOf(a), reflect.ValueOf(b), "", true)
 }
 
 func SameStructure(op string, a, b any) {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	if msg := structDiff(va, vb, ""); msg != "" {
+	if msg := structDiff(va, vb, "", true); msg != "" {
 		Errorf(op, "trees differ in structure: %s", msg)
 	}
 }
 
-func structDiff(a, b reflect.Value, path string) string {
+// ProjectLeaves returns the tensors of v, a tangent or cotangent of ref
+// whose nil tensors are zeros, at ref's leaves (nil: zero): v must have
+// ref's structure, a nil tensor standing for any tensor, and be nil
+// where ref has an empty subtree (a nil tensor). Otherwise it returns
+// the first difference, and no leaves.
+func ProjectLeaves(op string, ref, v any) ([]*peel.Tensor, string) {
+	if d := structDiff(reflect.ValueOf(ref), reflect.ValueOf(v), "", false); d != "" {
+		return nil, d
+	}
+	rl, rdef := FlattenAs(op, ref, AuxTree)
+	vl, _ := FlattenAs(op, v, AuxTree)
+	out := make([]*peel.Tensor, 0, len(rl))
+	for i, l := range rl {
+		if l == nil {
+			if vl[i] != nil {
+				return nil, PathOr(rdef.paths[i]) + " is a nil tensor (an empty subtree) in one tree and a tensor in the other"
+			}
+			continue
+		}
+		out = append(out, vl[i])
+	}
+	return out, ""
+}
+
+// structDiff describes the first difference between a and b; strict
+// also compares which tensors are nil (empty subtrees).
+func structDiff(a, b reflect.Value, path string, strict bool) string {
 	if !a.IsValid() || !b.IsValid() {
 		if a.IsValid() != b.IsValid() {
 			return PathOr(path) + " is nil in one tree"
@@ -524,7 +570,13 @@ func structDiff(a, b reflect.Value, path string) string {
 	if a.Type() != b.Type() {
 		return fmt.Sprintf("%s has type %v in one tree and %v in the other", PathOr(path), a.Type(), b.Type())
 	}
-	if a.Type() == TensorType || !mayHoldTensor(a.Type()) {
+	if a.Type() == TensorType {
+		if strict && a.IsNil() != b.IsNil() {
+			return PathOr(path) + " is a nil tensor (an empty subtree) in one tree and a tensor in the other"
+		}
+		return ""
+	}
+	if !mayHoldTensor(a.Type()) {
 		return ""
 	}
 	switch a.Kind() {
@@ -533,7 +585,7 @@ func structDiff(a, b reflect.Value, path string) string {
 			return fmt.Sprintf("%s has length %d in one tree and %d in the other", PathOr(path), a.Len(), b.Len())
 		}
 		for i := 0; i < a.Len(); i++ {
-			if m := structDiff(a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", path, i)); m != "" {
+			if m := structDiff(a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", path, i), strict); m != "" {
 				return m
 			}
 		}
@@ -546,14 +598,14 @@ func structDiff(a, b reflect.Value, path string) string {
 			if ka[i].String() != kb[i].String() {
 				return fmt.Sprintf("%s has key %q in one tree and %q in the other", PathOr(path), ka[i].String(), kb[i].String())
 			}
-			if m := structDiff(a.MapIndex(ka[i]), b.MapIndex(kb[i]), fmt.Sprintf("%s[%q]", path, ka[i].String())); m != "" {
+			if m := structDiff(a.MapIndex(ka[i]), b.MapIndex(kb[i]), fmt.Sprintf("%s[%q]", path, ka[i].String()), strict); m != "" {
 				return m
 			}
 		}
 	case reflect.Struct:
 		for i := 0; i < a.NumField(); i++ {
 			if a.Type().Field(i).IsExported() {
-				if m := structDiff(a.Field(i), b.Field(i), FieldPath(path, a.Type().Field(i))); m != "" {
+				if m := structDiff(a.Field(i), b.Field(i), FieldPath(path, a.Type().Field(i)), strict); m != "" {
 					return m
 				}
 			}
@@ -563,7 +615,7 @@ func structDiff(a, b reflect.Value, path string) string {
 			return PathOr(path) + " is nil in one tree"
 		}
 		if !a.IsNil() {
-			return structDiff(a.Elem(), b.Elem(), path)
+			return structDiff(a.Elem(), b.Elem(), path, strict)
 		}
 	}
 	return ""
