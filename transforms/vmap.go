@@ -55,7 +55,7 @@ func vmapTree[A, B any](op string, nargs int, f func(A) B, cfg *vmapConfig) func
 		axes := resolveAxes(op, "in", spec, def.Proto())
 		var outDef *treeDef
 		fl := flatFn(op, f, def, &outDef)
-		names := &vmapNames{in: def}
+		names := &vmapNames{in: def, nargs: nargs}
 		outs := vmapFlat(op, cfg, fl, leaves, axes, func(outs []*tensor) []int {
 			_, d := flatten(op, build[B](outDef, outs))
 			names.out = d
@@ -101,7 +101,9 @@ func inSpec(op string, cfg *vmapConfig, nargs int) any {
 func vmapFlat(op string, cfg *vmapConfig, fl func([]*tensor) []*tensor, inputs []*tensor, axes []int, outAxes func([]*tensor) []int, names *vmapNames) []*tensor {
 	size := -1
 	var sizes []string
+	lanes := make([]int, len(inputs)) // each mapped leaf's size, -1 unmapped
 	for i, x := range inputs {
+		lanes[i] = -1
 		if axes[i] == unmapped {
 			continue
 		}
@@ -114,6 +116,7 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*tensor) []*tensor, inputs [
 		}
 		axes[i] = a
 		n := x.Shape()[a]
+		lanes[i] = n
 		sizes = append(sizes, fmt.Sprintf("%s: %d", names.inName(i), n))
 		if size >= 0 && n != size {
 			size = -2
@@ -126,7 +129,7 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*tensor) []*tensor, inputs [
 	}
 	switch {
 	case size == -2:
-		treeErrorf(op, "mapped arguments have different sizes along their in axes (%s)", strings.Join(sizes, ", "))
+		treeErrorf(op, "mapped arguments have different sizes along their in axes (%s)%s", strings.Join(sizes, ", "), names.inAxesHint(lanes))
 	case size == -1 && cfg.axisSize <= 0:
 		treeErrorf(op, "no argument is mapped: set AxisSize")
 	case size == -1:
@@ -176,13 +179,83 @@ func vmapFlat(op string, cfg *vmapConfig, fl func([]*tensor) []*tensor, inputs [
 
 // vmapNames names the leaves of a vmapped function's argument and result
 // trees in errors (nil: by number).
-type vmapNames struct{ in, out *treeDef }
+type vmapNames struct {
+	in, out *treeDef
+	nargs   int // the positional arguments, when more than one (leaf paths args[k]…)
+}
 
 func (n *vmapNames) inName(i int) string {
 	if n == nil {
 		return fmt.Sprintf("leaf %d", i)
 	}
 	return n.in.LeafName("(the whole argument)", i)
+}
+
+// inAxesHint suggests an InAxes when the mapped leaves' sizes disagree
+// only across positional arguments, as when parameters are mapped with
+// the batch: the arguments whose mapped leaves all have one size, the
+// size most of them share, stay mapped, and the others get NoAxis. It
+// returns "" when there is nothing to suggest.
+func (n *vmapNames) inAxesHint(lanes []int) string {
+	if n == nil || n.nargs < 2 {
+		return ""
+	}
+	size := make([]int, n.nargs) // each argument's one size; 0 none, -1 several
+	for i, l := range lanes {
+		k := argIndex(n.in.Paths()[i])
+		if l < 0 || k < 0 || k >= n.nargs {
+			continue
+		}
+		switch size[k] {
+		case 0:
+			size[k] = l
+		case l:
+		default:
+			size[k] = -1
+		}
+	}
+	count := map[int]int{}
+	best := 0
+	for _, s := range size {
+		if s > 0 {
+			count[s]++
+			if count[s] > count[best] || count[s] == count[best] && s > best {
+				best = s
+			}
+		}
+	}
+	if best == 0 {
+		return ""
+	}
+	specs := make([]string, n.nargs)
+	for k, s := range size {
+		specs[k] = "transforms.NoAxis"
+		if s == best {
+			specs[k] = "0"
+		}
+	}
+	return fmt.Sprintf("; to map only the arguments of size %d and pass the others whole to every lane (parameters, say), give transforms.InAxes(%s) (with each mapped argument's own axis)", best, strings.Join(specs, ", "))
+}
+
+// argIndex is k of a leaf path of positional argument k ("args[k]…"),
+// or -1.
+func argIndex(path string) int {
+	rest, ok := strings.CutPrefix(path, "args[")
+	if !ok {
+		return -1
+	}
+	k := 0
+	for i, c := range rest {
+		switch {
+		case c >= '0' && c <= '9':
+			k = 10*k + int(c-'0')
+		case c == ']' && i > 0:
+			return k
+		default:
+			return -1
+		}
+	}
+	return -1
 }
 
 func (n *vmapNames) outName(i int) string {

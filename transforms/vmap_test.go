@@ -2,6 +2,7 @@ package transforms_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -130,6 +131,26 @@ func TestVmapErrors(t *testing.T) {
 	wantError(t, func() {
 		transforms.Vmap(func(xs []*T) *T { return peel.Add(xs[0], xs[1]) })([]*T{x, seq(6, 3, 2)})
 	}, "different sizes", "leaf [0]: 2, leaf [1]: 3")
+	// Parameters mapped with the batch by mistake: the sizes disagree
+	// across arguments, and the error says which InAxes maps only the
+	// batch.
+	type mlp struct{ W, B *T }
+	p := mlp{W: seq(12, 4, 3), B: seq(3, 3)}
+	batch, labels := seq(30, 5, 6), seq(5, 5)
+	wantError(t, func() {
+		transforms.Vmap3(func(p mlp, x, y *T) *T { return peel.Sum(x) })(p, batch, labels)
+	}, "different sizes", "leaf args[0].W: 4", "leaf args[1]: 5", "transforms.InAxes(transforms.NoAxis, 0, 0)")
+	// The batch may share a size with a parameter: the argument whose
+	// leaves agree stays mapped.
+	wantError(t, func() {
+		transforms.Vmap2(func(p mlp, x *T) *T { return x })(p, seq(20, 4, 5))
+	}, "different sizes", "transforms.InAxes(transforms.NoAxis, 0)")
+	// One argument (a tree): nothing to suggest.
+	if err := peel.Catch(func() {
+		transforms.Vmap(func(xs []*T) *T { return xs[0] })([]*T{x, seq(6, 3, 2)})
+	}); err == nil || strings.Contains(err.Error(), "InAxes(") {
+		t.Errorf("one argument of two sizes: %v", err)
+	}
 	wantError(t, func() { transforms.Vmap(peel.Sin, transforms.InAxes(2))(x) }, "in axis 2", "out of range")
 	wantError(t, func() {
 		type s struct {
