@@ -158,7 +158,7 @@ func FuzzCreation(f *testing.F) {
 	f.Add(uint8(5), uint8(0), 3, 0, 0, 0.0, uint8(3))                                      // Eye(bool, 3)
 	f.Add(uint8(6), uint8(1), math.MaxInt, 0, 1, 0.0, uint8(0))                            // OneHot(…, MaxInt)
 	f.Add(uint8(6), uint8(2), 3, -1, 2, 0.0, uint8(2))                                     // OneHot with a negative index
-	f.Add(uint8(7), uint8(0), math.MaxInt, 0, 0, 0.0, uint8(0))                            // SplitKey(MaxInt)
+	f.Add(uint8(7), uint8(0), math.MaxInt, 0, 0, 0.0, uint8(0))                            // SplitKeysStacked(MaxInt)
 	f.Add(uint8(8), uint8(2), math.MaxInt, 2, 0, 0.0, uint8(0))                            // Uniform overflow
 	f.Add(uint8(9), uint8(1), 1<<62, 0, 0, 0.0, uint8(1))                                  // Normal f32 2^62
 	f.Add(uint8(10), uint8(3), 2, 3, 4, 0.5, uint8(0))                                     // Bernoulli
@@ -186,7 +186,7 @@ func FuzzCreation(f *testing.F) {
 			idx := []int64{int64(d1), int64(d2), 0}[:rank%4]
 			name, run = "peel.OneHot", func() *peel.Tensor { return peel.OneHot(peel.FromInt64s(idx), d0, dt) }
 		case 7:
-			name, run = "peel.SplitKey", func() *peel.Tensor { return peel.SplitKey(peel.Key(int64(d1)), d0) }
+			name, run = "peel.SplitKeysStacked", func() *peel.Tensor { return peel.SplitKeysStacked(peel.Key(int64(d1)), d0) }
 		case 8:
 			name, run = "peel.Uniform", func() *peel.Tensor { return peel.Uniform(peel.Key(1), fuzzDTypes[dti%2], shape...) }
 		case 9:

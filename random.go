@@ -14,8 +14,8 @@ import (
 // Element i of a sample (in row-major order) is made from the 64 random
 // bits Threefry2x32(key, (i/2^32, i mod 2^32)), so samples are identical
 // across runs and platforms. Reusing a key gives the same numbers again;
-// derive fresh keys with SplitKey or FoldIn. A key used for splitting or
-// folding should not also be used for sampling: SplitKey(key, n)[i] and
+// derive fresh keys with SplitKeysStacked or FoldIn. A key used for splitting or
+// folding should not also be used for sampling: SplitKeysStacked(key, n)[i] and
 // FoldIn(key, i) are the same 64 bits as element i of a sample drawn with
 // key.
 //
@@ -33,12 +33,13 @@ func Key(seed int64) *Tensor {
 	return FromInt64s([]int64{int64(u >> 32), int64(u & (rngWord - 1))})
 }
 
-// SplitKey returns n new keys derived from key, as an i64 tensor of shape
-// [n, 2]: key i is Threefry2x32(key, (i/2^32, i mod 2^32)). It panics with
-// *Error if key is not an i64 tensor of shape [2], n is negative, or the
-// keys are too large (they exceed the allocation limit).
-func SplitKey(key *Tensor, n int) *Tensor {
-	const op = "peel.SplitKey"
+// SplitKeysStacked returns the n keys of SplitKeys stacked into one i64
+// tensor of shape [n, 2] (JAX's random.split), to map over with Vmap or
+// index: key i is Threefry2x32(key, (i/2^32, i mod 2^32)). It panics
+// with *Error if key is not an i64 tensor of shape [2], n is negative, or
+// the keys are too large (they exceed the allocation limit).
+func SplitKeysStacked(key *Tensor, n int) *Tensor {
+	const op = "peel.SplitKeysStacked"
 	defer interp.Annotate(op)
 	y0, y1 := splitWords(op, key, n)
 	col := func(y *Tensor) *Tensor {
@@ -47,7 +48,7 @@ func SplitKey(key *Tensor, n int) *Tensor {
 	return interp.Bind1(prims.Concatenate, prims.AxisParams{Axis: 1}, col(y0), col(y1))
 }
 
-// splitWords checks SplitKey's arguments and returns the two words of
+// splitWords checks SplitKeysStacked's arguments and returns the two words of
 // the n derived keys, each an i64 [n] tensor.
 func splitWords(op string, key *Tensor, n int) (y0, y1 *Tensor) {
 	rngCheckKey(op, key)
@@ -111,7 +112,7 @@ func Normal(key *Tensor, dt DType, shape ...int) *Tensor {
 		u1, u2 = rngUniform(dt, y0, nil), rngUniform(dt, y1, nil)
 	} else {
 		// Float64 uniforms use a whole block each: draw them with the
-		// two keys of SplitKey(key, 2).
+		// two keys of SplitKeysStacked(key, 2).
 		k0, k1 := rngKeyWords(key)
 		w0, w1 := rngBlocks(k0, k1, 2)
 		ka0, ka1 := rngElem(w0, 0), rngElem(w1, 0)
@@ -159,7 +160,7 @@ func rngCheckKey(op string, key *Tensor) {
 		errorf(op, "nil key")
 	}
 	if key.DType() != Int64 || key.Rank() != 1 || key.Shape()[0] != 2 {
-		e := interp.Errorf("a key is an i64 tensor of shape [2] (made by peel.Key, SplitKey or FoldIn)")
+		e := interp.Errorf("a key is an i64 tensor of shape [2] (made by peel.Key, SplitKeysStacked or FoldIn)")
 		e.Ops = []string{op}
 		panic(e.WithOperands(key))
 	}
@@ -261,7 +262,7 @@ func rngReshape(x *Tensor, shape []int) *Tensor {
 }
 
 // SplitKeys returns n new keys derived from key as a Go slice: element i
-// is an i64 tensor of shape [2] equal to row i of SplitKey(key, n). Under
+// is an i64 tensor of shape [2], row i of SplitKeysStacked(key, n). Under
 // a transform the elements are tracers. It panics with *Error if key is
 // not an i64 tensor of shape [2], n is negative, or the keys are too
 // large (they exceed the allocation limit).

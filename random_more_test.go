@@ -19,7 +19,7 @@ func TestSplitKeysMatchesSplitKey(t *testing.T) {
 		if len(keys) != n {
 			t.Fatalf("SplitKeys(_, %d) gave %d keys", n, len(keys))
 		}
-		rows := SplitKey(Key(99), n).Int64s()
+		rows := SplitKeysStacked(Key(99), n).Int64s()
 		for i, k := range keys {
 			if k.DType() != Int64 || k.Rank() != 1 || k.Shape()[0] != 2 {
 				t.Fatalf("key %d is %s", i, k.TypeString())
@@ -494,7 +494,7 @@ func TestMoreRandomErrors(t *testing.T) {
 		{"RandInt negative dim", "peel.RandInt", func() { RandInt(good, 0, 3, -2) }},
 		{"RandInt too large", "peel.RandInt", func() { RandInt(good, 0, 3, math.MaxInt/4, 8) }},
 		{"Permutation negative", "peel.Permutation", func() { Permutation(good, -1) }},
-		{"Permutation batch of keys", "peel.Permutation", func() { Permutation(SplitKey(good, 2), 3) }},
+		{"Permutation batch of keys", "peel.Permutation", func() { Permutation(SplitKeysStacked(good, 2), 3) }},
 		{"Shuffle nil x", "peel.Shuffle", func() { Shuffle(good, nil, 0) }},
 		{"Shuffle bad axis", "peel.Shuffle", func() { Shuffle(good, l, 1) }},
 		{"Shuffle bad key", "peel.Shuffle", func() { Shuffle(l, l, 0) }},

@@ -128,9 +128,9 @@ func TestSplitKey(t *testing.T) {
 	key := Key(7)
 	k0, k1 := keyOf(t, key)
 	for _, n := range []int{0, 1, 2, 5, 1000} {
-		keys := SplitKey(key, n)
+		keys := SplitKeysStacked(key, n)
 		if got := keys.Shape(); len(got) != 2 || got[0] != n || got[1] != 2 || keys.DType() != Int64 {
-			t.Fatalf("SplitKey(key, %d) is %s", n, keys.TypeString())
+			t.Fatalf("SplitKeysStacked(key, %d) is %s", n, keys.TypeString())
 		}
 		w := keys.Int64s()
 		seen := map[[2]int64]bool{{int64(k0), int64(k1)}: true}
@@ -138,10 +138,10 @@ func TestSplitKey(t *testing.T) {
 			y0, y1 := refBlock(k0, k1, uint64(i))
 			got := [2]int64{w[2*i], w[2*i+1]}
 			if got != [2]int64{int64(y0), int64(y1)} {
-				t.Fatalf("SplitKey(key, %d)[%d] = %v; want %#x,%#x", n, i, got, y0, y1)
+				t.Fatalf("SplitKeysStacked(key, %d)[%d] = %v; want %#x,%#x", n, i, got, y0, y1)
 			}
 			if seen[got] {
-				t.Fatalf("SplitKey(key, %d)[%d] repeats a key", n, i)
+				t.Fatalf("SplitKeysStacked(key, %d)[%d] repeats a key", n, i)
 			}
 			seen[got] = true
 		}
@@ -150,18 +150,18 @@ func TestSplitKey(t *testing.T) {
 
 func TestSplitOfSplit(t *testing.T) {
 	key := Key(3)
-	first := SplitKey(key, 2).Int64s()
-	again := SplitKey(key, 2).Int64s()
+	first := SplitKeysStacked(key, 2).Int64s()
+	again := SplitKeysStacked(key, 2).Int64s()
 	for i := range first {
 		if first[i] != again[i] {
-			t.Fatalf("SplitKey is not deterministic: %v vs %v", first, again)
+			t.Fatalf("SplitKeysStacked is not deterministic: %v vs %v", first, again)
 		}
 	}
 	k := FromInt64s(first[:2])
-	sub := SplitKey(k, 2).Int64s()
+	sub := SplitKeysStacked(k, 2).Int64s()
 	for i := 0; i < 4; i += 2 {
 		if (sub[i] == first[0] && sub[i+1] == first[1]) || (sub[i] == first[2] && sub[i+1] == first[3]) {
-			t.Fatalf("SplitKey of a split key repeats a key: %v %v", first, sub)
+			t.Fatalf("SplitKeysStacked of a split key repeats a key: %v %v", first, sub)
 		}
 	}
 }
@@ -432,10 +432,10 @@ func TestRandomErrors(t *testing.T) {
 	cases := []rngErrCase{
 		{"nil key", "peel.Uniform", func() { Uniform(nil, Float64, 2) }},
 		{"f64 key", "peel.Uniform", func() { Uniform(FromFloat64s([]float64{0, 1}), Float64, 2) }},
-		{"key of 3 words", "peel.SplitKey", func() { SplitKey(FromInt64s([]int64{0, 1, 2}), 2) }},
+		{"key of 3 words", "peel.SplitKeysStacked", func() { SplitKeysStacked(FromInt64s([]int64{0, 1, 2}), 2) }},
 		{"key of shape [1,2]", "peel.FoldIn", func() { FoldIn(FromInt64s([]int64{0, 1}, 1, 2), 2) }},
-		{"batch of keys", "peel.Normal", func() { Normal(SplitKey(good, 3), Float32, 2) }},
-		{"negative n", "peel.SplitKey", func() { SplitKey(good, -1) }},
+		{"batch of keys", "peel.Normal", func() { Normal(SplitKeysStacked(good, 3), Float32, 2) }},
+		{"negative n", "peel.SplitKeysStacked", func() { SplitKeysStacked(good, -1) }},
 		{"int dtype", "peel.Uniform", func() { Uniform(good, Int64, 2) }},
 		{"bool dtype", "peel.Normal", func() { Normal(good, Bool, 2) }},
 		{"negative dim", "peel.Uniform", func() { Uniform(good, Float32, 2, -1) }},

@@ -63,7 +63,7 @@ func TestSizeOverflowRefused(t *testing.T) {
 		{"Reshape empty to 2^62 x 4", func() { peel.Reshape(peel.Zeros(peel.Float64, 0), 1<<62, 4) }, []string{"peel.Reshape", "too large"}},
 		{"OneHot MaxInt classes", func() { peel.OneHot(idx2, math.MaxInt, peel.Float64) }, []string{"peel.OneHot", "too large"}},
 		{"OneHot MaxInt classes one index", func() { peel.OneHot(idx1, math.MaxInt, peel.Float64) }, []string{"peel.OneHot", "too large"}},
-		{"SplitKey MaxInt", func() { peel.SplitKey(key, math.MaxInt) }, []string{"peel.SplitKey", "too large"}},
+		{"SplitKeysStacked MaxInt", func() { peel.SplitKeysStacked(key, math.MaxInt) }, []string{"peel.SplitKeysStacked", "too large"}},
 		{"Zeros MaxInt x 3", func() { peel.Zeros(peel.Float64, math.MaxInt, 3) }, []string{"peel.Zeros", "too large"}},
 		{"Pad by 2^62", func() { peel.Pad(peel.Ones(peel.Float64, 2), [][2]int{{1 << 62, 0}}, 0) }, []string{"peel.Pad", "too large"}},
 		{"Pad by 2^62 both sides", func() { peel.Pad(peel.Ones(peel.Float64, 2), [][2]int{{1 << 62, 1 << 62}}, 0) }, []string{"peel.Pad", "too large"}},
@@ -134,7 +134,7 @@ func TestSizeOverflowRefused(t *testing.T) {
 			peel.DynamicSlice(x23, []*peel.Tensor{peel.Scalar(0), peel.Scalar(0)}, []int{math.MinInt, 1})
 		}, []string{"peel.DynamicSlice", "size"}},
 		{"OneHot MinInt", func() { peel.OneHot(idx2, math.MinInt, peel.Float64) }, []string{"peel.OneHot", "negative"}},
-		{"SplitKey MinInt", func() { peel.SplitKey(key, math.MinInt) }, []string{"peel.SplitKey", "negative"}},
+		{"SplitKeysStacked MinInt", func() { peel.SplitKeysStacked(key, math.MinInt) }, []string{"peel.SplitKeysStacked", "negative"}},
 		{"Take axis MinInt", func() { peel.Take(x23, idx1, math.MinInt) }, []string{"peel.Take", "axis"}},
 		{"Concat axis MaxInt", func() { peel.Concat([]*peel.Tensor{x23, x23}, math.MaxInt) }, []string{"peel.Concat", "axis"}},
 		{"Stack axis MinInt", func() { peel.Stack([]*peel.Tensor{x23, x23}, math.MinInt) }, []string{"peel.Stack", "axis"}},

@@ -14,7 +14,7 @@ func fail(op, format string, args ...any) {
 
 // Shuffle returns a uniformly random permutation of 0 … n-1 drawn with
 // the PRNG key: the elements of peel.Permutation(key, n), so the same
-// key gives the same order and distinct keys (peel.SplitKey,
+// key gives the same order and distinct keys (peel.SplitKeysStacked,
 // peel.FoldIn) independent ones. It panics with a *peel.Error if key is
 // not a concrete key or n is negative.
 func Shuffle(key *peel.Tensor, n int) []int {

@@ -7,7 +7,7 @@ import (
 )
 
 // An Initializer returns a tensor of the given float dtype and shape
-// drawn with the PRNG key (peel.Key, peel.SplitKey): the same key gives
+// drawn with the PRNG key (peel.Key, peel.SplitKeysStacked): the same key gives
 // the same tensor. Initializers that are not random ignore the key (it
 // may be nil). The random ones are pure functions of their key built
 // from peel's samplers, so they also run under transforms (vmapping over

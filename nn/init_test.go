@@ -164,7 +164,7 @@ func TestOrthogonal(t *testing.T) {
 	mustPanic(t, "nn.Orthogonal", func() { Orthogonal(1)(peel.Key(2), peel.Float64, 4) })
 	// Under a transform the drawn values cannot be read.
 	mustPanic(t, "nn.Orthogonal", func() {
-		transforms.Vmap(func(k *peel.Tensor) *peel.Tensor { return Orthogonal(1)(k, peel.Float64, 2, 2) })(peel.SplitKey(peel.Key(1), 2))
+		transforms.Vmap(func(k *peel.Tensor) *peel.Tensor { return Orthogonal(1)(k, peel.Float64, 2, 2) })(peel.SplitKeysStacked(peel.Key(1), 2))
 	})
 }
 
@@ -186,7 +186,7 @@ func TestSimpleInitializers(t *testing.T) {
 		t.Fatal("empty GlorotUniform is not empty")
 	}
 	// Initializers run under Vmap over keys (an ensemble).
-	keys := peel.SplitKey(peel.Key(4), 3)
+	keys := peel.SplitKeysStacked(peel.Key(4), 3)
 	ens := transforms.Vmap(func(k *peel.Tensor) *peel.Tensor { return HeNormal(FanIn)(k, peel.Float64, 4, 5) })(keys)
 	if !slices.Equal(ens.Shape(), []int{3, 4, 5}) {
 		t.Fatalf("ensemble init shape %v", ens.Shape())

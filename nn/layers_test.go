@@ -360,7 +360,7 @@ func TestDropout(t *testing.T) {
 	assertSame(t, "Dropout grad", g, m, 0, 0)
 	checkCompile(t, "Dropout", func(x *peel.Tensor) *peel.Tensor { return Dropout(peel.Key(6), x, 0.5, true) }, small)
 	// Vmap over keys draws independent masks.
-	keys := peel.SplitKey(peel.Key(7), 3)
+	keys := peel.SplitKeysStacked(peel.Key(7), 3)
 	ms := transforms.Vmap(func(k *peel.Tensor) *peel.Tensor { return Dropout(k, peel.Ones(peel.Float64, 50), 0.5, true) })(keys)
 	a, b := peel.Select(ms, 0, 0).Float64s(), peel.Select(ms, 0, 1).Float64s()
 	diff := 0

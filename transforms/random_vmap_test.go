@@ -14,7 +14,7 @@ import (
 // that the lanes differ.
 func TestVmapMoreSamplers(t *testing.T) {
 	const b = 4
-	keys := peel.SplitKey(peel.Key(2026), b)
+	keys := peel.SplitKeysStacked(peel.Key(2026), b)
 	lanes := peel.SplitKeys(peel.Key(2026), b)
 	logits := peel.FromFloat64s([]float64{0.3, -1, 2, 0.5, 0, 1}, 2, 3)
 	x := peel.Reshape(peel.Arange(peel.Float64, 0, 12, 1), 4, 3)
@@ -51,7 +51,7 @@ func TestVmapMoreSamplers(t *testing.T) {
 	if len(ks) != 2 {
 		t.Fatalf("vmapped SplitKeys gave %d keys", len(ks))
 	}
-	want := transforms.Vmap(func(k *T) *T { return peel.SplitKey(k, 2) })(keys).Int64s()
+	want := transforms.Vmap(func(k *T) *T { return peel.SplitKeysStacked(k, 2) })(keys).Int64s()
 	for j, k := range ks {
 		w := k.Int64s()
 		for i := 0; i < b; i++ {

@@ -973,7 +973,7 @@ func vmapExtraOps() []optest.Op {
 		{Name: "peel.Uniform", F: func(a []*T) *T { return peel.Uniform(a[0], peel.Float64, 2, 3) }, Samples: samples(s("key", key))},
 		{Name: "peel.Normal", F: func(a []*T) *T { return peel.Normal(a[0], peel.Float32, 5) }, Samples: samples(s("key", key))},
 		{Name: "peel.Bernoulli", F: func(a []*T) *T { return peel.Bernoulli(a[0], 0.3, 4, 2) }, Samples: samples(s("key", key))},
-		{Name: "peel.SplitKey", F: func(a []*T) *T { return peel.SplitKey(a[0], 3) }, Samples: samples(s("key", key))},
+		{Name: "peel.SplitKeysStacked", F: func(a []*T) *T { return peel.SplitKeysStacked(a[0], 3) }, Samples: samples(s("key", key))},
 		{Name: "peel.FoldIn", F: func(a []*T) *T { return peel.FoldIn(a[0], 7) }, Samples: samples(s("key", key))},
 	}
 }

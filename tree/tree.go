@@ -291,7 +291,7 @@ func GlobalNorm[A any](t A) *peel.Tensor {
 
 // Keys returns a tree with t's structure whose leaves are independent
 // PRNG keys split from key, one per leaf in tree order (leaf i gets row
-// i of peel.SplitKey(key, n)): JAX's random.split(key, n) zipped with
+// i of peel.SplitKeysStacked(key, n)): JAX's random.split(key, n) zipped with
 // the leaves, for initializing or perturbing every parameter with a key
 // of its own. It panics with *peel.Error if t is not a valid tree or key
 // is not a key.

@@ -75,7 +75,7 @@ func (s Sampling) Pick(key, logits *peel.Tensor) *peel.Tensor {
 // (int64): one forward pass over the prompt fills the cache, then a
 // transforms.Scan of n-1 steps decodes one token at a time from the
 // cache, never re-running the context. P+n-1 must not exceed c.Context.
-// Every token is drawn with s from its own key of SplitKey(key, n).
+// Every token is drawn with s from its own key of SplitKeysStacked(key, n).
 // Generate is a function of tensors only, so it compiles and exports.
 // It panics with a *peel.Error when the prompt and n do not fit the
 // context.
@@ -84,7 +84,7 @@ func Generate(c Config, p Params, prompt, key *peel.Tensor, n int, s Sampling) *
 	if n < 1 || pl < 1 || pl+n-1 > c.Context {
 		fail("a prompt of %d tokens and %d new ones do not fit the context of %d", pl, n, c.Context)
 	}
-	keys := peel.SplitKey(key, n)
+	keys := peel.SplitKeysStacked(key, n)
 	logits, cache := Decode(c, p, prompt, peel.Zeros(peel.Int64), EmptyCache(c, b))
 	first := s.Pick(peel.Select(keys, 0, 0), logits)
 	if n == 1 {
@@ -110,7 +110,7 @@ func Generate(c Config, p Params, prompt, key *peel.Tensor, n int, s Sampling) *
 // the same tokens as Generate (the same keys, the same picks), and is
 // its test oracle.
 func NaiveGenerate(c Config, p Params, prompt, key *peel.Tensor, n int, s Sampling) *peel.Tensor {
-	keys := peel.SplitKey(key, n)
+	keys := peel.SplitKeysStacked(key, n)
 	seq := prompt
 	b, pl := prompt.Shape()[0], prompt.Shape()[1]
 	if n < 1 || pl < 1 || pl+n-1 > c.Context {
