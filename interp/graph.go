@@ -33,6 +33,11 @@ type Site struct {
 	Op   string
 	File string
 	Line int
+	// Func is the function a transform was given: the outermost of the
+	// user's functions on the stack above the first one of peel's
+	// ("main.predict" for predict under Vmap, where the op is in a helper
+	// predict calls).
+	Func string
 }
 
 // String formats s as "nn.Linear main.go:150".

@@ -468,7 +468,14 @@ func callerSite() *Site {
 			if op == "" {
 				return nil
 			}
-			return &Site{Op: op, File: f.File, Line: f.Line}
+			s := &Site{Op: op, File: f.File, Line: f.Line, Func: f.Function}
+			for more {
+				if f, more = frames.Next(); !userFrame(f) {
+					break
+				}
+				s.Func = f.Function
+			}
+			return s
 		}
 		if pkg := funcPackage(f.Function); pkg == modulePath || strings.HasPrefix(pkg, modulePath+"/") {
 			op = shortFuncName(f.Function)

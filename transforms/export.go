@@ -34,6 +34,13 @@ const exportMagic = "PEELPROG"
 // results are the leaves of the traced function's argument and result
 // trees, in tree order; In and Out name them. It is safe for concurrent
 // use.
+//
+// Call it with the leaves (Call), or get it back as a function of the
+// exported function's own types:
+//
+//	l, err := transforms.LoadExported(data)
+//	predict := transforms.ExportedFunc2[Params, *peel.Tensor, *peel.Tensor](l)
+//	y := predict(params, x)
 type Exported struct {
 	name     string
 	producer string
@@ -85,7 +92,10 @@ func Export[A, R any](f func(A) R, x A, opts ...ExportOption) *Exported {
 // ExportOption configures Export.
 type ExportOption interface{ applyExport(*exportConfig) }
 
-type exportConfig struct{ omitConsts bool }
+type exportConfig struct {
+	omitConsts bool
+	name       string
+}
 
 type exportOpt func(*exportConfig)
 
@@ -98,6 +108,15 @@ func (o exportOpt) applyExport(c *exportConfig) { o(c) }
 // LoadExported with WithConstants. The constants are the optimized
 // graph's: the tensors f captures, or values computed from them alone.
 func OmitConstants() ExportOption { return exportOpt(func(c *exportConfig) { c.omitConsts = true }) }
+
+// ExportName names the exported program (Exported.Name, its errors, and
+// the file). By default the program is named after the function the
+// user's code gave the outermost transform, found on the stack where
+// the trace binds its first primitive ("main.predict" for
+// Export(Vmap(predict), x)), or after f when it binds none.
+func ExportName(name string) ExportOption {
+	return exportOpt(func(c *exportConfig) { c.name = name })
+}
 
 // Export2 is Export for a function of two arguments (params, x); the
 // leaf paths of the first start with "args[0]", of the second with
@@ -143,7 +162,7 @@ func export[A, R any](op, name string, f func(A) R, x A, opts []ExportOption) *E
 			// The inputs' final values: functionalize writes an input f
 			// wrote back into its box.
 			return append(outs, vals...)
-		}, in, interp.WatchWrites(&eagerWrites))
+		}, in, interp.WatchWrites(&eagerWrites), interp.RecordSites())
 	})
 	if err != nil {
 		var ie *interp.Error
@@ -164,6 +183,17 @@ func export[A, R any](op, name string, f func(A) R, x A, opts []ExportOption) *E
 	for _, c := range g.ConstVals {
 		if !c.IsConcrete() {
 			treeErrorf(op, "%s captures a tracer of an enclosing transform: export it outside transforms", name)
+		}
+	}
+	switch {
+	case cfg.name != "":
+		name = cfg.name
+	default:
+		for _, e := range g.Eqns {
+			if e.Site != nil && e.Site.Func != "" {
+				name = e.Site.Func
+				break
+			}
 		}
 	}
 	opt, _ := compiler.Optimize(g.DCE(), compiler.DefaultPasses(), false)
@@ -223,8 +253,9 @@ func (e *Exported) WriteTo(w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-// Name returns the name of the function that was exported (its Go
-// name, such as "main.predict").
+// Name returns the program's name: ExportName's, or the Go name of the
+// function the user's code gave the outermost transform ("main.predict"
+// for Export(Vmap(predict), x)).
 func (e *Exported) Name() string { return e.name }
 
 // Producer returns the version of peel that exported the program.

@@ -468,3 +468,31 @@ func TestExportOmitConstants(t *testing.T) {
 		t.Fatal("constants given to a program that holds them")
 	}
 }
+
+// exportedPredict is a user function exported under Vmap, whose ops are
+// in a helper it calls.
+func exportedPredict(w, x *peel.Tensor) *peel.Tensor { return exportedDense(w, x) }
+
+func exportedDense(w, x *peel.Tensor) *peel.Tensor { return peel.Tanh(peel.MatMul(x, w)) }
+
+// TestExportName: an exported program is named after the function the
+// user gave the outermost transform (not the transform's closure, nor
+// the helper holding the ops), or as ExportName says; loaded, the name
+// comes back and names the program in Call's errors.
+func TestExportName(t *testing.T) {
+	w := peel.Normal(peel.Key(1), peel.Float64, 3, 2)
+	x := peel.Normal(peel.Key(2), peel.Float64, 4, 3)
+	vm := transforms.Vmap2(exportedPredict, transforms.InAxes(transforms.NoAxis, 0))
+	e := transforms.Export2(vm, w, x)
+	if n := reload(t, e).Name(); !strings.HasSuffix(n, ".exportedPredict") {
+		t.Errorf("the program of Vmap2(exportedPredict) is named %q", n)
+	}
+	l := reload(t, transforms.Export2(vm, w, x, transforms.ExportName("predict")))
+	if n := l.Name(); n != "predict" {
+		t.Errorf("ExportName: named %q", n)
+	}
+	err := peel.Catch(func() { l.Call(w) })
+	if err == nil || !strings.Contains(err.Error(), "predict") {
+		t.Errorf("a call with too few arguments: %v", err)
+	}
+}
