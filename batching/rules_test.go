@@ -723,7 +723,7 @@ func TestEveryPrimitiveHasRule(t *testing.T) {
 		if batching.RuleFor(p) == nil {
 			t.Errorf("%s has no batching rule", p.Name)
 		}
-		if !tested[p] {
+		if !tested[p] && !slices.Contains(prims.Debugging, p) { // tested by their prints and calls, in package peel
 			t.Errorf("%s has no test case", p.Name)
 		}
 	}

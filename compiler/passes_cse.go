@@ -62,7 +62,7 @@ func CSE(g *interp.Graph) *interp.Graph {
 		if in, ok := substitute(e.In, sub); ok {
 			e = &interp.Eqn{Prim: e.Prim, Params: e.Params, In: in, Out: e.Out, Site: e.Site}
 		}
-		if e.Prim.Kind == interp.Mutation || e.Prim.Effect || touches(e, mut) {
+		if e.Prim.Kind == interp.Mutation || e.HasEffect() || touches(e, mut) {
 			out.Eqns = append(out.Eqns, e)
 			continue
 		}

@@ -61,7 +61,7 @@ func FoldConstants(g *interp.Graph) *interp.Graph {
 // foldEqn returns e's results computed from the constants' values, or
 // nil when e is not folded.
 func foldEqn(e *interp.Eqn, constVal map[*interp.Var]*interp.Tensor, mut map[*interp.Var]bool) (vals []*interp.Tensor) {
-	if e.Prim.Kind == interp.Mutation || e.Prim.NoEval != "" || e.Prim.Effect || touches(e, mut) {
+	if e.Prim.Kind == interp.Mutation || e.Prim.NoEval != "" || e.HasEffect() || touches(e, mut) {
 		return nil
 	}
 	if e.Prim == prims.BroadcastInDim && e.In[0].Aval.Size() == 1 {

@@ -135,10 +135,38 @@ func (g *Graph) EvalHook(hook func(p *Prim, params any, in []*Tensor) ([]*Tensor
 	return res
 }
 
+// Effectful is implemented by the parameters of a primitive that runs a
+// graph of its own (control flow, a checkpoint, a compiled call): it
+// reports whether that graph acts outside its results, which makes the
+// equation do so too.
+type Effectful interface{ HasEffect() bool }
+
+// HasEffect reports whether e acts outside its results: its primitive
+// is an effect (Prim.Effect), or its parameters hold a graph with one
+// (Effectful). No pass folds, merges or drops such an equation.
+func (e *Eqn) HasEffect() bool {
+	if e.Prim.Effect {
+		return true
+	}
+	p, ok := e.Params.(Effectful)
+	return ok && p.HasEffect()
+}
+
+// HasEffect reports whether an equation of g acts outside its results
+// (Eqn.HasEffect).
+func (g *Graph) HasEffect() bool {
+	for _, e := range g.Eqns {
+		if e.HasEffect() {
+			return true
+		}
+	}
+	return false
+}
+
 // DCE returns the graph without equations whose results are never used
 // and constants that are never read. Mutation equations are kept (they
-// have effects on their destination), and so are those of primitives
-// that act outside their results (Prim.Effect).
+// have effects on their destination), and so are those that act outside
+// their results (Eqn.HasEffect).
 func (g *Graph) DCE() *Graph {
 	live := map[*Var]bool{}
 	for _, v := range g.Out {
@@ -147,7 +175,7 @@ func (g *Graph) DCE() *Graph {
 	keep := make([]bool, len(g.Eqns))
 	for i := len(g.Eqns) - 1; i >= 0; i-- {
 		e := g.Eqns[i]
-		used := e.Prim.Kind == Mutation || e.Prim.Effect
+		used := e.Prim.Kind == Mutation || e.HasEffect()
 		for _, v := range e.Out {
 			used = used || live[v]
 		}

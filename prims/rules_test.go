@@ -1135,7 +1135,7 @@ func TestRuleCoverage(t *testing.T) {
 			}
 		case p.JVP == nil:
 			t.Errorf("%s: no JVP rule and not NonDifferentiable", p.Name)
-		case !jvpTested[p]:
+		case !jvpTested[p] && !slices.Contains(prims.Debugging, p): // tested by their prints and calls, in package peel
 			t.Errorf("%s: JVP rule not tested", p.Name)
 		}
 		if (p.Linear != nil) != (p.Transpose != nil) {

@@ -336,6 +336,10 @@ type ckptParams struct {
 
 func (*ckptParams) String() string { return "checkpoint" }
 
+// HasEffect reports whether the checkpointed graph acts outside its
+// results (interp.Effectful).
+func (c *ckptParams) HasEffect() bool { return c.graph.HasEffect() }
+
 var checkpointPrim = interp.NewPrim("checkpoint", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 	g := params.(*ckptParams).graph
 	checkOperands("checkpoint", g, in)
@@ -622,6 +626,15 @@ func newPlan(j *interp.Graph, n, nOut, nArgs int, policy SavePolicy) *ckptPlan {
 	for _, v := range p.consts {
 		p.keep[v] = true
 		want(v)
+	}
+	// An effect runs in the forward pass whether or not its results are
+	// needed (a print, a collective), as it would without the checkpoint.
+	for k, e := range j.Eqns {
+		if p.known[k] && e.HasEffect() {
+			for _, v := range e.Out {
+				want(v)
+			}
+		}
 	}
 	p.lastUse = make(map[*interp.Var]int)
 	for k, e := range j.Eqns {

@@ -31,6 +31,10 @@ type callParams struct {
 	batched lru.Cache[string, *callParams]
 }
 
+// HasEffect reports whether the compiled graph acts outside its results
+// (interp.Effectful).
+func (c *callParams) HasEffect() bool { return c.graph.HasEffect() }
+
 var callIDs atomic.Int64
 
 // newCallParams prepares g's program, unless a constant is a tracer (of

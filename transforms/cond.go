@@ -67,6 +67,17 @@ type condParams struct {
 
 func (p *condParams) String() string { return strconv.Itoa(len(p.branches)) + " branches" }
 
+// HasEffect reports whether a branch acts outside its results
+// (interp.Effectful).
+func (p *condParams) HasEffect() bool {
+	for _, g := range p.branches {
+		if g.HasEffect() {
+			return true
+		}
+	}
+	return false
+}
+
 func newCondParams(gs []*interp.Graph) *condParams {
 	return &condParams{branches: gs, batched: make([]lru.Cache[string, *interp.Graph], len(gs))}
 }

@@ -73,6 +73,10 @@ import (
 // inputs: nCarry carry leaves, nX leaves of one xs slice, then the
 // captured tensors; its results: nCarry new carry leaves, then the y
 // leaves), the number of steps and the direction.
+// HasEffect reports whether the body acts outside its results
+// (interp.Effectful): a scan of prints is kept as they are.
+func (s *scanParams) HasEffect() bool { return s.body.HasEffect() }
+
 type scanParams struct {
 	body    *interp.Graph
 	nCarry  int

@@ -70,6 +70,10 @@ type whileParams struct {
 	condProg, bodyProg subProgram
 }
 
+// HasEffect reports whether the predicate or the body acts outside its
+// results (interp.Effectful).
+func (w *whileParams) HasEffect() bool { return w.cond.HasEffect() || w.body.HasEffect() }
+
 // markCompiled marks the while as held by a compiled program
 // (markCompiledLoops).
 func (w *whileParams) markCompiled() {
