@@ -120,6 +120,11 @@ func shapeOps() []Op {
 					return append([]int{o[0], h.Shape[1] - 1}, o[1:]...)
 				})
 			}),
+		oneInput("peel.At/-1,::-2,None,...", func(x *T) *T { return peel.At(x, -1, peel.S(peel.Open, peel.Open, -2), peel.NewAxis, peel.Ellipsis) }, [][]int{{2, 5, 3}, {2, 4, 2}}, allTypes,
+			func(h Host) Host {
+				n := h.Shape[1]
+				return remap(h, []int{(n + 1) / 2, 1, h.Shape[2]}, 0, func(o []int) []int { return []int{h.Shape[0] - 1, n - 1 - 2*o[0], o[2]} })
+			}),
 		oneInput("peel.Index/1,2", func(x *T) *T { return peel.Index(x, 1, 2) }, [][]int{{2, 5, 3}, {2, 3}}, allTypes,
 			func(h Host) Host {
 				return remap(h, h.Shape[2:], 0, func(o []int) []int { return append([]int{1, 2}, o...) })
