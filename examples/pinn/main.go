@@ -41,10 +41,10 @@ type Params = []nn.LinearParams
 // initParams draws every weight and bias from a normal distribution scaled
 // by 0.1 (ngrad's init_params).
 func initParams(layerSizes []int, key *peel.Tensor) Params {
-	keys, scaled := peel.SplitKeysStacked(key, len(layerSizes)), nn.Normal(0.1)
+	keys, scaled := peel.SplitKeys(key, len(layerSizes)), nn.Normal(0.1)
 	var params Params
 	for i := range len(layerSizes) - 1 {
-		params = append(params, nn.InitLinear(peel.Select(keys, 0, i), peel.Float64,
+		params = append(params, nn.InitLinear(keys[i], peel.Float64,
 			layerSizes[i], layerSizes[i+1], nn.WeightInit(scaled), nn.BiasInit(scaled)))
 	}
 	return params
