@@ -2,6 +2,7 @@ package peel
 
 import (
 	"math"
+	"slices"
 
 	"github.com/peel-ml/peel/interp"
 )
@@ -136,7 +137,7 @@ func At(x *Tensor, index ...any) *Tensor {
 	for k := len(selects) - 1; k >= 0; k-- {
 		y = Select(y, selects[k][0], selects[k][1])
 	}
-	if !shapeEqual(y.Shape(), out) {
+	if !slices.Equal(y.Shape(), out) {
 		y = Reshape(y, out...)
 	}
 	return y
@@ -173,16 +174,4 @@ func spanAxis(y *Tensor, a int, s Span) (*Tensor, int) {
 	// In the flipped axis, element i is n-1-i.
 	f := n - 1 - start
 	return Slice(Flip(y, a), a, f, f+(m-1)*step+1, step), m
-}
-
-func shapeEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
