@@ -27,13 +27,12 @@ func Example_taste() {
 	perSample := transforms.Vmap3(transforms.Grad3(loss), transforms.InAxes(transforms.NoAxis, 0, 0))(params, x, y)
 
 	// A compiled Adam step: a Go function of the same signature, several results as a tuple.
-	opt := optim.Adam[MLP](1e-3)
+	opt, state := optim.Start(params, optim.Adam, 1e-3)
 	step := transforms.Compile4(func(p MLP, s optim.State, x, y *peel.Tensor) tree.Tuple3[MLP, optim.State, *peel.Tensor] {
 		l, g := transforms.ValueAndGrad3(loss)(p, x, y)
 		u, s := opt.Update(g, s, p)
 		return tree.Pack3(optim.ApplyUpdates(p, u), s, l)
 	})
-	state := opt.Init(params)
 	params, state, l := step(params, state, x, y).Unpack()
 
 	// The Hessian of u(params, x) in x, composed as in JAX: jacfwd(jacrev(u, argnums=1), argnums=1).

@@ -5,6 +5,17 @@ import (
 	"github.com/peel-ml/peel/internal/treeimpl"
 )
 
+// Start returns the optimizer that make builds for params' type, with
+// learning rate lr and opts, and its initial state: opt, state :=
+// optim.Start(params, optim.Adam, 1e-3) is optim.Adam[P](1e-3) and its
+// Init(params), P inferred from params (optax's adam(1e-3) and init). It
+// takes any of SGD, Adam, AdamW, RMSProp, Adagrad and Lion; a Chain
+// names its type where it is built. It panics as make and Init do.
+func Start[P any, L LearningRate](params P, make func(lr L, opts ...Option) Transformation[P], lr L, opts ...Option) (Transformation[P], State) {
+	t := make(lr, opts...)
+	return t, t.Init(params)
+}
+
 // SGD returns stochastic gradient descent with learning rate lr, a
 // float64 or a Schedule (optax.sgd, torch.optim.SGD without dampening):
 // the update is -lr·g, or with Momentum(m) -lr·t where t ← g + m·t (with

@@ -8,8 +8,7 @@
 // A Transformation[P] works on trees of type P (see package tree: a
 // struct of exported *peel.Tensor fields, slices, maps, ...):
 //
-//	opt := optim.Adam[MLP](1e-3)
-//	state := opt.Init(params)
+//	opt, state := optim.Start(params, optim.Adam, 1e-3) // opt is optim.Adam[MLP](1e-3)
 //	for ... {
 //		grads := transforms.Grad(loss)(params)
 //		updates, state = opt.Update(grads, state, params)

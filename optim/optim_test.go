@@ -501,3 +501,37 @@ func TestOptionalParameters(t *testing.T) {
 		t.Errorf("with a nil bias: W = %v, B = %v; without the field: W = %v", p.W.Float64s(), p.B, q.W.Float64s())
 	}
 }
+
+// TestStartInfersTheTree: Start with each optimizer infers the
+// parameters' type and steps as the optimizer written with its type
+// argument.
+func TestStartInfersTheTree(t *testing.T) {
+	type mlp struct{ W, B *peel.Tensor }
+	p := mlp{W: peel.FromFloat64s([]float64{0.5, -1}), B: peel.FromFloat64s([]float64{2})}
+	g := mlp{W: peel.FromFloat64s([]float64{0.1, -0.2}), B: peel.FromFloat64s([]float64{0.3})}
+	check := func(name string, opt optim.Transformation[mlp], st optim.State, ref optim.Transformation[mlp]) {
+		t.Helper()
+		rst := ref.Init(p)
+		for range 2 {
+			var u, v mlp
+			u, st = opt.Update(g, st, p)
+			v, rst = ref.Update(g, rst, p)
+			if !slices.Equal(u.W.Float64s(), v.W.Float64s()) || !slices.Equal(u.B.Float64s(), v.B.Float64s()) {
+				t.Fatalf("%s: Start's update %v differs from the typed optimizer's %v", name, u, v)
+			}
+		}
+	}
+	opt, st := optim.Start(p, optim.Adam, 1e-2)
+	check("Adam", opt, st, optim.Adam[mlp](1e-2))
+	opt, st = optim.Start(p, optim.AdamW, 1e-2, optim.WeightDecay(0.1))
+	check("AdamW", opt, st, optim.AdamW[mlp](1e-2, optim.WeightDecay(0.1)))
+	opt, st = optim.Start(p, optim.SGD, 0.1, optim.Momentum(0.9))
+	check("SGD", opt, st, optim.SGD[mlp](0.1, optim.Momentum(0.9)))
+	sched := optim.Schedule(func(c *peel.Tensor) *peel.Tensor { return peel.Div(peel.Scalar(0.1), peel.Add(peel.AsType(c, peel.Float64), 1.0)) })
+	opt, st = optim.Start(p, optim.RMSProp, sched)
+	check("RMSProp with a schedule", opt, st, optim.RMSProp[mlp](sched))
+	opt, st = optim.Start(p, optim.Lion, 1e-3)
+	check("Lion", opt, st, optim.Lion[mlp](1e-3))
+	opt, st = optim.Start(p, optim.Adagrad, 0.1)
+	check("Adagrad", opt, st, optim.Adagrad[mlp](0.1))
+}
