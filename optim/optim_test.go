@@ -527,7 +527,9 @@ func TestStartInfersTheTree(t *testing.T) {
 	check("AdamW", opt, st, optim.AdamW[mlp](1e-2, optim.WeightDecay(0.1)))
 	opt, st = optim.Start(p, optim.SGD, 0.1, optim.Momentum(0.9))
 	check("SGD", opt, st, optim.SGD[mlp](0.1, optim.Momentum(0.9)))
-	sched := optim.Schedule(func(c *peel.Tensor) *peel.Tensor { return peel.Div(peel.Scalar(0.1), peel.Add(peel.AsType(c, peel.Float64), 1.0)) })
+	sched := optim.Schedule(func(c *peel.Tensor) *peel.Tensor {
+		return peel.Div(peel.Scalar(0.1), peel.Add(peel.AsType(c, peel.Float64), 1.0))
+	})
 	opt, st = optim.Start(p, optim.RMSProp, sched)
 	check("RMSProp with a schedule", opt, st, optim.RMSProp[mlp](sched))
 	opt, st = optim.Start(p, optim.Lion, 1e-3)
