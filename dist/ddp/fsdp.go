@@ -267,7 +267,7 @@ func ClipByGlobalNorm[P any](maxNorm float64, comm dist.Communicator) optim.Tran
 type gatherer struct {
 	comm   dist.Communicator
 	whole  []interp.Aval
-	groups [][]int // the indices of whole by dtype (byDType)
+	groups [][]int // the indices of whole grouped by dtype, in the order of each dtype's first leaf
 }
 
 func newGatherer(comm dist.Communicator, whole []interp.Aval) gatherer {
