@@ -320,7 +320,6 @@ func TestTreeSharedNodes(t *testing.T) {
 func TestTransformsNilResult(t *testing.T) {
 	x := peel.FromFloat64s([]float64{0.5, 1.5})
 	nilf := func(*T) *T { return nil }
-	type out struct{ A, B *T }
 	cases := []rbCase{
 		{"Grad", func() { transforms.Grad(nilf)(x) }, []string{"transforms.Grad", "returned a nil tensor"}},
 		{"ValueAndGrad", func() { transforms.ValueAndGrad(nilf)(x) }, []string{"transforms.ValueAndGrad", "returned a nil tensor"}},
