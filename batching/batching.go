@@ -490,28 +490,42 @@ func (b *Interp) mutate(p *interp.Prim, params any, args, vals []*T, dims []int)
 // loopRule runs p once per lane and stacks the results along 0.
 func loopRule(p *interp.Prim) Rule {
 	return func(size int, params any, args []*T, dims []int) ([]*T, []int) {
-		var lanes [][]*T
-		for i := 0; i < size; i++ {
-			in := make([]*T, len(args))
-			for k, a := range args {
-				in[k] = a
-				if dims[k] != NotMapped {
-					in[k] = Lane(a, dims[k], i)
-				}
-			}
-			lanes = append(lanes, interp.Bind(p, params, in...))
-		}
+		lanes := runLanes(p, size, func(int) any { return params }, args, dims)
 		outs := make([]*T, len(lanes[0]))
 		odims := make([]int, len(outs))
 		for j := range outs {
-			parts := make([]*T, size)
-			for i := range parts {
-				parts[i] = BroadcastBatch(lanes[i][j], 1, 0)
-			}
-			outs[j] = interp.Bind1(prims.Concatenate, prims.AxisParams{Axis: 0}, parts...)
+			outs[j] = stackLanes(lanes, j)
 		}
 		return outs, odims
 	}
+}
+
+// runLanes binds p once per lane, in lane order, with params(i) on lane
+// i of the batched operands (the others as they are), and returns each
+// lane's results.
+func runLanes(p *interp.Prim, size int, params func(i int) any, args []*T, dims []int) [][]*T {
+	lanes := make([][]*T, size)
+	for i := range lanes {
+		in := make([]*T, len(args))
+		for k, a := range args {
+			in[k] = a
+			if dims[k] != NotMapped {
+				in[k] = Lane(a, dims[k], i)
+			}
+		}
+		lanes[i] = interp.Bind(p, params(i), in...)
+	}
+	return lanes
+}
+
+// stackLanes stacks result j of every lane along a new leading axis (at
+// least one lane).
+func stackLanes(lanes [][]*T, j int) *T {
+	parts := make([]*T, len(lanes))
+	for i := range parts {
+		parts[i] = BroadcastBatch(lanes[i][j], 1, 0)
+	}
+	return interp.Bind1(prims.Concatenate, prims.AxisParams{Axis: 0}, parts...)
 }
 
 // Wrapped appends the tracer's physical value (interp.Wrapper).

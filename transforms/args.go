@@ -116,14 +116,22 @@ var argPrefixes = [...]string{"args[0]", "args[1]", "args[2]", "args[3]", "args[
 func argLeaves(def *treeDef, sel []bool) []int {
 	var idx []int
 	for i, p := range def.Paths() {
-		for k, ok := range sel {
-			pre := argPrefixes[k]
-			if ok && strings.HasPrefix(p, pre) && (len(p) == len(pre) || p[len(pre)] == '.' || p[len(pre)] == '[') {
-				idx = append(idx, i)
-			}
+		if k := argOfPath(p); k >= 0 && k < len(sel) && sel[k] {
+			idx = append(idx, i)
 		}
 	}
 	return idx
+}
+
+// argOfPath returns k for the leaf path of positional argument k
+// ("args[k]", "args[k].W", "args[k][0]"), or -1.
+func argOfPath(path string) int {
+	for k, pre := range argPrefixes {
+		if strings.HasPrefix(path, pre) && (len(path) == len(pre) || path[len(pre)] == '.' || path[len(pre)] == '[') {
+			return k
+		}
+	}
+	return -1
 }
 
 // restricted is a tuple function restricted to some of its leaves: fn

@@ -202,7 +202,7 @@ func (n *vmapNames) inAxesHint(lanes []int) string {
 	}
 	size := make([]int, n.nargs) // each argument's one size; 0 none, -1 several
 	for i, l := range lanes {
-		k := argIndex(n.in.Paths()[i])
+		k := argOfPath(n.in.Paths()[i])
 		if l < 0 || k < 0 || k >= n.nargs {
 			continue
 		}
@@ -235,27 +235,6 @@ func (n *vmapNames) inAxesHint(lanes []int) string {
 		}
 	}
 	return fmt.Sprintf("; to map only the arguments of size %d and pass the others whole to every lane (parameters, say), give transforms.InAxes(%s) (with each mapped argument's own axis)", best, strings.Join(specs, ", "))
-}
-
-// argIndex is k of a leaf path of positional argument k ("args[k]…"),
-// or -1.
-func argIndex(path string) int {
-	rest, ok := strings.CutPrefix(path, "args[")
-	if !ok {
-		return -1
-	}
-	k := 0
-	for i, c := range rest {
-		switch {
-		case c >= '0' && c <= '9':
-			k = 10*k + int(c-'0')
-		case c == ']' && i > 0:
-			return k
-		default:
-			return -1
-		}
-	}
-	return -1
 }
 
 func (n *vmapNames) outName(i int) string {
