@@ -269,3 +269,46 @@ func TestExpandRowOpsNorms(t *testing.T) {
 		}
 	}
 }
+
+// TestRowValueBroadcastAxis: a row reduction read back broadcast along
+// the axis it reduced is a per-row value of the group; read broadcast
+// along the other axis (possible on a square input, where both give the
+// group's shape) it is a vector, not the row's own value. Each
+// reduction axis and each orientation of the re-broadcast, on square
+// and oblong inputs, equals Graph.Eval bit for bit.
+func TestRowValueBroadcastAxis(t *testing.T) {
+	for _, shape := range [][2]int{{3, 3}, {5, 5}, {64, 64}, {130, 130}, {4, 4}, {3, 1}, {1, 3}} {
+		r, c := shape[0], shape[1]
+		for _, axis := range []int{0, 1} {
+			for _, across := range []bool{false, true} {
+				// The reduced vector has r (axis 1) or c (axis 0) values:
+				// as a column it varies down the rows, as a row along them.
+				nv := r
+				if axis == 0 {
+					nv = c
+				}
+				vshape := []int{nv, 1}
+				if across {
+					vshape = []int{1, nv}
+				}
+				if (vshape[0] != 1 && vshape[0] != r) || (vshape[1] != 1 && vshape[1] != c) {
+					continue
+				}
+				for _, dt := range []peel.DType{peel.Float32, peel.Float64} {
+					x := peel.AsType(peel.FromFloat64s(seqValues(r*c, 1), r, c), dt)
+					f := func(in []*peel.Tensor) []*peel.Tensor {
+						e := peel.Exp(in[0])
+						s := peel.Reshape(peel.Sum(e, axis), vshape...)
+						return []*peel.Tensor{peel.Mul(e, s), peel.Sub(peel.Tanh(in[0]), peel.Div(e, peel.Add(s, 1.0)))}
+					}
+					g := trace(f, x)
+					og, _ := compiler.Optimize(g, compiler.DefaultPasses(), false)
+					t.Run(fmt.Sprintf("%dx%d/axis%d/across=%v/%v", r, c, axis, across, dt), func(t *testing.T) {
+						checkProgram(t, g, []*peel.Tensor{x})
+						checkProgram(t, og, []*peel.Tensor{x})
+					})
+				}
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/internal/interptest"
 	"github.com/peel-ml/peel/transforms"
 )
 
@@ -14,14 +15,18 @@ import (
 // equals the compiled function bit for bit (both are the same optimized
 // graph run by a Program), on the same arguments.
 
-// exportRoundTrip exports f at args, loads the bytes and compares the
-// loaded program's results with Compile(f)'s.
+// exportRoundTrip exports f at args, checks that the graph's encoding
+// survives decoding, loads the bytes and compares the loaded program's
+// results with Compile(f)'s.
 func exportRoundTrip(t tb, what string, f func([]*T) []*T, args []*T) {
 	t.Helper()
 	want := transforms.Compile(f)(args)
 	var e *transforms.Exported
 	if err := peel.Catch(func() { e = transforms.Export(f, args) }); err != nil {
 		t.Fatalf("%s: Export: %v", what, err)
+	}
+	if d := interptest.Reencodes(e.Graph()); d != "" {
+		t.Fatalf("%s: re-encoding: %s\n%v", what, d, e.Graph())
 	}
 	l, err := transforms.LoadExported(e.Bytes())
 	if err != nil {

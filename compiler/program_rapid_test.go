@@ -28,10 +28,15 @@ func drawExecProgram(t *rapid.T) rgProgram {
 		c:  rapid.SampledFrom(dims).Draw(t, "c"),
 		dt: rapid.SampledFrom([]peel.DType{peel.Float64, peel.Float32}).Draw(t, "dtype"),
 	}
+	// Square inputs often: there a value broadcast along either axis has
+	// the same shape, which the fuser must still tell apart.
+	if rapid.Bool().Draw(t, "square") {
+		p.c = p.r
+	}
 	n := rapid.IntRange(1, 16).Draw(t, "steps")
 	for range n {
 		p.steps = append(p.steps, rgStep{
-			op: rapid.IntRange(0, 21).Draw(t, "op"),
+			op: rapid.IntRange(0, 22).Draw(t, "op"),
 			a:  rapid.IntRange(0, 1<<20).Draw(t, "a"),
 			b:  rapid.IntRange(0, 1<<20).Draw(t, "b"),
 			c:  rapid.IntRange(0, 1<<20).Draw(t, "c"),
@@ -152,6 +157,26 @@ func (p rgProgram) build(c0 *peel.Tensor) func(in []*peel.Tensor) []*peel.Tensor
 					y = peel.Div(peel.Sub(x, m), peel.Add(peel.Keep(peel.Sum, peel.Abs(partner(x, s.b)), -1), 1.0))
 				} else {
 					y = peel.Abs(x)
+				}
+			case 22:
+				// A reduction re-broadcast along either axis: along the
+				// one it reduced it is a per-row value, along the other
+				// (square values) a vector.
+				y = peel.Exp(peel.Neg(peel.Abs(x)))
+				if x.Rank() == 2 {
+					r, c := x.Shape()[0], x.Shape()[1]
+					axis := s.b % 2
+					n := r
+					if axis == 0 {
+						n = c
+					}
+					vs := []int{n, 1}
+					if s.c%2 == 1 {
+						vs = []int{1, n}
+					}
+					if (vs[0] == 1 || vs[0] == r) && (vs[1] == 1 || vs[1] == c) {
+						y = peel.Mul(y, peel.Reshape(peel.Sum(y, axis), vs...))
+					}
 				}
 			}
 			pool = append(pool, y)

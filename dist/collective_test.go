@@ -96,6 +96,18 @@ func collectiveCases() []collectiveCase {
 			}
 			return peel.Zeros(peel.Float64, all[0].Shape()...)
 		}, true},
+		{"Ppermute/cycle3", func(x *T) *T { return dist.Ppermute(x, "i", [][2]int{{0, 2}, {2, 3}, {3, 0}}) }, func(all []*T, i int) *T {
+			// Neither an involution nor a full ring: lane 1 receives nothing.
+			switch i {
+			case 2:
+				return all[0]
+			case 3:
+				return all[2]
+			case 0:
+				return all[3]
+			}
+			return peel.Zeros(peel.Float64, all[0].Shape()...)
+		}, true},
 		{"AxisIndex", func(x *T) *T { return x.Mul(dist.AxisIndex("i")) }, func(all []*T, i int) *T { return all[i].Mul(float64(i)) }, true},
 	}
 }
@@ -147,6 +159,46 @@ func TestCollectiveDerivatives(t *testing.T) {
 			ax, pullback := transforms.VJP(A, xs)
 			aty := pullback(y)
 			near(t, "<Ax, y> = <x, Aᵀy>", ax.Mul(y).Sum(), xs.Mul(aty).Sum(), 1e-12)
+		})
+	}
+}
+
+// TestCollectiveDerivativesInside: derivatives taken inside the named
+// Vmap, where the transpose of each collective runs over the named axis
+// itself (outside, batching turns a ppermute into a gather first): per
+// lane, Grad and Jacrev of the lane's loss and VJP of the collective
+// equal the derivative of the lanes' total taken outside, and JVP inside
+// equals JVP outside, lane by lane.
+func TestCollectiveDerivativesInside(t *testing.T) {
+	xs := data(0.7, 4, 8, 4)
+	dir := data(1.9, 4, 8, 4)
+	for _, c := range collectiveCases() {
+		t.Run(c.name, func(t *testing.T) {
+			loss := func(x *T) *T { return c.f(x.Tanh()).Sin().Sum() }
+			outside := transforms.Grad(func(xs *T) *T { return transforms.Vmap(loss, transforms.AxisName("i"))(xs).Sum() })(xs)
+			inside := transforms.Vmap(transforms.Grad(loss), transforms.AxisName("i"))(xs)
+			near(t, "Vmap(Grad) vs Grad(sum of Vmap)", inside, outside, 1e-13)
+			jr := transforms.Vmap(transforms.Jacrev(loss), transforms.AxisName("i"))(xs)
+			near(t, "Vmap(Jacrev) vs Grad(sum of Vmap)", jr, outside, 1e-13)
+			near(t, "Compile(Vmap(Grad))", transforms.Compile(transforms.Vmap(transforms.Grad(loss), transforms.AxisName("i")))(xs), outside, 1e-13)
+			_, jvOut := transforms.JVP(transforms.Vmap(loss, transforms.AxisName("i")), xs, dir)
+			jvIn := transforms.Vmap2(func(x, d *T) *T {
+				_, t := transforms.JVP(loss, x, d)
+				return t
+			}, transforms.AxisName("i"))(xs, dir)
+			near(t, "Vmap(JVP) vs JVP(Vmap)", jvIn, jvOut, 1e-13)
+			if !c.linear {
+				return
+			}
+			// The collective's own transpose inside: ⟨Ax, y⟩ summed over
+			// the lanes equals ⟨x, Aᵀy⟩ summed over the lanes.
+			ax := transforms.Vmap(c.f, transforms.AxisName("i"))(xs)
+			y := data(2.3, ax.Shape()...)
+			aty := transforms.Vmap2(func(x, y *T) *T {
+				_, pullback := transforms.VJP(c.f, x)
+				return pullback(y)
+			}, transforms.AxisName("i"))(xs, y)
+			near(t, "<Ax, y> = <x, Aᵀy> inside", ax.Mul(y).Sum(), xs.Mul(aty).Sum(), 1e-12)
 		})
 	}
 }

@@ -136,3 +136,31 @@ func Writes() map[string]func(w *interp.Tensor) {
 		"through another box": func(w *interp.Tensor) { interp.Bind(prims.CopyInPlace, nil, interp.NewBox(w), ten) },
 	}
 }
+
+// Reencodes reports how g's exported-program encoding (interp.EncodeGraph)
+// differs from the encoding of the graph decoded from it: a parameter
+// codec that reads a field into another's place writes it back there,
+// whatever values the program computes. It is empty when the bytes agree,
+// and otherwise names the first byte that differs (or the error).
+func Reencodes(g *interp.Graph) string {
+	b1, err := interp.EncodeGraph(g, false)
+	if err != nil {
+		return err.Error()
+	}
+	g2, err := interp.DecodeGraph(b1, cpu.New())
+	if err != nil {
+		return err.Error()
+	}
+	b2, err := interp.EncodeGraph(g2, false)
+	if err != nil {
+		return err.Error()
+	}
+	if string(b1) != string(b2) {
+		i := 0
+		for i < len(b1) && i < len(b2) && b1[i] == b2[i] {
+			i++
+		}
+		return fmt.Sprintf("%d bytes re-encode as %d, first differing at byte %d", len(b1), len(b2), i)
+	}
+	return ""
+}
