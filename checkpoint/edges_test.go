@@ -2,12 +2,15 @@ package checkpoint_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,5 +184,115 @@ func TestOptionalLeaves(t *testing.T) {
 	}
 	if got.B != nil || got.W == nil || got.W.Float64s()[2] != 3 {
 		t.Errorf("loaded %+v", got)
+	}
+}
+
+// TestLayoutByHand: the offsets, checked by value both ways. A file
+// written by hand with its tensors' bytes in another order than their
+// names (and one tensor empty) reads back each tensor's own values; and
+// the bytes Save writes, taken apart here by the format's definition
+// (an 8-byte little-endian header size, the JSON header, then each
+// tensor's little-endian bytes at data_offsets from the end of the
+// header), hold each tensor's values, packed in order without gaps.
+func TestLayoutByHand(t *testing.T) {
+	f64 := func(vs ...float64) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		return b
+	}
+	data := append(append(f64(7, 8, 9), f64(1, 2)...), f64(3, 4, 5)...)
+	file := safetensors(`{"a":{"dtype":"F64","shape":[2],"data_offsets":[24,40]},`+
+		`"b":{"dtype":"F64","shape":[3],"data_offsets":[40,64]},`+
+		`"c":{"dtype":"F64","shape":[3],"data_offsets":[0,24]},`+
+		`"e":{"dtype":"F64","shape":[0],"data_offsets":[24,24]}}`, data)
+	r, err := checkpoint.NewReader(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]float64{"a": {1, 2}, "b": {3, 4, 5}, "c": {7, 8, 9}, "e": {}} {
+		x, err := r.Tensor(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := x.Float64s(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("tensor %s = %v, want %v", name, got, want)
+		}
+	}
+
+	// Save, then read by hand.
+	tensors := map[string]*peel.Tensor{
+		"w": peel.FromFloat64s([]float64{1.5, -2, 3, 4, 5, 6}, 2, 3),
+		"v": peel.AsType(peel.FromFloat64s([]float64{10, 20, 30}), peel.Float32),
+		"n": peel.FromInt64s([]int64{-1, 1 << 40}, 2),
+		"z": peel.FromFloat64s(nil, 0),
+		"s": peel.Scalar(0.25),
+	}
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := checkpoint.Save(path, tensors); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n%8 != 0 || 8+n > uint64(len(b)) {
+		t.Fatalf("header size %d of a %d-byte file", n, len(b))
+	}
+	var header map[string]json.RawMessage
+	if err := json.Unmarshal(b[8:8+n], &header); err != nil {
+		t.Fatal(err)
+	}
+	body := b[8+n:]
+	type span struct{ s, e int64 }
+	var spans []span
+	for name, x := range tensors {
+		var e struct {
+			DType       string  `json:"dtype"`
+			Shape       []int   `json:"shape"`
+			DataOffsets []int64 `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(header[`["`+name+`"]`], &e); err != nil {
+			t.Fatalf("%s: %v in %s", name, err, b[8:8+n])
+		}
+		if len(e.DataOffsets) != 2 || e.DataOffsets[0] < 0 || e.DataOffsets[0] > e.DataOffsets[1] || e.DataOffsets[1] > int64(len(body)) {
+			t.Fatalf("%s: data_offsets %v of %d bytes of data", name, e.DataOffsets, len(body))
+		}
+		s, end := e.DataOffsets[0], e.DataOffsets[1]
+		spans = append(spans, span{s, end})
+		raw := body[s:end]
+		var got []float64
+		switch e.DType {
+		case "F64":
+			for i := 0; i < len(raw); i += 8 {
+				got = append(got, math.Float64frombits(binary.LittleEndian.Uint64(raw[i:])))
+			}
+		case "F32":
+			for i := 0; i < len(raw); i += 4 {
+				got = append(got, float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[i:]))))
+			}
+		case "I64":
+			for i := 0; i < len(raw); i += 8 {
+				got = append(got, float64(int64(binary.LittleEndian.Uint64(raw[i:]))))
+			}
+		default:
+			t.Fatalf("%s: dtype %s", name, e.DType)
+		}
+		if want := peel.AsType(x, peel.Float64).Float64s(); fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(e.Shape) != fmt.Sprint(x.Shape()) {
+			t.Fatalf("%s: %v of shape %v in the file, want %v of shape %v", name, got, e.Shape, want, x.Shape())
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.s, b.s)*2 + cmp.Compare(a.e, b.e) })
+	at := int64(0)
+	for _, sp := range spans {
+		if sp.s != at {
+			t.Fatalf("spans %v: a gap or overlap at %d", spans, at)
+		}
+		at = sp.e
+	}
+	if at != int64(len(body)) {
+		t.Fatalf("the data end at %d of %d bytes", at, len(body))
 	}
 }

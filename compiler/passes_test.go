@@ -621,3 +621,24 @@ func TestFoldTransposeIntoDotNumerics(t *testing.T) {
 		}
 	}
 }
+
+// TestSimplifyTransposeTransposeValues: every pair of permutations of a
+// cube's axes, composed by the transpose∘transpose rule into one
+// transpose, gives the values of the two (on a cube every wrong
+// composition has the right shape, so only the values tell).
+func TestSimplifyTransposeTransposeValues(t *testing.T) {
+	perms := [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
+	x := seq(3, 3, 3)
+	for _, p1 := range perms {
+		for _, p2 := range perms {
+			g := trace(func(xs []*T) []*T { return []*T{peel.Transpose(peel.Transpose(xs[0], p1...), p2...)} }, x)
+			sg := compiler.Simplify(g)
+			if n := count(sg, "transpose"); n > 1 {
+				t.Fatalf("%v then %v: %d transposes left\n%v", p1, p2, n, sg)
+			}
+			if msg := sameResults(sg, g, []*T{x}); msg != "" {
+				t.Fatalf("%v then %v: %s\nbefore:\n%v\nafter:\n%v", p1, p2, msg, g, sg)
+			}
+		}
+	}
+}

@@ -1,10 +1,12 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/transforms"
 	"github.com/peel-ml/peel/tree"
 )
 
@@ -102,4 +104,86 @@ func TestMultiHeadAttention(t *testing.T) {
 	mustPanic(t, "nn.MultiHeadAttention", func() { MultiHeadAttention(p, q, kv, kv, h, peel.Ones(peel.Float64, lq, lk)) })
 	mustPanic(t, "nn.MultiHeadAttention", func() { MultiHeadAttention(p, q, kv, tensor(1, b, lk+1, d), h, nil) })
 	mustPanic(t, "nn.ScaledDotProductAttention", func() { ScaledDotProductAttention(q, tensor(1, b, lk, d+1), kv, nil) })
+}
+
+// sdpaRef is scaled dot-product attention of one head by loops: q [lq,
+// d], k [lk, d], v [lk, dv], mask [lq, lk]; a fully masked row attends
+// uniformly.
+func sdpaRef(q, k, v []float64, lq, lk, d, dv int, mask []bool) []float64 {
+	o := make([]float64, lq*dv)
+	for i := range lq {
+		logits := make([]float64, lk)
+		open := false
+		for j := range lk {
+			if mask[i*lk+j] {
+				open = true
+			}
+		}
+		m := math.Inf(-1)
+		for j := range lk {
+			s := 0.0
+			for e := range d {
+				s += q[i*d+e] * k[j*d+e]
+			}
+			s /= math.Sqrt(float64(d))
+			switch {
+			case !open:
+				s = 0 // every logit equal: uniform
+			case !mask[i*lk+j]:
+				s = math.Inf(-1)
+			}
+			logits[j] = s
+			m = math.Max(m, s)
+		}
+		z := 0.0
+		for j := range lk {
+			logits[j] = math.Exp(logits[j] - m)
+			z += logits[j]
+		}
+		for e := range dv {
+			for j := range lk {
+				o[i*dv+e] += logits[j] / z * v[j*dv+e]
+			}
+		}
+	}
+	return o
+}
+
+// TestAttentionMaskedRowEveryDType: in each float dtype, a query whose
+// keys are all masked attends uniformly (the mask value is the dtype's
+// lowest finite value, not -Inf, which would give NaN), the other rows
+// match loops in float64, and the gradients are finite, the masked row's
+// zero in the queries.
+func TestAttentionMaskedRowEveryDType(t *testing.T) {
+	const lq, lk, d, dv = 3, 4, 5, 2
+	mv := []bool{
+		true, false, true, false,
+		false, false, false, false,
+		true, true, true, true,
+	}
+	mask := peel.FromBools(mv, lq, lk)
+	for _, dt := range floatDTypes {
+		q := peel.AsType(tensor(80, lq, d), dt)
+		k := peel.AsType(tensor(81, lk, d), dt)
+		v := peel.AsType(tensor(82, lk, dv), dt)
+		f64 := func(x *peel.Tensor) []float64 { return peel.AsType(x, peel.Float64).Float64s() }
+		want := sdpaRef(f64(q), f64(k), f64(v), lq, lk, d, dv, mv)
+		got := ScaledDotProductAttention(q, k, v, mask)
+		if got.DType() != dt {
+			t.Fatalf("%v: result dtype %v", dt, got.DType())
+		}
+		assertClose(t, fmt.Sprintf("masked row %v", dt), got, want, []int{lq, dv}, 100*epsOf(dt), 100*epsOf(dt))
+		gq := transforms.Grad(func(q *peel.Tensor) *peel.Tensor { return peel.Sum(ScaledDotProductAttention(q, k, v, mask)) })(q)
+		for i, x := range f64(gq) {
+			if math.IsNaN(x) || math.IsInf(x, 0) || (i/d == 1 && x != 0) {
+				t.Fatalf("%v: d/dq element %d = %v", dt, i, x)
+			}
+		}
+		gv := transforms.Grad(func(v *peel.Tensor) *peel.Tensor { return peel.Sum(ScaledDotProductAttention(q, k, v, mask)) })(v)
+		for i, x := range f64(gv) {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				t.Fatalf("%v: d/dv element %d = %v", dt, i, x)
+			}
+		}
+	}
 }

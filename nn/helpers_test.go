@@ -21,6 +21,19 @@ func randn(seed uint64, n int) []float64 {
 	return out
 }
 
+// floatDTypes are the dtypes nn's layers accept: a test of a special
+// value (a masked row, a tail, a kink, a zero target) runs in each.
+var floatDTypes = []peel.DType{peel.Float32, peel.Float64}
+
+// epsOf is a relative tolerance of one computation in dt: a few units in
+// the last place.
+func epsOf(dt peel.DType) float64 {
+	if dt == peel.Float32 {
+		return 1e-6
+	}
+	return 1e-12
+}
+
 // tensor returns a float64 tensor of random normal values.
 func tensor(seed uint64, shape ...int) *peel.Tensor {
 	n := 1

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -222,16 +223,18 @@ func TestNLL(t *testing.T) {
 }
 
 func TestBinaryCrossEntropyStable(t *testing.T) {
-	x := peel.FromFloat64s([]float64{-800, -40, 0, 40, 800})
-	y := peel.FromFloat64s([]float64{1, 0.5, 0.5, 0, 1})
-	want := []float64{800, 40 * 0.5, math.Ln2, 40, 0}
-	// softplus(-40) ≈ 4.2e-18 is below the tolerance.
-	assertClose(t, "BCE large", BinaryCrossEntropyWithLogits(x, y, Reduce(ReduceNone)), want, []int{5}, 1e-12, 1e-15)
-	// The derivative is σ(x) - y, exact at 0 and in the tails.
-	g := transformsGrad(func(x *peel.Tensor) *peel.Tensor {
-		return BinaryCrossEntropyWithLogits(x, y, Reduce(ReduceSum))
-	}, x)
-	assertClose(t, "BCE grad", g, []float64{-1, -0.5, 0, 1, 0}, []int{5}, 1e-12, 1e-15)
+	for _, dt := range floatDTypes {
+		x := peel.AsType(peel.FromFloat64s([]float64{-800, -40, 0, 40, 800}), dt)
+		y := peel.AsType(peel.FromFloat64s([]float64{1, 0.5, 0.5, 0, 1}), dt)
+		want := []float64{800, 40 * 0.5, math.Ln2, 40, 0}
+		// softplus(-40) ≈ 4.2e-18 is below the tolerance.
+		assertClose(t, fmt.Sprintf("BCE large %v", dt), BinaryCrossEntropyWithLogits(x, y, Reduce(ReduceNone)), want, []int{5}, epsOf(dt), 1e-15)
+		// The derivative is σ(x) - y, exact at 0 and in the tails.
+		g := transformsGrad(func(x *peel.Tensor) *peel.Tensor {
+			return BinaryCrossEntropyWithLogits(x, y, Reduce(ReduceSum))
+		}, x)
+		assertClose(t, fmt.Sprintf("BCE grad %v", dt), g, []float64{-1, -0.5, 0, 1, 0}, []int{5}, epsOf(dt), 1e-15)
+	}
 }
 
 func TestKLDiv(t *testing.T) {
@@ -248,25 +251,30 @@ func TestKLDiv(t *testing.T) {
 	checkGradFD(t, "KLDiv log target d/dtarget", func(lp *peel.Tensor) *peel.Tensor {
 		return KLDiv(lq, lp, LogTarget())
 	}, peel.Log(p), fdRtol, fdAtol)
-	// A zero target contributes 0 and has a zero (not NaN) derivative
-	// with respect to the input.
-	zt := peel.FromFloat64s([]float64{0, 1})
-	in := peel.FromFloat64s([]float64{-1, -2})
-	assertClose(t, "KLDiv zero target", KLDiv(in, zt, Reduce(ReduceNone)), []float64{0, 2}, []int{2}, 0, 0)
-	g := transformsGrad(func(in *peel.Tensor) *peel.Tensor { return KLDiv(in, zt, Reduce(ReduceSum)) }, in)
-	assertClose(t, "KLDiv zero target grad", g, []float64{0, -1}, []int{2}, 0, 0)
-	// A negative target gives NaN, as torch.
-	assertClose(t, "KLDiv negative target", KLDiv(in, peel.FromFloat64s([]float64{-1, 1}), Reduce(ReduceNone)), []float64{math.NaN(), 2}, []int{2}, 0, 0)
+	for _, dt := range floatDTypes {
+		// A zero target contributes 0 and has a zero (not NaN) derivative
+		// with respect to the input.
+		zt := peel.AsType(peel.FromFloat64s([]float64{0, 1}), dt)
+		in := peel.AsType(peel.FromFloat64s([]float64{-1, -2}), dt)
+		assertClose(t, fmt.Sprintf("KLDiv zero target %v", dt), KLDiv(in, zt, Reduce(ReduceNone)), []float64{0, 2}, []int{2}, 0, 0)
+		g := transformsGrad(func(in *peel.Tensor) *peel.Tensor { return KLDiv(in, zt, Reduce(ReduceSum)) }, in)
+		assertClose(t, fmt.Sprintf("KLDiv zero target grad %v", dt), g, []float64{0, -1}, []int{2}, 0, 0)
+		// A negative target gives NaN, as torch.
+		neg := peel.AsType(peel.FromFloat64s([]float64{-1, 1}), dt)
+		assertClose(t, fmt.Sprintf("KLDiv negative target %v", dt), KLDiv(in, neg, Reduce(ReduceNone)), []float64{math.NaN(), 2}, []int{2}, 0, 0)
+	}
 }
 
 // At their kinks L1 has derivative 0 (as torch's sign(0) = 0) and Huber
 // is continuously differentiable: at |d| = delta its derivative is d.
 func TestLossKinks(t *testing.T) {
-	p := peel.FromFloat64s([]float64{1, 2, -3})
-	y := peel.FromFloat64s([]float64{1, 1.5, -2.5})
-	g := transformsGrad(func(p *peel.Tensor) *peel.Tensor { return L1(p, y, Reduce(ReduceSum)) }, p)
-	assertClose(t, "L1 grad at 0", g, []float64{0, 1, -1}, []int{3}, 0, 0)
-	g = transformsGrad(func(p *peel.Tensor) *peel.Tensor { return Huber(p, y, 0.5, Reduce(ReduceSum)) }, p)
-	assertClose(t, "Huber grad at delta", g, []float64{0, 0.5, -0.5}, []int{3}, 0, 0)
-	mustPanic(t, "nn.Huber", func() { Huber(p, y, 0) })
+	for _, dt := range floatDTypes {
+		p := peel.AsType(peel.FromFloat64s([]float64{1, 2, -3}), dt)
+		y := peel.AsType(peel.FromFloat64s([]float64{1, 1.5, -2.5}), dt)
+		g := transformsGrad(func(p *peel.Tensor) *peel.Tensor { return L1(p, y, Reduce(ReduceSum)) }, p)
+		assertClose(t, fmt.Sprintf("L1 grad at 0 %v", dt), g, []float64{0, 1, -1}, []int{3}, 0, 0)
+		g = transformsGrad(func(p *peel.Tensor) *peel.Tensor { return Huber(p, y, 0.5, Reduce(ReduceSum)) }, p)
+		assertClose(t, fmt.Sprintf("Huber grad at delta %v", dt), g, []float64{0, 0.5, -0.5}, []int{3}, 0, 0)
+		mustPanic(t, "nn.Huber", func() { Huber(p, y, 0) })
+	}
 }
