@@ -851,3 +851,69 @@ func TestRegressionDetachedBatchedView(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleViewLevelByValue: a stale view (its base rebatched by a write
+// inside Grad or JVP under Vmap, after the view was taken) as an operand
+// after, between and before tracers of other levels: the operation runs
+// at the highest level among them all, the view's base's included, so
+// each result equals the loop over the lanes. Handing it to a lower level
+// (the base's, below a nested transform's) gives wrong numbers here, not
+// only a crash.
+func TestStaleViewLevelByValue(t *testing.T) {
+	ops := []struct {
+		name string
+		use  func(a, y2 *T) *T // a: the stale view [2]; y2: a value of the inner level [2]
+	}{
+		{"view first", func(a, y2 *T) *T { return peel.Mul(a, y2) }},
+		{"view second", func(a, y2 *T) *T { return peel.Mul(y2, a) }},
+		{"view between", func(a, y2 *T) *T { return peel.Where(peel.Greater(y2, 0.0), a, peel.Neg(y2)) }},
+		{"view last of three", func(a, y2 *T) *T { return peel.Where(peel.Greater(y2, 0.0), y2, a) }},
+		{"view twice", func(a, y2 *T) *T { return peel.Add(peel.Mul(y2, a), peel.Mul(a, a)) }},
+		// Inside a nested JVP, whose level is above the base's: the
+		// operation belongs to the JVP, whichever operand comes first.
+		{"nested JVP, view second", func(a, y2 *T) *T {
+			p, tan := transforms.JVP(func(z *T) *T { return peel.Mul(peel.Sin(z), a) }, y2, peel.Cos(y2))
+			return peel.Add(p, peel.Mul(tan, 3.0))
+		}},
+		{"nested JVP, view first", func(a, y2 *T) *T {
+			p, tan := transforms.JVP(func(z *T) *T { return peel.Mul(a, peel.Sin(z)) }, y2, peel.Cos(y2))
+			return peel.Add(p, peel.Mul(tan, 3.0))
+		}},
+		{"nested Grad", func(a, y2 *T) *T {
+			return transforms.Grad(func(z *T) *T { return peel.Sum(peel.Mul(peel.Square(z), a)) })(y2)
+		}},
+	}
+	ys := peel.FromFloat64s([]float64{0.1, 0.2, 0.3, -0.4, 0.5, 0.6}, 2, 3)
+	for _, op := range ops {
+		grad := func(y *T) *T {
+			d := peel.Full(peel.Float64, 0.5, 3)
+			a := peel.Narrow(d, 0, 1, 2)
+			g := transforms.Grad(func(y *T) *T {
+				peel.CopyInto(d, peel.Sin(y))
+				return peel.Sum(op.use(a, peel.Narrow(y, 0, 0, 2)))
+			})(y)
+			return lvFlat(g, d, a)
+		}
+		jvp := func(y *T) *T {
+			d := peel.Full(peel.Float64, 0.5, 3)
+			a := peel.Narrow(d, 0, 1, 2)
+			p, tan := transforms.JVP(func(y *T) *T {
+				peel.CopyInto(d, peel.Cos(y))
+				return op.use(a, peel.Narrow(y, 0, 1, 2))
+			}, y, peel.OnesLike(y))
+			return lvFlat(p, tan, d, a)
+		}
+		for _, b := range []struct {
+			name string
+			body func(y *T) *T
+		}{{"grad", grad}, {"jvp", jvp}} {
+			var want *T
+			if err := catchAll(func() {
+				want = peel.Stack([]*T{b.body(peel.Clone(peel.Index(ys, 0))), b.body(peel.Clone(peel.Index(ys, 1)))}, 0)
+			}); err != nil {
+				t.Fatalf("%s/%s, lane by lane: %v", op.name, b.name, err)
+			}
+			ipWant(t, op.name+"/vmap_"+b.name, want.Float64s(), func() []*T { return ipOne(transforms.Vmap(b.body)(ys)) })
+		}
+	}
+}
