@@ -813,3 +813,56 @@ func TestCompileConstantsByValue(t *testing.T) {
 		})
 	}
 }
+
+// ctScaled is a composite with parameters that are not a RuleKeyer (a
+// scale s: sin(x)·s): its derivatives are not cached, so each call's
+// derivative is its own parameters'.
+var ctScaled = func() *interp.Prim {
+	p := interp.NewPrim("autodifftest.whole.scaled", interp.Pure, func(_ any, in []interp.Aval) []interp.Aval {
+		return []interp.Aval{in[0]}
+	})
+	p.Impl = func(params any, a []*interp.Tensor) []*interp.Tensor {
+		s := interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: a[0].Shape(), Dims: []int{}},
+			interptest.Tensor([]float64{params.(float64)}))
+		return []*interp.Tensor{interptest.Bind(prims.Mul, interptest.Bind(prims.Sin, a[0]), s)}
+	}
+	p.Whole = true
+	return p
+}()
+
+// TestCompositeWithParamsNotCached: the JVP and the transpose of a
+// composite whose parameters name no rule (not a RuleKeyer) follow each
+// call's parameters: s·cos(x)·t at s = 2 and then s = 3, never the first
+// call's rule reused.
+func TestCompositeWithParamsNotCached(t *testing.T) {
+	x := interptest.Tensor([]float64{0.5, -1, 2}, 3)
+	tan := interptest.Tensor([]float64{1, 2, -1}, 3)
+	for _, s := range []float64{2, 3, 2} {
+		f := func(a []*interp.Tensor) []*interp.Tensor {
+			return interp.Bind(ctScaled, s, a[0])
+		}
+		_, touts := autodiff.JVP("jvp", f, []*interp.Tensor{x}, []*interp.Tensor{tan})
+		want := make([]float64, 3)
+		for i, xv := range []float64{0.5, -1, 2} {
+			want[i] = s * math.Cos(xv) * []float64{1, 2, -1}[i]
+		}
+		if d := interptest.Diff(interptest.Host(touts[0]), want); d != "" {
+			// Within rounding: cos and the product's order may differ.
+			got := interptest.Host(touts[0]).([]float64)
+			for i := range want {
+				if math.Abs(got[i]-want[i]) > 1e-15 {
+					t.Fatalf("s=%v: JVP %v, want %v", s, got, want)
+				}
+			}
+		}
+		lin := autodiff.Linearize("vjp", f, []*interp.Tensor{x})
+		ct := lin.Transpose([]*interp.Tensor{interptest.Tensor([]float64{1, 1, 1}, 3)})
+		got := interptest.Host(ct[0]).([]float64)
+		for i, xv := range []float64{0.5, -1, 2} {
+			if w := s * math.Cos(xv); math.Abs(got[i]-w) > 1e-15 {
+				t.Fatalf("s=%v: VJP %v, want s·cos(x) = %v at %d", s, got, w, i)
+			}
+		}
+		lin.Release()
+	}
+}

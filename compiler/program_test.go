@@ -80,6 +80,10 @@ func checkProgram(t tb, g *interp.Graph, args []*peel.Tensor) *compiler.Program 
 	t.Helper()
 	want, werr := evalOrErr(func() []*peel.Tensor { return g.Eval(args...) })
 	p := compiler.Build(g)
+	// The memory statistics are sizes: none is negative.
+	if st := p.Stats(); st.ArenaBytes < 0 || st.ReusedBytes < 0 || st.ScratchBytes < 0 || st.OutputBytes < 0 {
+		t.Fatalf("stats %+v\n%v", st, p)
+	}
 	got, gerr := evalOrErr(func() []*peel.Tensor { return p.Run(args, nil) })
 	if (werr == nil) != (gerr == nil) {
 		t.Fatalf("Graph.Eval error %v, Program.Run error %v\n%v\n%v", werr, gerr, g, p)
@@ -186,6 +190,11 @@ func TestChainFused(t *testing.T) {
 			st := p.Stats()
 			if st.Fused != 1 || st.FusedSizes[0] != 4 || st.ArenaBytes != 0 {
 				t.Errorf("%v[%d]: stats %+v\n%v", dt, n, st, p)
+			}
+			// Blocked (n ≥ FuseMin): the intermediates of one block, per
+			// worker, are the group's scratch memory.
+			if n >= interp.FuseMin && (st.ScratchBytes <= 0 || st.ScratchBytes > 3*interp.FuseBlock*dt.Size()) {
+				t.Errorf("%v[%d]: %d scratch bytes, want (0, 3 blocks]\n%v", dt, n, st.ScratchBytes, p)
 			}
 		}
 	}
