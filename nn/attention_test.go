@@ -73,6 +73,24 @@ func TestMultiHeadAttention(t *testing.T) {
 		want = append(want, mhaRef(p, qb, kb, kb, lq, lk, d, h, mv)...)
 	}
 	assertClose(t, "MultiHeadAttention", got, want, []int{b, lq, d}, 1e-11, 1e-13)
+	// The masked row in every float dtype: float32 params and inputs
+	// against the loops in float64 on the same (rounded) values.
+	for _, dt := range floatDTypes {
+		pd := InitMultiHeadAttention(peel.Key(8), dt, d, BiasInit(Normal(0.5)))
+		pf := tree.Map(func(x *peel.Tensor) *peel.Tensor { return peel.AsType(x, peel.Float64) }, pd)
+		qd, kvd := peel.AsType(q, dt), peel.AsType(kv, dt)
+		var wantD []float64
+		for bi := range b {
+			qb := peel.AsType(peel.Select(qd, 0, bi), peel.Float64).Float64s()
+			kb := peel.AsType(peel.Select(kvd, 0, bi), peel.Float64).Float64s()
+			wantD = append(wantD, mhaRef(pf, qb, kb, kb, lq, lk, d, h, mv)...)
+		}
+		gotD := MultiHeadAttention(pd, qd, kvd, kvd, h, mask)
+		if gotD.DType() != dt {
+			t.Fatalf("%v: result dtype %v", dt, gotD.DType())
+		}
+		assertClose(t, fmt.Sprintf("MultiHeadAttention %v", dt), gotD, wantD, []int{b, lq, d}, 1e3*epsOf(dt), 1e3*epsOf(dt))
+	}
 	// No mask; self-attention.
 	var wantSelf []float64
 	for bi := range b {

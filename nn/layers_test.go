@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -352,7 +353,16 @@ func TestDropout(t *testing.T) {
 	if Dropout(nil, x, rate, false) != x || Dropout(nil, x, 0, true) != x {
 		t.Fatal("Dropout in eval mode or at rate 0 is not the identity")
 	}
-	assertClose(t, "Dropout rate 1", Dropout(peel.Key(5), peel.Ones(peel.Float64, 3), 1, true), []float64{0, 0, 0}, nil, 0, 0)
+	for _, dt := range floatDTypes {
+		// Rate 1 drops everything (no 0/0), in every float dtype.
+		d1 := Dropout(peel.Key(5), peel.Ones(dt, 3), 1, true)
+		assertClose(t, fmt.Sprintf("Dropout rate 1 %v", dt), d1, []float64{0, 0, 0}, nil, 0, 0)
+		g1 := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return sumAll(Dropout(peel.Key(5), x, 1, true)) })(peel.Ones(dt, 3))
+		assertClose(t, fmt.Sprintf("Dropout rate 1 grad %v", dt), g1, []float64{0, 0, 0}, nil, 0, 0)
+		if d1.DType() != dt {
+			t.Fatalf("Dropout of %v gives %v", dt, d1.DType())
+		}
+	}
 	// The gradient is the mask scaled.
 	small := tensor(60, 4, 5)
 	g := transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return sumAll(Dropout(peel.Key(6), x, 0.5, true)) })(small)
