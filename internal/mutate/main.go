@@ -56,7 +56,7 @@ import (
 
 func main() {
 	budget := flag.Duration("budget", 2*time.Minute, "time to spend trying mutants, over all packages")
-	seed := flag.Uint64("seed", 1, "shuffles the mutation sites; the same seed and budget try the same mutants first")
+	seed := flag.Uint64("seed", 1, "shuffles the mutation sites; the same seed and source try the same mutants in the same order")
 	tests := flag.String("tests", "", "comma-separated test packages run against each mutant (default: the mutated packages), the mutant's own package first")
 	max := flag.Int("n", 0, "try at most this many mutants per package (0: until the budget runs out)")
 	list := flag.Bool("list", false, "list the covered mutation sites and exit")
@@ -161,6 +161,10 @@ func run(pkgs, testPkgs []string, budget time.Duration, seed uint64, max int, li
 		if err != nil {
 			return err
 		}
+		// Shuffled before the uncovered sites are dropped, so the order
+		// depends on the source and the seed only: other tests (a run
+		// before and after a change) try the same mutants first.
+		rng.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
 		var keep []mutant
 		for _, m := range ms {
 			if covered[coverKey{p.ImportPath + "/" + filepath.Base(m.file), m.line}] {
@@ -168,7 +172,6 @@ func run(pkgs, testPkgs []string, budget time.Duration, seed uint64, max int, li
 			}
 		}
 		fmt.Printf("mutate: %s: %d mutation sites, %d on covered lines\n", p.ImportPath, len(ms), len(keep))
-		rng.Shuffle(len(keep), func(i, j int) { keep[i], keep[j] = keep[j], keep[i] })
 		if max > 0 && len(keep) > max {
 			keep = keep[:max]
 		}
