@@ -7,32 +7,6 @@ import (
 	"github.com/peel-ml/peel/internal/treeimpl"
 )
 
-// Compile2 is Compile for a function of two arguments; Donate and
-// StaticArgnums name them by position.
-func Compile2[A, B, R any](f func(A, B) R, opts ...CompileOption) func(A, B) R {
-	c := newCompiled("transforms.Compile2", 2, func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, opts)
-	return func(a A, b B) R { return c.Call(args2[A, B]{a, b}) }
-}
-
-// Compile3 is Compile2 for a function of three arguments.
-func Compile3[A, B, C, R any](f func(A, B, C) R, opts ...CompileOption) func(A, B, C) R {
-	c := newCompiled("transforms.Compile3", 3, func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, opts)
-	return func(a A, b B, x C) R { return c.Call(args3[A, B, C]{a, b, x}) }
-}
-
-// Compile4 is Compile2 for a function of four arguments.
-func Compile4[A, B, C, D, R any](f func(A, B, C, D) R, opts ...CompileOption) func(A, B, C, D) R {
-	c := newCompiled("transforms.Compile4", 4, func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, opts)
-	return func(a A, b B, x C, d D) R { return c.Call(args4[A, B, C, D]{a, b, x, d}) }
-}
-
-// Compile5 is Compile2 for a function of five arguments (params, state,
-// x, y, key).
-func Compile5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, opts ...CompileOption) func(A, B, C, D, E) R {
-	c := newCompiled("transforms.Compile5", 5, func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, opts)
-	return func(a A, b B, x C, d D, e E) R { return c.Call(args5[A, B, C, D, E]{a, b, x, d, e}) }
-}
-
 // Inspector looks into one compiled function: pass Inspect(&ins) to
 // Compile (or Compile2 …), then read ins.Stats() and ins.Explain(args…).
 // The zero Inspector is attached to nothing; its methods panic with

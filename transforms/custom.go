@@ -424,33 +424,6 @@ func CustomJVP[A, R any](f func(A) R, jvp func(primals, tangents A) (R, R)) func
 	return customJVP(op, f, jvp)
 }
 
-// CustomJVP2 is CustomJVP for a function of two arguments: jvp takes the
-// primals and then one tangent per argument, and returns the result and
-// its tangent. It panics as CustomJVP does; leaf paths read args[0],
-// args[1].
-func CustomJVP2[A, B, R any](f func(A, B) R, jvp func(a A, b B, ta A, tb B) (R, R)) func(A, B) R {
-	const op = "transforms.CustomJVP2"
-	if f == nil || jvp == nil {
-		treeErrorf(op, "f and jvp must not be nil (f nil: %v, jvp nil: %v)", f == nil, jvp == nil)
-	}
-	g := customJVP(op, func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, func(p, t args2[A, B]) (R, R) {
-		return jvp(p.Arg0, p.Arg1, t.Arg0, t.Arg1)
-	})
-	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
-}
-
-// CustomJVP3 is CustomJVP2 for a function of three arguments.
-func CustomJVP3[A, B, C, R any](f func(A, B, C) R, jvp func(a A, b B, c C, ta A, tb B, tc C) (R, R)) func(A, B, C) R {
-	const op = "transforms.CustomJVP3"
-	if f == nil || jvp == nil {
-		treeErrorf(op, "f and jvp must not be nil (f nil: %v, jvp nil: %v)", f == nil, jvp == nil)
-	}
-	g := customJVP(op, func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, func(p, t args3[A, B, C]) (R, R) {
-		return jvp(p.Arg0, p.Arg1, p.Arg2, t.Arg0, t.Arg1, t.Arg2)
-	})
-	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
-}
-
 // customJVP is CustomJVP with errors naming op; f and jvp are not nil.
 func customJVP[A, R any](op string, f func(A) R, jvp func(primals, tangents A) (R, R)) func(A) R {
 	return func(a A) R {
@@ -532,39 +505,6 @@ func CustomVJP[A, R, Res any](f func(A) R, fwd func(A) (R, Res), bwd func(res Re
 	const op = "transforms.CustomVJP"
 	checkVJPRule(op, f == nil, fwd == nil, bwd == nil)
 	return customVJP(op, f, fwd, bwd, false)
-}
-
-// CustomVJP2 is CustomVJP for a function of two arguments: bwd returns
-// one cotangent per argument, and an argument's cotangent that is its
-// type's zero value (a nil tensor, a zero struct) is a zero cotangent
-// for every leaf of that argument, so an argument that is not
-// differentiated (labels, a config) may be answered with its zero value.
-// It panics as CustomVJP does; leaf paths read args[0], args[1].
-func CustomVJP2[A, B, R, Res any](f func(A, B) R, fwd func(A, B) (R, Res), bwd func(res Res, ct R) (A, B)) func(A, B) R {
-	const op = "transforms.CustomVJP2"
-	checkVJPRule(op, f == nil, fwd == nil, bwd == nil)
-	g := customVJP(op,
-		func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) },
-		func(t args2[A, B]) (R, Res) { return fwd(t.Arg0, t.Arg1) },
-		func(res Res, ct R) args2[A, B] {
-			a, b := bwd(res, ct)
-			return args2[A, B]{a, b}
-		}, true)
-	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
-}
-
-// CustomVJP3 is CustomVJP2 for a function of three arguments.
-func CustomVJP3[A, B, C, R, Res any](f func(A, B, C) R, fwd func(A, B, C) (R, Res), bwd func(res Res, ct R) (A, B, C)) func(A, B, C) R {
-	const op = "transforms.CustomVJP3"
-	checkVJPRule(op, f == nil, fwd == nil, bwd == nil)
-	g := customVJP(op,
-		func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) },
-		func(t args3[A, B, C]) (R, Res) { return fwd(t.Arg0, t.Arg1, t.Arg2) },
-		func(res Res, ct R) args3[A, B, C] {
-			a, b, c := bwd(res, ct)
-			return args3[A, B, C]{a, b, c}
-		}, true)
-	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
 }
 
 func checkVJPRule(op string, fNil, fwdNil, bwdNil bool) {

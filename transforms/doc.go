@@ -17,24 +17,38 @@
 // is a tree too, returned with the values of its leaves, never
 // differentiated.
 //
-// Functions of several positional arguments transform directly: Vmap2
-// … Vmap5, Grad2 … Grad5, ValueAndGrad2 … 5, GradAux2 … 5, Compile2 …
-// Compile5, VJP2/3, JVP2/3, Jacrev2/3 and Jacfwd2/3 (the suffix counts
-// arguments, as in iter.Seq2; a second derivative is Grad(Grad(f))).
+// # Several arguments
+//
+// Every transform that takes a function has forms for functions of two
+// to five positional arguments, named by the count (as in iter.Seq2):
+// Grad2 … Grad5, ValueAndGrad, GradAux, GradArgs, ValueAndGradArgs,
+// Vmap, VJP, JVP, Jacrev, Jacfwd, JacrevArgs, JacfwdArgs, Compile,
+// ShardMap, CustomJVP, CustomVJP, Export and ExportedFunc, and the At
+// forms Grad2At … Grad5At, Jacrev, Jacfwd and Hessian. They are written
+// once, by a generator (arity_gen.go; go generate ./transforms), and
+// all follow one pattern: the arguments are one tuple whose leaf paths
+// read args[0].W, args[1], … in errors, and whose options name
+// arguments by position (InAxes and Vmap's specs, Donate,
+// StaticArgnums, Argnums; a negative index counts from the end). A
+// second derivative is Grad(Grad(f)), not Grad2.
+//
 // The gradient and Jacobian forms differentiate the first argument
-// (JAX's default argnums=0) and hold the others constant, so they
-// compose with the Vmap forms directly. Grad2At, Jacrev2At, Jacfwd2At
-// and their 3 forms differentiate one other argument and return its
-// derivative alone, so they compose too (the type parameter names the
-// argument's type):
+// (JAX's default argnums=0) and hold the others constant, which may hold
+// integer tensors such as labels; so they compose with the Vmap forms
+// directly. The At forms (Grad2At, Jacrev2At, …) differentiate one
+// other argument and return its derivative alone, so they compose too
+// (the type parameter names the argument's type):
 //
 //	hess := Jacfwd2At[*peel.Tensor](Jacrev2At[*peel.Tensor](u, 1), 1) // u(params, x): ∂²u/∂x²
 //
-// GradArgs2/3, ValueAndGradArgs2/3, JacrevArgs2/3 and JacfwdArgs2/3
-// differentiate the arguments Argnums selects (a negative index counts
-// from the end) and return one result per argument. Leaf paths in
-// errors read args[0].W, args[1]. Several results are one tree: a
-// struct, or tree.Tuple2 … Tuple4. Per-sample gradients:
+// The Args forms (GradArgs2, ValueAndGradArgs2, JacrevArgs2, …)
+// differentiate the arguments Argnums selects (all by default) and
+// return one result per argument, the type's zero value for one not
+// selected. VJP's pullback returns one cotangent per argument; JVP
+// takes one tangent per argument, a zero value meaning a zero tangent;
+// CustomJVP's rule takes the primals and then the tangents, CustomVJP's
+// backward pass returns one cotangent per argument. Several results are
+// one tree: a struct, or tree.Tuple2 … Tuple4. Per-sample gradients:
 //
 //	grads := Vmap3(Grad3(loss), InAxes(NoAxis, 0, 0))(params, x, y)
 //
@@ -47,7 +61,7 @@
 // Custom derivative rules take trees too: CustomJVP gives a function of
 // a tree its own forward-mode rule, CustomVJP a forward pass saving
 // residuals (any tree) and a backward pass returning a cotangent of the
-// argument's structure, and CustomJVP2/3 and CustomVJP2/3 do so for
+// argument's structure, and CustomJVP2 … and CustomVJP2 … do so for
 // positional arguments. Static fields are arguments that are not
 // differentiated, int and bool leaves get no derivatives, and the rules
 // apply under every transform (under Vmap, to the batch).
@@ -62,7 +76,7 @@
 // compiled segments (graph breaks; Opaque marks a function to run as Go
 // code always).
 //
-// Export (Export2) writes a traced, optimized program as bytes in a
+// Export (Export2 …) writes a traced, optimized program as bytes in a
 // versioned format (docs/export-format.md); LoadExported reads it back,
 // in a process without the function's code, as an Exported program that
 // runs compiled and is a compiled call to the transforms above it.
@@ -119,3 +133,5 @@
 // batching rule or decomposes it; MakeGraph records it as one equation
 // unless given Decompose.
 package transforms
+
+//go:generate go run ./internal/genarity

@@ -118,17 +118,6 @@ func ExportName(name string) ExportOption {
 	return exportOpt(func(c *exportConfig) { c.name = name })
 }
 
-// Export2 is Export for a function of two arguments (params, x); the
-// leaf paths of the first start with "args[0]", of the second with
-// "args[1]", as in the other transforms' messages.
-func Export2[A, B, R any](f func(A, B) R, a A, b B, opts ...ExportOption) *Exported {
-	const op = "transforms.Export2"
-	if f == nil {
-		treeErrorf(op, "f must not be nil")
-	}
-	return export(op, funcName(f), func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b}, opts)
-}
-
 func funcName(f any) string {
 	if fn := runtime.FuncForPC(reflect.ValueOf(f).Pointer()); fn != nil {
 		return fn.Name()
@@ -359,17 +348,6 @@ func ExportedFunc[A, R any](e *Exported) func(A) R {
 	def, at := e.resultDef(op, reflect.TypeFor[R]())
 	return func(x A) R {
 		leaves, d := treeimpl.Flatten(op, x)
-		e.checkPaths(op, d.Paths())
-		return build[R](def, place(at, e.Call(leaves...)))
-	}
-}
-
-// ExportedFunc2 is ExportedFunc for a program Export2 made.
-func ExportedFunc2[A, B, R any](e *Exported) func(A, B) R {
-	const op = "transforms.ExportedFunc2"
-	def, at := e.resultDef(op, reflect.TypeFor[R]())
-	return func(a A, b B) R {
-		leaves, d := treeimpl.Flatten(op, args2[A, B]{a, b})
 		e.checkPaths(op, d.Paths())
 		return build[R](def, place(at, e.Call(leaves...)))
 	}

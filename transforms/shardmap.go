@@ -55,26 +55,6 @@ func ShardMap[A, R any](f func(A) R, mesh *dist.Mesh, inSpecs, outSpecs any) fun
 	return shardMapTree("transforms.ShardMap", f, mesh, inSpecs, outSpecs)
 }
 
-// ShardMap2 is ShardMap for a function of two arguments: inSpecs is a
-// []any of one spec per argument, or one spec for both.
-func ShardMap2[A, B, R any](f func(A, B) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B) R {
-	g := shardMapTree("transforms.ShardMap2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, mesh, inSpecs, outSpecs)
-	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
-}
-
-// ShardMap4 is ShardMap2 for a function of four arguments (params,
-// optimizer state, x, y).
-func ShardMap4[A, B, C, D, R any](f func(A, B, C, D) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B, C, D) R {
-	g := shardMapTree("transforms.ShardMap4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, mesh, inSpecs, outSpecs)
-	return func(a A, b B, c C, d D) R { return g(args4[A, B, C, D]{a, b, c, d}) }
-}
-
-// ShardMap3 is ShardMap2 for a function of three arguments.
-func ShardMap3[A, B, C, R any](f func(A, B, C) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B, C) R {
-	g := shardMapTree("transforms.ShardMap3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, mesh, inSpecs, outSpecs)
-	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
-}
-
 // resolveSpecs gives each tensor leaf of v its spec from the prefix tree
 // spec.
 func resolveSpecs(op, what string, spec any, v reflect.Value) []dist.Spec {
