@@ -124,7 +124,7 @@ func valueAndGradAs[A any](op string, f func(A) *peel.Tensor, opts []GradOption)
 // an unexported field, a cycle; the error names the path), when a leaf
 // of the argument is not a float tensor, or when f misuses a tensor. The
 // other transforms taking trees panic the same way for invalid trees.
-// Options: CompileBackward, Remat (Argnums is for GradArgs2/3, and an
+// Options: CompileBackward, Remat (Argnums is for the GradArgs forms, and an
 // *Error here).
 func Grad[A any](f func(A) *peel.Tensor, opts ...GradOption) func(A) A {
 	vg := valueAndGradAs("transforms.Grad", f, opts)

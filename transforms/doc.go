@@ -111,7 +111,7 @@
 // (VmapOption, JacobianOption, GradOption, GradArgsOption,
 // FunctionalizeOption, GraphOption, CompileOption), and an option
 // meaning the same to several (ChunkSize, Argnums, the GradOptions for
-// GradArgs2/3) satisfies each, so an option a transform has no use for
+// GradArgs2 …) satisfies each, so an option a transform has no use for
 // does not compile. Scan takes peel.ScanOption, the option type of the
 // cumulative operations (peel.Cumsum, …): peel.Reverse() serves both,
 // and a cumulative operation given one of Scan's own (Length, Unroll,

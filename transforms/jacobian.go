@@ -162,8 +162,9 @@ func jacobian[A any](op, name string, forward bool, f func(A) *peel.Tensor, cfg 
 // Jacobian has the argument's structure, each leaf of shape
 // f(x).shape + leaf.shape (for a tensor argument, one tensor of shape
 // f(x).shape + x.shape). For a tree result use JacrevTree, for aux data
-// JacrevAux, for functions of several arguments Jacrev2, Jacrev3 and
-// JacrevArgs2/3. ChunkSize among opts bounds the rows computed at once.
+// JacrevAux, for functions of several arguments Jacrev2 … Jacrev5 and
+// the JacrevArgs and At forms. ChunkSize among opts bounds the rows
+// computed at once.
 //
 // The function Jacrev returns panics with *peel.Error when the argument
 // is not a valid tree or has a leaf that is not a float tensor (the

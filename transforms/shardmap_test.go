@@ -56,6 +56,12 @@ func TestShardMapBasics(t *testing.T) {
 	z := transforms.ShardMap2(func(x, w *T) *T { return x.MatMul(w) }, m2,
 		[]any{dist.P("data", nil), dist.P(nil, "model")}, dist.P("data", "model"))(x, w)
 	smNear(t, "2-D sharded result", z, x.MatMul(w), 1e-13)
+	// Five arguments (a generated form): sharded, replicated, sharded.
+	f5 := func(x, w, b, s, u *T) *T { return x.MatMul(w).Add(b).Mul(s).Sub(u) }
+	b5, s5, u5 := smData(0.2, 9), smData(0.3, 9), smData(0.4, 8, 9)
+	y5 := transforms.ShardMap5(f5, m2,
+		[]any{dist.P("data", nil), dist.P(nil, "model"), dist.P("model"), dist.P("model"), dist.P("data", "model")}, dist.P("data", "model"))(x, w, b5, s5, u5)
+	smNear(t, "ShardMap5", y5, f5(x, w, b5, s5, u5), 1e-13)
 	// A spec splitting one array axis over both mesh axes.
 	v := smData(0.9, 12)
 	s := transforms.ShardMap(func(v *T) *T { return dist.AllGather(v, "model", dist.Tiled()) }, m2, dist.P([]string{"data", "model"}), dist.P("data"))(v)
