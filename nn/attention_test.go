@@ -18,35 +18,25 @@ func mhaRef(p MultiHeadAttentionParams, q, k, v []float64, lq, lk, d, h int, mas
 	}
 	Q, K, V := proj(p.Query, q, lq), proj(p.Key, k, lk), proj(p.Value, v, lk)
 	dh := d / h
+	if mask == nil {
+		mask = make([]bool, lq*lk)
+		for i := range mask {
+			mask[i] = true
+		}
+	}
+	// Each head is scaled dot-product attention of its columns.
+	cols := func(x []float64, l, hi int) []float64 {
+		out := make([]float64, 0, l*dh)
+		for i := range l {
+			out = append(out, x[i*d+hi*dh:i*d+(hi+1)*dh]...)
+		}
+		return out
+	}
 	o := make([]float64, lq*d)
 	for hi := range h {
+		oh := sdpaRef(cols(Q, lq, hi), cols(K, lk, hi), cols(V, lk, hi), lq, lk, dh, dh, mask)
 		for i := range lq {
-			logits := make([]float64, lk)
-			m := math.Inf(-1)
-			for j := range lk {
-				s := 0.0
-				for e := range dh {
-					s += Q[i*d+hi*dh+e] * K[j*d+hi*dh+e]
-				}
-				s /= math.Sqrt(float64(dh))
-				if mask != nil && !mask[i*lk+j] {
-					s = -math.MaxFloat64
-				}
-				logits[j] = s
-				m = math.Max(m, s)
-			}
-			z := 0.0
-			for j := range lk {
-				logits[j] = math.Exp(logits[j] - m)
-				z += logits[j]
-			}
-			for e := range dh {
-				acc := 0.0
-				for j := range lk {
-					acc += logits[j] / z * V[j*d+hi*dh+e]
-				}
-				o[i*d+hi*dh+e] = acc
-			}
+			copy(o[i*d+hi*dh:i*d+(hi+1)*dh], oh[i*dh:(i+1)*dh])
 		}
 	}
 	return linearRef(o, p.Out.W.Float64s(), p.Out.B.Float64s(), lq, d, d)
