@@ -114,6 +114,18 @@ func TestRowGroupString(t *testing.T) {
 			t.Errorf("String lacks %q:\n%s", want, s)
 		}
 	}
+	// The group's line names what it writes, its one result, and none of
+	// the values that live in blocks.
+	for _, line := range strings.Split(s, "\n") {
+		if !strings.Contains(line, "fused[") {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, " -> ")
+		outs, _, _ := strings.Cut(rest, " <- ")
+		if f := strings.Fields(outs); len(f) != 1 || !strings.HasSuffix(f[0], "@out") {
+			t.Errorf("the fused group writes %q, want its one result:\n%s", outs, s)
+		}
+	}
 }
 
 // TestRowGroupsStrided: transposed inputs and views of a group's values
