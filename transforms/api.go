@@ -127,6 +127,7 @@ func valueAndGradAs[A any](op string, f func(A) *peel.Tensor, opts []GradOption)
 // Options: CompileBackward, Remat (Argnums is for the GradArgs forms, and an
 // *Error here).
 func Grad[A any](f func(A) *peel.Tensor, opts ...GradOption) func(A) A {
+	needFunc("transforms.Grad", f)
 	vg := valueAndGradAs("transforms.Grad", f, opts)
 	return func(x A) A {
 		_, g := vg(x)
@@ -136,6 +137,7 @@ func Grad[A any](f func(A) *peel.Tensor, opts ...GradOption) func(A) A {
 
 // ValueAndGrad is Grad that also returns f's value.
 func ValueAndGrad[A any](f func(A) *peel.Tensor, opts ...GradOption) func(A) (*peel.Tensor, A) {
+	needFunc("transforms.ValueAndGrad", f)
 	return valueAndGradAs("transforms.ValueAndGrad", f, opts)
 }
 
@@ -146,6 +148,7 @@ func ValueAndGrad[A any](f func(A) *peel.Tensor, opts ...GradOption) func(A) (*p
 // own levels); nil tensor leaves and a nil aux are kept. It panics as
 // Grad does, and also when aux is not a valid tree.
 func GradAux[A, X any](f func(A) (*peel.Tensor, X), opts ...GradOption) func(A) (A, X) {
+	needFunc("transforms.GradAux", f)
 	const op = "transforms.GradAux"
 	cfg := gradConfigOf(opts)
 	return func(x A) (A, X) {
@@ -216,6 +219,7 @@ func argName(def *treeDef) func(int) string {
 // primals. Only float leaves are differentiated; the pullback gives zeros
 // for the others. The pullback may be called many times.
 func VJP[A, B any](f func(A) B, primals A) (B, func(B) A) {
+	needFunc("transforms.VJP", f)
 	return vjpAs("transforms.VJP", f, primals)
 }
 
@@ -234,6 +238,7 @@ func vjpAs[A, B any](op string, f func(A) B, primals A) (B, func(B) A) {
 // tracers of VJPAux's own levels), static parts and nil leaves kept.
 // It panics as VJP does, and also when aux is not a valid tree.
 func VJPAux[A, B, X any](f func(A) (B, X), primals A) (B, func(B) A, X) {
+	needFunc("transforms.VJPAux", f)
 	const op = "transforms.VJPAux"
 	leaves, def := flatten(op, primals)
 	var outDef *treeDef
@@ -286,6 +291,7 @@ func pullback[A, B any](op string, lin *autodiff.Linearized, def, outDef *treeDe
 // tangent's shape or dtype differs from its primal's (the error names
 // the leaf's path).
 func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
+	needFunc("transforms.JVP", f)
 	const op = "transforms.JVP"
 	leaves, def := flatten(op, primals)
 	given, tdef := flatten(op, tangents)
@@ -303,6 +309,7 @@ func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
 // their values. It panics as JVP does, and also when aux is not a valid
 // tree.
 func JVPAux[A, B, X any](f func(A) (B, X), primals, tangents A) (B, B, X) {
+	needFunc("transforms.JVPAux", f)
 	const op = "transforms.JVPAux"
 	leaves, def := flatten(op, primals)
 	given, tdef := flatten(op, tangents)
@@ -410,7 +417,12 @@ func tryTangents(tangents func() []*tensor, n int) (tl []*tensor) {
 // tangent without evaluating f again (the tangent computation is a staged
 // linear graph).
 func Linearize[A, B any](f func(A) B, primals A) (B, func(A) B) {
-	const op = "transforms.Linearize"
+	needFunc("transforms.Linearize", f)
+	return linearizeAs("transforms.Linearize", f, primals)
+}
+
+// linearizeAs is Linearize with errors naming op.
+func linearizeAs[A, B any](op string, f func(A) B, primals A) (B, func(A) B) {
 	leaves, def := flatten(op, primals)
 	var outDef *treeDef
 	lin := autodiff.Linearize("linearize", flatFn(op, f, def, &outDef), leaves)
@@ -424,6 +436,7 @@ func Linearize[A, B any](f func(A) B, primals A) (B, func(A) B) {
 // computes no tangent of it. It panics as Linearize does, and also when
 // aux is not a valid tree.
 func LinearizeAux[A, B, X any](f func(A) (B, X), primals A) (B, func(A) B, X) {
+	needFunc("transforms.LinearizeAux", f)
 	const op = "transforms.LinearizeAux"
 	leaves, def := flatten(op, primals)
 	var outDef *treeDef
@@ -468,7 +481,12 @@ type Graph = interp.Graph
 // equation (so a compiler can keep its fused kernel) unless opts include
 // Decompose.
 func MakeGraph[A, B any](f func(A) B, args A, opts ...GraphOption) *Graph {
-	const op = "transforms.MakeGraph"
+	needFunc("transforms.MakeGraph", f)
+	return makeGraphAs("transforms.MakeGraph", f, args, opts)
+}
+
+// makeGraphAs is MakeGraph with errors naming op.
+func makeGraphAs[A, B any](op string, f func(A) B, args A, opts []GraphOption) *Graph {
 	leaves, def := flatten(op, args)
 	cfg := &graphConfig{}
 	for _, o := range opts {

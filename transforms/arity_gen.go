@@ -39,6 +39,7 @@ var first2 = []bool{true, false}
 // Grad2 is Grad for a function of two arguments, with respect to
 // the first (see "Several arguments" in the package documentation).
 func Grad2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func(A, B) A {
+	needFunc("transforms.Grad2", f)
 	vg := valueAndGrad2("transforms.Grad2", f, opts)
 	return func(a A, b B) A {
 		_, g := vg(a, b)
@@ -48,6 +49,7 @@ func Grad2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func(A, B) A
 
 // ValueAndGrad2 is Grad2 that also returns f's value.
 func ValueAndGrad2[A, B any](f func(A, B) *peel.Tensor, opts ...GradOption) func(A, B) (*peel.Tensor, A) {
+	needFunc("transforms.ValueAndGrad2", f)
 	return valueAndGrad2("transforms.ValueAndGrad2", f, opts)
 }
 
@@ -63,6 +65,7 @@ func valueAndGrad2[A, B any](op string, f func(A, B) *peel.Tensor, opts []GradOp
 // GradAux2 is GradAux for a function of two arguments, with
 // respect to the first.
 func GradAux2[A, B, X any](f func(A, B) (*peel.Tensor, X), opts ...GradOption) func(A, B) (A, X) {
+	needFunc("transforms.GradAux2", f)
 	return func(a A, b B) (A, X) {
 		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b) }, opts...)(a)
 	}
@@ -73,6 +76,7 @@ func GradAux2[A, B, X any](f func(A, B) (*peel.Tensor, X), opts ...GradOption) f
 // the type's zero value for an argument not selected. It panics as Grad
 // does, and for an invalid Argnums.
 func GradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradArgsOption) func(A, B) (A, B) {
+	needFunc("transforms.GradArgs2", f)
 	vg := valueAndGradArgs2("transforms.GradArgs2", f, opts)
 	return func(a A, b B) (A, B) {
 		_, ga, gb := vg(a, b)
@@ -82,6 +86,7 @@ func GradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradArgsOption) func
 
 // ValueAndGradArgs2 is GradArgs2 that also returns f's value, first.
 func ValueAndGradArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...GradArgsOption) func(A, B) (*peel.Tensor, A, B) {
+	needFunc("transforms.ValueAndGradArgs2", f)
 	return valueAndGradArgs2("transforms.ValueAndGradArgs2", f, opts)
 }
 
@@ -100,6 +105,7 @@ func valueAndGradArgs2[A, B any](op string, f func(A, B) *peel.Tensor, opts []Gr
 // It panics with *peel.Error when argnum is out of range or R is not its
 // type, and as Grad does.
 func Grad2At[R, A, B any](f func(A, B) *peel.Tensor, argnum int, opts ...GradOption) func(A, B) R {
+	needFunc("transforms.Grad2At", f)
 	const op = "transforms.Grad2At"
 	sel, k := argOf[R](op, argnum, reflect.TypeFor[A](), reflect.TypeFor[B]())
 	cfg := gradConfigOf(opts)
@@ -113,6 +119,7 @@ func Grad2At[R, A, B any](f func(A, B) *peel.Tensor, argnum int, opts ...GradOpt
 // Vmap2 is Vmap for a function of two arguments; InAxes takes one
 // spec per argument (or one int or NoAxis for all).
 func Vmap2[A, B, R any](f func(A, B) R, opts ...VmapOption) func(A, B) R {
+	needFunc("transforms.Vmap2", f)
 	g := vmapTree("transforms.Vmap2", 2, func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, vmapOptions(opts))
 	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
 }
@@ -120,6 +127,7 @@ func Vmap2[A, B, R any](f func(A, B) R, opts ...VmapOption) func(A, B) R {
 // VJP2 is VJP for a function of two arguments: the pullback
 // returns the cotangent of each (zeros for their non-float leaves).
 func VJP2[A, B, R any](f func(A, B) R, a A, b B) (R, func(R) (A, B)) {
+	needFunc("transforms.VJP2", f)
 	out, pb := vjpAs("transforms.VJP2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b})
 	return out, func(ct R) (A, B) {
 		g := pb(ct)
@@ -131,6 +139,7 @@ func VJP2[A, B, R any](f func(A, B) R, a A, b B) (R, func(R) (A, B)) {
 // each; a tangent that is its type's zero value (a nil tensor, a zero
 // struct) is a zero tangent for that argument.
 func JVP2[A, B, R any](f func(A, B) R, a A, b B, ta A, tb B) (R, R) {
+	needFunc("transforms.JVP2", f)
 	return jvpTuple("transforms.JVP2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) },
 		args2[A, B]{a, b}, []any{a, b}, []any{ta, tb})
 }
@@ -138,11 +147,13 @@ func JVP2[A, B, R any](f func(A, B) R, a A, b B, ta A, tb B) (R, R) {
 // Jacrev2 is Jacrev for a function of two arguments, with respect
 // to the first; the result has the first argument's structure.
 func Jacrev2[A, B any](f func(A, B) *peel.Tensor, opts ...JacobianOption) func(A, B) A {
+	needFunc("transforms.Jacrev2", f)
 	return jacobian2("transforms.Jacrev2", "jacrev", false, f, opts)
 }
 
 // Jacfwd2 is Jacrev2 in forward mode.
 func Jacfwd2[A, B any](f func(A, B) *peel.Tensor, opts ...JacobianOption) func(A, B) A {
+	needFunc("transforms.Jacfwd2", f)
 	return jacobian2("transforms.Jacfwd2", "jacfwd", true, f, opts)
 }
 
@@ -160,11 +171,13 @@ func jacobian2[A, B any](op, name string, forward bool, f func(A, B) *peel.Tenso
 // argument, with its structure and leaves of shape f.shape +
 // leaf.shape; an argument not selected gets its type's zero value.
 func JacrevArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...JacobianOption) func(A, B) (A, B) {
+	needFunc("transforms.JacrevArgs2", f)
 	return jacobianArgs2("transforms.JacrevArgs2", "jacrev", false, f, opts)
 }
 
 // JacfwdArgs2 is JacrevArgs2 in forward mode.
 func JacfwdArgs2[A, B any](f func(A, B) *peel.Tensor, opts ...JacobianOption) func(A, B) (A, B) {
+	needFunc("transforms.JacfwdArgs2", f)
 	return jacobianArgs2("transforms.JacfwdArgs2", "jacfwd", true, f, opts)
 }
 
@@ -184,11 +197,13 @@ func jacobianArgs2[A, B any](op, name string, forward bool, f func(A, B) *peel.T
 // It panics with *peel.Error when argnum is out of range or R is not its
 // type, and as Jacrev does.
 func Jacrev2At[R, A, B any](f func(A, B) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B) R {
+	needFunc("transforms.Jacrev2At", f)
 	return jacobian2At[R]("transforms.Jacrev2At", "jacrev", false, f, argnum, opts)
 }
 
 // Jacfwd2At is Jacrev2At in forward mode.
 func Jacfwd2At[R, A, B any](f func(A, B) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B) R {
+	needFunc("transforms.Jacfwd2At", f)
 	return jacobian2At[R]("transforms.Jacfwd2At", "jacfwd", true, f, argnum, opts)
 }
 
@@ -207,12 +222,43 @@ func jacobian2At[R, A, B any](op, name string, forward bool, f func(A, B) *peel.
 // x.shape + x.shape. It is Jacfwd2At(Jacrev2At(f, argnum), argnum) and
 // panics as they do.
 func Hessian2At[A, B any](f func(A, B) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B) *peel.Tensor {
+	needFunc("transforms.Hessian2At", f)
 	return Jacfwd2At[*peel.Tensor](Jacrev2At[*peel.Tensor](f, argnum, opts...), argnum, opts...)
+}
+
+// Linearize2 is Linearize for a function of two arguments: the
+// linearization takes one tangent per argument.
+func Linearize2[A, B, R any](f func(A, B) R, a A, b B) (R, func(A, B) R) {
+	needFunc("transforms.Linearize2", f)
+	out, lin := linearizeAs("transforms.Linearize2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b})
+	return out, func(a A, b B) R { return lin(args2[A, B]{a, b}) }
+}
+
+// Functionalize2 is Functionalize for a function of two arguments.
+func Functionalize2[A, B, R any](f func(A, B) R, opts ...FunctionalizeOption) func(A, B) R {
+	needFunc("transforms.Functionalize2", f)
+	g := functionalizeAs("transforms.Functionalize2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, opts)
+	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
+}
+
+// Checkpoint2 is Checkpoint for a function of two arguments.
+func Checkpoint2[A, B, R any](f func(A, B) R, policy SavePolicy) func(A, B) R {
+	needFunc("transforms.Checkpoint2", f)
+	g := checkpointAs("transforms.Checkpoint2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, policy)
+	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
+}
+
+// MakeGraph2 is MakeGraph for a function of two arguments: the
+// graph's inputs are their leaves, in order.
+func MakeGraph2[A, B, R any](f func(A, B) R, a A, b B, opts ...GraphOption) *Graph {
+	needFunc("transforms.MakeGraph2", f)
+	return makeGraphAs("transforms.MakeGraph2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b}, opts)
 }
 
 // Compile2 is Compile for a function of two arguments; Donate and
 // StaticArgnums name them by position.
 func Compile2[A, B, R any](f func(A, B) R, opts ...CompileOption) func(A, B) R {
+	needFunc("transforms.Compile2", f)
 	call := newCompiled("transforms.Compile2", 2, func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, opts)
 	return func(a A, b B) R { return call.Call(args2[A, B]{a, b}) }
 }
@@ -220,6 +266,7 @@ func Compile2[A, B, R any](f func(A, B) R, opts ...CompileOption) func(A, B) R {
 // ShardMap2 is ShardMap for a function of two arguments: inSpecs
 // is a []any of one spec per argument, or one spec for all.
 func ShardMap2[A, B, R any](f func(A, B) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B) R {
+	needFunc("transforms.ShardMap2", f)
 	g := shardMapTree("transforms.ShardMap2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, mesh, inSpecs, outSpecs)
 	return func(a A, b B) R { return g(args2[A, B]{a, b}) }
 }
@@ -310,6 +357,7 @@ var first3 = []bool{true, false, false}
 // Grad3 is Grad for a function of three arguments, with respect to
 // the first (see "Several arguments" in the package documentation).
 func Grad3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradOption) func(A, B, C) A {
+	needFunc("transforms.Grad3", f)
 	vg := valueAndGrad3("transforms.Grad3", f, opts)
 	return func(a A, b B, c C) A {
 		_, g := vg(a, b, c)
@@ -319,6 +367,7 @@ func Grad3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradOption) func(A
 
 // ValueAndGrad3 is Grad3 that also returns f's value.
 func ValueAndGrad3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradOption) func(A, B, C) (*peel.Tensor, A) {
+	needFunc("transforms.ValueAndGrad3", f)
 	return valueAndGrad3("transforms.ValueAndGrad3", f, opts)
 }
 
@@ -334,6 +383,7 @@ func valueAndGrad3[A, B, C any](op string, f func(A, B, C) *peel.Tensor, opts []
 // GradAux3 is GradAux for a function of three arguments, with
 // respect to the first.
 func GradAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X), opts ...GradOption) func(A, B, C) (A, X) {
+	needFunc("transforms.GradAux3", f)
 	return func(a A, b B, c C) (A, X) {
 		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b, c) }, opts...)(a)
 	}
@@ -344,6 +394,7 @@ func GradAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X), opts ...GradOpt
 // the type's zero value for an argument not selected. It panics as Grad
 // does, and for an invalid Argnums.
 func GradArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradArgsOption) func(A, B, C) (A, B, C) {
+	needFunc("transforms.GradArgs3", f)
 	vg := valueAndGradArgs3("transforms.GradArgs3", f, opts)
 	return func(a A, b B, c C) (A, B, C) {
 		_, ga, gb, gc := vg(a, b, c)
@@ -353,6 +404,7 @@ func GradArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradArgsOption
 
 // ValueAndGradArgs3 is GradArgs3 that also returns f's value, first.
 func ValueAndGradArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...GradArgsOption) func(A, B, C) (*peel.Tensor, A, B, C) {
+	needFunc("transforms.ValueAndGradArgs3", f)
 	return valueAndGradArgs3("transforms.ValueAndGradArgs3", f, opts)
 }
 
@@ -371,6 +423,7 @@ func valueAndGradArgs3[A, B, C any](op string, f func(A, B, C) *peel.Tensor, opt
 // It panics with *peel.Error when argnum is out of range or R is not its
 // type, and as Grad does.
 func Grad3At[R, A, B, C any](f func(A, B, C) *peel.Tensor, argnum int, opts ...GradOption) func(A, B, C) R {
+	needFunc("transforms.Grad3At", f)
 	const op = "transforms.Grad3At"
 	sel, k := argOf[R](op, argnum, reflect.TypeFor[A](), reflect.TypeFor[B](), reflect.TypeFor[C]())
 	cfg := gradConfigOf(opts)
@@ -384,6 +437,7 @@ func Grad3At[R, A, B, C any](f func(A, B, C) *peel.Tensor, argnum int, opts ...G
 // Vmap3 is Vmap for a function of three arguments; InAxes takes one
 // spec per argument (or one int or NoAxis for all).
 func Vmap3[A, B, C, R any](f func(A, B, C) R, opts ...VmapOption) func(A, B, C) R {
+	needFunc("transforms.Vmap3", f)
 	g := vmapTree("transforms.Vmap3", 3, func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, vmapOptions(opts))
 	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
 }
@@ -391,6 +445,7 @@ func Vmap3[A, B, C, R any](f func(A, B, C) R, opts ...VmapOption) func(A, B, C) 
 // VJP3 is VJP for a function of three arguments: the pullback
 // returns the cotangent of each (zeros for their non-float leaves).
 func VJP3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C) (R, func(R) (A, B, C)) {
+	needFunc("transforms.VJP3", f)
 	out, pb := vjpAs("transforms.VJP3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, args3[A, B, C]{a, b, c})
 	return out, func(ct R) (A, B, C) {
 		g := pb(ct)
@@ -402,6 +457,7 @@ func VJP3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C) (R, func(R) (A, B, C
 // each; a tangent that is its type's zero value (a nil tensor, a zero
 // struct) is a zero tangent for that argument.
 func JVP3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C, ta A, tb B, tc C) (R, R) {
+	needFunc("transforms.JVP3", f)
 	return jvpTuple("transforms.JVP3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) },
 		args3[A, B, C]{a, b, c}, []any{a, b, c}, []any{ta, tb, tc})
 }
@@ -409,11 +465,13 @@ func JVP3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C, ta A, tb B, tc C) (R
 // Jacrev3 is Jacrev for a function of three arguments, with respect
 // to the first; the result has the first argument's structure.
 func Jacrev3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...JacobianOption) func(A, B, C) A {
+	needFunc("transforms.Jacrev3", f)
 	return jacobian3("transforms.Jacrev3", "jacrev", false, f, opts)
 }
 
 // Jacfwd3 is Jacrev3 in forward mode.
 func Jacfwd3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...JacobianOption) func(A, B, C) A {
+	needFunc("transforms.Jacfwd3", f)
 	return jacobian3("transforms.Jacfwd3", "jacfwd", true, f, opts)
 }
 
@@ -431,11 +489,13 @@ func jacobian3[A, B, C any](op, name string, forward bool, f func(A, B, C) *peel
 // argument, with its structure and leaves of shape f.shape +
 // leaf.shape; an argument not selected gets its type's zero value.
 func JacrevArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...JacobianOption) func(A, B, C) (A, B, C) {
+	needFunc("transforms.JacrevArgs3", f)
 	return jacobianArgs3("transforms.JacrevArgs3", "jacrev", false, f, opts)
 }
 
 // JacfwdArgs3 is JacrevArgs3 in forward mode.
 func JacfwdArgs3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...JacobianOption) func(A, B, C) (A, B, C) {
+	needFunc("transforms.JacfwdArgs3", f)
 	return jacobianArgs3("transforms.JacfwdArgs3", "jacfwd", true, f, opts)
 }
 
@@ -455,11 +515,13 @@ func jacobianArgs3[A, B, C any](op, name string, forward bool, f func(A, B, C) *
 // It panics with *peel.Error when argnum is out of range or R is not its
 // type, and as Jacrev does.
 func Jacrev3At[R, A, B, C any](f func(A, B, C) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B, C) R {
+	needFunc("transforms.Jacrev3At", f)
 	return jacobian3At[R]("transforms.Jacrev3At", "jacrev", false, f, argnum, opts)
 }
 
 // Jacfwd3At is Jacrev3At in forward mode.
 func Jacfwd3At[R, A, B, C any](f func(A, B, C) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B, C) R {
+	needFunc("transforms.Jacfwd3At", f)
 	return jacobian3At[R]("transforms.Jacfwd3At", "jacfwd", true, f, argnum, opts)
 }
 
@@ -478,12 +540,43 @@ func jacobian3At[R, A, B, C any](op, name string, forward bool, f func(A, B, C) 
 // x.shape + x.shape. It is Jacfwd3At(Jacrev3At(f, argnum), argnum) and
 // panics as they do.
 func Hessian3At[A, B, C any](f func(A, B, C) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B, C) *peel.Tensor {
+	needFunc("transforms.Hessian3At", f)
 	return Jacfwd3At[*peel.Tensor](Jacrev3At[*peel.Tensor](f, argnum, opts...), argnum, opts...)
+}
+
+// Linearize3 is Linearize for a function of three arguments: the
+// linearization takes one tangent per argument.
+func Linearize3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C) (R, func(A, B, C) R) {
+	needFunc("transforms.Linearize3", f)
+	out, lin := linearizeAs("transforms.Linearize3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, args3[A, B, C]{a, b, c})
+	return out, func(a A, b B, c C) R { return lin(args3[A, B, C]{a, b, c}) }
+}
+
+// Functionalize3 is Functionalize for a function of three arguments.
+func Functionalize3[A, B, C, R any](f func(A, B, C) R, opts ...FunctionalizeOption) func(A, B, C) R {
+	needFunc("transforms.Functionalize3", f)
+	g := functionalizeAs("transforms.Functionalize3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, opts)
+	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
+}
+
+// Checkpoint3 is Checkpoint for a function of three arguments.
+func Checkpoint3[A, B, C, R any](f func(A, B, C) R, policy SavePolicy) func(A, B, C) R {
+	needFunc("transforms.Checkpoint3", f)
+	g := checkpointAs("transforms.Checkpoint3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, policy)
+	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
+}
+
+// MakeGraph3 is MakeGraph for a function of three arguments: the
+// graph's inputs are their leaves, in order.
+func MakeGraph3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C, opts ...GraphOption) *Graph {
+	needFunc("transforms.MakeGraph3", f)
+	return makeGraphAs("transforms.MakeGraph3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, args3[A, B, C]{a, b, c}, opts)
 }
 
 // Compile3 is Compile for a function of three arguments; Donate and
 // StaticArgnums name them by position.
 func Compile3[A, B, C, R any](f func(A, B, C) R, opts ...CompileOption) func(A, B, C) R {
+	needFunc("transforms.Compile3", f)
 	call := newCompiled("transforms.Compile3", 3, func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, opts)
 	return func(a A, b B, c C) R { return call.Call(args3[A, B, C]{a, b, c}) }
 }
@@ -491,6 +584,7 @@ func Compile3[A, B, C, R any](f func(A, B, C) R, opts ...CompileOption) func(A, 
 // ShardMap3 is ShardMap for a function of three arguments: inSpecs
 // is a []any of one spec per argument, or one spec for all.
 func ShardMap3[A, B, C, R any](f func(A, B, C) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B, C) R {
+	needFunc("transforms.ShardMap3", f)
 	g := shardMapTree("transforms.ShardMap3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, mesh, inSpecs, outSpecs)
 	return func(a A, b B, c C) R { return g(args3[A, B, C]{a, b, c}) }
 }
@@ -585,6 +679,7 @@ var first4 = []bool{true, false, false, false}
 // Grad4 is Grad for a function of four arguments, with respect to
 // the first (see "Several arguments" in the package documentation).
 func Grad4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...GradOption) func(A, B, C, D) A {
+	needFunc("transforms.Grad4", f)
 	vg := valueAndGrad4("transforms.Grad4", f, opts)
 	return func(a A, b B, c C, d D) A {
 		_, g := vg(a, b, c, d)
@@ -594,6 +689,7 @@ func Grad4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...GradOption) 
 
 // ValueAndGrad4 is Grad4 that also returns f's value.
 func ValueAndGrad4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...GradOption) func(A, B, C, D) (*peel.Tensor, A) {
+	needFunc("transforms.ValueAndGrad4", f)
 	return valueAndGrad4("transforms.ValueAndGrad4", f, opts)
 }
 
@@ -609,6 +705,7 @@ func valueAndGrad4[A, B, C, D any](op string, f func(A, B, C, D) *peel.Tensor, o
 // GradAux4 is GradAux for a function of four arguments, with
 // respect to the first.
 func GradAux4[A, B, C, D, X any](f func(A, B, C, D) (*peel.Tensor, X), opts ...GradOption) func(A, B, C, D) (A, X) {
+	needFunc("transforms.GradAux4", f)
 	return func(a A, b B, c C, d D) (A, X) {
 		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b, c, d) }, opts...)(a)
 	}
@@ -619,6 +716,7 @@ func GradAux4[A, B, C, D, X any](f func(A, B, C, D) (*peel.Tensor, X), opts ...G
 // the type's zero value for an argument not selected. It panics as Grad
 // does, and for an invalid Argnums.
 func GradArgs4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...GradArgsOption) func(A, B, C, D) (A, B, C, D) {
+	needFunc("transforms.GradArgs4", f)
 	vg := valueAndGradArgs4("transforms.GradArgs4", f, opts)
 	return func(a A, b B, c C, d D) (A, B, C, D) {
 		_, ga, gb, gc, gd := vg(a, b, c, d)
@@ -628,6 +726,7 @@ func GradArgs4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...GradArgs
 
 // ValueAndGradArgs4 is GradArgs4 that also returns f's value, first.
 func ValueAndGradArgs4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...GradArgsOption) func(A, B, C, D) (*peel.Tensor, A, B, C, D) {
+	needFunc("transforms.ValueAndGradArgs4", f)
 	return valueAndGradArgs4("transforms.ValueAndGradArgs4", f, opts)
 }
 
@@ -646,6 +745,7 @@ func valueAndGradArgs4[A, B, C, D any](op string, f func(A, B, C, D) *peel.Tenso
 // It panics with *peel.Error when argnum is out of range or R is not its
 // type, and as Grad does.
 func Grad4At[R, A, B, C, D any](f func(A, B, C, D) *peel.Tensor, argnum int, opts ...GradOption) func(A, B, C, D) R {
+	needFunc("transforms.Grad4At", f)
 	const op = "transforms.Grad4At"
 	sel, k := argOf[R](op, argnum, reflect.TypeFor[A](), reflect.TypeFor[B](), reflect.TypeFor[C](), reflect.TypeFor[D]())
 	cfg := gradConfigOf(opts)
@@ -659,6 +759,7 @@ func Grad4At[R, A, B, C, D any](f func(A, B, C, D) *peel.Tensor, argnum int, opt
 // Vmap4 is Vmap for a function of four arguments; InAxes takes one
 // spec per argument (or one int or NoAxis for all).
 func Vmap4[A, B, C, D, R any](f func(A, B, C, D) R, opts ...VmapOption) func(A, B, C, D) R {
+	needFunc("transforms.Vmap4", f)
 	g := vmapTree("transforms.Vmap4", 4, func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, vmapOptions(opts))
 	return func(a A, b B, c C, d D) R { return g(args4[A, B, C, D]{a, b, c, d}) }
 }
@@ -666,6 +767,7 @@ func Vmap4[A, B, C, D, R any](f func(A, B, C, D) R, opts ...VmapOption) func(A, 
 // VJP4 is VJP for a function of four arguments: the pullback
 // returns the cotangent of each (zeros for their non-float leaves).
 func VJP4[A, B, C, D, R any](f func(A, B, C, D) R, a A, b B, c C, d D) (R, func(R) (A, B, C, D)) {
+	needFunc("transforms.VJP4", f)
 	out, pb := vjpAs("transforms.VJP4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, args4[A, B, C, D]{a, b, c, d})
 	return out, func(ct R) (A, B, C, D) {
 		g := pb(ct)
@@ -677,6 +779,7 @@ func VJP4[A, B, C, D, R any](f func(A, B, C, D) R, a A, b B, c C, d D) (R, func(
 // each; a tangent that is its type's zero value (a nil tensor, a zero
 // struct) is a zero tangent for that argument.
 func JVP4[A, B, C, D, R any](f func(A, B, C, D) R, a A, b B, c C, d D, ta A, tb B, tc C, td D) (R, R) {
+	needFunc("transforms.JVP4", f)
 	return jvpTuple("transforms.JVP4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) },
 		args4[A, B, C, D]{a, b, c, d}, []any{a, b, c, d}, []any{ta, tb, tc, td})
 }
@@ -684,11 +787,13 @@ func JVP4[A, B, C, D, R any](f func(A, B, C, D) R, a A, b B, c C, d D, ta A, tb 
 // Jacrev4 is Jacrev for a function of four arguments, with respect
 // to the first; the result has the first argument's structure.
 func Jacrev4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...JacobianOption) func(A, B, C, D) A {
+	needFunc("transforms.Jacrev4", f)
 	return jacobian4("transforms.Jacrev4", "jacrev", false, f, opts)
 }
 
 // Jacfwd4 is Jacrev4 in forward mode.
 func Jacfwd4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...JacobianOption) func(A, B, C, D) A {
+	needFunc("transforms.Jacfwd4", f)
 	return jacobian4("transforms.Jacfwd4", "jacfwd", true, f, opts)
 }
 
@@ -706,11 +811,13 @@ func jacobian4[A, B, C, D any](op, name string, forward bool, f func(A, B, C, D)
 // argument, with its structure and leaves of shape f.shape +
 // leaf.shape; an argument not selected gets its type's zero value.
 func JacrevArgs4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...JacobianOption) func(A, B, C, D) (A, B, C, D) {
+	needFunc("transforms.JacrevArgs4", f)
 	return jacobianArgs4("transforms.JacrevArgs4", "jacrev", false, f, opts)
 }
 
 // JacfwdArgs4 is JacrevArgs4 in forward mode.
 func JacfwdArgs4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...JacobianOption) func(A, B, C, D) (A, B, C, D) {
+	needFunc("transforms.JacfwdArgs4", f)
 	return jacobianArgs4("transforms.JacfwdArgs4", "jacfwd", true, f, opts)
 }
 
@@ -730,11 +837,13 @@ func jacobianArgs4[A, B, C, D any](op, name string, forward bool, f func(A, B, C
 // It panics with *peel.Error when argnum is out of range or R is not its
 // type, and as Jacrev does.
 func Jacrev4At[R, A, B, C, D any](f func(A, B, C, D) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B, C, D) R {
+	needFunc("transforms.Jacrev4At", f)
 	return jacobian4At[R]("transforms.Jacrev4At", "jacrev", false, f, argnum, opts)
 }
 
 // Jacfwd4At is Jacrev4At in forward mode.
 func Jacfwd4At[R, A, B, C, D any](f func(A, B, C, D) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B, C, D) R {
+	needFunc("transforms.Jacfwd4At", f)
 	return jacobian4At[R]("transforms.Jacfwd4At", "jacfwd", true, f, argnum, opts)
 }
 
@@ -753,12 +862,43 @@ func jacobian4At[R, A, B, C, D any](op, name string, forward bool, f func(A, B, 
 // x.shape + x.shape. It is Jacfwd4At(Jacrev4At(f, argnum), argnum) and
 // panics as they do.
 func Hessian4At[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B, C, D) *peel.Tensor {
+	needFunc("transforms.Hessian4At", f)
 	return Jacfwd4At[*peel.Tensor](Jacrev4At[*peel.Tensor](f, argnum, opts...), argnum, opts...)
+}
+
+// Linearize4 is Linearize for a function of four arguments: the
+// linearization takes one tangent per argument.
+func Linearize4[A, B, C, D, R any](f func(A, B, C, D) R, a A, b B, c C, d D) (R, func(A, B, C, D) R) {
+	needFunc("transforms.Linearize4", f)
+	out, lin := linearizeAs("transforms.Linearize4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, args4[A, B, C, D]{a, b, c, d})
+	return out, func(a A, b B, c C, d D) R { return lin(args4[A, B, C, D]{a, b, c, d}) }
+}
+
+// Functionalize4 is Functionalize for a function of four arguments.
+func Functionalize4[A, B, C, D, R any](f func(A, B, C, D) R, opts ...FunctionalizeOption) func(A, B, C, D) R {
+	needFunc("transforms.Functionalize4", f)
+	g := functionalizeAs("transforms.Functionalize4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, opts)
+	return func(a A, b B, c C, d D) R { return g(args4[A, B, C, D]{a, b, c, d}) }
+}
+
+// Checkpoint4 is Checkpoint for a function of four arguments.
+func Checkpoint4[A, B, C, D, R any](f func(A, B, C, D) R, policy SavePolicy) func(A, B, C, D) R {
+	needFunc("transforms.Checkpoint4", f)
+	g := checkpointAs("transforms.Checkpoint4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, policy)
+	return func(a A, b B, c C, d D) R { return g(args4[A, B, C, D]{a, b, c, d}) }
+}
+
+// MakeGraph4 is MakeGraph for a function of four arguments: the
+// graph's inputs are their leaves, in order.
+func MakeGraph4[A, B, C, D, R any](f func(A, B, C, D) R, a A, b B, c C, d D, opts ...GraphOption) *Graph {
+	needFunc("transforms.MakeGraph4", f)
+	return makeGraphAs("transforms.MakeGraph4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, args4[A, B, C, D]{a, b, c, d}, opts)
 }
 
 // Compile4 is Compile for a function of four arguments; Donate and
 // StaticArgnums name them by position.
 func Compile4[A, B, C, D, R any](f func(A, B, C, D) R, opts ...CompileOption) func(A, B, C, D) R {
+	needFunc("transforms.Compile4", f)
 	call := newCompiled("transforms.Compile4", 4, func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, opts)
 	return func(a A, b B, c C, d D) R { return call.Call(args4[A, B, C, D]{a, b, c, d}) }
 }
@@ -766,6 +906,7 @@ func Compile4[A, B, C, D, R any](f func(A, B, C, D) R, opts ...CompileOption) fu
 // ShardMap4 is ShardMap for a function of four arguments: inSpecs
 // is a []any of one spec per argument, or one spec for all.
 func ShardMap4[A, B, C, D, R any](f func(A, B, C, D) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B, C, D) R {
+	needFunc("transforms.ShardMap4", f)
 	g := shardMapTree("transforms.ShardMap4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, mesh, inSpecs, outSpecs)
 	return func(a A, b B, c C, d D) R { return g(args4[A, B, C, D]{a, b, c, d}) }
 }
@@ -864,6 +1005,7 @@ var first5 = []bool{true, false, false, false, false}
 // Grad5 is Grad for a function of five arguments, with respect to
 // the first (see "Several arguments" in the package documentation).
 func Grad5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...GradOption) func(A, B, C, D, E) A {
+	needFunc("transforms.Grad5", f)
 	vg := valueAndGrad5("transforms.Grad5", f, opts)
 	return func(a A, b B, c C, d D, e E) A {
 		_, g := vg(a, b, c, d, e)
@@ -873,6 +1015,7 @@ func Grad5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...GradOp
 
 // ValueAndGrad5 is Grad5 that also returns f's value.
 func ValueAndGrad5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...GradOption) func(A, B, C, D, E) (*peel.Tensor, A) {
+	needFunc("transforms.ValueAndGrad5", f)
 	return valueAndGrad5("transforms.ValueAndGrad5", f, opts)
 }
 
@@ -888,6 +1031,7 @@ func valueAndGrad5[A, B, C, D, E any](op string, f func(A, B, C, D, E) *peel.Ten
 // GradAux5 is GradAux for a function of five arguments, with
 // respect to the first.
 func GradAux5[A, B, C, D, E, X any](f func(A, B, C, D, E) (*peel.Tensor, X), opts ...GradOption) func(A, B, C, D, E) (A, X) {
+	needFunc("transforms.GradAux5", f)
 	return func(a A, b B, c C, d D, e E) (A, X) {
 		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b, c, d, e) }, opts...)(a)
 	}
@@ -898,6 +1042,7 @@ func GradAux5[A, B, C, D, E, X any](f func(A, B, C, D, E) (*peel.Tensor, X), opt
 // the type's zero value for an argument not selected. It panics as Grad
 // does, and for an invalid Argnums.
 func GradArgs5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...GradArgsOption) func(A, B, C, D, E) (A, B, C, D, E) {
+	needFunc("transforms.GradArgs5", f)
 	vg := valueAndGradArgs5("transforms.GradArgs5", f, opts)
 	return func(a A, b B, c C, d D, e E) (A, B, C, D, E) {
 		_, ga, gb, gc, gd, ge := vg(a, b, c, d, e)
@@ -907,6 +1052,7 @@ func GradArgs5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...Gr
 
 // ValueAndGradArgs5 is GradArgs5 that also returns f's value, first.
 func ValueAndGradArgs5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...GradArgsOption) func(A, B, C, D, E) (*peel.Tensor, A, B, C, D, E) {
+	needFunc("transforms.ValueAndGradArgs5", f)
 	return valueAndGradArgs5("transforms.ValueAndGradArgs5", f, opts)
 }
 
@@ -925,6 +1071,7 @@ func valueAndGradArgs5[A, B, C, D, E any](op string, f func(A, B, C, D, E) *peel
 // It panics with *peel.Error when argnum is out of range or R is not its
 // type, and as Grad does.
 func Grad5At[R, A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, argnum int, opts ...GradOption) func(A, B, C, D, E) R {
+	needFunc("transforms.Grad5At", f)
 	const op = "transforms.Grad5At"
 	sel, k := argOf[R](op, argnum, reflect.TypeFor[A](), reflect.TypeFor[B](), reflect.TypeFor[C](), reflect.TypeFor[D](), reflect.TypeFor[E]())
 	cfg := gradConfigOf(opts)
@@ -938,6 +1085,7 @@ func Grad5At[R, A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, argnum in
 // Vmap5 is Vmap for a function of five arguments; InAxes takes one
 // spec per argument (or one int or NoAxis for all).
 func Vmap5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, opts ...VmapOption) func(A, B, C, D, E) R {
+	needFunc("transforms.Vmap5", f)
 	g := vmapTree("transforms.Vmap5", 5, func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, vmapOptions(opts))
 	return func(a A, b B, c C, d D, e E) R { return g(args5[A, B, C, D, E]{a, b, c, d, e}) }
 }
@@ -945,6 +1093,7 @@ func Vmap5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, opts ...VmapOption) fu
 // VJP5 is VJP for a function of five arguments: the pullback
 // returns the cotangent of each (zeros for their non-float leaves).
 func VJP5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, a A, b B, c C, d D, e E) (R, func(R) (A, B, C, D, E)) {
+	needFunc("transforms.VJP5", f)
 	out, pb := vjpAs("transforms.VJP5", func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, args5[A, B, C, D, E]{a, b, c, d, e})
 	return out, func(ct R) (A, B, C, D, E) {
 		g := pb(ct)
@@ -956,6 +1105,7 @@ func VJP5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, a A, b B, c C, d D, e E
 // each; a tangent that is its type's zero value (a nil tensor, a zero
 // struct) is a zero tangent for that argument.
 func JVP5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, a A, b B, c C, d D, e E, ta A, tb B, tc C, td D, te E) (R, R) {
+	needFunc("transforms.JVP5", f)
 	return jvpTuple("transforms.JVP5", func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) },
 		args5[A, B, C, D, E]{a, b, c, d, e}, []any{a, b, c, d, e}, []any{ta, tb, tc, td, te})
 }
@@ -963,11 +1113,13 @@ func JVP5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, a A, b B, c C, d D, e E
 // Jacrev5 is Jacrev for a function of five arguments, with respect
 // to the first; the result has the first argument's structure.
 func Jacrev5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...JacobianOption) func(A, B, C, D, E) A {
+	needFunc("transforms.Jacrev5", f)
 	return jacobian5("transforms.Jacrev5", "jacrev", false, f, opts)
 }
 
 // Jacfwd5 is Jacrev5 in forward mode.
 func Jacfwd5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...JacobianOption) func(A, B, C, D, E) A {
+	needFunc("transforms.Jacfwd5", f)
 	return jacobian5("transforms.Jacfwd5", "jacfwd", true, f, opts)
 }
 
@@ -985,11 +1137,13 @@ func jacobian5[A, B, C, D, E any](op, name string, forward bool, f func(A, B, C,
 // argument, with its structure and leaves of shape f.shape +
 // leaf.shape; an argument not selected gets its type's zero value.
 func JacrevArgs5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...JacobianOption) func(A, B, C, D, E) (A, B, C, D, E) {
+	needFunc("transforms.JacrevArgs5", f)
 	return jacobianArgs5("transforms.JacrevArgs5", "jacrev", false, f, opts)
 }
 
 // JacfwdArgs5 is JacrevArgs5 in forward mode.
 func JacfwdArgs5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...JacobianOption) func(A, B, C, D, E) (A, B, C, D, E) {
+	needFunc("transforms.JacfwdArgs5", f)
 	return jacobianArgs5("transforms.JacfwdArgs5", "jacfwd", true, f, opts)
 }
 
@@ -1009,11 +1163,13 @@ func jacobianArgs5[A, B, C, D, E any](op, name string, forward bool, f func(A, B
 // It panics with *peel.Error when argnum is out of range or R is not its
 // type, and as Jacrev does.
 func Jacrev5At[R, A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B, C, D, E) R {
+	needFunc("transforms.Jacrev5At", f)
 	return jacobian5At[R]("transforms.Jacrev5At", "jacrev", false, f, argnum, opts)
 }
 
 // Jacfwd5At is Jacrev5At in forward mode.
 func Jacfwd5At[R, A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B, C, D, E) R {
+	needFunc("transforms.Jacfwd5At", f)
 	return jacobian5At[R]("transforms.Jacfwd5At", "jacfwd", true, f, argnum, opts)
 }
 
@@ -1032,12 +1188,43 @@ func jacobian5At[R, A, B, C, D, E any](op, name string, forward bool, f func(A, 
 // x.shape + x.shape. It is Jacfwd5At(Jacrev5At(f, argnum), argnum) and
 // panics as they do.
 func Hessian5At[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, argnum int, opts ...JacobianOption) func(A, B, C, D, E) *peel.Tensor {
+	needFunc("transforms.Hessian5At", f)
 	return Jacfwd5At[*peel.Tensor](Jacrev5At[*peel.Tensor](f, argnum, opts...), argnum, opts...)
+}
+
+// Linearize5 is Linearize for a function of five arguments: the
+// linearization takes one tangent per argument.
+func Linearize5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, a A, b B, c C, d D, e E) (R, func(A, B, C, D, E) R) {
+	needFunc("transforms.Linearize5", f)
+	out, lin := linearizeAs("transforms.Linearize5", func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, args5[A, B, C, D, E]{a, b, c, d, e})
+	return out, func(a A, b B, c C, d D, e E) R { return lin(args5[A, B, C, D, E]{a, b, c, d, e}) }
+}
+
+// Functionalize5 is Functionalize for a function of five arguments.
+func Functionalize5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, opts ...FunctionalizeOption) func(A, B, C, D, E) R {
+	needFunc("transforms.Functionalize5", f)
+	g := functionalizeAs("transforms.Functionalize5", func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, opts)
+	return func(a A, b B, c C, d D, e E) R { return g(args5[A, B, C, D, E]{a, b, c, d, e}) }
+}
+
+// Checkpoint5 is Checkpoint for a function of five arguments.
+func Checkpoint5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, policy SavePolicy) func(A, B, C, D, E) R {
+	needFunc("transforms.Checkpoint5", f)
+	g := checkpointAs("transforms.Checkpoint5", func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, policy)
+	return func(a A, b B, c C, d D, e E) R { return g(args5[A, B, C, D, E]{a, b, c, d, e}) }
+}
+
+// MakeGraph5 is MakeGraph for a function of five arguments: the
+// graph's inputs are their leaves, in order.
+func MakeGraph5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, a A, b B, c C, d D, e E, opts ...GraphOption) *Graph {
+	needFunc("transforms.MakeGraph5", f)
+	return makeGraphAs("transforms.MakeGraph5", func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, args5[A, B, C, D, E]{a, b, c, d, e}, opts)
 }
 
 // Compile5 is Compile for a function of five arguments; Donate and
 // StaticArgnums name them by position.
 func Compile5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, opts ...CompileOption) func(A, B, C, D, E) R {
+	needFunc("transforms.Compile5", f)
 	call := newCompiled("transforms.Compile5", 5, func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, opts)
 	return func(a A, b B, c C, d D, e E) R { return call.Call(args5[A, B, C, D, E]{a, b, c, d, e}) }
 }
@@ -1045,6 +1232,7 @@ func Compile5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, opts ...CompileOpti
 // ShardMap5 is ShardMap for a function of five arguments: inSpecs
 // is a []any of one spec per argument, or one spec for all.
 func ShardMap5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A, B, C, D, E) R {
+	needFunc("transforms.ShardMap5", f)
 	g := shardMapTree("transforms.ShardMap5", func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, mesh, inSpecs, outSpecs)
 	return func(a A, b B, c C, d D, e E) R { return g(args5[A, B, C, D, E]{a, b, c, d, e}) }
 }

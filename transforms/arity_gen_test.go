@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -141,4 +142,69 @@ func maxAbsDiff(a, b *peel.Tensor) float64 {
 		m = math.Max(m, math.Abs(x[i]-y[i]))
 	}
 	return m
+}
+
+// TestNilFunction: every transform given a nil function panics with a
+// *peel.Error naming it when it is made, never with a bare runtime
+// panic inside the trace later.
+func TestNilFunction(t *testing.T) {
+	type T = *peel.Tensor
+	x := peel.Ones(peel.Float64, 3)
+	var f1 func(T) T
+	var f2 func(T, T) T
+	var f5 func(T, T, T, T, T) T
+	var a1 func(T) (T, T)
+	var h func(*peel.Tensor) *peel.Tensor
+	for _, c := range []struct {
+		name string
+		call func()
+	}{
+		{"Grad", func() { transforms.Grad(f1)(x) }},
+		{"ValueAndGrad", func() { transforms.ValueAndGrad(f1)(x) }},
+		{"GradAux", func() { transforms.GradAux(a1)(x) }},
+		{"VJP", func() { transforms.VJP(f1, x) }},
+		{"VJPAux", func() { transforms.VJPAux(a1, x) }},
+		{"JVP", func() { transforms.JVP(f1, x, x) }},
+		{"JVPAux", func() { transforms.JVPAux(a1, x, x) }},
+		{"Linearize", func() { transforms.Linearize(f1, x) }},
+		{"LinearizeAux", func() { transforms.LinearizeAux(a1, x) }},
+		{"MakeGraph", func() { transforms.MakeGraph(f1, x) }},
+		{"Jacrev", func() { transforms.Jacrev(f1)(x) }},
+		{"Jacfwd", func() { transforms.Jacfwd(f1)(x) }},
+		{"JacrevTree", func() { transforms.JacrevTree(f1)(x) }},
+		{"JacfwdTree", func() { transforms.JacfwdTree(f1)(x) }},
+		{"JacrevAux", func() { transforms.JacrevAux(a1)(x) }},
+		{"JacfwdAux", func() { transforms.JacfwdAux(a1)(x) }},
+		{"Hessian", func() { transforms.Hessian(h)(x) }},
+		{"HessianTree", func() { transforms.HessianTree(f1)(x) }},
+		{"HVP", func() { transforms.HVP(f1, x, x) }},
+		{"Vmap", func() { transforms.Vmap(f1)(x) }},
+		{"Functionalize", func() { transforms.Functionalize(f1)(x) }},
+		{"Compile", func() { transforms.Compile(f1)(x) }},
+		{"Checkpoint", func() { transforms.Checkpoint(f1, transforms.NothingSaveable)(x) }},
+		{"Grad2", func() { transforms.Grad2(f2)(x, x) }},
+		{"Vmap2", func() { transforms.Vmap2(f2)(x, x) }},
+		{"Functionalize2", func() { transforms.Functionalize2(f2)(x, x) }},
+		{"Checkpoint2", func() { transforms.Checkpoint2(f2, transforms.NothingSaveable)(x, x) }},
+		{"Grad5At", func() { transforms.Grad5At[T](f5, 2)(x, x, x, x, x) }},
+		{"Hessian5At", func() { transforms.Hessian5At(f5, 2)(x, x, x, x, x) }},
+		{"JVP5", func() { transforms.JVP5(f5, x, x, x, x, x, x, x, x, x, x) }},
+		{"Linearize5", func() { transforms.Linearize5(f5, x, x, x, x, x) }},
+		{"MakeGraph5", func() { transforms.MakeGraph5(f5, x, x, x, x, x) }},
+		{"Compile5", func() { transforms.Compile5(f5)(x, x, x, x, x) }},
+		{"Export5", func() { transforms.Export5(f5, x, x, x, x, x) }},
+	} {
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s(nil): a bare panic: %v", c.name, r)
+				}
+			}()
+			err = peel.Catch(c.call)
+		}()
+		if err == nil || !strings.Contains(err.Error(), "transforms."+c.name) || !strings.Contains(err.Error(), "nil") {
+			t.Errorf("%s(nil): %v, want a *peel.Error naming transforms.%s and the nil function", c.name, err, c.name)
+		}
+	}
 }

@@ -225,7 +225,11 @@ func init() {
 // function it returns panics as f does, and with *peel.Error when f
 // returns nil or a tree with a nil tensor.
 func Checkpoint[A, R any](f func(A) R, policy SavePolicy) func(A) R {
-	const op = "transforms.Checkpoint"
+	return checkpointAs("transforms.Checkpoint", f, policy)
+}
+
+// checkpointAs is Checkpoint with errors naming op.
+func checkpointAs[A, R any](op string, f func(A) R, policy SavePolicy) func(A) R {
 	if f == nil {
 		treeErrorf(op, "f must not be nil")
 	}

@@ -9,13 +9,15 @@
 // string-keyed maps, pointers, interfaces and structs (exported fields)
 // of them; other values in a tree (numbers, strings, values whose type
 // cannot hold a tensor, unexported fields that hold no tensor) are
-// static and kept as they are. A tensor anywhere under an unexported
-// field is an error (a *peel.Error naming the field's path), as is a nil
-// tensor leaf in an argument or result and a cycle (a pointer, slice or
-// map inside itself); a node reached twice is two subtrees, as in JAX.
-// The aux of GradAux, VJPAux, JVPAux and LinearizeAux (JAX's has_aux)
-// is a tree too, returned with the values of its leaves, never
-// differentiated.
+// static and kept as they are. A nil tensor is an empty subtree (JAX's
+// None: no leaf, and nil again in the result's structure). A tensor
+// anywhere under an unexported field is an error (a *peel.Error naming
+// the field's path), as is a cycle (a pointer, slice or map inside
+// itself); a node reached twice is two subtrees, as in JAX. The aux of
+// GradAux, VJPAux, JVPAux and LinearizeAux (JAX's has_aux) is a tree
+// too, returned with the values of its leaves, never differentiated.
+// Every transform given a nil function panics with a *peel.Error naming
+// it.
 //
 // # Several arguments
 //

@@ -18,12 +18,17 @@ import (
 // through one is seen through the others, and f's own reads of an
 // argument it writes, captured rather than passed, see the write.
 func Functionalize[A, B any](f func(A) B, opts ...FunctionalizeOption) func(A) B {
+	needFunc("transforms.Functionalize", f)
+	return functionalizeAs("transforms.Functionalize", f, opts)
+}
+
+// functionalizeAs is Functionalize with errors naming op.
+func functionalizeAs[A, B any](op string, f func(A) B, opts []FunctionalizeOption) func(A) B {
 	cfg := &functionalizeConfig{}
 	for _, o := range opts {
 		o.applyFunctionalize(cfg)
 	}
 	return func(x A) B {
-		const op = "transforms.Functionalize"
 		leaves, def := flatten(op, x)
 		var outDef *treeDef
 		outs := runFunctionalized(functionalize.New(cfg.removeViews), flatFn(op, f, def, &outDef), leaves)

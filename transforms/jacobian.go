@@ -171,6 +171,7 @@ func jacobian[A any](op, name string, forward bool, f func(A) *peel.Tensor, cfg 
 // error names its path), when f returns nil or a tensor that is not
 // float, or when f misuses a tensor; and for Argnums among opts.
 func Jacrev[A any](f func(A) *peel.Tensor, opts ...JacobianOption) func(A) A {
+	needFunc("transforms.Jacrev", f)
 	return jacobian("transforms.Jacrev", "jacrev", false, f, jacobianOptions(opts))
 }
 
@@ -179,6 +180,7 @@ func Jacrev[A any](f func(A) *peel.Tensor, opts ...JacobianOption) func(A) A {
 // of the argument), which is cheaper when the argument is smaller than
 // the result. Shapes, options and panics are Jacrev's.
 func Jacfwd[A any](f func(A) *peel.Tensor, opts ...JacobianOption) func(A) A {
+	needFunc("transforms.Jacfwd", f)
 	return jacobian("transforms.Jacfwd", "jacfwd", true, f, jacobianOptions(opts))
 }
 
@@ -205,11 +207,13 @@ func jacobianTree[A, R any](op, name string, forward bool, f func(A) R, cfg *jac
 // elements of every result leaf at once. It panics as Jacrev does, and
 // when a result leaf is not a float tensor.
 func JacrevTree[A, R any](f func(A) R, opts ...JacobianOption) func(A) []A {
+	needFunc("transforms.JacrevTree", f)
 	return jacobianTree("transforms.JacrevTree", "jacrev", false, f, jacobianOptions(opts))
 }
 
 // JacfwdTree is JacrevTree in forward mode.
 func JacfwdTree[A, R any](f func(A) R, opts ...JacobianOption) func(A) []A {
+	needFunc("transforms.JacfwdTree", f)
 	return jacobianTree("transforms.JacfwdTree", "jacfwd", true, f, jacobianOptions(opts))
 }
 
@@ -231,11 +235,13 @@ func jacobianAux[A, X any](op, name string, forward bool, f func(A) (*peel.Tenso
 // (JAX's has_aux), which is not differentiated and comes back as GradAux
 // returns it.
 func JacrevAux[A, X any](f func(A) (*peel.Tensor, X), opts ...JacobianOption) func(A) (A, X) {
+	needFunc("transforms.JacrevAux", f)
 	return jacobianAux("transforms.JacrevAux", "jacrev", false, f, jacobianOptions(opts))
 }
 
 // JacfwdAux is JacrevAux in forward mode.
 func JacfwdAux[A, X any](f func(A) (*peel.Tensor, X), opts ...JacobianOption) func(A) (A, X) {
+	needFunc("transforms.JacfwdAux", f)
 	return jacobianAux("transforms.JacfwdAux", "jacfwd", true, f, jacobianOptions(opts))
 }
 
@@ -245,6 +251,7 @@ func JacfwdAux[A, X any](f func(A) (*peel.Tensor, X), opts ...JacobianOption) fu
 // ChunkSize among opts bounds the rows or columns computed at once. For
 // a tree argument use HessianTree. It panics as Jacrev does.
 func Hessian(f func(*peel.Tensor) *peel.Tensor, opts ...JacobianOption) func(*peel.Tensor) *peel.Tensor {
+	needFunc("transforms.Hessian", f)
 	h := Jacfwd(Jacrev(f, opts...), opts...)
 	return func(x *peel.Tensor) *peel.Tensor {
 		defer interp.Annotate("transforms.Hessian")
@@ -258,6 +265,7 @@ func Hessian(f func(*peel.Tensor) *peel.Tensor, opts ...JacobianOption) func(*pe
 // leaf_j.shape, with i and j in tree.Leaves order. It panics as Jacrev
 // does.
 func HessianTree[A any](f func(A) *peel.Tensor, opts ...JacobianOption) func(A) []A {
+	needFunc("transforms.HessianTree", f)
 	h := JacfwdTree(Jacrev(f, opts...), opts...)
 	return func(x A) []A {
 		defer interp.Annotate("transforms.HessianTree")
@@ -270,6 +278,7 @@ func HessianTree[A any](f func(A) *peel.Tensor, opts ...JacobianOption) func(A) 
 // reverse (one JVP of the gradient), without forming the Hessian. It
 // panics as Grad and JVP do.
 func HVP[A any](f func(A) *peel.Tensor, x, v A) A {
+	needFunc("transforms.HVP", f)
 	defer interp.Annotate("transforms.HVP")
 	_, t := JVP(Grad(f), x, v)
 	return t

@@ -52,6 +52,7 @@ import (
 // which makes every device's collectives fail too (no device waits
 // forever), naming the device.
 func ShardMap[A, R any](f func(A) R, mesh *dist.Mesh, inSpecs, outSpecs any) func(A) R {
+	needFunc("transforms.ShardMap", f)
 	return shardMapTree("transforms.ShardMap", f, mesh, inSpecs, outSpecs)
 }
 

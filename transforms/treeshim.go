@@ -37,3 +37,12 @@ func sameStructure(op string, a, b any) { treeimpl.SameStructure(op, a, b) }
 func pathOr(p string) string { return treeimpl.PathOr(p) }
 
 func sortedKeys(v reflect.Value) []reflect.Value { return treeimpl.SortedKeys(v) }
+
+// needFunc panics with *peel.Error naming op when f, the function a
+// transform is given, is nil: the transform never calls a nil function
+// (a bare runtime panic, later, inside the trace).
+func needFunc(op string, f any) {
+	if v := reflect.ValueOf(f); !v.IsValid() || (v.Kind() == reflect.Func && v.IsNil()) {
+		treeErrorf(op, "the function is nil")
+	}
+}

@@ -43,6 +43,7 @@ type noAxis struct{}
 // flow), or f writes a batched value in place into a tensor that is not
 // batched (use Functionalize).
 func Vmap[A, B any](f func(A) B, opts ...VmapOption) func(A) B {
+	needFunc("transforms.Vmap", f)
 	return vmapTree("transforms.Vmap", 1, f, vmapOptions(opts))
 }
 

@@ -189,6 +189,7 @@ var first{{$n}} = []bool{ {{- .Firsts -}} }
 // Grad{{$n}} is Grad for a function of {{.Word}} arguments, with respect to
 // the first (see "Several arguments" in the package documentation).
 func Grad{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...GradOption) func({{.Types}}) A {
+	needFunc("transforms.Grad{{$n}}", f)
 	vg := valueAndGrad{{$n}}("transforms.Grad{{$n}}", f, opts)
 	return func({{.Params}}) A {
 		_, g := vg({{.Names}})
@@ -198,6 +199,7 @@ func Grad{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...GradOpt
 
 // ValueAndGrad{{$n}} is Grad{{$n}} that also returns f's value.
 func ValueAndGrad{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...GradOption) func({{.Types}}) (*peel.Tensor, A) {
+	needFunc("transforms.ValueAndGrad{{$n}}", f)
 	return valueAndGrad{{$n}}("transforms.ValueAndGrad{{$n}}", f, opts)
 }
 
@@ -213,6 +215,7 @@ func valueAndGrad{{$n}}[{{.Types}} any](op string, f func({{.Types}}) *peel.Tens
 // GradAux{{$n}} is GradAux for a function of {{.Word}} arguments, with
 // respect to the first.
 func GradAux{{$n}}[{{.Types}}, X any](f func({{.Types}}) (*peel.Tensor, X), opts ...GradOption) func({{.Types}}) (A, X) {
+	needFunc("transforms.GradAux{{$n}}", f)
 	return func({{.Params}}) (A, X) {
 		return GradAux(func(a A) (*peel.Tensor, X) { return f({{.Names}}) }, opts...)(a)
 	}
@@ -223,6 +226,7 @@ func GradAux{{$n}}[{{.Types}}, X any](f func({{.Types}}) (*peel.Tensor, X), opts
 // the type's zero value for an argument not selected. It panics as Grad
 // does, and for an invalid Argnums.
 func GradArgs{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...GradArgsOption) func({{.Types}}) ({{.Types}}) {
+	needFunc("transforms.GradArgs{{$n}}", f)
 	vg := valueAndGradArgs{{$n}}("transforms.GradArgs{{$n}}", f, opts)
 	return func({{.Params}}) ({{.Types}}) {
 		_, {{.PrefixedNames "g"}} := vg({{.Names}})
@@ -232,6 +236,7 @@ func GradArgs{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...Gra
 
 // ValueAndGradArgs{{$n}} is GradArgs{{$n}} that also returns f's value, first.
 func ValueAndGradArgs{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...GradArgsOption) func({{.Types}}) (*peel.Tensor, {{.Types}}) {
+	needFunc("transforms.ValueAndGradArgs{{$n}}", f)
 	return valueAndGradArgs{{$n}}("transforms.ValueAndGradArgs{{$n}}", f, opts)
 }
 
@@ -250,6 +255,7 @@ func valueAndGradArgs{{$n}}[{{.Types}} any](op string, f func({{.Types}}) *peel.
 // It panics with *peel.Error when argnum is out of range or R is not its
 // type, and as Grad does.
 func Grad{{$n}}At[R, {{.Types}} any](f func({{.Types}}) *peel.Tensor, argnum int, opts ...GradOption) func({{.Types}}) R {
+	needFunc("transforms.Grad{{$n}}At", f)
 	const op = "transforms.Grad{{$n}}At"
 	sel, k := argOf[R](op, argnum, {{.Reflect}})
 	cfg := gradConfigOf(opts)
@@ -263,6 +269,7 @@ func Grad{{$n}}At[R, {{.Types}} any](f func({{.Types}}) *peel.Tensor, argnum int
 // Vmap{{$n}} is Vmap for a function of {{.Word}} arguments; InAxes takes one
 // spec per argument (or one int or NoAxis for all).
 func Vmap{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, opts ...VmapOption) func({{.Types}}) R {
+	needFunc("transforms.Vmap{{$n}}", f)
 	g := vmapTree("transforms.Vmap{{$n}}", {{$n}}, func(t {{$T}}) R { return f({{.Fields "t"}}) }, vmapOptions(opts))
 	return func({{.Params}}) R { return g({{.Pack}}) }
 }
@@ -270,6 +277,7 @@ func Vmap{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, opts ...VmapOption) fun
 // VJP{{$n}} is VJP for a function of {{.Word}} arguments: the pullback
 // returns the cotangent of each (zeros for their non-float leaves).
 func VJP{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, {{.Params}}) (R, func(R) ({{.Types}})) {
+	needFunc("transforms.VJP{{$n}}", f)
 	out, pb := vjpAs("transforms.VJP{{$n}}", func(t {{$T}}) R { return f({{.Fields "t"}}) }, {{.Pack}})
 	return out, func(ct R) ({{.Types}}) {
 		g := pb(ct)
@@ -281,6 +289,7 @@ func VJP{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, {{.Params}}) (R, func(R)
 // each; a tangent that is its type's zero value (a nil tensor, a zero
 // struct) is a zero tangent for that argument.
 func JVP{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, {{.Params}}, {{.Prefixed "t"}}) (R, R) {
+	needFunc("transforms.JVP{{$n}}", f)
 	return jvpTuple("transforms.JVP{{$n}}", func(t {{$T}}) R { return f({{.Fields "t"}}) },
 		{{.Pack}}, []any{ {{- .Names -}} }, []any{ {{- .PrefixedNames "t" -}} })
 }
@@ -288,11 +297,13 @@ func JVP{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, {{.Params}}, {{.Prefixed
 // Jacrev{{$n}} is Jacrev for a function of {{.Word}} arguments, with respect
 // to the first; the result has the first argument's structure.
 func Jacrev{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...JacobianOption) func({{.Types}}) A {
+	needFunc("transforms.Jacrev{{$n}}", f)
 	return jacobian{{$n}}("transforms.Jacrev{{$n}}", "jacrev", false, f, opts)
 }
 
 // Jacfwd{{$n}} is Jacrev{{$n}} in forward mode.
 func Jacfwd{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...JacobianOption) func({{.Types}}) A {
+	needFunc("transforms.Jacfwd{{$n}}", f)
 	return jacobian{{$n}}("transforms.Jacfwd{{$n}}", "jacfwd", true, f, opts)
 }
 
@@ -310,11 +321,13 @@ func jacobian{{$n}}[{{.Types}} any](op, name string, forward bool, f func({{.Typ
 // argument, with its structure and leaves of shape f.shape +
 // leaf.shape; an argument not selected gets its type's zero value.
 func JacrevArgs{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...JacobianOption) func({{.Types}}) ({{.Types}}) {
+	needFunc("transforms.JacrevArgs{{$n}}", f)
 	return jacobianArgs{{$n}}("transforms.JacrevArgs{{$n}}", "jacrev", false, f, opts)
 }
 
 // JacfwdArgs{{$n}} is JacrevArgs{{$n}} in forward mode.
 func JacfwdArgs{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...JacobianOption) func({{.Types}}) ({{.Types}}) {
+	needFunc("transforms.JacfwdArgs{{$n}}", f)
 	return jacobianArgs{{$n}}("transforms.JacfwdArgs{{$n}}", "jacfwd", true, f, opts)
 }
 
@@ -334,11 +347,13 @@ func jacobianArgs{{$n}}[{{.Types}} any](op, name string, forward bool, f func({{
 // It panics with *peel.Error when argnum is out of range or R is not its
 // type, and as Jacrev does.
 func Jacrev{{$n}}At[R, {{.Types}} any](f func({{.Types}}) *peel.Tensor, argnum int, opts ...JacobianOption) func({{.Types}}) R {
+	needFunc("transforms.Jacrev{{$n}}At", f)
 	return jacobian{{$n}}At[R]("transforms.Jacrev{{$n}}At", "jacrev", false, f, argnum, opts)
 }
 
 // Jacfwd{{$n}}At is Jacrev{{$n}}At in forward mode.
 func Jacfwd{{$n}}At[R, {{.Types}} any](f func({{.Types}}) *peel.Tensor, argnum int, opts ...JacobianOption) func({{.Types}}) R {
+	needFunc("transforms.Jacfwd{{$n}}At", f)
 	return jacobian{{$n}}At[R]("transforms.Jacfwd{{$n}}At", "jacfwd", true, f, argnum, opts)
 }
 
@@ -357,12 +372,43 @@ func jacobian{{$n}}At[R, {{.Types}} any](op, name string, forward bool, f func({
 // x.shape + x.shape. It is Jacfwd{{$n}}At(Jacrev{{$n}}At(f, argnum), argnum) and
 // panics as they do.
 func Hessian{{$n}}At[{{.Types}} any](f func({{.Types}}) *peel.Tensor, argnum int, opts ...JacobianOption) func({{.Types}}) *peel.Tensor {
+	needFunc("transforms.Hessian{{$n}}At", f)
 	return Jacfwd{{$n}}At[*peel.Tensor](Jacrev{{$n}}At[*peel.Tensor](f, argnum, opts...), argnum, opts...)
+}
+
+// Linearize{{$n}} is Linearize for a function of {{.Word}} arguments: the
+// linearization takes one tangent per argument.
+func Linearize{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, {{.Params}}) (R, func({{.Types}}) R) {
+	needFunc("transforms.Linearize{{$n}}", f)
+	out, lin := linearizeAs("transforms.Linearize{{$n}}", func(t {{$T}}) R { return f({{.Fields "t"}}) }, {{.Pack}})
+	return out, func({{.Params}}) R { return lin({{.Pack}}) }
+}
+
+// Functionalize{{$n}} is Functionalize for a function of {{.Word}} arguments.
+func Functionalize{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, opts ...FunctionalizeOption) func({{.Types}}) R {
+	needFunc("transforms.Functionalize{{$n}}", f)
+	g := functionalizeAs("transforms.Functionalize{{$n}}", func(t {{$T}}) R { return f({{.Fields "t"}}) }, opts)
+	return func({{.Params}}) R { return g({{.Pack}}) }
+}
+
+// Checkpoint{{$n}} is Checkpoint for a function of {{.Word}} arguments.
+func Checkpoint{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, policy SavePolicy) func({{.Types}}) R {
+	needFunc("transforms.Checkpoint{{$n}}", f)
+	g := checkpointAs("transforms.Checkpoint{{$n}}", func(t {{$T}}) R { return f({{.Fields "t"}}) }, policy)
+	return func({{.Params}}) R { return g({{.Pack}}) }
+}
+
+// MakeGraph{{$n}} is MakeGraph for a function of {{.Word}} arguments: the
+// graph's inputs are their leaves, in order.
+func MakeGraph{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, {{.Params}}, opts ...GraphOption) *Graph {
+	needFunc("transforms.MakeGraph{{$n}}", f)
+	return makeGraphAs("transforms.MakeGraph{{$n}}", func(t {{$T}}) R { return f({{.Fields "t"}}) }, {{.Pack}}, opts)
 }
 
 // Compile{{$n}} is Compile for a function of {{.Word}} arguments; Donate and
 // StaticArgnums name them by position.
 func Compile{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, opts ...CompileOption) func({{.Types}}) R {
+	needFunc("transforms.Compile{{$n}}", f)
 	call := newCompiled("transforms.Compile{{$n}}", {{$n}}, func(t {{$T}}) R { return f({{.Fields "t"}}) }, opts)
 	return func({{.Params}}) R { return call.Call({{.Pack}}) }
 }
@@ -370,6 +416,7 @@ func Compile{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, opts ...CompileOptio
 // ShardMap{{$n}} is ShardMap for a function of {{.Word}} arguments: inSpecs
 // is a []any of one spec per argument, or one spec for all.
 func ShardMap{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, mesh *dist.Mesh, inSpecs, outSpecs any) func({{.Types}}) R {
+	needFunc("transforms.ShardMap{{$n}}", f)
 	g := shardMapTree("transforms.ShardMap{{$n}}", func(t {{$T}}) R { return f({{.Fields "t"}}) }, mesh, inSpecs, outSpecs)
 	return func({{.Params}}) R { return g({{.Pack}}) }
 }
