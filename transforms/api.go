@@ -148,8 +148,8 @@ func ValueAndGrad[A any](f func(A) *peel.Tensor, opts ...GradOption) func(A) (*p
 // own levels); nil tensor leaves and a nil aux are kept. It panics as
 // Grad does, and also when aux is not a valid tree.
 func GradAux[A, X any](f func(A) (*peel.Tensor, X), opts ...GradOption) func(A) (A, X) {
-	needFunc("transforms.GradAux", f)
 	const op = "transforms.GradAux"
+	needFunc(op, f)
 	cfg := gradConfigOf(opts)
 	return func(x A) (A, X) {
 		leaves, def := flatten(op, x)
@@ -239,7 +239,11 @@ func vjpAs[A, B any](op string, f func(A) B, primals A) (B, func(B) A) {
 // It panics as VJP does, and also when aux is not a valid tree.
 func VJPAux[A, B, X any](f func(A) (B, X), primals A) (B, func(B) A, X) {
 	needFunc("transforms.VJPAux", f)
-	const op = "transforms.VJPAux"
+	return vjpAuxAs("transforms.VJPAux", f, primals)
+}
+
+// vjpAuxAs is VJPAux with errors naming op.
+func vjpAuxAs[A, B, X any](op string, f func(A) (B, X), primals A) (B, func(B) A, X) {
 	leaves, def := flatten(op, primals)
 	var outDef *treeDef
 	var aux auxResult[X]
@@ -291,8 +295,8 @@ func pullback[A, B any](op string, lin *autodiff.Linearized, def, outDef *treeDe
 // tangent's shape or dtype differs from its primal's (the error names
 // the leaf's path).
 func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
-	needFunc("transforms.JVP", f)
 	const op = "transforms.JVP"
+	needFunc(op, f)
 	leaves, def := flatten(op, primals)
 	given, tdef := flatten(op, tangents)
 	return jvpRun(op, f, leaves, def, func() []*tensor {
@@ -310,7 +314,11 @@ func JVP[A, B any](f func(A) B, primals, tangents A) (B, B) {
 // tree.
 func JVPAux[A, B, X any](f func(A) (B, X), primals, tangents A) (B, B, X) {
 	needFunc("transforms.JVPAux", f)
-	const op = "transforms.JVPAux"
+	return jvpAuxAs("transforms.JVPAux", f, primals, tangents)
+}
+
+// jvpAuxAs is JVPAux with errors naming op.
+func jvpAuxAs[A, B, X any](op string, f func(A) (B, X), primals, tangents A) (B, B, X) {
 	leaves, def := flatten(op, primals)
 	given, tdef := flatten(op, tangents)
 	var outDef *treeDef
@@ -437,7 +445,11 @@ func linearizeAs[A, B any](op string, f func(A) B, primals A) (B, func(A) B) {
 // aux is not a valid tree.
 func LinearizeAux[A, B, X any](f func(A) (B, X), primals A) (B, func(A) B, X) {
 	needFunc("transforms.LinearizeAux", f)
-	const op = "transforms.LinearizeAux"
+	return linearizeAuxAs("transforms.LinearizeAux", f, primals)
+}
+
+// linearizeAuxAs is LinearizeAux with errors naming op.
+func linearizeAuxAs[A, B, X any](op string, f func(A) (B, X), primals A) (B, func(A) B, X) {
 	leaves, def := flatten(op, primals)
 	var outDef *treeDef
 	var aux auxResult[X]

@@ -234,6 +234,56 @@ func Linearize2[A, B, R any](f func(A, B) R, a A, b B) (R, func(A, B) R) {
 	return out, func(a A, b B) R { return lin(args2[A, B]{a, b}) }
 }
 
+// VJPAux2 is VJP2 for a function that also returns auxiliary data,
+// as VJPAux.
+func VJPAux2[A, B, R, X any](f func(A, B) (R, X), a A, b B) (R, func(R) (A, B), X) {
+	needFunc("transforms.VJPAux2", f)
+	out, pb, aux := vjpAuxAs("transforms.VJPAux2", func(t args2[A, B]) (R, X) { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b})
+	return out, func(ct R) (A, B) {
+		g := pb(ct)
+		return g.Arg0, g.Arg1
+	}, aux
+}
+
+// JVPAux2 is JVP2 for a function that also returns auxiliary data,
+// as JVPAux.
+func JVPAux2[A, B, R, X any](f func(A, B) (R, X), a A, b B, ta A, tb B) (R, R, X) {
+	needFunc("transforms.JVPAux2", f)
+	return jvpAuxAs("transforms.JVPAux2", func(t args2[A, B]) (R, X) { return f(t.Arg0, t.Arg1) },
+		args2[A, B]{a, b}, args2[A, B]{ta, tb})
+}
+
+// LinearizeAux2 is Linearize2 for a function that also returns
+// auxiliary data, as LinearizeAux.
+func LinearizeAux2[A, B, R, X any](f func(A, B) (R, X), a A, b B) (R, func(A, B) R, X) {
+	needFunc("transforms.LinearizeAux2", f)
+	out, lin, aux := linearizeAuxAs("transforms.LinearizeAux2", func(t args2[A, B]) (R, X) { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b})
+	return out, func(a A, b B) R { return lin(args2[A, B]{a, b}) }, aux
+}
+
+// JacrevAux2 is JacrevAux for a function of two arguments, with
+// respect to the first.
+func JacrevAux2[A, B, X any](f func(A, B) (*peel.Tensor, X), opts ...JacobianOption) func(A, B) (A, X) {
+	needFunc("transforms.JacrevAux2", f)
+	return func(a A, b B) (A, X) {
+		return jacobianAux("transforms.JacrevAux2", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b) }, jacobianOptions(opts))(a)
+	}
+}
+
+// JacfwdAux2 is JacrevAux2 in forward mode.
+func JacfwdAux2[A, B, X any](f func(A, B) (*peel.Tensor, X), opts ...JacobianOption) func(A, B) (A, X) {
+	needFunc("transforms.JacfwdAux2", f)
+	return func(a A, b B) (A, X) {
+		return jacobianAux("transforms.JacfwdAux2", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b) }, jacobianOptions(opts))(a)
+	}
+}
+
+// Hessian2 is Hessian2At with respect to the first argument.
+func Hessian2[A, B any](f func(A, B) *peel.Tensor, opts ...JacobianOption) func(A, B) *peel.Tensor {
+	needFunc("transforms.Hessian2", f)
+	return Hessian2At(f, 0, opts...)
+}
+
 // Functionalize2 is Functionalize for a function of two arguments.
 func Functionalize2[A, B, R any](f func(A, B) R, opts ...FunctionalizeOption) func(A, B) R {
 	needFunc("transforms.Functionalize2", f)
@@ -550,6 +600,56 @@ func Linearize3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C) (R, func(A, B,
 	needFunc("transforms.Linearize3", f)
 	out, lin := linearizeAs("transforms.Linearize3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, args3[A, B, C]{a, b, c})
 	return out, func(a A, b B, c C) R { return lin(args3[A, B, C]{a, b, c}) }
+}
+
+// VJPAux3 is VJP3 for a function that also returns auxiliary data,
+// as VJPAux.
+func VJPAux3[A, B, C, R, X any](f func(A, B, C) (R, X), a A, b B, c C) (R, func(R) (A, B, C), X) {
+	needFunc("transforms.VJPAux3", f)
+	out, pb, aux := vjpAuxAs("transforms.VJPAux3", func(t args3[A, B, C]) (R, X) { return f(t.Arg0, t.Arg1, t.Arg2) }, args3[A, B, C]{a, b, c})
+	return out, func(ct R) (A, B, C) {
+		g := pb(ct)
+		return g.Arg0, g.Arg1, g.Arg2
+	}, aux
+}
+
+// JVPAux3 is JVP3 for a function that also returns auxiliary data,
+// as JVPAux.
+func JVPAux3[A, B, C, R, X any](f func(A, B, C) (R, X), a A, b B, c C, ta A, tb B, tc C) (R, R, X) {
+	needFunc("transforms.JVPAux3", f)
+	return jvpAuxAs("transforms.JVPAux3", func(t args3[A, B, C]) (R, X) { return f(t.Arg0, t.Arg1, t.Arg2) },
+		args3[A, B, C]{a, b, c}, args3[A, B, C]{ta, tb, tc})
+}
+
+// LinearizeAux3 is Linearize3 for a function that also returns
+// auxiliary data, as LinearizeAux.
+func LinearizeAux3[A, B, C, R, X any](f func(A, B, C) (R, X), a A, b B, c C) (R, func(A, B, C) R, X) {
+	needFunc("transforms.LinearizeAux3", f)
+	out, lin, aux := linearizeAuxAs("transforms.LinearizeAux3", func(t args3[A, B, C]) (R, X) { return f(t.Arg0, t.Arg1, t.Arg2) }, args3[A, B, C]{a, b, c})
+	return out, func(a A, b B, c C) R { return lin(args3[A, B, C]{a, b, c}) }, aux
+}
+
+// JacrevAux3 is JacrevAux for a function of three arguments, with
+// respect to the first.
+func JacrevAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C) (A, X) {
+	needFunc("transforms.JacrevAux3", f)
+	return func(a A, b B, c C) (A, X) {
+		return jacobianAux("transforms.JacrevAux3", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b, c) }, jacobianOptions(opts))(a)
+	}
+}
+
+// JacfwdAux3 is JacrevAux3 in forward mode.
+func JacfwdAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C) (A, X) {
+	needFunc("transforms.JacfwdAux3", f)
+	return func(a A, b B, c C) (A, X) {
+		return jacobianAux("transforms.JacfwdAux3", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b, c) }, jacobianOptions(opts))(a)
+	}
+}
+
+// Hessian3 is Hessian3At with respect to the first argument.
+func Hessian3[A, B, C any](f func(A, B, C) *peel.Tensor, opts ...JacobianOption) func(A, B, C) *peel.Tensor {
+	needFunc("transforms.Hessian3", f)
+	return Hessian3At(f, 0, opts...)
 }
 
 // Functionalize3 is Functionalize for a function of three arguments.
@@ -872,6 +972,56 @@ func Linearize4[A, B, C, D, R any](f func(A, B, C, D) R, a A, b B, c C, d D) (R,
 	needFunc("transforms.Linearize4", f)
 	out, lin := linearizeAs("transforms.Linearize4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, args4[A, B, C, D]{a, b, c, d})
 	return out, func(a A, b B, c C, d D) R { return lin(args4[A, B, C, D]{a, b, c, d}) }
+}
+
+// VJPAux4 is VJP4 for a function that also returns auxiliary data,
+// as VJPAux.
+func VJPAux4[A, B, C, D, R, X any](f func(A, B, C, D) (R, X), a A, b B, c C, d D) (R, func(R) (A, B, C, D), X) {
+	needFunc("transforms.VJPAux4", f)
+	out, pb, aux := vjpAuxAs("transforms.VJPAux4", func(t args4[A, B, C, D]) (R, X) { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, args4[A, B, C, D]{a, b, c, d})
+	return out, func(ct R) (A, B, C, D) {
+		g := pb(ct)
+		return g.Arg0, g.Arg1, g.Arg2, g.Arg3
+	}, aux
+}
+
+// JVPAux4 is JVP4 for a function that also returns auxiliary data,
+// as JVPAux.
+func JVPAux4[A, B, C, D, R, X any](f func(A, B, C, D) (R, X), a A, b B, c C, d D, ta A, tb B, tc C, td D) (R, R, X) {
+	needFunc("transforms.JVPAux4", f)
+	return jvpAuxAs("transforms.JVPAux4", func(t args4[A, B, C, D]) (R, X) { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) },
+		args4[A, B, C, D]{a, b, c, d}, args4[A, B, C, D]{ta, tb, tc, td})
+}
+
+// LinearizeAux4 is Linearize4 for a function that also returns
+// auxiliary data, as LinearizeAux.
+func LinearizeAux4[A, B, C, D, R, X any](f func(A, B, C, D) (R, X), a A, b B, c C, d D) (R, func(A, B, C, D) R, X) {
+	needFunc("transforms.LinearizeAux4", f)
+	out, lin, aux := linearizeAuxAs("transforms.LinearizeAux4", func(t args4[A, B, C, D]) (R, X) { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, args4[A, B, C, D]{a, b, c, d})
+	return out, func(a A, b B, c C, d D) R { return lin(args4[A, B, C, D]{a, b, c, d}) }, aux
+}
+
+// JacrevAux4 is JacrevAux for a function of four arguments, with
+// respect to the first.
+func JacrevAux4[A, B, C, D, X any](f func(A, B, C, D) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C, D) (A, X) {
+	needFunc("transforms.JacrevAux4", f)
+	return func(a A, b B, c C, d D) (A, X) {
+		return jacobianAux("transforms.JacrevAux4", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b, c, d) }, jacobianOptions(opts))(a)
+	}
+}
+
+// JacfwdAux4 is JacrevAux4 in forward mode.
+func JacfwdAux4[A, B, C, D, X any](f func(A, B, C, D) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C, D) (A, X) {
+	needFunc("transforms.JacfwdAux4", f)
+	return func(a A, b B, c C, d D) (A, X) {
+		return jacobianAux("transforms.JacfwdAux4", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b, c, d) }, jacobianOptions(opts))(a)
+	}
+}
+
+// Hessian4 is Hessian4At with respect to the first argument.
+func Hessian4[A, B, C, D any](f func(A, B, C, D) *peel.Tensor, opts ...JacobianOption) func(A, B, C, D) *peel.Tensor {
+	needFunc("transforms.Hessian4", f)
+	return Hessian4At(f, 0, opts...)
 }
 
 // Functionalize4 is Functionalize for a function of four arguments.
@@ -1198,6 +1348,56 @@ func Linearize5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, a A, b B, c C, d 
 	needFunc("transforms.Linearize5", f)
 	out, lin := linearizeAs("transforms.Linearize5", func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, args5[A, B, C, D, E]{a, b, c, d, e})
 	return out, func(a A, b B, c C, d D, e E) R { return lin(args5[A, B, C, D, E]{a, b, c, d, e}) }
+}
+
+// VJPAux5 is VJP5 for a function that also returns auxiliary data,
+// as VJPAux.
+func VJPAux5[A, B, C, D, E, R, X any](f func(A, B, C, D, E) (R, X), a A, b B, c C, d D, e E) (R, func(R) (A, B, C, D, E), X) {
+	needFunc("transforms.VJPAux5", f)
+	out, pb, aux := vjpAuxAs("transforms.VJPAux5", func(t args5[A, B, C, D, E]) (R, X) { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, args5[A, B, C, D, E]{a, b, c, d, e})
+	return out, func(ct R) (A, B, C, D, E) {
+		g := pb(ct)
+		return g.Arg0, g.Arg1, g.Arg2, g.Arg3, g.Arg4
+	}, aux
+}
+
+// JVPAux5 is JVP5 for a function that also returns auxiliary data,
+// as JVPAux.
+func JVPAux5[A, B, C, D, E, R, X any](f func(A, B, C, D, E) (R, X), a A, b B, c C, d D, e E, ta A, tb B, tc C, td D, te E) (R, R, X) {
+	needFunc("transforms.JVPAux5", f)
+	return jvpAuxAs("transforms.JVPAux5", func(t args5[A, B, C, D, E]) (R, X) { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) },
+		args5[A, B, C, D, E]{a, b, c, d, e}, args5[A, B, C, D, E]{ta, tb, tc, td, te})
+}
+
+// LinearizeAux5 is Linearize5 for a function that also returns
+// auxiliary data, as LinearizeAux.
+func LinearizeAux5[A, B, C, D, E, R, X any](f func(A, B, C, D, E) (R, X), a A, b B, c C, d D, e E) (R, func(A, B, C, D, E) R, X) {
+	needFunc("transforms.LinearizeAux5", f)
+	out, lin, aux := linearizeAuxAs("transforms.LinearizeAux5", func(t args5[A, B, C, D, E]) (R, X) { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, args5[A, B, C, D, E]{a, b, c, d, e})
+	return out, func(a A, b B, c C, d D, e E) R { return lin(args5[A, B, C, D, E]{a, b, c, d, e}) }, aux
+}
+
+// JacrevAux5 is JacrevAux for a function of five arguments, with
+// respect to the first.
+func JacrevAux5[A, B, C, D, E, X any](f func(A, B, C, D, E) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C, D, E) (A, X) {
+	needFunc("transforms.JacrevAux5", f)
+	return func(a A, b B, c C, d D, e E) (A, X) {
+		return jacobianAux("transforms.JacrevAux5", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b, c, d, e) }, jacobianOptions(opts))(a)
+	}
+}
+
+// JacfwdAux5 is JacrevAux5 in forward mode.
+func JacfwdAux5[A, B, C, D, E, X any](f func(A, B, C, D, E) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C, D, E) (A, X) {
+	needFunc("transforms.JacfwdAux5", f)
+	return func(a A, b B, c C, d D, e E) (A, X) {
+		return jacobianAux("transforms.JacfwdAux5", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b, c, d, e) }, jacobianOptions(opts))(a)
+	}
+}
+
+// Hessian5 is Hessian5At with respect to the first argument.
+func Hessian5[A, B, C, D, E any](f func(A, B, C, D, E) *peel.Tensor, opts ...JacobianOption) func(A, B, C, D, E) *peel.Tensor {
+	needFunc("transforms.Hessian5", f)
+	return Hessian5At(f, 0, opts...)
 }
 
 // Functionalize5 is Functionalize for a function of five arguments.

@@ -123,6 +123,42 @@ func TestArityForms(t *testing.T) {
 	for k := range g {
 		same(fmt.Sprintf("CustomVJP5 %d", k), g[k], peel.Mul(want[k], float64(k+1)))
 	}
+	// The Aux forms: aux comes back as its values.
+	fa := func(a, b, c, d, e *peel.Tensor) (*peel.Tensor, *peel.Tensor) { return f5(a, b, c, d, e), peel.Mul(a, 2.0) }
+	out, pba, aux := transforms.VJPAux5(fa, a, b, c, d, e)
+	same("VJPAux5 value", out, f5(a, b, c, d, e))
+	same("VJPAux5 aux", aux, peel.Mul(a, 2.0))
+	ct[0], ct[1], ct[2], ct[3], ct[4] = pba(peel.Scalar(1.0))
+	for k := range ct {
+		same(fmt.Sprintf("VJPAux5 cotangent %d", k), ct[k], want[k])
+	}
+	_, tanA, auxJ := transforms.JVPAux5(fa, a, b, c, d, e, dirs[0], dirs[1], dirs[2], dirs[3], dirs[4])
+	same("JVPAux5", tanA, dot)
+	same("JVPAux5 aux", auxJ, peel.Mul(a, 2.0))
+	_, linA, auxL := transforms.LinearizeAux5(fa, a, b, c, d, e)
+	same("LinearizeAux5", linA(dirs[0], dirs[1], dirs[2], dirs[3], dirs[4]), dot)
+	same("LinearizeAux5 aux", auxL, peel.Mul(a, 2.0))
+	_, lin := transforms.Linearize5(f5, a, b, c, d, e)
+	same("Linearize5", lin(dirs[0], dirs[1], dirs[2], dirs[3], dirs[4]), dot)
+	jra, jaux := transforms.JacrevAux5(fa)(a, b, c, d, e)
+	same("JacrevAux5", jra, want[0])
+	same("JacrevAux5 aux", jaux, peel.Mul(a, 2.0))
+	jfa, _ := transforms.JacfwdAux4(func(a, b, c, d *peel.Tensor) (*peel.Tensor, *peel.Tensor) { return f4(a, b, c, d), a })(a, b, c, d)
+	same("JacfwdAux4", jfa, want[0])
+	same("Hessian5", transforms.Hessian5(f5)(a, b, c, d, e), transforms.Jacfwd(transforms.Jacrev(func(x *peel.Tensor) *peel.Tensor { return f5(x, b, c, d, e) }))(a))
+	// Functionalize5 (a write into an argument, answered out of place and
+	// written back), Checkpoint5 (its gradient), MakeGraph5 (five inputs).
+	fw := func(a, b, c, d, e *peel.Tensor) *peel.Tensor {
+		peel.AddInPlace(a, b)
+		return f5(a, b, c, d, e)
+	}
+	a1, a2 := peel.Clone(a), peel.Clone(a)
+	same("Functionalize5", transforms.Functionalize5(fw)(a1, b, c, d, e), fw(a2, b, c, d, e))
+	same("Functionalize5 writes back", a1, a2)
+	same("Checkpoint5", transforms.Grad5(transforms.Checkpoint5(f5, transforms.NothingSaveable))(a, b, c, d, e), want[0])
+	if g := transforms.MakeGraph5(f5, a, b, c, d, e); len(g.In) != 5 {
+		t.Fatalf("MakeGraph5: %d inputs, want 5", len(g.In))
+	}
 	// Export5 and ExportedFunc5.
 	prog := transforms.Export5(f5, a, b, c, d, e)
 	same("Export5", transforms.ExportedFunc5[*peel.Tensor, *peel.Tensor, *peel.Tensor, *peel.Tensor, *peel.Tensor, *peel.Tensor](prog)(e, d, c, b, a), f5(e, d, c, b, a))

@@ -23,12 +23,15 @@
 //
 // Every transform that takes a function has forms for functions of two
 // to five positional arguments, named by the count (as in iter.Seq2):
-// Grad2 … Grad5, ValueAndGrad, GradAux, GradArgs, ValueAndGradArgs,
-// Vmap, VJP, JVP, Jacrev, Jacfwd, JacrevArgs, JacfwdArgs, Compile,
+// Grad2 … Grad5, and likewise ValueAndGrad, GradAux, GradArgs,
+// ValueAndGradArgs, VJP, VJPAux, JVP, JVPAux, Linearize, LinearizeAux,
+// Jacrev, Jacfwd, JacrevAux, JacfwdAux, JacrevArgs, JacfwdArgs,
+// Hessian, Vmap, Functionalize, Checkpoint, MakeGraph, Compile,
 // ShardMap, CustomJVP, CustomVJP, Export and ExportedFunc, and the At
-// forms Grad2At … Grad5At, Jacrev, Jacfwd and Hessian. They are written
-// once, by a generator (arity_gen.go; go generate ./transforms), and
-// all follow one pattern: the arguments are one tuple whose leaf paths
+// forms Grad2At … Grad5At, Jacrev, Jacfwd and Hessian. (The forms over
+// tree results, JacrevTree, JacfwdTree, HessianTree and HVP, take one
+// argument: a struct of several.) They are written once, by a generator
+// (arity_gen.go; go generate ./transforms), and all follow one pattern: the arguments are one tuple whose leaf paths
 // read args[0].W, args[1], … in errors, and whose options name
 // arguments by position (InAxes and Vmap's specs, Donate,
 // StaticArgnums, Argnums; a negative index counts from the end). A

@@ -384,6 +384,56 @@ func Linearize{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, {{.Params}}) (R, f
 	return out, func({{.Params}}) R { return lin({{.Pack}}) }
 }
 
+// VJPAux{{$n}} is VJP{{$n}} for a function that also returns auxiliary data,
+// as VJPAux.
+func VJPAux{{$n}}[{{.Types}}, R, X any](f func({{.Types}}) (R, X), {{.Params}}) (R, func(R) ({{.Types}}), X) {
+	needFunc("transforms.VJPAux{{$n}}", f)
+	out, pb, aux := vjpAuxAs("transforms.VJPAux{{$n}}", func(t {{$T}}) (R, X) { return f({{.Fields "t"}}) }, {{.Pack}})
+	return out, func(ct R) ({{.Types}}) {
+		g := pb(ct)
+		return {{.Fields "g"}}
+	}, aux
+}
+
+// JVPAux{{$n}} is JVP{{$n}} for a function that also returns auxiliary data,
+// as JVPAux.
+func JVPAux{{$n}}[{{.Types}}, R, X any](f func({{.Types}}) (R, X), {{.Params}}, {{.Prefixed "t"}}) (R, R, X) {
+	needFunc("transforms.JVPAux{{$n}}", f)
+	return jvpAuxAs("transforms.JVPAux{{$n}}", func(t {{$T}}) (R, X) { return f({{.Fields "t"}}) },
+		{{.Pack}}, {{.Tuple}}{ {{- .PrefixedNames "t" -}} })
+}
+
+// LinearizeAux{{$n}} is Linearize{{$n}} for a function that also returns
+// auxiliary data, as LinearizeAux.
+func LinearizeAux{{$n}}[{{.Types}}, R, X any](f func({{.Types}}) (R, X), {{.Params}}) (R, func({{.Types}}) R, X) {
+	needFunc("transforms.LinearizeAux{{$n}}", f)
+	out, lin, aux := linearizeAuxAs("transforms.LinearizeAux{{$n}}", func(t {{$T}}) (R, X) { return f({{.Fields "t"}}) }, {{.Pack}})
+	return out, func({{.Params}}) R { return lin({{.Pack}}) }, aux
+}
+
+// JacrevAux{{$n}} is JacrevAux for a function of {{.Word}} arguments, with
+// respect to the first.
+func JacrevAux{{$n}}[{{.Types}}, X any](f func({{.Types}}) (*peel.Tensor, X), opts ...JacobianOption) func({{.Types}}) (A, X) {
+	needFunc("transforms.JacrevAux{{$n}}", f)
+	return func({{.Params}}) (A, X) {
+		return jacobianAux("transforms.JacrevAux{{$n}}", "jacrev", false, func(a A) (*peel.Tensor, X) { return f({{.Names}}) }, jacobianOptions(opts))(a)
+	}
+}
+
+// JacfwdAux{{$n}} is JacrevAux{{$n}} in forward mode.
+func JacfwdAux{{$n}}[{{.Types}}, X any](f func({{.Types}}) (*peel.Tensor, X), opts ...JacobianOption) func({{.Types}}) (A, X) {
+	needFunc("transforms.JacfwdAux{{$n}}", f)
+	return func({{.Params}}) (A, X) {
+		return jacobianAux("transforms.JacfwdAux{{$n}}", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f({{.Names}}) }, jacobianOptions(opts))(a)
+	}
+}
+
+// Hessian{{$n}} is Hessian{{$n}}At with respect to the first argument.
+func Hessian{{$n}}[{{.Types}} any](f func({{.Types}}) *peel.Tensor, opts ...JacobianOption) func({{.Types}}) *peel.Tensor {
+	needFunc("transforms.Hessian{{$n}}", f)
+	return Hessian{{$n}}At(f, 0, opts...)
+}
+
 // Functionalize{{$n}} is Functionalize for a function of {{.Word}} arguments.
 func Functionalize{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, opts ...FunctionalizeOption) func({{.Types}}) R {
 	needFunc("transforms.Functionalize{{$n}}", f)
