@@ -275,6 +275,9 @@ func try(m mutant, testInfos []pkgInfo, durations map[string]time.Duration, tmp 
 			return "not viable", "", nil
 		case bytes.Contains(out, []byte("panic: test timed out")):
 			return "timed out", shortPath(p.ImportPath), nil
+		case !failed.Match(out):
+			// go test itself failed (no test ran): not the mutant's doing.
+			return "", "", fmt.Errorf("go test %s failed without a failing test:\n%s", p.ImportPath, out)
 		}
 		return "killed", shortPath(p.ImportPath), nil
 	}
@@ -311,6 +314,10 @@ func goList(pkgs []string) ([]pkgInfo, error) {
 	}
 	return infos, nil
 }
+
+// failed matches go test's report of a failing test binary: a test that
+// failed, a panic, or a FAIL line for the package.
+var failed = regexp.MustCompile(`(?m)^(--- FAIL|FAIL\s|panic:|fatal error:)`)
 
 var okLine = regexp.MustCompile(`^ok\s+(\S+)\s+([0-9.]+)s`)
 
