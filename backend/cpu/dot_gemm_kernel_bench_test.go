@@ -1,0 +1,64 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkMicroKernels times each GEMM micro-kernel alone on packed
+// panels that stay in L1 (6×kc of A, kc×NR of B), against the FMA peak
+// of its vector width: the inner loop's share of the roofline, apart
+// from packing, blocking and threads.
+//
+//	go test ./backend/cpu/ -run '^$' -bench MicroKernels
+func BenchmarkMicroKernels(b *testing.B) {
+	type kernel struct {
+		name   string
+		wide   bool
+		f64    bool
+		nr     int
+		run32  func(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
+		run64  func(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
+		usable bool
+	}
+	ks := []kernel{
+		{"sgemm6x16AVX2", false, false, 16, sgemm6x16AVX2, nil, cpuPath >= pathAVX2},
+		{"dgemm6x8AVX2", false, true, 8, nil, dgemm6x8AVX2, cpuPath >= pathAVX2},
+		{"sgemm6x32AVX512", true, false, 32, sgemm6x32AVX512, nil, haveAVX512},
+		{"dgemm6x16AVX512", true, true, 16, nil, dgemm6x16AVX512, haveAVX512},
+	}
+	for _, k := range ks {
+		if !k.usable {
+			continue
+		}
+		p := pathAVX2
+		if k.wide {
+			p = pathAVX512
+		}
+		pk := peak(p, k.f64, 1)
+		for _, kc := range []int{64, 256} {
+			b.Run(fmt.Sprintf("%s/k=%d", k.name, kc), func(b *testing.B) {
+				if k.f64 {
+					a, bb, c := make([]float64, 6*kc), make([]float64, kc*k.nr), make([]float64, 6*k.nr)
+					for i := range a {
+						a[i] = 1e-3
+					}
+					for b.Loop() {
+						k.run64(kc, &a[0], &bb[0], &c[0], k.nr, 6, k.nr, true)
+					}
+				} else {
+					a, bb, c := make([]float32, 6*kc), make([]float32, kc*k.nr), make([]float32, 6*k.nr)
+					for i := range a {
+						a[i] = 1e-3
+					}
+					for b.Loop() {
+						k.run32(kc, &a[0], &bb[0], &c[0], k.nr, 6, k.nr, true)
+					}
+				}
+				gf := 2 * float64(6*k.nr*kc) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+				b.ReportMetric(gf, "GFLOPS")
+				b.ReportMetric(100*gf/pk, "%peak")
+			})
+		}
+	}
+}
