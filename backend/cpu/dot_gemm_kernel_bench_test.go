@@ -2,13 +2,15 @@ package cpu
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
-// BenchmarkMicroKernels times each GEMM micro-kernel alone on packed
-// panels that stay in L1 (6×kc of A, kc×NR of B), against the FMA peak
-// of its vector width: the inner loop's share of the roofline, apart
-// from packing, blocking and threads.
+// BenchmarkMicroKernels times each GEMM micro-kernel alone on panels
+// that stay in cache (6×kc of A, packed or, for the Rows kernels, read
+// in place from rows 512 elements apart; kc×NR of B), against the FMA
+// peak of its vector width: the inner loop's share of the roofline,
+// apart from packing, blocking and threads.
 //
 //	go test ./backend/cpu/ -run '^$' -bench MicroKernels
 func BenchmarkMicroKernels(b *testing.B) {
@@ -26,10 +28,18 @@ func BenchmarkMicroKernels(b *testing.B) {
 		{"dgemm6x8AVX2", false, true, 8, nil, dgemm6x8AVX2, cpuPath >= pathAVX2},
 		{"sgemm6x32AVX512", true, false, 32, sgemm6x32AVX512, nil, haveAVX512},
 		{"dgemm6x16AVX512", true, true, 16, nil, dgemm6x16AVX512, haveAVX512},
+		{"sgemm6x32AVX512Rows", true, false, 32, sgemm6x32AVX512Rows, nil, haveAVX512},
+		{"dgemm6x16AVX512Rows", true, true, 16, nil, dgemm6x16AVX512Rows, haveAVX512},
 	}
 	for _, k := range ks {
 		if !k.usable {
 			continue
+		}
+		// The Rows kernels read A in place: 6 rows of a row-major
+		// matrix 512 elements wide, as a 512² product's.
+		lda, rows := 6, strings.HasSuffix(k.name, "Rows")
+		if rows {
+			lda = 512
 		}
 		p := pathAVX2
 		if k.wide {
@@ -39,20 +49,20 @@ func BenchmarkMicroKernels(b *testing.B) {
 		for _, kc := range []int{64, 256} {
 			b.Run(fmt.Sprintf("%s/k=%d", k.name, kc), func(b *testing.B) {
 				if k.f64 {
-					a, bb, c := make([]float64, 6*kc), make([]float64, kc*k.nr), make([]float64, 6*k.nr)
+					a, bb, c := make([]float64, 6*max(kc, lda)), make([]float64, kc*k.nr), make([]float64, 6*k.nr)
 					for i := range a {
 						a[i] = 1e-3
 					}
 					for b.Loop() {
-						k.run64(kc, &a[0], &bb[0], &c[0], k.nr, 6, k.nr, true)
+						k.run64(kc, &a[0], &bb[0], &c[0], k.nr, lda, k.nr, true)
 					}
 				} else {
-					a, bb, c := make([]float32, 6*kc), make([]float32, kc*k.nr), make([]float32, 6*k.nr)
+					a, bb, c := make([]float32, 6*max(kc, lda)), make([]float32, kc*k.nr), make([]float32, 6*k.nr)
 					for i := range a {
 						a[i] = 1e-3
 					}
 					for b.Loop() {
-						k.run32(kc, &a[0], &bb[0], &c[0], k.nr, 6, k.nr, true)
+						k.run32(kc, &a[0], &bb[0], &c[0], k.nr, lda, k.nr, true)
 					}
 				}
 				gf := 2 * float64(6*k.nr*kc) * float64(b.N) / b.Elapsed().Seconds() / 1e9
