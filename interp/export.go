@@ -3,6 +3,7 @@ package interp
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"reflect"
 	"slices"
@@ -131,6 +132,60 @@ type ParamReader struct {
 	be   backend.Backend
 	// depth is the nesting of graphs (a loop body's loop's body).
 	depth int
+	// tok, when not nil, records what is read and substitutes integers
+	// (DecodeGraphWith); nested readers share it.
+	tok *tokenState
+}
+
+// DecodeToken is one value a decoder read (DecodeOptions.Tokens): an
+// integer other than a count or length (a dimension, a parameter), or a
+// hash of other bytes (a flag, a dtype, a name, a float, a constant's
+// elements).
+type DecodeToken struct {
+	Int bool
+	V   uint64 // the integer (as uint64 bits), or the bytes' hash
+}
+
+// DecodeOptions are what DecodeGraphWith does beside decoding.
+type DecodeOptions struct {
+	// Tokens, when not nil, receives the values read, in order.
+	Tokens *[]DecodeToken
+	// Subst replaces the integer tokens it names (by their index among
+	// the integer tokens, in reading order) with its values before they
+	// are used: the shapes and parameters of a program with symbolic
+	// dimensions, bound (transforms.SymbolicShape).
+	Subst map[int]int64
+}
+
+type tokenState struct {
+	opts DecodeOptions
+	ints int
+}
+
+// intToken records integer v and returns it, or its substitute.
+func (r *ParamReader) intToken(v int64) int64 {
+	t := r.tok
+	if t == nil || r.err != nil {
+		return v
+	}
+	k := t.ints
+	t.ints++
+	if t.opts.Tokens != nil {
+		*t.opts.Tokens = append(*t.opts.Tokens, DecodeToken{Int: true, V: uint64(v)})
+	}
+	if sv, ok := t.opts.Subst[k]; ok {
+		return sv
+	}
+	return v
+}
+
+// rawToken records bytes read that are not integers.
+func (r *ParamReader) rawToken(b []byte) {
+	if t := r.tok; t != nil && t.opts.Tokens != nil && r.err == nil {
+		h := fnv.New64a()
+		h.Write(b)
+		*t.opts.Tokens = append(*t.opts.Tokens, DecodeToken{V: h.Sum64()})
+	}
 }
 
 // NewParamReader returns a reader of data (a file's header around an
@@ -156,6 +211,19 @@ func (r *ParamReader) Failf(format string, args ...any) {
 
 // Uint reads a non-negative integer.
 func (r *ParamReader) Uint() uint64 {
+	v := r.uvarint()
+	if r.err != nil {
+		return 0
+	}
+	sv := r.intToken(int64(v))
+	if sv < 0 {
+		r.Failf("a negative substitute %d for %d", sv, v)
+		return 0
+	}
+	return uint64(sv)
+}
+
+func (r *ParamReader) uvarint() uint64 {
 	if r.err != nil {
 		return 0
 	}
@@ -179,14 +247,15 @@ func (r *ParamReader) Int() int {
 		return 0
 	}
 	r.off += n
-	return int(v)
+	return int(r.intToken(v))
 }
 
 // Len reads a count of items each of which takes at least one byte more
 // of the data, so that a count is never more than what is left to read
-// (no allocation is larger than the file).
+// (no allocation is larger than the file). Counts and lengths are the
+// structure of the encoding, never substituted.
 func (r *ParamReader) Len() int {
-	v := r.Uint()
+	v := r.uvarint()
 	if v > uint64(len(r.data)-r.off) {
 		r.Failf("a count of %d with %d bytes left", v, len(r.data)-r.off)
 		return 0
@@ -213,6 +282,7 @@ func (r *ParamReader) byte() byte {
 		return 0
 	}
 	b := r.data[r.off]
+	r.rawToken(r.data[r.off : r.off+1])
 	r.off++
 	return b
 }
@@ -227,6 +297,7 @@ func (r *ParamReader) Float64() float64 {
 		return 0
 	}
 	v := math.Float64frombits(binary.LittleEndian.Uint64(r.data[r.off:]))
+	r.rawToken(r.data[r.off : r.off+8])
 	r.off += 8
 	return v
 }
@@ -238,6 +309,7 @@ func (r *ParamReader) Text() string {
 		return ""
 	}
 	s := string(r.data[r.off : r.off+n])
+	r.rawToken(r.data[r.off : r.off+n])
 	r.off += n
 	return s
 }
@@ -293,7 +365,7 @@ func (r *ParamReader) Prim() (*Prim, any) {
 	if r.err != nil {
 		return nil, nil
 	}
-	pr := &ParamReader{data: r.data[r.off : r.off+n], be: r.be, depth: r.depth}
+	pr := &ParamReader{data: r.data[r.off : r.off+n], be: r.be, depth: r.depth, tok: r.tok}
 	params := decodeParams(p, pr)
 	if pr.err == nil && pr.off != n {
 		pr.Failf("%d bytes after the parameters", n-pr.off)
@@ -316,7 +388,7 @@ func (r *ParamReader) Graph() *Graph {
 		r.Failf("graphs nested more than %d deep", maxGraphDepth)
 		return nil
 	}
-	sub := &graphReader{ParamReader: ParamReader{data: r.data[r.off : r.off+n], be: r.be, depth: r.depth + 1}}
+	sub := &graphReader{ParamReader: ParamReader{data: r.data[r.off : r.off+n], be: r.be, depth: r.depth + 1, tok: r.tok}}
 	g := sub.graph()
 	if sub.err == nil && sub.off != n {
 		sub.Failf("%d bytes after the graph", n-sub.off)
@@ -480,7 +552,16 @@ func EncodeGraph(g *Graph, omitConsts bool) ([]byte, error) {
 // Equations of mutation and effect primitives, and primitives that only
 // exist to be transformed (NoEval), are refused.
 func DecodeGraph(data []byte, be backend.Backend) (*Graph, error) {
+	return DecodeGraphWith(data, be, DecodeOptions{})
+}
+
+// DecodeGraphWith is DecodeGraph that also records the values it reads
+// or substitutes integers (opts).
+func DecodeGraphWith(data []byte, be backend.Backend, opts DecodeOptions) (*Graph, error) {
 	r := &graphReader{ParamReader: ParamReader{data: data, be: be}}
+	if opts.Tokens != nil || opts.Subst != nil {
+		r.tok = &tokenState{opts: opts}
+	}
 	g := r.graph()
 	if r.err == nil && r.off != len(data) {
 		r.Failf("%d bytes after the graph", len(data)-r.off)
@@ -760,6 +841,7 @@ func (r *graphReader) constant(a Aval) *Tensor {
 	host := backend.HostSlice(a.DType, n)
 	b := backend.HostBytes(host)
 	copy(b, r.data[r.off:r.off+size])
+	r.rawToken(r.data[r.off : r.off+size])
 	r.off += size
 	if !nativeLE {
 		copy(b, swapped(b, a.DType.Size()))

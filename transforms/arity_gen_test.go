@@ -124,7 +124,9 @@ func TestArityForms(t *testing.T) {
 		same(fmt.Sprintf("CustomVJP5 %d", k), g[k], peel.Mul(want[k], float64(k+1)))
 	}
 	// The Aux forms: aux comes back as its values.
-	fa := func(a, b, c, d, e *peel.Tensor) (*peel.Tensor, *peel.Tensor) { return f5(a, b, c, d, e), peel.Mul(a, 2.0) }
+	fa := func(a, b, c, d, e *peel.Tensor) (*peel.Tensor, *peel.Tensor) {
+		return f5(a, b, c, d, e), peel.Mul(a, 2.0)
+	}
 	out, pba, aux := transforms.VJPAux5(fa, a, b, c, d, e)
 	same("VJPAux5 value", out, f5(a, b, c, d, e))
 	same("VJPAux5 aux", aux, peel.Mul(a, 2.0))

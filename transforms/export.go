@@ -20,10 +20,12 @@ import (
 	"github.com/peel-ml/peel/interp"
 )
 
-// ExportVersion is the version of the exported-program format that
-// Export writes and LoadExported reads (docs/export-format.md). A file of
+// ExportVersion is the newest version of the exported-program format
+// (docs/export-format.md): Export writes version 1 for a program of
+// fixed sizes and version 2, which adds dimension variables, for one
+// exported with SymbolicShape; LoadExported reads both. A file of
 // another version is refused with *peel.Error.
-const ExportVersion = 1
+const ExportVersion = 2
 
 // exportMagic opens every exported program.
 const exportMagic = "PEELPROG"
@@ -50,6 +52,7 @@ type Exported struct {
 	data     []byte
 	call     *callParams // nil while constants are missing
 	be       backend.Backend
+	sym      *symbolic // the dimension variables, or nil
 }
 
 // ExportedLeaf is an argument or result of an Exported program: its leaf
@@ -59,10 +62,24 @@ type ExportedLeaf struct {
 	Path  string
 	Shape []int
 	DType peel.DType
+	// Dims names the dimension variables of a program exported with
+	// SymbolicShape, one entry per axis ("" for a fixed size; nil when
+	// every size is fixed). Shape holds the example's sizes then.
+	Dims []string
 }
 
 func (l ExportedLeaf) String() string {
-	return treeimpl.PathOr(l.Path) + " " + interp.Aval{Shape: l.Shape, DType: l.DType}.String()
+	if l.Dims == nil {
+		return treeimpl.PathOr(l.Path) + " " + interp.Aval{Shape: l.Shape, DType: l.DType}.String()
+	}
+	dims := make([]string, len(l.Shape))
+	for i, d := range l.Shape {
+		dims[i] = strconv.Itoa(d)
+		if l.Dims[i] != "" {
+			dims[i] = l.Dims[i]
+		}
+	}
+	return treeimpl.PathOr(l.Path) + " " + l.DType.String() + "[" + strings.Join(dims, ",") + "]"
 }
 
 // Export traces f at x, as Compile would, optimizes the graph and
@@ -95,6 +112,7 @@ type ExportOption interface{ applyExport(*exportConfig) }
 type exportConfig struct {
 	omitConsts bool
 	name       string
+	sym        []symSpec
 }
 
 type exportOpt func(*exportConfig)
@@ -136,44 +154,48 @@ func export[A, R any](op, name string, f func(A) R, x A, opts []ExportOption) *E
 		in[i] = interp.AvalOf(l)
 	}
 	var outDef *treeDef
-	var g *interp.Graph
-	nOut := 0
-	var capturedWrites, eagerWrites []*tensor
-	err := interp.Catch(func() {
-		g = interp.TraceAvals("export", func(vals []*tensor) []*tensor {
-			fi := functionalize.New(false)
-			fi.OnCapturedWrite = func(box, _ *tensor) bool {
-				capturedWrites = append(capturedWrites, box)
-				return true
+	traceAt := func(in []interp.Aval) *interp.Graph {
+		var g *interp.Graph
+		nOut := 0
+		var capturedWrites, eagerWrites []*tensor
+		err := interp.Catch(func() {
+			g = interp.TraceAvals("export", func(vals []*tensor) []*tensor {
+				fi := functionalize.New(false)
+				fi.OnCapturedWrite = func(box, _ *tensor) bool {
+					capturedWrites = append(capturedWrites, box)
+					return true
+				}
+				outs := runFunctionalized(fi, flatFn(op, f, def, &outDef), vals)
+				nOut = len(outs)
+				// The inputs' final values: functionalize writes an input f
+				// wrote back into its box.
+				return append(outs, vals...)
+			}, in, interp.WatchWrites(&eagerWrites), interp.RecordSites())
+		})
+		if err != nil {
+			var ie *interp.Error
+			if errors.As(err, &ie) && strings.HasPrefix(ie.Msg, "cannot read the value of a traced tensor") {
+				treeErrorf(op, "%s reads the value of a traced tensor, so it is not one program (a graph break): %v", name, err)
 			}
-			outs := runFunctionalized(fi, flatFn(op, f, def, &outDef), vals)
-			nOut = len(outs)
-			// The inputs' final values: functionalize writes an input f
-			// wrote back into its box.
-			return append(outs, vals...)
-		}, in, interp.WatchWrites(&eagerWrites), interp.RecordSites())
-	})
-	if err != nil {
-		var ie *interp.Error
-		if errors.As(err, &ie) && strings.HasPrefix(ie.Msg, "cannot read the value of a traced tensor") {
-			treeErrorf(op, "%s reads the value of a traced tensor, so it is not one program (a graph break): %v", name, err)
+			panic(err)
 		}
-		panic(err)
-	}
-	for j, v := range g.Out[nOut:] {
-		if v != g.In[j] {
-			treeErrorf(op, "%s writes %s: an exported program is a pure function; return the new value instead", name, def.LeafName("its argument", j))
+		for j, v := range g.Out[nOut:] {
+			if v != g.In[j] {
+				treeErrorf(op, "%s writes %s: an exported program is a pure function; return the new value instead", name, def.LeafName("its argument", j))
+			}
 		}
-	}
-	g.Out = g.Out[:nOut]
-	if w := append(capturedWrites, eagerWrites...); len(w) > 0 {
-		treeErrorf(op, "%s writes a tensor it captures (%s): an exported program is a pure function; return the new value instead", name, w[0].TypeString())
-	}
-	for _, c := range g.ConstVals {
-		if !c.IsConcrete() {
-			treeErrorf(op, "%s captures a tracer of an enclosing transform: export it outside transforms", name)
+		g.Out = g.Out[:nOut]
+		if w := append(capturedWrites, eagerWrites...); len(w) > 0 {
+			treeErrorf(op, "%s writes a tensor it captures (%s): an exported program is a pure function; return the new value instead", name, w[0].TypeString())
 		}
+		for _, c := range g.ConstVals {
+			if !c.IsConcrete() {
+				treeErrorf(op, "%s captures a tracer of an enclosing transform: export it outside transforms", name)
+			}
+		}
+		return g
 	}
+	g := traceAt(in)
 	switch {
 	case cfg.name != "":
 		name = cfg.name
@@ -185,23 +207,56 @@ func export[A, R any](op, name string, f func(A) R, x A, opts []ExportOption) *E
 			}
 		}
 	}
-	opt, _ := compiler.Optimize(g.DCE(), compiler.DefaultPasses(), false)
-	body, encErr := interp.EncodeGraph(opt, cfg.omitConsts)
-	if encErr != nil {
-		treeErrorf(op, "%s cannot be exported: %v", name, encErr)
+	var body []byte
+	var sym *symbolic
+	var opt *interp.Graph // the optimized graph of a program of fixed sizes
+	version := uint64(1)
+	if len(cfg.sym) > 0 {
+		// Sizes that are expressions of dimension variables: the graph
+		// as traced (the loader optimizes each instance), fitted from
+		// several traces (export_symbolic.go).
+		if cfg.omitConsts {
+			treeErrorf(op, "OmitConstants and SymbolicShape together are not supported: keep the constants in the file, or make them arguments")
+		}
+		encode := func(g *interp.Graph) []byte {
+			b, err := interp.EncodeGraph(g.DCE(), false)
+			if err != nil {
+				treeErrorf(op, "%s cannot be exported: %v", name, err)
+			}
+			return b
+		}
+		first := true
+		sym = exportSymbolic(op, name, cfg.sym, def.Paths(), in, func(avals []interp.Aval) []byte {
+			if first {
+				first = false
+				return encode(g)
+			}
+			return encode(traceAt(avals))
+		})
+		body, version = sym.body, 2
+	} else {
+		opt, _ = compiler.Optimize(g.DCE(), compiler.DefaultPasses(), false)
+		var encErr error
+		body, encErr = interp.EncodeGraph(opt, cfg.omitConsts)
+		if encErr != nil {
+			treeErrorf(op, "%s cannot be exported: %v", name, encErr)
+		}
 	}
 	var b []byte
 	b = append(b, exportMagic...)
-	b = binary.AppendUvarint(b, ExportVersion)
+	b = binary.AppendUvarint(b, version)
 	b = appendString(b, peel.Version())
 	b = appendString(b, name)
 	b = binary.AppendUvarint(b, uint64(len(leaves)))
 	for _, p := range def.Paths() {
 		b = appendString(b, p)
 	}
-	b = binary.AppendUvarint(b, uint64(len(opt.Out)))
+	b = binary.AppendUvarint(b, uint64(len(g.Out)))
 	for _, p := range outDef.Paths() {
 		b = appendString(b, p)
+	}
+	if sym != nil {
+		b = appendSymbolic(b, sym)
 	}
 	b = binary.AppendUvarint(b, uint64(len(body)))
 	b = append(b, body...)
@@ -311,21 +366,31 @@ func (e *Exported) Call(args ...*peel.Tensor) []*peel.Tensor {
 	if len(args) != len(e.in) {
 		treeErrorf(op, "the program takes %d arguments (%s), got %d", len(e.in), e.signature(), len(args))
 	}
+	for i, a := range args {
+		if a == nil {
+			treeErrorf(op, "argument %s is nil", treeimpl.PathOr(e.in[i].Path))
+		}
+	}
+	call := e.call
+	in := func(i int) interp.Aval { return interp.Aval{Shape: e.in[i].Shape, DType: e.in[i].DType} }
+	if e.sym != nil {
+		inst := e.instance(op, args)
+		call, in = inst.call, func(i int) interp.Aval { return inst.in[i] }
+	}
 	concrete := true
 	for i, a := range args {
-		l := e.in[i]
-		if a == nil {
-			treeErrorf(op, "argument %s is nil", treeimpl.PathOr(l.Path))
-		}
-		if !interp.AvalOf(a).Equal(interp.Aval{Shape: l.Shape, DType: l.DType}) {
-			treeErrorf(op, "argument %s must be %s, got %s", treeimpl.PathOr(l.Path), interp.Aval{Shape: l.Shape, DType: l.DType}, a.TypeString())
+		if want := in(i); !interp.AvalOf(a).Equal(want) {
+			if e.sym != nil {
+				treeErrorf(op, "argument %s must be %s (%s at these sizes), got %s", treeimpl.PathOr(e.in[i].Path), e.in[i].String()[len(treeimpl.PathOr(e.in[i].Path))+1:], want, a.TypeString())
+			}
+			treeErrorf(op, "argument %s must be %s, got %s", treeimpl.PathOr(e.in[i].Path), want, a.TypeString())
 		}
 		concrete = concrete && a.IsConcrete()
 	}
-	if concrete && e.call.prog != nil {
-		return e.call.prog.Run(args, nil)
+	if concrete && call.prog != nil {
+		return call.prog.Run(args, nil)
 	}
-	return interp.Bind(compiledCall, e.call, args...)
+	return interp.Bind(compiledCall, call, args...)
 }
 
 func (e *Exported) signature() string {
@@ -457,8 +522,8 @@ func loadExported(data []byte, owned bool, opts []LoadOption) (e *Exported, err 
 	}
 	r := interp.NewParamReader(data[len(exportMagic):])
 	version := r.Uint()
-	if r.Err() == nil && version != ExportVersion {
-		return fail("the program is in format version %d; this peel (%s) reads version %d: export it again with this version, or load it with the version that wrote it", version, peel.Version(), ExportVersion)
+	if r.Err() == nil && version != 1 && version != ExportVersion {
+		return fail("the program is in format version %d; this peel (%s) reads versions 1 to %d: export it again with this version, or load it with the version that wrote it", version, peel.Version(), ExportVersion)
 	}
 	e = &Exported{be: cfg.be}
 	e.producer = r.Text()
@@ -470,6 +535,9 @@ func loadExported(data []byte, owned bool, opts []LoadOption) (e *Exported, err 
 	outPaths := make([]string, r.Len())
 	for i := range outPaths {
 		outPaths[i] = r.Text()
+	}
+	if version == 2 && r.Err() == nil {
+		e.sym = readSymbolic(r, len(inPaths))
 	}
 	n := r.Uint()
 	off := len(exportMagic) + r.Offset()
@@ -488,6 +556,9 @@ func loadExported(data []byte, owned bool, opts []LoadOption) (e *Exported, err 
 	}
 	for i, v := range g.In {
 		e.in = append(e.in, ExportedLeaf{Path: inPaths[i], Shape: v.Aval.Shape, DType: v.Aval.DType})
+		if e.sym != nil {
+			e.in[i].Dims = e.sym.symDims(i, len(v.Aval.Shape))
+		}
 	}
 	for i, v := range g.Out {
 		e.out = append(e.out, ExportedLeaf{Path: outPaths[i], Shape: v.Aval.Shape, DType: v.Aval.DType})
@@ -495,6 +566,14 @@ func loadExported(data []byte, owned bool, opts []LoadOption) (e *Exported, err 
 	e.data = data
 	if !owned {
 		e.data = slices.Clone(data)
+	}
+	if e.sym != nil {
+		e.sym.body = e.data[off:]
+		for _, b := range e.sym.binds {
+			if b.axis >= len(g.In[b.leaf].Aval.Shape) {
+				return fail("%s: a dimension variable on axis %d of argument %s of rank %d", e.name, b.axis, inPaths[b.leaf], len(g.In[b.leaf].Aval.Shape))
+			}
+		}
 	}
 	omitted := slices.Contains(g.ConstVals, nil)
 	if omitted {

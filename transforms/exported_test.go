@@ -270,7 +270,7 @@ func TestExportErrors(t *testing.T) {
 	// The version follows the magic.
 	v2 := bytes.Clone(data)
 	v2[8] = transforms.ExportVersion + 1
-	check("version", load(v2), "format version 2")
+	check("version", load(v2), fmt.Sprintf("format version %d", transforms.ExportVersion+1))
 	check("magic", load([]byte("PK\x03\x04")), "not an exported peel program")
 	unknown := bytes.Replace(data, []byte("\x03sin"), []byte("\x03sjn"), 1)
 	check("unknown primitive", load(unknown), `unknown primitive "sjn"`)
