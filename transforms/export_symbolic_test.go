@@ -3,6 +3,7 @@ package transforms_test
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/peel-ml/peel"
@@ -26,6 +27,22 @@ func TestExportSymbolicMLP(t *testing.T) {
 	if got := e.In()[0].String(); !strings.Contains(got, "f64[b,s,4]") {
 		t.Fatalf("In = %s", got)
 	}
+	// Concurrent calls at several sizes share the program's instances.
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 3 {
+				xb := peel.Normal(peel.Key(int64(10*g+r)), peel.Float64, 2+r, 1+g, 4)
+				got, want := e.Call(xb)[0], f(xb)
+				if d := maxAbsDiff(got, want); !(d <= 1e-12) {
+					t.Errorf("goroutine %d, call %d: differs by %g", g, r, d)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	for _, bs := range [][2]int{{6, 4}, {5, 3}, {1, 7}, {16, 1}, {3, 9}} {
 		xb := peel.Normal(peel.Key(int64(bs[0]*10+bs[1])), peel.Float64, bs[0], bs[1], 4)
 		sameTensors(t, "call", e.Call(xb), []*peel.Tensor{f(xb)}, 1e-12)
@@ -35,6 +52,9 @@ func TestExportSymbolicMLP(t *testing.T) {
 		}
 		sameTensors(t, "Grad", []*peel.Tensor{transforms.Grad(loss(loaded))(xb)}, []*peel.Tensor{transforms.Grad(loss(f))(xb)}, 1e-12)
 		sameTensors(t, "Compile", []*peel.Tensor{transforms.Compile(loaded)(xb)}, []*peel.Tensor{f(xb)}, 1e-12)
+		_, jl := transforms.JVP(loaded, xb, peel.Cos(xb))
+		_, jf := transforms.JVP(f, xb, peel.Cos(xb))
+		sameTensors(t, "JVP", []*peel.Tensor{jl}, []*peel.Tensor{jf}, 1e-12)
 		xs := peel.Stack([]*peel.Tensor{xb, peel.Neg(xb)}, 0)
 		sameTensors(t, "Vmap", []*peel.Tensor{transforms.Vmap(loaded)(xs)}, []*peel.Tensor{transforms.Vmap(f)(xs)}, 1e-12)
 	}

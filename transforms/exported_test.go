@@ -324,6 +324,9 @@ func FuzzLoadExported(f *testing.F) {
 	f.Add(transforms.Export(func(x *peel.Tensor) []*peel.Tensor {
 		return []*peel.Tensor{peel.ArgMax(x, 1), peel.Cumsum(x, 0), peel.AsType(x, peel.Float16), peel.Greater(x, 0.5)}
 	}, x).Bytes())
+	f.Add(transforms.Export(func(x *peel.Tensor) *peel.Tensor {
+		return peel.Reshape(m.apply(x), x.Shape()[0]*3)
+	}, x, transforms.SymbolicShape("", "b, 4")).Bytes())
 	f.Add([]byte("PEELPROG"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := transforms.LoadExported(data)
