@@ -690,6 +690,14 @@ func TestRunInto(t *testing.T) {
 	if err := catchErr(func() { p.RunInto([]*peel.Tensor{mk()}, nil, []*peel.Tensor{peel.Zeros(peel.Float32, 4, 4)}) }); err == nil {
 		t.Error("RunInto took a destination of another dtype")
 	}
+	// One destination more than the results: an *Error, not an index
+	// out of range.
+	extra := make([]*peel.Tensor, len(want)+1)
+	extra[len(want)] = peel.Zeros(peel.Float64, 4, 4)
+	var pe *peel.Error
+	if err := catchErr(func() { p.RunInto([]*peel.Tensor{mk()}, nil, extra) }); !errors.As(err, &pe) {
+		t.Errorf("RunInto with %d destinations for %d results: %v, want a *peel.Error", len(extra), len(want), err)
+	}
 	if err := catchErr(func() {
 		p.RunInto([]*peel.Tensor{mk()}, nil, []*peel.Tensor{peel.Transpose(peel.Zeros(peel.Float64, 4, 4), 1, 0)})
 	}); err == nil {
@@ -700,6 +708,17 @@ func TestRunInto(t *testing.T) {
 func catchErr(f func()) (err error) {
 	_, err = evalOrErr(func() []*peel.Tensor { f(); return nil })
 	return err
+}
+
+// TestConstantOutputs: a program that returns a constant, views of it
+// (a slice, a transpose, a reshape) and the constant again returns each
+// as Graph.Eval does.
+func TestConstantOutputs(t *testing.T) {
+	c := peel.FromFloat64s(seqValues(12, 0.7), 3, 4)
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		return []*peel.Tensor{c, peel.Slice(c, 1, 1, 3, 1), peel.Transpose(c), peel.Reshape(c, 4, 3), peel.Add(a[0], c), c}
+	}, peel.FromFloat64s(seqValues(12, 0.2), 3, 4))
+	checkProgram(t, g, []*peel.Tensor{peel.FromFloat64s(seqValues(12, 0.2), 3, 4)})
 }
 
 // TestInPlaceGroup checks fused groups: a result takes a donated input

@@ -16,6 +16,11 @@ for both languages (examples/README.md, "Line counts"):
 
     python3 examples/linecount.py examples/maml/main.go
     python3 examples/linecount.py --skip 120-180 tutorial.py   # lines 120-180 not ported
+    python3 examples/linecount.py --chars examples/maml/main.go  # code characters
+
+--chars counts the characters of the same lines instead: their code
+text without indentation, trailing spaces and comments, in both
+languages.
 
 --skip leaves out line ranges (1-based, inclusive) of a tutorial that the
 port does not cover; examples/README.md lists each with its reason.
@@ -90,6 +95,9 @@ def py_code_lines(src):
     """Line number -> code text of a Python file (no comments, no docstrings)."""
     out = {}
     toks = list(tokenize.generate_tokens(io.StringIO(src).readline))
+    src_lines = src.split("\n")
+    # A comment after code ends the line's code text.
+    cut = {t.start[0]: t.start[1] for t in toks if t.type == tokenize.COMMENT}
     prev = tokenize.NEWLINE
     for t in toks:
         if t.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
@@ -105,7 +113,7 @@ def py_code_lines(src):
                 continue
         prev = t.type if t.type in (tokenize.INDENT, tokenize.DEDENT) else None
         for n in range(t.start[0], t.end[0] + 1):
-            out[n] = src.split("\n")[n - 1].strip()
+            out[n] = src_lines[n - 1][:cut.get(n, len(src_lines[n - 1]))].strip()
     return out
 
 
@@ -145,18 +153,20 @@ def count(path, skip):
                 rest = body.replace(t, "")
                 if not re.search(r"\b%s\b" % re.escape(name), rest):
                     del counted[n]
-    return len(counted)
+    return len(counted), sum(len(t) for t in counted.values())
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip", action="append", default=[], help="a-b: leave out lines a to b")
+    ap.add_argument("--chars", action="store_true",
+                    help="count the code characters of the counted lines instead (comments and indentation excluded)")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     skip = [tuple(int(x) for x in s.split("-")) for s in a.skip]
     total = 0
     for f in a.files:
-        n = count(f, skip)
+        n = count(f, skip)[1 if a.chars else 0]
         total += n
         if len(a.files) > 1:
             print(f"{n:5d} {f}")
