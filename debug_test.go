@@ -82,6 +82,18 @@ func TestDebugPrint(t *testing.T) {
 	}
 	wantLines(t, "Compile(Grad(Cond))", captureDebug(t, func() { transforms.Compile(transforms.Grad(cd))(x) }), []string{"true [1 2]"})
 
+	// A WhileLoop under forward mode: the primals' loop prints each step
+	// once; the tangents' loop of a staged JVP (Jacfwd, Compile(JVP))
+	// does not print again.
+	wl := func(x *peel.Tensor) *peel.Tensor {
+		return transforms.WhileLoop(func(v *peel.Tensor) *peel.Tensor { return peel.Less(peel.Sum(v), 10.0) },
+			func(v *peel.Tensor) *peel.Tensor { peel.DebugPrint("v=%v", v); return peel.Mul(v, 2.0) }, x)
+	}
+	steps := []string{"v=[1 2]", "v=[2 4]"}
+	wantLines(t, "JVP(WhileLoop)", captureDebug(t, func() { transforms.JVP(wl, x, x) }), steps)
+	wantLines(t, "Jacfwd(WhileLoop)", captureDebug(t, func() { transforms.Jacfwd(wl)(x) }), steps)
+	wantLines(t, "Compile(Jacfwd(WhileLoop))", captureDebug(t, func() { transforms.Compile(transforms.Jacfwd(wl))(x) }), steps)
+
 	xs := peel.FromFloat64s([]float64{1, 2, 3, 4}, 2, 2)
 	cvg := transforms.Compile(transforms.Vmap(transforms.Grad(f)))
 	want := []string{"[lane 0] x=[1 2]", "[lane 1] x=[3 4]", "[lane 0] y=[1 4] sum=5", "[lane 1] y=[ 9 16] sum=25"}

@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"slices"
+	"sync"
 	"strconv"
 	"strings"
 
@@ -68,6 +69,46 @@ type whileParams struct {
 	// condProg and bodyProg are the graphs' programs when a compiled
 	// program holds the while (markCompiledLoops).
 	condProg, bodyProg subProgram
+	// quiet is this while without its debug prints (withoutPrints).
+	quietOnce sync.Once
+	quiet     *whileParams
+}
+
+// withoutPrints returns p with the debug prints of its graphs left out,
+// or p when it has none: the tangents' loop of a staged JVP (while_lin),
+// whose primals' loop prints already, so that a print in the body shows
+// once per step under Jacfwd and staged JVPs too.
+func (p *whileParams) withoutPrints() *whileParams {
+	p.quietOnce.Do(func() {
+		c, b := dropPrints(p.cond), dropPrints(p.body)
+		if c == p.cond && b == p.body {
+			p.quiet = p
+			return
+		}
+		p.quiet = &whileParams{cond: c, body: b, nCarry: p.nCarry}
+	})
+	return p.quiet
+}
+
+// dropPrints returns g without its debug_print equations whose token no
+// equation or output reads, or g itself when it has none.
+func dropPrints(g *interp.Graph) *interp.Graph {
+	used := map[*interp.Var]bool{}
+	for _, e := range g.Eqns {
+		for _, v := range e.In {
+			used[v] = true
+		}
+	}
+	for _, v := range g.Out {
+		used[v] = true
+	}
+	drop := func(e *interp.Eqn) bool { return e.Prim == prims.DebugPrint && !used[e.Out[0]] }
+	if !slices.ContainsFunc(g.Eqns, drop) {
+		return g
+	}
+	c := *g
+	c.Eqns = slices.DeleteFunc(slices.Clone(g.Eqns), drop)
+	return &c
 }
 
 // HasEffect reports whether the predicate or the body acts outside its
@@ -285,7 +326,7 @@ func whileJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	// equations into known and linear ones (linearize, Scan's, Cond's and
 	// Checkpoint's plans) finds them known.
 	outs := interp.Bind(whilePrim, w, primals...)
-	ts := interp.Bind(whileLin, &whileLinParams{w: j, lo: nC, hi: j.nCarry}, args...)
+	ts := interp.Bind(whileLin, &whileLinParams{w: j.withoutPrints(), lo: nC, hi: j.nCarry}, args...)
 	spreadFloat(touts, outs, ts)
 	return outs, touts
 }
