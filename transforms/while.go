@@ -2,9 +2,9 @@ package transforms
 
 import (
 	"slices"
-	"sync"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/autodiff"
