@@ -62,9 +62,10 @@ type ExportedLeaf struct {
 	Path  string
 	Shape []int
 	DType peel.DType
-	// Dims names the dimension variables of a program exported with
-	// SymbolicShape, one entry per axis ("" for a fixed size; nil when
-	// every size is fixed). Shape holds the example's sizes then.
+	// Dims names the dimension variables of an argument of a program
+	// exported with SymbolicShape, one entry per axis ("" for a fixed
+	// size; nil when every size is fixed, and for results). Shape holds
+	// the example's sizes then.
 	Dims []string
 }
 
