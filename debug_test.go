@@ -46,6 +46,14 @@ func TestDebugPrint(t *testing.T) {
 
 	c := transforms.Compile(f)
 	wantLines(t, "Compile, first call", captureDebug(t, func() { c(x) }), []string{"x=[1 2]", "y=[1 4] sum=5"})
+	// The same print twice prints twice: the compiler merges equal
+	// equations, never effects.
+	twice := transforms.Compile(func(x *peel.Tensor) *peel.Tensor {
+		peel.DebugPrint("x=%v", x)
+		peel.DebugPrint("x=%v", x)
+		return peel.Sin(x)
+	})
+	wantLines(t, "Compile, a print twice", captureDebug(t, func() { twice(x) }), []string{"x=[1 2]", "x=[1 2]"})
 	wantLines(t, "Compile, second call", captureDebug(t, func() { c(peel.FromFloat64s([]float64{3, 0})) }), []string{"x=[3 0]", "y=[9 0] sum=9"})
 
 	g := func(x *peel.Tensor) *peel.Tensor { peel.DebugPrint("x=%v", x); return peel.Sin(x) }
