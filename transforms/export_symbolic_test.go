@@ -131,3 +131,23 @@ func TestExportSymbolicErrors(t *testing.T) {
 	check("literal", peel.Catch(func() { transforms.Export(half, peel.Ones(peel.Float64, 4, 3), transforms.SymbolicShape("", "b, 2")) }),
 		"axis 1 is 3 in the example, not 2")
 }
+
+// TestExportSymbolicScan: a Scan over a symbolic sequence length (its
+// length parameter and its slices' shapes are sizes of the program) and
+// a Cond inside it run at other lengths.
+func TestExportSymbolicScan(t *testing.T) {
+	w := peel.Normal(peel.Key(3), peel.Float64, 4, 4)
+	f := func(x *peel.Tensor) []*peel.Tensor {
+		c, ys := transforms.Scan(func(c, xi *peel.Tensor) (*peel.Tensor, *peel.Tensor) {
+			n := peel.Tanh(peel.Add(peel.Reshape(peel.MatMul(peel.Reshape(c, 1, 4), w), 4), xi))
+			n = transforms.Cond(peel.Greater(peel.Sum(n), 0.0), peel.Sin, peel.Cos, n)
+			return n, peel.Sum(n)
+		}, peel.Zeros(peel.Float64, 4), x)
+		return []*peel.Tensor{c, ys}
+	}
+	e := reload(t, transforms.Export(f, peel.Normal(peel.Key(4), peel.Float64, 5, 4), transforms.SymbolicShape("", "s, 4")))
+	for _, s := range []int{5, 2, 9} {
+		x := peel.Normal(peel.Key(int64(s)), peel.Float64, s, 4)
+		sameTensors(t, "scan", e.Call(x), f(x), 1e-12)
+	}
+}
