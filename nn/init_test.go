@@ -105,6 +105,9 @@ func TestFans(t *testing.T) {
 	}
 	mustPanic(t, "nn.Fans", func() { Fans([]int{2, 3}, FanAxes{0, 0}) })
 	mustPanic(t, "nn.Fans", func() { Fans([]int{2, 3}, FanAxes{0, 5}) })
+	mustPanic(t, "nn.Fans", func() { Fans([]int{2, 3}, FanAxes{5, 0}) })
+	mustPanic(t, "nn.Fans", func() { Fans([]int{2, 3}, FanAxes{-3, 1}) })
+	mustPanic(t, "nn.Fans", func() { Fans([]int{2, 3}, FanAxes{1, -3}) })
 }
 
 func TestOrthogonal(t *testing.T) {

@@ -59,6 +59,9 @@ func TestLinear(t *testing.T) {
 	assertClose(t, "InitLinear BiasInit", InitLinear(peel.Key(1), peel.Float64, in, out, BiasInit(Constant(0.5))).B, []float64{0.5, 0.5, 0.5}, nil, 0, 0)
 	mustPanic(t, "nn.Linear", func() { Linear(p, tensor(1, n, in+1)) })
 	mustPanic(t, "nn.Linear", func() { Linear(LinearParams{W: p.W, B: tensor(1, out+1)}, x) })
+	// A bias of one element would broadcast: refused, as is one of rank 2.
+	mustPanic(t, "nn.Linear", func() { Linear(LinearParams{W: p.W, B: tensor(1, 1)}, x) })
+	mustPanic(t, "nn.Linear", func() { Linear(LinearParams{W: p.W, B: tensor(1, 1, out)}, x) })
 	mustPanic(t, "nn.Linear", func() { Linear(LinearParams{}, x) })
 	mustPanic(t, "nn.InitLinear", func() { InitLinear(peel.Key(1), peel.Int64, in, out) })
 	mustPanic(t, "nn.InitLinear", func() { InitLinear(peel.Key(1), peel.Float64, -1, out) })
@@ -283,6 +286,15 @@ func TestBatchNorm(t *testing.T) {
 		we[i] = (e-mv[ci])/math.Sqrt(vv[ci]+1e-5)*sc[ci] + bi[ci]
 	}
 	assertClose(t, "BatchNorm eval", ye, we, []int{n, c, l}, 1e-11, 1e-13)
+	// Two values per channel, the fewest training takes: the formula
+	// still holds (the running variance's unbiased factor is 2).
+	x2 := peel.Add(tensor(56, 2, c), 0.5)
+	y2, next2 := BatchNorm(p, s, x2, true, Momentum(0.2))
+	wy2, wm2, wv2 := batchNormRef(x2.Float64s(), p.Scale.Float64s(), p.Bias.Float64s(), s.Mean.Float64s(), s.Var.Float64s(), 2, c, 1, 1e-5, 0.2)
+	assertClose(t, "BatchNorm train, n=2", y2, wy2, []int{2, c}, 1e-11, 1e-13)
+	assertClose(t, "BatchNorm running mean, n=2", next2.Mean, wm2, []int{c}, 1e-12, 1e-14)
+	assertClose(t, "BatchNorm running var, n=2", next2.Var, wv2, []int{c}, 1e-12, 1e-14)
+	mustPanic(t, "nn.BatchNorm", func() { BatchNorm(p, s, tensor(57, 1, c), true) })
 	// 4-D input (BatchNorm2d) equals the 3-D one with the spatial axes
 	// flattened.
 	y4, _ := BatchNorm(p, s, peel.Reshape(x, n, c, 1, l), true, Momentum(0.2))
