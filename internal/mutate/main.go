@@ -266,6 +266,9 @@ func try(m mutant, testInfos []pkgInfo, durations map[string]time.Duration, tmp 
 		timeout := 3*durations[p.ImportPath] + 30*time.Second
 		cmd := exec.Command("go", "test", "-count=1", "-failfast", "-overlay="+overlayFile,
 			"-timeout="+timeout.String(), p.ImportPath)
+		// A property test a mutant fails must not leave its failing case
+		// in the source tree (rapid would replay it in every later run).
+		cmd.Env = append(os.Environ(), "RAPID_NOFAILFILE=1")
 		out, err := cmd.CombinedOutput()
 		if err == nil {
 			continue
