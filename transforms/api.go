@@ -150,7 +150,11 @@ func ValueAndGrad[A any](f func(A) *peel.Tensor, opts ...GradOption) func(A) (*p
 func GradAux[A, X any](f func(A) (*peel.Tensor, X), opts ...GradOption) func(A) (A, X) {
 	const op = "transforms.GradAux"
 	needFunc(op, f)
-	cfg := gradConfigOf(opts)
+	return gradAuxAs(op, f, gradConfigOf(opts))
+}
+
+// gradAuxAs is GradAux with errors naming op and its options read.
+func gradAuxAs[A, X any](op string, f func(A) (*peel.Tensor, X), cfg *gradConfig) func(A) (A, X) {
 	return func(x A) (A, X) {
 		leaves, def := flatten(op, x)
 		var aux auxResult[X]

@@ -66,8 +66,9 @@ func valueAndGrad2[A, B any](op string, f func(A, B) *peel.Tensor, opts []GradOp
 // respect to the first.
 func GradAux2[A, B, X any](f func(A, B) (*peel.Tensor, X), opts ...GradOption) func(A, B) (A, X) {
 	needFunc("transforms.GradAux2", f)
+	cfg := gradConfigOf(opts)
 	return func(a A, b B) (A, X) {
-		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b) }, opts...)(a)
+		return gradAuxAs("transforms.GradAux", func(a A) (*peel.Tensor, X) { return f(a, b) }, cfg)(a)
 	}
 }
 
@@ -265,16 +266,18 @@ func LinearizeAux2[A, B, R, X any](f func(A, B) (R, X), a A, b B) (R, func(A, B)
 // respect to the first.
 func JacrevAux2[A, B, X any](f func(A, B) (*peel.Tensor, X), opts ...JacobianOption) func(A, B) (A, X) {
 	needFunc("transforms.JacrevAux2", f)
+	cfg := jacobianOptions(opts)
 	return func(a A, b B) (A, X) {
-		return jacobianAux("transforms.JacrevAux2", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b) }, jacobianOptions(opts))(a)
+		return jacobianAux("transforms.JacrevAux2", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b) }, cfg)(a)
 	}
 }
 
 // JacfwdAux2 is JacrevAux2 in forward mode.
 func JacfwdAux2[A, B, X any](f func(A, B) (*peel.Tensor, X), opts ...JacobianOption) func(A, B) (A, X) {
 	needFunc("transforms.JacfwdAux2", f)
+	cfg := jacobianOptions(opts)
 	return func(a A, b B) (A, X) {
-		return jacobianAux("transforms.JacfwdAux2", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b) }, jacobianOptions(opts))(a)
+		return jacobianAux("transforms.JacfwdAux2", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b) }, cfg)(a)
 	}
 }
 
@@ -434,8 +437,9 @@ func valueAndGrad3[A, B, C any](op string, f func(A, B, C) *peel.Tensor, opts []
 // respect to the first.
 func GradAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X), opts ...GradOption) func(A, B, C) (A, X) {
 	needFunc("transforms.GradAux3", f)
+	cfg := gradConfigOf(opts)
 	return func(a A, b B, c C) (A, X) {
-		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b, c) }, opts...)(a)
+		return gradAuxAs("transforms.GradAux", func(a A) (*peel.Tensor, X) { return f(a, b, c) }, cfg)(a)
 	}
 }
 
@@ -633,16 +637,18 @@ func LinearizeAux3[A, B, C, R, X any](f func(A, B, C) (R, X), a A, b B, c C) (R,
 // respect to the first.
 func JacrevAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C) (A, X) {
 	needFunc("transforms.JacrevAux3", f)
+	cfg := jacobianOptions(opts)
 	return func(a A, b B, c C) (A, X) {
-		return jacobianAux("transforms.JacrevAux3", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b, c) }, jacobianOptions(opts))(a)
+		return jacobianAux("transforms.JacrevAux3", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b, c) }, cfg)(a)
 	}
 }
 
 // JacfwdAux3 is JacrevAux3 in forward mode.
 func JacfwdAux3[A, B, C, X any](f func(A, B, C) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C) (A, X) {
 	needFunc("transforms.JacfwdAux3", f)
+	cfg := jacobianOptions(opts)
 	return func(a A, b B, c C) (A, X) {
-		return jacobianAux("transforms.JacfwdAux3", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b, c) }, jacobianOptions(opts))(a)
+		return jacobianAux("transforms.JacfwdAux3", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b, c) }, cfg)(a)
 	}
 }
 
@@ -806,8 +812,9 @@ func valueAndGrad4[A, B, C, D any](op string, f func(A, B, C, D) *peel.Tensor, o
 // respect to the first.
 func GradAux4[A, B, C, D, X any](f func(A, B, C, D) (*peel.Tensor, X), opts ...GradOption) func(A, B, C, D) (A, X) {
 	needFunc("transforms.GradAux4", f)
+	cfg := gradConfigOf(opts)
 	return func(a A, b B, c C, d D) (A, X) {
-		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b, c, d) }, opts...)(a)
+		return gradAuxAs("transforms.GradAux", func(a A) (*peel.Tensor, X) { return f(a, b, c, d) }, cfg)(a)
 	}
 }
 
@@ -1005,16 +1012,18 @@ func LinearizeAux4[A, B, C, D, R, X any](f func(A, B, C, D) (R, X), a A, b B, c 
 // respect to the first.
 func JacrevAux4[A, B, C, D, X any](f func(A, B, C, D) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C, D) (A, X) {
 	needFunc("transforms.JacrevAux4", f)
+	cfg := jacobianOptions(opts)
 	return func(a A, b B, c C, d D) (A, X) {
-		return jacobianAux("transforms.JacrevAux4", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b, c, d) }, jacobianOptions(opts))(a)
+		return jacobianAux("transforms.JacrevAux4", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b, c, d) }, cfg)(a)
 	}
 }
 
 // JacfwdAux4 is JacrevAux4 in forward mode.
 func JacfwdAux4[A, B, C, D, X any](f func(A, B, C, D) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C, D) (A, X) {
 	needFunc("transforms.JacfwdAux4", f)
+	cfg := jacobianOptions(opts)
 	return func(a A, b B, c C, d D) (A, X) {
-		return jacobianAux("transforms.JacfwdAux4", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b, c, d) }, jacobianOptions(opts))(a)
+		return jacobianAux("transforms.JacfwdAux4", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b, c, d) }, cfg)(a)
 	}
 }
 
@@ -1182,8 +1191,9 @@ func valueAndGrad5[A, B, C, D, E any](op string, f func(A, B, C, D, E) *peel.Ten
 // respect to the first.
 func GradAux5[A, B, C, D, E, X any](f func(A, B, C, D, E) (*peel.Tensor, X), opts ...GradOption) func(A, B, C, D, E) (A, X) {
 	needFunc("transforms.GradAux5", f)
+	cfg := gradConfigOf(opts)
 	return func(a A, b B, c C, d D, e E) (A, X) {
-		return GradAux(func(a A) (*peel.Tensor, X) { return f(a, b, c, d, e) }, opts...)(a)
+		return gradAuxAs("transforms.GradAux", func(a A) (*peel.Tensor, X) { return f(a, b, c, d, e) }, cfg)(a)
 	}
 }
 
@@ -1381,16 +1391,18 @@ func LinearizeAux5[A, B, C, D, E, R, X any](f func(A, B, C, D, E) (R, X), a A, b
 // respect to the first.
 func JacrevAux5[A, B, C, D, E, X any](f func(A, B, C, D, E) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C, D, E) (A, X) {
 	needFunc("transforms.JacrevAux5", f)
+	cfg := jacobianOptions(opts)
 	return func(a A, b B, c C, d D, e E) (A, X) {
-		return jacobianAux("transforms.JacrevAux5", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b, c, d, e) }, jacobianOptions(opts))(a)
+		return jacobianAux("transforms.JacrevAux5", "jacrev", false, func(a A) (*peel.Tensor, X) { return f(a, b, c, d, e) }, cfg)(a)
 	}
 }
 
 // JacfwdAux5 is JacrevAux5 in forward mode.
 func JacfwdAux5[A, B, C, D, E, X any](f func(A, B, C, D, E) (*peel.Tensor, X), opts ...JacobianOption) func(A, B, C, D, E) (A, X) {
 	needFunc("transforms.JacfwdAux5", f)
+	cfg := jacobianOptions(opts)
 	return func(a A, b B, c C, d D, e E) (A, X) {
-		return jacobianAux("transforms.JacfwdAux5", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b, c, d, e) }, jacobianOptions(opts))(a)
+		return jacobianAux("transforms.JacfwdAux5", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f(a, b, c, d, e) }, cfg)(a)
 	}
 }
 

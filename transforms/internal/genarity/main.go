@@ -216,8 +216,9 @@ func valueAndGrad{{$n}}[{{.Types}} any](op string, f func({{.Types}}) *peel.Tens
 // respect to the first.
 func GradAux{{$n}}[{{.Types}}, X any](f func({{.Types}}) (*peel.Tensor, X), opts ...GradOption) func({{.Types}}) (A, X) {
 	needFunc("transforms.GradAux{{$n}}", f)
+	cfg := gradConfigOf(opts)
 	return func({{.Params}}) (A, X) {
-		return GradAux(func(a A) (*peel.Tensor, X) { return f({{.Names}}) }, opts...)(a)
+		return gradAuxAs("transforms.GradAux", func(a A) (*peel.Tensor, X) { return f({{.Names}}) }, cfg)(a)
 	}
 }
 
@@ -415,16 +416,18 @@ func LinearizeAux{{$n}}[{{.Types}}, R, X any](f func({{.Types}}) (R, X), {{.Para
 // respect to the first.
 func JacrevAux{{$n}}[{{.Types}}, X any](f func({{.Types}}) (*peel.Tensor, X), opts ...JacobianOption) func({{.Types}}) (A, X) {
 	needFunc("transforms.JacrevAux{{$n}}", f)
+	cfg := jacobianOptions(opts)
 	return func({{.Params}}) (A, X) {
-		return jacobianAux("transforms.JacrevAux{{$n}}", "jacrev", false, func(a A) (*peel.Tensor, X) { return f({{.Names}}) }, jacobianOptions(opts))(a)
+		return jacobianAux("transforms.JacrevAux{{$n}}", "jacrev", false, func(a A) (*peel.Tensor, X) { return f({{.Names}}) }, cfg)(a)
 	}
 }
 
 // JacfwdAux{{$n}} is JacrevAux{{$n}} in forward mode.
 func JacfwdAux{{$n}}[{{.Types}}, X any](f func({{.Types}}) (*peel.Tensor, X), opts ...JacobianOption) func({{.Types}}) (A, X) {
 	needFunc("transforms.JacfwdAux{{$n}}", f)
+	cfg := jacobianOptions(opts)
 	return func({{.Params}}) (A, X) {
-		return jacobianAux("transforms.JacfwdAux{{$n}}", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f({{.Names}}) }, jacobianOptions(opts))(a)
+		return jacobianAux("transforms.JacfwdAux{{$n}}", "jacfwd", true, func(a A) (*peel.Tensor, X) { return f({{.Names}}) }, cfg)(a)
 	}
 }
 
