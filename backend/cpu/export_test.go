@@ -57,3 +57,12 @@ func SetNarrow(on bool) bool {
 	narrowOn = on
 	return old
 }
+
+// SetScratchPoison turns on or off the filling of kept scratch buffers
+// with NaN at every use (on under PEEL_CACHE_CHECK=1) and returns the
+// previous setting.
+func SetScratchPoison(on bool) bool {
+	old := scratchPoison
+	scratchPoison = on
+	return old
+}
