@@ -73,17 +73,32 @@ type CacheStats = backend.MemoryStats
 
 // MemoryStats returns the counters of the default backend's caching
 // allocator: the bytes of results handed out and not yet recycled
-// (InUse), held for reuse (Cached), the peak of InUse, the cache's limit,
-// its hits and misses, and the bytes it let go (Trimmed). Results of
-// eager operations of at least 4 KiB come from the cache and return to
-// it when the collector finds them unreachable; a reused buffer skips
-// Go's allocator and its zeroing. A backend without a cache reports
-// zeros.
+// (InUse), held for reuse (Cached), the peak of InUse since the process
+// started or the last ResetPeakMemory, the cache's limit, its hits and
+// misses, the bytes it let go (Trimmed), and InUse, Cached and Peak by
+// dtype (ByDType). Results of eager operations of at least 4 KiB come
+// from the cache and return to it when the collector finds them
+// unreachable, so InUse counts such a result from the operation that
+// made it until the collection after its last use (torch's
+// memory_allocated counts until the last reference goes); smaller
+// results are Go's allocator's, and runtime.MemStats counts them. A
+// reused buffer skips Go's allocator and its zeroing. A backend without
+// a cache reports zeros.
 func MemoryStats() CacheStats {
 	if c, ok := interp.DefaultBackend().(backend.BufferCache); ok {
 		return c.MemoryStats()
 	}
 	return CacheStats{}
+}
+
+// ResetPeakMemory sets the peaks MemoryStats reports, the total's and
+// each dtype's, to the bytes in use now, so that a later MemoryStats
+// gives the peak of what ran in between (torch's
+// reset_peak_memory_stats). A backend without a cache ignores it.
+func ResetPeakMemory() {
+	if c, ok := interp.DefaultBackend().(backend.BufferCache); ok {
+		c.ResetPeakMemory()
+	}
 }
 
 // SetCacheLimit sets the most bytes the default backend's caching

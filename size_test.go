@@ -384,6 +384,71 @@ func TestCacheLimit(t *testing.T) {
 	}
 }
 
+// TestMemoryStatsPeakAndDTypes checks ResetPeakMemory and the counters
+// by dtype: a float64 result held live raises the float64 bytes in use
+// and the peaks by its size, leaves float32's alone, and stays in the
+// peak after it is recycled until the next reset; the dtypes add up to
+// the totals, and no dtype's peak passes the total's.
+func TestMemoryStatsPeakAndDTypes(t *testing.T) {
+	skipInCheckMode(t)
+	const size = 1 << 20 // bytes of the float64 result
+	x := peel.Full(peel.Float64, 1, size/8)
+	// consistent: the dtypes add up to the totals (cleanups recycle
+	// buffers at any time, so a read between two of their updates is
+	// read again).
+	consistent := func() peel.CacheStats {
+		for range 100 {
+			s := peel.MemoryStats()
+			var in, cached int64
+			ok := true
+			for dt, d := range s.ByDType {
+				in += d.InUse
+				cached += d.Cached
+				if d.Peak > s.Peak || d.InUse > d.Peak {
+					t.Logf("%v: %+v against a peak of %d", dt, d, s.Peak)
+					ok = false
+				}
+			}
+			if ok && in == s.InUse && cached == s.Cached {
+				return s
+			}
+			runtime.Gosched()
+		}
+		t.Fatalf("the dtypes' counters do not add up to the totals: %+v", peel.MemoryStats())
+		return peel.CacheStats{}
+	}
+	runtime.GC()
+	peel.ResetPeakMemory()
+	s0 := consistent()
+	y := peel.Exp(x) // float64, cached
+	s1 := consistent()
+	f0, f1 := s0.ByDType[peel.Float64], s1.ByDType[peel.Float64]
+	if f1.InUse < f0.InUse+size || f1.Peak < f0.InUse+size || s1.Peak < s0.InUse+size {
+		t.Fatalf("a live %d-byte float64 result: %+v → %+v", size, s0, s1)
+	}
+	if g0, g1 := s0.ByDType[peel.Float32], s1.ByDType[peel.Float32]; g1.InUse > g0.InUse {
+		t.Fatalf("a float64 result moved float32's bytes in use: %+v → %+v", g0, g1)
+	}
+	runtime.KeepAlive(y)
+	y = nil
+	_ = y
+	if !waitCache(func(s peel.CacheStats) bool { return s.ByDType[peel.Float64].InUse <= f1.InUse-size }) {
+		t.Fatalf("the dropped result was not recycled: %+v", peel.MemoryStats())
+	}
+	s2 := consistent()
+	if s2.Peak < s0.InUse+size || s2.ByDType[peel.Float64].Peak < f0.InUse+size {
+		t.Fatalf("the peak fell when the result was recycled: %+v → %+v", s1, s2)
+	}
+	// The bytes in use are the result's fewer than when it lived, and
+	// a reset brings the peaks down to them (cleanups may lower them
+	// further after it, never raise them).
+	peel.ResetPeakMemory()
+	s3 := consistent()
+	if s3.Peak >= s1.InUse || s3.ByDType[peel.Float64].Peak >= f1.InUse {
+		t.Fatalf("ResetPeakMemory left the peaks at the dropped result's: %+v → %+v", s1, s3)
+	}
+}
+
 // skipInCheckMode skips a test of the cache's counters under
 // PEEL_CACHE_CHECK=1, which caches every result, however small, so the
 // whole suite's garbage is recycled and trimmed in the background and the
@@ -401,9 +466,22 @@ func ExampleMemoryStats() {
 	x := peel.Full(peel.Float32, 1, 1<<16)
 	y := peel.Exp(x) // a 256 KiB result
 	st := peel.MemoryStats()
-	fmt.Println(st.InUse >= 256<<10, st.Limit > 0)
+	fmt.Println(st.InUse >= 256<<10, st.Limit > 0, st.ByDType[peel.Float32].InUse >= 256<<10)
 	runtime.KeepAlive(y)
-	// Output: true true
+	// Output: true true true
+}
+
+// The peak of the bytes in use over a stretch of code, as torch's
+// reset_peak_memory_stats and max_memory_allocated give it.
+func ExampleResetPeakMemory() {
+	x := peel.Full(peel.Float32, 1, 1<<16)
+	peel.ResetPeakMemory()
+	before := peel.MemoryStats().InUse
+	y := peel.Exp(peel.Mul(x, x)) // two 256 KiB results
+	grew := peel.MemoryStats().Peak - before
+	fmt.Println(grew >= 256<<10)
+	runtime.KeepAlive(y)
+	// Output: true
 }
 
 // TestCacheRespectsGCOff checks that the cache, which asks for a

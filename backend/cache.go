@@ -21,6 +21,9 @@ type BufferCache interface {
 	Recycle(buf Buffer)
 	// MemoryStats returns the cache's counters.
 	MemoryStats() MemoryStats
+	// ResetPeakMemory sets the peaks of MemoryStats (the total's and
+	// each dtype's) to the bytes in use now.
+	ResetPeakMemory()
 	// SetCacheLimit sets the most bytes the cache keeps and returns the
 	// previous limit; n < 0 only reports it, n = 0 keeps nothing.
 	SetCacheLimit(n int64) int64
@@ -38,7 +41,8 @@ type MemoryStats struct {
 	InUse int64
 	// Cached is the bytes held for reuse.
 	Cached int64
-	// Peak is the largest InUse seen since the process started.
+	// Peak is the largest InUse seen since the process started or
+	// since the last ResetPeakMemory.
 	Peak int64
 	// Limit is the most bytes the cache holds (SetCacheLimit).
 	Limit int64
@@ -48,4 +52,15 @@ type MemoryStats struct {
 	// Trimmed is the bytes dropped from the cache because they were not
 	// reused between two collections, or did not fit under Limit.
 	Trimmed int64
+	// ByDType splits InUse, Cached and Peak by element type; a dtype
+	// with none of them is absent. (Each dtype's peak is its own: the
+	// dtypes' peaks may fall at different times, so they may add up to
+	// more than Peak.)
+	ByDType map[DType]DTypeMemory
+}
+
+// DTypeMemory is one element type's share of a cache's bytes
+// (MemoryStats.ByDType).
+type DTypeMemory struct {
+	InUse, Cached, Peak int64
 }

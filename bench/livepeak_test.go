@@ -1,6 +1,10 @@
 package bench
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/peel-ml/peel"
+)
 
 var livePeakSink [][]byte
 
@@ -24,5 +28,21 @@ func TestLivePeak(t *testing.T) {
 	})
 	if garbage >= 32<<20 {
 		t.Errorf("a run of 64 MiB of short-lived garbage: live peak %d bytes, want well under its total", garbage)
+	}
+}
+
+var tensorPeakSink *peel.Tensor
+
+// TestTensorPeak checks TensorPeak on a run that keeps a 1 MiB result
+// (its peak grows by at least that) against one that makes no tensor.
+func TestTensorPeak(t *testing.T) {
+	x := peel.Full(peel.Float32, 1, 1<<18)
+	keep := TensorPeak(func() { tensorPeakSink = peel.Exp(x) })
+	if keep < 1<<20 {
+		t.Errorf("a run keeping a 1 MiB result: peak tensors %d bytes", keep)
+	}
+	tensorPeakSink = nil
+	if none := TensorPeak(func() {}); none != 0 {
+		t.Errorf("a run making no tensor: peak tensors %d bytes", none)
 	}
 }

@@ -32,6 +32,11 @@ type Record struct {
 	Bytes    float64 `json:"bytes,omitempty"`
 	PeakHeap uint64  `json:"peak_heap_bytes,omitempty"`
 	LivePeak uint64  `json:"live_peak_bytes,omitempty"`
+	// PeakTensors is the growth of the caching allocator's peak of
+	// bytes in use over one run (peel.MemoryStats after
+	// peel.ResetPeakMemory): the most memory the run's results of 4 KiB
+	// and more took at once, those awaiting collection included.
+	PeakTensors int64 `json:"peak_tensor_bytes,omitempty"`
 	// GCPercent is the collector's share of the busy CPU time while the
 	// samples ran, in percent (0 or absent in records from before it
 	// was measured, and for peers; -1 when the runtime did not say).
@@ -96,13 +101,14 @@ func ReadRecords(r io.Reader) ([]Record, error) {
 
 // WriteTable prints records as an aligned table: workload, impl,
 // threads, median time, spread (min–max and the interquartile range),
-// the derived metric, allocations per run and peak heap growth.
+// the derived metric, allocations per run, peak heap growth and peak
+// tensor memory.
 func WriteTable(w io.Writer, rs []Record) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	ptrs := recordPtrs(rs)
 	sp := newSpeedUps(ptrs)
 	withSpeedUp := sp.any(ptrs)
-	head := "workload\timpl\tthreads\tmedian\tmin–max\tIQR\tmetric\tof limit\tallocs/run\tpeak heap\tGC CPU\t"
+	head := "workload\timpl\tthreads\tmedian\tmin–max\tIQR\tmetric\tof limit\tallocs/run\tpeak heap\tpeak tensors\tGC CPU\t"
 	if withSpeedUp {
 		head += SpeedUpHeader + "\t"
 	}
@@ -113,7 +119,7 @@ func WriteTable(w io.Writer, rs []Record) error {
 			extra = sp.cell(ptrs[i]) + "\t"
 		}
 		if r.Failed() {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Workload, r.Impl, r.Threads, Mismatch, extra)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Workload, r.Impl, r.Threads, Mismatch, extra)
 			continue
 		}
 		iqr := "-"
@@ -128,10 +134,10 @@ func WriteTable(w io.Writer, rs []Record) error {
 		if r.Allocs >= 0 || r.LivePeak > 0 {
 			heap = heapCell(r)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s–%s\t%s\t%s %s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s–%s\t%s\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			r.Workload, r.Impl, r.Threads, FormatNs(r.MedianNs),
 			FormatNs(r.MinNs), FormatNs(r.MaxNs), iqr,
-			formatMetric(r.Metric), r.Unit, roofCell(&rs[i]), allocs, heap, gcCell(r), extra)
+			formatMetric(r.Metric), r.Unit, roofCell(&rs[i]), allocs, heap, tensorsCell(r), gcCell(r), extra)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -276,14 +282,14 @@ func WriteComparison(w io.Writer, rows []Row, peer string) error {
 	mine := ours(rows)
 	sp := newSpeedUps(mine)
 	withSpeedUp := sp.any(mine)
-	head := fmt.Sprintf("workload\timpl\tthreads\tmedian\tIQR\t%s\tIQR\tpeel/%s\tmetric\tof limit\t%s of limit\tallocs/run\tpeak heap\tGC CPU\t", peer, peer, peer)
+	head := fmt.Sprintf("workload\timpl\tthreads\tmedian\tIQR\t%s\tIQR\tpeel/%s\tmetric\tof limit\t%s of limit\tallocs/run\tpeak heap\tpeak tensors\tGC CPU\t", peer, peer, peer)
 	if withSpeedUp {
 		head += SpeedUpHeader + "\t"
 	}
 	fmt.Fprintln(tw, head)
 	var failed []Record
 	for _, r := range rows {
-		impl, med, iqr, metric, allocs, heap, gc := "-", Dash, Dash, "-", "-", "-", "-"
+		impl, med, iqr, metric, allocs, heap, tensors, gc := "-", Dash, Dash, "-", "-", "-", "-", "-"
 		if o := r.Ours; o != nil {
 			impl, gc = o.Impl, gcCell(*o)
 			med, iqr = medianCell(*o), iqrCell(*o)
@@ -297,6 +303,7 @@ func WriteComparison(w io.Writer, rows []Row, peer string) error {
 				if o.Allocs >= 0 || o.LivePeak > 0 {
 					heap = heapCell(*o)
 				}
+				tensors = tensorsCell(*o)
 			}
 		}
 		pmed, piqr := Dash, Dash
@@ -310,8 +317,8 @@ func WriteComparison(w io.Writer, rows []Row, peer string) error {
 		if withSpeedUp {
 			extra = sp.cell(r.Ours) + "\t"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Workload, impl, r.Threads, med, iqr, pmed, piqr, ratioCell(r), metric, roofCell(r.Ours), roofCell(r.Peer), allocs, heap, gc, extra)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Workload, impl, r.Threads, med, iqr, pmed, piqr, ratioCell(r), metric, roofCell(r.Ours), roofCell(r.Peer), allocs, heap, tensors, gc, extra)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -361,6 +368,15 @@ func FormatRatio(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// tensorsCell is a record's peak tensor memory, "-" where it was not
+// measured (peers, records from before it was, mpibench's steps).
+func tensorsCell(r Record) string {
+	if r.PeakTensors <= 0 && r.Allocs < 0 {
+		return "-"
+	}
+	return formatBytes(float64(r.PeakTensors))
 }
 
 // heapCell is a record's peak heap, with its live peak when measured

@@ -158,6 +158,19 @@ func TestWriteComparison(t *testing.T) {
 	if !strings.Contains(lines[0], "GC CPU") || !strings.HasSuffix(strings.TrimSpace(lines[1]), "3.2%") || !strings.HasSuffix(strings.TrimSpace(lines[2]), "-") {
 		t.Errorf("table's GC CPU column (want 3.2%% for chain, - for solo):\n%s", b.String())
 	}
+	// The peak tensor memory, where measured (allocations measured too).
+	b.Reset()
+	withTensors := rec("chain", "peel", 1, 3e6)
+	withTensors.Allocs, withTensors.PeakTensors = 12, 3<<20
+	noTensors := rec("solo", "peel", 1, 1e6)
+	noTensors.Allocs = -1
+	if err := WriteTable(&b, []Record{withTensors, noTensors}); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(b.String()), "\n")
+	if !strings.Contains(lines[0], "peak tensors") || !strings.Contains(lines[1], "3.0MiB") || strings.Contains(lines[2], "MiB") {
+		t.Errorf("table's peak tensors column (want 3MiB for chain, - for solo):\n%s", b.String())
+	}
 	b.Reset()
 	if err := WriteTable(&b, rs[:1]); err != nil {
 		t.Fatal(err)

@@ -66,6 +66,9 @@ type Result struct {
 	// LivePeak is the largest growth of the live heap seen during one
 	// run (Workload.LiveHeap; 0 when not measured).
 	LivePeak uint64
+	// PeakTensors is the growth of the caching allocator's peak of bytes
+	// in use over one run (TensorPeak).
+	PeakTensors int64
 	// GCPercent is the collector's share of the busy CPU time during the
 	// timed samples (runtime/metrics: GC CPU over GC and user CPU), in
 	// percent; -1 when the runtime did not report it.
@@ -79,7 +82,7 @@ func (r Result) Record() Record {
 		MedianNs: r.MedianNs, MinNs: r.MinNs, MaxNs: r.MaxNs,
 		Q1Ns: r.Q1Ns, Q3Ns: r.Q3Ns,
 		Metric: r.Metric, Unit: r.Unit,
-		Allocs: r.Allocs, Bytes: r.Bytes, PeakHeap: r.PeakHeap, LivePeak: r.LivePeak,
+		Allocs: r.Allocs, Bytes: r.Bytes, PeakHeap: r.PeakHeap, LivePeak: r.LivePeak, PeakTensors: r.PeakTensors,
 		GCPercent: r.GCPercent,
 		Reps:      len(r.SamplesNs), RunsPerSample: r.RunsPerSample,
 	}
@@ -140,6 +143,7 @@ func Measure(w Workload, opt Options) (res Result, err error) {
 	}
 	res.Allocs, res.Bytes = allocsPerRun(run, max(1, min(n, 100)))
 	res.PeakHeap = peakHeap(run)
+	res.PeakTensors = TensorPeak(run)
 	if w.LiveHeap {
 		res.LivePeak = LivePeak(run)
 	}
@@ -207,6 +211,21 @@ func allocsPerRun(run func(), n int) (allocs, bytes float64) {
 	}
 	runtime.ReadMemStats(&m1)
 	return float64(m1.Mallocs-m0.Mallocs) / float64(n), float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)
+}
+
+// TensorPeak returns the growth of the caching allocator's peak of bytes
+// in use over one run (peel.ResetPeakMemory, then peel.MemoryStats): the
+// most memory its results of 4 KiB and more took at once, counting those
+// unreachable but not yet collected, as the cache paces its collections
+// in any program. A collection first returns the garbage of earlier runs.
+func TensorPeak(run func()) int64 {
+	runtime.GC()
+	runtime.Gosched()
+	time.Sleep(time.Millisecond) // the cleanups the collection queued
+	peel.ResetPeakMemory()
+	base := peel.MemoryStats().Peak // the bytes in use at the reset
+	run()
+	return max(0, peel.MemoryStats().Peak-base)
 }
 
 // peakHeap returns the heap growth of one run with the collector paused.

@@ -76,8 +76,10 @@ type bufferCache struct {
 	// none without taking 208 locks each.
 	held [backend.BFloat16 + 1]atomic.Int64
 
-	inUse, cached, peak   atomic.Int64
-	limit                 atomic.Int64
+	inUse, cached, peak atomic.Int64
+	limit               atomic.Int64
+	// byDType splits inUse, cached and peak by dtype (MemoryStats).
+	byDType               [backend.BFloat16 + 1]struct{ inUse, cached, peak atomic.Int64 }
 	hits, misses, trimmed atomic.Int64
 	// since counts the bytes handed out since the last collection;
 	// past gcEvery bytes, and past GOGC percent of the bytes in use
@@ -178,24 +180,36 @@ func (c *bufferCache) get(dt backend.DType, n int) (backend.Buffer, bool) {
 		c.held[dt].Add(-1)
 	}
 	l.mu.Unlock()
+	d := &c.byDType[dt]
 	if buf != nil {
 		c.hits.Add(1)
 		c.cached.Add(-int64(cb))
-		c.notePeak(c.inUse.Add(int64(cb)))
-		return reslice(buf, n), true
+		d.cached.Add(-int64(cb))
+	} else {
+		c.misses.Add(1)
+		buf = makeBuf(dt, cb/size)
 	}
-	c.misses.Add(1)
-	buf = makeBuf(dt, cb/size)
-	c.notePeak(c.inUse.Add(int64(cb)))
+	notePeak(&c.peak, c.inUse.Add(int64(cb)))
+	notePeak(&d.peak, d.inUse.Add(int64(cb)))
 	return reslice(buf, n), true
 }
 
-func (c *bufferCache) notePeak(v int64) {
+// notePeak raises peak to v when v is larger.
+func notePeak(peak *atomic.Int64, v int64) {
 	for {
-		p := c.peak.Load()
-		if v <= p || c.peak.CompareAndSwap(p, v) {
+		p := peak.Load()
+		if v <= p || peak.CompareAndSwap(p, v) {
 			return
 		}
+	}
+}
+
+// resetPeak sets every peak to the bytes in use now.
+func (c *bufferCache) resetPeak() {
+	c.peak.Store(c.inUse.Load())
+	for i := range c.byDType {
+		d := &c.byDType[i]
+		d.peak.Store(d.inUse.Load())
 	}
 }
 
@@ -206,12 +220,15 @@ func (c *bufferCache) put(buf backend.Buffer) {
 	full := bufCap(buf)
 	cb := full * dt.Size()
 	cl, _ := sizeClass(cb)
+	d := &c.byDType[dt]
 	c.inUse.Add(-int64(cb))
+	d.inUse.Add(-int64(cb))
 	if c.cached.Add(int64(cb)) > c.limit.Load() {
 		c.cached.Add(-int64(cb))
 		c.trimmed.Add(int64(cb))
 		return
 	}
+	d.cached.Add(int64(cb))
 	buf = reslice(buf, full)
 	if c.poison {
 		poisonBuf(buf)
@@ -270,6 +287,7 @@ func (c *bufferCache) trim() {
 				l.bufs = l.bufs[:n]
 				c.held[d].Add(-int64(drop))
 				c.cached.Add(-bytes)
+				c.byDType[d].cached.Add(-bytes)
 				c.trimmed.Add(bytes)
 			}
 			l.low = len(l.bufs)
@@ -292,16 +310,28 @@ func (c *bufferCache) empty() {
 			l.bufs, l.low = nil, 0
 			l.mu.Unlock()
 			c.cached.Add(-bytes)
+			c.byDType[d].cached.Add(-bytes)
 			c.trimmed.Add(bytes)
 		}
 	}
 }
 
 func (c *bufferCache) stats() backend.MemoryStats {
-	return backend.MemoryStats{
+	s := backend.MemoryStats{
 		InUse: c.inUse.Load(), Cached: c.cached.Load(), Peak: c.peak.Load(), Limit: c.limit.Load(),
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Trimmed: c.trimmed.Load(),
 	}
+	for i := range c.byDType {
+		d := &c.byDType[i]
+		m := backend.DTypeMemory{InUse: d.inUse.Load(), Cached: d.cached.Load(), Peak: d.peak.Load()}
+		if m != (backend.DTypeMemory{}) {
+			if s.ByDType == nil {
+				s.ByDType = make(map[backend.DType]backend.DTypeMemory)
+			}
+			s.ByDType[backend.DType(i)] = m
+		}
+	}
+	return s
 }
 
 func bufCap(b backend.Buffer) int {
@@ -404,6 +434,10 @@ func (*Backend) AllocUninit(dt backend.DType, n int) (backend.Buffer, bool) {
 // Recycle returns a buffer AllocUninit gave from the cache, which nothing
 // references any more (backend.BufferCache).
 func (*Backend) Recycle(buf backend.Buffer) { cache.put(buf) }
+
+// ResetPeakMemory sets the caching allocator's peaks, the total's and
+// each dtype's, to the bytes in use now (backend.BufferCache).
+func (*Backend) ResetPeakMemory() { cache.resetPeak() }
 
 // MemoryStats returns the caching allocator's counters
 // (backend.BufferCache).
