@@ -86,12 +86,8 @@ func (l *Linearized) Transpose(cts []*interp.Tensor) []*interp.Tensor {
 // that depends on the inputs.
 func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 	n := g.IDBound()
-	linear := make([]bool, n)
 	env := make([]*tensor, n)
 	ct := make([]*tensor, n)
-	for _, v := range g.In {
-		linear[v.ID] = true
-	}
 	for i, v := range g.Consts {
 		env[v.ID] = g.ConstVals[i]
 	}
@@ -99,19 +95,7 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 	// computed here is last read: by the non-linear equations of the
 	// forward sweep (lastFwd) and by the transpose rules of the backward
 	// sweep (firstLin, the smallest index: that sweep runs backward).
-	eqLinear := make([]bool, len(g.Eqns))
-	for k, e := range g.Eqns {
-		for _, v := range e.In {
-			if linear[v.ID] {
-				eqLinear[k] = true
-			}
-		}
-		if eqLinear[k] {
-			for _, v := range e.Out {
-				linear[v.ID] = true
-			}
-		}
-	}
+	linear, eqLinear := linearVars(g)
 	lastFwd, firstLin := make([]int32, n), make([]int32, n)
 	for i := range firstLin {
 		lastFwd[i], firstLin[i] = -1, -1
@@ -239,6 +223,51 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 		res[i] = ct[v.ID]
 	}
 	return res
+}
+
+// linearVars returns which vars of g depend on its inputs (indexed by
+// ID) and which equations read such a var: the vars a transpose carries
+// cotangents for, and the equations it transposes.
+func linearVars(g *interp.Graph) (linear, eqLinear []bool) {
+	linear = make([]bool, g.IDBound())
+	for _, v := range g.In {
+		linear[v.ID] = true
+	}
+	eqLinear = make([]bool, len(g.Eqns))
+	for k, e := range g.Eqns {
+		for _, v := range e.In {
+			if linear[v.ID] {
+				eqLinear[k] = true
+			}
+		}
+		if eqLinear[k] {
+			for _, v := range e.Out {
+				linear[v.ID] = true
+			}
+		}
+	}
+	return linear, eqLinear
+}
+
+// NotLinear returns the first equation of g that applies, to a value
+// depending on g's inputs (its operand i), a primitive with no transpose
+// rule or not linear in that operand, or nil when there is none: then
+// TransposeGraph transposes g unless a primitive linear in each operand
+// alone (a product) has two that depend on the inputs, which its
+// transpose rule refuses.
+func NotLinear(g *interp.Graph) (e *interp.Eqn, i int) {
+	linear, eqLinear := linearVars(g)
+	for k, e := range g.Eqns {
+		if !eqLinear[k] {
+			continue
+		}
+		for i, v := range e.In {
+			if linear[v.ID] && (e.Prim.Transpose == nil || !prims.LinearIn(e.Prim, i)) {
+				return e, i
+			}
+		}
+	}
+	return nil, 0
 }
 
 // earlyTransposes returns, for the linear equations of g whose primitive

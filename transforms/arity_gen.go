@@ -136,6 +136,18 @@ func VJP2[A, B, R any](f func(A, B) R, a A, b B) (R, func(R) (A, B)) {
 	}
 }
 
+// LinearTranspose2 is LinearTranspose for a function of two
+// arguments, linear in all of them together: the transpose returns the
+// cotangent of each.
+func LinearTranspose2[A, B, R any](f func(A, B) R, a A, b B) func(R) (A, B) {
+	needFunc("transforms.LinearTranspose2", f)
+	tr := linearTransposeAs[args2[A, B], R]("transforms.LinearTranspose2", func(t args2[A, B]) R { return f(t.Arg0, t.Arg1) }, args2[A, B]{a, b})
+	return func(ct R) (A, B) {
+		g := tr(ct)
+		return g.Arg0, g.Arg1
+	}
+}
+
 // JVP2 is JVP for a function of two arguments, with a tangent for
 // each; a tangent that is its type's zero value (a nil tensor, a zero
 // struct) is a zero tangent for that argument.
@@ -503,6 +515,18 @@ func VJP3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C) (R, func(R) (A, B, C
 	out, pb := vjpAs("transforms.VJP3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, args3[A, B, C]{a, b, c})
 	return out, func(ct R) (A, B, C) {
 		g := pb(ct)
+		return g.Arg0, g.Arg1, g.Arg2
+	}
+}
+
+// LinearTranspose3 is LinearTranspose for a function of three
+// arguments, linear in all of them together: the transpose returns the
+// cotangent of each.
+func LinearTranspose3[A, B, C, R any](f func(A, B, C) R, a A, b B, c C) func(R) (A, B, C) {
+	needFunc("transforms.LinearTranspose3", f)
+	tr := linearTransposeAs[args3[A, B, C], R]("transforms.LinearTranspose3", func(t args3[A, B, C]) R { return f(t.Arg0, t.Arg1, t.Arg2) }, args3[A, B, C]{a, b, c})
+	return func(ct R) (A, B, C) {
+		g := tr(ct)
 		return g.Arg0, g.Arg1, g.Arg2
 	}
 }
@@ -882,6 +906,18 @@ func VJP4[A, B, C, D, R any](f func(A, B, C, D) R, a A, b B, c C, d D) (R, func(
 	}
 }
 
+// LinearTranspose4 is LinearTranspose for a function of four
+// arguments, linear in all of them together: the transpose returns the
+// cotangent of each.
+func LinearTranspose4[A, B, C, D, R any](f func(A, B, C, D) R, a A, b B, c C, d D) func(R) (A, B, C, D) {
+	needFunc("transforms.LinearTranspose4", f)
+	tr := linearTransposeAs[args4[A, B, C, D], R]("transforms.LinearTranspose4", func(t args4[A, B, C, D]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3) }, args4[A, B, C, D]{a, b, c, d})
+	return func(ct R) (A, B, C, D) {
+		g := tr(ct)
+		return g.Arg0, g.Arg1, g.Arg2, g.Arg3
+	}
+}
+
 // JVP4 is JVP for a function of four arguments, with a tangent for
 // each; a tangent that is its type's zero value (a nil tensor, a zero
 // struct) is a zero tangent for that argument.
@@ -1257,6 +1293,18 @@ func VJP5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, a A, b B, c C, d D, e E
 	out, pb := vjpAs("transforms.VJP5", func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, args5[A, B, C, D, E]{a, b, c, d, e})
 	return out, func(ct R) (A, B, C, D, E) {
 		g := pb(ct)
+		return g.Arg0, g.Arg1, g.Arg2, g.Arg3, g.Arg4
+	}
+}
+
+// LinearTranspose5 is LinearTranspose for a function of five
+// arguments, linear in all of them together: the transpose returns the
+// cotangent of each.
+func LinearTranspose5[A, B, C, D, E, R any](f func(A, B, C, D, E) R, a A, b B, c C, d D, e E) func(R) (A, B, C, D, E) {
+	needFunc("transforms.LinearTranspose5", f)
+	tr := linearTransposeAs[args5[A, B, C, D, E], R]("transforms.LinearTranspose5", func(t args5[A, B, C, D, E]) R { return f(t.Arg0, t.Arg1, t.Arg2, t.Arg3, t.Arg4) }, args5[A, B, C, D, E]{a, b, c, d, e})
+	return func(ct R) (A, B, C, D, E) {
+		g := tr(ct)
 		return g.Arg0, g.Arg1, g.Arg2, g.Arg3, g.Arg4
 	}
 }

@@ -286,6 +286,18 @@ func VJP{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, {{.Params}}) (R, func(R)
 	}
 }
 
+// LinearTranspose{{$n}} is LinearTranspose for a function of {{.Word}}
+// arguments, linear in all of them together: the transpose returns the
+// cotangent of each.
+func LinearTranspose{{$n}}[{{.Types}}, R any](f func({{.Types}}) R, {{.Params}}) func(R) ({{.Types}}) {
+	needFunc("transforms.LinearTranspose{{$n}}", f)
+	tr := linearTransposeAs[{{$T}}, R]("transforms.LinearTranspose{{$n}}", func(t {{$T}}) R { return f({{.Fields "t"}}) }, {{.Pack}})
+	return func(ct R) ({{.Types}}) {
+		g := tr(ct)
+		return {{.Fields "g"}}
+	}
+}
+
 // JVP{{$n}} is JVP for a function of {{.Word}} arguments, with a tangent for
 // each; a tangent that is its type's zero value (a nil tensor, a zero
 // struct) is a zero tangent for that argument.
