@@ -195,3 +195,29 @@ func TestAttentionMaskedRowEveryDType(t *testing.T) {
 		}
 	}
 }
+
+// TestLayersCheckEveryTransform runs transforms.Check on a block of
+// layers (linear, layer norm, attention, GELU), as a user would on their
+// model: every transform agrees with its oracle.
+func TestLayersCheckEveryTransform(t *testing.T) {
+	type block struct {
+		In   LinearParams
+		Norm LayerNormParams
+		Attn MultiHeadAttentionParams
+	}
+	key := peel.Key(3)
+	ks := peel.SplitKeys(key, 2)
+	p := block{
+		In:   InitLinear(ks[0], peel.Float64, 3, 4),
+		Norm: InitLayerNorm(peel.Float64, 4),
+		Attn: InitMultiHeadAttention(ks[1], peel.Float64, 4),
+	}
+	x := peel.Normal(peel.Key(4), peel.Float64, 5, 3)
+	f := func(p block) *peel.Tensor {
+		h := LayerNorm(p.Norm, peel.GELU(Linear(p.In, x)))
+		return peel.Sum(peel.Square(MultiHeadAttention(p.Attn, h, h, h, 2, nil)))
+	}
+	if rep := transforms.Check(f, p); !rep.OK() {
+		t.Fatalf("a block of layers:\n%v", rep)
+	}
+}
