@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/transforms"
@@ -198,6 +199,27 @@ func tfCheckpointed(policy transforms.SavePolicy) func(tfLayer, *peel.Tensor) *p
 	return func(l tfLayer, x *peel.Tensor) *peel.Tensor { return ck(in{l, x}) }
 }
 
+// tfBudgeted checkpoints each block with MemoryBudget at frac of the
+// bytes EverythingSaveable saves of a block (RematPlan, measured at the
+// first block's first call, whatever level its values are on).
+func tfBudgeted(frac float64) func(tfLayer, *peel.Tensor) *peel.Tensor {
+	var once sync.Once
+	var ck func(tfLayer, *peel.Tensor) *peel.Tensor
+	return func(l tfLayer, x *peel.Tensor) *peel.Tensor {
+		once.Do(func() {
+			type in struct {
+				L tfLayer
+				X *peel.Tensor
+			}
+			all := transforms.RematPlan(func(a in) *peel.Tensor {
+				return peel.Sum(transforms.Checkpoint(func(a in) *peel.Tensor { return tfBlock(a.L, a.X) }, transforms.EverythingSaveable)(a))
+			}, in{l, x}).SavedBytes
+			ck = tfCheckpointed(transforms.MemoryBudget(int64(frac * float64(all))))
+		})
+		return ck(l, x)
+	}
+}
+
 // tfCheck compares the gradient of X with the float64 eager gradient.
 func tfCheck(ref []float64) func(g tfParams) error {
 	return func(g tfParams) error {
@@ -240,6 +262,11 @@ func transformerWorkloads() []Workload {
 		tfEager("transformer_grad_f32_ckpt_dots", tfDoc+", eager, each block checkpointed with DotsSaveable", tfCheckpointed(transforms.DotsSaveable)),
 		tfEager("transformer_grad_f32_ckpt_mincut", tfDoc+", eager, each block checkpointed with MinCut", tfCheckpointed(transforms.MinCut)),
 		tfEager("transformer_grad_f32_ckpt_nothing", tfDoc+", eager, each block checkpointed with NothingSaveable", tfCheckpointed(transforms.NothingSaveable)),
+	}
+	for _, pct := range []int{25, 50, 75, 100} {
+		ws = append(ws, tfEager(fmt.Sprintf("transformer_grad_f32_ckpt_budget%d", pct),
+			fmt.Sprintf("%s, eager, each block checkpointed with MemoryBudget at %d%% of what EverythingSaveable saves", tfDoc, pct),
+			tfBudgeted(float64(pct)/100)))
 	}
 	ws = append(ws, compiledWorkloads("transformer_grad_f32_compiled", "Compile of "+tfDoc, "ms", perMs, tfCompiled(tfBlock))...)
 	return ws

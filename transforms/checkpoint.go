@@ -60,6 +60,10 @@ type SavePolicy struct {
 	name   string
 	save   func(SaveCandidate) bool // nil: save nothing
 	minCut bool
+	// budget, when hasBudget, is MemoryBudget's: the most bytes of
+	// residuals saved.
+	budget    int64
+	hasBudget bool
 	// builtin marks the policies of this package (by name in an
 	// exported program); names are SaveOnlyNames's.
 	builtin bool
@@ -103,6 +107,23 @@ var (
 	MinCut = SavePolicy{name: "MinCut", minCut: true}
 )
 
+// MemoryBudget returns the policy that saves at most bytes of residuals
+// per call of the checkpointed function (its arguments, held by the
+// caller, cost nothing) and recomputes the rest, choosing what to save
+// for the least recomputation: values by the work recomputing them would
+// cost per byte they take, matrix products and convolutions first, then
+// the values the backward pass reads, while they fit (torch's activation
+// memory budget, in bytes). MemoryBudget(0) is NothingSaveable; a budget
+// of at least what EverythingSaveable saves recomputes nothing.
+// RematStats reports the plan. It panics with *peel.Error when bytes is
+// negative.
+func MemoryBudget(bytes int64) SavePolicy {
+	if bytes < 0 {
+		treeErrorf("transforms.MemoryBudget", "the budget is %d bytes: it must not be negative", bytes)
+	}
+	return SavePolicy{name: fmt.Sprintf("MemoryBudget(%d)", bytes), budget: bytes, hasBudget: true}
+}
+
 // SaveIf returns the policy that saves the values for which save
 // returns true; name is its String.
 func SaveIf(name string, save func(SaveCandidate) bool) SavePolicy {
@@ -145,6 +166,9 @@ func encodePolicy(w *interp.ParamWriter, p SavePolicy) {
 		for _, n := range p.names {
 			w.Text(n)
 		}
+	case p.hasBudget:
+		w.Uint(3)
+		w.Int(int(p.budget))
 	default:
 		w.Fail("the checkpoint policy " + p.name + " is a Go function (SaveIf): only the policies of package transforms and SaveOnlyNames can be exported")
 	}
@@ -164,6 +188,13 @@ func decodePolicy(r *interp.ParamReader) SavePolicy {
 			names[i] = r.Text()
 		}
 		return SaveOnlyNames(names...)
+	case 3:
+		b := r.Int()
+		if b < 0 {
+			r.Failf("a checkpoint memory budget of %d bytes", b)
+			return SavePolicy{}
+		}
+		return MemoryBudget(int64(b))
 	default:
 		r.Failf("a malformed checkpoint policy")
 	}
@@ -485,6 +516,10 @@ func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
 	}, avals)
 }
 
+// savedByPolicy begins the source of a value a checkpoint's policy
+// saved (Residual.Source).
+const savedByPolicy = "checkpoint: saved by the policy: "
+
 // ckptPlan is what a checkpoint's JVP rule does for one tangent mask,
 // decided from J's structure and the policy alone.
 type ckptPlan struct {
@@ -552,6 +587,10 @@ func newPlan(j *interp.Graph, n, nOut, nArgs int, policy SavePolicy) *ckptPlan {
 		cut := minCut(j, n, nOut, p.known, producer)
 		save = func(v *interp.Var, _ *interp.Eqn) bool { return cut[v] }
 	}
+	if policy.hasBudget {
+		cut := budgetCut(j, n, nOut, p.known, producer, policy.budget)
+		save = func(v *interp.Var, _ *interp.Eqn) bool { return cut[v] }
+	}
 	// Walk back from the unknown equations' known operands (and known
 	// tangent results): a var is a constant of L (an argument, a
 	// constant of J, or a saved value) or recomputed.
@@ -599,7 +638,7 @@ func newPlan(j *interp.Graph, n, nOut, nArgs int, policy SavePolicy) *ckptPlan {
 	for i, v := range p.consts {
 		switch k, ok := producer[v]; {
 		case ok:
-			p.sources[i] = "checkpoint: saved by the policy: " + j.Eqns[k].Prim.Name
+			p.sources[i] = savedByPolicy + j.Eqns[k].Prim.Name
 		case isConst[v]:
 			p.sources[i] = "checkpoint: constant"
 		case argIndex[v] < nArgs:
