@@ -94,14 +94,30 @@ var condCodec = &interp.ParamCodec{
 	},
 }
 
+// encodeWhile writes a while's graphs and carry count; a bounded loop's
+// (MaxTrips) count is written negated, −(n + 1), followed by the bound,
+// so that files of unbounded loops read as before.
 func encodeWhile(w *interp.ParamWriter, p *whileParams) {
 	w.Graph(p.cond)
 	w.Graph(p.body)
+	if p.maxTrips > 0 {
+		w.Int(-(p.nCarry + 1))
+		w.Int(p.maxTrips)
+		return
+	}
 	w.Int(p.nCarry)
 }
 
 func decodeWhile(r *interp.ParamReader) *whileParams {
 	cond, body, n := r.Graph(), r.Graph(), r.Int()
+	trips := 0
+	if n < 0 {
+		n, trips = -n-1, r.Int()
+		if r.Err() == nil && trips <= 0 {
+			r.Failf("a while loop bounded by %d trips", trips)
+			return nil
+		}
+	}
 	if r.Err() != nil {
 		return nil
 	}
@@ -115,7 +131,7 @@ func decodeWhile(r *interp.ParamReader) *whileParams {
 	case len(cond.Out) != 1 || len(cond.Out[0].Aval.Shape) != 0:
 		r.Failf("a while loop whose predicate is not one scalar")
 	default:
-		return &whileParams{cond: cond, body: body, nCarry: n}
+		return &whileParams{cond: cond, body: body, nCarry: n, maxTrips: trips}
 	}
 	return nil
 }

@@ -42,7 +42,9 @@ import (
 //     map runs the JVP while (so Jacfwd and staged JVPs work; the primal
 //     loop runs twice) and whose transpose raises *peel.Error, since the
 //     number of steps, and so what a backward pass would save, is known
-//     only when the loop has run (use ForiLoop or Scan);
+//     only when the loop has run (use MaxTrips, ForiLoop or Scan); a
+//     loop bounded with MaxTrips is differentiated as fixed loops
+//     instead (while_bounded.go);
 //   - its batching rule finds which carry leaves are batched (those batched
 //     initially, and those the body makes depend on a batched value, to a
 //     fixed point) and whether the predicate depends on a batched value.
@@ -62,6 +64,15 @@ import (
 type whileParams struct {
 	cond, body *interp.Graph
 	nCarry     int
+	// maxTrips, when positive, is MaxTrips's bound: the loop's carry
+	// holds a trip counter its predicate reads, so it stops within
+	// maxTrips steps, and the JVP rule runs the bounded formulation
+	// (whileBoundedJVP), which reverse mode transposes.
+	maxTrips int
+	// boundedOnce makes bounded, whileBounded traced on the operands'
+	// types, which the JVP rule differentiates at every call.
+	boundedOnce sync.Once
+	bounded     *interp.Graph
 	// jvps caches the JVP while by tangent mask; batched the batched
 	// while by layout.
 	jvps    lru.Cache[string, *whileParams]
@@ -85,7 +96,7 @@ func (p *whileParams) withoutPrints() *whileParams {
 			p.quiet = p
 			return
 		}
-		p.quiet = &whileParams{cond: c, body: b, nCarry: p.nCarry}
+		p.quiet = &whileParams{cond: c, body: b, nCarry: p.nCarry, maxTrips: p.maxTrips}
 	})
 	return p.quiet
 }
@@ -270,7 +281,7 @@ var whilePrim, whileLin = func() (*interp.Prim, *interp.Prim) {
 // whileReverseError is the error of reverse-mode differentiation through
 // a WhileLoop.
 func whileReverseError() *interp.Error {
-	e := interp.Errorf("reverse-mode differentiation (Grad, VJP, Jacrev, Hessian) of a loop whose number of steps depends on values is not supported: use transforms.ForiLoop (static bounds) or transforms.Scan (a fixed number of steps) instead; forward mode (JVP, Jacfwd) is supported")
+	e := interp.Errorf("reverse-mode differentiation (Grad, VJP, Jacrev, Hessian) of a loop whose number of steps depends on values needs a bound: pass transforms.MaxTrips(n) to WhileLoop (the backward pass then stores O(√n) carries), or use transforms.ForiLoop (static bounds) or transforms.Scan (a fixed number of steps); forward mode (JVP, Jacfwd) needs no bound")
 	e.Ops = []string{"transforms.WhileLoop"}
 	return e
 }
@@ -282,6 +293,16 @@ func whileLinTranspose(any, []*tensor, []*tensor, []bool) []*tensor {
 // whileJVP is while's forward-mode rule (see the top of the file).
 func whileJVP(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
 	w := params.(*whileParams)
+	if w.maxTrips > 0 {
+		w.boundedOnce.Do(func() {
+			in := make([]interp.Aval, len(w.body.In))
+			for i, v := range w.body.In {
+				in[i] = v.Aval
+			}
+			w.bounded = interp.TraceAvals("while", func(in []*tensor) []*tensor { return whileBounded(w, in) }, in)
+		})
+		return autodiff.JVP("while", func(in []*tensor) []*tensor { return w.bounded.Eval(in...) }, primals, tangents)
+	}
 	nC := w.nCarry
 	has := make([]bool, len(primals))
 	nFC := 0
@@ -538,14 +559,14 @@ func (w *whileParams) batch(l lanes, vals []*tensor, dims []int) (*whileParams, 
 	}
 	cond := interp.TraceAvals("while", vmappedAt(l, in, []int{pd}, func(xs []*tensor) []*tensor { return w.cond.Eval(xs...) }), avals)
 	body := interp.TraceAvals("while", vmappedAt(l, in, out, func(xs []*tensor) []*tensor { return w.body.Eval(xs...) }), avals)
-	bw := &batchedWhile{p: &whileParams{cond: cond, body: body, nCarry: nC}}
+	bw := &batchedWhile{p: &whileParams{cond: cond, body: body, nCarry: nC, maxTrips: w.maxTrips}}
 	if predBatched {
 		// The lanes' predicates are one more carry: the loop runs while
 		// some lane's holds, a lane whose predicate is false keeps its
 		// carry, and each step computes the predicates of the new carry.
 		bw.mask = cond
 		mavals := slices.Concat(avals[:nC], []interp.Aval{cond.Out[0].Aval}, avals[nC:])
-		bw.p = &whileParams{nCarry: nC + 1}
+		bw.p = &whileParams{nCarry: nC + 1, maxTrips: w.maxTrips}
 		bw.p.cond = interp.TraceAvals("while", func(xs []*tensor) []*tensor {
 			return []*tensor{peel.Any(xs[nC])}
 		}, mavals)
@@ -601,12 +622,15 @@ func init() {
 // over the primal and tangent carries, the predicate reading the
 // primals (when the tangents are traced, as in Jacfwd or when a
 // compiled function's argument is the tangent, the primals also run as
-// a loop of their own, so the primal loop runs twice). Reverse mode (Grad, VJP, Jacrev, Hessian) is not supported,
-// since the number of steps, and so what to save for the backward
-// pass, is known only when the loop has run: a gradient that reaches a
-// WhileLoop panics with *peel.Error (eagerly when the backward pass
-// runs, under Compile when it is traced) saying to use ForiLoop (static
-// bounds) or Scan (a fixed number of steps) instead.
+// a loop of their own, so the primal loop runs twice). Reverse mode
+// (Grad, VJP, Jacrev, Hessian) needs a bound, MaxTrips(n): the number of
+// steps, and so what to save for the backward pass, is known only when
+// the loop has run, and with the bound the backward pass keeps the
+// carries that start chunks of √n steps and recomputes each chunk (see
+// MaxTrips). A gradient that reaches a WhileLoop without one panics
+// with *peel.Error (eagerly when the backward pass runs, under Compile
+// when it is traced) saying to pass MaxTrips or use ForiLoop (static
+// bounds) or Scan (a fixed number of steps).
 //
 // Under Vmap, when the predicate depends on no batched value the loop
 // stays one loop of the vmapped body. When it does, the loop runs until
@@ -627,7 +651,7 @@ func init() {
 // returns nil or a tree with a nil tensor, or when body's carry differs
 // from init in structure, shape or dtype (naming the leaf path);
 // otherwise it panics as cond and body do.
-func WhileLoop[C any](cond func(C) *peel.Tensor, body func(C) C, init C) C {
+func WhileLoop[C any](cond func(C) *peel.Tensor, body func(C) C, init C, opts ...WhileOption) C {
 	const op = "transforms.WhileLoop"
 	defer interp.Annotate(op)
 	if cond == nil {
@@ -636,21 +660,25 @@ func WhileLoop[C any](cond func(C) *peel.Tensor, body func(C) C, init C) C {
 	if body == nil {
 		treeErrorf(op, "body must not be nil")
 	}
+	var cfg whileConfig
+	for _, o := range opts {
+		o.applyWhile(&cfg)
+	}
+	if cfg.maxTrips > 0 {
+		return boundedWhile(op, cond, body, init, cfg.maxTrips)
+	}
+	return whileLoop(op, cond, body, init, 0)
+}
+
+// whileLoop is WhileLoop with errors naming op, bounded by maxTrips
+// when positive (the carry then holds the trip counter; see
+// boundedWhile).
+func whileLoop[C any](op string, cond func(C) *peel.Tensor, body func(C) C, init C, maxTrips int) C {
 	cl, cdef := flatten(op, init)
 	nC := len(cl)
 	avals := avalsOf(cl)
 	cg := interp.TraceAvals("while", func(in []*tensor) []*tensor {
-		p := cond(build[C](cdef, in))
-		if p == nil {
-			treeErrorf(op, "cond returned a nil tensor")
-		}
-		if p.Rank() != 0 {
-			treeErrorf(op, "cond must return a scalar (a bool, or a number: true when nonzero), got %s", p.TypeString())
-		}
-		if p.DType() != peel.Bool {
-			p = peel.NotEqual(p, peel.AsType(peel.Scalar(0.0), p.DType()))
-		}
-		return []*tensor{p}
+		return []*tensor{predicate(op, cond(build[C](cdef, in)))}
 	}, avals, interp.BodyTrace())
 	cc := &customCall{op: op, in: cdef}
 	bg := interp.TraceAvals("while", func(in []*tensor) []*tensor {
@@ -670,9 +698,24 @@ func WhileLoop[C any](cond func(C) *peel.Tensor, body func(C) C, init C) C {
 	// (each ignores the other's).
 	cg = withInputs(cg, nC, nil, avalsOf(bcap))
 	bg = withInputs(bg, nC, avalsOf(ccap), nil)
-	w := &whileParams{cond: cg, body: bg, nCarry: nC}
+	w := &whileParams{cond: cg, body: bg, nCarry: nC, maxTrips: maxTrips}
 	args := append(append(append([]*tensor(nil), cl...), ccap...), bcap...)
 	return build[C](cc.out, interp.Bind(whilePrim, w, args...))
+}
+
+// predicate checks a loop's predicate p and returns it as a bool: a
+// number is true when nonzero.
+func predicate(op string, p *tensor) *tensor {
+	if p == nil {
+		treeErrorf(op, "cond returned a nil tensor")
+	}
+	if p.Rank() != 0 {
+		treeErrorf(op, "cond must return a scalar (a bool, or a number: true when nonzero), got %s", p.TypeString())
+	}
+	if p.DType() != peel.Bool {
+		p = peel.NotEqual(p, peel.AsType(peel.Scalar(0.0), p.DType()))
+	}
+	return p
 }
 
 // withInputs is g (its first n inputs the carry leaves, the rest its
