@@ -76,14 +76,17 @@ type CacheStats = backend.MemoryStats
 // (InUse), held for reuse (Cached), the peak of InUse since the process
 // started or the last ResetPeakMemory, the cache's limit, its hits and
 // misses, the bytes it let go (Trimmed), and InUse, Cached and Peak by
-// dtype (ByDType). Results of eager operations of at least 4 KiB come
-// from the cache and return to it when the collector finds them
-// unreachable, so InUse counts such a result from the operation that
-// made it until the collection after its last use (torch's
-// memory_allocated counts until the last reference goes); smaller
-// results are Go's allocator's, and runtime.MemStats counts them. A
-// reused buffer skips Go's allocator and its zeroing. A backend without
-// a cache reports zeros.
+// dtype (ByDType). Results of eager operations' kernels of at least 4
+// KiB come from the cache and return to it when the collector finds
+// them unreachable, so InUse counts such a result from the operation
+// that made it until the collection after its last use (torch's
+// memory_allocated counts until the last reference goes). Other memory
+// is Go's allocator's, and runtime.MemStats counts it: smaller results,
+// and buffers made otherwise than by a kernel (constructors such as
+// FromFloat64s and Zeros, copies made on a write into shared memory, the
+// stacked results and residuals of a Scan's loop). A reused buffer
+// skips Go's allocator and its zeroing. A backend without a cache
+// reports zeros.
 func MemoryStats() CacheStats {
 	if c, ok := interp.DefaultBackend().(backend.BufferCache); ok {
 		return c.MemoryStats()
