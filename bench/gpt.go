@@ -74,10 +74,28 @@ func gptCheck() func(out tree.Tuple3[model.Params, optim.State, *peel.Tensor]) e
 // remat unless it is nil (examples/gpt's -remat). Its live heap's peak
 // is measured: what -remat is for.
 func gptStepEager(name, doc string, remat *transforms.SavePolicy) Workload {
+	return gptStepEagerWith(name, doc, func(gptInputs) *transforms.SavePolicy { return remat })
+}
+
+// gptBlockBudget is MemoryBudget at frac of what EverythingSaveable
+// saves of one block of the step (RematPlan of the loss with every block
+// checkpointed, over the blocks).
+func gptBlockBudget(frac float64) func(gptInputs) *transforms.SavePolicy {
+	return func(in gptInputs) *transforms.SavePolicy {
+		all := transforms.RematPlan(func(p model.Params) *peel.Tensor {
+			return model.Loss(in.c, p, in.x, in.y, model.Options{Remat: &transforms.EverythingSaveable})
+		}, in.p).SavedBytes
+		b := transforms.MemoryBudget(int64(frac * float64(all) / float64(in.c.Layers)))
+		return &b
+	}
+}
+
+func gptStepEagerWith(name, doc string, policy func(gptInputs) *transforms.SavePolicy) Workload {
 	return Workload{
 		Name: name, Impl: "peel", Doc: gptDoc + ", eager" + doc, Unit: "ms", Metric: perMs, LiveHeap: true,
 		Setup: func() (func(), func() error) {
 			in := gptSetup(peel.Float32)
+			remat := policy(in)
 			check := gptCheck()
 			step := model.NewStep(in.c, model.Optimizer(gptHyper()), remat)
 			var out tree.Tuple3[model.Params, optim.State, *peel.Tensor]
@@ -131,6 +149,10 @@ func gptWorkloads() []Workload {
 		gptStepEager("gpt_step_f32_remat_dots", ", each block checkpointed with DotsSaveable", &transforms.DotsSaveable),
 		gptStepEager("gpt_step_f32_remat_mincut", ", each block checkpointed with MinCut", &transforms.MinCut),
 		gptStepEager("gpt_step_f32_remat_nothing", ", each block checkpointed with NothingSaveable", &transforms.NothingSaveable),
+	}
+	for _, pct := range []int{25, 50, 75, 100} {
+		ws = append(ws, gptStepEagerWith(fmt.Sprintf("gpt_step_f32_remat_budget%d", pct),
+			fmt.Sprintf(", each block checkpointed with MemoryBudget at %d%% of what EverythingSaveable saves of a block", pct), gptBlockBudget(float64(pct)/100)))
 	}
 	return append(ws, compiledWorkloads("gpt_sample_token", gptSampleDoc, "µs/token",
 		func(ns float64) float64 { return ns / 1e3 / gptSampleTokens }, gptSample)...)
