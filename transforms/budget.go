@@ -295,3 +295,25 @@ func RematPlan[A, R any](f func(A) R, x A) RematStats {
 	}
 	return st
 }
+
+// stats is the plan's RematStats: the values its policy saved, the
+// equations its backward pass recomputes.
+func (p *ckptPlan) stats() RematStats {
+	var st RematStats
+	for i, v := range p.consts {
+		if strings.HasPrefix(p.sources[i], savedByPolicy) {
+			st.SavedBytes += avalBytes(v.Aval)
+		}
+	}
+	for k, e := range p.j.Eqns {
+		if !p.recompute[k] {
+			continue
+		}
+		st.Recomputed++
+		st.RecomputedFLOPs += eqnFLOPs(e)
+		for _, v := range e.Out {
+			st.RecomputedBytes += avalBytes(v.Aval)
+		}
+	}
+	return st
+}

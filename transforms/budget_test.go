@@ -130,3 +130,21 @@ func TestMemoryBudgetLongChain(t *testing.T) {
 		t.Fatalf("budget %d: %+v", budget, st)
 	}
 }
+
+// TestRematPlanInspector: a compiled gradient's Inspector reports the
+// plan of the checkpoints traced in it, RematPlan's for the eager
+// function.
+func TestRematPlanInspector(t *testing.T) {
+	w1 := peel.Normal(peel.Key(1), peel.Float64, 8, 16)
+	w2 := peel.Normal(peel.Key(2), peel.Float64, 16, 8)
+	x := peel.Normal(peel.Key(3), peel.Float64, 4, 8)
+	ck := transforms.Checkpoint(budgetBlock(w1, w2), transforms.MemoryBudget(600))
+	f := func(x *T) *T { return peel.Sum(ck(x)) }
+	var ins transforms.Inspector
+	g := transforms.Compile(transforms.Grad(f), transforms.Inspect(&ins))
+	near(t, "compiled gradient", g(x).Float64s(), transforms.Grad(f)(x).Float64s(), 1e-12)
+	got, want := ins.Stats().Remat, transforms.RematPlan(f, x)
+	if got != want || want.Recomputed == 0 || want.SavedBytes == 0 {
+		t.Fatalf("the Inspector's plan %+v, RematPlan's %+v", got, want)
+	}
+}

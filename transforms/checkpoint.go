@@ -707,6 +707,9 @@ func checkpointJVP(params any, primals, tangents []*tensor) (outs, touts []*tens
 	if p.inline {
 		return autodiff.JVP("checkpoint", func(xs []*tensor) []*tensor { return evalInlined(c.graph, xs, false) }, primals, tangents)
 	}
+	if d, ok := interp.FindLevelData[*gradDefaults](primals...); ok {
+		d.addPlan(p.stats())
+	}
 	j := p.j
 	// The forward pass: the planned known equations at the primals,
 	// dropping each value after its last use unless it is kept.

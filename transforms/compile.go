@@ -108,6 +108,12 @@ type CompileStats struct {
 	// its first call broke the graph: the read and the caller (see
 	// Compile).
 	GraphBreaks []string
+	// Remat totals the plans of the checkpoints (Checkpoint, Remat,
+	// GradRemat) of the gradients traced in the function, over every
+	// signature traced: the bytes their policies saved, and the bytes
+	// and arithmetic their backward passes recompute (RematPlan's, for
+	// the eager function).
+	Remat RematStats
 }
 
 type compileCounters struct {
@@ -122,6 +128,10 @@ func (c *compiled[A, R]) Stats() CompileStats {
 		Uncompiled: c.stats.uncompiled.Load(), TraceTime: time.Duration(c.stats.traceNs.Load()),
 	}
 	s.Signatures = c.cache.Len()
+	if d := c.cfg.grad; d != nil {
+		s.Remat = RematStats{SavedBytes: d.saved.Load(), RecomputedBytes: d.recomputedBytes.Load(),
+			RecomputedFLOPs: d.recomputedFLOPs.Load(), Recomputed: int(d.recomputed.Load())}
+	}
 	if p := c.stats.lastMiss.Load(); p != nil {
 		s.LastMiss = *p
 	}
@@ -162,8 +172,20 @@ type compileConfig struct {
 // traced in it (GradRemat): the data of its levels, which a gradient
 // finds through its values (interp.FindLevelData).
 type gradDefaults struct {
-	remat SavePolicy
-	plans *planCache // the checkpoint plans, shared by the function's gradients
+	remat    SavePolicy
+	rematSet bool       // GradRemat was given
+	plans    *planCache // the checkpoint plans, shared by the function's gradients
+	// saved … recomputed total the plans of the checkpoints traced in
+	// the function (CompileStats.Remat).
+	saved, recomputedBytes, recomputedFLOPs, recomputed atomic.Int64
+}
+
+// addPlan counts a checkpoint's plan traced in the function.
+func (d *gradDefaults) addPlan(st RematStats) {
+	d.saved.Add(st.SavedBytes)
+	d.recomputedBytes.Add(st.RecomputedBytes)
+	d.recomputedFLOPs.Add(st.RecomputedFLOPs)
+	d.recomputed.Add(int64(st.Recomputed))
 }
 
 // traceOptions are the options of a compiled function's traces: its
@@ -178,7 +200,7 @@ func (c *compileConfig) traceOptions() []interp.TraceOption {
 // compiledRemat returns the GradRemat policy of the innermost compiled
 // function whose values ts are, and its plans, or nil.
 func compiledRemat(ts ...*tensor) (*SavePolicy, *planCache) {
-	if d, ok := interp.FindLevelData[*gradDefaults](ts...); ok {
+	if d, ok := interp.FindLevelData[*gradDefaults](ts...); ok && d.rematSet {
 		return &d.remat, d.plans
 	}
 	return nil, nil
@@ -237,7 +259,7 @@ func Strict() CompileOption { return compileOpt(func(c *compileConfig) { c.stric
 // values computed from them) that it differentiates, or, when it only
 // differentiates captured tensors, its function's result.
 func GradRemat(policy SavePolicy) CompileOption {
-	return compileOpt(func(c *compileConfig) { c.grad = &gradDefaults{remat: policy, plans: newPlanCache()} })
+	return compileOpt(func(c *compileConfig) { c.grad = &gradDefaults{remat: policy, rematSet: true, plans: newPlanCache()} })
 }
 
 // StaticArgnums makes the given positional arguments (0-based; negative
@@ -255,6 +277,11 @@ func newCompiled[A, R any](op string, nargs int, f func(A) R, opts []CompileOpti
 	cfg := &compileConfig{limit: 8, warn: func(m string) { log.Print(m) }}
 	for _, o := range opts {
 		o.applyCompile(cfg)
+	}
+	if cfg.grad == nil {
+		// The levels carry the data anyway, for the checkpoint plans'
+		// totals (CompileStats.Remat).
+		cfg.grad = &gradDefaults{plans: newPlanCache()}
 	}
 	if f == nil {
 		treeErrorf(op, "the function is nil")
