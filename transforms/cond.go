@@ -63,6 +63,18 @@ type condParams struct {
 	// transposes caches cond_lin's transposed branches by linear and
 	// cotangent masks.
 	transposes lru.Cache[string, *condParams]
+	// progs are the branches' programs when a compiled program holds the
+	// cond (markCompiledLoops), as a loop's body: a cond in a compiled
+	// scan's step runs its branch planned and fused, not equation by
+	// equation, at every step.
+	progs []subProgram
+}
+
+// markCompiled marks the cond as held by a compiled program.
+func (p *condParams) markCompiled() {
+	for i := range p.progs {
+		p.progs[i].mark()
+	}
 }
 
 func (p *condParams) String() string { return strconv.Itoa(len(p.branches)) + " branches" }
@@ -79,7 +91,7 @@ func (p *condParams) HasEffect() bool {
 }
 
 func newCondParams(gs []*interp.Graph) *condParams {
-	return &condParams{branches: gs, batched: make([]lru.Cache[string, *interp.Graph], len(gs))}
+	return &condParams{branches: gs, batched: make([]lru.Cache[string, *interp.Graph], len(gs)), progs: make([]subProgram, len(gs))}
 }
 
 func condAbstract(params any, in []interp.Aval) []interp.Aval {
@@ -114,6 +126,23 @@ func condImpl(params any, args []*tensor) []*tensor {
 	return selectBranches(args[0], outs)
 }
 
+// condEvalImpl is condImpl on concrete operands: the branch's program
+// when a compiled program holds the cond.
+func condEvalImpl(params any, args []*tensor) []*tensor {
+	c := params.(*condParams)
+	if k, ok := concreteBranch(args[0], len(c.branches)); ok && k < len(c.progs) {
+		be := interp.DefaultBackend()
+		if len(args) > 1 {
+			_, be = interp.ArrayOf(args[1])
+		}
+		if prog := c.progs[k].get(c.branches[k], be); prog != nil {
+			defer interp.Decomposing("cond")
+			return prog.Run(args[1:], nil)
+		}
+	}
+	return condImpl(params, args)
+}
+
 // condPrim is cond; condLin is cond on branches that are linear in the
 // operands after the index and the residuals (see condJVP): the same
 // primitive for every interpreter, but marked linear, with a transpose
@@ -122,9 +151,11 @@ var condPrim, condLin = func() (*interp.Prim, *interp.Prim) {
 	p := interp.NewPrim("cond", interp.Pure, condAbstract)
 	p.Whole = true // one equation when staged
 	p.Impl = condImpl
+	p.EvalImpl = condEvalImpl
 	l := interp.NewPrim("cond_lin", interp.Pure, condAbstract)
 	l.Whole = true
 	l.Impl = condImpl
+	l.EvalImpl = condEvalImpl
 	l.Linear = []bool{false, true} // linear in every operand but the index
 	return p, l
 }()
