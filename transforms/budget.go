@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -45,22 +44,12 @@ func budgetCut(j *interp.Graph, n, nOut int, known []bool, producer map[*interp.
 	}
 	var required []*interp.Var
 	isRequired := make(map[*interp.Var]bool)
-	require := func(v *interp.Var) {
+	backwardReads(j, nOut, known, func(v *interp.Var) {
 		if produced(v) && !isRequired[v] {
 			isRequired[v] = true
 			required = append(required, v)
 		}
-	}
-	for k, e := range j.Eqns {
-		if !known[k] {
-			for _, v := range e.In {
-				require(v)
-			}
-		}
-	}
-	for _, v := range j.Out[nOut:] {
-		require(v)
-	}
+	})
 	// Room for every value the backward pass reads: save them, and
 	// recompute nothing.
 	var all int64
@@ -256,9 +245,7 @@ type RematStats struct {
 func RematPlan[A, R any](f func(A) R, x A) RematStats {
 	const op = "transforms.RematPlan"
 	defer interp.Annotate(op)
-	leaves, def := flatten(op, x)
-	c := &customCall{op: op, in: def}
-	lin := autodiff.Linearize(op, func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, leaves)
+	lin := linearizeAt(op, f, x)
 	defer lin.Release()
 	var st RematStats
 	for _, e := range lin.Graph.Eqns {
@@ -271,29 +258,18 @@ func RematPlan[A, R any](f func(A) R, x A) RematStats {
 				st.SavedBytes += avalBytes(interp.AvalOf(t))
 			}
 		}
-		linear := make(map[*interp.Var]bool)
-		for _, v := range p.graph.In {
-			linear[v] = true
-		}
-		for _, q := range p.graph.Eqns {
-			lin := false
-			for _, v := range q.In {
-				lin = lin || linear[v]
-			}
-			if lin {
-				for _, v := range q.Out {
-					linear[v] = true
-				}
-				continue
-			}
-			st.Recomputed++
-			st.RecomputedFLOPs += eqnFLOPs(q)
-			for _, v := range q.Out {
-				st.RecomputedBytes += avalBytes(v.Aval)
-			}
-		}
+		recomputedIn(p.graph, st.addRecomputed)
 	}
 	return st
+}
+
+// addRecomputed counts an equation recomputed.
+func (st *RematStats) addRecomputed(e *interp.Eqn) {
+	st.Recomputed++
+	st.RecomputedFLOPs += eqnFLOPs(e)
+	for _, v := range e.Out {
+		st.RecomputedBytes += avalBytes(v.Aval)
+	}
 }
 
 // stats is the plan's RematStats: the values its policy saved, the
@@ -306,13 +282,8 @@ func (p *ckptPlan) stats() RematStats {
 		}
 	}
 	for k, e := range p.j.Eqns {
-		if !p.recompute[k] {
-			continue
-		}
-		st.Recomputed++
-		st.RecomputedFLOPs += eqnFLOPs(e)
-		for _, v := range e.Out {
-			st.RecomputedBytes += avalBytes(v.Aval)
+		if p.recompute[k] {
+			st.addRecomputed(e)
 		}
 	}
 	return st

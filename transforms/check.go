@@ -3,6 +3,7 @@ package transforms
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/peel-ml/peel"
@@ -557,7 +558,7 @@ func leafError(got, want *tensor, sameDType bool) float64 {
 	switch {
 	case got == nil && want == nil:
 		return 0
-	case got == nil || want == nil || !sameShape(got.Shape(), want.Shape()) || sameDType && got.DType() != want.DType():
+	case got == nil || want == nil || !slices.Equal(got.Shape(), want.Shape()) || sameDType && got.DType() != want.DType():
 		return math.Inf(1)
 	}
 	g := peel.AsType(got, peel.Float64).Float64s()
@@ -576,16 +577,4 @@ func leafError(got, want *tensor, sameDType bool) float64 {
 		}
 	}
 	return worst
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

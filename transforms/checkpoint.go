@@ -516,6 +516,23 @@ func (c *ckptParams) jvpGraph(has []bool) *interp.Graph {
 	}, avals)
 }
 
+// backwardReads calls read on each value of J (nOut primal results;
+// known as in newPlan) that the backward pass reads: the operands of the
+// equations that depend on a tangent, then J's results past the primal
+// ones, in order, repeats included.
+func backwardReads(j *interp.Graph, nOut int, known []bool, read func(v *interp.Var)) {
+	for k, e := range j.Eqns {
+		if !known[k] {
+			for _, v := range e.In {
+				read(v)
+			}
+		}
+	}
+	for _, v := range j.Out[nOut:] {
+		read(v)
+	}
+}
+
 // savedByPolicy begins the source of a value a checkpoint's policy
 // saved (Residual.Source).
 const savedByPolicy = "checkpoint: saved by the policy: "
@@ -620,16 +637,7 @@ func newPlan(j *interp.Graph, n, nOut, nArgs int, policy SavePolicy) *ckptPlan {
 			need(u)
 		}
 	}
-	for k, e := range j.Eqns {
-		if !p.known[k] {
-			for _, v := range e.In {
-				need(v)
-			}
-		}
-	}
-	for _, v := range j.Out[nOut:] {
-		need(v)
-	}
+	backwardReads(j, nOut, p.known, need)
 	for v := range constOf {
 		p.consts = append(p.consts, v)
 	}
@@ -838,24 +846,8 @@ func withBarriers(l *interp.Graph) *interp.Graph {
 	if !traced {
 		return l
 	}
-	linear := make(map[*interp.Var]bool, len(l.In))
-	for _, v := range l.In {
-		linear[v] = true
-	}
 	recomputes := false
-	for _, e := range l.Eqns {
-		lin := false
-		for _, v := range e.In {
-			lin = lin || linear[v]
-		}
-		if lin {
-			for _, v := range e.Out {
-				linear[v] = true
-			}
-		} else {
-			recomputes = true
-		}
-	}
+	recomputedIn(l, func(*interp.Eqn) { recomputes = true })
 	if !recomputes {
 		return l
 	}
@@ -979,9 +971,7 @@ func isSplat(t *tensor) bool {
 func SavedResiduals[A, R any](f func(A) R, x A) []Residual {
 	const op = "transforms.SavedResiduals"
 	defer interp.Annotate(op)
-	leaves, def := flatten(op, x)
-	c := &customCall{op: op, in: def}
-	lin := autodiff.Linearize(op, func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, leaves)
+	lin := linearizeAt(op, f, x)
 	defer lin.Release()
 	var res []Residual
 	add := func(t *tensor, source string) {
@@ -1023,33 +1013,44 @@ func SavedResiduals[A, R any](f func(A) R, x A) []Residual {
 func Recomputed[A, R any](f func(A) R, x A) []string {
 	const op = "transforms.Recomputed"
 	defer interp.Annotate(op)
-	leaves, def := flatten(op, x)
-	c := &customCall{op: op, in: def}
-	lin := autodiff.Linearize(op, func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, leaves)
+	lin := linearizeAt(op, f, x)
 	defer lin.Release()
 	var names []string
 	for _, e := range lin.Graph.Eqns {
-		p, ok := e.Params.(*ckptLinParams)
-		if !ok {
-			continue
-		}
-		linear := make(map[*interp.Var]bool)
-		for _, v := range p.graph.In {
-			linear[v] = true
-		}
-		for _, q := range p.graph.Eqns {
-			lin := false
-			for _, v := range q.In {
-				lin = lin || linear[v]
-			}
-			if lin {
-				for _, v := range q.Out {
-					linear[v] = true
-				}
-				continue
-			}
-			names = append(names, q.Prim.Name)
+		if p, ok := e.Params.(*ckptLinParams); ok {
+			recomputedIn(p.graph, func(q *interp.Eqn) { names = append(names, q.Prim.Name) })
 		}
 	}
 	return names
+}
+
+// linearizeAt linearizes f at x (for SavedResiduals, Recomputed and
+// RematPlan, which read the linear graph); errors name op.
+func linearizeAt[A, R any](op string, f func(A) R, x A) *autodiff.Linearized {
+	leaves, def := flatten(op, x)
+	c := &customCall{op: op, in: def}
+	return autodiff.Linearize(op, func(in []*tensor) []*tensor { return c.outLeaves("f", f(build[A](def, in))) }, leaves)
+}
+
+// recomputedIn calls fn on each equation of a checkpoint_lin graph L
+// that is not linear in L's inputs: the recomputation, which the
+// transpose evaluates first.
+func recomputedIn(l *interp.Graph, fn func(q *interp.Eqn)) {
+	linear := make(map[*interp.Var]bool)
+	for _, v := range l.In {
+		linear[v] = true
+	}
+	for _, q := range l.Eqns {
+		lin := false
+		for _, v := range q.In {
+			lin = lin || linear[v]
+		}
+		if lin {
+			for _, v := range q.Out {
+				linear[v] = true
+			}
+			continue
+		}
+		fn(q)
+	}
 }

@@ -68,22 +68,12 @@ func minCut(j *interp.Graph, n, nOut int, known []bool, producer map[*interp.Var
 		}
 	}
 	var required []*interp.Var
-	require := func(v *interp.Var) {
+	backwardReads(j, nOut, known, func(v *interp.Var) {
 		visit(v)
 		if _, ok := index[v]; ok {
 			required = append(required, v)
 		}
-	}
-	for k, e := range j.Eqns {
-		if !known[k] {
-			for _, v := range e.In {
-				require(v)
-			}
-		}
-	}
-	for _, v := range j.Out[nOut:] {
-		require(v)
-	}
+	})
 	// The split graph: in(v) = 2i, out(v) = 2i+1, then source and sink.
 	f := newFlow(2*len(vars) + 2)
 	src, sink := 2*len(vars), 2*len(vars)+1
