@@ -75,8 +75,8 @@ type CacheStats = backend.MemoryStats
 // allocator: the bytes of results handed out and not yet recycled
 // (InUse), held for reuse (Cached), the peak of InUse since the process
 // started or the last ResetPeakMemory, the cache's limit, its hits and
-// misses, the bytes it let go (Trimmed), and InUse, Cached and Peak by
-// dtype (ByDType). Results of eager operations' kernels of at least 4
+// misses, the bytes it let go (Trimmed), and InUse and Cached by dtype
+// (ByDType). Results of eager operations' kernels of at least 4
 // KiB come from the cache and return to it when the collector finds
 // them unreachable, so InUse counts such a result from the operation
 // that made it until the collection after its last use (torch's
@@ -94,10 +94,10 @@ func MemoryStats() CacheStats {
 	return CacheStats{}
 }
 
-// ResetPeakMemory sets the peaks MemoryStats reports, the total's and
-// each dtype's, to the bytes in use now, so that a later MemoryStats
-// gives the peak of what ran in between (torch's
-// reset_peak_memory_stats). A backend without a cache ignores it.
+// ResetPeakMemory sets the peak MemoryStats reports to the bytes in use
+// now, so that a later MemoryStats gives the peak of what ran in between
+// (torch's reset_peak_memory_stats). A backend without a cache ignores
+// it.
 func ResetPeakMemory() {
 	if c, ok := interp.DefaultBackend().(backend.BufferCache); ok {
 		c.ResetPeakMemory()

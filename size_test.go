@@ -386,9 +386,9 @@ func TestCacheLimit(t *testing.T) {
 
 // TestMemoryStatsPeakAndDTypes checks ResetPeakMemory and the counters
 // by dtype: a float64 result held live raises the float64 bytes in use
-// and the peaks by its size, leaves float32's alone, and stays in the
+// and the peak by its size, leaves float32's alone, and stays in the
 // peak after it is recycled until the next reset; the dtypes add up to
-// the totals, and no dtype's peak passes the total's.
+// the totals.
 func TestMemoryStatsPeakAndDTypes(t *testing.T) {
 	skipInCheckMode(t)
 	const size = 1 << 20 // bytes of the float64 result
@@ -400,16 +400,11 @@ func TestMemoryStatsPeakAndDTypes(t *testing.T) {
 		for range 100 {
 			s := peel.MemoryStats()
 			var in, cached int64
-			ok := true
-			for dt, d := range s.ByDType {
+			for _, d := range s.ByDType {
 				in += d.InUse
 				cached += d.Cached
-				if d.Peak > s.Peak || d.InUse > d.Peak {
-					t.Logf("%v: %+v against a peak of %d", dt, d, s.Peak)
-					ok = false
-				}
 			}
-			if ok && in == s.InUse && cached == s.Cached {
+			if in == s.InUse && cached == s.Cached && s.InUse <= s.Peak {
 				return s
 			}
 			runtime.Gosched()
@@ -423,7 +418,7 @@ func TestMemoryStatsPeakAndDTypes(t *testing.T) {
 	y := peel.Exp(x) // float64, cached
 	s1 := consistent()
 	f0, f1 := s0.ByDType[peel.Float64], s1.ByDType[peel.Float64]
-	if f1.InUse < f0.InUse+size || f1.Peak < f0.InUse+size || s1.Peak < s0.InUse+size {
+	if f1.InUse < f0.InUse+size || s1.Peak < s0.InUse+size {
 		t.Fatalf("a live %d-byte float64 result: %+v → %+v", size, s0, s1)
 	}
 	if g0, g1 := s0.ByDType[peel.Float32], s1.ByDType[peel.Float32]; g1.InUse > g0.InUse {
@@ -436,16 +431,15 @@ func TestMemoryStatsPeakAndDTypes(t *testing.T) {
 		t.Fatalf("the dropped result was not recycled: %+v", peel.MemoryStats())
 	}
 	s2 := consistent()
-	if s2.Peak < s0.InUse+size || s2.ByDType[peel.Float64].Peak < f0.InUse+size {
+	if s2.Peak < s0.InUse+size {
 		t.Fatalf("the peak fell when the result was recycled: %+v → %+v", s1, s2)
 	}
 	// The bytes in use are the result's fewer than when it lived, and
-	// a reset brings the peaks down to them (cleanups may lower them
+	// a reset brings the peak down to them (cleanups may lower them
 	// further after it, never raise them).
 	peel.ResetPeakMemory()
-	s3 := consistent()
-	if s3.Peak >= s1.InUse || s3.ByDType[peel.Float64].Peak >= f1.InUse {
-		t.Fatalf("ResetPeakMemory left the peaks at the dropped result's: %+v → %+v", s1, s3)
+	if s3 := consistent(); s3.Peak >= s1.InUse {
+		t.Fatalf("ResetPeakMemory left the peak at the dropped result's: %+v → %+v", s1, s3)
 	}
 }
 

@@ -21,8 +21,7 @@ type BufferCache interface {
 	Recycle(buf Buffer)
 	// MemoryStats returns the cache's counters.
 	MemoryStats() MemoryStats
-	// ResetPeakMemory sets the peaks of MemoryStats (the total's and
-	// each dtype's) to the bytes in use now.
+	// ResetPeakMemory sets MemoryStats's Peak to the bytes in use now.
 	ResetPeakMemory()
 	// SetCacheLimit sets the most bytes the cache keeps and returns the
 	// previous limit; n < 0 only reports it, n = 0 keeps nothing.
@@ -52,15 +51,15 @@ type MemoryStats struct {
 	// Trimmed is the bytes dropped from the cache because they were not
 	// reused between two collections, or did not fit under Limit.
 	Trimmed int64
-	// ByDType splits InUse, Cached and Peak by element type; a dtype
-	// with none of them is absent. (Each dtype's peak is its own: the
-	// dtypes' peaks may fall at different times, so they may add up to
-	// more than Peak.)
+	// ByDType splits InUse and Cached by element type; a dtype with
+	// neither is absent. (Read list by list while other goroutines may
+	// allocate, the parts may differ from the totals by what moved in
+	// between.)
 	ByDType map[DType]DTypeMemory
 }
 
 // DTypeMemory is one element type's share of a cache's bytes
 // (MemoryStats.ByDType).
 type DTypeMemory struct {
-	InUse, Cached, Peak int64
+	InUse, Cached int64
 }

@@ -67,6 +67,10 @@ type freeList struct {
 	bufs []backend.Buffer
 	// low is the fewest buffers the list held since the last trim.
 	low int
+	// inUse and cached are the bytes of the list's class handed out and
+	// held (MemoryStats.ByDType), kept under mu, which get and put take
+	// anyway: no atomic of their own on the allocation path.
+	inUse, cached int64
 }
 
 type bufferCache struct {
@@ -78,8 +82,9 @@ type bufferCache struct {
 
 	inUse, cached, peak atomic.Int64
 	limit               atomic.Int64
-	// byDType splits inUse, cached and peak by dtype (MemoryStats).
-	byDType               [backend.BFloat16 + 1]struct{ inUse, cached, peak atomic.Int64 }
+	// used marks the dtypes the cache has handed out, whose lists stats
+	// sums.
+	used [backend.BFloat16 + 1]atomic.Bool
 	hits, misses, trimmed atomic.Int64
 	// since counts the bytes handed out since the last collection;
 	// past gcEvery bytes, and past GOGC percent of the bytes in use
@@ -169,6 +174,9 @@ func (c *bufferCache) get(dt backend.DType, n int) (backend.Buffer, bool) {
 			c.collecting.Store(false)
 		}
 	}
+	if !c.used[dt].Load() {
+		c.used[dt].Store(true)
+	}
 	l := &c.lists[dt][cl]
 	l.mu.Lock()
 	var buf backend.Buffer
@@ -177,20 +185,19 @@ func (c *bufferCache) get(dt backend.DType, n int) (backend.Buffer, bool) {
 		l.bufs[k-1] = nil
 		l.bufs = l.bufs[:k-1]
 		l.low = min(l.low, k-1)
+		l.cached -= int64(cb)
 		c.held[dt].Add(-1)
 	}
+	l.inUse += int64(cb)
 	l.mu.Unlock()
-	d := &c.byDType[dt]
 	if buf != nil {
 		c.hits.Add(1)
 		c.cached.Add(-int64(cb))
-		d.cached.Add(-int64(cb))
 	} else {
 		c.misses.Add(1)
 		buf = makeBuf(dt, cb/size)
 	}
 	notePeak(&c.peak, c.inUse.Add(int64(cb)))
-	notePeak(&d.peak, d.inUse.Add(int64(cb)))
 	return reslice(buf, n), true
 }
 
@@ -204,14 +211,8 @@ func notePeak(peak *atomic.Int64, v int64) {
 	}
 }
 
-// resetPeak sets every peak to the bytes in use now.
-func (c *bufferCache) resetPeak() {
-	c.peak.Store(c.inUse.Load())
-	for i := range c.byDType {
-		d := &c.byDType[i]
-		d.peak.Store(d.inUse.Load())
-	}
-}
+// resetPeak sets the peak to the bytes in use now.
+func (c *bufferCache) resetPeak() { c.peak.Store(c.inUse.Load()) }
 
 // put returns a buffer get gave to its list, or drops it when the cache
 // is full.
@@ -220,22 +221,24 @@ func (c *bufferCache) put(buf backend.Buffer) {
 	full := bufCap(buf)
 	cb := full * dt.Size()
 	cl, _ := sizeClass(cb)
-	d := &c.byDType[dt]
+	l := &c.lists[dt][cl]
 	c.inUse.Add(-int64(cb))
-	d.inUse.Add(-int64(cb))
 	if c.cached.Add(int64(cb)) > c.limit.Load() {
 		c.cached.Add(-int64(cb))
 		c.trimmed.Add(int64(cb))
+		l.mu.Lock()
+		l.inUse -= int64(cb)
+		l.mu.Unlock()
 		return
 	}
-	d.cached.Add(int64(cb))
 	buf = reslice(buf, full)
 	if c.poison {
 		poisonBuf(buf)
 	}
-	l := &c.lists[dt][cl]
 	l.mu.Lock()
 	l.bufs = append(l.bufs, buf)
+	l.inUse -= int64(cb)
+	l.cached += int64(cb)
 	c.held[dt].Add(1)
 	l.mu.Unlock()
 }
@@ -286,8 +289,8 @@ func (c *bufferCache) trim() {
 				clear(l.bufs[n:])
 				l.bufs = l.bufs[:n]
 				c.held[d].Add(-int64(drop))
+				l.cached -= bytes
 				c.cached.Add(-bytes)
-				c.byDType[d].cached.Add(-bytes)
 				c.trimmed.Add(bytes)
 			}
 			l.low = len(l.bufs)
@@ -308,9 +311,9 @@ func (c *bufferCache) empty() {
 			}
 			c.held[d].Add(-int64(len(l.bufs)))
 			l.bufs, l.low = nil, 0
+			l.cached -= bytes
 			l.mu.Unlock()
 			c.cached.Add(-bytes)
-			c.byDType[d].cached.Add(-bytes)
 			c.trimmed.Add(bytes)
 		}
 	}
@@ -321,14 +324,23 @@ func (c *bufferCache) stats() backend.MemoryStats {
 		InUse: c.inUse.Load(), Cached: c.cached.Load(), Peak: c.peak.Load(), Limit: c.limit.Load(),
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Trimmed: c.trimmed.Load(),
 	}
-	for i := range c.byDType {
-		d := &c.byDType[i]
-		m := backend.DTypeMemory{InUse: d.inUse.Load(), Cached: d.cached.Load(), Peak: d.peak.Load()}
+	for dt := range c.lists {
+		if !c.used[dt].Load() {
+			continue
+		}
+		var m backend.DTypeMemory
+		for i := range c.lists[dt] {
+			l := &c.lists[dt][i]
+			l.mu.Lock()
+			m.InUse += l.inUse
+			m.Cached += l.cached
+			l.mu.Unlock()
+		}
 		if m != (backend.DTypeMemory{}) {
 			if s.ByDType == nil {
 				s.ByDType = make(map[backend.DType]backend.DTypeMemory)
 			}
-			s.ByDType[backend.DType(i)] = m
+			s.ByDType[backend.DType(dt)] = m
 		}
 	}
 	return s
@@ -435,8 +447,8 @@ func (*Backend) AllocUninit(dt backend.DType, n int) (backend.Buffer, bool) {
 // references any more (backend.BufferCache).
 func (*Backend) Recycle(buf backend.Buffer) { cache.put(buf) }
 
-// ResetPeakMemory sets the caching allocator's peaks, the total's and
-// each dtype's, to the bytes in use now (backend.BufferCache).
+// ResetPeakMemory sets the caching allocator's peak to the bytes in use
+// now (backend.BufferCache).
 func (*Backend) ResetPeakMemory() { cache.resetPeak() }
 
 // MemoryStats returns the caching allocator's counters
