@@ -84,7 +84,7 @@ type bufferCache struct {
 	limit               atomic.Int64
 	// used marks the dtypes the cache has handed out, whose lists stats
 	// sums.
-	used [backend.BFloat16 + 1]atomic.Bool
+	used                  [backend.BFloat16 + 1]atomic.Bool
 	hits, misses, trimmed atomic.Int64
 	// since counts the bytes handed out since the last collection;
 	// past gcEvery bytes, and past GOGC percent of the bytes in use
