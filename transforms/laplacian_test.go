@@ -96,7 +96,7 @@ func TestLaplacianShapes(t *testing.T) {
 }
 
 // TestLaplacianComposes: Vmap of the Laplacian over points is a loop
-// over them, and its gradient in the network's weights (a PINN's loss)
+// over them, Compile of it the same, and its gradient in the network's weights (a PINN's loss)
 // is the gradient of the trace of the Hessian, within 1e-9.
 func TestLaplacianComposes(t *testing.T) {
 	w1 := peel.Normal(peel.Key(1), peel.Float64, 2, 8)
@@ -109,6 +109,8 @@ func TestLaplacianComposes(t *testing.T) {
 	loss := func(lapf func(func(*T) *T, *T) *T) func(*T) *T {
 		return func(w1 *T) *T { return peel.Square(lapf(lapMLP([]*T{w1, w2}), peel.Index(pts, 0))) }
 	}
+	comp := transforms.Compile(transforms.Laplacian(lapMLP([]*T{w1, w2})))
+	near(t, "compiled", comp(peel.Index(pts, 1)).Float64s(), lap[1:2], 1e-12)
 	g := transforms.Grad(loss(func(f func(*T) *T, x *T) *T { return transforms.Laplacian(f)(x) }))(w1)
 	want := transforms.Grad(loss(traceHessian))(w1)
 	near(t, "gradient of the Laplacian", g.Float64s(), want.Float64s(), 1e-9)
