@@ -153,8 +153,8 @@ func (r *CheckReport) String() string {
 // value narrower than float64 (f casts) makes the differences' step
 // 1e-3 of the leaf's scale rather than 1e-6, and their error about
 // 1e-4: set CheckTolerance to match. A transform that panics is a failure whose error the
-// report keeps; Check itself panics with *peel.Error only when f panics
-// at args eagerly. Use it on a model or a custom op:
+// report keeps; Check itself panics with *peel.Error only when f is nil
+// or panics at args eagerly. Use it on a model or a custom op:
 //
 //	rep := transforms.Check(loss, params)
 //	if !rep.OK() {

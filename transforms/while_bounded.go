@@ -39,9 +39,11 @@ func (o whileOption) applyWhile(c *whileConfig) { o(c) }
 // even if cond still holds (as if cond had turned false, Equinox's
 // max_steps), and with the bound known reverse mode differentiates it
 // (Grad, VJP, Jacrev, Hessian), storing O(√n) carries by recomputing
-// chunks of √n steps in the backward pass. A loop that needs all n trips
-// under reverse mode costs about two forward passes. It panics with
-// *peel.Error when n < 1.
+// chunks of √n steps in the backward pass: each chunk is run once more
+// there, and each step runs under a Cond on the predicate (a gradient of
+// n steps took 3.7–3.9 times a Scan's of n steps in docs/performance.md,
+// for √n carries stored instead of n). It panics with *peel.Error when
+// n < 1.
 func MaxTrips(n int) WhileOption {
 	if n < 1 {
 		treeErrorf("transforms.MaxTrips", "a loop bound must be at least 1 trip, got %d", n)
