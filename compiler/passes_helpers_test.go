@@ -28,17 +28,32 @@ func count(g *interp.Graph, name string) int {
 	return n
 }
 
-// bits returns a tensor's type and elements, bit for bit.
+// bits returns a tensor's type and elements, bit for bit, but every NaN
+// as "nan": a rewrite may change which operand's NaN a product or a sum
+// passes on (a dot whose operands' roles a pass swaps multiplies b·a
+// where it multiplied a·b, the same bits for numbers, and an FMA returns
+// its first NaN operand, of either sign), and IEEE 754 leaves the sign
+// and payload of an operation's NaN result open. (Program.Run against
+// Graph.Eval, which run the same kernels on the same operands, is
+// compared with every bit, NaNs' too: checkProgram.)
 func bits(t *T) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s:", t.TypeString())
 	switch t.DType() {
 	case peel.Float64:
 		for _, v := range t.Float64s() {
+			if math.IsNaN(v) {
+				b.WriteString(" nan")
+				continue
+			}
 			fmt.Fprintf(&b, " %x", math.Float64bits(v))
 		}
 	case peel.Float32:
 		for _, v := range t.Float32s() {
+			if math.IsNaN(float64(v)) {
+				b.WriteString(" nan")
+				continue
+			}
 			fmt.Fprintf(&b, " %x", math.Float32bits(v))
 		}
 	case peel.Int64:
