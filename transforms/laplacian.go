@@ -34,6 +34,8 @@ import (
 // forward Laplacian of physics-informed networks and variational Monte
 // Carlo). The result has f's value's shape. f is traced, once per call,
 // through Functionalize (in-place writes are allowed); x must be float.
+// An effect in f (a debug print, a callback) runs once for the values
+// and again for the derivatives of each equation it is in.
 // It panics with *peel.Error when f is nil or x is not float; the
 // function it returns panics as f does.
 func Laplacian(f func(*peel.Tensor) *peel.Tensor) func(*peel.Tensor) *peel.Tensor {
