@@ -149,7 +149,9 @@ func (r *CheckReport) String() string {
 // Functionalize against eager evaluation on fresh copies of args, results
 // and the arguments f writes into. Float leaves of args are converted to
 // float64 first; other leaves are carried as they are and get no
-// derivative, nor do integer leaves of the value. A float leaf of the
+// derivative, nor do integer leaves of the value. f runs on copies of
+// args, never on the caller's tensors, so a function that writes into
+// its argument is checked too. A float leaf of the
 // value narrower than float64 (f casts) makes the differences' step
 // 1e-3 of the leaf's scale rather than 1e-6, and their error about
 // 1e-4: set CheckTolerance to match. A transform that panics is a failure whose error the
@@ -176,7 +178,7 @@ func Check[A, B any](f func(A) B, args A, opts ...CheckOption) *CheckReport {
 		}
 	}
 	c := &checker[A, B]{op: op, f: f, def: def, x: x, cfg: cfg, key: cfg.seed}
-	c.y, c.outDef = c.eval(x)
+	c.y, c.outDef = c.eval(c.point())
 	rep := &CheckReport{}
 	for _, name := range checkNames {
 		if cfg.skip[name] {
@@ -212,7 +214,7 @@ func (c *checker[A, B]) floats() ([]int, func([]*tensor) B) {
 		}
 	}
 	return fl, func(fs []*tensor) B {
-		full := append([]*tensor(nil), c.x...)
+		full := c.point()
 		for j, i := range fl {
 			full[i] = fs[j]
 		}
@@ -228,6 +230,11 @@ func pick(x []*tensor, fl []int) []*tensor {
 	}
 	return out
 }
+
+// point returns fresh copies of args' leaves: f may write into its
+// argument, and every evaluation starts from the same values (the
+// caller's tensors are never given to f).
+func (c *checker[A, B]) point() []*tensor { return cloneLeaves(c.x) }
 
 // eval runs f on leaves, returning its value's leaves and definition.
 func (c *checker[A, B]) eval(leaves []*tensor) ([]*tensor, *treeDef) {
@@ -285,7 +292,7 @@ func (c *checker[A, B]) run(name string) (res CheckResult) {
 		return res
 	case "Compile":
 		res.Against, res.Tol = "eager evaluation", c.cfg.exact
-		got, _ := flatten(c.op, Compile(c.f)(build[A](c.def, c.x)))
+		got, _ := flatten(c.op, Compile(c.f)(build[A](c.def, c.point())))
 		res.Err, res.Leaf = c.compare(got, c.y, c.valueName)
 	case "Functionalize":
 		res.Against, res.Tol = "eager evaluation on fresh copies", c.cfg.exact
@@ -332,7 +339,7 @@ func (c *checker[A, B]) directional(name string) (res CheckResult) {
 	}
 	var pulled []*tensor
 	if name == "VJP" {
-		_, pb := VJP(func(a A) B { return c.f(a) }, build[A](c.def, c.x))
+		_, pb := VJP(func(a A) B { return c.f(a) }, build[A](c.def, c.point()))
 		pulled, _ = flatten(c.op, pb(build[B](c.outDef, zerosFor(u, c.y))))
 	}
 	ran := false
@@ -344,7 +351,7 @@ func (c *checker[A, B]) directional(name string) (res CheckResult) {
 		v := c.normal(xi)
 		eps := c.step * math.Max(1, peel.Max(peel.Abs(xi)).Item())
 		shifted := func(s float64) float64 {
-			xs := append([]*tensor(nil), c.x...)
+			xs := c.point()
 			xs[i] = peel.Add(xi, peel.Mul(v, peel.Scalar(s)))
 			y, _ := c.eval(xs)
 			return inner(u, y)
@@ -359,7 +366,7 @@ func (c *checker[A, B]) directional(name string) (res CheckResult) {
 				tan[j] = peel.ZerosLike(xj)
 			}
 			tan[i] = v
-			_, t := JVP(func(a A) B { return c.f(a) }, build[A](c.def, c.x), build[A](c.def, tan))
+			_, t := JVP(func(a A) B { return c.f(a) }, build[A](c.def, c.point()), build[A](c.def, tan))
 			tl, _ := flatten(c.op, t)
 			ad = inner(u, tl)
 		}
@@ -412,8 +419,8 @@ func (c *checker[A, B]) grad() (res CheckResult) {
 			}
 		}
 		return s
-	})(pick(c.x, fl))
-	_, pb := VJP(func(a A) B { return c.f(a) }, build[A](c.def, c.x))
+	})(pick(c.point(), fl))
+	_, pb := VJP(func(a A) B { return c.f(a) }, build[A](c.def, c.point()))
 	want, _ := flatten(c.op, pb(build[B](c.outDef, zerosFor(u, c.y))))
 	res.Err, res.Leaf = c.compareFloat(got, pick(want, fl), func(j int) string { return c.argName(fl[j]) })
 	res.Failed = !(res.Err <= res.Tol)
@@ -458,8 +465,8 @@ func (c *checker[A, B]) jacobians() (res CheckResult) {
 		y, _ := flatten(c.op, g(fs))
 		return pick(y, ko)
 	}
-	fw := JacfwdTree(h)(pick(c.x, fl))
-	rv := JacrevTree(h)(pick(c.x, fl))
+	fw := JacfwdTree(h)(pick(c.point(), fl))
+	rv := JacrevTree(h)(pick(c.point(), fl))
 	for k := range fw {
 		e, l := c.compareFloat(fw[k], rv[k], func(j int) string { return c.valueName(ko[k]) + " by " + c.argName(fl[j]) })
 		if e > res.Err || res.Leaf == "" {

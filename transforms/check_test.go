@@ -172,3 +172,19 @@ func ExampleCheck() {
 	fmt.Println(rep.OK(), len(rep.Results))
 	// Output: true 7
 }
+
+// TestCheckInPlace: a function writing into its argument is checked on
+// copies: every check runs from the same values, and the caller's
+// tensors are left as they were.
+func TestCheckInPlace(t *testing.T) {
+	f := func(x *T) *T {
+		peel.MulInPlace(x, peel.Sin(x))
+		return peel.Sum(peel.Exp(x))
+	}
+	x := f64(0.5, -1, 2)
+	rep := transforms.Check(f, x)
+	if !rep.OK() {
+		t.Fatalf("a function writing into its argument:\n%v", rep)
+	}
+	near(t, "the caller's argument", x.Float64s(), []float64{0.5, -1, 2}, 0)
+}
