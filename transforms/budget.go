@@ -179,13 +179,7 @@ func budgetCut(j *interp.Graph, n, nOut int, known []bool, producer map[*interp.
 }
 
 // avalBytes is the memory of a value of type a.
-func avalBytes(a interp.Aval) int64 {
-	n := int64(a.DType.Size())
-	for _, d := range a.Shape {
-		n *= int64(d)
-	}
-	return n
-}
+func avalBytes(a interp.Aval) int64 { return int64(a.Size()) * int64(a.DType.Size()) }
 
 // eqnFLOPs estimates the arithmetic of an equation: a matrix product's
 // multiply-adds (2 per element of the result and contracted element), a
@@ -194,11 +188,7 @@ func avalBytes(a interp.Aval) int64 {
 func eqnFLOPs(e *interp.Eqn) int64 {
 	var out int64
 	for _, v := range e.Out {
-		n := int64(1)
-		for _, d := range v.Aval.Shape {
-			n *= int64(d)
-		}
-		out += n
+		out += int64(v.Aval.Size())
 	}
 	switch e.Prim {
 	case prims.DotGeneral:

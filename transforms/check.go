@@ -45,7 +45,7 @@ func CheckSeed(seed uint64) CheckOption {
 // "Functionalize"). It panics on an unknown name.
 func CheckSkip(names ...string) CheckOption {
 	for _, n := range names {
-		if !isCheckName(n) {
+		if !slices.Contains(checkNames, n) {
 			treeErrorf("transforms.CheckSkip", "no check is named %q (the names: %s)", n, strings.Join(checkNames, ", "))
 		}
 	}
@@ -57,15 +57,6 @@ func CheckSkip(names ...string) CheckOption {
 }
 
 var checkNames = []string{"VJP", "JVP", "Grad", "Jacobians", "Vmap", "Compile", "Functionalize"}
-
-func isCheckName(n string) bool {
-	for _, c := range checkNames {
-		if c == n {
-			return true
-		}
-	}
-	return false
-}
 
 // CheckResult is one comparison Check made.
 type CheckResult struct {
@@ -340,7 +331,7 @@ func (c *checker[A, B]) directional(name string) (res CheckResult) {
 	var pulled []*tensor
 	if name == "VJP" {
 		_, pb := VJP(func(a A) B { return c.f(a) }, build[A](c.def, c.point()))
-		pulled, _ = flatten(c.op, pb(build[B](c.outDef, zerosFor(u, c.y))))
+		pulled, _ = flatten(c.op, pb(build[B](c.outDef, zerosForNil(u, c.y))))
 	}
 	ran := false
 	for i, xi := range c.x {
@@ -383,19 +374,6 @@ func (c *checker[A, B]) directional(name string) (res CheckResult) {
 	return res
 }
 
-// zerosFor fills the cotangents of non-float value leaves with zeros of
-// their own dtype (the pullback takes a whole value-shaped tree).
-func zerosFor(u, y []*tensor) []*tensor {
-	out := make([]*tensor, len(u))
-	for k := range u {
-		out[k] = u[k]
-		if out[k] == nil && y[k] != nil {
-			out[k] = peel.ZerosLike(y[k])
-		}
-	}
-	return out
-}
-
 // grad checks Grad of ⟨u, f⟩ against VJP's pullback of u.
 func (c *checker[A, B]) grad() (res CheckResult) {
 	res.Against, res.Tol = "VJP's pullback", c.cfg.exact
@@ -421,7 +399,7 @@ func (c *checker[A, B]) grad() (res CheckResult) {
 		return s
 	})(pick(c.point(), fl))
 	_, pb := VJP(func(a A) B { return c.f(a) }, build[A](c.def, c.point()))
-	want, _ := flatten(c.op, pb(build[B](c.outDef, zerosFor(u, c.y))))
+	want, _ := flatten(c.op, pb(build[B](c.outDef, zerosForNil(u, c.y))))
 	res.Err, res.Leaf = c.compareFloat(got, pick(want, fl), func(j int) string { return c.argName(fl[j]) })
 	res.Failed = !(res.Err <= res.Tol)
 	return res

@@ -102,13 +102,8 @@ func lapEqn(e *interp.Eqn, in []lapValue) []lapValue {
 		}
 	}
 	bind := func(args []*tensor) []*tensor { return interp.Bind(e.Prim, e.Params, args...) }
-	outs := bind(vs)
-	res := make([]lapValue, len(outs))
-	for i, o := range outs {
-		res[i].v = o
-	}
 	if len(withV) == 0 {
-		return res
+		return valuesOf(bind(vs))
 	}
 	linear = linear && len(withV) == 1
 	// tangents places the derivatives ts of the operands withV.
@@ -124,6 +119,26 @@ func lapEqn(e *interp.Eqn, in []lapValue) []lapValue {
 		_, t := autodiff.JVP("laplacian", bind, u, tangents(ts))
 		return t
 	}
+	// The results, and the operands' Laplacians through the Jacobian
+	// (J·L) when an operand has one: one JVP gives both.
+	var ls []*tensor
+	anyL := false
+	for _, i := range withV {
+		ls = append(ls, in[i].L)
+		anyL = anyL || in[i].L != nil
+	}
+	var outs, jl []*tensor
+	if anyL {
+		for k, i := range withV {
+			if ls[k] == nil {
+				ls[k] = autodiff.ZerosLike(in[i].v)
+			}
+		}
+		outs, jl = autodiff.JVP("laplacian", bind, vs, tangents(ls))
+	} else {
+		outs = bind(vs)
+	}
+	res := valuesOf(outs)
 	stack := make([]*tensor, len(withV))
 	for k, i := range withV {
 		stack[k] = in[i].V
@@ -140,22 +155,6 @@ func lapEqn(e *interp.Eqn, in []lapValue) []lapValue {
 		}, vs, tangents(ts))
 		return append(first, zerosForNil(second, outs)...)
 	})(stack)
-	// The operands' Laplacians through the Jacobian.
-	var ls []*tensor
-	anyL := false
-	for _, i := range withV {
-		ls = append(ls, in[i].L)
-		anyL = anyL || in[i].L != nil
-	}
-	var jl []*tensor
-	if anyL {
-		for k, i := range withV {
-			if ls[k] == nil {
-				ls[k] = autodiff.ZerosLike(in[i].v)
-			}
-		}
-		jl = jvp(vs, ls)
-	}
 	for j, o := range outs {
 		if !o.DType().IsFloat() {
 			continue
@@ -177,7 +176,17 @@ func lapEqn(e *interp.Eqn, in []lapValue) []lapValue {
 	return res
 }
 
-// zerosForNil replaces nil tangents by zeros shaped like outs'.
+// valuesOf returns results with no derivatives.
+func valuesOf(outs []*tensor) []lapValue {
+	res := make([]lapValue, len(outs))
+	for i, o := range outs {
+		res[i].v = o
+	}
+	return res
+}
+
+// zerosForNil returns ts with each nil entry (a symbolic zero tangent
+// or cotangent) replaced by zeros shaped like the matching one of outs.
 func zerosForNil(ts, outs []*tensor) []*tensor {
 	res := make([]*tensor, len(outs))
 	for i, o := range outs {

@@ -85,7 +85,7 @@ func minCut(j *interp.Graph, n, nOut int, known []bool, producer map[*interp.Var
 			f.edge(in, out, 0)
 			continue
 		}
-		f.edge(in, out, int64(v.Aval.Size()*v.Aval.DType.Size()))
+		f.edge(in, out, avalBytes(v.Aval))
 		e := j.Eqns[producer[v]]
 		if !recomputable(e.Prim) || e.Prim.Kind == interp.Mutation {
 			f.edge(src, in, infCap)
