@@ -26,7 +26,8 @@
 // control flow of package transforms. Their derivatives read the program
 // lane by lane: psum's transpose is psum, all_gather's psum_scatter (and
 // back), all_to_all's all_to_all with the axes exchanged, ppermute's the
-// inverse permutation (ARCHITECTURE.md, "Named axes and collectives").
+// inverse permutation (docs/design/named-axes.md, "Derivatives: the
+// rule we chose").
 //
 // Names nest (an inner Vmap binds another name; Psum(x, "i", "j") sums
 // over both) and an inner binding of a name shadows an outer one. A

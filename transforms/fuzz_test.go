@@ -39,7 +39,7 @@ import (
 // transform may refuse only where eager refuses — except Vmap refusing,
 // with an error pointing to Functionalize, a write of a batched value
 // into an unbatched tensor (a constant) or through a view whose batched
-// layout needed a copy (documented, ARCHITECTURE.md, Vmap).
+// layout needed a copy (documented, docs/design/vmap.md, "Mutation").
 //
 //	go test -run '^$' -fuzz '^FuzzProgram$' -fuzztime 30s ./transforms/
 //

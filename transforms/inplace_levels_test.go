@@ -555,8 +555,8 @@ func TestCapturedWritesUnderEveryTransform(t *testing.T) {
 // Where eager code refuses (the broadcast view), every composition must
 // refuse with *peel.Error. Where eager runs, every composition must run,
 // except one documented refusal: Vmap writing a batched value (of the
-// Vmap level) into a tensor not batched there (ARCHITECTURE.md, Vmap,
-// Mutation); the inner Functionalize does not lift it, since neither
+// Vmap level) into a tensor not batched there (docs/design/vmap.md,
+// "Mutation"); the inner Functionalize does not lift it, since neither
 // the tensor nor the value is of its level. A second is documented
 // there too: with the batch in the middle, Vmap itself writing through a
 // view whose batched layout is a copy (a value of the Vmap level or a

@@ -84,7 +84,7 @@ import (
 // any tracer returned to the caller (results, or a captured tensor left
 // holding one). One documented refusal is accepted: Vmap writing a
 // batched value into an unbatched (captured) tensor, which has no meaning
-// per lane (ARCHITECTURE.md, Vmap, Mutation; use Functionalize); it is
+// per lane (docs/design/vmap.md, "Mutation"; use Functionalize); it is
 // logged and counted.
 //
 // To keep the run short, the product (5 makers × 11 first writes × 8
