@@ -1,6 +1,7 @@
 package autodiff
 
 import (
+	"github.com/peel-ml/peel/compiler"
 	"strconv"
 	"strings"
 
@@ -186,14 +187,65 @@ func (c CompositeParams) vjp(primals, cts []*tensor) []*tensor {
 	return lin.Transpose(cfull)
 }
 
+// compiledRule is a composite's rule staged into a graph and built into a
+// compiler program: on concrete operands on the program's backend it runs
+// as the program (fused, planned memory, no tracing); on tracers, or
+// operands on another backend, it is evaluated with Graph.Eval, so a
+// compiled rule is as transformable as its graph.
+type compiledRule struct {
+	g    *interp.Graph
+	prog *compiler.Program
+}
+
+// compileRule builds g into a compiled rule.
+// A graph the compiler cannot build (its constants are tracers of an
+// enclosing trace, or live on different backends) keeps no program and is
+// always evaluated with Graph.Eval.
+func compileRule(g *interp.Graph) *compiledRule {
+	c := &compiledRule{g: g}
+	if interp.Catch(func() { c.prog = compiler.Build(g) }) != nil {
+		c.prog = nil
+	}
+	return c
+}
+
+// Eval evaluates the rule on args: with its program when they are
+// concrete operands of the graph's types on the program's backend, else
+// with Graph.Eval. It panics with *interp.Error as Graph.Eval does.
+func (c *compiledRule) Eval(args ...*tensor) []*tensor {
+	if c.prog == nil || !c.runnable(args) {
+		return c.g.Eval(args...)
+	}
+	return c.prog.Run(args, nil)
+}
+
+// runnable reports whether the program can run on args: concrete tensors
+// (views of concrete bases) of the graph's input types, on the program's
+// backend.
+func (c *compiledRule) runnable(args []*tensor) bool {
+	if len(args) != len(c.g.In) {
+		return false
+	}
+	be := c.prog.Backend()
+	for i, a := range args {
+		if a == nil || !a.IsConcrete() || (interp.ViewInfo(a) != nil && !interp.ViewInfo(a).Base.IsConcrete()) || !interp.AvalOf(a).Equal(c.g.In[i].Aval) {
+			return false
+		}
+		if _, abe := interp.ArrayOf(a); abe != be {
+			return false
+		}
+	}
+	return true
+}
+
 // compiledRules caches, per op, rule and operand types, the composite's
-// JVP or VJP staged into a graph and compiled: the tangent or backward
-// pass of a user-defined op then runs without tracing, and an
-// elementwise one runs blocked (see compiledGraph). A composite that
+// JVP or VJP staged into a graph and compiled (compiledRule): the tangent
+// or backward pass of a user-defined op then runs without tracing, as a
+// compiler program with the compiler's fusion and memory planning. A composite that
 // cannot be staged (it reads its operands' values) is recorded as such
 // and differentiated eagerly. It holds at most maxCompiledRules entries
 // (the least recently used are dropped and staged again when needed).
-var compiledRules = lru.New[string, *compiledGraph](maxCompiledRules)
+var compiledRules = lru.New[string, *compiledRule](maxCompiledRules)
 
 // maxCompiledRules bounds compiledRules: 1024 compiled rules, a few KB
 // each.
@@ -202,7 +254,7 @@ const maxCompiledRules = 1024
 // compiled returns the cached compiled graph of rule (kind "jvp" or
 // "vjp") on arguments of types extra appended to the primals' types, or
 // nil.
-func (c CompositeParams) compiled(kind string, extra []interp.Aval, rule func(primals, rest []*tensor) []*tensor) *compiledGraph {
+func (c CompositeParams) compiled(kind string, extra []interp.Aval, rule func(primals, rest []*tensor) []*tensor) *compiledRule {
 	var b strings.Builder
 	b.WriteString(kind)
 	b.WriteString(strconv.Itoa(c.p.ID))
@@ -237,9 +289,9 @@ func (c CompositeParams) compiled(kind string, extra []interp.Aval, rule func(pr
 			return rule(in[:np], in[np:])
 		}, avals)
 	})
-	var comp *compiledGraph
+	var comp *compiledRule
 	if err == nil {
-		comp = compileGraph(g)
+		comp = compileRule(g)
 	}
 	v, _ := compiledRules.LoadOrStore(key, comp)
 	return v
@@ -247,7 +299,7 @@ func (c CompositeParams) compiled(kind string, extra []interp.Aval, rule func(pr
 
 // compiledVJP is the compiled VJP of the composite: operands and result
 // cotangents in, cotangents of the operands with tangents out.
-func (c CompositeParams) compiledVJP() *compiledGraph {
+func (c CompositeParams) compiledVJP() *compiledRule {
 	extra := make([]interp.Aval, len(c.fout))
 	for k, i := range c.fout {
 		extra[k] = interp.AvalOf(c.outs[i])
@@ -282,7 +334,7 @@ func (c CompositeParams) jvp(primals, tangents []*tensor) []*tensor {
 
 // compiledJVP is the compiled JVP of the composite: operands and the
 // tangents of c.diff in, tangents of the float results out.
-func (c CompositeParams) compiledJVP() *compiledGraph {
+func (c CompositeParams) compiledJVP() *compiledRule {
 	extra := make([]interp.Aval, len(c.diff))
 	for k, i := range c.diff {
 		extra[k] = interp.AvalOf(c.primals[i])

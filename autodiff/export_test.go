@@ -7,13 +7,13 @@ import "github.com/peel-ml/peel/interp"
 
 // CompiledGraph is a graph prepared for repeated evaluation
 // (compiledGraph).
-type CompiledGraph = compiledGraph
+type CompiledGraph = compiledRule
 
 // CompileGraph prepares g for repeated evaluation (compileGraph).
-func CompileGraph(g *interp.Graph) *CompiledGraph { return compileGraph(g) }
+func CompileGraph(g *interp.Graph) *CompiledGraph { return compileRule(g) }
 
 // GraphOf returns the graph c evaluates.
-func GraphOf(c *CompiledGraph) *interp.Graph { return c.graph() }
+func GraphOf(c *CompiledGraph) *interp.Graph { return c.g }
 
 // SetCompiledRulesMax bounds the cache of composites' compiled rules at
 // n entries and returns a function restoring the bound.

@@ -71,3 +71,7 @@ func DirectCalls(p *Program) int {
 	}
 	return n
 }
+
+// SplatVariants returns how many variants of p for broadcast inputs were
+// built.
+func SplatVariants(p *Program) int { return int(p.nSplats.Load()) }

@@ -10,10 +10,10 @@ import (
 // A fused group is a run of elementwise equations over one shape (the
 // blocked evaluation of autodiff's compiled rules, generalized to groups
 // inside any graph). It runs block by block: every equation's kernel is applied to
-// a block of interp.FuseBlock elements before the next block is read;
+// a block of FuseBlock elements before the next block is read;
 // results used only inside the group live in per-worker block buffers
 // and are never materialized; blocks are spread over the backend's
-// threads (arrays below interp.FuseMin stay on the calling goroutine).
+// threads (arrays below FuseMin stay on the calling goroutine).
 // Each element is computed by the same kernels in the same order as by
 // equation-by-equation evaluation, so results are bit for bit equal.
 //
@@ -151,7 +151,7 @@ type ref struct {
 // block.
 func rowShapeOK(shape []int) bool {
 	r := len(shape)
-	return r > 0 && shape[r-1] > 0 && shape[r-1] <= interp.FuseBlock
+	return r > 0 && shape[r-1] > 0 && shape[r-1] <= FuseBlock
 }
 
 // colBroadcast reports whether layout a is one value per row repeated
@@ -472,7 +472,7 @@ func (b *builder) close() {
 // reused within the group once dead.
 func (p *Program) planGroup(in *instr) {
 	g := in.group
-	g.block = min(interp.FuseBlock, g.n)
+	g.block = min(FuseBlock, g.n)
 	g.full = []int{g.block}
 	g.tail = []int{g.block}
 	if g.block > 0 && g.n%g.block != 0 {
@@ -480,7 +480,7 @@ func (p *Program) planGroup(in *instr) {
 	}
 	if g.rowMode {
 		// Whole rows per block.
-		rb := min(interp.FuseBlock/g.k, g.rows)
+		rb := min(FuseBlock/g.k, g.rows)
 		g.blockRows, g.block = rb, rb*g.k
 		tr := rb
 		if rb > 0 && g.rows%rb != 0 {
@@ -620,8 +620,8 @@ func (p *Program) runGroup(rs *runState, g *group) {
 	}
 	blocks := (g.n + g.block - 1) / g.block
 	workers := 1
-	if g.n >= interp.FuseMin {
-		workers = min(interp.BackendThreads(p.be), blocks)
+	if g.n >= FuseMin {
+		workers = min(backendThreads(p.be), blocks)
 	}
 	if g.n <= g.block && !g.rowMode {
 		// One block: the operands are in the templates.
@@ -803,5 +803,5 @@ func (p *Program) blockArray(rs *runState, w *worker, r ref, lo int, shape []int
 	if r.scratch >= 0 {
 		return backend.Array{Buf: w.scratch[r.scratch], Shape: shape}
 	}
-	return interp.CutBlock(p.array(rs, r.slot), lo, shape)
+	return cutBlock(p.array(rs, r.slot), lo, shape)
 }

@@ -171,8 +171,6 @@ func TestRowGroupsConcurrent(t *testing.T) {
 	checkConcurrentRuns(t, p, []*peel.Tensor{x, a}, want, 5)
 }
 
-var _ = interp.FuseBlock
-
 // TestExpandRowOps: softmax and log_softmax along the last axis with rows
 // of at most a block are expanded into their definition, which the
 // program fuses by rows, computing the primitive's kernel bits (rows of

@@ -8,7 +8,7 @@ import (
 
 // ExpandRowOps rewrites softmax and log_softmax along the last axis, and
 // layer_norm and rms_norm over the last axis alone, whose rows fit in a
-// fused block (interp.FuseBlock elements), into the row reductions and
+// fused block (FuseBlock elements), into the row reductions and
 // elementwise equations of their definition:
 //
 //	softmax:     m = max(x), d = x − m, e = exp(d), s = Σ e, y = e / s
@@ -54,7 +54,7 @@ func expandRowOp(b *Builder, e *interp.Eqn) []*interp.Var {
 	x := e.In[0]
 	shape := x.Aval.Shape
 	r := len(shape)
-	if dt := x.Aval.DType; r == 0 || shape[r-1] == 0 || shape[r-1] > interp.FuseBlock || (dt != backend.Float32 && dt != backend.Float64) {
+	if dt := x.Aval.DType; r == 0 || shape[r-1] == 0 || shape[r-1] > FuseBlock || (dt != backend.Float32 && dt != backend.Float64) {
 		// (f16 and bf16 operands run the kernel in float32.)
 		return nil
 	}

@@ -37,17 +37,33 @@ func BuildOn(g *interp.Graph, be backend.Backend) *Program {
 	if g.Released() {
 		panic(&Error{Ops: []string{"compiler.Build"}, Msg: "the graph's constants were released (ReleaseConstants)"})
 	}
-	p := &Program{g: g, be: be}
-	b := &builder{p: p, vals: map[*interp.Var]int{}}
-	for i, v := range g.In {
-		b.vals[v] = p.newSlot(slot{kind: rootInput, root: i, shape: v.Aval.Shape, dtype: v.Aval.DType})
-	}
-	for i, v := range g.Consts {
+	snaps := make([]*interp.Tensor, len(g.Consts))
+	for i := range g.Consts {
 		c := g.ConstVals[i]
 		if c == nil || !c.IsConcrete() {
 			panic(&Error{Ops: []string{"compiler.Build"}, Msg: "constant " + strconv.Itoa(i) + " is not a concrete tensor"})
 		}
-		snap := interp.Snapshot(c)
+		snaps[i] = interp.Snapshot(c)
+	}
+	return build(g, be, snaps, 0)
+}
+
+// build builds the program of g on be (nil: the constants' backend, else
+// the default) with the constants' snapshots snaps. Inputs in splat (a
+// bit mask over the first 64) are laid out as broadcast scalars (every
+// stride zero), the others contiguously.
+func build(g *interp.Graph, be backend.Backend, snaps []*interp.Tensor, splat uint64) *Program {
+	p := &Program{g: g, be: be, splatIn: splat}
+	b := &builder{p: p, vals: map[*interp.Var]int{}}
+	for i, v := range g.In {
+		var strides []int
+		if i < 64 && splat&(1<<i) != 0 {
+			strides = make([]int, len(v.Aval.Shape))
+		}
+		b.vals[v] = p.newSlot(slot{kind: rootInput, root: i, shape: v.Aval.Shape, strides: strides, dtype: v.Aval.DType})
+	}
+	for i, v := range g.Consts {
+		snap := snaps[i]
 		arr, be := interp.ArrayOf(snap)
 		if p.be == nil {
 			p.be = be
@@ -764,7 +780,7 @@ func (p *Program) tmplArray(rs *runState, k int) backend.Array {
 	case e.scratch >= 0:
 		return backend.Array{Buf: rs.workers[0].scratch[e.scratch], Shape: e.block}
 	case e.block != nil:
-		return interp.CutBlock(p.array(rs, e.slot), 0, e.block)
+		return cutBlock(p.array(rs, e.slot), 0, e.block)
 	}
 	return p.array(rs, e.slot)
 }

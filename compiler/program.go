@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
@@ -82,7 +83,19 @@ type Program struct {
 
 	base  *plan
 	plans sync.Map // donation mask (uint64) → *plan
+
+	// splatIn marks the inputs (of the first 64) this program reads as
+	// broadcast scalars (every stride zero) in place; splats holds the
+	// variants of a program for such inputs, by mask (uint64 →
+	// *Program), at most maxSplatVariants of them.
+	splatIn uint64
+	splats  sync.Map
+	nSplats atomic.Int32
 }
+
+// maxSplatVariants bounds the variants of one program for broadcast
+// inputs; past it such inputs are copied into contiguous memory.
+const maxSplatVariants = 8
 
 type rootKind uint8
 
@@ -194,6 +207,10 @@ type ProgramStats struct {
 // Graph returns the graph the program was built from.
 func (p *Program) Graph() *interp.Graph { return p.g }
 
+// Backend returns the backend the program runs on: its inputs must live
+// there.
+func (p *Program) Backend() backend.Backend { return p.be }
+
 // Stats returns the program's statistics.
 func (p *Program) Stats() ProgramStats {
 	var s ProgramStats
@@ -282,6 +299,48 @@ func (p *Program) RunInto(args []*interp.Tensor, donate []bool, dst []*interp.Te
 	return p.run(args, donate, dst)
 }
 
+// splatInputs returns the mask of args (the first 64) that are
+// broadcast scalars of more than one element: every stride zero, so a
+// contiguous copy would repeat one value.
+func splatInputs(args []*interp.Tensor) uint64 {
+	var m uint64
+	for i, a := range args[:min(len(args), 64)] {
+		arr, _ := interp.ArrayOf(a)
+		if arr.Strides != nil && arr.Size() > 1 && arr.IsSplat() {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+// splatVariant returns the variant of p that reads args' broadcast
+// scalars in place (the same graph built with those inputs laid out with
+// zero strides, sharing p's constants), or nil when p itself fits: a
+// broadcast cotangent (the backward pass of a sum) then costs no
+// materialised copy. It returns nil past maxSplatVariants variants.
+func (p *Program) splatVariant(args []*interp.Tensor) *Program {
+	m := splatInputs(args)
+	if m == p.splatIn {
+		return nil
+	}
+	if p.splatIn != 0 {
+		// A variant given other layouts: the base program decides.
+		return nil
+	}
+	if v, ok := p.splats.Load(m); ok {
+		return v.(*Program)
+	}
+	if p.nSplats.Add(1) > maxSplatVariants {
+		p.nSplats.Add(-1)
+		return nil
+	}
+	v, loaded := p.splats.LoadOrStore(m, build(p.g, p.be, p.consts, m))
+	if loaded {
+		p.nSplats.Add(-1)
+	}
+	return v.(*Program)
+}
+
 // outAval is the type of result i.
 func (p *Program) outAval(i int) interp.Aval { return p.g.Out[i].Aval }
 
@@ -299,6 +358,9 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 			panic(&Error{Ops: []string{"Program.Run"}, Msg: "input " + strconv.Itoa(i) + " is a tracer: a Program runs on concrete tensors (evaluate the graph with Graph.Eval under a transform)", Operands: []string{a.TypeString()}})
 		}
 	}
+	if v := p.splatVariant(args); v != nil {
+		return v.run(args, donate, dst)
+	}
 	pl := p.base
 	mask := p.donationMask(args, donate)
 	if mask != 0 {
@@ -309,6 +371,11 @@ func (p *Program) run(args []*interp.Tensor, donate []bool, dst []*interp.Tensor
 		arr, be := interp.ArrayOf(a)
 		if be != p.be {
 			panic(&Error{Ops: []string{"Program.Run"}, Msg: "input " + strconv.Itoa(i) + " lives on backend " + be.Name() + ", the program on " + p.be.Name(), Operands: []string{a.TypeString()}})
+		}
+		if i < 64 && p.splatIn&(1<<i) != 0 {
+			// Laid out as a broadcast scalar (splatVariant checked it).
+			rs.inArr[i] = backend.Array{Buf: arr.Buf, Offset: arr.Offset}
+			continue
 		}
 		if !arr.IsContiguous() {
 			c := backend.Array{Buf: p.be.Alloc(arr.Buf.DType(), arr.Size()), Shape: arr.Shape}
@@ -529,7 +596,7 @@ func (p *Program) tmplLayout(k int) backend.Layout {
 	s := &p.vals[e.slot]
 	a := backend.Array{Shape: s.shape, Strides: s.strides}
 	if e.block != nil {
-		a = interp.CutBlock(a, 0, e.block)
+		a = cutBlock(a, 0, e.block)
 	}
 	return backend.Layout{DType: s.dtype, Shape: a.Shape, Strides: a.Strides}
 }

@@ -225,6 +225,25 @@ func TestRandomPrograms(t *testing.T) {
 				}
 			}
 		}
+		// Broadcast scalars as arguments (a cotangent of a sum): run by
+		// variants that read them in place, donated or not.
+		for mask := 1; mask < 4; mask++ {
+			sp := rgInputs(p, 1)
+			for i := range sp {
+				if mask&(1<<i) != 0 {
+					sp[i] = peel.BroadcastTo(peel.AsType(peel.Scalar(0.75-float64(i)), p.dt), p.r, p.c)
+				}
+			}
+			w := g.Eval(sp...)
+			for _, donate := range [][]bool{nil, {true, true}} {
+				got := prog.Run(sp, donate)
+				for i := range w {
+					if d := sameBits(got[i], w[i]); d != "" {
+						t.Fatalf("broadcast args %b (donate %v), output %d: %s\n%v", mask, donate, i, d, prog)
+					}
+				}
+			}
+		}
 		// Donated copies of the arguments.
 		got := prog.Run(rgInputs(p, 1), []bool{true, true})
 		for i := range want {

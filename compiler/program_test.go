@@ -193,7 +193,7 @@ func TestChainFused(t *testing.T) {
 			}
 			// Blocked (n ≥ FuseMin): the intermediates of one block, per
 			// worker, are the group's scratch memory.
-			if n >= interp.FuseMin && (st.ScratchBytes <= 0 || st.ScratchBytes > 3*interp.FuseBlock*dt.Size()) {
+			if n >= compiler.FuseMin && (st.ScratchBytes <= 0 || st.ScratchBytes > 3*compiler.FuseBlock*dt.Size()) {
 				t.Errorf("%v[%d]: %d scratch bytes, want (0, 3 blocks]\n%v", dt, n, st.ScratchBytes, p)
 			}
 		}
@@ -825,4 +825,59 @@ func TestDonatedOutputKeepsMemory(t *testing.T) {
 		}
 	}
 	runtime.KeepAlive(keep)
+}
+
+// TestSplatInputs: a broadcast scalar given as an argument is read in
+// place by a variant of the program built for it (no contiguous copy of
+// one repeated value), through views, reductions, products, fused
+// chains and as an output itself; past the bound on variants the
+// argument is copied as before, with the same results.
+func TestSplatInputs(t *testing.T) {
+	const n = 4
+	xs := make([]*peel.Tensor, n)
+	for i := range xs {
+		xs[i] = peel.FromFloat64s(seqValues(6, float64(i+1)), 2, 3)
+	}
+	g := trace(func(a []*peel.Tensor) []*peel.Tensor {
+		t0 := peel.Transpose(a[0])                        // a view of an input
+		r := peel.Reshape(a[1], 3, 2)                     // a reshape of one
+		s := peel.Slice(a[2], 1, 1, 3, 1)                 // a slice of one
+		e := peel.Tanh(peel.Add(peel.Mul(a[0], a[1]), 2)) // a fused chain
+		d := peel.MatMul(t0, a[3])                        // a product
+		return []*peel.Tensor{e, peel.Sum(peel.Mul(r, 3)), peel.Exp(s), d, a[3], t0}
+	}, xs...)
+	p := compiler.Build(g)
+	// Every subset of the inputs as broadcast scalars: 15 variants, past
+	// the bound of 8.
+	for rep := range 2 {
+		for mask := range 1 << n {
+			args := make([]*peel.Tensor, n)
+			for i := range args {
+				args[i] = xs[i]
+				if mask&(1<<i) != 0 {
+					args[i] = peel.BroadcastTo(peel.Scalar(float64(i)-1.5), 2, 3)
+				}
+			}
+			want := g.Eval(args...)
+			got := p.Run(args, nil)
+			for i := range want {
+				if d := sameBits(got[i], want[i]); d != "" {
+					t.Fatalf("rep %d, broadcast inputs %04b, output %d: %s", rep, mask, i, d)
+				}
+			}
+			// The output that is an input is a snapshot: writing it
+			// leaves the argument alone (a broadcast one, like the
+			// argument, refuses the write).
+			if mask&(1<<3) != 0 {
+				continue
+			}
+			peel.AddInPlace(got[4], peel.Scalar(1.0))
+			if d := sameBits(args[3], want[4]); d != "" {
+				t.Fatalf("broadcast inputs %04b: writing the output changed the argument: %s", mask, d)
+			}
+		}
+		if v := compiler.SplatVariants(p); v != 8 {
+			t.Errorf("rep %d: %d variants for broadcast inputs, want the bound, 8", rep, v)
+		}
+	}
 }

@@ -32,9 +32,7 @@
 // A primitive with Impl is a composite: interpreters without a rule for
 // it decompose it. One marked Whole (a user-defined op) is instead
 // recorded whole by the staging interpreter and run by a backend's fused
-// kernel when it has one. Blocked evaluation of elementwise graphs (in
-// package compiler and in autodiff's compiled rules) shares its block
-// size and helpers from here (FuseBlock, CutBlock, BackendThreads).
+// kernel when it has one.
 //
 // # Errors
 //

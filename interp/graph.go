@@ -303,3 +303,7 @@ func (g *Graph) String() string {
 	b.WriteString(") }")
 	return b.String()
 }
+
+// Released reports whether g's constants were released
+// (ReleaseConstants), after which it must not be evaluated or compiled.
+func (g *Graph) Released() bool { return g.released }

@@ -276,3 +276,15 @@ func FormatParams(params any) string {
 	}
 	return fmt.Sprintf("%+v", params)
 }
+
+// ViewArray returns the strided array that view primitive p makes of a,
+// sharing a's buffer, as eval does for a view. ok is false when no
+// strided view exists (a reshape of a non-contiguous array): eval then
+// applies the view to a contiguous copy of a. It panics with *Error if p
+// is not a view primitive.
+func ViewArray(p *Prim, params any, a backend.Array) (view backend.Array, ok bool) {
+	if p.Kind != ViewKind || p.ViewArray == nil {
+		panic(&Error{Prim: p.Name, Msg: "not a view primitive"})
+	}
+	return p.ViewArray(params, a)
+}

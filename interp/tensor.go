@@ -622,3 +622,19 @@ func OwnValue(v *Tensor) *Tensor {
 	}
 	return Snapshot(v)
 }
+
+// Donatable reports whether t's buffer may be taken over by a caller
+// that was given t to consume: t is concrete, contiguous from offset 0
+// over its whole buffer, and no snapshot (a graph constant, a saved
+// value) shares its memory.
+func Donatable(t *Tensor) bool {
+	if t == nil || t.tr != nil || t.st == nil || t.st.buf == nil || t.st.cur == nil {
+		return false
+	}
+	a := t.array()
+	return a.IsContiguous() && a.Offset == 0 && a.Buf.Len() == a.Size() && t.st.cur.refs.Load() <= 0
+}
+
+// SameStorage reports whether two concrete tensors share memory through
+// one storage (a base and its views, boxes of one content).
+func SameStorage(a, b *Tensor) bool { return a != nil && b != nil && a.st != nil && a.st == b.st }

@@ -11,7 +11,7 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// Sizes around the blocked evaluation's parameters (interp.FuseBlock, interp.FuseMin).
+// Sizes around the blocked evaluation's parameters (compiler.FuseBlock, compiler.FuseMin).
 const (
 	Block = 4096      // elements per block
 	Min   = 4 * Block // smallest fused size

@@ -62,11 +62,4 @@ func TestViewArrayHelper(t *testing.T) {
 		}()
 		interp.ViewArray(prims.Add, nil, a)
 	}()
-	if interp.FuseBlock <= 0 || interp.FuseMin < interp.FuseBlock {
-		t.Errorf("FuseBlock %d, FuseMin %d", interp.FuseBlock, interp.FuseMin)
-	}
-	c := interp.CutBlock(backend.Array{Shape: []int{10}, Offset: 2}, 4, []int{3})
-	if c.Offset != 6 || c.Strides != nil {
-		t.Errorf("CutBlock of a contiguous array: %+v", c)
-	}
 }
