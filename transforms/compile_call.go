@@ -2,7 +2,6 @@ package transforms
 
 import (
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/peel-ml/peel/backend"
@@ -94,38 +93,4 @@ func init() {
 		outs := interp.Bind(compiledCall, bp, vals...)
 		return outs, make([]int, len(outs))
 	})
-}
-
-// lanes is a vmap level's batch as the batching rule of a primitive
-// holding a body sees it: the batch size and the axis name the level
-// binds (""  for none), which the body's own vmap level binds too, so a
-// collective in the body sees the same axis.
-type lanes struct {
-	size int
-	axis string
-}
-
-// batchedParams is the batching rule of a primitive holding a graph
-// (compiled_call, checkpoint): the parameters build makes of fn vmapped
-// over vals at dims, traced once per batch size and axis name, dims and
-// operand types and cached in cache; the rule binds the primitive again
-// with them, its results batched at 0.
-func batchedParams[P any](cache *lru.Cache[string, P], name string, l lanes, vals []*tensor, dims []int, fn func([]*tensor) []*tensor, build func(*interp.Graph) P) P {
-	var b strings.Builder
-	b.WriteString(strconv.Itoa(l.size))
-	b.WriteString(strconv.Quote(l.axis))
-	avals := make([]interp.Aval, len(vals))
-	for i, v := range vals {
-		b.WriteByte(',')
-		b.WriteString(strconv.Itoa(dims[i]))
-		avals[i] = interp.AvalOf(v)
-	}
-	b.WriteByte(':')
-	b.WriteString(interp.AvalsKey(avals))
-	key := b.String()
-	if p, ok := cache.Load(key); ok {
-		return p
-	}
-	p, _ := cache.LoadOrStore(key, build(interp.TraceAvals(name, vmapped(l, dims, fn), avals)))
-	return p
 }

@@ -291,7 +291,7 @@ func (c *condParams) plan(has []bool) *condPlan {
 	n, nIn := len(c.branches), len(has)
 	plans := make([]*ckptPlan, n)
 	for k, g := range c.branches {
-		plans[k] = (&ckptParams{graph: g, policy: EverythingSaveable, nArgs: nIn}).plan(has)
+		plans[k] = splitJVP(g, nIn, EverythingSaveable, has)
 		if plans[k].inline {
 			p, _ := c.jvps.LoadOrStore(key, &condPlan{inline: true})
 			return p
@@ -596,11 +596,11 @@ func switchTree[A, R any](op string, idx *tensor, branches []func(A) R, names []
 		avals[i] = interp.AvalOf(l)
 	}
 	n := len(branches)
-	calls := make([]*customCall, n)
+	calls := make([]*userCall, n)
 	graphs := make([]*interp.Graph, n)
 	captured := make([][]*tensor, n)
 	for k, b := range branches {
-		c := &customCall{op: op, in: def}
+		c := &userCall{op: op, in: def}
 		calls[k] = c
 		g := interp.TraceAvals("cond", func(in []*tensor) []*tensor {
 			return c.outLeaves(names[k], b(build[A](def, in)))

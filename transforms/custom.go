@@ -267,14 +267,6 @@ func forwardLevelAbove(x *tensor, top *interp.Level) *interp.Level {
 	return found
 }
 
-func avalsOf(xs []*tensor) []interp.Aval {
-	a := make([]interp.Aval, len(xs))
-	for i, x := range xs {
-		a[i] = interp.AvalOf(x)
-	}
-	return a
-}
-
 // checkCotangents checks bwd's cotangents got (one per argument leaf, of
 // types in) and returns them with those of leaves that are not float
 // dropped (nil). It panics with *Error naming op and the leaf
@@ -296,42 +288,13 @@ func checkCotangents(op string, got []*tensor, in []interp.Aval, name func(int) 
 	return out
 }
 
-// customCall is the state of one call of a function made by CustomJVP or
-// CustomVJP: the argument's tree definition, and those of the result and
-// the residuals, recorded when the user's functions run (they run inside
-// the primitive's rules, possibly at other levels, before the call
-// rebuilds its result).
-type customCall struct {
-	op     string
-	in     *treeDef
-	out    *treeDef
-	res    *treeDef
-	resNil bool // fwd returned a nil residual tree
-}
-
-// outLeaves flattens r, the result of the user's function who, recording
-// its definition (a nil tensor in it is an empty subtree); a nil tree, or
-// a nil tensor as the whole result, is *Error.
-func (c *customCall) outLeaves(who string, r any) []*tensor {
-	rv := reflect.ValueOf(r)
-	switch {
-	case !rv.IsValid():
-		treeErrorf(c.op, "%s returned nil, not a tree of tensors", who)
-	case rv.Type() == tensorType && rv.IsNil():
-		treeErrorf(c.op, "%s returned a nil tensor at result path (the root)", who)
-	}
-	leaves, def := flattenResult(c.op, r)
-	c.out = def
-	return leaves
-}
-
 // cotangentLeaves flattens g, bwd's cotangent of the argument, into one
 // cotangent per argument leaf (nil: zero). g must have the argument's
 // structure, or be its type's zero value (no cotangent); with tuple, the
 // argument is a positional tuple and each of its fields may be its zero
 // value instead. It panics with *Error naming the first difference in
 // structure.
-func (c *customCall) cotangentLeaves(g any, tuple bool) []*tensor {
+func (c *userCall) cotangentLeaves(g any, tuple bool) []*tensor {
 	gv := reflect.ValueOf(g)
 	if !gv.IsValid() || gv.IsZero() {
 		return make([]*tensor, c.in.NumLeaves())
@@ -363,21 +326,13 @@ func (c *customCall) cotangentLeaves(g any, tuple bool) []*tensor {
 	return got
 }
 
-// result rebuilds the call's result from its leaves.
-func result[R any](c *customCall, leaves []*tensor) R {
-	if c.out == nil {
-		treeErrorf(c.op, "internal error: the result was computed without running the user's function")
-	}
-	return build[R](c.out, leaves)
-}
-
 // argName names argument leaf i in errors.
-func (c *customCall) argName(i int) string { return c.in.LeafName("the argument", i) }
+func (c *userCall) argName(i int) string { return c.in.LeafName("the argument", i) }
 
 // outName and resName name result and residual leaf i in errors.
-func (c *customCall) outName(i int) string { return "result path " + pathOr(c.out.Paths()[i]) }
+func (c *userCall) outName(i int) string { return "result path " + pathOr(c.out.Paths()[i]) }
 
-func (c *customCall) resName(i int) string { return "residual path " + pathOr(c.res.Paths()[i]) }
+func (c *userCall) resName(i int) string { return "residual path " + pathOr(c.res.Paths()[i]) }
 
 // CustomJVP returns f with its own forward-mode derivative rule: under
 // every autodiff transform, jvp(primals, tangents) is used instead of
@@ -429,7 +384,7 @@ func customJVP[A, R any](op string, f func(A) R, jvp func(primals, tangents A) (
 	return func(a A) R {
 		defer interp.Annotate(op)
 		leaves, def := flatten(op, a)
-		c := &customCall{op: op, in: def}
+		c := &userCall{op: op, in: def}
 		rule := jvpRule{
 			op:      op,
 			top:     topLevel(leaves),
@@ -521,7 +476,7 @@ func customVJP[A, R, Res any](op string, f func(A) R, fwd func(A) (R, Res), bwd 
 	return func(a A) R {
 		defer interp.Annotate(op)
 		leaves, def := flatten(op, a)
-		c := &customCall{op: op, in: def}
+		c := &userCall{op: op, in: def}
 		rule := vjpRule{
 			op:      op,
 			top:     topLevel(leaves),
@@ -555,25 +510,6 @@ func customVJP[A, R, Res any](op string, f func(A) R, fwd func(A) (R, Res), bwd 
 // Custom rules under vmap: the primitive is bound again below with the
 // user's functions vmapped (so the custom rule still applies to the
 // batched computation), as JAX batches custom_jvp and custom_vjp.
-
-// vmapped returns fn vectorized over a batch of size with the given
-// operand batch dims (batching.NotMapped for unbatched), every result
-// batched at 0.
-func vmapped(l lanes, dims []int, fn func([]*tensor) []*tensor) func([]*tensor) []*tensor {
-	axes := make([]int, len(dims))
-	for i, d := range dims {
-		axes[i] = d
-		if d == batching.NotMapped {
-			axes[i] = unmapped
-		}
-	}
-	cfg := &vmapConfig{axisSize: l.size, axisName: l.axis}
-	return func(in []*tensor) []*tensor {
-		return vmapFlat("transforms.Vmap", cfg, fn, in, append([]int(nil), axes...), func(outs []*tensor) []int {
-			return make([]int, len(outs))
-		}, nil)
-	}
-}
 
 // laneAval is the type of one lane of physical value x batched at dim.
 func laneAval(x *tensor, dim int) interp.Aval {

@@ -245,27 +245,6 @@ func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []b
 	return res
 }
 
-// fresh reports whether out[c] is memory of its step alone: it shares
-// memory with none of the step's operands in (but the carries given
-// up to the step, given, whose memory the step may have reused) and
-// other results out.
-func fresh(t *tensor, c int, in, out []*tensor, given []bool) bool {
-	for j, u := range in {
-		if j < len(given) && given[j] {
-			continue
-		}
-		if sharesMemory(u, t) {
-			return false
-		}
-	}
-	for j, u := range out {
-		if j != c && sharesMemory(u, t) {
-			return false
-		}
-	}
-	return true
-}
-
 // sharesMemory reports whether two concrete tensors may share memory:
 // one storage, or buffers whose memory overlaps (a program may return one
 // buffer as two results of distinct storages). It answers true when it
@@ -456,7 +435,7 @@ func (s *scanParams) plan(has []bool) *scanPlan {
 		return p
 	}
 	n := len(has)
-	cp := (&ckptParams{graph: s.body, policy: s.stepPolicy(), nArgs: n}).plan(has)
+	cp := splitJVP(s.body, n, s.stepPolicy(), has)
 	if cp.inline {
 		p, _ := s.jvps.LoadOrStore(key, &scanPlan{})
 		return p
@@ -862,7 +841,7 @@ func Scan[C, X, Y any](f func(carry C, x X) (C, Y), init C, xs X, opts ...peel.S
 			treeErrorf(op, "the xs leaves must have one leading size (the scan length): %s has %d but %s has %d", xsLeaf(first), length, xsLeaf(i), n)
 		}
 	}
-	st := &scanStepper[C, X, Y]{op: op, f: f, cdef: cdef, xdef: xdef, cc: &customCall{op: op, in: cdef}, cy: &customCall{op: op}, policy: cfg.policy}
+	st := &scanStepper[C, X, Y]{op: op, f: f, cdef: cdef, xdef: xdef, cc: &userCall{op: op, in: cdef}, cy: &userCall{op: op}, policy: cfg.policy}
 	for _, l := range cl {
 		st.cavals = append(st.cavals, interp.AvalOf(l))
 	}
@@ -908,7 +887,7 @@ type scanStepper[C, X, Y any] struct {
 	f          func(C, X) (C, Y)
 	cdef, xdef *treeDef
 	cavals     []interp.Aval
-	cc, cy     *customCall
+	cc, cy     *userCall
 	// yavals and ydef are the first step's y types and structure.
 	yavals []interp.Aval
 	ydef   *treeDef

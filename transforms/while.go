@@ -680,7 +680,7 @@ func whileLoop[C any](op string, cond func(C) *peel.Tensor, body func(C) C, init
 	cg := interp.TraceAvals("while", func(in []*tensor) []*tensor {
 		return []*tensor{predicate(op, cond(build[C](cdef, in)))}
 	}, avals, interp.BodyTrace())
-	cc := &customCall{op: op, in: cdef}
+	cc := &userCall{op: op, in: cdef}
 	bg := interp.TraceAvals("while", func(in []*tensor) []*tensor {
 		return cc.outLeaves("body", body(build[C](cdef, in)))
 	}, avals, interp.BodyTrace())
