@@ -34,19 +34,6 @@ func sameTypes(a, b []*interp.Var) bool {
 	return true
 }
 
-// checkOperands panics with *interp.Error unless in are the types of
-// g's inputs: the shape rule of a primitive that runs g on its operands.
-func checkOperands(name string, g *interp.Graph, in []interp.Aval) {
-	if len(in) != len(g.In) {
-		panic(interp.Errorf("%s takes %d operands, got %d", name, len(g.In), len(in)))
-	}
-	for i, v := range g.In {
-		if !in[i].Equal(v.Aval) {
-			panic(interp.Errorf("%s's operand %d must be %v, got %v", name, i, v.Aval, in[i]))
-		}
-	}
-}
-
 var callCodec = &interp.ParamCodec{
 	Encode: func(w *interp.ParamWriter, params any) {
 		c := params.(*callParams)

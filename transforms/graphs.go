@@ -13,8 +13,9 @@ import (
 
 // The helpers the higher-order primitives share (cond.go, scan.go,
 // while.go, checkpoint.go, custom.go, shardmap.go, compile_call.go), as
-// JAX keeps them in control_flow/common.py: closure conversion of a
-// traced body, the avals of a graph's results, a graph evaluated with
+// JAX keeps them in control_flow/common.py: the shape rule's check of
+// operands against a held graph's inputs, closure conversion of a traced
+// body, the avals of a graph's results, a graph evaluated with
 // nested checkpoints inlined (a hook of Graph.EvalHook), tangent masks
 // as cache keys, the lanes of a vmap level as a body's batching rule
 // sees them, and the trees of a call of a user's function. A primitive's
@@ -210,4 +211,17 @@ func batchedParams[P any](cache *lru.Cache[string, P], name string, l lanes, val
 	}
 	p, _ := cache.LoadOrStore(key, build(interp.TraceAvals(name, vmapped(l, dims, fn), avals)))
 	return p
+}
+
+// checkOperands panics with *interp.Error unless in are the types of
+// g's inputs: the shape rule of a primitive that runs g on its operands.
+func checkOperands(name string, g *interp.Graph, in []interp.Aval) {
+	if len(in) != len(g.In) {
+		panic(interp.Errorf("%s takes %d operands, got %d", name, len(g.In), len(in)))
+	}
+	for i, v := range g.In {
+		if !in[i].Equal(v.Aval) {
+			panic(interp.Errorf("%s's operand %d must be %v, got %v", name, i, v.Aval, in[i]))
+		}
+	}
 }
