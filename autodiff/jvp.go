@@ -20,6 +20,10 @@ type jvpTracer struct {
 
 func (t *jvpTracer) Level() *interp.Level { return t.level }
 
+// Nested returns the primal and the tangent (interp.Nested: collectives
+// find the axis names of their levels).
+func (t *jvpTracer) Nested() []*tensor { return []*tensor{t.primal, t.tangent} }
+
 // jvpInterp is the forward-mode interpreter. With tangents that are
 // staging tracers it is also the front half of linearization: primal
 // values are computed eagerly below while tangent operations are

@@ -150,6 +150,10 @@ type tracer struct {
 
 func (t *tracer) Level() *interp.Level { return t.level }
 
+// Nested returns the physical value (interp.Nested: collectives find the
+// axis names of its levels).
+func (t *tracer) Nested() []*T { return []*T{t.val} }
+
 // Snapshot returns a payload whose physical value is a snapshot of t's
 // (interp.Snapshotter): a later write into the batched value, performed
 // on the physical value below, does not reach it.
@@ -248,12 +252,27 @@ func New(size int) *Interp {
 
 // NewNamed starts a vmap level of batch size size that binds the axis
 // name (JAX's vmap(axis_name=name)): collectives over name see the whole
-// batch. The caller pushes the axis frame (interp.PushAxis, with Index)
-// for the goroutine that runs the function, and must call End.
+// batch. The level carries the axis frame (Frame, interp.Level.BindAxes),
+// which collectives find from their operands in any goroutine; the
+// caller also pushes it (interp.PushAxis) for the goroutine that runs
+// the function (AxisIndex, and values that do not vary along the axis),
+// and must call End.
 func NewNamed(size int, name string) *Interp {
 	in := &Interp{size: size, name: name}
 	in.level = interp.NewLevel("vmap", in)
+	in.level.BindAxes(interp.AxisFrame{Name: name, Size: size, Level: in.level, Index: in.Index()})
 	return in
+}
+
+// Frame returns the axis frame a named level binds (NewNamed): its name,
+// size, level and index. It panics with *interp.Error for an unnamed
+// level.
+func (b *Interp) Frame() interp.AxisFrame {
+	fs := b.level.Axes()
+	if len(fs) == 0 {
+		interp.Panicf("vmap level of size %d binds no axis name", b.size)
+	}
+	return fs[0]
 }
 
 // AxisName returns the axis name the level binds, or "".

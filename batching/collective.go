@@ -45,7 +45,7 @@ func reduceCollective(p, reduce *interp.Prim) NamedRule {
 				Axes:  slices.Delete(slices.Clone(cp.Axes), k, k+1),
 				Sizes: slices.Delete(slices.Clone(cp.Sizes), k, k+1),
 			}
-			r = prims.BindCollective(p, rest, r)
+			r = prims.BindCollective(p, rest, r, x)
 		}
 		return one(r, NotMapped)
 	}

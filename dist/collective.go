@@ -42,9 +42,15 @@ func gatherOptions(opts []GatherOption) gatherConfig {
 	return c
 }
 
-// frame returns the binding of name for the calling goroutine (op's
-// annotation names op in the error when there is none).
-func frame(op, name string) interp.AxisFrame { return prims.LookupAxis(name) }
+// frame returns the binding of name for a collective on x (from x's
+// levels, else the calling goroutine's; op's annotation names op in the
+// error when there is none). x nil: the goroutine's (AxisIndex).
+func frame(op, name string, x *peel.Tensor) interp.AxisFrame {
+	if x == nil {
+		return prims.LookupAxis(name)
+	}
+	return prims.LookupAxesOf([]*peel.Tensor{x}, name)[0]
+}
 
 func checkX(op string, x *peel.Tensor) {
 	if x == nil {
@@ -52,9 +58,9 @@ func checkX(op string, x *peel.Tensor) {
 	}
 }
 
-// reduceParams returns the parameters of a reduction over names and the
-// names' bindings.
-func reduceParams(op string, names []string) (prims.CollectiveParams, []interp.AxisFrame) {
+// reduceParams returns the parameters of a reduction of x over names
+// and the names' bindings.
+func reduceParams(op string, x *peel.Tensor, names []string) (prims.CollectiveParams, []interp.AxisFrame) {
 	if len(names) == 0 {
 		interp.Panicf("no axis name")
 	}
@@ -66,7 +72,7 @@ func reduceParams(op string, names []string) (prims.CollectiveParams, []interp.A
 			}
 		}
 	}
-	frames := prims.LookupAxes(names...)
+	frames := prims.LookupAxesOf([]*peel.Tensor{x}, names...)
 	for i, f := range frames {
 		p.Sizes[i] = f.Size
 	}
@@ -76,7 +82,7 @@ func reduceParams(op string, names []string) (prims.CollectiveParams, []interp.A
 func reduce(op string, p *interp.Prim, x *peel.Tensor, names []string) *peel.Tensor {
 	defer peel.Annotate(op)
 	checkX(op, x)
-	params, frames := reduceParams(op, names)
+	params, frames := reduceParams(op, x, names)
 	return prims.BindCollectiveIn(p, params, x, frames)
 }
 
@@ -93,7 +99,7 @@ func Psum(x *peel.Tensor, names ...string) *peel.Tensor {
 func Pmean(x *peel.Tensor, names ...string) *peel.Tensor {
 	defer peel.Annotate("dist.Pmean")
 	checkX("dist.Pmean", x)
-	p, frames := reduceParams("dist.Pmean", names)
+	p, frames := reduceParams("dist.Pmean", x, names)
 	n := 1
 	for _, s := range p.Sizes {
 		n *= s
@@ -136,7 +142,7 @@ func AllGather(x *peel.Tensor, name string, opts ...GatherOption) *peel.Tensor {
 	defer peel.Annotate("dist.AllGather")
 	checkX("dist.AllGather", x)
 	c := gatherOptions(opts)
-	f := frame("dist.AllGather", name)
+	f := frame("dist.AllGather", name, x)
 	return prims.BindCollectiveIn(prims.AllGather, gatherParams("dist.AllGather", x, f, c, !c.tiled), x, []interp.AxisFrame{f})
 }
 
@@ -148,7 +154,7 @@ func AllGather(x *peel.Tensor, name string, opts ...GatherOption) *peel.Tensor {
 func PsumScatter(x *peel.Tensor, name string, opts ...GatherOption) *peel.Tensor {
 	defer peel.Annotate("dist.PsumScatter")
 	checkX("dist.PsumScatter", x)
-	f := frame("dist.PsumScatter", name)
+	f := frame("dist.PsumScatter", name, x)
 	return prims.BindCollectiveIn(prims.PsumScatter, gatherParams("dist.PsumScatter", x, f, gatherOptions(opts), false), x, []interp.AxisFrame{f})
 }
 
@@ -162,7 +168,7 @@ func AllToAll(x *peel.Tensor, name string, split, concat int) *peel.Tensor {
 	const op = "dist.AllToAll"
 	defer peel.Annotate(op)
 	checkX(op, x)
-	f := frame(op, name)
+	f := frame(op, name, x)
 	r := x.Rank()
 	for _, a := range []*int{&split, &concat} {
 		if *a < -r || *a >= r {
@@ -185,7 +191,7 @@ func Ppermute(x *peel.Tensor, name string, perm [][2]int) *peel.Tensor {
 	const op = "dist.Ppermute"
 	defer peel.Annotate(op)
 	checkX(op, x)
-	f := frame(op, name)
+	f := frame(op, name, x)
 	prims.CheckPerm(perm, f.Size)
 	return prims.BindCollectiveIn(prims.Ppermute, prims.PermuteParams{Axis: name, Size: f.Size, Perm: append([][2]int(nil), perm...)}, x, []interp.AxisFrame{f})
 }
@@ -195,11 +201,26 @@ func Ppermute(x *peel.Tensor, name string, perm [][2]int) *peel.Tensor {
 // i, as does device i of a ShardMap's mesh axis.
 func AxisIndex(name string) *peel.Tensor {
 	defer peel.Annotate("dist.AxisIndex")
-	return frame("dist.AxisIndex", name).Index
+	return frame("dist.AxisIndex", name, nil).Index
 }
 
 // AxisSize returns the number of lanes or devices along the named axis.
 func AxisSize(name string) int {
 	defer peel.Annotate("dist.AxisSize")
-	return frame("dist.AxisSize", name).Size
+	return frame("dist.AxisSize", name, nil).Size
+}
+
+// WithAxes returns f bound to the axis names the calling goroutine sees
+// (an enclosing Vmap with AxisName, a ShardMap, a device of a mesh): run
+// it in a goroutine you start, go dist.WithAxes(f)(), so that AxisIndex,
+// AxisSize and collectives on values that do not vary along an axis (a
+// constant, the cotangent of a gradient through a collective) find the
+// names there as they do here. A collective on a value that varies along
+// the axis finds it through its operand, in any goroutine, without it.
+func WithAxes(f func()) func() {
+	frames := interp.AxesHere()
+	return func() {
+		defer interp.PushAxis(frames...)()
+		f()
+	}
 }

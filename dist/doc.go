@@ -34,6 +34,14 @@
 // collective over a name no enclosing Vmap binds panics with *peel.Error
 // naming the name and the names that are bound.
 //
+// A collective finds its axis through its operand (the name lives on the
+// Vmap's level), so it works in a goroutine the function starts as it
+// does in the function itself. AxisIndex and AxisSize (no operand), and a
+// collective on a value that does not vary along the axis (a constant,
+// the cotangent that a gradient through a collective carries back), find
+// it through the goroutine running the Vmap or ShardMap: a goroutine you
+// start gets it with WithAxes (go dist.WithAxes(f)()).
+//
 // # Devices
 //
 // A Mesh is a set of devices along named axes (NewMesh(MeshAxis("data",

@@ -64,3 +64,21 @@ func ExampleMesh() {
 	//  [10 12]
 	//  [14 16]]
 }
+
+// A lane's work split over goroutines: a collective on a value of the
+// lane finds the axis through the value; AxisIndex, which has no
+// operand, needs the goroutine started through WithAxes.
+func ExampleWithAxes() {
+	xs := peel.FromFloat64s([]float64{1, 2, 3}, 3)
+	f := func(x *peel.Tensor) *peel.Tensor {
+		var total, index *peel.Tensor
+		done := make(chan struct{}, 2)
+		go func() { total = dist.Psum(x, "i"); done <- struct{}{} }()
+		go dist.WithAxes(func() { index = dist.AxisIndex("i"); done <- struct{}{} })()
+		<-done
+		<-done
+		return total.Mul(10).Add(index)
+	}
+	fmt.Println(transforms.Vmap(f, transforms.AxisName("i"))(xs))
+	// Output: [60 61 62]
+}

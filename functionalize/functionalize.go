@@ -35,6 +35,10 @@ type input struct {
 
 func (t *tracer) Level() *interp.Level { return t.level }
 
+// Nested returns the value below (interp.Nested: collectives find the
+// axis names of its levels).
+func (t *tracer) Nested() []*T { return []*T{t.val} }
+
 // Snapshot returns a payload holding t's current value
 // (interp.Snapshotter): a later write, which replaces the value in t, does
 // not reach it.

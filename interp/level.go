@@ -26,6 +26,8 @@ type Level struct {
 	interp Interpreter
 	dead   atomic.Bool
 	data   any
+	// axes is the axis names the level binds (BindAxes).
+	axes atomic.Pointer[[]AxisFrame]
 }
 
 // NewLevel starts a level of the named transform run by in. The caller

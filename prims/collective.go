@@ -245,8 +245,8 @@ func init() {
 		p.EvalImpl = evalCollective(p)
 	}
 	for _, p := range []*interp.Prim{Psum, AllGather, PsumScatter, AllToAll, Ppermute} {
-		defJVP(p, func(params any, _, t []*tensor, _ *tensor) *tensor {
-			return BindCollective(p, params, t[0])
+		defJVP(p, func(params any, x, t []*tensor, _ *tensor) *tensor {
+			return BindCollective(p, params, t[0], x[0])
 		})
 	}
 	defJVP(Pmax, pextremumJVP)
@@ -275,7 +275,7 @@ func init() {
 // the lanes whose value is the extremum (ties share it equally).
 func pextremumJVP(params any, x, t []*tensor, out *tensor) *tensor {
 	mask := convert(eq(x[0], out), out.DType())
-	return div(BindCollective(Psum, params, mul(t[0], mask)), BindCollective(Psum, params, mask))
+	return div(BindCollective(Psum, params, mul(t[0], mask), x[0]), BindCollective(Psum, params, mask, x[0]))
 }
 
 // axesOf returns the axis names a collective's params name.
@@ -294,22 +294,25 @@ func axesOf(params any) []string {
 	return nil
 }
 
-// LookupAxis returns the calling goroutine's binding of the axis name,
-// and panics with *interp.Error naming the names that are bound when
-// there is none.
-func LookupAxis(name string) interp.AxisFrame { return LookupAxes(name)[0] }
+// LookupAxis returns the calling goroutine's binding of the axis name
+// (interp.PushAxis), for what has no operand to find it from (AxisIndex,
+// AxisSize), and panics with *interp.Error naming the names that are
+// bound when there is none.
+func LookupAxis(name string) interp.AxisFrame { return LookupAxesOf(nil, name)[0] }
 
-// LookupAxes is LookupAxis for several names, with one reading of the
-// goroutine's id.
-func LookupAxes(names ...string) []interp.AxisFrame {
-	fs, name := interp.LookupAxes(names...)
+// LookupAxesOf returns the bindings of the axis names for a collective
+// on xs: from the levels of xs, innermost first, else the calling
+// goroutine's (interp.LookupAxesOf). It panics with *interp.Error naming
+// the names that are bound when one is not.
+func LookupAxesOf(xs []*tensor, names ...string) []interp.AxisFrame {
+	fs, name := interp.LookupAxesOf(xs, names...)
 	if name != "" {
-		bound := interp.BoundAxes()
+		bound := interp.AxesOf(xs)
 		hint := "none is bound here"
 		if len(bound) > 0 {
 			hint = "the names bound here are " + strings.Join(quoteAll(bound), ", ")
 		}
-		interp.Panicf("axis name %q is not bound by any enclosing Vmap (with AxisName) or ShardMap: %s", name, hint)
+		interp.Panicf("axis name %q is not bound by any enclosing Vmap (with AxisName) or ShardMap: %s (a collective finds the name through its operand's levels, or, for a value that does not vary along the axis, through the goroutine running the Vmap or ShardMap: in a goroutine you start, run the function through dist.WithAxes)", name, hint)
 	}
 	return fs
 }
@@ -322,19 +325,21 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-// BindCollective applies collective p to x. For each axis it names
+// BindCollective applies collective p to x, the axes its params name
+// resolved from the levels of x and of also (the primal of a tangent),
+// else the calling goroutine's (LookupAxesOf). For each axis it names
 // whose binding's index is a tracer (a named Vmap's level, a ShardMap
 // being traced) and x is not a value of that tracer's level, x is first
 // made one (x + 0·index): a value that does not vary along the axis
 // then reaches the level that sees the axis (see the family's comment)
 // instead of being answered below it. The rules of the collectives and
 // package dist apply collectives through it.
-func BindCollective(p *interp.Prim, params any, x *tensor) *tensor {
-	return BindCollectiveIn(p, params, x, LookupAxes(axesOf(params)...))
+func BindCollective(p *interp.Prim, params any, x *tensor, also ...*tensor) *tensor {
+	return BindCollectiveIn(p, params, x, LookupAxesOf(append([]*tensor{x}, also...), axesOf(params)...))
 }
 
 // BindCollectiveIn is BindCollective with the bindings of the axes the
-// params name, in order, already looked up (LookupAxes).
+// params name, in order, already looked up (LookupAxesOf).
 func BindCollectiveIn(p *interp.Prim, params any, x *tensor, frames []interp.AxisFrame) *tensor {
 	for _, f := range frames {
 		x = liftToAxis(x, f)
@@ -377,7 +382,7 @@ func evalCollective(p *interp.Prim) func(params any, args []*tensor) []*tensor {
 	return func(params any, args []*tensor) []*tensor {
 		x := args[0]
 		names := axesOf(params)
-		frames := LookupAxes(names...)
+		frames := LookupAxesOf(args, names...)
 		if cp, ok := params.(CollectiveParams); ok {
 			// One axis at a time: a reduction over several is the
 			// reduction over each in turn.

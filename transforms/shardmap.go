@@ -117,11 +117,7 @@ func traceShardBody(op string, mesh *dist.Mesh, fl func([]*tensor) []*tensor, av
 	}
 	n := len(avals)
 	g := interp.TraceAvals("shard_map", func(vals []*tensor) []*tensor {
-		frames := make([]interp.AxisFrame, len(axes))
-		for i, a := range axes {
-			frames[i] = interp.AxisFrame{Name: a.Name, Size: a.Size, Index: vals[n+i]}
-		}
-		defer interp.PushAxis(frames...)()
+		defer bindShardAxes(axes, vals[n:])()
 		return Functionalize(fl)(vals[:n])
 	}, in, interp.BodyTrace())
 	for _, c := range g.ConstVals {
@@ -442,13 +438,27 @@ func (p *shardParams) traceDerived(in []dist.Layout, dts []interp.DType, fn func
 	}
 	n := len(in)
 	return interp.TraceAvals("shard_map", func(vals []*tensor) []*tensor {
-		frames := make([]interp.AxisFrame, len(axes))
-		for i, a := range axes {
-			frames[i] = interp.AxisFrame{Name: a.Name, Size: a.Size, Index: vals[n+i]}
-		}
-		defer interp.PushAxis(frames...)()
+		defer bindShardAxes(axes, vals[n:])()
 		return fn(vals[:n], vals[n:])
 	}, avals)
+}
+
+// bindShardAxes binds the mesh's axis names, each to its index among idx
+// (the trace's inputs), on the level of the body's trace (collectives
+// find them from their operands, in any goroutine) and for the calling
+// goroutine (AxisIndex; values that do not vary along an axis) until the
+// returned function is called.
+func bindShardAxes(axes []dist.AxisSpec, idx []*tensor) (pop func()) {
+	frames := make([]interp.AxisFrame, len(axes))
+	for i, a := range axes {
+		frames[i] = interp.AxisFrame{Name: a.Name, Size: a.Size, Index: idx[i]}
+	}
+	if len(idx) > 0 {
+		if tr := interp.TracerOf(idx[0]); tr != nil {
+			tr.Level().BindAxes(frames...)
+		}
+	}
+	return interp.PushAxis(frames...)
 }
 
 func (p *shardParams) inDTypes() []interp.DType {

@@ -246,14 +246,16 @@ func (n *vmapNames) outName(i int) string {
 }
 
 // vmapRun runs fl once at a vmap level of the given size, which binds
-// the axis name when it is not "": the calling goroutine's frame for the
-// name (interp.PushAxis) points collectives and AxisIndex at the level
-// while fl runs.
+// the axis name when it is not "": the level carries the name's frame
+// (collectives find it from their operands, in any goroutine), and the
+// calling goroutine's frame for the name (interp.PushAxis) points
+// AxisIndex, and collectives on values that do not vary along the axis,
+// at the level while fl runs.
 func vmapRun(size int, name string, fl func([]*tensor) []*tensor, inputs []*tensor, axes []int, outAxes func([]*tensor) []int, names *vmapNames) []*tensor {
 	b := batching.New(size)
 	if name != "" {
 		b = batching.NewNamed(size, name)
-		defer interp.PushAxis(interp.AxisFrame{Name: name, Size: size, Level: b.Level(), Index: b.Index()})()
+		defer interp.PushAxis(b.Frame())()
 	}
 	defer b.End()
 	in := make([]*tensor, len(inputs))
