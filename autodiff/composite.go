@@ -1,10 +1,11 @@
 package autodiff
 
 import (
-	"github.com/peel-ml/peel/compiler"
 	"strconv"
 	"strings"
 
+	"github.com/peel-ml/peel/compiler"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
@@ -403,32 +404,30 @@ func compositeJVP(p *interp.Prim, params any, primals, tangents []*tensor) (outs
 // compositeLinCodec writes composite_lin's parameters into an exported
 // program (a compiled JVP of a user-defined op or a compiled call): the
 // composite and its parameters, and the counts and index lists.
-var compositeLinCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) {
-		c := params.(CompositeParams)
+var compositeLinCodec = graphio.NewCodec(
+	func(w *graphio.Writer, c CompositeParams) {
 		w.Prim(c.p, c.params)
 		w.Int(c.nIn)
 		w.Int(c.nOut)
 		w.Ints(c.diff)
 		w.Ints(c.fout)
 	},
-	Decode: func(r *interp.ParamReader) any {
+	func(r *graphio.Reader) CompositeParams {
 		p, params := r.Prim()
 		c := CompositeParams{p: p, params: params, nIn: r.Int(), nOut: r.Int(), diff: r.Ints(), fout: r.Ints()}
 		if r.Err() != nil {
-			return nil
+			return CompositeParams{}
 		}
 		if p.Impl == nil {
 			r.Failf("composite_lin of %s, which is not a composite", p.Name)
-			return nil
+			return CompositeParams{}
 		}
 		if c.nIn < 0 || c.nOut < 0 || !increasing(c.diff, c.nIn) || !increasing(c.fout, c.nOut) {
 			r.Failf("composite_lin of %s with malformed operand lists", p.Name)
-			return nil
+			return CompositeParams{}
 		}
 		return c
-	},
-}
+	})
 
 // increasing reports whether xs are strictly increasing indices below n.
 func increasing(xs []int, n int) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/functionalize"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -155,7 +156,7 @@ var builtinPolicies = func() map[string]*SavePolicy {
 // encodePolicy writes a policy into an exported program: by name, or
 // SaveOnlyNames's names; a policy of the user's own (SaveIf) holds a Go
 // function, which a file cannot.
-func encodePolicy(w *interp.ParamWriter, p SavePolicy) {
+func encodePolicy(w *graphio.Writer, p SavePolicy) {
 	switch {
 	case p.name == "" || p.builtin:
 		w.Uint(1)
@@ -174,7 +175,7 @@ func encodePolicy(w *interp.ParamWriter, p SavePolicy) {
 	}
 }
 
-func decodePolicy(r *interp.ParamReader) SavePolicy {
+func decodePolicy(r *graphio.Reader) SavePolicy {
 	switch r.Uint() {
 	case 1:
 		name := r.Text()
@@ -203,14 +204,13 @@ func decodePolicy(r *interp.ParamReader) SavePolicy {
 
 // checkpointCodec writes the checkpoint primitive's parameters: its
 // graph, the number of argument leaves and the policy.
-var checkpointCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) {
-		c := params.(*ckptParams)
+var checkpointCodec = graphio.NewCodec(
+	func(w *graphio.Writer, c *ckptParams) {
 		w.Graph(c.graph)
 		w.Int(c.nArgs)
 		encodePolicy(w, c.policy)
 	},
-	Decode: func(r *interp.ParamReader) any {
+	func(r *graphio.Reader) *ckptParams {
 		g := r.Graph()
 		n := r.Int()
 		policy := decodePolicy(r)
@@ -222,13 +222,11 @@ var checkpointCodec = &interp.ParamCodec{
 			return nil
 		}
 		return &ckptParams{graph: g, policy: policy, nArgs: n, shared: newPlanCache()}
-	},
-}
+	})
 
-var nameCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) { w.Text(params.(nameParams).name) },
-	Decode: func(r *interp.ParamReader) any { return nameParams{r.Text()} },
-}
+var nameCodec = graphio.NewCodec(
+	func(w *graphio.Writer, p nameParams) { w.Text(p.name) },
+	func(r *graphio.Reader) nameParams { return nameParams{r.Text()} })
 
 func init() {
 	checkpointPrim.Codec = checkpointCodec

@@ -1,6 +1,7 @@
 package transforms
 
 import (
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -47,31 +48,28 @@ func checkOperands(name string, g *interp.Graph, in []interp.Aval) {
 	}
 }
 
-var callCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) {
-		c := params.(*callParams)
+var callCodec = graphio.NewCodec(
+	func(w *graphio.Writer, c *callParams) {
 		w.Text(c.name)
 		w.Graph(c.graph)
 	},
-	Decode: func(r *interp.ParamReader) any {
+	func(r *graphio.Reader) *callParams {
 		name := r.Text()
 		g := r.Graph()
 		if r.Err() != nil {
 			return nil
 		}
 		return newCallParamsOn(name, g, r.Backend())
-	},
-}
+	})
 
-var condCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) {
-		c := params.(*condParams)
+var condCodec = graphio.NewCodec(
+	func(w *graphio.Writer, c *condParams) {
 		w.Uint(uint64(len(c.branches)))
 		for _, g := range c.branches {
 			w.Graph(g)
 		}
 	},
-	Decode: func(r *interp.ParamReader) any {
+	func(r *graphio.Reader) *condParams {
 		n := r.Len()
 		gs := make([]*interp.Graph, 0, n)
 		for range n {
@@ -91,13 +89,12 @@ var condCodec = &interp.ParamCodec{
 			}
 		}
 		return newCondParams(gs)
-	},
-}
+	})
 
 // encodeWhile writes a while's graphs and carry count; a bounded loop's
 // (MaxTrips) count is written negated, −(n + 1), followed by the bound,
 // so that files of unbounded loops read as before.
-func encodeWhile(w *interp.ParamWriter, p *whileParams) {
+func encodeWhile(w *graphio.Writer, p *whileParams) {
 	w.Graph(p.cond)
 	w.Graph(p.body)
 	if p.maxTrips > 0 {
@@ -108,7 +105,7 @@ func encodeWhile(w *interp.ParamWriter, p *whileParams) {
 	w.Int(p.nCarry)
 }
 
-func decodeWhile(r *interp.ParamReader) *whileParams {
+func decodeWhile(r *graphio.Reader) *whileParams {
 	cond, body, n := r.Graph(), r.Graph(), r.Int()
 	trips := 0
 	if n < 0 {
@@ -136,24 +133,15 @@ func decodeWhile(r *interp.ParamReader) *whileParams {
 	return nil
 }
 
-var whileCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) { encodeWhile(w, params.(*whileParams)) },
-	Decode: func(r *interp.ParamReader) any {
-		if p := decodeWhile(r); p != nil {
-			return p
-		}
-		return nil
-	},
-}
+var whileCodec = graphio.NewCodec(encodeWhile, decodeWhile)
 
-var whileLinCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) {
-		p := params.(*whileLinParams)
+var whileLinCodec = graphio.NewCodec(
+	func(w *graphio.Writer, p *whileLinParams) {
 		encodeWhile(w, p.w)
 		w.Int(p.lo)
 		w.Int(p.hi)
 	},
-	Decode: func(r *interp.ParamReader) any {
+	func(r *graphio.Reader) *whileLinParams {
 		p := decodeWhile(r)
 		lo, hi := r.Int(), r.Int()
 		if r.Err() != nil || p == nil {
@@ -164,12 +152,10 @@ var whileLinCodec = &interp.ParamCodec{
 			return nil
 		}
 		return &whileLinParams{w: p, lo: lo, hi: hi}
-	},
-}
+	})
 
-var scanCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) {
-		s := params.(*scanParams)
+var scanCodec = graphio.NewCodec(
+	func(w *graphio.Writer, s *scanParams) {
 		w.Graph(s.body)
 		for _, n := range []int{s.nCarry, s.nX, s.length, s.nRes, s.nInv} {
 			w.Int(n)
@@ -180,7 +166,7 @@ var scanCodec = &interp.ParamCodec{
 			encodePolicy(w, *s.policy)
 		}
 	},
-	Decode: func(r *interp.ParamReader) any {
+	func(r *graphio.Reader) *scanParams {
 		s := &scanParams{body: r.Graph()}
 		s.nCarry, s.nX, s.length, s.nRes, s.nInv = r.Int(), r.Int(), r.Int(), r.Int(), r.Int()
 		s.reverse = r.Bool()
@@ -203,5 +189,4 @@ var scanCodec = &interp.ParamCodec{
 			return s
 		}
 		return nil
-	},
-}
+	})
