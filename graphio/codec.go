@@ -7,38 +7,45 @@ import (
 )
 
 // Codec writes a primitive's parameters into an exported program and
-// reads them back; a primitive carries it as its interp.Prim.Codec. The
-// encoder appends params to a Writer; the decoder reads what the
-// encoder wrote and returns an equal value. The decoder must not panic
-// on any input: it reads through a Reader, whose methods record the
-// first malformed value and return zeros after it, and the loader
-// refuses the equation then (and type-checks every equation it accepts
-// with Abstract).
+// reads them back; a primitive carries it as its interp.Prim.Codec, set
+// where the primitive is defined (Params, ParamsWith). The encoder
+// appends the parameters to a Writer; the decoder reads what the encoder
+// wrote and returns an equal value. The decoder must not panic on any
+// input: it reads through a Reader, whose methods record the first
+// malformed value and return zeros after it, and the loader refuses the
+// equation then (and type-checks every equation it accepts with
+// Abstract).
 type Codec struct {
 	typ    reflect.Type
 	encode func(w *Writer, params any)
 	decode func(r *Reader) any
 }
 
-// NewCodec returns the codec of parameters of type T written by encode
-// and read back by decode (whose result is ignored once r has failed).
-func NewCodec[T any](encode func(w *Writer, params T), decode func(r *Reader) T) *Codec {
-	return &Codec{
-		typ:    reflect.TypeFor[T](),
-		encode: func(w *Writer, params any) { encode(w, params.(T)) },
-		decode: func(r *Reader) any { return decode(r) },
-	}
-}
-
 // ParamType returns the type of the parameters c writes
 // (interp.ParamCodec).
 func (c *Codec) ParamType() reflect.Type { return c.typ }
 
-// Params sets p's codec to StructCodec[T] and returns p, for a
-// primitive whose parameters are a plain struct. It panics as
+// Params sets p's codec to StructCodec[T] and returns p, so that a
+// primitive whose parameters are a plain struct declares it where it is
+// defined, around the primitive interp.NewPrim makes (prims.Slice is
+// Params[prims.SliceParams] of it), and can be exported. It panics as
 // StructCodec does.
 func Params[T any](p *interp.Prim) *interp.Prim {
 	p.Codec = StructCodec[T]()
+	return p
+}
+
+// ParamsWith sets p's codec to one of its own, for parameters of type T
+// that are not a plain struct (they hold graphs, or another primitive
+// and its parameters), and returns p. encode appends the parameters to
+// w; decode reads what encode wrote and returns an equal value (its
+// result is ignored once r has failed).
+func ParamsWith[T any](p *interp.Prim, encode func(w *Writer, params T), decode func(r *Reader) T) *interp.Prim {
+	p.Codec = &Codec{
+		typ:    reflect.TypeFor[T](),
+		encode: func(w *Writer, params any) { encode(w, params.(T)) },
+		decode: func(r *Reader) any { return decode(r) },
+	}
 	return p
 }
 

@@ -12,9 +12,9 @@
 //
 // A primitive with parameters declares their type where it is defined,
 // which gives it its codec (interp.Prim.Codec, a *Codec): Params for a
-// plain parameter struct (StructCodec, field by field), or a codec of
-// its own (NewCodec: a function that writes into a Writer and one that
-// reads from a Reader) for parameters that hold graphs or another
+// plain parameter struct (StructCodec, field by field), or ParamsWith
+// for a codec of its own (a function that writes into a Writer and one
+// that reads from a Reader), for parameters that hold graphs or another
 // primitive's parameters. A primitive with parameters and no codec
 // cannot be exported, and Encode says which.
 package graphio

@@ -11,8 +11,8 @@ import (
 )
 
 // A traced graph is written as bytes and read back: the decoded graph
-// is the same program (reduce_sum's parameters, prims.ReduceParams,
-// written by its codec), and it runs.
+// is the same program (reduce_sum's parameters, prims.ReduceParams, are
+// written by the codec its definition declares), and it runs.
 func Example() {
 	x := peel.FromFloat64s([]float64{1, 2, 3})
 	g := interp.Trace(func(a []*interp.Tensor) []*interp.Tensor {

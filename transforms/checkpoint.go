@@ -202,36 +202,32 @@ func decodePolicy(r *graphio.Reader) SavePolicy {
 	return SavePolicy{}
 }
 
-// checkpointCodec writes the checkpoint primitive's parameters: its
-// graph, the number of argument leaves and the policy.
-var checkpointCodec = graphio.NewCodec(
-	func(w *graphio.Writer, c *ckptParams) {
-		w.Graph(c.graph)
-		w.Int(c.nArgs)
-		encodePolicy(w, c.policy)
-	},
-	func(r *graphio.Reader) *ckptParams {
-		g := r.Graph()
-		n := r.Int()
-		policy := decodePolicy(r)
-		if r.Err() != nil {
-			return nil
-		}
-		if n < 0 || n > len(g.In) {
-			r.Failf("a checkpoint of %d argument leaves with %d inputs", n, len(g.In))
-			return nil
-		}
-		return &ckptParams{graph: g, policy: policy, nArgs: n, shared: newPlanCache()}
-	})
-
-var nameCodec = graphio.NewCodec(
-	func(w *graphio.Writer, p nameParams) { w.Text(p.name) },
-	func(r *graphio.Reader) nameParams { return nameParams{r.Text()} })
-
-func init() {
-	checkpointPrim.Codec = checkpointCodec
-	namePrim.Codec = nameCodec
+// encodeCheckpoint writes the checkpoint primitive's parameters into an
+// exported program: its graph, the number of argument leaves and the
+// policy.
+func encodeCheckpoint(w *graphio.Writer, c *ckptParams) {
+	w.Graph(c.graph)
+	w.Int(c.nArgs)
+	encodePolicy(w, c.policy)
 }
+
+func decodeCheckpoint(r *graphio.Reader) *ckptParams {
+	g := r.Graph()
+	n := r.Int()
+	policy := decodePolicy(r)
+	if r.Err() != nil {
+		return nil
+	}
+	if n < 0 || n > len(g.In) {
+		r.Failf("a checkpoint of %d argument leaves with %d inputs", n, len(g.In))
+		return nil
+	}
+	return &ckptParams{graph: g, policy: policy, nArgs: n, shared: newPlanCache()}
+}
+
+func encodeName(w *graphio.Writer, p nameParams) { w.Text(p.name) }
+
+func decodeName(r *graphio.Reader) nameParams { return nameParams{r.Text()} }
 
 // Checkpoint returns f whose gradients save only what policy allows of
 // the values f computes, and recompute the rest in the backward pass
@@ -373,11 +369,11 @@ func (*ckptParams) String() string { return "checkpoint" }
 // results (interp.Effectful).
 func (c *ckptParams) HasEffect() bool { return c.graph.HasEffect() }
 
-var checkpointPrim = interp.NewPrim("checkpoint", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+var checkpointPrim = graphio.ParamsWith[*ckptParams](interp.NewPrim("checkpoint", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 	g := params.(*ckptParams).graph
 	checkOperands("checkpoint", g, in)
 	return outAvals(g)
-})
+}), encodeCheckpoint, decodeCheckpoint)
 
 func outAvals(g *interp.Graph) []interp.Aval {
 	out := make([]interp.Aval, len(g.Out))
@@ -867,9 +863,9 @@ func (p nameParams) String() string { return strconv.Quote(p.name) }
 
 // namePrim marks a value for SaveOnlyNames: the identity, staged as its
 // own equation.
-var namePrim = interp.NewPrim("name", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+var namePrim = graphio.ParamsWith[nameParams](interp.NewPrim("name", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 	return []interp.Aval{in[0]}
-})
+}), encodeName, decodeName)
 
 // Name marks x with a name, for a checkpoint's SaveOnlyNames policy
 // (JAX's checkpoint_name): the value is x. Outside a traced function
