@@ -1,10 +1,11 @@
 package autodiff
 
 import (
-	"github.com/peel-ml/peel/compiler"
 	"strconv"
 	"strings"
 
+	"github.com/peel-ml/peel/compiler"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
@@ -72,7 +73,7 @@ type RuleKeyer interface {
 var CompositeLin = newCompositeLin()
 
 func newCompositeLin() *interp.Prim {
-	p := interp.NewPrim("composite_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+	p := graphio.ParamsWith[CompositeParams](interp.NewPrim("composite_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 		c := params.(CompositeParams)
 		if len(in) != c.nIn+c.nOut+len(c.diff) {
 			panic(&interp.Error{Prim: "composite_lin", Msg: "takes " + strconv.Itoa(c.nIn+c.nOut+len(c.diff)) + " operands, got " + strconv.Itoa(len(in))})
@@ -87,7 +88,7 @@ func newCompositeLin() *interp.Prim {
 			out[k] = in[c.nIn+i]
 		}
 		return out
-	})
+	}), encodeCompositeLin, decodeCompositeLin)
 	// Linear in the tangents; the residuals are never tangents (they are
 	// constants of a linear graph: the transpose gives them none).
 	p.Linear = []bool{true}
@@ -400,34 +401,32 @@ func compositeJVP(p *interp.Prim, params any, primals, tangents []*tensor) (outs
 	return outs, touts
 }
 
-// compositeLinCodec writes composite_lin's parameters into an exported
+// encodeCompositeLin writes composite_lin's parameters into an exported
 // program (a compiled JVP of a user-defined op or a compiled call): the
 // composite and its parameters, and the counts and index lists.
-var compositeLinCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) {
-		c := params.(CompositeParams)
-		w.Prim(c.p, c.params)
-		w.Int(c.nIn)
-		w.Int(c.nOut)
-		w.Ints(c.diff)
-		w.Ints(c.fout)
-	},
-	Decode: func(r *interp.ParamReader) any {
-		p, params := r.Prim()
-		c := CompositeParams{p: p, params: params, nIn: r.Int(), nOut: r.Int(), diff: r.Ints(), fout: r.Ints()}
-		if r.Err() != nil {
-			return nil
-		}
-		if p.Impl == nil {
-			r.Failf("composite_lin of %s, which is not a composite", p.Name)
-			return nil
-		}
-		if c.nIn < 0 || c.nOut < 0 || !increasing(c.diff, c.nIn) || !increasing(c.fout, c.nOut) {
-			r.Failf("composite_lin of %s with malformed operand lists", p.Name)
-			return nil
-		}
-		return c
-	},
+func encodeCompositeLin(w *graphio.Writer, c CompositeParams) {
+	w.Prim(c.p, c.params)
+	w.Int(c.nIn)
+	w.Int(c.nOut)
+	w.Ints(c.diff)
+	w.Ints(c.fout)
+}
+
+func decodeCompositeLin(r *graphio.Reader) CompositeParams {
+	p, params := r.Prim()
+	c := CompositeParams{p: p, params: params, nIn: r.Int(), nOut: r.Int(), diff: r.Ints(), fout: r.Ints()}
+	if r.Err() != nil {
+		return CompositeParams{}
+	}
+	if p.Impl == nil {
+		r.Failf("composite_lin of %s, which is not a composite", p.Name)
+		return CompositeParams{}
+	}
+	if c.nIn < 0 || c.nOut < 0 || !increasing(c.diff, c.nIn) || !increasing(c.fout, c.nOut) {
+		r.Failf("composite_lin of %s with malformed operand lists", p.Name)
+		return CompositeParams{}
+	}
+	return c
 }
 
 // increasing reports whether xs are strictly increasing indices below n.
@@ -439,5 +438,3 @@ func increasing(xs []int, n int) bool {
 	}
 	return true
 }
-
-func init() { CompositeLin.Codec = compositeLinCodec }

@@ -2,6 +2,7 @@ package interp
 
 import (
 	"fmt"
+	"reflect"
 	"runtime"
 	"sync"
 
@@ -52,6 +53,12 @@ type TransposeRule func(params any, cts []*Tensor, args []*Tensor, linear []bool
 // its operands, given the operands and the results; a nil cotangent is a
 // symbolic zero.
 type VJPRule func(params any, primals, outs, cts []*Tensor) []*Tensor
+
+// ParamCodec is how an exported program writes a primitive's
+// parameters (Prim.Codec). Package graphio defines the format and
+// implements it; interp only carries it on the Prim. ParamType is the
+// type of the parameters the primitive is bound with.
+type ParamCodec interface{ ParamType() reflect.Type }
 
 // Prim is a primitive operation: the unit every interpreter has a rule for.
 // What a primitive means (its shape and dtype rule, its derivatives) lives
@@ -120,8 +127,9 @@ type Prim struct {
 	// Codec writes the primitive's parameters into an exported program
 	// and reads them back (see ParamCodec); nil for a primitive whose
 	// parameters are always nil, or that cannot be exported (an equation
-	// with parameters and no codec makes the export fail).
-	Codec *ParamCodec
+	// with parameters and no codec makes the export fail). A primitive
+	// with parameters sets it where it is defined (graphio.Params).
+	Codec ParamCodec
 	// NoEval, when set, is why Eval refuses the primitive: it only exists
 	// to be transformed (a linear map that only has a transpose rule).
 	NoEval string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -118,7 +119,7 @@ type Device interface {
 }
 
 func reduction1(name string) *interp.Prim {
-	p := interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
+	p := graphio.Params[CollectiveParams](interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		checkClass(numeric, in[0])
 		cp := params.(CollectiveParams)
@@ -126,7 +127,7 @@ func reduction1(name string) *interp.Prim {
 			interp.Panicf("%s needs one size per axis name (axes %v, sizes %v)", name, cp.Axes, cp.Sizes)
 		}
 		return one(in[0])
-	})
+	}))
 	return p
 }
 
@@ -135,10 +136,10 @@ var (
 	Psum        = reduction1("psum")
 	Pmax        = reduction1("pmax")
 	Pmin        = reduction1("pmin")
-	AllGather   = interp.NewPrim("all_gather", interp.Pure, allGatherAbstract)
-	PsumScatter = interp.NewPrim("psum_scatter", interp.Pure, psumScatterAbstract)
-	AllToAll    = interp.NewPrim("all_to_all", interp.Pure, allToAllAbstract)
-	Ppermute    = interp.NewPrim("ppermute", interp.Pure, ppermuteAbstract)
+	AllGather   = graphio.Params[GatherParams](interp.NewPrim("all_gather", interp.Pure, allGatherAbstract))
+	PsumScatter = graphio.Params[GatherParams](interp.NewPrim("psum_scatter", interp.Pure, psumScatterAbstract))
+	AllToAll    = graphio.Params[AllToAllParams](interp.NewPrim("all_to_all", interp.Pure, allToAllAbstract))
+	Ppermute    = graphio.Params[PermuteParams](interp.NewPrim("ppermute", interp.Pure, ppermuteAbstract))
 )
 
 // Collectives lists the collective primitives.

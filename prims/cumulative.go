@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -23,12 +24,12 @@ func (p CumsumParams) String() string {
 }
 
 // Cumsum is the inclusive cumulative sum along CumsumParams.Axis.
-var Cumsum = interp.NewPrim("cumsum", interp.Pure, func(params any, in []aval) []aval {
+var Cumsum = graphio.Params[CumsumParams](interp.NewPrim("cumsum", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 1)
 	checkClass(numeric, in[0])
 	checkAxis(params.(CumsumParams).Axis, len(in[0].Shape))
 	return one(in[0])
-})
+}))
 
 func init() {
 	defSameJVP(Cumsum)
@@ -56,7 +57,7 @@ func init() {
 //     input's tangent gathered there.
 
 func scanPrim(name string, c dclass, withIndex bool) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
+	return graphio.Params[CumsumParams](interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		checkClass(c, in[0])
 		checkAxis(params.(CumsumParams).Axis, len(in[0].Shape))
@@ -64,7 +65,7 @@ func scanPrim(name string, c dclass, withIndex bool) *interp.Prim {
 			return []aval{in[0], {Shape: in[0].Shape, DType: backend.Int64}}
 		}
 		return one(in[0])
-	})
+	}))
 }
 
 // Cumprod is the inclusive cumulative product along CumsumParams.Axis.

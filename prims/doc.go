@@ -22,8 +22,11 @@
 // The primitives are filed by family (elementwise.go, random.go,
 // reduce.go, cumulative.go, shape.go, index.go, scatter_reduce.go,
 // dot.go, window.go, linalg.go, sort.go, special.go; helpers.go holds
-// what they share). Each primitive's definition is followed by the init
-// that sets its differentiation rules: a JVP rule for every
+// what they share). A primitive with parameters declares their type at
+// its definition, graphio.Params[T](interp.NewPrim(…)), which gives it
+// the codec exported programs write them with. Each primitive's
+// definition is followed by the init that sets its differentiation
+// rules: a JVP rule for every
 // differentiable primitive and a transpose rule for every linear one,
 // all written with interp.Bind so they are themselves transformable. Primitives marked NonDifferentiable have zero tangents:
 // floor, ceil, round, floor_divide, not, and, or, the comparisons, argmax,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -77,14 +78,14 @@ func DotShape(p DotParams, a, b []int) []int {
 
 // DotGeneral is a general tensor contraction (see DotParams). Operands
 // have one numeric dtype.
-var DotGeneral = interp.NewPrim("dot_general", interp.Pure, func(params any, in []aval) []aval {
+var DotGeneral = graphio.Params[DotParams](interp.NewPrim("dot_general", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 2)
 	if in[0].DType != in[1].DType {
 		interp.Panicf("operands must have one dtype")
 	}
 	checkClass(numeric, in[0])
 	return one(aval{Shape: DotShape(params.(DotParams), in[0].Shape, in[1].Shape), DType: in[0].DType})
-})
+}))
 
 func init() {
 	defJVP(DotGeneral, func(params any, x, t []*tensor, _ *tensor) *tensor {

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -609,14 +610,14 @@ func (p ConvertParams) String() string { return "dtype=" + p.DType.String() }
 // ConvertElementType converts to ConvertParams.DType by the one
 // conversion rule of backend/convert.go (float → int truncates toward
 // zero and saturates, NaN → 0; nonzero → true).
-var ConvertElementType = interp.NewPrim("convert_element_type", interp.Pure, func(params any, in []aval) []aval {
+var ConvertElementType = graphio.Params[ConvertParams](interp.NewPrim("convert_element_type", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 1)
 	p := params.(ConvertParams)
 	if !p.DType.IsValid() {
 		interp.Panicf("invalid target dtype")
 	}
 	return one(aval{Shape: in[0].Shape, DType: p.DType})
-})
+}))
 
 func init() {
 	defJVP(ConvertElementType, func(params any, x, t []*tensor, _ *tensor) *tensor {

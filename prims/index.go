@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -32,13 +33,13 @@ func checkIndices(a aval) {
 // indices of operand 1: out[p…, j…, s…] = x[p…, idx[j…], s…]. Indices
 // outside [0, n) are clamped (as XLA does); the array API normalizes
 // negative indices and checks ranges eagerly where it can.
-var Gather = interp.NewPrim("gather", interp.Pure, func(params any, in []aval) []aval {
+var Gather = graphio.Params[AxisParams](interp.NewPrim("gather", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 2)
 	axis := params.(AxisParams).Axis
 	checkAxis(axis, len(in[0].Shape))
 	checkIndices(in[1])
 	return one(aval{Shape: GatherShape(in[0].Shape, in[1].Shape, axis), DType: in[0].DType})
-})
+}))
 
 func init() {
 	defSameJVP(Gather)
@@ -55,7 +56,7 @@ func gatherTranspose(params any, ct *tensor, args []*tensor, _ []bool) []*tensor
 }
 
 func scatter(name string) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
+	return graphio.Params[AxisParams](interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
 		checkArity(in, 3)
 		axis := params.(AxisParams).Axis
 		checkAxis(axis, len(in[0].Shape))
@@ -68,7 +69,7 @@ func scatter(name string) *interp.Prim {
 			checkClass(numeric, in[0])
 		}
 		return one(in[0])
-	})
+	}))
 }
 
 // ScatterAdd returns operand 0 with operand 2's slices added at the
@@ -145,7 +146,7 @@ func checkStarts(in []aval, rank int) {
 // DynamicSlice takes a slice of sizes DynamicSliceParams.Sizes of operand
 // 0 starting at the i64 scalar operands 1… (one per dimension). Starts are
 // clamped so the slice fits, as in XLA.
-var DynamicSlice = interp.NewPrim("dynamic_slice", interp.Pure, func(params any, in []aval) []aval {
+var DynamicSlice = graphio.Params[DynamicSliceParams](interp.NewPrim("dynamic_slice", interp.Pure, func(params any, in []aval) []aval {
 	if len(in) < 1 {
 		interp.Panicf("needs an operand")
 	}
@@ -159,7 +160,7 @@ var DynamicSlice = interp.NewPrim("dynamic_slice", interp.Pure, func(params any,
 		}
 	}
 	return one(aval{Shape: append([]int{}, sizes...), DType: in[0].DType})
-})
+}))
 
 func init() {
 	defSameJVP(DynamicSlice)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -76,7 +77,7 @@ var Cholesky = interp.NewPrim("cholesky", interp.Pure, func(_ any, in []aval) []
 // where a [..., m, m] is triangular (see TriangularSolveParams) and b is
 // [..., m, n] (left) or [..., n, m] (right), with a's batch dimensions.
 // The result has b's shape. A zero on a's diagonal gives ±Inf or NaN.
-var TriangularSolve = interp.NewPrim("triangular_solve", interp.Pure, func(params any, in []aval) []aval {
+var TriangularSolve = graphio.Params[TriangularSolveParams](interp.NewPrim("triangular_solve", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 2)
 	p := params.(TriangularSolveParams)
 	m, _ := checkMatrices(in[0], true)
@@ -100,7 +101,7 @@ var TriangularSolve = interp.NewPrim("triangular_solve", interp.Pure, func(param
 		interp.Panicf("b %v has %d %s, a is %d×%d", in[1].Shape, k, side, m, m)
 	}
 	return one(in[1])
-})
+}))
 
 // LU is the LU factorization with partial pivoting of square matrices
 // [..., n, n]: P·a = L·U with L unit lower triangular and U upper
@@ -147,7 +148,7 @@ var Eigh = interp.NewPrim("eigh", interp.Pure, func(_ any, in []aval) []aval {
 // and, with SVDParams.ComputeUV, u [..., m, k] and vt [..., k, n] with
 // orthonormal columns and rows, u·diag(s)·vt = a. If the iteration does
 // not converge the results are NaN.
-var SVD = interp.NewPrim("svd", interp.Pure, func(params any, in []aval) []aval {
+var SVD = graphio.Params[SVDParams](interp.NewPrim("svd", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 1)
 	m, n := checkMatrices(in[0], false)
 	r := len(in[0].Shape)
@@ -158,7 +159,7 @@ var SVD = interp.NewPrim("svd", interp.Pure, func(params any, in []aval) []aval 
 		return []aval{s}
 	}
 	return []aval{s, {Shape: withLast(b, m, k), DType: in[0].DType}, {Shape: withLast(b, k, n), DType: in[0].DType}}
-})
+}))
 
 // ---------------------------------------------------------------------------
 // Matrix helpers of the rules (Bind only, so the rules are transformable).
@@ -524,12 +525,12 @@ func (p PinvParams) String() string { return fmt.Sprintf("rtol=%g", p.RTol) }
 // there). Pinv and Det are marked Whole, and have batching rules, so
 // staging and Vmap keep them one primitive with its own JVP rule.
 var Pinv = func() *interp.Prim {
-	p := interp.NewPrim("pinv", interp.Pure, func(_ any, in []aval) []aval {
+	p := graphio.Params[PinvParams](interp.NewPrim("pinv", interp.Pure, func(_ any, in []aval) []aval {
 		checkArity(in, 1)
 		m, n := checkMatrices(in[0], false)
 		r := len(in[0].Shape)
 		return one(aval{Shape: withLast(in[0].Shape[:r-2], n, m), DType: in[0].DType})
-	})
+	}))
 	p.Impl = pinvImpl
 	p.Whole = true
 	return p

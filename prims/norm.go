@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -37,7 +38,7 @@ type NormParams struct {
 func (p NormParams) String() string { return fmt.Sprintf("axes=%d eps=%g", p.Axes, p.Eps) }
 
 func normPrim(name string) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
+	return graphio.Params[NormParams](interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		checkClass(floats, in[0])
 		k, r := params.(NormParams).Axes, len(in[0].Shape)
@@ -45,7 +46,7 @@ func normPrim(name string) *interp.Prim {
 			interp.Panicf("%s over the last %d axes of a rank-%d operand (want 1 to the rank)", name, k, r)
 		}
 		return []aval{in[0], {Shape: append([]int{}, in[0].Shape[:r-k]...), DType: in[0].DType}}
-	})
+	}))
 }
 
 // LayerNorm standardizes x over its last NormParams.Axes axes; its

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -18,7 +19,7 @@ type ReduceParams struct{ Axes []int }
 func (p ReduceParams) String() string { return fmt.Sprintf("axes=%v", p.Axes) }
 
 func reduction(name string, c dclass) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
+	return graphio.Params[ReduceParams](interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		checkClass(c, in[0])
 		axes := params.(ReduceParams).Axes
@@ -39,7 +40,7 @@ func reduction(name string, c dclass) *interp.Prim {
 			shape = append(shape, d)
 		}
 		return one(aval{Shape: shape, DType: in[0].DType})
-	})
+	}))
 }
 
 // Reductions over ReduceParams.Axes.
@@ -97,7 +98,7 @@ func reduceProdJVP(params any, x, t []*tensor, out *tensor) *tensor {
 }
 
 func argReduction(name string) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
+	return graphio.Params[AxisParams](interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		axis := params.(AxisParams).Axis
 		checkAxis(axis, len(in[0].Shape))
@@ -106,7 +107,7 @@ func argReduction(name string) *interp.Prim {
 		}
 		shape := append(append([]int{}, in[0].Shape[:axis]...), in[0].Shape[axis+1:]...)
 		return one(aval{Shape: shape, DType: backend.Int64})
-	})
+	}))
 }
 
 // ArgMax and ArgMin return the index (i64) of the first maximum (minimum)

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -30,7 +31,7 @@ func (p BroadcastParams) String() string {
 // view: at eval level the result shares the operand's memory with zero
 // strides.
 var BroadcastInDim = func() *interp.Prim {
-	p := interp.NewPrim("broadcast_in_dim", interp.ViewKind, func(params any, in []aval) []aval {
+	p := graphio.Params[BroadcastParams](interp.NewPrim("broadcast_in_dim", interp.ViewKind, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		bp := params.(BroadcastParams)
 		checkShape(bp.Shape)
@@ -46,7 +47,7 @@ var BroadcastInDim = func() *interp.Prim {
 			}
 		}
 		return one(aval{Shape: bp.Shape, DType: in[0].DType})
-	})
+	}))
 	p.ViewArray = func(params any, a backend.Array) (backend.Array, bool) {
 		bp := params.(BroadcastParams)
 		st := a.EffectiveStrides()
@@ -123,14 +124,14 @@ func (p ReshapeParams) String() string { return fmt.Sprintf("shape=%v", p.Shape)
 // when the operand's layout allows one (always for contiguous operands);
 // otherwise eval copies.
 var Reshape = func() *interp.Prim {
-	p := interp.NewPrim("reshape", interp.ViewKind, func(params any, in []aval) []aval {
+	p := graphio.Params[ReshapeParams](interp.NewPrim("reshape", interp.ViewKind, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		shape := params.(ReshapeParams).Shape
 		if checkShape(shape) != in[0].Size() {
 			interp.Panicf("cannot reshape %d elements into shape %v", in[0].Size(), shape)
 		}
 		return one(aval{Shape: shape, DType: in[0].DType})
-	})
+	}))
 	p.ViewArray = func(params any, a backend.Array) (backend.Array, bool) {
 		shape := params.(ReshapeParams).Shape
 		if a.IsContiguous() {
@@ -192,7 +193,7 @@ func (p TransposeParams) String() string { return fmt.Sprintf("perm=%v", p.Perm)
 // Transpose permutes dimensions: result dimension i is operand dimension
 // Perm[i]. It is a view.
 var Transpose = func() *interp.Prim {
-	p := interp.NewPrim("transpose", interp.ViewKind, func(params any, in []aval) []aval {
+	p := graphio.Params[TransposeParams](interp.NewPrim("transpose", interp.ViewKind, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		perm := params.(TransposeParams).Perm
 		checkLen("perm", len(perm), len(in[0].Shape))
@@ -202,7 +203,7 @@ var Transpose = func() *interp.Prim {
 			shape[i] = in[0].Shape[q]
 		}
 		return one(aval{Shape: shape, DType: in[0].DType})
-	})
+	}))
 	p.ViewArray = func(params any, a backend.Array) (backend.Array, bool) {
 		perm := params.(TransposeParams).Perm
 		st := a.EffectiveStrides()
@@ -271,10 +272,10 @@ func sliceLen(start, limit, stride int) int {
 // Slice takes elements Start ≤ i < Limit with step Stride in each
 // dimension. It is a view.
 var Slice = func() *interp.Prim {
-	p := interp.NewPrim("slice", interp.ViewKind, func(params any, in []aval) []aval {
+	p := graphio.Params[SliceParams](interp.NewPrim("slice", interp.ViewKind, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		return one(aval{Shape: SliceShape(params.(SliceParams), in[0].Shape), DType: in[0].DType})
-	})
+	}))
 	p.ViewArray = func(params any, a backend.Array) (backend.Array, bool) {
 		sp := params.(SliceParams)
 		st := a.EffectiveStrides()
@@ -337,7 +338,7 @@ func (p PadParams) String() string {
 }
 
 // Pad pads operand 0 with the scalar operand 1 (same dtype, rank 0).
-var Pad = interp.NewPrim("pad", interp.Pure, func(params any, in []aval) []aval {
+var Pad = graphio.Params[PadParams](interp.NewPrim("pad", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 2)
 	if len(in[1].Shape) != 0 || in[1].DType != in[0].DType {
 		interp.Panicf("padding value must be a scalar of the operand's dtype")
@@ -360,7 +361,7 @@ var Pad = interp.NewPrim("pad", interp.Pure, func(params any, in []aval) []aval 
 	}
 	checkShape(shape)
 	return one(aval{Shape: shape, DType: in[0].DType})
-})
+}))
 
 // errPadTooLarge and errPadRemoves are PadLen's errors.
 var (
@@ -451,7 +452,7 @@ func padTranspose(params any, ct *tensor, args []*tensor, linear []bool) []*tens
 }
 
 // Concatenate joins its operands along AxisParams.Axis.
-var Concatenate = interp.NewPrim("concatenate", interp.Pure, func(params any, in []aval) []aval {
+var Concatenate = graphio.Params[AxisParams](interp.NewPrim("concatenate", interp.Pure, func(params any, in []aval) []aval {
 	if len(in) == 0 {
 		interp.Panicf("needs at least one operand")
 	}
@@ -474,7 +475,7 @@ var Concatenate = interp.NewPrim("concatenate", interp.Pure, func(params any, in
 	}
 	checkShape(shape)
 	return one(aval{Shape: shape, DType: in[0].DType})
-})
+}))
 
 func init() {
 	defJVP(Concatenate, func(params any, x, t []*tensor, _ *tensor) *tensor {
@@ -515,11 +516,11 @@ type RevParams struct{ Axes []int }
 func (p RevParams) String() string { return fmt.Sprintf("axes=%v", p.Axes) }
 
 // Rev reverses the order of elements along RevParams.Axes.
-var Rev = interp.NewPrim("rev", interp.Pure, func(params any, in []aval) []aval {
+var Rev = graphio.Params[RevParams](interp.NewPrim("rev", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 1)
 	checkAxes(params.(RevParams).Axes, len(in[0].Shape))
 	return one(in[0])
-})
+}))
 
 func init() {
 	defSameJVP(Rev)
@@ -542,7 +543,7 @@ func (p IotaParams) String() string {
 
 // Iota makes a tensor whose elements are their index along IotaParams.Dim.
 // It takes no operands.
-var Iota = interp.NewPrim("iota", interp.Pure, func(params any, in []aval) []aval {
+var Iota = graphio.Params[IotaParams](interp.NewPrim("iota", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 0)
 	ip := params.(IotaParams)
 	checkShape(ip.Shape)
@@ -551,7 +552,7 @@ var Iota = interp.NewPrim("iota", interp.Pure, func(params any, in []aval) []ava
 		interp.Panicf("iota needs a numeric dtype, not %v", ip.DType)
 	}
 	return one(aval{Shape: ip.Shape, DType: ip.DType})
-})
+}))
 
 func init() {
 	Iota.NonDifferentiable = true

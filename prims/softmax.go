@@ -1,6 +1,9 @@
 package prims
 
-import "github.com/peel-ml/peel/interp"
+import (
+	"github.com/peel-ml/peel/graphio"
+	"github.com/peel-ml/peel/interp"
+)
 
 // Softmax and log-softmax along one axis (AxisParams). As composites they
 // were five kernels each (a maximum, a subtraction, an exponential, a
@@ -18,12 +21,12 @@ import "github.com/peel-ml/peel/interp"
 // result.
 
 func softmaxPrim(name string) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
+	return graphio.Params[AxisParams](interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		checkClass(floats, in[0])
 		checkAxis(params.(AxisParams).Axis, len(in[0].Shape))
 		return one(in[0])
-	})
+	}))
 }
 
 // Softmax is e^x normalized to sum to 1 along AxisParams.Axis, computed

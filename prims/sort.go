@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -28,7 +29,7 @@ func (p SortParams) String() string {
 // (NaN first) while ties keep their original order. Its derivative goes
 // through the permutation: the tangent of result k is operand k's tangent
 // gathered with the sorting indices.
-var Sort = interp.NewPrim("sort", interp.Pure, func(params any, in []aval) []aval {
+var Sort = graphio.Params[SortParams](interp.NewPrim("sort", interp.Pure, func(params any, in []aval) []aval {
 	if len(in) == 0 {
 		interp.Panicf("needs at least one operand (the key)")
 	}
@@ -44,7 +45,7 @@ var Sort = interp.NewPrim("sort", interp.Pure, func(params any, in []aval) []ava
 		out[k] = a
 	}
 	return out
-})
+}))
 
 func init() {
 	Sort.JVP = sortJVP
@@ -130,7 +131,7 @@ func (p SearchParams) String() string { return fmt.Sprintf("right=%v", p.Right) 
 // its leading dimensions index rows of operand 0 (none for a 1-d sorted
 // operand), and the result has operand 1's shape. The operands have one
 // numeric dtype. It has no derivative.
-var SearchSorted = interp.NewPrim("searchsorted", interp.Pure, func(_ any, in []aval) []aval {
+var SearchSorted = graphio.Params[SearchParams](interp.NewPrim("searchsorted", interp.Pure, func(_ any, in []aval) []aval {
 	checkArity(in, 2)
 	s, v := in[0], in[1]
 	checkClass(numeric, s)
@@ -145,6 +146,6 @@ var SearchSorted = interp.NewPrim("searchsorted", interp.Pure, func(_ any, in []
 		interp.Panicf("values %v do not start with the sorted operand's leading dimensions %v", v.Shape, s.Shape[:l])
 	}
 	return one(aval{Shape: v.Shape, DType: backend.Int64})
-})
+}))
 
 func init() { SearchSorted.NonDifferentiable = true }

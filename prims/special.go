@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -63,7 +64,7 @@ func (p PolygammaParams) String() string { return fmt.Sprintf("n=%d", p.N) }
 //
 // It is not an Elementwise-rule primitive (its rule carries a
 // parameter); its batching rule is the elementwise one all the same.
-var Polygamma = interp.NewPrim("polygamma", interp.Pure, func(params any, in []aval) []aval {
+var Polygamma = graphio.Params[PolygammaParams](interp.NewPrim("polygamma", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 1)
 	p, ok := params.(PolygammaParams)
 	if !ok || p.N < 0 || p.N > MaxPolygammaOrder {
@@ -71,7 +72,7 @@ var Polygamma = interp.NewPrim("polygamma", interp.Pure, func(params any, in []a
 	}
 	checkClass(floats, in[0])
 	return one(in[0])
-})
+}))
 
 // intBinary registers an elementwise binary primitive on i64 operands.
 func intBinary(name string) *interp.Prim {

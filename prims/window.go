@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 )
 
@@ -182,14 +183,14 @@ func ConvShape(p ConvParams, lhs, rhs []int) []int {
 // groups the result is [N/BG, O, …] and result feature o reads lhs batch
 // element b·N/BG + n instead, b = o / (O/BG). Operands have one
 // floating-point dtype.
-var ConvGeneralDilated = interp.NewPrim("conv_general_dilated", interp.Pure, func(params any, in []aval) []aval {
+var ConvGeneralDilated = graphio.Params[ConvParams](interp.NewPrim("conv_general_dilated", interp.Pure, func(params any, in []aval) []aval {
 	checkArity(in, 2)
 	if in[0].DType != in[1].DType {
 		interp.Panicf("operands must have one dtype")
 	}
 	checkClass(floats, in[0])
 	return one(aval{Shape: ConvShape(params.(ConvParams), in[0].Shape, in[1].Shape), DType: in[0].DType})
-})
+}))
 
 func init() {
 	defJVP(ConvGeneralDilated, func(params any, x, t []*tensor, _ *tensor) *tensor {
@@ -425,11 +426,11 @@ func WindowShape(p WindowParams, shape []int) []int {
 }
 
 func windowReduction(name string) *interp.Prim {
-	return interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
+	return graphio.Params[WindowParams](interp.NewPrim(name, interp.Pure, func(params any, in []aval) []aval {
 		checkArity(in, 1)
 		checkClass(numeric, in[0])
 		return one(aval{Shape: WindowShape(params.(WindowParams), in[0].Shape), DType: in[0].DType})
-	})
+	}))
 }
 
 // Window reductions (see WindowParams): each result element reduces one

@@ -9,6 +9,7 @@ import (
 	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/batching"
 	"github.com/peel-ml/peel/functionalize"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
@@ -154,7 +155,7 @@ var builtinPolicies = func() map[string]*SavePolicy {
 // encodePolicy writes a policy into an exported program: by name, or
 // SaveOnlyNames's names; a policy of the user's own (SaveIf) holds a Go
 // function, which a file cannot.
-func encodePolicy(w *interp.ParamWriter, p SavePolicy) {
+func encodePolicy(w *graphio.Writer, p SavePolicy) {
 	switch {
 	case p.name == "" || p.builtin:
 		w.Uint(1)
@@ -173,7 +174,7 @@ func encodePolicy(w *interp.ParamWriter, p SavePolicy) {
 	}
 }
 
-func decodePolicy(r *interp.ParamReader) SavePolicy {
+func decodePolicy(r *graphio.Reader) SavePolicy {
 	switch r.Uint() {
 	case 1:
 		name := r.Text()
@@ -200,39 +201,32 @@ func decodePolicy(r *interp.ParamReader) SavePolicy {
 	return SavePolicy{}
 }
 
-// checkpointCodec writes the checkpoint primitive's parameters: its
-// graph, the number of argument leaves and the policy.
-var checkpointCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) {
-		c := params.(*ckptParams)
-		w.Graph(c.graph)
-		w.Int(c.nArgs)
-		encodePolicy(w, c.policy)
-	},
-	Decode: func(r *interp.ParamReader) any {
-		g := r.Graph()
-		n := r.Int()
-		policy := decodePolicy(r)
-		if r.Err() != nil {
-			return nil
-		}
-		if n < 0 || n > len(g.In) {
-			r.Failf("a checkpoint of %d argument leaves with %d inputs", n, len(g.In))
-			return nil
-		}
-		return &ckptParams{graph: g, policy: policy, nArgs: n, shared: newPlanCache()}
-	},
+// encodeCheckpoint writes the checkpoint primitive's parameters into an
+// exported program: its graph, the number of argument leaves and the
+// policy.
+func encodeCheckpoint(w *graphio.Writer, c *ckptParams) {
+	w.Graph(c.graph)
+	w.Int(c.nArgs)
+	encodePolicy(w, c.policy)
 }
 
-var nameCodec = &interp.ParamCodec{
-	Encode: func(w *interp.ParamWriter, params any) { w.Text(params.(nameParams).name) },
-	Decode: func(r *interp.ParamReader) any { return nameParams{r.Text()} },
+func decodeCheckpoint(r *graphio.Reader) *ckptParams {
+	g := r.Graph()
+	n := r.Int()
+	policy := decodePolicy(r)
+	if r.Err() != nil {
+		return nil
+	}
+	if n < 0 || n > len(g.In) {
+		r.Failf("a checkpoint of %d argument leaves with %d inputs", n, len(g.In))
+		return nil
+	}
+	return &ckptParams{graph: g, policy: policy, nArgs: n, shared: newPlanCache()}
 }
 
-func init() {
-	checkpointPrim.Codec = checkpointCodec
-	namePrim.Codec = nameCodec
-}
+func encodeName(w *graphio.Writer, p nameParams) { w.Text(p.name) }
+
+func decodeName(r *graphio.Reader) nameParams { return nameParams{r.Text()} }
 
 // Checkpoint returns f whose gradients save only what policy allows of
 // the values f computes, and recompute the rest in the backward pass
@@ -360,11 +354,11 @@ func (*ckptParams) String() string { return "checkpoint" }
 // results (interp.Effectful).
 func (c *ckptParams) HasEffect() bool { return c.graph.HasEffect() }
 
-var checkpointPrim = interp.NewPrim("checkpoint", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+var checkpointPrim = graphio.ParamsWith[*ckptParams](interp.NewPrim("checkpoint", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 	g := params.(*ckptParams).graph
 	checkOperands("checkpoint", g, in)
 	return outAvals(g)
-})
+}), encodeCheckpoint, decodeCheckpoint)
 
 // plan returns the checkpoint's plan for the inputs with tangents
 // (has), made once per mask: J, its split, and what the forward pass
@@ -546,9 +540,9 @@ func (p nameParams) String() string { return strconv.Quote(p.name) }
 
 // namePrim marks a value for SaveOnlyNames: the identity, staged as its
 // own equation.
-var namePrim = interp.NewPrim("name", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+var namePrim = graphio.ParamsWith[nameParams](interp.NewPrim("name", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 	return []interp.Aval{in[0]}
-})
+}), encodeName, decodeName)
 
 // Name marks x with a name, for a checkpoint's SaveOnlyNames policy
 // (JAX's checkpoint_name): the value is x. Outside a traced function

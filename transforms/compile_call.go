@@ -6,6 +6,7 @@ import (
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
@@ -60,7 +61,7 @@ func (c *callParams) String() string { return c.name + "#" + strconv.FormatInt(c
 func (c *callParams) RuleKey() string { return "compiled#" + strconv.FormatInt(c.id, 10) }
 
 var compiledCall = func() *interp.Prim {
-	p := interp.NewPrim("compiled_call", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+	p := graphio.ParamsWith[*callParams](interp.NewPrim("compiled_call", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 		g := params.(*callParams).graph
 		checkOperands("compiled_call", g, in)
 		out := make([]interp.Aval, len(g.Out))
@@ -68,7 +69,7 @@ var compiledCall = func() *interp.Prim {
 			out[i] = v.Aval
 		}
 		return out
-	})
+	}), encodeCall, decodeCall)
 	p.Whole = true
 	p.Impl = func(params any, args []*tensor) []*tensor {
 		c := params.(*callParams)

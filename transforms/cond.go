@@ -7,6 +7,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
@@ -148,11 +149,11 @@ func condEvalImpl(params any, args []*tensor) []*tensor {
 // primitive for every interpreter, but marked linear, with a transpose
 // rule (a cond of the transposed branches).
 var condPrim, condLin = func() (*interp.Prim, *interp.Prim) {
-	p := interp.NewPrim("cond", interp.Pure, condAbstract)
+	p := graphio.ParamsWith[*condParams](interp.NewPrim("cond", interp.Pure, condAbstract), encodeCond, decodeCond)
 	p.Whole = true // one equation when staged
 	p.Impl = condImpl
 	p.EvalImpl = condEvalImpl
-	l := interp.NewPrim("cond_lin", interp.Pure, condAbstract)
+	l := graphio.ParamsWith[*condParams](interp.NewPrim("cond_lin", interp.Pure, condAbstract), encodeCond, decodeCond)
 	l.Whole = true
 	l.Impl = condImpl
 	l.EvalImpl = condEvalImpl

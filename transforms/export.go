@@ -16,6 +16,7 @@ import (
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/compiler"
 	"github.com/peel-ml/peel/functionalize"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
 )
@@ -220,7 +221,7 @@ func export[A, R any](op, name string, f func(A) R, x A, opts []ExportOption) *E
 			treeErrorf(op, "OmitConstants and SymbolicShape together are not supported: keep the constants in the file, or make them arguments")
 		}
 		encode := func(g *interp.Graph) []byte {
-			b, err := interp.EncodeGraph(g.DCE(), false)
+			b, err := graphio.Encode(g.DCE(), false)
 			if err != nil {
 				treeErrorf(op, "%s cannot be exported: %v", name, err)
 			}
@@ -238,7 +239,7 @@ func export[A, R any](op, name string, f func(A) R, x A, opts []ExportOption) *E
 	} else {
 		opt, _ = compiler.Optimize(g.DCE(), compiler.DefaultPasses(), false)
 		var encErr error
-		body, encErr = interp.EncodeGraph(opt, cfg.omitConsts)
+		body, encErr = graphio.Encode(opt, cfg.omitConsts)
 		if encErr != nil {
 			treeErrorf(op, "%s cannot be exported: %v", name, encErr)
 		}
@@ -521,7 +522,7 @@ func loadExported(data []byte, owned bool, opts []LoadOption) (e *Exported, err 
 	if !bytes.HasPrefix(data, []byte(exportMagic)) {
 		return fail("not an exported peel program (it does not start with %q)", exportMagic)
 	}
-	r := interp.NewParamReader(data[len(exportMagic):])
+	r := graphio.NewReader(data[len(exportMagic):])
 	version := r.Uint()
 	if r.Err() == nil && version != 1 && version != ExportVersion {
 		return fail("the program is in format version %d; this peel (%s) reads versions 1 to %d: export it again with this version, or load it with the version that wrote it", version, peel.Version(), ExportVersion)
@@ -548,7 +549,7 @@ func loadExported(data []byte, owned bool, opts []LoadOption) (e *Exported, err 
 	if r.Err() != nil {
 		return fail("malformed header: %v", r.Err())
 	}
-	g, gerr := interp.DecodeGraph(data[off:], cfg.be)
+	g, gerr := graphio.Decode(data[off:], cfg.be)
 	if gerr != nil {
 		return fail("%s (exported by peel %s): graph: %v", e.name, e.producer, gerr)
 	}

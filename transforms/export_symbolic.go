@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/interp"
 )
@@ -24,7 +25,7 @@ import (
 // for two), and the check trace must agree with every polynomial. The
 // file holds the example's graph and the polynomials, each naming the
 // integer it replaces by its place among the integers the decoder reads
-// (interp.DecodeOptions.Subst). A call binds the variables from its
+// (graphio.DecodeOptions.Subst). A call binds the variables from its
 // arguments' shapes, checks them (a variable's dimensions agree, every
 // polynomial is a whole non-negative number at the binding) and decodes
 // the graph at those sizes once per binding: no Go code is traced
@@ -203,9 +204,9 @@ func exportSymbolic(op, name string, specs []symSpec, paths []string, in []inter
 		}
 		return strings.Join(s, ", ")
 	}
-	tokens := func(body []byte) []interp.DecodeToken {
-		var t []interp.DecodeToken
-		if _, err := interp.DecodeGraphWith(body, interp.DefaultBackend(), interp.DecodeOptions{Tokens: &t}); err != nil {
+	tokens := func(body []byte) []graphio.DecodeToken {
+		var t []graphio.DecodeToken
+		if _, err := graphio.DecodeWith(body, interp.DefaultBackend(), graphio.DecodeOptions{Tokens: &t}); err != nil {
 			treeErrorf(op, "%s: the traced program does not load: %v", name, err)
 		}
 		return t
@@ -214,7 +215,7 @@ func exportSymbolic(op, name string, specs []symSpec, paths []string, in []inter
 	// combination (point m: bit j set for 2a).
 	npts := 1 << k
 	vals := make([][]int64, npts)
-	toks := make([][]interp.DecodeToken, npts)
+	toks := make([][]graphio.DecodeToken, npts)
 	for m := range npts {
 		vals[m] = make([]int64, k)
 		for j := range k {
@@ -230,7 +231,7 @@ func exportSymbolic(op, name string, specs []symSpec, paths []string, in []inter
 		}
 		toks[m] = tokens(body)
 	}
-	same := func(m int, t []interp.DecodeToken) {
+	same := func(m int, t []graphio.DecodeToken) {
 		ref := toks[0]
 		if len(t) != len(ref) {
 			treeErrorf(op, "%s traces to a program of another structure at %s than at %s: a Go branch or loop depends on a dimension variable", name, describe(vals[m]), describe(vals[0]))
@@ -340,7 +341,7 @@ func appendSymbolic(b []byte, p *symbolic) []byte {
 
 // readSymbolic reads what appendSymbolic wrote; nIn is the number of
 // argument leaves.
-func readSymbolic(r *interp.ParamReader, nIn int) *symbolic {
+func readSymbolic(r *graphio.Reader, nIn int) *symbolic {
 	p := &symbolic{}
 	nv := r.Len()
 	if nv > maxSymVars {
@@ -415,7 +416,7 @@ func (e *Exported) instance(op string, args []*peel.Tensor) *symInstance {
 		}
 		subst[s.index] = x.Num().Int64()
 	}
-	g, err := interp.DecodeGraphWith(p.body, e.be, interp.DecodeOptions{Subst: subst})
+	g, err := graphio.DecodeWith(p.body, e.be, graphio.DecodeOptions{Subst: subst})
 	if err != nil {
 		treeErrorf(op, "the program does not fit the sizes %s: %v", strings.Join(binding, ", "), err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/scanopt"
 	"github.com/peel-ml/peel/internal/treeimpl"
@@ -320,11 +321,11 @@ func scanEvalImpl(params any, args []*tensor) []*tensor {
 // but the residuals (the first nRes xs; see scanJVP): the same primitive
 // for every interpreter, but marked linear, with a transpose rule.
 var scanPrim, scanLin = func() (*interp.Prim, *interp.Prim) {
-	p := interp.NewPrim("scan", interp.Pure, scanAbstract)
+	p := graphio.ParamsWith[*scanParams](interp.NewPrim("scan", interp.Pure, scanAbstract), encodeScan, decodeScan)
 	p.Whole = true // one equation when staged
 	p.Impl = scanImpl
 	p.EvalImpl = scanEvalImpl
-	l := interp.NewPrim("scan_lin", interp.Pure, scanAbstract)
+	l := graphio.ParamsWith[*scanParams](interp.NewPrim("scan_lin", interp.Pure, scanAbstract), encodeScan, decodeScan)
 	l.Whole = true
 	l.Impl = scanImpl
 	l.EvalImpl = scanEvalImpl

@@ -9,6 +9,7 @@ import (
 	"github.com/peel-ml/peel"
 	"github.com/peel-ml/peel/autodiff"
 	"github.com/peel-ml/peel/batching"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/internal/lru"
 	"github.com/peel-ml/peel/internal/treeimpl"
 	"github.com/peel-ml/peel/interp"
@@ -263,14 +264,14 @@ func whileLinImpl(params any, args []*tensor) []*tensor {
 // of the file): linear in its tangent operands, with a transpose that
 // refuses.
 var whilePrim, whileLin = func() (*interp.Prim, *interp.Prim) {
-	p := interp.NewPrim("while", interp.Pure, whileAbstract)
+	p := graphio.ParamsWith[*whileParams](interp.NewPrim("while", interp.Pure, whileAbstract), encodeWhile, decodeWhile)
 	p.Whole = true // one equation when staged
 	p.Impl = whileImpl
 	p.EvalImpl = whileEvalImpl
-	l := interp.NewPrim("while_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
+	l := graphio.ParamsWith[*whileLinParams](interp.NewPrim("while_lin", interp.Pure, func(params any, in []interp.Aval) []interp.Aval {
 		lp := params.(*whileLinParams)
 		return whileAbstract(lp.w, in)[lp.lo:lp.hi]
-	})
+	}), encodeWhileLin, decodeWhileLin)
 	l.Whole = true
 	// Linear in its tangent operands; the primal ones are never tangents
 	// (and the transpose refuses anyway).

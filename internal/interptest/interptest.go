@@ -7,6 +7,7 @@ import (
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/backend/cpu"
+	"github.com/peel-ml/peel/graphio"
 	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/prims"
 )
@@ -137,21 +138,21 @@ func Writes() map[string]func(w *interp.Tensor) {
 	}
 }
 
-// Reencodes reports how g's exported-program encoding (interp.EncodeGraph)
+// Reencodes reports how g's exported-program encoding (graphio.Encode)
 // differs from the encoding of the graph decoded from it: a parameter
 // codec that reads a field into another's place writes it back there,
 // whatever values the program computes. It is empty when the bytes agree,
 // and otherwise names the first byte that differs (or the error).
 func Reencodes(g *interp.Graph) string {
-	b1, err := interp.EncodeGraph(g, false)
+	b1, err := graphio.Encode(g, false)
 	if err != nil {
 		return err.Error()
 	}
-	g2, err := interp.DecodeGraph(b1, cpu.New())
+	g2, err := graphio.Decode(b1, cpu.New())
 	if err != nil {
 		return err.Error()
 	}
-	b2, err := interp.EncodeGraph(g2, false)
+	b2, err := graphio.Encode(g2, false)
 	if err != nil {
 		return err.Error()
 	}
