@@ -233,9 +233,23 @@ type HostAdopter interface {
 // FromHost takes for its dtype), or nil when buf is not one. A caller
 // hands the memory to code outside Go (an MPI call) without copying it;
 // it must not write into a buffer that holds a tensor's value, and keeps
-// the buffer's tensor reachable while it uses the slice.
+// the buffer's tensor reachable while it uses the slice. The slice's
+// elements hold no pointers, but they may share their Go object with
+// the buffer's header (the CPU backend's small buffers), which points to
+// them: a bare pointer to them (an unsafe.Pointer) given to C fails
+// cgo's pointer check, which reads the whole object, unless the memory
+// is pinned (runtime.Pinner) for the call.
 type HostViewer interface {
 	HostView(buf Buffer) any
+}
+
+// MemorySharer is implemented by backends that can tell whether two
+// buffers share memory: SharesMemory reports whether the elements of x
+// and y overlap (two buffers over one host slice, or parts of one), and
+// answers true for a buffer it cannot tell about (another backend's).
+// An empty buffer shares nothing.
+type MemorySharer interface {
+	SharesMemory(x, y Buffer) bool
 }
 
 // FromOwnedHost returns a buffer of b holding data, a slice the caller

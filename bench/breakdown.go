@@ -232,7 +232,7 @@ func classifyCPU(name, file string) string {
 		return "reduce"
 	case file == "parallel.go":
 		return "sync"
-	case file == "cache.go":
+	case file == "cache.go" || file == "buffer.go":
 		return "alloc"
 	case file == "cpu.go":
 		switch {

@@ -39,6 +39,7 @@ func TestClassify(t *testing.T) {
 		{"zeroing", []profFrame{rt("memclrNoHeapPointersChunked"), rt("mallocgc"), cpuFn("makeBuf", "cpu.go")}},
 		{"zeroing", []profFrame{rt("memclrNoHeapPointers"), cpuFn("transposeKernel[go.shape.float32]", "window_taps.go")}},
 		{"alloc", []profFrame{rt("nextFreeFast"), rt("mallocgc"), pkg("/interp", "Bind")}},
+		{"alloc", []profFrame{cpuFn("newBuf[go.shape.float32]", "buffer.go")}},
 		{"gc", []profFrame{rt("scanobject"), rt("gcDrain"), rt("gcBgMarkWorker")}},
 		{"gc", []profFrame{rt("scanobject"), rt("gcAssistAlloc"), rt("mallocgc")}},
 		{"sync", []profFrame{rt("futex"), rt("notesleep"), rt("stopm"), rt("findRunnable"), rt("schedule")}},

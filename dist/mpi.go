@@ -427,6 +427,22 @@ func (h hostBuf) tensor(shape ...int) *peel.Tensor {
 	return t
 }
 
+// pinHost pins the memory of the host buffers bufs (those with any) in
+// p, for an MPI call given their bare pointers: the cgo pointer check
+// reads the whole Go object such a pointer points into, and a small
+// buffer of the CPU backend shares its object with the buffer's header,
+// which points to the elements (see backend.HostViewer). The elements
+// hold no pointers, so MPI may read and write them; pinned, they pass
+// the check. A non-blocking collective keeps them pinned until it
+// completes, as MPI uses them after the call returns.
+func pinHost(p *runtime.Pinner, bufs ...hostBuf) {
+	for _, h := range bufs {
+		if h.ptr != nil {
+			p.Pin(h.ptr)
+		}
+	}
+}
+
 func slicePtr(s any) unsafe.Pointer {
 	switch s := s.(type) {
 	case []float64:
@@ -484,6 +500,9 @@ func (m *mpiComm) AllReduce(x *peel.Tensor, op ReduceOp) *peel.Tensor {
 	m.agree(k)
 	in := toHost(x)
 	out := in.like(in.n)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pinHost(&pin, in, out)
 	check("MPI_Allreduce", C.peel_allreduce(m.c, in.ptr, out.ptr, C.int(in.n), in.dt, C.int(op)))
 	runtime.KeepAlive(in.keep)
 	return out.tensor(in.shape...)
@@ -495,6 +514,9 @@ func (m *mpiComm) AllGather(x *peel.Tensor) *peel.Tensor {
 	m.agree(k)
 	in := toHost(x)
 	out := in.like(in.n * m.size)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pinHost(&pin, in, out)
 	check("MPI_Allgather", C.peel_allgather(m.c, in.ptr, out.ptr, C.int(in.n), in.dt))
 	runtime.KeepAlive(in.keep)
 	return out.tensor(append([]int{m.size}, in.shape...)...)
@@ -507,13 +529,17 @@ func (m *mpiComm) Broadcast(x *peel.Tensor, root int) *peel.Tensor {
 	defer watch.end(watch.begin(m, k))
 	m.agree(k)
 	in := toHost(x)
+	var pin runtime.Pinner
+	defer pin.Unpin()
 	if m.rank == root {
 		// MPI_Bcast only reads the root's buffer.
+		pinHost(&pin, in)
 		check("MPI_Bcast", C.peel_bcast(m.c, in.ptr, C.int(in.n), in.dt, C.int(root)))
 		runtime.KeepAlive(in.keep)
 		return peel.Clone(x)
 	}
 	out := in.like(in.n)
+	pinHost(&pin, out)
 	check("MPI_Bcast", C.peel_bcast(m.c, out.ptr, C.int(in.n), in.dt, C.int(root)))
 	runtime.KeepAlive(in.keep)
 	return out.tensor(in.shape...)
@@ -528,6 +554,9 @@ func (m *mpiComm) ReduceScatter(x *peel.Tensor) *peel.Tensor {
 	}
 	in := toHost(x)
 	out := in.like(in.n / m.size)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pinHost(&pin, in, out)
 	check("MPI_Reduce_scatter_block", C.peel_reduce_scatter(m.c, in.ptr, out.ptr, C.int(in.n/m.size), in.dt))
 	runtime.KeepAlive(in.keep)
 	return out.tensor(in.shape[1:]...)
@@ -542,6 +571,9 @@ func (m *mpiComm) AllToAll(x *peel.Tensor) *peel.Tensor {
 	}
 	in := toHost(x)
 	out := in.like(in.n)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pinHost(&pin, in, out)
 	check("MPI_Alltoall", C.peel_alltoall(m.c, in.ptr, out.ptr, C.int(in.n/m.size), in.dt))
 	runtime.KeepAlive(in.keep)
 	return out.tensor(in.shape...)
@@ -563,6 +595,9 @@ func (m *mpiComm) Permute(x *peel.Tensor, perm [][2]int) *peel.Tensor {
 			src = C.int(p[0])
 		}
 	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pinHost(&pin, in, out)
 	check("MPI_Sendrecv", C.peel_sendrecv(m.c, in.ptr, dst, out.ptr, src, C.int(in.n), in.dt))
 	runtime.KeepAlive(in.keep)
 	if src == C.MPI_PROC_NULL { // nothing received: zeros, as the other engines give
@@ -639,10 +674,7 @@ func (m *mpiComm) istart(k call, x *peel.Tensor, donated bool) Request {
 	}
 	defer watch.end(watch.begin(m, k))
 	m.agree(k)
-	if in.n > 0 {
-		r.pin.Pin(in.ptr)
-		r.pin.Pin(r.out.ptr)
-	}
+	pinHost(&r.pin, in, r.out)
 	r.req = (*C.MPI_Request)(C.malloc(C.size_t(unsafe.Sizeof(C.MPI_Request(nil)))))
 	if k.c == cIAllGather {
 		check("MPI_Iallgather", C.peel_iallgather(m.c, in.ptr, r.out.ptr, C.int(in.n), in.dt, r.req))
@@ -694,6 +726,9 @@ func (r *mpiRequest) run() {
 		}
 	}()
 	r.m.agreeNow(r.k)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pinHost(&pin, r.in, r.out)
 	if r.k.c == cIAllGather {
 		r.rc = C.peel_allgather(r.m.c, r.in.ptr, r.out.ptr, C.int(r.in.n), r.in.dt)
 	} else {

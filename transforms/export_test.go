@@ -56,3 +56,7 @@ func maxInt(a, b int) int {
 	}
 	return b
 }
+
+// SharesMemory is sharesMemory, which decides whether a loop's carry
+// may be donated to the next step.
+var SharesMemory = sharesMemory

@@ -1,7 +1,6 @@
 package transforms
 
 import (
-	"reflect"
 	"strconv"
 	"sync"
 
@@ -249,24 +248,17 @@ func scanSteps(s *scanParams, args []*tensor, body func(in []*tensor, donate []b
 // sharesMemory reports whether two concrete tensors may share memory:
 // one storage, or buffers whose memory overlaps (a program may return one
 // buffer as two results of distinct storages). It answers true when it
-// cannot tell (a buffer that is not a Go slice).
+// cannot tell (a backend that is no backend.MemorySharer).
 func sharesMemory(a, b *tensor) bool {
 	if a == b || interp.SameStorage(a, b) {
 		return true
 	}
-	x, _ := interp.ArrayOf(a)
+	x, be := interp.ArrayOf(a)
 	y, _ := interp.ArrayOf(b)
-	rx, ry := reflect.ValueOf(x.Buf), reflect.ValueOf(y.Buf)
-	if rx.Kind() != reflect.Slice || ry.Kind() != reflect.Slice {
-		return true
+	if m, ok := be.(backend.MemorySharer); ok {
+		return m.SharesMemory(x.Buf, y.Buf)
 	}
-	if rx.Len() == 0 || ry.Len() == 0 {
-		return false
-	}
-	px, py := rx.Pointer(), ry.Pointer()
-	ex := px + uintptr(rx.Len())*rx.Type().Elem().Size()
-	ey := py + uintptr(ry.Len())*ry.Type().Elem().Size()
-	return px < ey && py < ex
+	return true
 }
 
 func scanImpl(params any, args []*tensor) []*tensor {

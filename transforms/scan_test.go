@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/peel-ml/peel"
+	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/interp"
 	"github.com/peel-ml/peel/transforms"
 )
 
@@ -939,6 +941,39 @@ func TestScanCompiledAccumulatesInPlace(t *testing.T) {
 	// in the body's arena.
 	if b := m1.TotalAlloc - m0.TotalAlloc; b > steps*128*128*4/4 {
 		t.Errorf("a compiled call allocates %d bytes: the accumulator is not updated in place", b)
+	}
+}
+
+// TestSharesMemory: a loop donates a carry to its next step unless it
+// shares memory with another value of the step (sharesMemory): a tensor
+// with itself and its views, and two storages over one host slice, do;
+// distinct tensors, small or large, do not. (With the CPU backend's
+// buffers pointers, no longer slices, a check by reflection took every
+// pair as sharing, and no carry was donated.)
+func TestSharesMemory(t *testing.T) {
+	be := interp.DefaultBackend()
+	d := make([]float64, 8)
+	adopt := func(d []float64) *T {
+		return interp.NewConcrete(be, backend.Array{Buf: backend.FromOwnedHost(be, d), Shape: []int{len(d)}})
+	}
+	small, large := peel.Zeros(peel.Float32, 4), peel.Zeros(peel.Float32, 128, 128)
+	over := adopt(d)
+	for _, c := range []struct {
+		name string
+		a, b *T
+		want bool
+	}{
+		{"a tensor and itself", small, small, true},
+		{"a tensor and its view", large, peel.Transpose(large), true},
+		{"two storages over one slice", over, adopt(d), true},
+		{"two storages over parts of one slice", adopt(d[:5]), adopt(d[4:]), true},
+		{"two storages over disjoint parts", adopt(d[:4]), adopt(d[4:]), false},
+		{"two small tensors", small, peel.Zeros(peel.Float32, 4), false},
+		{"two large tensors", large, peel.Ones(peel.Float32, 128, 128), false},
+	} {
+		if got := transforms.SharesMemory(c.a, c.b); got != c.want {
+			t.Errorf("%s: sharesMemory = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

@@ -198,7 +198,8 @@ func (c *bufferCache) get(dt backend.DType, n int) (backend.Buffer, bool) {
 		buf = makeBuf(dt, cb/size)
 	}
 	notePeak(&c.peak, c.inUse.Add(int64(cb)))
-	return reslice(buf, n), true
+	reslice(buf, n)
+	return buf, true
 }
 
 // notePeak raises peak to v when v is larger.
@@ -231,7 +232,7 @@ func (c *bufferCache) put(buf backend.Buffer) {
 		l.mu.Unlock()
 		return
 	}
-	buf = reslice(buf, full)
+	reslice(buf, full)
 	if c.poison {
 		poisonBuf(buf)
 	}
@@ -346,93 +347,80 @@ func (c *bufferCache) stats() backend.MemoryStats {
 	return s
 }
 
+// bufCap returns the capacity of b, whose class put finds from it.
 func bufCap(b backend.Buffer) int {
 	switch b := b.(type) {
-	case boolBuf:
-		return cap(b)
-	case i64Buf:
-		return cap(b)
-	case f32Buf:
-		return cap(b)
-	case f64Buf:
-		return cap(b)
-	case i32Buf:
-		return cap(b)
-	case u8Buf:
-		return cap(b)
-	case f16Buf:
-		return cap(b)
-	case bf16Buf:
-		return cap(b)
+	case *boolBuf:
+		return cap(b.s)
+	case *i64Buf:
+		return cap(b.s)
+	case *f32Buf:
+		return cap(b.s)
+	case *f64Buf:
+		return cap(b.s)
+	case *i32Buf:
+		return cap(b.s)
+	case *u8Buf:
+		return cap(b.s)
+	case *f16Buf:
+		return cap(b.s)
+	case *bf16Buf:
+		return cap(b.s)
 	}
 	panic("cpu: recycling a buffer of another backend")
 }
 
-func reslice(b backend.Buffer, n int) backend.Buffer {
+// reslice sets the length of b, a buffer of the cache's, to n, in place:
+// the buffer's header is the cache's while it holds it, and its user's
+// after get, so no new header is allocated.
+func reslice(b backend.Buffer, n int) {
 	switch b := b.(type) {
-	case boolBuf:
-		return b[:n]
-	case i64Buf:
-		return b[:n]
-	case f32Buf:
-		return b[:n]
-	case f64Buf:
-		return b[:n]
-	case i32Buf:
-		return b[:n]
-	case u8Buf:
-		return b[:n]
-	case f16Buf:
-		return b[:n]
-	case bf16Buf:
-		return b[:n]
+	case *boolBuf:
+		b.s = b.s[:n]
+	case *i64Buf:
+		b.s = b.s[:n]
+	case *f32Buf:
+		b.s = b.s[:n]
+	case *f64Buf:
+		b.s = b.s[:n]
+	case *i32Buf:
+		b.s = b.s[:n]
+	case *u8Buf:
+		b.s = b.s[:n]
+	case *f16Buf:
+		b.s = b.s[:n]
+	case *bf16Buf:
+		b.s = b.s[:n]
+	default:
+		panic("cpu: recycling a buffer of another backend")
 	}
-	panic("cpu: recycling a buffer of another backend")
 }
 
 // poisonBuf fills b with a value no test expects: NaN for floats, a
 // large odd number for integers, true for booleans.
 func poisonBuf(b backend.Buffer) {
 	switch b := b.(type) {
-	case boolBuf:
-		for i := range b {
-			b[i] = true
-		}
-	case i64Buf:
-		for i := range b {
-			b[i] = -0x5eed_dead_beef
-		}
-	case f32Buf:
-		nan := float32(math.NaN())
-		for i := range b {
-			b[i] = nan
-		}
-	case f64Buf:
-		nan := math.NaN()
-		for i := range b {
-			b[i] = nan
-		}
-	case i32Buf:
-		for i := range b {
-			b[i] = -0x5eedbeef
-		}
-	case u8Buf:
-		for i := range b {
-			b[i] = 0xa5
-		}
-	case f16Buf:
-		for i := range b {
-			b[i] = 0x7e01
-		}
-	case bf16Buf:
-		for i := range b {
-			b[i] = 0x7fc1
-		}
+	case *boolBuf:
+		fillSlice(b.s, true)
+	case *i64Buf:
+		fillSlice(b.s, -0x5eed_dead_beef)
+	case *f32Buf:
+		fillSlice(b.s, float32(math.NaN()))
+	case *f64Buf:
+		fillSlice(b.s, math.NaN())
+	case *i32Buf:
+		fillSlice(b.s, -0x5eedbeef)
+	case *u8Buf:
+		fillSlice(b.s, 0xa5)
+	case *f16Buf:
+		fillSlice(b.s, 0x7e01)
+	case *bf16Buf:
+		fillSlice(b.s, 0x7fc1)
 	}
 }
 
 // AllocUninit returns a buffer of n elements whose elements are
-// unspecified, from the cache when it is of a cached size (at least 32
+// unspecified, from the cache when it is of a cached size (at least 4
 // KiB); it panics as Alloc does when the buffer exceeds the allocation
 // limit (backend.BufferCache).
 func (*Backend) AllocUninit(dt backend.DType, n int) (backend.Buffer, bool) {

@@ -48,13 +48,13 @@ func TestCacheCounts(t *testing.T) {
 	if st.InUse != 40960 || st.Cached != 0 || st.Misses != 1 || st.Hits != 0 || st.Peak != 40960 {
 		t.Fatalf("after a miss: %+v", st)
 	}
-	a.(f32Buf)[9999] = 7
+	a.(*f32Buf).s[9999] = 7
 	c.put(a)
 	if st = c.stats(); st.InUse != 0 || st.Cached != 40960 {
 		t.Fatalf("after a put: %+v", st)
 	}
 	b, _ := c.get(backend.Float32, 9000) // same class
-	if &b.(f32Buf)[0] != &a.(f32Buf)[0] || b.Len() != 9000 {
+	if &b.(*f32Buf).s[0] != &a.(*f32Buf).s[0] || b.Len() != 9000 {
 		t.Fatal("a buffer of the same class was not reused")
 	}
 	if st = c.stats(); st.Hits != 1 || st.InUse != 40960 || st.Cached != 0 {

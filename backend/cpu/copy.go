@@ -24,14 +24,14 @@ const fillNTMin = 4 << 20
 // copyStrided copies src into dst (same shape and dtype, any strides).
 func copyStrided(dst, src backend.Array) {
 	switch d := dst.Buf.(type) {
-	case boolBuf:
-		stridedCopy(d, src.Buf.(boolBuf), dst, src)
-	case i64Buf:
-		stridedCopy(d, src.Buf.(i64Buf), dst, src)
-	case f32Buf:
-		stridedCopy(d, src.Buf.(f32Buf), dst, src)
-	case f64Buf:
-		stridedCopy(d, src.Buf.(f64Buf), dst, src)
+	case *boolBuf:
+		stridedCopy(d.s, src.Buf.(*boolBuf).s, dst, src)
+	case *i64Buf:
+		stridedCopy(d.s, src.Buf.(*i64Buf).s, dst, src)
+	case *f32Buf:
+		stridedCopy(d.s, src.Buf.(*f32Buf).s, dst, src)
+	case *f64Buf:
+		stridedCopy(d.s, src.Buf.(*f64Buf).s, dst, src)
 	default:
 		if !copyStorage(dst, src) {
 			panic("cpu: foreign buffer")

@@ -55,12 +55,12 @@ func TestCopyLayoutsRapid(t *testing.T) {
 				strides[k] = 0
 			}
 		}
-		src := backend.Array{Buf: f32Buf(base), Shape: shape, Strides: strides, Offset: offset}
+		src := backend.Array{Buf: &f32Buf{s: base}, Shape: shape, Strides: strides, Offset: offset}
 		// The destination: contiguous, or the transpose of a contiguous
 		// buffer, at an offset.
 		doff := rapid.IntRange(0, 5).Draw(t, "dst offset")
-		dbuf := make(f32Buf, doff+n)
-		dst := backend.Array{Buf: dbuf, Shape: shape, Offset: doff}
+		dbuf := make([]float32, doff+n)
+		dst := backend.Array{Buf: &f32Buf{s: dbuf}, Shape: shape, Offset: doff}
 		if r >= 2 && rapid.Bool().Draw(t, "dst transposed") {
 			ts := backend.Array{Shape: []int{shape[1], shape[0]}}.EffectiveStrides()
 			st := append([]int{ts[1], ts[0]}, backend.Array{Shape: shape[2:]}.EffectiveStrides()...)
@@ -105,7 +105,7 @@ func TestAdoptHost(t *testing.T) {
 	b := New()
 	d := []float32{1, 2, 3}
 	buf := backend.FromOwnedHost(b, d)
-	if got, ok := buf.(f32Buf); !ok || &got[0] != &d[0] {
+	if got, ok := buf.(*f32Buf); !ok || &got.s[0] != &d[0] {
 		t.Fatalf("AdoptHost(%v) = %#v, not the slice itself", d, buf)
 	}
 	old := backend.SetMaxAllocBytes(8)

@@ -14,23 +14,13 @@ import (
 	"github.com/peel-ml/peel/prims"
 )
 
-// Buffers are plain Go slices; each dtype has its own type so kernels
-// select the element type with one type assertion, outside their loops.
+// The compute dtypes' buffers (see buffer.go).
 type (
-	boolBuf []bool
-	i64Buf  []int64
-	f32Buf  []float32
-	f64Buf  []float64
+	boolBuf = hostBuf[bool]
+	i64Buf  = hostBuf[int64]
+	f32Buf  = hostBuf[float32]
+	f64Buf  = hostBuf[float64]
 )
-
-func (b boolBuf) Len() int             { return len(b) }
-func (b boolBuf) DType() backend.DType { return backend.Bool }
-func (b i64Buf) Len() int              { return len(b) }
-func (b i64Buf) DType() backend.DType  { return backend.Int64 }
-func (b f32Buf) Len() int              { return len(b) }
-func (b f32Buf) DType() backend.DType  { return backend.Float32 }
-func (b f64Buf) Len() int              { return len(b) }
-func (b f64Buf) DType() backend.DType  { return backend.Float64 }
 
 // kernel computes out from in. Inputs are contiguous (or, for kernels
 // registered with splat, possibly a single broadcast element); outputs are
@@ -224,28 +214,18 @@ func (*Backend) Alloc(dt backend.DType, n int) backend.Buffer {
 func makeBuf(dt backend.DType, n int) backend.Buffer {
 	switch dt {
 	case backend.Bool:
-		return huge(make(boolBuf, n))
+		return newBuf[bool](n)
 	case backend.Int64:
-		return huge(make(i64Buf, n))
+		return newBuf[int64](n)
 	case backend.Float32:
-		return huge(make(f32Buf, n))
+		return newBuf[float32](n)
 	case backend.Float64:
-		return huge(make(f64Buf, n))
+		return newBuf[float64](n)
 	}
 	if b := allocStorage(dt, n); b != nil {
 		return b
 	}
 	panic(fmt.Sprintf("cpu: alloc of dtype %v", dt))
-}
-
-// huge advises a large buffer's pages as huge-page candidates
-// (adviseHuge) before its first write.
-func huge[T bool | int64 | float32 | float64 | int32 | uint8 | backend.F16 | backend.BF16, S ~[]T](b S) S {
-	var z T
-	if n := len(b) * int(unsafe.Sizeof(z)); n >= hugePageMin {
-		adviseHuge(unsafe.Pointer(unsafe.SliceData(b)), n)
-	}
-	return b
 }
 
 // FromHost copies a []bool, []int64, []float32, []float64, []int32,
@@ -256,16 +236,16 @@ func (*Backend) FromHost(data any) backend.Buffer {
 	switch d := data.(type) {
 	case []bool:
 		checkAlloc(backend.Bool, len(d))
-		return append(boolBuf(nil), d...)
+		return copyBuf(d)
 	case []int64:
 		checkAlloc(backend.Int64, len(d))
-		return append(i64Buf(nil), d...)
+		return copyBuf(d)
 	case []float32:
 		checkAlloc(backend.Float32, len(d))
-		return append(f32Buf(nil), d...)
+		return copyBuf(d)
 	case []float64:
 		checkAlloc(backend.Float64, len(d))
-		return append(f64Buf(nil), d...)
+		return copyBuf(d)
 	}
 	if b := storageFromHost(data, true); b != nil {
 		return b
@@ -273,26 +253,26 @@ func (*Backend) FromHost(data any) backend.Buffer {
 	panic(fmt.Sprintf("cpu: FromHost of %T", data))
 }
 
-// HostView returns buf's elements as the slice buf is (no copy), or nil
+// HostView returns the slice of buf's elements (no copy), or nil
 // for a buffer of another backend (backend.HostViewer).
 func (*Backend) HostView(buf backend.Buffer) any {
 	switch b := buf.(type) {
-	case boolBuf:
-		return []bool(b)
-	case i64Buf:
-		return []int64(b)
-	case f32Buf:
-		return []float32(b)
-	case f64Buf:
-		return []float64(b)
-	case i32Buf:
-		return []int32(b)
-	case u8Buf:
-		return []uint8(b)
-	case f16Buf:
-		return []backend.F16(b)
-	case bf16Buf:
-		return []backend.BF16(b)
+	case *boolBuf:
+		return b.s
+	case *i64Buf:
+		return b.s
+	case *f32Buf:
+		return b.s
+	case *f64Buf:
+		return b.s
+	case *i32Buf:
+		return b.s
+	case *u8Buf:
+		return b.s
+	case *f16Buf:
+		return b.s
+	case *bf16Buf:
+		return b.s
 	}
 	return nil
 }
@@ -304,16 +284,16 @@ func (*Backend) AdoptHost(data any) backend.Buffer {
 	switch d := data.(type) {
 	case []bool:
 		checkAlloc(backend.Bool, len(d))
-		return boolBuf(d)
+		return &boolBuf{s: d}
 	case []int64:
 		checkAlloc(backend.Int64, len(d))
-		return i64Buf(d)
+		return &i64Buf{s: d}
 	case []float32:
 		checkAlloc(backend.Float32, len(d))
-		return f32Buf(d)
+		return &f32Buf{s: d}
 	case []float64:
 		checkAlloc(backend.Float64, len(d))
-		return f64Buf(d)
+		return &f64Buf{s: d}
 	}
 	if b := storageFromHost(data, false); b != nil {
 		return b
@@ -346,14 +326,14 @@ func (b *Backend) ToHost(a backend.Array) any {
 		lo, hi = 0, 0
 	}
 	switch buf := c.Buf.(type) {
-	case boolBuf:
-		return append([]bool{}, buf[lo:hi]...)
-	case i64Buf:
-		return append([]int64{}, buf[lo:hi]...)
-	case f32Buf:
-		return append([]float32{}, buf[lo:hi]...)
-	case f64Buf:
-		return append([]float64{}, buf[lo:hi]...)
+	case *boolBuf:
+		return append([]bool{}, buf.s[lo:hi]...)
+	case *i64Buf:
+		return append([]int64{}, buf.s[lo:hi]...)
+	case *f32Buf:
+		return append([]float32{}, buf.s[lo:hi]...)
+	case *f64Buf:
+		return append([]float64{}, buf.s[lo:hi]...)
 	}
 	if h := storageToHost(c.Buf, lo, hi); h != nil {
 		return h
@@ -457,30 +437,86 @@ func equalInts(a, b []int) bool {
 // sameBuffer reports whether two buffers share backing memory.
 func sameBuffer(x, y backend.Buffer) bool {
 	switch a := x.(type) {
-	case boolBuf:
-		b, ok := y.(boolBuf)
-		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
-	case i64Buf:
-		b, ok := y.(i64Buf)
-		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
-	case f32Buf:
-		b, ok := y.(f32Buf)
-		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
-	case f64Buf:
-		b, ok := y.(f64Buf)
-		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
+	case *boolBuf:
+		return sameElems(a.s, y)
+	case *i64Buf:
+		return sameElems(a.s, y)
+	case *f32Buf:
+		return sameElems(a.s, y)
+	case *f64Buf:
+		return sameElems(a.s, y)
+	case *i32Buf:
+		return sameElems(a.s, y)
+	case *u8Buf:
+		return sameElems(a.s, y)
+	case *f16Buf:
+		return sameElems(a.s, y)
+	case *bf16Buf:
+		return sameElems(a.s, y)
 	}
-	return sameStorage(x, y)
+	return false
+}
+
+// sameElems reports whether y is a buffer of elements of a's type that
+// start where a does (two headers may hold the same elements: a host
+// slice adopted twice).
+func sameElems[T elem](a []T, y backend.Buffer) bool {
+	b, ok := y.(*hostBuf[T])
+	return ok && len(a) > 0 && len(b.s) > 0 && &a[0] == &b.s[0]
+}
+
+// SharesMemory reports whether the elements of buffers x and y overlap,
+// and true when either is not a buffer of this backend
+// (backend.MemorySharer).
+func (*Backend) SharesMemory(x, y backend.Buffer) bool {
+	lx, hx, okx := span(x)
+	ly, hy, oky := span(y)
+	if !okx || !oky {
+		return true
+	}
+	return lx < hx && ly < hy && lx < hy && ly < hx
+}
+
+var _ backend.MemorySharer = (*Backend)(nil)
+
+// span returns the addresses of buf's first element and of the byte
+// after its last, and false for a buffer of another backend.
+func span(buf backend.Buffer) (lo, hi uintptr, ok bool) {
+	switch b := buf.(type) {
+	case *boolBuf:
+		return elemSpan(b.s)
+	case *i64Buf:
+		return elemSpan(b.s)
+	case *f32Buf:
+		return elemSpan(b.s)
+	case *f64Buf:
+		return elemSpan(b.s)
+	case *i32Buf:
+		return elemSpan(b.s)
+	case *u8Buf:
+		return elemSpan(b.s)
+	case *f16Buf:
+		return elemSpan(b.s)
+	case *bf16Buf:
+		return elemSpan(b.s)
+	}
+	return 0, 0, false
+}
+
+func elemSpan[T elem](s []T) (lo, hi uintptr, ok bool) {
+	var z T
+	lo = uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	return lo, lo + uintptr(len(s))*unsafe.Sizeof(z), true
 }
 
 // Slice accessors for contiguous arrays (honouring Offset).
 
 // An empty array may carry any offset, so it maps to an empty slice.
 
-func f64s(a backend.Array) []float64 { return contig(a.Buf.(f64Buf), a) }
-func f32s(a backend.Array) []float32 { return contig(a.Buf.(f32Buf), a) }
-func i64s(a backend.Array) []int64   { return contig(a.Buf.(i64Buf), a) }
-func bools(a backend.Array) []bool   { return contig(a.Buf.(boolBuf), a) }
+func f64s(a backend.Array) []float64 { return contig(a.Buf.(*f64Buf).s, a) }
+func f32s(a backend.Array) []float32 { return contig(a.Buf.(*f32Buf).s, a) }
+func i64s(a backend.Array) []int64   { return contig(a.Buf.(*i64Buf).s, a) }
+func bools(a backend.Array) []bool   { return contig(a.Buf.(*boolBuf).s, a) }
 
 func contig[T any](buf []T, a backend.Array) []T {
 	n := a.Size()
@@ -495,14 +531,14 @@ func contig[T any](buf []T, a backend.Array) []T {
 // buffers rather than fresh zeroed memory (the Exec contract).
 func zero(a backend.Array) {
 	switch buf := a.Buf.(type) {
-	case boolBuf:
-		clear(contig(buf, a))
-	case i64Buf:
-		clear(contig(buf, a))
-	case f32Buf:
-		clear(contig(buf, a))
-	case f64Buf:
-		clear(contig(buf, a))
+	case *boolBuf:
+		clear(contig(buf.s, a))
+	case *i64Buf:
+		clear(contig(buf.s, a))
+	case *f32Buf:
+		clear(contig(buf.s, a))
+	case *f64Buf:
+		clear(contig(buf.s, a))
 	default:
 		zeroStorage(a)
 	}

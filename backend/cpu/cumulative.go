@@ -53,11 +53,11 @@ func cumprodKernel(params any, in, out []backend.Array) {
 	cp := params.(prims.CumsumParams)
 	x := in[0]
 	switch x.Buf.(type) {
-	case i64Buf:
+	case *i64Buf:
 		cumprodLines[int64, int64](cp, x.Shape, i64s(out[0]), i64s(x))
-	case f32Buf:
+	case *f32Buf:
 		cumprodLines[float32, float64](cp, x.Shape, f32s(out[0]), f32s(x))
-	case f64Buf:
+	case *f64Buf:
 		cumprodLines[float64, float64](cp, x.Shape, f64s(out[0]), f64s(x))
 	default:
 		badDType(prims.Cumprod, x.Buf.DType())
@@ -78,9 +78,9 @@ func cumlogsumexpKernel(params any, in, out []backend.Array) {
 	cp := params.(prims.CumsumParams)
 	x := in[0]
 	switch x.Buf.(type) {
-	case f32Buf:
+	case *f32Buf:
 		cumlogsumexpLines(cp, x.Shape, f32s(out[0]), f32s(x))
-	case f64Buf:
+	case *f64Buf:
 		cumlogsumexpLines(cp, x.Shape, f64s(out[0]), f64s(x))
 	default:
 		badDType(prims.Cumlogsumexp, x.Buf.DType())
@@ -117,7 +117,7 @@ func cumExtremumKernel(p *interp.Prim, isMax bool) kernel {
 		x := in[0]
 		idx := i64s(out[1])
 		switch x.Buf.(type) {
-		case boolBuf:
+		case *boolBuf:
 			xs, d := bools(x), bools(out[0])
 			forLines(p, cp, x.Shape, func(l scanLine) {
 				acc, at := xs[l.start], int64(0)
@@ -128,11 +128,11 @@ func cumExtremumKernel(p *interp.Prim, isMax bool) kernel {
 					d[k], idx[k] = acc, position(cp.Reverse, l.n, at)
 				}
 			})
-		case i64Buf:
+		case *i64Buf:
 			cumExtremumLines(p, cp, x.Shape, i64s(out[0]), i64s(x), idx, isMax)
-		case f32Buf:
+		case *f32Buf:
 			cumExtremumLines(p, cp, x.Shape, f32s(out[0]), f32s(x), idx, isMax)
-		case f64Buf:
+		case *f64Buf:
 			cumExtremumLines(p, cp, x.Shape, f64s(out[0]), f64s(x), idx, isMax)
 		default:
 			badDType(p, x.Buf.DType())
@@ -175,11 +175,11 @@ func cumsumKernel(params any, in, out []backend.Array) {
 	}
 	_, n, inner := axisSplit(x.Shape, cp.Axis)
 	switch x.Buf.(type) {
-	case i64Buf:
+	case *i64Buf:
 		runCumsum[int64, int64](i64s(out[0]), i64s(x), n, inner, cp.Reverse)
-	case f32Buf:
+	case *f32Buf:
 		runCumsum[float32, float64](f32s(out[0]), f32s(x), n, inner, cp.Reverse)
-	case f64Buf:
+	case *f64Buf:
 		runCumsum[float64, float64](f64s(out[0]), f64s(x), n, inner, cp.Reverse)
 	default:
 		badDType(prims.Cumsum, x.Buf.DType())

@@ -36,14 +36,6 @@ func (b *Backend) Resolve(op backend.Op, params any, in, out []backend.Layout) b
 
 var _ backend.KernelResolver = (*Backend)(nil)
 
-// bufOf constrains a buffer type to the one holding elements of type T
-// (f64Buf for float64, …), so direct kernels assert their buffers to a
-// concrete type.
-type bufOf[T any] interface {
-	~[]T
-	backend.Buffer
-}
-
 // How an elementwise kernel reads an operand of n elements.
 const (
 	readOther = iota // materialized by Exec, or read as repeated blocks
@@ -92,20 +84,20 @@ func unaryResolver(cost int, l unaryLoops) resolver {
 		r := readOf(in[0], n)
 		switch in[0].DType {
 		case backend.Bool:
-			return directUnary[boolBuf, boolBuf](l.b, n, r)
+			return directUnary(l.b, n, r)
 		case backend.Int64:
-			return directUnary[i64Buf, i64Buf](l.i, n, r)
+			return directUnary(l.i, n, r)
 		case backend.Float32:
-			return directUnary[f32Buf, f32Buf](l.f32, n, r)
+			return directUnary(l.f32, n, r)
 		case backend.Float64:
-			return directUnary[f64Buf, f64Buf](l.f64, n, r)
+			return directUnary(l.f64, n, r)
 		}
 		return nil
 	}
 }
 
 // directUnary is runUnary's serial path for n elements read as r.
-func directUnary[BT bufOf[T], BR bufOf[R], T, R any](f func(d []R, a []T), n, r int) backend.Direct {
+func directUnary[T, R elem](f func(d []R, a []T), n, r int) backend.Direct {
 	switch {
 	case f == nil || r == readOther:
 		return nil
@@ -114,14 +106,14 @@ func directUnary[BT bufOf[T], BR bufOf[R], T, R any](f func(d []R, a []T), n, r 
 	case r == readSplat:
 		return func(in, out []backend.Array) {
 			x, o := &in[0], &out[0]
-			d := o.Buf.(BR)[o.Offset : o.Offset+n]
-			f(d[:1], x.Buf.(BT)[x.Offset:x.Offset+1])
+			d := o.Buf.(*hostBuf[R]).s[o.Offset : o.Offset+n]
+			f(d[:1], x.Buf.(*hostBuf[T]).s[x.Offset:x.Offset+1])
 			fillSlice(d, d[0])
 		}
 	}
 	return func(in, out []backend.Array) {
 		x, o := &in[0], &out[0]
-		f(o.Buf.(BR)[o.Offset:o.Offset+n], x.Buf.(BT)[x.Offset:x.Offset+n])
+		f(o.Buf.(*hostBuf[R]).s[o.Offset:o.Offset+n], x.Buf.(*hostBuf[T]).s[x.Offset:x.Offset+n])
 	}
 }
 
@@ -151,13 +143,13 @@ func arithResolver(cost int, o binOp[bool, int64, float32, float64]) resolver {
 		}
 		switch in[0].DType {
 		case backend.Bool:
-			return directBinary[boolBuf, boolBuf](o.b, n, xr, yr)
+			return directBinary(o.b, n, xr, yr)
 		case backend.Int64:
-			return directBinary[i64Buf, i64Buf](o.i, n, xr, yr)
+			return directBinary(o.i, n, xr, yr)
 		case backend.Float32:
-			return directBinary[f32Buf, f32Buf](o.f32, n, xr, yr)
+			return directBinary(o.f32, n, xr, yr)
 		case backend.Float64:
-			return directBinary[f64Buf, f64Buf](o.f64, n, xr, yr)
+			return directBinary(o.f64, n, xr, yr)
 		}
 		return nil
 	}
@@ -172,13 +164,13 @@ func compareResolver(o binOp[bool, bool, bool, bool]) resolver {
 		}
 		switch in[0].DType {
 		case backend.Bool:
-			return directBinary[boolBuf, boolBuf](o.b, n, xr, yr)
+			return directBinary(o.b, n, xr, yr)
 		case backend.Int64:
-			return directBinary[i64Buf, boolBuf](o.i, n, xr, yr)
+			return directBinary(o.i, n, xr, yr)
 		case backend.Float32:
-			return directBinary[f32Buf, boolBuf](o.f32, n, xr, yr)
+			return directBinary(o.f32, n, xr, yr)
 		case backend.Float64:
-			return directBinary[f64Buf, boolBuf](o.f64, n, xr, yr)
+			return directBinary(o.f64, n, xr, yr)
 		}
 		return nil
 	}
@@ -186,7 +178,7 @@ func compareResolver(o binOp[bool, bool, bool, bool]) resolver {
 
 // directBinary is runBinary's serial path for n elements with operands
 // read as xr and yr. Two broadcast scalars are left to Exec.
-func directBinary[BT bufOf[T], BR bufOf[R], T, R any](l binLoops[T, R], n, xr, yr int) backend.Direct {
+func directBinary[T, R elem](l binLoops[T, R], n, xr, yr int) backend.Direct {
 	if l.vv == nil {
 		return nil
 	}
@@ -198,19 +190,19 @@ func directBinary[BT bufOf[T], BR bufOf[R], T, R any](l binLoops[T, R], n, xr, y
 		vv := l.vv
 		return func(in, out []backend.Array) {
 			x, y, o := &in[0], &in[1], &out[0]
-			vv(o.Buf.(BR)[o.Offset:o.Offset+n], x.Buf.(BT)[x.Offset:x.Offset+n], y.Buf.(BT)[y.Offset:y.Offset+n])
+			vv(o.Buf.(*hostBuf[R]).s[o.Offset:o.Offset+n], x.Buf.(*hostBuf[T]).s[x.Offset:x.Offset+n], y.Buf.(*hostBuf[T]).s[y.Offset:y.Offset+n])
 		}
 	case xr == readVec && yr == readSplat:
 		vs := l.vs
 		return func(in, out []backend.Array) {
 			x, y, o := &in[0], &in[1], &out[0]
-			vs(o.Buf.(BR)[o.Offset:o.Offset+n], x.Buf.(BT)[x.Offset:x.Offset+n], y.Buf.(BT)[y.Offset])
+			vs(o.Buf.(*hostBuf[R]).s[o.Offset:o.Offset+n], x.Buf.(*hostBuf[T]).s[x.Offset:x.Offset+n], y.Buf.(*hostBuf[T]).s[y.Offset])
 		}
 	case xr == readSplat && yr == readVec:
 		sv := l.sv
 		return func(in, out []backend.Array) {
 			x, y, o := &in[0], &in[1], &out[0]
-			sv(o.Buf.(BR)[o.Offset:o.Offset+n], x.Buf.(BT)[x.Offset], y.Buf.(BT)[y.Offset:y.Offset+n])
+			sv(o.Buf.(*hostBuf[R]).s[o.Offset:o.Offset+n], x.Buf.(*hostBuf[T]).s[x.Offset], y.Buf.(*hostBuf[T]).s[y.Offset:y.Offset+n])
 		}
 	}
 	return nil

@@ -56,13 +56,13 @@ func directValues(r *rand.Rand, dt backend.DType, n int) backend.Buffer {
 	}
 	switch dt {
 	case backend.Bool:
-		b := make(boolBuf, n)
+		b := make([]bool, n)
 		for i := range b {
 			b[i] = r.IntN(2) == 0
 		}
-		return b
+		return &boolBuf{s: b}
 	case backend.Int64:
-		b := make(i64Buf, n)
+		b := make([]int64, n)
 		ints := []int64{math.MinInt64, math.MaxInt64, -1, 0, 1, 2, 63, 64}
 		for i := range b {
 			if r.IntN(4) == 0 {
@@ -71,19 +71,19 @@ func directValues(r *rand.Rand, dt backend.DType, n int) backend.Buffer {
 				b[i] = r.Int64N(41) - 20
 			}
 		}
-		return b
+		return &i64Buf{s: b}
 	case backend.Float32:
-		b := make(f32Buf, n)
+		b := make([]float32, n)
 		for i := range b {
 			b[i] = float32(pick())
 		}
-		return b
+		return &f32Buf{s: b}
 	case backend.Float64:
-		b := make(f64Buf, n)
+		b := make([]float64, n)
 		for i := range b {
 			b[i] = pick()
 		}
-		return b
+		return &f64Buf{s: b}
 	}
 	panic("dtype")
 }
@@ -94,13 +94,13 @@ func directValues(r *rand.Rand, dt backend.DType, n int) backend.Buffer {
 func garbage(dt backend.DType, n int) backend.Buffer {
 	switch dt {
 	case backend.Bool:
-		return slices.Repeat(boolBuf{true}, n)
+		return &boolBuf{s: slices.Repeat([]bool{true}, n)}
 	case backend.Int64:
-		return slices.Repeat(i64Buf{-12345}, n)
+		return &i64Buf{s: slices.Repeat([]int64{-12345}, n)}
 	case backend.Float32:
-		return slices.Repeat(f32Buf{-12345}, n)
+		return &f32Buf{s: slices.Repeat([]float32{-12345}, n)}
 	case backend.Float64:
-		return slices.Repeat(f64Buf{-12345}, n)
+		return &f64Buf{s: slices.Repeat([]float64{-12345}, n)}
 	}
 	panic("dtype")
 }
@@ -108,31 +108,31 @@ func garbage(dt backend.DType, n int) backend.Buffer {
 // identical reports whether two buffers hold the same bits.
 func identical(x, y backend.Buffer) (int, bool) {
 	switch a := x.(type) {
-	case boolBuf:
-		b := y.(boolBuf)
-		for i := range a {
-			if a[i] != b[i] {
+	case *boolBuf:
+		b := y.(*boolBuf).s
+		for i := range a.s {
+			if a.s[i] != b[i] {
 				return i, false
 			}
 		}
-	case i64Buf:
-		b := y.(i64Buf)
-		for i := range a {
-			if a[i] != b[i] {
+	case *i64Buf:
+		b := y.(*i64Buf).s
+		for i := range a.s {
+			if a.s[i] != b[i] {
 				return i, false
 			}
 		}
-	case f32Buf:
-		b := y.(f32Buf)
-		for i := range a {
-			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+	case *f32Buf:
+		b := y.(*f32Buf).s
+		for i := range a.s {
+			if math.Float32bits(a.s[i]) != math.Float32bits(b[i]) {
 				return i, false
 			}
 		}
-	case f64Buf:
-		b := y.(f64Buf)
-		for i := range a {
-			if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+	case *f64Buf:
+		b := y.(*f64Buf).s
+		for i := range a.s {
+			if math.Float64bits(a.s[i]) != math.Float64bits(b[i]) {
 				return i, false
 			}
 		}
@@ -274,10 +274,10 @@ func TestDirectRefuses(t *testing.T) {
 // the same small operands.
 func TestDirectAllocs(t *testing.T) {
 	b := New()
-	x := backend.Array{Buf: make(f64Buf, 8), Shape: []int{8}}
-	y := backend.Array{Buf: make(f64Buf, 8), Shape: []int{8}}
-	s := backend.Array{Buf: make(f64Buf, 1), Shape: []int{8}, Strides: []int{0}}
-	o := backend.Array{Buf: make(f64Buf, 8), Shape: []int{8}}
+	x := backend.Array{Buf: &f64Buf{s: make([]float64, 8)}, Shape: []int{8}}
+	y := backend.Array{Buf: &f64Buf{s: make([]float64, 8)}, Shape: []int{8}}
+	s := backend.Array{Buf: &f64Buf{s: make([]float64, 1)}, Shape: []int{8}, Strides: []int{0}}
+	o := backend.Array{Buf: &f64Buf{s: make([]float64, 8)}, Shape: []int{8}}
 	for _, c := range []struct {
 		op *interp.Prim
 		in []backend.Array

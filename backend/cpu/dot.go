@@ -251,12 +251,12 @@ func dotGeneral(params any, in, out []backend.Array) {
 			p.rhs, _ = newDotOperand(b, g[0], g[2], g[1], p.B)
 		}
 		switch out[0].Buf.(type) {
-		case i64Buf:
-			dotOuter(&p, i64s(out[0]), p.lhs.arr.Buf.(i64Buf), p.rhs.arr.Buf.(i64Buf), scaleRow[int64])
-		case f32Buf:
-			dotOuter(&p, f32s(out[0]), p.lhs.arr.Buf.(f32Buf), p.rhs.arr.Buf.(f32Buf), scaleRow32)
-		case f64Buf:
-			dotOuter(&p, f64s(out[0]), p.lhs.arr.Buf.(f64Buf), p.rhs.arr.Buf.(f64Buf), scaleRow64)
+		case *i64Buf:
+			dotOuter(&p, i64s(out[0]), p.lhs.arr.Buf.(*i64Buf).s, p.rhs.arr.Buf.(*i64Buf).s, scaleRow[int64])
+		case *f32Buf:
+			dotOuter(&p, f32s(out[0]), p.lhs.arr.Buf.(*f32Buf).s, p.rhs.arr.Buf.(*f32Buf).s, scaleRow32)
+		case *f64Buf:
+			dotOuter(&p, f64s(out[0]), p.lhs.arr.Buf.(*f64Buf).s, p.rhs.arr.Buf.(*f64Buf).s, scaleRow64)
 		default:
 			panic("cpu: dot_general of dtype " + out[0].Buf.DType().String())
 		}
@@ -279,19 +279,19 @@ func dotGeneral(params any, in, out []backend.Array) {
 		}
 	}
 	switch c := out[0].Buf.(type) {
-	case i64Buf:
-		dotLoop(&p, i64s(out[0]), p.lhs.arr.Buf.(i64Buf), p.rhs.arr.Buf.(i64Buf))
-	case f32Buf:
+	case *i64Buf:
+		dotLoop(&p, i64s(out[0]), p.lhs.arr.Buf.(*i64Buf).s, p.rhs.arr.Buf.(*i64Buf).s)
+	case *f32Buf:
 		if small {
-			dotLoop(&p, f32s(out[0]), p.lhs.arr.Buf.(f32Buf), p.rhs.arr.Buf.(f32Buf))
+			dotLoop(&p, f32s(out[0]), p.lhs.arr.Buf.(*f32Buf).s, p.rhs.arr.Buf.(*f32Buf).s)
 		} else {
-			dotBLAS32(&p, c[out[0].Offset:], p.lhs.arr.Buf.(f32Buf), p.rhs.arr.Buf.(f32Buf))
+			dotBLAS32(&p, c.s[out[0].Offset:], p.lhs.arr.Buf.(*f32Buf).s, p.rhs.arr.Buf.(*f32Buf).s)
 		}
-	case f64Buf:
+	case *f64Buf:
 		if small {
-			dotLoop(&p, f64s(out[0]), p.lhs.arr.Buf.(f64Buf), p.rhs.arr.Buf.(f64Buf))
+			dotLoop(&p, f64s(out[0]), p.lhs.arr.Buf.(*f64Buf).s, p.rhs.arr.Buf.(*f64Buf).s)
 		} else {
-			dotBLAS64(&p, c[out[0].Offset:], p.lhs.arr.Buf.(f64Buf), p.rhs.arr.Buf.(f64Buf))
+			dotBLAS64(&p, c.s[out[0].Offset:], p.lhs.arr.Buf.(*f64Buf).s, p.rhs.arr.Buf.(*f64Buf).s)
 		}
 	default:
 		panic("cpu: dot_general of dtype " + out[0].Buf.DType().String())

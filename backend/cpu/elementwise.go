@@ -100,14 +100,14 @@ func registerUnary(p *interp.Prim, cost int, l unaryLoops) {
 	register(p, true, func(_ any, in, out []backend.Array) {
 		x, o := &in[0], out[0]
 		switch buf := x.Buf.(type) {
-		case boolBuf:
-			runUnary(p, l.b, cost, bools(o), buf, x)
-		case i64Buf:
-			runUnary(p, l.i, cost, i64s(o), buf, x)
-		case f32Buf:
-			runUnary(p, l.f32, l.costOf(cost, backend.Float32), f32s(o), buf, x)
-		case f64Buf:
-			runUnary(p, l.f64, cost, f64s(o), buf, x)
+		case *boolBuf:
+			runUnary(p, l.b, cost, bools(o), buf.s, x)
+		case *i64Buf:
+			runUnary(p, l.i, cost, i64s(o), buf.s, x)
+		case *f32Buf:
+			runUnary(p, l.f32, l.costOf(cost, backend.Float32), f32s(o), buf.s, x)
+		case *f64Buf:
+			runUnary(p, l.f64, cost, f64s(o), buf.s, x)
 		default:
 			badDType(p, x.Buf.DType())
 		}
@@ -395,14 +395,14 @@ func registerArith(p *interp.Prim, cost int, o binOp[bool, int64, float32, float
 	registerRepeat(p, func(_ any, in, out []backend.Array) {
 		x, y, d := &in[0], &in[1], out[0]
 		switch xb := x.Buf.(type) {
-		case boolBuf:
-			runBinary(p, &o.b, cost, bools(d), x, y, xb, y.Buf.(boolBuf))
-		case i64Buf:
-			runBinary(p, &o.i, cost, i64s(d), x, y, xb, y.Buf.(i64Buf))
-		case f32Buf:
-			runBinary(p, &o.f32, cost, f32s(d), x, y, xb, y.Buf.(f32Buf))
-		case f64Buf:
-			runBinary(p, &o.f64, cost, f64s(d), x, y, xb, y.Buf.(f64Buf))
+		case *boolBuf:
+			runBinary(p, &o.b, cost, bools(d), x, y, xb.s, y.Buf.(*boolBuf).s)
+		case *i64Buf:
+			runBinary(p, &o.i, cost, i64s(d), x, y, xb.s, y.Buf.(*i64Buf).s)
+		case *f32Buf:
+			runBinary(p, &o.f32, cost, f32s(d), x, y, xb.s, y.Buf.(*f32Buf).s)
+		case *f64Buf:
+			runBinary(p, &o.f64, cost, f64s(d), x, y, xb.s, y.Buf.(*f64Buf).s)
 		default:
 			badDType(p, x.Buf.DType())
 		}
@@ -415,14 +415,14 @@ func registerCompare(p *interp.Prim, o binOp[bool, bool, bool, bool]) {
 	registerRepeat(p, func(_ any, in, out []backend.Array) {
 		x, y, d := &in[0], &in[1], bools(out[0])
 		switch xb := x.Buf.(type) {
-		case boolBuf:
-			runBinary(p, &o.b, costCheap, d, x, y, xb, y.Buf.(boolBuf))
-		case i64Buf:
-			runBinary(p, &o.i, costCheap, d, x, y, xb, y.Buf.(i64Buf))
-		case f32Buf:
-			runBinary(p, &o.f32, costCheap, d, x, y, xb, y.Buf.(f32Buf))
-		case f64Buf:
-			runBinary(p, &o.f64, costCheap, d, x, y, xb, y.Buf.(f64Buf))
+		case *boolBuf:
+			runBinary(p, &o.b, costCheap, d, x, y, xb.s, y.Buf.(*boolBuf).s)
+		case *i64Buf:
+			runBinary(p, &o.i, costCheap, d, x, y, xb.s, y.Buf.(*i64Buf).s)
+		case *f32Buf:
+			runBinary(p, &o.f32, costCheap, d, x, y, xb.s, y.Buf.(*f32Buf).s)
+		case *f64Buf:
+			runBinary(p, &o.f64, costCheap, d, x, y, xb.s, y.Buf.(*f64Buf).s)
 		default:
 			badDType(p, x.Buf.DType())
 		}

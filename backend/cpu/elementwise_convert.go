@@ -21,49 +21,49 @@ func init() {
 func convertKernel(_ any, in, out []backend.Array) {
 	x, o := in[0], out[0]
 	switch xb := x.Buf.(type) {
-	case boolBuf:
+	case *boolBuf:
 		switch o.Buf.(type) {
-		case boolBuf:
-			runConvert(bools(o), x, xb, copyLoop[bool])
-		case i64Buf:
-			runConvert(i64s(o), x, xb, fromBoolLoop[int64])
-		case f32Buf:
-			runConvert(f32s(o), x, xb, fromBoolLoop[float32])
-		case f64Buf:
-			runConvert(f64s(o), x, xb, fromBoolLoop[float64])
+		case *boolBuf:
+			runConvert(bools(o), x, xb.s, copyLoop[bool])
+		case *i64Buf:
+			runConvert(i64s(o), x, xb.s, fromBoolLoop[int64])
+		case *f32Buf:
+			runConvert(f32s(o), x, xb.s, fromBoolLoop[float32])
+		case *f64Buf:
+			runConvert(f64s(o), x, xb.s, fromBoolLoop[float64])
 		}
-	case i64Buf:
+	case *i64Buf:
 		switch o.Buf.(type) {
-		case boolBuf:
-			runConvert(bools(o), x, xb, toBoolLoop[int64])
-		case i64Buf:
-			runConvert(i64s(o), x, xb, copyLoop[int64])
-		case f32Buf:
-			runConvert(f32s(o), x, xb, numConvLoop[int64, float32])
-		case f64Buf:
-			runConvert(f64s(o), x, xb, numConvLoop[int64, float64])
+		case *boolBuf:
+			runConvert(bools(o), x, xb.s, toBoolLoop[int64])
+		case *i64Buf:
+			runConvert(i64s(o), x, xb.s, copyLoop[int64])
+		case *f32Buf:
+			runConvert(f32s(o), x, xb.s, numConvLoop[int64, float32])
+		case *f64Buf:
+			runConvert(f64s(o), x, xb.s, numConvLoop[int64, float64])
 		}
-	case f32Buf:
+	case *f32Buf:
 		switch o.Buf.(type) {
-		case boolBuf:
-			runConvert(bools(o), x, xb, toBoolLoop[float32])
-		case i64Buf:
-			runConvert(i64s(o), x, xb, floatToIntLoop[float32])
-		case f32Buf:
-			runConvert(f32s(o), x, xb, copyLoop[float32])
-		case f64Buf:
-			runConvert(f64s(o), x, xb, numConvLoop[float32, float64])
+		case *boolBuf:
+			runConvert(bools(o), x, xb.s, toBoolLoop[float32])
+		case *i64Buf:
+			runConvert(i64s(o), x, xb.s, floatToIntLoop[float32])
+		case *f32Buf:
+			runConvert(f32s(o), x, xb.s, copyLoop[float32])
+		case *f64Buf:
+			runConvert(f64s(o), x, xb.s, numConvLoop[float32, float64])
 		}
-	case f64Buf:
+	case *f64Buf:
 		switch o.Buf.(type) {
-		case boolBuf:
-			runConvert(bools(o), x, xb, toBoolLoop[float64])
-		case i64Buf:
-			runConvert(i64s(o), x, xb, floatToIntLoop[float64])
-		case f32Buf:
-			runConvert(f32s(o), x, xb, numConvLoop[float64, float32])
-		case f64Buf:
-			runConvert(f64s(o), x, xb, copyLoop[float64])
+		case *boolBuf:
+			runConvert(bools(o), x, xb.s, toBoolLoop[float64])
+		case *i64Buf:
+			runConvert(i64s(o), x, xb.s, floatToIntLoop[float64])
+		case *f32Buf:
+			runConvert(f32s(o), x, xb.s, numConvLoop[float64, float32])
+		case *f64Buf:
+			runConvert(f64s(o), x, xb.s, copyLoop[float64])
 		}
 	default:
 		badDType(prims.ConvertElementType, x.Buf.DType())

@@ -18,18 +18,18 @@ func init() {
 
 func selectKernel(_ any, in, out []backend.Array) {
 	p, x, y, o := in[0], in[1], in[2], out[0]
-	pb := p.Buf.(boolBuf)
+	pb := p.Buf.(*boolBuf).s
 	switch xb := x.Buf.(type) {
-	case boolBuf:
-		runSelect(bools(o), p, x, y, pb, xb, y.Buf.(boolBuf))
-	case i64Buf:
-		runSelect(i64s(o), p, x, y, pb, xb, y.Buf.(i64Buf))
-	case f32Buf:
+	case *boolBuf:
+		runSelect(bools(o), p, x, y, pb, xb.s, y.Buf.(*boolBuf).s)
+	case *i64Buf:
+		runSelect(i64s(o), p, x, y, pb, xb.s, y.Buf.(*i64Buf).s)
+	case *f32Buf:
 		// Floats are selected as their bit patterns: the compiler emits a
 		// conditional move only for integer registers.
-		runSelect(asBits32(f32s(o)), p, x, y, pb, asBits32(xb), asBits32(y.Buf.(f32Buf)))
-	case f64Buf:
-		runSelect(asBits64(f64s(o)), p, x, y, pb, asBits64(xb), asBits64(y.Buf.(f64Buf)))
+		runSelect(asBits32(f32s(o)), p, x, y, pb, asBits32(xb.s), asBits32(y.Buf.(*f32Buf).s))
+	case *f64Buf:
+		runSelect(asBits64(f64s(o)), p, x, y, pb, asBits64(xb.s), asBits64(y.Buf.(*f64Buf).s))
 	default:
 		badDType(prims.Where, x.Buf.DType())
 	}

@@ -48,13 +48,13 @@ func gather(params any, in, out []backend.Array) {
 	}
 	ix := i64s(idx)
 	switch o.Buf.(type) {
-	case boolBuf:
+	case *boolBuf:
 		gatherT(bools(o), bools(x), ix, g)
-	case i64Buf:
+	case *i64Buf:
 		gatherT(i64s(o), i64s(x), ix, g)
-	case f32Buf:
+	case *f32Buf:
 		gatherT(f32s(o), f32s(x), ix, g)
-	case f64Buf:
+	case *f64Buf:
 		gatherT(f64s(o), f64s(x), ix, g)
 	default:
 		panic("cpu: foreign buffer")
@@ -110,16 +110,16 @@ func scatterKernel(params any, in, out []backend.Array, add bool) {
 	}
 	ix := i64s(idx)
 	switch o.Buf.(type) {
-	case boolBuf:
+	case *boolBuf:
 		if add {
 			panic("cpu: scatter_add of dtype bool")
 		}
 		scatterSetT(bools(o), bools(u), ix, g)
-	case i64Buf:
+	case *i64Buf:
 		scatterT(i64s(o), i64s(u), ix, g, add)
-	case f32Buf:
+	case *f32Buf:
 		scatterT(f32s(o), f32s(u), ix, g, add)
-	case f64Buf:
+	case *f64Buf:
 		scatterT(f64s(o), f64s(u), ix, g, add)
 	default:
 		panic("cpu: foreign buffer")

@@ -40,9 +40,9 @@ type floatMats struct {
 
 func floatMatsOf(a backend.Array) floatMats {
 	switch a.Buf.(type) {
-	case f64Buf:
+	case *f64Buf:
 		return floatMats{f64: f64s(a)}
-	case f32Buf:
+	case *f32Buf:
 		return floatMats{f32: f32s(a)}
 	}
 	interp.Panicf("cpu: no linear-algebra kernel for dtype %v", a.Buf.DType())

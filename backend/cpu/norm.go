@@ -31,9 +31,9 @@ func normKernel(p *interp.Prim, center bool) kernel {
 		}
 		n := backend.ShapeSize(x.Shape[r-np.Axes:])
 		switch x.Buf.(type) {
-		case f32Buf:
+		case *f32Buf:
 			normRows(f32s(out[0]), f32s(out[1]), f32s(x), n, float32(np.Eps), center, rowOps32())
-		case f64Buf:
+		case *f64Buf:
 			normRows(f64s(out[0]), f64s(out[1]), f64s(x), n, np.Eps, center, rowOps64())
 		default:
 			badDType(p, x.Buf.DType())

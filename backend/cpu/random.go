@@ -85,14 +85,14 @@ func threefryKernel(_ any, in, out []backend.Array) {
 	var ops [4]wordsIn
 	for k := range ops {
 		a := in[k]
-		buf, ok := a.Buf.(i64Buf)
+		buf, ok := a.Buf.(*i64Buf)
 		if !ok {
 			badDType(prims.Threefry2x32, a.Buf.DType())
 		}
 		if isSplatIn(a) {
-			ops[k] = wordsIn{w: buf[a.Offset : a.Offset+1]}
+			ops[k] = wordsIn{w: buf.s[a.Offset : a.Offset+1]}
 		} else {
-			ops[k] = wordsIn{w: buf[a.Offset : a.Offset+n], step: 1}
+			ops[k] = wordsIn{w: buf.s[a.Offset : a.Offset+n], step: 1}
 		}
 	}
 	parallelFor(n, 2*costHeavy, func(lo, hi int) {

@@ -69,20 +69,20 @@ func reduceKernel(p *interp.Prim, op reduceOp) kernel {
 		axes := params.(prims.ReduceParams).Axes
 		x, o := in[0], out[0]
 		switch o.Buf.(type) {
-		case boolBuf:
+		case *boolBuf:
 			if op != opMax && op != opMin {
 				badDType(p, backend.Bool)
 			}
 			runReduce(bools(o), bools(x), x.Shape, axes, rb)
-		case i64Buf:
+		case *i64Buf:
 			runReduce(i64s(o), i64s(x), x.Shape, axes, ri)
-		case f32Buf:
+		case *f32Buf:
 			if op == opSum || op == opProd {
 				runReduce(f32s(o), f32s(x), x.Shape, axes, rf32w)
 			} else {
 				runReduce(f32s(o), f32s(x), x.Shape, axes, rf32)
 			}
-		case f64Buf:
+		case *f64Buf:
 			runReduce(f64s(o), f64s(x), x.Shape, axes, rf64)
 		default:
 			badDType(p, o.Buf.DType())
@@ -456,13 +456,13 @@ func argKernel(p *interp.Prim, isMax bool) kernel {
 			return
 		}
 		switch x.Buf.(type) {
-		case boolBuf:
+		case *boolBuf:
 			runArg(d, bools(x), n, inner, boolBetter(isMax))
-		case i64Buf:
+		case *i64Buf:
 			runArg(d, i64s(x), n, inner, numBetter[int64](isMax))
-		case f32Buf:
+		case *f32Buf:
 			runArg(d, f32s(x), n, inner, numBetter[float32](isMax))
-		case f64Buf:
+		case *f64Buf:
 			runArg(d, f64s(x), n, inner, numBetter[float64](isMax))
 		default:
 			badDType(p, x.Buf.DType())

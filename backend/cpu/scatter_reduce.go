@@ -37,11 +37,11 @@ func scatterCombineKernel(how int) kernel {
 		}
 		ix := i64s(idx)
 		switch o.Buf.(type) {
-		case i64Buf:
+		case *i64Buf:
 			scatterCombineT(i64s(o), i64s(u), ix, g, how)
-		case f32Buf:
+		case *f32Buf:
 			scatterCombineT(f32s(o), f32s(u), ix, g, how)
-		case f64Buf:
+		case *f64Buf:
 			scatterCombineT(f64s(o), f64s(u), ix, g, how)
 		default:
 			panic("cpu: scatter reduction of a foreign or bool buffer")

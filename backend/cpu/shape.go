@@ -26,13 +26,13 @@ func registerShapeKernels() bool {
 // fill sets every element of the contiguous array a to v's single element.
 func fill(a, v backend.Array) {
 	switch a.Buf.(type) {
-	case boolBuf:
+	case *boolBuf:
 		fillT(bools(a), bools(v)[0])
-	case i64Buf:
+	case *i64Buf:
 		fillT(i64s(a), i64s(v)[0])
-	case f32Buf:
+	case *f32Buf:
 		fillT(f32s(a), f32s(v)[0])
-	case f64Buf:
+	case *f64Buf:
 		fillT(f64s(a), f64s(v)[0])
 	default:
 		panic("cpu: foreign buffer")
@@ -142,11 +142,11 @@ func iotaKernel(params any, _, out []backend.Array) {
 		interp.Panicf("cpu: iota dimension %d out of range for shape %v", p.Dim, o.Shape)
 	}
 	switch o.Buf.(type) {
-	case i64Buf:
+	case *i64Buf:
 		iotaFill(i64s(o), o.Shape, p.Dim)
-	case f32Buf:
+	case *f32Buf:
 		iotaFill(f32s(o), o.Shape, p.Dim)
-	case f64Buf:
+	case *f64Buf:
 		iotaFill(f64s(o), o.Shape, p.Dim)
 	default:
 		badDType(prims.Iota, o.Buf.DType())

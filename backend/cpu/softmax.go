@@ -28,9 +28,9 @@ func softmaxKernel(p *interp.Prim, log bool) kernel {
 			interp.Panicf("cpu: %s axis %d out of range for shape %v", p.Name, axis, x.Shape)
 		}
 		switch x.Buf.(type) {
-		case f32Buf:
+		case *f32Buf:
 			softmaxLines(f32s(out[0]), f32s(x), x.Shape, axis, log, rowOps32())
-		case f64Buf:
+		case *f64Buf:
 			softmaxLines(f64s(out[0]), f64s(x), x.Shape, axis, log, rowOps64())
 		default:
 			badDType(p, x.Buf.DType())

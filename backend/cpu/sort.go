@@ -53,7 +53,7 @@ func sortKernel(params any, in, out []backend.Array) {
 	}
 	var load func(keys []uint64, base int)
 	switch x.Buf.(type) {
-	case boolBuf:
+	case *boolBuf:
 		key := bools(x)
 		load = func(k []uint64, base int) {
 			for j := range k {
@@ -63,21 +63,21 @@ func sortKernel(params any, in, out []backend.Array) {
 				}
 			}
 		}
-	case i64Buf:
+	case *i64Buf:
 		key := i64s(x)
 		load = func(k []uint64, base int) {
 			for j := range k {
 				k[j] = uint64(key[base+j*inner]) ^ 1<<63
 			}
 		}
-	case f32Buf:
+	case *f32Buf:
 		key := f32s(x)
 		load = func(k []uint64, base int) {
 			for j := range k {
 				k[j] = f64Key(float64(key[base+j*inner]))
 			}
 		}
-	case f64Buf:
+	case *f64Buf:
 		key := f64s(x)
 		load = func(k []uint64, base int) {
 			for j := range k {
@@ -169,13 +169,13 @@ func (s *radixSorter) sort() []int {
 // permuteLine writes dst[base+j·inner] = src[base+perm[j]·inner].
 func permuteLine(dst, src backend.Array, perm []int, base, inner int) {
 	switch src.Buf.(type) {
-	case boolBuf:
+	case *boolBuf:
 		permuteAlong(bools(dst), bools(src), perm, base, inner)
-	case i64Buf:
+	case *i64Buf:
 		permuteAlong(i64s(dst), i64s(src), perm, base, inner)
-	case f32Buf:
+	case *f32Buf:
 		permuteAlong(f32s(dst), f32s(src), perm, base, inner)
-	case f64Buf:
+	case *f64Buf:
 		permuteAlong(f64s(dst), f64s(src), perm, base, inner)
 	default:
 		badDType(prims.Sort, src.Buf.DType())
@@ -206,11 +206,11 @@ func searchsortedKernel(params any, in, out []backend.Array) {
 	per := m / rows // values per row of the sorted operand
 	d := i64s(out[0])
 	switch s.Buf.(type) {
-	case i64Buf:
+	case *i64Buf:
 		searchRows(d, i64s(s), i64s(v), n, per, right, func(x int64) int64 { return x })
-	case f32Buf:
+	case *f32Buf:
 		searchRows(d, f32s(s), f32s(v), n, per, right, func(x float32) uint64 { return f64Key(float64(x)) })
-	case f64Buf:
+	case *f64Buf:
 		searchRows(d, f64s(s), f64s(v), n, per, right, f64Key)
 	default:
 		badDType(prims.SearchSorted, s.Buf.DType())

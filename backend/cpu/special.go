@@ -328,10 +328,10 @@ func init() {
 		f := func(v float64) float64 { return polygammaWith(n, v, cot) }
 		x, o := &in[0], out[0]
 		switch buf := x.Buf.(type) {
-		case f32Buf:
-			runUnary(prims.Polygamma, floatMap[float32](f), costHeavy, f32s(o), buf, x)
-		case f64Buf:
-			runUnary(prims.Polygamma, floatMap[float64](f), costHeavy, f64s(o), buf, x)
+		case *f32Buf:
+			runUnary(prims.Polygamma, floatMap[float32](f), costHeavy, f32s(o), buf.s, x)
+		case *f64Buf:
+			runUnary(prims.Polygamma, floatMap[float64](f), costHeavy, f64s(o), buf.s, x)
 		default:
 			badDType(prims.Polygamma, x.Buf.DType())
 		}

@@ -21,32 +21,24 @@ import (
 // backend.BF16 values; their host slices are []backend.F16 and
 // []backend.BF16.
 
+// The storage dtypes' buffers (see buffer.go).
 type (
-	i32Buf  []int32
-	u8Buf   []uint8
-	f16Buf  []backend.F16
-	bf16Buf []backend.BF16
+	i32Buf  = hostBuf[int32]
+	u8Buf   = hostBuf[uint8]
+	f16Buf  = hostBuf[backend.F16]
+	bf16Buf = hostBuf[backend.BF16]
 )
-
-func (b i32Buf) Len() int              { return len(b) }
-func (b i32Buf) DType() backend.DType  { return backend.Int32 }
-func (b u8Buf) Len() int               { return len(b) }
-func (b u8Buf) DType() backend.DType   { return backend.Uint8 }
-func (b f16Buf) Len() int              { return len(b) }
-func (b f16Buf) DType() backend.DType  { return backend.Float16 }
-func (b bf16Buf) Len() int             { return len(b) }
-func (b bf16Buf) DType() backend.DType { return backend.BFloat16 }
 
 func allocStorage(dt backend.DType, n int) backend.Buffer {
 	switch dt {
 	case backend.Int32:
-		return huge(make(i32Buf, n))
+		return newBuf[int32](n)
 	case backend.Uint8:
-		return huge(make(u8Buf, n))
+		return newBuf[uint8](n)
 	case backend.Float16:
-		return huge(make(f16Buf, n))
+		return newBuf[backend.F16](n)
 	case backend.BFloat16:
-		return huge(make(bf16Buf, n))
+		return newBuf[backend.BF16](n)
 	}
 	return nil
 }
@@ -73,84 +65,66 @@ func storageFromHost(data any, cp bool) backend.Buffer {
 	switch d := data.(type) {
 	case []int32:
 		if cp {
-			d = append([]int32(nil), d...)
+			return copyBuf(d)
 		}
-		return i32Buf(d)
+		return &i32Buf{s: d}
 	case []uint8:
 		if cp {
-			d = append([]uint8(nil), d...)
+			return copyBuf(d)
 		}
-		return u8Buf(d)
+		return &u8Buf{s: d}
 	case []backend.F16:
 		if cp {
-			d = append([]backend.F16(nil), d...)
+			return copyBuf(d)
 		}
-		return f16Buf(d)
+		return &f16Buf{s: d}
 	case []backend.BF16:
 		if cp {
-			d = append([]backend.BF16(nil), d...)
+			return copyBuf(d)
 		}
-		return bf16Buf(d)
+		return &bf16Buf{s: d}
 	}
 	return nil
 }
 
 func storageToHost(buf backend.Buffer, lo, hi int) any {
 	switch b := buf.(type) {
-	case i32Buf:
-		return append([]int32{}, b[lo:hi]...)
-	case u8Buf:
-		return append([]uint8{}, b[lo:hi]...)
-	case f16Buf:
-		return append([]backend.F16{}, b[lo:hi]...)
-	case bf16Buf:
-		return append([]backend.BF16{}, b[lo:hi]...)
+	case *i32Buf:
+		return append([]int32{}, b.s[lo:hi]...)
+	case *u8Buf:
+		return append([]uint8{}, b.s[lo:hi]...)
+	case *f16Buf:
+		return append([]backend.F16{}, b.s[lo:hi]...)
+	case *bf16Buf:
+		return append([]backend.BF16{}, b.s[lo:hi]...)
 	}
 	return nil
 }
 
-func sameStorage(x, y backend.Buffer) bool {
-	switch a := x.(type) {
-	case i32Buf:
-		b, ok := y.(i32Buf)
-		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
-	case u8Buf:
-		b, ok := y.(u8Buf)
-		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
-	case f16Buf:
-		b, ok := y.(f16Buf)
-		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
-	case bf16Buf:
-		b, ok := y.(bf16Buf)
-		return ok && len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
-	}
-	return false
-}
-
 func zeroStorage(a backend.Array) {
 	switch buf := a.Buf.(type) {
-	case i32Buf:
-		clear(contig(buf, a))
-	case u8Buf:
-		clear(contig(buf, a))
-	case f16Buf:
-		clear(contig(buf, a))
-	case bf16Buf:
-		clear(contig(buf, a))
+	case *i32Buf:
+		clear(contig(buf.s, a))
+	case *u8Buf:
+		clear(contig(buf.s, a))
+	case *f16Buf:
+		clear(contig(buf.s, a))
+	case *bf16Buf:
+		clear(contig(buf.s, a))
 	}
 }
 
 // copyStorage is copyStrided for storage buffers; false for another type.
 func copyStorage(dst, src backend.Array) bool {
 	switch d := dst.Buf.(type) {
-	case i32Buf:
-		stridedCopy(d, src.Buf.(i32Buf), dst, src)
-	case u8Buf:
-		stridedCopy(d, src.Buf.(u8Buf), dst, src)
-	case f16Buf:
-		stridedCopy(d, src.Buf.(f16Buf), dst, src)
-	case bf16Buf:
-		stridedCopy(d, src.Buf.(bf16Buf), dst, src)
+	case *i32Buf:
+		stridedCopy(d.s, src.Buf.(*i32Buf).s, dst, src)
+	case *u8Buf:
+		stridedCopy(d.s, src.Buf.(*u8Buf).s, dst, src)
+	case *f16Buf:
+		stridedCopy(d.s, src.Buf.(*f16Buf).s, dst, src)
+	case *bf16Buf:
+		stridedCopy(d.s, src.Buf.(*bf16Buf).s, dst, src)
 	default:
 		return false
 	}
@@ -177,7 +151,7 @@ func hasStorage(in, out []backend.Array) bool {
 // its dtype.
 func computeBuf(b backend.Buffer) bool {
 	switch b.(type) {
-	case f64Buf, f32Buf, i64Buf, boolBuf:
+	case *f64Buf, *f32Buf, *i64Buf, *boolBuf:
 		return true
 	}
 	return !b.DType().IsStorage()
@@ -254,32 +228,32 @@ func convertArray(b *Backend, dst, src backend.Array) {
 	// Direct exact paths: widening to and narrowing from the compute
 	// dtype (bit-level for NaNs), and same-dtype copies.
 	switch s := src.Buf.(type) {
-	case f16Buf:
-		if d, ok := dst.Buf.(f32Buf); ok {
+	case *f16Buf:
+		if d, ok := dst.Buf.(*f32Buf); ok {
 			parallelFor(n, costCheap, func(lo, hi int) {
-				backend.F16sToFloat32s(d[do+lo:do+hi], s[so+lo:so+hi])
+				backend.F16sToFloat32s(d.s[do+lo:do+hi], s.s[so+lo:so+hi])
 			})
 			return
 		}
-	case bf16Buf:
-		if d, ok := dst.Buf.(f32Buf); ok {
+	case *bf16Buf:
+		if d, ok := dst.Buf.(*f32Buf); ok {
 			parallelFor(n, costCheap, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
-					d[do+i] = s[so+i].Float32()
+					d.s[do+i] = s.s[so+i].Float32()
 				}
 			})
 			return
 		}
-	case f32Buf:
+	case *f32Buf:
 		switch d := dst.Buf.(type) {
-		case f16Buf:
+		case *f16Buf:
 			parallelFor(n, costCheap, func(lo, hi int) {
-				backend.F16sFromFloat32s(d[do+lo:do+hi], s[so+lo:so+hi])
+				backend.F16sFromFloat32s(d.s[do+lo:do+hi], s.s[so+lo:so+hi])
 			})
 			return
-		case bf16Buf:
+		case *bf16Buf:
 			parallelFor(n, costCheap, func(lo, hi int) {
-				backend.BF16sFromFloat32s(d[do+lo:do+hi], s[so+lo:so+hi])
+				backend.BF16sFromFloat32s(d.s[do+lo:do+hi], s.s[so+lo:so+hi])
 			})
 			return
 		}
@@ -318,11 +292,11 @@ func convertArray(b *Backend, dst, src backend.Array) {
 func convertByTable(src, dst backend.Array, n int) bool {
 	var bytes []uint8
 	switch s := src.Buf.(type) {
-	case u8Buf:
-		bytes = s[src.Offset : src.Offset+n]
-	case boolBuf:
+	case *u8Buf:
+		bytes = s.s[src.Offset : src.Offset+n]
+	case *boolBuf:
 		if n > 0 {
-			bytes = unsafe.Slice((*uint8)(unsafe.Pointer(&s[src.Offset])), n) // a Go bool is one byte, 0 or 1
+			bytes = unsafe.Slice((*uint8)(unsafe.Pointer(&s.s[src.Offset])), n) // a Go bool is one byte, 0 or 1
 		}
 	default:
 		return false
@@ -336,22 +310,22 @@ func convertByTable(src, dst backend.Array, n int) bool {
 	}
 	do := dst.Offset
 	switch d := dst.Buf.(type) {
-	case f64Buf:
-		tableConvert(d[do:do+n], bytes, vals[:])
-	case f32Buf:
-		tableConvert(d[do:do+n], bytes, vals[:])
-	case f16Buf:
-		tableConvert(d[do:do+n], bytes, vals[:])
-	case bf16Buf:
-		tableConvert(d[do:do+n], bytes, vals[:])
-	case i64Buf:
-		tableConvert(d[do:do+n], bytes, vals[:])
-	case i32Buf:
-		tableConvert(d[do:do+n], bytes, vals[:])
-	case u8Buf:
-		tableConvert(d[do:do+n], bytes, vals[:])
-	case boolBuf:
-		tableConvert(d[do:do+n], bytes, vals[:])
+	case *f64Buf:
+		tableConvert(d.s[do:do+n], bytes, vals[:])
+	case *f32Buf:
+		tableConvert(d.s[do:do+n], bytes, vals[:])
+	case *f16Buf:
+		tableConvert(d.s[do:do+n], bytes, vals[:])
+	case *bf16Buf:
+		tableConvert(d.s[do:do+n], bytes, vals[:])
+	case *i64Buf:
+		tableConvert(d.s[do:do+n], bytes, vals[:])
+	case *i32Buf:
+		tableConvert(d.s[do:do+n], bytes, vals[:])
+	case *u8Buf:
+		tableConvert(d.s[do:do+n], bytes, vals[:])
+	case *boolBuf:
+		tableConvert(d.s[do:do+n], bytes, vals[:])
 	default:
 		return false
 	}
@@ -360,16 +334,13 @@ func convertByTable(src, dst backend.Array, n int) bool {
 
 // tableConvert sets d[i] to the conversion of the byte s[i], from a
 // table of the 256 byte values converted by writeInts.
-func tableConvert[T any, B interface {
-	~[]T
-	backend.Buffer
-}](d B, s []uint8, vals []int64) {
-	tab := make(B, 256)
+func tableConvert[T elem](d []T, s []uint8, vals []int64) {
+	tab := newBuf[T](256)
 	writeInts(tab, 0, vals)
 	parallelFor(len(d), costCheap, func(lo, hi int) {
 		dd, ss := d[lo:hi], s[lo:hi]
 		for i, b := range ss {
-			dd[i] = tab[b]
+			dd[i] = tab.s[b]
 		}
 	})
 }
@@ -378,17 +349,17 @@ func tableConvert[T any, B interface {
 // exactly.
 func readFloats(f []float64, buf backend.Buffer, off int) {
 	switch s := buf.(type) {
-	case f64Buf:
-		copy(f, s[off:])
-	case f32Buf:
+	case *f64Buf:
+		copy(f, s.s[off:])
+	case *f32Buf:
 		for i := range f {
-			f[i] = float64(s[off+i])
+			f[i] = float64(s.s[off+i])
 		}
-	case f16Buf:
-		backend.F16sToFloat64s(f, s[off:off+len(f)])
-	case bf16Buf:
+	case *f16Buf:
+		backend.F16sToFloat64s(f, s.s[off:off+len(f)])
+	case *bf16Buf:
 		for i := range f {
-			f[i] = float64(s[off+i].Float32())
+			f[i] = float64(s.s[off+i].Float32())
 		}
 	default:
 		panic("cpu: convert from a foreign buffer")
@@ -399,20 +370,20 @@ func readFloats(f []float64, buf backend.Buffer, off int) {
 // from offset off.
 func readInts(v []int64, buf backend.Buffer, off int) {
 	switch s := buf.(type) {
-	case i64Buf:
-		copy(v, s[off:])
-	case i32Buf:
+	case *i64Buf:
+		copy(v, s.s[off:])
+	case *i32Buf:
 		for i := range v {
-			v[i] = int64(s[off+i])
+			v[i] = int64(s.s[off+i])
 		}
-	case u8Buf:
+	case *u8Buf:
 		for i := range v {
-			v[i] = int64(s[off+i])
+			v[i] = int64(s.s[off+i])
 		}
-	case boolBuf:
+	case *boolBuf:
 		for i := range v {
 			var x int64
-			if s[off+i] {
+			if s.s[off+i] {
 				x = 1
 			}
 			v[i] = x
@@ -425,31 +396,31 @@ func readInts(v []int64, buf backend.Buffer, off int) {
 // writeFloats converts f into buf from offset off.
 func writeFloats(buf backend.Buffer, off int, f []float64) {
 	switch d := buf.(type) {
-	case f64Buf:
-		copy(d[off:], f)
-	case f32Buf:
+	case *f64Buf:
+		copy(d.s[off:], f)
+	case *f32Buf:
 		for i, x := range f {
-			d[off+i] = float32(x)
+			d.s[off+i] = float32(x)
 		}
-	case f16Buf:
-		backend.F16sFromFloat64s(d[off:off+len(f)], f)
-	case bf16Buf:
-		backend.BF16sFromFloat64s(d[off:off+len(f)], f)
-	case i64Buf:
+	case *f16Buf:
+		backend.F16sFromFloat64s(d.s[off:off+len(f)], f)
+	case *bf16Buf:
+		backend.BF16sFromFloat64s(d.s[off:off+len(f)], f)
+	case *i64Buf:
 		for i, x := range f {
-			d[off+i] = backend.FloatToInt64(x)
+			d.s[off+i] = backend.FloatToInt64(x)
 		}
-	case i32Buf:
+	case *i32Buf:
 		for i, x := range f {
-			d[off+i] = backend.FloatToInt32(x)
+			d.s[off+i] = backend.FloatToInt32(x)
 		}
-	case u8Buf:
+	case *u8Buf:
 		for i, x := range f {
-			d[off+i] = backend.FloatToUint8(x)
+			d.s[off+i] = backend.FloatToUint8(x)
 		}
-	case boolBuf:
+	case *boolBuf:
 		for i, x := range f {
-			d[off+i] = x != 0
+			d.s[off+i] = x != 0
 		}
 	default:
 		panic("cpu: convert to a foreign buffer")
@@ -459,31 +430,31 @@ func writeFloats(buf backend.Buffer, off int, f []float64) {
 // writeInts converts v into buf from offset off.
 func writeInts(buf backend.Buffer, off int, v []int64) {
 	switch d := buf.(type) {
-	case i64Buf:
-		copy(d[off:], v)
-	case i32Buf:
+	case *i64Buf:
+		copy(d.s[off:], v)
+	case *i32Buf:
 		for i, x := range v {
-			d[off+i] = int32(x)
+			d.s[off+i] = int32(x)
 		}
-	case u8Buf:
+	case *u8Buf:
 		for i, x := range v {
-			d[off+i] = uint8(x)
+			d.s[off+i] = uint8(x)
 		}
-	case f64Buf:
+	case *f64Buf:
 		for i, x := range v {
-			d[off+i] = float64(x)
+			d.s[off+i] = float64(x)
 		}
-	case f32Buf:
+	case *f32Buf:
 		for i, x := range v {
-			d[off+i] = float32(x)
+			d.s[off+i] = float32(x)
 		}
-	case f16Buf:
-		backend.F16sFromInt64s(d[off:off+len(v)], v)
-	case bf16Buf:
-		backend.BF16sFromInt64s(d[off:off+len(v)], v)
-	case boolBuf:
+	case *f16Buf:
+		backend.F16sFromInt64s(d.s[off:off+len(v)], v)
+	case *bf16Buf:
+		backend.BF16sFromInt64s(d.s[off:off+len(v)], v)
+	case *boolBuf:
 		for i, x := range v {
-			d[off+i] = x != 0
+			d.s[off+i] = x != 0
 		}
 	default:
 		panic("cpu: convert to a foreign buffer")

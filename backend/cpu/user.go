@@ -11,31 +11,31 @@ import (
 // Float64s returns the elements of a, a contiguous float64 array of this
 // backend, as a slice sharing its buffer. It panics with *interp.Error if
 // a is of another dtype or backend, or not contiguous.
-func Float64s(a backend.Array) []float64 { return elems[f64Buf](a, "Float64s") }
+func Float64s(a backend.Array) []float64 { return elems[float64](a, "Float64s") }
 
 // Float32s is Float64s for float32 arrays.
-func Float32s(a backend.Array) []float32 { return elems[f32Buf](a, "Float32s") }
+func Float32s(a backend.Array) []float32 { return elems[float32](a, "Float32s") }
 
 // Int64s is Float64s for int64 arrays.
-func Int64s(a backend.Array) []int64 { return elems[i64Buf](a, "Int64s") }
+func Int64s(a backend.Array) []int64 { return elems[int64](a, "Int64s") }
 
 // Bools is Float64s for bool arrays.
-func Bools(a backend.Array) []bool { return elems[boolBuf](a, "Bools") }
+func Bools(a backend.Array) []bool { return elems[bool](a, "Bools") }
 
-func elems[B ~[]E, E any](a backend.Array, name string) []E {
-	buf, ok := a.Buf.(B)
+func elems[E elem](a backend.Array, name string) []E {
+	b, ok := a.Buf.(*hostBuf[E])
 	if !ok {
-		var want B
-		panic(interp.Errorf("cpu.%s: array of dtype %v on another backend or of another dtype (want %T)", name, dtypeOf(a.Buf), want))
+		want := (*hostBuf[E])(nil).DType()
+		panic(interp.Errorf("cpu.%s: array of dtype %v on another backend or of another dtype (want %v)", name, dtypeOf(a.Buf), want))
 	}
 	if !a.IsContiguous() {
 		panic(interp.Errorf("cpu.%s: array is not contiguous (shape %v, strides %v)", name, a.Shape, a.Strides))
 	}
 	n := a.Size()
 	if n == 0 {
-		return []E(buf[:0:0])
+		return b.s[:0:0]
 	}
-	return []E(buf[a.Offset : a.Offset+n : a.Offset+n])
+	return b.s[a.Offset : a.Offset+n : a.Offset+n]
 }
 
 func dtypeOf(b backend.Buffer) backend.DType {

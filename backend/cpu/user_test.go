@@ -159,7 +159,7 @@ func TestUserSlices(t *testing.T) {
 			if dt == acc.dt {
 				continue
 			}
-			usrErr(t, acc.name+" of "+dt.String(), func() { f(backend.Array{Buf: buf, Shape: []int{3}}) }, "cpu."+acc.name, dt.String())
+			usrErr(t, acc.name+" of "+dt.String(), func() { f(backend.Array{Buf: buf, Shape: []int{3}}) }, "cpu."+acc.name, dt.String(), "want "+acc.dt.String())
 		}
 		usrErr(t, acc.name+" of a foreign buffer", func() { f(backend.Array{Buf: usrForeign{}, Shape: []int{3}}) }, "cpu."+acc.name)
 		usrErr(t, acc.name+" of no buffer", func() { f(backend.Array{Shape: []int{3}}) }, "cpu."+acc.name)

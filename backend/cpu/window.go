@@ -119,12 +119,12 @@ func convGeneral(params any, in, out []backend.Array) {
 			sg := *g
 			sg.lhsB, sg.lhsF, sg.rhsO, sg.rhsI = lb, lf, ro, ri
 			switch out[0].Buf.(type) {
-			case f32Buf:
-				if convByTapsT(&sg, f32s(out[0]), spanOf(in[0].Buf.(f32Buf), in[0]), spanOf(in[1].Buf.(f32Buf), in[1])) {
+			case *f32Buf:
+				if convByTapsT(&sg, f32s(out[0]), spanOf(in[0].Buf.(*f32Buf).s, in[0]), spanOf(in[1].Buf.(*f32Buf).s, in[1])) {
 					return
 				}
-			case f64Buf:
-				if convByTapsT(&sg, f64s(out[0]), spanOf(in[0].Buf.(f64Buf), in[0]), spanOf(in[1].Buf.(f64Buf), in[1])) {
+			case *f64Buf:
+				if convByTapsT(&sg, f64s(out[0]), spanOf(in[0].Buf.(*f64Buf).s, in[0]), spanOf(in[1].Buf.(*f64Buf).s, in[1])) {
 					return
 				}
 			}
@@ -136,11 +136,11 @@ func convGeneral(params any, in, out []backend.Array) {
 		}
 	}
 	switch out[0].Buf.(type) {
-	case f32Buf:
+	case *f32Buf:
 		if !convByTaps(g, f32s(out[0]), f32s(in[0]), f32s(in[1])) {
 			convRun(g, f32s(out[0]), f32s(in[0]), f32s(in[1]), &convPool32, gemmConv32)
 		}
-	case f64Buf:
+	case *f64Buf:
 		if !convByTaps(g, f64s(out[0]), f64s(in[0]), f64s(in[1])) {
 			convRun(g, f64s(out[0]), f64s(in[0]), f64s(in[1]), &convPool64, gemmConv64)
 		}
@@ -473,11 +473,11 @@ func reduceWindowKernel(isMax bool) kernel {
 	return func(params any, in, out []backend.Array) {
 		p := params.(prims.WindowParams).Normalized(len(in[0].Shape))
 		switch out[0].Buf.(type) {
-		case i64Buf:
+		case *i64Buf:
 			reduceWindow(p, i64s(out[0]), out[0].Shape, i64s(in[0]), in[0].Shape, isMax, math.MinInt64)
-		case f32Buf:
+		case *f32Buf:
 			reduceWindow(p, f32s(out[0]), out[0].Shape, f32s(in[0]), in[0].Shape, isMax, float32(math.Inf(-1)))
-		case f64Buf:
+		case *f64Buf:
 			reduceWindow(p, f64s(out[0]), out[0].Shape, f64s(in[0]), in[0].Shape, isMax, math.Inf(-1))
 		default:
 			panic("cpu: window reduction of dtype " + out[0].Buf.DType().String())
