@@ -1,6 +1,9 @@
 package interp
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // Named axes. A transform that binds an axis name records an AxisFrame
 // (the name, its size, the index, who answers collectives over it) in
@@ -76,19 +79,7 @@ func (l *Level) Axes() []AxisFrame {
 func LookupAxesOf(xs []*Tensor, names ...string) (frames []AxisFrame, missing string) {
 	frames = make([]AxisFrame, len(names))
 	found := make([]uint64, len(names)) // the ID of the level found; 0: none
-	var seen []*Tensor
-	var walk func(t *Tensor)
-	walk = func(t *Tensor) {
-		if t == nil || t.tr == nil {
-			return
-		}
-		for _, s := range seen {
-			if s == t {
-				return
-			}
-		}
-		seen = append(seen, t)
-		l := t.tr.Level()
+	eachLevel(xs, func(l *Level) {
 		fs := l.Axes()
 		for k, name := range names {
 			if found[k] >= l.id {
@@ -101,15 +92,7 @@ func LookupAxesOf(xs []*Tensor, names ...string) (frames []AxisFrame, missing st
 				}
 			}
 		}
-		if n, ok := t.tr.(Nested); ok {
-			for _, v := range n.Nested() {
-				walk(v)
-			}
-		}
-	}
-	for _, x := range xs {
-		walk(x)
-	}
+	})
 	var rest []string
 	var at []int
 	for k, name := range names {
@@ -137,28 +120,33 @@ func LookupAxesOf(xs []*Tensor, names ...string) (frames []AxisFrame, missing st
 func AxesOf(xs []*Tensor) []string {
 	var names []string
 	add := func(n string) {
-		for _, m := range names {
-			if m == n {
-				return
-			}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
 		}
-		names = append(names, n)
 	}
+	eachLevel(xs, func(l *Level) {
+		for _, f := range l.Axes() {
+			add(f.Name)
+		}
+	})
+	for _, n := range BoundAxes() {
+		add(n)
+	}
+	return names
+}
+
+// eachLevel calls visit with the level of each tracer among xs and among
+// the values those are made of (Nested), depth first; a level may be
+// visited more than once.
+func eachLevel(xs []*Tensor, visit func(*Level)) {
 	var seen []*Tensor
 	var walk func(t *Tensor)
 	walk = func(t *Tensor) {
-		if t == nil || t.tr == nil {
+		if t == nil || t.tr == nil || slices.Contains(seen, t) {
 			return
 		}
-		for _, s := range seen {
-			if s == t {
-				return
-			}
-		}
 		seen = append(seen, t)
-		for _, f := range t.tr.Level().Axes() {
-			add(f.Name)
-		}
+		visit(t.tr.Level())
 		if n, ok := t.tr.(Nested); ok {
 			for _, v := range n.Nested() {
 				walk(v)
@@ -168,10 +156,6 @@ func AxesOf(xs []*Tensor) []string {
 	for _, x := range xs {
 		walk(x)
 	}
-	for _, n := range BoundAxes() {
-		add(n)
-	}
-	return names
 }
 
 // AxesHere returns a copy of the calling goroutine's frames (PushAxis),
