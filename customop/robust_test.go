@@ -10,6 +10,7 @@ import (
 	"github.com/peel-ml/peel/backend/cpu"
 	"github.com/peel-ml/peel/customop"
 	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/transforms"
 )
 
 // opRobustPanic runs f and returns what it panicked with (nil if it
@@ -110,6 +111,44 @@ func TestOpRulesReturningNil(t *testing.T) {
 				t.Fatalf("panicked with %T (%v), want *peel.Error", r, r)
 			}
 			for _, s := range c.want {
+				if !strings.Contains(e.Error(), s) {
+					t.Errorf("error %q does not mention %q", e.Error(), s)
+				}
+			}
+		})
+	}
+}
+
+// TestVJPRuleMisuse: a WithVJP rule that returns the wrong number of
+// cotangents, or a cotangent of another shape or dtype than its operand,
+// makes the gradient panic with *peel.Error naming the op and what is
+// wrong, not a wrong gradient.
+func TestVJPRuleMisuse(t *testing.T) {
+	square := func(xs ...*peel.Tensor) *peel.Tensor { return peel.Mul(xs[0], xs[0]) }
+	x := peel.FromFloat64s([]float64{1.5, -2, 0.5})
+	cases := []struct {
+		name string
+		rule func(primals []*peel.Tensor, out, ct *peel.Tensor) []*peel.Tensor
+		want []string
+	}{
+		{"count", func(p []*peel.Tensor, out, ct *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{ct, ct} },
+			[]string{"returned 2 cotangents for 1 operands"}},
+		{"shape", func(p []*peel.Tensor, out, ct *peel.Tensor) []*peel.Tensor { return []*peel.Tensor{peel.Sum(ct)} },
+			[]string{"cotangent 0 is f64[]", "the operand is f64[3]"}},
+		{"dtype", func(p []*peel.Tensor, out, ct *peel.Tensor) []*peel.Tensor {
+			return []*peel.Tensor{peel.AsType(ct, peel.Float32)}
+		}, []string{"cotangent 0 is f32[3]", "the operand is f64[3]"}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			name := fmt.Sprintf("test.robust_vjp_%d", i)
+			op := customop.Define(name, 1, square, customop.WithVJP(c.rule))
+			r := opRobustPanic(func() { transforms.Grad(func(x *peel.Tensor) *peel.Tensor { return peel.Sum(op.Call(x)) })(x) })
+			e, ok := r.(*interp.Error)
+			if !ok {
+				t.Fatalf("panicked with %T (%v), want *peel.Error", r, r)
+			}
+			for _, s := range append([]string{name}, c.want...) {
 				if !strings.Contains(e.Error(), s) {
 					t.Errorf("error %q does not mention %q", e.Error(), s)
 				}
