@@ -22,7 +22,10 @@ import (
 //	all_to_all    i gets block i along Split of every x_k, concatenated along Concat in k's order
 //	ppermute      i gets x_k for each pair (k, i) of Perm, zeros when no pair ends at i
 //
-// Who answers them: a batching level whose axis name they name reduces
+// The names are resolved from the operand's levels, innermost first (a
+// named batching level, a ShardMap body's trace, carry their frames),
+// else from the frames of the calling goroutine (LookupAxesOf). Who
+// answers them: a batching level whose axis name they name reduces
 // or exchanges across its batch (package batching's named rules); a
 // device binding the name for its goroutine (interp.AxisFrame.Device, a
 // Device) communicates with the others (Eval runs EvalImpl). A value
