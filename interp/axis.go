@@ -77,6 +77,10 @@ func (l *Level) Axes() []AxisFrame {
 // no such level binds is looked up among the calling goroutine's frames
 // (PushAxis). missing is the first name bound nowhere.
 func LookupAxesOf(xs []*Tensor, names ...string) (frames []AxisFrame, missing string) {
+	if !slices.ContainsFunc(xs, func(x *Tensor) bool { return x != nil && x.tr != nil }) {
+		// Concrete operands (a mesh device's) have no levels to walk.
+		return LookupAxes(names...)
+	}
 	frames = make([]AxisFrame, len(names))
 	found := make([]uint64, len(names)) // the ID of the level found; 0: none
 	eachLevel(xs, func(l *Level) {
