@@ -30,6 +30,10 @@ type hostBuf[T elem] struct{ s []T }
 // Len returns the number of elements.
 func (b *hostBuf[T]) Len() int { return len(b.s) }
 
+// reslice sets the buffer's length to n, within its capacity (the
+// caching allocator's handing out and taking back).
+func (b *hostBuf[T]) reslice(n int) { b.s = b.s[:n] }
+
 // DType returns the dtype of the elements.
 func (b *hostBuf[T]) DType() backend.DType {
 	var z T

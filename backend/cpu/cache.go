@@ -374,26 +374,11 @@ func bufCap(b backend.Buffer) int {
 // the buffer's header is the cache's while it holds it, and its user's
 // after get, so no new header is allocated.
 func reslice(b backend.Buffer, n int) {
-	switch b := b.(type) {
-	case *boolBuf:
-		b.s = b.s[:n]
-	case *i64Buf:
-		b.s = b.s[:n]
-	case *f32Buf:
-		b.s = b.s[:n]
-	case *f64Buf:
-		b.s = b.s[:n]
-	case *i32Buf:
-		b.s = b.s[:n]
-	case *u8Buf:
-		b.s = b.s[:n]
-	case *f16Buf:
-		b.s = b.s[:n]
-	case *bf16Buf:
-		b.s = b.s[:n]
-	default:
+	r, ok := b.(interface{ reslice(int) })
+	if !ok {
 		panic("cpu: recycling a buffer of another backend")
 	}
+	r.reslice(n)
 }
 
 // poisonBuf fills b with a value no test expects: NaN for floats, a
