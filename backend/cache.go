@@ -49,7 +49,8 @@ type MemoryStats struct {
 	// from the cache and from fresh memory.
 	Hits, Misses int64
 	// Trimmed is the bytes dropped from the cache because they were not
-	// reused between two collections, or did not fit under Limit.
+	// reused for a while (a second, on the CPU backend), or did not fit
+	// under Limit.
 	Trimmed int64
 	// ByDType splits InUse and Cached by element type; a dtype with
 	// neither is absent. (Read list by list while other goroutines may

@@ -9,6 +9,7 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/peel-ml/peel/backend"
 )
@@ -26,11 +27,12 @@ import (
 // there is no lock common to every allocation.
 //
 // The cache is bounded: a buffer recycled while the cached bytes would
-// exceed the limit is dropped to the collector. At every collection the
-// cache also drops, in each list, the buffers that stayed unused since
-// the collection before (the list's low-water mark), so memory a program
-// stopped using goes back to the collector, and through its scavenger to
-// the operating system, within two cycles. Under a Go memory limit
+// exceed the limit is dropped to the collector. After a collection the
+// cache also drops, in each list, the buffers that stayed unused for at
+// least trimAge (the list's low-water mark over that time), so memory a
+// program stopped using goes back to the collector, and through its
+// scavenger to the operating system, within about trimAge and a cycle.
+// Under a Go memory limit
 // (debug.SetMemoryLimit, GOMEMLIMIT) the default cache limit is an
 // eighth of it.
 
@@ -54,6 +56,16 @@ const cacheMinBytes = 4 << 10
 // one and two threads: fewer bytes pay more collections, more bytes
 // leave more buffers in flight and fewer of them in the CPU's caches.
 const gcEvery = 32 << 20
+
+// trimAge is how long a cached buffer stays unused before a trim lets
+// it go. It is a time, not a number of collections: the cache asks for
+// a collection every gcEvery bytes, so a training step collects many
+// times, and a buffer its backward pass needs stays unused through the
+// forward pass's collections. Dropped at the collection after its last
+// use (as it was), a GPT step (peelbench gpt_step_f32) took 219 of its
+// 386 buffers fresh from Go's allocator, zeroed, 40 MB a step, and
+// spent a tenth of its time zeroing and faulting them in.
+const trimAge = time.Second
 
 // classesPerDouble is how many size classes split each power of two:
 // rounding a size up to its class wastes under a quarter of it.
@@ -95,6 +107,10 @@ type bufferCache struct {
 	// it never does.
 	since      atomic.Int64
 	collecting atomic.Bool
+	// lastTrim is when trim last dropped the buffers unused since the
+	// trim before (time since trimEpoch); trims in between only let the
+	// low-water marks fall.
+	lastTrim atomic.Int64
 	// poison, set by PEEL_CACHE_CHECK=1 (a testing mode), fills every
 	// recycled buffer with a pattern and caches every size, so a
 	// missing keep-alive (a buffer read after its storage was found
@@ -270,9 +286,21 @@ func (c *bufferCache) collect() {
 	runtime.Gosched()
 }
 
-// trim drops from each list the buffers unused since the last trim.
-func (c *bufferCache) trim() {
+// trimEpoch is the origin of bufferCache.lastTrim's times.
+var trimEpoch = time.Now()
+
+// trim drops from each list the buffers unused for trimAge (trimAt).
+func (c *bufferCache) trim() { c.trimAt(time.Since(trimEpoch)) }
+
+// trimAt is trim at time now (since trimEpoch): when trimAge has passed
+// since the last trim that dropped, it drops from each list the buffers
+// unused since then (the low-water mark) and starts the marks again;
+// before that it drops nothing.
+func (c *bufferCache) trimAt(now time.Duration) {
 	c.since.Store(0)
+	if last := time.Duration(c.lastTrim.Load()); now-last < trimAge || !c.lastTrim.CompareAndSwap(int64(last), int64(now)) {
+		return
+	}
 	for d := range c.lists {
 		if c.held[d].Load() == 0 {
 			// Every list of d is empty, and so is its low-water mark.

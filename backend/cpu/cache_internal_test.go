@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"testing"
+	"time"
 
 	"github.com/peel-ml/peel/backend"
 	"pgregory.net/rapid"
@@ -72,24 +73,44 @@ func TestCacheCounts(t *testing.T) {
 	if st = c.stats(); st.Cached != 2*40960 || st.Trimmed != 1<<20 {
 		t.Fatalf("a put over the limit: %+v", st)
 	}
-	// A trim drops what stayed unused since the previous trim.
-	c.trim() // low-water marks start at zero: nothing goes
+	// A trim drops what stayed unused for trimAge: a trim sooner than
+	// that after the last one that dropped lets nothing go, however
+	// many collections ran meanwhile (a training step's backward pass
+	// reuses what its forward pass left through many of them).
+	now := trimAge
+	c.trimAt(now) // low-water marks start at zero: nothing goes
 	if st = c.stats(); st.Cached != 2*40960 {
 		t.Fatalf("first trim: %+v", st)
 	}
 	checkHeld(t, c)
-	c.trim() // the buffers were not taken since
+	for _, dt := range []time.Duration{1, trimAge / 2, trimAge - 1} {
+		c.trimAt(now + dt) // unused, but not for trimAge yet
+		if st = c.stats(); st.Cached != 2*40960 {
+			t.Fatalf("a trim %v after the last dropped buffers unused for less than trimAge: %+v", dt, st)
+		}
+	}
+	now += trimAge
+	c.trimAt(now) // the buffers were not taken since
 	if st = c.stats(); st.Cached != 0 || st.Trimmed != 1<<20+2*40960 {
 		t.Fatalf("second trim: %+v", st)
 	}
 	e, _ := c.get(backend.Float32, 10000)
 	c.put(e)
-	c.trim()
+	now += trimAge
+	c.trimAt(now)
 	x, _ := c.get(backend.Float32, 10000) // taken between trims: kept
 	c.put(x)
-	c.trim()
+	now += trimAge
+	c.trimAt(now)
 	if st = c.stats(); st.Cached != 40960 {
 		t.Fatalf("a buffer reused between trims was dropped: %+v", st)
+	}
+	y, _ := c.get(backend.Float32, 10000) // taken, and back before a trim
+	c.put(y)
+	c.trimAt(now + trimAge/2) // too soon: the mark stays at zero
+	c.trimAt(now + trimAge)
+	if st = c.stats(); st.Cached != 40960 {
+		t.Fatalf("a buffer reused within the window was dropped: %+v", st)
 	}
 	checkHeld(t, c)
 	c.empty()
