@@ -227,6 +227,10 @@ func TestFillElems(t *testing.T) {
 			}
 		}
 	}
+	// Past fillNTMin the stores are non-temporal: lowered for the test,
+	// so that path runs on small slices too.
+	defer func(old int) { fillNTMin = old }(fillNTMin)
+	fillNTMin = 64 << 10
 	for _, n := range []int{0, 1, 1023, 1024, 1025, 4099, 1 << 20, fillNTMin/4 + 7} {
 		for _, off := range []int{0, 1, 3, 8} {
 			f := make([]float32, off+n+40)

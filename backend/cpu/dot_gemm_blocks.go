@@ -51,6 +51,54 @@ func cacheSizes(dir string) (l1, l2 int) {
 	return l1, l2
 }
 
+// llcShare returns the bytes of the last-level cache (the highest level
+// a sysfs cache directory lists) per CPU sharing it (its
+// shared_cpu_list), or 0 when the directory does not say.
+func llcShare(dir string) int {
+	best, level := 0, 0
+	for i := range 8 {
+		idx := dir + "/index" + strconv.Itoa(i) + "/"
+		lv, err1 := os.ReadFile(idx + "level")
+		size, err2 := os.ReadFile(idx + "size")
+		typ, err3 := os.ReadFile(idx + "type")
+		if err1 != nil || err2 != nil || err3 != nil || strings.TrimSpace(string(typ)) == "Instruction" {
+			continue
+		}
+		l, err := strconv.Atoi(strings.TrimSpace(string(lv)))
+		n := parseCacheSize(strings.TrimSpace(string(size)))
+		if err != nil || n <= 0 || l <= level {
+			continue
+		}
+		cpus := 1
+		if list, err := os.ReadFile(idx + "shared_cpu_list"); err == nil {
+			cpus = max(countCPUs(strings.TrimSpace(string(list))), 1)
+		}
+		best, level = n/cpus, l
+	}
+	return best
+}
+
+// countCPUs counts the CPUs of a sysfs CPU list ("0-3,8,10-11"), 0 when
+// it is malformed.
+func countCPUs(list string) int {
+	n := 0
+	for part := range strings.SplitSeq(list, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return 0
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0
+			}
+		}
+		n += b - a + 1
+	}
+	return n
+}
+
 // parseCacheSize parses sysfs's "48K", "2048K", "1M" (0 when malformed).
 func parseCacheSize(s string) int {
 	mult := 1

@@ -33,6 +33,40 @@ func TestCacheSizes(t *testing.T) {
 	if _, l2 := cacheSizes(dir); l2 != 256<<10 {
 		t.Errorf("malformed L2 size: %d, want the default", l2)
 	}
+	// The last level's share per CPU: none listed, then an L3 of 30 MiB
+	// shared by CPUs 0-3 and 8 (index3 above has no shared_cpu_list:
+	// one CPU), then an L4 beyond it.
+	os.RemoveAll(dir)
+	if got := llcShare(dir); got != 0 {
+		t.Errorf("llcShare of no caches = %d, want 0", got)
+	}
+	write(0, "1", "Data", "48K")
+	write(1, "2", "Unified", "2048K")
+	write(2, "3", "Unified", "30720K")
+	if got := llcShare(dir); got != 30<<20 {
+		t.Errorf("llcShare, an L3 with no CPU list = %d, want 30 MiB", got)
+	}
+	os.WriteFile(filepath.Join(dir, "index2", "shared_cpu_list"), []byte("0-3,8\n"), 0o644)
+	if got := llcShare(dir); got != 6<<20 {
+		t.Errorf("llcShare, 30 MiB over 5 CPUs = %d, want 6 MiB", got)
+	}
+	write(3, "4", "Unified", "128M")
+	if got := llcShare(dir); got != 128<<20 {
+		t.Errorf("llcShare with an L4 = %d, want 128 MiB", got)
+	}
+	for _, c := range []struct {
+		s    string
+		want int
+	}{{"0", 1}, {"0-1", 2}, {"0-3,8,10-11", 7}, {"", 0}, {"3-1", 0}, {"x", 0}, {"-1", 0}} {
+		if got := countCPUs(c.s); got != c.want {
+			t.Errorf("countCPUs(%q) = %d, want %d", c.s, got, c.want)
+		}
+	}
+	for _, c := range []struct{ share, want int }{{0, 4 << 20}, {1 << 20, 4 << 20}, {16 << 20, 12 << 20}} {
+		if got := ntMinBytes(c.share); got != c.want {
+			t.Errorf("ntMinBytes(%d) = %d, want %d", c.share, got, c.want)
+		}
+	}
 	for _, c := range []struct {
 		s    string
 		want int
