@@ -499,17 +499,22 @@ CONST4(erfcH12<>, 0xbfc2fb5ebe10ecec) // -0.14829620628902462
 	VFMADD213PD erfP1<>(SB), T, R; \
 	VFMADD213PD erfP0<>(SB), T, R
 
-// ERFC sets Y2 = e^(-b²) and Y5 = erfc(c), c = max(b, 1), for Y14 = b,
-// 0 ≤ b ≤ 11, with Y13 = 1 (below 1, Y5 is not erfc(b) but the e^(-b²)
-// that GELU′ needs is). Clobbers Y0–Y7 and Y14 (to u = 1/c).
-#define ERFC \
+// ERFCEXP sets Y2 = e^(-b²) for Y14 = b, 0 ≤ b ≤ 11: ERFC's first half,
+// which GELU′ needs for every x. Clobbers Y0–Y4.
+#define ERFCEXP \
 	VMULPD      Y14, Y14, Y0; \
 	VXORPD      signMask64<>(SB), Y0, Y0; \
 	EXPCORE; \
 	VADDPD      Y3, Y2, Y2; \
 	EXPSCALE; \
 	VMULPD      Y4, Y2, Y2; \
-	VMULPD      Y1, Y2, Y2;    /* Y2 = e^(-b²) */ \
+	VMULPD      Y1, Y2, Y2     /* Y2 = e^(-b²) */
+
+// ERFC sets Y2 = e^(-b²) and Y5 = erfc(c), c = max(b, 1), for Y14 = b,
+// 0 ≤ b ≤ 11, with Y13 = 1 (below 1, Y5 is not erfc(b) but the e^(-b²)
+// that GELU′ needs is). Clobbers Y0–Y7 and Y14 (to u = 1/c).
+#define ERFC \
+	ERFCEXP; \
 	VMAXPD      Y14, Y13, Y14; /* c = max(1, b) */ \
 	VDIVPD      Y14, Y13, Y14; /* u = 1/c */ \
 	VMOVUPD     erfcH12<>(SB), Y5; \
@@ -569,13 +574,20 @@ erfDone:
 	VZEROUPPER
 	RET
 
-// GELUPHI sets Y5 = Φ(x) and Y2 = e^(-min(s, 11)²), s = |x|/√2, for
-// Y8 = x, with Y13 = 1: Φ = ½ + ½·erf(x/√2) where s < 1, else ½·erfc(s)
-// for x < 0 and 1 − ½·erfc(s) for x ≥ 0, s clamped to [1, 11] (Φ is
-// below 1e-53 past 11), so the small values of Φ for negative x keep
-// their relative accuracy (no 1 − erf cancellation). Clobbers Y0–Y7,
-// Y9–Y12 and Y14.
-#define GELUPHI \
+// GELUSMALL then GELULARGE set Y5 = Φ(x) and Y2 = e^(-min(s, 11)²),
+// s = |x|/√2, for Y8 = x, with Y13 = 1: Φ = ½ + ½·erf(x/√2) where s < 1,
+// else ½·erfc(s) for x < 0 and 1 − ½·erfc(s) for x ≥ 0, s clamped to
+// [1, 11] (Φ is below 1e-53 past 11), so the small values of Φ for
+// negative x keep their relative accuracy (no 1 − erf cancellation). A
+// kernel whose four lanes are all small (or NaN) skips GELULARGE, whose
+// blend would pick GELUSMALL's value in every lane: the same bits, a
+// fraction of the work (the inputs of a network's GELU are mostly
+// small). Together they clobber Y0–Y7, Y9–Y12 and Y14.
+
+// GELUSMALL sets Y12 = ½ + ½·erf(z), z = x/√2 (Φ where s = |z| < 1),
+// Y9 = s and Y7 to the lanes where !(s ≥ 1), for Y8 = x. Clobbers Y10,
+// Y11.
+#define GELUSMALL \
 	VMULPD      rsqrt264<>(SB), Y8, Y10;  /* z = x/√2 */ \
 	VANDPD      absMask64<>(SB), Y10, Y9; /* s = |z| */ \
 	VMULPD      Y9, Y9, Y11; \
@@ -583,6 +595,11 @@ erfDone:
 	VMULPD      Y10, Y12, Y12;            /* erf(z) for s < 1 */ \
 	VMOVUPD     half64<>(SB), Y7; \
 	VFMADD213PD half64<>(SB), Y7, Y12;    /* Y12 = ½ + ½·erf(z) */ \
+	VCMPPD      $9, Y13, Y9, Y7           /* !(s ≥ 1): small or NaN */
+
+// GELULARGE finishes after GELUSMALL: Y5 = Φ(x), Y2 =
+// e^(-min(s, 11)²).
+#define GELULARGE \
 	VMOVUPD     eleven64<>(SB), Y14; \
 	VMINPD      Y9, Y14, Y14;             /* min(11, s) */ \
 	ERFC; \
@@ -606,7 +623,17 @@ TEXT ·gelu32AVX2(SB), NOSPLIT, $0-48
 
 geluLoop:
 	VCVTPS2PD (SI), Y8
-	GELUPHI
+	GELUSMALL
+	VMOVMSKPD Y7, AX
+	CMPL      AX, $15
+	JNE       geluLarge
+	VMOVAPD   Y12, Y5 // every lane small: Φ is GELUSMALL's
+	JMP       geluScale
+
+geluLarge:
+	GELULARGE
+
+geluScale:
 	VMOVUPD    negSixteen64<>(SB), Y6
 	VMAXPD     Y8, Y6, Y6 // max(-16, x), NaN kept
 	VMULPD     Y6, Y5, Y5
@@ -624,7 +651,7 @@ geluDone:
 // func geluGrad32AVX2(d, a []float32)
 //
 // GELU′(x) = Φ(x) + c·φ(x), c = x clamped to ±16 and φ(x) =
-// e^(-s²)/√(2π) (GELUPHI's exponential, exact for |x| < 15.5; past it
+// e^(-s²)/√(2π) (GELULARGE's or ERFCEXP's exponential, exact for |x| < 15.5; past it
 // both terms have reached their limits in float32).
 TEXT ·geluGrad32AVX2(SB), NOSPLIT, $0-48
 	MOVQ    d_base+0(FP), DI
@@ -636,7 +663,19 @@ TEXT ·geluGrad32AVX2(SB), NOSPLIT, $0-48
 
 geluGradLoop:
 	VCVTPS2PD (SI), Y8
-	GELUPHI
+	GELUSMALL
+	VMOVMSKPD Y7, AX
+	CMPL      AX, $15
+	JNE       geluGradLarge
+	VMOVAPD   Y9, Y14 // every lane small: min(11, s) = s (NaN kept)
+	ERFCEXP
+	VMOVAPD   Y12, Y5 // Φ is GELUSMALL's
+	JMP       geluGradScale
+
+geluGradLarge:
+	GELULARGE
+
+geluGradScale:
 	VMOVUPD     negSixteen64<>(SB), Y6
 	VMAXPD      Y8, Y6, Y6 // max(-16, x), NaN kept
 	VMOVUPD     sixteen64<>(SB), Y7
