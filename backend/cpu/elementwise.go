@@ -1343,7 +1343,7 @@ func numericArith[T elemNum](vv func(d, a, b []T), vs func(d, a []T, s T), sv fu
 }
 
 func init() {
-	registerUnary(prims.Neg, costCheap, unaryLoops{i: negLoop[int64], f32: negLoop[float32], f64: negLoop[float64]})
+	registerUnary(prims.Neg, costCheap, unaryLoops{i: negLoop[int64], f32: neg32Vec, f64: neg64Vec})
 	registerUnary(prims.Abs, costCheap, unaryLoops{i: absLoop[int64], f32: absFloatLoop[float32], f64: absFloatLoop[float64]})
 	registerUnary(prims.Sign, costCheap, unaryLoops{i: signLoop[int64], f32: signLoop[float32], f64: signLoop[float64]})
 	registerUnary(prims.Floor, costCheap, unaryLoops{f32: floorLoop[float32], f64: floorLoop[float64]})

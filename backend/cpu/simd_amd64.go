@@ -2,7 +2,11 @@
 
 package cpu
 
-import xcpu "golang.org/x/sys/cpu"
+import (
+	"math"
+
+	xcpu "golang.org/x/sys/cpu"
+)
 
 // SIMD kernels (simd_amd64.s): AVX2+FMA assembly for the hot float32 and
 // float64 loops. The *Vec functions below have the contract of the
@@ -100,6 +104,15 @@ func divVS32AVX2(d, a []float32, s float32)
 
 //go:noescape
 func divSV32AVX2(d, a []float32, s float32)
+
+// xorVS32AVX2 and xorVS64AVX2 set d[i] to the bits of a[i] XOR those
+// of s (simd_amd64.s): with s = −0, −a[i].
+//
+//go:noescape
+func xorVS32AVX2(d, a []float32, s float32)
+
+//go:noescape
+func xorVS64AVX2(d, a []float64, s float64)
 
 //go:noescape
 func addVV64AVX2(d, a, b []float64)
@@ -271,6 +284,27 @@ func subSV32Vec(d []float32, s float32, b []float32) { vsVec(subSV32AVX2, rsub[f
 func mulVS32Vec(d, a []float32, s float32)           { vsVec(mulVS32AVX2, mulVS[float32], d, a, s) }
 func divVS32Vec(d, a []float32, s float32)           { vsVec(divVS32AVX2, divVS[float32], d, a, s) }
 func divSV32Vec(d []float32, s float32, b []float32) { vsVec(divSV32AVX2, rdiv[float32], d, b, s) }
+
+// neg32Vec and neg64Vec set d[i] = −a[i] (the sign bit flipped, as
+// negLoop does) with the XOR kernels where the CPU has AVX2.
+func neg32Vec(d, a []float32) {
+	if !haveSIMD {
+		negLoop(d, a)
+		return
+	}
+	vsVec(xorVS32AVX2, negTail[float32], d, a, float32(math.Copysign(0, -1)))
+}
+
+func neg64Vec(d, a []float64) {
+	if !haveSIMD {
+		negLoop(d, a)
+		return
+	}
+	vsVec(xorVS64AVX2, negTail[float64], d, a, math.Copysign(0, -1))
+}
+
+// negTail is negLoop with vsVec's tail signature.
+func negTail[T simdFloat](d, a []T, _ T) { negLoop(d, a) }
 
 func addVV64Vec(d, a, b []float64) { vvVec(addVV64AVX2, addVV[float64], d, a, b) }
 func subVV64Vec(d, a, b []float64) { vvVec(subVV64AVX2, subVV[float64], d, a, b) }

@@ -807,6 +807,25 @@ TEXT ·mulVS64AVX2(SB), NOSPLIT, $0-56
 	VBROADCASTSD s+48(FP), Y4
 	BINSV(VMULPD, 4)
 
+// func xorVS32AVX2(d, a []float32, s float32)
+//
+// d = a XOR s, bit by bit: with s = −0, the negation (the sign bit
+// flipped, NaNs' too).
+TEXT ·xorVS32AVX2(SB), NOSPLIT, $0-52
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSS s+48(FP), Y4
+	BINSV(VXORPS, 8)
+
+// func xorVS64AVX2(d, a []float64, s float64)
+TEXT ·xorVS64AVX2(SB), NOSPLIT, $0-56
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	VBROADCASTSD s+48(FP), Y4
+	BINSV(VXORPD, 4)
+
 // func divVS64AVX2(d, a []float64, s float64)
 TEXT ·divVS64AVX2(SB), NOSPLIT, $0-56
 	MOVQ         d_base+0(FP), DI

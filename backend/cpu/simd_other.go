@@ -39,6 +39,9 @@ func mulVS32Vec(d, a []float32, s float32)           { mulVS(d, a, s) }
 func divVS32Vec(d, a []float32, s float32)           { divVS(d, a, s) }
 func divSV32Vec(d []float32, s float32, b []float32) { divSV(d, s, b) }
 
+func neg32Vec(d, a []float32) { negLoop(d, a) }
+func neg64Vec(d, a []float64) { negLoop(d, a) }
+
 func addVV64Vec(d, a, b []float64) { addVV(d, a, b) }
 func subVV64Vec(d, a, b []float64) { subVV(d, a, b) }
 func mulVV64Vec(d, a, b []float64) { mulVV(d, a, b) }

@@ -642,3 +642,44 @@ func TestGELUGroupsIndependent(t *testing.T) {
 		}
 	}
 }
+
+// TestSIMDNeg checks negation's kernels bit for bit against negLoop (the
+// sign bit flipped, NaNs' too) for every length up to several unrolled
+// blocks, with guards around the destination, and in place.
+func TestSIMDNeg(t *testing.T) {
+	t.Run("float32", func(t *testing.T) { testNeg(t, neg32Vec, arithValues32) })
+	t.Run("float64", func(t *testing.T) { testNeg(t, neg64Vec, arithValues64) })
+}
+
+func testNeg[T float32 | float64](t *testing.T, neg func(d, a []T), vals []T) {
+	const maxN = 100
+	a := make([]T, maxN)
+	for i := range a {
+		a[i] = vals[i%len(vals)]
+	}
+	for n := range maxN {
+		for _, inPlace := range []bool{false, true} {
+			const guard = -12345
+			buf := slices.Repeat([]T{guard}, n+8)
+			d := buf[4 : 4+n]
+			if inPlace {
+				copy(d, a[:n])
+				neg(d, d)
+			} else {
+				neg(d, a[:n])
+			}
+			want := make([]T, n)
+			negLoop(want, a[:n])
+			for i := range d {
+				if math.Float64bits(float64(d[i])) != math.Float64bits(float64(want[i])) { // NaNs' signs too
+					t.Fatalf("n=%d in place %v: -%v = %v, want %v", n, inPlace, a[i], d[i], want[i])
+				}
+			}
+			for i, g := range buf {
+				if (i < 4 || i >= 4+n) && g != guard {
+					t.Fatalf("n=%d: wrote outside d at %d", n, i-4)
+				}
+			}
+		}
+	}
+}
