@@ -1,10 +1,12 @@
 package cpu
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/peel-ml/peel/backend"
+	"github.com/peel-ml/peel/prims"
 	"pgregory.net/rapid"
 )
 
@@ -149,5 +151,59 @@ func TestCacheStorageDTypes(t *testing.T) {
 		if b2.Len() != 2 || b2.DType() != dt {
 			t.Fatalf("%v: reuse gave len %d %v", dt, b2.Len(), b2.DType())
 		}
+	}
+}
+
+// TestExecScratchCopies checks the copies Exec makes of operands a
+// kernel cannot read in place (a transposed operand of an elementwise
+// kernel): the result is right, the copy of a cached size comes from
+// the cache and goes back to it when the kernel returns (the cache's
+// bytes in use are as before), so a second call reuses it; also when
+// the kernel panics.
+func TestExecScratchCopies(t *testing.T) {
+	if cache.poison {
+		t.Skip("PEEL_CACHE_CHECK caches every size")
+	}
+	be := New()
+	const n = 64 // f32[64,64]: 16 KiB, a cached size
+	x := make([]float32, n*n)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	xt := backend.Array{Buf: be.FromHost(x), Shape: []int{n, n}, Strides: []int{1, n}} // the transpose
+	out := backend.Array{Buf: be.Alloc(backend.Float32, n*n), Shape: []int{n, n}}
+	// Earlier tests' garbage recycled now, not during the checks.
+	for range 3 {
+		runtime.GC()
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+	inUse := cache.inUse.Load()
+	hits := cache.hits.Load()
+	for round := range 2 {
+		be.Exec(prims.Add.Op, nil, []backend.Array{xt, xt}, []backend.Array{out})
+		got := out.Buf.(*f32Buf).s
+		for i := range n {
+			for j := range n {
+				if want := 2 * x[j*n+i]; got[i*n+j] != want {
+					t.Fatalf("round %d: (xᵀ+xᵀ)[%d,%d] = %v, want %v", round, i, j, got[i*n+j], want)
+				}
+			}
+		}
+		if u := cache.inUse.Load(); u != inUse {
+			t.Fatalf("round %d: the cache's bytes in use went %d → %d: a scratch copy was not recycled", round, inUse, u)
+		}
+	}
+	if h := cache.hits.Load(); h < hits+2 {
+		t.Errorf("the second call's copies missed the cache: %d hits, want at least %d", h-hits, 2)
+	}
+	// A kernel that panics (results of the wrong shape) still recycles.
+	bad := backend.Array{Buf: be.Alloc(backend.Float32, 1), Shape: []int{1}}
+	func() {
+		defer func() { _ = recover() }()
+		be.Exec(prims.Add.Op, nil, []backend.Array{xt, xt}, []backend.Array{bad})
+	}()
+	if u := cache.inUse.Load(); u != inUse {
+		t.Fatalf("after a panicking kernel the cache's bytes in use went %d → %d", inUse, u)
 	}
 }
