@@ -129,23 +129,34 @@ func dotTranspose(params any, ct *tensor, args []*tensor, linear []bool) []*tens
 	for k := range ctBatch {
 		ctBatch[k] = k
 	}
-	p := DotParams{LhsContract: ctContract, RhsContract: yFree, LhsBatch: ctBatch, RhsBatch: yb}
-	z := interp.Bind1(DotGeneral, p, ct, y)
-	// z's dimensions: batch, x free, y contracting (increasing), which
-	// pair with x's contracting dimensions.
+	// ct·y has the dimensions batch, x free, y contracting (increasing,
+	// which pair with x's contracting dimensions); y·ct has batch, y
+	// contracting, x free. Of the two, the one laid out as x is (often
+	// y·ct: the weight of h·W has its contracting dimension first) is
+	// computed, so the cotangent is contiguous and not a transposed view,
+	// which the sums of cotangents would copy (a tenth of an unrolled
+	// RNN's gradient).
 	ycSorted := append([]int{}, yc...)
 	sort.Ints(ycSorted)
-	perm := make([]int, x.Rank())
+	perm, permSwap := make([]int, x.Rank()), make([]int, x.Rank())
 	for k, d := range xb {
-		perm[d] = k
+		perm[d], permSwap[d] = k, k
 	}
 	for k, d := range xFree {
-		perm[d] = nb + k
+		perm[d], permSwap[d] = nb+k, nb+len(xc)+k
 	}
 	for k, d := range xc {
-		perm[d] = nb + len(xFree) + sort.SearchInts(ycSorted, yc[k])
+		c := sort.SearchInts(ycSorted, yc[k])
+		perm[d], permSwap[d] = nb+len(xFree)+c, nb+c
 	}
 	res := make([]*tensor, 2)
+	if !isIdentityPerm(perm) && isIdentityPerm(permSwap) {
+		p := DotParams{LhsContract: yFree, RhsContract: ctContract, LhsBatch: yb, RhsBatch: ctBatch}
+		res[i] = interp.Bind1(DotGeneral, p, y, ct)
+		return res
+	}
+	p := DotParams{LhsContract: ctContract, RhsContract: yFree, LhsBatch: ctBatch, RhsBatch: yb}
+	z := interp.Bind1(DotGeneral, p, ct, y)
 	res[i] = transpose(z, perm)
 	return res
 }

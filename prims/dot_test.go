@@ -1,0 +1,55 @@
+package prims_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/peel-ml/peel/interp"
+	"github.com/peel-ml/peel/prims"
+)
+
+// TestDotTransposeLayout checks that dot_general's transpose rule gives
+// the cotangent of a weight laid out as the weight is, with no
+// transpose after the product (h·W's W: its contracting dimension
+// first), where one of the two orders of the product does: a transposed
+// view would be copied by every sum of cotangents. Where neither order
+// does (a batch dimension not first), the transpose stays.
+func TestDotTransposeLayout(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		x, y       []int // lhs, rhs shapes
+		p          prims.DotParams
+		linear     int // the operand transposed to
+		transposes int // transposes in the rule's graph
+	}{
+		{"h·W, W", []int{4, 3}, []int{3, 5}, prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}, 1, 0},
+		{"h·W, h", []int{4, 3}, []int{3, 5}, prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}, 0, 0},
+		{"Aᵀ·B, A", []int{3, 4}, []int{3, 5}, prims.DotParams{LhsContract: []int{0}, RhsContract: []int{0}}, 0, 0},
+		{"A·Bᵀ, B", []int{4, 3}, []int{5, 3}, prims.DotParams{LhsContract: []int{1}, RhsContract: []int{1}}, 1, 0},
+		{"batched h·W, W", []int{2, 4, 3}, []int{2, 3, 5}, prims.DotParams{LhsBatch: []int{0}, RhsBatch: []int{0}, LhsContract: []int{2}, RhsContract: []int{1}}, 1, 0},
+		{"batch in the middle, W", []int{4, 2, 3}, []int{3, 2, 5}, prims.DotParams{LhsBatch: []int{1}, RhsBatch: []int{1}, LhsContract: []int{2}, RhsContract: []int{0}}, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x := zeros(c.x...)
+			y := zeros(c.y...)
+			out := interp.Bind1(prims.DotGeneral, c.p, x, y)
+			ct := zeros(out.Shape()...)
+			linear := []bool{c.linear == 0, c.linear == 1}
+			g := interp.Trace(func(a []*interp.Tensor) []*interp.Tensor {
+				args := []*interp.Tensor{a[1], a[2]}
+				r := prims.DotGeneral.Transpose(c.p, []*interp.Tensor{a[0]}, args, linear)
+				return []*interp.Tensor{r[c.linear]}
+			}, []*interp.Tensor{ct, x, y})
+			n := 0
+			for _, e := range g.Eqns {
+				if e.Prim == prims.Transpose {
+					n++
+				}
+			}
+			want := [][]int{c.x, c.y}[c.linear]
+			if n != c.transposes || !slices.Equal(g.Out[0].Aval.Shape, want) {
+				t.Errorf("%d transposes (want %d), cotangent of shape %v (want %v):\n%v", n, c.transposes, g.Out[0].Aval.Shape, want, g)
+			}
+		})
+	}
+}
