@@ -423,6 +423,8 @@ var (
 func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 	bufs := gemmPool32.Get().(*gemmBufs[float32])
 	switch {
+	case skinny(p, par):
+		gemmSkinny(p, bi, c, a, b, bufs)
 	case narrow(p, 16, 32):
 		gemmNarrow(p, bi, c, a, b, bufs, par, gemm32)
 	case gemmWide && p.N >= 32:
@@ -436,6 +438,8 @@ func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
 	bufs := gemmPool64.Get().(*gemmBufs[float64])
 	switch {
+	case skinny(p, par):
+		gemmSkinny(p, bi, c, a, b, bufs)
 	case narrow(p, 8, 16):
 		gemmNarrow(p, bi, c, a, b, bufs, par, gemm64)
 	case gemmWide && p.N >= 16:

@@ -58,6 +58,14 @@ func SetNarrow(on bool) bool {
 	return old
 }
 
+// SetSkinny turns the inner-product path of skinny products on or off and
+// returns the previous setting.
+func SetSkinny(on bool) bool {
+	old := skinnyOn
+	skinnyOn = on
+	return old
+}
+
 // SetScratchPoison turns on or off the filling of kept scratch buffers
 // with NaN at every use (on under PEEL_CACHE_CHECK=1) and returns the
 // previous setting.

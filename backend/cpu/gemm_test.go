@@ -28,6 +28,7 @@ func TestGEMMKernelsRapid(t *testing.T) {
 	defer cpu.SetGEMMCaches(l1, l2)
 	defer cpu.SetRowsA(cpu.SetRowsA(true))
 	defer cpu.SetNarrow(cpu.SetNarrow(true))
+	defer cpu.SetSkinny(cpu.SetSkinny(true))
 	sizes := []int{1, 2, 5, 6, 7, 8, 13, 15, 16, 17, 31, 32, 33, 97, 127, 191, 193, 256, 257, 293, 300}
 	for _, wide := range modes {
 		name := "avx2"
@@ -78,6 +79,8 @@ func TestGEMMKernelsRapid(t *testing.T) {
 				cpu.SetRowsA(rapid.Bool().Draw(t, "rows of A in place"))
 				// Narrow products computed transposed, or directly.
 				cpu.SetNarrow(rapid.Bool().Draw(t, "narrow transposed"))
+				// Skinny products by inner products, or packed.
+				cpu.SetSkinny(rapid.Bool().Draw(t, "skinny inner products"))
 				// The thread count splits the tiles and the packing of
 				// large blocks (packAPar, packBPar) across workers.
 				cpu.SetThreads(rapid.SampledFrom([]int{1, 2, 3}).Draw(t, "threads"))
@@ -87,6 +90,39 @@ func TestGEMMKernelsRapid(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestSkinnyGEMMRapid checks the inner-product path of skinny products
+// (at most 16 columns, k from 32, A's rows contiguous: dot_skinny.go)
+// against the float64 loop: every column count to 16 (pairs of rows and
+// groups of five columns, and those short of it), k with and without a
+// tail past the vectors, B stored either way (its columns read in place
+// or packed), strided and offset layouts, batches, 1 to 3 threads.
+func TestSkinnyGEMMRapid(t *testing.T) {
+	defer cpu.SetSkinny(cpu.SetSkinny(true))
+	rapid.Check(t, func(t *rapid.T) {
+		m := rapid.IntRange(1, 70).Draw(t, "m")
+		n := rapid.IntRange(1, 16).Draw(t, "n")
+		k := rapid.IntRange(32, 300).Draw(t, "k")
+		nb := rapid.SampledFrom([]int{0, 1, 3}).Draw(t, "batch")
+		as, bs := []int{m, k}, []int{k, n}
+		p := prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
+		if rapid.Bool().Draw(t, "rhs transposed") {
+			bs, p.RhsContract = []int{n, k}, []int{1}
+		}
+		if nb > 0 {
+			as, bs = append([]int{nb}, as...), append([]int{nb}, bs...)
+			p.LhsContract = []int{p.LhsContract[0] + 1}
+			p.RhsContract = []int{p.RhsContract[0] + 1}
+			p.LhsBatch, p.RhsBatch = []int{0}, []int{0}
+		}
+		dt := rapid.SampledFrom([]backend.DType{backend.Float32, backend.Float64}).Draw(t, "dtype")
+		l := rapid.SampledFrom(stLayouts).Draw(t, "layout")
+		cpu.SetThreads(rapid.SampledFrom([]int{1, 2, 3}).Draw(t, "threads"))
+		defer cpu.SetThreads(0)
+		rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1))
+		dtRun(t, dt, l, dtData(rng, backend.ShapeSize(as)), as, dtData(rng, backend.ShapeSize(bs)), bs, p)
+	})
 }
 
 // TestGEMMParallelPacking checks products large enough that the packing

@@ -1,0 +1,100 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/peel-ml/peel/backend"
+)
+
+// Skinny products: at most skinnyMaxN columns (a classifier head, the
+// last layer of an MLP). The packed GEMM's tiles are 8, 16 or 32 columns
+// wide, so such a product pads every tile (10 columns on a 16-wide
+// tile: 37% of the multiplications wasted), and computing the
+// transpose instead needs A's rows packed as columns. The inner-product
+// kernels (dot_skinny_amd64.s) instead run along k, A's rows read in
+// place and B's columns as the rows of Bᵀ, two rows by five columns at a
+// time, and sum the vector's lanes at the end: no padding but a fifth
+// column group's (10 columns: none). They need k long enough for the
+// lanes' sums to pay (skinnyMinK).
+
+const (
+	skinnyMaxN = 16
+	skinnyMinK = 32
+)
+
+// skinnyOn turns the inner-product path on (tests turn it off to check
+// the packed GEMM on the same products).
+var skinnyOn = true
+
+// skinny reports whether batch products of p go by gemmSkinny: few
+// columns, A's rows contiguous along k, k long enough, the kernels
+// present, and one thread for the product (with par, a product large
+// enough for the workers goes by the packed GEMM's row ranges, which
+// measured faster at two threads than this path: 10.1 µs against 13.2
+// for 128×256·256×10 float32 on a Zen 4; one thread, 11.4–14.6 against
+// 12.8–13.2, the kernel alone 8.6 µs of it, against 10.4 for the
+// padded tiles).
+func skinny(p *dotPlan, par bool) bool {
+	return haveSkinny && skinnyOn && !p.acc && p.N <= skinnyMaxN && p.M >= 2 && p.K >= skinnyMinK && p.lhs.cs == 1 &&
+		(!par || serial(p.M*p.N, p.K/4))
+}
+
+// gemmSkinny computes batch element bi of p into c (M×N, row-major) by
+// inner products: B's columns are read in place where they are
+// contiguous along k (B stored transposed), else packed as Bᵀ's rows
+// first (N·K elements); rows go in pairs, columns in groups of five, a
+// pair or a group short of that repeating its last row or column (the
+// repeats are computed and not stored); the last k mod lanes elements
+// are added by a Go loop.
+func gemmSkinny[T float32 | float64](p *dotPlan, bi int, c, a, b []T, bufs *gemmBufs[T]) {
+	M, N, K := p.M, p.N, p.K
+	var z T
+	kv := K &^ (32/int(unsafe.Sizeof(z)) - 1) // whole vectors of k
+	bt, ldb := b[p.rhs.off(bi):], p.rhs.fs
+	if p.rhs.cs != 1 {
+		// Bᵀ by the strided copy's transposes (the arrays' buffers
+		// unused: the slices are given).
+		bufs.b = grow(bufs.b, N*K)
+		src := backend.Array{Shape: []int{N, K}, Strides: []int{p.rhs.fs, p.rhs.cs}, Offset: p.rhs.off(bi)}
+		stridedCopySerial(bufs.b, b, backend.Array{Shape: src.Shape}, src, false)
+		bt, ldb = bufs.b, K
+	}
+	_ = bt[(N-1)*ldb+K-1]
+	aoff, lda := p.lhs.off(bi), p.lhs.fs
+	_ = a[aoff+(M-1)*lda+K-1]
+	_ = c[M*N-1]
+	skinnyRows(c, a, bt, aoff, lda, ldb, 0, M, N, K, kv)
+}
+
+// skinnyRows is gemmSkinny's rows r0 to r1 of c (N columns): A's rows
+// at a[aoff+i·lda:], Bᵀ's at bt[j·ldb:], kv the elements of k the
+// kernels take.
+func skinnyRows[T float32 | float64](c, a, bt []T, aoff, lda, ldb, r0, r1, N, K, kv int) {
+	var out [10]T
+	var bp [5]*T
+	for i := r0; i < r1; i += 2 {
+		i1 := min(i+1, r1-1)
+		ar0, ar1 := a[aoff+i*lda:aoff+i*lda+K], a[aoff+i1*lda:aoff+i1*lda+K]
+		for j0 := 0; j0 < N; j0 += 5 {
+			for q := range bp {
+				bp[q] = &bt[min(j0+q, N-1)*ldb]
+			}
+			out = [10]T{}
+			if kv > 0 {
+				skinnyKernel(kv, &ar0[0], &ar1[0], &bp, &out)
+			}
+			for q := range min(5, N-j0) {
+				bj := bt[(j0+q)*ldb : (j0+q)*ldb+K]
+				s0, s1 := out[q], out[5+q]
+				for k := kv; k < K; k++ {
+					s0 += ar0[k] * bj[k]
+					s1 += ar1[k] * bj[k]
+				}
+				c[i*N+j0+q] = s0
+				if i1 > i {
+					c[i1*N+j0+q] = s1
+				}
+			}
+		}
+	}
+}
