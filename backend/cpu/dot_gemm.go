@@ -423,7 +423,7 @@ var (
 func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 	bufs := gemmPool32.Get().(*gemmBufs[float32])
 	switch {
-	case skinny(p, par):
+	case skinny(p, par, 16):
 		gemmSkinny(p, bi, c, a, b, bufs)
 	case narrow(p, 16, 32):
 		gemmNarrow(p, bi, c, a, b, bufs, par, gemm32)
@@ -438,7 +438,7 @@ func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
 	bufs := gemmPool64.Get().(*gemmBufs[float64])
 	switch {
-	case skinny(p, par):
+	case skinny(p, par, 8):
 		gemmSkinny(p, bi, c, a, b, bufs)
 	case narrow(p, 8, 16):
 		gemmNarrow(p, bi, c, a, b, bufs, par, gemm64)

@@ -19,7 +19,7 @@ import (
 
 const (
 	skinnyMaxN = 16
-	skinnyMinK = 32
+	skinnyMinK = 64
 )
 
 // skinnyOn turns the inner-product path on (tests turn it off to check
@@ -34,9 +34,21 @@ var skinnyOn = true
 // for 128×256·256×10 float32 on a Zen 4; one thread, 11.4–14.6 against
 // 12.8–13.2, the kernel alone 8.6 µs of it, against 10.4 for the
 // padded tiles).
-func skinny(p *dotPlan, par bool) bool {
+//
+// And only where the tiles pad more than the groups of five do: the
+// packed GEMM's tiles are nr columns wide (the AVX2 kernels': 16 float32,
+// 8 float64), so 16 float32 columns, or 8 or 16 float64 ones, fill them
+// (an attention head of 16: the inner products were slower there).
+func skinny(p *dotPlan, par bool, nr int) bool {
 	return haveSkinny && skinnyOn && !p.acc && p.N <= skinnyMaxN && p.M >= 2 && p.K >= skinnyMinK && p.lhs.cs == 1 &&
-		(!par || serial(p.M*p.N, p.K/4))
+		(!par || serial(p.M*p.N, p.K/4)) && padFraction(p.N, nr) > padFraction(p.N, 5)
+}
+
+// padFraction is the fraction of w-wide groups that n columns leave
+// empty.
+func padFraction(n, w int) float64 {
+	g := (n + w - 1) / w * w
+	return float64(g-n) / float64(g)
 }
 
 // gemmSkinny computes batch element bi of p into c (M×N, row-major) by

@@ -93,7 +93,7 @@ func TestGEMMKernelsRapid(t *testing.T) {
 }
 
 // TestSkinnyGEMMRapid checks the inner-product path of skinny products
-// (at most 16 columns, k from 32, A's rows contiguous: dot_skinny.go)
+// (at most 16 columns, k from 64, A's rows contiguous: dot_skinny.go)
 // against the float64 loop: every column count to 16 (pairs of rows and
 // groups of five columns, and those short of it), k with and without a
 // tail past the vectors, B stored either way (its columns read in place
@@ -103,7 +103,7 @@ func TestSkinnyGEMMRapid(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := rapid.IntRange(1, 70).Draw(t, "m")
 		n := rapid.IntRange(1, 16).Draw(t, "n")
-		k := rapid.IntRange(32, 300).Draw(t, "k")
+		k := rapid.IntRange(64, 300).Draw(t, "k")
 		nb := rapid.SampledFrom([]int{0, 1, 3}).Draw(t, "batch")
 		as, bs := []int{m, k}, []int{k, n}
 		p := prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
