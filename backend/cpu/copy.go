@@ -6,15 +6,9 @@ import (
 	"github.com/peel-ml/peel/backend"
 )
 
-// copyWideMin and copyWideMax bound the copies, in bytes, copyElems
-// gives the AVX-512 loop: below the first Go's copy is as fast, and above
-// the second (source and destination no longer fit in L3) Go's memmove,
-// which avoids reading the destination's lines first, is faster (16
-// MiB: 455 µs against 574).
-const (
-	copyWideMin = 1 << 14
-	copyWideMax = 8 << 20
-)
+// copyWideMin is the smallest copy, in bytes, copyElems gives the vector
+// loops: below it Go's copy is as fast. (The largest is fillNTMin's.)
+const copyWideMin = 1 << 14
 
 // fillNTMin is the size, in bytes, from which fills (and the transposes
 // of large copies) store around the caches: a fill that large would

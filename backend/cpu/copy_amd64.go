@@ -14,19 +14,45 @@ import (
 //go:noescape
 func copy512(dst, src *byte, n int)
 
-// copyElems copies s into d (of equal length). Copies of 16 KiB to 8
-// MiB between non-overlapping slices run on AVX-512 loads and stores
-// where the CPU has them: Go's copy moves a 4 MiB block of float32 in L3
-// at about 100 µs on this Zen 5, the vector loop at 70 µs.
+// copyWide selects copy512 over copy256 (tests turn it off to check
+// both).
+var copyWide = haveAVX512
+
+// setCopyWide sets copyWide (where AVX-512 is there) and returns the
+// previous setting.
+func setCopyWide(on bool) bool {
+	old := copyWide
+	copyWide = on && haveAVX512
+	return old
+}
+
+// copy256 is copy512 on AVX2 (copy_amd64.s).
+//
+//go:noescape
+func copy256(dst, src *byte, n int)
+
+// copyElems copies s into d (of equal length). Copies from 16 KiB to
+// below fillNTMin between non-overlapping slices run on AVX-512 loads
+// and stores where the CPU has them, else AVX2 ones: Go's copy moves a 4
+// MiB block of float32 in L3 at about 100 µs on a Zen 5, the AVX-512
+// loop at 70 µs; and from 1 MiB Go's copy stores non-temporally, around
+// the caches, which on a Zen 4 with 32 MiB of L3 made a 4 MiB copy on
+// the AVX2 path 1.8 times slower than torch's, at one thread and at two.
+// From fillNTMin (the caches' share: the copy would evict them anyway)
+// Go's copy is faster (16 MiB: 455 µs against 574).
 func copyElems[T any](d, s []T) {
 	var z T
 	n := len(d) * int(unsafe.Sizeof(z))
-	if !haveAVX512 || n < copyWideMin || n > copyWideMax || overlap(d, s) {
+	if !haveSIMD || n < copyWideMin || n >= fillNTMin || overlap(d, s) {
 		copy(d, s)
 		return
 	}
 	wide := n &^ 255
-	copy512((*byte)(unsafe.Pointer(&d[0])), (*byte)(unsafe.Pointer(&s[0])), wide)
+	if copyWide {
+		copy512((*byte)(unsafe.Pointer(&d[0])), (*byte)(unsafe.Pointer(&s[0])), wide)
+	} else {
+		copy256((*byte)(unsafe.Pointer(&d[0])), (*byte)(unsafe.Pointer(&s[0])), wide)
+	}
 	if k := wide / int(unsafe.Sizeof(z)); k < len(d) {
 		copy(d[k:], s[k:])
 	}

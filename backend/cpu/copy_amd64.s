@@ -226,6 +226,42 @@ loop:
 done:
 	RET
 
+// func copy256(dst, src *byte, n int)
+// copy256 is copy512 with AVX2 loads and stores, eight vectors at a
+// time.
+TEXT ·copy256(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $8, CX
+	JZ   done256
+
+loop256:
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	VMOVDQU 64(SI), Y2
+	VMOVDQU 96(SI), Y3
+	VMOVDQU 128(SI), Y4
+	VMOVDQU 160(SI), Y5
+	VMOVDQU 192(SI), Y6
+	VMOVDQU 224(SI), Y7
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	VMOVDQU Y3, 96(DI)
+	VMOVDQU Y4, 128(DI)
+	VMOVDQU Y5, 160(DI)
+	VMOVDQU Y6, 192(DI)
+	VMOVDQU Y7, 224(DI)
+	ADDQ    $256, SI
+	ADDQ    $256, DI
+	DECQ    CX
+	JNZ     loop256
+	VZEROUPPER
+
+done256:
+	RET
+
 // func transpose8x8F32AVX2(d *float32, ld int, s *float32, ls int, n int)
 //
 // Transposes n 8×8 blocks of float32: block b reads 8 rows of 8

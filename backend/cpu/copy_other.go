@@ -16,3 +16,6 @@ func transposeBlocks32(d []float32, ld int, s []float32, ls, rows, cols int, nt 
 func fillElems[T bool | int64 | float32 | float64 | int32 | uint8 | backend.F16 | backend.BF16](d []T, v T) {
 	fillSlice(d, v)
 }
+
+// setCopyWide does nothing here: copies are Go's.
+func setCopyWide(bool) bool { return false }

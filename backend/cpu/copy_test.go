@@ -118,11 +118,24 @@ func TestAdoptHost(t *testing.T) {
 	b.AdoptHost(d)
 }
 
-// TestCopyElems checks the vector copy at sizes around its threshold and
-// its 256-byte blocks, for each element size, and that overlapping
-// slices are left to Go's copy (memmove semantics).
+// TestCopyElems checks the vector copies (AVX-512 where the CPU has it,
+// and AVX2) at sizes around their thresholds (fillNTMin lowered for the
+// test) and their 256-byte blocks, for each element size, and that
+// overlapping slices are left to Go's copy (memmove semantics).
 func TestCopyElems(t *testing.T) {
-	for _, n := range []int{0, 1, 63, 64, 65, copyWideMin/8 - 1, copyWideMin / 8, copyWideMin/8 + 1, copyWideMin/4 + 3, 1<<16 + 5, copyWideMax / 8, copyWideMax/8 + 1} {
+	defer func(old int) { fillNTMin = old }(fillNTMin)
+	fillNTMin = 1 << 20
+	old := setCopyWide(false)
+	defer setCopyWide(old)
+	testCopyElems(t) // AVX2 (or Go's copy without it)
+	if haveAVX512 {
+		setCopyWide(true)
+		testCopyElems(t)
+	}
+}
+
+func testCopyElems(t *testing.T) {
+	for _, n := range []int{0, 1, 63, 64, 65, copyWideMin/8 - 1, copyWideMin / 8, copyWideMin/8 + 1, copyWideMin/4 + 3, 1<<16 + 5, fillNTMin/8 - 1, fillNTMin / 8, fillNTMin/8 + 1} {
 		src := make([]float64, n)
 		for i := range src {
 			src[i] = float64(i) + 0.5
