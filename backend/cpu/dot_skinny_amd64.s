@@ -68,6 +68,19 @@
 	VHADDPD      X, X, X \
 	VMOVSD       X, OFF(DX)
 
+// SKINNY_REDUCE(RED, SZ): the ten sums into c, SZ bytes an element.
+#define SKINNY_REDUCE(RED, SZ) \
+	RED(Y0, X0, (0*SZ)) \
+	RED(Y1, X1, (1*SZ)) \
+	RED(Y2, X2, (2*SZ)) \
+	RED(Y3, X3, (3*SZ)) \
+	RED(Y4, X4, (4*SZ)) \
+	RED(Y5, X5, (5*SZ)) \
+	RED(Y6, X6, (6*SZ)) \
+	RED(Y7, X7, (7*SZ)) \
+	RED(Y8, X8, (8*SZ)) \
+	RED(Y9, X9, (9*SZ))
+
 // func sdot2x5AVX2(k int, a0, a1, b0, b1, b2, b3, b4 *float32, c *[10]float32)
 //
 // c[5r+j] = Σ_{p<k} a_r[p]·b_j[p] for k a multiple of 8.
@@ -82,16 +95,7 @@ sdotLoop:
 	JNZ  sdotLoop
 
 sdotReduce:
-	RED32(Y0, X0, 0)
-	RED32(Y1, X1, 4)
-	RED32(Y2, X2, 8)
-	RED32(Y3, X3, 12)
-	RED32(Y4, X4, 16)
-	RED32(Y5, X5, 20)
-	RED32(Y6, X6, 24)
-	RED32(Y7, X7, 28)
-	RED32(Y8, X8, 32)
-	RED32(Y9, X9, 36)
+	SKINNY_REDUCE(RED32, 4)
 	VZEROUPPER
 	RET
 
@@ -109,15 +113,6 @@ ddotLoop:
 	JNZ  ddotLoop
 
 ddotReduce:
-	RED64(Y0, X0, 0)
-	RED64(Y1, X1, 8)
-	RED64(Y2, X2, 16)
-	RED64(Y3, X3, 24)
-	RED64(Y4, X4, 32)
-	RED64(Y5, X5, 40)
-	RED64(Y6, X6, 48)
-	RED64(Y7, X7, 56)
-	RED64(Y8, X8, 64)
-	RED64(Y9, X9, 72)
+	SKINNY_REDUCE(RED64, 8)
 	VZEROUPPER
 	RET

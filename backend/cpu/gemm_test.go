@@ -49,22 +49,7 @@ func TestGEMMKernelsRapid(t *testing.T) {
 					// Keep the float64 reference quick.
 					m, n = max(1, m/2), max(1, n/2)
 				}
-				nb := rapid.SampledFrom([]int{0, 1, 3}).Draw(t, "batch")
-				ta, tb := rapid.Bool().Draw(t, "lhs transposed"), rapid.Bool().Draw(t, "rhs transposed")
-				as, bs := []int{m, k}, []int{k, n}
-				p := prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
-				if ta {
-					as, p.LhsContract = []int{k, m}, []int{0}
-				}
-				if tb {
-					bs, p.RhsContract = []int{n, k}, []int{1}
-				}
-				if nb > 0 {
-					as, bs = append([]int{nb}, as...), append([]int{nb}, bs...)
-					p.LhsContract = []int{p.LhsContract[0] + 1}
-					p.RhsContract = []int{p.RhsContract[0] + 1}
-					p.LhsBatch, p.RhsBatch = []int{0}, []int{0}
-				}
+				as, bs, p := drawProduct(t, m, n, k, rapid.Bool().Draw(t, "lhs transposed"))
 				dt := rapid.SampledFrom([]backend.DType{backend.Float32, backend.Float64}).Draw(t, "dtype")
 				l := rapid.SampledFrom(stLayouts).Draw(t, "layout")
 				// The blocks derive from the caches: this machine's, or
@@ -92,6 +77,28 @@ func TestGEMMKernelsRapid(t *testing.T) {
 	}
 }
 
+// drawProduct draws a batch of none, one or three and whether B is
+// stored transposed, and returns the shapes and parameters of an m×k by
+// k×n product (A stored transposed with ta).
+func drawProduct(t *rapid.T, m, n, k int, ta bool) (as, bs []int, p prims.DotParams) {
+	nb := rapid.SampledFrom([]int{0, 1, 3}).Draw(t, "batch")
+	as, bs = []int{m, k}, []int{k, n}
+	p = prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
+	if ta {
+		as, p.LhsContract = []int{k, m}, []int{0}
+	}
+	if rapid.Bool().Draw(t, "rhs transposed") {
+		bs, p.RhsContract = []int{n, k}, []int{1}
+	}
+	if nb > 0 {
+		as, bs = append([]int{nb}, as...), append([]int{nb}, bs...)
+		p.LhsContract = []int{p.LhsContract[0] + 1}
+		p.RhsContract = []int{p.RhsContract[0] + 1}
+		p.LhsBatch, p.RhsBatch = []int{0}, []int{0}
+	}
+	return as, bs, p
+}
+
 // TestSkinnyGEMMRapid checks the inner-product path of skinny products
 // (at most 16 columns, k from 64, A's rows contiguous: dot_skinny.go)
 // against the float64 loop: every column count to 16 (pairs of rows and
@@ -104,18 +111,7 @@ func TestSkinnyGEMMRapid(t *testing.T) {
 		m := rapid.IntRange(1, 70).Draw(t, "m")
 		n := rapid.IntRange(1, 16).Draw(t, "n")
 		k := rapid.IntRange(64, 300).Draw(t, "k")
-		nb := rapid.SampledFrom([]int{0, 1, 3}).Draw(t, "batch")
-		as, bs := []int{m, k}, []int{k, n}
-		p := prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
-		if rapid.Bool().Draw(t, "rhs transposed") {
-			bs, p.RhsContract = []int{n, k}, []int{1}
-		}
-		if nb > 0 {
-			as, bs = append([]int{nb}, as...), append([]int{nb}, bs...)
-			p.LhsContract = []int{p.LhsContract[0] + 1}
-			p.RhsContract = []int{p.RhsContract[0] + 1}
-			p.LhsBatch, p.RhsBatch = []int{0}, []int{0}
-		}
+		as, bs, p := drawProduct(t, m, n, k, false)
 		dt := rapid.SampledFrom([]backend.DType{backend.Float32, backend.Float64}).Draw(t, "dtype")
 		l := rapid.SampledFrom(stLayouts).Draw(t, "layout")
 		cpu.SetThreads(rapid.SampledFrom([]int{1, 2, 3}).Draw(t, "threads"))
