@@ -417,16 +417,19 @@ var (
 // gemm32 and gemm64 compute batch element bi of p into c with the packed
 // GEMM: with the AVX-512 micro-kernels when there are and the product has
 // at least one full panel of their width (narrower products pad less on
-// the AVX2 ones). A product narrower than a panel but with many rows,
-// such as an MLP's 10-column output layer, is computed transposed
-// instead (gemmNarrow).
+// the AVX2 ones); a skinny product on one thread by inner products
+// (gemmSkinny). The path depends on the product's shape and the thread
+// count, never on its operands' layouts, so a product gives the same
+// bits however its operands are laid out (TestProductLayoutsSameBits): a
+// compiled program that copied an operand, or reads a broadcast one in
+// place, agrees with the equation evaluated alone. (A narrow product
+// with an A not in rows was computed transposed once, Cᵀ = Bᵀ·Aᵀ, which
+// summed in another order than the same product with a row-major A.)
 func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 	bufs := gemmPool32.Get().(*gemmBufs[float32])
 	switch {
 	case skinny(p, par, 16):
 		gemmSkinny(p, bi, c, a, b, bufs)
-	case narrow(p, 16, 32):
-		gemmNarrow(p, bi, c, a, b, bufs, par, gemm32)
 	case gemmWide && p.N >= 32:
 		gemmRows(p, bi, c, a, b, 32, tile32w, bufs, &gemmPool32, par)
 	default:
@@ -440,8 +443,6 @@ func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
 	switch {
 	case skinny(p, par, 8):
 		gemmSkinny(p, bi, c, a, b, bufs)
-	case narrow(p, 8, 16):
-		gemmNarrow(p, bi, c, a, b, bufs, par, gemm64)
 	case gemmWide && p.N >= 16:
 		gemmRows(p, bi, c, a, b, 16, tile64w, bufs, &gemmPool64, par)
 	default:
@@ -488,39 +489,3 @@ func gemmRows[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, tile
 		pool.Put(bw)
 	})
 }
-
-// narrow reports whether p's result is narrower than one panel of the
-// micro-kernels in use (nr columns, nrWide with AVX-512) but has several
-// panels' worth of rows and an A the micro-kernels cannot read in place:
-// every tile would be an edge tile, padded to a panel, and A would be
-// packed for one use. A row-major A is read in place instead (at N = 10
-// the direct product ran at 33 GFLOPS, the transposed one at 25, its B
-// (Aᵀ) packed column by column).
-func narrow(p *dotPlan, nr, nrWide int) bool {
-	if gemmWide {
-		nr = nrWide
-	}
-	return narrowOn && !p.acc && p.N < nr && p.M >= 4*nr && !(p.lhs.cs == 1 && gemmRowsA)
-}
-
-// gemmNarrow computes batch element bi of a narrow product as its
-// transpose, Cᵀ = Bᵀ·Aᵀ (N×M: the wide dimension along the vectors, B's
-// rows read in place as the A panels), into a buffer, then transposes
-// that into c.
-func gemmNarrow[T float32 | float64](p *dotPlan, bi int, c, a, b []T, bufs *gemmBufs[T], par bool, gemm func(*dotPlan, int, []T, []T, []T, bool)) {
-	t := &dotPlan{B: p.B, M: p.N, N: p.M, K: p.K, lhs: p.rhs, rhs: p.lhs}
-	bufs.c = grow(bufs.c, p.M*p.N)
-	ct := bufs.c
-	gemm(t, bi, ct, b, a, par)
-	M, N := p.M, p.N
-	for j := range N {
-		row := ct[j*M : (j+1)*M]
-		for i, v := range row {
-			c[i*N+j] = v
-		}
-	}
-}
-
-// narrowOn turns gemmNarrow on (tests turn it off to check the direct
-// path on the same products).
-var narrowOn = true

@@ -11,8 +11,8 @@ import (
 // wide, so such a product pads every tile (10 columns on a 16-wide
 // tile: 37% of the multiplications wasted), and computing the
 // transpose instead needs A's rows packed as columns. The inner-product
-// kernels (dot_skinny_amd64.s) instead run along k, A's rows read in
-// place and B's columns as the rows of Bᵀ, two rows by five columns at a
+// kernels (dot_skinny_amd64.s) instead run along k, A's rows (read in
+// place when they are contiguous) and B's columns as the rows of Bᵀ, two rows by five columns at a
 // time, and sum the vector's lanes at the end: no padding but a fifth
 // column group's (10 columns: none). They need k long enough for the
 // lanes' sums to pay (skinnyMinK).
@@ -27,20 +27,24 @@ const (
 var skinnyOn = true
 
 // skinny reports whether batch products of p go by gemmSkinny: few
-// columns, A's rows contiguous along k, k long enough, the kernels
-// present, and one thread for the product (with par, a product large
+// columns, k long enough, the kernels present, and one thread for the
+// product. It asks nothing of the operands' layouts: a product takes the
+// same path, and so gives the same bits, however its operands are laid
+// out (a compiled program that copied an operand, or reads a broadcast
+// one in place, agrees with the equation evaluated alone). With par, a
+// product large
 // enough for the workers goes by the packed GEMM's row ranges, which
-// measured faster at two threads than this path: 10.1 µs against 13.2
-// for 128×256·256×10 float32 on a Zen 4; one thread, 11.4–14.6 against
-// 12.8–13.2, the kernel alone 8.6 µs of it, against 10.4 for the
-// padded tiles).
+// measured faster at two threads than this path split the same way
+// (128×256·256×10 float32 on a Zen 4, through Exec: 10.1 µs against
+// 13.2–14.2), while on one thread this path is faster (11.0–11.6 µs
+// against the packed tiles' 14.1–14.4).
 //
 // And only where the tiles pad more than the groups of five do: the
 // packed GEMM's tiles are nr columns wide (the AVX2 kernels': 16 float32,
 // 8 float64), so 16 float32 columns, or 8 or 16 float64 ones, fill them
 // (an attention head of 16: the inner products were slower there).
 func skinny(p *dotPlan, par bool, nr int) bool {
-	return haveSkinny && skinnyOn && !p.acc && p.N <= skinnyMaxN && p.M >= 2 && p.K >= skinnyMinK && p.lhs.cs == 1 &&
+	return haveSkinny && skinnyOn && !p.acc && p.N <= skinnyMaxN && p.M >= 2 && p.K >= skinnyMinK &&
 		(!par || serial(p.M*p.N, p.K/4)) && padFraction(p.N, nr) > padFraction(p.N, 5)
 }
 
@@ -54,7 +58,7 @@ func padFraction(n, w int) float64 {
 // gemmSkinny computes batch element bi of p into c (M×N, row-major) by
 // inner products: B's columns are read in place where they are
 // contiguous along k (B stored transposed), else packed as Bᵀ's rows
-// first (N·K elements); rows go in pairs, columns in groups of five, a
+// first (N·K elements), and A's rows likewise; rows go in pairs, columns in groups of five, a
 // pair or a group short of that repeating its last row or column (the
 // repeats are computed and not stored); the last k mod lanes elements
 // are added by a Go loop.
@@ -73,6 +77,13 @@ func gemmSkinny[T float32 | float64](p *dotPlan, bi int, c, a, b []T, bufs *gemm
 	}
 	_ = bt[(N-1)*ldb+K-1]
 	aoff, lda := p.lhs.off(bi), p.lhs.fs
+	if p.lhs.cs != 1 {
+		// A's rows packed likewise (A stored transposed, or broadcast).
+		bufs.a = grow(bufs.a, M*K)
+		src := backend.Array{Shape: []int{M, K}, Strides: []int{p.lhs.fs, p.lhs.cs}, Offset: aoff}
+		stridedCopySerial(bufs.a, a, backend.Array{Shape: src.Shape}, src, false)
+		a, aoff, lda = bufs.a, 0, K
+	}
 	_ = a[aoff+(M-1)*lda+K-1]
 	_ = c[M*N-1]
 	skinnyRows(c, a, bt, aoff, lda, ldb, 0, M, N, K, kv)

@@ -50,14 +50,6 @@ func SetRowsA(on bool) bool {
 	return old
 }
 
-// SetNarrow turns the transposed path of narrow products on or off and
-// returns the previous setting.
-func SetNarrow(on bool) bool {
-	old := narrowOn
-	narrowOn = on
-	return old
-}
-
 // SetSkinny turns the inner-product path of skinny products on or off and
 // returns the previous setting.
 func SetSkinny(on bool) bool {
