@@ -67,7 +67,7 @@ func inPlaceRows[T float32 | float64](stride int) bool {
 }
 
 // gemmBufs are the packing buffers of one running GEMM.
-type gemmBufs[T float32 | float64] struct{ a, b, c []T }
+type gemmBufs[T float32 | float64] struct{ a, b []T }
 
 var (
 	gemmPool32 = sync.Pool{New: func() any { return new(gemmBufs[float32]) }}
