@@ -420,7 +420,9 @@ var (
 // the AVX2 ones); a skinny product on one thread by inner products
 // (gemmSkinny). The path depends on the product's shape and the thread
 // count, never on its operands' layouts, so a product gives the same
-// bits however its operands are laid out (TestProductLayoutsSameBits): a
+// bits however its operands are laid out (TestProductLayoutsSameBits;
+// gonum's BLAS and OpenBLAS, used without the packed GEMM, read
+// transposed operands through their flags and promise no such thing): a
 // compiled program that copied an operand, or reads a broadcast one in
 // place, agrees with the equation evaluated alone. (A narrow product
 // with an A not in rows was computed transposed once, Cᵀ = Bᵀ·Aᵀ, which

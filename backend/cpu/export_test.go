@@ -50,6 +50,11 @@ func SetRowsA(on bool) bool {
 	return old
 }
 
+// OwnGEMM reports whether float products run on peel's packed GEMM
+// (AVX2 or AVX-512 kernels, no -tags openblas), not on gonum's or
+// OpenBLAS's.
+func OwnGEMM() bool { return packedGEMM && haveSIMD }
+
 // SetSkinny turns the inner-product path of skinny products on or off and
 // returns the previous setting.
 func SetSkinny(on bool) bool {
