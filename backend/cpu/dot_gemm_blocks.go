@@ -20,32 +20,55 @@ import (
 // the smallest of today's x86 servers.
 var cacheL1, cacheL2 = cacheSizes("/sys/devices/system/cpu/cpu0/cache")
 
-// cacheSizes reads the L1 data and L2 sizes from a Linux sysfs cache
-// directory (index*/level, type and size), with the defaults for any it
-// cannot read or that are implausible.
-func cacheSizes(dir string) (l1, l2 int) {
-	l1, l2 = 32<<10, 256<<10
+// sysfsCache is one cache a Linux sysfs cache directory lists (its
+// index*/level, type, size and shared_cpu_list).
+type sysfsCache struct {
+	level int
+	typ   string // "Data", "Instruction" or "Unified"
+	size  int    // bytes, > 0
+	cpus  int    // CPUs sharing it, ≥ 1 (1 when not listed)
+}
+
+// readCaches returns the caches dir lists, skipping any it cannot read
+// or whose level or size is malformed.
+func readCaches(dir string) []sysfsCache {
+	var cs []sysfsCache
 	for i := range 8 {
 		idx := dir + "/index" + strconv.Itoa(i) + "/"
-		level, err1 := os.ReadFile(idx + "level")
+		lv, err1 := os.ReadFile(idx + "level")
 		typ, err2 := os.ReadFile(idx + "type")
 		size, err3 := os.ReadFile(idx + "size")
 		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
+		l, err := strconv.Atoi(strings.TrimSpace(string(lv)))
 		n := parseCacheSize(strings.TrimSpace(string(size)))
-		if n <= 0 {
+		if err != nil || n <= 0 {
 			continue
 		}
-		switch t := strings.TrimSpace(string(typ)); strings.TrimSpace(string(level)) {
-		case "1":
-			if t == "Data" || t == "Unified" {
-				l1 = min(max(n, 16<<10), 256<<10)
-			}
-		case "2":
-			if t == "Unified" || t == "Data" {
-				l2 = min(max(n, 128<<10), 8<<20)
-			}
+		c := sysfsCache{level: l, typ: strings.TrimSpace(string(typ)), size: n, cpus: 1}
+		if list, err := os.ReadFile(idx + "shared_cpu_list"); err == nil {
+			c.cpus = max(countCPUs(strings.TrimSpace(string(list))), 1)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// cacheSizes reads the L1 data and L2 sizes from a Linux sysfs cache
+// directory, with the defaults for any it cannot read or that are
+// implausible.
+func cacheSizes(dir string) (l1, l2 int) {
+	l1, l2 = 32<<10, 256<<10
+	for _, c := range readCaches(dir) {
+		if c.typ != "Data" && c.typ != "Unified" {
+			continue
+		}
+		switch c.level {
+		case 1:
+			l1 = min(max(c.size, 16<<10), 256<<10)
+		case 2:
+			l2 = min(max(c.size, 128<<10), 8<<20)
 		}
 	}
 	return l1, l2
@@ -56,24 +79,10 @@ func cacheSizes(dir string) (l1, l2 int) {
 // shared_cpu_list), or 0 when the directory does not say.
 func llcShare(dir string) int {
 	best, level := 0, 0
-	for i := range 8 {
-		idx := dir + "/index" + strconv.Itoa(i) + "/"
-		lv, err1 := os.ReadFile(idx + "level")
-		size, err2 := os.ReadFile(idx + "size")
-		typ, err3 := os.ReadFile(idx + "type")
-		if err1 != nil || err2 != nil || err3 != nil || strings.TrimSpace(string(typ)) == "Instruction" {
-			continue
+	for _, c := range readCaches(dir) {
+		if c.typ != "Instruction" && c.level > level {
+			best, level = c.size/c.cpus, c.level
 		}
-		l, err := strconv.Atoi(strings.TrimSpace(string(lv)))
-		n := parseCacheSize(strings.TrimSpace(string(size)))
-		if err != nil || n <= 0 || l <= level {
-			continue
-		}
-		cpus := 1
-		if list, err := os.ReadFile(idx + "shared_cpu_list"); err == nil {
-			cpus = max(countCPUs(strings.TrimSpace(string(list))), 1)
-		}
-		best, level = n/cpus, l
 	}
 	return best
 }

@@ -68,25 +68,30 @@ func gemmSkinny[T float32 | float64](p *dotPlan, bi int, c, a, b []T, bufs *gemm
 	kv := K &^ (32/int(unsafe.Sizeof(z)) - 1) // whole vectors of k
 	bt, ldb := b[p.rhs.off(bi):], p.rhs.fs
 	if p.rhs.cs != 1 {
-		// Bᵀ by the strided copy's transposes (the arrays' buffers
-		// unused: the slices are given).
-		bufs.b = grow(bufs.b, N*K)
-		src := backend.Array{Shape: []int{N, K}, Strides: []int{p.rhs.fs, p.rhs.cs}, Offset: p.rhs.off(bi)}
-		stridedCopySerial(bufs.b, b, backend.Array{Shape: src.Shape}, src, false)
+		bufs.b = packRows(bufs.b, b, N, K, p.rhs.fs, p.rhs.cs, p.rhs.off(bi))
 		bt, ldb = bufs.b, K
 	}
 	_ = bt[(N-1)*ldb+K-1]
 	aoff, lda := p.lhs.off(bi), p.lhs.fs
 	if p.lhs.cs != 1 {
 		// A's rows packed likewise (A stored transposed, or broadcast).
-		bufs.a = grow(bufs.a, M*K)
-		src := backend.Array{Shape: []int{M, K}, Strides: []int{p.lhs.fs, p.lhs.cs}, Offset: aoff}
-		stridedCopySerial(bufs.a, a, backend.Array{Shape: src.Shape}, src, false)
+		bufs.a = packRows(bufs.a, a, M, K, p.lhs.fs, p.lhs.cs, aoff)
 		a, aoff, lda = bufs.a, 0, K
 	}
 	_ = a[aoff+(M-1)*lda+K-1]
 	_ = c[M*N-1]
 	skinnyRows(c, a, bt, aoff, lda, ldb, 0, M, N, K, kv)
+}
+
+// packRows returns buf, grown to rows·cols elements, holding the rows×cols
+// matrix whose element (i, j) is src[off + i·rs + j·cs], row-major: by
+// the strided copy and its transposes (the arrays' buffers unused: the
+// slices are given).
+func packRows[T float32 | float64](buf, src []T, rows, cols, rs, cs, off int) []T {
+	buf = grow(buf, rows*cols)
+	from := backend.Array{Shape: []int{rows, cols}, Strides: []int{rs, cs}, Offset: off}
+	stridedCopySerial(buf, src, backend.Array{Shape: from.Shape}, from, false)
+	return buf
 }
 
 // skinnyRows is gemmSkinny's rows r0 to r1 of c (N columns): A's rows
