@@ -133,12 +133,26 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 			}
 		}
 	}
+	// sums[v.ID] is ct[v.ID] when this function made it, a sum of two
+	// or more cotangents that nothing else has seen: the next cotangent
+	// of v is added into it in place where interp.UpdateInPlace can (a
+	// weight read by every step of an unrolled loop so sums its
+	// cotangents in one buffer, as torch's autograd does). A cotangent
+	// a rule returned, which may be another value or alias one, is
+	// never written.
+	sums := make([]*tensor, n)
 	accum := func(v *interp.Var, c *tensor) {
 		if c == nil {
 			return
 		}
 		if old := ct[v.ID]; old != nil {
+			if s := sums[v.ID]; s == old && interp.UpdateInPlace(prims.Add, nil, s, c) {
+				return
+			}
 			c = interp.Bind1(prims.Add, nil, old, c)
+			if c != old && c.IsConcrete() {
+				sums[v.ID] = c
+			}
 		}
 		ct[v.ID] = c
 	}
@@ -168,7 +182,7 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 		for _, v := range e.Out {
 			outCts = append(outCts, ct[v.ID])
 			anyCt = anyCt || ct[v.ID] != nil
-			ct[v.ID] = nil
+			ct[v.ID], sums[v.ID] = nil, nil
 		}
 		if !anyCt {
 			return

@@ -252,6 +252,19 @@ type MemorySharer interface {
 	SharesMemory(x, y Buffer) bool
 }
 
+// InPlaceElementwise is implemented by backends whose elementwise
+// kernels can write their result over their first operand:
+// ElementwiseInPlace reports whether Exec of op (an elementwise op: each
+// result element computed from the operands' elements at its index) may
+// be given as out[0] the array in[0] itself, contiguous, with the
+// result's shape and dtype, the other operands sharing none of its
+// memory. interp.UpdateInPlace uses it to accumulate into a tensor its
+// caller alone holds (the sums of cotangents of a backward pass) without
+// a new buffer for each sum.
+type InPlaceElementwise interface {
+	ElementwiseInPlace(op Op) bool
+}
+
 // FromOwnedHost returns a buffer of b holding data, a slice the caller
 // has just made and gives up (a constructor's fill, a constant's one
 // element): adopted without a copy where b is a HostAdopter, else copied

@@ -261,6 +261,57 @@ func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tens
 	return dst
 }
 
+// UpdateInPlace computes the elementwise primitive p of dst and args
+// into dst's own memory, as if dst were replaced by Bind(p, params, dst,
+// args...)'s result, and reports whether it did. It does so only where
+// that is unobservable but through dst: dst and args are concrete (no
+// transform is tracing them), p's result has dst's shape and dtype, dst
+// is a whole contiguous buffer that no snapshot shares (Donatable) and
+// no operand shares memory with, and dst's backend lets p's kernel write
+// over its first operand (backend.InPlaceElementwise). Otherwise it
+// does nothing and the caller binds p as usual.
+//
+// The caller vouches that nothing else holds dst or a view of it: a
+// tensor it made itself and has given to no one, as the backward pass's
+// running sums of cotangents (autodiff.TransposeGraph), which so reuse
+// one buffer where each sum took a new one.
+func UpdateInPlace(p *Prim, params any, dst *Tensor, args ...*Tensor) bool {
+	if dst.view != nil || !Donatable(dst) {
+		return false
+	}
+	be := dst.be
+	ip, ok := be.(backend.InPlaceElementwise)
+	if !ok || !be.Has(p.Op) || !ip.ElementwiseInPlace(p.Op) {
+		return false
+	}
+	ms, _ := be.(backend.MemorySharer)
+	for _, a := range args {
+		if a == nil || a.tr != nil || a.be != be || a.st == nil || a.st.buf == nil || a.view != nil && a.view.Base.tr != nil || a.st == dst.st {
+			return false
+		}
+		if ms == nil || ms.SharesMemory(a.st.buf, dst.st.buf) {
+			return false
+		}
+	}
+	all := make([]*Tensor, 0, 4)
+	all = append(append(all, dst), args...)
+	o, ok := ElementwiseAval(p, all)
+	if !ok || o.DType != dst.dtype || !ShapeEqual(o.Shape, dst.shape) {
+		return false
+	}
+	f := newFrame(all)
+	out := f.ins(len(all))[0]
+	be.Exec(p.Op, params, f.ins(len(all)), []backend.Array{out})
+	runtime.KeepAlive(all)
+	if watching.Load() != 0 {
+		dst.st.written = epoch.Add(1)
+		noteWrittenProvenance(dst, args)
+	}
+	dst.gen++
+	f.release()
+	return true
+}
+
 // allocCheckMin is the element count from which eval checks the
 // allocation limit itself, naming the shape.
 const allocCheckMin = 1 << 14

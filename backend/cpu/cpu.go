@@ -39,6 +39,10 @@ type entry struct {
 	// strided: the kernel reads every operand through its strides (it
 	// copies them with copyStrided), so Exec materializes none.
 	strided bool
+	// inPlace: the kernel reads each element of its first operand before
+	// it writes the result element at that index and nothing else of it,
+	// so out[0] may be in[0] (backend.InPlaceElementwise).
+	inPlace bool
 	// resolve, when set, returns the kernel's direct form for fixed
 	// layouts, or nil (see Backend.Resolve and direct.go).
 	resolve resolver
@@ -524,6 +528,18 @@ func (*Backend) SharesMemory(x, y backend.Buffer) bool {
 }
 
 var _ backend.MemorySharer = (*Backend)(nil)
+
+// ElementwiseInPlace reports whether op's kernel may write its result
+// over its first operand (backend.InPlaceElementwise): the binary
+// arithmetic kernels, whose loops (and whose materialized operands, which
+// are copies) read an element of each operand before writing the result
+// element at its index.
+func (b *Backend) ElementwiseInPlace(op backend.Op) bool {
+	t := b.kernels()
+	return op.ID < len(t) && t[op.ID].inPlace
+}
+
+var _ backend.InPlaceElementwise = (*Backend)(nil)
 
 // span returns the addresses of buf's first element and of the byte
 // after its last, and false for a buffer of another backend.

@@ -408,6 +408,9 @@ func registerArith(p *interp.Prim, cost int, o binOp[bool, int64, float32, float
 		}
 	})
 	setResolver(p, arithResolver(cost, o))
+	e := regs[p]
+	e.inPlace = true
+	regs[p] = e
 }
 
 // registerCompare registers an operation whose result is bool.
