@@ -221,8 +221,20 @@ func evalView(be backend.Backend, p *Prim, params any, x *Tensor, out Aval) *Ten
 		return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, strides: arr.Strides, offset: arr.Offset, st: c.st, be: be, born: born()}
 	}
 	base := BaseOf(x)
-	return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, strides: arr.Strides, offset: arr.Offset, st: x.st, be: be, born: born(),
-		view: &View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.gen}}
+	// The tensor and its View in one allocation: a view lives as long as
+	// its tensor.
+	r := &viewResult{
+		t: Tensor{shape: shapeOf(out.Shape), dtype: out.DType, strides: arr.Strides, offset: arr.Offset, st: x.st, be: be, born: born()},
+		v: View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.gen},
+	}
+	r.t.view = &r.v
+	return &r.t
+}
+
+// viewResult is evalView's answer: the view tensor and its View.
+type viewResult struct {
+	t Tensor
+	v View
 }
 
 // Contiguous returns a concrete tensor with x's elements in a fresh

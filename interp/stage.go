@@ -225,6 +225,13 @@ func IsStaged(t *Tensor) bool {
 	return ok
 }
 
+// stagedEqn is an equation of at most four operands and results and
+// their vars' list, allocated together by the staging interpreter.
+type stagedEqn struct {
+	e    Eqn
+	vars [4]*Var
+}
+
 func (s *stager) newVar(a Aval) *Var {
 	v := &Var{ID: s.nextID, Aval: a}
 	s.nextID++
@@ -306,8 +313,16 @@ func (s *stager) Process(l *Level, p *Prim, params any, args []*Tensor) []*Tenso
 			panic(&Error{Prim: p.Name, Msg: "in-place write into a tensor that is not a value of the traced function, or through a view, is not supported by the staging interpreter; write the function out of place or wrap it in Functionalize", Operands: []string{dst.TypeString()}})
 		}
 	}
-	vars := make([]*Var, len(args)+len(outs))
-	e := &Eqn{Prim: p, Params: params, In: vars[:len(args):len(args)], Out: vars[len(args):]}
+	var vars []*Var
+	var e *Eqn
+	if n := len(args) + len(outs); n <= len(stagedEqn{}.vars) {
+		// The equation and its var lists in one allocation.
+		se := &stagedEqn{}
+		vars, e = se.vars[:n:n], &se.e
+	} else {
+		vars, e = make([]*Var, n), &Eqn{}
+	}
+	*e = Eqn{Prim: p, Params: params, In: vars[:len(args):len(args)], Out: vars[len(args):]}
 	for i, a := range args {
 		e.In[i] = s.varOf(a)
 	}

@@ -30,8 +30,16 @@ func DotShape(p DotParams, a, b []int) []int {
 	if len(p.LhsContract) != len(p.RhsContract) || len(p.LhsBatch) != len(p.RhsBatch) {
 		interp.Panicf("contracting and batch dimension lists must pair up")
 	}
-	used := func(dims []int, rank int, lists ...[]int) []bool {
-		u := make([]bool, rank)
+	// Which dimensions the lists name: on the stack for the usual ranks
+	// (this runs for every product, traced or eager).
+	var ubuf [2][16]bool
+	used := func(k, rank int, lists ...[]int) []bool {
+		u := ubuf[k][:0]
+		if rank > len(ubuf[k]) {
+			u = make([]bool, rank)
+		} else {
+			u = u[:rank]
+		}
 		for _, l := range lists {
 			for _, d := range l {
 				checkAxis(d, rank)
@@ -43,9 +51,9 @@ func DotShape(p DotParams, a, b []int) []int {
 		}
 		return u
 	}
-	ua := used(a, len(a), p.LhsContract, p.LhsBatch)
-	ub := used(b, len(b), p.RhsContract, p.RhsBatch)
-	var out []int
+	ua := used(0, len(a), p.LhsContract, p.LhsBatch)
+	ub := used(1, len(b), p.RhsContract, p.RhsBatch)
+	out := make([]int, 0, max(0, len(a)+len(b)-2*len(p.LhsContract)-len(p.LhsBatch)))
 	for i := range p.LhsBatch {
 		da, db := a[p.LhsBatch[i]], b[p.RhsBatch[i]]
 		if da != db {
@@ -68,9 +76,6 @@ func DotShape(p DotParams, a, b []int) []int {
 		if !ub[k] {
 			out = append(out, d)
 		}
-	}
-	if out == nil {
-		out = []int{}
 	}
 	checkShape(out)
 	return out

@@ -53,3 +53,17 @@ func TestDotTransposeLayout(t *testing.T) {
 		})
 	}
 }
+
+// TestDotShapeAllocs: DotShape, which every product's abstract
+// evaluation runs, allocates its result only (it allocated four times:
+// two lists of the dimensions used and the result grown twice).
+func TestDotShapeAllocs(t *testing.T) {
+	p := prims.DotParams{LhsContract: []int{2}, RhsContract: []int{1}, LhsBatch: []int{0}, RhsBatch: []int{0}}
+	var got []int
+	if n := testing.AllocsPerRun(100, func() { got = prims.DotShape(p, []int{8, 3, 4}, []int{8, 4, 5}) }); n > 1 {
+		t.Errorf("DotShape allocates %.0f times, want 1", n)
+	}
+	if want := []int{8, 3, 5}; !slices.Equal(got, want) {
+		t.Errorf("DotShape = %v, want %v", got, want)
+	}
+}
