@@ -36,8 +36,12 @@ func transposeView(x *Tensor, perm []int) *Tensor {
 
 // sliceAll returns slice parameters that keep every element of shape.
 func sliceAll(shape []int) prims.SliceParams {
+	// The three lists in one allocation (each capped, so an append to
+	// one cannot write into the next).
 	r := len(shape)
-	p := prims.SliceParams{Start: make([]int, r), Limit: append([]int(nil), shape...), Stride: make([]int, r)}
+	b := make([]int, 3*r)
+	p := prims.SliceParams{Start: b[:r:r], Limit: b[r : 2*r : 2*r], Stride: b[2*r:]}
+	copy(p.Limit, shape)
 	for i := range p.Stride {
 		p.Stride[i] = 1
 	}
@@ -313,7 +317,7 @@ func Select(x *Tensor, axis, index int) *Tensor {
 	if shape[a] != 1 {
 		y = interp.Bind1(prims.Slice, p, x)
 	}
-	out := append(append([]int{}, shape[:a]...), shape[a+1:]...)
+	out := append(append(make([]int, 0, len(shape)-1), shape[:a]...), shape[a+1:]...)
 	return reshapeView(y, out)
 }
 

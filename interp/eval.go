@@ -48,7 +48,7 @@ func eval(p *Prim, params any, args []*Tensor) []*Tensor {
 	outs := Abstract(p, params, args)
 	switch p.Kind {
 	case ViewKind:
-		return []*Tensor{evalView(be, p, params, args[0], outs[0])}
+		return evalView(be, p, params, args[0], outs[0])
 	case Mutation:
 		return []*Tensor{evalMutation(be, p, params, args)}
 	}
@@ -211,30 +211,33 @@ func BaseOf(t *Tensor) *Tensor {
 	return t
 }
 
-func evalView(be backend.Backend, p *Prim, params any, x *Tensor, out Aval) *Tensor {
+func evalView(be backend.Backend, p *Prim, params any, x *Tensor, out Aval) []*Tensor {
 	arr, ok := p.ViewArray(params, x.array())
 	if !ok {
 		// No strided view exists: the result is a copy, not an alias
 		// (like torch's reshape of a non-contiguous tensor).
 		c := Contiguous(x)
 		arr, _ = p.ViewArray(params, c.array())
-		return &Tensor{shape: shapeOf(out.Shape), dtype: out.DType, strides: arr.Strides, offset: arr.Offset, st: c.st, be: be, born: born()}
+		return []*Tensor{{shape: shapeOf(out.Shape), dtype: out.DType, strides: arr.Strides, offset: arr.Offset, st: c.st, be: be, born: born()}}
 	}
 	base := BaseOf(x)
-	// The tensor and its View in one allocation: a view lives as long as
-	// its tensor.
+	// The tensor, its View and the result list in one allocation: a view
+	// lives as long as its tensor.
 	r := &viewResult{
 		t: Tensor{shape: shapeOf(out.Shape), dtype: out.DType, strides: arr.Strides, offset: arr.Offset, st: x.st, be: be, born: born()},
 		v: View{Base: base, Parent: x, Prim: p, Params: params, Gen: base.gen},
 	}
 	r.t.view = &r.v
-	return &r.t
+	r.res[0] = &r.t
+	return r.res[:]
 }
 
-// viewResult is evalView's answer: the view tensor and its View.
+// viewResult is evalView's answer: the view tensor, its View and the
+// result list holding it.
 type viewResult struct {
-	t Tensor
-	v View
+	t   Tensor
+	v   View
+	res [1]*Tensor
 }
 
 // Contiguous returns a concrete tensor with x's elements in a fresh
