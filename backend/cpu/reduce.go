@@ -65,6 +65,9 @@ func reduceKernel(p *interp.Prim, op reduceOp) kernel {
 			rf32w.seg = sumWiden32
 		}
 	}
+	if op == opMax && haveSIMD {
+		rf32.seg = maxSeg32
+	}
 	return func(params any, in, out []backend.Array) {
 		axes := params.(prims.ReduceParams).Axes
 		x, o := in[0], out[0]

@@ -42,6 +42,7 @@ var (
 		}
 		o := port
 		o.sum = func(s []float32) float32 { return float32(sumWiden32(0, s)) }
+		o.max = func(s []float32) float32 { return maxSeg32(s[0], s) }
 		o.subVS = func(d, a []float32, s float32) { simdVS(subVS32Vec, subVS[float32], d, a, s) }
 		o.mulVS = func(d, a []float32, s float32) { simdVS(mulVS32Vec, mulVS[float32], d, a, s) }
 		o.divVS = func(d, a []float32, s float32) { simdVS(divVS32Vec, divVS[float32], d, a, s) }

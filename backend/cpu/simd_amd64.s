@@ -907,3 +907,55 @@ sumWidenDone:
 	VMOVSD       X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func maxKey32AVX2(s []float32) (m float32, nan bool)
+//
+// The largest of s (len(s) a positive multiple of 16) in the order where
+// -0 < +0, and whether s holds a NaN (then m means nothing). Each
+// element's bits become a key that orders as signed integers as the
+// floats do (negative floats: the magnitude bits flipped), the keys'
+// maximum is taken with VPMAXSD, and turned back into a float.
+TEXT ·maxKey32AVX2(SB), NOSPLIT, $0-29
+	MOVQ      s_base+0(FP), SI
+	MOVQ      s_len+8(FP), CX
+	VPCMPEQD  Y0, Y0, Y0
+	VPSLLD    $31, Y0, Y0 // the least key, MinInt32
+	VMOVDQU   Y0, Y1
+	VPXOR     Y2, Y2, Y2 // NaN lanes
+	SHRQ      $4, CX
+
+maxKeyLoop:
+	VMOVUPS   (SI), Y3
+	VMOVUPS   32(SI), Y4
+	VCMPPS    $3, Y3, Y3, Y5 // unordered: NaN
+	VCMPPS    $3, Y4, Y4, Y6
+	VPOR      Y5, Y2, Y2
+	VPOR      Y6, Y2, Y2
+	VPSRAD    $31, Y3, Y5
+	VPSRAD    $31, Y4, Y6
+	VPSRLD    $1, Y5, Y5
+	VPSRLD    $1, Y6, Y6
+	VPXOR     Y3, Y5, Y5
+	VPXOR     Y4, Y6, Y6
+	VPMAXSD   Y5, Y0, Y0
+	VPMAXSD   Y6, Y1, Y1
+	ADDQ      $64, SI
+	DECQ      CX
+	JNZ       maxKeyLoop
+
+	VPMAXSD      Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMAXSD      X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPMAXSD      X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPMAXSD      X1, X0, X0
+	VPSRAD       $31, X0, X1 // the key back to the float's bits
+	VPSRLD       $1, X1, X1
+	VPXOR        X0, X1, X0
+	VMOVSS       X0, m+24(FP)
+	VMOVMSKPS    Y2, AX
+	TESTL        AX, AX
+	SETNE        nan+28(FP)
+	VZEROUPPER
+	RET

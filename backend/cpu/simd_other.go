@@ -56,3 +56,4 @@ func divSV64Vec(d []float64, s float64, b []float64) { divSV(d, s, b) }
 
 func addWiden32Vec(acc []float64, s []float32)    { sumVec(acc, s) }
 func sumWiden32(acc float64, s []float32) float64 { return sumSeg(acc, s) }
+func maxSeg32(acc float32, s []float32) float32   { return maxSeg(acc, s) }

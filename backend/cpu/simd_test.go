@@ -683,3 +683,55 @@ func testNeg[T float32 | float64](t *testing.T, neg func(d, a []T), vals []T) {
 		}
 	}
 }
+
+// TestMaxSeg32 compares maxSeg32 (the AVX2 kernel where the CPU has it)
+// with the Go loop maxSeg bit for bit: runs of every length to 100 and
+// across the kernel's chunks, of values among which are both zeros,
+// infinities, subnormals and NaNs of either sign and several payloads,
+// from several starting values (the row's first element, -Inf, zeros,
+// a NaN).
+func TestMaxSeg32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(91, 92))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		math.Float32frombits(1), math.Float32frombits(0x80000001), math.MaxFloat32, -math.MaxFloat32,
+		math.Float32frombits(0x7fc00000), math.Float32frombits(0xffc00000), math.Float32frombits(0x7f800001), math.Float32frombits(0xff812345)}
+	draw := func(n int, nanRate, specialRate float64) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			switch r := rng.Float64(); {
+			case r < nanRate:
+				s[i] = special[8+rng.IntN(4)]
+			case r < nanRate+specialRate:
+				s[i] = special[rng.IntN(8)]
+			default:
+				s[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(10)-5)))
+			}
+		}
+		return s
+	}
+	lengths := []int{}
+	for n := range 101 {
+		lengths = append(lengths, n)
+	}
+	lengths = append(lengths, 4095, 4096, 4113, 12293) // across the kernel's chunks (simdChunk)
+	for _, n := range lengths {
+		for _, rates := range [][2]float64{{0, 0}, {0, 0.3}, {0.01, 0.2}, {0, 1}} {
+			for range 4 {
+				s := draw(n, rates[0], rates[1])
+				if rates[0] > 0 && n > 20 && rng.IntN(2) == 0 {
+					s[n-1-rng.IntN(8)] = special[8+rng.IntN(4)] // a NaN in the tail
+				}
+				accs := []float32{float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), math.Float32frombits(0xffc00000)}
+				if n > 0 {
+					accs = append(accs, s[0])
+				}
+				for _, acc := range accs {
+					got, want := maxSeg32(acc, s), maxSeg(acc, s)
+					if math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("n=%d acc=%v: maxSeg32 = %v (%#x), the Go loop %v (%#x)", n, acc, got, math.Float32bits(got), want, math.Float32bits(want))
+					}
+				}
+			}
+		}
+	}
+}
