@@ -271,6 +271,24 @@ func packA[T float32 | float64](ap, a []T, off, rs, cs, m, kb int) {
 				d, s := panel[p*gemmMR:p*gemmMR+gemmMR], a[src+p*cs:src+p*cs+gemmMR]
 				d[0], d[1], d[2], d[3], d[4], d[5] = s[0], s[1], s[2], s[3], s[4], s[5]
 			}
+		case cs == 1:
+			// A short last panel of contiguous rows (the 4 rows past 60
+			// of each 64-row product of attention): each row along the
+			// panel, where the loop below gathered element by element
+			// (a twentieth of a GPT step).
+			clear(panel)
+			for r := range rows {
+				row := a[src+r*rs : src+r*rs+kb]
+				for p, v := range row {
+					panel[p*gemmMR+r] = v
+				}
+			}
+		case rs == 1:
+			for p := range kb {
+				d := panel[p*gemmMR : p*gemmMR+gemmMR]
+				copy(d[:rows], a[src+p*cs:src+p*cs+rows])
+				clear(d[rows:])
+			}
 		default:
 			for p := range kb {
 				dst := panel[p*gemmMR : p*gemmMR+gemmMR]
