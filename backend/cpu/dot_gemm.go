@@ -306,7 +306,9 @@ func packA[T float32 | float64](ap, a []T, off, rs, cs, m, kb int) {
 		case rs == 1:
 			for p := range kb {
 				d := panel[p*gemmMR : p*gemmMR+gemmMR]
-				copy(d[:rows], a[src+p*cs:src+p*cs+rows])
+				for r, v := range a[src+p*cs : src+p*cs+rows] {
+					d[r] = v // fewer than 6: a loop, not a call to memmove
+				}
 				clear(d[rows:])
 			}
 		default:
