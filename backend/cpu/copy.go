@@ -196,23 +196,59 @@ func transposeTiles[T any](d, s []T, dst, src backend.Array, ds, ss []int, nt bo
 		case sc == 1 && dr == 1 && transposeBlocks32(d32[do:], dc, s32[so:], sr, cols, rows, nt):
 			goto next
 		}
-		for i0 := 0; i0 < rows; i0 += transposeTile {
-			i1 := min(i0+transposeTile, rows)
-			for j0 := 0; j0 < cols; j0 += transposeTile {
-				j1 := min(j0+transposeTile, cols)
-				for i := i0; i < i1; i++ {
-					p, q := do+i*dr+j0*dc, so+i*sr+j0*sc
-					for range j1 - j0 {
-						d[p] = s[q]
-						p += dc
-						q += sc
-					}
-				}
-			}
-		}
+		transposeBlock(d, s, do, dr, dc, so, sr, sc, rows, cols)
 	next:
 		if !nextIndex(idx, shape, ds, ss, &do, &so) {
 			return
+		}
+	}
+}
+
+// transposeBlock copies the rows×cols block whose element (i, j) is
+// s[so+i·sr+j·sc] to d[do+i·dr+j·dc], the source and destination
+// transposed to each other: transposeTiles' loops, called by element
+// type (over T of any type the same loops ran at about half the speed:
+// 1.6 ns an element of float64 where they take 0.7).
+func transposeBlock[T any](d, s []T, do, dr, dc, so, sr, sc, rows, cols int) {
+	switch dd := any(d).(type) {
+	case []float64:
+		transposeBlockOf(dd, any(s).([]float64), do, dr, dc, so, sr, sc, rows, cols)
+	case []float32:
+		transposeBlockOf(dd, any(s).([]float32), do, dr, dc, so, sr, sc, rows, cols)
+	case []int64:
+		transposeBlockOf(dd, any(s).([]int64), do, dr, dc, so, sr, sc, rows, cols)
+	default:
+		transposeBlockOf(d, s, do, dr, dc, so, sr, sc, rows, cols)
+	}
+}
+
+func transposeBlockOf[T any](d, s []T, do, dr, dc, so, sr, sc, rows, cols int) {
+	if rows <= transposeTile && sr == 1 && dc == 1 {
+		// A short destination over contiguous columns of the source (the
+		// transposed copy of a narrow row-major matrix: a skinny
+		// product's Bᵀ): down the source a run of rows elements at a
+		// time, scattered to the destination's rows, where the tiles
+		// read the source strided.
+		for j := range cols {
+			q := so + j*sc
+			for i, v := range s[q : q+rows] {
+				d[do+i*dr+j] = v
+			}
+		}
+		return
+	}
+	for i0 := 0; i0 < rows; i0 += transposeTile {
+		i1 := min(i0+transposeTile, rows)
+		for j0 := 0; j0 < cols; j0 += transposeTile {
+			j1 := min(j0+transposeTile, cols)
+			for i := i0; i < i1; i++ {
+				p, q := do+i*dr+j0*dc, so+i*sr+j0*sc
+				for range j1 - j0 {
+					d[p] = s[q]
+					p += dc
+					q += sc
+				}
+			}
 		}
 	}
 }
