@@ -1,6 +1,7 @@
 package transforms_test
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -123,4 +124,39 @@ func TestOnGradient(t *testing.T) {
 	wantError(t, func() {
 		transforms.Grad(ckLoss, transforms.OnGradient(func(string, *T) *T { return peel.Scalar(1.0) }))(p)
 	}, "OnGradient", ".W1")
+}
+
+// TestHookRunsWhenComplete: a hook runs as soon as its value's cotangent
+// is complete, not where the reversed computation reaches the hook: two
+// parameters hooked at the start of the function and read in the other
+// order run their hooks in the order of their last reads, reversed (the
+// gradient of a parameter read early in a network is ready late, and
+// one read late is ready early: what overlapping a gradient's
+// communication with the rest of the backward pass needs).
+func TestHookRunsWhenComplete(t *testing.T) {
+	type params struct{ A, B *T }
+	var order []string
+	rec := func(name string) func(*T) *T {
+		return func(*T) *T { order = append(order, name); return nil }
+	}
+	f := func(p params) *T {
+		a := transforms.Hook(p.A, rec("a"))
+		b := transforms.Hook(p.B, rec("b"))
+		y := peel.Sin(peel.Mul(b, 3.0)) // b's last read
+		return peel.Sum(peel.Mul(y, a)) // a's last read, later
+	}
+	p := params{f64(0.5, 1), f64(0.25, -1)}
+	for name, grad := range map[string]func(params) params{
+		"Grad":          transforms.Grad(f),
+		"Compile(Grad)": transforms.Compile(transforms.Grad(f)),
+	} {
+		order = nil
+		g := grad(p)
+		if !slices.Equal(order, []string{"a", "b"}) {
+			t.Errorf("%s: hooks ran in order %v, want [a b]: a's cotangent is complete first", name, order)
+		}
+		// d/dA = sin(3B), d/dB = 3·cos(3B)·A.
+		near(t, name+" A", g.A.Float64s(), []float64{math.Sin(0.75), math.Sin(-3)}, 1e-12)
+		near(t, name+" B", g.B.Float64s(), []float64{3 * math.Cos(0.75) * 0.5, 3 * math.Cos(-3)}, 1e-12)
+	}
 }
