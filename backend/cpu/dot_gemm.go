@@ -241,7 +241,9 @@ type gemmBlock[T float32 | float64] struct {
 }
 
 // tiles computes tiles [lo, hi), numbered column panel by column panel so
-// that consecutive tiles share their B panel.
+// that consecutive tiles share their B panel, or, when np is set (a short
+// contracting block: tileRowOrderK), row panel by row panel so that C's
+// rows are stored left to right.
 func (g *gemmBlock[T]) tiles(lo, hi int) {
 	kb, nr := g.kb, g.nr
 	for t := lo; t < hi; t++ {
