@@ -100,27 +100,41 @@ func packRows[T float32 | float64](buf, src []T, rows, cols, rs, cs, off int) []
 func skinnyRows[T float32 | float64](c, a, bt []T, aoff, lda, ldb, r0, r1, N, K, kv int) {
 	var out [10]T
 	var bp [5]*T
-	for i := r0; i < r1; i += 2 {
-		i1 := min(i+1, r1-1)
-		ar0, ar1 := a[aoff+i*lda:aoff+i*lda+K], a[aoff+i1*lda:aoff+i1*lda+K]
-		for j0 := 0; j0 < N; j0 += 5 {
-			for q := range bp {
-				bp[q] = &bt[min(j0+q, N-1)*ldb]
-			}
-			out = [10]T{}
+	// Column groups outside, rows inside: a group's five rows of Bᵀ are
+	// set up once and stay in L1 while the rows of A stream past.
+	for j0 := 0; j0 < N; j0 += 5 {
+		for q := range bp {
+			bp[q] = &bt[min(j0+q, N-1)*ldb]
+		}
+		cols := min(5, N-j0)
+		for i := r0; i < r1; i += 2 {
+			i1 := min(i+1, r1-1)
+			ar0, ar1 := a[aoff+i*lda:aoff+i*lda+K], a[aoff+i1*lda:aoff+i1*lda+K]
 			if kv > 0 {
-				skinnyKernel(kv, &ar0[0], &ar1[0], &bp, &out)
+				skinnyKernel(kv, &ar0[0], &ar1[0], &bp, &out) // writes all ten
+			} else {
+				out = [10]T{}
 			}
-			for q := range min(5, N-j0) {
-				bj := bt[(j0+q)*ldb : (j0+q)*ldb+K]
-				s0, s1 := out[q], out[5+q]
-				for k := kv; k < K; k++ {
-					s0 += ar0[k] * bj[k]
-					s1 += ar1[k] * bj[k]
+			if kv < K {
+				for q := range cols {
+					bj := bt[(j0+q)*ldb : (j0+q)*ldb+K]
+					s0, s1 := out[q], out[5+q]
+					for k := kv; k < K; k++ {
+						s0 += ar0[k] * bj[k]
+						s1 += ar1[k] * bj[k]
+					}
+					out[q], out[5+q] = s0, s1
 				}
-				c[i*N+j0+q] = s0
-				if i1 > i {
-					c[i1*N+j0+q] = s1
+			}
+			// At most five each: loops, not calls to memmove.
+			c0 := c[i*N+j0 : i*N+j0+cols]
+			for q := range c0 {
+				c0[q] = out[q]
+			}
+			if i1 > i {
+				c1 := c[i1*N+j0 : i1*N+j0+cols]
+				for q := range c1 {
+					c1[q] = out[5+q]
 				}
 			}
 		}
