@@ -150,7 +150,7 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 				return
 			}
 			c = interp.Bind1(prims.Add, nil, old, c)
-			if c != old && c.IsConcrete() {
+			if c.IsConcrete() { // a new result of this add
 				sums[v.ID] = c
 			}
 		}

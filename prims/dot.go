@@ -34,11 +34,11 @@ func DotShape(p DotParams, a, b []int) []int {
 	// (this runs for every product, traced or eager).
 	var ubuf [2][16]bool
 	used := func(k, rank int, lists ...[]int) []bool {
-		u := ubuf[k][:0]
-		if rank > len(ubuf[k]) {
-			u = make([]bool, rank)
+		var u []bool
+		if rank <= len(ubuf[k]) {
+			u = ubuf[k][:rank]
 		} else {
-			u = u[:rank]
+			u = make([]bool, rank)
 		}
 		for _, l := range lists {
 			for _, d := range l {
