@@ -26,6 +26,13 @@ func setCopyWide(on bool) bool {
 	return old
 }
 
+// packPanelsAVX2 packs rows×panels chunks of chunk bytes, a multiple of
+// 64 (copy_amd64.s): the chunk of row r and panel q, at src + r·ls +
+// q·chunk, goes to dst + q·ldp + r·chunk (ls, ldp in bytes).
+//
+//go:noescape
+func packPanelsAVX2(dst, src *byte, rows, panels, chunk, ls, ldp int)
+
 // copy256 is copy512 on AVX2 (copy_amd64.s).
 //
 //go:noescape

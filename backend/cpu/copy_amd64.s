@@ -437,3 +437,51 @@ ynext:
 ydone:
 	VZEROUPPER
 	RET
+
+// func packPanelsAVX2(dst, src *byte, rows, panels, chunk, ls, ldp int)
+//
+// Packs rows×panels chunks of chunk bytes (a multiple of 64): the chunk
+// of row r and panel q, at src + r·ls + q·chunk, goes to dst + q·ldp +
+// r·chunk. Row by row, each row's chunks in order: the loads stream
+// along the source rows.
+TEXT ·packPanelsAVX2(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ rows+16(FP), R8
+	MOVQ panels+24(FP), R9
+	MOVQ chunk+32(FP), R10
+	MOVQ ls+40(FP), R11
+	MOVQ ldp+48(FP), R12
+	TESTQ R8, R8
+	JZ   packdone
+	TESTQ R9, R9
+	JZ   packdone
+
+packrow:
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R9, CX
+
+packpanel:
+	XORQ R13, R13
+
+packchunk:
+	VMOVDQU (AX)(R13*1), Y0
+	VMOVDQU 32(AX)(R13*1), Y1
+	VMOVDQU Y0, (BX)(R13*1)
+	VMOVDQU Y1, 32(BX)(R13*1)
+	ADDQ    $64, R13
+	CMPQ    R13, R10
+	JB      packchunk
+	ADDQ    R10, AX
+	ADDQ    R12, BX
+	DECQ    CX
+	JNZ     packpanel
+	ADDQ    R11, SI
+	ADDQ    R10, DI
+	DECQ    R8
+	JNZ     packrow
+	VZEROUPPER
+
+packdone:
+	RET

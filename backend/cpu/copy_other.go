@@ -19,3 +19,8 @@ func fillElems[T bool | int64 | float32 | float64 | int32 | uint8 | backend.F16 
 
 // setCopyWide does nothing here: copies are Go's.
 func setCopyWide(bool) bool { return false }
+
+// packPanelsAVX2 is never called here: haveSIMD is false.
+func packPanelsAVX2(dst, src *byte, rows, panels, chunk, ls, ldp int) {
+	panic("cpu: packPanelsAVX2 without AVX2")
+}
