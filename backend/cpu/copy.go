@@ -229,7 +229,21 @@ func transposeBlockOf[T any](d, s []T, do, dr, dc, so, sr, sc, rows, cols int) {
 		// product's Bᵀ): down the source a run of rows elements at a
 		// time, scattered to the destination's rows, where the tiles
 		// read the source strided.
-		for j := range cols {
+		// Four source rows at a time, so that each store of a
+		// destination row is four adjacent elements under one bounds
+		// check.
+		j := 0
+		for ; j+4 <= cols; j += 4 {
+			q := so + j*sc
+			s0, s1 := s[q:q+rows], s[q+sc:q+sc+rows]
+			s2, s3 := s[q+2*sc:q+2*sc+rows], s[q+3*sc:q+3*sc+rows]
+			for i, v := range s0 {
+				o := do + i*dr + j
+				dd := d[o : o+4]
+				dd[0], dd[1], dd[2], dd[3] = v, s1[i], s2[i], s3[i]
+			}
+		}
+		for ; j < cols; j++ {
 			q := so + j*sc
 			for i, v := range s[q : q+rows] {
 				d[do+i*dr+j] = v
