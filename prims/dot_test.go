@@ -2,6 +2,7 @@ package prims_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/peel-ml/peel/interp"
@@ -65,5 +66,31 @@ func TestDotShapeAllocs(t *testing.T) {
 	}
 	if want := []int{8, 3, 5}; !slices.Equal(got, want) {
 		t.Errorf("DotShape = %v, want %v", got, want)
+	}
+}
+
+// TestDotShapeRefusesBadLists checks DotShape's refusals, each with an
+// *interp.Error naming what is wrong: contracting or batch lists of
+// different lengths (either kind alone), a dimension out of range or
+// named twice, contracting or batch sizes that differ.
+func TestDotShapeRefusesBadLists(t *testing.T) {
+	cases := []struct {
+		name string
+		p    prims.DotParams
+		a, b []int
+		want string
+	}{
+		{"contract lists only", prims.DotParams{LhsContract: []int{2}, RhsContract: []int{}, LhsBatch: []int{0}, RhsBatch: []int{0}}, []int{8, 3, 4}, []int{8, 4, 5}, "pair up"},
+		{"batch lists only", prims.DotParams{LhsContract: []int{2}, RhsContract: []int{1}, LhsBatch: []int{0}, RhsBatch: []int{}}, []int{8, 3, 4}, []int{8, 4, 5}, "pair up"},
+		{"out of range", prims.DotParams{LhsContract: []int{3}, RhsContract: []int{0}}, []int{3, 4}, []int{4, 5}, "3"},
+		{"used twice", prims.DotParams{LhsContract: []int{1}, RhsContract: []int{1}, LhsBatch: []int{1}, RhsBatch: []int{0}}, []int{3, 4}, []int{4, 4}, "used twice"},
+		{"contract sizes", prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}, []int{3, 4}, []int{5, 6}, "4"},
+		{"batch sizes", prims.DotParams{LhsContract: []int{2}, RhsContract: []int{1}, LhsBatch: []int{0}, RhsBatch: []int{0}}, []int{8, 3, 4}, []int{7, 4, 5}, "batch dimensions"},
+	}
+	for _, c := range cases {
+		msg := ruleError(t, c.name, func() { prims.DotShape(c.p, c.a, c.b) })
+		if !strings.Contains(msg, c.want) {
+			t.Errorf("%s: error %q does not say %q", c.name, msg, c.want)
+		}
 	}
 }
