@@ -12,8 +12,9 @@ import (
 // those into blocks of the contracting dimension (KC), and those into
 // row blocks of A (MC), sized from the CPU's caches (gemmBlocks). The block of B is packed into panels of NR
 // columns (16 float32 or 8 float64 with AVX2, 32 or 16 with AVX-512), the
-// block of A into panels of 6 rows, both zero-padded at the edges, and a
-// micro-kernel computes each 6×NR tile of C from one A panel and one B
+// block of A into panels of MR rows (6 with AVX2, 8 with AVX-512: the
+// registers the accumulators take), both zero-padded at the edges, and a
+// micro-kernel computes each MR×NR tile of C from one A panel and one B
 // panel held in cache (dot_gemm_amd64.s, dot_gemm512_amd64.s). The kernel takes the panels' strides, so B with
 // contiguous rows and A with contiguous columns are read in place
 // instead (but for a narrow edge panel, and for strides that are
@@ -29,14 +30,15 @@ import (
 // error bound.
 
 const (
-	gemmMR = 6 // rows of a tile
+	// gemmMaxMR is the most rows of a micro-kernel's tile (gemmKernel.mr).
+	gemmMaxMR = 8
 	// gemmSplitRows is the fewest rows per worker for gemmRows to split
 	// a product whose B must be packed (each worker packs B too).
 	gemmSplitRows = 192
 	// gemmFewRows is the most rows of a product whose B is read in place
-	// whatever its stride: each B panel serves at most 4 tiles, too few
-	// to repay its packing.
-	gemmFewRows = 4 * gemmMR
+	// whatever its stride: each B panel serves at most 4 tiles of 6 rows
+	// (3 of 8), too few to repay its packing.
+	gemmFewRows = 24
 )
 
 // usePacked reports whether p's GEMMs (float, not small, M and N above
@@ -82,8 +84,8 @@ func grow[T float32 | float64](s []T, n int) []T {
 	return s[:n]
 }
 
-// tileFunc computes one tile with a micro-kernel: kb columns of 6 rows of
-// ap (lda apart; with arows, 6 rows of kb elements, lda apart) and kb
+// tileFunc computes one tile with a micro-kernel: kb columns of mr rows of
+// ap (lda apart; with arows, mr rows of kb elements, lda apart) and kb
 // rows of bp (ldb apart) into c (rows ldc apart), of which rows×cols
 // elements are kept, added to c when add is set.
 type tileFunc[T float32 | float64] func(kb int, ap []T, lda int, arows bool, bp []T, ldb int, c []T, ldc, rows, cols int, add bool)
@@ -91,12 +93,13 @@ type tileFunc[T float32 | float64] func(kb int, ap []T, lda int, arows bool, bp 
 // gemmPacked computes batch element bi of p into c (M×N, row-major) with
 // the micro-kernel of tile, whose panels are nr columns wide; par lets
 // the tiles run in parallel.
-func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, tile tileFunc[T], bufs *gemmBufs[T], par bool) {
+func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, k gemmKernel[T], bufs *gemmBufs[T], par bool) {
 	M, N, K := p.M, p.N, p.K
+	mr, nr := k.mr, k.nr
 	lhs, rhs := &p.lhs, &p.rhs
 	lo, ro := lhs.off(bi), rhs.off(bi)
 	var z T
-	gemmKC, gemmNC, gemmMC := gemmBlocks(nr, int(unsafe.Sizeof(z)), cacheL1, cacheL2)
+	gemmKC, gemmNC, gemmMC := gemmBlocks(mr, nr, int(unsafe.Sizeof(z)), cacheL1, cacheL2)
 	for jc := 0; jc < N; jc += gemmNC {
 		nb := min(gemmNC, N-jc)
 		np := (nb + nr - 1) / nr
@@ -120,45 +123,45 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, ti
 				}
 			} else {
 				bufs.b = grow(bufs.b, np*nr*kb)
-				packBPar(par && (M+gemmMR-1)/gemmMR*np >= parPackTiles, bufs.b, b, boff, rhs.cs, rhs.fs, kb, nb, nr)
+				packBPar(par && (M+mr-1)/mr*np >= parPackTiles, bufs.b, b, boff, rhs.cs, rhs.fs, kb, nb, nr)
 			}
 			for ic := 0; ic < M; ic += gemmMC {
 				mb := min(gemmMC, M-ic)
-				mp := (mb + gemmMR - 1) / gemmMR
+				mp := (mb + mr - 1) / mr
 				aoff := lo + ic*lhs.fs + pc*lhs.cs
-				g := gemmBlock[T]{c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, nr: nr, add: pc > 0 || p.acc, tile: tile}
+				g := gemmBlock[T]{c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, mr: mr, nr: nr, add: pc > 0 || p.acc, tile: k.tile}
 				if kb <= tileRowOrderK && kb*nb*int(unsafe.Sizeof(z)) <= cacheL2/2 {
 					g.np = np
 				}
 				// Likewise A with contiguous columns, but for a last
-				// panel of fewer than 6 rows.
+				// panel of fewer than mr rows.
 				switch {
 				case lhs.fs == 1 && inPlaceStride[T](lhs.cs):
-					full := mb / gemmMR
-					bufs.a = grow(bufs.a, gemmMR*kb)
+					full := mb / mr
+					bufs.a = grow(bufs.a, mr*kb)
 					if full < mp {
-						packA(bufs.a, a, aoff+full*gemmMR, 1, lhs.cs, mb-full*gemmMR, kb)
+						packA(bufs.a, a, aoff+full*mr, 1, lhs.cs, mb-full*mr, kb, mr)
 					}
 					g.asrc, g.lda = a[aoff:], lhs.cs
 				case lhs.cs == 1 && gemmRowsA && inPlaceRows[T](lhs.fs):
 					// A with contiguous rows (row-major, the usual
 					// layout of activations) is read in place too, by
-					// the micro-kernels that broadcast from 6 rows.
-					full := mb / gemmMR
-					bufs.a = grow(bufs.a, gemmMR*kb)
+					// the micro-kernels that broadcast from mr rows.
+					full := mb / mr
+					bufs.a = grow(bufs.a, mr*kb)
 					if full < mp {
-						packA(bufs.a, a, aoff+full*gemmMR*lhs.fs, lhs.fs, 1, mb-full*gemmMR, kb)
+						packA(bufs.a, a, aoff+full*mr*lhs.fs, lhs.fs, 1, mb-full*mr, kb, mr)
 					}
 					g.asrc, g.lda, g.arows = a[aoff:], lhs.fs, true
 				default:
-					bufs.a = grow(bufs.a, mp*gemmMR*kb)
-					packAPar(par && mp*np >= parPackTiles, bufs.a, a, aoff, lhs.fs, lhs.cs, mb, kb)
+					bufs.a = grow(bufs.a, mp*mr*kb)
+					packAPar(par && mp*np >= parPackTiles, bufs.a, a, aoff, lhs.fs, lhs.cs, mb, kb, mr)
 				}
 				g.ap, g.bp = bufs.a, bufs.b
 				if direct {
 					g.bsrc, g.ldb = b[boff:], rhs.cs
 				}
-				tiles, cost := mp*np, kb*gemmMR*nr/8
+				tiles, cost := mp*np, kb*mr*nr/8
 				if !par || serial(tiles, cost) {
 					g.tiles(0, tiles)
 				} else {
@@ -195,15 +198,15 @@ const (
 // packAPar is packA, split across workers by panels when par is set and
 // the block is large enough: packing is a fifth of a large GEMM's time on
 // one thread, so a serial pack bounds its two-thread speed-up near 1.7×.
-func packAPar[T float32 | float64](par bool, ap, a []T, off, rs, cs, m, kb int) {
-	panels := (m + gemmMR - 1) / gemmMR
-	cost := gemmMR * kb * packCost
+func packAPar[T float32 | float64](par bool, ap, a []T, off, rs, cs, m, kb, mr int) {
+	panels := (m + mr - 1) / mr
+	cost := mr * kb * packCost
 	if !par || serial(panels, cost) {
-		packA(ap, a, off, rs, cs, m, kb)
+		packA(ap, a, off, rs, cs, m, kb, mr)
 		return
 	}
 	parallelFor(panels, cost, func(lo, hi int) {
-		packA(ap[lo*gemmMR*kb:], a, off+lo*gemmMR*rs, rs, cs, min(m, hi*gemmMR)-lo*gemmMR, kb)
+		packA(ap[lo*mr*kb:], a, off+lo*mr*rs, rs, cs, min(m, hi*mr)-lo*mr, kb, mr)
 	})
 }
 
@@ -229,7 +232,7 @@ func packBPar[T float32 | float64](par bool, bp, b []T, off, rs, cs, kb, nb, nr 
 type gemmBlock[T float32 | float64] struct {
 	ap, bp, c, asrc, bsrc []T
 	M, N, jc, kb, mp      int
-	nr, lda, ldb          int
+	mr, nr, lda, ldb      int
 	add                   bool
 	// arows reads asrc as rows lda apart (A row-major) instead of
 	// columns.
@@ -245,13 +248,13 @@ type gemmBlock[T float32 | float64] struct {
 // contracting block: tileRowOrderK), row panel by row panel so that C's
 // rows are stored left to right.
 func (g *gemmBlock[T]) tiles(lo, hi int) {
-	kb, nr := g.kb, g.nr
+	kb, mr, nr := g.kb, g.mr, g.nr
 	for t := lo; t < hi; t++ {
 		jp, ip := t/g.mp, t%g.mp
 		if g.np > 0 {
 			ip, jp = t/g.np, t%g.np
 		}
-		i0, j0 := ip*gemmMR, g.jc+jp*nr
+		i0, j0 := ip*mr, g.jc+jp*nr
 		bp, ldb := g.bp, nr
 		switch {
 		case g.bsrc == nil:
@@ -259,39 +262,46 @@ func (g *gemmBlock[T]) tiles(lo, hi int) {
 		case j0+nr <= g.N:
 			bp, ldb = g.bsrc[jp*nr:], g.ldb
 		}
-		ap, lda, arows := g.ap, gemmMR, false
+		ap, lda, arows := g.ap, mr, false
 		switch {
 		case g.asrc == nil:
-			ap = g.ap[ip*gemmMR*kb:]
-		case i0+gemmMR > g.M:
+			ap = g.ap[ip*mr*kb:]
+		case i0+mr > g.M:
 		case g.arows:
 			ap, lda, arows = g.asrc[i0*g.lda:], g.lda, true
 		default:
 			ap, lda = g.asrc[i0:], g.lda
 		}
 		g.tile(kb, ap, lda, arows, bp, ldb, g.c[i0*g.N+j0:], g.N,
-			min(gemmMR, g.M-i0), min(nr, g.N-j0), g.add)
+			min(mr, g.M-i0), min(nr, g.N-j0), g.add)
 	}
 }
 
 // packA packs the m×kb block of A whose element (i, p) is a[off + i*rs +
-// p*cs] into panels of 6 rows: panel q holds rows 6q…6q+5, column by
-// column, rows past m zero. Full panels of the two usual layouts (rows
-// contiguous, cs = 1, or columns contiguous, rs = 1) take loops without
-// per-element index arithmetic; packing is a tenth of an MLP step's time
-// otherwise.
-func packA[T float32 | float64](ap, a []T, off, rs, cs, m, kb int) {
-	for i0 := 0; i0 < m; i0 += gemmMR {
-		panel := ap[i0*kb : (i0+gemmMR)*kb]
-		rows := min(gemmMR, m-i0)
+// p*cs] into panels of mr rows (6 or 8): panel q holds rows mr·q…mr·q+mr-1,
+// column by column, rows past m zero. Full panels of the two usual
+// layouts (rows contiguous, cs = 1, or columns contiguous, rs = 1) take
+// loops without per-element index arithmetic; packing is a tenth of an
+// MLP step's time otherwise.
+func packA[T float32 | float64](ap, a []T, off, rs, cs, m, kb, mr int) {
+	for i0 := 0; i0 < m; i0 += mr {
+		panel := ap[i0*kb : (i0+mr)*kb]
+		rows := min(mr, m-i0)
 		src := off + i0*rs
 		switch {
-		case rows == gemmMR && cs == 1:
+		case rows == 6 && mr == 6 && cs == 1:
 			packRows6(panel, a[src:], rs, kb)
-		case rows == gemmMR && rs == 1:
+		case rows == 8 && mr == 8 && cs == 1:
+			packRows8(panel, a[src:], rs, kb)
+		case rows == mr && rs == 1 && mr == 6:
 			for p := range kb {
-				d, s := panel[p*gemmMR:p*gemmMR+gemmMR], a[src+p*cs:src+p*cs+gemmMR]
+				d, s := panel[p*6:p*6+6], a[src+p*cs:src+p*cs+6]
 				d[0], d[1], d[2], d[3], d[4], d[5] = s[0], s[1], s[2], s[3], s[4], s[5]
+			}
+		case rows == mr && rs == 1 && mr == 8:
+			for p := range kb {
+				d, s := panel[p*8:p*8+8], a[src+p*cs:src+p*cs+8]
+				d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
 			}
 		case cs == 1:
 			// A short last panel of contiguous rows (the 4 rows past 60
@@ -302,13 +312,13 @@ func packA[T float32 | float64](ap, a []T, off, rs, cs, m, kb int) {
 			for r := range rows {
 				row := a[src+r*rs : src+r*rs+kb]
 				for p, v := range row {
-					panel[p*gemmMR+r] = v
+					panel[p*mr+r] = v
 				}
 			}
 		case rs == 1:
 			for p := range kb {
-				d := panel[p*gemmMR : p*gemmMR+gemmMR]
-				//lint:ignore S1001 fewer than 6 elements: copy's call to memmove was most of this loop's time in a GPT step's profile
+				d := panel[p*mr : p*mr+mr]
+				//lint:ignore S1001 fewer than 8 elements: copy's call to memmove was most of this loop's time in a GPT step's profile
 				for r, v := range a[src+p*cs : src+p*cs+rows] {
 					d[r] = v
 				}
@@ -316,7 +326,7 @@ func packA[T float32 | float64](ap, a []T, off, rs, cs, m, kb int) {
 			}
 		default:
 			for p := range kb {
-				dst := panel[p*gemmMR : p*gemmMR+gemmMR]
+				dst := panel[p*mr : p*mr+mr]
 				for r := range rows {
 					dst[r] = a[src+p*cs+r*rs]
 				}
@@ -332,10 +342,23 @@ func packRows6[T float32 | float64](panel, a []T, rs, kb int) {
 	r0 := a[:kb]
 	r1, r2, r3 := a[rs:rs+kb], a[2*rs:2*rs+kb], a[3*rs:3*rs+kb]
 	r4, r5 := a[4*rs:4*rs+kb], a[5*rs:5*rs+kb]
-	panel = panel[:gemmMR*kb]
+	panel = panel[:6*kb]
 	for p := range r0 {
-		d := panel[p*gemmMR : p*gemmMR+gemmMR]
+		d := panel[p*6 : p*6+6]
 		d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+	}
+}
+
+// packRows8 is packRows6 for eight rows.
+func packRows8[T float32 | float64](panel, a []T, rs, kb int) {
+	r0 := a[:kb]
+	r1, r2, r3 := a[rs:rs+kb], a[2*rs:2*rs+kb], a[3*rs:3*rs+kb]
+	r4, r5 := a[4*rs:4*rs+kb], a[5*rs:5*rs+kb]
+	r6, r7 := a[6*rs:6*rs+kb], a[7*rs:7*rs+kb]
+	panel = panel[:8*kb]
+	for p := range r0 {
+		d := panel[p*8 : p*8+8]
+		d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]
 	}
 }
 
@@ -443,7 +466,7 @@ func mergeTile[T float32 | float64](c []T, ldc int, t []T, tld, rows, cols int, 
 	}
 }
 
-// gemmWide selects the AVX-512 micro-kernels (6×32 float32, 6×16
+// gemmWide selects the AVX-512 micro-kernels (8×32 float32, 8×16
 // float64 tiles) over the AVX2 ones where the CPU has them; tests turn
 // it off to check both.
 var gemmWide = haveAVX512
@@ -453,19 +476,27 @@ var gemmWide = haveAVX512
 // added to c when add is set.
 type microKernel[T float32 | float64] func(k int, a, b, c *T, ldc, lda, ldb int, add bool)
 
-// tileOf returns the tileFunc of a micro-kernel with panels nr wide and
-// its twin that reads A's rows in place: a full tile is computed in
-// place, an edge tile into a buffer and merged.
-func tileOf[T float32 | float64](nr int, kernel, kernelRows microKernel[T]) tileFunc[T] {
-	return func(kb int, ap []T, lda int, arows bool, bp []T, ldb int, c []T, ldc, rows, cols int, add bool) {
+// gemmKernel is a micro-kernel pair (packed A, and A's rows in place)
+// as a tileFunc, with its tile: mr rows by nr columns.
+type gemmKernel[T float32 | float64] struct {
+	mr, nr int
+	tile   tileFunc[T]
+}
+
+// tileOf returns the gemmKernel of a micro-kernel with tiles of mr rows
+// (at most gemmMaxMR) and panels nr wide (at most 32) and its twin that
+// reads A's rows in place: a full tile is computed in place, an edge
+// tile into a buffer and merged.
+func tileOf[T float32 | float64](mr, nr int, kernel, kernelRows microKernel[T]) gemmKernel[T] {
+	return gemmKernel[T]{mr: mr, nr: nr, tile: func(kb int, ap []T, lda int, arows bool, bp []T, ldb int, c []T, ldc, rows, cols int, add bool) {
 		if arows {
-			_ = ap[(gemmMR-1)*lda+kb-1]
+			_ = ap[(mr-1)*lda+kb-1]
 		} else {
-			_ = ap[(kb-1)*lda+gemmMR-1]
+			_ = ap[(kb-1)*lda+mr-1]
 		}
 		_ = bp[(kb-1)*ldb+nr-1]
-		if rows == gemmMR && cols == nr {
-			_ = c[(gemmMR-1)*ldc+nr-1]
+		if rows == mr && cols == nr {
+			_ = c[(mr-1)*ldc+nr-1]
 			// Direct calls of the captured kernels, not through a
 			// variable: an indirect call would make buf below escape,
 			// an allocation per tile.
@@ -479,28 +510,32 @@ func tileOf[T float32 | float64](nr int, kernel, kernelRows microKernel[T]) tile
 		// An edge tile: into a buffer, merged. Declared past the full
 		// tiles' return, so that they do not pay for clearing it (2% of
 		// a GPT step when it was cleared for every tile).
-		var buf [gemmMR * 32]T // the widest tile
-		t := buf[:gemmMR*nr]
+		var buf [gemmMaxMR * 32]T // the largest tile
+		t := buf[:mr*nr]
 		if arows {
 			kernelRows(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
 		} else {
 			kernel(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
 		}
 		mergeTile(c, ldc, t, nr, rows, cols, add)
-	}
+	}}
 }
 
 // gemmRowsA turns on the micro-kernels that read a row-major A in place
 // (tests turn it off to check the packed path on the same products).
 var gemmRowsA = true
 
-// The tileFuncs of the AVX2 float32 and float64 micro-kernels, and of
-// the AVX-512 ones (w).
+// The AVX2 float32 and float64 micro-kernels (6×16 and 6×8 tiles: 12
+// accumulators of AVX2's 16 registers), and the AVX-512 ones (w: 8×32
+// and 8×16, 16 accumulators of its 32). Eight rows fit the row counts
+// of models, powers of two (a batch of 32, a sequence of 128), which
+// leave a short edge panel for six: 32×128·128×128 float32 took as long
+// as 36×128·128×128 with 6-row tiles.
 var (
-	tile32  = tileOf(16, sgemm6x16AVX2, sgemm6x16AVX2Rows)
-	tile64  = tileOf(8, dgemm6x8AVX2, dgemm6x8AVX2Rows)
-	tile32w = tileOf(32, sgemm6x32AVX512, sgemm6x32AVX512Rows)
-	tile64w = tileOf(16, dgemm6x16AVX512, dgemm6x16AVX512Rows)
+	tile32  = tileOf(6, 16, sgemm6x16AVX2, sgemm6x16AVX2Rows)
+	tile64  = tileOf(6, 8, dgemm6x8AVX2, dgemm6x8AVX2Rows)
+	tile32w = tileOf(8, 32, sgemm8x32AVX512, sgemm8x32AVX512Rows)
+	tile64w = tileOf(8, 16, dgemm8x16AVX512, dgemm8x16AVX512Rows)
 )
 
 // gemm32 and gemm64 compute batch element bi of p into c with the packed
@@ -518,28 +553,50 @@ var (
 // summed in another order than the same product with a row-major A.)
 func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 	bufs := gemmPool32.Get().(*gemmBufs[float32])
-	switch {
-	case skinny(p, par, 16):
+	if skinny(p, par, 16) {
 		gemmSkinny(p, bi, c, a, b, bufs)
-	case gemmWide && p.N >= 32:
-		gemmRows(p, bi, c, a, b, 32, tile32w, bufs, &gemmPool32, par)
-	default:
-		gemmRows(p, bi, c, a, b, 16, tile32, bufs, &gemmPool32, par)
+	} else {
+		gemmRows(p, bi, c, a, b, gemmKernelFor32(p.N), bufs, &gemmPool32, par)
 	}
 	gemmPool32.Put(bufs)
 }
 
 func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
 	bufs := gemmPool64.Get().(*gemmBufs[float64])
-	switch {
-	case skinny(p, par, 8):
+	if skinny(p, par, 8) {
 		gemmSkinny(p, bi, c, a, b, bufs)
-	case gemmWide && p.N >= 16:
-		gemmRows(p, bi, c, a, b, 16, tile64w, bufs, &gemmPool64, par)
-	default:
-		gemmRows(p, bi, c, a, b, 8, tile64, bufs, &gemmPool64, par)
+	} else {
+		gemmRows(p, bi, c, a, b, gemmKernelFor64(p.N), bufs, &gemmPool64, par)
 	}
 	gemmPool64.Put(bufs)
+}
+
+// gemmKernelFor32 and gemmKernelFor64 are the micro-kernels of a packed
+// product of n columns: the AVX-512 ones where the CPU has them and n
+// fills at least one of their panels.
+func gemmKernelFor32(n int) gemmKernel[float32] {
+	if gemmWide && n >= tile32w.nr {
+		return tile32w
+	}
+	return tile32
+}
+
+func gemmKernelFor64(n int) gemmKernel[float64] {
+	if gemmWide && n >= tile64w.nr {
+		return tile64w
+	}
+	return tile64
+}
+
+// gemmTileRows returns the rows of the tiles of a packed product of n
+// columns of T (not a skinny one): callers that lay out A for it pad its
+// rows to a multiple, so that no A panel is short.
+func gemmTileRows[T float32 | float64](n int) int {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return gemmKernelFor32(n).mr
+	}
+	return gemmKernelFor64(n).mr
 }
 
 // gemmRows is gemmPacked, run on the workers as independent products of
@@ -552,31 +609,31 @@ func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
 // products do (1.85×). B packed twice costs a block's packing per extra
 // worker, paid back only by enough rows: at least gemmSplitRows per
 // worker.
-func gemmRows[T float32 | float64](p *dotPlan, bi int, c, a, b []T, nr int, tile tileFunc[T], bufs *gemmBufs[T], pool *sync.Pool, par bool) {
+func gemmRows[T float32 | float64](p *dotPlan, bi int, c, a, b []T, k gemmKernel[T], bufs *gemmBufs[T], pool *sync.Pool, par bool) {
 	w := 1
 	if par && !serial(p.M*p.N, p.K/4) {
-		w = min(Threads(), p.M/(2*gemmMR))
+		w = min(Threads(), p.M/(2*k.mr))
 		if !(p.rhs.fs == 1 && inPlaceStride[T](p.rhs.cs)) {
 			w = min(w, p.M/gemmSplitRows)
 		}
 	}
 	if w < 2 {
-		gemmPacked(p, bi, c, a, b, nr, tile, bufs, par)
+		gemmPacked(p, bi, c, a, b, k, bufs, par)
 		return
 	}
 	// Row ranges of whole tiles, as equal as tiles allow.
-	tiles := (p.M + gemmMR - 1) / gemmMR
+	tiles := (p.M + k.mr - 1) / k.mr
 	fs := p.lhs.fs
-	runChunks(w, func(k int) {
-		r0 := tiles * k / w * gemmMR
-		r1 := min(p.M, tiles*(k+1)/w*gemmMR)
+	runChunks(w, func(i int) {
+		r0 := tiles * i / w * k.mr
+		r1 := min(p.M, tiles*(i+1)/w*k.mr)
 		if r1 <= r0 {
 			return
 		}
 		q := *p
 		q.M = r1 - r0
 		bw := pool.Get().(*gemmBufs[T])
-		gemmPacked(&q, bi, c[r0*p.N:], a[r0*fs:], b, nr, tile, bw, false)
+		gemmPacked(&q, bi, c[r0*p.N:], a[r0*fs:], b, k, bw, false)
 		pool.Put(bw)
 	})
 }

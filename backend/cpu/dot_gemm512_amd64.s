@@ -3,18 +3,21 @@
 #include "textflag.h"
 
 // AVX-512 GEMM micro-kernels (dot_gemm.go), the AVX2 ones of
-// dot_gemm_amd64.s with 512-bit vectors: C[6×NR] (+)= A·B over k with NR =
-// 32 float32 or 16 float64 (two vectors). A is a panel of 6 rows (k
-// columns of 6 consecutive elements, lda elements apart), B a panel of NR
-// columns (k rows of NR consecutive elements, ldb apart). The 12
-// accumulators are Z0–Z11, the B row is in Z12–Z13 and the broadcast A
-// element in Z14. Each accumulator sums its k products in order with
-// FMA. C rows are ldc elements apart; with add the tile is added to C,
-// otherwise it overwrites it.
+// dot_gemm_amd64.s with 512-bit vectors and tiles of 8 rows: C[8×NR]
+// (+)= A·B over k with NR = 32 float32 or 16 float64 (two vectors). A is
+// a panel of 8 rows (k columns of 8 consecutive elements, lda elements
+// apart), B a panel of NR columns (k rows of NR consecutive elements, ldb
+// apart). The 16 accumulators are Z0–Z15, the B row is in Z16–Z17 and the
+// broadcast A element in Z18 (AVX-512 has 32 vector registers; AVX2's 16
+// hold 6 rows). Each accumulator sums its k products in order with FMA.
+// C rows are ldc elements apart; with add the tile is added to C,
+// otherwise it overwrites it. Eight rows fit the row counts of models,
+// powers of two (a batch of 32, a sequence of 128), which leave a short
+// edge panel for tiles of six.
 //
 // Plan 9 operand order: VFMADD231PS C, B, A is A = B·C + A.
 
-#define SGEMM6X32AVX512_BODY \
+#define SGEMM8X32AVX512_BODY \
 	MOVQ k+0(FP), CX \
 	MOVQ a+8(FP), SI \
 	MOVQ b+16(FP), DI \
@@ -22,6 +25,12 @@
 	MOVQ ldc+32(FP), R8 \
 	SHLQ $2, R8 \
 	MOVQ DX, R9 \
+	PREFETCHT0 (R9) \
+	PREFETCHT0 64(R9) \
+	ADDQ R8, R9 \
+	PREFETCHT0 (R9) \
+	PREFETCHT0 64(R9) \
+	ADDQ R8, R9 \
 	PREFETCHT0 (R9) \
 	PREFETCHT0 64(R9) \
 	ADDQ R8, R9 \
@@ -56,37 +65,47 @@
 	VPXORD Z9, Z9, Z9 \
 	VPXORD Z10, Z10, Z10 \
 	VPXORD Z11, Z11, Z11 \
+	VPXORD Z12, Z12, Z12 \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	VPXORD Z15, Z15, Z15 \
 	TESTQ CX, CX \
-	JE sgemm6x32AVX512_store \
-sgemm6x32AVX512_loop: \
-	VMOVUPS (DI), Z12 \
-	VMOVUPS 64(DI), Z13 \
-	VBROADCASTSS A0, Z14 \
-	VFMADD231PS Z12, Z14, Z0 \
-	VFMADD231PS Z13, Z14, Z1 \
-	VBROADCASTSS A1, Z14 \
-	VFMADD231PS Z12, Z14, Z2 \
-	VFMADD231PS Z13, Z14, Z3 \
-	VBROADCASTSS A2, Z14 \
-	VFMADD231PS Z12, Z14, Z4 \
-	VFMADD231PS Z13, Z14, Z5 \
-	VBROADCASTSS A3, Z14 \
-	VFMADD231PS Z12, Z14, Z6 \
-	VFMADD231PS Z13, Z14, Z7 \
-	VBROADCASTSS A4, Z14 \
-	VFMADD231PS Z12, Z14, Z8 \
-	VFMADD231PS Z13, Z14, Z9 \
-	VBROADCASTSS A5, Z14 \
-	VFMADD231PS Z12, Z14, Z10 \
-	VFMADD231PS Z13, Z14, Z11 \
+	JE sgemm8x32AVX512_store \
+sgemm8x32AVX512_loop: \
+	VMOVUPS (DI), Z16 \
+	VMOVUPS 64(DI), Z17 \
+	VBROADCASTSS A0, Z18 \
+	VFMADD231PS Z16, Z18, Z0 \
+	VFMADD231PS Z17, Z18, Z1 \
+	VBROADCASTSS A1, Z18 \
+	VFMADD231PS Z16, Z18, Z2 \
+	VFMADD231PS Z17, Z18, Z3 \
+	VBROADCASTSS A2, Z18 \
+	VFMADD231PS Z16, Z18, Z4 \
+	VFMADD231PS Z17, Z18, Z5 \
+	VBROADCASTSS A3, Z18 \
+	VFMADD231PS Z16, Z18, Z6 \
+	VFMADD231PS Z17, Z18, Z7 \
+	VBROADCASTSS A4, Z18 \
+	VFMADD231PS Z16, Z18, Z8 \
+	VFMADD231PS Z17, Z18, Z9 \
+	VBROADCASTSS A5, Z18 \
+	VFMADD231PS Z16, Z18, Z10 \
+	VFMADD231PS Z17, Z18, Z11 \
+	VBROADCASTSS A6, Z18 \
+	VFMADD231PS Z16, Z18, Z12 \
+	VFMADD231PS Z17, Z18, Z13 \
+	VBROADCASTSS A7, Z18 \
+	VFMADD231PS Z16, Z18, Z14 \
+	VFMADD231PS Z17, Z18, Z15 \
 	AADV \
 	ADDQ R10, DI \
 	DECQ CX \
-	JNE sgemm6x32AVX512_loop \
-sgemm6x32AVX512_store: \
+	JNE sgemm8x32AVX512_loop \
+sgemm8x32AVX512_store: \
 	MOVBLZX add+56(FP), AX \
 	TESTQ AX, AX \
-	JE sgemm6x32AVX512_set \
+	JE sgemm8x32AVX512_set \
 	MOVQ DX, R9 \
 	VADDPS (R9), Z0, Z0 \
 	VADDPS 64(R9), Z1, Z1 \
@@ -105,7 +124,13 @@ sgemm6x32AVX512_store: \
 	ADDQ R8, R9 \
 	VADDPS (R9), Z10, Z10 \
 	VADDPS 64(R9), Z11, Z11 \
-sgemm6x32AVX512_set: \
+	ADDQ R8, R9 \
+	VADDPS (R9), Z12, Z12 \
+	VADDPS 64(R9), Z13, Z13 \
+	ADDQ R8, R9 \
+	VADDPS (R9), Z14, Z14 \
+	VADDPS 64(R9), Z15, Z15 \
+sgemm8x32AVX512_set: \
 	VMOVUPS Z0, (DX) \
 	VMOVUPS Z1, 64(DX) \
 	ADDQ R8, DX \
@@ -123,19 +148,27 @@ sgemm6x32AVX512_set: \
 	ADDQ R8, DX \
 	VMOVUPS Z10, (DX) \
 	VMOVUPS Z11, 64(DX) \
+	ADDQ R8, DX \
+	VMOVUPS Z12, (DX) \
+	VMOVUPS Z13, 64(DX) \
+	ADDQ R8, DX \
+	VMOVUPS Z14, (DX) \
+	VMOVUPS Z15, 64(DX) \
 	VZEROUPPER
 
-// func sgemm6x32AVX512(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
+// func sgemm8x32AVX512(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
 #define A0 0(SI)
 #define A1 4(SI)
 #define A2 8(SI)
 #define A3 12(SI)
 #define A4 16(SI)
 #define A5 20(SI)
+#define A6 24(SI)
+#define A7 28(SI)
 #define ASETUP NOP
 #define AADV ADDQ R11, SI
-TEXT ·sgemm6x32AVX512(SB), NOSPLIT, $0-57
-	SGEMM6X32AVX512_BODY
+TEXT ·sgemm8x32AVX512(SB), NOSPLIT, $0-57
+	SGEMM8X32AVX512_BODY
 	RET
 #undef A0
 #undef A1
@@ -143,23 +176,28 @@ TEXT ·sgemm6x32AVX512(SB), NOSPLIT, $0-57
 #undef A3
 #undef A4
 #undef A5
+#undef A6
+#undef A7
 #undef ASETUP
 #undef AADV
 
-// func sgemm6x32AVX512Rows(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
+// func sgemm8x32AVX512Rows(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
 //
-// The same with the A panel read in place from 6 rows lda elements apart
-// (A row-major, each row contiguous): no packing of A.
+// The same with the A panel read in place from 8 rows lda elements apart
+// (A row-major, each row contiguous): no packing of A. SI points at row
+// 0, BX at row 4, R12 holds 3·lda.
 #define A0 (SI)
 #define A1 (SI)(R11*1)
 #define A2 (SI)(R11*2)
-#define A3 (BX)
-#define A4 (SI)(R11*4)
-#define A5 (BX)(R11*2)
-#define ASETUP LEAQ (R11)(R11*2), BX; ADDQ SI, BX
+#define A3 (SI)(R12*1)
+#define A4 (BX)
+#define A5 (BX)(R11*1)
+#define A6 (BX)(R11*2)
+#define A7 (BX)(R12*1)
+#define ASETUP LEAQ (R11)(R11*2), R12; LEAQ (SI)(R11*4), BX
 #define AADV ADDQ $4, SI; ADDQ $4, BX
-TEXT ·sgemm6x32AVX512Rows(SB), NOSPLIT, $0-57
-	SGEMM6X32AVX512_BODY
+TEXT ·sgemm8x32AVX512Rows(SB), NOSPLIT, $0-57
+	SGEMM8X32AVX512_BODY
 	RET
 #undef A0
 #undef A1
@@ -167,10 +205,12 @@ TEXT ·sgemm6x32AVX512Rows(SB), NOSPLIT, $0-57
 #undef A3
 #undef A4
 #undef A5
+#undef A6
+#undef A7
 #undef ASETUP
 #undef AADV
 
-#define DGEMM6X16AVX512_BODY \
+#define DGEMM8X16AVX512_BODY \
 	MOVQ k+0(FP), CX \
 	MOVQ a+8(FP), SI \
 	MOVQ b+16(FP), DI \
@@ -178,6 +218,12 @@ TEXT ·sgemm6x32AVX512Rows(SB), NOSPLIT, $0-57
 	MOVQ ldc+32(FP), R8 \
 	SHLQ $3, R8 \
 	MOVQ DX, R9 \
+	PREFETCHT0 (R9) \
+	PREFETCHT0 64(R9) \
+	ADDQ R8, R9 \
+	PREFETCHT0 (R9) \
+	PREFETCHT0 64(R9) \
+	ADDQ R8, R9 \
 	PREFETCHT0 (R9) \
 	PREFETCHT0 64(R9) \
 	ADDQ R8, R9 \
@@ -212,37 +258,47 @@ TEXT ·sgemm6x32AVX512Rows(SB), NOSPLIT, $0-57
 	VPXORD Z9, Z9, Z9 \
 	VPXORD Z10, Z10, Z10 \
 	VPXORD Z11, Z11, Z11 \
+	VPXORD Z12, Z12, Z12 \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	VPXORD Z15, Z15, Z15 \
 	TESTQ CX, CX \
-	JE dgemm6x16AVX512_store \
-dgemm6x16AVX512_loop: \
-	VMOVUPD (DI), Z12 \
-	VMOVUPD 64(DI), Z13 \
-	VBROADCASTSD A0, Z14 \
-	VFMADD231PD Z12, Z14, Z0 \
-	VFMADD231PD Z13, Z14, Z1 \
-	VBROADCASTSD A1, Z14 \
-	VFMADD231PD Z12, Z14, Z2 \
-	VFMADD231PD Z13, Z14, Z3 \
-	VBROADCASTSD A2, Z14 \
-	VFMADD231PD Z12, Z14, Z4 \
-	VFMADD231PD Z13, Z14, Z5 \
-	VBROADCASTSD A3, Z14 \
-	VFMADD231PD Z12, Z14, Z6 \
-	VFMADD231PD Z13, Z14, Z7 \
-	VBROADCASTSD A4, Z14 \
-	VFMADD231PD Z12, Z14, Z8 \
-	VFMADD231PD Z13, Z14, Z9 \
-	VBROADCASTSD A5, Z14 \
-	VFMADD231PD Z12, Z14, Z10 \
-	VFMADD231PD Z13, Z14, Z11 \
+	JE dgemm8x16AVX512_store \
+dgemm8x16AVX512_loop: \
+	VMOVUPD (DI), Z16 \
+	VMOVUPD 64(DI), Z17 \
+	VBROADCASTSD A0, Z18 \
+	VFMADD231PD Z16, Z18, Z0 \
+	VFMADD231PD Z17, Z18, Z1 \
+	VBROADCASTSD A1, Z18 \
+	VFMADD231PD Z16, Z18, Z2 \
+	VFMADD231PD Z17, Z18, Z3 \
+	VBROADCASTSD A2, Z18 \
+	VFMADD231PD Z16, Z18, Z4 \
+	VFMADD231PD Z17, Z18, Z5 \
+	VBROADCASTSD A3, Z18 \
+	VFMADD231PD Z16, Z18, Z6 \
+	VFMADD231PD Z17, Z18, Z7 \
+	VBROADCASTSD A4, Z18 \
+	VFMADD231PD Z16, Z18, Z8 \
+	VFMADD231PD Z17, Z18, Z9 \
+	VBROADCASTSD A5, Z18 \
+	VFMADD231PD Z16, Z18, Z10 \
+	VFMADD231PD Z17, Z18, Z11 \
+	VBROADCASTSD A6, Z18 \
+	VFMADD231PD Z16, Z18, Z12 \
+	VFMADD231PD Z17, Z18, Z13 \
+	VBROADCASTSD A7, Z18 \
+	VFMADD231PD Z16, Z18, Z14 \
+	VFMADD231PD Z17, Z18, Z15 \
 	AADV \
 	ADDQ R10, DI \
 	DECQ CX \
-	JNE dgemm6x16AVX512_loop \
-dgemm6x16AVX512_store: \
+	JNE dgemm8x16AVX512_loop \
+dgemm8x16AVX512_store: \
 	MOVBLZX add+56(FP), AX \
 	TESTQ AX, AX \
-	JE dgemm6x16AVX512_set \
+	JE dgemm8x16AVX512_set \
 	MOVQ DX, R9 \
 	VADDPD (R9), Z0, Z0 \
 	VADDPD 64(R9), Z1, Z1 \
@@ -261,7 +317,13 @@ dgemm6x16AVX512_store: \
 	ADDQ R8, R9 \
 	VADDPD (R9), Z10, Z10 \
 	VADDPD 64(R9), Z11, Z11 \
-dgemm6x16AVX512_set: \
+	ADDQ R8, R9 \
+	VADDPD (R9), Z12, Z12 \
+	VADDPD 64(R9), Z13, Z13 \
+	ADDQ R8, R9 \
+	VADDPD (R9), Z14, Z14 \
+	VADDPD 64(R9), Z15, Z15 \
+dgemm8x16AVX512_set: \
 	VMOVUPD Z0, (DX) \
 	VMOVUPD Z1, 64(DX) \
 	ADDQ R8, DX \
@@ -279,19 +341,27 @@ dgemm6x16AVX512_set: \
 	ADDQ R8, DX \
 	VMOVUPD Z10, (DX) \
 	VMOVUPD Z11, 64(DX) \
+	ADDQ R8, DX \
+	VMOVUPD Z12, (DX) \
+	VMOVUPD Z13, 64(DX) \
+	ADDQ R8, DX \
+	VMOVUPD Z14, (DX) \
+	VMOVUPD Z15, 64(DX) \
 	VZEROUPPER
 
-// func dgemm6x16AVX512(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
+// func dgemm8x16AVX512(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
 #define A0 0(SI)
 #define A1 8(SI)
 #define A2 16(SI)
 #define A3 24(SI)
 #define A4 32(SI)
 #define A5 40(SI)
+#define A6 48(SI)
+#define A7 56(SI)
 #define ASETUP NOP
 #define AADV ADDQ R11, SI
-TEXT ·dgemm6x16AVX512(SB), NOSPLIT, $0-57
-	DGEMM6X16AVX512_BODY
+TEXT ·dgemm8x16AVX512(SB), NOSPLIT, $0-57
+	DGEMM8X16AVX512_BODY
 	RET
 #undef A0
 #undef A1
@@ -299,23 +369,28 @@ TEXT ·dgemm6x16AVX512(SB), NOSPLIT, $0-57
 #undef A3
 #undef A4
 #undef A5
+#undef A6
+#undef A7
 #undef ASETUP
 #undef AADV
 
-// func dgemm6x16AVX512Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
+// func dgemm8x16AVX512Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
 //
-// The same with the A panel read in place from 6 rows lda elements apart
-// (A row-major, each row contiguous): no packing of A.
+// The same with the A panel read in place from 8 rows lda elements apart
+// (A row-major, each row contiguous): no packing of A. SI points at row
+// 0, BX at row 4, R12 holds 3·lda.
 #define A0 (SI)
 #define A1 (SI)(R11*1)
 #define A2 (SI)(R11*2)
-#define A3 (BX)
-#define A4 (SI)(R11*4)
-#define A5 (BX)(R11*2)
-#define ASETUP LEAQ (R11)(R11*2), BX; ADDQ SI, BX
+#define A3 (SI)(R12*1)
+#define A4 (BX)
+#define A5 (BX)(R11*1)
+#define A6 (BX)(R11*2)
+#define A7 (BX)(R12*1)
+#define ASETUP LEAQ (R11)(R11*2), R12; LEAQ (SI)(R11*4), BX
 #define AADV ADDQ $8, SI; ADDQ $8, BX
-TEXT ·dgemm6x16AVX512Rows(SB), NOSPLIT, $0-57
-	DGEMM6X16AVX512_BODY
+TEXT ·dgemm8x16AVX512Rows(SB), NOSPLIT, $0-57
+	DGEMM8X16AVX512_BODY
 	RET
 #undef A0
 #undef A1
@@ -323,8 +398,11 @@ TEXT ·dgemm6x16AVX512Rows(SB), NOSPLIT, $0-57
 #undef A3
 #undef A4
 #undef A5
+#undef A6
+#undef A7
 #undef ASETUP
 #undef AADV
+
 
 // Tap micro-kernels (window_taps.go): the 6×NR tile of C = Σ over ntaps
 // taps t of A_t·B_t, A_t the packed 6-row panel of k columns at a +

@@ -125,11 +125,11 @@ func parseCacheSize(s string) int {
 }
 
 // gemmBlocks returns the contracting block kc, the column block nc and
-// the row block mc of a packed GEMM whose micro-kernel panels are nr
-// elements of size bytes wide, for caches of l1 and l2 bytes.
-func gemmBlocks(nr, size, l1, l2 int) (kc, nc, mc int) {
+// the row block mc of a packed GEMM whose micro-kernel tiles are mr
+// rows by nr elements of size bytes, for caches of l1 and l2 bytes.
+func gemmBlocks(mr, nr, size, l1, l2 int) (kc, nc, mc int) {
 	kc = min(max(l1/2/(nr*size)&^15, 64), 512)
 	nc = min(max(l2/2/(kc*size)/nr*nr, nr), 4096)
-	mc = min(max(l2/4/(kc*size)/gemmMR*gemmMR, gemmMR), 1020)
+	mc = min(max(l2/4/(kc*size)/mr*mr, mr), 1024/mr*mr)
 	return kc, nc, mc
 }

@@ -79,7 +79,8 @@ func TestCacheSizes(t *testing.T) {
 
 // TestGEMMBlocks checks the block sizes of the cache model on the
 // machines it names, and their invariants on any cache sizes: KC a
-// multiple of 16 in [64, 512], NC a multiple of NR, MC of 6.
+// multiple of 16 in [64, 512], NC a multiple of NR, MC of MR (at most
+// 1024).
 func TestGEMMBlocks(t *testing.T) {
 	for _, c := range []struct {
 		nr, size, l1, l2 int
@@ -89,7 +90,7 @@ func TestGEMMBlocks(t *testing.T) {
 		{16, 4, 32 << 10, 512 << 10, 256, 256}, // AVX2 float32 on Zen 3
 		{8, 8, 32 << 10, 512 << 10, 256, 128},  // AVX2 float64 on Zen 3
 	} {
-		kc, nc, _ := gemmBlocks(c.nr, c.size, c.l1, c.l2)
+		kc, nc, _ := gemmBlocks(8, c.nr, c.size, c.l1, c.l2)
 		if kc != c.kc || nc != c.nc {
 			t.Errorf("nr %d × %d bytes, L1 %d, L2 %d: KC %d, NC %d; want %d, %d", c.nr, c.size, c.l1, c.l2, kc, nc, c.kc, c.nc)
 		}
@@ -98,9 +99,11 @@ func TestGEMMBlocks(t *testing.T) {
 		for _, l2 := range []int{128 << 10, 256 << 10, 1 << 20, 2 << 20, 8 << 20} {
 			for _, nr := range []int{8, 16, 32} {
 				for _, size := range []int{4, 8} {
-					kc, nc, mc := gemmBlocks(nr, size, l1, l2)
-					if kc%16 != 0 || kc < 64 || kc > 512 || nc%nr != 0 || nc < nr || mc%gemmMR != 0 || mc < gemmMR {
-						t.Errorf("nr %d × %d bytes, L1 %d, L2 %d: KC %d, NC %d, MC %d", nr, size, l1, l2, kc, nc, mc)
+					for _, mr := range []int{6, 8} {
+						kc, nc, mc := gemmBlocks(mr, nr, size, l1, l2)
+						if kc%16 != 0 || kc < 64 || kc > 512 || nc%nr != 0 || nc < nr || mc%mr != 0 || mc < mr || mc > 1024 {
+							t.Errorf("%d×%d tiles of %d bytes, L1 %d, L2 %d: KC %d, NC %d, MC %d", mr, nr, size, l1, l2, kc, nc, mc)
+						}
 					}
 				}
 			}

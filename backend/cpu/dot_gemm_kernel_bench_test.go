@@ -16,6 +16,7 @@ import (
 func BenchmarkMicroKernels(b *testing.B) {
 	type kernel struct {
 		name   string
+		mr     int
 		wide   bool
 		f64    bool
 		nr     int
@@ -24,12 +25,12 @@ func BenchmarkMicroKernels(b *testing.B) {
 		usable bool
 	}
 	ks := []kernel{
-		{"sgemm6x16AVX2", false, false, 16, sgemm6x16AVX2, nil, cpuPath >= pathAVX2},
-		{"dgemm6x8AVX2", false, true, 8, nil, dgemm6x8AVX2, cpuPath >= pathAVX2},
-		{"sgemm6x32AVX512", true, false, 32, sgemm6x32AVX512, nil, haveAVX512},
-		{"dgemm6x16AVX512", true, true, 16, nil, dgemm6x16AVX512, haveAVX512},
-		{"sgemm6x32AVX512Rows", true, false, 32, sgemm6x32AVX512Rows, nil, haveAVX512},
-		{"dgemm6x16AVX512Rows", true, true, 16, nil, dgemm6x16AVX512Rows, haveAVX512},
+		{"sgemm6x16AVX2", 6, false, false, 16, sgemm6x16AVX2, nil, cpuPath >= pathAVX2},
+		{"dgemm6x8AVX2", 6, false, true, 8, nil, dgemm6x8AVX2, cpuPath >= pathAVX2},
+		{"sgemm8x32AVX512", 8, true, false, 32, sgemm8x32AVX512, nil, haveAVX512},
+		{"dgemm8x16AVX512", 8, true, true, 16, nil, dgemm8x16AVX512, haveAVX512},
+		{"sgemm8x32AVX512Rows", 8, true, false, 32, sgemm8x32AVX512Rows, nil, haveAVX512},
+		{"dgemm8x16AVX512Rows", 8, true, true, 16, nil, dgemm8x16AVX512Rows, haveAVX512},
 	}
 	for _, k := range ks {
 		if !k.usable {
@@ -37,7 +38,7 @@ func BenchmarkMicroKernels(b *testing.B) {
 		}
 		// The Rows kernels read A in place: 6 rows of a row-major
 		// matrix 512 elements wide, as a 512² product's.
-		lda, rows := 6, strings.HasSuffix(k.name, "Rows")
+		lda, rows := k.mr, strings.HasSuffix(k.name, "Rows")
 		if rows {
 			lda = 512
 		}
@@ -49,7 +50,7 @@ func BenchmarkMicroKernels(b *testing.B) {
 		for _, kc := range []int{64, 256} {
 			b.Run(fmt.Sprintf("%s/k=%d", k.name, kc), func(b *testing.B) {
 				if k.f64 {
-					a, bb, c := make([]float64, 6*max(kc, lda)), make([]float64, kc*k.nr), make([]float64, 6*k.nr)
+					a, bb, c := make([]float64, k.mr*max(kc, lda)), make([]float64, kc*k.nr), make([]float64, k.mr*k.nr)
 					for i := range a {
 						a[i] = 1e-3
 					}
@@ -57,7 +58,7 @@ func BenchmarkMicroKernels(b *testing.B) {
 						k.run64(kc, &a[0], &bb[0], &c[0], k.nr, lda, k.nr, true)
 					}
 				} else {
-					a, bb, c := make([]float32, 6*max(kc, lda)), make([]float32, kc*k.nr), make([]float32, 6*k.nr)
+					a, bb, c := make([]float32, k.mr*max(kc, lda)), make([]float32, kc*k.nr), make([]float32, k.mr*k.nr)
 					for i := range a {
 						a[i] = 1e-3
 					}
@@ -65,7 +66,7 @@ func BenchmarkMicroKernels(b *testing.B) {
 						k.run32(kc, &a[0], &bb[0], &c[0], k.nr, lda, k.nr, true)
 					}
 				}
-				gf := 2 * float64(6*k.nr*kc) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+				gf := 2 * float64(k.mr*k.nr*kc) * float64(b.N) / b.Elapsed().Seconds() / 1e9
 				b.ReportMetric(gf, "GFLOPS")
 				b.ReportMetric(100*gf/pk, "%peak")
 			})

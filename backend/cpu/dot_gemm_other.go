@@ -13,11 +13,11 @@ func dgemm6x8AVX2(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
 	panic("cpu: no GEMM micro-kernel")
 }
 
-func sgemm6x32AVX512(k int, a, b, c *float32, ldc, lda, ldb int, add bool) {
+func sgemm8x32AVX512(k int, a, b, c *float32, ldc, lda, ldb int, add bool) {
 	panic("cpu: no GEMM micro-kernel")
 }
 
-func dgemm6x16AVX512(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
+func dgemm8x16AVX512(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
 	panic("cpu: no GEMM micro-kernel")
 }
 
@@ -29,11 +29,11 @@ func dgemm6x8AVX2Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
 	panic("cpu: no GEMM micro-kernel")
 }
 
-func sgemm6x32AVX512Rows(k int, a, b, c *float32, ldc, lda, ldb int, add bool) {
+func sgemm8x32AVX512Rows(k int, a, b, c *float32, ldc, lda, ldb int, add bool) {
 	panic("cpu: no GEMM micro-kernel")
 }
 
-func dgemm6x16AVX512Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
+func dgemm8x16AVX512Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool) {
 	panic("cpu: no GEMM micro-kernel")
 }
 

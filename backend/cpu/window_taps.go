@@ -24,6 +24,9 @@ import (
 // Cg steps, accumulated in place in the NCHW result: nothing is packed
 // per position and nothing is scattered.
 
+// tapsMR is the rows of a tap micro-kernel's tile (output features).
+const tapsMR = 6
+
 // convTapsMinC is the fewest input and output features per group the
 // tap path takes: with fewer, each micro-kernel call does too little
 // work for its tile's load and store, and im2col's one long product
@@ -133,14 +136,14 @@ func padInto[T float32 | float64](g *convGeom, p *convTapPlan, buf, x []T) {
 // output features: panel (tap t, panel q) holds, for each input feature
 // c, w[gi·Og + 6q + r, c, t] for r = 0…5, zero past Og.
 func packTaps[T float32 | float64](g *convGeom, at, w []T, gi int) {
-	mp := (g.og + gemmMR - 1) / gemmMR
+	mp := (g.og + tapsMR - 1) / tapsMR
 	for t := range g.kSz {
 		for q := range mp {
-			panel := at[(t*mp+q)*g.cg*gemmMR : (t*mp+q+1)*g.cg*gemmMR]
+			panel := at[(t*mp+q)*g.cg*tapsMR : (t*mp+q+1)*g.cg*tapsMR]
 			for c := range g.cg {
-				col := panel[c*gemmMR : (c+1)*gemmMR]
+				col := panel[c*tapsMR : (c+1)*tapsMR]
 				for r := range col {
-					o := q*gemmMR + r
+					o := q*tapsMR + r
 					if o >= g.og {
 						col[r] = 0
 						continue
@@ -167,9 +170,9 @@ type tapsKernel[T float32 | float64] func(ntaps, k int, a, b *T, offs *int, astr
 func tapsOf[T float32 | float64](nr int, kernel tapsKernel[T]) tapsFunc[T] {
 	return func(k int, a []T, astride int, b []T, offs []int, maxOff, ldb int, c []T, ldc int) {
 		n := len(offs)
-		_ = a[(n-1)*astride+k*gemmMR-1]
+		_ = a[(n-1)*astride+k*tapsMR-1]
 		_ = b[maxOff+(k-1)*ldb+nr-1]
-		_ = c[(gemmMR-1)*ldc+nr-1]
+		_ = c[(tapsMR-1)*ldc+nr-1]
 		kernel(n, k, &a[0], &b[0], &offs[0], astride, ldb, &c[0], ldc)
 	}
 }
@@ -189,8 +192,8 @@ var tapPool32, tapPool64 sync.Pool
 // function of its panel width.
 func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, pool *sync.Pool, taps tapsFunc[T]) {
 	last := g.nd - 1
-	mp := (g.og + gemmMR - 1) / gemmMR
-	ab := g.kSz * mp * g.cg * gemmMR
+	mp := (g.og + tapsMR - 1) / tapsMR
+	ab := g.kSz * mp * g.cg * tapsMR
 	// The packed kernel slices of every group, shared by the workers.
 	at := make([]T, g.g*ab)
 	for gi := range g.g {
@@ -209,13 +212,13 @@ func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, poo
 	// block for every tile, copied into y after, cost a twelfth of the
 	// convolution). Every tile is full in the planes: they hold the
 	// reads past a row's end (tapPlan), A's rows past Og are zero.
-	fullP := g.og / gemmMR // the panels whose 6 features all are real
+	fullP := g.og / tapsMR // the panels whose 6 features all are real
 	unitRows := func(u, r0, r1 int, xp []T) {
 		n, gi := u/g.g, u%g.g
 		yu := y[(n*g.o+gi*g.og)*g.outSz:]
 		ag := at[gi*ab : (gi+1)*ab]
 		q := make([]int, g.nd)
-		ct := make([]T, mp*gemmMR*p.nr)
+		ct := make([]T, mp*tapsMR*p.nr)
 		for r := r0; r < r1; r++ {
 			// The row's start in the padded planes.
 			rr, base := r, 0
@@ -231,14 +234,14 @@ func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, poo
 					direct = fullP
 				}
 				for ip := range mp {
-					a := ag[ip*g.cg*gemmMR:]
+					a := ag[ip*g.cg*tapsMR:]
 					if ip < direct {
-						taps(g.cg, a, mp*g.cg*gemmMR, xp[base+x0:], p.offs, p.maxOff, p.planeP, yu[ip*gemmMR*g.outSz+r*rowLen+x0:], g.outSz)
+						taps(g.cg, a, mp*g.cg*tapsMR, xp[base+x0:], p.offs, p.maxOff, p.planeP, yu[ip*tapsMR*g.outSz+r*rowLen+x0:], g.outSz)
 						continue
 					}
-					taps(g.cg, a, mp*g.cg*gemmMR, xp[base+x0:], p.offs, p.maxOff, p.planeP, ct[ip*gemmMR*p.nr:], p.nr)
+					taps(g.cg, a, mp*g.cg*tapsMR, xp[base+x0:], p.offs, p.maxOff, p.planeP, ct[ip*tapsMR*p.nr:], p.nr)
 				}
-				for o := direct * gemmMR; o < g.og; o++ {
+				for o := direct * tapsMR; o < g.og; o++ {
 					copy(yu[o*g.outSz+r*rowLen+x0:][:cols], ct[o*p.nr:][:cols])
 				}
 			}
@@ -431,16 +434,18 @@ func convByTapsT[T float32 | float64](g *convGeom, y, x, w []T) bool {
 		posMax += (g.out[j] - 1) * pitch[j]
 	}
 	K := g.cg * plane
-	// The batch padded to whole panels of 6, so that every A panel is
-	// read in place (a short last panel would be packed at every block).
-	m := (g.n + gemmMR - 1) / gemmMR * gemmMR
+	// The batch padded to whole panels of the GEMM's tiles (6 or 8
+	// rows), so that every A panel is read in place (a short last panel
+	// would be packed, and computed on a whole tile, at every block).
+	mr := gemmTileRows[T](g.og)
+	m := (g.n + mr - 1) / mr * mr
 	bufs := getTapsTBufs[T]((K+posMax)*m, K*g.og)
 	defer putTapsTBufs(bufs)
 	xt, wt := bufs.xt, bufs.wt
 	ct := make([]T, g.outSz*m*g.og)
-	// The work in units of (position q, panel of 6 batch rows): whole
+	// The work in units of (position q, panel of mr batch rows): whole
 	// positions alone split 9 of them 5:4 over two workers.
-	np := m / gemmMR
+	np := m / mr
 	units := g.outSz * np
 	for gi := range g.g {
 		if !transposePadLhs(g, pitch, plane, m, xt, x, gi) {
@@ -454,7 +459,7 @@ func convByTapsT[T float32 | float64](g *convGeom, y, x, w []T) bool {
 		// position (9 times for a 3×3 kernel).
 		var z T
 		kb := max(256, cacheL2/4/((m+g.og)*int(unsafe.Sizeof(z))))
-		cost := 2 * gemmMR * g.og * kb
+		cost := 2 * mr * g.og * kb
 		run := func(k0, u0, u1 int, par bool) {
 			qi := make([]int, g.nd)
 			for u := u0; u < u1; {
@@ -466,7 +471,7 @@ func convByTapsT[T float32 | float64](g *convGeom, y, x, w []T) bool {
 					r /= g.out[j]
 					pos += qi[j] * pitch[j]
 				}
-				r0, rows := p0*gemmMR, (p1-p0)*gemmMR
+				r0, rows := p0*mr, (p1-p0)*mr
 				p := dotPlan{B: 1, M: rows, N: g.og, K: min(kb, K-k0), acc: k0 > 0,
 					lhs: dotOperand{arr: backend.Array{Offset: (pos+k0)*m + r0}, fs: 1, cs: m},
 					rhs: dotOperand{arr: backend.Array{Offset: k0 * g.og}, fs: 1, cs: g.og}}
