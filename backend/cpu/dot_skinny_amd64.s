@@ -6,8 +6,9 @@
 // of A against five rows of Bᵀ (five columns of B), each along k
 // contiguous elements, into ten sums. A lane of each of the ten
 // accumulators takes every LANES-th element of k; the lanes are summed
-// last, (l0+l4)+(l2+l6) … by halves. AX indexes k in bytes, CX counts
-// the vectors left.
+// last, by pairs (SKINNY_REDUCE32, SKINNY_REDUCE64: several accumulators
+// at once, where one at a time took a tenth of a call at k = 256). AX
+// indexes k in bytes, CX counts the vectors left.
 
 #define SKINNY_ARGS \
 	MOVQ k+0(FP), CX \
@@ -53,33 +54,47 @@
 	FMA  Y12, Y11, Y9 \
 	ADDQ $32, AX
 
-// RED32(Y, X, OFF): the sum of Y's eight float32 lanes into OFF(DX).
-#define RED32(Y, X, OFF) \
-	VEXTRACTF128 $1, Y, X13 \
-	VADDPS       X13, X, X \
-	VHADDPS      X, X, X \
-	VHADDPS      X, X, X \
-	VMOVSS       X, OFF(DX)
+// SKINNY_REDUCE32: the ten float32 sums into c, Y_i's lanes into c[i].
+// Horizontal adds of pairs of accumulators, twice, leave the partial sums
+// of Y0–Y3 and Y4–Y7 by 128-bit halves; the halves' sum is c[0:8]. Y8
+// and Y9 go the same way into c[8:10]. Each sum is ((l0+l1)+(l2+l3)) +
+// ((l4+l5)+(l6+l7)).
+#define SKINNY_REDUCE32 \
+	VHADDPS    Y1, Y0, Y10 \
+	VHADDPS    Y3, Y2, Y11 \
+	VHADDPS    Y11, Y10, Y10 \
+	VHADDPS    Y5, Y4, Y12 \
+	VHADDPS    Y7, Y6, Y13 \
+	VHADDPS    Y13, Y12, Y12 \
+	VPERM2F128 $0x20, Y12, Y10, Y13 \
+	VPERM2F128 $0x31, Y12, Y10, Y14 \
+	VADDPS     Y14, Y13, Y13 \
+	VMOVUPS    Y13, (DX) \
+	VHADDPS    Y9, Y8, Y10 \
+	VEXTRACTF128 $1, Y10, X11 \
+	VADDPS     X11, X10, X10 \
+	VHADDPS    X10, X10, X10 \
+	VMOVSD     X10, 32(DX)
 
-// RED64(Y, X, OFF): the sum of Y's four float64 lanes into OFF(DX).
-#define RED64(Y, X, OFF) \
-	VEXTRACTF128 $1, Y, X13 \
-	VADDPD       X13, X, X \
-	VHADDPD      X, X, X \
-	VMOVSD       X, OFF(DX)
+// SKINNY_REDUCE64: the ten float64 sums into c, Y_i's lanes into c[i]:
+// a horizontal add of two pairs of accumulators, whose 128-bit halves
+// (one permuted, one blended) add to four sums, c[0:4] and c[4:8]; Y8 and
+// Y9 into c[8:10]. Each sum is (l0+l1)+(l2+l3).
+#define SKINNY_REDUCE64_4(YA, YB, YC, YD, OFF) \
+	VHADDPD    YB, YA, Y10 \
+	VHADDPD    YD, YC, Y11 \
+	VPERM2F128 $0x21, Y11, Y10, Y12 \
+	VBLENDPD   $0xC, Y11, Y10, Y13 \
+	VADDPD     Y12, Y13, Y13 \
+	VMOVUPD    Y13, OFF(DX)
 
-// SKINNY_REDUCE(RED, SZ): the ten sums into c, SZ bytes an element.
-#define SKINNY_REDUCE(RED, SZ) \
-	RED(Y0, X0, (0*SZ)) \
-	RED(Y1, X1, (1*SZ)) \
-	RED(Y2, X2, (2*SZ)) \
-	RED(Y3, X3, (3*SZ)) \
-	RED(Y4, X4, (4*SZ)) \
-	RED(Y5, X5, (5*SZ)) \
-	RED(Y6, X6, (6*SZ)) \
-	RED(Y7, X7, (7*SZ)) \
-	RED(Y8, X8, (8*SZ)) \
-	RED(Y9, X9, (9*SZ))
+#define SKINNY_REDUCE64 \
+	SKINNY_REDUCE64_4(Y0, Y1, Y2, Y3, 0) \
+	SKINNY_REDUCE64_4(Y4, Y5, Y6, Y7, 32) \
+	VHADDPD    Y9, Y8, Y10 \
+	VEXTRACTF128 $1, Y10, X11 \
+	VADDPD     X11, X10, X10 \
+	VMOVUPD    X10, 64(DX)
 
 // func sdot2x5AVX2(k int, a0, a1, b0, b1, b2, b3, b4 *float32, c *[10]float32)
 //
@@ -95,7 +110,7 @@ sdotLoop:
 	JNZ  sdotLoop
 
 sdotReduce:
-	SKINNY_REDUCE(RED32, 4)
+	SKINNY_REDUCE32
 	VZEROUPPER
 	RET
 
@@ -113,6 +128,6 @@ ddotLoop:
 	JNZ  ddotLoop
 
 ddotReduce:
-	SKINNY_REDUCE(RED64, 8)
+	SKINNY_REDUCE64
 	VZEROUPPER
 	RET
