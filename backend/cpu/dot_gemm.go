@@ -553,8 +553,8 @@ var (
 // summed in another order than the same product with a row-major A.)
 func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 	bufs := gemmPool32.Get().(*gemmBufs[float32])
-	if skinny(p, par, 16) {
-		gemmSkinny(p, bi, c, a, b, bufs)
+	if skinny(p, 16) {
+		gemmSkinny(p, bi, c, a, b, bufs, par)
 	} else {
 		gemmRows(p, bi, c, a, b, gemmKernelFor32(p.N), bufs, &gemmPool32, par)
 	}
@@ -563,8 +563,8 @@ func gemm32(p *dotPlan, bi int, c, a, b []float32, par bool) {
 
 func gemm64(p *dotPlan, bi int, c, a, b []float64, par bool) {
 	bufs := gemmPool64.Get().(*gemmBufs[float64])
-	if skinny(p, par, 8) {
-		gemmSkinny(p, bi, c, a, b, bufs)
+	if skinny(p, 8) {
+		gemmSkinny(p, bi, c, a, b, bufs, par)
 	} else {
 		gemmRows(p, bi, c, a, b, gemmKernelFor64(p.N), bufs, &gemmPool64, par)
 	}

@@ -27,25 +27,29 @@ const (
 var skinnyOn = true
 
 // skinny reports whether batch products of p go by gemmSkinny: few
-// columns, k long enough, the kernels present, and one thread for the
-// product. It asks nothing of the operands' layouts: a product takes the
-// same path, and so gives the same bits, however its operands are laid
-// out (a compiled program that copied an operand, or reads a broadcast
-// one in place, agrees with the equation evaluated alone). With par, a
-// product large
-// enough for the workers goes by the packed GEMM's row ranges, which
-// measured faster at two threads than this path split the same way
-// (128×256·256×10 float32 on a Zen 4, through Exec: 10.1 µs against
-// 13.2–14.2), while on one thread this path is faster (11.0–11.6 µs
-// against the packed tiles' 14.1–14.4).
+// columns, k long enough, the kernels present. It asks nothing of the
+// operands' layouts or the thread count: a product takes the same path,
+// and so gives the same bits, however its operands are laid out (a
+// compiled program that copied an operand, or reads a broadcast one in
+// place, agrees with the equation evaluated alone). With par, a product
+// large enough splits its pairs of rows across the workers. That was
+// once measured slower at two threads than the packed GEMM's row ranges
+// (128×256·256×10 float32: 13.2–14.2 µs against 10.1), when it split
+// that product, as small as 20 µs of a worker's wake-up; counted in
+// vectors, as the packed tiles are, the product runs on one thread:
+// 128×256·256×10 float32 9.3–11.8 µs at two threads against 9.7–16.5 by
+// the packed GEMM, float64 16.8–17.7 against 16.8–18.1; 512 rows
+// 21.6–24.1 against 27.6–31.1 and 36–54 against 52–59; 2048 rows
+// 93–107 against 101–108 and 158–172 against 190–203 (Zen 4, alternated
+// in one binary).
 //
 // And only where the tiles pad more than the groups of five do: the
 // packed GEMM's tiles are nr columns wide (the AVX2 kernels': 16 float32,
 // 8 float64), so 16 float32 columns, or 8 or 16 float64 ones, fill them
 // (an attention head of 16: the inner products were slower there).
-func skinny(p *dotPlan, par bool, nr int) bool {
+func skinny(p *dotPlan, nr int) bool {
 	return haveSkinny && skinnyOn && !p.acc && p.N <= skinnyMaxN && p.M >= 2 && p.K >= skinnyMinK &&
-		(!par || serial(p.M*p.N, p.K/4)) && padFraction(p.N, nr) > padFraction(p.N, 5)
+		padFraction(p.N, nr) > padFraction(p.N, 5)
 }
 
 // padFraction is the fraction of w-wide groups that n columns leave
@@ -62,7 +66,7 @@ func padFraction(n, w int) float64 {
 // pair or a group short of that repeating its last row or column (the
 // repeats are computed and not stored); the last k mod lanes elements
 // are added by a Go loop.
-func gemmSkinny[T float32 | float64](p *dotPlan, bi int, c, a, b []T, bufs *gemmBufs[T]) {
+func gemmSkinny[T float32 | float64](p *dotPlan, bi int, c, a, b []T, bufs *gemmBufs[T], par bool) {
 	M, N, K := p.M, p.N, p.K
 	var z T
 	kv := K &^ (32/int(unsafe.Sizeof(z)) - 1) // whole vectors of k
@@ -80,6 +84,14 @@ func gemmSkinny[T float32 | float64](p *dotPlan, bi int, c, a, b []T, bufs *gemm
 	}
 	_ = a[aoff+(M-1)*lda+K-1]
 	_ = c[M*N-1]
+	// Pairs of rows split across the workers, each pair's cost its
+	// vector FMAs (the packed tiles' measure).
+	if pairs := (M + 1) / 2; par && !serial(pairs, 2*N*K/8) {
+		parallelFor(pairs, 2*N*K/8, func(lo, hi int) {
+			skinnyRows(c, a, bt, aoff, lda, ldb, 2*lo, min(M, 2*hi), N, K, kv)
+		})
+		return
+	}
 	skinnyRows(c, a, bt, aoff, lda, ldb, 0, M, N, K, kv)
 }
 

@@ -103,11 +103,12 @@ func drawProduct(t *rapid.T, m, n, k int, ta bool) (as, bs []int, p prims.DotPar
 // against the float64 loop: every column count to 16 (pairs of rows and
 // groups of five columns, and those short of it), k with and without a
 // tail past the vectors, B stored either way (its columns read in place
-// or packed), strided and offset layouts, batches, 1 to 3 threads.
+// or packed), strided and offset layouts, batches, 1 to 3 threads, and
+// rows enough (from 250) for the workers to split the pairs of rows.
 func TestSkinnyGEMMRapid(t *testing.T) {
 	defer cpu.SetSkinny(cpu.SetSkinny(true))
 	rapid.Check(t, func(t *rapid.T) {
-		m := rapid.IntRange(1, 70).Draw(t, "m")
+		m := rapid.OneOf(rapid.IntRange(1, 70), rapid.IntRange(250, 400)).Draw(t, "m")
 		n := rapid.IntRange(1, 16).Draw(t, "n")
 		k := rapid.IntRange(64, 300).Draw(t, "k")
 		as, bs, p := drawProduct(t, m, n, k, false)
@@ -152,8 +153,8 @@ func TestGEMMParallelPacking(t *testing.T) {
 // strided view, broadcast): a compiled program copies an operand or reads
 // a broadcast one in place where the equation evaluated alone reads a
 // view, and the two must agree bit for bit. The shapes are skinny ones
-// (the inner-product path on one thread), and a tall one of 10 columns
-// that two threads split (the packed GEMM); the values are not exact in
+// (the inner-product path), and a tall one of 10 columns that two
+// threads split; the values are not exact in
 // any order of summation. At one to three threads. It is a property of
 // peel's own GEMM: gonum's BLAS (the portable path) and OpenBLAS (-tags
 // openblas) read transposed operands through their flags, summing in
