@@ -84,12 +84,6 @@ func grow[T float32 | float64](s []T, n int) []T {
 	return s[:n]
 }
 
-// tileFunc computes one tile with a micro-kernel: kb columns of mr rows of
-// ap (lda apart; with arows, mr rows of kb elements, lda apart) and kb
-// rows of bp (ldb apart) into c (rows ldc apart), of which rows×cols
-// elements are kept, added to c when add is set.
-type tileFunc[T float32 | float64] func(kb int, ap []T, lda int, arows bool, bp []T, ldb int, c []T, ldc, rows, cols int, add bool)
-
 // gemmPacked computes batch element bi of p into c (M×N, row-major) with
 // the micro-kernel of tile, whose panels are nr columns wide; par lets
 // the tiles run in parallel.
@@ -247,7 +241,7 @@ type gemmBlock[T float32 | float64] struct {
 // that consecutive tiles share their B panel, or, when np is set (a short
 // contracting block: tileRowOrderK), row panel by row panel so that C's
 // rows are stored left to right. A full tile calls its micro-kernel
-// here, an edge tile goes through the tileFunc; the tile's panel indices
+// here, an edge tile goes through the kernel's edge; the tile's panel indices
 // step from the first's (a division and a call fewer per tile: with k =
 // 16 the Go code around the kernel was a seventh of a product's time).
 func (g *gemmBlock[T]) tiles(lo, hi int) {
@@ -283,13 +277,12 @@ func (g *gemmBlock[T]) tiles(lo, hi int) {
 			_ = c[(mr-1)*g.N+nr-1]
 			if arows {
 				_ = ap[(mr-1)*lda+kb-1]
-				g.k.rows(kb, &ap[0], &bp[0], &c[0], g.N, lda, ldb, g.add)
 			} else {
 				_ = ap[(kb-1)*lda+mr-1]
-				g.k.packed(kb, &ap[0], &bp[0], &c[0], g.N, lda, ldb, g.add)
 			}
+			g.k.run(arows, kb, &ap[0], &bp[0], &c[0], g.N, lda, ldb, g.add)
 		} else {
-			g.k.tile(kb, ap, lda, arows, bp, ldb, c, g.N, min(mr, g.M-i0), min(nr, g.N-j0), g.add)
+			g.k.edge(kb, ap, lda, arows, bp, ldb, c, g.N, min(mr, g.M-i0), min(nr, g.N-j0), g.add)
 		}
 		if g.np > 0 {
 			if jp++; jp == g.np {
@@ -495,75 +488,79 @@ func mergeTile[T float32 | float64](c []T, ldc int, t []T, tld, rows, cols int, 
 // it off to check both.
 var gemmWide = haveAVX512
 
-// microKernel is an assembly micro-kernel: a 6×nr tile of c (rows ldc
-// apart) from k columns of a (lda apart) and k rows of b (ldb apart),
-// added to c when add is set.
-type microKernel[T float32 | float64] func(k int, a, b, c *T, ldc, lda, ldb int, add bool)
-
-// gemmKernel is a micro-kernel pair (packed A, and A's rows in place)
-// as a tileFunc, with its tile: mr rows by nr columns.
+// gemmKernel is a pair of micro-kernels, their tile mr rows by nr
+// columns: wide picks the AVX-512 ones (8×32 float32, 8×16 float64: 16
+// accumulators of AVX-512's 32 registers) over the AVX2 ones (6×16 and
+// 6×8: 12 of AVX2's 16). Eight rows fit the row counts of models, powers
+// of two (a batch of 32, a sequence of 128), which leave a short edge
+// panel for six: 32×128·128×128 float32 took as long as
+// 36×128·128×128 with 6-row tiles.
 type gemmKernel[T float32 | float64] struct {
 	mr, nr int
-	// packed and rows are the micro-kernels themselves, for full tiles;
-	// tile handles any tile.
-	packed, rows microKernel[T]
-	tile         tileFunc[T]
+	wide   bool
 }
 
-// tileOf returns the gemmKernel of a micro-kernel with tiles of mr rows
-// (at most gemmMaxMR) and panels nr wide (at most 32) and its twin that
-// reads A's rows in place: a full tile is computed in place, an edge
-// tile into a buffer and merged.
-func tileOf[T float32 | float64](mr, nr int, kernel, kernelRows microKernel[T]) gemmKernel[T] {
-	return gemmKernel[T]{mr: mr, nr: nr, packed: kernel, rows: kernelRows, tile: func(kb int, ap []T, lda int, arows bool, bp []T, ldb int, c []T, ldc, rows, cols int, add bool) {
-		if arows {
-			_ = ap[(mr-1)*lda+kb-1]
-		} else {
-			_ = ap[(kb-1)*lda+mr-1]
+var (
+	tile32  = gemmKernel[float32]{mr: 6, nr: 16}
+	tile64  = gemmKernel[float64]{mr: 6, nr: 8}
+	tile32w = gemmKernel[float32]{mr: 8, nr: 32, wide: true}
+	tile64w = gemmKernel[float64]{mr: 8, nr: 16, wide: true}
+)
+
+// run computes the mr×nr tile at c (rows ldc apart; added to with add)
+// from kb columns of mr rows at a (lda apart; with arows, mr rows of kb
+// elements, lda apart, read in place) and kb rows of nr elements at b
+// (ldb apart). The assembly kernels are called directly, not through
+// function values, so that a tile on the stack (edge) does not escape
+// to the heap.
+func (k gemmKernel[T]) run(arows bool, kb int, a, b, c *T, ldc, lda, ldb int, add bool) {
+	switch a := any(a).(type) {
+	case *float32:
+		b, c := any(b).(*float32), any(c).(*float32)
+		switch {
+		case k.wide && arows:
+			sgemm8x32AVX512Rows(kb, a, b, c, ldc, lda, ldb, add)
+		case k.wide:
+			sgemm8x32AVX512(kb, a, b, c, ldc, lda, ldb, add)
+		case arows:
+			sgemm6x16AVX2Rows(kb, a, b, c, ldc, lda, ldb, add)
+		default:
+			sgemm6x16AVX2(kb, a, b, c, ldc, lda, ldb, add)
 		}
-		_ = bp[(kb-1)*ldb+nr-1]
-		if rows == mr && cols == nr {
-			_ = c[(mr-1)*ldc+nr-1]
-			// Direct calls of the captured kernels, not through a
-			// variable: an indirect call would make buf below escape,
-			// an allocation per tile.
-			if arows {
-				kernelRows(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
-			} else {
-				kernel(kb, &ap[0], &bp[0], &c[0], ldc, lda, ldb, add)
-			}
-			return
+	case *float64:
+		b, c := any(b).(*float64), any(c).(*float64)
+		switch {
+		case k.wide && arows:
+			dgemm8x16AVX512Rows(kb, a, b, c, ldc, lda, ldb, add)
+		case k.wide:
+			dgemm8x16AVX512(kb, a, b, c, ldc, lda, ldb, add)
+		case arows:
+			dgemm6x8AVX2Rows(kb, a, b, c, ldc, lda, ldb, add)
+		default:
+			dgemm6x8AVX2(kb, a, b, c, ldc, lda, ldb, add)
 		}
-		// An edge tile: into a buffer, merged. Declared past the full
-		// tiles' return, so that they do not pay for clearing it (2% of
-		// a GPT step when it was cleared for every tile).
-		var buf [gemmMaxMR * 32]T // the largest tile
-		t := buf[:mr*nr]
-		if arows {
-			kernelRows(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
-		} else {
-			kernel(kb, &ap[0], &bp[0], &t[0], nr, lda, ldb, false)
-		}
-		mergeTile(c, ldc, t, nr, rows, cols, add)
-	}}
+	}
+}
+
+// edge computes a tile at the product's edge, of which rows×cols
+// elements are kept: the whole tile into a buffer on the stack, merged
+// into c. Operands as run's, as slices.
+func (k gemmKernel[T]) edge(kb int, ap []T, lda int, arows bool, bp []T, ldb int, c []T, ldc, rows, cols int, add bool) {
+	if arows {
+		_ = ap[(k.mr-1)*lda+kb-1]
+	} else {
+		_ = ap[(kb-1)*lda+k.mr-1]
+	}
+	_ = bp[(kb-1)*ldb+k.nr-1]
+	var buf [gemmMaxMR * 32]T // the largest tile
+	t := buf[:k.mr*k.nr]
+	k.run(arows, kb, &ap[0], &bp[0], &t[0], k.nr, lda, ldb, false)
+	mergeTile(c, ldc, t, k.nr, rows, cols, add)
 }
 
 // gemmRowsA turns on the micro-kernels that read a row-major A in place
 // (tests turn it off to check the packed path on the same products).
 var gemmRowsA = true
-
-// The AVX2 float32 and float64 micro-kernels (6×16 and 6×8 tiles: 12
-// accumulators of AVX2's 16 registers), and the AVX-512 ones (w: 8×32
-// and 8×16, 16 accumulators of its 32). Eight rows fit the row counts
-// of models, powers of two (a batch of 32, a sequence of 128), which
-// leave a short edge panel for six: 32×128·128×128 float32 took as long
-// as 36×128·128×128 with 6-row tiles.
-var (
-	tile32  = tileOf(6, 16, sgemm6x16AVX2, sgemm6x16AVX2Rows)
-	tile64  = tileOf(6, 8, dgemm6x8AVX2, dgemm6x8AVX2Rows)
-	tile32w = tileOf(8, 32, sgemm8x32AVX512, sgemm8x32AVX512Rows)
-	tile64w = tileOf(8, 16, dgemm8x16AVX512, dgemm8x16AVX512Rows)
-)
 
 // gemm32 and gemm64 compute batch element bi of p into c with the packed
 // GEMM: with the AVX-512 micro-kernels when there are and the product has

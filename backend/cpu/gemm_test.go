@@ -272,3 +272,41 @@ func testProductLayouts(t *testing.T) {
 		}
 	}
 }
+
+// TestGEMMEdgeTilesAllocs checks that the packed GEMM's edge tiles,
+// computed into a buffer on the stack and merged, allocate nothing: a
+// product with an edge tile in every row and column panel (100×100 by
+// 100×100, and 98×100 by 100×98 for the AVX2 tiles' 6 rows) makes no
+// more allocations than one whose tiles all are full (96×96), but for
+// two of slack (a collection between the runs may empty the GEMM's
+// buffer pool). A buffer that escaped would cost 16 allocations a
+// product here.
+func TestGEMMEdgeTilesAllocs(t *testing.T) {
+	if !cpu.OwnGEMM() {
+		t.Skip("products run on a BLAS here, not on peel's GEMM")
+	}
+	defer cpu.SetThreads(0)
+	cpu.SetThreads(1)
+	be := cpu.New()
+	p := prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
+	for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
+		allocs := func(m, k, n int) float64 {
+			in := []backend.Array{
+				{Buf: be.Alloc(dt, m*k), Shape: []int{m, k}},
+				{Buf: be.Alloc(dt, k*n), Shape: []int{k, n}},
+			}
+			out := []backend.Array{{Buf: be.Alloc(dt, m*n), Shape: []int{m, n}}}
+			args := make([]backend.Array, 2)
+			return testing.AllocsPerRun(20, func() {
+				copy(args, in)
+				be.Exec(prims.DotGeneral.Op, p, args, out)
+			})
+		}
+		full := allocs(96, 100, 96)
+		for _, s := range [][3]int{{100, 100, 100}, {98, 100, 98}} {
+			if got := allocs(s[0], s[1], s[2]); got > full+2 {
+				t.Errorf("%v %dx%dx%d: %v allocations per product, %v with no edge tiles", dt, s[0], s[1], s[2], got, full)
+			}
+		}
+	}
+}
