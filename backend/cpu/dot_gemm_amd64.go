@@ -23,10 +23,10 @@ func sgemm6x16AVX2Rows(k int, a, b, c *float32, ldc, lda, ldb int, add bool)
 //go:noescape
 func dgemm6x8AVX2Rows(k int, a, b, c *float64, ldc, lda, ldb int, add bool)
 
-// Tap micro-kernels (dot_gemm_amd64.s, dot_gemm512_amd64.s): a 6×NR
+// Tap micro-kernels (dot_gemm_amd64.s, dot_gemm512_amd64.s): an MR×NR
 // tile of C (rows ldc apart, overwritten) = the sum over ntaps taps of a
-// packed A panel (6 rows, k columns, at a + t·astride) times k rows of B
-// (ldb apart, at b + offs[t]); strides and offsets in elements.
+// packed A panel (MR rows, k columns, at a + t·astride) times k rows of
+// B (ldb apart, at b + offs[t]); strides and offsets in elements.
 
 //go:noescape
 func sgemm6x16AVX2Taps(ntaps, k int, a, b *float32, offs *int, astride, ldb int, c *float32, ldc int)
@@ -34,11 +34,13 @@ func sgemm6x16AVX2Taps(ntaps, k int, a, b *float32, offs *int, astride, ldb int,
 //go:noescape
 func dgemm6x8AVX2Taps(ntaps, k int, a, b *float64, offs *int, astride, ldb int, c *float64, ldc int)
 
-//go:noescape
-func sgemm6x32AVX512Taps(ntaps, k int, a, b *float32, offs *int, astride, ldb int, c *float32, ldc int)
+// The AVX-512 ones (dot_gemm512_amd64.s) take 8-row panels of A.
 
 //go:noescape
-func dgemm6x16AVX512Taps(ntaps, k int, a, b *float64, offs *int, astride, ldb int, c *float64, ldc int)
+func sgemm8x32AVX512Taps(ntaps, k int, a, b *float32, offs *int, astride, ldb int, c *float32, ldc int)
+
+//go:noescape
+func dgemm8x16AVX512Taps(ntaps, k int, a, b *float64, offs *int, astride, ldb int, c *float64, ldc int)
 
 // The AVX-512 micro-kernels (dot_gemm512_amd64.s): 8×32 float32 and 8×16
 // float64 tiles, used where the CPU and OS support AVX-512F (haveAVX512),

@@ -45,10 +45,10 @@ func dgemm6x8AVX2Taps(ntaps, k int, a, b *float64, offs *int, astride, ldb int, 
 	panic("cpu: no GEMM micro-kernel")
 }
 
-func sgemm6x32AVX512Taps(ntaps, k int, a, b *float32, offs *int, astride, ldb int, c *float32, ldc int) {
+func sgemm8x32AVX512Taps(ntaps, k int, a, b *float32, offs *int, astride, ldb int, c *float32, ldc int) {
 	panic("cpu: no GEMM micro-kernel")
 }
 
-func dgemm6x16AVX512Taps(ntaps, k int, a, b *float64, offs *int, astride, ldb int, c *float64, ldc int) {
+func dgemm8x16AVX512Taps(ntaps, k int, a, b *float64, offs *int, astride, ldb int, c *float64, ldc int) {
 	panic("cpu: no GEMM micro-kernel")
 }

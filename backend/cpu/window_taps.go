@@ -18,14 +18,12 @@ import (
 // in L1. For an output row and a kernel tap, the inputs the row's
 // positions read are then consecutive elements of each plane: the B
 // panel the GEMM micro-kernels read in place (rows a plane apart). The
-// kernel's slice for that tap, packed once into panels of 6 output
-// features, is the A panel, and a 6×NR tile of the result (features ×
+// kernel's slice for that tap, packed once into panels of MR output
+// features (6, or 8 with AVX-512, as the GEMM's tiles), is the A panel,
+// and an MR×NR tile of the result (features ×
 // positions of the row) is the sum over taps of one micro-kernel call of
 // Cg steps, accumulated in place in the NCHW result: nothing is packed
 // per position and nothing is scattered.
-
-// tapsMR is the rows of a tap micro-kernel's tile (output features).
-const tapsMR = 6
 
 // convTapsMinC is the fewest input and output features per group the
 // tap path takes: with fewer, each micro-kernel call does too little
@@ -43,6 +41,7 @@ type convTapPlan struct {
 	offs   []int // the offset in a plane of each kernel tap
 	maxOff int   // the largest of offs
 	nr     int   // the micro-kernel's panel width
+	mr     int   // its tile's rows (output features): 6, 8 with AVX-512
 }
 
 // tapPlan returns g's tap plan, or nil when the tap path does not apply
@@ -59,7 +58,7 @@ func tapPlan(g *convGeom, size int, wide bool) *convTapPlan {
 		}
 	}
 	last := g.nd - 1
-	p := &convTapPlan{pitch: make([]int, g.nd), nr: 16}
+	p := &convTapPlan{pitch: make([]int, g.nd), nr: 16, mr: 6}
 	if size == 8 {
 		p.nr = 8
 	}
@@ -69,7 +68,7 @@ func tapPlan(g *convGeom, size int, wide bool) *convTapPlan {
 		return nil
 	}
 	if wide && g.out[last] >= 2*p.nr {
-		p.nr *= 2
+		p.nr, p.mr = 2*p.nr, 8
 	}
 	plane := 1
 	for j := last; j >= 0; j-- {
@@ -132,18 +131,18 @@ func padInto[T float32 | float64](g *convGeom, p *convTapPlan, buf, x []T) {
 	}
 }
 
-// packTaps packs group gi's kernel slice of each tap into A panels of 6
+// packTaps packs group gi's kernel slice of each tap into A panels of mr
 // output features: panel (tap t, panel q) holds, for each input feature
-// c, w[gi·Og + 6q + r, c, t] for r = 0…5, zero past Og.
-func packTaps[T float32 | float64](g *convGeom, at, w []T, gi int) {
-	mp := (g.og + tapsMR - 1) / tapsMR
+// c, w[gi·Og + mr·q + r, c, t] for r = 0…mr-1, zero past Og.
+func packTaps[T float32 | float64](g *convGeom, at, w []T, gi, mr int) {
+	mp := (g.og + mr - 1) / mr
 	for t := range g.kSz {
 		for q := range mp {
-			panel := at[(t*mp+q)*g.cg*tapsMR : (t*mp+q+1)*g.cg*tapsMR]
+			panel := at[(t*mp+q)*g.cg*mr : (t*mp+q+1)*g.cg*mr]
 			for c := range g.cg {
-				col := panel[c*tapsMR : (c+1)*tapsMR]
+				col := panel[c*mr : (c+1)*mr]
 				for r := range col {
-					o := q*tapsMR + r
+					o := q*mr + r
 					if o >= g.og {
 						col[r] = 0
 						continue
@@ -155,7 +154,7 @@ func packTaps[T float32 | float64](g *convGeom, at, w []T, gi int) {
 	}
 }
 
-// tapsFunc computes one full 6×NR tile of a convolution by taps with a
+// tapsFunc computes one full MR×NR tile of a convolution by taps with a
 // tap micro-kernel: into c (rows ldc apart) the sum over the taps t of
 // the packed A panel of k input features at a[t·astride:] times the k
 // rows (ldb apart) of the padded planes at b[offs[t]:], maxOff the
@@ -166,23 +165,25 @@ type tapsFunc[T float32 | float64] func(k int, a []T, astride int, b []T, offs [
 // tapsKernel is a tap micro-kernel (dot_gemm_amd64.go).
 type tapsKernel[T float32 | float64] func(ntaps, k int, a, b *T, offs *int, astride, ldb int, c *T, ldc int)
 
-// tapsOf returns the tapsFunc of a tap micro-kernel with panels nr wide.
-func tapsOf[T float32 | float64](nr int, kernel tapsKernel[T]) tapsFunc[T] {
+// tapsOf returns the tapsFunc of a tap micro-kernel with tiles of mr
+// rows and panels nr wide.
+func tapsOf[T float32 | float64](mr, nr int, kernel tapsKernel[T]) tapsFunc[T] {
 	return func(k int, a []T, astride int, b []T, offs []int, maxOff, ldb int, c []T, ldc int) {
 		n := len(offs)
-		_ = a[(n-1)*astride+k*tapsMR-1]
+		_ = a[(n-1)*astride+k*mr-1]
 		_ = b[maxOff+(k-1)*ldb+nr-1]
-		_ = c[(tapsMR-1)*ldc+nr-1]
+		_ = c[(mr-1)*ldc+nr-1]
 		kernel(n, k, &a[0], &b[0], &offs[0], astride, ldb, &c[0], ldc)
 	}
 }
 
-// The tapsFuncs of the AVX2 and AVX-512 (w) tap micro-kernels.
+// The tapsFuncs of the AVX2 and AVX-512 (w) tap micro-kernels: tiles of
+// 6 and 8 rows, as the GEMM's (gemmKernel).
 var (
-	taps32  = tapsOf(16, sgemm6x16AVX2Taps)
-	taps64  = tapsOf(8, dgemm6x8AVX2Taps)
-	taps32w = tapsOf(32, sgemm6x32AVX512Taps)
-	taps64w = tapsOf(16, dgemm6x16AVX512Taps)
+	taps32  = tapsOf(6, 16, sgemm6x16AVX2Taps)
+	taps64  = tapsOf(6, 8, dgemm6x8AVX2Taps)
+	taps32w = tapsOf(8, 32, sgemm8x32AVX512Taps)
+	taps64w = tapsOf(8, 16, dgemm8x16AVX512Taps)
 )
 
 // tapPools hold the workers' padded lhs buffers.
@@ -191,13 +192,13 @@ var tapPool32, tapPool64 sync.Pool
 // convTaps computes g by taps with plan p (see tapPlan) and the tile
 // function of its panel width.
 func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, pool *sync.Pool, taps tapsFunc[T]) {
-	last := g.nd - 1
-	mp := (g.og + tapsMR - 1) / tapsMR
-	ab := g.kSz * mp * g.cg * tapsMR
+	last, mr := g.nd-1, p.mr
+	mp := (g.og + mr - 1) / mr
+	ab := g.kSz * mp * g.cg * mr
 	// The packed kernel slices of every group, shared by the workers.
 	at := make([]T, g.g*ab)
 	for gi := range g.g {
-		packTaps(g, at[gi*ab:(gi+1)*ab], w, gi)
+		packTaps(g, at[gi*ab:(gi+1)*ab], w, gi, mr)
 	}
 	rowLen := g.out[last]
 	rows := g.outSz / rowLen
@@ -212,13 +213,13 @@ func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, poo
 	// block for every tile, copied into y after, cost a twelfth of the
 	// convolution). Every tile is full in the planes: they hold the
 	// reads past a row's end (tapPlan), A's rows past Og are zero.
-	fullP := g.og / tapsMR // the panels whose 6 features all are real
+	fullP := g.og / mr // the panels whose mr features all are real
 	unitRows := func(u, r0, r1 int, xp []T) {
 		n, gi := u/g.g, u%g.g
 		yu := y[(n*g.o+gi*g.og)*g.outSz:]
 		ag := at[gi*ab : (gi+1)*ab]
 		q := make([]int, g.nd)
-		ct := make([]T, mp*tapsMR*p.nr)
+		ct := make([]T, mp*mr*p.nr)
 		for r := r0; r < r1; r++ {
 			// The row's start in the padded planes.
 			rr, base := r, 0
@@ -234,14 +235,14 @@ func convTaps[T float32 | float64](g *convGeom, p *convTapPlan, y, x, w []T, poo
 					direct = fullP
 				}
 				for ip := range mp {
-					a := ag[ip*g.cg*tapsMR:]
+					a := ag[ip*g.cg*mr:]
 					if ip < direct {
-						taps(g.cg, a, mp*g.cg*tapsMR, xp[base+x0:], p.offs, p.maxOff, p.planeP, yu[ip*tapsMR*g.outSz+r*rowLen+x0:], g.outSz)
+						taps(g.cg, a, mp*g.cg*mr, xp[base+x0:], p.offs, p.maxOff, p.planeP, yu[ip*mr*g.outSz+r*rowLen+x0:], g.outSz)
 						continue
 					}
-					taps(g.cg, a, mp*g.cg*tapsMR, xp[base+x0:], p.offs, p.maxOff, p.planeP, ct[ip*tapsMR*p.nr:], p.nr)
+					taps(g.cg, a, mp*g.cg*mr, xp[base+x0:], p.offs, p.maxOff, p.planeP, ct[ip*mr*p.nr:], p.nr)
 				}
-				for o := direct * tapsMR; o < g.og; o++ {
+				for o := direct * mr; o < g.og; o++ {
 					copy(yu[o*g.outSz+r*rowLen+x0:][:cols], ct[o*p.nr:][:cols])
 				}
 			}

@@ -62,6 +62,43 @@ func TestConvTapsRapid(t *testing.T) {
 	})
 }
 
+// TestConvTapsWide checks the AVX-512 tap kernels (8×32 float32, 8×16
+// float64), which take rows of at least two AVX2 panels (32 float32
+// positions): rapid's default sizes reach them rarely. One and two
+// spatial dimensions, rows of 32 to 70 positions (whole panels and
+// edges), output features around the 8-row tiles (one panel, one and a
+// row, several and an edge), against the loop reference, exactly.
+func TestConvTapsWide(t *testing.T) {
+	if !cpu.HasWideGEMM() {
+		t.Skip("no AVX-512 here")
+	}
+	defer cpu.SetWideGEMM(cpu.SetWideGEMM(true))
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []struct {
+		spatial []int
+		og, cg  int
+	}{
+		{[]int{32}, 8, 8}, {[]int{33}, 9, 8}, {[]int{64}, 17, 9}, {[]int{70}, 40, 16},
+		{[]int{3, 34}, 8, 8}, {[]int{2, 48}, 15, 9}, {[]int{4, 32}, 33, 8},
+	} {
+		k := 3
+		xs := append([]int{2, c.cg}, c.spatial...)
+		ws := []int{c.og, c.cg}
+		p := prims.ConvParams{FeatureGroupCount: 1}
+		var pads [][2]int
+		for range c.spatial {
+			ws = append(ws, k)
+			p.Strides = append(p.Strides, 1)
+			p.LhsDilation = append(p.LhsDilation, 1)
+			p.RhsDilation = append(p.RhsDilation, 1)
+			p.PadLo, p.PadHi = append(p.PadLo, 1), append(p.PadHi, 1)
+			pads = append(pads, [2]int{1, 1})
+		}
+		opts := []peel.ConvOption{peel.ConvPadding(peel.ExplicitPadding(pads...))}
+		checkConvExact(t, smallInts(r, xs...), smallInts(r, ws...), xs, ws, p, opts)
+	}
+}
+
 // BenchmarkConvTaps times the tap path against im2col on the 3×3,
 // 64-feature, 32×32 convolution of peelbench's conv2d_3x3_64.
 func BenchmarkConvTaps(b *testing.B) {
@@ -198,7 +235,7 @@ func smallInts(r *rand.Rand, shape ...int) []float64 {
 
 // checkConvExact compares Conv of x and w (values xv, wv) with opts, in
 // float64 and float32, with the loop reference of p, exactly.
-func checkConvExact(rt *rapid.T, xv, wv []float64, xs, ws []int, p prims.ConvParams, opts []peel.ConvOption) {
+func checkConvExact(rt interface{ Fatalf(string, ...any) }, xv, wv []float64, xs, ws []int, p prims.ConvParams, opts []peel.ConvOption) {
 	for _, dt := range []peel.DType{peel.Float64, peel.Float32} {
 		x := peel.AsType(peel.FromFloat64s(xv, xs...), dt)
 		w := peel.AsType(peel.FromFloat64s(wv, ws...), dt)
