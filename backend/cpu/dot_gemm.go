@@ -85,8 +85,7 @@ func grow[T float32 | float64](s []T, n int) []T {
 }
 
 // gemmPacked computes batch element bi of p into c (M×N, row-major) with
-// the micro-kernel of tile, whose panels are nr columns wide; par lets
-// the tiles run in parallel.
+// the micro-kernels of k; par lets the tiles run in parallel.
 func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, k gemmKernel[T], bufs *gemmBufs[T], par bool) {
 	M, N, K := p.M, p.N, p.K
 	mr, nr := k.mr, k.nr
@@ -123,7 +122,7 @@ func gemmPacked[T float32 | float64](p *dotPlan, bi int, c, a, b []T, k gemmKern
 				mb := min(gemmMC, M-ic)
 				mp := (mb + mr - 1) / mr
 				aoff := lo + ic*lhs.fs + pc*lhs.cs
-				g := gemmBlock[T]{c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, mr: mr, nr: nr, add: pc > 0 || p.acc, k: k}
+				g := gemmBlock[T]{c: c[ic*N:], M: mb, N: N, jc: jc, kb: kb, mp: mp, add: pc > 0 || p.acc, k: k}
 				if kb <= tileRowOrderK && kb*nb*int(unsafe.Sizeof(z)) <= cacheL2/2 {
 					g.np = np
 				}
@@ -226,7 +225,7 @@ func packBPar[T float32 | float64](par bool, bp, b []T, off, rs, cs, kb, nb, nr 
 type gemmBlock[T float32 | float64] struct {
 	ap, bp, c, asrc, bsrc []T
 	M, N, jc, kb, mp      int
-	mr, nr, lda, ldb      int
+	lda, ldb              int
 	add                   bool
 	k                     gemmKernel[T]
 	// arows reads asrc as rows lda apart (A row-major) instead of
@@ -241,11 +240,11 @@ type gemmBlock[T float32 | float64] struct {
 // that consecutive tiles share their B panel, or, when np is set (a short
 // contracting block: tileRowOrderK), row panel by row panel so that C's
 // rows are stored left to right. A full tile calls its micro-kernel
-// here, an edge tile goes through the kernel's edge; the tile's panel indices
+// here (run), an edge tile goes through edge; the tiles' panel indices
 // step from the first's (a division and a call fewer per tile: with k =
 // 16 the Go code around the kernel was a seventh of a product's time).
 func (g *gemmBlock[T]) tiles(lo, hi int) {
-	kb, mr, nr := g.kb, g.mr, g.nr
+	kb, mr, nr := g.kb, g.k.mr, g.k.nr
 	jp, ip := lo/g.mp, lo%g.mp
 	if g.np > 0 {
 		ip, jp = lo/g.np, lo%g.np
@@ -510,9 +509,9 @@ var (
 // run computes the mr×nr tile at c (rows ldc apart; added to with add)
 // from kb columns of mr rows at a (lda apart; with arows, mr rows of kb
 // elements, lda apart, read in place) and kb rows of nr elements at b
-// (ldb apart). The assembly kernels are called directly, not through
-// function values, so that a tile on the stack (edge) does not escape
-// to the heap.
+// (ldb apart). The assembly kernels are called directly, by a switch,
+// not through function values: escape analysis then keeps edge's tile
+// on the stack.
 func (k gemmKernel[T]) run(arows bool, kb int, a, b, c *T, ldc, lda, ldb int, add bool) {
 	switch a := any(a).(type) {
 	case *float32:

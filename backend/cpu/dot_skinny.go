@@ -32,16 +32,16 @@ var skinnyOn = true
 // and so gives the same bits, however its operands are laid out (a
 // compiled program that copied an operand, or reads a broadcast one in
 // place, agrees with the equation evaluated alone). With par, a product
-// large enough splits its pairs of rows across the workers. That was
-// once measured slower at two threads than the packed GEMM's row ranges
-// (128×256·256×10 float32: 13.2–14.2 µs against 10.1), when it split
-// that product, as small as 20 µs of a worker's wake-up; counted in
-// vectors, as the packed tiles are, the product runs on one thread:
-// 128×256·256×10 float32 9.3–11.8 µs at two threads against 9.7–16.5 by
-// the packed GEMM, float64 16.8–17.7 against 16.8–18.1; 512 rows
-// 21.6–24.1 against 27.6–31.1 and 36–54 against 52–59; 2048 rows
-// 93–107 against 101–108 and 158–172 against 190–203 (Zen 4, alternated
-// in one binary).
+// large enough splits its pairs of rows across the workers, its cost
+// counted in vector FMAs as the packed tiles' is. Counted in
+// multiplications, 128×256·256×10 was split in two and paid a worker's
+// wake-up: slower at two threads (13.2–14.2 µs) than the packed GEMM's
+// row ranges (10.1), which took such products at two threads until then.
+// Now that product runs on one thread: float32 9.3–11.8 µs at two
+// threads against 9.7–16.5 by the packed GEMM, float64 16.8–17.7
+// against 16.8–18.1; 512 rows split run at 21.6–24.1 against 27.6–31.1
+// and 36–54 against 52–59, 2048 rows at 93–107 against 101–108 and
+// 158–172 against 190–203 (Zen 4, alternated in one binary).
 //
 // And only where the tiles pad more than the groups of five do: the
 // packed GEMM's tiles are nr columns wide (the AVX2 kernels': 16 float32,
