@@ -348,6 +348,10 @@ type binLoops[T, R any] struct {
 	vv func(d []R, a, b []T)
 	vs func(d []R, a []T, s T)
 	sv func(d []R, s T, b []T)
+	// rowsVS and rowsSV, when set, are vs and sv over len(s) rows of k
+	// elements in one call, each row with its own scalar: d's row r is
+	// op(a's row r, s[r]), or op(s[r], a's row r) (runRowSplat).
+	rowsVS, rowsSV func(d []R, a, s []T, k int)
 	// small, when set, are the portable loops of SIMD loops, for calls
 	// of fewer than simdMin elements (see simdArith).
 	small *binLoops[T, R]
@@ -630,6 +634,14 @@ func runRowSplat[T, R any](p *interp.Prim, lp *binLoops[T, R], cost int, d []R, 
 	l := lp.forSize(len(d))
 	k := max(xk, yk)
 	body := func(lo, hi int) { // rows [lo, hi)
+		switch {
+		case yk > 0 && l.rowsVS != nil:
+			l.rowsVS(d[lo*k:hi*k], xb[x.Offset+lo*k:x.Offset+hi*k], yb[y.Offset+lo:y.Offset+hi], k)
+			return
+		case xk > 0 && l.rowsSV != nil:
+			l.rowsSV(d[lo*k:hi*k], yb[y.Offset+lo*k:y.Offset+hi*k], xb[x.Offset+lo:x.Offset+hi], k)
+			return
+		}
 		for r := lo; r < hi; r++ {
 			dd := d[r*k : (r+1)*k]
 			if yk > 0 {
@@ -1342,6 +1354,12 @@ func vvScalar(vv func(d []bool, a, b []bool), d []bool, t []bool, s bool, scalar
 	}
 }
 
+// withRows sets the row loops of l (binLoops.rowsVS, rowsSV).
+func withRows[T elemNum](l binLoops[T, T], vs, sv func(d, a, s []T, k int)) binLoops[T, T] {
+	l.rowsVS, l.rowsSV = vs, sv
+	return l
+}
+
 func numericArith[T elemNum](vv func(d, a, b []T), vs func(d, a []T, s T), sv func(d []T, s T, b []T)) binLoops[T, T] {
 	if sv == nil {
 		sv = swapVS(vs)
@@ -1380,30 +1398,30 @@ func init() {
 
 	registerArith(prims.Add, costCheap, binOp[bool, int64, float32, float64]{
 		i: numericArith(addVV[int64], addVS[int64], nil),
-		f32: simdArith(numericArith(addVV32Vec, addVS32Vec, nil),
+		f32: simdArith(withRows(numericArith(addVV32Vec, addVS32Vec, nil), addRowsVS32Vec, addRowsVS32Vec),
 			numericArith(addVV[float32], addVS[float32], nil)),
-		f64: simdArith(numericArith(addVV64Vec, addVS64Vec, nil),
+		f64: simdArith(withRows(numericArith(addVV64Vec, addVS64Vec, nil), addRowsVS64Vec, addRowsVS64Vec),
 			numericArith(addVV[float64], addVS[float64], nil)),
 	})
 	registerArith(prims.Sub, costCheap, binOp[bool, int64, float32, float64]{
 		i: numericArith(subVV[int64], subVS[int64], subSV[int64]),
-		f32: simdArith(numericArith(subVV32Vec, subVS32Vec, subSV32Vec),
+		f32: simdArith(withRows(numericArith(subVV32Vec, subVS32Vec, subSV32Vec), subRowsVS32Vec, subRowsSV32Vec),
 			numericArith(subVV[float32], subVS[float32], subSV[float32])),
-		f64: simdArith(numericArith(subVV64Vec, subVS64Vec, subSV64Vec),
+		f64: simdArith(withRows(numericArith(subVV64Vec, subVS64Vec, subSV64Vec), subRowsVS64Vec, subRowsSV64Vec),
 			numericArith(subVV[float64], subVS[float64], subSV[float64])),
 	})
 	registerArith(prims.Mul, costCheap, binOp[bool, int64, float32, float64]{
 		i: numericArith(mulVV[int64], mulVS[int64], nil),
-		f32: simdArith(numericArith(mulVV32Vec, mulVS32Vec, nil),
+		f32: simdArith(withRows(numericArith(mulVV32Vec, mulVS32Vec, nil), mulRowsVS32Vec, mulRowsVS32Vec),
 			numericArith(mulVV[float32], mulVS[float32], nil)),
-		f64: simdArith(numericArith(mulVV64Vec, mulVS64Vec, nil),
+		f64: simdArith(withRows(numericArith(mulVV64Vec, mulVS64Vec, nil), mulRowsVS64Vec, mulRowsVS64Vec),
 			numericArith(mulVV[float64], mulVS[float64], nil)),
 	})
 	registerArith(prims.Div, costCheap, binOp[bool, int64, float32, float64]{
 		i: numericArith(divIVV, divIVS, divISV),
-		f32: simdArith(numericArith(divVV32Vec, divVS32Vec, divSV32Vec),
+		f32: simdArith(withRows(numericArith(divVV32Vec, divVS32Vec, divSV32Vec), divRowsVS32Vec, divRowsSV32Vec),
 			numericArith(divVV[float32], divVS[float32], divSV[float32])),
-		f64: simdArith(numericArith(divVV64Vec, divVS64Vec, divSV64Vec),
+		f64: simdArith(withRows(numericArith(divVV64Vec, divVS64Vec, divSV64Vec), divRowsVS64Vec, divRowsSV64Vec),
 			numericArith(divVV[float64], divVS[float64], divSV[float64])),
 	})
 	registerArith(prims.Rem, costMath, binOp[bool, int64, float32, float64]{

@@ -244,3 +244,37 @@ func BenchmarkConvert(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkElementwiseBroadcast: binary operations at a GPT's shapes
+// (2048 rows of 64 float32, 512 KiB, in the L2), with one operand
+// broadcast: one element per row (a norm's mean or scale, softmax's
+// sums: runRowSplat) or one row for all (a bias: runRepeat).
+func BenchmarkElementwiseBroadcast(b *testing.B) {
+	ewBenchSetup(b)
+	const rows, k = 2048, 64
+	x := ewTensor(ewBenchData(rows*k, -1, 1), rows, k)
+	bc := func(t *interp.Tensor, dims ...int) *interp.Tensor {
+		return interp.Bind1(prims.BroadcastInDim, prims.BroadcastParams{Shape: []int{rows, k}, Dims: dims}, t)
+	}
+	perRow := bc(ewTensor(ewBenchData(rows, 1, 2), rows), 0)
+	bias := bc(ewTensor(ewBenchData(k, 1, 2), k), 1)
+	for _, c := range []struct {
+		name string
+		p    *interp.Prim
+		a, b *interp.Tensor
+	}{
+		{"sub_row", prims.Sub, x, perRow},
+		{"mul_row", prims.Mul, x, perRow},
+		{"row_div", prims.Div, perRow, x},
+		{"add_bias", prims.Add, x, bias},
+		{"bias_sub", prims.Sub, bias, x},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(4 * rows * k)
+			for b.Loop() {
+				interp.Bind1(c.p, nil, c.a, c.b)
+			}
+			ewPerElem(b, rows*k)
+		})
+	}
+}

@@ -144,6 +144,42 @@ func divVS64AVX2(d, a []float64, s float64)
 //go:noescape
 func divSV64AVX2(d, a []float64, s float64)
 
+//go:noescape
+func addRowsVS32AVX2(d, a, s []float32, k int)
+
+//go:noescape
+func subRowsVS32AVX2(d, a, s []float32, k int)
+
+//go:noescape
+func subRowsSV32AVX2(d, a, s []float32, k int)
+
+//go:noescape
+func mulRowsVS32AVX2(d, a, s []float32, k int)
+
+//go:noescape
+func divRowsVS32AVX2(d, a, s []float32, k int)
+
+//go:noescape
+func divRowsSV32AVX2(d, a, s []float32, k int)
+
+//go:noescape
+func addRowsVS64AVX2(d, a, s []float64, k int)
+
+//go:noescape
+func subRowsVS64AVX2(d, a, s []float64, k int)
+
+//go:noescape
+func subRowsSV64AVX2(d, a, s []float64, k int)
+
+//go:noescape
+func mulRowsVS64AVX2(d, a, s []float64, k int)
+
+//go:noescape
+func divRowsVS64AVX2(d, a, s []float64, k int)
+
+//go:noescape
+func divRowsSV64AVX2(d, a, s []float64, k int)
+
 // simdChunk is the number of elements one assembly call processes (16
 // KiB of float32, some microseconds of work). Assembly is never
 // preempted asynchronously: a goroutine inside a long assembly loop keeps
@@ -235,6 +271,29 @@ func callVV[T simdFloat](f func(d, a, b []T), d, a, b []T) { f(d, a, b) }
 //go:noinline
 func callVS[T simdFloat](f func(d, a []T, s T), d, a []T, s T) { f(d, a, s) }
 
+//go:noinline
+func callRows[T simdFloat](f func(d, a, s []T, k int), d, a, s []T, k int) { f(d, a, s, k) }
+
+// rowsVec runs the row kernel f (simd_amd64.s, ROWVS and ROWSV: d's
+// row r is op(a's row r, s[r]) for rows of k) over len(s) rows of k, as
+// many rows a call as fit in simdChunk elements (one at least), when k
+// is a multiple of 8; the tensor-scalar loop vs row by row otherwise.
+// One call a row cost more than the row's arithmetic on the rows of 64
+// of a GPT's norms and attention: 95,000 calls a step.
+func rowsVec[T simdFloat](f func(d, a, s []T, k int), vs func(d, a []T, s T), d, a, s []T, k int) {
+	if k%8 != 0 {
+		for r, v := range s {
+			vs(d[r*k:(r+1)*k], a[r*k:(r+1)*k], v)
+		}
+		return
+	}
+	per := max(1, simdChunk/k)
+	for lo := 0; lo < len(s); lo += per {
+		hi := min(lo+per, len(s))
+		callRows(f, d[lo*k:hi*k], a[lo*k:hi*k], s[lo:hi], k)
+	}
+}
+
 // unaryVec runs the kernel f over d and a[:len(d)] in chunks.
 func unaryVec[T simdFloat](f func(d, a []T), d, a []T) {
 	a = a[:len(d)]
@@ -302,6 +361,27 @@ func sinCos32Vec(d, a []float32, q uint64) {
 			lo = e
 		}
 	}
+}
+
+func addRowsVS32Vec(d, a, s []float32, k int) { rowsVec(addRowsVS32AVX2, addVS32Vec, d, a, s, k) }
+func subRowsVS32Vec(d, a, s []float32, k int) { rowsVec(subRowsVS32AVX2, subVS32Vec, d, a, s, k) }
+func subRowsSV32Vec(d, a, s []float32, k int) {
+	rowsVec(subRowsSV32AVX2, func(d, a []float32, v float32) { subSV32Vec(d, v, a) }, d, a, s, k)
+}
+func mulRowsVS32Vec(d, a, s []float32, k int) { rowsVec(mulRowsVS32AVX2, mulVS32Vec, d, a, s, k) }
+func divRowsVS32Vec(d, a, s []float32, k int) { rowsVec(divRowsVS32AVX2, divVS32Vec, d, a, s, k) }
+func divRowsSV32Vec(d, a, s []float32, k int) {
+	rowsVec(divRowsSV32AVX2, func(d, a []float32, v float32) { divSV32Vec(d, v, a) }, d, a, s, k)
+}
+func addRowsVS64Vec(d, a, s []float64, k int) { rowsVec(addRowsVS64AVX2, addVS64Vec, d, a, s, k) }
+func subRowsVS64Vec(d, a, s []float64, k int) { rowsVec(subRowsVS64AVX2, subVS64Vec, d, a, s, k) }
+func subRowsSV64Vec(d, a, s []float64, k int) {
+	rowsVec(subRowsSV64AVX2, func(d, a []float64, v float64) { subSV64Vec(d, v, a) }, d, a, s, k)
+}
+func mulRowsVS64Vec(d, a, s []float64, k int) { rowsVec(mulRowsVS64AVX2, mulVS64Vec, d, a, s, k) }
+func divRowsVS64Vec(d, a, s []float64, k int) { rowsVec(divRowsVS64AVX2, divVS64Vec, d, a, s, k) }
+func divRowsSV64Vec(d, a, s []float64, k int) {
+	rowsVec(divRowsSV64AVX2, func(d, a []float64, v float64) { divSV64Vec(d, v, a) }, d, a, s, k)
 }
 
 func addVV32Vec(d, a, b []float32) { vvVec(addVV32AVX2, addVV[float32], d, a, b) }

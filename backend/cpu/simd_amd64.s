@@ -959,3 +959,202 @@ maxKeyLoop:
 	SETNE        nan+28(FP)
 	VZEROUPPER
 	RET
+
+// Row kernels: d[r·k+j] = a[r·k+j] OP s[r] (ROWVS) or s[r] OP a[r·k+j]
+// (ROWSV) for each of len(s) rows of k elements, k a positive multiple
+// of LANES (the caller checks): a binary operation with one operand per
+// row (a row's max, sum or mean broadcast along it, as in softmax and
+// the norms) in one call for many rows instead of one call a row.
+// Registers on entry: DI = d, SI = a, R8 = s, R9 = len(s), R10 = k.
+// The commutative operations take ROWSV, whose OP reads memory.
+
+// ROWVS: d = a OP s[r].
+#define ROWVS(OP, LANES, BCAST, ESIZE) \
+rvsRow: \
+	TESTQ   R9, R9; \
+	JZ      rvsDone; \
+	BCAST   (R8), Y4; \
+	MOVQ    R10, CX; \
+rvsLoop4: \
+	CMPQ    CX, $(4*LANES); \
+	JB      rvsLoop1; \
+	VMOVUPS (SI), Y0; \
+	VMOVUPS 32(SI), Y1; \
+	VMOVUPS 64(SI), Y2; \
+	VMOVUPS 96(SI), Y3; \
+	OP      Y4, Y0, Y0; \
+	OP      Y4, Y1, Y1; \
+	OP      Y4, Y2, Y2; \
+	OP      Y4, Y3, Y3; \
+	VMOVUPS Y0, (DI); \
+	VMOVUPS Y1, 32(DI); \
+	VMOVUPS Y2, 64(DI); \
+	VMOVUPS Y3, 96(DI); \
+	ADDQ    $128, SI; \
+	ADDQ    $128, DI; \
+	SUBQ    $(4*LANES), CX; \
+	JMP     rvsLoop4; \
+rvsLoop1: \
+	TESTQ   CX, CX; \
+	JZ      rvsNext; \
+	VMOVUPS (SI), Y0; \
+	OP      Y4, Y0, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ    $32, SI; \
+	ADDQ    $32, DI; \
+	SUBQ    $LANES, CX; \
+	JMP     rvsLoop1; \
+rvsNext: \
+	ADDQ    $ESIZE, R8; \
+	DECQ    R9; \
+	JMP     rvsRow; \
+rvsDone: \
+	VZEROUPPER; \
+	RET
+
+// ROWSV: d = s[r] OP a.
+#define ROWSV(OP, LANES, BCAST, ESIZE) \
+rsvRow: \
+	TESTQ   R9, R9; \
+	JZ      rsvDone; \
+	BCAST   (R8), Y4; \
+	MOVQ    R10, CX; \
+rsvLoop4: \
+	CMPQ    CX, $(4*LANES); \
+	JB      rsvLoop1; \
+	OP      (SI), Y4, Y0; \
+	OP      32(SI), Y4, Y1; \
+	OP      64(SI), Y4, Y2; \
+	OP      96(SI), Y4, Y3; \
+	VMOVUPS Y0, (DI); \
+	VMOVUPS Y1, 32(DI); \
+	VMOVUPS Y2, 64(DI); \
+	VMOVUPS Y3, 96(DI); \
+	ADDQ    $128, SI; \
+	ADDQ    $128, DI; \
+	SUBQ    $(4*LANES), CX; \
+	JMP     rsvLoop4; \
+rsvLoop1: \
+	TESTQ   CX, CX; \
+	JZ      rsvNext; \
+	OP      (SI), Y4, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ    $32, SI; \
+	ADDQ    $32, DI; \
+	SUBQ    $LANES, CX; \
+	JMP     rsvLoop1; \
+rsvNext: \
+	ADDQ    $ESIZE, R8; \
+	DECQ    R9; \
+	JMP     rsvRow; \
+rsvDone: \
+	VZEROUPPER; \
+	RET
+
+// func addRowsVS32AVX2(d, a, s []float32, k int)
+TEXT ·addRowsVS32AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWSV(VADDPS, 8, VBROADCASTSS, 4)
+
+// func subRowsVS32AVX2(d, a, s []float32, k int)
+TEXT ·subRowsVS32AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWVS(VSUBPS, 8, VBROADCASTSS, 4)
+
+// func subRowsSV32AVX2(d, a, s []float32, k int)
+TEXT ·subRowsSV32AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWSV(VSUBPS, 8, VBROADCASTSS, 4)
+
+// func mulRowsVS32AVX2(d, a, s []float32, k int)
+TEXT ·mulRowsVS32AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWSV(VMULPS, 8, VBROADCASTSS, 4)
+
+// func divRowsVS32AVX2(d, a, s []float32, k int)
+TEXT ·divRowsVS32AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWVS(VDIVPS, 8, VBROADCASTSS, 4)
+
+// func divRowsSV32AVX2(d, a, s []float32, k int)
+TEXT ·divRowsSV32AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWSV(VDIVPS, 8, VBROADCASTSS, 4)
+
+// func addRowsVS64AVX2(d, a, s []float64, k int)
+TEXT ·addRowsVS64AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWSV(VADDPD, 4, VBROADCASTSD, 8)
+
+// func subRowsVS64AVX2(d, a, s []float64, k int)
+TEXT ·subRowsVS64AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWVS(VSUBPD, 4, VBROADCASTSD, 8)
+
+// func subRowsSV64AVX2(d, a, s []float64, k int)
+TEXT ·subRowsSV64AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWSV(VSUBPD, 4, VBROADCASTSD, 8)
+
+// func mulRowsVS64AVX2(d, a, s []float64, k int)
+TEXT ·mulRowsVS64AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWSV(VMULPD, 4, VBROADCASTSD, 8)
+
+// func divRowsVS64AVX2(d, a, s []float64, k int)
+TEXT ·divRowsVS64AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWVS(VDIVPD, 4, VBROADCASTSD, 8)
+
+// func divRowsSV64AVX2(d, a, s []float64, k int)
+TEXT ·divRowsSV64AVX2(SB), NOSPLIT, $0-80
+	MOVQ d_base+0(FP), DI
+	MOVQ a_base+24(FP), SI
+	MOVQ s_base+48(FP), R8
+	MOVQ s_len+56(FP), R9
+	MOVQ k+72(FP), R10
+	ROWSV(VDIVPD, 4, VBROADCASTSD, 8)

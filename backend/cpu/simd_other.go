@@ -39,6 +39,35 @@ func mulVS32Vec(d, a []float32, s float32)           { mulVS(d, a, s) }
 func divVS32Vec(d, a []float32, s float32)           { divVS(d, a, s) }
 func divSV32Vec(d []float32, s float32, b []float32) { divSV(d, s, b) }
 
+// The row loops (rowsVec on amd64) run the tensor-scalar loop row by
+// row.
+func addRowsVS32Vec(d, a, s []float32, k int) { rowsLoop(addVS, d, a, s, k) }
+func subRowsVS32Vec(d, a, s []float32, k int) { rowsLoop(subVS, d, a, s, k) }
+func subRowsSV32Vec(d, a, s []float32, k int) {
+	rowsLoop(func(d, a []float32, v float32) { subSV(d, v, a) }, d, a, s, k)
+}
+func mulRowsVS32Vec(d, a, s []float32, k int) { rowsLoop(mulVS, d, a, s, k) }
+func divRowsVS32Vec(d, a, s []float32, k int) { rowsLoop(divVS, d, a, s, k) }
+func divRowsSV32Vec(d, a, s []float32, k int) {
+	rowsLoop(func(d, a []float32, v float32) { divSV(d, v, a) }, d, a, s, k)
+}
+func addRowsVS64Vec(d, a, s []float64, k int) { rowsLoop(addVS, d, a, s, k) }
+func subRowsVS64Vec(d, a, s []float64, k int) { rowsLoop(subVS, d, a, s, k) }
+func subRowsSV64Vec(d, a, s []float64, k int) {
+	rowsLoop(func(d, a []float64, v float64) { subSV(d, v, a) }, d, a, s, k)
+}
+func mulRowsVS64Vec(d, a, s []float64, k int) { rowsLoop(mulVS, d, a, s, k) }
+func divRowsVS64Vec(d, a, s []float64, k int) { rowsLoop(divVS, d, a, s, k) }
+func divRowsSV64Vec(d, a, s []float64, k int) {
+	rowsLoop(func(d, a []float64, v float64) { divSV(d, v, a) }, d, a, s, k)
+}
+
+func rowsLoop[T elemNum](vs func(d, a []T, s T), d, a, s []T, k int) {
+	for r, v := range s {
+		vs(d[r*k:(r+1)*k], a[r*k:(r+1)*k], v)
+	}
+}
+
 func neg32Vec(d, a []float32) { negLoop(d, a) }
 func neg64Vec(d, a []float64) { negLoop(d, a) }
 
