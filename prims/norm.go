@@ -77,11 +77,14 @@ func init() {
 			mean := func(v *tensor) *tensor { return div(reduceSum(v, axes), n) }
 			back := func(v *tensor) *tensor { return unreduce(v, shape, axes) }
 			myt := mean(mul(y, t))
+			// The means are subtracted negated before their broadcast
+			// (subUnreduced; −(y·m) is y·(−m) exactly), so a backward
+			// pass negates row-sized cotangents, not full ones.
 			u := t
 			if center {
-				u = sub(u, back(mean(t)))
+				u = subUnreduced(u, mean(t), axes)
 			}
-			ty := mul(back(r), sub(u, mul(y, back(myt))))
+			ty := mul(back(r), add(u, mul(y, back(neg(myt)))))
 			tr := interp.Bind1(Neg, nil, mul(mul(r, r), myt))
 			return outs, []*tensor{ty, tr}
 		}

@@ -38,17 +38,15 @@ var Softmax = softmaxPrim("softmax")
 var LogSoftmax = softmaxPrim("log_softmax")
 
 func init() {
+	// The sums are subtracted by subUnreduced, so a backward pass
+	// negates their cotangents, one per row, rather than one per element.
 	defJVP(Softmax, func(params any, _, t []*tensor, y *tensor) *tensor {
-		return mul(y, sub(t[0], sumAlong(mul(y, t[0]), params.(AxisParams).Axis)))
+		axes := []int{params.(AxisParams).Axis}
+		return mul(y, subUnreduced(t[0], reduceSum(mul(y, t[0]), axes), axes))
 	})
 	defJVP(LogSoftmax, func(params any, _, t []*tensor, y *tensor) *tensor {
 		p := interp.Bind1(Exp, nil, y)
-		return sub(t[0], sumAlong(mul(p, t[0]), params.(AxisParams).Axis))
+		axes := []int{params.(AxisParams).Axis}
+		return subUnreduced(t[0], reduceSum(mul(p, t[0]), axes), axes)
 	})
-}
-
-// sumAlong is x summed along axis and broadcast back to x's shape.
-func sumAlong(x *tensor, axis int) *tensor {
-	axes := []int{axis}
-	return unreduce(reduceSum(x, axes), x.Shape(), axes)
 }
