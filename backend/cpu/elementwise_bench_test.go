@@ -101,6 +101,13 @@ func BenchmarkElementwiseUnary(b *testing.B) {
 	x := ewTensor(ewBenchData(ewBenchN, -4, 4), ewBenchN)
 	pos := ewTensor(ewBenchData(ewBenchN, 0.01, 100), ewBenchN)
 	x64 := interp.Bind1(prims.ConvertElementType, prims.ConvertParams{DType: backend.Float64}, x)
+	// A network's pre-activations: mostly small, some large.
+	rng := rand.New(rand.NewPCG(2, 2))
+	nd := make([]float32, ewBenchN)
+	for i := range nd {
+		nd[i] = float32(rng.NormFloat64())
+	}
+	normal := ewTensor(nd, ewBenchN)
 	for _, c := range []struct {
 		name string
 		p    *interp.Prim
@@ -115,6 +122,8 @@ func BenchmarkElementwiseUnary(b *testing.B) {
 		{"neg_f32", prims.Neg, x},
 		{"sin_f32", prims.Sin, x},
 		{"cos_f32", prims.Cos, x},
+		{"gelu_f32", prims.GELU, normal},
+		{"gelu_grad_f32", prims.GELUGrad, normal},
 		{"tanh_f64", prims.Tanh, x64},
 		{"exp_f64", prims.Exp, x64},
 	} {

@@ -35,6 +35,16 @@ func gelu32AVX2(d, a []float32)
 //go:noescape
 func geluGrad32AVX2(d, a []float32)
 
+// gelu32AVX512 and geluGrad32AVX512 are gelu32AVX2 and geluGrad32AVX2
+// on eight lanes (len(d) a multiple of 8), the same bits: the kernels
+// where the CPU has AVX-512 (haveAVX512).
+//
+//go:noescape
+func gelu32AVX512(d, a []float32)
+
+//go:noescape
+func geluGrad32AVX512(d, a []float32)
+
 // exp64Vec, tanh64Vec and logistic64Vec set d[i] = f(a[i]) with the
 // assembly kernels, chunk by chunk (unaryVec), and are called only when
 // haveSIMD is true. They panic if len(a) < len(d).
@@ -53,16 +63,22 @@ func erf32Vec(d, a []float32) {
 
 // gelu32Vec and geluGrad32Vec are erf32Vec's kind of loop for GELU and
 // GELU′, their last few elements through the portable loops.
-func gelu32Vec(d, a []float32) {
-	a = a[:len(d)]
-	n := len(d) &^ 3
-	unaryVec(gelu32AVX2, d[:n], a[:n])
-	gelu32Scalar(d[n:], a[n:])
-}
+// Where the CPU has AVX-512 the eight-lane kernels take the multiples of
+// 8 and the four-lane ones at most a group of four after them.
+func gelu32Vec(d, a []float32) { geluLoop(gelu32AVX512, gelu32AVX2, gelu32Scalar, d, a) }
 
 func geluGrad32Vec(d, a []float32) {
+	geluLoop(geluGrad32AVX512, geluGrad32AVX2, geluGrad32Scalar, d, a)
+}
+
+func geluLoop(k8, k4, scalar func(d, a []float32), d, a []float32) {
 	a = a[:len(d)]
-	n := len(d) &^ 3
-	unaryVec(geluGrad32AVX2, d[:n], a[:n])
-	geluGrad32Scalar(d[n:], a[n:])
+	n := 0
+	if haveAVX512 {
+		n = len(d) &^ 7
+		unaryVec(k8, d[:n], a[:n])
+	}
+	m := len(d) &^ 3
+	unaryVec(k4, d[n:m], a[n:m])
+	scalar(d[m:], a[m:])
 }

@@ -450,10 +450,16 @@ logisticDone:
 	RET
 
 // erf, GELU and GELU′ of float32 lanes, evaluated in float64 four lanes
-// at a time and rounded once to float32. Two fits, computed for peel
-// (Lawson-reweighted least squares in float64):
+// at a time (eight for GELU and GELU′ with AVX-512, below) and rounded
+// once to float32. Three fits, computed for peel (P and H by
+// Lawson-reweighted least squares in float64, W by Chebyshev
+// interpolation in 50-digit arithmetic):
 //
 //   - erf(a) = a·P(a²) for a < 1, P of degree 7 (relative error 3.3e-11);
+//   - for GELU and GELU′, erf(z) = z·W(z²) for |z| < 2, W of degree 14
+//     fitted to erf(√t)/√t on t ∈ [0, 4] and rounded to float64
+//     (absolute error 1.7e-14 over a dense sweep, so Φ = ½ + ½·erf(z)
+//     to 3.4e-12 relative);
 //   - erfc(c) = e^(-c²)·u·H(u), u = 1/c, for 1 ≤ c ≤ 11, H of degree 12
 //     fitted to erfc(c)·e^(c²)·c on u ∈ [1/11, 1] (relative error 1.8e-9).
 //
@@ -474,6 +480,21 @@ CONST4(erfP4<>, 0x3f75628ede084b80)        // 0.0052209454302268865
 CONST4(erfP5<>, 0xbf4bcbe99d7d3c80)        // -0.0008482828807049453
 CONST4(erfP6<>, 0x3f1d8268e05f7800)        // 0.00011256947627155678
 CONST4(erfP7<>, 0xbee4383fc4882000)        // -9.641515263517086e-06
+CONST4(erfW0<>, 0x3ff20dd750429b3f)    // 1.1283791670955023
+CONST4(erfW1<>, 0xbfd812746b032975)    // -0.37612638903069434
+CONST4(erfW2<>, 0x3fbce2f219eca3fd)    // 0.11283791668815009
+CONST4(erfW3<>, 0xbf9b82ce2e6f7bf1)    // -0.026866170486638145
+CONST4(erfW4<>, 0x3f7565bca68dcfba)    // 0.005223977009212117
+CONST4(erfW5<>, 0xbf4c02d824823965)    // -0.0008548312553260771
+CONST4(erfW6<>, 0x3f1f9a0c33c40ab5)    // 0.00012055110432033607
+CONST4(erfW7<>, 0xbeef4be1bf2ae1b1)    // -1.4923292814259704e-05
+CONST4(erfW8<>, 0x3ebb96cc8f343614)    // 1.6444360511654216e-06
+CONST4(erfW9<>, 0xbe85d5fd9081ffe9)    // -1.626901353669879e-07
+CONST4(erfW10<>, 0x3e4ef843e1d17b83)   // 1.4421430322661158e-08
+CONST4(erfW11<>, 0xbe132fe862a47349)   // -1.116838519729602e-09
+CONST4(erfW12<>, 0x3dd367c9d720977c)   // 7.059651976010553e-11
+CONST4(erfW13<>, 0xbd8bd6dfe7542c09)   // -3.16496812027159e-12
+CONST4(erfW14<>, 0x3d3493ae32dd7c97)   // 7.31037517137807e-14
 CONST4(erfcH0<>, 0x3fe20dd7f0cbe61c) // 0.564189882569909
 CONST4(erfcH1<>, 0xbec4ce5e0c7c0000) // -2.4802830899117723e-06
 CONST4(erfcH2<>, 0xbfd21145a2ede402) // -0.28230420027790626
@@ -498,6 +519,24 @@ CONST4(erfcH12<>, 0xbfc2fb5ebe10ecec) // -0.14829620628902462
 	VFMADD213PD erfP2<>(SB), T, R; \
 	VFMADD213PD erfP1<>(SB), T, R; \
 	VFMADD213PD erfP0<>(SB), T, R
+
+// ERFW(T, R) sets R = W(T), erf(z) = z·W(z²) for |z| < 2 (see above).
+#define ERFW(T, R) \
+	VMOVUPD     erfW14<>(SB), R; \
+	VFMADD213PD erfW13<>(SB), T, R; \
+	VFMADD213PD erfW12<>(SB), T, R; \
+	VFMADD213PD erfW11<>(SB), T, R; \
+	VFMADD213PD erfW10<>(SB), T, R; \
+	VFMADD213PD erfW9<>(SB), T, R; \
+	VFMADD213PD erfW8<>(SB), T, R; \
+	VFMADD213PD erfW7<>(SB), T, R; \
+	VFMADD213PD erfW6<>(SB), T, R; \
+	VFMADD213PD erfW5<>(SB), T, R; \
+	VFMADD213PD erfW4<>(SB), T, R; \
+	VFMADD213PD erfW3<>(SB), T, R; \
+	VFMADD213PD erfW2<>(SB), T, R; \
+	VFMADD213PD erfW1<>(SB), T, R; \
+	VFMADD213PD erfW0<>(SB), T, R
 
 // ERFCEXP sets Y2 = e^(-b²) for Y14 = b, 0 ≤ b ≤ 11: ERFC's first half,
 // which GELU′ needs for every x. Clobbers Y0–Y4.
@@ -575,27 +614,31 @@ erfDone:
 	RET
 
 // GELUSMALL then GELULARGE set Y5 = Φ(x) and Y2 = e^(-min(s, 11)²),
-// s = |x|/√2, for Y8 = x, with Y13 = 1: Φ = ½ + ½·erf(x/√2) where s < 1,
-// else ½·erfc(s) for x < 0 and 1 − ½·erfc(s) for x ≥ 0, s clamped to
-// [1, 11] (Φ is below 1e-53 past 11), so the small values of Φ for
-// negative x keep their relative accuracy (no 1 − erf cancellation). A
-// kernel whose four lanes are all small (or NaN) skips GELULARGE, whose
-// blend would pick GELUSMALL's value in every lane: the same bits, a
-// fraction of the work (the inputs of a network's GELU are mostly
-// small). Together they clobber Y0–Y7, Y9–Y12 and Y14.
+// s = |x|/√2, for Y8 = x, with Y13 = 1: Φ = ½ + ½·erf(x/√2) where s < 2
+// (W's fit), else ½·erfc(s) for x < 0 and 1 − ½·erfc(s) for x ≥ 0, s
+// clamped to [2, 11] (Φ is below 1e-53 past 11), so the small values of
+// Φ for negative x keep their relative accuracy (no 1 − erf
+// cancellation; below s = 2, Φ ≥ 0.0023 and the cancellation costs 8 of
+// float64's 53 bits). A kernel whose four lanes are all small (or NaN)
+// skips GELULARGE, whose blend would pick GELUSMALL's value in every
+// lane: the same bits, a fraction of the work (the inputs of a
+// network's GELU are mostly small: |x| < 2.8 holds 99.5% of a normal
+// distribution's, where |x| < 1.4, the reach of P, held 84%, and a group
+// of four all small half the time, a branch mispredicted every other
+// group). Together they clobber Y0–Y7, Y9–Y12 and Y14.
 
-// GELUSMALL sets Y12 = ½ + ½·erf(z), z = x/√2 (Φ where s = |z| < 1),
-// Y9 = s and Y7 to the lanes where !(s ≥ 1), for Y8 = x. Clobbers Y10,
+// GELUSMALL sets Y12 = ½ + ½·erf(z), z = x/√2 (Φ where s = |z| < 2),
+// Y9 = s and Y7 to the lanes where !(s ≥ 2), for Y8 = x. Clobbers Y10,
 // Y11.
 #define GELUSMALL \
 	VMULPD      rsqrt264<>(SB), Y8, Y10;  /* z = x/√2 */ \
 	VANDPD      absMask64<>(SB), Y10, Y9; /* s = |z| */ \
 	VMULPD      Y9, Y9, Y11; \
-	ERFP(Y11, Y12); \
-	VMULPD      Y10, Y12, Y12;            /* erf(z) for s < 1 */ \
+	ERFW(Y11, Y12); \
+	VMULPD      Y10, Y12, Y12;            /* erf(z) for s < 2 */ \
 	VMOVUPD     half64<>(SB), Y7; \
 	VFMADD213PD half64<>(SB), Y7, Y12;    /* Y12 = ½ + ½·erf(z) */ \
-	VCMPPD      $9, Y13, Y9, Y7           /* !(s ≥ 1): small or NaN */
+	VCMPPD      $9, two64<>(SB), Y9, Y7   /* !(s ≥ 2): small or NaN */
 
 // GELULARGE finishes after GELUSMALL: Y5 = Φ(x), Y2 =
 // e^(-min(s, 11)²).
@@ -606,7 +649,7 @@ erfDone:
 	VMULPD      half64<>(SB), Y5, Y5;     /* ½·erfc(c): Φ for x < 0 */ \
 	VSUBPD      Y5, Y13, Y6;              /* 1 − ½·erfc(c): Φ for x ≥ 0 */ \
 	VBLENDVPD   Y8, Y5, Y6, Y6;           /* the sign of x picks */ \
-	VCMPPD      $9, Y13, Y9, Y7;          /* !(s ≥ 1): small or NaN */ \
+	VCMPPD      $9, two64<>(SB), Y9, Y7;  /* !(s ≥ 2): small or NaN */ \
 	VBLENDVPD   Y7, Y12, Y6, Y5
 
 // func gelu32AVX2(d, a []float32)
@@ -690,5 +733,207 @@ geluGradScale:
 	JNZ         geluGradLoop
 
 geluGradDone:
+	VZEROUPPER
+	RET
+
+// AVX-512 forms of GELU and GELU′: the macros above on eight float64
+// lanes (Z registers, constants broadcast from their first lane, K1 and
+// K2 for the lane masks), the same operations lane by lane, so the same
+// bits as the AVX2 kernels. Their Horner chains (erfc's thirteen terms,
+// exp's) are latency-bound four lanes at a time; eight in flight take
+// about the time of four, on a Zen 4's 256-bit units as on full-width
+// ones. GELUSMALL512 compares with Z16 = 2 and leaves the small lanes'
+// mask in K1 (not Z7).
+
+#define EXPCORE512 \
+	VBROADCASTSD magic64<>(SB), Z1; \
+	VFMADD231PD.BCST log2e64<>(SB), Z0, Z1;    /* Z1 = z/ln2 + magic: n in the low bits */ \
+	EXPREST512
+
+#define EXPREST512 \
+	VSUBPD.BCST magic64<>(SB), Z1, Z4;    /* n */ \
+	VMULPD.BCST negLn2lo64<>(SB), Z4, Z5; /* Z5 = rl = -n·ln2lo */ \
+	VFNMADD231PD.BCST ln2hi64<>(SB), Z4, Z0;    /* Z0 = r = z - n·ln2hi (exact) */ \
+	VMULPD       Z0, Z0, Z6;               /* Z6 = r² */ \
+	VBROADCASTSD expC2<>(SB), Z7; \
+	VFMADD213PD.BCST expC1<>(SB), Z0, Z7;      /* c1 + c2·r */ \
+	VBROADCASTSD expC4<>(SB), Z2; \
+	VFMADD213PD.BCST expC3<>(SB), Z0, Z2;      /* c3 + c4·r */ \
+	VFMADD231PD  Z6, Z2, Z7;               /* Z7 = b0 = c1 + … + c4·r³ */ \
+	VBROADCASTSD expC6<>(SB), Z4; \
+	VFMADD213PD.BCST expC5<>(SB), Z0, Z4;      /* c5 + c6·r */ \
+	VBROADCASTSD expC8<>(SB), Z2; \
+	VFMADD213PD.BCST expC7<>(SB), Z0, Z2;      /* c7 + c8·r */ \
+	VFMADD231PD  Z6, Z2, Z4;               /* b1 = c5 + … + c8·r³ */ \
+	VMULPD       Z6, Z6, Z3;               /* r⁴ */ \
+	VFMADD231PD.BCST expC9<>(SB), Z3, Z4;      /* b1 + c9·r⁴ */ \
+	VFMADD213PD  Z7, Z3, Z4;               /* Q1 = b0 + r⁴(b1 + c9·r⁴) */ \
+	VFMADD213PD.BCST expC0<>(SB), Z0, Z4;      /* Z4 = Q = c0 + r·Q1 */ \
+	VFMADD213PD.BCST expC0<>(SB), Z0, Z7;      /* Z7 = Qa = c0 + r·b0 ≈ Q */ \
+	VMOVAPD      Z6, Z3; \
+	VFMSUB231PD  Z0, Z0, Z3;               /* r·r - r², exact */ \
+	VFMADD231PD  Z6, Z5, Z3;               /* m = r²·rl + (r·r - r²) */ \
+	VFMADD213PD  Z5, Z0, Z5;               /* rl·r + rl */ \
+	VFMADD231PD  Z3, Z7, Z5;               /* c = rl·(1 + r) + m·Qa */ \
+	VADDPD       Z13, Z0, Z2;              /* Z2 = s = 1 + r */ \
+	VSUBPD       Z2, Z13, Z3; \
+	VADDPD       Z0, Z3, Z3;               /* e1 = (1 - s) + r, exact */ \
+	VADDPD       Z3, Z5, Z3;               /* c + e1 */ \
+	VFMADD231PD  Z6, Z4, Z3                /* Z3 = lo = r²·Q + (c + e1) */
+
+#define EXPSCALE512 \
+	VPADDQ.BCST expBias64<>(SB), Z1, Z1; /* k = n + 2046 > 0 */ \
+	VPSRLQ $1, Z1, Z4;              /* ⌊n/2⌋ + 1023 */ \
+	VPSUBQ Z4, Z1, Z1;              /* n - ⌊n/2⌋ + 1023 */ \
+	VPSLLQ $52, Z4, Z4; \
+	VPSLLQ $52, Z1, Z1
+
+#define ERFW512(T, R) \
+	VBROADCASTSD erfW14<>(SB), R; \
+	VFMADD213PD.BCST erfW13<>(SB), T, R; \
+	VFMADD213PD.BCST erfW12<>(SB), T, R; \
+	VFMADD213PD.BCST erfW11<>(SB), T, R; \
+	VFMADD213PD.BCST erfW10<>(SB), T, R; \
+	VFMADD213PD.BCST erfW9<>(SB), T, R; \
+	VFMADD213PD.BCST erfW8<>(SB), T, R; \
+	VFMADD213PD.BCST erfW7<>(SB), T, R; \
+	VFMADD213PD.BCST erfW6<>(SB), T, R; \
+	VFMADD213PD.BCST erfW5<>(SB), T, R; \
+	VFMADD213PD.BCST erfW4<>(SB), T, R; \
+	VFMADD213PD.BCST erfW3<>(SB), T, R; \
+	VFMADD213PD.BCST erfW2<>(SB), T, R; \
+	VFMADD213PD.BCST erfW1<>(SB), T, R; \
+	VFMADD213PD.BCST erfW0<>(SB), T, R
+
+#define ERFCEXP512 \
+	VMULPD      Z14, Z14, Z0; \
+	VXORPD.BCST signMask64<>(SB), Z0, Z0; \
+	EXPCORE512; \
+	VADDPD      Z3, Z2, Z2; \
+	EXPSCALE512; \
+	VMULPD      Z4, Z2, Z2; \
+	VMULPD      Z1, Z2, Z2     /* Z2 = e^(-b²) */
+
+#define ERFC512 \
+	ERFCEXP512; \
+	VMAXPD      Z14, Z13, Z14; /* c = max(1, b) */ \
+	VDIVPD      Z14, Z13, Z14; /* u = 1/c */ \
+	VBROADCASTSD erfcH12<>(SB), Z5; \
+	VFMADD213PD.BCST erfcH11<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH10<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH9<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH8<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH7<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH6<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH5<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH4<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH3<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH2<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH1<>(SB), Z14, Z5; \
+	VFMADD213PD.BCST erfcH0<>(SB), Z14, Z5; \
+	VMULPD      Z14, Z5, Z5; \
+	VMULPD      Z2, Z5, Z5   /* erfc(c) */
+
+#define GELUSMALL512 \
+	VMULPD.BCST rsqrt264<>(SB), Z8, Z10;  /* z = x/√2 */ \
+	VANDPD.BCST absMask64<>(SB), Z10, Z9; /* s = |z| */ \
+	VMULPD      Z9, Z9, Z11; \
+	ERFW512(Z11, Z12); \
+	VMULPD      Z10, Z12, Z12;            /* erf(z) for s < 2 */ \
+	VBROADCASTSD half64<>(SB), Z7; \
+	VFMADD213PD.BCST half64<>(SB), Z7, Z12;    /* Z12 = ½ + ½·erf(z) */ \
+	VCMPPD      $9, Z16, Z9, K1           /* !(s ≥ 2): small or NaN */
+
+#define GELULARGE512 \
+	VBROADCASTSD eleven64<>(SB), Z14; \
+	VMINPD      Z9, Z14, Z14;             /* min(11, s) */ \
+	ERFC512; \
+	VMULPD.BCST half64<>(SB), Z5, Z5;     /* ½·erfc(c): Φ for x < 0 */ \
+	VSUBPD      Z5, Z13, Z6;              /* 1 − ½·erfc(c): Φ for x ≥ 0 */ \
+	VPMOVQ2M    Z8, K2;                   /* the sign of x picks */ \
+	VBLENDMPD   Z5, Z6, K2, Z6; \
+	VBLENDMPD   Z12, Z6, K1, Z5           /* GELUSMALL's where small */
+
+
+// func gelu32AVX512(d, a []float32)
+//
+// gelu32AVX2 eight lanes at a time: len(d) a multiple of 8.
+TEXT ·gelu32AVX512(SB), NOSPLIT, $0-48
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	SHRQ         $3, CX
+	JZ           gelu512Done
+	VBROADCASTSD one64<>(SB), Z13
+	VBROADCASTSD two64<>(SB), Z16
+
+gelu512Loop:
+	VCVTPS2PD (SI), Z8
+	GELUSMALL512
+	KMOVB     K1, AX
+	CMPL      AX, $0xff
+	JNE       gelu512Large
+	VMOVAPD   Z12, Z5 // every lane small: Φ is GELUSMALL's
+	JMP       gelu512Scale
+
+gelu512Large:
+	GELULARGE512
+
+gelu512Scale:
+	VBROADCASTSD negSixteen64<>(SB), Z6
+	VMAXPD       Z8, Z6, Z6 // max(-16, x), NaN kept
+	VMULPD       Z6, Z5, Z5
+	VCVTPD2PS    Z5, Y0
+	VMOVUPS      Y0, (DI)
+	ADDQ         $32, SI
+	ADDQ         $32, DI
+	DECQ         CX
+	JNZ          gelu512Loop
+
+gelu512Done:
+	VZEROUPPER
+	RET
+
+// func geluGrad32AVX512(d, a []float32)
+//
+// geluGrad32AVX2 eight lanes at a time: len(d) a multiple of 8.
+TEXT ·geluGrad32AVX512(SB), NOSPLIT, $0-48
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         a_base+24(FP), SI
+	SHRQ         $3, CX
+	JZ           geluGrad512Done
+	VBROADCASTSD one64<>(SB), Z13
+	VBROADCASTSD two64<>(SB), Z16
+
+geluGrad512Loop:
+	VCVTPS2PD (SI), Z8
+	GELUSMALL512
+	KMOVB     K1, AX
+	CMPL      AX, $0xff
+	JNE       geluGrad512Large
+	VMOVAPD   Z9, Z14 // every lane small: min(11, s) = s (NaN kept)
+	ERFCEXP512
+	VMOVAPD   Z12, Z5 // Φ is GELUSMALL's
+	JMP       geluGrad512Scale
+
+geluGrad512Large:
+	GELULARGE512
+
+geluGrad512Scale:
+	VBROADCASTSD     negSixteen64<>(SB), Z6
+	VMAXPD           Z8, Z6, Z6 // max(-16, x), NaN kept
+	VBROADCASTSD     sixteen64<>(SB), Z7
+	VMINPD           Z6, Z7, Z6 // c
+	VMULPD.BCST      invSqrt2Pi64<>(SB), Z2, Z2 // φ(x)
+	VFMADD231PD      Z6, Z2, Z5 // Φ + c·φ
+	VCVTPD2PS        Z5, Y0
+	VMOVUPS          Y0, (DI)
+	ADDQ             $32, SI
+	ADDQ             $32, DI
+	DECQ             CX
+	JNZ              geluGrad512Loop
+
+geluGrad512Done:
 	VZEROUPPER
 	RET

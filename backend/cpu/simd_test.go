@@ -604,28 +604,33 @@ func TestSumWiden32(t *testing.T) {
 }
 
 // TestGELUGroupsIndependent checks that GELU's and GELU′'s float32
-// kernels give each element the same bits whatever the other three of
-// its group of four are: a group whose lanes are all small (|x| < √2,
-// or NaN) skips the erfc half, which a group with one large lane
-// computes and blends away (simd64_amd64.s, GELUSMALL/GELULARGE).
+// kernels give each element the same bits whatever the other lanes of
+// its group (four, eight with AVX-512) are: a group whose lanes are all
+// small (|x| < 2√2, or NaN) skips the erfc half, which a group with one
+// large lane computes and blends away (simd64_amd64.s,
+// GELUSMALL/GELULARGE).
 func TestGELUGroupsIndependent(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1.41, 1.4142135, 1.4142137, -1.4142137, 3, -3, 20, -20, 1e-30,
+		2.828427, 2.8284273, -2.8284273, -2.828427, 2.9, -2.9,
 		float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
 	for range 2000 {
 		vals = append(vals, float32(r.NormFloat64()*1.5))
 	}
+	const group = 8
 	for _, k := range []struct {
 		name string
 		f    func(d, a []float32)
 	}{{"gelu", gelu32Vec}, {"gelu_grad", geluGrad32Vec}} {
-		alone := make([]float32, 4*len(vals))
+		alone := make([]float32, group*len(vals))
 		for i, v := range vals {
-			alone[4*i], alone[4*i+1], alone[4*i+2], alone[4*i+3] = v, v, v, v
+			for j := range group {
+				alone[group*i+j] = v
+			}
 		}
 		want := make([]float32, len(alone))
 		k.f(want, alone)
-		// Each value beside three others drawn at random from the list.
+		// Each value beside others drawn at random from the list.
 		mixed := make([]float32, len(alone))
 		at := make([]int, len(alone))
 		for i := range mixed {
@@ -635,9 +640,9 @@ func TestGELUGroupsIndependent(t *testing.T) {
 		got := make([]float32, len(mixed))
 		k.f(got, mixed)
 		for i, x := range mixed {
-			w := want[4*at[i]]
+			w := want[group*at[i]]
 			if math.Float32bits(got[i]) != math.Float32bits(w) && !(got[i] != got[i] && w != w) {
-				t.Fatalf("%s(%v) = %v beside %v, %v alone", k.name, x, got[i], mixed[i&^3:i&^3+4], w)
+				t.Fatalf("%s(%v) = %v beside %v, %v alone", k.name, x, got[i], mixed[i&^(group-1):i&^(group-1)+group], w)
 			}
 		}
 	}
