@@ -1,6 +1,8 @@
 package autodiff
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 
 	"github.com/peel-ml/peel/interp"
@@ -161,6 +163,29 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 			accum(v, cts[i])
 		}
 	}
+	// embeds[v.ID] are the cotangents of v that the transposes of slices
+	// would pad into zeros of v's shape (prims.EmbedRegion), kept until
+	// v's cotangent is read (take): then one concatenation places them
+	// all where their regions split v along one axis (embedAll), and
+	// otherwise each is padded and summed as its rule does. Nil until a
+	// slice is met.
+	var embeds map[int][]embedded
+	take := func(v *interp.Var) *tensor {
+		if es, ok := embeds[v.ID]; ok {
+			delete(embeds, v.ID)
+			if c := embedAll(v.Aval, es); c != nil {
+				accum(v, c)
+			} else {
+				for _, em := range es {
+					e := g.Eqns[em.k]
+					accum(v, e.Prim.Transpose(e.Params, []*tensor{em.ct}, []*tensor{placeholder(v)}, []bool{true})[0])
+				}
+			}
+		}
+		c := ct[v.ID]
+		ct[v.ID], sums[v.ID] = nil, nil
+		return c
+	}
 	// Equations of primitives marked TransposeEarly (backward hooks) are
 	// transposed as soon as their results' cotangents are complete:
 	// right after the earliest equation that reads one of their results
@@ -180,15 +205,25 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 		outCts = outCts[:0]
 		anyCt := false
 		for _, v := range e.Out {
-			outCts = append(outCts, ct[v.ID])
-			anyCt = anyCt || ct[v.ID] != nil
-			ct[v.ID], sums[v.ID] = nil, nil
+			c := take(v)
+			outCts = append(outCts, c)
+			anyCt = anyCt || c != nil
 		}
 		if !anyCt {
 			return
 		}
 		if e.Prim.Transpose == nil {
 			panic(&interp.Error{Prim: e.Prim.Name, Msg: "no transpose rule: reverse-mode differentiation through this primitive is not supported"})
+		}
+		if len(e.In) == 1 && linear[e.In[0].ID] {
+			if start, limit, ok := prims.EmbedRegion(e.Prim, e.Params); ok {
+				if embeds == nil {
+					embeds = map[int][]embedded{}
+				}
+				id := e.In[0].ID
+				embeds[id] = append(embeds[id], embedded{k: k, ct: outCts[0], start: start, limit: limit})
+				return
+			}
 		}
 		args, lin = args[:0], lin[:0]
 		for i, v := range e.In {
@@ -234,9 +269,69 @@ func TransposeGraph(g *interp.Graph, cts []*interp.Tensor) []*interp.Tensor {
 	}
 	res := make([]*tensor, len(g.In))
 	for i, v := range g.In {
-		res[i] = ct[v.ID]
+		res[i] = take(v)
 	}
 	return res
+}
+
+// embedded is the cotangent ct of the result of equation k, a slice of
+// the region [start, limit) of its operand (prims.EmbedRegion).
+type embedded struct {
+	k            int
+	ct           *tensor
+	start, limit []int
+}
+
+// embedAll returns the tensor of aval a that holds each of es's
+// cotangents in its region and zeros elsewhere, as one concatenation
+// along the axis the regions split a along (zeros in their gaps), or
+// nil when they do not: regions that differ from the whole of a in more
+// than one axis, or in different ones, or that overlap. (A transformer's
+// query, key and value, sliced from one projection, so get one
+// cotangent written once, where padding each and summing wrote three
+// and added two.) The values are those of the padded sum, exactly, but
+// for the sign of a zero.
+func embedAll(a interp.Aval, es []embedded) *tensor {
+	axis := -1
+	for _, em := range es {
+		for d, n := range a.Shape {
+			if em.start[d] == 0 && em.limit[d] == n {
+				continue
+			}
+			if axis >= 0 && axis != d {
+				return nil
+			}
+			axis = d
+		}
+	}
+	if axis < 0 {
+		return nil // whole regions: they overlap
+	}
+	slices.SortStableFunc(es, func(x, y embedded) int { return cmp.Compare(x.start[axis], y.start[axis]) })
+	zeros := func(n int) *tensor {
+		shape := slices.Clone(a.Shape)
+		shape[axis] = n
+		return prims.Zeros(interp.Aval{Shape: shape, DType: a.DType})
+	}
+	parts := make([]*tensor, 0, 2*len(es)+1)
+	at := 0
+	for _, em := range es {
+		lo, hi := em.start[axis], em.limit[axis]
+		switch {
+		case hi == lo:
+			continue // nothing to place
+		case lo < at:
+			return nil
+		case lo > at:
+			parts = append(parts, zeros(lo-at))
+		}
+		parts = append(parts, em.ct)
+		at = hi
+	}
+	if at < a.Shape[axis] {
+		parts = append(parts, zeros(a.Shape[axis]-at))
+	}
+	return interp.Bind1(prims.Concatenate, prims.AxisParams{Axis: axis}, parts...)
 }
 
 // linearVars returns which vars of g depend on its inputs (indexed by

@@ -307,6 +307,27 @@ func init() {
 	defTranspose(Slice, linear1, sliceTranspose)
 }
 
+// EmbedRegion reports whether p's transpose places its cotangent, as it
+// is, into the region [start, limit) of zeros shaped like its operand (a
+// slice with unit strides, whose transpose pads), and that region. A
+// backward pass gathers such cotangents of one value into one tensor (a
+// concatenation, autodiff.TransposeGraph) where summing their padded
+// copies wrote the whole value once per slice: the query, key and value
+// split from one projection in a transformer wrote three of it and added
+// them twice.
+func EmbedRegion(p *interp.Prim, params any) (start, limit []int, ok bool) {
+	if p != Slice {
+		return nil, nil, false
+	}
+	sp := params.(SliceParams)
+	for _, s := range sp.Stride {
+		if s != 1 {
+			return nil, nil, false
+		}
+	}
+	return sp.Start, sp.Limit, true
+}
+
 // sliceTranspose scatters the cotangent back into zeros of the operand's
 // shape with pad: low = start, interior = stride − 1, high = the rest.
 func sliceTranspose(params any, ct *tensor, args []*tensor, _ []bool) []*tensor {
