@@ -308,11 +308,18 @@ func unaryVec[T simdFloat](f func(d, a []T), d, a []T) {
 func vvVec[T simdFloat](f, tail func(d, a, b []T), d, a, b []T) {
 	a, b = a[:len(d)], b[:len(d)]
 	n := len(d) &^ 7
-	for lo := 0; lo < n; lo += simdChunk {
-		hi := min(lo+simdChunk, n)
-		callVV(f, d[lo:hi], a[lo:hi], b[lo:hi])
+	if n <= simdChunk {
+		// One chunk: this function's prologue is the preemption point.
+		f(d[:n], a[:n], b[:n])
+	} else {
+		for lo := 0; lo < n; lo += simdChunk {
+			hi := min(lo+simdChunk, n)
+			callVV(f, d[lo:hi], a[lo:hi], b[lo:hi])
+		}
 	}
-	tail(d[n:], a[n:], b[n:])
+	if n < len(d) {
+		tail(d[n:], a[n:], b[n:])
+	}
 }
 
 // vsVec runs the kernel f over d and a[:len(d)] with the scalar s in
@@ -320,11 +327,17 @@ func vvVec[T simdFloat](f, tail func(d, a, b []T), d, a, b []T) {
 func vsVec[T simdFloat](f, tail func(d, a []T, s T), d, a []T, s T) {
 	a = a[:len(d)]
 	n := len(d) &^ 7
-	for lo := 0; lo < n; lo += simdChunk {
-		hi := min(lo+simdChunk, n)
-		callVS(f, d[lo:hi], a[lo:hi], s)
+	if n <= simdChunk {
+		f(d[:n], a[:n], s)
+	} else {
+		for lo := 0; lo < n; lo += simdChunk {
+			hi := min(lo+simdChunk, n)
+			callVS(f, d[lo:hi], a[lo:hi], s)
+		}
 	}
-	tail(d[n:], a[n:], s)
+	if n < len(d) {
+		tail(d[n:], a[n:], s)
+	}
 }
 
 // rsub and rdiv are the portable s - a and s / a with vsVec's signature.
