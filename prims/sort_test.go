@@ -36,6 +36,12 @@ func sortJVPCases(r *rand.Rand) []jvpCase {
 		{prim: prims.LayerNorm, params: prims.NormParams{Axes: 1, Eps: 0.5}, args: []*T{uniform(r, -3, 3, 6)}},
 		{prim: prims.RMSNorm, params: prims.NormParams{Axes: 1, Eps: 1e-6}, args: []*T{uniform(r, -3, 3, 3, 5)}},
 		{prim: prims.RMSNorm, params: prims.NormParams{Axes: 2, Eps: 0.1}, args: []*T{uniform(r, -3, 3, 2, 3, 4)}},
+		// The tangent maps, in all three operands (a norm's second
+		// derivatives).
+		{prim: prims.LayerNormLin, params: prims.NormParams{Axes: 1, Eps: 1e-5}, args: []*T{uniform(r, -2, 2, 3, 5), uniform(r, -2, 2, 3, 5), uniform(r, 0.5, 2, 3)}},
+		{prim: prims.LayerNormLin, params: prims.NormParams{Axes: 2, Eps: 1e-5}, args: []*T{uniform(r, -2, 2, 2, 3, 4), uniform(r, -2, 2, 2, 3, 4), uniform(r, 0.5, 2, 2)}},
+		{prim: prims.RMSNormLin, params: prims.NormParams{Axes: 1, Eps: 1e-6}, args: []*T{uniform(r, -2, 2, 3, 5), uniform(r, -2, 2, 3, 5), uniform(r, 0.5, 2, 3)}},
+		{prim: prims.RMSNormLin, params: prims.NormParams{Axes: 1, Eps: 1e-6}, args: []*T{uniform(r, -2, 2, 6), uniform(r, -2, 2, 6), uniform(r, 0.5, 2)}},
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 func init() {
 	register(prims.LayerNorm, false, normKernel(prims.LayerNorm, true))
 	register(prims.RMSNorm, false, normKernel(prims.RMSNorm, false))
+	register(prims.LayerNormLin, false, normLinKernel(prims.LayerNormLin, true))
+	register(prims.RMSNormLin, false, normLinKernel(prims.RMSNormLin, false))
 }
 
 func normKernel(p *interp.Prim, center bool) kernel {
@@ -80,4 +82,64 @@ func normRow[T float32 | float64](d, q, x []T, eps T, center bool, o rowOps[T]) 
 	r := T(1 / math.Sqrt(float64(v+eps)))
 	o.mulVS(d, src, r)
 	return r
+}
+
+// Kernels of layer_norm_lin and rms_norm_lin (a norm's tangent map, and
+// so its backward pass): per row, the operations of the composite
+// (prims.LayerNormLin's Impl) in its order, with the loops its kernels
+// run, on a row in cache: mean(y·t) and mean(t) as reduce_sum and div
+// compute them, t − mean(t) (the composite's t + (−mean(t)), the same
+// bits), y·(−mean(y·t)) into a scratch row, their sum, and the scaling
+// by r.
+
+func normLinKernel(p *interp.Prim, center bool) kernel {
+	return func(params any, in, out []backend.Array) {
+		np := params.(prims.NormParams)
+		t := in[0]
+		r := len(t.Shape)
+		if np.Axes < 1 || np.Axes > r {
+			interp.Panicf("cpu: %s over the last %d axes of shape %v", p.Name, np.Axes, t.Shape)
+		}
+		n := backend.ShapeSize(t.Shape[r-np.Axes:])
+		switch t.Buf.(type) {
+		case *f32Buf:
+			normLinRows(f32s(out[0]), f32s(t), f32s(in[1]), f32s(in[2]), n, center, rowOps32())
+		case *f64Buf:
+			normLinRows(f64s(out[0]), f64s(t), f64s(in[1]), f64s(in[2]), n, center, rowOps64())
+		default:
+			badDType(p, t.Buf.DType())
+		}
+	}
+}
+
+// normLinRows sets each row of n elements of d to r·(t − mean(t) −
+// y·mean(y·t)) (without mean(t) unless center) of the rows of t and y
+// and the row's r, in parallel.
+func normLinRows[T float32 | float64](d, t, y, inv []T, n int, center bool, o rowOps[T]) {
+	if n == 0 {
+		return
+	}
+	run := func(lo, hi int) {
+		q := make([]T, n)
+		nT := T(n)
+		for i := lo; i < hi; i++ {
+			dr, tr, yr := d[i*n:(i+1)*n], t[i*n:(i+1)*n], y[i*n:(i+1)*n]
+			o.mulVV(q, yr, tr)
+			myt := o.sum(q) / nT
+			u := tr
+			if center {
+				o.subVS(dr, tr, o.sum(tr)/nT)
+				u = dr
+			}
+			o.mulVS(q, yr, -myt)
+			o.addVV(dr, u, q)
+			o.mulVS(dr, dr, inv[i])
+		}
+	}
+	rows := len(inv)
+	if serial(rows, n*costCheap*6) {
+		run(0, rows)
+		return
+	}
+	parallelFor(rows, n*costCheap*6, run)
 }

@@ -9,7 +9,7 @@ import (
 // rms_norm) run on one contiguous row: reduce_sum's sum of a contiguous
 // run (sumWiden32 for float32 where the CPU has the SIMD kernel,
 // pairwise for float64), reduce_max's, and the elementwise loops the
-// kernels of sub, mul, div, exp and log run (the SIMD ones where the CPU
+// kernels of sub, add, mul, div, exp and log run (the SIMD ones where the CPU
 // has them and the row is long enough, simdMin; the portable ones, the
 // same bits, otherwise). So a row kernel computes the bits of the
 // composite it replaces, and a program that fuses the composite by rows
@@ -17,7 +17,7 @@ import (
 type rowOps[T float32 | float64] struct {
 	sum, max            func(s []T) T
 	subVS, mulVS, divVS func(d, a []T, s T)
-	mulVV               func(d, a, b []T)
+	addVV, mulVV        func(d, a, b []T)
 	exp                 func(d, a []T)
 	log                 func(v T) T
 }
@@ -29,7 +29,8 @@ var (
 		port := rowOps[float32]{
 			sum:   func(s []float32) float32 { return float32(sumSeg(0.0, s)) },
 			max:   func(s []float32) float32 { return maxSeg(s[0], s) },
-			subVS: subVS[float32], mulVS: mulVS[float32], divVS: divVS[float32], mulVV: mulVV[float32],
+			subVS: subVS[float32], mulVS: mulVS[float32], divVS: divVS[float32],
+			addVV: addVV[float32], mulVV: mulVV[float32],
 			exp: exp32Loop,
 			log: func(v float32) float32 {
 				x := [1]float32{v}
@@ -46,6 +47,7 @@ var (
 		o.subVS = func(d, a []float32, s float32) { simdVS(subVS32Vec, subVS[float32], d, a, s) }
 		o.mulVS = func(d, a []float32, s float32) { simdVS(mulVS32Vec, mulVS[float32], d, a, s) }
 		o.divVS = func(d, a []float32, s float32) { simdVS(divVS32Vec, divVS[float32], d, a, s) }
+		o.addVV = func(d, a, b []float32) { simdVV(addVV32Vec, addVV[float32], d, a, b) }
 		o.mulVV = func(d, a, b []float32) { simdVV(mulVV32Vec, mulVV[float32], d, a, b) }
 		return o
 	})
@@ -53,7 +55,8 @@ var (
 		port := rowOps[float64]{
 			sum:   func(s []float64) float64 { return sumSegPairwise(0, s) },
 			max:   func(s []float64) float64 { return maxSeg(s[0], s) },
-			subVS: subVS[float64], mulVS: mulVS[float64], divVS: divVS[float64], mulVV: mulVV[float64],
+			subVS: subVS[float64], mulVS: mulVS[float64], divVS: divVS[float64],
+			addVV: addVV[float64], mulVV: mulVV[float64],
 			exp: exp64Loop,
 			log: math.Log,
 		}
@@ -64,6 +67,7 @@ var (
 		o.subVS = func(d, a []float64, s float64) { simdVS(subVS64Vec, subVS[float64], d, a, s) }
 		o.mulVS = func(d, a []float64, s float64) { simdVS(mulVS64Vec, mulVS[float64], d, a, s) }
 		o.divVS = func(d, a []float64, s float64) { simdVS(divVS64Vec, divVS[float64], d, a, s) }
+		o.addVV = func(d, a, b []float64) { simdVV(addVV64Vec, addVV[float64], d, a, b) }
 		o.mulVV = func(d, a, b []float64) { simdVV(mulVV64Vec, mulVV[float64], d, a, b) }
 		return o
 	})
