@@ -1,6 +1,7 @@
 package cpu_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -285,5 +286,31 @@ func BenchmarkElementwiseBroadcast(b *testing.B) {
 			}
 			ewPerElem(b, rows*k)
 		})
+	}
+}
+
+// BenchmarkRowKernels: softmax and layer_norm over rows at a GPT's
+// attention (8192 rows of 64) and a transformer's (128 rows of 128),
+// float32: the row kernels, a block of rows at a time.
+func BenchmarkRowKernels(b *testing.B) {
+	ewBenchSetup(b)
+	for _, s := range [][2]int{{8192, 64}, {128, 128}} {
+		rows, n := s[0], s[1]
+		x := ewTensor(ewBenchData(rows*n, -3, 3), rows, n)
+		for _, c := range []struct {
+			name   string
+			p      *interp.Prim
+			params any
+		}{
+			{"softmax", prims.Softmax, prims.AxisParams{Axis: 1}},
+			{"layer_norm", prims.LayerNorm, prims.NormParams{Axes: 1, Eps: 1e-5}},
+		} {
+			b.Run(fmt.Sprintf("%s/%dx%d", c.name, rows, n), func(b *testing.B) {
+				for b.Loop() {
+					interp.Bind(c.p, c.params, x)
+				}
+				ewPerElem(b, rows*n)
+			})
+		}
 	}
 }

@@ -13,8 +13,9 @@ import (
 // loop and a division, the centered values in the result, their squares
 // in a scratch row and their mean, the inverse deviation as rsqrt's loop
 // computes it, and the scaling in place: the operations of the
-// composite, in its order, on a row in cache, so a program that fuses
-// the definition by rows (compiler.ExpandRowOps) computes these bits.
+// composite, in its order, on rows in cache (a block of them at a time,
+// rowBlock), so a program that fuses the definition by rows
+// (compiler.ExpandRowOps) computes these bits.
 
 func init() {
 	register(prims.LayerNorm, false, normKernel(prims.LayerNorm, true))
@@ -55,9 +56,11 @@ func normRows[T float32 | float64](d, inv, x []T, n int, eps T, center bool, o r
 		return
 	}
 	run := func(lo, hi int) {
-		q := make([]T, n)
-		for i := lo; i < hi; i++ {
-			inv[i] = normRow(d[i*n:(i+1)*n], q, x[i*n:(i+1)*n], eps, center, o)
+		b := rowBlock(n)
+		q, ms := make([]T, b*n), make([]T, b)
+		for i := lo; i < hi; i += b {
+			e := min(i+b, hi)
+			normBlock(d[i*n:e*n], inv[i:e], q[:(e-i)*n], ms[:e-i], x[i*n:e*n], n, eps, center, o)
 		}
 	}
 	if serial(rows, n*costMath) {
@@ -67,27 +70,33 @@ func normRows[T float32 | float64](d, inv, x []T, n int, eps T, center bool, o r
 	parallelFor(rows, n*costMath, run)
 }
 
-// normRow normalizes one row x into d (q is scratch) and returns its
-// inverse deviation.
-func normRow[T float32 | float64](d, q, x []T, eps T, center bool, o rowOps[T]) T {
-	nT := T(len(x))
+// normBlock normalizes the len(inv) rows of n elements of x into d and
+// their inverse deviations into inv (q and ms scratch): per row the mean
+// and x − mean (with center), the mean of the squares, the inverse
+// deviation, the scaling; the elementwise loops once over the block
+// (rowOps).
+func normBlock[T float32 | float64](d, inv, q, ms, x []T, n int, eps T, center bool, o rowOps[T]) {
+	nT := T(n)
 	src := x
 	if center {
-		m := o.sum(x) / nT
-		o.subVS(d, x, m)
+		for i := range ms {
+			ms[i] = o.sum(x[i*n:(i+1)*n]) / nT
+		}
+		o.subRows(d, x, ms, n)
 		src = d
 	}
 	o.mulVV(q, src, src)
-	v := o.sum(q) / nT
-	r := T(1 / math.Sqrt(float64(v+eps)))
-	o.mulVS(d, src, r)
-	return r
+	for i := range inv {
+		v := o.sum(q[i*n:(i+1)*n]) / nT
+		inv[i] = T(1 / math.Sqrt(float64(v+eps)))
+	}
+	o.mulRows(d, src, inv, n)
 }
 
 // Kernels of layer_norm_lin and rms_norm_lin (a norm's tangent map, and
-// so its backward pass): per row, the operations of the composite
-// (prims.LayerNormLin's Impl) in its order, with the loops its kernels
-// run, on a row in cache: mean(y·t) and mean(t) as reduce_sum and div
+// so its backward pass): per block of rows (rowBlock), the operations of
+// the composite (prims.LayerNormLin's Impl) in its order, with the loops
+// its kernels run, on rows in cache: mean(y·t) and mean(t) as reduce_sum and div
 // compute them, t − mean(t) (the composite's t + (−mean(t)), the same
 // bits), y·(−mean(y·t)) into a scratch row, their sum, and the scaling
 // by r.
@@ -120,20 +129,27 @@ func normLinRows[T float32 | float64](d, t, y, inv []T, n int, center bool, o ro
 		return
 	}
 	run := func(lo, hi int) {
-		q := make([]T, n)
+		b := rowBlock(n)
+		q, m1, m2 := make([]T, b*n), make([]T, b), make([]T, b)
 		nT := T(n)
-		for i := lo; i < hi; i++ {
-			dr, tr, yr := d[i*n:(i+1)*n], t[i*n:(i+1)*n], y[i*n:(i+1)*n]
-			o.mulVV(q, yr, tr)
-			myt := o.sum(q) / nT
-			u := tr
-			if center {
-				o.subVS(dr, tr, o.sum(tr)/nT)
-				u = dr
+		for i := lo; i < hi; i += b {
+			e := min(i+b, hi)
+			db, tb, yb, qb := d[i*n:e*n], t[i*n:e*n], y[i*n:e*n], q[:(e-i)*n]
+			o.mulVV(qb, yb, tb)
+			for j := range e - i {
+				m2[j] = -(o.sum(qb[j*n:(j+1)*n]) / nT) // −mean(y·t)
 			}
-			o.mulVS(q, yr, -myt)
-			o.addVV(dr, u, q)
-			o.mulVS(dr, dr, inv[i])
+			u := tb
+			if center {
+				for j := range e - i {
+					m1[j] = o.sum(tb[j*n:(j+1)*n]) / nT
+				}
+				o.subRows(db, tb, m1[:e-i], n)
+				u = db
+			}
+			o.mulRows(qb, yb, m2[:e-i], n)
+			o.addVV(db, u, qb)
+			o.mulRows(db, db, inv[i:e], n)
 		}
 	}
 	rows := len(inv)

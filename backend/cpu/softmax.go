@@ -47,17 +47,19 @@ func softmaxLines[T float32 | float64](d, x []T, shape []int, axis int, log bool
 		return
 	}
 	if inner == 1 {
-		if serial(lines, n*costMath) {
-			for q := 0; q < lines; q++ {
-				softmaxRow(d[q*n:(q+1)*n], x[q*n:(q+1)*n], log, o)
+		run := func(lo, hi int) {
+			b := rowBlock(n)
+			ms, ss := make([]T, b), make([]T, b)
+			for q := lo; q < hi; q += b {
+				e := min(q+b, hi)
+				softmaxRows(d[q*n:e*n], x[q*n:e*n], n, log, o, ms[:e-q], ss[:e-q])
 			}
+		}
+		if serial(lines, n*costMath) {
+			run(0, lines)
 			return
 		}
-		parallelFor(lines, n*costMath, func(lo, hi int) {
-			for q := lo; q < hi; q++ {
-				softmaxRow(d[q*n:(q+1)*n], x[q*n:(q+1)*n], log, o)
-			}
-		})
+		parallelFor(lines, n*costMath, run)
 		return
 	}
 	parallelFor(lines, n*costMath, func(lo, hi int) {
@@ -73,6 +75,30 @@ func softmaxLines[T float32 | float64](d, x []T, shape []int, axis int, log bool
 			}
 		}
 	})
+}
+
+// softmaxRows sets the rows of n elements of d to softmax of x's (to
+// log-softmax with log set), len(ms) contiguous rows, with ms and ss
+// scratch for their maxima and sums: softmaxRow's operations, the
+// elementwise ones once over the block (rowOps).
+func softmaxRows[T float32 | float64](d, x []T, n int, log bool, o rowOps[T], ms, ss []T) {
+	for i := range ms {
+		ms[i] = o.max(x[i*n : (i+1)*n])
+	}
+	o.subRows(d, x, ms, n)
+	o.exp(d, d)
+	for i := range ss {
+		ss[i] = o.sum(d[i*n : (i+1)*n])
+	}
+	if !log {
+		o.divRows(d, d, ss, n)
+		return
+	}
+	o.subRows(d, x, ms, n)
+	for i, s := range ss {
+		ss[i] = o.log(s)
+	}
+	o.subRows(d, d, ss, n)
 }
 
 // softmaxRow sets d to softmax(x) (log-softmax with log set), x one
