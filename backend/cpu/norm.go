@@ -24,15 +24,22 @@ func init() {
 	register(prims.RMSNormLin, false, normLinKernel(prims.RMSNormLin, false))
 }
 
+// normRowLen returns the length of the rows p normalizes in an operand
+// of the given shape (its last np.Axes axes), and panics if it has
+// fewer axes.
+func normRowLen(p *interp.Prim, np prims.NormParams, shape []int) int {
+	r := len(shape)
+	if np.Axes < 1 || np.Axes > r {
+		interp.Panicf("cpu: %s over the last %d axes of shape %v", p.Name, np.Axes, shape)
+	}
+	return backend.ShapeSize(shape[r-np.Axes:])
+}
+
 func normKernel(p *interp.Prim, center bool) kernel {
 	return func(params any, in, out []backend.Array) {
 		np := params.(prims.NormParams)
 		x := in[0]
-		r := len(x.Shape)
-		if np.Axes < 1 || np.Axes > r {
-			interp.Panicf("cpu: %s over the last %d axes of shape %v", p.Name, np.Axes, x.Shape)
-		}
-		n := backend.ShapeSize(x.Shape[r-np.Axes:])
+		n := normRowLen(p, np, x.Shape)
 		switch x.Buf.(type) {
 		case *f32Buf:
 			normRows(f32s(out[0]), f32s(out[1]), f32s(x), n, float32(np.Eps), center, rowOps32())
@@ -96,20 +103,15 @@ func normBlock[T float32 | float64](d, inv, q, ms, x []T, n int, eps T, center b
 // Kernels of layer_norm_lin and rms_norm_lin (a norm's tangent map, and
 // so its backward pass): per block of rows (rowBlock), the operations of
 // the composite (prims.LayerNormLin's Impl) in its order, with the loops
-// its kernels run, on rows in cache: mean(y·t) and mean(t) as reduce_sum and div
-// compute them, t − mean(t) (the composite's t + (−mean(t)), the same
-// bits), y·(−mean(y·t)) into a scratch row, their sum, and the scaling
-// by r.
+// its kernels run, on rows in cache: mean(y·t) and mean(t) as reduce_sum
+// and div compute them, t − mean(t) (the composite's t + (−mean(t)), the
+// same bits), y·(−mean(y·t)) into a scratch row, their sum, and the
+// scaling by r.
 
 func normLinKernel(p *interp.Prim, center bool) kernel {
 	return func(params any, in, out []backend.Array) {
-		np := params.(prims.NormParams)
 		t := in[0]
-		r := len(t.Shape)
-		if np.Axes < 1 || np.Axes > r {
-			interp.Panicf("cpu: %s over the last %d axes of shape %v", p.Name, np.Axes, t.Shape)
-		}
-		n := backend.ShapeSize(t.Shape[r-np.Axes:])
+		n := normRowLen(p, params.(prims.NormParams), t.Shape)
 		switch t.Buf.(type) {
 		case *f32Buf:
 			normLinRows(f32s(out[0]), f32s(t), f32s(in[1]), f32s(in[2]), n, center, rowOps32())
