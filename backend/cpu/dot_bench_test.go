@@ -140,7 +140,7 @@ func BenchmarkGEMMKernels(b *testing.B) {
 	for _, k := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
 		peaks[k] = cpu.PeakGFLOPS(k[0], k[1])
 	}
-	for _, s := range [][3]int{{512, 512, 512}, {64, 784, 128}, {128, 256, 10}, {128, 256, 20}, {128, 256, 40}, {32, 128, 128}} {
+	for _, s := range [][3]int{{512, 512, 512}, {64, 784, 128}, {128, 256, 10}, {128, 256, 20}, {128, 256, 40}, {32, 128, 128}, {128, 128, 128}, {128, 128, 512}} {
 		m, k, n := s[0], s[1], s[2]
 		for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
 			data := func(size int) any {
