@@ -289,12 +289,13 @@ func BenchmarkElementwiseBroadcast(b *testing.B) {
 	}
 }
 
-// BenchmarkRowKernels: softmax and layer_norm over rows at a GPT's
-// attention (8192 rows of 64) and a transformer's (128 rows of 128),
-// float32: the row kernels, a block of rows at a time.
+// BenchmarkRowKernels: softmax, log_softmax and layer_norm over rows at
+// a GPT's attention (8192 rows of 64), a transformer's (128 rows of 128)
+// and a classifier's (128 rows of 10), float32: the row kernels, a block
+// of rows at a time.
 func BenchmarkRowKernels(b *testing.B) {
 	ewBenchSetup(b)
-	for _, s := range [][2]int{{8192, 64}, {128, 128}} {
+	for _, s := range [][2]int{{8192, 64}, {128, 128}, {128, 10}} {
 		rows, n := s[0], s[1]
 		x := ewTensor(ewBenchData(rows*n, -3, 3), rows, n)
 		for _, c := range []struct {
@@ -303,6 +304,7 @@ func BenchmarkRowKernels(b *testing.B) {
 			params any
 		}{
 			{"softmax", prims.Softmax, prims.AxisParams{Axis: 1}},
+			{"log_softmax", prims.LogSoftmax, prims.AxisParams{Axis: 1}},
 			{"layer_norm", prims.LayerNorm, prims.NormParams{Axes: 1, Eps: 1e-5}},
 		} {
 			b.Run(fmt.Sprintf("%s/%dx%d", c.name, rows, n), func(b *testing.B) {
