@@ -63,7 +63,7 @@ func normRows[T float32 | float64](d, inv, x []T, n int, eps T, center bool, o r
 		return
 	}
 	run := func(lo, hi int) {
-		b := rowBlock(n)
+		b := min(rowBlock(n), hi-lo)
 		q, ms := make([]T, b*n), make([]T, b)
 		for i := lo; i < hi; i += b {
 			e := min(i+b, hi)
@@ -131,7 +131,7 @@ func normLinRows[T float32 | float64](d, t, y, inv []T, n int, center bool, o ro
 		return
 	}
 	run := func(lo, hi int) {
-		b := rowBlock(n)
+		b := min(rowBlock(n), hi-lo)
 		q, m1, m2 := make([]T, b*n), make([]T, b), make([]T, b)
 		nT := T(n)
 		for i := lo; i < hi; i += b {

@@ -31,7 +31,8 @@ type rowOps[T float32 | float64] struct {
 
 // rowBlock returns how many rows of n elements a row kernel takes at a
 // time: about 2048 elements (8 KiB of float32, in the L1 with its
-// operands), at least one row.
+// operands), at least one row. The kernels size their scratch rows by
+// the rows they have when fewer.
 func rowBlock(n int) int { return max(1, 2048/max(n, 1)) }
 
 // rowsOf returns vs applied row by row: d's row r is vs(a's row r,

@@ -48,7 +48,7 @@ func softmaxLines[T float32 | float64](d, x []T, shape []int, axis int, log bool
 	}
 	if inner == 1 {
 		run := func(lo, hi int) {
-			b := rowBlock(n)
+			b := min(rowBlock(n), hi-lo)
 			ms, ss := make([]T, b), make([]T, b)
 			for q := lo; q < hi; q += b {
 				e := min(q+b, hi)
