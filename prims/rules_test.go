@@ -896,6 +896,9 @@ func linCases() []linCase {
 		linCase{prim: prims.OptimizationBarrier, args: []*T{u(2, 3)}, linear: t},
 		linCase{prim: prims.Rev, params: prims.RevParams{Axes: []int{1, 0}}, args: []*T{u(2, 3)}, linear: t},
 		linCase{prim: prims.Cumsum, params: prims.CumsumParams{Axis: 0}, args: []*T{u(5)}, linear: t},
+		// Self-adjoint for any y: diag(y) − y·yᵀ along the axis.
+		linCase{prim: prims.SoftmaxLin, params: prims.AxisParams{Axis: 1}, args: []*T{u(3, 5), u(3, 5)}, linear: []bool{true, false}},
+		linCase{prim: prims.SoftmaxLin, params: prims.AxisParams{Axis: 0}, args: []*T{u(4, 2), u(4, 2)}, linear: []bool{true, false}},
 		// Self-adjoint for any y and r: r times a symmetric projection.
 		linCase{prim: prims.LayerNormLin, params: prims.NormParams{Axes: 1}, args: []*T{u(3, 5), u(3, 5), u(3)}, linear: []bool{true, false, false}},
 		linCase{prim: prims.LayerNormLin, params: prims.NormParams{Axes: 2}, args: []*T{u(2, 3, 4), u(2, 3, 4), u(2)}, linear: []bool{true, false, false}},

@@ -28,6 +28,8 @@ func sortJVPCases(r *rand.Rand) []jvpCase {
 		{prim: prims.Softmax, params: prims.AxisParams{Axis: 1}, args: []*T{uniform(r, -3, 3, 3, 5)}},
 		{prim: prims.Softmax, params: prims.AxisParams{Axis: 0}, args: []*T{uniform(r, -3, 3, 4, 2)}},
 		{prim: prims.Softmax, params: prims.AxisParams{Axis: 0}, args: []*T{f64([]float64{-40, 0.5, 30, 30}, 4)}},
+		{prim: prims.SoftmaxLin, params: prims.AxisParams{Axis: 1}, args: []*T{uniform(r, -2, 2, 3, 5), uniform(r, 0, 1, 3, 5)}},
+		{prim: prims.SoftmaxLin, params: prims.AxisParams{Axis: 0}, args: []*T{uniform(r, -2, 2, 4, 2), uniform(r, 0, 1, 4, 2)}},
 		{prim: prims.LogSoftmax, params: prims.AxisParams{Axis: 1}, args: []*T{uniform(r, -3, 3, 3, 5)}},
 		{prim: prims.LogSoftmax, params: prims.AxisParams{Axis: 0}, args: []*T{uniform(r, -3, 3, 4, 2)}},
 		{prim: prims.LogSoftmax, params: prims.AxisParams{Axis: 0}, args: []*T{f64([]float64{-40, 0.5, 30, 30}, 4)}},

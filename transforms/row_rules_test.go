@@ -14,9 +14,9 @@ import (
 // operand: their rules subtract a row's sum or mean negated before its
 // broadcast (subUnreduced), so the transpose negates one element a row.
 // (They negated every element of the rows: a full pass over memory per
-// rule in a model's backward pass.) A norm's backward pass is one
-// primitive, its tangent map (layer_norm_lin, rms_norm_lin), applied to
-// the cotangent.
+// rule in a model's backward pass.) The backward pass of softmax or a
+// norm is one primitive, its tangent map (softmax_lin, layer_norm_lin,
+// rms_norm_lin), applied to the cotangent.
 func TestRowRulesNegateRows(t *testing.T) {
 	const rows, width = 8, 32
 	x := peel.Normal(peel.Key(1), peel.Float64, rows, width)
@@ -26,7 +26,7 @@ func TestRowRulesNegateRows(t *testing.T) {
 		f    func(*peel.Tensor) *peel.Tensor
 		lin  *interp.Prim // the one tangent map the gradient applies
 	}{
-		{"softmax", func(x *peel.Tensor) *peel.Tensor { return peel.Softmax(x, -1) }, nil},
+		{"softmax", func(x *peel.Tensor) *peel.Tensor { return peel.Softmax(x, -1) }, prims.SoftmaxLin},
 		{"log_softmax", func(x *peel.Tensor) *peel.Tensor { return peel.LogSoftmax(x, -1) }, nil},
 		{"layer_norm", func(x *peel.Tensor) *peel.Tensor { return peel.Standardize(x, 1, 1e-5) }, prims.LayerNormLin},
 		{"rms_norm", func(x *peel.Tensor) *peel.Tensor { return peel.RMSNormalize(x, 1, 1e-5) }, prims.RMSNormLin},

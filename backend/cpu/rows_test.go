@@ -8,8 +8,8 @@ import (
 
 // TestRowBlocks checks the row kernels, which run blocks of rows
 // (rowBlock), bit for bit against the same kernels run one row at a
-// time: softmax and log-softmax, layer_norm and rms_norm, and their
-// tangent maps, float32 and float64, rows shorter than the SIMD loops
+// time: softmax and log-softmax, layer_norm and rms_norm, and the
+// tangent maps of softmax and the norms, float32 and float64, rows shorter than the SIMD loops
 // take and longer, numbers of rows that leave a block short and that
 // run in parallel.
 func TestRowBlocks(t *testing.T) {
@@ -55,6 +55,14 @@ func testRowBlocks[T float32 | float64](t *testing.T, o rowOps[T]) {
 				}
 				same("norm", rows, n, got, want)
 				same("norm's inverse deviations", rows, n, gi, wi)
+				if center {
+					q, ss := make([]T, rows*n), make([]T, rows)
+					softmaxLinLines(got, x, y, []int{rows, n}, 1, o)
+					for i := range rows {
+						softmaxLinRows(want[i*n:(i+1)*n], x[i*n:(i+1)*n], y[i*n:(i+1)*n], q[:n], ss[:1], n, o)
+					}
+					same("softmax_lin", rows, n, got, want)
+				}
 				normLinRows(got, x, y, inv, n, center, o)
 				for i := range rows {
 					normLinRows(want[i*n:(i+1)*n], x[i*n:(i+1)*n], y[i*n:(i+1)*n], inv[i:i+1], n, center, o)

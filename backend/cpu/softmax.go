@@ -18,6 +18,78 @@ import (
 func init() {
 	register(prims.Softmax, false, softmaxKernel(prims.Softmax, false))
 	register(prims.LogSoftmax, false, softmaxKernel(prims.LogSoftmax, true))
+	register(prims.SoftmaxLin, false, softmaxLinKernel)
+}
+
+// softmaxLinKernel is softmax_lin's (softmax's tangent map, and so its
+// backward pass): per row y·(t − Σ y·t), the composite's operations in
+// its order (y·t, reduce_sum's sum, t + (−s), the product by y), the
+// same bits, rows along an inner axis copied into scratch lines first.
+func softmaxLinKernel(params any, in, out []backend.Array) {
+	axis := params.(prims.AxisParams).Axis
+	t := in[0]
+	if axis < 0 || axis >= len(t.Shape) {
+		interp.Panicf("cpu: softmax_lin axis %d out of range for shape %v", axis, t.Shape)
+	}
+	switch t.Buf.(type) {
+	case *f32Buf:
+		softmaxLinLines(f32s(out[0]), f32s(t), f32s(in[1]), t.Shape, axis, rowOps32())
+	case *f64Buf:
+		softmaxLinLines(f64s(out[0]), f64s(t), f64s(in[1]), t.Shape, axis, rowOps64())
+	default:
+		badDType(prims.SoftmaxLin, t.Buf.DType())
+	}
+}
+
+// softmaxLinLines runs softmaxLinRows on every line of t and y along the
+// axis, a block of contiguous rows at a time, in parallel.
+func softmaxLinLines[T float32 | float64](d, t, y []T, shape []int, axis int, o rowOps[T]) {
+	outer, n, inner := axisSplit(shape, axis)
+	lines := outer * inner
+	if lines*n == 0 {
+		return
+	}
+	run := func(lo, hi int) {
+		b := min(rowBlock(n), hi-lo)
+		if inner > 1 {
+			b = 1
+		}
+		q, ss := make([]T, b*n), make([]T, b)
+		if inner == 1 {
+			for i := lo; i < hi; i += b {
+				e := min(i+b, hi)
+				softmaxLinRows(d[i*n:e*n], t[i*n:e*n], y[i*n:e*n], q[:(e-i)*n], ss[:e-i], n, o)
+			}
+			return
+		}
+		ts, ys, ds := make([]T, n), make([]T, n), make([]T, n)
+		for i := lo; i < hi; i++ {
+			start := (i/inner)*n*inner + i%inner
+			for j, k := 0, start; j < n; j, k = j+1, k+inner {
+				ts[j], ys[j] = t[k], y[k]
+			}
+			softmaxLinRows(ds, ts, ys, q, ss, n, o)
+			for j, k := 0, start; j < n; j, k = j+1, k+inner {
+				d[k] = ds[j]
+			}
+		}
+	}
+	if serial(lines, n*costCheap*4) {
+		run(0, lines)
+		return
+	}
+	parallelFor(lines, n*costCheap*4, run)
+}
+
+// softmaxLinRows sets the len(ss) rows of n elements of d to y·(t − Σ
+// y·t) of t's and y's (q and ss scratch).
+func softmaxLinRows[T float32 | float64](d, t, y, q, ss []T, n int, o rowOps[T]) {
+	o.mulVV(q, y, t)
+	for i := range ss {
+		ss[i] = o.sum(q[i*n : (i+1)*n])
+	}
+	o.subRows(d, t, ss, n)
+	o.mulVV(d, y, d)
 }
 
 func softmaxKernel(p *interp.Prim, log bool) kernel {
