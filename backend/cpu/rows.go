@@ -35,13 +35,16 @@ type rowOps[T float32 | float64] struct {
 // the rows they have when fewer.
 func rowBlock(n int) int { return max(1, 2048/max(n, 1)) }
 
-// rowsOf returns vs applied row by row: d's row r is vs(a's row r,
-// s[r]), rows of k.
+// rowsOf returns vs applied row by row (rowsLoop).
 func rowsOf[T float32 | float64](vs func(d, a []T, s T)) func(d, a, s []T, k int) {
-	return func(d, a, s []T, k int) {
-		for r, v := range s {
-			vs(d[r*k:(r+1)*k], a[r*k:(r+1)*k], v)
-		}
+	return func(d, a, s []T, k int) { rowsLoop(vs, d, a, s, k) }
+}
+
+// rowsLoop sets d's row r to vs(a's row r, s[r]) for the len(s) rows of
+// k: the row operations one call a row, where no row kernel takes them.
+func rowsLoop[T float32 | float64](vs func(d, a []T, s T), d, a, s []T, k int) {
+	for r, v := range s {
+		vs(d[r*k:(r+1)*k], a[r*k:(r+1)*k], v)
 	}
 }
 

@@ -282,9 +282,7 @@ func callRows[T simdFloat](f func(d, a, s []T, k int), d, a, s []T, k int) { f(d
 // of a GPT's norms and attention: 95,000 calls a step.
 func rowsVec[T simdFloat](f func(d, a, s []T, k int), vs func(d, a []T, s T), d, a, s []T, k int) {
 	if k%8 != 0 {
-		for r, v := range s {
-			vs(d[r*k:(r+1)*k], a[r*k:(r+1)*k], v)
-		}
+		rowsLoop(vs, d, a, s, k)
 		return
 	}
 	per := max(1, simdChunk/k)

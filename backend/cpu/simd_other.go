@@ -62,12 +62,6 @@ func divRowsSV64Vec(d, a, s []float64, k int) {
 	rowsLoop(func(d, a []float64, v float64) { divSV(d, v, a) }, d, a, s, k)
 }
 
-func rowsLoop[T elemNum](vs func(d, a []T, s T), d, a, s []T, k int) {
-	for r, v := range s {
-		vs(d[r*k:(r+1)*k], a[r*k:(r+1)*k], v)
-	}
-}
-
 func neg32Vec(d, a []float32) { negLoop(d, a) }
 func neg64Vec(d, a []float64) { negLoop(d, a) }
 
