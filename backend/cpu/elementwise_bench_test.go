@@ -109,6 +109,8 @@ func BenchmarkElementwiseUnary(b *testing.B) {
 		nd[i] = float32(rng.NormFloat64())
 	}
 	normal := ewTensor(nd, ewBenchN)
+	// A network at initialization: pre-activations within ±0.5.
+	small := ewTensor(ewBenchData(ewBenchN, -0.5, 0.5), ewBenchN)
 	for _, c := range []struct {
 		name string
 		p    *interp.Prim
@@ -125,6 +127,8 @@ func BenchmarkElementwiseUnary(b *testing.B) {
 		{"cos_f32", prims.Cos, x},
 		{"gelu_f32", prims.GELU, normal},
 		{"gelu_grad_f32", prims.GELUGrad, normal},
+		{"gelu_small_f32", prims.GELU, small},
+		{"gelu_grad_small_f32", prims.GELUGrad, small},
 		{"tanh_f64", prims.Tanh, x64},
 		{"exp_f64", prims.Exp, x64},
 	} {

@@ -439,9 +439,10 @@ func erf32Scalar(d, a []float32) {
 }
 
 // GELU and its derivative in float32 (prims.GELU, prims.GELUGrad): the
-// SIMD kernels where the CPU has them (gelu32AVX2, geluGrad32AVX2 and
-// their AVX-512 forms, in float64 lanes), and otherwise the primitives'
-// float64 References (math.Erfc, math.Exp) rounded to float32.
+// SIMD kernels where the CPU has them (gelu32AVX2 and its AVX-512 form
+// in float64 lanes, geluGrad32Vec's in float32 lanes), and otherwise the
+// primitives' float64 References (math.Erfc, math.Exp) rounded to
+// float32.
 var (
 	gelu32Scalar     = floatMap[float32](referenceF(prims.GELU))
 	geluGrad32Scalar = floatMap[float32](referenceF(prims.GELUGrad))

@@ -26,24 +26,17 @@ func logistic64AVX2(d, a []float64)
 //go:noescape
 func erf32AVX2(d, a []float32)
 
-// gelu32AVX2 and geluGrad32AVX2 set d[i] to GELU(a[i]) and GELU′(a[i])
-// like erf32AVX2.
+// gelu32AVX2 sets d[i] to GELU(a[i]) like erf32AVX2 (GELU′'s kernels
+// are in gelugrad_amd64.go).
 //
 //go:noescape
 func gelu32AVX2(d, a []float32)
 
-//go:noescape
-func geluGrad32AVX2(d, a []float32)
-
-// gelu32AVX512 and geluGrad32AVX512 are gelu32AVX2 and geluGrad32AVX2
-// on eight lanes (len(d) a multiple of 8), the same bits: the kernels
-// where the CPU has AVX-512 (haveAVX512).
+// gelu32AVX512 is gelu32AVX2 on eight lanes (len(d) a multiple of 8),
+// the same bits: the kernel where the CPU has AVX-512 (haveAVX512).
 //
 //go:noescape
 func gelu32AVX512(d, a []float32)
-
-//go:noescape
-func geluGrad32AVX512(d, a []float32)
 
 // exp64Vec, tanh64Vec and logistic64Vec set d[i] = f(a[i]) with the
 // assembly kernels, chunk by chunk (unaryVec), and are called only when
@@ -61,15 +54,11 @@ func erf32Vec(d, a []float32) {
 	erf32Scalar(d[n:], a[n:])
 }
 
-// gelu32Vec and geluGrad32Vec are erf32Vec's kind of loop for GELU and
-// GELU′, their last few elements through the portable loops.
-// Where the CPU has AVX-512 the eight-lane kernels take the multiples of
-// 8 and the four-lane ones at most a group of four after them.
+// gelu32Vec is erf32Vec's kind of loop for GELU, its last few elements
+// through the portable loop. Where the CPU has AVX-512 the eight-lane
+// kernel takes the multiples of 8 and the four-lane one at most a group
+// of four after them.
 func gelu32Vec(d, a []float32) { geluLoop(gelu32AVX512, gelu32AVX2, gelu32Scalar, d, a) }
-
-func geluGrad32Vec(d, a []float32) {
-	geluLoop(geluGrad32AVX512, geluGrad32AVX2, geluGrad32Scalar, d, a)
-}
 
 func geluLoop(k8, k4, scalar func(d, a []float32), d, a []float32) {
 	a = a[:len(d)]

@@ -449,14 +449,14 @@ logisticDone:
 	VZEROUPPER
 	RET
 
-// erf, GELU and GELU′ of float32 lanes, evaluated in float64 four lanes
-// at a time (eight for GELU and GELU′ with AVX-512, below) and rounded
-// once to float32. Three fits, computed for peel (P and H by
-// Lawson-reweighted least squares in float64, W by Chebyshev
-// interpolation in 50-digit arithmetic):
+// erf and GELU of float32 lanes, evaluated in float64 four lanes at a
+// time (eight for GELU with AVX-512, below) and rounded once to float32
+// (GELU′ is in float32 lanes: gelugrad_amd64.s). Three fits, computed
+// for peel (P and H by Lawson-reweighted least squares in float64, W by
+// Chebyshev interpolation in 50-digit arithmetic):
 //
 //   - erf(a) = a·P(a²) for a < 1, P of degree 7 (relative error 3.3e-11);
-//   - for GELU and GELU′, erf(z) = z·W(z²) for |z| < 2, W of degree 14
+//   - for GELU, erf(z) = z·W(z²) for |z| < 2, W of degree 14
 //     fitted to erf(√t)/√t on t ∈ [0, 4] and rounded to float64
 //     (absolute error 1.7e-14 over a dense sweep, so Φ = ½ + ½·erf(z)
 //     to 3.4e-12 relative);
@@ -470,8 +470,6 @@ logisticDone:
 CONST4(eleven64<>, 0x4026000000000000)     // 11
 CONST4(rsqrt264<>, 0x3fe6a09e667f3bcc)     // 1/√2
 CONST4(negSixteen64<>, 0xc030000000000000) // -16
-CONST4(sixteen64<>, 0x4030000000000000)    // 16
-CONST4(invSqrt2Pi64<>, 0x3fd9884533d43651) // 1/√(2π)
 CONST4(erfP0<>, 0x3ff20dd7504007ec)        // 1.128379167058024
 CONST4(erfP1<>, 0xbfd8127465fb949b)        // -0.3761263843465003
 CONST4(erfP2<>, 0x3fbce2f0798a0310)        // 0.11283781974090012
@@ -538,8 +536,8 @@ CONST4(erfcH12<>, 0xbfc2fb5ebe10ecec) // -0.14829620628902462
 	VFMADD213PD erfW1<>(SB), T, R; \
 	VFMADD213PD erfW0<>(SB), T, R
 
-// ERFCEXP sets Y2 = e^(-b²) for Y14 = b, 0 ≤ b ≤ 11: ERFC's first half,
-// which GELU′ needs for every x. Clobbers Y0–Y4.
+// ERFCEXP sets Y2 = e^(-b²) for Y14 = b, 0 ≤ b ≤ 11: ERFC's first
+// half. Clobbers Y0–Y4.
 #define ERFCEXP \
 	VMULPD      Y14, Y14, Y0; \
 	VXORPD      signMask64<>(SB), Y0, Y0; \
@@ -550,8 +548,8 @@ CONST4(erfcH12<>, 0xbfc2fb5ebe10ecec) // -0.14829620628902462
 	VMULPD      Y1, Y2, Y2     /* Y2 = e^(-b²) */
 
 // ERFC sets Y2 = e^(-b²) and Y5 = erfc(c), c = max(b, 1), for Y14 = b,
-// 0 ≤ b ≤ 11, with Y13 = 1 (below 1, Y5 is not erfc(b) but the e^(-b²)
-// that GELU′ needs is). Clobbers Y0–Y7 and Y14 (to u = 1/c).
+// 0 ≤ b ≤ 11, with Y13 = 1 (below 1, Y5 is not erfc(b)). Clobbers
+// Y0–Y7 and Y14 (to u = 1/c).
 #define ERFC \
 	ERFCEXP; \
 	VMAXPD      Y14, Y13, Y14; /* c = max(1, b) */ \
@@ -691,55 +689,10 @@ geluDone:
 	VZEROUPPER
 	RET
 
-// func geluGrad32AVX2(d, a []float32)
-//
-// GELU′(x) = Φ(x) + c·φ(x), c = x clamped to ±16 and φ(x) =
-// e^(-s²)/√(2π) (GELULARGE's or ERFCEXP's exponential, exact for |x| < 15.5; past it
-// both terms have reached their limits in float32).
-TEXT ·geluGrad32AVX2(SB), NOSPLIT, $0-48
-	MOVQ    d_base+0(FP), DI
-	MOVQ    d_len+8(FP), CX
-	MOVQ    a_base+24(FP), SI
-	SHRQ    $2, CX
-	JZ      geluGradDone
-	VMOVUPD one64<>(SB), Y13
-
-geluGradLoop:
-	VCVTPS2PD (SI), Y8
-	GELUSMALL
-	VMOVMSKPD Y7, AX
-	CMPL      AX, $15
-	JNE       geluGradLarge
-	VMOVAPD   Y9, Y14 // every lane small: min(11, s) = s (NaN kept)
-	ERFCEXP
-	VMOVAPD   Y12, Y5 // Φ is GELUSMALL's
-	JMP       geluGradScale
-
-geluGradLarge:
-	GELULARGE
-
-geluGradScale:
-	VMOVUPD     negSixteen64<>(SB), Y6
-	VMAXPD      Y8, Y6, Y6 // max(-16, x), NaN kept
-	VMOVUPD     sixteen64<>(SB), Y7
-	VMINPD      Y6, Y7, Y6 // c
-	VMULPD      invSqrt2Pi64<>(SB), Y2, Y2 // φ(x)
-	VFMADD231PD Y6, Y2, Y5 // Φ + c·φ
-	VCVTPD2PSY  Y5, X0
-	VMOVUPS     X0, (DI)
-	ADDQ        $16, SI
-	ADDQ        $16, DI
-	DECQ        CX
-	JNZ         geluGradLoop
-
-geluGradDone:
-	VZEROUPPER
-	RET
-
-// AVX-512 forms of GELU and GELU′: the macros above on eight float64
+// The AVX-512 form of GELU: the macros above on eight float64
 // lanes (Z registers, constants broadcast from their first lane, K1 and
 // K2 for the lane masks), the same operations lane by lane, so the same
-// bits as the AVX2 kernels. Their Horner chains (erfc's thirteen terms,
+// bits as the AVX2 kernel. Their Horner chains (erfc's thirteen terms,
 // exp's) are latency-bound four lanes at a time; eight in flight take
 // about the time of four, on a Zen 4's 256-bit units as on full-width
 // ones. GELUSMALL512 compares with Z16 = 2 and leaves the small lanes'
@@ -891,49 +844,5 @@ gelu512Scale:
 	JNZ          gelu512Loop
 
 gelu512Done:
-	VZEROUPPER
-	RET
-
-// func geluGrad32AVX512(d, a []float32)
-//
-// geluGrad32AVX2 eight lanes at a time: len(d) a multiple of 8.
-TEXT ·geluGrad32AVX512(SB), NOSPLIT, $0-48
-	MOVQ         d_base+0(FP), DI
-	MOVQ         d_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	SHRQ         $3, CX
-	JZ           geluGrad512Done
-	VBROADCASTSD one64<>(SB), Z13
-	VBROADCASTSD two64<>(SB), Z16
-
-geluGrad512Loop:
-	VCVTPS2PD (SI), Z8
-	GELUSMALL512
-	KMOVB     K1, AX
-	CMPL      AX, $0xff
-	JNE       geluGrad512Large
-	VMOVAPD   Z9, Z14 // every lane small: min(11, s) = s (NaN kept)
-	ERFCEXP512
-	VMOVAPD   Z12, Z5 // Φ is GELUSMALL's
-	JMP       geluGrad512Scale
-
-geluGrad512Large:
-	GELULARGE512
-
-geluGrad512Scale:
-	VBROADCASTSD     negSixteen64<>(SB), Z6
-	VMAXPD           Z8, Z6, Z6 // max(-16, x), NaN kept
-	VBROADCASTSD     sixteen64<>(SB), Z7
-	VMINPD           Z6, Z7, Z6 // c
-	VMULPD.BCST      invSqrt2Pi64<>(SB), Z2, Z2 // φ(x)
-	VFMADD231PD      Z6, Z2, Z5 // Φ + c·φ
-	VCVTPD2PS        Z5, Y0
-	VMOVUPS          Y0, (DI)
-	ADDQ             $32, SI
-	ADDQ             $32, DI
-	DECQ             CX
-	JNZ              geluGrad512Loop
-
-geluGrad512Done:
 	VZEROUPPER
 	RET

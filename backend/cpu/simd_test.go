@@ -605,19 +605,21 @@ func TestSumWiden32(t *testing.T) {
 
 // TestGELUGroupsIndependent checks that GELU's and GELU′'s float32
 // kernels give each element the same bits whatever the other lanes of
-// its group (four, eight with AVX-512) are: a group whose lanes are all
-// small (|x| < 2√2, or NaN) skips the erfc half, which a group with one
-// large lane computes and blends away (simd64_amd64.s,
-// GELUSMALL/GELULARGE).
+// its group (four or eight for GELU, eight or sixteen for GELU′) are: a
+// GELU group whose lanes are all small (|x| < 2√2, or NaN) skips the
+// erfc half, which a group with one large lane computes and blends away
+// (simd64_amd64.s, GELUSMALL/GELULARGE); a GELU′ group with a lane past
+// |x| = 4 has that lane replaced (gelugrad_amd64.go).
 func TestGELUGroupsIndependent(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1.41, 1.4142135, 1.4142137, -1.4142137, 3, -3, 20, -20, 1e-30,
 		2.828427, 2.8284273, -2.8284273, -2.828427, 2.9, -2.9,
+		4, -4, 3.9999998, -3.9999998, 4.0000005, -4.0000005, 2.9999998, 1.0000001,
 		float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
 	for range 2000 {
 		vals = append(vals, float32(r.NormFloat64()*1.5))
 	}
-	const group = 8
+	const group = 16
 	for _, k := range []struct {
 		name string
 		f    func(d, a []float32)
