@@ -307,6 +307,34 @@ func TestCacheRecyclesUnreachableResults(t *testing.T) {
 	t.Errorf("the recycled result was trimmed in every round: %+v", peel.MemoryStats())
 }
 
+// TestReshapeCopyFromCache checks that the copy a reshape makes of a
+// layout no view can express (a transposed matrix flattened) takes its
+// buffer from the cache, not zeroed, as a kernel's result does (it was
+// zeroed fresh memory), and that the copy and a reshape of it read the
+// right elements.
+func TestReshapeCopyFromCache(t *testing.T) {
+	const n = 128 // 128×128 f32: 64 KiB, a cached size
+	x := peel.Reshape(peel.Arange(peel.Float32, 0, n*n, 1), n, n)
+	xt := peel.Transpose(x, 1, 0)
+	before := peel.MemoryStats()
+	flat := peel.Reshape(xt, n*n)
+	after := peel.MemoryStats()
+	if got := (after.Hits + after.Misses) - (before.Hits + before.Misses); got != 1 {
+		t.Errorf("reshape's copy took %d buffers from the cache, want 1", got)
+	}
+	vals := flat.Float32s()
+	for i := range n {
+		for j := range n {
+			if got, want := vals[i*n+j], float32(j*n+i); got != want {
+				t.Fatalf("flat[%d] = %v, want %v", i*n+j, got, want)
+			}
+		}
+	}
+	if got := peel.Reshape(flat, n, n).Float32s()[n+2]; got != float32(2*n+1) {
+		t.Errorf("reshape of the copy: [1,2] = %v, want %v", got, 2*n+1)
+	}
+}
+
 // TestCacheKeepsAliasedMemory checks that memory still reachable through
 // a view, a snapshot or a box sharing the storage is never handed out
 // again, however many results of its size are made and dropped.

@@ -247,10 +247,17 @@ func Contiguous(x *Tensor) *Tensor {
 	if arr.IsContiguous() && arr.Offset == 0 && arr.Buf.Len() == arr.Size() {
 		return x
 	}
-	dst := backend.Array{Buf: alloc(be, x.dtype, x.shape), Shape: x.shape}
+	// The copy writes every element: the buffer comes from the cache,
+	// not zeroed, when the backend has one.
+	buf, cached := allocResult(be, x.dtype, x.shape)
+	dst := backend.Array{Buf: buf, Shape: x.shape}
 	be.Copy(dst, arr)
 	runtime.KeepAlive(x)
-	return concreteTensor(be, dst)
+	t := concreteTensor(be, dst)
+	if cached {
+		recycleWhenUnreachable(t.st, be, buf)
+	}
+	return t
 }
 
 func evalMutation(be backend.Backend, p *Prim, params any, args []*Tensor) *Tensor {
