@@ -89,6 +89,43 @@ func MatMul(a, b *Tensor) *Tensor {
 	return matmul("peel.MatMul", a, b)
 }
 
+// Linear returns x·w + b, the affine map of a dense layer: x [..., k]
+// times w [k, n], plus b [n] broadcast along x's leading axes, a result
+// [..., n]; with b nil it is MatMul(x, w). Its values, dtype and
+// derivatives are those of Add(MatMul(x, w), b). Where the product is
+// floating and b converts to its dtype unchanged, it is one primitive
+// (prims.Linear), which the CPU backend evaluates as the product and the
+// addition in one buffer (the addition reads the product where it was
+// just written, and no second buffer is filled); otherwise it is that
+// decomposition. Linear panics with *Error when x or w is nil or bool, x
+// is rank 0, w is not 2-D, x's last dimension is not w's first, or b is
+// not 1-D of w's second dimension.
+func Linear(x, w, b *Tensor) *Tensor {
+	const op = "peel.Linear"
+	defer interp.Annotate(op)
+	checkTensor(op, x)
+	checkTensor(op, w)
+	if w.Rank() != 2 {
+		errorf(op, "weight %s is not 2-D [k, n]", w.TypeString())
+	}
+	if x.Rank() == 0 || x.Shape()[x.Rank()-1] != w.Shape()[0] {
+		errorf(op, "input %s does not end in the weight's %d rows (weight %s)", x.TypeString(), w.Shape()[0], w.TypeString())
+	}
+	if b == nil {
+		return matmul(op, x, w)
+	}
+	checkTensor(op, b)
+	if b.Rank() != 1 || b.Shape()[0] != w.Shape()[1] {
+		errorf(op, "bias %s is not [%d] (weight %s)", b.TypeString(), w.Shape()[1], w.TypeString())
+	}
+	x, w = contractOperands(op, x, w)
+	d := x.DType()
+	if !d.IsFloat() || PromoteTypes(d, b.DType()) != d {
+		return arith(op, prims.Add, matmul(op, x, w), b)
+	}
+	return interp.Bind1(prims.Linear, nil, x, w, AsType(b, d))
+}
+
 // Dot returns the inner product of two 1-D tensors (a rank-0 tensor); for
 // higher ranks it is MatMul. It panics with *Error in the cases MatMul
 // does.

@@ -83,9 +83,11 @@ func eval(p *Prim, params any, args []*Tensor) []*Tensor {
 }
 
 // hasKernel reports whether the backend of a composite's concrete
-// operands has a (fused) kernel for it.
+// operands has a (fused) kernel for it. Whole or not: Whole is how
+// staging records the composite, and a composite that compiled programs
+// see decomposed (prims.Linear) may still have a kernel eagerly.
 func hasKernel(p *Prim, args []*Tensor) bool {
-	return p.Whole && evalBackend(p, args).Has(p.Op)
+	return evalBackend(p, args).Has(p.Op)
 }
 
 // ElementwiseAval checks the operands of an elementwise primitive against

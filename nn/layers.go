@@ -132,14 +132,10 @@ func Linear(p LinearParams, x *peel.Tensor) *peel.Tensor {
 	if x.Rank() == 0 || x.Shape()[x.Rank()-1] != p.W.Shape()[0] {
 		fail(op, "input %v does not end in the weight's %d input features (weight %v)", x.TypeString(), p.W.Shape()[0], p.W.TypeString())
 	}
-	y := peel.MatMul(x, p.W)
-	if p.B != nil {
-		if p.B.Rank() != 1 || p.B.Shape()[0] != p.W.Shape()[1] {
-			fail(op, "bias %v is not [%d]", p.B.TypeString(), p.W.Shape()[1])
-		}
-		y = peel.Add(y, p.B)
+	if p.B != nil && (p.B.Rank() != 1 || p.B.Shape()[0] != p.W.Shape()[1]) {
+		fail(op, "bias %v is not [%d]", p.B.TypeString(), p.W.Shape()[1])
 	}
-	return y
+	return peel.Linear(x, p.W, p.B)
 }
 
 // Conv2DParams are the params of a Conv2D layer: W [O, I/groups, KH, KW]

@@ -281,6 +281,10 @@ func jvpCases() []jvpCase {
 	for _, d := range dotConfigs() {
 		cs = append(cs, jvpCase{name: d.name, prim: prims.DotGeneral, params: d.p, args: []*T{uniform(r, -2, 2, d.a...), uniform(r, -2, 2, d.b...)}})
 	}
+	// linear: x of rank 1, 2 and 3 (tangents in every operand).
+	for _, x := range [][]int{{3}, {4, 3}, {2, 4, 3}} {
+		cs = append(cs, jvpCase{name: fmt.Sprint(x), prim: prims.Linear, args: []*T{uniform(r, -2, 2, x...), uniform(r, -2, 2, 3, 5), uniform(r, -2, 2, 5)}})
+	}
 	for _, c := range convConfigs() {
 		cs = append(cs, jvpCase{name: c.name, prim: prims.ConvGeneralDilated, params: c.p, args: []*T{uniform(r, -2, 2, c.x...), uniform(r, -2, 2, c.w...)}})
 	}

@@ -36,6 +36,7 @@ var noCodec = map[string]string{
 var unreached = map[string]string{
 	"iota":       "it takes no operands, so Bind evaluates it at once: a graph holds its result as a constant",
 	"checkpoint": "a composite the staging interpreter decomposes (it is not Whole): staged graphs hold its graph's equations, and under a derivative its JVP's",
+	"linear":     "a composite the staging interpreter decomposes (it is not Whole): staged graphs hold its dot_general and add",
 }
 
 // TestPrimitiveCodecs checks that every primitive bound with parameters

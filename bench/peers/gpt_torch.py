@@ -109,13 +109,20 @@ class GPT(torch.nn.Module):
         att = self._drop(torch.softmax(att, -1))
         return torch.matmul(att, v)
 
+    @staticmethod
+    def _linear(x, w, b):
+        """x @ w + b as torch.nn.Linear computes it (F.linear, the weight
+        read transposed in place): the product, then the bias added into
+        it in place (addmm for 2-D inputs), as peel's nn.Linear."""
+        return F.linear(x, w.t(), b)
+
     def _mlp(self, b, x):
-        h = F.gelu(torch.matmul(x, b.fc_w) + b.fc_b)
-        return torch.matmul(h, b.mlp_proj_w) + b.mlp_proj_b
+        h = F.gelu(self._linear(x, b.fc_w, b.fc_b))
+        return self._linear(h, b.mlp_proj_w, b.mlp_proj_b)
 
     def _block(self, b, x, mask):
-        q, k, v = self._heads(torch.matmul(self._ln(x, b.ln1_scale, b.ln1_bias), b.qkv_w) + b.qkv_b)
-        y = torch.matmul(self._merge(self._attend(q, k, v, mask)), b.attn_proj_w) + b.attn_proj_b
+        q, k, v = self._heads(self._linear(self._ln(x, b.ln1_scale, b.ln1_bias), b.qkv_w, b.qkv_b))
+        y = self._linear(self._merge(self._attend(q, k, v, mask)), b.attn_proj_w, b.attn_proj_b)
         x = x + self._drop(y)
         return x + self._drop(self._mlp(b, self._ln(x, b.ln2_scale, b.ln2_bias)))
 

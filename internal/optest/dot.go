@@ -84,6 +84,38 @@ func dotOps() []Op {
 			Differentiable: true,
 		},
 		{
+			Name: "peel.Linear",
+			F:    func(a []*T) *T { return peel.Linear(a[0], a[1], a[2]) },
+			Samples: func() []Sample {
+				g := NewGen(16)
+				var out []Sample
+				for _, d := range numerics {
+					for _, x := range [][]int{{3}, {2, 3}, {2, 1, 3}, {0, 3}} {
+						out = append(out, Sample{Name: fmt.Sprintf("%v%v", d, x), Args: []*T{g.Tensor(d, -3, 3, x...), g.Tensor(d, -3, 3, 3, 4), g.Tensor(d, -3, 3, 4)}})
+					}
+				}
+				// A bias that converts to the product's dtype (one
+				// primitive), and one that widens it (the decomposition).
+				out = append(out,
+					Sample{Name: "f32·f32+i64", Args: []*T{g.Tensor(peel.Float32, -3, 3, 2, 3), g.Tensor(peel.Float32, -3, 3, 3, 4), g.Tensor(peel.Int64, -3, 3, 4)}},
+					Sample{Name: "f32·f32+f64", Args: []*T{g.Tensor(peel.Float32, -3, 3, 2, 3), g.Tensor(peel.Float32, -3, 3, 3, 4), g.Tensor(peel.Float64, -3, 3, 4)}},
+					Sample{Name: "i64·f32+f32", Args: []*T{g.Tensor(peel.Int64, -3, 3, 2, 3), g.Tensor(peel.Float32, -3, 3, 3, 4), g.Tensor(peel.Float32, -3, 3, 4)}})
+				return out
+			},
+			Ref: func(a []Host) Host {
+				y := matmulRef(a[0], a[1])
+				d := peel.PromoteTypes(y.DType, a[2].DType)
+				o := Host{Shape: y.Shape, DType: d, Data: make([]float64, len(y.Data))}
+				n := len(a[2].Data)
+				for i := range o.Data {
+					o.Data[i] = Round(d, y.Data[i]+a[2].Data[i%n])
+				}
+				return o
+			},
+			Tol:            1e-5,
+			Differentiable: true,
+		},
+		{
 			Name: "peel.Outer",
 			F:    func(a []*T) *T { return peel.Outer(a[0], a[1]) },
 			Samples: func() []Sample {
