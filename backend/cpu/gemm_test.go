@@ -226,7 +226,10 @@ func testProductLayouts(t *testing.T) {
 	}
 	p := prims.DotParams{LhsContract: []int{1}, RhsContract: []int{0}}
 	for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
-		for _, s := range [][3]int{{2, 130, 2}, {7, 64, 10}, {33, 200, 5}, {128, 256, 10}, {9, 100, 15}} {
+		// Narrow products of 32 rows or more (with A read transposed
+		// they run as Cᵀ = Bᵀ·Aᵀ where K fits one contracting block:
+		// 64, 100; 130 does not on a 32 KiB L1).
+		for _, s := range [][3]int{{2, 130, 2}, {7, 64, 10}, {33, 200, 5}, {128, 256, 10}, {9, 100, 15}, {64, 64, 16}, {40, 100, 12}, {64, 130, 16}, {96, 16, 8}} {
 			m, k, n := s[0], s[1], s[2]
 			av, bv := make([]float64, m*k), make([]float64, k*n)
 			for i := range av {
