@@ -84,10 +84,27 @@ func eval(p *Prim, params any, args []*Tensor) []*Tensor {
 
 // hasKernel reports whether the backend of a composite's concrete
 // operands has a (fused) kernel for it. Whole or not: Whole is how
-// staging records the composite, and a composite that compiled programs
-// see decomposed (prims.Linear) may still have a kernel eagerly.
+// staging records the composite, and one that staged graphs see
+// decomposed (prims.Linear) may still have a kernel eagerly. Such a
+// composite whose operands live on different backends decomposes, as
+// before it had a kernel (a Whole one is refused, as it always was).
 func hasKernel(p *Prim, args []*Tensor) bool {
-	return evalBackend(p, args).Has(p.Op)
+	if p.Whole {
+		return evalBackend(p, args).Has(p.Op)
+	}
+	var be backend.Backend
+	for _, a := range args {
+		switch {
+		case be == nil:
+			be = a.be
+		case a.be != be:
+			return false
+		}
+	}
+	if be == nil {
+		be = DefaultBackend()
+	}
+	return be.Has(p.Op)
 }
 
 // ElementwiseAval checks the operands of an elementwise primitive against
