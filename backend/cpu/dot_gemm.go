@@ -617,8 +617,8 @@ func narrowTransposed32(p *dotPlan) bool {
 // N×M block with the micro-kernels of k, then transposes the block into
 // c. Each element is the same sum of the same products in the same order
 // of the contracting index (a·b = b·a exactly), so it has the bits the
-// untransposed product with the same contracting blocks gives; which
-// path a product takes depends on its shape alone.
+// untransposed product with the same contracting blocks gives (which is
+// why narrowTransposed32 may look at A's layout).
 func gemmTransposed[T float32 | float64](p *dotPlan, bi int, c, a, b []T, k gemmKernel[T], bufs *gemmBufs[T], pool *sync.Pool, par bool) {
 	q := *p
 	q.M, q.N = p.N, p.M
