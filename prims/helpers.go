@@ -2,6 +2,7 @@ package prims
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/peel-ml/peel/backend"
 	"github.com/peel-ml/peel/interp"
@@ -213,6 +214,24 @@ func LinearIn(p *interp.Prim, i int) bool {
 // transposeFn maps the cotangent of a single-result primitive (non-nil)
 // to its operands' cotangents.
 type transposeFn func(params any, ct *tensor, args []*tensor, linear []bool) []*tensor
+
+// defSelfTranspose makes p, a map linear in its first operand alone
+// and symmetric in it (softmax_lin, layer_norm_lin, rms_norm_lin), its
+// own transpose: the first operand's cotangent is p applied to the
+// result's cotangent, the other operands as they are.
+func defSelfTranspose(p *interp.Prim) {
+	p.Linear = []bool{true, false}
+	p.Transpose = func(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
+		if !linear[0] || slices.Contains(linear[1:], true) {
+			interp.Panicf("%s transpose: linear in its first operand only", p.Name)
+		}
+		res := make([]*tensor, len(args))
+		if cts[0] != nil {
+			res[0] = interp.Bind1(p, params, append([]*tensor{cts[0]}, args[1:]...)...)
+		}
+		return res
+	}
+}
 
 // defTranspose sets p's linearity and transpose rule.
 func defTranspose(p *interp.Prim, lin []bool, f transposeFn) {

@@ -49,8 +49,7 @@ func init() {
 		y := interp.Bind1(DotGeneral, LinearDot(x.Rank()), x, w)
 		return []*tensor{add(y, linearBias(b, y.Shape()))}
 	}
-	Linear.JVP = func(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
-		outs := interp.Bind(Linear, params, primals...)
+	defJVP(Linear, func(_ any, primals, tangents []*tensor, out *tensor) *tensor {
 		x, w := primals[0], primals[1]
 		dx, dw, db := tangents[0], tangents[1], tangents[2]
 		var d *tensor
@@ -61,8 +60,8 @@ func init() {
 			d = addNil(d, interp.Bind1(DotGeneral, LinearDot(x.Rank()), x, dw))
 		}
 		if db != nil {
-			d = addNil(d, linearBias(db, outs[0].Shape()))
+			d = addNil(d, linearBias(db, out.Shape()))
 		}
-		return outs, []*tensor{d}
-	}
+		return d
+	})
 }

@@ -130,13 +130,9 @@ func normLinPrim(name string, center bool) *interp.Prim {
 		return []*tensor{mul(back(r), v)}
 	}
 	p.Whole = true
-	p.Linear = []bool{true, false}
+	defSelfTranspose(p)
 	// d(r·g(t, y)) = ṙ·g + r·g(ṫ, y) − r·(ẏ·mean(y·t) + y·mean(ẏ·t)).
-	p.JVP = func(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
-		outs := interp.Bind(p, params, primals...)
-		if allNil(tangents) {
-			return outs, []*tensor{nil}
-		}
+	defJVP(p, func(params any, primals, tangents []*tensor, _ *tensor) *tensor {
 		t, y, r := primals[0], primals[1], primals[2]
 		dt, dy, dr := tangents[0], tangents[1], tangents[2]
 		mean, back := normPieces(t.Shape(), params.(NormParams).Axes, t.DType())
@@ -153,17 +149,8 @@ func normLinPrim(name string, center bool) *interp.Prim {
 			v, _ := g(params, t, y)
 			d = addNil(d, mul(back(dr), v))
 		}
-		return outs, []*tensor{d}
-	}
-	p.Transpose = func(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
-		if !linear[0] || linear[1] || linear[2] {
-			interp.Panicf("%s transpose: linear in its first operand only", name)
-		}
-		if cts[0] == nil {
-			return []*tensor{nil, nil, nil}
-		}
-		return []*tensor{interp.Bind1(p, params, cts[0], args[1], args[2]), nil, nil}
-	}
+		return d
+	})
 	return p
 }
 

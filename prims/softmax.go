@@ -65,13 +65,9 @@ var SoftmaxLin = func() *interp.Prim {
 		return []*tensor{lin(params.(AxisParams).Axis, args[0], args[1])}
 	}
 	p.Whole = true
-	p.Linear = []bool{true, false}
+	defSelfTranspose(p)
 	// d(y·(t − Σ y·t)) = lin(ṫ) + ẏ·(t − Σ y·t) − y·Σ ẏ·t.
-	p.JVP = func(params any, primals, tangents []*tensor) ([]*tensor, []*tensor) {
-		outs := interp.Bind(p, params, primals...)
-		if allNil(tangents) {
-			return outs, []*tensor{nil}
-		}
+	defJVP(p, func(params any, primals, tangents []*tensor, _ *tensor) *tensor {
 		axis := params.(AxisParams).Axis
 		axes := []int{axis}
 		t, y := primals[0], primals[1]
@@ -83,17 +79,8 @@ var SoftmaxLin = func() *interp.Prim {
 			u := subUnreduced(t, reduceSum(mul(y, t), axes), axes)
 			d = addNil(d, sub(mul(dy, u), mul(y, unreduce(reduceSum(mul(dy, t), axes), t.Shape(), axes))))
 		}
-		return outs, []*tensor{d}
-	}
-	p.Transpose = func(params any, cts []*tensor, args []*tensor, linear []bool) []*tensor {
-		if !linear[0] || linear[1] {
-			interp.Panicf("softmax_lin transpose: linear in its first operand only")
-		}
-		if cts[0] == nil {
-			return []*tensor{nil, nil}
-		}
-		return []*tensor{interp.Bind1(p, params, cts[0], args[1]), nil}
-	}
+		return d
+	})
 	return p
 }()
 
